@@ -1,0 +1,173 @@
+/*
+ * cfg.h - hotkvd's configuration: one option table, a redis.conf-style parser,
+ * validation, and the diff a reload needs.
+ *
+ * A struct cfg is a plain value: it is built whole (defaults, then a file, then
+ * command-line overrides), validated, and only then handed to the running
+ * processes.  A reload builds a new one and keeps the old one if anything
+ * fails, so no half-applied configuration ever exists.  Every directive is
+ * defined in exactly one place, the table in cfg_options.c: its type, default,
+ * bounds, whether a reload may change it, and where it lives in struct cfg.
+ *
+ * Syntax (as redis.conf): `directive arg ...` per line, `#` comments, "double"
+ * or 'single' quoted arguments with \n \t \\ \" \xHH escapes in double quotes,
+ * `include FILE` (relative to the including file's directory, depth-limited).
+ * Sizes take k kb m mb g gb (1k = 1000, 1kb = 1024).  Durations take ms s m h
+ * and decimals ("1.5s"); a bare number means seconds.  Booleans: yes|no.
+ * Directive names are case-insensitive.  Unknown directives are errors.
+ *
+ * Errors come back in a struct cfg_error formatted "FILE:LINE: reason"; the
+ * library never prints.  None of these functions keeps a pointer to its inputs.
+ */
+#ifndef HKV_CFG_H
+#define HKV_CFG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/hkv.h"
+
+#define CFG_NAME_MAX 64
+
+enum cfg_pool { CFG_POOL_HOT = 0, CFG_POOL_COLD = 1 };
+enum cfg_durability { CFG_DUR_LEDGER = 0, CFG_DUR_DURABLE = 1 };
+enum cfg_on_timeout { CFG_ONTO_DEGRADE = 0, CFG_ONTO_ERROR = 1 };
+/* Redis's level names, in increasing severity. */
+enum cfg_loglevel { CFG_LOG_DEBUG = 0, CFG_LOG_VERBOSE, CFG_LOG_NOTICE, CFG_LOG_WARNING,
+                    CFG_LOG_NOTHING };
+
+/* A key class: which pool holds its keys and how they are cached and stored.
+ * `patterns` are globs (Redis glob syntax: * ? [a-z] [^x] \x); the class named
+ * "default" has none and catches every key no other class matches. */
+struct cfg_class {
+    char name[CFG_NAME_MAX];
+    char **patterns;
+    size_t npatterns;
+    enum cfg_pool pool;
+    int64_t fresh_ms;
+    int64_t keep_ms;
+    enum cfg_durability durability;
+    enum cfg_on_timeout on_timeout;
+};
+
+struct cfg {
+    /* network and process layout (restart-only) */
+    char **bind;                 /* addresses to listen on */
+    size_t nbind;
+    int port;
+    char *dir;                   /* data directory */
+    char *pidfile;               /* "" = none */
+    char *colo;                  /* this host's colo name */
+    int edge_workers;
+    int hot_owners;
+    int cold_owners;
+    /* logging (reloadable) */
+    char *logfile;               /* "" = stderr */
+    enum cfg_loglevel loglevel;
+    /* clients (reloadable) */
+    int64_t maxclients;
+    int64_t timeout_ms;          /* idle client timeout, 0 = never */
+    int64_t tcp_keepalive_ms;
+    int64_t proto_max_bulk_len;
+    int64_t proto_max_args;
+    int64_t client_query_buffer_limit;
+    int64_t client_output_hard;  /* client-output-buffer-limit HARD SOFT SECONDS */
+    int64_t client_output_soft;
+    int64_t client_output_soft_ms;
+    /* shutdown (reloadable) */
+    int64_t shutdown_timeout_ms;
+    /* owner link and write path */
+    int64_t wire_max_frame;      /* restart-only */
+    int64_t write_timeout_ms;
+    int64_t *write_retry_backoff_ms;
+    size_t nwrite_retry_backoff;
+    int64_t write_deadline_ms;
+    /* owner storage */
+    int64_t owner_maxmemory;     /* 0 = unbounded */
+    int64_t persist_interval_ms;
+    int64_t persist_max_dirty;
+    int64_t durable_timeout_ms;
+    int64_t tombstone_ttl_ms;
+    /* classes, in file order; "default" is always present */
+    struct cfg_class *classes;
+    size_t nclasses;
+};
+
+struct cfg_error {
+    char msg[512];               /* "FILE:LINE: reason", or "reason" */
+};
+
+/* Option flags, as the table declares them. */
+#define CFG_F_RELOADABLE 0x1     /* a SIGHUP or CONFIG SET may change it */
+#define CFG_F_MULTI      0x2     /* may repeat; each occurrence adds (class) */
+#define CFG_F_PATH       0x4     /* a filesystem path: never set over the network */
+
+/* A new config holding every default.  NULL on allocation failure. */
+struct cfg *cfg_create(void);
+/* Frees *c and everything it owns; sets *c = NULL.  NULL-safe. */
+void cfg_destroy(struct cfg **c);
+/* A deep copy; NULL on allocation failure. */
+struct cfg *cfg_dup(const struct cfg *c);
+
+/* Parses the file at `path` into c (over whatever c holds).  A directive given
+ * in the file replaces the default; `class` adds a class (or replaces one of
+ * the same name, `default` included).  HKV_EINVAL with err filled on the first
+ * error: unreadable file, syntax, unknown directive, bad value, include loop. */
+hkv_status cfg_load_file(struct cfg *c, const char *path, struct cfg_error *err);
+
+/* Parses `len` bytes of config text; `origin` names it in errors.  `include`
+ * is refused here (text has no directory).  Same return codes as load_file. */
+hkv_status cfg_load_text(struct cfg *c, const char *text, size_t len, const char *origin,
+                         struct cfg_error *err);
+
+/* Applies one directive given as words (argv[0] is the name), as the command
+ * line's `--name arg ...` does.  `origin` names it in errors. */
+hkv_status cfg_apply(struct cfg *c, int argc, char **argv, const char *origin,
+                     struct cfg_error *err);
+
+/* Whole-config checks that no single directive can make (keep >= fresh, at
+ * least one bind address, a default class, pools with owners for every class
+ * that uses them ...).  HKV_OK or HKV_EINVAL with err filled. */
+hkv_status cfg_validate(const struct cfg *c, struct cfg_error *err);
+
+/* The whole config as canonical text that cfg_load_text accepts and that
+ * reproduces an equal config.  Returns a malloc'd NUL-terminated string the
+ * caller frees (length in *len if len != NULL), or NULL on allocation failure.
+ * This is how the master hands a validated config to its children. */
+char *cfg_serialize(const struct cfg *c, size_t *len);
+
+/* Calls fn once per directive whose value differs between a and b, with the
+ * directive's flags.  Returns how many differ. */
+typedef void (*cfg_diff_fn)(const char *name, int flags, void *arg);
+int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *arg);
+
+/* What a reload applies: a copy of `next` in which every restart-only
+ * directive keeps its value from `live`.  NULL on allocation failure. */
+struct cfg *cfg_reload_merge(const struct cfg *live, const struct cfg *next);
+
+/* CONFIG GET/SET support.  cfg_get renders a directive's value as text into
+ * buf (Redis's CONFIG GET form); HKV_ENOENT for an unknown name, HKV_EFULL if
+ * buf is too small.  cfg_set parses `value` (words split as the file would)
+ * into a directive marked CFG_F_RELOADABLE and not CFG_F_PATH; HKV_EINVAL
+ * with err filled otherwise (unknown, restart-only, path, bad value). */
+hkv_status cfg_get(const struct cfg *c, const char *name, char *buf, size_t buflen);
+hkv_status cfg_set(struct cfg *c, const char *name, const char *value, struct cfg_error *err);
+
+/* The option table, for iteration (CONFIG GET globs, docs).  Names are the
+ * canonical lower-case directive names. */
+size_t cfg_option_count(void);
+const char *cfg_option_name(size_t i);
+int cfg_option_flags(size_t i);
+
+/* The class of `key`: the first class (file order) with a matching pattern,
+ * else the default class.  Never NULL for a validated config. */
+const struct cfg_class *cfg_class_for(const struct cfg *c, const char *key, size_t keylen);
+const struct cfg_class *cfg_class_named(const struct cfg *c, const char *name);
+
+/* Redis-style glob match over binary-safe strings; 1 on match, else 0. */
+int cfg_glob_match(const char *pat, size_t patlen, const char *s, size_t slen, int nocase);
+
+/* Names for the enums, for logs and CONFIG GET. */
+const char *cfg_loglevel_name(enum cfg_loglevel l);
+
+#endif

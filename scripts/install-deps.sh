@@ -1,0 +1,20 @@
+#!/bin/sh
+# Installs the Debian packages hotkvd builds and tests with, and only those that
+# are missing.  Quiet when everything is present; uses sudo only when not root.
+set -eu
+PKGS="libevent-dev libsqlite3-dev libssl-dev libmsgpack-dev check pkg-config \
+redis-tools python3-redis"
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+echo "install-deps: installing:$missing" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >&2
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >&2
