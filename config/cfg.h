@@ -120,8 +120,10 @@ hkv_status cfg_load_file(struct cfg *c, const char *path, struct cfg_error *err)
 hkv_status cfg_load_text(struct cfg *c, const char *text, size_t len, const char *origin,
                          struct cfg_error *err);
 
-/* Applies one directive given as words (argv[0] is the name), as the command
- * line's `--name arg ...` does.  `origin` names it in errors. */
+/* Applies one directive given as words (argv[0] is the name; a leading "--"
+ * on it is ignored), as the command line's `--name arg ...` does.  `origin`
+ * names it in errors ("ORIGIN: reason").  `include` reads a file relative to
+ * the working directory. */
 hkv_status cfg_apply(struct cfg *c, int argc, char **argv, const char *origin,
                      struct cfg_error *err);
 
@@ -149,7 +151,19 @@ struct cfg *cfg_reload_merge(const struct cfg *live, const struct cfg *next);
  * buf (Redis's CONFIG GET form); HKV_ENOENT for an unknown name, HKV_EFULL if
  * buf is too small.  cfg_set parses `value` (words split as the file would)
  * into a directive marked CFG_F_RELOADABLE and not CFG_F_PATH; HKV_EINVAL
- * with err filled otherwise (unknown, restart-only, path, bad value). */
+ * with err filled otherwise (unknown, restart-only, path, bad value).  A SET
+ * that would leave the whole config failing cfg_validate is refused too, and a
+ * refused SET changes nothing.  `class` SET adds or replaces one class, given
+ * as the words after `class` on a file line.
+ *
+ * GET forms, chosen so that SET of what GET returned sets the same value:
+ * integers in decimal ("6380"); sizes in bytes ("536870912"); durations in
+ * milliseconds with the unit ("28500ms", "0ms"); enums by name ("notice");
+ * strings and paths bare, unquoted ("" when empty); lists space-separated
+ * ("127.0.0.1 ::1", "1500ms 3000ms"); client-output-buffer-limit as
+ * "HARD SOFT SOFT-DURATION" ("268435456 67108864 60000ms"); class as one line
+ * per class, in lookup order, "NAME [pattern GLOB]... pool P fresh Nms keep
+ * Nms durability D on-timeout T", patterns quoted as the file would need. */
 hkv_status cfg_get(const struct cfg *c, const char *name, char *buf, size_t buflen);
 hkv_status cfg_set(struct cfg *c, const char *name, const char *value, struct cfg_error *err);
 

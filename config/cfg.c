@@ -1,0 +1,120 @@
+/*
+ * cfg.c - a config's life: create it from the table's defaults, copy it,
+ * free it, and check it as a whole.
+ *
+ * cfg_create knows no default values of its own: it feeds each row's default
+ * text through the same splitter and option parser a file goes through.  Copy
+ * and free are driven by the table too (cfg_opt_copy/release per row), so a
+ * new directive needs no change here.  cfg_validate holds only the checks that
+ * relate several directives; everything about one value is checked when it is
+ * parsed.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/cfg_internal.h"
+
+void cfg_destroy(struct cfg **cp)
+{
+    if (cp == NULL || *cp == NULL)
+        return;
+    for (size_t i = 0; i < cfg_noptions; i++)
+        cfg_opt_release(*cp, &cfg_options[i]);
+    free(*cp);
+    *cp = NULL;
+}
+
+struct cfg *cfg_create(void)
+{
+    struct cfg *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    for (size_t i = 0; i < cfg_noptions; i++) {
+        const struct cfg_option *o = &cfg_options[i];
+        char why[CFG_WHY], **argv = NULL;
+        int argc = 0;
+        hkv_status st = cfg_split(o->def, strlen(o->def), &argc, &argv, why);
+        if (st == HKV_OK)
+            st = cfg_opt_apply(c, o, argc, argv, why);
+        cfg_words_free(argc, argv);
+        if (st != HKV_OK) {
+            cfg_destroy(&c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+struct cfg *cfg_dup(const struct cfg *src)
+{
+    struct cfg *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    for (size_t i = 0; i < cfg_noptions; i++) {
+        if (cfg_opt_copy(c, src, &cfg_options[i]) != HKV_OK) {
+            cfg_destroy(&c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+static hkv_status invalid(struct cfg_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static hkv_status invalid(struct cfg_error *err, const char *fmt, ...)
+{
+    if (err != NULL) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        va_end(ap);
+    }
+    return HKV_EINVAL;
+}
+
+static hkv_status validate_classes(const struct cfg *c, struct cfg_error *err)
+{
+    if (c->nclasses == 0 || strcmp(c->classes[c->nclasses - 1].name, "default") != 0)
+        return invalid(err, "the class 'default' is missing or not last");
+    for (size_t i = 0; i < c->nclasses; i++) {
+        const struct cfg_class *k = &c->classes[i];
+        int dflt = i == c->nclasses - 1;
+        char f[32], kp[32];
+        if (!dflt && strcmp(k->name, "default") == 0)
+            return invalid(err, "class 'default' appears twice");
+        if (dflt && k->npatterns > 0)
+            return invalid(err, "class 'default' cannot have patterns");
+        if (!dflt && k->npatterns == 0)
+            return invalid(err, "class '%s' has no pattern: no key could ever use it", k->name);
+        if (k->keep_ms < k->fresh_ms) {
+            cfg_render_duration(k->fresh_ms, f, sizeof(f));
+            cfg_render_duration(k->keep_ms, kp, sizeof(kp));
+            return invalid(err, "class '%s': keep (%s) must be at least fresh (%s)", k->name, kp,
+                           f);
+        }
+        if (k->pool == CFG_POOL_HOT && c->hot_owners == 0)
+            return invalid(err, "class '%s' uses the hot pool but hot-owners is 0", k->name);
+        if (k->pool == CFG_POOL_COLD && c->cold_owners == 0)
+            return invalid(err, "class '%s' uses the cold pool but cold-owners is 0", k->name);
+    }
+    return HKV_OK;
+}
+
+hkv_status cfg_validate(const struct cfg *c, struct cfg_error *err)
+{
+    char a[32], b[32];
+    if (c->nbind < 1)
+        return invalid(err, "at least one bind address is needed");
+    if (c->edge_workers < 1)
+        return invalid(err, "edge-workers must be at least 1");
+    if (c->hot_owners + c->cold_owners < 1)
+        return invalid(err, "hot-owners + cold-owners must be at least 1");
+    if (c->write_deadline_ms < c->write_timeout_ms) {
+        cfg_render_duration(c->write_deadline_ms, a, sizeof(a));
+        cfg_render_duration(c->write_timeout_ms, b, sizeof(b));
+        return invalid(err, "write-deadline (%s) must be at least write-timeout (%s)", a, b);
+    }
+    return validate_classes(c, err);
+}

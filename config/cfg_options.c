@@ -1,0 +1,139 @@
+/*
+ * cfg_options.c - the option table: the one place a directive is defined.
+ *
+ * CFG_OPTIONS is an X-macro list.  Each row names the directive, its type, the
+ * struct cfg field it fills (and the count field for lists), its default as
+ * config text, its bounds, its flags, one extra (a checker, enum names or a
+ * special handler) and a one-line doc.  The defaults are text on purpose:
+ * cfg_create parses them with the same code that parses a file, so a default
+ * cannot disagree with what the parser would accept or how it would store it.
+ * Table order is the order of cfg_serialize's output and of CONFIG GET *.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config/cfg_internal.h"
+
+const char *const cfg_loglevel_names[] = { "debug", "verbose", "notice", "warning", "nothing",
+                                           NULL };
+
+static const char *check_nonempty(const char *s)
+{
+    return s[0] != '\0' ? NULL : "needs a non-empty value";
+}
+
+static const char *check_colo(const char *s)
+{
+    return cfg_name_ok(s, 32) ? NULL : "needs 1 to 32 characters of [A-Za-z0-9_-]";
+}
+
+#define R CFG_F_RELOADABLE
+#define M CFG_F_MULTI
+#define P CFG_F_PATH
+#define NOX .check = NULL
+
+/*  X(name, type, field, count field, default, min, max, flags, extra, doc)
+ *  For scalars the count field repeats the field; it is not used. */
+#define CFG_OPTIONS(X)                                                                          \
+    X("bind", STRLIST, bind, nbind, "127.0.0.1", 1, 16, 0, .check = check_nonempty,              \
+      "addresses to listen on, one or more")                                                    \
+    X("port", INT, port, port, "6380", 0, 65535, 0, NOX, "TCP port for clients")                 \
+    X("dir", PATH, dir, dir, ".", 0, 0, P, .check = check_nonempty,                              \
+      "data directory (SQLite files, pid file when relative)")                                 \
+    X("pidfile", PATH, pidfile, pidfile, "\"\"", 0, 0, P, NOX, "pid file; \"\" = none")          \
+    X("logfile", PATH, logfile, logfile, "\"\"", 0, 0, R | P, NOX, "log file; \"\" = stderr")    \
+    X("loglevel", ENUM, loglevel, loglevel, "notice", 0, 0, R, .enums = cfg_loglevel_names,      \
+      "debug | verbose | notice | warning | nothing")                                           \
+    X("colo", STRING, colo, colo, "a", 0, 0, 0, .check = check_colo,                             \
+      "this host's colo name, [A-Za-z0-9_-]{1,32}")                                             \
+    X("edge-workers", INT, edge_workers, edge_workers, "2", 1, 256, 0, NOX,                      \
+      "edge worker processes in this colo")                                                     \
+    X("hot-owners", INT, hot_owners, hot_owners, "2", 0, 256, 0, NOX,                            \
+      "owner processes in the hot pool")                                                        \
+    X("cold-owners", INT, cold_owners, cold_owners, "1", 0, 256, 0, NOX,                         \
+      "owner processes in the cold pool")                                                       \
+    X("maxclients", INT, maxclients, maxclients, "10000", 1, 1000000, R, NOX,                    \
+      "client connections per edge worker")                                                     \
+    X("timeout", DURATION, timeout_ms, timeout_ms, "0", 0, 365 * CFG_DAY, R, NOX,                \
+      "close a client idle this long; 0 = never")                                               \
+    X("tcp-keepalive", DURATION, tcp_keepalive_ms, tcp_keepalive_ms, "300s", 0, CFG_DAY, R, NOX, \
+      "TCP keepalive interval for clients; 0 = off")                                            \
+    X("proto-max-bulk-len", SIZE, proto_max_bulk_len, proto_max_bulk_len, "512mb", CFG_MB,       \
+      4 * CFG_GB, R, NOX, "largest bulk string a client may send")                              \
+    X("proto-max-args", INT, proto_max_args, proto_max_args, "1048576", 1, INT32_MAX, R, NOX,    \
+      "most arguments in one command")                                                          \
+    X("client-query-buffer-limit", SIZE, client_query_buffer_limit, client_query_buffer_limit,  \
+      "1gb", CFG_MB, 64 * CFG_GB, R, NOX, "largest unparsed input kept for one client")        \
+    X("client-output-buffer-limit", SPECIAL, client_output_hard, client_output_hard,            \
+      "256mb 64mb 60s", 0, 0, R, .special = &cfg_cobl_special,                                  \
+      "HARD SOFT SOFT-DURATION: drop a client over HARD, or over SOFT that long")               \
+    X("shutdown-timeout", DURATION, shutdown_timeout_ms, shutdown_timeout_ms, "10s", 0,          \
+      CFG_HOUR, R, NOX, "longest a graceful stop waits before it forces")                       \
+    X("wire-max-frame", SIZE, wire_max_frame, wire_max_frame, "64mb", 64 * CFG_KB, 4 * CFG_GB,   \
+      0, NOX, "largest frame on an owner link")                                                 \
+    X("write-timeout", DURATION, write_timeout_ms, write_timeout_ms, "8s", 1, CFG_HOUR, R, NOX,  \
+      "one write attempt to an owner gives up after this")                                      \
+    X("write-retry-backoff", DURLIST, write_retry_backoff_ms, nwrite_retry_backoff,              \
+      "1500ms 3000ms", 0, 16, R, NOX, "waits before each retry of a timed-out write (0..16)")   \
+    X("write-deadline", DURATION, write_deadline_ms, write_deadline_ms, "28.5s", 1, CFG_DAY, R,  \
+      NOX, "a write fails explicitly once this has passed, retries included")                  \
+    X("owner-maxmemory", SIZE, owner_maxmemory, owner_maxmemory, "0", 0, INT64_MAX, R, NOX,      \
+      "ledger memory per owner before clean keys are evicted; 0 = unbounded")                   \
+    X("persist-interval", DURATION, persist_interval_ms, persist_interval_ms, "100ms", 1,        \
+      CFG_HOUR, R, NOX, "a ledger write reaches SQLite within this")                            \
+    X("persist-max-dirty", SIZE, persist_max_dirty, persist_max_dirty, "256mb", CFG_MB,          \
+      INT64_MAX, R, NOX, "dirty bytes per owner before writes are refused")                     \
+    X("durable-timeout", DURATION, durable_timeout_ms, durable_timeout_ms, "5s", 1, CFG_HOUR, R, \
+      NOX, "a durable write waits this long for its commit")                                    \
+    X("tombstone-ttl", DURATION, tombstone_ttl_ms, tombstone_ttl_ms, "10m", 1, 365 * CFG_DAY, R, \
+      NOX, "how long a deleted key's tombstone is kept")                                        \
+    X("class", SPECIAL, classes, nclasses, "default", 0, 0, R | M,                               \
+      .special = &cfg_class_special, "NAME [pattern GLOB]... [pool hot|cold] [fresh D] [keep D] " \
+      "[durability ledger|durable] [on-timeout degrade|error]")
+
+#define CFG_ROW(n, t, f, cnt, d, lo, hi, fl, x, dc)                                             \
+    { .name = n, .type = CFG_T_##t, .off = offsetof(struct cfg, f),                             \
+      .size = sizeof(((struct cfg *)0)->f), .noff = offsetof(struct cfg, cnt), .def = d,        \
+      .min = lo, .max = hi, .flags = fl, x, .doc = dc },
+
+const struct cfg_option cfg_options[] = { CFG_OPTIONS(CFG_ROW) };
+const size_t cfg_noptions = sizeof(cfg_options) / sizeof(cfg_options[0]);
+
+#undef CFG_ROW
+#undef R
+#undef M
+#undef P
+#undef NOX
+
+const struct cfg_option *cfg_option_find(const char *name)
+{
+    for (size_t i = 0; i < cfg_noptions; i++)
+        if (strcasecmp(cfg_options[i].name, name) == 0)
+            return &cfg_options[i];
+    return NULL;
+}
+
+size_t cfg_option_count(void)
+{
+    return cfg_noptions;
+}
+
+const char *cfg_option_name(size_t i)
+{
+    return i < cfg_noptions ? cfg_options[i].name : NULL;
+}
+
+int cfg_option_flags(size_t i)
+{
+    return i < cfg_noptions ? cfg_options[i].flags : 0;
+}
+
+const char *cfg_loglevel_name(enum cfg_loglevel l)
+{
+    if ((int)l < 0 || (int)l > CFG_LOG_NOTHING)
+        return "unknown";
+    return cfg_loglevel_names[l];
+}

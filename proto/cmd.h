@@ -1,0 +1,62 @@
+/*
+ * cmd.h - the command table: the one place a client command is defined.
+ *
+ * Both protocols decode into a request (argc/argv) and dispatch through this
+ * table by id; the handlers live with the process that runs them (the edge
+ * keeps an array indexed by cmd_id).  Arity follows Redis: N means exactly N
+ * words including the name, -N means at least N.  Keys are described by
+ * first/last/step as in Redis's COMMAND reply (last -1 = the last argument).
+ */
+#ifndef HKV_CMD_H
+#define HKV_CMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CMD_F_READ    0x01  /* reads keys: goes through the read path */
+#define CMD_F_WRITE   0x02  /* writes keys: goes to the owner's write link */
+#define CMD_F_ADMIN   0x04  /* server administration */
+#define CMD_F_FAST    0x08  /* O(1), never waits */
+#define CMD_F_NOAUTH  0x10  /* allowed before authentication */
+#define CMD_F_CONN    0x20  /* about the connection itself */
+
+/* X(ID, name, arity, flags, first_key, last_key, step) */
+#define CMD_LIST(X)                                                     \
+    X(PING, "ping", -1, CMD_F_FAST | CMD_F_NOAUTH | CMD_F_CONN, 0, 0, 0) \
+    X(ECHO, "echo", 2, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)                 \
+    X(HELLO, "hello", -1, CMD_F_FAST | CMD_F_NOAUTH | CMD_F_CONN, 0, 0, 0) \
+    X(SELECT, "select", 2, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)             \
+    X(QUIT, "quit", -1, CMD_F_FAST | CMD_F_NOAUTH | CMD_F_CONN, 0, 0, 0) \
+    X(RESET, "reset", 1, CMD_F_FAST | CMD_F_NOAUTH | CMD_F_CONN, 0, 0, 0) \
+    X(COMMAND, "command", -1, CMD_F_CONN, 0, 0, 0)                       \
+    X(CLIENT, "client", -2, CMD_F_CONN, 0, 0, 0)                         \
+    X(CONFIG, "config", -2, CMD_F_ADMIN, 0, 0, 0)                        \
+    X(INFO, "info", -1, CMD_F_CONN, 0, 0, 0)                             \
+    X(TIME, "time", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)
+
+enum cmd_id {
+#define X(id, name, arity, flags, fk, lk, st) CMD_##id,
+    CMD_LIST(X)
+#undef X
+    CMD_COUNT
+};
+
+struct cmd_def {
+    enum cmd_id id;
+    const char *name;   /* lower case */
+    int arity;
+    uint32_t flags;
+    int first_key, last_key, step;
+};
+
+/* The command named by name[0..len) (any case), or NULL. */
+const struct cmd_def *cmd_lookup(const char *name, size_t len);
+/* The definition of id; id must be < CMD_COUNT. */
+const struct cmd_def *cmd_get(enum cmd_id id);
+/* 1 if argc words satisfy the command's arity. */
+static inline int cmd_arity_ok(const struct cmd_def *c, int argc)
+{
+    return c->arity >= 0 ? argc == c->arity : argc >= -c->arity;
+}
+
+#endif

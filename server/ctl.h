@@ -1,0 +1,37 @@
+/*
+ * ctl.h - the control channel between the master and each child: a stream
+ * socketpair carrying small framed messages, [u32 big-endian length][u8
+ * type][payload].  The master sends validated configs; a child reports that it
+ * serves.  The channel doubles as the child's lifeline: EOF on it means the
+ * master is gone, which a child notices at once without polling.
+ */
+#ifndef HKV_CTL_H
+#define HKV_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/buffer.h>
+
+#include "proto/hkv.h"
+
+enum ctl_type {
+    CTL_READY = 1,   /* child -> master: serving; payload empty */
+    CTL_CONFIG = 2,  /* master -> child: u64 generation + cfg_serialize() text */
+    CTL_APPLIED = 3, /* child -> master: u64 generation now in effect */
+};
+
+#define CTL_MAX_MSG (64u << 20)
+
+/* Appends one message to `out`.  HKV_OK or HKV_ENOMEM. */
+hkv_status ctl_put(struct evbuffer *out, uint8_t type, const void *payload, size_t len);
+/* Takes one whole message from `in`: HKV_OK with *type and a malloc'd *payload
+ * (NUL-terminated for convenience; the caller frees it) and *len; HKV_EAGAIN
+ * if incomplete; HKV_EPROTO if the length is over CTL_MAX_MSG or zero. */
+hkv_status ctl_take(struct evbuffer *in, uint8_t *type, char **payload, size_t *len);
+
+/* u64 helpers for CTL_CONFIG / CTL_APPLIED payloads. */
+void ctl_put_u64(unsigned char *p, uint64_t v);
+uint64_t ctl_get_u64(const unsigned char *p);
+
+#endif

@@ -1,0 +1,161 @@
+/*
+ * edge.c - the edge process: accept clients on the sockets the master opened,
+ * run their connections, stop in order.  Connection I/O is in edge_conn.c,
+ * command handlers in edge_cmd*.c, INFO in info.c.
+ */
+#include "edge.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/edge_int.h"
+#include "server/log.h"
+
+#define CRON_MS 100
+#define FAST_STOP_MS 500
+
+static void set_limits(struct edge *e, const struct cfg *cfg)
+{
+    e->limits.max_bulk = cfg->proto_max_bulk_len;
+    e->limits.max_args = cfg->proto_max_args;
+    e->limits.max_inline = 64 * 1024;
+}
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
+                      void *arg)
+{
+    conn_accept(arg, fd);
+}
+
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    /* EMFILE and friends: log once per burst; the listener keeps going. */
+    log_warning("accept: %s", strerror(errno));
+}
+
+static void finish_if_drained(struct edge *e)
+{
+    if (e->stopping && e->nconns == 0) {
+        worker_quiesce(e->worker);
+        event_base_loopexit(e->base, NULL);
+    }
+}
+
+static void on_cron(evutil_socket_t fd, short what, void *arg)
+{
+    struct edge *e = arg;
+    int64_t now = board_now_ms();
+    struct conn *c = e->conns;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        conn_cron(c, now);
+        c = next;
+    }
+    uint64_t total = board_load(&e->stats->total_commands_processed);
+    if (now - e->ops_sample_ms >= 1000) {
+        e->ops_per_sec = (total - e->ops_sample_cmds) * 1000 / (uint64_t)(now - e->ops_sample_ms);
+        e->ops_sample_ms = now;
+        e->ops_sample_cmds = total;
+    }
+    finish_if_drained(e);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    struct edge *e = arg;
+    if (e->nconns > 0)
+        log_warning("stop deadline passed, closing %llu connections",
+                    (unsigned long long)e->nconns);
+    while (e->conns != NULL)
+        conn_close(e->conns);
+    finish_if_drained(e);
+}
+
+static void on_stop(void *arg, int fast)
+{
+    struct edge *e = arg;
+    for (size_t i = 0; i < e->nlisteners; i++)
+        evconnlistener_free(e->listeners[i]);
+    e->nlisteners = 0;
+    int64_t ms = fast ? FAST_STOP_MS : e->ctx->cfg->shutdown_timeout_ms;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(e->deadline, &tv);
+    e->stopping = 1;
+    /* A connection with nothing owed is closed now; the others as soon as
+     * their replies are written (conn_cron and the write path check). */
+    struct conn *c = e->conns;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        if (buf_unread(&c->out) == 0)
+            conn_close(c);
+        else
+            c->close_after_write = 1;
+        c = next;
+    }
+    finish_if_drained(e);
+}
+
+static void on_reload(void *arg, const struct cfg *next)
+{
+    struct edge *e = arg;
+    set_limits(e, next);
+    struct conn *c = e->conns;
+    for (; c != NULL; c = c->next)
+        c->parser.lim = e->limits;
+}
+
+int edge_main(struct worker_ctx *ctx)
+{
+    char title[96];
+    snprintf(title, sizeof(title), "edge %s/%d", ctx->cfg->colo, ctx->index);
+    if (worker_prepare(ctx, title) != 0)
+        return 1;
+    struct edge edge = {.ctx = ctx, .next_client_id = 1};
+    struct edge *e = &edge;
+    int code = 1;
+    e->stats = &ctx->board->slots[ctx->slot];
+    atomic_store_explicit(&e->stats->connected_clients, 0, memory_order_relaxed);
+    set_limits(e, ctx->cfg);
+    e->base = event_base_new();
+    if (e->base == NULL)
+        return 1;
+    struct worker_hooks hooks = {on_reload, on_stop, e};
+    e->worker = worker_create(ctx, e->base, &hooks);
+    e->cron = event_new(e->base, -1, EV_PERSIST, on_cron, e);
+    e->deadline = evtimer_new(e->base, on_deadline, e);
+    e->listeners = calloc(ctx->nlisten ? ctx->nlisten : 1, sizeof(*e->listeners));
+    if (e->worker == NULL || e->cron == NULL || e->deadline == NULL || e->listeners == NULL)
+        goto out;
+    for (size_t i = 0; i < ctx->nlisten; i++) {
+        struct evconnlistener *l =
+            evconnlistener_new(e->base, on_accept, e, LEV_OPT_CLOSE_ON_FREE, -1, ctx->listen_fds[i]);
+        if (l == NULL) {
+            log_warning("cannot listen on inherited socket %d", ctx->listen_fds[i]);
+            goto out;
+        }
+        evconnlistener_set_error_cb(l, on_accept_error);
+        e->listeners[e->nlisteners++] = l;
+    }
+    struct timeval tv = {0, CRON_MS * 1000};
+    event_add(e->cron, &tv);
+    e->ops_sample_ms = board_now_ms();
+    worker_ready(e->worker);
+    event_base_dispatch(e->base);
+    code = 0;
+out:
+    while (e->conns != NULL)
+        conn_close(e->conns);
+    for (size_t i = 0; i < e->nlisteners; i++)
+        evconnlistener_free(e->listeners[i]);
+    free(e->listeners);
+    if (e->cron)
+        event_free(e->cron);
+    if (e->deadline)
+        event_free(e->deadline);
+    worker_destroy(&e->worker);
+    event_base_free(e->base);
+    cfg_destroy(&ctx->cfg);
+    return code;
+}

@@ -1,0 +1,143 @@
+/*
+ * info.c - INFO: "# Section\r\nkey:value\r\n" as Redis prints it, for the
+ * whole daemon.  Daemon-wide numbers come from the scoreboard (summed over
+ * every edge), so any edge answers the same thing.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/edge_int.h"
+#include "server/version.h"
+
+typedef void (*info_section_fn)(struct hkv_buf *b, struct edge *e);
+
+static uint64_t sum_edges(struct edge *e, size_t off)
+{
+    struct board *bd = e->ctx->board;
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < bd->nslots; i++)
+        if (atomic_load_explicit(&bd->slots[i].role, memory_order_relaxed) == BOARD_EDGE)
+            n += board_load((_Atomic uint64_t *)((char *)&bd->slots[i] + off));
+    return n;
+}
+
+static void sec_server(struct hkv_buf *b, struct edge *e)
+{
+    const struct cfg *cfg = e->ctx->cfg;
+    struct board *bd = e->ctx->board;
+    struct utsname u;
+    uname(&u);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    int64_t start = atomic_load_explicit(&bd->start_unix_ms, memory_order_relaxed);
+    int64_t up = (now_ms - start) / 1000;
+    buf_printf(b,
+               "# Server\r\n"
+               "redis_version:7.0.0\r\n"
+               "hotkvd_version:%s\r\n"
+               "redis_mode:standalone\r\n"
+               "os:%s %s %s\r\n"
+               "process_id:%d\r\n"
+               "edge_pid:%d\r\n"
+               "colo:%s\r\n"
+               "tcp_port:%d\r\n"
+               "uptime_in_seconds:%lld\r\n"
+               "uptime_in_days:%lld\r\n"
+               "config_generation:%llu\r\n"
+               "config_reload_failures:%llu\r\n"
+               "edge_workers:%d\r\n"
+               "owners:%d\r\n"
+               "hot_owners:%d\r\n"
+               "cold_owners:%d\r\n"
+               "\r\n",
+               HOTKVD_VERSION, u.sysname, u.release, u.machine,
+               (int)atomic_load_explicit(&bd->master_pid, memory_order_relaxed), (int)getpid(),
+               cfg->colo, cfg->port, (long long)up, (long long)up / 86400,
+               (unsigned long long)atomic_load_explicit(&bd->config_generation, memory_order_relaxed),
+               (unsigned long long)atomic_load_explicit(&bd->config_reload_failures,
+                                                        memory_order_relaxed),
+               cfg->edge_workers, cfg->hot_owners + cfg->cold_owners, cfg->hot_owners,
+               cfg->cold_owners);
+}
+
+static void sec_clients(struct hkv_buf *b, struct edge *e)
+{
+    buf_printf(b,
+               "# Clients\r\n"
+               "connected_clients:%llu\r\n"
+               "edge_connected_clients:%llu\r\n"
+               "maxclients:%lld\r\n"
+               "\r\n",
+               (unsigned long long)sum_edges(e, offsetof(struct board_slot, connected_clients)),
+               (unsigned long long)e->nconns, (long long)e->ctx->cfg->maxclients);
+}
+
+static void sec_stats(struct hkv_buf *b, struct edge *e)
+{
+    buf_printf(b, "# Stats\r\n");
+#define X(name, gauge)                                                                \
+    if (!gauge)                                                                       \
+        buf_printf(b, #name ":%llu\r\n",                                              \
+                   (unsigned long long)sum_edges(e, offsetof(struct board_slot, name)));
+    BOARD_EDGE_STATS(X)
+#undef X
+    buf_printf(b, "instantaneous_ops_per_sec:%llu\r\n\r\n", (unsigned long long)e->ops_per_sec);
+}
+
+static void sec_processes(struct hkv_buf *b, struct edge *e)
+{
+    struct board *bd = e->ctx->board;
+    int64_t now = board_now_ms();
+    buf_printf(b, "# Processes\r\n");
+    for (uint32_t i = 0; i < bd->nslots; i++) {
+        struct board_slot *s = &bd->slots[i];
+        uint32_t role = atomic_load_explicit(&s->role, memory_order_relaxed);
+        buf_printf(b, "slot%u:role=%s,pid=%d,ready=%u,restarts=%u,heartbeat_age_ms=%lld,config_generation=%llu\r\n",
+                   i, role == BOARD_EDGE ? "edge" : role == BOARD_OWNER ? "owner" : "none",
+                   (int)atomic_load_explicit(&s->pid, memory_order_relaxed),
+                   atomic_load_explicit(&s->ready, memory_order_relaxed),
+                   atomic_load_explicit(&s->restarts, memory_order_relaxed),
+                   (long long)(now - atomic_load_explicit(&s->heartbeat_ms, memory_order_relaxed)),
+                   (unsigned long long)board_load(&s->config_generation));
+    }
+    buf_printf(b, "\r\n");
+}
+
+static const struct {
+    const char *name;
+    info_section_fn fn;
+    int in_default;
+} sections[] = {
+    {"server", sec_server, 1},
+    {"clients", sec_clients, 1},
+    {"stats", sec_stats, 1},
+    {"processes", sec_processes, 0},
+};
+#define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
+
+void info_render(struct hkv_buf *out, struct edge *e, int n, const struct resp_slice *names)
+{
+    int want[NSECTIONS] = {0};
+    if (n == 0)
+        for (size_t i = 0; i < NSECTIONS; i++)
+            want[i] = sections[i].in_default;
+    for (int a = 0; a < n; a++)
+        for (size_t i = 0; i < NSECTIONS; i++) {
+            if (slice_is(&names[a], "all") || slice_is(&names[a], "everything"))
+                want[i] = 1;
+            else if (slice_is(&names[a], "default"))
+                want[i] |= sections[i].in_default;
+            else if (slice_is(&names[a], sections[i].name))
+                want[i] = 1;
+        }
+    for (size_t i = 0; i < NSECTIONS; i++)
+        if (want[i])
+            sections[i].fn(out, e);
+    /* Redis ends the reply without the last blank line. */
+    if (buf_unread(out) >= 2)
+        out->len -= 2;
+}

@@ -1,0 +1,22 @@
+/*
+ * owner.h - a shard owner process: the single source of truth for the keys
+ * of its leaves.  One event loop serializes every read and write of a key;
+ * edges reach it over the binary protocol (proto/wire) on a Unix socket the
+ * master opened before forking, so a restarted owner is reachable at once.
+ */
+#ifndef HKV_OWNER_H
+#define HKV_OWNER_H
+
+#include <stddef.h>
+
+#include "config/cfg.h"
+#include "server/worker.h"
+
+/* Runs the owner until it is stopped; returns the exit code. */
+int owner_main(struct worker_ctx *ctx);
+
+/* Where owner `index` of `pool` listens: "<dir>/owner-<hot|cold>-<index>.sock". */
+void owner_socket_path(const struct cfg *cfg, enum cfg_pool pool, int index, char *buf,
+                       size_t len);
+
+#endif

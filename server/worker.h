@@ -1,0 +1,62 @@
+/*
+ * worker.h - what every child process (edge or owner) shares: the context the
+ * master hands it at fork, and the runtime around its event loop — signals,
+ * the control channel (config reloads, the master's lifeline), the heartbeat
+ * in the scoreboard, and the parent-death check.
+ *
+ * A role plugs in with two hooks: `reload` receives a new validated config
+ * (the worker owns the old one and frees it after the hook returns) and
+ * `stop` begins an orderly stop.  `fast` is set when the master is gone:
+ * then the role has about half a second, not shutdown-timeout.
+ */
+#ifndef HKV_WORKER_H
+#define HKV_WORKER_H
+
+#include <sys/types.h>
+
+#include <event2/event.h>
+
+#include "config/cfg.h"
+#include "server/board.h"
+
+struct worker_ctx {
+    enum board_role role;
+    int index;              /* edge number in the colo, or owner number in its pool */
+    enum cfg_pool pool;     /* owners only */
+    int slot;               /* this process's board slot */
+    struct cfg *cfg;        /* the config in effect; replaced on reload */
+    struct board *board;
+    int ctl_fd;             /* child end of the control socketpair */
+    pid_t master_pid;
+    const int *listen_fds;  /* edges: the client listening sockets */
+    size_t nlisten;
+    const int *owner_fds;   /* owners: this owner's link listening socket (one) */
+    size_t nowner_fds;
+};
+
+struct worker_hooks {
+    void (*reload)(void *arg, const struct cfg *next);
+    void (*stop)(void *arg, int fast);
+    void *arg;
+};
+
+struct worker;
+
+/* Installs signal handling, the control channel and the heartbeat on `base`.
+ * NULL on failure.  The worker does not own ctx or base. */
+struct worker *worker_create(struct worker_ctx *ctx, struct event_base *base,
+                             const struct worker_hooks *hooks);
+void worker_destroy(struct worker **w);
+/* Tells the master this process serves (CTL_READY) and marks the board. */
+void worker_ready(struct worker *w);
+/* Drops the control channel and signal handlers, so the loop can end once the
+ * role has closed its own events. */
+void worker_quiesce(struct worker *w);
+/* True once a stop was requested. */
+int worker_stopping(const struct worker *w);
+
+/* Common process setup right after fork: parent-death signal, process title,
+ * log role.  Returns -1 if the master already died (the caller exits). */
+int worker_prepare(struct worker_ctx *ctx, const char *title);
+
+#endif

@@ -1,0 +1,75 @@
+/*
+ * harness.h - what the daemon-level tests share: temp dirs, free ports,
+ * starting the real binary ($HOTKVD_BIN) from a fixture config, a tiny RESP
+ * client over real sockets, and stopping every process by PID.  Every wait is
+ * bounded in time.
+ */
+#ifndef HKV_HARNESS_H
+#define HKV_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto/resp.h"
+
+struct daemon {
+    pid_t pid;
+    int port;
+    char dir[256];       /* temp dir: data, config, log */
+    char conf[320];
+    char log[320];
+};
+
+/* A fresh temp dir under /tmp; aborts the test on failure. */
+void h_tmpdir(char *out, size_t len);
+/* Removes a temp dir tree made by h_tmpdir. */
+void h_rmtree(const char *dir);
+/* A loopback TCP port that was free a moment ago. */
+int h_free_port(void);
+int64_t h_now_ms(void);
+/* Path of the binary under test. */
+const char *h_bin(void);
+
+/* Writes <dir>/hotkvd.conf: port, dir, logfile, then `extra` verbatim. */
+void h_write_conf(struct daemon *d, const char *extra);
+/* Initialises d (temp dir, free port), writes the config, starts the daemon
+ * and waits (up to 10 s) until PING answers.  Returns 0, or -1 if it exited or
+ * did not answer (the log is printed to stderr). */
+int h_start(struct daemon *d, const char *extra);
+/* Starts the binary with argv (NULL-terminated, argv[0] ignored) and extra env
+ * ("NAME=value" or NULL); returns the pid. */
+pid_t h_spawn(char *const argv[], const char *env);
+/* Waits up to ms for pid to exit; returns its wait status, or -1 on timeout. */
+int h_wait(pid_t pid, int ms);
+/* SIGTERM, wait up to 15 s, SIGKILL what is left (master and children), and
+ * remove the temp dir.  Returns the master's wait status. */
+int h_stop(struct daemon *d);
+/* PIDs of the daemon's children from INFO processes (up to max). */
+int h_children(const struct daemon *d, pid_t *pids, int max);
+int h_alive(pid_t pid);
+/* Prints the daemon log to stderr (for failing tests). */
+void h_dump_log(const struct daemon *d);
+
+/* A blocking RESP client with a 5 s receive timeout. */
+int h_connect(int port);
+/* Sends one command (words) and reads one reply; NULL on error/timeout.
+ * The caller frees the reply with h_free. */
+struct h_reply {
+    struct resp_value *v;
+    char *raw;
+};
+struct h_reply *h_cmd(int fd, int argc, const char **argv);
+struct h_reply *h_cmdv(int fd, ...); /* NULL-terminated words */
+/* Sends raw bytes. */
+int h_send(int fd, const void *p, size_t n);
+/* Reads one reply after raw sends; NULL on EOF/timeout. */
+struct h_reply *h_read(int fd);
+void h_free(struct h_reply *r);
+/* The value of `field` in an INFO reply (copied into buf); -1 if absent. */
+int h_info_field(int port, const char *field, char *buf, size_t len);
+int64_t h_info_int(int port, const char *field);
+/* PING over a new connection; 1 if +PONG came back. */
+int h_ping(int port);
+
+#endif
