@@ -63,10 +63,14 @@ $(BIN): $(BUILD)/server/main.o $(LIB)
 
 # One runner holds every Check suite; the suite list is generated from the file
 # names (tests/<kind>/check_<name>.c defines Suite *<name>_suite(void)).
-$(BUILD)/tests/suites.h: $(TEST_SRC) Makefile
+# Regenerated on every run, replaced only when the list changed (a file added
+# or removed must change it even when no file is newer than it).
+$(BUILD)/tests/suites.h: FORCE
 	@mkdir -p $(dir $@)
 	@for f in $(TEST_SRC); do k=$$(basename $$(dirname $$f)); n=$$(basename $$f .c); \
-	  echo "SUITE($$k, $${n#check_})"; done > $@.tmp && mv $@.tmp $@
+	  echo "SUITE($$k, $${n#check_})"; done > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+FORCE:
 
 $(BUILD)/tests/runner.o: tests/runner.c $(BUILD)/tests/suites.h
 	@mkdir -p $(dir $@)

@@ -52,16 +52,20 @@ struct resp_parser {
     int argc;
     int cap;
     size_t *offs;           /* argument offsets from the request start */
-    size_t *lens;
-    struct resp_slice *argv;
+    struct resp_slice *argv;    /* argv[i].len is filled as each bulk arrives */
+    char *scratch;          /* decoded quoted inline arguments */
+    size_t scratch_cap;
+    char errbuf[48];        /* formatted error text ("expected '$', got 'X'") */
 };
 
+/* lim NULL, or any field <= 0, takes the default: max_bulk 512 MB,
+ * max_args 1M, max_inline 64 KB (Redis's PROTO_INLINE_MAX_SIZE). */
 void resp_parser_init(struct resp_parser *p, const struct resp_limits *lim);
 void resp_parser_deinit(struct resp_parser *p);
 /* Forgets a partial request (after an error or a reset). */
 void resp_parser_reset(struct resp_parser *p);
 
-/* Parses one request from buf[0..len).
+/* Parses one request from buf[0..len); buf is always the request's first byte.
  *   HKV_OK      a whole request: *req filled, *consumed = its byte length.
  *               An empty inline line or `*0`/`*-1` gives argc == 0 (skip it).
  *   HKV_EAGAIN  incomplete; call again when more bytes are appended.
@@ -69,7 +73,13 @@ void resp_parser_reset(struct resp_parser *p);
  *               '-' and CRLF), e.g. "ERR Protocol error: invalid bulk length".
  *               The stream is desynchronised: reply and close.
  *   HKV_ETOOBIG a limit was passed (same *errmsg convention); close too.
- *   HKV_ENOMEM. */
+ *   HKV_ENOMEM.
+ * Inline lines are split as Redis's sdssplitargs does (quotes, escapes; a NUL
+ * byte ends the line's arguments); a quoted argument may point into the
+ * parser's scratch space instead of buf, valid until the next call.  An
+ * inline request that looks like HTTP (`POST ...`, `GET /x HTTP/1.1`,
+ * `Host: ...`) is HKV_EPROTO "ERR Protocol error: HTTP request on the Redis
+ * port".  On anything but HKV_OK, *consumed is 0 and *req is untouched. */
 int resp_parse(struct resp_parser *p, const char *buf, size_t len, size_t *consumed,
                struct resp_req *req, const char **errmsg);
 
@@ -102,7 +112,8 @@ struct resp_value {
     enum resp_type type;
     int64_t integer;            /* INT, BOOL */
     double dbl;                 /* DOUBLE */
-    const char *str;            /* SIMPLE ERROR BULK VERBATIM BIGNUM */
+    const char *str;            /* SIMPLE ERROR BULK VERBATIM BIGNUM (VERBATIM:
+                                   the text after "txt:"; the format is str-4) */
     size_t len;
     size_t n;                   /* elements (ARRAY SET PUSH) or 2*pairs (MAP ATTR) */
     struct resp_value *elems;
@@ -110,7 +121,11 @@ struct resp_value {
 };
 
 /* Parses one whole reply from buf[0..len).  HKV_OK with *out allocated (free it
- * with resp_value_free) and *consumed; HKV_EAGAIN if incomplete; HKV_EPROTO. */
+ * with resp_value_free) and *consumed; HKV_EAGAIN if incomplete; HKV_EPROTO
+ * (also past RESP_REPLY_MAX_DEPTH nested aggregates); HKV_ENOMEM.  Attributes
+ * (`|`) attach to the value that follows them (value->attr, an RESP_ATTR;
+ * consecutive attributes chain through their own ->attr, nearest first). */
+#define RESP_REPLY_MAX_DEPTH 64
 int resp_parse_reply(const char *buf, size_t len, size_t *consumed, struct resp_value **out);
 void resp_value_free(struct resp_value **v);
 

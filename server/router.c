@@ -1,0 +1,125 @@
+/* router.c - key routing; see router.h. */
+#include "router.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/siphash.h"
+
+/* Fixed and public on purpose: routing must agree everywhere. */
+static const uint8_t ROUTE_KEY[SIPHASH_KEY_LEN] = {'h', 'o', 't', 'k', 'v', 'd', '-', 'r',
+                                                    'o', 'u', 't', 'e', '-', 'v', '1', 0};
+
+struct leafmap {
+    uint8_t bits;
+    uint64_t generation;
+    int nowners;
+    uint16_t *owner; /* 1 << bits entries */
+};
+
+struct router {
+    const struct cfg *cfg;
+    struct leafmap pools[2];
+};
+
+uint64_t router_hash(const char *key, size_t len)
+{
+    return siphash24(ROUTE_KEY, key, len);
+}
+
+static int map_init(struct leafmap *m, int nowners)
+{
+    size_t n = (size_t)1 << ROUTER_LEAF_BITS;
+    m->bits = ROUTER_LEAF_BITS;
+    m->generation = 1;
+    m->nowners = nowners;
+    m->owner = calloc(n, sizeof(uint16_t));
+    if (m->owner == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        m->owner[i] = nowners > 0 ? (uint16_t)(i % (size_t)nowners) : 0;
+    return 0;
+}
+
+struct router *router_create(const struct cfg *cfg)
+{
+    struct router *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return NULL;
+    r->cfg = cfg;
+    if (map_init(&r->pools[CFG_POOL_HOT], cfg->hot_owners) != 0 ||
+        map_init(&r->pools[CFG_POOL_COLD], cfg->cold_owners) != 0) {
+        router_destroy(&r);
+        return NULL;
+    }
+    return r;
+}
+
+void router_destroy(struct router **rp)
+{
+    if (rp == NULL || *rp == NULL)
+        return;
+    free((*rp)->pools[0].owner);
+    free((*rp)->pools[1].owner);
+    free(*rp);
+    *rp = NULL;
+}
+
+void router_set_config(struct router *r, const struct cfg *cfg)
+{
+    r->cfg = cfg;
+}
+
+static inline uint32_t prefix(uint64_t hash, uint8_t bits)
+{
+    return bits == 0 ? 0 : (uint32_t)(hash >> (64 - bits));
+}
+
+int router_owner(const struct router *r, enum cfg_pool pool, uint64_t hash)
+{
+    const struct leafmap *m = &r->pools[pool];
+    if (m->nowners == 0)
+        return -1;
+    return m->owner[prefix(hash, m->bits)];
+}
+
+void router_leaf(const struct router *r, enum cfg_pool pool, uint64_t hash, uint32_t *leaf,
+                 uint8_t *bits)
+{
+    const struct leafmap *m = &r->pools[pool];
+    *bits = m->bits;
+    *leaf = prefix(hash, m->bits);
+}
+
+uint64_t router_generation(const struct router *r, enum cfg_pool pool)
+{
+    return r->pools[pool].generation;
+}
+
+void router_route(const struct router *r, const char *key, size_t len, struct route *out)
+{
+    const struct cfg_class *cls = cfg_class_for(r->cfg, key, len);
+    out->hash = router_hash(key, len);
+    out->cls = cls;
+    out->class_id = (uint32_t)(cls - r->cfg->classes);
+    out->pool = cls->pool;
+    router_leaf(r, cls->pool, out->hash, &out->leaf, &out->bits);
+    out->owner = router_owner(r, cls->pool, out->hash);
+}
+
+int router_moved(struct router *r, enum cfg_pool pool, uint32_t leaf, uint8_t bits, int owner,
+                 uint64_t gen)
+{
+    struct leafmap *m = &r->pools[pool];
+    if (owner < 0 || owner >= m->nowners || bits > m->bits || bits > 32 ||
+        (bits < 32 && (leaf >> bits) != 0))
+        return HKV_EINVAL;
+    if (gen <= m->generation)
+        return 0;
+    /* A leaf of fewer bits than the directory covers a run of entries. */
+    uint32_t span = 1u << (m->bits - bits);
+    for (uint32_t i = 0; i < span; i++)
+        m->owner[(leaf << (m->bits - bits)) | i] = (uint16_t)owner;
+    m->generation = gen;
+    return 1;
+}

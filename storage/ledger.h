@@ -1,0 +1,254 @@
+/*
+ * ledger.h - a shard owner's in-memory map: key -> value, stamp, expiry,
+ * class, dirty.
+ *
+ * One ledger belongs to one owner's event loop; nothing in it locks.  It
+ * answers every read and write of a resident key without touching disk and
+ * hands dirty keys to the persister as rows (storage/persist_row.h).
+ *
+ * Stamps.  A write applies only if its stamp is newer than the key's stamp,
+ * whatever state the key is in (live, expired-but-not-swept, tombstone).  A
+ * write whose stamp equals the stored one is the same write retried: it is
+ * not applied again and the call returns LEDGER_RETRY (> 0: answer as for
+ * success).  An older stamp is refused with HKV_ESTALE and counted.  A stamp
+ * of 0 is never a valid write stamp (HKV_EINVAL).
+ *
+ * Deletes leave a tombstone that carries the delete's stamp; the sweep frees
+ * a tombstone once it is clean (persisted) and older than tombstone_ttl_ms,
+ * so a late write within that horizon cannot resurrect a key.
+ *
+ * Clocks.  Every call that needs time takes a struct ledger_clock with both a
+ * monotonic and a wall-clock reading in ms.  Deadlines are kept on the
+ * monotonic clock and every expiry decision uses it only, so a wall-clock
+ * step neither expires nor extends a key in memory; the wall-clock deadline
+ * (unix ms) is kept alongside only to be written to disk.
+ *
+ * Residency ("not resident" convention).  The ledger is *complete* when it
+ * holds every key of its leaves: after recovery the owner calls
+ * ledger_mark_complete(), and the first eviction clears it for good.  On a
+ * key that is not resident, get/ttl answer HKV_ENOENT when the ledger is
+ * complete and HKV_EAGAIN when it is not; HKV_EAGAIN means "not resident:
+ * ask the reader thread, then ledger_load() the row (or
+ * ledger_load_absent() when SQLite has none) and call again".  Writes to a
+ * non-resident key of an incomplete ledger answer HKV_EAGAIN too, because the
+ * stamp guard needs the stored stamp.  A tombstone or an expired entry that
+ * is resident is always an authoritative "missing".
+ *
+ * Pointers.  Value pointers handed out (struct ledger_view) are valid until
+ * the next call on the ledger other than ledger_get, ledger_ttl, ledger_scan,
+ * ledger_count, ledger_stats, ledger_dirty, ledger_is_complete and
+ * ledger_collect_dirty; any write, load, sweep or persisted/failed call may
+ * free or replace them.  Reads do not allocate.
+ *
+ * Memory.  Usage counts entries (header, key, value) and bucket arrays.  When
+ * options.maxmemory is set and usage passes it after a write or load, clean
+ * entries are evicted by a CLOCK hand (a referenced bit set on each access
+ * gives an entry a second chance); dirty entries are never evicted.  If only
+ * dirty entries remain the ledger stays over the bound; the owner refuses
+ * writes by the dirty-bytes number (ledger_dirty()), the ledger does not.
+ */
+#ifndef HKV_LEDGER_H
+#define HKV_LEDGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/siphash.h"
+#include "proto/stamp.h"
+#include "storage/persist_row.h"
+
+struct ledger;
+
+/* Returned (> 0) by a write whose stamp equals the key's: the same write,
+ * retried, already applied.  Answer the client as for success. */
+#define LEDGER_RETRY 1
+
+struct ledger_options {
+    size_t maxmemory;          /* bytes, 0 = unbounded */
+    uint64_t tombstone_ttl_ms; /* horizon before a clean tombstone is freed */
+    int has_hash_key;          /* 1: use hash_key (tests); 0: getrandom(2) */
+    uint8_t hash_key[SIPHASH_KEY_LEN];
+};
+
+struct ledger_clock {
+    uint64_t mono_ms; /* CLOCK_MONOTONIC in ms; must be > 0 */
+    int64_t wall_ms;  /* unix ms */
+};
+
+typedef enum ledger_expiry_kind {
+    LEDGER_EXP_NONE = 0, /* no expiry (SET clears an existing one) */
+    LEDGER_EXP_REL,      /* ms from now (EX/PX/EXPIRE/PEXPIRE) */
+    LEDGER_EXP_ABS,      /* unix ms (EXAT/PXAT/EXPIREAT), converted via wall_ms */
+    LEDGER_EXP_KEEP,     /* keep the key's current expiry (KEEPTTL) */
+} ledger_expiry_kind;
+
+struct ledger_expiry {
+    ledger_expiry_kind kind;
+    int64_t ms;
+};
+
+/* SET flags. */
+#define LEDGER_NX 0x1u  /* only if the key is missing */
+#define LEDGER_XX 0x2u  /* only if the key exists */
+#define LEDGER_GET 0x4u /* fill *old with the previous value */
+
+/* What a read sees.  val points into the ledger (see "Pointers" above). */
+struct ledger_view {
+    int found;             /* 1: a live key; 0: missing (fields below zero) */
+    const char *val;       /* NUL-terminated copy inside the ledger, vlen bytes */
+    size_t vlen;
+    hkv_stamp stamp;
+    int64_t ttl_ms;        /* remaining ms, -1 = no expiry */
+    int64_t expire_at_ms;  /* wall-clock unix ms, 0 = none */
+    uint16_t class_id;
+};
+
+struct ledger_stats {
+    uint64_t reads;
+    uint64_t writes;               /* writes that applied */
+    uint64_t stale_stamp_rejects;
+    uint64_t idempotent_retries;
+    uint64_t evictions;
+    uint64_t expired;              /* expired keys turned into tombstones by the sweep */
+    uint64_t tombstones_collected;
+    uint64_t tombstones;           /* resident tombstones now */
+    uint64_t keys;                 /* resident non-tombstone entries now (may include
+                                    * expired ones the sweep has not reached yet) */
+    uint64_t memory_bytes;
+    uint64_t dirty_keys;
+    uint64_t dirty_bytes;
+    uint64_t buckets;              /* bucket slots, both tables while rehashing */
+    int rehashing;
+    int complete;
+};
+
+/* Collect filter: return nonzero to collect a dirty key of this class. */
+typedef int (*ledger_filter_fn)(uint16_t class_id, void *arg);
+/* Scan callback: one live key (klen bytes, not NUL-terminated), valid only
+ * during the call; must not call into the ledger. */
+typedef void (*ledger_scan_fn)(const char *key, size_t klen, void *arg);
+
+/* Creates an empty, incomplete ledger.  HKV_OK, HKV_ENOMEM, HKV_EIO
+ * (getrandom failed). */
+int ledger_create(const struct ledger_options *opts, struct ledger **out);
+/* Frees everything; sets *l = NULL.  NULL-safe. */
+void ledger_destroy(struct ledger **l);
+
+/* Declares that every key of the leaves has been loaded.  HKV_OK, or HKV_EFULL
+ * when something was evicted meanwhile (the ledger stays incomplete). */
+int ledger_mark_complete(struct ledger *l);
+int ledger_is_complete(const struct ledger *l);
+
+/* Reads a key.  HKV_OK (out filled, out->found = 1), HKV_ENOENT (missing, for
+ * sure: out->found = 0), HKV_EAGAIN (not resident, ledger incomplete). */
+int ledger_get(struct ledger *l, const char *key, size_t klen, struct ledger_clock now,
+               struct ledger_view *out);
+
+/* Writes a value.  flags: LEDGER_NX / LEDGER_XX / LEDGER_GET; exp: NONE, REL,
+ * ABS or KEEP.  An ABS deadline in the past writes a tombstone (the key is
+ * deleted, like Redis).  With LEDGER_GET, *old (may be NULL otherwise)
+ * receives the previous live value, also when NX refuses the write.
+ *   HKV_OK        applied
+ *   LEDGER_RETRY  same stamp as stored: not applied again (*old not filled)
+ *   HKV_EEXIST    NX and the key is live: not applied
+ *   HKV_ENOENT    XX and the key is missing: not applied
+ *   HKV_ESTALE    stamp older than the key's: refused, counted
+ *   HKV_EAGAIN    not resident, ledger incomplete
+ *   HKV_EINVAL    stamp 0, REL ms <= 0, ABS ms <= 0, NX together with XX
+ *   HKV_ENOMEM
+ * class_id replaces the key's class. */
+int ledger_set(struct ledger *l, const char *key, size_t klen, const char *val, size_t vlen,
+               hkv_stamp stamp, uint16_t class_id, unsigned flags, struct ledger_expiry exp,
+               struct ledger_clock now, struct ledger_view *old);
+
+/* Deletes a key: leaves a tombstone with `stamp`, also when the key was
+ * missing (so an older write arriving later is still refused).  *existed
+ * (may be NULL) = 1 if a live key was deleted.  HKV_OK, LEDGER_RETRY
+ * (*existed = 0), HKV_ESTALE, HKV_EAGAIN, HKV_EINVAL, HKV_ENOMEM. */
+int ledger_del(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp,
+               struct ledger_clock now, int *existed);
+
+/* INCRBY with Redis semantics: the value must be a base-10 int64 string
+ * ("-12", no spaces, no '+', no leading zeros); a missing key counts as 0;
+ * the expiry is kept.  *result (may be NULL) receives the new value, and on
+ * LEDGER_RETRY the current value.  HKV_OK, LEDGER_RETRY, HKV_EINVAL (not an
+ * integer, overflow, stamp 0), HKV_ESTALE, HKV_EAGAIN, HKV_ENOMEM. */
+int ledger_incrby(struct ledger *l, const char *key, size_t klen, int64_t delta,
+                  hkv_stamp stamp, uint16_t class_id, struct ledger_clock now, int64_t *result);
+
+/* Sets a live key's deadline (exp.kind REL or ABS).  A deadline at or
+ * before now deletes the key through a tombstone carrying `stamp`, and
+ * *deleted (may be NULL) is set to 1.  HKV_OK, LEDGER_RETRY, HKV_ENOENT (no
+ * live key: nothing applied), HKV_ESTALE, HKV_EAGAIN, HKV_EINVAL. */
+int ledger_expire(struct ledger *l, const char *key, size_t klen, struct ledger_expiry exp,
+                  hkv_stamp stamp, struct ledger_clock now, int *deleted);
+
+/* Clears a live key's expiry.  HKV_OK with *changed = 1 (cleared, stamp
+ * applied) or 0 (it had none: nothing applied), LEDGER_RETRY, HKV_ENOENT (no
+ * live key), HKV_ESTALE, HKV_EAGAIN, HKV_EINVAL. */
+int ledger_persist(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp,
+                   struct ledger_clock now, int *changed);
+
+/* PTTL: HKV_OK with *ttl_ms = remaining ms, -1 (no expiry) or -2 (missing);
+ * HKV_EAGAIN when not resident and incomplete. */
+int ledger_ttl(struct ledger *l, const char *key, size_t klen, struct ledger_clock now,
+               int64_t *ttl_ms);
+
+/* Iterates live resident keys with a reverse-binary cursor (as Redis's
+ * SCAN): start with 0, pass back the returned cursor, stop when it returns 0.
+ * Every key resident for the whole scan is reported at least once, across
+ * any number of resizes between calls; some may be reported twice.  `count`
+ * is a hint of keys per call; `pattern` (NULL = all) is a glob (* ? [a-z]
+ * [^x] \x) matched against the key.  Only resident keys are seen: when the
+ * ledger is incomplete the owner must also scan its SQLite file. */
+uint64_t ledger_scan(struct ledger *l, uint64_t cursor, size_t count, const char *pattern,
+                     size_t plen, struct ledger_clock now, ledger_scan_fn fn, void *arg);
+
+/* Resident live keys (tombstones excluded; expired keys not yet swept
+ * included, as Redis's DBSIZE). */
+size_t ledger_count(const struct ledger *l);
+void ledger_stats(const struct ledger *l, struct ledger_stats *out);
+/* Dirty keys and the bytes they hold (for the persist-max-dirty bound). */
+void ledger_dirty(const struct ledger *l, size_t *keys, size_t *bytes);
+
+/* Copies the latest version of up to max_rows dirty keys that are not
+ * already in flight into b (tombstones as tombstone rows), oldest first.
+ * One row per key however many writes it had.  With a filter, only keys
+ * whose class it accepts are taken (for "commit these durable writes now").
+ * Collected keys stay dirty but are "in flight" until ledger_persisted /
+ * ledger_persist_failed; a write meanwhile makes them collectable again.
+ * Returns the number of rows added (>= 0) or HKV_ENOMEM (rows added before
+ * the failure stay in the batch and are in flight). */
+int ledger_collect_dirty(struct ledger *l, struct persist_batch *b, size_t max_rows,
+                         ledger_filter_fn filter, void *arg);
+
+/* The persister stored (key, stamp).  Clears the dirty flag only if the key
+ * still holds that stamp.  HKV_OK (now clean), HKV_ESTALE (written again
+ * meanwhile: stays dirty), HKV_ENOENT (not resident). */
+int ledger_persisted(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp);
+/* The persister failed to store (key, stamp): if the key still holds that
+ * stamp it becomes collectable again.  HKV_OK, HKV_ESTALE, HKV_ENOENT. */
+int ledger_persist_failed(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp);
+/* Calls ledger_persisted (b->status == HKV_OK) or ledger_persist_failed for
+ * every row of a finished batch. */
+void ledger_batch_done(struct ledger *l, const struct persist_batch *b);
+
+/* Inserts a clean entry from SQLite (a recovery row or a reader-thread
+ * fetch).  Never overwrites a resident version with the same or a newer
+ * stamp.  A row whose wall-clock deadline has passed is loaded as an expired
+ * entry.  HKV_OK (inserted or replaced an older one), HKV_EEXIST (resident
+ * version as new or newer: row ignored), HKV_ENOMEM. */
+int ledger_load(struct ledger *l, const struct persist_row *row, struct ledger_clock now);
+/* Records that SQLite has no row for the key: a clean stamp-0 tombstone, so
+ * the next lookup answers HKV_ENOENT and any write applies.  HKV_OK, HKV_EEXIST
+ * (resident already), HKV_ENOMEM. */
+int ledger_load_absent(struct ledger *l, const char *key, size_t klen, struct ledger_clock now);
+
+/* Visits up to `budget` buckets from a saved position: an expired key
+ * becomes a dirty tombstone with its stamp (so the persister deletes the row
+ * and a late write within the horizon is refused), counted in `expired`; a
+ * clean tombstone older than tombstone_ttl_ms is freed.  Returns the number
+ * of entries changed or freed. */
+size_t ledger_sweep(struct ledger *l, struct ledger_clock now, size_t budget);
+
+#endif

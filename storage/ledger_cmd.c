@@ -1,0 +1,281 @@
+/*
+ * ledger_cmd.c - the ledger's commands: GET, SET (NX/XX/GET/KEEPTTL), DEL,
+ * INCRBY, EXPIRE, PERSIST, PTTL.
+ *
+ * Every write starts with write_lookup(), the one stamp guard: it finds the
+ * key, refuses an older stamp, reports an equal one as a retry, and answers
+ * HKV_EAGAIN for a key that is not resident in an incomplete ledger.  Only
+ * then does a command look at the key's state (live, expired, tombstone) for
+ * its own conditions, and change it through ledger_put() or the small
+ * helpers in ledger.c, which keep the counters and the dirty lists right.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "proto/hkv.h"
+#include "storage/ledger.h"
+#include "storage/ledger_int.h"
+
+/* Stamp guard shared by every write.  HKV_OK with *ep = the resident entry
+ * or NULL (missing, ledger complete: the caller may create it). */
+static int write_lookup(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp,
+                        uint64_t *h, struct lentry **ep)
+{
+    ledger_release_held(l);
+    if (stamp == 0)
+        return HKV_EINVAL;
+    *h = ledger_hash(l, key, klen);
+    struct lentry *e = ledger_find(l, *h, key, klen);
+    *ep = e;
+    if (e == NULL)
+        return l->complete ? HKV_OK : HKV_EAGAIN;
+    if (stamp < e->stamp) {
+        l->st.stale_stamp_rejects++;
+        return HKV_ESTALE;
+    }
+    if (stamp == e->stamp) {
+        l->st.idempotent_retries++;
+        return LEDGER_RETRY;
+    }
+    return HKV_OK;
+}
+
+static void fill_view(const struct lentry *e, uint64_t now_mono, struct ledger_view *v)
+{
+    v->found = 1;
+    v->val = e->val;
+    v->vlen = e->vlen;
+    v->stamp = e->stamp;
+    v->ttl_ms = e->expire_mono ? (int64_t)(e->expire_mono - now_mono) : -1;
+    v->expire_at_ms = e->expire_wall;
+    v->class_id = e->class_id;
+}
+
+static void clear_view(struct ledger_view *v)
+{
+    if (v != NULL)
+        memset(v, 0, sizeof(*v));
+}
+
+/* ---- operations --------------------------------------------------------- */
+
+int ledger_get(struct ledger *l, const char *key, size_t klen, struct ledger_clock now,
+               struct ledger_view *out)
+{
+    l->st.reads++;
+    struct lentry *e = ledger_find(l, ledger_hash(l, key, klen), key, klen);
+    clear_view(out);
+    if (e == NULL)
+        return l->complete ? HKV_ENOENT : HKV_EAGAIN;
+    e->flags |= E_REF;
+    if (!entry_live(e, now.mono_ms))
+        return HKV_ENOENT;
+    fill_view(e, now.mono_ms, out);
+    return HKV_OK;
+}
+
+int ledger_set(struct ledger *l, const char *key, size_t klen, const char *val, size_t vlen,
+               hkv_stamp stamp, uint16_t class_id, unsigned flags, struct ledger_expiry exp,
+               struct ledger_clock now, struct ledger_view *old)
+{
+    uint64_t h;
+    struct lentry *e;
+    clear_view(old);
+    if ((flags & LEDGER_NX) && (flags & LEDGER_XX))
+        return HKV_EINVAL;
+    if ((exp.kind == LEDGER_EXP_REL || exp.kind == LEDGER_EXP_ABS) && exp.ms <= 0)
+        return HKV_EINVAL;
+    int rc = write_lookup(l, key, klen, stamp, &h, &e);
+    if (rc != HKV_OK)
+        return rc;
+    int live = e != NULL && entry_live(e, now.mono_ms);
+    if ((flags & LEDGER_GET) && live && old != NULL)
+        fill_view(e, now.mono_ms, old);
+    if ((flags & LEDGER_NX) && live)
+        return HKV_EEXIST;
+    if ((flags & LEDGER_XX) && !live)
+        return HKV_ENOENT;
+
+    struct ledger_put_args a = {.val = val, .vlen = vlen, .stamp = stamp, .class_id = class_id,
+                         .dirty = 1, .hold_old = (flags & LEDGER_GET) && live};
+    if (exp.kind == LEDGER_EXP_KEEP) {
+        if (live) {
+            a.expire_mono = e->expire_mono;
+            a.expire_wall = e->expire_wall;
+        }
+    } else if (exp.kind != LEDGER_EXP_NONE) {
+        a.tomb = ledger_deadline(exp, now, &a.expire_mono, &a.expire_wall);
+    }
+    rc = ledger_put(l, e, h, key, klen, &a, now.mono_ms);
+    if (rc == HKV_OK)
+        ledger_after_write(l);
+    return rc;
+}
+
+int ledger_del(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp,
+               struct ledger_clock now, int *existed)
+{
+    uint64_t h;
+    struct lentry *e;
+    if (existed != NULL)
+        *existed = 0;
+    int rc = write_lookup(l, key, klen, stamp, &h, &e);
+    if (rc != HKV_OK)
+        return rc;
+    if (existed != NULL)
+        *existed = e != NULL && entry_live(e, now.mono_ms);
+    struct ledger_put_args a = {.tomb = 1, .stamp = stamp, .class_id = e ? e->class_id : 0,
+                         .dirty = 1};
+    rc = ledger_put(l, e, h, key, klen, &a, now.mono_ms);
+    if (rc == HKV_OK)
+        ledger_after_write(l);
+    return rc;
+}
+
+/* Redis's string2ll: base 10, optional '-', no '+', spaces or leading zeros. */
+static int parse_i64(const char *s, size_t len, int64_t *out)
+{
+    if (len == 0 || len > 20)
+        return 0;
+    if (len == 1 && s[0] == '0') {
+        *out = 0;
+        return 1;
+    }
+    size_t i = 0;
+    int neg = 0;
+    if (s[0] == '-') {
+        neg = 1;
+        if (++i == len)
+            return 0;
+    }
+    if (s[i] < '1' || s[i] > '9')
+        return 0;
+    uint64_t v = 0;
+    for (; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+            return 0;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (neg) {
+        if (v > (uint64_t)INT64_MAX + 1)
+            return 0;
+        *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
+    } else {
+        if (v > (uint64_t)INT64_MAX)
+            return 0;
+        *out = (int64_t)v;
+    }
+    return 1;
+}
+
+int ledger_incrby(struct ledger *l, const char *key, size_t klen, int64_t delta,
+                  hkv_stamp stamp, uint16_t class_id, struct ledger_clock now, int64_t *result)
+{
+    uint64_t h;
+    struct lentry *e;
+    int rc = write_lookup(l, key, klen, stamp, &h, &e);
+    if (rc == LEDGER_RETRY && result != NULL && entry_live(e, now.mono_ms))
+        parse_i64(e->val, e->vlen, result);
+    if (rc != HKV_OK)
+        return rc;
+    int live = e != NULL && entry_live(e, now.mono_ms);
+    int64_t cur = 0, sum;
+    if (live && !parse_i64(e->val, e->vlen, &cur))
+        return HKV_EINVAL;
+    if (__builtin_add_overflow(cur, delta, &sum))
+        return HKV_EINVAL;
+    char buf[24];
+    int n = snprintf(buf, sizeof(buf), "%lld", (long long)sum);
+    struct ledger_put_args a = {.val = buf, .vlen = (size_t)n, .stamp = stamp, .class_id = class_id,
+                         .dirty = 1};
+    if (live) {
+        a.expire_mono = e->expire_mono;
+        a.expire_wall = e->expire_wall;
+    }
+    rc = ledger_put(l, e, h, key, klen, &a, now.mono_ms);
+    if (rc != HKV_OK)
+        return rc;
+    if (result != NULL)
+        *result = sum;
+    ledger_after_write(l);
+    return HKV_OK;
+}
+
+/* Changes a live entry's expiry under a new stamp. */
+static void set_expiry(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t mono,
+                       int64_t wall)
+{
+    ledger_acct_sub(l, e);
+    e->stamp = stamp;
+    e->expire_mono = mono;
+    e->expire_wall = wall;
+    e->flags |= E_REF;
+    ledger_set_state(l, e, D_PENDING);
+    ledger_acct_add(l, e);
+    l->st.writes++;
+}
+
+int ledger_expire(struct ledger *l, const char *key, size_t klen, struct ledger_expiry exp,
+                  hkv_stamp stamp, struct ledger_clock now, int *deleted)
+{
+    uint64_t h;
+    struct lentry *e;
+    if (deleted != NULL)
+        *deleted = 0;
+    if (exp.kind != LEDGER_EXP_REL && exp.kind != LEDGER_EXP_ABS)
+        return HKV_EINVAL;
+    int rc = write_lookup(l, key, klen, stamp, &h, &e);
+    if (rc != HKV_OK)
+        return rc;
+    if (e == NULL || !entry_live(e, now.mono_ms))
+        return HKV_ENOENT;
+    uint64_t mono = 0;
+    int64_t wall = 0;
+    if (ledger_deadline(exp, now, &mono, &wall)) {
+        ledger_make_tomb(l, e, stamp, now.mono_ms);
+        l->st.writes++;
+        if (deleted != NULL)
+            *deleted = 1;
+    } else {
+        set_expiry(l, e, stamp, mono, wall);
+    }
+    return HKV_OK;
+}
+
+int ledger_persist(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp,
+                   struct ledger_clock now, int *changed)
+{
+    uint64_t h;
+    struct lentry *e;
+    if (changed != NULL)
+        *changed = 0;
+    int rc = write_lookup(l, key, klen, stamp, &h, &e);
+    if (rc != HKV_OK)
+        return rc;
+    if (e == NULL || !entry_live(e, now.mono_ms))
+        return HKV_ENOENT;
+    if (e->expire_mono == 0)
+        return HKV_OK;
+    set_expiry(l, e, stamp, 0, 0);
+    if (changed != NULL)
+        *changed = 1;
+    return HKV_OK;
+}
+
+int ledger_ttl(struct ledger *l, const char *key, size_t klen, struct ledger_clock now,
+               int64_t *ttl_ms)
+{
+    l->st.reads++;
+    struct lentry *e = ledger_find(l, ledger_hash(l, key, klen), key, klen);
+    *ttl_ms = -2;
+    if (e == NULL)
+        return l->complete ? HKV_OK : HKV_EAGAIN;
+    e->flags |= E_REF;
+    if (entry_live(e, now.mono_ms))
+        *ttl_ms = e->expire_mono ? (int64_t)(e->expire_mono - now.mono_ms) : -1;
+    return HKV_OK;
+}
+

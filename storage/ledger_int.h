@@ -1,0 +1,120 @@
+/*
+ * ledger_int.h - the ledger's insides, shared by its own files only
+ * (ledger.c: table, entry changes, persister side; ledger_cmd.c: the
+ * commands; ledger_scan.c: the walks - scan, sweep, eviction).  Nothing
+ * outside storage/ledger*.c includes this.
+ */
+#ifndef HKV_LEDGER_INT_H
+#define HKV_LEDGER_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/ledger.h"
+
+#define E_TOMB 0x1u /* a delete (or a swept expiry): no value, keeps the stamp */
+#define E_REF 0x2u  /* CLOCK bit: touched since the eviction hand last passed */
+
+enum dstate { D_CLEAN = 0, D_PENDING, D_INFLIGHT };
+
+struct dnode {
+    struct dnode *prev, *next;
+};
+
+struct lentry {
+    struct lentry *next;   /* bucket chain */
+    struct dnode dn;       /* pending or in-flight list while dirty */
+    uint64_t hash;
+    hkv_stamp stamp;
+    uint64_t expire_mono;  /* live: deadline (0 = none); tombstone: unused */
+    uint64_t tomb_mono;    /* tombstone: when it became one (horizon start) */
+    int64_t expire_wall;   /* unix ms the deadline corresponds to, 0 = none */
+    char *val;             /* vlen + 1 bytes, NUL-terminated; NULL for a tombstone */
+    size_t vlen;
+    uint32_t klen;
+    uint16_t class_id;
+    uint8_t flags;         /* E_TOMB, E_REF */
+    uint8_t state;         /* enum dstate */
+    char key[];
+};
+
+struct ltable {
+    struct lentry **b;
+    size_t size, mask, used;
+};
+
+struct ledger {
+    struct ltable t[2];     /* t[1] only while rehashing */
+    long rehashidx;         /* next t[0] bucket to move, -1 when not rehashing */
+    uint8_t hkey[SIPHASH_KEY_LEN];
+    size_t maxmemory;
+    uint64_t tombstone_ttl_ms;
+    struct dnode pending;   /* dirty, not handed to the persister (oldest first) */
+    struct dnode inflight;  /* dirty, this stamp handed to the persister */
+    char *held;             /* a replaced value kept alive for a SET GET reply */
+    size_t hand;            /* eviction CLOCK hand (bucket ordinal) */
+    size_t sweep_pos;       /* sweep position (bucket ordinal) */
+    int complete;
+    int evicted_ever;
+    struct ledger_stats st; /* counters; gauges kept current by acct_add/sub */
+};
+
+static inline int entry_live(const struct lentry *e, uint64_t now_mono)
+{
+    return !(e->flags & E_TOMB) && (e->expire_mono == 0 || e->expire_mono > now_mono);
+}
+
+static inline int entry_dirty(const struct lentry *e) { return e->state != D_CLEAN; }
+
+/* What ledger_put() writes into an entry. */
+struct ledger_put_args {
+    const char *val;    /* ignored when tomb */
+    size_t vlen;
+    int tomb;
+    hkv_stamp stamp;
+    uint16_t class_id;
+    uint64_t expire_mono;
+    int64_t expire_wall;
+    int dirty;          /* 0: a clean load from SQLite */
+    int hold_old;       /* keep the replaced value alive in l->held */
+};
+
+/* Counters and gauges: call ledger_acct_sub() before changing an entry and
+ * ledger_acct_add() after, so keys, tombstones, memory and dirty numbers stay
+ * exact. */
+void ledger_acct_add(struct ledger *l, const struct lentry *e);
+void ledger_acct_sub(struct ledger *l, const struct lentry *e);
+/* Moves e to the pending or in-flight list or off both (between acct calls). */
+void ledger_set_state(struct ledger *l, struct lentry *e, enum dstate s);
+uint64_t ledger_hash(const struct ledger *l, const char *key, size_t klen);
+/* Finds a key, moving one bucket first while a resize is under way (that
+ * moves entries between chains but never frees or copies them, so handed-out
+ * pointers stay valid). */
+struct lentry *ledger_find(struct ledger *l, uint64_t h, const char *key, size_t klen);
+/* Creates (e = NULL) or replaces the entry for a key: the one path by which
+ * a value enters the ledger.  HKV_OK, HKV_ENOMEM or HKV_EINVAL (key over 4
+ * GiB); nothing changed on error. */
+int ledger_put(struct ledger *l, struct lentry *e, uint64_t h, const char *key, size_t klen,
+               const struct ledger_put_args *a, uint64_t now_mono);
+/* Frees the value kept for the previous SET GET reply: called at the start
+ * of every mutating operation, which is what bounds that pointer's life. */
+void ledger_release_held(struct ledger *l);
+/* Resolves a REL/ABS expiry to a deadline.  Returns 1 if it is at or before
+ * now (the key should go; the outputs untouched), 0 otherwise. */
+int ledger_deadline(struct ledger_expiry exp, struct ledger_clock now, uint64_t *mono,
+                    int64_t *wall);
+/* Evicts if over maxmemory; called after every change that applied. */
+void ledger_after_write(struct ledger *l);
+
+/* Up to two chain heads that bucket ordinal `pos` maps to (one per table;
+ * t[0] buckets already moved are skipped).  Returns how many. */
+int ledger_slots(struct ledger *l, size_t pos, struct ltable **tabs, size_t *idx);
+/* Unlinks *pp (a chain link in table t) and frees the entry. */
+void ledger_drop(struct ledger *l, struct ltable *t, struct lentry **pp);
+/* Turns e into a dirty tombstone carrying `stamp`. */
+void ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t now_mono);
+/* Evicts clean entries while usage is over maxmemory (bounded work). */
+void ledger_evict(struct ledger *l);
+int ledger_glob(const char *p, size_t plen, const char *s, size_t slen);
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * persist_db.h - the persister's SQLite layer (private to storage/persist*.c).
+ *
+ * Everything that knows SQL lives behind this header: the schema and its
+ * markers, the check that refuses a file that is not ours, the prepared
+ * statements, the stamp-guarded upsert, the recovery scan, the point lookup,
+ * tombstone purge and WAL checkpoint.  Functions return raw SQLite result
+ * codes unless they say otherwise; pdb_status() maps one to an hkv_status and
+ * pdb_rc_fatal() says whether the connection may be trusted afterwards.
+ *
+ * A struct pdb is one connection and is used by one thread at a time
+ * (connections are opened SQLITE_OPEN_NOMUTEX: SQLite's multi-thread mode).
+ */
+#ifndef HKV_PERSIST_DB_H
+#define HKV_PERSIST_DB_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/stamp.h"
+#include "storage/persist_row.h"
+
+#define PDB_APPLICATION_ID 0x484b5644 /* "HKVD" */
+#define PDB_SCHEMA_VERSION 1
+
+struct pdb {
+    sqlite3 *db;
+    sqlite3_stmt *upsert, *get, *scan, *purge;
+    int sync_full;        /* current PRAGMA synchronous: 1 FULL, 0 NORMAL */
+};
+
+/* Makes sure `path` is a hotkvd database: a missing file is created fresh
+ * (atomically: built as "<path>.new" and hard-linked into place, so a crash
+ * never leaves a half-made file under the real name); an existing one is
+ * checked (SQLite header, application_id, user_version, meta marker, tables,
+ * PRAGMA quick_check) over a read-only connection and never written.
+ * HKV_OK; HKV_ECORRUPT (corrupt, truncated, foreign; `why` says which);
+ * HKV_EIO (cannot read/create); HKV_ENOMEM.  `why` gets a reason on error. */
+int pdb_prepare_file(const char *path, char *why, size_t whylen);
+
+/* Opens a connection to a file pdb_prepare_file() accepted.  A writer gets
+ * WAL mode, synchronous=FULL, the busy timeout, journal_size_limit and, when
+ * max_db_bytes > 0, a max_page_count quota; a reader is SQLITE_OPEN_READONLY.
+ * HKV_OK / HKV_EIO / HKV_ENOMEM with `why`. */
+int pdb_open(struct pdb *d, const char *path, int readonly, int busy_timeout_ms,
+             uint64_t max_db_bytes, char *why, size_t whylen);
+/* Finalizes the statements and closes; safe on a zeroed or closed pdb. */
+void pdb_close(struct pdb *d);
+
+/* Sets PRAGMA synchronous (1 FULL, 0 NORMAL) if it differs; outside a txn. */
+int pdb_set_sync(struct pdb *d, int full);
+int pdb_begin(struct pdb *d);
+int pdb_commit(struct pdb *d);
+/* Rolls back whatever transaction is open (none is fine). */
+void pdb_rollback(struct pdb *d);
+
+/* The stamp-guarded upsert of one row inside a transaction.  *applied = 1 if
+ * the row was written, 0 if the stored row has the same or a newer stamp. */
+int pdb_upsert(struct pdb *d, const struct persist_row *r, int *applied);
+
+/* Streams every row (tombstones included) to `fn`.  The row's pointers are
+ * SQLite's and valid only during the call.  Returns an hkv_status: HKV_OK, the
+ * first non-OK value `fn` returned, HKV_ECORRUPT or HKV_EIO. */
+typedef int (*pdb_row_fn)(void *arg, const struct persist_row *row);
+int pdb_scan(struct pdb *d, pdb_row_fn fn, void *arg);
+
+/* Point lookup.  On SQLITE_ROW *row holds SQLite's pointers, valid until
+ * pdb_get_done(); SQLITE_DONE means not found.  Always call pdb_get_done(). */
+int pdb_get(struct pdb *d, const void *key, size_t klen, struct persist_row *row);
+void pdb_get_done(struct pdb *d);
+
+/* DELETE tombstones with stamp < horizon, in its own transaction. */
+int pdb_purge(struct pdb *d, hkv_stamp horizon, uint64_t *deleted);
+/* PRAGMA wal_checkpoint(TRUNCATE); SQLITE_BUSY if a reader kept it from
+ * finishing. */
+int pdb_checkpoint(struct pdb *d);
+
+/* SQLite result code -> hkv_status: SQLITE_FULL -> HKV_EFULL, SQLITE_NOMEM ->
+ * HKV_ENOMEM, CORRUPT/NOTADB -> HKV_ECORRUPT, anything else -> HKV_EIO. */
+int pdb_status(int rc);
+/* 1 if after `rc` the file's state is unknown (I/O error, failed fsync,
+ * corruption): nothing more may be written or reported durable. */
+int pdb_rc_fatal(int rc);
+
+#endif

@@ -1,0 +1,889 @@
+/*
+ * check_wire.c - the binary protocol: every message kind round-trips, frames
+ * split anywhere reassemble, and each class of hostile input is refused with
+ * the right status before it can cost memory.
+ */
+#include <check.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/wire.h"
+
+#define S(lit) wire_slice(lit, sizeof(lit) - 1)
+
+static struct wire_decoder dec;
+static struct hkv_buf buf;
+
+static void setup(void)
+{
+    wire_decoder_init(&dec, 0);
+    buf = (struct hkv_buf)HKV_BUF_INIT;
+}
+
+static void teardown(void)
+{
+    wire_decoder_deinit(&dec);
+    buf_deinit(&buf);
+}
+
+/* Splits exactly one frame off the buffer and decodes it. */
+static int decode_whole(struct wire_msg *m, const char **why)
+{
+    const char *p;
+    size_t plen, used;
+    ck_assert_int_eq(wire_next_frame(buf_head(&buf), buf_unread(&buf), 0, &p, &plen, &used),
+                     HKV_OK);
+    ck_assert_uint_eq(used, buf_unread(&buf));
+    ck_assert_uint_eq(plen + WIRE_HEADER_LEN, used);
+    return wire_decode(&dec, p, plen, m, why);
+}
+
+/* Decodes a raw payload (no frame header). */
+static int decode_raw(const void *p, size_t n, struct wire_msg *m, const char **why)
+{
+    return wire_decode(&dec, p, n, m, why);
+}
+
+static void slice_is(struct wire_slice s, const char *want, size_t n)
+{
+    ck_assert_uint_eq(s.len, n);
+    if (n > 0)
+        ck_assert_mem_eq(s.p, want, n);
+}
+#define SLICE_IS(s, lit) slice_is((s), (lit), sizeof(lit) - 1)
+
+/* The decoded slice lies inside the frame: zero-copy. */
+static void in_buf(struct wire_slice s)
+{
+    ck_assert(s.p >= buf.data && s.p + s.len <= buf.data + buf.len);
+}
+
+/* Re-encodes a decoded message and checks it decodes equal (needs a second
+ * decoder: the first one's arrays back `m`). */
+static void reencode_equal(const struct wire_msg *m)
+{
+    struct hkv_buf b2 = HKV_BUF_INIT;
+    struct wire_decoder d2;
+    struct wire_msg m2;
+    const char *p;
+    size_t plen, used;
+    wire_decoder_init(&d2, 0);
+    ck_assert_int_eq(wire_put_msg(&b2, m), HKV_OK);
+    ck_assert_int_eq(wire_next_frame(b2.data, b2.len, 0, &p, &plen, &used), HKV_OK);
+    ck_assert_int_eq(wire_decode(&d2, p, plen, &m2, NULL), HKV_OK);
+    ck_assert(wire_msg_equal(m, &m2));
+    wire_decoder_deinit(&d2);
+    buf_deinit(&b2);
+}
+
+/* ---- round trips ---- */
+
+START_TEST(hello_and_hello_ok_round_trip)
+{
+    struct wire_msg m;
+    ck_assert_int_eq(wire_put_hello(&buf, 1, WIRE_VERSION, 4095, S("colo-a"), WIRE_ROLE_PUSH),
+                     HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_HELLO);
+    ck_assert_uint_eq(m.id, 1);
+    ck_assert_uint_eq(m.u.hello.version, WIRE_VERSION);
+    ck_assert_uint_eq(m.u.hello.edge_id, 4095);
+    SLICE_IS(m.u.hello.colo, "colo-a");
+    ck_assert_uint_eq(m.u.hello.role, WIRE_ROLE_PUSH);
+    reencode_equal(&m);
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_hello_ok(&buf, 1, 1, UINT32_MAX, S("hot"), 1ULL << 40), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_HELLO_OK);
+    ck_assert_uint_eq(m.u.hello_ok.version, 1);
+    ck_assert_uint_eq(m.u.hello_ok.owner_id, UINT32_MAX);
+    SLICE_IS(m.u.hello_ok.pool, "hot");
+    ck_assert_uint_eq(m.u.hello_ok.map_gen, 1ULL << 40);
+    reencode_equal(&m);
+}
+END_TEST
+
+START_TEST(get_one_and_many_keys_round_trip_in_order)
+{
+    struct wire_msg m;
+    struct wire_slice keys[20];
+    char names[20][8];
+    for (int i = 0; i < 20; i++) {
+        int n = snprintf(names[i], sizeof names[i], "k%d", i);
+        keys[i] = wire_slice(names[i], (size_t)n);
+    }
+    ck_assert_int_eq(wire_put_get(&buf, 7, keys, 1), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_GET);
+    ck_assert_uint_eq(m.u.get.nkeys, 1);
+    SLICE_IS(m.u.get.keys[0], "k0");
+    in_buf(m.u.get.keys[0]);
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_get(&buf, UINT64_MAX, keys, 20), HKV_OK);  /* array16 */
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.id, UINT64_MAX);
+    ck_assert_uint_eq(m.u.get.nkeys, 20);
+    for (int i = 0; i < 20; i++)
+        slice_is(m.u.get.keys[i], names[i], strlen(names[i]));
+    reencode_equal(&m);
+}
+END_TEST
+
+START_TEST(set_round_trips_every_expiry_kind_and_flag)
+{
+    static const struct { struct wire_expiry e; uint32_t flags; } cases[] = {
+        { { WIRE_EXP_NONE, 0 }, 0 },
+        { { WIRE_EXP_REL, 1500 }, WIRE_SET_NX },
+        { { WIRE_EXP_ABS, 1893456000000LL }, WIRE_SET_XX | WIRE_SET_GET },
+        { { WIRE_EXP_KEEP, 0 }, WIRE_SET_GET },
+        { { WIRE_EXP_REL, -5 }, 0 },
+        { { WIRE_EXP_ABS, INT64_MAX }, 0 },
+    };
+    struct wire_msg m;
+    char big[70000];
+    memset(big, 'v', sizeof big);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct wire_slice val = i == 2 ? wire_slice(big, sizeof big) : S("value");
+        buf_reset(&buf);
+        ck_assert_int_eq(wire_put_set(&buf, 9, S("key"), val, 0x123456789abcULL, cases[i].e,
+                                      cases[i].flags, 3), HKV_OK);
+        ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+        ck_assert_uint_eq(m.type, WIRE_SET);
+        SLICE_IS(m.u.set.key, "key");
+        slice_is(m.u.set.value, val.p, val.len);
+        in_buf(m.u.set.value);
+        ck_assert_uint_eq(m.u.set.stamp, 0x123456789abcULL);
+        ck_assert_uint_eq(m.u.set.exp.kind, cases[i].e.kind);
+        ck_assert_int_eq(m.u.set.exp.ms, cases[i].e.ms);
+        ck_assert_uint_eq(m.u.set.flags, cases[i].flags);
+        ck_assert_uint_eq(m.u.set.class_id, 3);
+        reencode_equal(&m);
+    }
+}
+END_TEST
+
+START_TEST(write_requests_round_trip)
+{
+    struct wire_msg m;
+    struct wire_slice keys[3] = { S("a"), S(""), S("ccc") };
+
+    ck_assert_int_eq(wire_put_del(&buf, 2, keys, 3, 77), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_DEL);
+    ck_assert_uint_eq(m.u.del.nkeys, 3);
+    SLICE_IS(m.u.del.keys[0], "a");
+    ck_assert_uint_eq(m.u.del.keys[1].len, 0);
+    SLICE_IS(m.u.del.keys[2], "ccc");
+    ck_assert_uint_eq(m.u.del.stamp, 77);
+    reencode_equal(&m);
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_incrby(&buf, 3, S("ctr"), INT64_MIN, 78), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_INCRBY);
+    SLICE_IS(m.u.incrby.key, "ctr");
+    ck_assert_int_eq(m.u.incrby.delta, INT64_MIN);
+    ck_assert_uint_eq(m.u.incrby.stamp, 78);
+    reencode_equal(&m);
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_expire(&buf, 4, S("k"), (struct wire_expiry){ WIRE_EXP_ABS, 1234 },
+                                     79, WIRE_EXPIRE_XX | WIRE_EXPIRE_GT), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_EXPIRE);
+    SLICE_IS(m.u.expire.key, "k");
+    ck_assert_uint_eq(m.u.expire.exp.kind, WIRE_EXP_ABS);
+    ck_assert_int_eq(m.u.expire.exp.ms, 1234);
+    ck_assert_uint_eq(m.u.expire.stamp, 79);
+    ck_assert_uint_eq(m.u.expire.flags, WIRE_EXPIRE_XX | WIRE_EXPIRE_GT);
+    reencode_equal(&m);
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_persist(&buf, 5, S("k"), 80), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_PERSIST);
+    SLICE_IS(m.u.persist.key, "k");
+    ck_assert_uint_eq(m.u.persist.stamp, 80);
+    reencode_equal(&m);
+}
+END_TEST
+
+START_TEST(read_and_admin_requests_round_trip)
+{
+    struct wire_msg m;
+    struct wire_slice match = S("user:*");
+
+    ck_assert_int_eq(wire_put_ttl(&buf, 6, S("k")), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_TTL);
+    SLICE_IS(m.u.ttl.key, "k");
+    reencode_equal(&m);
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_scan(&buf, 7, UINT64_MAX - 1, 100, &match), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_SCAN);
+    ck_assert_uint_eq(m.u.scan.cursor, UINT64_MAX - 1);
+    ck_assert_uint_eq(m.u.scan.count, 100);
+    ck_assert(m.u.scan.has_match);
+    SLICE_IS(m.u.scan.match, "user:*");
+    reencode_equal(&m);
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_scan(&buf, 8, 0, 10, NULL), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert(!m.u.scan.has_match);
+    ck_assert_uint_eq(m.u.scan.count, 10);
+    reencode_equal(&m);
+
+    static const unsigned bare[] = { WIRE_PING, WIRE_STATS, WIRE_NOTFOUND, WIRE_PONG };
+    for (size_t i = 0; i < 4; i++) {
+        buf_reset(&buf);
+        int rc = bare[i] == WIRE_PING ? wire_put_ping(&buf, 11)
+               : bare[i] == WIRE_STATS ? wire_put_stats(&buf, 11)
+               : bare[i] == WIRE_NOTFOUND ? wire_put_notfound(&buf, 11)
+               : wire_put_pong(&buf, 11);
+        ck_assert_int_eq(rc, HKV_OK);
+        ck_assert_uint_eq(buf.len, WIRE_HEADER_LEN + 3);  /* [type, id]: 3 bytes */
+        ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+        ck_assert_uint_eq(m.type, bare[i]);
+        ck_assert_uint_eq(m.id, 11);
+        reencode_equal(&m);
+    }
+}
+END_TEST
+
+START_TEST(value_replies_round_trip)
+{
+    struct wire_msg m;
+    ck_assert_int_eq(wire_put_value(&buf, 12, S("v1"), 99, 1893456000000ULL), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_VALUE);
+    SLICE_IS(m.u.value.value, "v1");
+    ck_assert_uint_eq(m.u.value.stamp, 99);
+    ck_assert_uint_eq(m.u.value.expire_ms, 1893456000000ULL);
+    reencode_equal(&m);
+
+    struct wire_item items[3] = {
+        { true, S("one"), 1, 0 },
+        { false, S("ignored"), 5, 5 },
+        { true, S(""), UINT64_MAX, 42 },
+    };
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_values(&buf, 13, items, 3), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_VALUES);
+    ck_assert_uint_eq(m.u.values.nitems, 3);
+    ck_assert(m.u.values.items[0].found);
+    SLICE_IS(m.u.values.items[0].value, "one");
+    ck_assert_uint_eq(m.u.values.items[0].stamp, 1);
+    ck_assert_uint_eq(m.u.values.items[0].expire_ms, 0);
+    ck_assert(!m.u.values.items[1].found);
+    ck_assert_uint_eq(m.u.values.items[1].value.len, 0);
+    ck_assert_uint_eq(m.u.values.items[1].stamp, 0);
+    ck_assert(m.u.values.items[2].found);
+    ck_assert_uint_eq(m.u.values.items[2].value.len, 0);
+    ck_assert_uint_eq(m.u.values.items[2].stamp, UINT64_MAX);
+    ck_assert_uint_eq(m.u.values.items[2].expire_ms, 42);
+    reencode_equal(&m);
+
+    struct wire_slice old = S("previous");
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_ok(&buf, 14, 555, true, &old), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_OK);
+    ck_assert_uint_eq(m.u.ok.stamp, 555);
+    ck_assert(m.u.ok.applied);
+    ck_assert(m.u.ok.has_old);
+    SLICE_IS(m.u.ok.old, "previous");
+    reencode_equal(&m);
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_ok(&buf, 15, 556, false, NULL), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert(!m.u.ok.applied);
+    ck_assert(!m.u.ok.has_old);
+    reencode_equal(&m);
+}
+END_TEST
+
+START_TEST(int_moved_error_round_trip_with_extreme_values)
+{
+    static const int64_t ints[] = { 0, 1, -1, -32, -33, 127, 128, -128, -129, 65535, -32768,
+                                    -32769, INT32_MIN, (int64_t)INT32_MIN - 1, INT64_MIN,
+                                    INT64_MAX, -2 };
+    struct wire_msg m;
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        buf_reset(&buf);
+        ck_assert_int_eq(wire_put_int(&buf, 16, ints[i]), HKV_OK);
+        ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+        ck_assert_uint_eq(m.type, WIRE_INT);
+        ck_assert_int_eq(m.u.integer.value, ints[i]);
+        reencode_equal(&m);
+    }
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_moved(&buf, 17, 0x2a5, 10, 31), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_MOVED);
+    ck_assert_uint_eq(m.u.moved.leaf, 0x2a5);
+    ck_assert_uint_eq(m.u.moved.leaf_bits, 10);
+    ck_assert_uint_eq(m.u.moved.map_gen, 31);
+    reencode_equal(&m);
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_error(&buf, 0, HKV_ETOOBIG, S("frame too big")), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_ERROR);
+    ck_assert_uint_eq(m.id, 0);
+    ck_assert_int_eq(m.u.error.code, HKV_ETOOBIG);
+    SLICE_IS(m.u.error.text, "frame too big");
+    reencode_equal(&m);
+}
+END_TEST
+
+START_TEST(scan_and_stats_replies_round_trip)
+{
+    struct wire_msg m;
+    struct wire_slice keys[2] = { S("x"), S("yy") };
+    ck_assert_int_eq(wire_put_scan_reply(&buf, 18, 4242, keys, 2), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_SCAN_REPLY);
+    ck_assert_uint_eq(m.u.scan_reply.cursor, 4242);
+    ck_assert_uint_eq(m.u.scan_reply.nkeys, 2);
+    SLICE_IS(m.u.scan_reply.keys[1], "yy");
+    reencode_equal(&m);
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_scan_reply(&buf, 19, 0, NULL, 0), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.scan_reply.cursor, 0);
+    ck_assert_uint_eq(m.u.scan_reply.nkeys, 0);
+    reencode_equal(&m);
+
+    struct wire_stat stats[3] = { { S("keys"), 1000 }, { S("dirty"), 0 }, { S("lag_ms"), -1 } };
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_stats_reply(&buf, 20, stats, 3), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_STATS_REPLY);
+    ck_assert_uint_eq(m.u.stats_reply.nstats, 3);
+    SLICE_IS(m.u.stats_reply.stats[0].name, "keys");
+    ck_assert_int_eq(m.u.stats_reply.stats[0].value, 1000);
+    SLICE_IS(m.u.stats_reply.stats[2].name, "lag_ms");
+    ck_assert_int_eq(m.u.stats_reply.stats[2].value, -1);
+    reencode_equal(&m);
+}
+END_TEST
+
+START_TEST(push_and_invalidate_round_trip_with_id_zero)
+{
+    struct wire_msg m;
+    ck_assert_int_eq(wire_put_push(&buf, S("draw"), S("7 13 21"), 1001, 0), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_PUSH);
+    ck_assert_uint_eq(m.id, 0);
+    SLICE_IS(m.u.push.key, "draw");
+    SLICE_IS(m.u.push.value, "7 13 21");
+    ck_assert_uint_eq(m.u.push.stamp, 1001);
+    ck_assert_uint_eq(m.u.push.expire_ms, 0);
+    reencode_equal(&m);
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_invalidate(&buf, S("draw"), 1002), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_INVALIDATE);
+    ck_assert_uint_eq(m.id, 0);
+    SLICE_IS(m.u.invalidate.key, "draw");
+    ck_assert_uint_eq(m.u.invalidate.stamp, 1002);
+    reencode_equal(&m);
+}
+END_TEST
+
+/* ---- framing ---- */
+
+START_TEST(frames_split_at_every_byte_boundary_reassemble)
+{
+    struct wire_slice keys[2] = { S("alpha"), S("beta") };
+    ck_assert_int_eq(wire_put_get(&buf, 1, keys, 2), HKV_OK);
+    size_t first = buf.len;
+    ck_assert_int_eq(wire_put_set(&buf, 2, S("k"), S("v"), 5, (struct wire_expiry){ 0, 0 }, 0, 0),
+                     HKV_OK);
+    ck_assert_int_eq(wire_put_ping(&buf, 3), HKV_OK);
+    size_t total = buf.len;
+
+    /* Every prefix of the first frame is incomplete, and says how much it needs. */
+    for (size_t n = 0; n < first; n++) {
+        const char *p = (const char *)1;
+        size_t plen, need;
+        ck_assert_int_eq(wire_next_frame(buf.data, n, 0, &p, &plen, &need), HKV_EAGAIN);
+        ck_assert_ptr_null(p);
+        ck_assert_uint_eq(need, n < WIRE_HEADER_LEN ? WIRE_HEADER_LEN : first);
+        ck_assert_uint_gt(need, n);
+    }
+
+    /* Bytes arriving one at a time yield the three frames, in order, each
+     * exactly when its last byte arrives. */
+    struct hkv_buf in = HKV_BUF_INIT;
+    uint64_t ids[3];
+    int got = 0;
+    for (size_t i = 0; i < total; i++) {
+        ck_assert_int_eq(buf_append(&in, buf.data + i, 1), HKV_OK);
+        const char *p;
+        size_t plen, used;
+        int rc;
+        while ((rc = wire_next_frame(buf_head(&in), buf_unread(&in), 0, &p, &plen, &used)) ==
+               HKV_OK) {
+            struct wire_msg m;
+            ck_assert_int_eq(wire_decode(&dec, p, plen, &m, NULL), HKV_OK);
+            ck_assert_int_lt(got, 3);
+            ids[got++] = m.id;
+            if (got == 1)
+                ck_assert_uint_eq(i + 1, first);
+            buf_consume(&in, used);
+        }
+        ck_assert_int_eq(rc, HKV_EAGAIN);
+    }
+    ck_assert_int_eq(got, 3);
+    ck_assert_uint_eq(ids[0], 1);
+    ck_assert_uint_eq(ids[1], 2);
+    ck_assert_uint_eq(ids[2], 3);
+    ck_assert_uint_eq(buf_unread(&in), 0);
+    buf_deinit(&in);
+}
+END_TEST
+
+START_TEST(encoding_into_a_partly_consumed_buffer_keeps_frames_intact)
+{
+    /* The buffer compacts while growing: the frame start must follow. */
+    struct wire_msg m;
+    char big[5000];
+    memset(big, 'z', sizeof big);
+    ck_assert_int_eq(wire_put_ping(&buf, 1), HKV_OK);
+    ck_assert_int_eq(wire_put_ping(&buf, 2), HKV_OK);
+    buf_consume(&buf, WIRE_HEADER_LEN + 3);
+    ck_assert_int_eq(wire_put_value(&buf, 3, wire_slice(big, sizeof big), 1, 2), HKV_OK);
+    const char *p;
+    size_t plen, used;
+    ck_assert_int_eq(wire_next_frame(buf_head(&buf), buf_unread(&buf), 0, &p, &plen, &used),
+                     HKV_OK);
+    ck_assert_int_eq(wire_decode(&dec, p, plen, &m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.id, 2);
+    buf_consume(&buf, used);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.id, 3);
+    slice_is(m.u.value.value, big, sizeof big);
+}
+END_TEST
+
+/* ---- hostile input ---- */
+
+START_TEST(frame_length_over_max_refused_from_header_alone)
+{
+    const uint8_t hdr[4] = { 0x00, 0x01, 0x00, 0x01 };  /* 65537 */
+    const char *p;
+    size_t plen, need;
+    ck_assert_int_eq(wire_next_frame((const char *)hdr, 4, 65536, &p, &plen, &need), HKV_ETOOBIG);
+    ck_assert_uint_eq(plen, 65537);
+    ck_assert_int_eq(wire_next_frame((const char *)hdr, 4, 65537, &p, &plen, &need), HKV_EAGAIN);
+    ck_assert_uint_eq(need, 65541);
+
+    /* Default max (64 MiB): the largest u32 header is refused, one at the max waits. */
+    const uint8_t huge[4] = { 0xff, 0xff, 0xff, 0xff };
+    ck_assert_int_eq(wire_next_frame((const char *)huge, 4, 0, &p, &plen, &need), HKV_ETOOBIG);
+    ck_assert_uint_eq(plen, 0xffffffffu);
+    const uint8_t atmax[4] = { 0x04, 0x00, 0x00, 0x00 };
+    ck_assert_int_eq(wire_next_frame((const char *)atmax, 4, 0, &p, &plen, &need), HKV_EAGAIN);
+    ck_assert_uint_eq(need, WIRE_MAX_FRAME_DEFAULT + 4);
+    const uint8_t over[4] = { 0x04, 0x00, 0x00, 0x01 };
+    ck_assert_int_eq(wire_next_frame((const char *)over, 4, 0, &p, &plen, &need), HKV_ETOOBIG);
+}
+END_TEST
+
+START_TEST(array32_claiming_16m_elements_refused_without_allocation)
+{
+    struct wire_msg m;
+    const char *why;
+    /* The frame itself is array32 of 16M elements. */
+    const uint8_t top[] = { 0xdd, 0x01, 0x00, 0x00, 0x00, 0x02, 0x01 };
+    ck_assert_int_eq(decode_raw(top, sizeof top, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "count larger than frame");
+    /* GET whose key array claims 16M keys. */
+    const uint8_t get[] = { 0x93, WIRE_GET, 0x05, 0xdd, 0x01, 0x00, 0x00, 0x00, 0xc4, 0x00 };
+    ck_assert_int_eq(decode_raw(get, sizeof get, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "count larger than frame");
+    ck_assert_uint_eq(m.type, WIRE_GET);
+    ck_assert_uint_eq(m.id, 5);
+    /* map32 of 16M stats, and VALUES array32. */
+    const uint8_t stats[] = { 0x93, WIRE_STATS_REPLY, 0x05, 0xdf, 0x01, 0x00, 0x00, 0x00, 0xa0, 0x00 };
+    ck_assert_int_eq(decode_raw(stats, sizeof stats, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "count larger than frame");
+    const uint8_t vals[] = { 0x93, WIRE_VALUES, 0x05, 0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0 };
+    ck_assert_int_eq(decode_raw(vals, sizeof vals, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "count larger than frame");
+    /* Nothing was allocated for any of them. */
+    ck_assert_ptr_null(dec.arena);
+    ck_assert_uint_eq(dec.arena_cap, 0);
+}
+END_TEST
+
+START_TEST(str32_longer_than_frame_refused)
+{
+    struct wire_msg m;
+    const char *why;
+    const uint8_t str[] = { 0x92, WIRE_TTL, 0x01, 0xdb, 0x7f, 0xff, 0xff, 0xff, 'k' };
+    const uint8_t ttl[] = { 0x93, WIRE_TTL, 0x01, 0xdb, 0x7f, 0xff, 0xff, 0xff, 'k' };
+    ck_assert_int_eq(decode_raw(str, sizeof str, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "missing fields");  /* field count checked first */
+    ck_assert_int_eq(decode_raw(ttl, sizeof ttl, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "length larger than frame");
+    /* bin32 one byte longer than what is left. */
+    const uint8_t bin[] = { 0x93, WIRE_TTL, 0x01, 0xc6, 0x00, 0x00, 0x00, 0x03, 'a', 'b' };
+    ck_assert_int_eq(decode_raw(bin, sizeof bin, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "length larger than frame");
+    /* Exactly fitting is fine. */
+    const uint8_t fit[] = { 0x93, WIRE_TTL, 0x01, 0xc6, 0x00, 0x00, 0x00, 0x02, 'a', 'b' };
+    ck_assert_int_eq(decode_raw(fit, sizeof fit, &m, &why), HKV_OK);
+    SLICE_IS(m.u.ttl.key, "ab");
+}
+END_TEST
+
+START_TEST(nesting_deeper_than_bound_refused_without_recursion)
+{
+    struct wire_msg m;
+    const char *why;
+    /* 100k nested one-element arrays as the whole payload. */
+    size_t n = 100000;
+    uint8_t *deep = malloc(n + 1);
+    ck_assert_ptr_nonnull(deep);
+    memset(deep, 0x91, n);
+    deep[n] = 0x00;
+    ck_assert_int_eq(decode_raw(deep, n + 1, &m, &why), HKV_EPROTO);
+    ck_assert_ptr_nonnull(why);
+    /* Nested arrays where a key should be, and inside a VALUES item. */
+    memcpy(deep, (const uint8_t[]){ 0x93, WIRE_GET, 0x01, 0x91 }, 4);
+    ck_assert_int_eq(decode_raw(deep, n + 1, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "expected bytes");
+    const uint8_t item[] = { 0x93, WIRE_VALUES, 0x01, 0x91, 0x93, 0x91, 0x91, 0x91, 0xc0, 0x00, 0x00 };
+    ck_assert_int_eq(decode_raw(item, sizeof item, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "expected bytes");
+    free(deep);
+}
+END_TEST
+
+START_TEST(wrong_field_types_refused)
+{
+    static const struct { uint8_t b[16]; size_t n; const char *why; } cases[] = {
+        /* key is an int */
+        { { 0x93, WIRE_TTL, 0x01, 0x05 }, 4, "expected bytes" },
+        /* type is a string */
+        { { 0x92, 0xa1, 'G', 0x01 }, 4, "expected integer" },
+        /* id is negative */
+        { { 0x92, WIRE_PING, 0xff }, 3, "negative where unsigned expected" },
+        /* id is a float */
+        { { 0x92, WIRE_PING, 0xca, 0, 0, 0, 0 }, 7, "unsupported msgpack type" },
+        /* the frame is a map */
+        { { 0x81, 0x01, 0x01 }, 3, "expected array" },
+        /* OK applied is an int, not a bool */
+        { { 0x95, WIRE_OK, 0x01, 0x01, 0x01, 0xc0 }, 6, "expected bool" },
+        /* PERSIST stamp is a string */
+        { { 0x94, WIRE_PERSIST, 0x01, 0xa1, 'k', 0xa1, '1' }, 7, "expected integer" },
+        /* HELLO role 3 */
+        { { 0x96, WIRE_HELLO, 0x01, 0x01, 0x01, 0xa0, 0x03 }, 7, "unknown link role" },
+        /* HELLO version over u32 */
+        { { 0x96, WIRE_HELLO, 0x01, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0, 0x01, 0xa0, 0x00 }, 15,
+          "integer out of range" },
+        /* ERROR code over i32 */
+        { { 0x94, WIRE_ERROR, 0x01, 0xce, 0x80, 0, 0, 0, 0xa0 }, 9, "integer out of range" },
+        /* SET with NX|XX */
+        { { 0x99, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x01, 0x00, 0x00, 0x03, 0x00 }, 12,
+          "bad SET expiry or flags" },
+        /* SET with expiry kind 4 */
+        { { 0x99, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x01, 0x04, 0x00, 0x00, 0x00 }, 12,
+          "bad SET expiry or flags" },
+        /* EXPIRE with kind NONE */
+        { { 0x97, WIRE_EXPIRE, 0x01, 0xa1, 'k', 0x00, 0x00, 0x01, 0x00 }, 9,
+          "bad EXPIRE expiry or flags" },
+        /* MOVED leaf 4 with 2 bits */
+        { { 0x95, WIRE_MOVED, 0x01, 0x04, 0x02, 0x01 }, 6, "leaf does not fit its bits" },
+        /* reserved byte */
+        { { 0x92, WIRE_PING, 0xc1 }, 3, "reserved msgpack byte" },
+        /* GET with no keys */
+        { { 0x93, WIRE_GET, 0x01, 0x90 }, 4, "no keys" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct wire_msg m;
+        const char *why = NULL;
+        ck_assert_msg(decode_raw(cases[i].b, cases[i].n, &m, &why) == HKV_EPROTO, "case %zu", i);
+        ck_assert_ptr_nonnull(why);
+        ck_assert_msg(strcmp(why, cases[i].why) == 0, "case %zu: %s", i, why);
+    }
+}
+END_TEST
+
+START_TEST(unknown_type_refused_keeping_the_id)
+{
+    struct wire_msg m;
+    const char *why;
+    const uint8_t t12[] = { 0x92, 12, 0x2a };
+    ck_assert_int_eq(decode_raw(t12, sizeof t12, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "unknown message type");
+    ck_assert_uint_eq(m.type, 0);
+    ck_assert_uint_eq(m.id, 42);  /* the caller can still answer ERROR to 42 */
+    const uint8_t t300[] = { 0x92, 0xcd, 0x01, 0x2c, 0x2a };
+    ck_assert_int_eq(decode_raw(t300, sizeof t300, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "unknown message type");
+    const uint8_t t0[] = { 0x92, 0x00, 0x2a };
+    ck_assert_int_eq(decode_raw(t0, sizeof t0, &m, &why), HKV_EPROTO);
+    ck_assert_ptr_null(wire_type_name(12));
+    ck_assert_str_eq(wire_type_name(WIRE_STATS_REPLY), "STATS_REPLY");
+}
+END_TEST
+
+START_TEST(id_rules_enforced_both_ways)
+{
+    struct wire_msg m;
+    const char *why;
+    const uint8_t ping0[] = { 0x92, WIRE_PING, 0x00 };
+    ck_assert_int_eq(decode_raw(ping0, sizeof ping0, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "request id 0");
+    const uint8_t inval1[] = { 0x94, WIRE_INVALIDATE, 0x01, 0xa1, 'k', 0x01 };
+    ck_assert_int_eq(decode_raw(inval1, sizeof inval1, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "push with request id");
+    ck_assert_int_eq(wire_put_ping(&buf, 0), HKV_EINVAL);
+    struct wire_msg push = { .type = WIRE_PUSH, .id = 9 };
+    ck_assert_int_eq(wire_put_msg(&buf, &push), HKV_EINVAL);
+    ck_assert_uint_eq(buf.len, 0);
+}
+END_TEST
+
+START_TEST(trailing_bytes_and_extra_fields_refused)
+{
+    struct wire_msg m;
+    const char *why;
+    const uint8_t trail[] = { 0x92, WIRE_PING, 0x01, 0x00 };
+    ck_assert_int_eq(decode_raw(trail, sizeof trail, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "trailing bytes");
+    ck_assert_uint_eq(m.type, WIRE_PING);
+    const uint8_t extra[] = { 0x93, WIRE_PING, 0x01, 0x00 };
+    ck_assert_int_eq(decode_raw(extra, sizeof extra, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "extra fields");
+    const uint8_t few[] = { 0x92, WIRE_TTL, 0x01 };
+    ck_assert_int_eq(decode_raw(few, sizeof few, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "missing fields");
+    const uint8_t noid[] = { 0x91, WIRE_PING };
+    ck_assert_int_eq(decode_raw(noid, sizeof noid, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "missing type or id");
+}
+END_TEST
+
+START_TEST(every_truncation_of_a_valid_payload_refused)
+{
+    struct wire_item items[2] = { { true, S("val"), 0x1122334455667788ULL, 1 }, { false } };
+    struct wire_stat st[1] = { { S("n"), -300 } };
+    struct wire_slice old = S("o");
+    ck_assert_int_eq(wire_put_set(&buf, 300, S("key"), S("value"), 1ULL << 60,
+                                  (struct wire_expiry){ WIRE_EXP_REL, -70000 }, WIRE_SET_GET, 1),
+                     HKV_OK);
+    ck_assert_int_eq(wire_put_values(&buf, 301, items, 2), HKV_OK);
+    ck_assert_int_eq(wire_put_stats_reply(&buf, 302, st, 1), HKV_OK);
+    ck_assert_int_eq(wire_put_ok(&buf, 303, 1, true, &old), HKV_OK);
+    const char *at = buf.data, *end = buf.data + buf.len;
+    int frames = 0;
+    while (at < end) {
+        const char *p;
+        size_t plen, used;
+        ck_assert_int_eq(wire_next_frame(at, (size_t)(end - at), 0, &p, &plen, &used), HKV_OK);
+        for (size_t n = 0; n < plen; n++) {
+            struct wire_msg m;
+            const char *why = NULL;
+            ck_assert_int_eq(wire_decode(&dec, p, n, &m, &why), HKV_EPROTO);
+            ck_assert_ptr_nonnull(why);
+        }
+        struct wire_msg m;
+        ck_assert_int_eq(wire_decode(&dec, p, plen, &m, NULL), HKV_OK);
+        at += used;
+        frames++;
+    }
+    ck_assert_int_eq(frames, 4);
+}
+END_TEST
+
+START_TEST(empty_frame_refused)
+{
+    struct wire_msg m;
+    const char *why;
+    const uint8_t zero[4] = { 0, 0, 0, 0 };
+    const char *p;
+    size_t plen, used;
+    ck_assert_int_eq(wire_next_frame((const char *)zero, 4, 0, &p, &plen, &used), HKV_OK);
+    ck_assert_uint_eq(plen, 0);
+    ck_assert_uint_eq(used, 4);
+    ck_assert_int_eq(wire_decode(&dec, p, plen, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "empty frame");
+    ck_assert_int_eq(wire_decode(&dec, NULL, 0, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "empty frame");
+}
+END_TEST
+
+START_TEST(key_count_over_decoder_limit_is_etoobig)
+{
+    struct wire_decoder small;
+    struct wire_msg m;
+    const char *why;
+    struct wire_slice keys[5] = { S("a"), S("b"), S("c"), S("d"), S("e") };
+    wire_decoder_init(&small, 4);
+    ck_assert_int_eq(wire_put_get(&buf, 1, keys, 4), HKV_OK);
+    size_t first = buf.len;
+    ck_assert_int_eq(wire_put_get(&buf, 2, keys, 5), HKV_OK);
+    ck_assert_int_eq(wire_decode(&small, buf.data + 4, first - 4, &m, &why), HKV_OK);
+    ck_assert_uint_eq(m.u.get.nkeys, 4);
+    ck_assert_int_eq(wire_decode(&small, buf.data + first + 4, buf.len - first - 4, &m, &why),
+                     HKV_ETOOBIG);
+    ck_assert_str_eq(why, "too many keys in one message");
+    ck_assert_uint_eq(m.id, 2);
+    wire_decoder_deinit(&small);
+}
+END_TEST
+
+/* ---- encoder contract ---- */
+
+START_TEST(encoder_refuses_what_decoder_would_and_leaves_buffer_unchanged)
+{
+    struct wire_slice k = S("k");
+    ck_assert_int_eq(wire_put_ping(&buf, 1), HKV_OK);
+    size_t len = buf.len;
+    ck_assert_int_eq(wire_put_get(&buf, 2, &k, 0), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_del(&buf, 2, &k, 0, 1), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_set(&buf, 2, k, k, 1, (struct wire_expiry){ WIRE_EXP_KEEP, 5 }, 0, 0),
+                     HKV_EINVAL);
+    ck_assert_int_eq(wire_put_set(&buf, 2, k, k, 1, (struct wire_expiry){ 0, 0 },
+                                  WIRE_SET_NX | WIRE_SET_XX, 0), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_expire(&buf, 2, k, (struct wire_expiry){ WIRE_EXP_REL, 5 }, 1,
+                                     WIRE_EXPIRE_GT | WIRE_EXPIRE_LT), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_expire(&buf, 2, k, (struct wire_expiry){ WIRE_EXP_REL, 5 }, 1,
+                                     WIRE_EXPIRE_NX | WIRE_EXPIRE_XX), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_hello(&buf, 2, 1, 1, k, 3), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_moved(&buf, 2, 8, 3, 1), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_moved(&buf, 2, 0, 33, 1), HKV_EINVAL);
+    /* A failure half-way through (a NULL key after a good one) rolls back too. */
+    struct wire_slice bad[2] = { S("ok"), { NULL, 3 } };
+    ck_assert_int_eq(wire_put_get(&buf, 2, bad, 2), HKV_EINVAL);
+    struct wire_msg unknown = { .type = 200, .id = 1 };
+    ck_assert_int_eq(wire_put_msg(&buf, &unknown), HKV_EINVAL);
+    ck_assert_uint_eq(buf.len, len);
+    struct wire_msg m;
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_PING);
+}
+END_TEST
+
+START_TEST(decoder_reuses_its_key_array_and_copies_nothing)
+{
+    struct wire_slice keys[3] = { S("a"), S("b"), S("c") };
+    struct wire_msg m;
+    ck_assert_int_eq(wire_put_get(&buf, 1, keys, 3), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    void *arena = dec.arena;
+    size_t cap = dec.arena_cap;
+    ck_assert_ptr_nonnull(arena);
+    for (int i = 0; i < 100; i++) {
+        ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+        ck_assert_ptr_eq(dec.arena, arena);
+        ck_assert_ptr_eq(m.u.get.keys, arena);
+    }
+    ck_assert_uint_eq(dec.arena_cap, cap);
+    /* Slices point at the key bytes inside the frame. */
+    ck_assert_ptr_eq(m.u.get.keys[2].p, buf.data + buf.len - 1);
+}
+END_TEST
+
+/* ---- interoperability with msgpack-c ---- */
+
+START_TEST(msgpack_c_reads_our_frames_and_we_read_its_output)
+{
+    /* Ours -> msgpack-c. */
+    ck_assert_int_eq(wire_put_set(&buf, 70000, S("key"), S("val"), UINT64_MAX,
+                                  (struct wire_expiry){ WIRE_EXP_REL, -1 }, WIRE_SET_XX, 2),
+                     HKV_OK);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    ck_assert_int_eq(msgpack_unpack_next(&u, buf.data + 4, buf.len - 4, &off),
+                     MSGPACK_UNPACK_SUCCESS);
+    ck_assert_uint_eq(off, buf.len - 4);
+    msgpack_object o = u.data;
+    ck_assert_int_eq(o.type, MSGPACK_OBJECT_ARRAY);
+    ck_assert_uint_eq(o.via.array.size, 9);
+    ck_assert_uint_eq(o.via.array.ptr[0].via.u64, WIRE_SET);
+    ck_assert_uint_eq(o.via.array.ptr[1].via.u64, 70000);
+    ck_assert_int_eq(o.via.array.ptr[2].type, MSGPACK_OBJECT_BIN);
+    ck_assert_mem_eq(o.via.array.ptr[2].via.bin.ptr, "key", 3);
+    ck_assert_uint_eq(o.via.array.ptr[4].via.u64, UINT64_MAX);
+    ck_assert_int_eq(o.via.array.ptr[6].type, MSGPACK_OBJECT_NEGATIVE_INTEGER);
+    ck_assert_int_eq(o.via.array.ptr[6].via.i64, -1);
+    msgpack_unpacked_destroy(&u);
+
+    /* msgpack-c -> ours: a HELLO with str colo, and int64-packed fields. */
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 6);
+    msgpack_pack_int64(&pk, WIRE_HELLO);
+    msgpack_pack_uint64(&pk, 123456789012ULL);
+    msgpack_pack_int32(&pk, WIRE_VERSION);
+    msgpack_pack_uint16(&pk, 12);
+    msgpack_pack_str_with_body(&pk, "colo-b", 6);
+    msgpack_pack_uint8(&pk, WIRE_ROLE_WRITE);
+    struct wire_msg m;
+    ck_assert_int_eq(wire_decode(&dec, sb.data, sb.size, &m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_HELLO);
+    ck_assert_uint_eq(m.id, 123456789012ULL);
+    ck_assert_uint_eq(m.u.hello.version, WIRE_VERSION);
+    ck_assert_uint_eq(m.u.hello.edge_id, 12);
+    SLICE_IS(m.u.hello.colo, "colo-b");
+    ck_assert_uint_eq(m.u.hello.role, WIRE_ROLE_WRITE);
+    msgpack_sbuffer_destroy(&sb);
+}
+END_TEST
+
+Suite *wire_suite(void)
+{
+    Suite *s = suite_create("wire");
+    struct { const char *name; const TTest *tests[10]; } groups[] = {
+        { "round_trip",
+          { hello_and_hello_ok_round_trip, get_one_and_many_keys_round_trip_in_order,
+            set_round_trips_every_expiry_kind_and_flag, write_requests_round_trip,
+            read_and_admin_requests_round_trip, value_replies_round_trip,
+            int_moved_error_round_trip_with_extreme_values, scan_and_stats_replies_round_trip,
+            push_and_invalidate_round_trip_with_id_zero } },
+        { "framing",
+          { frames_split_at_every_byte_boundary_reassemble,
+            encoding_into_a_partly_consumed_buffer_keeps_frames_intact } },
+        { "oversized_frames", { frame_length_over_max_refused_from_header_alone } },
+        { "lying_counts",
+          { array32_claiming_16m_elements_refused_without_allocation,
+            str32_longer_than_frame_refused, key_count_over_decoder_limit_is_etoobig } },
+        { "deep_nesting", { nesting_deeper_than_bound_refused_without_recursion } },
+        { "malformed_fields",
+          { wrong_field_types_refused, unknown_type_refused_keeping_the_id,
+            id_rules_enforced_both_ways, trailing_bytes_and_extra_fields_refused } },
+        { "truncation",
+          { every_truncation_of_a_valid_payload_refused, empty_frame_refused } },
+        { "encoder_contract", { encoder_refuses_what_decoder_would_and_leaves_buffer_unchanged } },
+        { "zero_copy", { decoder_reuses_its_key_array_and_copies_nothing } },
+        { "msgpack_c_interop", { msgpack_c_reads_our_frames_and_we_read_its_output } },
+    };
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        TCase *tc = tcase_create(groups[g].name);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        for (size_t t = 0; t < 10 && groups[g].tests[t] != NULL; t++)
+            tcase_add_test(tc, groups[g].tests[t]);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
