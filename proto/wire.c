@@ -370,15 +370,16 @@ int wire_put_int(struct hkv_buf *b, uint64_t id, int64_t value)
 }
 
 int wire_put_moved(struct hkv_buf *b, uint64_t id, uint32_t leaf, uint8_t leaf_bits,
-                   uint64_t map_gen)
+                   uint64_t map_gen, uint32_t owner)
 {
     if (!wire_leaf_valid(leaf, leaf_bits))
         return HKV_EINVAL;
     struct wr w;
-    wr_begin(&w, b, HINT(0), WIRE_MOVED, id, 3);
+    wr_begin(&w, b, HINT(0), WIRE_MOVED, id, 4);
     w_uint(&w, leaf);
     w_uint(&w, leaf_bits);
     w_uint(&w, map_gen);
+    w_uint(&w, owner);
     return wr_end(&w);
 }
 
@@ -488,7 +489,8 @@ int wire_put_msg(struct hkv_buf *b, const struct wire_msg *m)
     case WIRE_INT:
         return wire_put_int(b, id, m->u.integer.value);
     case WIRE_MOVED:
-        return wire_put_moved(b, id, m->u.moved.leaf, m->u.moved.leaf_bits, m->u.moved.map_gen);
+        return wire_put_moved(b, id, m->u.moved.leaf, m->u.moved.leaf_bits, m->u.moved.map_gen,
+                              m->u.moved.owner);
     case WIRE_ERROR:
         return wire_put_error(b, id, m->u.error.code, m->u.error.text);
     case WIRE_SCAN_REPLY:
@@ -675,7 +677,7 @@ bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
     case WIRE_MOVED:
         return a->u.moved.leaf == b->u.moved.leaf &&
                a->u.moved.leaf_bits == b->u.moved.leaf_bits &&
-               a->u.moved.map_gen == b->u.moved.map_gen;
+               a->u.moved.map_gen == b->u.moved.map_gen && a->u.moved.owner == b->u.moved.owner;
     case WIRE_ERROR:
         return a->u.error.code == b->u.error.code && seq(a->u.error.text, b->u.error.text);
     case WIRE_SCAN_REPLY:

@@ -43,7 +43,8 @@
  *               with GET, the old value; stamp: the one the key now holds)
  *   INT         i64  (DEL count, INCRBY result, TTL: remaining ms with
  *                     Redis PTTL's -1 no expiry / -2 no key, EXPIRE 1/0 ...)
- *   MOVED       leaf u32, leaf_bits u8 (<= 32, leaf < 2^bits), map_gen u64
+ *   MOVED       leaf u32, leaf_bits u8 (<= 32, leaf < 2^bits), map_gen u64,
+ *               owner u32 (the owner index in the pool that holds the leaf)
  *   ERROR       code i32 (an hkv_status), text
  *   SCAN_REPLY  next cursor u64 (0 = done), [key, ...]
  *   STATS_REPLY {name text: i64, ...}
@@ -214,7 +215,7 @@ struct wire_msg {
         struct { const struct wire_item *items; uint32_t nitems; } values;
         struct { hkv_stamp stamp; bool applied, has_old; struct wire_slice old; } ok;
         struct { int64_t value; } integer;
-        struct { uint32_t leaf; uint8_t leaf_bits; uint64_t map_gen; } moved;
+        struct { uint32_t leaf; uint8_t leaf_bits; uint64_t map_gen; uint32_t owner; } moved;
         struct { int32_t code; struct wire_slice text; } error;
         struct { uint64_t cursor; const struct wire_slice *keys; uint32_t nkeys; } scan_reply;
         struct { const struct wire_stat *stats; uint32_t nstats; } stats_reply;
@@ -349,7 +350,7 @@ int wire_put_ok(struct hkv_buf *b, uint64_t id, hkv_stamp stamp, bool applied,
                 const struct wire_slice *old);
 int wire_put_int(struct hkv_buf *b, uint64_t id, int64_t value);
 int wire_put_moved(struct hkv_buf *b, uint64_t id, uint32_t leaf, uint8_t leaf_bits,
-                   uint64_t map_gen);
+                   uint64_t map_gen, uint32_t owner);
 int wire_put_error(struct hkv_buf *b, uint64_t id, int32_t code, struct wire_slice text);
 int wire_put_scan_reply(struct hkv_buf *b, uint64_t id, uint64_t cursor,
                         const struct wire_slice *keys, uint32_t nkeys);

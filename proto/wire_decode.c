@@ -409,7 +409,7 @@ static int nfields(unsigned type)
     case WIRE_NOTFOUND: return 0;
     case WIRE_OK: return 3;
     case WIRE_INT: return 1;
-    case WIRE_MOVED: return 3;
+    case WIRE_MOVED: return 4;
     case WIRE_ERROR: return 2;
     case WIRE_SCAN_REPLY: return 2;
     case WIRE_STATS_REPLY: return 1;
@@ -494,6 +494,7 @@ static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg 
         TRY(rd_u32(c, &m->u.moved.leaf));
         TRY(rd_u8(c, &m->u.moved.leaf_bits));
         TRY(rd_uint(c, UINT64_MAX, &m->u.moved.map_gen));
+        TRY(rd_u32(c, &m->u.moved.owner));
         if (!wire_leaf_valid(m->u.moved.leaf, m->u.moved.leaf_bits))
             return fail(c, "leaf does not fit its bits");
         return HKV_OK;

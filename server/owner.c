@@ -1,5 +1,9 @@
 /*
- * owner.c - the shard owner process; see owner.h.
+ * owner.c - the shard owner process; see owner.h.  This file is the
+ * lifecycle only: recover the ledger from SQLite, serve edge links, and on
+ * stop refuse new links, then flush every dirty key before exiting.  Links
+ * are in owner_link.c, requests in owner_ops.c, persistence in
+ * owner_persist.c.
  */
 #include "owner.h"
 
@@ -8,12 +12,7 @@
 #include <unistd.h>
 
 #include "server/log.h"
-
-struct owner {
-    struct worker_ctx *ctx;
-    struct event_base *base;
-    struct worker *worker;
-};
+#include "server/owner_int.h"
 
 void owner_socket_path(const struct cfg *cfg, enum cfg_pool pool, int index, char *buf, size_t len)
 {
@@ -24,12 +23,23 @@ void owner_socket_path(const struct cfg *cfg, enum cfg_pool pool, int index, cha
 static void on_stop(void *arg, int fast)
 {
     struct owner *o = arg;
+    if (o->stopping)
+        return;
+    o->stopping = 1;
+    /* Edges are stopped first, so what is still in flight is theirs to
+     * finish; the loop ends after this callback and flush_all runs. */
+    if (o->listener != NULL) {
+        evconnlistener_free(o->listener);
+        o->listener = NULL;
+    }
     worker_quiesce(o->worker);
     event_base_loopexit(o->base, NULL);
 }
 
 static void on_reload(void *arg, const struct cfg *next)
 {
+    struct owner *o = arg;
+    router_set_config(o->router, next);
 }
 
 int owner_main(struct worker_ctx *ctx)
@@ -39,24 +49,39 @@ int owner_main(struct worker_ctx *ctx)
              ctx->index);
     if (worker_prepare(ctx, title) != 0)
         return 1;
-    struct owner own = {.ctx = ctx};
+    struct owner own = {.ctx = ctx, .pool = ctx->pool, .index = ctx->index};
     struct owner *o = &own;
     int code = 1;
+    wire_decoder_init(&o->dec, 0);
     o->base = event_base_new();
-    if (o->base == NULL)
-        return 1;
+    o->router = router_create(ctx->cfg);
+    if (o->base == NULL || o->router == NULL)
+        goto out;
     struct worker_hooks hooks = {on_reload, on_stop, o};
     o->worker = worker_create(ctx, o->base, &hooks);
-    if (o->worker == NULL)
+    if (o->worker == NULL || owner_persist_setup(o) != 0)
         goto out;
+    if (ctx->nowner_fds < 1 || olink_listen(o, ctx->owner_fds[0]) != 0) {
+        log_warning("cannot listen for edge links");
+        goto out;
+    }
     worker_ready(o->worker);
     event_base_dispatch(o->base);
+    olink_close_all(o);
+    owner_persist_flush_all(o);
     code = 0;
 out:
+    olink_close_all(o);
+    if (o->listener != NULL)
+        evconnlistener_free(o->listener);
+    else if (ctx->nowner_fds > 0)
+        close(ctx->owner_fds[0]);
+    owner_persist_teardown(o);
     worker_destroy(&o->worker);
-    event_base_free(o->base);
-    for (size_t i = 0; i < ctx->nowner_fds; i++)
-        close(ctx->owner_fds[i]);
+    router_destroy(&o->router);
+    if (o->base)
+        event_base_free(o->base);
+    wire_decoder_deinit(&o->dec);
     cfg_destroy(&ctx->cfg);
     return code;
 }

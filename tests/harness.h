@@ -45,6 +45,10 @@ int h_wait(pid_t pid, int ms);
 /* SIGTERM, wait up to 15 s, SIGKILL what is left (master and children), and
  * remove the temp dir.  Returns the master's wait status. */
 int h_stop(struct daemon *d);
+/* h_stop without removing the temp dir, and starting again on it (same port,
+ * same config, same data): for recovery tests. */
+int h_halt(struct daemon *d);
+int h_restart(struct daemon *d);
 /* PIDs of the daemon's children from INFO processes (up to max). */
 int h_children(const struct daemon *d, pid_t *pids, int max);
 int h_alive(pid_t pid);
@@ -73,3 +77,27 @@ int64_t h_info_int(int port, const char *field);
 int h_ping(int port);
 
 #endif
+
+/* ---- the owner's binary protocol, for owner-level tests ---- */
+#include "proto/wire.h"
+
+struct h_wire {
+    int fd;
+    struct hkv_buf in;
+    struct wire_decoder dec;
+    uint64_t next_id;
+};
+/* Connects to owner `index` of pool "hot"/"cold" of daemon d and completes
+ * the HELLO handshake with `role` (WIRE_ROLE_*).  0 or -1. */
+int h_wire_open(struct h_wire *w, const struct daemon *d, const char *pool, int index, int role);
+void h_wire_close(struct h_wire *w);
+/* Sends the frame in `req` (built with wire_put_*; its id must be w->next_id
+ * as returned by h_wire_id) and waits up to timeout_ms for the reply with that
+ * id (replies to other ids are skipped).  0 with *out filled (slices valid
+ * until the next call), -1 on timeout/EOF/garbage. */
+uint64_t h_wire_id(struct h_wire *w);
+int h_wire_call(struct h_wire *w, struct hkv_buf *req, uint64_t id, int timeout_ms,
+                struct wire_msg *out);
+/* SET key=value (stamp from a private HLC, no expiry) and wait for OK. */
+int h_wire_set(struct h_wire *w, const char *key, const char *val, int timeout_ms,
+               struct wire_msg *out);

@@ -327,12 +327,13 @@ START_TEST(int_moved_error_round_trip_with_extreme_values)
     }
 
     buf_reset(&buf);
-    ck_assert_int_eq(wire_put_moved(&buf, 17, 0x2a5, 10, 31), HKV_OK);
+    ck_assert_int_eq(wire_put_moved(&buf, 17, 0x2a5, 10, 31, 3), HKV_OK);
     ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
     ck_assert_uint_eq(m.type, WIRE_MOVED);
     ck_assert_uint_eq(m.u.moved.leaf, 0x2a5);
     ck_assert_uint_eq(m.u.moved.leaf_bits, 10);
     ck_assert_uint_eq(m.u.moved.map_gen, 31);
+    ck_assert_uint_eq(m.u.moved.owner, 3);
     reencode_equal(&m);
 
     buf_reset(&buf);
@@ -608,7 +609,7 @@ START_TEST(wrong_field_types_refused)
         { { 0x97, WIRE_EXPIRE, 0x01, 0xa1, 'k', 0x00, 0x00, 0x01, 0x00 }, 9,
           "bad EXPIRE expiry or flags" },
         /* MOVED leaf 4 with 2 bits */
-        { { 0x95, WIRE_MOVED, 0x01, 0x04, 0x02, 0x01 }, 6, "leaf does not fit its bits" },
+        { { 0x96, WIRE_MOVED, 0x01, 0x04, 0x02, 0x01, 0x00 }, 7, "leaf does not fit its bits" },
         /* reserved byte */
         { { 0x92, WIRE_PING, 0xc1 }, 3, "reserved msgpack byte" },
         /* GET with no keys */
@@ -767,8 +768,8 @@ START_TEST(encoder_refuses_what_decoder_would_and_leaves_buffer_unchanged)
     ck_assert_int_eq(wire_put_expire(&buf, 2, k, (struct wire_expiry){ WIRE_EXP_REL, 5 }, 1,
                                      WIRE_EXPIRE_NX | WIRE_EXPIRE_XX), HKV_EINVAL);
     ck_assert_int_eq(wire_put_hello(&buf, 2, 1, 1, k, 3), HKV_EINVAL);
-    ck_assert_int_eq(wire_put_moved(&buf, 2, 8, 3, 1), HKV_EINVAL);
-    ck_assert_int_eq(wire_put_moved(&buf, 2, 0, 33, 1), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_moved(&buf, 2, 8, 3, 1, 0), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_moved(&buf, 2, 0, 33, 1, 0), HKV_EINVAL);
     /* A failure half-way through (a NULL key after a good one) rolls back too. */
     struct wire_slice bad[2] = { S("ok"), { NULL, 3 } };
     ck_assert_int_eq(wire_put_get(&buf, 2, bad, 2), HKV_EINVAL);

@@ -1,0 +1,138 @@
+/*
+ * owner_int.h - what the owner's files share: the owner context, an edge
+ * link, and a durable write waiting for its commit.  Private to
+ * server/owner*.c.
+ *
+ *   owner.c          process lifecycle: recovery, timers, stop (flush)
+ *   owner_link.c     edge links: framing, handshake, dispatch, replies
+ *   owner_ops.c      one request against the ledger -> one reply
+ *   owner_persist.c  the write-behind glue: batches, durable waiters, reads
+ */
+#ifndef HKV_OWNER_INT_H
+#define HKV_OWNER_INT_H
+
+#include <stdint.h>
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "proto/buf.h"
+#include "proto/wire.h"
+#include "server/router.h"
+#include "server/worker.h"
+#include "storage/ledger.h"
+#include "storage/persister.h"
+
+struct olink;
+
+/* Counters served by STATS (and from there by the edges' INFO).
+ * X(name) */
+#define OWNER_STATS(X)            \
+    X(owner_reads)                \
+    X(owner_writes)               \
+    X(owner_stale_stamp_rejects)  \
+    X(owner_idempotent_retries)   \
+    X(owner_moved)                \
+    X(owner_busy_rejects)         \
+    X(owner_durable_timeouts)     \
+    X(owner_disk_reads)           \
+    X(owner_protocol_errors)
+
+struct owner_counters {
+#define X(name) uint64_t name;
+    OWNER_STATS(X)
+#undef X
+};
+
+/* A durable write acknowledged only once a commit holds (key, >= stamp). */
+struct dwait {
+    struct olink *link;      /* NULL once the link closed: reply dropped */
+    uint64_t id;
+    char *key;
+    size_t klen;
+    uint64_t khash;
+    hkv_stamp stamp;
+    int64_t deadline_ms;     /* monotonic */
+    struct hkv_buf reply;    /* the frame to send on success */
+    struct dwait *next;
+};
+
+/* A request parked until the reader thread brings its key from SQLite. */
+struct parked {
+    struct olink *link;      /* NULL once the link closed */
+    char *payload;           /* a copy of the frame's payload, replayed */
+    size_t plen;
+    struct parked *next;
+};
+
+struct owner {
+    struct worker_ctx *ctx;
+    struct event_base *base;
+    struct worker *worker;
+    enum cfg_pool pool;
+    int index;
+    struct router *router;
+    struct ledger *ledger;
+    struct persister *persister;
+    struct evconnlistener *listener;
+    struct olink *links;
+    struct event *persist_tick;
+    struct event *sweep_tick;
+    struct event *durable_tick;
+    struct event *notify;
+    struct event *flush_now;      /* a zero-delay event: commit durable writes */
+    struct dwait *dwaits;         /* oldest first */
+    struct dwait **dwaits_tail;
+    struct parked *parked;
+    uint64_t next_batch_id;
+    int ledger_inflight;          /* ledger batches submitted, not yet done */
+    int durable_inflight;         /* durable batches submitted, not yet done */
+    struct owner_counters st;
+    struct wire_decoder dec;
+    int stopping;
+};
+
+struct olink {
+    struct owner *o;
+    struct bufferevent *bev;
+    struct hkv_buf out;           /* replies of the current read batch */
+    int hello;                    /* handshake done */
+    int closing;                  /* close once the output is written */
+    uint8_t role;
+    uint32_t edge_id;
+    struct olink *prev, *next;
+};
+
+/* owner_link.c */
+int olink_listen(struct owner *o, int fd);
+void olink_close(struct olink *l);
+void olink_close_all(struct owner *o);
+/* Sends what is in l->out. */
+void olink_flush(struct olink *l);
+
+/* owner_ops.c: runs one decoded request, appending its reply to l->out (or
+ * parking it / registering a durable waiter). */
+void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                   size_t plen);
+struct ledger_clock owner_clock(void);
+const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen);
+
+/* owner_persist.c */
+int owner_persist_setup(struct owner *o);
+void owner_persist_teardown(struct owner *o);
+/* Registers a durable waiter; its reply frame is taken from `reply`. */
+void owner_durable_wait(struct owner *o, struct olink *l, uint64_t id, const char *key,
+                        size_t klen, hkv_stamp stamp, struct hkv_buf *reply);
+/* Parks a request until key is read from disk. */
+void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
+                const char *payload, size_t plen);
+/* A link is going away: its waiters and parked requests lose their reply. */
+void owner_forget_link(struct owner *o, struct olink *l);
+/* Writes every dirty key and waits for the commit (used when stopping). */
+void owner_persist_flush_all(struct owner *o);
+/* 1 if the persist backlog is over persist-max-dirty. */
+int owner_backlog_full(struct owner *o);
+void owner_persist_stats(struct owner *o, struct wire_stat *st, uint32_t *n, uint32_t max);
+
+#endif

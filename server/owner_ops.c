@@ -1,0 +1,464 @@
+/*
+ * owner_ops.c - one request against the ledger, one reply.
+ *
+ * Every request passes the same gates in the same order: is the key ours
+ * (else MOVED), is it resident (else park it until the reader thread brings
+ * the row), is there room in the persist backlog (writes only), then the
+ * ledger call.  A durable-class write that applied is not answered here: its
+ * reply is held until the commit that contains it (owner_persist.c).
+ *
+ * A write whose stamp is older than the key's was superseded: it is refused
+ * and answered ERROR HKV_ESTALE "STALE <stamp the key holds>", which the edge
+ * turns into last-writer-wins success and uses to move its clock forward.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/owner_int.h"
+
+struct ledger_clock owner_clock(void)
+{
+    struct timespec m, w;
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    clock_gettime(CLOCK_REALTIME, &w);
+    struct ledger_clock c = {(uint64_t)m.tv_sec * 1000 + (uint64_t)m.tv_nsec / 1000000 + 1,
+                             (int64_t)w.tv_sec * 1000 + w.tv_nsec / 1000000};
+    return c;
+}
+
+const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen)
+{
+    return cfg_class_for(o->ctx->cfg, key, klen);
+}
+
+static uint16_t class_id(struct owner *o, const struct cfg_class *c)
+{
+    return (uint16_t)(c - o->ctx->cfg->classes);
+}
+
+/* 1 if the key is ours; otherwise appends MOVED and returns 0. */
+static int ours(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key)
+{
+    uint64_t h = router_hash(key.p, key.len);
+    int owner = router_owner(o->router, o->pool, h);
+    if (owner == o->index)
+        return 1;
+    uint32_t leaf;
+    uint8_t bits;
+    router_leaf(o->router, o->pool, h, &leaf, &bits);
+    wire_put_moved(&l->out, id, leaf, bits, router_generation(o->router, o->pool),
+                   (uint32_t)(owner < 0 ? 0 : owner));
+    o->st.owner_moved++;
+    return 0;
+}
+
+static void reply_error(struct olink *l, uint64_t id, int code, const char *text)
+{
+    wire_put_error(&l->out, id, code, wire_cstr(text));
+}
+
+static void reply_stale(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key)
+{
+    struct ledger_view v;
+    char text[64];
+    hkv_stamp held = 0;
+    if (ledger_get(o->ledger, key.p, key.len, owner_clock(), &v) == HKV_OK)
+        held = v.stamp;
+    snprintf(text, sizeof(text), "STALE %llu", (unsigned long long)held);
+    o->st.owner_stale_stamp_rejects++;
+    reply_error(l, id, HKV_ESTALE, text);
+}
+
+/* Common outcomes of a ledger write call.  Returns 1 if the caller should
+ * build its success reply (applied or retried), 0 if a reply was sent. */
+static int write_outcome(struct owner *o, struct olink *l, const struct wire_msg *m,
+                         struct wire_slice key, int rc, const char *payload, size_t plen)
+{
+    switch (rc) {
+    case HKV_OK:
+        o->st.owner_writes++;
+        return 1;
+    case LEDGER_RETRY:
+        o->st.owner_idempotent_retries++;
+        return 1;
+    case HKV_ESTALE:
+        reply_stale(o, l, m->id, key);
+        return 0;
+    case HKV_EAGAIN:
+        owner_park(o, l, key.p, key.len, payload, plen);
+        return 0;
+    case HKV_ENOMEM:
+        reply_error(l, m->id, HKV_ENOMEM, "OOM owner out of memory");
+        return 0;
+    default:
+        return 1; /* EEXIST / ENOENT / EINVAL: the caller knows what they mean */
+    }
+}
+
+/* Sends `reply` now, or holds it until the commit if the key's class is
+ * durable and the write applied. */
+static void finish_write(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key,
+                         hkv_stamp stamp, int applied, struct hkv_buf *reply)
+{
+    const struct cfg_class *c = owner_class(o, key.p, key.len);
+    if (applied && c->durability == CFG_DUR_DURABLE) {
+        owner_durable_wait(o, l, id, key.p, key.len, stamp, reply);
+        return;
+    }
+    buf_append(&l->out, buf_head(reply), buf_unread(reply));
+    buf_deinit(reply);
+}
+
+/* A base-10 int64 as Redis accepts it. */
+static int is_int64(const char *p, size_t n)
+{
+    char buf[24];
+    if (n == 0 || n >= sizeof(buf))
+        return 0;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    strtoll(buf, &end, 10);
+    return errno == 0 && *end == '\0' && !(buf[0] == '0' && n > 1) && buf[0] != '+' &&
+           buf[0] != ' ';
+}
+
+static int backlog_refused(struct owner *o, struct olink *l, uint64_t id)
+{
+    if (!owner_backlog_full(o))
+        return 0;
+    o->st.owner_busy_rejects++;
+    reply_error(l, id, HKV_EFULL, "BUSY persist backlog over persist-max-dirty, write refused");
+    return 1;
+}
+
+static void op_get(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                   size_t plen)
+{
+    uint32_t n = m->u.get.nkeys;
+    for (uint32_t i = 0; i < n; i++)
+        if (!ours(o, l, m->id, m->u.get.keys[i]))
+            return;
+    struct ledger_clock now = owner_clock();
+    o->st.owner_reads++;
+    if (n == 1) {
+        struct ledger_view v;
+        int rc = ledger_get(o->ledger, m->u.get.keys[0].p, m->u.get.keys[0].len, now, &v);
+        if (rc == HKV_EAGAIN)
+            owner_park(o, l, m->u.get.keys[0].p, m->u.get.keys[0].len, payload, plen);
+        else if (rc == HKV_OK)
+            wire_put_value(&l->out, m->id, wire_slice(v.val, v.vlen), v.stamp,
+                           (uint64_t)v.expire_at_ms);
+        else
+            wire_put_notfound(&l->out, m->id);
+        return;
+    }
+    /* Several keys: each view's value pointer stays valid across further
+     * ledger_get calls (reads do not move entries), so collect, then encode. */
+    struct wire_item items[256];
+    struct wire_item *it = n <= 256 ? items : calloc(n, sizeof(*it));
+    if (it == NULL) {
+        reply_error(l, m->id, HKV_ENOMEM, "OOM owner out of memory");
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        struct ledger_view v;
+        int rc = ledger_get(o->ledger, m->u.get.keys[i].p, m->u.get.keys[i].len, now, &v);
+        if (rc == HKV_EAGAIN) {
+            owner_park(o, l, m->u.get.keys[i].p, m->u.get.keys[i].len, payload, plen);
+            goto out;
+        }
+        it[i].found = rc == HKV_OK;
+        if (it[i].found) {
+            it[i].value = wire_slice(v.val, v.vlen);
+            it[i].stamp = v.stamp;
+            it[i].expire_ms = (uint64_t)v.expire_at_ms;
+        }
+    }
+    wire_put_values(&l->out, m->id, it, n);
+out:
+    if (it != items)
+        free(it);
+}
+
+static struct ledger_expiry to_ledger_exp(struct wire_expiry e)
+{
+    struct ledger_expiry x = {LEDGER_EXP_NONE, e.ms};
+    switch (e.kind) {
+    case WIRE_EXP_REL: x.kind = LEDGER_EXP_REL; break;
+    case WIRE_EXP_ABS: x.kind = LEDGER_EXP_ABS; break;
+    case WIRE_EXP_KEEP: x.kind = LEDGER_EXP_KEEP; break;
+    default: x.kind = LEDGER_EXP_NONE; break;
+    }
+    return x;
+}
+
+static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                   size_t plen)
+{
+    struct wire_slice key = m->u.set.key;
+    if (!ours(o, l, m->id, key) || backlog_refused(o, l, m->id))
+        return;
+    const struct cfg_class *c = owner_class(o, key.p, key.len);
+    unsigned flags = 0;
+    if (m->u.set.flags & WIRE_SET_NX)
+        flags |= LEDGER_NX;
+    if (m->u.set.flags & WIRE_SET_XX)
+        flags |= LEDGER_XX;
+    if (m->u.set.flags & WIRE_SET_GET)
+        flags |= LEDGER_GET;
+    struct ledger_view old = {0};
+    int rc = ledger_set(o->ledger, key.p, key.len, m->u.set.value.p, m->u.set.value.len,
+                        m->u.set.stamp, class_id(o, c), flags, to_ledger_exp(m->u.set.exp),
+                        owner_clock(), &old);
+    if (!write_outcome(o, l, m, key, rc, payload, plen))
+        return;
+    if (rc == HKV_EINVAL) {
+        reply_error(l, m->id, HKV_EINVAL, "ERR invalid expire time in 'set' command");
+        return;
+    }
+    int applied = rc == HKV_OK || rc == LEDGER_RETRY;
+    struct wire_slice oldv = wire_slice(old.val, old.vlen);
+    struct hkv_buf reply = HKV_BUF_INIT;
+    wire_put_ok(&reply, m->id, m->u.set.stamp, applied,
+                (m->u.set.flags & WIRE_SET_GET) && old.found ? &oldv : NULL);
+    finish_write(o, l, m->id, key, m->u.set.stamp, rc == HKV_OK, &reply);
+}
+
+static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                   size_t plen)
+{
+    uint32_t n = m->u.del.nkeys;
+    for (uint32_t i = 0; i < n; i++)
+        if (!ours(o, l, m->id, m->u.del.keys[i]))
+            return;
+    if (backlog_refused(o, l, m->id))
+        return;
+    struct ledger_clock now = owner_clock();
+    /* Residency first, so a parked request replays whole, never half-applied. */
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t ttl;
+        if (ledger_ttl(o->ledger, m->u.del.keys[i].p, m->u.del.keys[i].len, now, &ttl) ==
+            HKV_EAGAIN) {
+            owner_park(o, l, m->u.del.keys[i].p, m->u.del.keys[i].len, payload, plen);
+            return;
+        }
+    }
+    int64_t count = 0;
+    int durable = 0;
+    struct wire_slice last = m->u.del.keys[0];
+    for (uint32_t i = 0; i < n; i++) {
+        int existed = 0;
+        int rc = ledger_del(o->ledger, m->u.del.keys[i].p, m->u.del.keys[i].len, m->u.del.stamp,
+                            now, &existed);
+        if (rc == HKV_OK) {
+            o->st.owner_writes++;
+            count += existed;
+            if (owner_class(o, m->u.del.keys[i].p, m->u.del.keys[i].len)->durability ==
+                CFG_DUR_DURABLE) {
+                durable = 1;
+                last = m->u.del.keys[i];
+            }
+        } else if (rc == LEDGER_RETRY) {
+            o->st.owner_idempotent_retries++;
+        } else if (rc == HKV_ESTALE) {
+            o->st.owner_stale_stamp_rejects++;
+        }
+    }
+    struct hkv_buf reply = HKV_BUF_INIT;
+    wire_put_int(&reply, m->id, count);
+    /* One waiter on the last durable key: a commit holds every row of a
+     * batch or none, and all of them share this stamp and this batch. */
+    finish_write(o, l, m->id, last, m->u.del.stamp, durable, &reply);
+}
+
+static void op_incrby(struct owner *o, struct olink *l, const struct wire_msg *m,
+                      const char *payload, size_t plen)
+{
+    struct wire_slice key = m->u.incrby.key;
+    if (!ours(o, l, m->id, key) || backlog_refused(o, l, m->id))
+        return;
+    const struct cfg_class *c = owner_class(o, key.p, key.len);
+    int64_t result = 0;
+    int rc = ledger_incrby(o->ledger, key.p, key.len, m->u.incrby.delta, m->u.incrby.stamp,
+                           class_id(o, c), owner_clock(), &result);
+    if (!write_outcome(o, l, m, key, rc, payload, plen))
+        return;
+    if (rc == HKV_EINVAL) {
+        struct ledger_view v;
+        /* Tell overflow from "not an integer", as Redis does. */
+        int isnum = ledger_get(o->ledger, key.p, key.len, owner_clock(), &v) != HKV_OK ||
+                    is_int64(v.val, v.vlen);
+        reply_error(l, m->id, HKV_EINVAL,
+                    isnum ? "ERR increment or decrement would overflow"
+                          : "ERR value is not an integer or out of range");
+        return;
+    }
+    struct hkv_buf reply = HKV_BUF_INIT;
+    wire_put_int(&reply, m->id, result);
+    finish_write(o, l, m->id, key, m->u.incrby.stamp, rc == HKV_OK, &reply);
+}
+
+static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m,
+                      const char *payload, size_t plen)
+{
+    struct wire_slice key = m->u.expire.key;
+    if (!ours(o, l, m->id, key) || backlog_refused(o, l, m->id))
+        return;
+    struct ledger_clock now = owner_clock();
+    uint32_t f = m->u.expire.flags;
+    if (f != 0) {
+        /* NX XX GT LT compare with the current expiry first (Redis 7). */
+        int64_t ttl;
+        int rc = ledger_ttl(o->ledger, key.p, key.len, now, &ttl);
+        if (rc == HKV_EAGAIN) {
+            owner_park(o, l, key.p, key.len, payload, plen);
+            return;
+        }
+        int64_t want = m->u.expire.exp.kind == WIRE_EXP_ABS ? m->u.expire.exp.ms - now.wall_ms
+                                                             : m->u.expire.exp.ms;
+        int ok = ttl != -2;
+        if ((f & WIRE_EXPIRE_NX) && ttl != -1)
+            ok = 0;
+        if ((f & WIRE_EXPIRE_XX) && ttl == -1)
+            ok = 0;
+        if ((f & WIRE_EXPIRE_GT) && (ttl == -1 || want <= ttl))
+            ok = 0;
+        if ((f & WIRE_EXPIRE_LT) && ttl != -1 && want >= ttl)
+            ok = 0;
+        if (!ok) {
+            wire_put_int(&l->out, m->id, 0);
+            return;
+        }
+    }
+    int deleted = 0;
+    struct ledger_expiry e = to_ledger_exp(m->u.expire.exp);
+    if (e.ms <= 0 && e.kind == LEDGER_EXP_REL) {
+        /* EXPIRE with a negative or zero time deletes, as Redis does. */
+        e.kind = LEDGER_EXP_ABS;
+        e.ms = 1;
+    }
+    int rc = ledger_expire(o->ledger, key.p, key.len, e, m->u.expire.stamp, now, &deleted);
+    if (!write_outcome(o, l, m, key, rc, payload, plen))
+        return;
+    struct hkv_buf reply = HKV_BUF_INIT;
+    wire_put_int(&reply, m->id, rc == HKV_OK || rc == LEDGER_RETRY ? 1 : 0);
+    finish_write(o, l, m->id, key, m->u.expire.stamp, rc == HKV_OK, &reply);
+}
+
+static void op_persist(struct owner *o, struct olink *l, const struct wire_msg *m,
+                       const char *payload, size_t plen)
+{
+    struct wire_slice key = m->u.persist.key;
+    if (!ours(o, l, m->id, key) || backlog_refused(o, l, m->id))
+        return;
+    int changed = 0;
+    int rc = ledger_persist(o->ledger, key.p, key.len, m->u.persist.stamp, owner_clock(),
+                            &changed);
+    if (!write_outcome(o, l, m, key, rc, payload, plen))
+        return;
+    struct hkv_buf reply = HKV_BUF_INIT;
+    wire_put_int(&reply, m->id, (rc == HKV_OK && changed) || rc == LEDGER_RETRY ? 1 : 0);
+    finish_write(o, l, m->id, key, m->u.persist.stamp, rc == HKV_OK && changed, &reply);
+}
+
+static void op_ttl(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                   size_t plen)
+{
+    struct wire_slice key = m->u.ttl.key;
+    if (!ours(o, l, m->id, key))
+        return;
+    int64_t ttl = -2;
+    o->st.owner_reads++;
+    if (ledger_ttl(o->ledger, key.p, key.len, owner_clock(), &ttl) == HKV_EAGAIN) {
+        owner_park(o, l, key.p, key.len, payload, plen);
+        return;
+    }
+    wire_put_int(&l->out, m->id, ttl);
+}
+
+struct scan_acc {
+    struct wire_slice *keys;
+    char *arena;
+    size_t n, cap, used, arena_cap;
+};
+
+static void scan_one(const char *key, size_t klen, void *arg)
+{
+    struct scan_acc *a = arg;
+    if (a->n == a->cap || a->used + klen > a->arena_cap)
+        return; /* bounded: the cursor still advances past what was seen */
+    memcpy(a->arena + a->used, key, klen);
+    a->keys[a->n++] = wire_slice(a->arena + a->used, klen);
+    a->used += klen;
+}
+
+static void op_scan(struct owner *o, struct olink *l, const struct wire_msg *m)
+{
+    uint32_t count = m->u.scan.count ? m->u.scan.count : 10;
+    if (count > 10000)
+        count = 10000;
+    struct scan_acc a = {0};
+    a.cap = (size_t)count * 4 + 64;
+    a.arena_cap = 4u << 20;
+    a.keys = calloc(a.cap, sizeof(*a.keys));
+    a.arena = malloc(a.arena_cap);
+    if (a.keys == NULL || a.arena == NULL) {
+        reply_error(l, m->id, HKV_ENOMEM, "OOM owner out of memory");
+        goto out;
+    }
+    uint64_t next = ledger_scan(o->ledger, m->u.scan.cursor, count,
+                                m->u.scan.has_match ? m->u.scan.match.p : NULL,
+                                m->u.scan.has_match ? m->u.scan.match.len : 0, owner_clock(),
+                                scan_one, &a);
+    wire_put_scan_reply(&l->out, m->id, next, a.keys, (uint32_t)a.n);
+out:
+    free(a.keys);
+    free(a.arena);
+}
+
+static void op_stats(struct owner *o, struct olink *l, const struct wire_msg *m)
+{
+    struct wire_stat st[48];
+    uint32_t n = 0;
+#define X(name) st[n++] = (struct wire_stat){wire_cstr(#name), (int64_t)o->st.name};
+    OWNER_STATS(X)
+#undef X
+    struct ledger_stats ls;
+    ledger_stats(o->ledger, &ls);
+    st[n++] = (struct wire_stat){wire_cstr("owner_keys"), (int64_t)ls.keys};
+    st[n++] = (struct wire_stat){wire_cstr("owner_tombstones"), (int64_t)ls.tombstones};
+    st[n++] = (struct wire_stat){wire_cstr("owner_memory_bytes"), (int64_t)ls.memory_bytes};
+    st[n++] = (struct wire_stat){wire_cstr("owner_evictions"), (int64_t)ls.evictions};
+    st[n++] = (struct wire_stat){wire_cstr("owner_expired"), (int64_t)ls.expired};
+    size_t links = 0;
+    for (struct olink *x = o->links; x != NULL; x = x->next)
+        links++;
+    st[n++] = (struct wire_stat){wire_cstr("owner_links"), (int64_t)links};
+    owner_persist_stats(o, st, &n, sizeof(st) / sizeof(st[0]));
+    wire_put_stats_reply(&l->out, m->id, st, n);
+}
+
+void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                   size_t plen)
+{
+    switch (m->type) {
+    case WIRE_GET: op_get(o, l, m, payload, plen); break;
+    case WIRE_SET: op_set(o, l, m, payload, plen); break;
+    case WIRE_DEL: op_del(o, l, m, payload, plen); break;
+    case WIRE_INCRBY: op_incrby(o, l, m, payload, plen); break;
+    case WIRE_EXPIRE: op_expire(o, l, m, payload, plen); break;
+    case WIRE_PERSIST: op_persist(o, l, m, payload, plen); break;
+    case WIRE_TTL: op_ttl(o, l, m, payload, plen); break;
+    case WIRE_SCAN: op_scan(o, l, m); break;
+    case WIRE_PING: wire_put_pong(&l->out, m->id); break;
+    case WIRE_STATS: op_stats(o, l, m); break;
+    default:
+        reply_error(l, m->id, HKV_EPROTO, "ERR unexpected request on an owner link");
+        break;
+    }
+}

@@ -1,0 +1,453 @@
+/*
+ * owner_persist.c - the write-behind glue between the owner's loop, its
+ * ledger and its persister thread.
+ *
+ * Ledger-class keys: every persist-interval the dirty ones (latest version of
+ * each, never every write) go to the persister in one batch; while a batch is
+ * in flight no other is cut, so a stalled disk grows the backlog by keys, not
+ * by writes, and never delays an acknowledgment.
+ *
+ * Durable-class keys: the write is applied to the ledger and its reply is
+ * held in a waiter.  A zero-delay event cuts a durable batch (synchronous
+ * =FULL) at the end of the loop iteration; while one is in flight, new
+ * durable writes accumulate and share the next commit (group commit).  A
+ * waiter is released only by a *durable* batch that committed its key at its
+ * stamp or newer, which is why the interval batches never take durable keys.
+ *
+ * A failed fsync cannot be retried safely (the kernel may have dropped the
+ * dirty pages), so on HKV_EIO nothing in the batch is acknowledged and the
+ * owner exits: the master restarts it and it recovers from the file.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/log.h"
+#include "server/owner.h"
+#include "server/owner_int.h"
+
+#define BATCH_MAX_ROWS 20000
+#define SWEEP_MS 100
+#define SWEEP_BUDGET 1024
+#define DURABLE_TICK_MS 50
+
+static int64_t mono_ms(void)
+{
+    return (int64_t)owner_clock().mono_ms;
+}
+
+static int is_durable_class(struct owner *o, uint16_t class_id)
+{
+    const struct cfg *cfg = o->ctx->cfg;
+    return class_id < cfg->nclasses && cfg->classes[class_id].durability == CFG_DUR_DURABLE;
+}
+
+static int take_ledger_class(uint16_t class_id, void *arg)
+{
+    return !is_durable_class(arg, class_id);
+}
+
+static void submit(struct owner *o, int durable)
+{
+    struct persist_batch *b = persist_batch_new(durable);
+    if (b == NULL)
+        return;
+    b->id = ++o->next_batch_id;
+    int n = ledger_collect_dirty(o->ledger, b, BATCH_MAX_ROWS, durable ? NULL : take_ledger_class,
+                                 o);
+    if (n <= 0 && !durable) {
+        ledger_batch_done(o->ledger, b); /* nothing, or ENOMEM: give rows back */
+        persist_batch_free(&b);
+        return;
+    }
+    if (persister_submit(o->persister, b) != HKV_OK) {
+        b->status = HKV_EIO;
+        ledger_batch_done(o->ledger, b);
+        persist_batch_free(&b);
+        return;
+    }
+    if (durable)
+        o->durable_inflight++;
+    else
+        o->ledger_inflight++;
+}
+
+static void on_persist_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct owner *o = arg;
+    if (o->ledger_inflight == 0)
+        submit(o, 0);
+}
+
+static void on_flush_now(evutil_socket_t fd, short what, void *arg)
+{
+    struct owner *o = arg;
+    if (o->dwaits != NULL && o->durable_inflight == 0)
+        submit(o, 1);
+}
+
+static void send_reply(struct olink *l, struct hkv_buf *reply)
+{
+    if (l == NULL)
+        return;
+    buf_append(&l->out, buf_head(reply), buf_unread(reply));
+    olink_flush(l);
+}
+
+static void drop_waiter(struct owner *o, struct dwait **pp)
+{
+    struct dwait *w = *pp;
+    *pp = w->next;
+    if (o->dwaits_tail == &w->next)
+        o->dwaits_tail = pp;
+    free(w->key);
+    buf_deinit(&w->reply);
+    free(w);
+}
+
+static void fail_waiter(struct owner *o, struct dwait **pp, int code, const char *text)
+{
+    struct dwait *w = *pp;
+    if (w->link != NULL) {
+        wire_put_error(&w->link->out, w->id, code, wire_cstr(text));
+        olink_flush(w->link);
+    }
+    drop_waiter(o, pp);
+}
+
+/* Releases (ok) or fails every waiter whose key this durable batch held at
+ * the waiter's stamp or newer. */
+static void settle_waiters(struct owner *o, const struct persist_batch *b)
+{
+    uint64_t *h = malloc((b->n ? b->n : 1) * sizeof(uint64_t));
+    if (h == NULL)
+        return; /* the waiters time out explicitly */
+    for (size_t i = 0; i < b->n; i++)
+        h[i] = router_hash(b->rows[i].key, b->rows[i].klen);
+    struct dwait **pp = &o->dwaits;
+    while (*pp != NULL) {
+        struct dwait *w = *pp;
+        int hit = 0;
+        for (size_t i = 0; i < b->n && !hit; i++)
+            hit = h[i] == w->khash && b->rows[i].klen == w->klen &&
+                  memcmp(b->rows[i].key, w->key, w->klen) == 0 && b->rows[i].stamp >= w->stamp;
+        if (!hit) {
+            pp = &w->next;
+        } else if (b->status == HKV_OK) {
+            send_reply(w->link, &w->reply);
+            drop_waiter(o, pp);
+        } else if (b->status == HKV_EFULL) {
+            fail_waiter(o, pp, HKV_EFULL, "MISCONF disk full: the durable write was not committed");
+        } else {
+            fail_waiter(o, pp, HKV_EIO, "IOERR the durable write could not be committed");
+        }
+    }
+    free(h);
+}
+
+static void replay(struct owner *o, struct parked *p, int status)
+{
+    if (p->link == NULL)
+        return;
+    struct wire_msg m;
+    const char *why;
+    if (status != HKV_OK && status != HKV_ENOENT) {
+        if (wire_decode(&o->dec, p->payload, p->plen, &m, &why) == HKV_OK)
+            wire_put_error(&p->link->out, m.id, HKV_EIO, wire_cstr("IOERR reading the key from disk failed"));
+    } else if (wire_decode(&o->dec, p->payload, p->plen, &m, &why) == HKV_OK) {
+        owner_execute(o, p->link, &m, p->payload, p->plen);
+    }
+    olink_flush(p->link);
+}
+
+static void take_reads(struct owner *o)
+{
+    struct persister_read *r = persister_take_reads(o->persister);
+    struct ledger_clock now = owner_clock();
+    while (r != NULL) {
+        struct persister_read *next = r->next;
+        struct parked *p = r->cookie;
+        o->st.owner_disk_reads++;
+        if (r->status == HKV_OK) {
+            struct persist_row row = {r->key, r->klen, r->val, r->vlen, r->stamp, r->expire_at_ms,
+                                      r->class_id, r->tombstone, };
+            ledger_load(o->ledger, &row, now);
+        } else if (r->status == HKV_ENOENT) {
+            ledger_load_absent(o->ledger, r->key, r->klen, now);
+        }
+        /* Unlink p from the parked list, then replay it. */
+        for (struct parked **pp = &o->parked; *pp != NULL; pp = &(*pp)->next)
+            if (*pp == p) {
+                *pp = p->next;
+                break;
+            }
+        replay(o, p, r->status);
+        free(p->payload);
+        free(p);
+        persister_read_free(&r);
+        r = next;
+    }
+}
+
+static void on_notify(evutil_socket_t fd, short what, void *arg)
+{
+    struct owner *o = arg;
+    uint64_t v;
+    ssize_t n = read(fd, &v, sizeof(v));
+    (void)n;
+    struct persist_batch *b = persister_take_done(o->persister);
+    int fatal = 0;
+    while (b != NULL) {
+        struct persist_batch *next = b->next;
+        ledger_batch_done(o->ledger, b);
+        if (b->durable) {
+            o->durable_inflight--;
+            settle_waiters(o, b);
+        } else {
+            o->ledger_inflight--;
+        }
+        if (b->status == HKV_EIO)
+            fatal = 1;
+        else if (b->status != HKV_OK)
+            log_warning("persist: batch of %zu rows failed: %s", b->n, hkv_strstatus(b->status));
+        persist_batch_free(&b);
+        b = next;
+    }
+    take_reads(o);
+    if (fatal) {
+        log_warning("persist: I/O error on commit (fsync cannot be retried safely); exiting so "
+                    "the master restarts this owner from its file");
+        exit(70);
+    }
+    if (o->dwaits != NULL && o->durable_inflight == 0)
+        event_active(o->flush_now, EV_TIMEOUT, 0);
+}
+
+static void on_durable_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct owner *o = arg;
+    int64_t now = mono_ms();
+    struct dwait **pp = &o->dwaits;
+    while (*pp != NULL) {
+        if ((*pp)->deadline_ms <= now) {
+            o->st.owner_durable_timeouts++;
+            fail_waiter(o, pp, HKV_ETIMEDOUT,
+                        "TIMEOUT the durable write was not committed within durable-timeout");
+        } else {
+            pp = &(*pp)->next;
+        }
+    }
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct owner *o = arg;
+    ledger_sweep(o->ledger, owner_clock(), SWEEP_BUDGET);
+}
+
+void owner_durable_wait(struct owner *o, struct olink *l, uint64_t id, const char *key,
+                        size_t klen, hkv_stamp stamp, struct hkv_buf *reply)
+{
+    struct dwait *w = calloc(1, sizeof(*w));
+    char *k = malloc(klen ? klen : 1);
+    if (w == NULL || k == NULL) {
+        free(w);
+        free(k);
+        buf_deinit(reply);
+        wire_put_error(&l->out, id, HKV_ENOMEM, wire_cstr("OOM owner out of memory"));
+        return;
+    }
+    memcpy(k, key, klen);
+    w->link = l;
+    w->id = id;
+    w->key = k;
+    w->klen = klen;
+    w->khash = router_hash(key, klen);
+    w->stamp = stamp;
+    w->deadline_ms = mono_ms() + o->ctx->cfg->durable_timeout_ms;
+    w->reply = *reply;
+    *reply = (struct hkv_buf)HKV_BUF_INIT;
+    *o->dwaits_tail = w;
+    o->dwaits_tail = &w->next;
+    event_active(o->flush_now, EV_TIMEOUT, 0);
+}
+
+void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
+                const char *payload, size_t plen)
+{
+    struct parked *p = calloc(1, sizeof(*p));
+    char *copy = malloc(plen ? plen : 1);
+    if (p == NULL || copy == NULL ||
+        persister_read_async(o->persister, key, klen, p) != HKV_OK) {
+        free(p);
+        free(copy);
+        struct wire_msg m;
+        const char *why;
+        if (wire_decode(&o->dec, payload, plen, &m, &why) == HKV_OK)
+            wire_put_error(&l->out, m.id, HKV_ENOMEM, wire_cstr("OOM cannot queue a disk read"));
+        return;
+    }
+    memcpy(copy, payload, plen);
+    p->link = l;
+    p->payload = copy;
+    p->plen = plen;
+    p->next = o->parked;
+    o->parked = p;
+}
+
+void owner_forget_link(struct owner *o, struct olink *l)
+{
+    for (struct dwait *w = o->dwaits; w != NULL; w = w->next)
+        if (w->link == l)
+            w->link = NULL;
+    for (struct parked *p = o->parked; p != NULL; p = p->next)
+        if (p->link == l)
+            p->link = NULL;
+}
+
+int owner_backlog_full(struct owner *o)
+{
+    size_t keys, bytes;
+    ledger_dirty(o->ledger, &keys, &bytes);
+    return o->ctx->cfg->persist_max_dirty > 0 && bytes > (size_t)o->ctx->cfg->persist_max_dirty;
+}
+
+void owner_persist_stats(struct owner *o, struct wire_stat *st, uint32_t *n, uint32_t max)
+{
+    struct persister_stats ps;
+    size_t keys, bytes, waiting = 0;
+    persister_stats(o->persister, &ps);
+    ledger_dirty(o->ledger, &keys, &bytes);
+    for (struct dwait *w = o->dwaits; w != NULL; w = w->next)
+        waiting++;
+    int64_t stall = ps.backlog_age_ms > ps.max_stall_ms ? ps.backlog_age_ms : ps.max_stall_ms;
+    struct wire_stat add[] = {
+        {wire_cstr("persist_dirty_keys"), (int64_t)keys},
+        {wire_cstr("persist_backlog_bytes"), (int64_t)bytes},
+        {wire_cstr("persist_batches"), (int64_t)ps.batches},
+        {wire_cstr("persist_rows"), (int64_t)ps.rows},
+        {wire_cstr("persist_transactions"), (int64_t)ps.transactions},
+        {wire_cstr("persist_fsync_commits"), (int64_t)ps.fsync_commits},
+        {wire_cstr("persist_last_commit_ms"), ps.last_commit_ms},
+        {wire_cstr("persist_stall_ms_max"), stall},
+        {wire_cstr("persist_backlog_age_ms"), ps.backlog_age_ms},
+        {wire_cstr("persist_errors"), (int64_t)ps.errors},
+        {wire_cstr("persist_queued_batches"), (int64_t)(ps.queued_batches + ps.inflight_batches)},
+        {wire_cstr("owner_queue_depth"), (int64_t)(waiting)},
+        {wire_cstr("owner_durable_waiting"), (int64_t)waiting},
+    };
+    for (size_t i = 0; i < sizeof(add) / sizeof(add[0]) && *n < max; i++)
+        st[(*n)++] = add[i];
+}
+
+static int load_row(void *arg, const struct persist_row *row)
+{
+    struct owner *o = arg;
+    int rc = ledger_load(o->ledger, row, owner_clock());
+    return rc == HKV_ENOMEM ? HKV_ENOMEM : HKV_OK;
+}
+
+static struct event *timer(struct owner *o, int64_t ms, event_callback_fn fn)
+{
+    struct event *ev = event_new(o->base, -1, EV_PERSIST, fn, o);
+    if (ev != NULL) {
+        struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+        event_add(ev, &tv);
+    }
+    return ev;
+}
+
+int owner_persist_setup(struct owner *o)
+{
+    const struct cfg *cfg = o->ctx->cfg;
+    char path[4200], why[512] = "";
+    snprintf(path, sizeof(path), "%s/owner-%s-%d.db", cfg->dir,
+             o->pool == CFG_POOL_HOT ? "hot" : "cold", o->index);
+    struct ledger_options lo = {.maxmemory = (size_t)cfg->owner_maxmemory,
+                                .tombstone_ttl_ms = (uint64_t)cfg->tombstone_ttl_ms};
+    if (ledger_create(&lo, &o->ledger) != HKV_OK) {
+        log_warning("cannot create the ledger");
+        return -1;
+    }
+    struct persister_options po = {.interval_ms = (uint32_t)cfg->persist_interval_ms,
+                                   .tomb_keep_ms = (uint32_t)cfg->tombstone_ttl_ms};
+    int rc = persister_create(&o->persister, path, &po, why, sizeof(why));
+    if (rc != HKV_OK) {
+        log_warning("refusing to start on %s: %s (the file is left untouched)", path,
+                    why[0] ? why : hkv_strstatus(rc));
+        return -1;
+    }
+    int64_t t0 = mono_ms();
+    rc = persister_load(o->persister, load_row, o);
+    if (rc != HKV_OK) {
+        log_warning("recovery from %s failed: %s", path, hkv_strstatus(rc));
+        return -1;
+    }
+    ledger_mark_complete(o->ledger);
+    struct ledger_stats ls;
+    ledger_stats(o->ledger, &ls);
+    log_notice("recovered %llu keys (%llu tombstones) from %s in %lld ms%s",
+               (unsigned long long)ls.keys, (unsigned long long)ls.tombstones, path,
+               (long long)(mono_ms() - t0), ls.complete ? "" : "; some stay on disk only");
+    if (persister_start(o->persister) != HKV_OK) {
+        log_warning("cannot start the persister threads");
+        return -1;
+    }
+    o->dwaits_tail = &o->dwaits;
+    o->notify = event_new(o->base, persister_notify_fd(o->persister), EV_READ | EV_PERSIST,
+                          on_notify, o);
+    o->flush_now = event_new(o->base, -1, 0, on_flush_now, o);
+    o->persist_tick = timer(o, cfg->persist_interval_ms, on_persist_tick);
+    o->sweep_tick = timer(o, SWEEP_MS, on_sweep);
+    o->durable_tick = timer(o, DURABLE_TICK_MS, on_durable_tick);
+    if (o->notify == NULL || o->flush_now == NULL || o->persist_tick == NULL ||
+        o->sweep_tick == NULL || o->durable_tick == NULL)
+        return -1;
+    event_add(o->notify, NULL);
+    return 0;
+}
+
+void owner_persist_flush_all(struct owner *o)
+{
+    if (o->persister == NULL)
+        return;
+    int64_t t0 = mono_ms();
+    size_t keys, bytes;
+    ledger_dirty(o->ledger, &keys, &bytes);
+    /* Everything dirty, in one durable batch: the persister commits what is
+     * queued before it stops. */
+    struct persist_batch *b = persist_batch_new(1);
+    if (b != NULL) {
+        ledger_collect_dirty(o->ledger, b, SIZE_MAX, NULL, NULL);
+        if (persister_submit(o->persister, b) != HKV_OK)
+            persist_batch_free(&b);
+    }
+    int rc = persister_stop(o->persister);
+    on_notify(persister_notify_fd(o->persister), EV_READ, o);
+    log_notice("flushed %zu dirty keys in %lld ms%s", keys, (long long)(mono_ms() - t0),
+               rc == HKV_OK ? "" : " (with errors)");
+}
+
+void owner_persist_teardown(struct owner *o)
+{
+    struct event **evs[] = {&o->notify, &o->flush_now, &o->persist_tick, &o->sweep_tick,
+                            &o->durable_tick};
+    for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+        if (*evs[i] != NULL) {
+            event_free(*evs[i]);
+            *evs[i] = NULL;
+        }
+    while (o->dwaits != NULL)
+        drop_waiter(o, &o->dwaits);
+    while (o->parked != NULL) {
+        struct parked *p = o->parked;
+        o->parked = p->next;
+        free(p->payload);
+        free(p);
+    }
+    persister_destroy(&o->persister);
+    ledger_destroy(&o->ledger);
+}

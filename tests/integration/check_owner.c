@@ -1,0 +1,283 @@
+/*
+ * check_owner.c - a shard owner over its binary protocol, inside the real
+ * daemon: writes and reads, the stamp guard, durable commits, recovery after
+ * an orderly stop and after kill -9, MOVED, and a hostile frame.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/router.h"
+#include "tests/harness.h"
+
+#define ONE_EACH "edge-workers 1\nhot-owners 1\ncold-owners 1\n"
+#define DURABLE_CLASS "class money pattern \"balance:*\" pool cold durability durable\n"
+
+static int get(struct h_wire *w, const char *key, struct wire_msg *m)
+{
+    struct hkv_buf b = HKV_BUF_INIT;
+    uint64_t id = h_wire_id(w);
+    struct wire_slice k = wire_cstr(key);
+    wire_put_get(&b, id, &k, 1);
+    int rc = h_wire_call(w, &b, id, 5000, m);
+    buf_deinit(&b);
+    return rc;
+}
+
+static int value_is(const struct wire_msg *m, const char *v)
+{
+    return m->type == WIRE_VALUE && m->u.value.value.len == strlen(v) &&
+           memcmp(m->u.value.value.p, v, strlen(v)) == 0;
+}
+
+static pid_t owner_pid(const struct daemon *d, const char *title)
+{
+    pid_t kids[64];
+    int n = h_children(d, kids, 64);
+    for (int i = 0; i < n; i++) {
+        char path[64], buf[128] = "";
+        snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)kids[i]);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        if (strcmp(buf, title) == 0)
+            return kids[i];
+    }
+    return 0;
+}
+
+START_TEST(set_get_and_recovery_after_orderly_stop)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, ONE_EACH), 0);
+    struct h_wire w;
+    ck_assert_int_eq(h_wire_open(&w, &d, "cold", 0, WIRE_ROLE_WRITE), 0);
+    struct wire_msg m;
+    ck_assert_int_eq(h_wire_set(&w, "draw:today", "7 12 19 33 41", 5000, &m), 0);
+    ck_assert_int_eq(m.type, WIRE_OK);
+    ck_assert(m.u.ok.applied);
+    ck_assert_int_eq(get(&w, "draw:today", &m), 0);
+    ck_assert(value_is(&m, "7 12 19 33 41"));
+    ck_assert_int_eq(get(&w, "draw:missing", &m), 0);
+    ck_assert_int_eq(m.type, WIRE_NOTFOUND);
+    h_wire_close(&w);
+    ck_assert_int_eq(WEXITSTATUS(h_halt(&d)), 0);
+    ck_assert_int_eq(h_restart(&d), 0);
+    ck_assert_int_eq(h_wire_open(&w, &d, "cold", 0, WIRE_ROLE_READ), 0);
+    ck_assert_int_eq(get(&w, "draw:today", &m), 0);
+    ck_assert_msg(value_is(&m, "7 12 19 33 41"), "value lost across an orderly restart");
+    h_wire_close(&w);
+    h_stop(&d);
+}
+END_TEST
+
+START_TEST(stamp_guard_orders_writes)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, ONE_EACH), 0);
+    struct h_wire w;
+    ck_assert_int_eq(h_wire_open(&w, &d, "cold", 0, WIRE_ROLE_WRITE), 0);
+    struct wire_expiry none = {WIRE_EXP_NONE, 0};
+    hkv_stamp newer = stamp_make(1000000, 0, 7), older = stamp_make(999999, 0, 7);
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct wire_msg m;
+    uint64_t id = h_wire_id(&w);
+    wire_put_set(&b, id, wire_cstr("k"), wire_cstr("new"), newer, none, 0, 0);
+    ck_assert_int_eq(h_wire_call(&w, &b, id, 5000, &m), 0);
+    ck_assert_int_eq(m.type, WIRE_OK);
+    buf_reset(&b);
+    /* The same write again (a retry): answered OK, not applied twice. */
+    id = h_wire_id(&w);
+    wire_put_set(&b, id, wire_cstr("k"), wire_cstr("new"), newer, none, 0, 0);
+    ck_assert_int_eq(h_wire_call(&w, &b, id, 5000, &m), 0);
+    ck_assert_int_eq(m.type, WIRE_OK);
+    buf_reset(&b);
+    /* An older write arriving late is refused and names the stamp held. */
+    id = h_wire_id(&w);
+    wire_put_set(&b, id, wire_cstr("k"), wire_cstr("old"), older, none, 0, 0);
+    ck_assert_int_eq(h_wire_call(&w, &b, id, 5000, &m), 0);
+    ck_assert_int_eq(m.type, WIRE_ERROR);
+    ck_assert_int_eq(m.u.error.code, HKV_ESTALE);
+    char expect[64];
+    snprintf(expect, sizeof(expect), "STALE %llu", (unsigned long long)newer);
+    ck_assert_int_eq((int)m.u.error.text.len, (int)strlen(expect));
+    ck_assert(memcmp(m.u.error.text.p, expect, strlen(expect)) == 0);
+    ck_assert_int_eq(get(&w, "k", &m), 0);
+    ck_assert(value_is(&m, "new"));
+    /* A delete leaves a tombstone: a late older SET cannot resurrect. */
+    buf_reset(&b);
+    hkv_stamp del = stamp_make(1000010, 0, 7);
+    struct wire_slice key = wire_cstr("k");
+    id = h_wire_id(&w);
+    wire_put_del(&b, id, &key, 1, del);
+    ck_assert_int_eq(h_wire_call(&w, &b, id, 5000, &m), 0);
+    ck_assert_int_eq(m.type, WIRE_INT);
+    ck_assert_int_eq(m.u.integer.value, 1);
+    buf_reset(&b);
+    id = h_wire_id(&w);
+    wire_put_set(&b, id, wire_cstr("k"), wire_cstr("zombie"), stamp_make(1000005, 0, 7), none, 0, 0);
+    ck_assert_int_eq(h_wire_call(&w, &b, id, 5000, &m), 0);
+    ck_assert_int_eq(m.type, WIRE_ERROR);
+    ck_assert_int_eq(get(&w, "k", &m), 0);
+    ck_assert_int_eq(m.type, WIRE_NOTFOUND);
+    buf_deinit(&b);
+    h_wire_close(&w);
+    h_stop(&d);
+}
+END_TEST
+
+START_TEST(durable_write_survives_kill_9)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, ONE_EACH DURABLE_CLASS), 0);
+    struct h_wire w;
+    ck_assert_int_eq(h_wire_open(&w, &d, "cold", 0, WIRE_ROLE_WRITE), 0);
+    struct wire_msg m;
+    char key[32], val[32];
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof(key), "balance:%d", i);
+        snprintf(val, sizeof(val), "%d", i * 10);
+        ck_assert_int_eq(h_wire_set(&w, key, val, 5000, &m), 0);
+        ck_assert_int_eq(m.type, WIRE_OK);
+    }
+    h_wire_close(&w);
+    pid_t owner = owner_pid(&d, "hotkvd: owner cold/0");
+    ck_assert_int_ne(owner, 0);
+    kill(owner, SIGKILL);
+    int64_t end = h_now_ms() + 5000;
+    int ok = -1;
+    while (h_now_ms() < end && (ok = h_wire_open(&w, &d, "cold", 0, WIRE_ROLE_READ)) != 0) {
+        h_wire_close(&w);
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_int_eq(ok, 0);
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof(key), "balance:%d", i);
+        snprintf(val, sizeof(val), "%d", i * 10);
+        ck_assert_int_eq(get(&w, key, &m), 0);
+        ck_assert_msg(value_is(&m, val), "acknowledged durable write %s lost by kill -9", key);
+    }
+    h_wire_close(&w);
+    h_stop(&d);
+}
+END_TEST
+
+START_TEST(foreign_key_answers_moved)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, "edge-workers 1\nhot-owners 1\ncold-owners 2\n"), 0);
+    /* Find a key that owner cold/1 holds, and ask cold/0 for it. */
+    struct cfg *cfg = cfg_create();
+    cfg->cold_owners = 2;
+    struct router *r = router_create(cfg);
+    char key[32];
+    int i = 0;
+    for (; i < 1000; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        if (router_owner(r, CFG_POOL_COLD, router_hash(key, strlen(key))) == 1)
+            break;
+    }
+    ck_assert_int_lt(i, 1000);
+    uint64_t h = router_hash(key, strlen(key));
+    uint32_t leaf;
+    uint8_t bits;
+    router_leaf(r, CFG_POOL_COLD, h, &leaf, &bits);
+    router_destroy(&r);
+    cfg_destroy(&cfg);
+    struct h_wire w;
+    ck_assert_int_eq(h_wire_open(&w, &d, "cold", 0, WIRE_ROLE_READ), 0);
+    struct wire_msg m;
+    ck_assert_int_eq(get(&w, key, &m), 0);
+    ck_assert_int_eq(m.type, WIRE_MOVED);
+    ck_assert_uint_eq(m.u.moved.owner, 1);
+    ck_assert_uint_eq(m.u.moved.leaf, leaf);
+    ck_assert_uint_eq(m.u.moved.leaf_bits, bits);
+    h_wire_close(&w);
+    h_stop(&d);
+}
+END_TEST
+
+START_TEST(oversized_frame_closes_link_and_owner_lives)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, ONE_EACH "wire-max-frame 1mb\n"), 0);
+    struct h_wire w;
+    ck_assert_int_eq(h_wire_open(&w, &d, "cold", 0, WIRE_ROLE_READ), 0);
+    unsigned char hdr[4] = {0x7f, 0xff, 0xff, 0xff}; /* 2 GiB declared */
+    ck_assert_int_eq(h_send(w.fd, hdr, 4), 0);
+    struct wire_msg m;
+    ck_assert_int_eq(h_wire_call(&w, NULL, 0, 5000, &m), 0);
+    ck_assert_int_eq(m.type, WIRE_ERROR);
+    char c;
+    ck_assert_int_le(recv(w.fd, &c, 1, 0), 0); /* closed */
+    h_wire_close(&w);
+    ck_assert_int_eq(h_wire_open(&w, &d, "cold", 0, WIRE_ROLE_READ), 0);
+    ck_assert_int_eq(h_wire_set(&w, "still", "here", 5000, &m), 0);
+    ck_assert_int_eq(m.type, WIRE_OK);
+    h_wire_close(&w);
+    h_stop(&d);
+}
+END_TEST
+
+START_TEST(corrupt_database_is_refused_untouched)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, ONE_EACH), 0);
+    ck_assert_int_eq(WEXITSTATUS(h_halt(&d)), 0);
+    char path[400];
+    snprintf(path, sizeof(path), "%s/owner-cold-0.db", d.dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("this is not a database, and it must survive the owner's start\n", f);
+    fclose(f);
+    ck_assert_int_eq(h_restart(&d), 0); /* edges serve; the owner keeps refusing */
+    struct timespec ts = {0, 500 * 1000000L};
+    nanosleep(&ts, NULL);
+    f = fopen(path, "r");
+    char buf[128] = "";
+    ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    ck_assert_str_eq(buf, "this is not a database, and it must survive the owner's start\n");
+    f = fopen(d.log, "r");
+    char line[1024];
+    int said = 0;
+    while (fgets(line, sizeof(line), f))
+        said |= strstr(line, "refusing to start") != NULL && strstr(line, "owner-cold-0.db") != NULL;
+    fclose(f);
+    ck_assert(said);
+    h_stop(&d);
+}
+END_TEST
+
+Suite *owner_suite(void)
+{
+    Suite *s = suite_create("owner");
+    struct {
+        const char *name;
+        const TTest *t;
+    } cases[] = {
+        {"recovery", set_get_and_recovery_after_orderly_stop},
+        {"stamps", stamp_guard_orders_writes},
+        {"durable_kill9", durable_write_survives_kill_9},
+        {"moved", foreign_key_answers_moved},
+        {"hostile_frame", oversized_frame_closes_link_and_owner_lives},
+        {"corrupt_db", corrupt_database_is_refused_untouched},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, cases[i].t);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
