@@ -9,6 +9,18 @@ VARIANT  ?= release
 BUILD    := build/$(VARIANT)
 DEPS_OK  := build/.deps-ok
 
+# On a fresh machine the packages (and pkg-config itself) must be there before
+# the flags below are computed, so the install step runs while the Makefile
+# is read, once: the stamp keeps later builds from asking dpkg.
+ifeq ($(wildcard $(DEPS_OK)),)
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+_deps := $(shell sh scripts/install-deps.sh >&2 && mkdir -p build && touch $(DEPS_OK) && echo ok)
+ifneq ($(_deps),ok)
+$(error scripts/install-deps.sh failed: install the packages it names, then run make again)
+endif
+endif
+endif
+
 # msgpack-c 6 renamed its pkg-config module from msgpack to msgpack-c.
 MSGPACK_PC := $(shell pkg-config --exists msgpack-c 2>/dev/null && echo msgpack-c || echo msgpack)
 PKGS     := libevent libevent_pthreads sqlite3 $(MSGPACK_PC)
@@ -41,10 +53,9 @@ TEST_BIN := $(BUILD)/hkvtest
 TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 SHIM     := $(BUILD)/tests/fault/stallfs.so
 
-.PHONY: all deps run test unit integration asan valgrind clean clang fuzz
+.PHONY: all deps run test unit integration asan valgrind clean clang fuzz FORCE
 all: $(DEPS_OK) $(BIN)
 
-# Installs exactly what is missing; a stamp keeps later builds from asking dpkg.
 deps $(DEPS_OK): scripts/install-deps.sh
 	@sh scripts/install-deps.sh
 	@mkdir -p build && touch $(DEPS_OK)
@@ -87,10 +98,32 @@ $(SHIM): tests/fault/stallfs.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -fPIC -shared -o $@ $< -ldl
 
-FUZZ_SECONDS ?= 20
-# The test run: unit suites, then the daemon-level suites against $(BIN), then
-# a bounded fuzz pass when clang with libFuzzer is available.
+# Fuzz targets: libFuzzer with clang, each run for FUZZ_SECONDS on a scratch
+# copy of its corpus (libFuzzer writes new inputs into its first directory).
+FUZZ_SECONDS ?= 15
+FUZZ_TARGETS := resp wire
+FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
+FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I.
+build/fuzz/fuzz_resp: tests/fuzz/fuzz_resp.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -o $@ $< proto/resp.c proto/resp_encode.c proto/resp_reply.c proto/buf.c proto/hkv.c
+build/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -o $@ $< proto/wire.c proto/wire_decode.c proto/buf.c proto/hkv.c
+fuzz: $(FUZZ_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+	  scratch=$$(mktemp -d); \
+	  if build/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=1024 \
+	       $$scratch tests/fuzz/corpus_$$t > build/fuzz/fuzz_$$t.log 2>&1; then \
+	    echo "fuzz $$t: $$(grep -o 'Done [0-9]* runs in [0-9]* second(s)' build/fuzz/fuzz_$$t.log), no crash"; \
+	  else tail -40 build/fuzz/fuzz_$$t.log; rm -rf $$scratch; exit 1; fi; \
+	  rm -rf $$scratch; \
+	done
+
+# The test run: a bounded fuzz pass, then every Check suite (unit, then the
+# daemon-level suites against $(BIN)); Check's summary line is the last line.
 test: $(DEPS_OK) $(BIN) $(TEST_BIN) $(if $(wildcard tests/fault/stallfs.c),$(SHIM))
+	@$(MAKE) --no-print-directory fuzz
 	HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) $(TEST_BIN) all
 
 unit: $(DEPS_OK) $(TEST_BIN)

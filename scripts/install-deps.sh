@@ -2,8 +2,10 @@
 # Installs the Debian packages hotkvd builds and tests with, and only those that
 # are missing.  Quiet when everything is present; uses sudo only when not root.
 set -eu
+# Build: the libraries.  Tests: redis-tools and python3-redis (interop),
+# clang and its runtime (the libFuzzer pass and the clang build), valgrind.
 PKGS="libevent-dev libsqlite3-dev libssl-dev libmsgpack-dev check pkg-config \
-redis-tools python3-redis"
+redis-tools python3-redis clang libclang-rt-14-dev valgrind"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

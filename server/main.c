@@ -65,6 +65,8 @@ int main(int argc, char **argv)
         if (strncmp(argv[i], "--", 2) != 0 || argv[i][2] == '\0') {
             fprintf(stderr, "hotkvd: unexpected argument '%s' (directives are --name value)\n",
                     argv[i]);
+            free(o.override_argc);
+            free(o.override_argv);
             return 1;
         }
         argv[i] += 2;
@@ -77,17 +79,18 @@ int main(int argc, char **argv)
     }
 
     struct cfg_error err;
+    int code;
     struct cfg *cfg = master_load_config(&o, &err);
     if (cfg == NULL) {
         fprintf(stderr, "hotkvd: %s\n", err.msg);
-        return 1;
-    }
-    if (test_only) {
+        code = 1;
+    } else if (test_only) {
         printf("hotkvd: configuration '%s' is valid\n", o.config_path);
         cfg_destroy(&cfg);
-        return 0;
+        code = 0;
+    } else {
+        code = master_run(&o, cfg); /* takes cfg */
     }
-    int code = master_run(&o, cfg);
     free(o.override_argc);
     free(o.override_argv);
     return code;

@@ -15,6 +15,10 @@ extern char **environ;
 
 static char *orig_area;   /* argv[0]'s original storage, reused for the title */
 static size_t orig_len;
+/* Every environment string copied, kept here too: unsetenv() drops entries
+ * from environ, and the strings must live (and stay reachable) regardless. */
+static char **volatile env_copies; /* volatile: written only, must not be optimised away */
+static char **volatile env_array; /* the array we made environ; setenv may replace it */
 
 void proctitle_init(int argc, char **argv)
 {
@@ -32,15 +36,16 @@ void proctitle_init(int argc, char **argv)
             end = environ[i] + strlen(environ[i]);
 
     char **newenv = calloc(nenv + 1, sizeof(char *));
-    if (newenv == NULL)
+    env_copies = calloc(nenv + 1, sizeof(char *));
+    if (newenv == NULL || env_copies == NULL)
         return;
     for (size_t i = 0; i < nenv; i++)
-        newenv[i] = strdup(environ[i]);
+        newenv[i] = env_copies[i] = strdup(environ[i]);
     char *area = argv[0];
     for (int i = 0; i < argc; i++)
         argv[i] = strdup(argv[i]);
     /* These copies live as long as the process: they are its argv and environ. */
-    environ = newenv;
+    environ = env_array = newenv;
     orig_area = area;
     orig_len = (size_t)(end - area) + 1;
 }

@@ -293,7 +293,7 @@ struct h_reply *h_read(int fd)
             if (rc != HKV_EAGAIN)
                 break;
         }
-        if (len == cap) {
+        if (len + 1 >= cap) {
             cap *= 2;
             buf = realloc(buf, cap);
         }
@@ -303,6 +303,7 @@ struct h_reply *h_read(int fd)
         if (n <= 0)
             break;
         len += (size_t)n;
+        buf[len] = '\0'; /* replies are read as C strings by the tests */
     }
     free(buf);
     return NULL;
