@@ -32,7 +32,37 @@
     X(CLIENT, "client", -2, CMD_F_CONN, 0, 0, 0)                         \
     X(CONFIG, "config", -2, CMD_F_ADMIN, 0, 0, 0)                        \
     X(INFO, "info", -1, CMD_F_CONN, 0, 0, 0)                             \
-    X(TIME, "time", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)
+    X(TIME, "time", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)                 \
+    X(DBSIZE, "dbsize", 1, CMD_F_READ, 0, 0, 0)                          \
+    /* data commands: answered by owners, asynchronously (edge_read.c,  \
+     * edge_write.c, edge_scan.c); Redis's arity and key positions */    \
+    X(GET, "get", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)                   \
+    X(MGET, "mget", -2, CMD_F_READ | CMD_F_FAST, 1, -1, 1)               \
+    X(EXISTS, "exists", -2, CMD_F_READ | CMD_F_FAST, 1, -1, 1)           \
+    X(STRLEN, "strlen", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)             \
+    X(TYPE, "type", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)                 \
+    X(TTL, "ttl", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)                   \
+    X(PTTL, "pttl", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)                 \
+    X(SCAN, "scan", -2, CMD_F_READ, 0, 0, 0)                             \
+    X(SET, "set", -3, CMD_F_WRITE, 1, 1, 1)                              \
+    X(SETEX, "setex", 4, CMD_F_WRITE, 1, 1, 1)                           \
+    X(PSETEX, "psetex", 4, CMD_F_WRITE, 1, 1, 1)                         \
+    X(SETNX, "setnx", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)              \
+    X(GETSET, "getset", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)            \
+    X(GETDEL, "getdel", 2, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)            \
+    X(GETEX, "getex", -2, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)             \
+    X(MSET, "mset", -3, CMD_F_WRITE, 1, -1, 2)                           \
+    X(DEL, "del", -2, CMD_F_WRITE, 1, -1, 1)                             \
+    X(UNLINK, "unlink", -2, CMD_F_WRITE | CMD_F_FAST, 1, -1, 1)          \
+    X(EXPIRE, "expire", -3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)           \
+    X(PEXPIRE, "pexpire", -3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)         \
+    X(EXPIREAT, "expireat", -3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)       \
+    X(PEXPIREAT, "pexpireat", -3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)     \
+    X(PERSIST, "persist", 2, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)          \
+    X(INCR, "incr", 2, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)                \
+    X(DECR, "decr", 2, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)                \
+    X(INCRBY, "incrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)            \
+    X(DECRBY, "decrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)
 
 enum cmd_id {
 #define X(id, name, arity, flags, fk, lk, st) CMD_##id,

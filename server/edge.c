@@ -1,7 +1,9 @@
 /*
  * edge.c - the edge process: accept clients on the sockets the master opened,
  * run their connections, stop in order.  Connection I/O is in edge_conn.c,
- * command handlers in edge_cmd*.c, INFO in info.c.
+ * reply ordering in edge_reply.c, owner links in edge_link.c, the data path
+ * in edge_data.c (+ edge_read.c, edge_write.c, edge_scan.c), the other
+ * commands in edge_cmd.c, INFO in info.c.
  */
 #include "edge.h"
 
@@ -37,7 +39,9 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
 
 static void finish_if_drained(struct edge *e)
 {
-    if (e->stopping && e->nconns == 0) {
+    /* Writes whose client left still run to their end: an owner may have
+     * applied them, and their outcome is logged if they fail. */
+    if (e->stopping && e->nconns == 0 && e->nops_writing == 0) {
         worker_quiesce(e->worker);
         event_base_loopexit(e->base, NULL);
     }
@@ -70,7 +74,11 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
                     (unsigned long long)e->nconns);
     while (e->conns != NULL)
         conn_close(e->conns);
-    finish_if_drained(e);
+    if (e->nops_writing > 0)
+        log_warning("stop deadline passed with %llu writes unfinished",
+                    (unsigned long long)e->nops_writing);
+    worker_quiesce(e->worker);
+    event_base_loopexit(e->base, NULL);
 }
 
 static void on_stop(void *arg, int fast)
@@ -84,14 +92,17 @@ static void on_stop(void *arg, int fast)
     evtimer_add(e->deadline, &tv);
     e->stopping = 1;
     /* A connection with nothing owed is closed now; the others as soon as
-     * their replies are written (conn_cron and the write path check). */
+     * their replies, including writes in flight, are written: a write ends
+     * acknowledged by its owner or failed explicitly, never dropped. */
     struct conn *c = e->conns;
     while (c != NULL) {
         struct conn *next = c->next;
-        if (buf_unread(&c->out) == 0)
+        if (buf_unread(&c->out) == 0 && c->sq_head == NULL) {
             conn_close(c);
-        else
+        } else {
             c->close_after_write = 1;
+            event_del(c->rev);
+        }
         c = next;
     }
     finish_if_drained(e);
@@ -104,6 +115,7 @@ static void on_reload(void *arg, const struct cfg *next)
     struct conn *c = e->conns;
     for (; c != NULL; c = c->next)
         c->parser.lim = e->limits;
+    edge_data_reload(e, next);
 }
 
 int edge_main(struct worker_ctx *ctx)
@@ -128,6 +140,10 @@ int edge_main(struct worker_ctx *ctx)
     e->listeners = calloc(ctx->nlisten ? ctx->nlisten : 1, sizeof(*e->listeners));
     if (e->worker == NULL || e->cron == NULL || e->deadline == NULL || e->listeners == NULL)
         goto out;
+    if (edge_data_setup(e) != 0) {
+        log_warning("cannot set up owner links: out of memory");
+        goto out;
+    }
     for (size_t i = 0; i < ctx->nlisten; i++) {
         struct evconnlistener *l =
             evconnlistener_new(e->base, on_accept, e, LEV_OPT_CLOSE_ON_FREE, -1, ctx->listen_fds[i]);
@@ -150,6 +166,7 @@ out:
     for (size_t i = 0; i < e->nlisteners; i++)
         evconnlistener_free(e->listeners[i]);
     free(e->listeners);
+    edge_data_teardown(e);
     if (e->cron)
         event_free(e->cron);
     if (e->deadline)

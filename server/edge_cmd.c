@@ -1,7 +1,8 @@
 /*
  * edge_cmd.c - the connection and server commands an edge answers itself:
  * PING ECHO HELLO SELECT QUIT RESET TIME COMMAND CLIENT CONFIG INFO.
- * Data commands live in their own file; this one never talks to an owner.
+ * Data commands live in edge_read.c, edge_write.c and edge_scan.c; this file
+ * never talks to an owner.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,6 +287,8 @@ static void cmd_config(struct conn *c, int argc, const struct resp_slice *argv)
         atomic_store_explicit(&s->total_connections_received, 0, memory_order_relaxed);
         atomic_store_explicit(&s->rejected_connections, 0, memory_order_relaxed);
         atomic_store_explicit(&s->protocol_errors, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->write_retries, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->write_failures, 0, memory_order_relaxed);
         resp_add_simple(&c->out, "OK");
     } else if (slice_is(&argv[1], "set")) {
         resp_add_error(&c->out, "ERR CONFIG SET is not supported yet: edit the config file and send SIGHUP");
@@ -308,4 +311,7 @@ const edge_handler edge_handlers[CMD_COUNT] = {
     [CMD_SELECT] = cmd_select, [CMD_QUIT] = cmd_quit,     [CMD_RESET] = cmd_reset,
     [CMD_TIME] = cmd_time,     [CMD_COMMAND] = cmd_command, [CMD_CLIENT] = cmd_client,
     [CMD_CONFIG] = cmd_config, [CMD_INFO] = cmd_info,
+#define X(ID, fn) [CMD_##ID] = edge_cmd_##fn,
+    EDGE_DATA_HANDLERS(X)
+#undef X
 };

@@ -6,6 +6,13 @@
  * Replies are appended to `out` and written at the end of each read batch, so
  * a pipeline of N requests costs one write(2), not N.
  *
+ * Replies owed to a client while owners answer earlier requests wait in
+ * reply slots (edge_reply.c); dispatch points `out` at the current slot when
+ * one is needed, so handlers always just append to c->out.  A client with
+ * EDGE_CLIENT_MAX_PENDING replies owed is not read from until half of them
+ * are sent (conn_pause / conn_resume); nor is one whose last request went to
+ * an owner link over its high watermark, until that link drains.
+ *
  * Limits: the query buffer never grows past client-query-buffer-limit; the
  * output buffer closes the client past the hard limit, or past the soft limit
  * for longer than its seconds (a client that never reads cannot hold memory).
@@ -125,6 +132,8 @@ void conn_accept(struct edge *e, int fd)
 void conn_close(struct conn *c)
 {
     struct edge *e = c->e;
+    edge_data_conn_gone(c);
+    slots_release(c);
     event_free(c->rev);
     event_free(c->wev);
     close(c->fd);
@@ -157,7 +166,7 @@ static void unknown_command(struct conn *c, int argc, const struct resp_slice *a
                     (int)(argv[0].len > 64 ? 64 : argv[0].len), argv[0].p, args);
 }
 
-static void dispatch(struct conn *c, int argc, const struct resp_slice *argv)
+static void run(struct conn *c, int argc, const struct resp_slice *argv)
 {
     const struct cmd_def *d = cmd_lookup(argv[0].p, argv[0].len);
     edge_handler h = d != NULL ? edge_handlers[d->id] : NULL;
@@ -175,11 +184,42 @@ static void dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     h(c, argc, argv);
 }
 
+/* Runs one command.  When replies are owed already, the command gets a slot
+ * and c->out is that slot's buffer while it runs. */
+static int dispatch(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    struct rslot *s = NULL;
+    if (c->sq_head != NULL) {
+        s = slot_push(c);
+        if (s == NULL)
+            return -1;
+        struct hkv_buf t = c->out;
+        c->out = s->buf;
+        s->buf = t;
+    }
+    c->cur = s;
+    c->cur_deferred = 0;
+    run(c, argc, argv);
+    if (s != NULL) {
+        struct hkv_buf t = c->out;
+        c->out = s->buf;
+        s->buf = t;
+    }
+    if (c->cur != NULL)
+        slots_after_dispatch(c, c->cur);
+    return 0;
+}
+
 /* Parses and runs every whole request in `in`.  Stops early when the client
- * is to be closed. */
+ * is to be closed or paused. */
 static void process_input(struct conn *c)
 {
+    c->in_process = 1;
     while (buf_unread(&c->in) > 0 && !c->close_after_write) {
+        if (c->nslots >= EDGE_CLIENT_MAX_PENDING || c->wait_link != NULL) {
+            conn_pause(c);
+            break;
+        }
         struct resp_req req;
         size_t used = 0;
         const char *why = NULL;
@@ -188,15 +228,54 @@ static void process_input(struct conn *c)
             break;
         if (rc != HKV_OK) {
             board_add(&c->e->stats->protocol_errors, 1);
-            resp_add_error(&c->out, why != NULL ? why : "ERR Protocol error");
+            struct hkv_buf *o = &c->out;
+            struct rslot *s = c->sq_head != NULL ? slot_push(c) : NULL;
+            if (s != NULL) {
+                o = &s->buf;
+                s->ready = 1;
+            }
+            resp_add_error(o, why != NULL ? why : "ERR Protocol error");
             c->close_after_write = 1;
             log_verbose("client %s: %s; closing", c->addr, why != NULL ? why : "protocol error");
             break;
         }
-        if (req.argc > 0)
-            dispatch(c, req.argc, req.argv);
+        if (req.argc > 0 && dispatch(c, req.argc, req.argv) != 0) {
+            c->close_after_write = 1; /* out of memory */
+            break;
+        }
         buf_consume(&c->in, used);
     }
+    c->in_process = 0;
+}
+
+void conn_pause(struct conn *c)
+{
+    if (!c->paused) {
+        c->paused = 1;
+        event_del(c->rev);
+    }
+}
+
+void conn_resume(struct conn *c)
+{
+    c->wait_link = NULL;
+    if (c->close_after_write) {
+        conn_flush(c);
+        return;
+    }
+    if (c->paused) {
+        c->paused = 0;
+        event_add(c->rev, NULL);
+    }
+    conn_process(c);
+}
+
+void conn_process(struct conn *c)
+{
+    process_input(c);
+    if (c->close_after_write || c->paused)
+        event_del(c->rev);
+    conn_flush(c);
 }
 
 static int check_output(struct conn *c, int64_t now)
@@ -244,7 +323,7 @@ void conn_flush(struct conn *c)
     }
     event_del(c->wev);
     buf_shrink(&c->out, IDLE_BUF_KEEP);
-    if (c->close_after_write) {
+    if (c->close_after_write && c->sq_head == NULL) {
         conn_close(c);
         return;
     }
@@ -280,7 +359,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         resp_add_error(&c->out, "ERR Protocol error: query buffer limit reached");
         c->close_after_write = 1;
     }
-    if (c->close_after_write)
+    if (c->close_after_write || c->paused)
         event_del(c->rev);
     buf_shrink(&c->in, IDLE_BUF_KEEP);
     conn_flush(c);
@@ -289,7 +368,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 int conn_cron(struct conn *c, int64_t now)
 {
     const struct cfg *cfg = c->e->ctx->cfg;
-    if (cfg->timeout_ms > 0 && now - c->last_ms > cfg->timeout_ms && buf_unread(&c->out) == 0) {
+    if (cfg->timeout_ms > 0 && now - c->last_ms > cfg->timeout_ms && buf_unread(&c->out) == 0 &&
+        c->sq_head == NULL) {
         log_verbose("client %s: idle for %lld ms; closing", c->addr, (long long)(now - c->last_ms));
         conn_close(c);
         return 0;

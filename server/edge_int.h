@@ -8,14 +8,62 @@
 #include <stdint.h>
 
 #include <event2/event.h>
+#include <event2/event_struct.h>
 #include <event2/listener.h>
 
 #include "proto/buf.h"
 #include "proto/cmd.h"
 #include "proto/resp.h"
+#include "proto/stamp.h"
+#include "proto/wire.h"
+#include "server/edge_link.h"
+#include "server/router.h"
 #include "server/worker.h"
 
 struct conn;
+struct op;
+struct flight;
+
+/* Requests a client may have waiting for replies before the edge stops
+ * reading from it (Redis has no such bound; this is what keeps one client's
+ * pipeline from holding unbounded edge memory).  TODO(config): make it the
+ * directive client-max-pending once config/ grows it. */
+#define EDGE_CLIENT_MAX_PENDING 1024
+#define EDGE_MAX_OWNERS 512
+#define EDGE_FLIGHT_BUCKETS 4096
+
+/* The owner counters INFO shows, in STATS_REPLY names. */
+#define EDGE_OWNER_STATS(X)         \
+    X(owner_reads)                  \
+    X(owner_writes)                 \
+    X(owner_stale_stamp_rejects)    \
+    X(owner_keys)                   \
+    X(persist_dirty_keys)           \
+    X(persist_batches)              \
+    X(persist_rows)                 \
+    X(persist_last_commit_ms)       \
+    X(persist_stall_ms_max)         \
+    X(persist_errors)               \
+    X(owner_queue_depth)            \
+    X(persist_backlog_bytes)
+
+enum owner_stat {
+#define X(n) OSTAT_##n,
+    EDGE_OWNER_STATS(X)
+#undef X
+    OSTAT_COUNT
+};
+
+/* One owner as the edge sees it: its two links and its last STATS. */
+struct owner_ref {
+    struct edge *e;
+    enum cfg_pool pool;
+    int index;
+    struct elink *link[2];        /* [WIRE_ROLE_READ], [WIRE_ROLE_WRITE] */
+    int64_t stats[OSTAT_COUNT];
+    int64_t stats_at_ms;          /* 0 = never answered */
+    int stats_inflight;
+};
 
 struct edge {
     struct worker_ctx *ctx;
@@ -34,6 +82,27 @@ struct edge {
     int64_t ops_sample_ms;        /* instantaneous_ops_per_sec sampling */
     uint64_t ops_sample_cmds;
     uint64_t ops_per_sec;
+
+    /* the data path (edge_data.c and friends) */
+    struct router *router;
+    struct hlc hlc;
+    struct owner_ref *owners;     /* hot owners, then cold owners */
+    int nowners;
+    struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
+    struct op *free_ops;
+    struct op *all_ops;           /* every op ever made, for teardown */
+    uint64_t nops_writing;        /* write ops not finished (stop waits) */
+    struct rslot *free_slots;
+    struct flight *flights[EDGE_FLIGHT_BUCKETS];
+    struct flight *free_flights;
+    struct hkv_buf scratch;       /* encoding helpers' temporary space */
+};
+
+/* A reply slot: a request whose reply must wait for the ones before it. */
+struct rslot {
+    struct rslot *next;
+    struct hkv_buf buf;
+    uint8_t ready;
 };
 
 struct conn {
@@ -58,6 +127,16 @@ struct conn {
     char addr[64];
     char laddr[64];
     struct conn *prev, *next;
+    /* reply slots, in request order; empty = replies go straight to out */
+    struct rslot *sq_head, *sq_tail;
+    uint32_t nslots;
+    struct rslot *cur;            /* the slot of the command being dispatched */
+    int cur_deferred;
+    int paused;                   /* input not read: see conn_pause */
+    struct elink *wait_link;      /* paused behind this congested link */
+    int in_process;               /* process_input is on the stack */
+    struct op *ops;               /* ops answering this client (edge_data.c) */
+    uint32_t writes_inflight;     /* its write ops not finished */
 };
 
 typedef void (*edge_handler)(struct conn *c, int argc, const struct resp_slice *argv);
@@ -73,6 +152,160 @@ void conn_close(struct conn *c);
 int conn_cron(struct conn *c, int64_t now_ms);
 /* Sends what is buffered; called after handlers have appended replies. */
 void conn_flush(struct conn *c);
+
+/* ---- reply slots (edge_reply.c) ----
+ * A handler that answers at once writes to c->out (dispatch has pointed
+ * c->out at a slot when earlier replies are still owed).  A handler that
+ * waits for an owner calls conn_defer() and writes nothing more; when the
+ * answer comes it writes into slot_out() and calls slot_done(), which sends
+ * every reply that is now in order.  slot_done may close the connection. */
+struct rslot *conn_defer(struct conn *c);
+struct rslot *slot_push(struct conn *c);
+void slots_after_dispatch(struct conn *c, struct rslot *s);
+struct hkv_buf *slot_out(struct conn *c, struct rslot *s);
+void slot_done(struct conn *c, struct rslot *s);
+/* Frees every slot (the connection is closing). */
+void slots_release(struct conn *c);
+void slots_teardown(struct edge *e);
+/* Stops reading from the client (at its pending bound, or behind a congested
+ * owner link); conn_resume reads again and runs what is buffered. */
+void conn_pause(struct conn *c);
+void conn_resume(struct conn *c);
+/* Runs buffered requests (after a resume). */
+void conn_process(struct conn *c);
+
+/* ---- the data path (edge_data.c) ----
+ * An op is one client request that waits for owners: its reply slot, copies
+ * of its arguments, and one owner request (oreq) per owner it needs (or per
+ * key, for MSET).  Ops come from a per-edge freelist and keep their arrays,
+ * so steady traffic allocates nothing.  op->c is NULL once the client is gone
+ * (the cancel flag: the answer is then dropped, nothing is dereferenced). */
+enum oreq_state { OREQ_IDLE, OREQ_SENT, OREQ_WAIT, OREQ_DONE };
+
+struct oreq {
+    struct op *op;
+    struct owner_ref *owner;
+    uint8_t type;                 /* WIRE_GET ... */
+    uint8_t role;                 /* WIRE_ROLE_READ / WIRE_ROLE_WRITE */
+    uint8_t state;
+    uint8_t moved;                /* a MOVED was followed already */
+    uint32_t class_id;
+    uint32_t k0, nk;              /* its keys: op->keys[op->kidx[k0 .. k0+nk)] */
+    struct elink *link;           /* while SENT */
+    uint64_t id;
+};
+
+typedef void (*op_answer_fn)(struct op *op, struct oreq *r, const struct wire_msg *m);
+typedef void (*op_done_fn)(struct op *op);
+
+struct mres {                     /* one key's answer in a multi-owner MGET */
+    int found;
+    size_t off, len;              /* in op->res */
+};
+
+struct op {
+    struct edge *e;
+    struct conn *c;               /* NULL once the client is gone */
+    struct rslot *slot;
+    struct op *cprev, *cnext;     /* in c->ops */
+    struct op *next;              /* freelist, or a flight's waiters */
+    struct op *all_next;
+    enum cmd_id cmd;
+    int is_write;
+    int rendered;                 /* the reply is written already */
+    op_answer_fn answer;
+    op_done_fn done;
+    /* write path */
+    hkv_stamp stamp;
+    int64_t start_ms, deadline_ms;
+    int attempt;                  /* resends so far */
+    int failed_counted;
+    struct event timer;
+    int timer_on, timer_deadline;
+    /* arguments, copied (slices point into store) */
+    struct hkv_buf store;
+    struct wire_slice *keys, *vals;
+    uint32_t nkeys, keys_cap;
+    struct wire_slice value;
+    struct wire_expiry exp;
+    uint32_t wflags;
+    int64_t delta;
+    uint64_t cursor;
+    uint32_t count;
+    int has_match;
+    struct wire_slice match;
+    int step;
+    int64_t ival;                 /* command-specific (TTL unit, SCAN owner ...) */
+    /* owner requests */
+    struct oreq one;
+    struct oreq *reqs;
+    uint32_t nreqs, reqs_cap;
+    int pending;
+    uint32_t *kidx;
+    uint32_t kidx_cap;
+    /* results */
+    int64_t acc;
+    struct hkv_buf res;
+    struct mres *mres;
+    uint32_t mres_cap;
+    int err;
+    struct hkv_buf errbuf;        /* the error reply text, without '-' */
+};
+
+/* A new op for the command being dispatched: its slot is deferred.  NULL on
+ * allocation failure (an error reply was written). */
+struct op *op_new(struct conn *c, enum cmd_id cmd, int is_write);
+/* Room for n keys and n requests. 0, or -1 (error recorded). */
+int op_reserve(struct op *op, uint32_t n);
+/* Copies the keys (and values, step 2 from first) into the op. */
+int op_copy_keys(struct op *op, int n, const struct resp_slice *argv, int step,
+                 const struct resp_slice *value);
+/* Splits op->keys into one oreq per owner (per_key: one per key). */
+int op_split(struct op *op, uint8_t type, uint8_t role, int per_key);
+/* One oreq for key 0 of op.  Returns the oreq, or NULL (error written). */
+struct oreq *op_single(struct op *op, uint8_t type, uint8_t role);
+/* An oreq to a given owner with no keys (SCAN, STATS). */
+void op_to_owner(struct op *op, struct oreq *r, struct owner_ref *o, uint8_t type, uint8_t role);
+/* Sends every oreq of the op (stamping it first if it writes). */
+void op_start(struct op *op);
+void oreq_send(struct oreq *r);
+/* Records an error reply for the op (the first one wins). */
+void op_error(struct op *op, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The buffer to write the reply into, NULL if the client is gone. */
+struct hkv_buf *op_out(struct op *op);
+/* Sends the reply written so far and frees the op. */
+void op_finish(struct op *op);
+/* Replies op->errbuf and finishes. */
+void op_finish_error(struct op *op);
+struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt);
+struct owner_ref *edge_owner_at(struct edge *e, int global_index);
+const char *pool_name(enum cfg_pool p);
+/* Writes an error reply now (before an op exists). */
+void reply_error(struct conn *c, const char *text);
+int64_t edge_unix_ms(void);
+
+/* edge_read.c */
+void edge_flights_teardown(struct edge *e);
+/* edge_scan.c */
+void edge_stats_poll(struct edge *e);
+int edge_data_setup(struct edge *e);
+void edge_data_teardown(struct edge *e);
+void edge_data_reload(struct edge *e, const struct cfg *cfg);
+/* The client is going away: its ops forget it. */
+void edge_data_conn_gone(struct conn *c);
+/* Handlers of the data commands. */
+#define EDGE_DATA_HANDLERS(X)                                             \
+    X(GET, get) X(MGET, mget) X(EXISTS, exists) X(STRLEN, strlen)         \
+    X(TYPE, type) X(TTL, ttl) X(PTTL, pttl) X(SCAN, scan)                 \
+    X(DBSIZE, dbsize) X(SET, set) X(SETEX, setex) X(PSETEX, psetex)       \
+    X(SETNX, setnx) X(GETSET, getset) X(GETDEL, getdel) X(GETEX, getex)   \
+    X(MSET, mset) X(DEL, del) X(UNLINK, unlink) X(EXPIRE, expire)         \
+    X(PEXPIRE, pexpire) X(EXPIREAT, expireat) X(PEXPIREAT, pexpireat)     \
+    X(PERSIST, persist) X(INCR, incr) X(DECR, decr) X(INCRBY, incrby)     \
+    X(DECRBY, decrby)
+#define X(ID, fn) void edge_cmd_##fn(struct conn *c, int argc, const struct resp_slice *argv);
+EDGE_DATA_HANDLERS(X)
+#undef X
 
 /* INFO: renders the requested sections ("" or "default", "all", or names). */
 void info_render(struct hkv_buf *out, struct edge *e, int nsections,

@@ -107,6 +107,57 @@ static void sec_processes(struct hkv_buf *b, struct edge *e)
     buf_printf(b, "\r\n");
 }
 
+/* Owner counters from the last STATS each owner answered (polled every
+ * second on its READ link; INFO never waits for an owner). */
+static void sec_owners(struct hkv_buf *b, struct edge *e)
+{
+    int64_t sum[OSTAT_COUNT] = {0};
+    int64_t now = board_now_ms();
+    int answered = 0;
+    for (int g = 0; g < e->nowners; g++) {
+        if (e->owners[g].stats_at_ms == 0)
+            continue;
+        answered++;
+        for (int i = 0; i < OSTAT_COUNT; i++)
+            sum[i] += e->owners[g].stats[i];
+    }
+    buf_printf(b, "# Owners\r\nowners_answering:%d\r\n", answered);
+#define X(n) buf_printf(b, #n ":%lld\r\n", (long long)sum[OSTAT_##n]);
+    EDGE_OWNER_STATS(X)
+#undef X
+    for (int g = 0; g < e->nowners; g++) {
+        struct owner_ref *o = &e->owners[g];
+        const int64_t *v = o->stats;
+        buf_printf(b,
+                   "owner_%s_%d:reads=%lld,writes=%lld,stale_stamp_rejects=%lld,keys=%lld,"
+                   "dirty_keys=%lld,persist_batches=%lld,persist_rows=%lld,"
+                   "persist_last_commit_ms=%lld,persist_stall_ms_max=%lld,persist_errors=%lld,"
+                   "queue_depth=%lld,persist_backlog_bytes=%lld,stats_age_ms=%lld,link=%s\r\n",
+                   pool_name(o->pool), o->index, (long long)v[OSTAT_owner_reads],
+                   (long long)v[OSTAT_owner_writes], (long long)v[OSTAT_owner_stale_stamp_rejects],
+                   (long long)v[OSTAT_owner_keys], (long long)v[OSTAT_persist_dirty_keys],
+                   (long long)v[OSTAT_persist_batches], (long long)v[OSTAT_persist_rows],
+                   (long long)v[OSTAT_persist_last_commit_ms],
+                   (long long)v[OSTAT_persist_stall_ms_max], (long long)v[OSTAT_persist_errors],
+                   (long long)v[OSTAT_owner_queue_depth], (long long)v[OSTAT_persist_backlog_bytes],
+                   o->stats_at_ms ? (long long)(now - o->stats_at_ms) : -1LL,
+                   elink_is_up(o->link[WIRE_ROLE_WRITE]) ? "up" : "down");
+    }
+    buf_printf(b, "\r\n");
+}
+
+/* As Redis: no db0 line when the keyspace is empty. */
+static void sec_keyspace(struct hkv_buf *b, struct edge *e)
+{
+    int64_t keys = 0;
+    for (int g = 0; g < e->nowners; g++)
+        keys += e->owners[g].stats[OSTAT_owner_keys];
+    buf_printf(b, "# Keyspace\r\n");
+    if (keys > 0)
+        buf_printf(b, "db0:keys=%lld,expires=0,avg_ttl=0\r\n", (long long)keys);
+    buf_printf(b, "\r\n");
+}
+
 static const struct {
     const char *name;
     info_section_fn fn;
@@ -115,7 +166,9 @@ static const struct {
     {"server", sec_server, 1},
     {"clients", sec_clients, 1},
     {"stats", sec_stats, 1},
+    {"owners", sec_owners, 1},
     {"processes", sec_processes, 0},
+    {"keyspace", sec_keyspace, 1},
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 

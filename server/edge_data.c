@@ -1,0 +1,895 @@
+/*
+ * edge_data.c - the edge's data path: owners and their links, ops, and the
+ * write path's promise that a write either succeeds or fails explicitly.
+ *
+ * Every data command becomes an op (edge_int.h) holding one owner request
+ * (oreq) per owner it needs.  Reads go on the owner's READ link and are never
+ * retried: a read that gets no answer within write-timeout is answered
+ * "-TRYAGAIN".  Writes are stamped once (the edge's HLC, writer id = board
+ * slot + 1) and go on the WRITE link; on a timeout or a broken link the SAME
+ * stamped request is sent again after each delay of write-retry-backoff (the
+ * last delay repeats) until write-deadline, and then the client gets
+ * "-UNAVAILABLE ...".  Because the stamp is the same, the owner applies a
+ * retried write at most once (an equal stamp is answered as success).  One op
+ * timer serves the backoff and the overall deadline.  A failed write pings
+ * the owner (STATS) and logs one line with what it said, or that it was mute.
+ *
+ * Stamps seen in any answer move the HLC forward (hlc_observe), so this
+ * edge's next write to a key is newer than what the key holds.  A write older
+ * than the key's stamp is answered as if it had succeeded and been
+ * overwritten (last writer wins), except INCRBY, which is re-stamped and sent
+ * again when that is certainly safe (first attempt) and otherwise reported
+ * as of unknown outcome.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/edge_int.h"
+#include "server/log.h"
+#include "server/owner.h"
+
+static struct wire_slice *tmp_keys; /* contiguous keys of one oreq, for encoding */
+static size_t tmp_cap;
+static int *tmp_owner_req;          /* owner index -> req index while splitting */
+
+int64_t edge_unix_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *pool_name(enum cfg_pool p)
+{
+    return p == CFG_POOL_HOT ? "hot" : "cold";
+}
+
+void reply_error(struct conn *c, const char *text)
+{
+    resp_add_error(&c->out, text);
+}
+
+struct owner_ref *edge_owner_at(struct edge *e, int g)
+{
+    return g >= 0 && g < e->nowners ? &e->owners[g] : NULL;
+}
+
+struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt)
+{
+    router_route(e->router, key, len, rt);
+    if (rt->owner < 0)
+        return NULL;
+    int g = rt->pool == CFG_POOL_HOT ? rt->owner : e->ctx->cfg->hot_owners + rt->owner;
+    return edge_owner_at(e, g);
+}
+
+/* ---- ops ------------------------------------------------------------------ */
+
+static void op_timer_cb(evutil_socket_t fd, short what, void *arg);
+
+struct op *op_new(struct conn *c, enum cmd_id cmd, int is_write)
+{
+    struct edge *e = c->e;
+    struct op *op = e->free_ops;
+    if (op != NULL) {
+        e->free_ops = op->next;
+    } else {
+        op = calloc(1, sizeof(*op));
+        if (op == NULL) {
+            reply_error(c, "ERR out of memory");
+            return NULL;
+        }
+        op->e = e;
+        evtimer_assign(&op->timer, e->base, op_timer_cb, op);
+        op->all_next = e->all_ops;
+        e->all_ops = op;
+    }
+    op->slot = conn_defer(c);
+    if (op->slot == NULL) {
+        op->next = e->free_ops;
+        e->free_ops = op;
+        reply_error(c, "ERR out of memory");
+        return NULL;
+    }
+    op->c = c;
+    op->cprev = NULL;
+    op->cnext = c->ops;
+    if (c->ops)
+        c->ops->cprev = op;
+    c->ops = op;
+    op->next = NULL;
+    op->cmd = cmd;
+    op->is_write = is_write;
+    if (is_write) {
+        e->nops_writing++;
+        c->writes_inflight++;
+    }
+    op->rendered = op->attempt = op->failed_counted = op->err = op->step = 0;
+    op->timer_on = op->timer_deadline = 0;
+    op->answer = NULL;
+    op->done = NULL;
+    op->nkeys = op->nreqs = 0;
+    op->pending = 0;
+    op->acc = 0;
+    op->ival = 0;
+    op->wflags = 0;
+    op->delta = 0;
+    op->has_match = 0;
+    op->exp = (struct wire_expiry){WIRE_EXP_NONE, 0};
+    op->value = (struct wire_slice){NULL, 0};
+    op->stamp = 0;
+    buf_reset(&op->store);
+    buf_reset(&op->res);
+    buf_reset(&op->errbuf);
+    return op;
+}
+
+static void op_unlink(struct op *op)
+{
+    struct conn *c = op->c;
+    if (c == NULL)
+        return;
+    if (op->is_write)
+        c->writes_inflight--;
+    if (op->cprev)
+        op->cprev->cnext = op->cnext;
+    else
+        c->ops = op->cnext;
+    if (op->cnext)
+        op->cnext->cprev = op->cprev;
+    op->c = NULL;
+}
+
+static void op_release(struct op *op)
+{
+    struct edge *e = op->e;
+    op_unlink(op);
+    if (op->timer_on)
+        evtimer_del(&op->timer);
+    op->timer_on = 0;
+    if (op->is_write)
+        e->nops_writing--;
+    op->is_write = 0;
+    buf_shrink(&op->store, 4096);
+    buf_shrink(&op->res, 4096);
+    op->next = e->free_ops;
+    e->free_ops = op;
+}
+
+void edge_data_conn_gone(struct conn *c)
+{
+    struct op *op = c->ops;
+    while (op != NULL) {
+        struct op *next = op->cnext;
+        op->c = NULL;
+        op->slot = NULL;
+        op = next;
+    }
+    c->ops = NULL;
+}
+
+struct hkv_buf *op_out(struct op *op)
+{
+    return op->c != NULL ? slot_out(op->c, op->slot) : NULL;
+}
+
+void op_finish(struct op *op)
+{
+    struct conn *c = op->c;
+    struct rslot *s = op->slot;
+    op_release(op);
+    if (c != NULL)
+        slot_done(c, s); /* may close c */
+}
+
+void op_finish_error(struct op *op)
+{
+    struct hkv_buf *out = op_out(op);
+    if (out != NULL) {
+        buf_append(out, "-", 1);
+        buf_append(out, buf_head(&op->errbuf), buf_unread(&op->errbuf));
+        buf_append(out, "\r\n", 2);
+    }
+    op_finish(op);
+}
+
+void op_error(struct op *op, const char *fmt, ...)
+{
+    if (op->err)
+        return;
+    op->err = 1;
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n >= sizeof(text))
+        n = sizeof(text) - 1;
+    for (int i = 0; i < n; i++)
+        if (text[i] == '\r' || text[i] == '\n')
+            text[i] = ' ';
+    buf_reset(&op->errbuf);
+    buf_append(&op->errbuf, text, (size_t)n);
+}
+
+int op_reserve(struct op *op, uint32_t n)
+{
+    if (n <= op->keys_cap)
+        return 0;
+    uint32_t cap = n < 16 ? 16 : n;
+    struct wire_slice *k = realloc(op->keys, cap * sizeof(*k));
+    if (k == NULL)
+        return -1;
+    op->keys = k;
+    struct wire_slice *v = realloc(op->vals, cap * sizeof(*v));
+    if (v == NULL)
+        return -1;
+    op->vals = v;
+    uint32_t *x = realloc(op->kidx, cap * sizeof(*x));
+    if (x == NULL)
+        return -1;
+    op->kidx = x;
+    op->kidx_cap = cap;
+    struct oreq *r = realloc(op->reqs, cap * sizeof(*r));
+    if (r == NULL)
+        return -1;
+    op->reqs = r;
+    op->reqs_cap = cap;
+    op->keys_cap = cap;
+    return 0;
+}
+
+int op_copy_keys(struct op *op, int n, const struct resp_slice *argv, int step,
+                 const struct resp_slice *value)
+{
+    size_t total = value != NULL ? value->len : 0;
+    for (int i = 0; i < n; i++) {
+        total += argv[i * step].len;
+        if (step == 2)
+            total += argv[i * step + 1].len;
+    }
+    if (op_reserve(op, (uint32_t)n) != 0 || buf_reserve(&op->store, total + 1, 0) != HKV_OK) {
+        op_error(op, "ERR out of memory");
+        return -1;
+    }
+    /* The store never grows past this reservation, so slices stay valid. */
+    for (int i = 0; i < n; i++) {
+        const struct resp_slice *k = &argv[i * step];
+        op->keys[i] = wire_slice(buf_tail(&op->store), k->len);
+        buf_append(&op->store, k->p, k->len);
+        if (step == 2) {
+            const struct resp_slice *v = &argv[i * step + 1];
+            op->vals[i] = wire_slice(buf_tail(&op->store), v->len);
+            buf_append(&op->store, v->p, v->len);
+        }
+    }
+    if (value != NULL) {
+        op->value = wire_slice(buf_tail(&op->store), value->len);
+        buf_append(&op->store, value->p, value->len);
+    }
+    op->nkeys = (uint32_t)n;
+    return 0;
+}
+
+static void oreq_init(struct op *op, struct oreq *r, struct owner_ref *o, uint8_t type,
+                      uint8_t role)
+{
+    memset(r, 0, sizeof(*r));
+    r->op = op;
+    r->owner = o;
+    r->type = type;
+    r->role = role;
+}
+
+void op_to_owner(struct op *op, struct oreq *r, struct owner_ref *o, uint8_t type, uint8_t role)
+{
+    oreq_init(op, r, o, type, role);
+}
+
+struct oreq *op_single(struct op *op, uint8_t type, uint8_t role)
+{
+    struct route rt;
+    struct owner_ref *o = edge_owner_of(op->e, op->keys[0].p, op->keys[0].len, &rt);
+    if (o == NULL) {
+        op_error(op, "ERR no owner serves the '%s' pool", pool_name(rt.pool));
+        return NULL;
+    }
+    if (op_reserve(op, 1) != 0) {
+        op_error(op, "ERR out of memory");
+        return NULL;
+    }
+    op->kidx[0] = 0;
+    oreq_init(op, &op->one, o, type, role);
+    op->one.class_id = rt.class_id;
+    op->one.nk = 1;
+    op->nreqs = 1;
+    return &op->one;
+}
+
+static struct oreq *req_at(struct op *op, uint32_t i)
+{
+    return op->nreqs == 1 && i == 0 ? &op->one : &op->reqs[i];
+}
+
+int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
+{
+    struct edge *e = op->e;
+    if (tmp_owner_req == NULL) {
+        tmp_owner_req = malloc((size_t)(e->nowners > 0 ? e->nowners : 1) * sizeof(int));
+        if (tmp_owner_req == NULL) {
+            op_error(op, "ERR out of memory");
+            return -1;
+        }
+    }
+    for (int i = 0; i < e->nowners; i++)
+        tmp_owner_req[i] = -1;
+    /* Pass 1: the owner of each key, and one request per owner (or key). */
+    uint32_t *owner_of = op->kidx; /* reused: filled with owner numbers first */
+    uint32_t counts_needed = 0;
+    op->nreqs = 0;
+    for (uint32_t k = 0; k < op->nkeys; k++) {
+        struct route rt;
+        struct owner_ref *o = edge_owner_of(e, op->keys[k].p, op->keys[k].len, &rt);
+        if (o == NULL) {
+            op_error(op, "ERR no owner serves the '%s' pool", pool_name(rt.pool));
+            return -1;
+        }
+        int g = (int)(o - e->owners);
+        owner_of[k] = (uint32_t)g;
+        if (per_key || tmp_owner_req[g] < 0) {
+            if (!per_key)
+                tmp_owner_req[g] = (int)op->nreqs;
+            oreq_init(op, &op->reqs[op->nreqs], o, type, role);
+            op->reqs[op->nreqs].class_id = rt.class_id;
+            op->nreqs++;
+        }
+        counts_needed++;
+    }
+    (void)counts_needed;
+    if (per_key) {
+        for (uint32_t k = 0; k < op->nkeys; k++) {
+            op->kidx[k] = k;
+            op->reqs[k].k0 = k;
+            op->reqs[k].nk = 1;
+        }
+    } else {
+        /* Pass 2: counting sort of key indexes by request, key order kept. */
+        for (uint32_t k = 0; k < op->nkeys; k++)
+            op->reqs[tmp_owner_req[owner_of[k]]].nk++;
+        uint32_t off = 0;
+        for (uint32_t i = 0; i < op->nreqs; i++) {
+            op->reqs[i].k0 = off;
+            off += op->reqs[i].nk;
+            op->reqs[i].nk = 0;
+        }
+        /* owner_of aliases kidx: take the request numbers out first. */
+        int reqno_small[64];
+        int *reqno = op->nkeys <= 64 ? reqno_small : malloc(op->nkeys * sizeof(int));
+        if (reqno == NULL) {
+            op_error(op, "ERR out of memory");
+            return -1;
+        }
+        for (uint32_t k = 0; k < op->nkeys; k++)
+            reqno[k] = tmp_owner_req[owner_of[k]];
+        for (uint32_t k = 0; k < op->nkeys; k++) {
+            struct oreq *r = &op->reqs[reqno[k]];
+            op->kidx[r->k0 + r->nk++] = k;
+        }
+        if (reqno != reqno_small)
+            free(reqno);
+    }
+    if (op->nreqs == 1) {
+        op->one = op->reqs[0];
+        op->nreqs = 1;
+    }
+    return 0;
+}
+
+/* ---- sending -------------------------------------------------------------- */
+
+static const struct wire_slice *oreq_keys(struct oreq *r)
+{
+    struct op *op = r->op;
+    if (r->nk == 1)
+        return &op->keys[op->kidx[r->k0]];
+    if (tmp_cap < r->nk) {
+        struct wire_slice *t = realloc(tmp_keys, r->nk * sizeof(*t));
+        if (t == NULL)
+            return NULL;
+        tmp_keys = t;
+        tmp_cap = r->nk;
+    }
+    for (uint32_t i = 0; i < r->nk; i++)
+        tmp_keys[i] = op->keys[op->kidx[r->k0 + i]];
+    return tmp_keys;
+}
+
+static int encode(struct hkv_buf *b, uint64_t id, struct oreq *r)
+{
+    struct op *op = r->op;
+    const struct wire_slice *k = r->nk > 0 ? oreq_keys(r) : NULL;
+    if (r->nk > 0 && k == NULL)
+        return HKV_ENOMEM;
+    switch (r->type) {
+    case WIRE_GET:
+        return wire_put_get(b, id, k, r->nk);
+    case WIRE_SET: {
+        struct wire_slice v = op->cmd == CMD_MSET ? op->vals[op->kidx[r->k0]] : op->value;
+        return wire_put_set(b, id, k[0], v, op->stamp, op->exp, op->wflags, r->class_id);
+    }
+    case WIRE_DEL:
+        return wire_put_del(b, id, k, r->nk, op->stamp);
+    case WIRE_INCRBY:
+        return wire_put_incrby(b, id, k[0], op->delta, op->stamp);
+    case WIRE_EXPIRE:
+        return wire_put_expire(b, id, k[0], op->exp, op->stamp, op->wflags);
+    case WIRE_PERSIST:
+        return wire_put_persist(b, id, k[0], op->stamp);
+    case WIRE_TTL:
+        return wire_put_ttl(b, id, k[0]);
+    case WIRE_SCAN:
+        return wire_put_scan(b, id, op->cursor, op->count, op->has_match ? &op->match : NULL);
+    case WIRE_STATS:
+        return wire_put_stats(b, id);
+    default:
+        return HKV_EINVAL;
+    }
+}
+
+static void oreq_cb(void *arg, int status, const struct wire_msg *m);
+static void oreq_done(struct oreq *r);
+
+void oreq_send(struct oreq *r)
+{
+    struct op *op = r->op;
+    /* A read from a client with writes in flight travels behind them. */
+    int role = r->role == WIRE_ROLE_READ && op->c != NULL && op->c->writes_inflight > 0
+                   ? WIRE_ROLE_WRITE : r->role;
+    struct elink *l = r->owner->link[role];
+    uint64_t id;
+    struct hkv_buf *b = elink_out(l, &id);
+    int rc = encode(b, id, r);
+    if (rc == HKV_OK)
+        rc = elink_commit(l, id, oreq_cb, r);
+    if (rc != HKV_OK) {
+        op_error(op, "ERR cannot send to owner %s/%d: %s", pool_name(r->owner->pool),
+                 r->owner->index, hkv_strstatus(rc));
+        oreq_done(r);
+        return;
+    }
+    r->state = OREQ_SENT;
+    r->link = l;
+    r->id = id;
+    if (op->c != NULL && elink_congested(l))
+        op->c->wait_link = l; /* stop reading this client until l drains */
+}
+
+static void arm(struct op *op, int64_t ms, int deadline)
+{
+    if (ms < 0)
+        ms = 0;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(&op->timer, &tv);
+    op->timer_on = 1;
+    op->timer_deadline = deadline;
+}
+
+/* While requests are in flight, the op timer guards the overall deadline
+ * when it comes before the link's own timeout. */
+static void guard_deadline(struct op *op)
+{
+    const struct cfg *cfg = op->e->ctx->cfg;
+    int64_t now = board_now_ms();
+    if (!op->timer_on && now + cfg->write_timeout_ms > op->deadline_ms)
+        arm(op, op->deadline_ms - now, 1);
+}
+
+void op_start(struct op *op)
+{
+    struct edge *e = op->e;
+    if (op->is_write) {
+        op->stamp = hlc_next(&e->hlc, (uint64_t)edge_unix_ms());
+        op->start_ms = board_now_ms();
+        op->deadline_ms = op->start_ms + e->ctx->cfg->write_deadline_ms;
+    }
+    op->pending = (int)op->nreqs;
+    /* Send all first: a request that fails at once must not finish the op
+     * while later ones are unsent. */
+    op->pending++;
+    for (uint32_t i = 0; i < op->nreqs; i++)
+        oreq_send(req_at(op, i));
+    if (op->is_write && op->pending > 1)
+        guard_deadline(op);
+    op->pending--;
+    if (op->pending == 0) {
+        if (op->err)
+            op_finish_error(op);
+        else
+            op->done(op);
+    }
+}
+
+static void oreq_done(struct oreq *r)
+{
+    struct op *op = r->op;
+    r->state = OREQ_DONE;
+    if (--op->pending > 0)
+        return;
+    if (op->timer_on) {
+        evtimer_del(&op->timer);
+        op->timer_on = 0;
+    }
+    if (op->err)
+        op_finish_error(op);
+    else
+        op->done(op);
+}
+
+/* ---- write failure report ------------------------------------------------- */
+
+struct diag {
+    struct owner_ref *o;
+    struct elink *link;
+    uint64_t id;
+    struct event *timer;
+    char what[256];
+};
+
+static void diag_end(struct diag *d)
+{
+    event_free(d->timer);
+    free(d);
+}
+
+static void diag_cb(void *arg, int status, const struct wire_msg *m)
+{
+    struct diag *d = arg;
+    if (status == HKV_OK && m->type == WIRE_STATS_REPLY) {
+        int64_t v[OSTAT_COUNT] = {0};
+        for (uint32_t i = 0; i < m->u.stats_reply.nstats; i++) {
+            const struct wire_stat *s = &m->u.stats_reply.stats[i];
+#define X(n)                                                                  \
+    if (s->name.len == sizeof(#n) - 1 && memcmp(s->name.p, #n, s->name.len) == 0) \
+        v[OSTAT_##n] = s->value;
+            EDGE_OWNER_STATS(X)
+#undef X
+        }
+        log_warning("%s; owner %s/%d answered STATS: queue_depth=%lld persist_backlog_bytes=%lld "
+                    "persist_stall_ms_max=%lld persist_dirty_keys=%lld persist_errors=%lld",
+                    d->what, pool_name(d->o->pool), d->o->index,
+                    (long long)v[OSTAT_owner_queue_depth], (long long)v[OSTAT_persist_backlog_bytes],
+                    (long long)v[OSTAT_persist_stall_ms_max], (long long)v[OSTAT_persist_dirty_keys],
+                    (long long)v[OSTAT_persist_errors]);
+    } else {
+        log_warning("%s; owner %s/%d did not answer STATS either (%s)", d->what,
+                    pool_name(d->o->pool), d->o->index,
+                    status == HKV_OK ? "unexpected reply" : hkv_strstatus(status));
+    }
+    diag_end(d);
+}
+
+static void diag_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct diag *d = arg;
+    elink_cancel(d->link, d->id);
+    log_warning("%s; owner %s/%d did not answer STATS within 1 s", d->what,
+                pool_name(d->o->pool), d->o->index);
+    diag_end(d);
+}
+
+static void write_failed_report(struct owner_ref *o, const char *what)
+{
+    struct diag *d = calloc(1, sizeof(*d));
+    if (d == NULL)
+        return;
+    d->o = o;
+    snprintf(d->what, sizeof(d->what), "%s", what);
+    d->link = o->link[WIRE_ROLE_READ];
+    d->timer = evtimer_new(o->e->base, diag_timeout, d);
+    uint64_t id;
+    struct hkv_buf *b = elink_out(d->link, &id);
+    if (d->timer == NULL || wire_put_stats(b, id) != HKV_OK ||
+        elink_commit(d->link, id, diag_cb, d) != HKV_OK) {
+        log_warning("%s; could not ask owner %s/%d for STATS", what, pool_name(o->pool), o->index);
+        if (d->timer)
+            event_free(d->timer);
+        free(d);
+        return;
+    }
+    d->id = id;
+    struct timeval tv = {1, 0};
+    evtimer_add(d->timer, &tv);
+}
+
+static void count_failure(struct op *op, struct owner_ref *o, const char *what)
+{
+    if (op->failed_counted)
+        return;
+    op->failed_counted = 1;
+    board_add(&op->e->stats->write_failures, 1);
+    write_failed_report(o, what);
+}
+
+static void write_fail(struct oreq *r)
+{
+    struct op *op = r->op;
+    const struct cfg *cfg = op->e->ctx->cfg;
+    char what[256];
+    snprintf(what, sizeof(what), "write %s failed: owner %s/%d did not acknowledge it within %lld ms (%d resends)",
+             cmd_get(op->cmd)->name, pool_name(r->owner->pool), r->owner->index,
+             (long long)cfg->write_deadline_ms, op->attempt);
+    op_error(op, "UNAVAILABLE owner %s/%d did not acknowledge the write within %lld ms",
+             pool_name(r->owner->pool), r->owner->index, (long long)cfg->write_deadline_ms);
+    count_failure(op, r->owner, what);
+    oreq_done(r);
+}
+
+/* A write request got no answer (timeout or broken link): wait, resend. */
+static void write_retry(struct oreq *r)
+{
+    struct op *op = r->op;
+    const struct cfg *cfg = op->e->ctx->cfg;
+    int64_t now = board_now_ms();
+    r->state = OREQ_WAIT;
+    if (now >= op->deadline_ms) {
+        write_fail(r);
+        return;
+    }
+    if (op->timer_on && !op->timer_deadline)
+        return; /* a resend is scheduled already; this request joins it */
+    int64_t delay = 0;
+    if (cfg->nwrite_retry_backoff > 0) {
+        size_t i = (size_t)op->attempt < cfg->nwrite_retry_backoff ? (size_t)op->attempt
+                                                                    : cfg->nwrite_retry_backoff - 1;
+        delay = cfg->write_retry_backoff_ms[i];
+    }
+    if (op->timer_on)
+        evtimer_del(&op->timer);
+    arm(op, now + delay > op->deadline_ms ? op->deadline_ms - now : delay, 0);
+}
+
+static void op_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct op *op = arg;
+    op->timer_on = 0;
+    int64_t now = board_now_ms();
+    int expired = now >= op->deadline_ms;
+    /* Failing or resending may finish the op: hold it open meanwhile. */
+    op->pending++;
+    for (uint32_t i = 0; i < op->nreqs; i++) {
+        struct oreq *r = req_at(op, i);
+        if (r->state == OREQ_WAIT) {
+            if (expired) {
+                write_fail(r);
+            } else {
+                board_add(&op->e->stats->write_retries, 1);
+                oreq_send(r);
+            }
+        } else if (r->state == OREQ_SENT && expired) {
+            elink_cancel(r->link, r->id);
+            write_fail(r);
+        }
+    }
+    if (!expired)
+        op->attempt++;
+    if (!expired && op->pending > 1)
+        guard_deadline(op);
+    if (--op->pending == 0) {
+        if (op->timer_on) {
+            evtimer_del(&op->timer);
+            op->timer_on = 0;
+        }
+        if (op->err)
+            op_finish_error(op);
+        else
+            op->done(op);
+    }
+}
+
+/* ---- answers -------------------------------------------------------------- */
+
+static void observe(struct edge *e, const struct wire_msg *m)
+{
+    switch (m->type) {
+    case WIRE_VALUE:
+        hlc_observe(&e->hlc, m->u.value.stamp);
+        break;
+    case WIRE_OK:
+        hlc_observe(&e->hlc, m->u.ok.stamp);
+        break;
+    case WIRE_VALUES:
+        for (uint32_t i = 0; i < m->u.values.nitems; i++)
+            if (m->u.values.items[i].found)
+                hlc_observe(&e->hlc, m->u.values.items[i].stamp);
+        break;
+    default:
+        break;
+    }
+}
+
+static int is_incr(enum cmd_id c)
+{
+    return c == CMD_INCR || c == CMD_DECR || c == CMD_INCRBY || c == CMD_DECRBY;
+}
+
+static void oreq_cb(void *arg, int status, const struct wire_msg *m)
+{
+    struct oreq *r = arg;
+    struct op *op = r->op;
+    struct edge *e = op->e;
+    r->state = OREQ_IDLE;
+    if (status != HKV_OK) {
+        if (r->role == WIRE_ROLE_WRITE) {
+            write_retry(r);
+            return;
+        }
+        op_error(op, "TRYAGAIN owner %s/%d did not answer", pool_name(r->owner->pool),
+                 r->owner->index);
+        oreq_done(r);
+        return;
+    }
+    observe(e, m);
+    if (m->type == WIRE_MOVED) {
+        if (!r->moved) {
+            r->moved = 1;
+            int rc = router_moved(e->router, r->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
+                                  (int)m->u.moved.owner, m->u.moved.map_gen);
+            if (rc >= 0 && r->nk > 0) {
+                struct route rt;
+                const struct wire_slice *k = &op->keys[op->kidx[r->k0]];
+                struct owner_ref *o = edge_owner_of(e, k->p, k->len, &rt);
+                if (o != NULL) {
+                    r->owner = o;
+                    oreq_send(r);
+                    return;
+                }
+            }
+        }
+        op_error(op, "TRYAGAIN owner %s/%d moved the key and the new owner is unknown",
+                 pool_name(r->owner->pool), r->owner->index);
+        oreq_done(r);
+        return;
+    }
+    if (m->type == WIRE_ERROR && m->u.error.code == HKV_ESTALE && r->role == WIRE_ROLE_WRITE) {
+        const char *t = m->u.error.text.p;
+        size_t n = m->u.error.text.len;
+        char num[32] = "";
+        if (n > 6 && n - 6 < sizeof(num) && memcmp(t, "STALE ", 6) == 0)
+            memcpy(num, t + 6, n - 6);
+        hlc_observe(&e->hlc, strtoull(num, NULL, 10));
+        if (is_incr(op->cmd)) {
+            if (op->attempt == 0) {
+                op->stamp = hlc_next(&e->hlc, (uint64_t)edge_unix_ms());
+                oreq_send(r);
+                return;
+            }
+            op_error(op, "UNAVAILABLE increment outcome unknown after retry");
+            count_failure(op, r->owner, "INCRBY outcome unknown: a retry met a newer stamp");
+            oreq_done(r);
+            return;
+        }
+        /* Last writer wins: this write was overtaken by a newer one. */
+        op->ival = 1; /* "stale": SET answers +OK, counts answer 0 */
+        oreq_done(r);
+        return;
+    }
+    if (m->type == WIRE_ERROR) {
+        op_error(op, "%.*s", (int)m->u.error.text.len, m->u.error.text.p);
+        oreq_done(r);
+        return;
+    }
+    if (op->answer != NULL)
+        op->answer(op, r, m);
+    oreq_done(r);
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+static void on_link_drained(struct elink *l, void *arg)
+{
+    struct edge *e = arg;
+    struct conn *c = e->conns;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        if (c->wait_link == l) {
+            c->wait_link = NULL;
+            if (c->nslots < EDGE_CLIENT_MAX_PENDING)
+                conn_resume(c);
+        }
+        c = next;
+    }
+}
+
+static void on_stats_poll(evutil_socket_t fd, short what, void *arg)
+{
+    edge_stats_poll(arg);
+}
+
+int edge_data_setup(struct edge *e)
+{
+    const struct cfg *cfg = e->ctx->cfg;
+    uint32_t writer = ((uint32_t)e->ctx->slot + 1) & STAMP_WRITER_MAX;
+    hlc_init(&e->hlc, writer);
+    e->router = router_create(cfg);
+    e->nowners = cfg->hot_owners + cfg->cold_owners;
+    e->owners = calloc((size_t)(e->nowners > 0 ? e->nowners : 1), sizeof(*e->owners));
+    e->stats_poll = event_new(e->base, -1, EV_PERSIST, on_stats_poll, e);
+    if (e->router == NULL || e->owners == NULL || e->stats_poll == NULL)
+        return -1;
+    for (int g = 0; g < e->nowners; g++) {
+        struct owner_ref *o = &e->owners[g];
+        o->e = e;
+        o->pool = g < cfg->hot_owners ? CFG_POOL_HOT : CFG_POOL_COLD;
+        o->index = g < cfg->hot_owners ? g : g - cfg->hot_owners;
+        char path[4200], name[64];
+        owner_socket_path(cfg, o->pool, o->index, path, sizeof(path));
+        for (int role = WIRE_ROLE_READ; role <= WIRE_ROLE_WRITE; role++) {
+            snprintf(name, sizeof(name), "%s/%d %s", pool_name(o->pool), o->index,
+                     role == WIRE_ROLE_READ ? "read" : "write");
+            struct elink_opts lo = {
+                .path = path, .name = name, .edge_id = writer, .colo = cfg->colo,
+                .role = (uint8_t)role, .timeout_ms = cfg->write_timeout_ms,
+                .max_frame = (size_t)cfg->wire_max_frame, .drained = on_link_drained,
+                .drained_arg = e,
+            };
+            o->link[role] = elink_create(e->base, &lo);
+            if (o->link[role] == NULL)
+                return -1;
+        }
+    }
+    struct timeval tv = {1, 0};
+    event_add(e->stats_poll, &tv);
+    return 0;
+}
+
+void edge_data_reload(struct edge *e, const struct cfg *cfg)
+{
+    if (e->router != NULL)
+        router_set_config(e->router, cfg);
+    for (int g = 0; g < e->nowners; g++)
+        for (int role = 0; role < 2; role++)
+            if (e->owners[g].link[role] != NULL)
+                elink_set_timeout(e->owners[g].link[role], cfg->write_timeout_ms);
+}
+
+void edge_data_teardown(struct edge *e)
+{
+    if (e->stats_poll)
+        event_free(e->stats_poll);
+    e->stats_poll = NULL;
+    for (int g = 0; e->owners != NULL && g < e->nowners; g++)
+        for (int role = 0; role < 2; role++)
+            elink_destroy(&e->owners[g].link[role]);
+    free(e->owners);
+    e->owners = NULL;
+    edge_flights_teardown(e);
+    while (e->all_ops != NULL) {
+        struct op *op = e->all_ops;
+        e->all_ops = op->all_next;
+        if (op->timer_on)
+            evtimer_del(&op->timer);
+        buf_deinit(&op->store);
+        buf_deinit(&op->res);
+        buf_deinit(&op->errbuf);
+        free(op->keys);
+        free(op->vals);
+        free(op->kidx);
+        free(op->reqs);
+        free(op->mres);
+        free(op);
+    }
+    e->free_ops = NULL;
+    router_destroy(&e->router);
+    free(tmp_keys);
+    tmp_keys = NULL;
+    tmp_cap = 0;
+    free(tmp_owner_req);
+    tmp_owner_req = NULL;
+    slots_teardown(e);
+    buf_deinit(&e->scratch);
+}

@@ -1,0 +1,86 @@
+/*
+ * edge_link.h - the edge's client of one shard owner: one Unix-socket
+ * connection of one role (READ or WRITE; a write never queues behind reads
+ * because each owner gets two links).
+ *
+ * A link is always usable: a request made while the link is down or still
+ * connecting is buffered and goes out, after HELLO, once the connection is up.
+ * A link that breaks fails every request sent on it with HKV_EIO and
+ * reconnects by itself (50 ms backoff doubling to 1 s, reset by HELLO_OK).
+ * The master holds each owner's listening socket, so connecting normally
+ * succeeds even while the owner restarts; the HELLO then waits in its backlog.
+ *
+ * Requests.  elink_out() hands out the next request id and the buffer to
+ * encode the request into (wire_put_*); elink_commit() registers the callback.
+ * Ids are sequential per link, so the pending table is a ring indexed by id:
+ * no allocation per request and O(1) lookup of out-of-order replies.  Every
+ * request of a link has the same timeout (elink_set_timeout), so deadlines
+ * are in send order and one timer serves the whole link.
+ *
+ * Callbacks: cb(arg, status, msg): status HKV_OK with msg (slices valid only
+ * during the call), HKV_ETIMEDOUT (no answer within the timeout; a reply that
+ * comes later is dropped) or HKV_EIO (the link broke: the request may or may
+ * not have been applied).  A callback is called exactly once, from the event
+ * loop, never from elink_out/elink_commit.  A callback may send on any link.
+ *
+ * Output is written once per event-loop round (an activated write event), so
+ * a pipeline of client requests costs one write(2) per link.  Backpressure:
+ * elink_congested() is true while more than ELINK_HIGH_WATER bytes wait to be
+ * written; the `drained` hook runs when it falls back under ELINK_LOW_WATER.
+ */
+#ifndef HKV_EDGE_LINK_H
+#define HKV_EDGE_LINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "proto/buf.h"
+#include "proto/wire.h"
+
+#define ELINK_HIGH_WATER (8u << 20)
+#define ELINK_LOW_WATER (1u << 20)
+#define ELINK_BACKOFF_MIN_MS 50
+#define ELINK_BACKOFF_MAX_MS 1000
+
+struct elink;
+
+typedef void (*elink_cb)(void *arg, int status, const struct wire_msg *m);
+typedef void (*elink_drained_fn)(struct elink *l, void *arg);
+
+struct elink_opts {
+    const char *path;         /* the owner's Unix socket */
+    const char *name;         /* "hot/0 write" for logs */
+    uint32_t edge_id;
+    const char *colo;
+    uint8_t role;             /* WIRE_ROLE_READ or WIRE_ROLE_WRITE */
+    int64_t timeout_ms;
+    size_t max_frame;
+    elink_drained_fn drained;
+    void *drained_arg;
+};
+
+/* A link that starts connecting at once.  NULL on allocation failure. */
+struct elink *elink_create(struct event_base *base, const struct elink_opts *o);
+/* Frees the link without calling any pending callback (process exit). */
+void elink_destroy(struct elink **l);
+
+/* The buffer to encode one request into, and its id in *id.  Encode exactly
+ * one frame with that id, then elink_commit; if encoding failed, do not
+ * commit (the buffer is unchanged on a failed wire_put_*). */
+struct hkv_buf *elink_out(struct elink *l, uint64_t *id);
+/* Registers the request just encoded.  HKV_OK or HKV_ENOMEM (then the frame
+ * still goes out and its reply is dropped; the caller answers an error). */
+int elink_commit(struct elink *l, uint64_t id, elink_cb cb, void *arg);
+/* Forgets a pending request: its callback will not be called. */
+void elink_cancel(struct elink *l, uint64_t id);
+
+void elink_set_timeout(struct elink *l, int64_t timeout_ms);
+int elink_congested(const struct elink *l);
+int elink_is_up(const struct elink *l);
+/* Requests waiting for an answer. */
+uint64_t elink_pending(const struct elink *l);
+const char *elink_name(const struct elink *l);
+
+#endif
