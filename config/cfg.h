@@ -74,6 +74,7 @@ struct cfg {
     int64_t client_output_hard;  /* client-output-buffer-limit HARD SOFT SECONDS */
     int64_t client_output_soft;
     int64_t client_output_soft_ms;
+    int64_t client_max_pending;  /* replies owed to one client before its input pauses */
     /* shutdown (reloadable) */
     int64_t shutdown_timeout_ms;
     /* owner link and write path */

@@ -56,7 +56,7 @@ static const char *check_colo(const char *s)
     X("cold-owners", INT, cold_owners, cold_owners, "1", 0, 256, 0, NOX,                         \
       "owner processes in the cold pool")                                                       \
     X("maxclients", INT, maxclients, maxclients, "10000", 1, 1000000, R, NOX,                    \
-      "client connections per edge worker")                                                     \
+      "client connections, all edges together")                                                     \
     X("timeout", DURATION, timeout_ms, timeout_ms, "0", 0, 365 * CFG_DAY, R, NOX,                \
       "close a client idle this long; 0 = never")                                               \
     X("tcp-keepalive", DURATION, tcp_keepalive_ms, tcp_keepalive_ms, "300s", 0, CFG_DAY, R, NOX, \
@@ -70,6 +70,8 @@ static const char *check_colo(const char *s)
     X("client-output-buffer-limit", SPECIAL, client_output_hard, client_output_hard,            \
       "256mb 64mb 60s", 0, 0, R, .special = &cfg_cobl_special,                                  \
       "HARD SOFT SOFT-DURATION: drop a client over HARD, or over SOFT that long")               \
+    X("client-max-pending", INT, client_max_pending, client_max_pending, "1024", 1, 1000000, R,  \
+      NOX, "replies one client may be owed; past it its input is not read")                  \
     X("shutdown-timeout", DURATION, shutdown_timeout_ms, shutdown_timeout_ms, "10s", 0,          \
       CFG_HOUR, R, NOX, "longest a graceful stop waits before it forces")                       \
     X("wire-max-frame", SIZE, wire_max_frame, wire_max_frame, "64mb", 64 * CFG_KB, 4 * CFG_GB,   \

@@ -19,6 +19,7 @@ enum ctl_type {
     CTL_READY = 1,   /* child -> master: serving; payload empty */
     CTL_CONFIG = 2,  /* master -> child: u64 generation + cfg_serialize() text */
     CTL_APPLIED = 3, /* child -> master: u64 generation now in effect */
+    CTL_SET = 4,     /* child -> master: CONFIG SET, "name\0value\0" pairs */
 };
 
 #define CTL_MAX_MSG (64u << 20)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "server/ctl.h"
 #include "server/edge_int.h"
 #include "server/version.h"
 
@@ -259,6 +260,57 @@ static void cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
 
 /* ---- CONFIG --------------------------------------------------------------- */
 
+/* CONFIG SET name value [name value ...]: validated here (the same table
+ * and checks as a file: paths and restart-only directives are refused), in
+ * effect in this edge before it answers OK, and sent to the master, which
+ * applies it daemon-wide as a new config generation. */
+static void config_set(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    struct edge *e = c->e;
+    struct cfg *next = cfg_dup(e->ctx->cfg);
+    struct hkv_buf msg = HKV_BUF_INIT;
+    struct cfg_error err = {"out of memory"};
+    int ok = next != NULL; /* 1 go on, 0 failed (generic reply), -1 failed (replied) */
+    for (int i = 2; ok && i + 1 < argc; i += 2) {
+        char name[128], value[4096];
+        if (argv[i].len >= sizeof(name) || argv[i + 1].len >= sizeof(value) ||
+            memchr(argv[i + 1].p, '\0', argv[i + 1].len) != NULL) {
+            snprintf(err.msg, sizeof(err.msg), "argument too long or not text");
+            ok = 0;
+            break;
+        }
+        memcpy(name, argv[i].p, argv[i].len);
+        name[argv[i].len] = '\0';
+        memcpy(value, argv[i + 1].p, argv[i + 1].len);
+        value[argv[i + 1].len] = '\0';
+        for (char *q = name; *q; q++)
+            *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
+        if (cfg_set(next, name, value, &err) != HKV_OK) {
+            resp_add_errorf(&c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
+                            name, err.msg);
+            ok = -1;
+            break;
+        }
+        buf_append(&msg, name, strlen(name) + 1);
+        buf_append(&msg, value, strlen(value) + 1);
+    }
+    if (ok == 1 && cfg_validate(next, &err) != HKV_OK)
+        ok = 0;
+    if (ok == 1 && worker_send(e->worker, CTL_SET, buf_head(&msg), buf_unread(&msg)) != HKV_OK) {
+        snprintf(err.msg, sizeof(err.msg), "the master cannot be reached");
+        ok = 0;
+    }
+    if (ok == 1) {
+        worker_install(e->worker, next);
+        next = NULL;
+        resp_add_simple(&c->out, "OK");
+    } else if (ok == 0) {
+        resp_add_errorf(&c->out, "ERR CONFIG SET failed - %s", err.msg);
+    }
+    cfg_destroy(&next);
+    buf_deinit(&msg);
+}
+
 static void cmd_config(struct conn *c, int argc, const struct resp_slice *argv)
 {
     const struct cfg *cfg = c->e->ctx->cfg;
@@ -290,8 +342,8 @@ static void cmd_config(struct conn *c, int argc, const struct resp_slice *argv)
         atomic_store_explicit(&s->write_retries, 0, memory_order_relaxed);
         atomic_store_explicit(&s->write_failures, 0, memory_order_relaxed);
         resp_add_simple(&c->out, "OK");
-    } else if (slice_is(&argv[1], "set")) {
-        resp_add_error(&c->out, "ERR CONFIG SET is not supported yet: edit the config file and send SIGHUP");
+    } else if (slice_is(&argv[1], "set") && argc >= 4 && argc % 2 == 0) {
+        config_set(c, argc, argv);
     } else {
         resp_add_errorf(&c->out, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try CONFIG HELP.",
                         (int)(argv[1].len > 32 ? 32 : argv[1].len), argv[1].p);

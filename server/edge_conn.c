@@ -9,7 +9,7 @@
  * Replies owed to a client while owners answer earlier requests wait in
  * reply slots (edge_reply.c); dispatch points `out` at the current slot when
  * one is needed, so handlers always just append to c->out.  A client with
- * EDGE_CLIENT_MAX_PENDING replies owed is not read from until half of them
+ * client-max-pending replies owed is not read from until half of them
  * are sent (conn_pause / conn_resume); nor is one whose last request went to
  * an owner link over its high watermark, until that link drains.
  *
@@ -216,7 +216,7 @@ static void process_input(struct conn *c)
 {
     c->in_process = 1;
     while (buf_unread(&c->in) > 0 && !c->close_after_write) {
-        if (c->nslots >= EDGE_CLIENT_MAX_PENDING || c->wait_link != NULL) {
+        if (c->nslots >= c->e->ctx->cfg->client_max_pending || c->wait_link != NULL) {
             conn_pause(c);
             break;
         }

@@ -28,7 +28,6 @@ struct flight;
  * reading from it (Redis has no such bound; this is what keeps one client's
  * pipeline from holding unbounded edge memory).  TODO(config): make it the
  * directive client-max-pending once config/ grows it. */
-#define EDGE_CLIENT_MAX_PENDING 1024
 #define EDGE_MAX_OWNERS 512
 #define EDGE_FLIGHT_BUCKETS 4096
 
@@ -275,6 +274,17 @@ void op_error(struct op *op, const char *fmt, ...) __attribute__((format(printf,
 struct hkv_buf *op_out(struct op *op);
 /* Sends the reply written so far and frees the op. */
 void op_finish(struct op *op);
+/* The i-th owner request of an op (a single request lives inside the op). */
+static inline struct oreq *req_at(struct op *op, uint32_t i)
+{
+    return op->nreqs == 1 && i == 0 ? &op->one : &op->reqs[i];
+}
+/* edge_op.c: the op timer (write backoff and deadline; lives in edge_data.c)
+ * and the split scratch freed at teardown. */
+void edge_op_timer_cb(evutil_socket_t fd, short what, void *arg);
+void edge_op_teardown(void);
+/* edge_diag.c: logs a failed write with what its owner says about itself. */
+void edge_write_failed_report(struct owner_ref *o, const char *what);
 /* Replies op->errbuf and finishes. */
 void op_finish_error(struct op *op);
 struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt);

@@ -105,7 +105,7 @@ void slot_done(struct conn *c, struct rslot *s)
         return;
     }
     pump(c);
-    if (c->paused && c->wait_link == NULL && c->nslots < EDGE_CLIENT_MAX_PENDING / 2 &&
+    if (c->paused && c->wait_link == NULL && c->nslots < c->e->ctx->cfg->client_max_pending / 2 &&
         !c->close_after_write && !c->in_process) {
         conn_resume(c); /* flushes too */
         return;

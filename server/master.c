@@ -113,6 +113,7 @@ static int alive(const struct master *m, enum board_role role)
 }
 
 static void send_config(struct master *m, struct child *c);
+static void config_set(struct master *m, const char *p, size_t len);
 
 /* ---- control channel ------------------------------------------------------ */
 
@@ -158,6 +159,8 @@ static void on_ctl_read(struct bufferevent *bev, void *arg)
         if (type == CTL_READY) {
             c->ready = 1;
             announce(c->m);
+        } else if (type == CTL_SET && !c->m->stopping) {
+            config_set(c->m, payload, len);
         }
         free(payload);
     }
@@ -409,6 +412,19 @@ static void begin_stop(struct master *m, const char *why)
         stop_owners(m);
 }
 
+/* Makes `next` the live config (taking it), bumps the generation and sends
+ * it to every child. */
+static void install(struct master *m, struct cfg *next)
+{
+    cfg_destroy(&m->cfg);
+    m->cfg = next;
+    m->generation++;
+    atomic_store_explicit(&m->board->config_generation, m->generation, memory_order_relaxed);
+    log_setup(m->cfg->loglevel, m->cfg->logfile);
+    for (int i = 0; i < m->nchildren; i++)
+        send_config(m, &m->children[i]);
+}
+
 static void log_restart_only(const char *name, int flags, void *arg)
 {
     if (!(flags & CFG_F_RELOADABLE))
@@ -443,16 +459,43 @@ static void reload(struct master *m)
     }
     int changed = cfg_diff(m->cfg, next, log_restart_only, NULL);
     cfg_destroy(&next);
-    cfg_destroy(&m->cfg);
-    m->cfg = merged;
-    m->generation++;
-    atomic_store_explicit(&m->board->config_generation, m->generation, memory_order_relaxed);
-    log_setup(m->cfg->loglevel, m->cfg->logfile);
-    for (int i = 0; i < m->nchildren; i++)
-        send_config(m, &m->children[i]);
+    install(m, merged);
     log_notice("reload: config generation %llu applied (%d directives changed)",
                (unsigned long long)m->generation, changed);
     announce(m);
+}
+
+/* CONFIG SET from an edge: the same validation as a file, applied to the
+ * live config and broadcast like a reload.  A later reload from the file
+ * replaces it (there is no CONFIG REWRITE). */
+static void config_set(struct master *m, const char *p, size_t len)
+{
+    struct cfg *next = cfg_dup(m->cfg);
+    struct cfg_error err = {"out of memory"};
+    int ok = next != NULL;
+    size_t i = 0;
+    while (ok && i < len) {
+        const char *name = p + i;
+        size_t nl = strnlen(name, len - i);
+        if (i + nl + 1 >= len) {
+            snprintf(err.msg, sizeof(err.msg), "malformed request");
+            ok = 0;
+            break;
+        }
+        const char *val = name + nl + 1;
+        size_t vl = strnlen(val, len - i - nl - 1);
+        ok = cfg_set(next, name, val, &err) == HKV_OK;
+        i += nl + 1 + vl + 1;
+    }
+    if (ok)
+        ok = cfg_validate(next, &err) == HKV_OK;
+    if (!ok) {
+        log_warning("CONFIG SET refused: %s", err.msg);
+        cfg_destroy(&next);
+        return;
+    }
+    install(m, next);
+    log_notice("CONFIG SET: config generation %llu applied", (unsigned long long)m->generation);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)

@@ -80,6 +80,22 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+void worker_install(struct worker *w, struct cfg *next)
+{
+    w->hooks.reload(w->hooks.arg, next);
+    struct cfg *old = w->ctx->cfg;
+    w->ctx->cfg = next;
+    cfg_destroy(&old);
+    log_setup(next->loglevel, next->logfile);
+}
+
+hkv_status worker_send(struct worker *w, uint8_t type, const void *payload, size_t len)
+{
+    if (w->ctl == NULL)
+        return HKV_EIO;
+    return ctl_put(bufferevent_get_output(w->ctl), type, payload, len);
+}
+
 static void apply_config(struct worker *w, const char *payload, size_t len)
 {
     if (len < 8) {
@@ -99,13 +115,9 @@ static void apply_config(struct worker *w, const char *payload, size_t len)
         cfg_destroy(&next);
         return;
     }
-    w->hooks.reload(w->hooks.arg, next);
-    struct cfg *old = w->ctx->cfg;
-    w->ctx->cfg = next;
-    cfg_destroy(&old);
+    worker_install(w, next);
     atomic_store_explicit(&w->ctx->board->slots[w->ctx->slot].config_generation, gen,
                           memory_order_relaxed);
-    log_setup(next->loglevel, next->logfile);
     unsigned char g[8];
     ctl_put_u64(g, gen);
     ctl_put(bufferevent_get_output(w->ctl), CTL_APPLIED, g, sizeof(g));

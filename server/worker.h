@@ -52,6 +52,12 @@ void worker_ready(struct worker *w);
 /* Drops the control channel and signal handlers, so the loop can end once the
  * role has closed its own events. */
 void worker_quiesce(struct worker *w);
+/* Makes `next` (validated; the worker takes it) the config in effect in this
+ * process now, through the role's reload hook.  For CONFIG SET, which must
+ * hold in the process that answered OK before the master's broadcast. */
+void worker_install(struct worker *w, struct cfg *next);
+/* Sends one control message to the master.  HKV_OK, HKV_EIO (no channel). */
+hkv_status worker_send(struct worker *w, uint8_t type, const void *payload, size_t len);
 /* True once a stop was requested. */
 int worker_stopping(const struct worker *w);
 

@@ -266,6 +266,45 @@ START_TEST(restart_only_change_is_reported_not_applied)
 }
 END_TEST
 
+START_TEST(config_set_applies_to_every_edge_and_refuses_paths)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, "edge-workers 2\nmaxclients 100\n"), 0);
+    int fd = h_connect(d.port);
+    struct h_reply *r = h_cmdv(fd, "CONFIG", "SET", "maxclients", "321", NULL);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->v->type, RESP_SIMPLE);
+    h_free(r);
+    /* In effect in the edge that answered, at once. */
+    r = h_cmdv(fd, "CONFIG", "GET", "maxclients", NULL);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->v->type, RESP_ARRAY);
+    ck_assert_int_eq((int)r->v->n, 2);
+    ck_assert_int_eq((int)r->v->elems[1].len, 3);
+    ck_assert(memcmp(r->v->elems[1].str, "321", 3) == 0);
+    h_free(r);
+    /* And daemon-wide as a new generation: every new connection agrees. */
+    int64_t end = h_now_ms() + 5000;
+    while (h_now_ms() < end && h_info_int(d.port, "config_generation") != 2)
+        wait_ms(20);
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq(h_info_int(d.port, "maxclients"), 321);
+    r = h_cmdv(fd, "CONFIG", "SET", "dir", "/tmp", NULL);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->v->type, RESP_ERROR);
+    h_free(r);
+    r = h_cmdv(fd, "CONFIG", "SET", "port", "1", NULL);
+    ck_assert_int_eq(r->v->type, RESP_ERROR);
+    h_free(r);
+    r = h_cmdv(fd, "CONFIG", "SET", "maxclients", "many", NULL);
+    ck_assert_int_eq(r->v->type, RESP_ERROR);
+    h_free(r);
+    ck_assert_int_eq(h_info_int(d.port, "config_generation"), 2);
+    close(fd);
+    ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
+}
+END_TEST
+
 /* ---- systemd notify ---- */
 
 static int recv_until(int sock, const char *want, int ms, char *all, size_t len)
@@ -449,6 +488,7 @@ Suite *process_suite(void)
         {"reload_good", sighup_with_good_file_applies_new_generation},
         {"reload_bad", sighup_with_broken_file_keeps_old_config},
         {"reload_restart_only", restart_only_change_is_reported_not_applied},
+        {"config_set", config_set_applies_to_every_edge_and_refuses_paths},
         {"notify", notify_socket_receives_ready_reloading_stopping},
         {"missing_config", missing_config_is_one_line_error},
         {"port_in_use", port_in_use_is_one_line_error},
