@@ -124,13 +124,13 @@ fuzz: $(FUZZ_BINS)
 # daemon-level suites against $(BIN)); Check's summary line is the last line.
 test: $(DEPS_OK) $(BIN) $(TEST_BIN) $(if $(wildcard tests/fault/stallfs.c),$(SHIM))
 	@$(MAKE) --no-print-directory fuzz
-	HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) $(TEST_BIN) all
+	HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) $(TEST_BIN) all
 
 unit: $(DEPS_OK) $(TEST_BIN)
 	$(TEST_BIN) unit
 
-integration: $(DEPS_OK) $(BIN) $(TEST_BIN)
-	HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) $(TEST_BIN) integration
+integration: $(DEPS_OK) $(BIN) $(TEST_BIN) $(if $(wildcard tests/fault/stallfs.c),$(SHIM))
+	HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) $(TEST_BIN) integration
 
 asan:
 	$(MAKE) VARIANT=asan test
@@ -148,4 +148,28 @@ run: $(DEPS_OK) $(BIN)
 clean:
 	rm -rf build bin
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d
+# Benchmarks (scripts/bench): storm, the hot-key load generator, and compare,
+# which runs the same workloads against hotkvd and redis-server side by side.
+#   make bench                  defaults, under 10 minutes
+#   make bench-quick            tiny settings, under 1 minute
+#   make bench BENCH_ARGS="--rounds 5 --out bench-out"
+STORM := $(BUILD)/storm
+BENCH_ARGS ?=
+BENCH_DEPS := $(DEPS_OK) $(BIN) $(STORM) $(if $(wildcard tests/fault/stallfs.c),$(SHIM))
+BENCH_CMD = scripts/bench/compare --hotkvd $(BIN) --storm $(STORM) \
+            $(if $(wildcard tests/fault/stallfs.c),--shim $(SHIM))
+.PHONY: bench bench-quick
+
+$(STORM): $(BUILD)/scripts/bench/storm.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The bench smoke suite (tests/integration/check_bench.c) runs $(STORM).
+test integration: $(STORM)
+
+bench: $(BENCH_DEPS)
+	$(BENCH_CMD) $(BENCH_ARGS)
+
+bench-quick: $(BENCH_DEPS)
+	$(BENCH_CMD) --quick $(BENCH_ARGS)
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(BUILD)/scripts/bench/storm.d

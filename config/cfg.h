@@ -58,7 +58,8 @@ struct cfg {
     char *dir;                   /* data directory */
     char *pidfile;               /* "" = none */
     char *colo;                  /* this host's colo name */
-    int edge_workers;
+    int edge_workers;            /* per colo */
+    int colos;                   /* colos on this host; names "<colo>-<k>" when > 1 */
     int hot_owners;
     int cold_owners;
     /* logging (reloadable) */
@@ -89,6 +90,13 @@ struct cfg {
     int64_t persist_max_dirty;
     int64_t durable_timeout_ms;
     int64_t tombstone_ttl_ms;
+    /* the colo cache */
+    int64_t cache_memory;        /* restart-only */
+    int64_t cache_max_value;     /* restart-only */
+    int64_t miss_wait_ms;
+    int64_t negative_ttl_ms;
+    int64_t hotkey_threshold;    /* reads/s */
+    int owner_push;              /* owners push writes to colo caches */
     /* classes, in file order; "default" is always present */
     struct cfg_class *classes;
     size_t nclasses;

@@ -50,7 +50,11 @@ static const char *check_colo(const char *s)
     X("colo", STRING, colo, colo, "a", 0, 0, 0, .check = check_colo,                             \
       "this host's colo name, [A-Za-z0-9_-]{1,32}")                                             \
     X("edge-workers", INT, edge_workers, edge_workers, "2", 1, 256, 0, NOX,                      \
-      "edge worker processes in this colo")                                                     \
+      "edge worker processes in each colo")                                                     \
+    X("colos", INT, colos, colos, "1", 1, 16, 0, NOX,                                            \
+      "colos on this host (e.g. one per NUMA node), each with its own cache segment")           \
+    X("owner-push", BOOL, owner_push, owner_push, "yes", 0, 0, R, NOX,                           \
+      "owners push each write to every colo (hot: the value; cold: an invalidation)")           \
     X("hot-owners", INT, hot_owners, hot_owners, "2", 0, 256, 0, NOX,                            \
       "owner processes in the hot pool")                                                        \
     X("cold-owners", INT, cold_owners, cold_owners, "1", 0, 256, 0, NOX,                         \
@@ -82,7 +86,7 @@ static const char *check_colo(const char *s)
       "1500ms 3000ms", 0, 16, R, NOX, "waits before each retry of a timed-out write (0..16)")   \
     X("write-deadline", DURATION, write_deadline_ms, write_deadline_ms, "28.5s", 1, CFG_DAY, R,  \
       NOX, "a write fails explicitly once this has passed, retries included")                  \
-    X("owner-maxmemory", SIZE, owner_maxmemory, owner_maxmemory, "0", 0, INT64_MAX, R, NOX,      \
+    X("owner-maxmemory", SIZE, owner_maxmemory, owner_maxmemory, "0", 0, INT64_MAX, 0, NOX,      \
       "ledger memory per owner before clean keys are evicted; 0 = unbounded")                   \
     X("persist-interval", DURATION, persist_interval_ms, persist_interval_ms, "100ms", 1,        \
       CFG_HOUR, R, NOX, "a ledger write reaches SQLite within this")                            \
@@ -90,8 +94,18 @@ static const char *check_colo(const char *s)
       INT64_MAX, R, NOX, "dirty bytes per owner before writes are refused")                     \
     X("durable-timeout", DURATION, durable_timeout_ms, durable_timeout_ms, "5s", 1, CFG_HOUR, R, \
       NOX, "a durable write waits this long for its commit")                                    \
-    X("tombstone-ttl", DURATION, tombstone_ttl_ms, tombstone_ttl_ms, "10m", 1, 365 * CFG_DAY, R, \
+    X("tombstone-ttl", DURATION, tombstone_ttl_ms, tombstone_ttl_ms, "10m", 1, 365 * CFG_DAY, 0, \
       NOX, "how long a deleted key's tombstone is kept")                                        \
+    X("cache-memory", SIZE, cache_memory, cache_memory, "256mb", CFG_MB, 64 * CFG_GB, 0, NOX,    \
+      "size of the colo cache segment shared by the colo's edges")                               \
+    X("cache-max-value", SIZE, cache_max_value, cache_max_value, "1mb", 64, 64 * CFG_MB, 0, NOX, \
+      "larger values are not cached (every read asks the owner)")                               \
+    X("miss-wait", DURATION, miss_wait_ms, miss_wait_ms, "1200ms", 1, CFG_HOUR, R, NOX,          \
+      "longest a reader waits on a cache miss before its class's on-timeout answer")            \
+    X("negative-ttl", DURATION, negative_ttl_ms, negative_ttl_ms, "1s", 0, CFG_HOUR, R, NOX,     \
+      "how long an authoritative not-found is cached")                                          \
+    X("hotkey-threshold", INT, hotkey_threshold, hotkey_threshold, "1000", 1, INT32_MAX, R, NOX, \
+      "reads/s past which a key is hot (cached with its class's keep even if fresh is 0)")      \
     X("class", SPECIAL, classes, nclasses, "default", 0, 0, R | M,                               \
       .special = &cfg_class_special, "NAME [pattern GLOB]... [pool hot|cold] [fresh D] [keep D] " \
       "[durability ledger|durable] [on-timeout degrade|error]")

@@ -34,6 +34,7 @@
     X(INFO, "info", -1, CMD_F_CONN, 0, 0, 0)                             \
     X(TIME, "time", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)                 \
     X(DBSIZE, "dbsize", 1, CMD_F_READ, 0, 0, 0)                          \
+    X(HOTKEYS, "hotkeys", -1, CMD_F_CONN, 0, 0, 0)                       \
     /* data commands: answered by owners, asynchronously (edge_read.c,  \
      * edge_write.c, edge_scan.c); Redis's arity and key positions */    \
     X(GET, "get", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)                   \

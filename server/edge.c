@@ -121,7 +121,7 @@ static void on_reload(void *arg, const struct cfg *next)
 int edge_main(struct worker_ctx *ctx)
 {
     char title[96];
-    snprintf(title, sizeof(title), "edge %s/%d", ctx->cfg->colo, ctx->index);
+    snprintf(title, sizeof(title), "edge %s/%d", ctx->colo_name, ctx->index);
     if (worker_prepare(ctx, title) != 0)
         return 1;
     struct edge edge = {.ctx = ctx, .next_client_id = 1};
@@ -140,7 +140,7 @@ int edge_main(struct worker_ctx *ctx)
     e->listeners = calloc(ctx->nlisten ? ctx->nlisten : 1, sizeof(*e->listeners));
     if (e->worker == NULL || e->cron == NULL || e->deadline == NULL || e->listeners == NULL)
         goto out;
-    if (edge_data_setup(e) != 0) {
+    if (edge_cache_setup(e) != 0 || edge_data_setup(e) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }
@@ -167,6 +167,7 @@ out:
         evconnlistener_free(e->listeners[i]);
     free(e->listeners);
     edge_data_teardown(e);
+    buf_deinit(&e->cval);
     if (e->cron)
         event_free(e->cron);
     if (e->deadline)

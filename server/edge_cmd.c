@@ -132,6 +132,7 @@ static void cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
 static void cmd_reset(struct conn *c, int argc, const struct resp_slice *argv)
 {
     c->proto = 2;
+    c->meta = 0;
     c->name[0] = '\0';
     resp_add_simple(&c->out, "RESET");
 }
@@ -242,6 +243,10 @@ static void cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
         memcpy(dst, argv[3].p, argv[3].len);
         dst[argv[3].len] = '\0';
         resp_add_simple(&c->out, "OK");
+    } else if (slice_is(sub, "meta") && argc == 3 &&
+               (slice_is(&argv[2], "on") || slice_is(&argv[2], "off"))) {
+        c->meta = slice_is(&argv[2], "on");
+        resp_add_simple(&c->out, "OK");
     } else if ((slice_is(sub, "list") && argc == 2) || (slice_is(sub, "info") && argc == 2)) {
         struct hkv_buf b = HKV_BUF_INIT;
         int64_t now = board_now_ms();
@@ -339,6 +344,8 @@ static void cmd_config(struct conn *c, int argc, const struct resp_slice *argv)
         atomic_store_explicit(&s->total_connections_received, 0, memory_order_relaxed);
         atomic_store_explicit(&s->rejected_connections, 0, memory_order_relaxed);
         atomic_store_explicit(&s->protocol_errors, 0, memory_order_relaxed);
+        if (c->e->cache != NULL)
+            cache_reset_counters(c->e->cache);
         atomic_store_explicit(&s->write_retries, 0, memory_order_relaxed);
         atomic_store_explicit(&s->write_failures, 0, memory_order_relaxed);
         resp_add_simple(&c->out, "OK");
@@ -358,11 +365,48 @@ static void cmd_info(struct conn *c, int argc, const struct resp_slice *argv)
     buf_deinit(&b);
 }
 
+/* HOTKEYS [COUNT n]: the hottest keys of the colo with their measured
+ * reads/s, hottest first, as [key, rate] pairs. */
+static void cmd_hotkeys(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    long n = 10;
+    if (argc == 3 && slice_is(&argv[1], "count")) {
+        char num[16] = "";
+        memcpy(num, argv[2].p, argv[2].len < 15 ? argv[2].len : 15);
+        char *end;
+        n = strtol(num, &end, 10);
+        if (*end != '\0' || n < 1 || n > 1000) {
+            resp_add_error(&c->out, "ERR COUNT must be between 1 and 1000");
+            return;
+        }
+    } else if (argc != 1) {
+        resp_add_error(&c->out, "ERR syntax error");
+        return;
+    }
+    if (c->e->cache == NULL) {
+        resp_add_array(&c->out, 0);
+        return;
+    }
+    struct cache_hotkey *hk = calloc((size_t)n, sizeof(*hk));
+    if (hk == NULL) {
+        resp_add_error(&c->out, "ERR out of memory");
+        return;
+    }
+    int got = cache_hotkeys(c->e->cache, hk, (int)n, board_now_ms());
+    resp_add_array(&c->out, got);
+    for (int i = 0; i < got; i++) {
+        resp_add_array(&c->out, 2);
+        resp_add_bulk(&c->out, hk[i].key, hk[i].klen < sizeof(hk[i].key) ? hk[i].klen : sizeof(hk[i].key));
+        resp_add_int(&c->out, (int64_t)hk[i].reads_per_sec);
+    }
+    free(hk);
+}
+
 const edge_handler edge_handlers[CMD_COUNT] = {
     [CMD_PING] = cmd_ping,     [CMD_ECHO] = cmd_echo,     [CMD_HELLO] = cmd_hello,
     [CMD_SELECT] = cmd_select, [CMD_QUIT] = cmd_quit,     [CMD_RESET] = cmd_reset,
     [CMD_TIME] = cmd_time,     [CMD_COMMAND] = cmd_command, [CMD_CLIENT] = cmd_client,
-    [CMD_CONFIG] = cmd_config, [CMD_INFO] = cmd_info,
+    [CMD_CONFIG] = cmd_config, [CMD_INFO] = cmd_info,     [CMD_HOTKEYS] = cmd_hotkeys,
 #define X(ID, fn) [CMD_##ID] = edge_cmd_##fn,
     EDGE_DATA_HANDLERS(X)
 #undef X

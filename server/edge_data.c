@@ -356,6 +356,10 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
         oreq_done(r);
         return;
     }
+    if (op->is_write && r->role == WIRE_ROLE_WRITE &&
+        (m->type == WIRE_OK || m->type == WIRE_INT ||
+         (m->type == WIRE_ERROR && m->u.error.code == HKV_ESTALE)))
+        edge_cache_wrote(op, r, m); /* before the client hears OK: read-your-writes */
     if (m->type == WIRE_ERROR && m->u.error.code == HKV_ESTALE && r->role == WIRE_ROLE_WRITE) {
         const char *t = m->u.error.text.p;
         size_t n = m->u.error.text.len;
@@ -429,14 +433,14 @@ int edge_data_setup(struct edge *e)
         o->index = g < cfg->hot_owners ? g : g - cfg->hot_owners;
         char path[4200], name[64];
         owner_socket_path(cfg, o->pool, o->index, path, sizeof(path));
-        for (int role = WIRE_ROLE_READ; role <= WIRE_ROLE_WRITE; role++) {
-            snprintf(name, sizeof(name), "%s/%d %s", pool_name(o->pool), o->index,
-                     role == WIRE_ROLE_READ ? "read" : "write");
+        for (int role = WIRE_ROLE_READ; role <= WIRE_ROLE_PUSH; role++) {
+            static const char *const roles[] = {"read", "write", "push"};
+            snprintf(name, sizeof(name), "%s/%d %s", pool_name(o->pool), o->index, roles[role]);
             struct elink_opts lo = {
-                .path = path, .name = name, .edge_id = writer, .colo = cfg->colo,
+                .path = path, .name = name, .edge_id = writer, .colo = e->ctx->colo_name,
                 .role = (uint8_t)role, .timeout_ms = cfg->write_timeout_ms,
                 .max_frame = (size_t)cfg->wire_max_frame, .drained = on_link_drained,
-                .drained_arg = e,
+                .drained_arg = e, .push = edge_cache_pushed, .push_arg = o,
             };
             o->link[role] = elink_create(e->base, &lo);
             if (o->link[role] == NULL)
@@ -453,7 +457,7 @@ void edge_data_reload(struct edge *e, const struct cfg *cfg)
     if (e->router != NULL)
         router_set_config(e->router, cfg);
     for (int g = 0; g < e->nowners; g++)
-        for (int role = 0; role < 2; role++)
+        for (int role = 0; role < 3; role++)
             if (e->owners[g].link[role] != NULL)
                 elink_set_timeout(e->owners[g].link[role], cfg->write_timeout_ms);
 }
@@ -464,7 +468,7 @@ void edge_data_teardown(struct edge *e)
         event_free(e->stats_poll);
     e->stats_poll = NULL;
     for (int g = 0; e->owners != NULL && g < e->nowners; g++)
-        for (int role = 0; role < 2; role++)
+        for (int role = 0; role < 3; role++)
             elink_destroy(&e->owners[g].link[role]);
     free(e->owners);
     e->owners = NULL;

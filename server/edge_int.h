@@ -58,7 +58,7 @@ struct owner_ref {
     struct edge *e;
     enum cfg_pool pool;
     int index;
-    struct elink *link[2];        /* [WIRE_ROLE_READ], [WIRE_ROLE_WRITE] */
+    struct elink *link[3];        /* [WIRE_ROLE_READ], [WIRE_ROLE_WRITE], [WIRE_ROLE_PUSH] */
     int64_t stats[OSTAT_COUNT];
     int64_t stats_at_ms;          /* 0 = never answered */
     int stats_inflight;
@@ -95,6 +95,11 @@ struct edge {
     struct flight *flights[EDGE_FLIGHT_BUCKETS];
     struct flight *free_flights;
     struct hkv_buf scratch;       /* encoding helpers' temporary space */
+
+    /* the colo cache (edge_cache.c) */
+    struct cache *cache;          /* NULL: every read asks the owner */
+    uint64_t lock_seq;            /* refresh-lock tokens */
+    struct hkv_buf cval;          /* a looked-up value, copied out of the segment */
 };
 
 /* A reply slot: a request whose reply must wait for the ones before it. */
@@ -114,6 +119,7 @@ struct conn {
     struct hkv_buf out;
     struct resp_parser parser;
     int proto;                    /* 2 or 3 */
+    int meta;                     /* CLIENT META ON: RESP3 attributes on reads */
     int close_after_write;
     int64_t created_ms;
     int64_t last_ms;              /* last byte received */
@@ -293,6 +299,18 @@ const char *pool_name(enum cfg_pool p);
 /* Writes an error reply now (before an op exists). */
 void reply_error(struct conn *c, const char *text);
 int64_t edge_unix_ms(void);
+
+/* edge_cache.c */
+int edge_cache_setup(struct edge *e);
+uint64_t edge_cache_token(struct edge *e);
+int64_t edge_lock_ttl(const struct edge *e);
+/* Fills the segment from an owner's answer to a fetch (VALUE / NOTFOUND). */
+void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct route *rt,
+                     const struct wire_msg *m);
+/* After this edge's write was answered: store the new value or invalidate. */
+void edge_cache_wrote(struct op *op, struct oreq *r, const struct wire_msg *m);
+/* A push from an owner (elink push callback; arg is the owner_ref). */
+void edge_cache_pushed(void *arg, const struct wire_msg *m);
 
 /* edge_read.c */
 void edge_flights_teardown(struct edge *e);

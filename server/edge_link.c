@@ -45,6 +45,8 @@ struct elink {
     size_t max_frame;
     elink_drained_fn drained;
     void *drained_arg;
+    elink_push_fn push;
+    void *push_arg;
 
     enum link_state state;
     int fd;
@@ -276,7 +278,9 @@ static void dispatch(struct elink *l, const struct wire_msg *m)
         if (m->type == WIRE_ERROR)
             log_warning("owner link %s: owner says: %.*s", l->name, (int)m->u.error.text.len,
                         m->u.error.text.p);
-        return; /* push kinds are not expected on request links */
+        else if (wire_is_push(m->type) && l->push != NULL)
+            l->push(l->push_arg, m);
+        return;
     }
     struct pend p;
     if (take(l, m->id, &p))
@@ -320,7 +324,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         struct wire_msg m;
         const char *why = NULL;
         rc = wire_decode(&l->dec, payload, plen, &m, &why);
-        if (rc != HKV_OK || !wire_is_reply(m.type)) {
+        if (rc != HKV_OK || (!wire_is_reply(m.type) && !wire_is_push(m.type))) {
             char msg[128];
             snprintf(msg, sizeof(msg), "malformed reply: %s", why != NULL ? why : "not a reply");
             link_break(l, msg);
@@ -427,6 +431,8 @@ struct elink *elink_create(struct event_base *base, const struct elink_opts *o)
     l->max_frame = o->max_frame;
     l->drained = o->drained;
     l->drained_arg = o->drained_arg;
+    l->push = o->push;
+    l->push_arg = o->push_arg;
     l->backoff_ms = ELINK_BACKOFF_MIN_MS;
     l->ring = calloc(RING_MIN, sizeof(*l->ring));
     l->mask = RING_MIN - 1;

@@ -48,17 +48,22 @@ struct elink;
 
 typedef void (*elink_cb)(void *arg, int status, const struct wire_msg *m);
 typedef void (*elink_drained_fn)(struct elink *l, void *arg);
+/* A PUSH or INVALIDATE (id 0) arrived on a push link; m is valid only
+ * during the call. */
+typedef void (*elink_push_fn)(void *arg, const struct wire_msg *m);
 
 struct elink_opts {
     const char *path;         /* the owner's Unix socket */
     const char *name;         /* "hot/0 write" for logs */
     uint32_t edge_id;
     const char *colo;
-    uint8_t role;             /* WIRE_ROLE_READ or WIRE_ROLE_WRITE */
+    uint8_t role;             /* WIRE_ROLE_READ, WIRE_ROLE_WRITE or WIRE_ROLE_PUSH */
     int64_t timeout_ms;
     size_t max_frame;
     elink_drained_fn drained;
     void *drained_arg;
+    elink_push_fn push;       /* push links: what to do with a push */
+    void *push_arg;
 };
 
 /* A link that starts connecting at once.  NULL on allocation failure. */

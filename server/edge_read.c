@@ -1,43 +1,60 @@
 /*
- * edge_read.c - the read commands, until the colo cache exists: GET, MGET,
- * EXISTS, STRLEN, TYPE, TTL, PTTL go to the key's owner on its READ link.
+ * edge_read.c - the read commands.  Every one of them goes through the colo
+ * cache (edge_cache.c, server/cache.h); no read reaches an owner behind the
+ * cache's back.
  *
- * Single-flight: a single-key GET (and STRLEN, TYPE, one-key EXISTS, which
- * need the same answer) joins a GET of the same key already in flight from
- * this process instead of asking the owner again; every waiter is answered
- * from the one reply.  A flight is keyed by the routing hash, which the route
- * computes anyway, and comes from a freelist.
+ * One key (GET, STRLEN, TYPE, EXISTS of one key, TTL, PTTL, GETEX without
+ * options):
+ *   fresh in the segment   answered from it, no owner call;
+ *   stale but kept         answered from it now; whichever edge of the colo
+ *                          takes the key's refresh lock refreshes it in the
+ *                          background, the others go on serving it stale;
+ *   missing                one fetch per key per edge (a flight: every reader
+ *                          of the key in this process waits on it) and per
+ *                          colo (the refresh lock: an edge that does not get it
+ *                          polls the segment for the other edge's result).  A
+ *                          reader waits at most miss-wait; then it gets its
+ *                          class's on-timeout answer (degrade: the "no value"
+ *                          reply, counted; error: -TRYAGAIN) while the fetch
+ *                          goes on and fills the segment.
  *
- * Order within one client: reads and writes travel on different links, so a
- * client that pipelines "SET k v; GET k" could see its GET overtake its SET.
- * While a client has a write in flight, its reads therefore go on the WRITE
- * link, behind its writes, and do not join flights.
- *
- * Reads are never retried: an owner that does not answer within write-timeout
- * gets the client "-TRYAGAIN owner <pool>/<n> did not answer".
+ * Order within one client: a client that pipelines "SET k v; GET k" must see
+ * its write.  While a client has a write in flight, its reads of one key go
+ * to the owner on the WRITE link, behind its writes (the one case where a
+ * read does not look at the segment first, because the segment cannot yet
+ * hold that client's write).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/edge_int.h"
 
+#define COLO_POLL_MS 2
+
 struct flight {
     struct flight *hnext;
     struct edge *e;
     uint64_t hash;
     struct hkv_buf key;
+    struct route rt;
     struct owner_ref *owner;
     struct op *waiters, *wtail;
+    struct event timer;           /* the next waiter's miss-wait, or a colo poll */
+    int timer_init;
     int moved;
     int linked;
+    int fetching;                 /* a request to the owner is in flight */
+    uint64_t token;               /* the colo refresh lock we hold, 0 = none */
+    int64_t poll_until;           /* colo wait: stop polling then */
 };
 
 /* Writes one key's answer in the form its command wants. */
-static void render_one(struct op *op, struct hkv_buf *out, int found, const char *v, size_t n)
+static void render(enum cmd_id cmd, int proto, struct hkv_buf *out, int found, const char *v,
+                   size_t n, int64_t expire_at)
 {
-    int proto = op->c->proto;
-    switch (op->cmd) {
+    switch (cmd) {
     case CMD_GET:
+    case CMD_GETEX:
         if (found)
             resp_add_bulk(out, v, n);
         else
@@ -49,9 +66,59 @@ static void render_one(struct op *op, struct hkv_buf *out, int found, const char
     case CMD_TYPE:
         resp_add_simple(out, found ? "string" : "none");
         break;
+    case CMD_TTL:
+    case CMD_PTTL: {
+        int64_t ms = !found ? -2 : expire_at == 0 ? -1 : expire_at - edge_unix_ms();
+        if (found && expire_at != 0 && ms < 0)
+            ms = 0;
+        if (cmd == CMD_TTL && ms >= 0)
+            ms = (ms + 500) / 1000; /* Redis rounds */
+        resp_add_int(out, ms);
+        break;
+    }
     default: /* EXISTS of one key */
         resp_add_int(out, found ? 1 : 0);
         break;
+    }
+}
+
+/* CLIENT META ON, RESP3 only: an attribute before the reply saying how old
+ * the value is, its stamp, and whether it was served stale or degraded.
+ * Everyone else sees plain Redis replies. */
+static void meta(const struct conn *c, struct hkv_buf *out, int64_t age_ms, hkv_stamp stamp,
+                 int stale, int degraded)
+{
+    if (!c->meta || c->proto != 3)
+        return;
+    resp_add_attr(out, 4);
+    resp_add_bulk_str(out, "age_ms");
+    resp_add_int(out, age_ms < 0 ? 0 : age_ms);
+    resp_add_bulk_str(out, "stamp");
+    resp_add_int(out, (int64_t)stamp);
+    resp_add_bulk_str(out, "stale");
+    resp_add_bool(out, 3, stale);
+    resp_add_bulk_str(out, "degraded");
+    resp_add_bool(out, 3, degraded);
+}
+
+static void render_one(struct op *op, struct hkv_buf *out, int found, const char *v, size_t n,
+                       int64_t expire_at)
+{
+    render(op->cmd, op->c->proto, out, found, v, n, expire_at);
+}
+
+/* The answer a reader gets when the owner cannot answer in time. */
+static void timeout_answer(struct op *op, struct hkv_buf *out, const struct flight *f)
+{
+    struct edge *e = op->e;
+    if (f->rt.cls->on_timeout == CFG_ONTO_DEGRADE) {
+        if (e->cache != NULL)
+            cache_count(e->cache, CACHE_CTR_degraded_replies, 1);
+        meta(op->c, out, 0, 0, 0, 1);
+        render_one(op, out, 0, NULL, 0, 0);
+    } else {
+        resp_add_errorf(out, "TRYAGAIN owner %s/%d did not answer within miss-wait",
+                        pool_name(f->owner->pool), f->owner->index);
     }
 }
 
@@ -76,6 +143,12 @@ static void flight_unlink(struct flight *f)
 static void flight_free(struct flight *f)
 {
     struct edge *e = f->e;
+    flight_unlink(f);
+    if (f->timer_init)
+        evtimer_del(&f->timer);
+    if (f->token != 0 && e->cache != NULL)
+        cache_unlock(e->cache, f->hash, f->token);
+    f->token = 0;
     buf_reset(&f->key);
     buf_shrink(&f->key, 1024);
     f->hnext = e->free_flights;
@@ -83,6 +156,7 @@ static void flight_free(struct flight *f)
 }
 
 static void flight_cb(void *arg, int status, const struct wire_msg *m);
+static void flight_timer(evutil_socket_t fd, short what, void *arg);
 
 static int flight_send(struct flight *f)
 {
@@ -92,13 +166,43 @@ static int flight_send(struct flight *f)
     struct wire_slice k = wire_slice(buf_head(&f->key), buf_unread(&f->key));
     if (wire_put_get(b, id, &k, 1) != HKV_OK || elink_commit(l, id, flight_cb, f) != HKV_OK)
         return -1;
+    f->fetching = 1;
+    if (f->e->cache != NULL)
+        cache_count(f->e->cache, CACHE_CTR_cache_refreshes, 1);
     return 0;
 }
 
-/* Answers every waiter; m NULL with an error text, or the owner's answer. */
-static void flight_answer(struct flight *f, const struct wire_msg *m, const char *err)
+static void arm(struct flight *f, int64_t at)
 {
-    flight_unlink(f);
+    int64_t ms = at - board_now_ms();
+    if (ms < 0)
+        ms = 0;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(&f->timer, &tv);
+}
+
+/* Re-arms the timer for the earliest waiter deadline (and colo polling). */
+static void rearm(struct flight *f)
+{
+    int64_t at = INT64_MAX;
+    if (f->waiters != NULL)
+        at = f->waiters->start_ms + f->e->ctx->cfg->miss_wait_ms;
+    if (!f->fetching && f->poll_until > 0) {
+        int64_t poll = board_now_ms() + COLO_POLL_MS;
+        if (poll < at)
+            at = poll;
+    }
+    if (at == INT64_MAX)
+        evtimer_del(&f->timer);
+    else
+        arm(f, at);
+}
+
+/* Answers every waiter from an owner message, an error text, or (both NULL)
+ * with the class's timeout answer; then frees the flight unless a fetch is
+ * still out (a background fill). */
+static void answer_waiters(struct flight *f, const struct wire_msg *m, const char *err)
+{
     struct op *op = f->waiters;
     f->waiters = f->wtail = NULL;
     while (op != NULL) {
@@ -107,10 +211,15 @@ static void flight_answer(struct flight *f, const struct wire_msg *m, const char
         if (out != NULL) {
             if (err != NULL) {
                 resp_add_error(out, err);
+            } else if (m == NULL) {
+                timeout_answer(op, out, f);
             } else if (m->type == WIRE_VALUE) {
-                render_one(op, out, 1, m->u.value.value.p, m->u.value.value.len);
+                meta(op->c, out, 0, m->u.value.stamp, 0, 0);
+                render_one(op, out, 1, m->u.value.value.p, m->u.value.value.len,
+                           (int64_t)m->u.value.expire_ms);
             } else if (m->type == WIRE_NOTFOUND) {
-                render_one(op, out, 0, NULL, 0);
+                meta(op->c, out, 0, 0, 0, 0);
+                render_one(op, out, 0, NULL, 0, 0);
             } else if (m->type == WIRE_ERROR) {
                 buf_append(out, "-", 1);
                 buf_append(out, m->u.error.text.p, m->u.error.text.len);
@@ -122,18 +231,16 @@ static void flight_answer(struct flight *f, const struct wire_msg *m, const char
         op_finish(op);
         op = next;
     }
-    flight_free(f);
 }
 
 static void flight_cb(void *arg, int status, const struct wire_msg *m)
 {
     struct flight *f = arg;
     struct edge *e = f->e;
-    char err[128];
+    f->fetching = 0;
     if (status != HKV_OK) {
-        snprintf(err, sizeof(err), "TRYAGAIN owner %s/%d did not answer", pool_name(f->owner->pool),
-                 f->owner->index);
-        flight_answer(f, NULL, err);
+        answer_waiters(f, NULL, NULL); /* the owner cannot answer: class's timeout answer */
+        flight_free(f);
         return;
     }
     if (m->type == WIRE_VALUE)
@@ -151,12 +258,84 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
         }
     }
     if (m->type == WIRE_MOVED) {
+        char err[128];
         snprintf(err, sizeof(err), "TRYAGAIN owner %s/%d moved the key", pool_name(f->owner->pool),
                  f->owner->index);
-        flight_answer(f, NULL, err);
+        answer_waiters(f, NULL, err);
+        flight_free(f);
         return;
     }
-    flight_answer(f, m, NULL);
+    if (m->type == WIRE_VALUE || m->type == WIRE_NOTFOUND)
+        edge_cache_fill(e, buf_head(&f->key), buf_unread(&f->key), &f->rt, m);
+    answer_waiters(f, m, NULL);
+    flight_free(f);
+}
+
+/* Colo wait: another edge holds the key's refresh lock.  Answers waiters
+ * from the segment once that edge has filled it, or takes the lock over if
+ * it was released or expired without a fill.  Returns 1 if the flight ended. */
+static int colo_poll(struct flight *f)
+{
+    struct edge *e = f->e;
+    struct cache_hit hit;
+    int64_t now = board_now_ms();
+    if (cache_get(e->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cval,
+                  &hit) == HKV_OK &&
+        !(hit.expire_at != 0 && hit.expire_at <= edge_unix_ms())) {
+        struct op *op = f->waiters;
+        f->waiters = f->wtail = NULL;
+        while (op != NULL) {
+            struct op *next = op->next;
+            struct hkv_buf *out = op_out(op);
+            if (out != NULL) {
+                meta(op->c, out, now - hit.stored_at, hit.stamp, now >= hit.fresh_until, 0);
+                render_one(op, out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval),
+                           hit.expire_at);
+            }
+            op_finish(op);
+            op = next;
+        }
+        flight_free(f);
+        return 1;
+    }
+    uint64_t token = edge_cache_token(e);
+    if (cache_lock(e->cache, f->hash, token, now, edge_lock_ttl(e))) {
+        f->token = token;
+        f->poll_until = 0;
+        if (flight_send(f) != 0) {
+            answer_waiters(f, NULL, "ERR out of memory");
+            flight_free(f);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void flight_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct flight *f = arg;
+    int64_t now = board_now_ms();
+    int64_t wait = f->e->ctx->cfg->miss_wait_ms;
+    /* Readers past miss-wait get their class's timeout answer now. */
+    while (f->waiters != NULL && f->waiters->start_ms + wait <= now) {
+        struct op *op = f->waiters;
+        f->waiters = op->next;
+        if (f->waiters == NULL)
+            f->wtail = NULL;
+        struct hkv_buf *out = op_out(op);
+        if (out != NULL)
+            timeout_answer(op, out, f);
+        op_finish(op);
+    }
+    if (!f->fetching && f->poll_until > 0) {
+        if (colo_poll(f))
+            return;
+        if (f->waiters == NULL && now >= f->poll_until) {
+            flight_free(f); /* nobody waits and the other edge fills the segment */
+            return;
+        }
+    }
+    rearm(f);
 }
 
 void edge_flights_teardown(struct edge *e)
@@ -165,6 +344,8 @@ void edge_flights_teardown(struct edge *e)
         while (e->flights[i] != NULL) {
             struct flight *f = e->flights[i];
             e->flights[i] = f->hnext;
+            if (f->timer_init)
+                evtimer_del(&f->timer);
             buf_deinit(&f->key);
             free(f);
         }
@@ -177,6 +358,58 @@ void edge_flights_teardown(struct edge *e)
     }
 }
 
+/* Starts a flight for key (not yet in flight here).  With the colo cache, it
+ * fetches only if it gets the key's refresh lock; otherwise it waits for the
+ * edge that has it.  NULL on allocation failure. */
+static struct flight *flight_start(struct edge *e, const struct resp_slice *key,
+                                   const struct route *rt, struct owner_ref *o, int background)
+{
+    struct flight *f = e->free_flights;
+    if (f != NULL)
+        e->free_flights = f->hnext;
+    else if ((f = calloc(1, sizeof(*f))) == NULL)
+        return NULL;
+    if (!f->timer_init) {
+        evtimer_assign(&f->timer, e->base, flight_timer, f);
+        f->timer_init = 1;
+    }
+    f->e = e;
+    f->hash = rt->hash;
+    f->rt = *rt;
+    f->owner = o;
+    f->moved = f->fetching = 0;
+    f->token = 0;
+    f->poll_until = 0;
+    f->waiters = f->wtail = NULL;
+    if (buf_append(&f->key, key->p, key->len) != HKV_OK) {
+        flight_free(f);
+        return NULL;
+    }
+    f->hnext = *bucket(e, rt->hash);
+    *bucket(e, rt->hash) = f;
+    f->linked = 1;
+    if (e->cache != NULL) {
+        uint64_t token = edge_cache_token(e);
+        int64_t now = board_now_ms();
+        if (!cache_lock(e->cache, rt->hash, token, now, edge_lock_ttl(e))) {
+            cache_count(e->cache, CACHE_CTR_cache_refresh_lock_waits, 1);
+            if (background) {
+                flight_free(f); /* another edge refreshes it: keep serving stale */
+                return NULL;
+            }
+            f->poll_until = now + e->ctx->cfg->miss_wait_ms;
+            rearm(f);
+            return f;
+        }
+        f->token = token;
+    }
+    if (flight_send(f) != 0) {
+        flight_free(f);
+        return NULL;
+    }
+    return f;
+}
+
 /* ---- single-key reads ------------------------------------------------------ */
 
 static void one_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
@@ -185,9 +418,10 @@ static void one_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
     if (out == NULL)
         return;
     if (m->type == WIRE_VALUE)
-        render_one(op, out, 1, m->u.value.value.p, m->u.value.value.len);
+        render_one(op, out, 1, m->u.value.value.p, m->u.value.value.len,
+                   (int64_t)m->u.value.expire_ms);
     else if (m->type == WIRE_NOTFOUND)
-        render_one(op, out, 0, NULL, 0);
+        render_one(op, out, 0, NULL, 0, 0);
     else
         resp_add_error(out, "ERR unexpected answer from the owner");
 }
@@ -197,8 +431,46 @@ static void finish(struct op *op)
     op_finish(op);
 }
 
-/* GET, STRLEN, TYPE and one-key EXISTS. */
-static void read_one(struct conn *c, enum cmd_id cmd, const struct resp_slice *key)
+/* Answers from the segment if it can.  Returns 1 when answered. */
+static int from_cache(struct conn *c, enum cmd_id cmd, const struct resp_slice *key,
+                      const struct route *rt, struct owner_ref *o)
+{
+    struct edge *e = c->e;
+    struct cache_hit hit;
+    int64_t now = board_now_ms();
+    cache_sketch_read(e->cache, key->p, key->len, rt->hash, now);
+    if (cache_get(e->cache, key->p, key->len, rt->hash, now, &e->cval, &hit) != HKV_OK) {
+        cache_count(e->cache, CACHE_CTR_cache_misses, 1);
+        return 0;
+    }
+    if (hit.expire_at != 0 && hit.expire_at <= edge_unix_ms()) {
+        cache_count(e->cache, CACHE_CTR_cache_misses, 1); /* the key itself expired */
+        return 0;
+    }
+    int stale = now >= hit.fresh_until;
+    cache_count(e->cache,
+                hit.negative ? CACHE_CTR_cache_negative_hits
+                             : stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits,
+                1);
+    /* Answered synchronously: c->out is already this command's place in the
+     * client's reply order (dispatch points it at a slot when needed). */
+    meta(c, &c->out, now - hit.stored_at, hit.stamp, stale, 0);
+    render(cmd, c->proto, &c->out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval),
+           hit.expire_at);
+    if (stale) {
+        /* Stale: one edge of the colo refreshes it; the others keep serving. */
+        struct flight *f = *bucket(e, rt->hash);
+        while (f != NULL && !(f->hash == rt->hash && buf_unread(&f->key) == key->len &&
+                              memcmp(buf_head(&f->key), key->p, key->len) == 0))
+            f = f->hnext;
+        if (f == NULL)
+            flight_start(e, key, rt, o, 1);
+    }
+    return 1;
+}
+
+/* GET, STRLEN, TYPE, one-key EXISTS, TTL, PTTL and GETEX without options. */
+void edge_read_one(struct conn *c, enum cmd_id cmd, const struct resp_slice *key)
 {
     struct edge *e = c->e;
     if (c->writes_inflight > 0) {
@@ -221,98 +493,52 @@ static void read_one(struct conn *c, enum cmd_id cmd, const struct resp_slice *k
         reply_error(c, "ERR no owner serves this key's pool");
         return;
     }
+    if (e->cache != NULL && from_cache(c, cmd, key, &rt, o))
+        return;
     struct flight *f = *bucket(e, rt.hash);
     while (f != NULL && !(f->hash == rt.hash && buf_unread(&f->key) == key->len &&
                           memcmp(buf_head(&f->key), key->p, key->len) == 0))
         f = f->hnext;
-    int fresh = f == NULL;
-    if (fresh) {
-        f = e->free_flights;
-        if (f != NULL)
-            e->free_flights = f->hnext;
-        else if ((f = calloc(1, sizeof(*f))) == NULL) {
-            reply_error(c, "ERR out of memory");
-            return;
-        }
-        f->e = e;
-        f->hash = rt.hash;
-        f->owner = o;
-        f->moved = 0;
-        f->waiters = f->wtail = NULL;
-        if (buf_append(&f->key, key->p, key->len) != HKV_OK || flight_send(f) != 0) {
-            flight_free(f);
-            reply_error(c, "ERR out of memory");
-            return;
-        }
-        f->hnext = *bucket(e, rt.hash);
-        *bucket(e, rt.hash) = f;
-        f->linked = 1;
+    if (f == NULL && (f = flight_start(e, key, &rt, o, 0)) == NULL) {
+        reply_error(c, "ERR out of memory");
+        return;
     }
     struct op *op = op_new(c, cmd, 0);
     if (op == NULL)
         return; /* the flight goes on for its other waiters, or alone */
+    op->start_ms = board_now_ms();
     op->next = NULL;
     if (f->wtail)
         f->wtail->next = op;
     else
         f->waiters = op;
     f->wtail = op;
+    rearm(f);
 }
 
 void edge_cmd_get(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    read_one(c, CMD_GET, &argv[1]);
+    edge_read_one(c, CMD_GET, &argv[1]);
 }
 
 void edge_cmd_strlen(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    read_one(c, CMD_STRLEN, &argv[1]);
+    edge_read_one(c, CMD_STRLEN, &argv[1]);
 }
 
 void edge_cmd_type(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    read_one(c, CMD_TYPE, &argv[1]);
-}
-
-/* ---- TTL, PTTL -------------------------------------------------------------- */
-
-static void ttl_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
-{
-    struct hkv_buf *out = op_out(op);
-    if (out == NULL)
-        return;
-    if (m->type != WIRE_INT) {
-        resp_add_error(out, "ERR unexpected answer from the owner");
-        return;
-    }
-    int64_t ms = m->u.integer.value;
-    if (op->cmd == CMD_TTL && ms >= 0)
-        ms = (ms + 500) / 1000; /* Redis rounds */
-    resp_add_int(out, ms);
-}
-
-static void ttl(struct conn *c, enum cmd_id cmd, const struct resp_slice *key)
-{
-    struct op *op = op_new(c, cmd, 0);
-    if (op == NULL)
-        return;
-    op->answer = ttl_answer;
-    op->done = finish;
-    if (op_copy_keys(op, 1, key, 1, NULL) != 0 || op_single(op, WIRE_TTL, WIRE_ROLE_READ) == NULL) {
-        op_finish_error(op);
-        return;
-    }
-    op_start(op);
+    edge_read_one(c, CMD_TYPE, &argv[1]);
 }
 
 void edge_cmd_ttl(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    ttl(c, CMD_TTL, &argv[1]);
+    edge_read_one(c, CMD_TTL, &argv[1]);
 }
 
 void edge_cmd_pttl(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    ttl(c, CMD_PTTL, &argv[1]);
+    edge_read_one(c, CMD_PTTL, &argv[1]);
 }
 
 /* ---- MGET, EXISTS ----------------------------------------------------------- */
@@ -332,6 +558,29 @@ static int item(const struct wire_msg *m, uint32_t i, struct wire_slice *v)
     return 0;
 }
 
+/* Fills the segment from one owner's answer to a multi-key GET. */
+static void fill_items(struct op *op, struct oreq *r, const struct wire_msg *m)
+{
+    struct edge *e = op->e;
+    if (e->cache == NULL)
+        return;
+    for (uint32_t i = 0; i < r->nk; i++) {
+        const struct wire_slice *k = &op->keys[op->kidx[r->k0 + i]];
+        struct route rt;
+        router_route(e->router, k->p, k->len, &rt);
+        struct wire_msg one = {.type = WIRE_NOTFOUND};
+        if (m->type == WIRE_VALUE) {
+            one = *m;
+        } else if (m->type == WIRE_VALUES && m->u.values.items[i].found) {
+            one.type = WIRE_VALUE;
+            one.u.value.value = m->u.values.items[i].value;
+            one.u.value.stamp = m->u.values.items[i].stamp;
+            one.u.value.expire_ms = m->u.values.items[i].expire_ms;
+        }
+        edge_cache_fill(e, k->p, k->len, &rt, &one);
+    }
+}
+
 static int shape_ok(const struct oreq *r, const struct wire_msg *m)
 {
     if (m->type == WIRE_VALUES)
@@ -346,6 +595,7 @@ static void mget_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
                  r->owner->index);
         return;
     }
+    fill_items(op, r, m);
     if (op->nreqs == 1) {
         /* One owner holds every key: the reply is written straight away. */
         struct hkv_buf *out = op_out(op);
@@ -398,6 +648,7 @@ static void exists_answer(struct op *op, struct oreq *r, const struct wire_msg *
                  r->owner->index);
         return;
     }
+    fill_items(op, r, m);
     struct wire_slice v;
     for (uint32_t i = 0; i < r->nk; i++)
         op->acc += item(m, i, &v);
@@ -411,8 +662,77 @@ static void acc_done(struct op *op)
     op_finish(op);
 }
 
+/* MGET / EXISTS answered from the segment when every key is there (fresh,
+ * or stale within keep: those are refreshed in the background).  Otherwise
+ * the whole request goes to the owners and their answers fill the segment.
+ * Returns 1 when answered. */
+static int multi_from_cache(struct conn *c, enum cmd_id cmd, int n, const struct resp_slice *keys)
+{
+    struct edge *e = c->e;
+    struct { size_t off, len; int found, stale; uint64_t hash; } small[32], *k = small;
+    if (n > 32 && (k = malloc((size_t)n * sizeof(*k))) == NULL)
+        return 0;
+    struct hkv_buf *vals = &e->scratch;
+    buf_reset(vals);
+    int64_t now = board_now_ms(), unix_now = edge_unix_ms();
+    int ok = 1;
+    for (int i = 0; i < n && ok; i++) {
+        struct cache_hit hit;
+        k[i].hash = router_hash(keys[i].p, keys[i].len);
+        cache_sketch_read(e->cache, keys[i].p, keys[i].len, k[i].hash, now);
+        ok = cache_get(e->cache, keys[i].p, keys[i].len, k[i].hash, now, &e->cval, &hit) == HKV_OK &&
+             !(hit.expire_at != 0 && hit.expire_at <= unix_now) &&
+             buf_append(vals, buf_head(&e->cval), buf_unread(&e->cval)) == HKV_OK;
+        if (ok) {
+            k[i].found = !hit.negative;
+            k[i].len = buf_unread(&e->cval);
+            k[i].off = buf_unread(vals) - k[i].len;
+            k[i].stale = now >= hit.fresh_until;
+        }
+    }
+    if (!ok) {
+        cache_count(e->cache, CACHE_CTR_cache_misses, 1);
+        if (k != small)
+            free(k);
+        return 0;
+    }
+    int64_t found = 0;
+    if (cmd == CMD_MGET)
+        resp_add_array(&c->out, n);
+    for (int i = 0; i < n; i++) {
+        found += k[i].found;
+        cache_count(e->cache, !k[i].found ? CACHE_CTR_cache_negative_hits
+                              : k[i].stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits, 1);
+        if (cmd == CMD_MGET) {
+            if (k[i].found)
+                resp_add_bulk(&c->out, buf_head(vals) + k[i].off, k[i].len);
+            else
+                resp_add_null(&c->out, c->proto);
+        }
+    }
+    if (cmd == CMD_EXISTS)
+        resp_add_int(&c->out, found);
+    for (int i = 0; i < n; i++) {
+        if (!k[i].stale)
+            continue;
+        struct route rt;
+        struct owner_ref *o = edge_owner_of(e, keys[i].p, keys[i].len, &rt);
+        struct flight *f = *bucket(e, rt.hash);
+        while (f != NULL && !(f->hash == rt.hash && buf_unread(&f->key) == keys[i].len &&
+                              memcmp(buf_head(&f->key), keys[i].p, keys[i].len) == 0))
+            f = f->hnext;
+        if (o != NULL && f == NULL)
+            flight_start(e, &keys[i], &rt, o, 1);
+    }
+    if (k != small)
+        free(k);
+    return 1;
+}
+
 static void multi_read(struct conn *c, enum cmd_id cmd, int n, const struct resp_slice *keys)
 {
+    if (c->e->cache != NULL && c->writes_inflight == 0 && multi_from_cache(c, cmd, n, keys))
+        return;
     struct op *op = op_new(c, cmd, 0);
     if (op == NULL)
         return;
@@ -446,7 +766,7 @@ void edge_cmd_mget(struct conn *c, int argc, const struct resp_slice *argv)
 void edge_cmd_exists(struct conn *c, int argc, const struct resp_slice *argv)
 {
     if (argc == 2)
-        read_one(c, CMD_EXISTS, &argv[1]);
+        edge_read_one(c, CMD_EXISTS, &argv[1]);
     else
         multi_read(c, CMD_EXISTS, argc - 1, argv + 1);
 }

@@ -49,6 +49,7 @@ static void sec_server(struct hkv_buf *b, struct edge *e)
                "uptime_in_days:%lld\r\n"
                "config_generation:%llu\r\n"
                "config_reload_failures:%llu\r\n"
+               "colos:%d\r\n"
                "edge_workers:%d\r\n"
                "owners:%d\r\n"
                "hot_owners:%d\r\n"
@@ -56,11 +57,12 @@ static void sec_server(struct hkv_buf *b, struct edge *e)
                "\r\n",
                HOTKVD_VERSION, u.sysname, u.release, u.machine,
                (int)atomic_load_explicit(&bd->master_pid, memory_order_relaxed), (int)getpid(),
-               cfg->colo, cfg->port, (long long)up, (long long)up / 86400,
+               e->ctx->colo_name, cfg->port, (long long)up, (long long)up / 86400,
                (unsigned long long)atomic_load_explicit(&bd->config_generation, memory_order_relaxed),
                (unsigned long long)atomic_load_explicit(&bd->config_reload_failures,
                                                         memory_order_relaxed),
-               cfg->edge_workers, cfg->hot_owners + cfg->cold_owners, cfg->hot_owners,
+               cfg->colos, cfg->colos * cfg->edge_workers, cfg->hot_owners + cfg->cold_owners,
+               cfg->hot_owners,
                cfg->cold_owners);
 }
 
@@ -158,6 +160,48 @@ static void sec_keyspace(struct hkv_buf *b, struct edge *e)
     buf_printf(b, "\r\n");
 }
 
+static void sec_cache(struct hkv_buf *b, struct edge *e)
+{
+    struct cache_stats st;
+    buf_printf(b, "# Cache\r\n");
+    if (e->cache == NULL) {
+        buf_printf(b, "cache_enabled:0\r\n\r\n");
+        return;
+    }
+    cache_stats(e->cache, &st);
+    buf_printf(b, "cache_enabled:1\r\n");
+#define X(name) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[CACHE_CTR_##name]);
+    CACHE_COUNTERS(X)
+#undef X
+    buf_printf(b, "cache_used_memory:%llu\r\ncache_entries:%llu\r\ncache_capacity:%llu\r\n\r\n",
+               (unsigned long long)st.used_memory, (unsigned long long)st.entries,
+               (unsigned long long)st.capacity);
+}
+
+/* The five hottest keys of the colo, as measured by the sketch.  Keys are
+ * printed with anything outside printable ASCII as \xHH. */
+static void sec_hotkeys(struct hkv_buf *b, struct edge *e)
+{
+    buf_printf(b, "# Hotkeys\r\n");
+    if (e->cache != NULL) {
+        struct cache_hotkey hk[5];
+        int n = cache_hotkeys(e->cache, hk, 5, board_now_ms());
+        for (int i = 0; i < n; i++) {
+            buf_printf(b, "hotkey_%d:key=", i);
+            size_t len = hk[i].klen < sizeof(hk[i].key) ? hk[i].klen : sizeof(hk[i].key);
+            for (size_t j = 0; j < len; j++) {
+                unsigned char ch = (unsigned char)hk[i].key[j];
+                if (ch > ' ' && ch < 127 && ch != ',' && ch != '\\')
+                    buf_append(b, &hk[i].key[j], 1);
+                else
+                    buf_printf(b, "\\x%02x", ch);
+            }
+            buf_printf(b, ",reads_per_sec=%llu\r\n", (unsigned long long)hk[i].reads_per_sec);
+        }
+    }
+    buf_printf(b, "\r\n");
+}
+
 static const struct {
     const char *name;
     info_section_fn fn;
@@ -169,6 +213,8 @@ static const struct {
     {"owners", sec_owners, 1},
     {"processes", sec_processes, 0},
     {"keyspace", sec_keyspace, 1},
+    {"cache", sec_cache, 1},
+    {"hotkeys", sec_hotkeys, 1},
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 

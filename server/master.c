@@ -49,6 +49,7 @@ struct child {
     enum board_role role;
     enum cfg_pool pool;
     int index;
+    int colo;                 /* edges: which colo */
     int slot;
     pid_t pid;
     int ready;
@@ -64,6 +65,7 @@ struct master {
     struct cfg *cfg;
     struct event_base *base;
     struct board *board;
+    struct cache **caches;    /* one colo segment per colo, shared by its edges */
     int *listen_fds;
     size_t nlisten;
     struct child *children;
@@ -94,10 +96,21 @@ fail:
     return NULL;
 }
 
+void master_colo_name(const struct cfg *cfg, int k, char *buf, size_t len)
+{
+    if (cfg->colos <= 1)
+        snprintf(buf, len, "%s", cfg->colo);
+    else
+        snprintf(buf, len, "%s-%d", cfg->colo, k);
+}
+
 static const char *child_name(const struct child *c, const struct cfg *cfg, char *buf, size_t len)
 {
-    if (c->role == BOARD_EDGE)
-        snprintf(buf, len, "edge %s/%d", cfg->colo, c->index);
+    if (c->role == BOARD_EDGE) {
+        char colo[64];
+        master_colo_name(cfg, c->colo, colo, sizeof(colo));
+        snprintf(buf, len, "edge %.40s/%d", colo, c->index);
+    }
     else
         snprintf(buf, len, "owner %s/%d", c->pool == CFG_POOL_HOT ? "hot" : "cold", c->index);
     return buf;
@@ -130,11 +143,11 @@ static void announce(struct master *m)
     if (!m->announced_ready) {
         m->announced_ready = 1;
         log_notice("ready: %d edges and %d owners serving on %s (config generation %llu)",
-                   m->cfg->edge_workers, m->cfg->hot_owners + m->cfg->cold_owners, addr,
+                   m->cfg->colos * m->cfg->edge_workers, m->cfg->hot_owners + m->cfg->cold_owners, addr,
                    (unsigned long long)m->generation);
     }
     notify_sendf("READY=1\nSTATUS=serving on %s: %d edges, %d owners, config generation %llu",
-                 addr, m->cfg->edge_workers, m->cfg->hot_owners + m->cfg->cold_owners,
+                 addr, m->cfg->colos * m->cfg->edge_workers, m->cfg->hot_owners + m->cfg->cold_owners,
                  (unsigned long long)m->generation);
 }
 
@@ -228,10 +241,15 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
     if (c->role == BOARD_EDGE) {
         ctx.listen_fds = m->listen_fds;
         ctx.nlisten = m->nlisten;
+        ctx.cache = m->caches[c->colo];
+        ctx.colo_index = c->colo;
+        master_colo_name(m->cfg, c->colo, ctx.colo_name, sizeof(ctx.colo_name));
         code = edge_main(&ctx);
     } else {
         for (size_t i = 0; i < m->nlisten; i++)
             close(m->listen_fds[i]);
+        for (int k = 0; k < m->cfg->colos; k++)
+            cache_destroy(&m->caches[k]); /* owners never read a colo segment */
         ctx.owner_fds = &c->link_fd;
         ctx.nowner_fds = 1;
         code = owner_main(&ctx);
@@ -592,7 +610,7 @@ static int open_sockets(struct master *m, char *err, size_t len)
 static int build_children(struct master *m)
 {
     const struct cfg *cfg = m->cfg;
-    m->nchildren = cfg->edge_workers + cfg->hot_owners + cfg->cold_owners;
+    m->nchildren = cfg->colos * cfg->edge_workers + cfg->hot_owners + cfg->cold_owners;
     m->children = calloc((size_t)m->nchildren, sizeof(struct child));
     if (m->children == NULL)
         return -1;
@@ -603,8 +621,9 @@ static int build_children(struct master *m)
         for (int i = 0; i < n; i++, k++)
             m->children[k] = (struct child){.role = BOARD_OWNER, .pool = pool, .index = i};
     }
-    for (int i = 0; i < cfg->edge_workers; i++, k++)
-        m->children[k] = (struct child){.role = BOARD_EDGE, .index = i};
+    for (int colo = 0; colo < cfg->colos; colo++)
+        for (int i = 0; i < cfg->edge_workers; i++, k++)
+            m->children[k] = (struct child){.role = BOARD_EDGE, .index = i, .colo = colo};
     for (int i = 0; i < m->nchildren; i++) {
         struct child *c = &m->children[i];
         c->m = m;
@@ -645,6 +664,10 @@ static void teardown(struct master *m)
     if (m->base)
         event_base_free(m->base);
     board_destroy(&m->board);
+    if (m->caches != NULL)
+        for (int k = 0; k < m->cfg->colos; k++)
+            cache_destroy(&m->caches[k]);
+    free(m->caches);
 }
 
 int master_run(const struct master_opts *o, struct cfg *cfg)
@@ -679,6 +702,18 @@ int master_run(const struct master_opts *o, struct cfg *cfg)
         log_warning("cannot start: shared memory: %s", strerror(errno));
         goto out;
     }
+    struct cache_opts co = {.bytes = (size_t)cfg->cache_memory,
+                            .max_value = (size_t)cfg->cache_max_value,
+                            .hot_sample = 16};
+    m->caches = calloc((size_t)cfg->colos, sizeof(*m->caches));
+    if (m->caches == NULL)
+        goto out;
+    for (int k = 0; k < cfg->colos; k++)
+        if (cache_create(&co, &m->caches[k]) != HKV_OK) {
+            log_warning("cannot start: colo cache segment of %lld bytes: %s",
+                        (long long)cfg->cache_memory, strerror(errno));
+            goto out;
+        }
     atomic_store_explicit(&m->board->master_pid, getpid(), memory_order_relaxed);
     atomic_store_explicit(&m->board->config_generation, m->generation, memory_order_relaxed);
     struct timespec now;
@@ -704,9 +739,9 @@ int master_run(const struct master_opts *o, struct cfg *cfg)
         event_add(m->watchdog, &tv);
     }
 
-    log_notice("hotkvd %s starting: colo %s, %d edges, %d hot + %d cold owners, dir %s",
-               HOTKVD_VERSION, cfg->colo, cfg->edge_workers, cfg->hot_owners, cfg->cold_owners,
-               cfg->dir);
+    log_notice("hotkvd %s starting: %d colo(s) named %s, %d edges each, %d hot + %d cold owners, "
+               "dir %s", HOTKVD_VERSION, cfg->colos, cfg->colo, cfg->edge_workers, cfg->hot_owners,
+               cfg->cold_owners, cfg->dir);
     for (int i = 0; i < m->nchildren; i++)
         if (spawn(m, &m->children[i]) != 0)
             goto out;

@@ -21,6 +21,9 @@ struct master_opts {
 /* Builds and validates a config from opts.  A new cfg, or NULL with err. */
 struct cfg *master_load_config(const struct master_opts *o, struct cfg_error *err);
 
+/* The name of colo k: `colo` itself when there is one colo, else "<colo>-<k>". */
+void master_colo_name(const struct cfg *cfg, int k, char *buf, size_t len);
+
 /* Runs the daemon until it is stopped.  Returns the process exit code
  * (0 after an orderly stop, 1 when it could not start). */
 int master_run(const struct master_opts *o, struct cfg *cfg);

@@ -37,7 +37,8 @@ struct olink;
     X(owner_busy_rejects)         \
     X(owner_durable_timeouts)     \
     X(owner_disk_reads)           \
-    X(owner_protocol_errors)
+    X(owner_protocol_errors)      \
+    X(owner_pushes)
 
 struct owner_counters {
 #define X(name) uint64_t name;
@@ -88,6 +89,7 @@ struct owner {
     uint64_t next_batch_id;
     int ledger_inflight;          /* ledger batches submitted, not yet done */
     int durable_inflight;         /* durable batches submitted, not yet done */
+    int durable_orphans;          /* durable keys dirty with no waiter to flush them */
     struct owner_counters st;
     struct wire_decoder dec;
     int stopping;
@@ -101,10 +103,15 @@ struct olink {
     int closing;                  /* close once the output is written */
     uint8_t role;
     uint32_t edge_id;
+    char colo[64];                /* push links: the colo this edge serves */
     struct olink *prev, *next;
 };
 
 /* owner_link.c */
+/* After a write applied to key: sends its new state once per colo that has a
+ * push link (hot pool: PUSH with the value, or INVALIDATE if it is gone; cold
+ * pool: INVALIDATE), so colo caches see the write in milliseconds. */
+void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp);
 int olink_listen(struct owner *o, int fd);
 void olink_close(struct olink *l);
 void olink_close_all(struct owner *o);

@@ -226,6 +226,8 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
     struct hkv_buf reply = HKV_BUF_INIT;
     wire_put_ok(&reply, m->id, m->u.set.stamp, applied,
                 (m->u.set.flags & WIRE_SET_GET) && old.found ? &oldv : NULL);
+    if (rc == HKV_OK)
+        owner_push(o, key.p, key.len, m->u.set.stamp);
     finish_write(o, l, m->id, key, m->u.set.stamp, rc == HKV_OK, &reply);
 }
 
@@ -258,6 +260,7 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
         if (rc == HKV_OK) {
             o->st.owner_writes++;
             count += existed;
+            owner_push(o, m->u.del.keys[i].p, m->u.del.keys[i].len, m->u.del.stamp);
             if (owner_class(o, m->u.del.keys[i].p, m->u.del.keys[i].len)->durability ==
                 CFG_DUR_DURABLE) {
                 durable = 1;
@@ -300,6 +303,8 @@ static void op_incrby(struct owner *o, struct olink *l, const struct wire_msg *m
     }
     struct hkv_buf reply = HKV_BUF_INIT;
     wire_put_int(&reply, m->id, result);
+    if (rc == HKV_OK)
+        owner_push(o, key.p, key.len, m->u.incrby.stamp);
     finish_write(o, l, m->id, key, m->u.incrby.stamp, rc == HKV_OK, &reply);
 }
 
@@ -347,6 +352,8 @@ static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m
         return;
     struct hkv_buf reply = HKV_BUF_INIT;
     wire_put_int(&reply, m->id, rc == HKV_OK || rc == LEDGER_RETRY ? 1 : 0);
+    if (rc == HKV_OK)
+        owner_push(o, key.p, key.len, m->u.expire.stamp);
     finish_write(o, l, m->id, key, m->u.expire.stamp, rc == HKV_OK, &reply);
 }
 
@@ -363,6 +370,8 @@ static void op_persist(struct owner *o, struct olink *l, const struct wire_msg *
         return;
     struct hkv_buf reply = HKV_BUF_INIT;
     wire_put_int(&reply, m->id, (rc == HKV_OK && changed) || rc == LEDGER_RETRY ? 1 : 0);
+    if (rc == HKV_OK && changed)
+        owner_push(o, key.p, key.len, m->u.persist.stamp);
     finish_write(o, l, m->id, key, m->u.persist.stamp, rc == HKV_OK && changed, &reply);
 }
 

@@ -80,6 +80,13 @@ static void on_persist_tick(evutil_socket_t fd, short what, void *arg)
     struct owner *o = arg;
     if (o->ledger_inflight == 0)
         submit(o, 0);
+    /* Durable keys whose waiter gave up (timeout, failed commit) are still
+     * dirty, and interval batches never take durable keys: commit them here,
+     * at the interval's pace, so a failing disk is not retried in a loop. */
+    if (o->durable_orphans && o->durable_inflight == 0) {
+        o->durable_orphans = 0;
+        submit(o, 1);
+    }
 }
 
 static void on_flush_now(evutil_socket_t fd, short what, void *arg)
@@ -206,6 +213,8 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
         if (b->durable) {
             o->durable_inflight--;
             settle_waiters(o, b);
+            if (b->status != HKV_OK)
+                o->durable_orphans = 1; /* its keys stay dirty: retried by the tick */
         } else {
             o->ledger_inflight--;
         }
@@ -234,6 +243,7 @@ static void on_durable_tick(evutil_socket_t fd, short what, void *arg)
     while (*pp != NULL) {
         if ((*pp)->deadline_ms <= now) {
             o->st.owner_durable_timeouts++;
+            o->durable_orphans = 1; /* still dirty: the tick commits it later */
             fail_waiter(o, pp, HKV_ETIMEDOUT,
                         "TIMEOUT the durable write was not committed within durable-timeout");
         } else {

@@ -18,6 +18,7 @@
 
 #include "config/cfg.h"
 #include "server/board.h"
+#include "server/cache.h"
 
 struct worker_ctx {
     enum board_role role;
@@ -28,6 +29,9 @@ struct worker_ctx {
     struct board *board;
     int ctl_fd;             /* child end of the control socketpair */
     pid_t master_pid;
+    struct cache *cache;    /* edges: the colo segment (made by the master) */
+    int colo_index;         /* edges: which colo of this host */
+    char colo_name[64];     /* edges: its name, as owners and INFO see it */
     const int *listen_fds;  /* edges: the client listening sockets */
     size_t nlisten;
     const int *owner_fds;   /* owners: this owner's link listening socket (one) */

@@ -1,0 +1,1005 @@
+/*
+ * storm.c - the hot-key storm: a RESP load generator for hotkvd and Redis.
+ *
+ * One process, one epoll loop, non-blocking sockets, loopback only.  N reader
+ * connections each keep P GETs in flight (one key, or K keys drawn with a
+ * Zipf skew s, rank 0 being the hot key); one writer connection SETs the hot
+ * key every I ms and times each write from the moment its bytes go out to the
+ * moment its reply is parsed (CLOCK_MONOTONIC).  A write unanswered after T ms
+ * counts as a timeout; if its reply comes later it is also counted late and
+ * its real latency still enters the percentiles, so a stall shows in `max`
+ * instead of vanishing.  Against hotkvd, --info-owner-reads samples INFO's
+ * owner_reads (owners' STATS, polled by the edges every second) before and
+ * after the run and prints owner read calls per second.
+ *
+ * --load N is a loading mode for memory tests: SET KEY and KEY:1..KEY:N-1
+ * (the same names the K-key read mode uses) over the reader connections.
+ *
+ * Bounds: at most 10000 connections; the process stops at duration + 5 s
+ * whatever happens (each phase checks the deadline; an alarm backs it up).
+ * Output: one line per metric, then one machine-readable `STORM k=v ...` line.
+ * Requests are encoded and replies parsed with proto/resp.h; readers use a
+ * scanner for scalar replies and fall back to resp_parse_reply for the rest.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/buf.h"
+#include "proto/resp.h"
+
+#define MAX_CONNS 10000
+#define READ_CHUNK 65536
+#define RECONNECT_NS (100 * 1000000LL)
+#define CONNECT_PHASE_NS (1500 * 1000000LL)
+#define HARD_EXTRA_NS (5000 * 1000000LL)
+#define STATS_POLL_WAIT_MS 1200 /* hotkvd edges poll owners' STATS every 1 s */
+
+enum kind { K_READER, K_WRITER };
+enum phase { PH_CONNECT, PH_RUN, PH_DRAIN, PH_DONE };
+
+struct opts {
+    const char *host;
+    int port;
+    int readers;
+    int pipeline;
+    long keys;
+    double zipf;
+    double duration;
+    int write_interval_ms;
+    int write_timeout_ms;
+    int value_size;
+    const char *latency_log;
+    int info_owner_reads;
+    const char *key;
+    long load;
+};
+
+struct conn {
+    int fd;
+    enum kind kind;
+    int connected;
+    int inflight;
+    uint32_t ev;              /* epoll events currently registered */
+    int64_t retry_at;         /* reconnect time (ns) while fd < 0, 0 = none */
+    struct hkv_buf in;
+    struct hkv_buf out;
+};
+
+struct wrec {
+    int64_t sent;             /* ns since start */
+    int64_t lat;              /* ns; -1 pending, -2 lost (connection failed) */
+    int err;                  /* an error reply */
+    int late;                 /* answered after the timeout */
+};
+
+struct storm {
+    struct opts o;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    int ep;
+    enum phase phase;
+    int64_t t0, start, end, hard;
+    struct conn *conns;       /* readers, then the writer last */
+    int nconns;
+    int pending_reconnects;
+    /* keys */
+    double *cdf;              /* Zipf CDF over ranks, NULL for one key */
+    uint64_t rng;
+    struct hkv_buf hotreq;    /* pre-encoded GET of the hot key */
+    char *value;              /* value-size bytes, rewritten per write */
+    /* reader counters */
+    uint64_t r_ops, r_err, r_null, r_conn_err, r_other;
+    /* load mode */
+    long load_next, load_done;
+    uint64_t load_err;
+    /* writer */
+    struct wrec *w;
+    size_t w_n, w_cap, w_head;
+    uint64_t w_seq, w_timeouts, w_conn_err;
+    int64_t next_tick;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void die(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "storm: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    exit(2);
+}
+
+static void on_alarm(int sig)
+{
+    static const char msg[] = "storm: hard time limit passed, exiting\n";
+    (void)sig;
+    ssize_t r = write(2, msg, sizeof(msg) - 1);
+    (void)r;
+    _exit(3);
+}
+
+/* ---- address ---------------------------------------------------------------- */
+
+/* Fills s->addr from host/port; loopback only (127.0.0.0/8, ::1, localhost). */
+static void resolve(struct storm *s)
+{
+    const char *h = s->o.host;
+    memset(&s->addr, 0, sizeof(s->addr));
+    if (strcmp(h, "localhost") == 0)
+        h = "127.0.0.1";
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&s->addr;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&s->addr;
+    if (inet_pton(AF_INET, h, &a4->sin_addr) == 1) {
+        if ((ntohl(a4->sin_addr.s_addr) >> 24) != 127)
+            die("refusing non-loopback address %s (storm is for loopback only)", s->o.host);
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)s->o.port);
+        s->addrlen = sizeof(*a4);
+    } else if (inet_pton(AF_INET6, h, &a6->sin6_addr) == 1) {
+        if (!IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr))
+            die("refusing non-loopback address %s (storm is for loopback only)", s->o.host);
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)s->o.port);
+        s->addrlen = sizeof(*a6);
+    } else {
+        die("--host must be a numeric loopback address or localhost, not %s", s->o.host);
+    }
+}
+
+/* ---- keys and requests ------------------------------------------------------ */
+
+static uint64_t rng_next(struct storm *s)
+{
+    uint64_t x = s->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return s->rng = x;
+}
+
+static void zipf_setup(struct storm *s)
+{
+    if (s->o.keys <= 1)
+        return;
+    s->cdf = malloc(sizeof(double) * (size_t)s->o.keys);
+    if (s->cdf == NULL)
+        die("out of memory for %s keys", "the");
+    double sum = 0;
+    for (long i = 0; i < s->o.keys; i++) {
+        sum += 1.0 / pow((double)(i + 1), s->o.zipf);
+        s->cdf[i] = sum;
+    }
+    for (long i = 0; i < s->o.keys; i++)
+        s->cdf[i] /= sum;
+}
+
+static long zipf_rank(struct storm *s)
+{
+    double u = (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
+    long lo = 0, hi = s->o.keys - 1;
+    while (lo < hi) {
+        long mid = lo + (hi - lo) / 2;
+        if (s->cdf[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Rank 0 is the hot key itself; rank i > 0 is "KEY:i". */
+static void add_key(struct storm *s, struct hkv_buf *b, long rank)
+{
+    if (rank == 0) {
+        resp_add_bulk_str(b, s->o.key);
+        return;
+    }
+    char k[320];
+    int n = snprintf(k, sizeof(k), "%s:%ld", s->o.key, rank);
+    resp_add_bulk(b, k, (size_t)n);
+}
+
+static void add_get(struct storm *s, struct hkv_buf *b)
+{
+    if (s->cdf == NULL) {
+        buf_append(b, buf_head(&s->hotreq), buf_unread(&s->hotreq));
+        return;
+    }
+    resp_add_array(b, 2);
+    resp_add_bulk(b, "GET", 3);
+    add_key(s, b, zipf_rank(s));
+}
+
+static void fill_value(struct storm *s, const char *tag, uint64_t n)
+{
+    char head[48];
+    int len = snprintf(head, sizeof(head), "%s%llu:", tag, (unsigned long long)n);
+    memset(s->value, 'x', (size_t)s->o.value_size);
+    memcpy(s->value, head, (size_t)(len < s->o.value_size ? len : s->o.value_size));
+}
+
+static void add_set(struct storm *s, struct hkv_buf *b, long rank, const char *tag, uint64_t n)
+{
+    fill_value(s, tag, n);
+    resp_add_array(b, 3);
+    resp_add_bulk(b, "SET", 3);
+    add_key(s, b, rank);
+    resp_add_bulk(b, s->value, (size_t)s->o.value_size);
+}
+
+/* ---- replies ---------------------------------------------------------------- */
+
+/* The length of one reply at p[0..n): > 0 bytes, 0 incomplete, -1 malformed.
+ * *type is its first byte ('$' with *null set for a null bulk).  Scalars are
+ * scanned in place; aggregates and attributes go through resp_parse_reply. */
+static long scan_reply(const char *p, size_t n, char *type, int *null)
+{
+    if (n < 3)
+        return 0;
+    *type = p[0];
+    *null = 0;
+    const char *nl = memchr(p, '\n', n);
+    if (nl == NULL)
+        return n > 65536 ? -1 : 0;
+    size_t line = (size_t)(nl - p) + 1;
+    switch (p[0]) {
+    case '+': case '-': case ':': case ',': case '#': case '(':
+        return (long)line;
+    case '_':
+        *null = 1;
+        return (long)line;
+    case '$': {
+        if (p[1] == '-') {
+            *null = 1;
+            return (long)line;
+        }
+        long len = 0;
+        for (const char *q = p + 1; q < nl - 1; q++) {
+            if (*q < '0' || *q > '9' || len > (1L << 40))
+                return -1;
+            len = len * 10 + (*q - '0');
+        }
+        size_t total = line + (size_t)len + 2;
+        return total <= n ? (long)total : 0;
+    }
+    default: {
+        size_t used = 0;
+        struct resp_value *v = NULL;
+        int rc = resp_parse_reply(p, n, &used, &v);
+        if (rc == HKV_EAGAIN)
+            return 0;
+        if (rc != HKV_OK)
+            return -1;
+        *null = v->type == RESP_NULL;
+        *type = v->type == RESP_ERROR ? '-' : p[0];
+        resp_value_free(&v);
+        return (long)used;
+    }
+    }
+}
+
+/* ---- connections ------------------------------------------------------------- */
+
+static void ep_set(struct storm *s, struct conn *c, uint32_t ev)
+{
+    if (c->ev == ev)
+        return;
+    struct epoll_event e = {.events = ev, .data.ptr = c};
+    epoll_ctl(s->ep, EPOLL_CTL_MOD, c->fd, &e);
+    c->ev = ev;
+}
+
+static int conn_open(struct storm *s, struct conn *c)
+{
+    c->fd = socket(s->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0)
+        return -1;
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->connected = 0;
+    c->inflight = 0;
+    c->retry_at = 0;
+    buf_reset(&c->in);
+    buf_reset(&c->out);
+    if (connect(c->fd, (struct sockaddr *)&s->addr, s->addrlen) != 0 && errno != EINPROGRESS) {
+        close(c->fd);
+        c->fd = -1;
+        return -1;
+    }
+    c->ev = EPOLLOUT | EPOLLIN;
+    struct epoll_event e = {.events = c->ev, .data.ptr = c};
+    if (epoll_ctl(s->ep, EPOLL_CTL_ADD, c->fd, &e) != 0) {
+        close(c->fd);
+        c->fd = -1;
+        return -1;
+    }
+    return 0;
+}
+
+static void conn_fail(struct storm *s, struct conn *c, int64_t now)
+{
+    if (c->fd >= 0) {
+        epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+        close(c->fd);
+    }
+    c->fd = -1;
+    c->connected = 0;
+    if (c->kind == K_WRITER) {
+        s->w_conn_err++;
+        for (size_t i = s->w_head; i < s->w_n; i++)
+            s->w[i].lat = -2;
+        s->w_head = s->w_n;
+    } else {
+        s->r_conn_err++;
+        if (s->o.load > 0)
+            s->load_err += (uint64_t)c->inflight; /* those keys may be missing */
+    }
+    c->inflight = 0;
+    if (s->phase == PH_RUN || s->phase == PH_CONNECT) {
+        c->retry_at = now + RECONNECT_NS;
+        s->pending_reconnects++;
+    }
+}
+
+static void conn_flush(struct storm *s, struct conn *c, int64_t now)
+{
+    while (buf_unread(&c->out) > 0) {
+        ssize_t n = write(c->fd, buf_head(&c->out), buf_unread(&c->out));
+        if (n > 0) {
+            buf_consume(&c->out, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            ep_set(s, c, EPOLLIN | EPOLLOUT);
+            return;
+        }
+        conn_fail(s, c, now);
+        return;
+    }
+    buf_compact(&c->out);
+    ep_set(s, c, EPOLLIN);
+}
+
+/* ---- readers ------------------------------------------------------------------ */
+
+static int reader_may_send(struct storm *s, int64_t now)
+{
+    if (s->o.load > 0)
+        return s->load_next < s->o.load && now < s->hard;
+    return s->phase == PH_RUN && now < s->end;
+}
+
+static void reader_fill(struct storm *s, struct conn *c, int64_t now)
+{
+    while (c->inflight < s->o.pipeline && reader_may_send(s, now)) {
+        if (s->o.load > 0) {
+            long rank = s->load_next++;
+            add_set(s, &c->out, rank, "v", (uint64_t)rank);
+        } else {
+            add_get(s, &c->out);
+        }
+        c->inflight++;
+    }
+}
+
+static void reader_reply(struct storm *s, char type, int null, int64_t now)
+{
+    if (s->o.load > 0) {
+        s->load_done++;
+        if (type == '-')
+            s->load_err++;
+        return;
+    }
+    if (s->phase != PH_RUN || now >= s->end)
+        return;
+    s->r_ops++;
+    if (type == '-')
+        s->r_err++;
+    else if (null)
+        s->r_null++;
+    else if (type != '$')
+        s->r_other++;
+}
+
+/* ---- writer ------------------------------------------------------------------- */
+
+static void writer_send(struct storm *s, struct conn *c, int64_t now)
+{
+    if (s->w_n == s->w_cap) {
+        size_t cap = s->w_cap ? s->w_cap * 2 : 4096;
+        struct wrec *w = realloc(s->w, cap * sizeof(*w));
+        if (w == NULL)
+            return;
+        s->w = w;
+        s->w_cap = cap;
+    }
+    add_set(s, &c->out, 0, "w", ++s->w_seq);
+    struct wrec *r = &s->w[s->w_n++];
+    r->sent = now_ns() - s->start;
+    r->lat = -1;
+    r->err = 0;
+    r->late = 0;
+    c->inflight++;
+    conn_flush(s, c, now);
+}
+
+static void writer_reply(struct storm *s, struct conn *c, char type)
+{
+    c->inflight--;
+    if (s->w_head >= s->w_n)
+        return;
+    struct wrec *r = &s->w[s->w_head++];
+    r->lat = now_ns() - s->start - r->sent;
+    r->err = type == '-';
+    if (r->lat > (int64_t)s->o.write_timeout_ms * 1000000LL)
+        r->late = 1;
+}
+
+/* ---- the loop ----------------------------------------------------------------- */
+
+static void on_readable(struct storm *s, struct conn *c, int64_t now)
+{
+    for (int rounds = 0; rounds < 4; rounds++) {
+        if (buf_reserve(&c->in, READ_CHUNK, 0) != HKV_OK) {
+            conn_fail(s, c, now);
+            return;
+        }
+        ssize_t n = read(c->fd, buf_tail(&c->in), buf_room(&c->in));
+        if (n == 0) {
+            conn_fail(s, c, now);
+            return;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            conn_fail(s, c, now);
+            return;
+        }
+        c->in.len += (size_t)n;
+        if ((size_t)n < READ_CHUNK)
+            break;
+    }
+    while (buf_unread(&c->in) > 0) {
+        char type;
+        int null;
+        long used = scan_reply(buf_head(&c->in), buf_unread(&c->in), &type, &null);
+        if (used == 0)
+            break;
+        if (used < 0) {
+            conn_fail(s, c, now);
+            return;
+        }
+        buf_consume(&c->in, (size_t)used);
+        if (c->kind == K_WRITER) {
+            writer_reply(s, c, type);
+        } else {
+            c->inflight--;
+            reader_reply(s, type, null, now);
+        }
+    }
+    buf_compact(&c->in);
+    if (c->kind == K_READER) {
+        reader_fill(s, c, now);
+        conn_flush(s, c, now);
+    }
+}
+
+static void on_event(struct storm *s, struct conn *c, uint32_t ev, int64_t now)
+{
+    if (!c->connected) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if ((ev & (EPOLLERR | EPOLLHUP)) ||
+            getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+            conn_fail(s, c, now);
+            return;
+        }
+        c->connected = 1;
+        if (c->kind == K_READER && s->phase == PH_RUN)
+            reader_fill(s, c, now);
+        conn_flush(s, c, now);
+        return;
+    }
+    if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+        on_readable(s, c, now);
+        if (c->fd < 0)
+            return;
+    }
+    if (ev & EPOLLOUT)
+        conn_flush(s, c, now);
+}
+
+static void reconnect_due(struct storm *s, int64_t now)
+{
+    if (s->pending_reconnects == 0)
+        return;
+    for (int i = 0; i < s->nconns; i++) {
+        struct conn *c = &s->conns[i];
+        if (c->fd >= 0 || c->retry_at == 0 || c->retry_at > now)
+            continue;
+        s->pending_reconnects--;
+        if (conn_open(s, c) != 0) {
+            c->retry_at = now + RECONNECT_NS;
+            s->pending_reconnects++;
+        }
+    }
+}
+
+static struct conn *writer(struct storm *s)
+{
+    return s->o.write_interval_ms > 0 && s->o.load == 0 ? &s->conns[s->nconns - 1] : NULL;
+}
+
+/* Runs the loop until `until` (ns) or until done(s) is true. */
+static void loop(struct storm *s, int64_t until, int (*done)(struct storm *))
+{
+    struct epoll_event evs[256];
+    for (;;) {
+        int64_t now = now_ns();
+        if (now >= until || now >= s->hard || (done && done(s)))
+            return;
+        reconnect_due(s, now);
+        struct conn *w = writer(s);
+        int64_t wake = until;
+        if (s->phase == PH_RUN && w != NULL) {
+            if (now >= s->next_tick) {
+                if (w->connected)
+                    writer_send(s, w, now);
+                s->next_tick += (int64_t)s->o.write_interval_ms * 1000000LL;
+                if (s->next_tick < now)
+                    s->next_tick = now + (int64_t)s->o.write_interval_ms * 1000000LL;
+            }
+            if (s->next_tick < wake)
+                wake = s->next_tick;
+        }
+        if (s->pending_reconnects && now + RECONNECT_NS < wake)
+            wake = now + RECONNECT_NS;
+        int64_t left = wake - now;
+        int timeout = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+        if (timeout > 100)
+            timeout = 100;
+        int n = epoll_wait(s->ep, evs, 256, timeout);
+        now = now_ns();
+        for (int i = 0; i < n; i++) {
+            struct conn *c = evs[i].data.ptr;
+            if (c->fd >= 0)
+                on_event(s, c, evs[i].events, now);
+        }
+    }
+}
+
+static int all_connected(struct storm *s)
+{
+    for (int i = 0; i < s->nconns; i++)
+        if (!s->conns[i].connected)
+            return 0;
+    return 1;
+}
+
+static int writer_drained(struct storm *s)
+{
+    return s->w_head >= s->w_n;
+}
+
+static int load_finished(struct storm *s)
+{
+    return s->load_done + (long)s->load_err >= s->o.load;
+}
+
+/* ---- INFO --------------------------------------------------------------------- */
+
+/* Reads owner_reads from INFO on a fresh connection within timeout_ms.
+ * 1 with *out set, 0 if INFO has no such field, -1 on error/timeout. */
+static int info_owner_reads(struct storm *s, int timeout_ms, int64_t *out)
+{
+    int fd = socket(s->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int rc = -1;
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&s->addr, s->addrlen) != 0)
+        goto out;
+    resp_add_array(&b, 1);
+    resp_add_bulk(&b, "INFO", 4);
+    if (write(fd, buf_head(&b), buf_unread(&b)) != (ssize_t)buf_unread(&b))
+        goto out;
+    buf_reset(&b);
+    int64_t end = now_ns() + (int64_t)timeout_ms * 1000000LL;
+    for (;;) {
+        if (buf_reserve(&b, 16384, 1 << 24) != HKV_OK || now_ns() > end)
+            goto out;
+        ssize_t n = read(fd, buf_tail(&b), buf_room(&b));
+        if (n <= 0)
+            goto out;
+        b.len += (size_t)n;
+        size_t used;
+        struct resp_value *v = NULL;
+        int prc = resp_parse_reply(buf_head(&b), buf_unread(&b), &used, &v);
+        if (prc == HKV_EAGAIN)
+            continue;
+        if (prc != HKV_OK)
+            goto out;
+        rc = 0;
+        if (v->type == RESP_BULK || v->type == RESP_VERBATIM) {
+            static const char field[] = "owner_reads:";
+            const char *p = v->str, *e = v->str + v->len;
+            while (p < e) {
+                const char *nl = memchr(p, '\n', (size_t)(e - p));
+                const char *le = nl ? nl : e;
+                if ((size_t)(le - p) > sizeof(field) - 1 && memcmp(p, field, sizeof(field) - 1) == 0) {
+                    *out = strtoll(p + sizeof(field) - 1, NULL, 10);
+                    rc = 1;
+                    break;
+                }
+                p = nl ? nl + 1 : e;
+            }
+        }
+        resp_value_free(&v);
+        break;
+    }
+out:
+    buf_deinit(&b);
+    close(fd);
+    return rc;
+}
+
+/* ---- results ------------------------------------------------------------------ */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double pct_us(const int64_t *v, size_t n, double p)
+{
+    if (n == 0)
+        return NAN;
+    size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+    if (rank < 1)
+        rank = 1;
+    return (double)v[rank - 1] / 1000.0;
+}
+
+static void write_latency_log(struct storm *s)
+{
+    FILE *f = fopen(s->o.latency_log, "w");
+    if (f == NULL) {
+        fprintf(stderr, "storm: cannot write %s: %s\n", s->o.latency_log, strerror(errno));
+        return;
+    }
+    fprintf(f, "# t_s latency_us status   (writes of the hot key; status ok|late|error|lost|none)\n");
+    for (size_t i = 0; i < s->w_n; i++) {
+        const struct wrec *r = &s->w[i];
+        const char *st = r->lat == -2 ? "lost" : r->lat < 0 ? "none" : r->err ? "error" :
+                         r->late ? "late" : "ok";
+        fprintf(f, "%.6f %.1f %s\n", (double)r->sent / 1e9, r->lat >= 0 ? (double)r->lat / 1000.0 : -1.0,
+                st);
+    }
+    fclose(f);
+}
+
+static void fmt_num(char *b, size_t n, double v, const char *fmt)
+{
+    if (isnan(v))
+        snprintf(b, n, "n/a");
+    else
+        snprintf(b, n, fmt, v);
+}
+
+static int report_load(struct storm *s, double secs)
+{
+    double rate = secs > 0 ? (double)s->load_done / secs : 0;
+    printf("load: %ld keys of %d bytes set in %.2f s = %.0f sets/s (errors %llu, conn_errors %llu)\n",
+           s->load_done, s->o.value_size, secs, rate, (unsigned long long)s->load_err,
+           (unsigned long long)s->r_conn_err);
+    printf("STORM mode=load keys=%ld set=%ld value_size=%d secs=%.3f sets_per_s=%.0f errors=%llu "
+           "conn_errors=%llu\n", s->o.load, s->load_done, s->o.value_size, secs, rate,
+           (unsigned long long)s->load_err, (unsigned long long)s->r_conn_err);
+    return s->load_done == s->o.load && s->load_err == 0 ? 0 : 1;
+}
+
+static void report(struct storm *s, double secs, int info_rc0, int64_t reads0, int info_rc1,
+                   int64_t reads1)
+{
+    size_t answered = 0, errors = 0, late = 0, lost = 0, none = 0;
+    int64_t *lat = malloc(sizeof(int64_t) * (s->w_n + 1));
+    for (size_t i = 0; i < s->w_n; i++) {
+        const struct wrec *r = &s->w[i];
+        if (r->lat == -2) {
+            lost++;
+        } else if (r->lat < 0) {
+            none++;
+        } else if (r->err) {
+            errors++;
+        } else {
+            lat[answered++] = r->lat;
+            late += r->late;
+        }
+    }
+    /* timeouts: answered after T, or never answered (lost ones are errors) */
+    for (size_t i = 0; i < s->w_n; i++) {
+        const struct wrec *r = &s->w[i];
+        if (r->late || r->lat == -1)
+            s->w_timeouts++;
+    }
+    qsort(lat, answered, sizeof(int64_t), cmp_i64);
+    double p50 = pct_us(lat, answered, 50), p99 = pct_us(lat, answered, 99);
+    double p999 = pct_us(lat, answered, 99.9), mx = pct_us(lat, answered, 100);
+    double rps = secs > 0 ? (double)s->r_ops / secs : 0;
+    char orps[32] = "n/a", odelta[32] = "n/a";
+    if (s->o.info_owner_reads && info_rc0 == 1 && info_rc1 == 1 && secs > 0) {
+        snprintf(orps, sizeof(orps), "%.1f", (double)(reads1 - reads0) / secs);
+        snprintf(odelta, sizeof(odelta), "%lld", (long long)(reads1 - reads0));
+    }
+    printf("config: readers %d x pipeline %d, keys %ld (zipf %.2f), key %s, value %d B, "
+           "write every %d ms, timeout %d ms\n", s->o.readers, s->o.pipeline, s->o.keys, s->o.zipf,
+           s->o.key, s->o.value_size, s->o.write_interval_ms, s->o.write_timeout_ms);
+    printf("reader_throughput: %.0f ops/s (%llu replies in %.3f s)\n", rps,
+           (unsigned long long)s->r_ops, secs);
+    printf("reader_errors: %llu error replies, %llu nulls, %llu other, %llu connection errors\n",
+           (unsigned long long)s->r_err, (unsigned long long)s->r_null,
+           (unsigned long long)s->r_other, (unsigned long long)s->r_conn_err);
+    printf("writer_count: %zu writes sent, %zu answered OK\n", s->w_n, answered);
+    char a[32], b[32], c[32], d[32];
+    fmt_num(a, sizeof(a), p50, "%.0f");
+    fmt_num(b, sizeof(b), p99, "%.0f");
+    fmt_num(c, sizeof(c), p999, "%.0f");
+    fmt_num(d, sizeof(d), mx, "%.0f");
+    printf("writer_latency_us: p50 %s p99 %s p99.9 %s max %s\n", a, b, c, d);
+    printf("writer_errors: %zu error replies, %zu lost with the connection (%llu drops)\n", errors,
+           lost, (unsigned long long)s->w_conn_err);
+    printf("writer_timeouts: %llu (no reply within %d ms: %zu answered late, %zu never)\n",
+           (unsigned long long)s->w_timeouts, s->o.write_timeout_ms, late, none);
+    if (s->o.info_owner_reads)
+        printf("owner_reads: %s calls/s (delta %s over %.3f s%s)\n", orps, odelta, secs,
+               info_rc0 == 0 || info_rc1 == 0 ? "; INFO has no owner_reads field" :
+               info_rc0 < 0 || info_rc1 < 0 ? "; INFO failed" : "");
+    printf("STORM readers=%d pipeline=%d keys=%ld zipf=%.2f duration_s=%.3f reader_ops=%llu "
+           "reader_ops_per_s=%.0f reader_errors=%llu reader_nulls=%llu reader_conn_errors=%llu "
+           "writes=%zu write_ok=%zu write_errors=%zu write_lost=%zu write_timeouts=%llu "
+           "write_p50_us=%s write_p99_us=%s write_p999_us=%s write_max_us=%s owner_reads_per_s=%s\n",
+           s->o.readers, s->o.pipeline, s->o.keys, s->o.zipf, secs, (unsigned long long)s->r_ops,
+           rps, (unsigned long long)s->r_err, (unsigned long long)s->r_null,
+           (unsigned long long)s->r_conn_err, s->w_n, answered, errors, lost,
+           (unsigned long long)s->w_timeouts, a, b, c, d, orps);
+    free(lat);
+}
+
+/* ---- main --------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: storm [options]\n"
+            "  --host ADDR             loopback address (default 127.0.0.1; others refused)\n"
+            "  --port N                server port (default 6379)\n"
+            "  --readers N             reader connections (default 200; readers+writer <= %d)\n"
+            "  --pipeline P            GETs in flight per reader (default 1)\n"
+            "  --keys K                keys read; rank 0 is --key, rank i is KEY:i (default 1)\n"
+            "  --zipf S                Zipf skew over the K keys (default 0.99)\n"
+            "  --duration SECS         run time (default 10; the process ends by SECS+5)\n"
+            "  --write-interval-ms I   the writer SETs the hot key every I ms; 0 = no writer (default 10)\n"
+            "  --write-timeout-ms T    a write without reply after T ms is a timeout (default 1000)\n"
+            "  --value-size B          bytes per written value (default 64)\n"
+            "  --key NAME              the hot key (default bench:hot)\n"
+            "  --latency-log FILE      per-write log: t_s latency_us status\n"
+            "  --info-owner-reads      print owner read calls/s from INFO owner_reads (hotkvd)\n"
+            "  --load N                loading mode: SET KEY and KEY:1..KEY:N-1 over the\n"
+            "                          reader connections (pipeline P), then exit\n",
+            MAX_CONNS);
+}
+
+static long parse_long(const char *name, const char *v, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end || end == v || x < lo || x > hi) {
+        fprintf(stderr, "storm: --%s must be an integer in %ld..%ld, not '%s'\n", name, lo, hi, v);
+        exit(2);
+    }
+    return x;
+}
+
+static double parse_double(const char *name, const char *v, double lo, double hi)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (*end || end == v || !(x >= lo && x <= hi)) {
+        fprintf(stderr, "storm: --%s must be a number in %g..%g, not '%s'\n", name, lo, hi, v);
+        exit(2);
+    }
+    return x;
+}
+
+static void parse_opts(struct opts *o, int argc, char **argv)
+{
+    *o = (struct opts){.host = "127.0.0.1", .port = 6379, .readers = 200, .pipeline = 1,
+                       .keys = 1, .zipf = 0.99, .duration = 10, .write_interval_ms = 10,
+                       .write_timeout_ms = 1000, .value_size = 64, .key = "bench:hot"};
+    static const struct option lo[] = {
+        {"host", required_argument, 0, 'h'},
+        {"port", required_argument, 0, 'p'},
+        {"readers", required_argument, 0, 'r'},
+        {"pipeline", required_argument, 0, 'P'},
+        {"keys", required_argument, 0, 'k'},
+        {"zipf", required_argument, 0, 'z'},
+        {"duration", required_argument, 0, 'd'},
+        {"write-interval-ms", required_argument, 0, 'i'},
+        {"write-timeout-ms", required_argument, 0, 't'},
+        {"value-size", required_argument, 0, 'v'},
+        {"latency-log", required_argument, 0, 'l'},
+        {"info-owner-reads", no_argument, 0, 'o'},
+        {"key", required_argument, 0, 'K'},
+        {"load", required_argument, 0, 'L'},
+        {"help", no_argument, 0, 'H'},
+        {0, 0, 0, 0},
+    };
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'h': o->host = optarg; break;
+        case 'p': o->port = (int)parse_long("port", optarg, 1, 65535); break;
+        case 'r': o->readers = (int)parse_long("readers", optarg, 0, MAX_CONNS - 1); break;
+        case 'P': o->pipeline = (int)parse_long("pipeline", optarg, 1, 100000); break;
+        case 'k': o->keys = parse_long("keys", optarg, 1, 100000000); break;
+        case 'z': o->zipf = parse_double("zipf", optarg, 0, 10); break;
+        case 'd': o->duration = parse_double("duration", optarg, 0.05, 3600); break;
+        case 'i': o->write_interval_ms = (int)parse_long("write-interval-ms", optarg, 0, 3600000); break;
+        case 't': o->write_timeout_ms = (int)parse_long("write-timeout-ms", optarg, 1, 3600000); break;
+        case 'v': o->value_size = (int)parse_long("value-size", optarg, 1, 64 << 20); break;
+        case 'l': o->latency_log = optarg; break;
+        case 'o': o->info_owner_reads = 1; break;
+        case 'K':
+            if (strlen(optarg) == 0 || strlen(optarg) > 256)
+                die("--key must be 1..256 bytes: '%s'", optarg);
+            o->key = optarg;
+            break;
+        case 'L': o->load = parse_long("load", optarg, 1, 100000000); break;
+        case 'H': usage(stdout); exit(0);
+        default: usage(stderr); exit(2);
+        }
+    }
+    if (optind < argc)
+        die("unexpected argument '%s'", argv[optind]);
+    if (o->load > 0 && o->readers < 1)
+        die("--load needs --readers >= 1 (%s)", "loading connections");
+    if (o->readers == 0 && o->write_interval_ms == 0)
+        die("nothing to do: no readers and no writer%s", "");
+}
+
+int main(int argc, char **argv)
+{
+    struct storm st;
+    struct storm *s = &st;
+    memset(s, 0, sizeof(*s));
+    parse_opts(&s->o, argc, argv);
+    resolve(s);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGALRM, on_alarm);
+    alarm((unsigned)ceil(s->o.duration) + 6);
+    s->t0 = now_ns();
+    s->hard = s->t0 + (int64_t)(s->o.duration * 1e9) + HARD_EXTRA_NS;
+    s->rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)s->t0;
+    s->nconns = s->o.readers + (s->o.write_interval_ms > 0 && s->o.load == 0 ? 1 : 0);
+
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)s->nconns + 64) {
+        rl.rlim_cur = rl.rlim_max < (rlim_t)s->nconns + 64 ? rl.rlim_max : (rlim_t)s->nconns + 64;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        if (rl.rlim_cur < (rlim_t)s->nconns + 16)
+            die("the open-file limit is too low for the connections (%s)", "ulimit -n");
+    }
+    s->value = malloc((size_t)s->o.value_size);
+    s->conns = calloc((size_t)s->nconns, sizeof(*s->conns));
+    s->ep = epoll_create1(EPOLL_CLOEXEC);
+    if (s->value == NULL || s->conns == NULL || s->ep < 0)
+        die("setup failed: %s", strerror(errno));
+    zipf_setup(s);
+    resp_add_array(&s->hotreq, 2);
+    resp_add_bulk(&s->hotreq, "GET", 3);
+    resp_add_bulk_str(&s->hotreq, s->o.key);
+
+    int64_t reads0 = 0, reads1 = 0;
+    int info0 = 0, info1 = 0;
+    if (s->o.info_owner_reads && s->o.load == 0)
+        info0 = info_owner_reads(s, 1000, &reads0);
+
+    /* connect everything first, so the measurement covers a steady state */
+    s->phase = PH_CONNECT;
+    for (int i = 0; i < s->nconns; i++) {
+        struct conn *c = &s->conns[i];
+        c->kind = i < s->o.readers ? K_READER : K_WRITER;
+        c->fd = -1;
+        if (conn_open(s, c) != 0) {
+            c->retry_at = now_ns() + RECONNECT_NS;
+            s->pending_reconnects++;
+        }
+    }
+    loop(s, now_ns() + CONNECT_PHASE_NS, all_connected);
+    int connected = 0;
+    for (int i = 0; i < s->nconns; i++)
+        connected += s->conns[i].connected;
+    if (connected == 0) {
+        fprintf(stderr, "storm: could not connect to %s port %d\n", s->o.host, s->o.port);
+        return 2;
+    }
+    if (connected < s->nconns)
+        fprintf(stderr, "storm: only %d of %d connections up after %.1f s; going on\n", connected,
+                s->nconns, CONNECT_PHASE_NS / 1e9);
+
+    s->phase = PH_RUN;
+    s->start = now_ns();
+    s->end = s->start + (int64_t)(s->o.duration * 1e9);
+    if (s->end > s->hard)
+        s->end = s->hard;
+    s->next_tick = s->start;
+    for (int i = 0; i < s->o.readers; i++) {
+        struct conn *c = &s->conns[i];
+        if (c->connected) {
+            reader_fill(s, c, s->start);
+            conn_flush(s, c, s->start);
+        }
+    }
+    if (s->o.load > 0) {
+        loop(s, s->hard, load_finished);
+        return report_load(s, (double)(now_ns() - s->start) / 1e9);
+    }
+    loop(s, s->end, NULL);
+    double secs = (double)(s->end - s->start) / 1e9;
+
+    /* readers stop; the writer's last writes get a bounded grace period */
+    s->phase = PH_DRAIN;
+    for (int i = 0; i < s->o.readers; i++) {
+        struct conn *c = &s->conns[i];
+        if (c->fd >= 0) {
+            epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+            close(c->fd);
+            c->fd = -1;
+        }
+    }
+    int grace = s->o.write_timeout_ms < 1500 ? s->o.write_timeout_ms : 1500;
+    loop(s, now_ns() + (int64_t)grace * 1000000LL, writer_drained);
+    s->phase = PH_DONE;
+
+    if (s->o.info_owner_reads) {
+        int64_t left_ms = (s->hard - now_ns()) / 1000000 - 600;
+        int wait_ms = left_ms < STATS_POLL_WAIT_MS ? (int)(left_ms > 0 ? left_ms : 0) : STATS_POLL_WAIT_MS;
+        struct timespec ts = {wait_ms / 1000, (long)(wait_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        info1 = info_owner_reads(s, 500, &reads1);
+    }
+    if (s->o.latency_log)
+        write_latency_log(s);
+    report(s, secs, info0, reads0, info1, reads1);
+    return 0;
+}

@@ -1,0 +1,172 @@
+/*
+ * cache.h - the colo segment: one shared-memory mapping per colo, made by
+ * the master before it forks and shared by every edge of the colo.  It holds
+ * the cache entries, the per-key refresh locks, the hot-key sketch and the
+ * cache counters.
+ *
+ * Rules of the segment (it is shared by processes that may die at any
+ * instruction, so nothing in it is trusted):
+ * - Offsets, never pointers.  A header (magic, layout version, generation,
+ *   sizes) opens it and is checked by cache_attach.
+ * - Readers never block on a writer.  Each entry carries a sequence number
+ *   (odd while a writer is inside) and a checksum of its contents; a reader
+ *   copies the entry out, then checks that the sequence did not move and the
+ *   checksum matches.  A torn or corrupt entry is a miss (counted in
+ *   cache_corrupt_entries), never served.  A reader retries a bounded number
+ *   of times, then gives up (a miss), so a writer that died mid-write (its
+ *   sequence left odd) cannot hang readers.
+ * - Writers serialise per stripe with robust process-shared mutexes; a
+ *   writer killed while holding one is repaired by the next locker
+ *   (EOWNERDEAD -> the stripe's entries are checked, pthread_mutex_consistent).
+ * - Refresh locks are lock-free words with an expiry: a worker that dies
+ *   holding one cannot wedge a key longer than the lock's ttl.
+ * - Full is never an error: entries are evicted (CLOCK).  Values larger than
+ *   max_value are not cached (HKV_ETOOBIG, the caller serves from the owner).
+ *
+ * Times are CLOCK_MONOTONIC milliseconds (system-wide, so every process of a
+ * host agrees); the key's own expiry is carried as unix ms, as the owner
+ * sends it.  All functions are safe to call from any process attached to the
+ * segment, concurrently.
+ */
+#ifndef HKV_CACHE_H
+#define HKV_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/buf.h"
+#include "proto/hkv.h"
+#include "proto/stamp.h"
+
+struct cache;
+
+struct cache_opts {
+    size_t bytes;          /* whole segment (cache-memory), >= 1 MB */
+    size_t max_value;      /* cache-max-value: larger values are not cached */
+    uint32_t hot_sample;   /* sketch: count one read in this many (power of 2, >= 1) */
+};
+
+/* What a lookup found.  `value` is filled into the caller's buffer (the
+ * entry itself may change the moment the lookup returns). */
+struct cache_hit {
+    int negative;          /* an authoritative "no such key", cached */
+    hkv_stamp stamp;
+    int64_t fresh_until;   /* monotonic ms: serve without asking anyone until then */
+    int64_t keep_until;    /* monotonic ms: serve as stale until then */
+    int64_t stored_at;     /* monotonic ms: when the value was fetched or pushed */
+    int64_t expire_at;     /* the key's own expiry, unix ms, 0 = none */
+};
+
+/* Counters, declared once.  X(name) */
+#define CACHE_COUNTERS(X)            \
+    X(cache_hits)                    \
+    X(cache_stale_hits)              \
+    X(cache_misses)                  \
+    X(cache_refreshes)               \
+    X(cache_refresh_lock_waits)      \
+    X(cache_negative_hits)           \
+    X(cache_evictions)               \
+    X(cache_corrupt_entries)         \
+    X(cache_lock_repairs)            \
+    X(cache_not_cached_too_big)      \
+    X(degraded_replies)              \
+    X(pushes_received)
+
+enum cache_counter {
+#define X(name) CACHE_CTR_##name,
+    CACHE_COUNTERS(X)
+#undef X
+    CACHE_CTR_COUNT
+};
+
+struct cache_stats {
+    uint64_t counters[CACHE_CTR_COUNT];
+    uint64_t used_memory;  /* bytes of live entries */
+    uint64_t entries;
+    uint64_t capacity;     /* bytes usable for entries */
+};
+
+struct cache_hotkey {
+    char key[128];         /* the first min(klen, 128) bytes; NUL-padded, not terminated */
+    size_t klen;           /* the key's real length */
+    uint64_t reads_per_sec;/* estimated */
+};
+
+/* Master, before fork: maps a new segment (memfd + MAP_SHARED; inherited by
+ * children, never named, so nothing outside the process tree can open it;
+ * the fd is closed once mapped).  The largest slot is one slab page, a
+ * power of 2 from 4 KB to 1 MB, about 1/16 of a stripe's share of bytes
+ * and no larger than max_value needs (256 MB -> 1 MB pages, 2 MB -> 8 KB).
+ * HKV_OK, HKV_EINVAL (bytes < 1 MB, or hot_sample not a power of 2; errno
+ * EINVAL), HKV_ENOMEM (errno says why). */
+int cache_create(const struct cache_opts *o, struct cache **out);
+/* Validates the header of an inherited segment (a child calls this once
+ * after fork).  HKV_OK or HKV_ECORRUPT. */
+int cache_attach(struct cache *c);
+/* Unmaps (this process's view); sets *c = NULL. */
+void cache_destroy(struct cache **c);
+
+/* Looks `key` up.  `khash` is the caller's hash of the key (router_hash).
+ * HKV_OK: found (value copied into *value, which is reset first; for a
+ * negative entry value is empty and hit->negative = 1); HKV_ENOENT: miss
+ * (absent, invalidated, at or past keep_until, or torn/corrupt: never
+ * served; torn/corrupt ones are counted here in cache_corrupt_entries);
+ * HKV_ENOMEM (value could not grow).  No lock, no syscall, no allocation
+ * once *value has grown to the value's size; a hit sets the entry's CLOCK
+ * bit.  Hits, misses and stale hits are the caller's to count. */
+int cache_get(struct cache *c, const char *key, size_t klen, uint64_t khash, int64_t now,
+              struct hkv_buf *value, struct cache_hit *hit);
+
+/* Stores a value (or a negative entry: val NULL, negative 1).  Stamp-guarded:
+ * an entry holding a newer stamp is kept (HKV_ESTALE), so a late fetch or
+ * push never replaces a newer value; an equal stamp refreshes the times.
+ * An invalidated entry guards with its invalidation's stamp.  When full,
+ * an entry is evicted (counted in cache_evictions) and the put succeeds.
+ * HKV_OK, HKV_ESTALE, HKV_ETOOBIG (over max_value or the largest slot: not
+ * cached, and not counted here: cache_not_cached_too_big is the caller's),
+ * HKV_EINVAL, HKV_ECORRUPT (the stripe's mutex is unrecoverable: only if
+ * the segment was scribbled on). */
+int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
+              size_t vlen, int negative, hkv_stamp stamp, int64_t fresh_until,
+              int64_t keep_until, int64_t expire_at, int64_t now);
+
+/* A write whose new value is not known here (a cold write's push, INCRBY,
+ * DEL ...): if the entry's stamp is <= stamp, the entry becomes a marker
+ * that is never served (cache_get: HKV_ENOENT) and whose stamp is now
+ * `stamp`, so a fetch that started before the write (an older stamp, or a
+ * negative answer with stamp 0) cannot put the old value back (HKV_ESTALE);
+ * a put with stamp >= it replaces it.  An entry holding a newer stamp is
+ * left as it is.  HKV_OK (found, marked or left) or HKV_ENOENT (no entry:
+ * nothing is stored, so nothing guards against a late older fetch).
+ * The marker has no time limit; it goes when replaced or evicted. */
+int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t khash,
+                     hkv_stamp stamp);
+
+/* Colo-wide refresh lock of a key.  `token` identifies the caller (nonzero:
+ * e.g. pid << 32 | sequence).  1 = acquired (until now + ttl_ms, or release;
+ * also 1, without extending, if this token already holds it), 0 = held by
+ * someone else and not expired.  Fails open: the table is direct-mapped by
+ * khash, and if the key's slot holds another key's live lock the call
+ * returns 1 (counted nowhere: the caller just fetches).  Lock-free. */
+int cache_lock(struct cache *c, uint64_t khash, uint64_t token, int64_t now, int64_t ttl_ms);
+/* Releases the lock if `token` still holds it. */
+void cache_unlock(struct cache *c, uint64_t khash, uint64_t token);
+
+/* Counts one read of key in the hot-key sketch (sampled: one call in
+ * hot_sample per thread does any shared write); returns the key's
+ * estimated reads per second, scaled by hot_sample (0 when not sampled
+ * this time).  Never blocks. */
+uint64_t cache_sketch_read(struct cache *c, const char *key, size_t klen, uint64_t khash,
+                           int64_t now);
+/* The estimated reads/s of key (0 if not among the tracked hot keys). */
+uint64_t cache_sketch_rate(struct cache *c, uint64_t khash, int64_t now);
+/* Up to max hottest keys, hottest first.  Returns how many. */
+int cache_hotkeys(struct cache *c, struct cache_hotkey *out, int max, int64_t now);
+
+/* Counters are relaxed atomics in the segment, sharded by pid so edges do
+ * not share a cache line; cache_stats sums the shards. */
+void cache_count(struct cache *c, enum cache_counter which, uint64_t n);
+void cache_stats(struct cache *c, struct cache_stats *out);
+void cache_reset_counters(struct cache *c);
+
+#endif

@@ -1,0 +1,161 @@
+/*
+ * edge_cache.c - how the edge uses the colo segment (server/cache.h): the
+ * lookup that answers most reads without asking anyone, filling the segment
+ * from owner answers, keeping it right after this edge's writes, and taking
+ * the owners' pushes.
+ *
+ * What goes in and for how long is decided here, from the key's class:
+ *   found      fresh_until = now + fresh, keep_until = now + keep, both capped
+ *              by the key's own expiry;
+ *   fresh 0    not cached, unless the key is measured hot (reads/s past
+ *              hotkey-threshold): then it is stored already stale with the
+ *              class's keep, so readers get the last value and one refresh
+ *              per colo is in flight at a time;
+ *   not found  cached for negative-ttl (stamp 0: any write replaces it).
+ * Timeouts, errors and malformed answers are never cached (the callers only
+ * fill from VALUE and NOTFOUND).
+ *
+ * A write this edge made updates the segment from the owner's answer before
+ * the client is answered, so a client reads its own writes through any edge
+ * of the colo.  Where the new value is not known here (INCRBY, EXPIRE, a
+ * KEEPTTL set, DEL of several owners ...) the entry is invalidated with the
+ * write's stamp: never served, and no older fetch can put an old value back.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "server/edge_int.h"
+#include "server/log.h"
+
+static int64_t now_ms(void)
+{
+    return board_now_ms();
+}
+
+int edge_cache_setup(struct edge *e)
+{
+    e->cache = e->ctx->cache;
+    if (e->cache == NULL)
+        return 0;
+    if (cache_attach(e->cache) != HKV_OK) {
+        log_warning("the colo cache segment failed validation; serving without it");
+        e->cache = NULL;
+    }
+    e->lock_seq = 0;
+    return 0;
+}
+
+uint64_t edge_cache_token(struct edge *e)
+{
+    return ((uint64_t)(uint32_t)getpid() << 32) | (++e->lock_seq & 0xffffffffu);
+}
+
+int64_t edge_lock_ttl(const struct edge *e)
+{
+    return e->ctx->cfg->write_timeout_ms + 1000;
+}
+
+/* Times for a value of class cls fetched or pushed now; 0 = do not cache. */
+static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash, int64_t now,
+                     int64_t expire_at, int64_t *fresh_until, int64_t *keep_until)
+{
+    int64_t fresh = cls->fresh_ms, keep = cls->keep_ms;
+    if (fresh == 0) {
+        if (cache_sketch_rate(e->cache, khash, now) < (uint64_t)e->ctx->cfg->hotkey_threshold)
+            return 0;
+        fresh = 0; /* hot: stored stale, served while one refresh runs */
+    }
+    if (keep <= 0)
+        return 0;
+    *fresh_until = now + fresh;
+    *keep_until = now + keep;
+    if (expire_at > 0) {
+        int64_t left = expire_at - edge_unix_ms();
+        if (left <= 0)
+            return 0;
+        if (*keep_until > now + left)
+            *keep_until = now + left;
+        if (*fresh_until > *keep_until)
+            *fresh_until = *keep_until;
+    }
+    return 1;
+}
+
+void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct route *rt,
+                     const struct wire_msg *m)
+{
+    if (e->cache == NULL)
+        return;
+    int64_t now = now_ms(), fu, ku;
+    if (m->type == WIRE_VALUE) {
+        if (!lifetimes(e, rt->cls, rt->hash, now, (int64_t)m->u.value.expire_ms, &fu, &ku))
+            return;
+        int rc = cache_put(e->cache, key, klen, rt->hash, m->u.value.value.p, m->u.value.value.len,
+                           0, m->u.value.stamp, fu, ku, (int64_t)m->u.value.expire_ms, now);
+        if (rc == HKV_ETOOBIG)
+            cache_count(e->cache, CACHE_CTR_cache_not_cached_too_big, 1);
+    } else if (m->type == WIRE_NOTFOUND) {
+        int64_t ttl = e->ctx->cfg->negative_ttl_ms;
+        if (ttl > 0)
+            cache_put(e->cache, key, klen, rt->hash, NULL, 0, 1, 0, now + ttl, now + ttl, 0, now);
+    }
+}
+
+static int is_set(enum cmd_id c)
+{
+    return c == CMD_SET || c == CMD_SETEX || c == CMD_PSETEX || c == CMD_SETNX ||
+           c == CMD_GETSET || c == CMD_MSET;
+}
+
+void edge_cache_wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
+{
+    struct edge *e = op->e;
+    if (e->cache == NULL || r->nk == 0)
+        return;
+    int64_t now = now_ms();
+    for (uint32_t i = 0; i < r->nk; i++) {
+        uint32_t k = op->kidx[r->k0 + i];
+        const struct wire_slice *key = &op->keys[k];
+        struct route rt;
+        router_route(e->router, key->p, key->len, &rt);
+        int known = is_set(op->cmd) && m->type == WIRE_OK && m->u.ok.applied &&
+                    op->exp.kind != WIRE_EXP_KEEP;
+        if (known) {
+            const struct wire_slice *v = op->cmd == CMD_MSET ? &op->vals[k] : &op->value;
+            int64_t expire_at = op->exp.kind == WIRE_EXP_REL   ? edge_unix_ms() + op->exp.ms
+                                : op->exp.kind == WIRE_EXP_ABS ? op->exp.ms
+                                                               : 0;
+            int64_t fu, ku;
+            if (lifetimes(e, rt.cls, rt.hash, now, expire_at, &fu, &ku) &&
+                cache_put(e->cache, key->p, key->len, rt.hash, v->p, v->len, 0, op->stamp, fu, ku,
+                          expire_at, now) == HKV_OK)
+                continue;
+        }
+        cache_invalidate(e->cache, key->p, key->len, rt.hash, op->stamp);
+    }
+}
+
+void edge_cache_pushed(void *arg, const struct wire_msg *m)
+{
+    struct owner_ref *o = arg;
+    struct edge *e = o->e;
+    if (e->cache == NULL)
+        return;
+    cache_count(e->cache, CACHE_CTR_pushes_received, 1);
+    if (m->type == WIRE_INVALIDATE) {
+        struct wire_slice k = m->u.invalidate.key;
+        cache_invalidate(e->cache, k.p, k.len, router_hash(k.p, k.len), m->u.invalidate.stamp);
+        hlc_observe(&e->hlc, m->u.invalidate.stamp);
+        return;
+    }
+    struct wire_slice k = m->u.push.key;
+    struct route rt;
+    router_route(e->router, k.p, k.len, &rt);
+    hlc_observe(&e->hlc, m->u.push.stamp);
+    int64_t now = now_ms(), fu, ku;
+    if (lifetimes(e, rt.cls, rt.hash, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
+        cache_put(e->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len, 0,
+                  m->u.push.stamp, fu, ku, (int64_t)m->u.push.expire_ms, now);
+    else
+        cache_invalidate(e->cache, k.p, k.len, rt.hash, m->u.push.stamp);
+}
