@@ -1121,6 +1121,64 @@ START_TEST(hotkeys_lists_the_hottest)
 }
 END_TEST
 
+/* Two colos on one host: each has its own segment, so only the owner's push
+ * (or, with pushes off, the class's fresh) carries a write from one colo's
+ * cache to the other's. */
+START_TEST(write_reaches_the_other_colo_by_push_then_by_fresh)
+{
+    struct daemon d;
+    start(&d, "colos 2\nedge-workers 1\nhot-owners 1\ncold-owners 1\n"
+              "class live pattern \"live:*\" pool hot fresh 2s keep 60s\n");
+    int a, b, pa, pb;
+    edge_pair(&d, &a, &b, &pa, &pb); /* one edge per colo: different colos */
+    set(a, "live:x", "old");
+    struct h_reply *r = cmd(b, "GET", "live:x", NULL);
+    EXPECT(is_bulk(r, "old"), "colo B first read: %s", raw(r));
+    h_free(r);
+    /* Cached in colo B for 2 s; a write through colo A reaches it by push. */
+    set(a, "live:x", "new");
+    int64_t t0 = h_now_ms(), seen = -1;
+    for (int i = 0; i < 200 && seen < 0; i++) {
+        r = cmd(b, "GET", "live:x", NULL);
+        if (is_bulk(r, "new"))
+            seen = h_now_ms() - t0;
+        h_free(r);
+        if (seen < 0)
+            sleep_ms(5);
+    }
+    note("two colos: a write through colo A was read through colo B after %lld ms (push)",
+         (long long)seen);
+    EXPECT(seen >= 0 && seen <= 100, "colo B saw the write after %lld ms", (long long)seen);
+    /* Pushes off: colo B serves its cached value until fresh runs out. */
+    expect_ok(a, "config set owner-push no", cmd(a, "CONFIG", "SET", "owner-push", "no", NULL));
+    sleep_ms(200); /* the master's broadcast reaches the owner */
+    r = cmd(b, "GET", "live:x", NULL); /* colo B caches "new" afresh if it had to */
+    h_free(r);
+    set(a, "live:x", "newer");
+    t0 = h_now_ms();
+    seen = -1;
+    int stale_reads = 0;
+    for (int i = 0; i < 1000 && seen < 0 && h_now_ms() - t0 < 5000; i++) {
+        r = cmd(b, "GET", "live:x", NULL);
+        if (is_bulk(r, "newer"))
+            seen = h_now_ms() - t0;
+        else
+            stale_reads++;
+        h_free(r);
+        if (seen < 0)
+            sleep_ms(20);
+    }
+    note("two colos, pushes off: colo B saw the write after %lld ms (%d stale reads; fresh 2000 ms)",
+         (long long)seen, stale_reads);
+    EXPECT(seen >= 0 && seen <= 2000 + 500, "with pushes off colo B saw it after %lld ms",
+           (long long)seen);
+    EXPECT(stale_reads > 0, "pushes were off, yet colo B saw the write at once");
+    close(a);
+    close(b);
+    stop(&d);
+}
+END_TEST
+
 Suite *colo_suite(void)
 {
     Suite *s = suite_create("colo");
@@ -1135,6 +1193,7 @@ Suite *colo_suite(void)
         {"negative", negative_entries_cached_for_negative_ttl},
         {"meta", client_meta_attributes_for_resp3_only},
         {"hotkeys", hotkeys_lists_the_hottest},
+        {"two_colos", write_reaches_the_other_colo_by_push_then_by_fresh},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
