@@ -38,6 +38,22 @@ hkv_status ctl_put(struct evbuffer *out, uint8_t type, const void *payload, size
     return HKV_OK;
 }
 
+hkv_status ctl_each(struct evbuffer *in, ctl_fn fn, void *arg)
+{
+    for (;;) {
+        uint8_t type;
+        char *payload;
+        size_t len;
+        hkv_status s = ctl_take(in, &type, &payload, &len);
+        if (s == HKV_EAGAIN)
+            return HKV_OK;
+        if (s != HKV_OK)
+            return s;
+        fn(arg, type, payload, len);
+        free(payload);
+    }
+}
+
 hkv_status ctl_take(struct evbuffer *in, uint8_t *type, char **payload, size_t *len)
 {
     unsigned char hdr[5];

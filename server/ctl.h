@@ -31,6 +31,12 @@ hkv_status ctl_put(struct evbuffer *out, uint8_t type, const void *payload, size
  * if incomplete; HKV_EPROTO if the length is over CTL_MAX_MSG or zero. */
 hkv_status ctl_take(struct evbuffer *in, uint8_t *type, char **payload, size_t *len);
 
+/* Calls fn(arg, type, payload, len) for every whole message in `in` (the
+ * payload is valid during the call only).  HKV_OK when all were taken,
+ * HKV_EPROTO on a malformed message (stop trusting the peer), HKV_ENOMEM. */
+typedef void (*ctl_fn)(void *arg, uint8_t type, const char *payload, size_t len);
+hkv_status ctl_each(struct evbuffer *in, ctl_fn fn, void *arg);
+
 /* u64 helpers for CTL_CONFIG / CTL_APPLIED payloads. */
 void ctl_put_u64(unsigned char *p, uint64_t v);
 uint64_t ctl_get_u64(const unsigned char *p);

@@ -151,31 +151,25 @@ static void announce(struct master *m)
                  (unsigned long long)m->generation);
 }
 
+static void on_ctl_msg(void *arg, uint8_t type, const char *payload, size_t len)
+{
+    struct child *c = arg;
+    if (type == CTL_READY) {
+        c->ready = 1;
+        announce(c->m);
+    } else if (type == CTL_SET && !c->m->stopping) {
+        config_set(c->m, payload, len);
+    }
+}
+
 static void on_ctl_read(struct bufferevent *bev, void *arg)
 {
     struct child *c = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    for (;;) {
-        uint8_t type;
-        char *payload;
-        size_t len;
-        hkv_status s = ctl_take(in, &type, &payload, &len);
-        if (s == HKV_EAGAIN)
-            return;
-        if (s != HKV_OK) {
-            char name[64];
-            log_warning("%s: malformed control message, killing it",
-                        child_name(c, c->m->cfg, name, sizeof(name)));
-            kill(c->pid, SIGKILL);
-            return;
-        }
-        if (type == CTL_READY) {
-            c->ready = 1;
-            announce(c->m);
-        } else if (type == CTL_SET && !c->m->stopping) {
-            config_set(c->m, payload, len);
-        }
-        free(payload);
+    if (ctl_each(bufferevent_get_input(bev), on_ctl_msg, c) != HKV_OK) {
+        char name[64];
+        log_warning("%s: malformed control message, killing it",
+                    child_name(c, c->m->cfg, name, sizeof(name)));
+        kill(c->pid, SIGKILL);
     }
 }
 

@@ -124,25 +124,18 @@ static void apply_config(struct worker *w, const char *payload, size_t len)
     log_verbose("config generation %llu applied", (unsigned long long)gen);
 }
 
+static void on_ctl_msg(void *arg, uint8_t type, const char *payload, size_t len)
+{
+    if (type == CTL_CONFIG)
+        apply_config(arg, payload, len);
+}
+
 static void on_ctl_read(struct bufferevent *bev, void *arg)
 {
     struct worker *w = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    for (;;) {
-        uint8_t type;
-        char *payload;
-        size_t len;
-        hkv_status s = ctl_take(in, &type, &payload, &len);
-        if (s == HKV_EAGAIN)
-            return;
-        if (s != HKV_OK) {
-            log_warning("control channel: malformed message, treating the master as gone");
-            begin_stop(w, 1);
-            return;
-        }
-        if (type == CTL_CONFIG)
-            apply_config(w, payload, len);
-        free(payload);
+    if (ctl_each(bufferevent_get_input(bev), on_ctl_msg, w) != HKV_OK) {
+        log_warning("control channel: malformed message, treating the master as gone");
+        begin_stop(w, 1);
     }
 }
 

@@ -238,6 +238,25 @@ int h_halt(struct daemon *d)
     return status;
 }
 
+pid_t h_child(const struct daemon *d, const char *prefix, pid_t not)
+{
+    pid_t kids[64];
+    int n = h_children(d, kids, 64);
+    for (int i = 0; i < n; i++) {
+        char path[64], buf[256] = "";
+        snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)kids[i]);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        if (strncmp(buf, prefix, strlen(prefix)) == 0 && kids[i] != not)
+            return kids[i];
+    }
+    return 0;
+}
+
 int h_stop(struct daemon *d)
 {
     int status = h_halt(d);

@@ -52,6 +52,9 @@ int h_restart(struct daemon *d);
 /* PIDs of the daemon's children from INFO processes (up to max). */
 int h_children(const struct daemon *d, pid_t *pids, int max);
 int h_alive(pid_t pid);
+/* PID of the daemon's child whose process title starts with `prefix`
+ * ("hotkvd: owner hot/0", "hotkvd: edge"), other than `not`; 0 if none. */
+pid_t h_child(const struct daemon *d, const char *prefix, pid_t not);
 /* Prints the daemon log to stderr (for failing tests). */
 void h_dump_log(const struct daemon *d);
 

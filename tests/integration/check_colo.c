@@ -97,21 +97,7 @@ static const char *raw(const struct h_reply *r)
 
 static pid_t child_with_title(const struct daemon *d, const char *prefix)
 {
-    pid_t kids[64];
-    int n = h_children(d, kids, 64);
-    for (int i = 0; i < n; i++) {
-        char path[64], buf[256] = "";
-        snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)kids[i]);
-        FILE *f = fopen(path, "r");
-        if (f == NULL)
-            continue;
-        size_t len = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[len] = '\0';
-        if (strncmp(buf, prefix, strlen(prefix)) == 0)
-            return kids[i];
-    }
-    return 0;
+    return h_child(d, prefix, 0);
 }
 
 /* ---- failure handling: never leave a stopped owner or a running daemon ----- */

@@ -38,21 +38,7 @@ static int value_is(const struct wire_msg *m, const char *v)
 
 static pid_t owner_pid(const struct daemon *d, const char *title)
 {
-    pid_t kids[64];
-    int n = h_children(d, kids, 64);
-    for (int i = 0; i < n; i++) {
-        char path[64], buf[128] = "";
-        snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)kids[i]);
-        FILE *f = fopen(path, "r");
-        if (f == NULL)
-            continue;
-        size_t len = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[len] = '\0';
-        if (strcmp(buf, title) == 0)
-            return kids[i];
-    }
-    return 0;
+    return h_child(d, title, 0);
 }
 
 START_TEST(set_get_and_recovery_after_orderly_stop)
