@@ -17,7 +17,7 @@
 if (!exists("dir")) dir = "build/bench"
 set terminal pngcairo size 1100,520 font "sans,10" noenhanced
 set grid
-set key top left
+set key top right opaque
 
 ok(lat) = lat >= 0 ? lat / 1000.0 : 1/0
 have(f) = system("test -s '" . f . "' && echo 1 || echo 0") + 0
@@ -45,7 +45,7 @@ if (have(h)) {
     set title "Writer latency while fsync/fdatasync/pwrite are blocked (LD_PRELOAD stallfs)"
     if (exists("stall_from") && exists("stall_to")) {
         set object 1 rect from stall_from, graph 0 to stall_to, graph 1 fc rgb "#f5e6a8" fs solid 0.5 noborder behind
-        set label 1 "disk stalled" at stall_from, graph 0.95 offset 1,0
+        set label 1 "disk stalled" at stall_from, graph 0.04 offset 1,0
     }
     if (have(r)) {
         plot r using 1:(ok($2)) with points pt 7 ps 0.4 lc rgb "#c0392b" title "redis-server (AOF everysec)", \
