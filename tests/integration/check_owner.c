@@ -215,6 +215,66 @@ START_TEST(oversized_frame_closes_link_and_owner_lives)
 }
 END_TEST
 
+/* A data set larger than owner-maxmemory: after a restart the ledger holds
+ * what fits, and every other key is read by the reader thread from SQLite
+ * (the loop parks the request and replays it when the row arrives). */
+START_TEST(keys_beyond_maxmemory_are_read_from_disk)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, ONE_EACH "owner-maxmemory 256kb\n"), 0);
+    struct h_wire w;
+    ck_assert_int_eq(h_wire_open(&w, &d, "cold", 0, WIRE_ROLE_WRITE), 0);
+    struct wire_msg m;
+    char key[32], val[600];
+    memset(val, 'v', sizeof(val) - 1);
+    val[sizeof(val) - 1] = '\0';
+    const int n = 2000; /* about 1.3 MB of values: several times the bound */
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "big:%d", i);
+        snprintf(val, 16, "%015d", i);
+        val[15] = 'v';
+        ck_assert_int_eq(h_wire_set(&w, key, val, 5000, &m), 0);
+        ck_assert_int_eq(m.type, WIRE_OK);
+    }
+    h_wire_close(&w);
+    ck_assert_int_eq(WEXITSTATUS(h_halt(&d)), 0);
+    ck_assert_int_eq(h_restart(&d), 0);
+    ck_assert_int_eq(h_wire_open(&w, &d, "cold", 0, WIRE_ROLE_READ), 0);
+    for (int i = 0; i < n; i += 7) {
+        snprintf(key, sizeof(key), "big:%d", i);
+        ck_assert_int_eq(get(&w, key, &m), 0);
+        ck_assert_msg(m.type == WIRE_VALUE, "key %s: type %d", key, m.type);
+        char want[16];
+        snprintf(want, sizeof(want), "%015d", i);
+        ck_assert_msg(m.u.value.value.len == sizeof(val) - 1 &&
+                          memcmp(m.u.value.value.p, want, 15) == 0,
+                      "key %s: wrong value", key);
+    }
+    ck_assert_int_eq(get(&w, "big:none", &m), 0);
+    ck_assert_int_eq(m.type, WIRE_NOTFOUND);
+    /* The owner really did go to disk for some of them. */
+    struct hkv_buf b = HKV_BUF_INIT;
+    uint64_t id = h_wire_id(&w);
+    wire_put_stats(&b, id);
+    ck_assert_int_eq(h_wire_call(&w, &b, id, 5000, &m), 0);
+    buf_deinit(&b);
+    ck_assert_int_eq(m.type, WIRE_STATS_REPLY);
+    int64_t disk_reads = -1, evictions = -1;
+    for (uint32_t i = 0; i < m.u.stats_reply.nstats; i++) {
+        const struct wire_stat *st = &m.u.stats_reply.stats[i];
+        if (st->name.len == 16 && memcmp(st->name.p, "owner_disk_reads", 16) == 0)
+            disk_reads = st->value;
+        if (st->name.len == 15 && memcmp(st->name.p, "owner_evictions", 15) == 0)
+            evictions = st->value;
+    }
+    printf("owner: %d keys over owner-maxmemory 256kb: %lld evictions, %lld reads from disk\n", n,
+           (long long)evictions, (long long)disk_reads);
+    ck_assert_int_gt(disk_reads, 0);
+    h_wire_close(&w);
+    h_stop(&d);
+}
+END_TEST
+
 START_TEST(corrupt_database_is_refused_untouched)
 {
     struct daemon d;
@@ -258,6 +318,7 @@ Suite *owner_suite(void)
         {"moved", foreign_key_answers_moved},
         {"hostile_frame", oversized_frame_closes_link_and_owner_lives},
         {"corrupt_db", corrupt_database_is_refused_untouched},
+        {"maxmemory", keys_beyond_maxmemory_are_read_from_disk},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
