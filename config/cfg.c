@@ -35,6 +35,8 @@ struct cfg *cfg_create(void)
         const struct cfg_option *o = &cfg_options[i];
         char why[CFG_WHY], **argv = NULL;
         int argc = 0;
+        if (o->def[0] == '\0')
+            continue;   /* a multi directive that starts with no entries (user) */
         hkv_status st = cfg_split(o->def, strlen(o->def), &argc, &argv, why);
         if (st == HKV_OK)
             st = cfg_opt_apply(c, o, argc, argv, why);
@@ -115,6 +117,15 @@ hkv_status cfg_validate(const struct cfg *c, struct cfg_error *err)
         cfg_render_duration(c->write_deadline_ms, a, sizeof(a));
         cfg_render_duration(c->write_timeout_ms, b, sizeof(b));
         return invalid(err, "write-deadline (%s) must be at least write-timeout (%s)", a, b);
+    }
+    if (c->tls_port != 0) {
+        if (c->tls_port == c->port)
+            return invalid(err, "tls-port and port must differ (both %d)", c->port);
+        if (c->tls_cert_file[0] == '\0' || c->tls_key_file[0] == '\0')
+            return invalid(err, "tls-port needs tls-cert-file and tls-key-file");
+        if (c->tls_auth_clients != CFG_TLS_AUTH_NO && c->tls_ca_cert_file[0] == '\0')
+            return invalid(err, "tls-auth-clients %s needs tls-ca-cert-file",
+                           cfg_tls_auth_name(c->tls_auth_clients));
     }
     return validate_classes(c, err);
 }

@@ -35,6 +35,8 @@ enum cfg_on_timeout { CFG_ONTO_DEGRADE = 0, CFG_ONTO_ERROR = 1 };
 /* Redis's level names, in increasing severity. */
 enum cfg_loglevel { CFG_LOG_DEBUG = 0, CFG_LOG_VERBOSE, CFG_LOG_NOTICE, CFG_LOG_WARNING,
                     CFG_LOG_NOTHING };
+/* tls-auth-clients: whether a TLS client must present a certificate. */
+enum cfg_tls_auth { CFG_TLS_AUTH_NO = 0, CFG_TLS_AUTH_YES = 1, CFG_TLS_AUTH_OPTIONAL = 2 };
 
 /* A key class: which pool holds its keys and how they are cached and stored.
  * `patterns` are globs (Redis glob syntax: * ? [a-z] [^x] \x); the class named
@@ -48,6 +50,40 @@ struct cfg_class {
     int64_t keep_ms;
     enum cfg_durability durability;
     enum cfg_on_timeout on_timeout;
+};
+
+/* A user, as `user NAME on|off [rule]...` states it (cfg_user.c).  Passwords
+ * exist here only as SHA-256 digests: the parser hashes `>password` and wipes
+ * the word.  `keys` are globs (`allkeys` is the pattern "*"); `cats` is a set
+ * of CFG_ACL_* bits (command categories).  A new user is off, with no
+ * password, no keys and no commands, as in Redis. */
+#define CFG_DIGEST_LEN 32
+#define CFG_ACL_READ  0x1        /* +@read: commands that read keys */
+#define CFG_ACL_WRITE 0x2        /* +@write: commands that write keys */
+#define CFG_ACL_ADMIN 0x4        /* +@admin: server administration (CONFIG ...) */
+#define CFG_ACL_ALL   0x7
+struct cfg_user {
+    char name[CFG_NAME_MAX];
+    int on;
+    int nopass;                  /* any password is accepted */
+    unsigned char (*digests)[CFG_DIGEST_LEN];
+    size_t ndigests;
+    char **keys;
+    size_t nkeys;
+    unsigned cats;
+};
+
+/* A rate limit (`ratelimit`, `ratelimit-command`; cfg_ratelimit.c): `rate`
+ * requests per `period_ms`, up to `burst` at once; rate 0 = no limit ("off"). */
+struct cfg_rate {
+    int64_t rate;
+    int64_t period_ms;
+    int64_t burst;
+};
+enum cfg_rl_class { CFG_RL_READ = 0, CFG_RL_WRITE = 1, CFG_RL_ADMIN = 2, CFG_RL_NCLASS = 3 };
+struct cfg_rate_cmd {
+    char name[CFG_NAME_MAX];     /* lower case; may name a command this build lacks */
+    struct cfg_rate r;           /* rate 0: "NAME off", not limited, not even by class */
 };
 
 struct cfg {
@@ -76,6 +112,13 @@ struct cfg {
     int64_t client_output_soft;
     int64_t client_output_soft_ms;
     int64_t client_max_pending;  /* replies owed to one client before its input pauses */
+    /* security (reloadable) */
+    int protected_mode;          /* no password: serve loopback clients only */
+    /* users in file order.  `requirepass` is the password of the user
+     * "default"; a config with no "default" entry has the implicit one:
+     * `on nopass allkeys +@all` when no other user exists, else off. */
+    struct cfg_user *users;
+    size_t nusers;
     /* shutdown (reloadable) */
     int64_t shutdown_timeout_ms;
     /* owner link and write path */
@@ -97,6 +140,19 @@ struct cfg {
     int64_t negative_ttl_ms;
     int64_t hotkey_threshold;    /* reads/s */
     int owner_push;              /* owners push writes to colo caches */
+    /* TLS for clients (server/tls.c); off while tls_port is 0 */
+    int tls_port;                /* restart-only */
+    char *tls_cert_file;         /* "" = none; the files reload on SIGHUP */
+    char *tls_key_file;
+    char *tls_ca_cert_file;
+    enum cfg_tls_auth tls_auth_clients;
+    char *tls_protocols;         /* "TLSv1.2 TLSv1.3": the versions allowed */
+    int64_t tls_handshake_timeout_ms;
+    /* rate limiting (server/ratelimit.c), per colo */
+    struct cfg_rate ratelimit[CFG_RL_NCLASS];  /* per command class (reloadable) */
+    struct cfg_rate_cmd *ratelimit_cmds;       /* per command, file order (reloadable) */
+    size_t nratelimit_cmds;
+    int64_t ratelimit_buckets;                 /* bucket table size (restart-only) */
     /* classes, in file order; "default" is always present */
     struct cfg_class *classes;
     size_t nclasses;
@@ -110,6 +166,7 @@ struct cfg_error {
 #define CFG_F_RELOADABLE 0x1     /* a SIGHUP or CONFIG SET may change it */
 #define CFG_F_MULTI      0x2     /* may repeat; each occurrence adds (class) */
 #define CFG_F_PATH       0x4     /* a filesystem path: never set over the network */
+#define CFG_F_SECRET     0x8     /* credentials: never set nor shown over the network */
 
 /* A new config holding every default.  NULL on allocation failure. */
 struct cfg *cfg_create(void);
@@ -158,8 +215,10 @@ struct cfg *cfg_reload_merge(const struct cfg *live, const struct cfg *next);
 
 /* CONFIG GET/SET support.  cfg_get renders a directive's value as text into
  * buf (Redis's CONFIG GET form); HKV_ENOENT for an unknown name, HKV_EFULL if
- * buf is too small.  cfg_set parses `value` (words split as the file would)
- * into a directive marked CFG_F_RELOADABLE and not CFG_F_PATH; HKV_EINVAL
+ * buf is too small, HKV_EINVAL for a CFG_F_SECRET directive (requirepass,
+ * user: CONFIG GET never shows credentials, not even digests).  cfg_set parses `value` (words split as the file would)
+ * into a directive marked CFG_F_RELOADABLE and neither CFG_F_PATH nor
+ * CFG_F_SECRET; HKV_EINVAL
  * with err filled otherwise (unknown, restart-only, path, bad value).  A SET
  * that would leave the whole config failing cfg_validate is refused too, and a
  * refused SET changes nothing.  `class` SET adds or replaces one class, given
@@ -190,7 +249,19 @@ const struct cfg_class *cfg_class_named(const struct cfg *c, const char *name);
 /* Redis-style glob match over binary-safe strings; 1 on match, else 0. */
 int cfg_glob_match(const char *pat, size_t patlen, const char *s, size_t slen, int nocase);
 
+/* The user named `name` as the config states it (NULL if no line names it;
+ * see struct cfg for the implicit "default"). */
+const struct cfg_user *cfg_user_named(const struct cfg *c, const char *name);
+/* out = SHA-256(p[0..len)), the form every password is stored and compared in. */
+void cfg_password_digest(const void *p, size_t len, unsigned char out[CFG_DIGEST_LEN]);
+
 /* Names for the enums, for logs and CONFIG GET. */
 const char *cfg_loglevel_name(enum cfg_loglevel l);
+const char *cfg_tls_auth_name(enum cfg_tls_auth a);
+
+/* Rate limits: the name of a class, and the limit a ratelimit-command line
+ * gives `name` (NULL if none names it). */
+const char *cfg_rl_class_name(enum cfg_rl_class k);
+const struct cfg_rate *cfg_ratelimit_command(const struct cfg *c, const char *name);
 
 #endif

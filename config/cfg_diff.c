@@ -68,6 +68,8 @@ hkv_status cfg_get(const struct cfg *c, const char *name, char *buf, size_t bufl
     const struct cfg_option *o = cfg_option_find(name);
     if (o == NULL)
         return HKV_ENOENT;
+    if (o->flags & CFG_F_SECRET)
+        return HKV_EINVAL;
     struct cfg_out out = { .b = HKV_BUF_INIT, .st = HKV_OK };
     cfg_opt_render(c, o, &out, CFG_R_GET);
     hkv_status st = out.st;
@@ -102,6 +104,10 @@ hkv_status cfg_set(struct cfg *c, const char *name, const char *value, struct cf
     const struct cfg_option *o = cfg_option_find(name);
     if (o == NULL)
         return refuse(err, HKV_EINVAL, "unknown directive '%s'", cfg_show(name, g, sizeof(g)));
+    if (o->flags & CFG_F_SECRET)
+        return refuse(err, HKV_EINVAL,
+                      "'%s' holds credentials and cannot be set at runtime; edit the config "
+                      "file and reload", o->name);
     if (o->flags & CFG_F_PATH)
         return refuse(err, HKV_EINVAL,
                       "'%s' is a path and cannot be set at runtime; edit the config file and "

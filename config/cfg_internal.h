@@ -99,7 +99,12 @@ extern const size_t cfg_noptions;
 const struct cfg_option *cfg_option_find(const char *name);
 extern const struct cfg_special cfg_class_special;   /* cfg_class.c */
 extern const struct cfg_special cfg_cobl_special;    /* cfg_value.c */
+extern const struct cfg_special cfg_rl_class_special; /* cfg_ratelimit.c */
+extern const struct cfg_special cfg_rl_cmd_special;   /* cfg_ratelimit.c */
+extern const struct cfg_special cfg_user_special;    /* cfg_user.c */
+extern const struct cfg_special cfg_requirepass_special;
 extern const char *const cfg_loglevel_names[];
+extern const char *const cfg_tls_auth_names[];
 
 /* cfg_value.c: one option's value by type. */
 hkv_status cfg_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);

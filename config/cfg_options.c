@@ -30,9 +30,31 @@ static const char *check_colo(const char *s)
     return cfg_name_ok(s, 32) ? NULL : "needs 1 to 32 characters of [A-Za-z0-9_-]";
 }
 
+const char *const cfg_tls_auth_names[] = { "no", "yes", "optional", NULL };
+
+/* tls-protocols: one or more of TLSv1.2 TLSv1.3, space-separated. */
+static const char *check_tls_protocols(const char *s)
+{
+    int n = 0;
+    while (*s != '\0') {
+        size_t w = strcspn(s, " \t");
+        if (w == 0) {
+            s++;
+            continue;
+        }
+        if (!((w == 7 && strncasecmp(s, "TLSv1.2", 7) == 0) ||
+              (w == 7 && strncasecmp(s, "TLSv1.3", 7) == 0)))
+            return "needs one or more of TLSv1.2 TLSv1.3";
+        n++;
+        s += w;
+    }
+    return n > 0 ? NULL : "needs one or more of TLSv1.2 TLSv1.3";
+}
+
 #define R CFG_F_RELOADABLE
 #define M CFG_F_MULTI
 #define P CFG_F_PATH
+#define S CFG_F_SECRET
 #define NOX .check = NULL
 
 /*  X(name, type, field, count field, default, min, max, flags, extra, doc)
@@ -76,6 +98,13 @@ static const char *check_colo(const char *s)
       "HARD SOFT SOFT-DURATION: drop a client over HARD, or over SOFT that long")               \
     X("client-max-pending", INT, client_max_pending, client_max_pending, "1024", 1, 1000000, R,  \
       NOX, "replies one client may be owed; past it its input is not read")                  \
+    X("protected-mode", BOOL, protected_mode, protected_mode, "yes", 0, 0, R, NOX,              \
+      "with no password and no users, serve loopback clients only")                            \
+    X("requirepass", SPECIAL, users, nusers, "\"\"", 0, 0, R | S,                                \
+      .special = &cfg_requirepass_special, "password of the user default; \"\" = none")        \
+    X("user", SPECIAL, users, nusers, "", 0, 0, R | M | S, .special = &cfg_user_special,         \
+      "NAME [on|off] [>password|#sha256hex|nopass]... [~glob|allkeys]... "                     \
+      "[+@read|+@write|+@admin|+@all]...")                                                      \
     X("shutdown-timeout", DURATION, shutdown_timeout_ms, shutdown_timeout_ms, "10s", 0,          \
       CFG_HOUR, R, NOX, "longest a graceful stop waits before it forces")                       \
     X("wire-max-frame", SIZE, wire_max_frame, wire_max_frame, "64mb", 64 * CFG_KB, 4 * CFG_GB,   \
@@ -106,6 +135,28 @@ static const char *check_colo(const char *s)
       "how long an authoritative not-found is cached")                                          \
     X("hotkey-threshold", INT, hotkey_threshold, hotkey_threshold, "1000", 1, INT32_MAX, R, NOX, \
       "reads/s past which a key is hot (cached with its class's keep even if fresh is 0)")      \
+    X("ratelimit", SPECIAL, ratelimit, ratelimit, "read off", 0, 0, R | M,                       \
+      .special = &cfg_rl_class_special,                                                         \
+      "read|write|admin RATE/PERIOD [burst N] | off: per client and colo; no line = unlimited") \
+    X("ratelimit-command", SPECIAL, ratelimit_cmds, nratelimit_cmds, "auth 10/1s burst 20", 0,   \
+      0, R | M, .special = &cfg_rl_cmd_special,                                                 \
+      "NAME RATE/PERIOD [burst N] | off: one command's own limit, instead of its class's")     \
+    X("ratelimit-buckets", INT, ratelimit_buckets, ratelimit_buckets, "65536", 64, 16777216, 0,  \
+      NOX, "rate-limit buckets per colo (clients x classes tracked at once)")                   \
+    X("tls-port", INT, tls_port, tls_port, "0", 0, 65535, 0, NOX,                               \
+      "TLS port for clients, on the bind addresses; 0 = no TLS")                                \
+    X("tls-cert-file", PATH, tls_cert_file, tls_cert_file, "\"\"", 0, 0, R | P, NOX,              \
+      "server certificate (PEM, may hold the chain); re-read on SIGHUP")                        \
+    X("tls-key-file", PATH, tls_key_file, tls_key_file, "\"\"", 0, 0, R | P, NOX,                 \
+      "private key of tls-cert-file (PEM, unencrypted)")                                        \
+    X("tls-ca-cert-file", PATH, tls_ca_cert_file, tls_ca_cert_file, "\"\"", 0, 0, R | P, NOX,     \
+      "CA certificates that client certificates are verified against")                          \
+    X("tls-auth-clients", ENUM, tls_auth_clients, tls_auth_clients, "yes", 0, 0, R,              \
+      .enums = cfg_tls_auth_names, "yes | no | optional: must a TLS client present a certificate") \
+    X("tls-protocols", STRING, tls_protocols, tls_protocols, "\"TLSv1.2 TLSv1.3\"", 0, 0, R,      \
+      .check = check_tls_protocols, "TLS versions accepted: TLSv1.2 and/or TLSv1.3")           \
+    X("tls-handshake-timeout", DURATION, tls_handshake_timeout_ms, tls_handshake_timeout_ms,     \
+      "5s", 1, CFG_HOUR, R, NOX, "close a TLS client whose handshake has not finished by then") \
     X("class", SPECIAL, classes, nclasses, "default", 0, 0, R | M,                               \
       .special = &cfg_class_special, "NAME [pattern GLOB]... [pool hot|cold] [fresh D] [keep D] " \
       "[durability ledger|durable] [on-timeout degrade|error]")
@@ -122,6 +173,7 @@ const size_t cfg_noptions = sizeof(cfg_options) / sizeof(cfg_options[0]);
 #undef R
 #undef M
 #undef P
+#undef S
 #undef NOX
 
 const struct cfg_option *cfg_option_find(const char *name)
@@ -145,6 +197,13 @@ const char *cfg_option_name(size_t i)
 int cfg_option_flags(size_t i)
 {
     return i < cfg_noptions ? cfg_options[i].flags : 0;
+}
+
+const char *cfg_tls_auth_name(enum cfg_tls_auth a)
+{
+    if ((int)a < 0 || (int)a > CFG_TLS_AUTH_OPTIONAL)
+        return "unknown";
+    return cfg_tls_auth_names[a];
 }
 
 const char *cfg_loglevel_name(enum cfg_loglevel l)

@@ -235,6 +235,8 @@ static hkv_status load_path(struct loader *L, const char *path, const char *from
 out:
     free(base);
     free(real);
+    if (data != NULL)
+        explicit_bzero(data, len);   /* it may hold passwords (requirepass, user) */
     free(data);
     return st;
 }

@@ -19,6 +19,8 @@
 #define CMD_F_FAST    0x08  /* O(1), never waits */
 #define CMD_F_NOAUTH  0x10  /* allowed before authentication */
 #define CMD_F_CONN    0x20  /* about the connection itself */
+#define CMD_F_AUTH    0x40  /* checks a password (AUTH): the rate limiter's target
+                               for guessing; counts as a connection command */
 
 /* X(ID, name, arity, flags, first_key, last_key, step) */
 #define CMD_LIST(X)                                                     \
@@ -26,6 +28,7 @@
     X(ECHO, "echo", 2, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)                 \
     X(HELLO, "hello", -1, CMD_F_FAST | CMD_F_NOAUTH | CMD_F_CONN, 0, 0, 0) \
     X(SELECT, "select", 2, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)             \
+    X(AUTH, "auth", -2, CMD_F_FAST | CMD_F_NOAUTH | CMD_F_CONN | CMD_F_AUTH, 0, 0, 0) \
     X(QUIT, "quit", -1, CMD_F_FAST | CMD_F_NOAUTH | CMD_F_CONN, 0, 0, 0) \
     X(RESET, "reset", 1, CMD_F_FAST | CMD_F_NOAUTH | CMD_F_CONN, 0, 0, 0) \
     X(COMMAND, "command", -1, CMD_F_CONN, 0, 0, 0)                       \

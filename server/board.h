@@ -34,7 +34,10 @@ enum board_role { BOARD_EMPTY = 0, BOARD_EDGE = 1, BOARD_OWNER = 2 };
     X(total_commands_processed, 0)     \
     X(protocol_errors, 0)              \
     X(write_retries, 0)                \
-    X(write_failures, 0)
+    X(write_failures, 0)               \
+    X(auth_failures, 0)                \
+    X(tls_connections, 1)              \
+    X(tls_handshake_failures, 0)
 
 struct board_slot {
     _Atomic int32_t pid;

@@ -14,6 +14,7 @@
 
 #include "server/edge_int.h"
 #include "server/log.h"
+#include "server/tls.h"
 
 #define CRON_MS 100
 #define FAST_STOP_MS 500
@@ -28,7 +29,56 @@ static void set_limits(struct edge *e, const struct cfg *cfg)
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
                       void *arg)
 {
-    conn_accept(arg, fd);
+    conn_accept(arg, fd, 0);
+}
+
+static void on_accept_tls(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                          int len, void *arg)
+{
+    conn_accept(arg, fd, 1);
+}
+
+static void on_accept_error(struct evconnlistener *l, void *arg);
+
+/* Accepts on the TLS port's sockets (the last ntls inherited ones). */
+static int tls_listen(struct edge *e)
+{
+    const struct worker_ctx *ctx = e->ctx;
+    for (size_t i = ctx->nlisten - ctx->ntls; i < ctx->nlisten; i++) {
+        struct evconnlistener *l = evconnlistener_new(e->base, on_accept_tls, e,
+                                                      LEV_OPT_CLOSE_ON_FREE, -1,
+                                                      ctx->listen_fds[i]);
+        if (l == NULL) {
+            log_warning("cannot listen on inherited socket %d", ctx->listen_fds[i]);
+            return -1;
+        }
+        evconnlistener_set_error_cb(l, on_accept_error);
+        e->listeners[e->nlisteners++] = l;
+    }
+    return 0;
+}
+
+/* A new TLS context from `cfg`, the certificate files re-read (SIGHUP, and
+ * any reload).  On failure the old one stays, with one warning line for the
+ * host (from its first edge; the others log it at debug level).  An edge
+ * that started without one (the files broke between the master's check and
+ * its start) begins to accept TLS clients once one loads. */
+static void tls_reload(struct edge *e, const struct cfg *cfg)
+{
+    char err[512];
+    SSL_CTX *ctx = tls_ctx_new(cfg, err, sizeof(err));
+    if (ctx == NULL) {
+        if (e->ctx->colo_index == 0 && e->ctx->index == 0)
+            log_warning("TLS reload failed, keeping the previous certificate: %s", err);
+        else
+            log_debug("TLS reload failed, keeping the previous certificate: %s", err);
+        return;
+    }
+    int first = e->tls_ctx == NULL;
+    SSL_CTX_free(e->tls_ctx); /* open connections hold their own reference */
+    e->tls_ctx = ctx;
+    if (first)
+        tls_listen(e);
 }
 
 static void on_accept_error(struct evconnlistener *l, void *arg)
@@ -115,6 +165,10 @@ static void on_reload(void *arg, const struct cfg *next)
     struct conn *c = e->conns;
     for (; c != NULL; c = c->next)
         c->parser.lim = e->limits;
+    edge_auth_reload(e, next); /* users; narrows unauthenticated parsers again */
+    if (e->ctx->ntls > 0 && !e->stopping)
+        tls_reload(e, next);
+    edge_rl_reload(e, next); /* rate limits: new rules, same buckets */
     edge_data_reload(e, next);
 }
 
@@ -129,8 +183,14 @@ int edge_main(struct worker_ctx *ctx)
     int code = 1;
     e->stats = &ctx->board->slots[ctx->slot];
     atomic_store_explicit(&e->stats->connected_clients, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->stats->tls_connections, 0, memory_order_relaxed);
     set_limits(e, ctx->cfg);
     e->base = event_base_new();
+    /* Two priorities: owner links (0) before clients (1, the default), so
+     * owner answers, writes' above all, are handled as soon as they arrive
+     * rather than after every ready client of the iteration. */
+    if (e->base != NULL)
+        event_base_priority_init(e->base, 2);
     if (e->base == NULL)
         return 1;
     struct worker_hooks hooks = {on_reload, on_stop, e};
@@ -140,11 +200,16 @@ int edge_main(struct worker_ctx *ctx)
     e->listeners = calloc(ctx->nlisten ? ctx->nlisten : 1, sizeof(*e->listeners));
     if (e->worker == NULL || e->cron == NULL || e->deadline == NULL || e->listeners == NULL)
         goto out;
+    if (edge_auth_setup(e) != 0) {
+        log_warning("cannot build the users: out of memory");
+        goto out;
+    }
+    edge_rl_setup(e); /* the colo's rate limiter; never fails (it fails open) */
     if (edge_cache_setup(e) != 0 || edge_data_setup(e) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }
-    for (size_t i = 0; i < ctx->nlisten; i++) {
+    for (size_t i = 0; i < ctx->nlisten - ctx->ntls; i++) {
         struct evconnlistener *l =
             evconnlistener_new(e->base, on_accept, e, LEV_OPT_CLOSE_ON_FREE, -1, ctx->listen_fds[i]);
         if (l == NULL) {
@@ -153,6 +218,15 @@ int edge_main(struct worker_ctx *ctx)
         }
         evconnlistener_set_error_cb(l, on_accept_error);
         e->listeners[e->nlisteners++] = l;
+    }
+    if (ctx->ntls > 0) {
+        char err[512];
+        e->tls_ctx = tls_ctx_new(ctx->cfg, err, sizeof(err));
+        if (e->tls_ctx == NULL)
+            log_warning("TLS port not served by this edge until a reload loads a certificate: %s",
+                        err);
+        else if (tls_listen(e) != 0)
+            goto out;
     }
     struct timeval tv = {0, CRON_MS * 1000};
     event_add(e->cron, &tv);
@@ -166,7 +240,10 @@ out:
     for (size_t i = 0; i < e->nlisteners; i++)
         evconnlistener_free(e->listeners[i]);
     free(e->listeners);
+    SSL_CTX_free(e->tls_ctx);
+    e->tls_ctx = NULL;
     edge_data_teardown(e);
+    edge_auth_teardown(e);
     buf_deinit(&e->cval);
     if (e->cron)
         event_free(e->cron);

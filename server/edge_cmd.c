@@ -1,6 +1,6 @@
 /*
  * edge_cmd.c - the connection and server commands an edge answers itself:
- * PING ECHO HELLO SELECT QUIT RESET TIME COMMAND CLIENT CONFIG INFO.
+ * PING ECHO HELLO AUTH SELECT QUIT RESET TIME COMMAND CLIENT CONFIG INFO.
  * Data commands live in edge_read.c, edge_write.c and edge_scan.c; this file
  * never talks to an owner.
  */
@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "server/auth.h"
 #include "server/ctl.h"
 #include "server/edge_int.h"
 #include "server/version.h"
@@ -107,10 +108,12 @@ static void cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
         }
         i = 2;
     }
-    const struct resp_slice *name = NULL;
+    const struct resp_slice *name = NULL, *user = NULL, *pass = NULL;
     for (; i < argc; i++) {
         if (slice_is(&argv[i], "auth") && i + 2 < argc) {
-            i += 2; /* no users yet: every password is accepted, as Redis's nopass default */
+            user = &argv[i + 1];
+            pass = &argv[i + 2];
+            i += 2;
         } else if (slice_is(&argv[i], "setname") && i + 1 < argc) {
             name = &argv[++i];
             if (!name_ok(name)) {
@@ -123,6 +126,15 @@ static void cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
             return;
         }
     }
+    if (user != NULL && edge_auth_login(c, user, pass) != 0)
+        return;
+    if (c->user < 0) {
+        resp_add_error(&c->out, "NOAUTH HELLO must be called with the client already "
+                                "authenticated, otherwise the HELLO <proto> AUTH <user> <pass> "
+                                "option can be used to authenticate the client and select the "
+                                "RESP protocol version at the same time");
+        return;
+    }
     c->proto = proto;
     if (name != NULL)
         set_name(c, name);
@@ -134,7 +146,26 @@ static void cmd_reset(struct conn *c, int argc, const struct resp_slice *argv)
     c->proto = 2;
     c->meta = 0;
     c->name[0] = '\0';
+    conn_set_user(c, auth_initial_user(c->e->auth), 1); /* as Redis: logged out */
     resp_add_simple(&c->out, "RESET");
+}
+
+/* AUTH [username] password, as Redis 7. */
+static void cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    static const struct resp_slice dflt = {"default", 7};
+    if (argc > 3) {
+        resp_add_error(&c->out, "ERR syntax error");
+        return;
+    }
+    if (argc == 2 && auth_default_nopass(c->e->auth)) {
+        resp_add_error(&c->out, "ERR AUTH <password> called without any password configured "
+                                "for the default user. Are you sure your configuration is "
+                                "correct?");
+        return;
+    }
+    if (edge_auth_login(c, argc == 2 ? &dflt : &argv[1], &argv[argc - 1]) == 0)
+        resp_add_simple(&c->out, "OK");
 }
 
 /* ---- COMMAND -------------------------------------------------------------- */
@@ -205,13 +236,13 @@ static void client_line(struct conn *c, struct conn *x, struct hkv_buf *b, int64
     buf_printf(b,
                "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=0 sub=0 "
                "psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 "
-               "oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=default redir=-1 resp=%d "
+               "oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=%s redir=-1 resp=%d "
                "lib-name=%s lib-ver=%s\n",
                (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name,
                (long long)(now - x->created_ms) / 1000, (long long)(now - x->last_ms) / 1000,
                buf_unread(&x->in), x->in.cap - x->in.len, buf_unread(&x->out),
                x->in.cap + x->out.cap, x == c ? "client|list" : (x->last_cmd ? x->last_cmd : "NULL"),
-               x->proto, x->lib_name, x->lib_ver);
+               x->user >= 0 ? auth_user_name(c->e->auth, x->user) : "default", x->proto, x->lib_name, x->lib_ver);
 }
 
 static void cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
@@ -348,6 +379,8 @@ static void cmd_config(struct conn *c, int argc, const struct resp_slice *argv)
             cache_reset_counters(c->e->cache);
         atomic_store_explicit(&s->write_retries, 0, memory_order_relaxed);
         atomic_store_explicit(&s->write_failures, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->auth_failures, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->tls_handshake_failures, 0, memory_order_relaxed);
         resp_add_simple(&c->out, "OK");
     } else if (slice_is(&argv[1], "set") && argc >= 4 && argc % 2 == 0) {
         config_set(c, argc, argv);
@@ -405,6 +438,7 @@ static void cmd_hotkeys(struct conn *c, int argc, const struct resp_slice *argv)
 const edge_handler edge_handlers[CMD_COUNT] = {
     [CMD_PING] = cmd_ping,     [CMD_ECHO] = cmd_echo,     [CMD_HELLO] = cmd_hello,
     [CMD_SELECT] = cmd_select, [CMD_QUIT] = cmd_quit,     [CMD_RESET] = cmd_reset,
+    [CMD_AUTH] = cmd_auth,
     [CMD_TIME] = cmd_time,     [CMD_COMMAND] = cmd_command, [CMD_CLIENT] = cmd_client,
     [CMD_CONFIG] = cmd_config, [CMD_INFO] = cmd_info,     [CMD_HOTKEYS] = cmd_hotkeys,
 #define X(ID, fn) [CMD_##ID] = edge_cmd_##fn,

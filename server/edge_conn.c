@@ -16,6 +16,17 @@
  * Limits: the query buffer never grows past client-query-buffer-limit; the
  * output buffer closes the client past the hard limit, or past the soft limit
  * for longer than its seconds (a client that never reads cannot hold memory).
+ *
+ * TLS: a connection accepted on the TLS port has c->ssl, and its bytes go
+ * through SSL_read / SSL_write on the same non-blocking fd and the same
+ * buffers; c->ssl is checked in on_read, on_write and conn_flush only, so the
+ * plaintext path costs one predictable branch.  The handshake runs first
+ * (from either event); a read that needs the fd writable (SSL_read's
+ * WANT_WRITE) or a write that needs it readable (SSL_write's WANT_READ) is
+ * recorded in c->tls and retried from the other event.  conn_cron closes a
+ * connection whose handshake has not finished within tls-handshake-timeout
+ * (a stalled client, or one speaking plaintext that never sends a ClientHello
+ * the handshake can fail on).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,13 +36,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <limits.h>
 #include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "server/edge_int.h"
 #include "server/log.h"
 
-#define READ_CHUNK (16 * 1024)
+#define READ_CHUNK (16 * 1024) /* also one TLS record's largest plaintext */
 #define IDLE_BUF_KEEP (16 * 1024)
+
+/* c->tls bits */
+#define CONN_TLS_HANDSHAKE 0x1    /* handshake not finished */
+#define CONN_TLS_READ_WANTS_WRITE 0x2
+#define CONN_TLS_WRITE_WANTS_READ 0x4
+#define CONN_TLS_FATAL 0x8        /* a fatal TLS error: no close_notify */
+#define CONN_TLS_COUNTED 0x10     /* counted in tls_connections */
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
@@ -77,13 +99,15 @@ static uint64_t clients_now(struct edge *e)
     return n;
 }
 
-void conn_accept(struct edge *e, int fd)
+void conn_accept(struct edge *e, int fd, int tls)
 {
     const struct cfg *cfg = e->ctx->cfg;
     if (e->stopping || clients_now(e) >= (uint64_t)cfg->maxclients) {
         static const char msg[] = "-ERR max number of clients reached\r\n";
-        ssize_t w = write(fd, msg, sizeof(msg) - 1);
-        (void)w;
+        if (!tls) { /* a TLS client could not read it */
+            ssize_t w = write(fd, msg, sizeof(msg) - 1);
+            (void)w;
+        }
         close(fd);
         board_add(&e->stats->rejected_connections, 1);
         return;
@@ -103,18 +127,32 @@ void conn_accept(struct edge *e, int fd)
     socklen_t sl = sizeof(ss);
     if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
         format_addr(&ss, c->addr, sizeof(c->addr));
+    else
+        ss.ss_family = AF_UNSPEC;
+    int denied = edge_auth_accept(c, (const struct sockaddr *)&ss); /* protected mode */
     sl = sizeof(ss);
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
         format_addr(&ss, c->laddr, sizeof(c->laddr));
     tune_socket(fd, cfg);
     evutil_make_socket_nonblocking(fd);
+    if (tls) {
+        ERR_clear_error();
+        c->ssl = e->tls_ctx != NULL ? SSL_new(e->tls_ctx) : NULL;
+        if (c->ssl != NULL && SSL_set_fd(c->ssl, fd) == 1)
+            SSL_set_accept_state(c->ssl);
+        else
+            tls = -1;
+        c->tls = CONN_TLS_HANDSHAKE;
+        ERR_clear_error();
+    }
     c->rev = event_new(e->base, fd, EV_READ | EV_PERSIST, on_read, c);
     c->wev = event_new(e->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
-    if (c->rev == NULL || c->wev == NULL || event_add(c->rev, NULL) != 0) {
+    if (tls < 0 || c->rev == NULL || c->wev == NULL || event_add(c->rev, NULL) != 0) {
         if (c->rev)
             event_free(c->rev);
         if (c->wev)
             event_free(c->wev);
+        SSL_free(c->ssl);
         resp_parser_deinit(&c->parser);
         free(c);
         close(fd);
@@ -127,6 +165,10 @@ void conn_accept(struct edge *e, int fd)
     e->nconns++;
     board_add(&e->stats->connected_clients, 1);
     board_add(&e->stats->total_connections_received, 1);
+    if (denied) {
+        edge_auth_deny(c);
+        conn_flush(c);
+    }
 }
 
 void conn_close(struct conn *c)
@@ -136,6 +178,18 @@ void conn_close(struct conn *c)
     slots_release(c);
     event_free(c->rev);
     event_free(c->wev);
+    if (c->ssl != NULL) {
+        /* A close_notify, best effort (never waited for), unless the
+         * session failed or never started. */
+        if (!(c->tls & (CONN_TLS_FATAL | CONN_TLS_HANDSHAKE))) {
+            ERR_clear_error();
+            SSL_shutdown(c->ssl);
+        }
+        if (c->tls & CONN_TLS_COUNTED)
+            board_add(&e->stats->tls_connections, -1);
+        SSL_free(c->ssl);
+        ERR_clear_error();
+    }
     close(c->fd);
     if (c->prev)
         c->prev->next = c->next;
@@ -181,6 +235,13 @@ static void run(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", d->name);
         return;
     }
+    if (c->gated && edge_auth_gate(c, d, argc, argv) != 0) /* NOAUTH, NOPERM */
+        return;
+    /* Rate limit (server/ratelimit.h, edge_rl.c).  A command without a limit
+     * costs this one branch; one over its limit is answered "-RATELIMITED
+     * retry in N ms" and not run, and the connection stays open. */
+    if (c->e->rl_map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv))
+        return;
     h(c, argc, argv);
 }
 
@@ -266,6 +327,9 @@ void conn_resume(struct conn *c)
     if (c->paused) {
         c->paused = 0;
         event_add(c->rev, NULL);
+        /* Bytes OpenSSL decrypted already would raise no read event. */
+        if (c->ssl != NULL && SSL_pending(c->ssl) > 0)
+            event_active(c->rev, EV_READ, 1);
     }
     conn_process(c);
 }
@@ -303,8 +367,137 @@ static int check_output(struct conn *c, int64_t now)
     return 1;
 }
 
+/* Everything is written. */
+static void flush_done(struct conn *c)
+{
+    event_del(c->wev);
+    buf_shrink(&c->out, IDLE_BUF_KEEP);
+    if (c->close_after_write && c->sq_head == NULL) {
+        conn_close(c);
+        return;
+    }
+    c->soft_since_ms = 0;
+}
+
+/* A TLS session ended in an error: counted if it was in its handshake. */
+static void tls_failed(struct conn *c)
+{
+    c->tls |= CONN_TLS_FATAL;
+    if (c->tls & CONN_TLS_HANDSHAKE) {
+        board_add(&c->e->stats->tls_handshake_failures, 1);
+        char why[160] = "connection closed";
+        unsigned long e = ERR_peek_error();
+        if (e != 0)
+            ERR_error_string_n(e, why, sizeof(why));
+        log_verbose("client %s: TLS handshake failed (%s); closing", c->addr, why);
+    }
+    ERR_clear_error();
+    conn_close(c);
+}
+
+/* Drives the handshake: 1 finished, 0 waiting for the fd, -1 closed. */
+static int tls_handshake(struct conn *c)
+{
+    ERR_clear_error();
+    int r = SSL_do_handshake(c->ssl);
+    if (r == 1) {
+        c->tls = (uint8_t)((c->tls & ~CONN_TLS_HANDSHAKE) | CONN_TLS_COUNTED);
+        board_add(&c->e->stats->tls_connections, 1);
+        if (buf_unread(&c->out) > 0)
+            event_add(c->wev, NULL); /* a reply queued before it finished */
+        else
+            event_del(c->wev);
+        return 1;
+    }
+    int err = SSL_get_error(c->ssl, r);
+    if (err == SSL_ERROR_WANT_READ) {
+        event_del(c->wev);
+        return 0;
+    }
+    if (err == SSL_ERROR_WANT_WRITE) {
+        event_add(c->wev, NULL);
+        return 0;
+    }
+    tls_failed(c);
+    return -1;
+}
+
+/* Reads what the TLS session has into c->in (room reserved): bytes, 0 for
+ * none now, -1 if the connection was closed. */
+static ssize_t tls_read(struct conn *c)
+{
+    if (c->tls & CONN_TLS_HANDSHAKE) {
+        int h = tls_handshake(c);
+        if (h <= 0)
+            return h; /* c is freed at -1 */
+    }
+    size_t room = buf_room(&c->in);
+    ERR_clear_error();
+    int n = SSL_read(c->ssl, buf_tail(&c->in), room > INT_MAX ? INT_MAX : (int)room);
+    if (n > 0)
+        return n;
+    int err = SSL_get_error(c->ssl, n);
+    if (err == SSL_ERROR_WANT_READ)
+        return 0;
+    if (err == SSL_ERROR_WANT_WRITE) {
+        c->tls |= CONN_TLS_READ_WANTS_WRITE;
+        event_add(c->wev, NULL);
+        return 0;
+    }
+    if (err == SSL_ERROR_ZERO_RETURN) { /* the client's close_notify */
+        conn_close(c);
+        return -1;
+    }
+    tls_failed(c);
+    return -1;
+}
+
+static void tls_flush(struct conn *c)
+{
+    if (c->tls & CONN_TLS_HANDSHAKE) {
+        /* Output before the handshake finished (a protected-mode refusal at
+         * accept) waits for it; the handshake needs the read event even if
+         * the connection is closing. */
+        if (buf_unread(&c->out) > 0 && !event_pending(c->rev, EV_READ, NULL))
+            event_add(c->rev, NULL);
+        if (tls_handshake(c) <= 0)
+            return;
+    }
+    while (buf_unread(&c->out) > 0) {
+        /* After a WANT_*, SSL_write is retried with the same head bytes and a
+         * length never smaller (out only grows at its tail until written). */
+        size_t len = buf_unread(&c->out);
+        ERR_clear_error();
+        int n = SSL_write(c->ssl, buf_head(&c->out), len > INT_MAX ? INT_MAX : (int)len);
+        if (n > 0) {
+            buf_consume(&c->out, (size_t)n);
+            continue;
+        }
+        int err = SSL_get_error(c->ssl, n);
+        if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) {
+            if (!check_output(c, board_now_ms()))
+                return;
+            if (err == SSL_ERROR_WANT_WRITE) {
+                event_add(c->wev, NULL);
+            } else {
+                c->tls |= CONN_TLS_WRITE_WANTS_READ;
+                event_del(c->wev);
+                event_add(c->rev, NULL);
+            }
+            return;
+        }
+        tls_failed(c);
+        return;
+    }
+    flush_done(c);
+}
+
 void conn_flush(struct conn *c)
 {
+    if (c->ssl != NULL) {
+        tls_flush(c);
+        return;
+    }
     while (buf_unread(&c->out) > 0) {
         ssize_t n = write(c->fd, buf_head(&c->out), buf_unread(&c->out));
         if (n > 0) {
@@ -321,18 +514,25 @@ void conn_flush(struct conn *c)
         conn_close(c); /* the peer is gone */
         return;
     }
-    event_del(c->wev);
-    buf_shrink(&c->out, IDLE_BUF_KEEP);
-    if (c->close_after_write && c->sq_head == NULL) {
-        conn_close(c);
-        return;
-    }
-    c->soft_since_ms = 0;
+    flush_done(c);
 }
 
 static void on_write(evutil_socket_t fd, short what, void *arg)
 {
-    conn_flush(arg);
+    struct conn *c = arg;
+    if (c->ssl != NULL && (c->tls & (CONN_TLS_HANDSHAKE | CONN_TLS_READ_WANTS_WRITE))) {
+        if (c->tls & CONN_TLS_HANDSHAKE) {
+            if (tls_handshake(c) <= 0)
+                return;
+        } else {
+            c->tls &= (uint8_t)~CONN_TLS_READ_WANTS_WRITE;
+            if (!c->paused && !c->close_after_write) {
+                on_read(fd, EV_READ, c); /* retries SSL_read, then flushes */
+                return;
+            }
+        }
+    }
+    conn_flush(c);
 }
 
 static void on_read(evutil_socket_t fd, short what, void *arg)
@@ -340,27 +540,44 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     struct conn *c = arg;
     const struct cfg *cfg = c->e->ctx->cfg;
     size_t limit = (size_t)cfg->client_query_buffer_limit;
+    if (c->ssl != NULL && (c->tls & CONN_TLS_WRITE_WANTS_READ)) {
+        /* SSL_write waited for this; read again next round, unless paused. */
+        c->tls &= (uint8_t)~CONN_TLS_WRITE_WANTS_READ;
+        if (c->paused || c->close_after_write)
+            event_del(c->rev);
+        else
+            event_active(c->rev, EV_READ, 1);
+        conn_flush(c);
+        return;
+    }
     if (buf_reserve(&c->in, READ_CHUNK, 0) != HKV_OK) {
         conn_close(c);
         return;
     }
-    ssize_t n = read(fd, buf_tail(&c->in), buf_room(&c->in));
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        conn_close(c);
-        return;
+    ssize_t n;
+    if (c->ssl == NULL) {
+        n = read(fd, buf_tail(&c->in), buf_room(&c->in));
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            conn_close(c);
+            return;
+        }
+        if (n < 0)
+            return;
+    } else if ((n = tls_read(c)) <= 0) {
+        return; /* waiting, or closed */
     }
-    if (n < 0)
-        return;
     c->in.len += (size_t)n;
     c->last_ms = board_now_ms();
     process_input(c);
-    if (!c->close_after_write && buf_unread(&c->in) > limit) {
+    if (!c->close_after_write && buf_unread(&c->in) > conn_query_limit(c, limit)) {
         log_verbose("client %s: query buffer over client-query-buffer-limit; closing", c->addr);
         resp_add_error(&c->out, "ERR Protocol error: query buffer limit reached");
         c->close_after_write = 1;
     }
     if (c->close_after_write || c->paused)
         event_del(c->rev);
+    else if (c->ssl != NULL && SSL_pending(c->ssl) > 0)
+        event_active(c->rev, EV_READ, 1); /* decrypted already: no read event would come */
     buf_shrink(&c->in, IDLE_BUF_KEEP);
     conn_flush(c);
 }
@@ -368,6 +585,15 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 int conn_cron(struct conn *c, int64_t now)
 {
     const struct cfg *cfg = c->e->ctx->cfg;
+    if (c->ssl != NULL && (c->tls & CONN_TLS_HANDSHAKE) &&
+        now - c->created_ms >= cfg->tls_handshake_timeout_ms) {
+        board_add(&c->e->stats->tls_handshake_failures, 1);
+        log_verbose("client %s: TLS handshake not finished in %lld ms; closing", c->addr,
+                    (long long)(now - c->created_ms));
+        c->tls |= CONN_TLS_FATAL;
+        conn_close(c);
+        return 0;
+    }
     if (cfg->timeout_ms > 0 && now - c->last_ms > cfg->timeout_ms && buf_unread(&c->out) == 0 &&
         c->sq_head == NULL) {
         log_verbose("client %s: idle for %lld ms; closing", c->addr, (long long)(now - c->last_ms));

@@ -6,6 +6,7 @@
 #define HKV_EDGE_INT_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <event2/event.h>
 #include <event2/event_struct.h>
@@ -20,9 +21,12 @@
 #include "server/router.h"
 #include "server/worker.h"
 
+struct auth;
 struct conn;
 struct op;
 struct flight;
+struct ssl_st;                    /* OpenSSL's SSL */
+struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
 
 /* Requests a client may have waiting for replies before the edge stops
  * reading from it (Redis has no such bound; this is what keeps one client's
@@ -77,6 +81,8 @@ struct edge {
     uint64_t next_client_id;
     struct board_slot *stats;     /* this edge's counters in the scoreboard */
     struct resp_limits limits;
+    struct auth *auth;            /* users and ACLs (server/auth.h), rebuilt on reload */
+    struct ssl_ctx_st *tls_ctx;   /* the TLS port's context (rebuilt on reload); NULL: no TLS */
     int stopping;
     int64_t ops_sample_ms;        /* instantaneous_ops_per_sec sampling */
     uint64_t ops_sample_cmds;
@@ -100,6 +106,10 @@ struct edge {
     struct cache *cache;          /* NULL: every read asks the owner */
     uint64_t lock_seq;            /* refresh-lock tokens */
     struct hkv_buf cval;          /* a looked-up value, copied out of the segment */
+
+    /* the rate limiter (edge_rl.c) */
+    struct rl *rl;                /* the colo's limiter; NULL: none */
+    const uint16_t *rl_map;       /* limit class of each command id, 0 = unlimited */
 };
 
 /* A reply slot: a request whose reply must wait for the ones before it. */
@@ -115,9 +125,16 @@ struct conn {
     uint64_t id;
     struct event *rev;
     struct event *wev;
+    struct ssl_st *ssl;           /* accepted on the TLS port; NULL on the plaintext one */
+    uint8_t tls;                  /* CONN_TLS_* state bits (edge_conn.c) */
     struct hkv_buf in;
     struct hkv_buf out;
     struct resp_parser parser;
+    int user;                     /* auth user id; -1 = not authenticated */
+    int gated;                    /* run the auth gate before each command (edge_auth.c) */
+    int user_implicit;            /* logged in without AUTH (default user, nopass) */
+    struct rl_key rl_addr;        /* rate-limit key: the peer address part (edge_rl.c) */
+    int rl_addr_ok;               /* rl_addr is set (on the first limited command) */
     int proto;                    /* 2 or 3 */
     int meta;                     /* CLIENT META ON: RESP3 attributes on reads */
     int close_after_write;
@@ -149,14 +166,49 @@ typedef void (*edge_handler)(struct conn *c, int argc, const struct resp_slice *
 /* The handler of each command id, NULL for commands this edge does not serve. */
 extern const edge_handler edge_handlers[CMD_COUNT];
 
-/* Accepts a client socket; closes fd on failure. */
-void conn_accept(struct edge *e, int fd);
+/* Accepts a client socket (tls: from the TLS port, through e->tls_ctx);
+ * closes fd on failure. */
+void conn_accept(struct edge *e, int fd, int tls);
 /* Closes now, dropping unsent output. */
 void conn_close(struct conn *c);
 /* Periodic checks of one connection; returns 0 if it was closed. */
 int conn_cron(struct conn *c, int64_t now_ms);
 /* Sends what is buffered; called after handlers have appended replies. */
 void conn_flush(struct conn *c);
+
+/* ---- authentication (edge_auth.c) ----
+ * Until authenticated a client may send at most this much (Redis's limits). */
+#define EDGE_PREAUTH_MAX_ARGS 10
+#define EDGE_PREAUTH_MAX_BULK (16 * 1024)
+#define EDGE_PREAUTH_QUERYBUF (1024 * 1024)
+/* e->auth from the config; -1 on allocation failure. */
+int edge_auth_setup(struct edge *e);
+void edge_auth_teardown(struct edge *e);
+/* A new e->auth from next; every connection re-finds its user (and its
+ * parser limits).  Keeps the old one on allocation failure. */
+void edge_auth_reload(struct edge *e, const struct cfg *next);
+/* A new connection's user and limits (call after resp_parser_init).  Returns
+ * 1 if protected mode refuses the peer: then call edge_auth_deny once the
+ * connection is set up, which replies -DENIED and closes after the write. */
+int edge_auth_accept(struct conn *c, const struct sockaddr *peer);
+void edge_auth_deny(struct conn *c);
+/* The gate, for a gated connection (c->gated): 0 = run the command, -1 =
+ * refused, the -NOAUTH or -NOPERM reply written. */
+int edge_auth_gate(struct conn *c, const struct cmd_def *d, int argc,
+                   const struct resp_slice *argv);
+/* AUTH / HELLO AUTH: 0 logged in as user, -1 -WRONGPASS written (counted in
+ * auth_failures; the connection keeps its previous user). */
+int edge_auth_login(struct conn *c, const struct resp_slice *user, const struct resp_slice *pass);
+/* Logs c in as user (-1: out); implicit = without AUTH. */
+void conn_set_user(struct conn *c, int user, int implicit);
+/* c->parser.lim: the edge's limits, narrowed until c is authenticated. */
+void conn_apply_limits(struct conn *c);
+/* The query buffer limit of c: 1 MB until it is authenticated. */
+static inline size_t conn_query_limit(const struct conn *c, size_t configured)
+{
+    return c->user < 0 && configured > EDGE_PREAUTH_QUERYBUF ? EDGE_PREAUTH_QUERYBUF
+                                                             : configured;
+}
 
 /* ---- reply slots (edge_reply.c) ----
  * A handler that answers at once writes to c->out (dispatch has pointed
@@ -299,6 +351,14 @@ const char *pool_name(enum cfg_pool p);
 /* Writes an error reply now (before an op exists). */
 void reply_error(struct conn *c, const char *text);
 int64_t edge_unix_ms(void);
+
+/* edge_rl.c: the limiter attached and configured (again on reload), and
+ * the check dispatch makes when e->rl_map[d->id] is not 0: returns 1 when
+ * the command is over its limit (-RATELIMITED written, do not run it). */
+void edge_rl_setup(struct edge *e);
+void edge_rl_reload(struct edge *e, const struct cfg *next);
+int edge_rl_refuse(struct conn *c, const struct cmd_def *d, int argc,
+                   const struct resp_slice *argv);
 
 /* edge_cache.c */
 int edge_cache_setup(struct edge *e);

@@ -240,6 +240,10 @@ static void link_connect(struct elink *l)
         link_break(l, "out of memory");
         return;
     }
+    /* Owner answers first: a write's acknowledgment must not wait behind a
+     * loop iteration's worth of client reads (priorities: edge.c). */
+    event_priority_set(l->rev, 0);
+    event_priority_set(l->wev, 0);
     event_add(l->rev, NULL);
     if (rc == 0) {
         l->state = LINK_UP;

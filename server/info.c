@@ -87,6 +87,8 @@ static void sec_stats(struct hkv_buf *b, struct edge *e)
                    (unsigned long long)sum_edges(e, offsetof(struct board_slot, name)));
     BOARD_EDGE_STATS(X)
 #undef X
+    buf_printf(b, "tls_connections:%llu\r\n",
+               (unsigned long long)sum_edges(e, offsetof(struct board_slot, tls_connections)));
     buf_printf(b, "instantaneous_ops_per_sec:%llu\r\n\r\n", (unsigned long long)e->ops_per_sec);
 }
 
@@ -202,6 +204,22 @@ static void sec_hotkeys(struct hkv_buf *b, struct edge *e)
     buf_printf(b, "\r\n");
 }
 
+/* The colo's rate limiter (server/ratelimit.h): counters of the whole colo
+ * (every edge of it), buckets in use by a scan of its table.  Per colo, not
+ * global: another colo's INFO counts its own clients. */
+static void sec_ratelimit(struct hkv_buf *b, struct edge *e)
+{
+    struct rl_stats st;
+    rl_stats(e->rl, rl_now(), &st);
+    buf_printf(b, "# Ratelimit\r\n");
+#define X(name) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[RL_CTR_##name]);
+    RL_COUNTERS(X)
+#undef X
+    buf_printf(b, "ratelimit_buckets:%llu\r\nratelimit_buckets_capacity:%llu\r\n"
+                  "ratelimit_rules:%d\r\n\r\n",
+               (unsigned long long)st.buckets, (unsigned long long)st.capacity, st.rules);
+}
+
 static const struct {
     const char *name;
     info_section_fn fn;
@@ -215,6 +233,7 @@ static const struct {
     {"keyspace", sec_keyspace, 1},
     {"cache", sec_cache, 1},
     {"hotkeys", sec_hotkeys, 1},
+    {"ratelimit", sec_ratelimit, 1},
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 

@@ -35,6 +35,7 @@
 #include "server/notify.h"
 #include "server/owner.h"
 #include "server/proctitle.h"
+#include "server/tls.h"
 #include "server/version.h"
 #include "server/worker.h"
 
@@ -66,8 +67,10 @@ struct master {
     struct event_base *base;
     struct board *board;
     struct cache **caches;    /* one colo segment per colo, shared by its edges */
-    int *listen_fds;
+    struct rl **limiters;     /* one rate-limit segment per colo (NULL: none, fail open) */
+    int *listen_fds;          /* the port's sockets, then tls-port's */
     size_t nlisten;
+    size_t ntls;              /* the last ntls of listen_fds are tls-port's */
     struct child *children;
     int nchildren;
     uint64_t generation;
@@ -140,6 +143,9 @@ static void announce(struct master *m)
     char addr[256] = "";
     if (m->cfg->nbind > 0)
         snprintf(addr, sizeof(addr), "%s:%d", m->cfg->bind[0], m->cfg->port);
+    if (m->cfg->nbind > 0 && m->ntls > 0)
+        snprintf(addr + strlen(addr), sizeof(addr) - strlen(addr), " and TLS port %d",
+                 m->cfg->tls_port);
     if (!m->announced_ready) {
         m->announced_ready = 1;
         log_notice("ready: %d edges and %d owners serving on %s (config generation %llu)",
@@ -235,7 +241,9 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
     if (c->role == BOARD_EDGE) {
         ctx.listen_fds = m->listen_fds;
         ctx.nlisten = m->nlisten;
+        ctx.ntls = m->ntls;
         ctx.cache = m->caches[c->colo];
+        ctx.rl = m->limiters[c->colo]; /* per colo: limits are not global */
         ctx.colo_index = c->colo;
         master_colo_name(m->cfg, c->colo, ctx.colo_name, sizeof(ctx.colo_name));
         code = edge_main(&ctx);
@@ -244,6 +252,8 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
             close(m->listen_fds[i]);
         for (int k = 0; k < m->cfg->colos; k++)
             cache_destroy(&m->caches[k]); /* owners never read a colo segment */
+        for (int k = 0; k < m->cfg->colos; k++)
+            rl_destroy(&m->limiters[k]);
         ctx.owner_fds = &c->link_fd;
         ctx.nowner_fds = 1;
         code = owner_main(&ctx);
@@ -412,6 +422,7 @@ static void begin_stop(struct master *m, const char *why)
     for (size_t i = 0; i < m->nlisten; i++)
         close(m->listen_fds[i]);
     m->nlisten = 0;
+    m->ntls = 0;
     for (int i = 0; i < m->nchildren; i++) {
         evtimer_del(m->children[i].restart);
         if (m->children[i].role == BOARD_EDGE && m->children[i].pid > 0)
@@ -577,7 +588,7 @@ static int write_pidfile(const char *path, char *err, size_t len)
 
 static int open_sockets(struct master *m, char *err, size_t len)
 {
-    m->listen_fds = calloc(m->cfg->nbind, sizeof(int));
+    m->listen_fds = calloc(m->cfg->nbind * 2, sizeof(int));
     if (m->listen_fds == NULL) {
         snprintf(err, len, "out of memory");
         return -1;
@@ -587,6 +598,21 @@ static int open_sockets(struct master *m, char *err, size_t len)
         if (fd < 0)
             return -1;
         m->listen_fds[m->nlisten++] = fd;
+    }
+    if (m->cfg->tls_port != 0) {
+        /* Refuse a certificate that does not load now, rather than have
+         * every edge fail and be restarted in a loop. */
+        SSL_CTX *ctx = tls_ctx_new(m->cfg, err, len);
+        if (ctx == NULL)
+            return -1;
+        SSL_CTX_free(ctx);
+        for (size_t i = 0; i < m->cfg->nbind; i++) {
+            int fd = listen_tcp(m->cfg->bind[i], m->cfg->tls_port, 511, err, len);
+            if (fd < 0)
+                return -1;
+            m->listen_fds[m->nlisten++] = fd;
+            m->ntls++;
+        }
     }
     for (int i = 0; i < m->nchildren; i++) {
         struct child *c = &m->children[i];
@@ -662,6 +688,10 @@ static void teardown(struct master *m)
         for (int k = 0; k < m->cfg->colos; k++)
             cache_destroy(&m->caches[k]);
     free(m->caches);
+    if (m->limiters != NULL)
+        for (int k = 0; k < m->cfg->colos; k++)
+            rl_destroy(&m->limiters[k]);
+    free(m->limiters);
 }
 
 int master_run(const struct master_opts *o, struct cfg *cfg)
@@ -708,6 +738,16 @@ int master_run(const struct master_opts *o, struct cfg *cfg)
                         (long long)cfg->cache_memory, strerror(errno));
             goto out;
         }
+    /* One limiter per colo, next to its cache.  Without one the colo's edges
+     * limit nothing (the limiter fails open), which is logged, not fatal. */
+    m->limiters = calloc((size_t)cfg->colos, sizeof(*m->limiters));
+    if (m->limiters == NULL)
+        goto out;
+    struct rl_opts ro = {.buckets = (uint32_t)cfg->ratelimit_buckets};
+    for (int k = 0; k < cfg->colos; k++)
+        if (rl_create(&ro, &m->limiters[k]) != HKV_OK)
+            log_warning("colo %d: no rate-limit segment (%lld buckets): %s; its clients are not "
+                        "rate limited", k, (long long)cfg->ratelimit_buckets, strerror(errno));
     atomic_store_explicit(&m->board->master_pid, getpid(), memory_order_relaxed);
     atomic_store_explicit(&m->board->config_generation, m->generation, memory_order_relaxed);
     struct timespec now;

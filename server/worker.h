@@ -19,6 +19,7 @@
 #include "config/cfg.h"
 #include "server/board.h"
 #include "server/cache.h"
+#include "server/ratelimit.h"
 
 struct worker_ctx {
     enum board_role role;
@@ -30,10 +31,12 @@ struct worker_ctx {
     int ctl_fd;             /* child end of the control socketpair */
     pid_t master_pid;
     struct cache *cache;    /* edges: the colo segment (made by the master) */
+    struct rl *rl;          /* edges: the colo's rate-limit segment (made by the master) */
     int colo_index;         /* edges: which colo of this host */
     char colo_name[64];     /* edges: its name, as owners and INFO see it */
     const int *listen_fds;  /* edges: the client listening sockets */
     size_t nlisten;
+    size_t ntls;            /* edges: the last ntls of listen_fds are tls-port's */
     const int *owner_fds;   /* owners: this owner's link listening socket (one) */
     size_t nowner_fds;
 };

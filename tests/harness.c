@@ -152,6 +152,20 @@ void h_dump_log(const struct daemon *d)
     fclose(f);
 }
 
+/* 1 when INFO processes shows every child serving (ready=1). */
+static int all_ready(int port)
+{
+    int fd = h_connect(port);
+    if (fd < 0)
+        return 0;
+    struct h_reply *r = h_cmdv(fd, "INFO", "processes", NULL);
+    close(fd);
+    int ok = r != NULL && r->v->str != NULL && strstr(r->v->str, "slot0:") != NULL &&
+             strstr(r->v->str, "ready=0") == NULL;
+    h_free(r);
+    return ok;
+}
+
 int h_start(struct daemon *d, const char *extra)
 {
     memset(d, 0, sizeof(*d));
@@ -164,7 +178,8 @@ int h_start(struct daemon *d, const char *extra)
     d->pid = h_spawn(argv, NULL);
     int64_t end = h_now_ms() + 10000;
     while (h_now_ms() < end) {
-        if (h_ping(d->port))
+        /* Serving means every child is up, not just the edge that answered. */
+        if (h_ping(d->port) && all_ready(d->port))
             return 0;
         if (waitpid(d->pid, NULL, WNOHANG) == d->pid) {
             d->pid = 0;
