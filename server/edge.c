@@ -46,7 +46,7 @@ static int tls_listen(struct edge *e)
     const struct worker_ctx *ctx = e->ctx;
     for (size_t i = ctx->nlisten - ctx->ntls; i < ctx->nlisten; i++) {
         struct evconnlistener *l = evconnlistener_new(e->base, on_accept_tls, e,
-                                                      LEV_OPT_CLOSE_ON_FREE, -1,
+                                                      LEV_OPT_CLOSE_ON_FREE, 0,
                                                       ctx->listen_fds[i]);
         if (l == NULL) {
             log_warning("cannot listen on inherited socket %d", ctx->listen_fds[i]);
@@ -211,7 +211,9 @@ int edge_main(struct worker_ctx *ctx)
     }
     for (size_t i = 0; i < ctx->nlisten - ctx->ntls; i++) {
         struct evconnlistener *l =
-            evconnlistener_new(e->base, on_accept, e, LEV_OPT_CLOSE_ON_FREE, -1, ctx->listen_fds[i]);
+            /* Backlog 0: the master called listen(511); libevent's -1 would
+             * call listen() again with 128. */
+            evconnlistener_new(e->base, on_accept, e, LEV_OPT_CLOSE_ON_FREE, 0, ctx->listen_fds[i]);
         if (l == NULL) {
             log_warning("cannot listen on inherited socket %d", ctx->listen_fds[i]);
             goto out;

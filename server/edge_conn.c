@@ -557,6 +557,14 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     ssize_t n;
     if (c->ssl == NULL) {
         n = read(fd, buf_tail(&c->in), buf_room(&c->in));
+        if (n == 0 && (c->sq_head != NULL || buf_unread(&c->out) > 0)) {
+            /* Half-closed (`printf ... | nc -N`): answer what was asked, then
+             * close, as Redis does. */
+            c->close_after_write = 1;
+            event_del(c->rev);
+            conn_flush(c);
+            return;
+        }
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
             conn_close(c);
             return;

@@ -168,7 +168,8 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
 
 int olink_listen(struct owner *o, int fd)
 {
-    o->listener = evconnlistener_new(o->base, on_accept, o, LEV_OPT_CLOSE_ON_FREE, -1, fd);
+    /* Backlog 0: the master already called listen() on it. */
+    o->listener = evconnlistener_new(o->base, on_accept, o, LEV_OPT_CLOSE_ON_FREE, 0, fd);
     return o->listener != NULL ? 0 : -1;
 }
 

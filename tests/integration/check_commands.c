@@ -589,6 +589,33 @@ START_TEST(info_shows_stats_owners_and_keyspace)
 }
 END_TEST
 
+/* A client that sends its commands and half-closes (`printf ... | nc -N`)
+ * still gets every reply, including those owed by owners, then EOF. */
+START_TEST(half_closed_client_gets_its_replies)
+{
+    struct daemon dm;
+    ck_assert_int_eq(h_start(&dm, "edge-workers 1\nhot-owners 1\ncold-owners 1\n"), 0);
+    int cfd = h_connect(dm.port);
+    ck_assert_int_ge(cfd, 0);
+    const char req[] = "SET hc:k v\r\nGET hc:k\r\nPING\r\n";
+    ck_assert_int_eq(h_send(cfd, req, sizeof(req) - 1), 0);
+    ck_assert_int_eq(shutdown(cfd, SHUT_WR), 0);
+    char got[256];
+    size_t n = 0;
+    int64_t end = h_now_ms() + 5000;
+    while (n < sizeof(got) - 1 && h_now_ms() < end) {
+        ssize_t r = recv(cfd, got + n, sizeof(got) - 1 - n, 0);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    got[n] = '\0';
+    close(cfd);
+    ck_assert_str_eq(got, "+OK\r\n$1\r\nv\r\n+PONG\r\n");
+    h_stop(&dm);
+}
+END_TEST
+
 Suite *commands_suite(void)
 {
     Suite *s = suite_create("commands");
@@ -606,6 +633,7 @@ Suite *commands_suite(void)
         {"pipeline", pipelined_mixed_commands_answer_in_order},
         {"client_gone", client_gone_with_requests_in_flight_harms_nothing},
         {"info", info_shows_stats_owners_and_keyspace},
+        {"half_close", half_closed_client_gets_its_replies},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
