@@ -1,9 +1,10 @@
 /* board.c - the shared scoreboard; see board.h. */
 #include "board.h"
 
+#include "server/shm.h"
+
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,19 +16,9 @@ static size_t board_size(uint32_t nslots)
 struct board *board_create(uint32_t nslots)
 {
     size_t size = board_size(nslots);
-    int fd = memfd_create("hotkvd-board", MFD_CLOEXEC);
-    if (fd < 0)
+    struct board *b = shm_map("hotkvd-board", size);
+    if (b == NULL)
         return NULL;
-    if (ftruncate(fd, (off_t)size) != 0) {
-        close(fd);
-        return NULL;
-    }
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd); /* the mapping keeps the memory alive */
-    if (p == MAP_FAILED)
-        return NULL;
-    struct board *b = p;
-    memset(b, 0, size);
     b->magic = BOARD_MAGIC;
     b->version = BOARD_VERSION;
     b->nslots = nslots;
@@ -38,7 +29,7 @@ void board_destroy(struct board **bp)
 {
     if (bp == NULL || *bp == NULL)
         return;
-    munmap(*bp, board_size((*bp)->nslots));
+    shm_unmap(*bp, board_size((*bp)->nslots));
     *bp = NULL;
 }
 

@@ -39,11 +39,11 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "server/cache_int.h"
+#include "server/shm.h"
 
 _Static_assert(CACHE_CTR_COUNT <= CTR_ROW_U64, "a counter row holds every counter");
 _Static_assert(sizeof(struct slot) == 80, "entry header layout");
@@ -153,24 +153,9 @@ static void bind(struct cache *c)
                CTR_SHARDS;
 }
 
-static int init_robust(pthread_mutex_t *mu)
-{
-    pthread_mutexattr_t a;
-    if (pthread_mutexattr_init(&a) != 0)
-        return -1;
-    int rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-    if (rc == 0)
-        rc = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-    if (rc == 0)
-        rc = pthread_mutex_init(mu, &a);
-    pthread_mutexattr_destroy(&a);
-    return rc == 0 ? 0 : -1;
-}
-
 int cache_create(const struct cache_opts *o, struct cache **out)
 {
     struct cache_hdr h;
-    int fd = -1;
     *out = NULL;
     if (o == NULL) {
         errno = EINVAL;
@@ -192,32 +177,25 @@ int cache_create(const struct cache_opts *o, struct cache **out)
     struct cache *c = calloc(1, sizeof(*c));
     if (c == NULL)
         goto nomem;
-    fd = memfd_create("hotkvd-colo", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, (off_t)o->bytes) != 0)
+    void *p = shm_map("hotkvd-colo", o->bytes);
+    if (p == NULL)
         goto nomem;
-    void *p = mmap(NULL, o->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED)
-        goto nomem;
-    close(fd);
-    fd = -1;
     c->base = p;
     c->bytes = o->bytes;
     memcpy(c->base, &h, sizeof(h)); /* the memfd is zero: every other region starts empty */
     bind(c);
     for (uint32_t s = 0; s < c->nstripes; s++) {
-        if (init_robust(&stripe_at(c, s)->mu) != 0)
+        if (shm_mutex_init(&stripe_at(c, s)->mu) != 0)
             goto nomem;
         table_init_stripe(c, s);
     }
-    if (init_robust(&c->sk->mu) != 0)
+    if (shm_mutex_init(&c->sk->mu) != 0)
         goto nomem;
     *out = c;
     return HKV_OK;
 nomem:
-    if (fd >= 0)
-        close(fd);
-    if (c != NULL && c->base != NULL)
-        munmap(c->base, c->bytes);
+    if (c != NULL)
+        shm_unmap(c->base, c->bytes);
     free(c);
     if (errno == 0)
         errno = ENOMEM;
@@ -253,8 +231,7 @@ void cache_destroy(struct cache **cp)
     if (cp == NULL || *cp == NULL)
         return;
     struct cache *c = *cp;
-    if (c->base != NULL)
-        munmap(c->base, c->bytes);
+    shm_unmap(c->base, c->bytes);
     free(c);
     *cp = NULL;
 }

@@ -54,12 +54,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "proto/siphash.h"
+#include "server/shm.h"
 
 #define RL_MAGIC 0x74696d696c766b68ULL /* "hkvlimit" */
 #define RL_LAYOUT_VERSION 1
@@ -181,20 +181,6 @@ static void bind_view(struct rl *rl)
     rl->ok = 1;
 }
 
-static int init_robust(pthread_mutex_t *mu)
-{
-    pthread_mutexattr_t a;
-    if (pthread_mutexattr_init(&a) != 0)
-        return -1;
-    int rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-    if (rc == 0)
-        rc = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-    if (rc == 0)
-        rc = pthread_mutex_init(mu, &a);
-    pthread_mutexattr_destroy(&a);
-    return rc == 0 ? 0 : -1;
-}
-
 static inline struct rl_stripe *stripe_at(const struct rl *rl, uint32_t s)
 {
     return (struct rl_stripe *)(rl->stripes + (size_t)s * rl->stripe_size);
@@ -208,7 +194,6 @@ static inline struct rl_slot *slot_at(const struct rl *rl, uint32_t s, uint32_t 
 int rl_create(const struct rl_opts *o, struct rl **out)
 {
     struct rl_hdr h;
-    int fd = -1;
     *out = NULL;
     memset(&h, 0, sizeof(h));
     h.buckets = o != NULL ? o->buckets : 0;
@@ -230,28 +215,21 @@ int rl_create(const struct rl_opts *o, struct rl **out)
     struct rl *rl = calloc(1, sizeof(*rl));
     if (rl == NULL)
         goto nomem;
-    fd = memfd_create("hotkvd-ratelimit", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, (off_t)h.end) != 0)
+    void *p = shm_map("hotkvd-ratelimit", h.end);
+    if (p == NULL)
         goto nomem;
-    void *p = mmap(NULL, h.end, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED)
-        goto nomem;
-    close(fd);
-    fd = -1;
     rl->base = p;
     rl->bytes = h.end;
     memcpy(rl->base, &h, sizeof(h)); /* the memfd is zero: every bucket starts unused */
     bind_view(rl);
     for (uint32_t s = 0; s < rl->nstripes; s++)
-        if (init_robust(&stripe_at(rl, s)->mu) != 0)
+        if (shm_mutex_init(&stripe_at(rl, s)->mu) != 0)
             goto nomem;
     *out = rl;
     return HKV_OK;
 nomem:
-    if (fd >= 0)
-        close(fd);
-    if (rl != NULL && rl->base != NULL)
-        munmap(rl->base, rl->bytes);
+    if (rl != NULL)
+        shm_unmap(rl->base, rl->bytes);
     free(rl);
     if (errno == 0)
         errno = ENOMEM;
@@ -288,8 +266,7 @@ void rl_destroy(struct rl **p)
     if (p == NULL || *p == NULL)
         return;
     struct rl *rl = *p;
-    if (rl->base != NULL)
-        munmap(rl->base, rl->bytes);
+    shm_unmap(rl->base, rl->bytes);
     free(rl);
     *p = NULL;
 }

@@ -233,6 +233,19 @@ static void set(int fd, const char *k, const char *v)
     expect_ok(fd, k, cmd(fd, "SET", k, v, NULL));
 }
 
+/* edge_of for use while another edge is stopped: returns -1 instead of
+ * failing, so the caller can resume that edge first. */
+static int edge_of_running(int fd)
+{
+    struct h_reply *r = h_cmdv(fd, "INFO", "server", NULL);
+    int pid = -1;
+    const char *p = r != NULL && r->v->str != NULL ? strstr(r->v->str, "edge_pid:") : NULL;
+    if (p != NULL)
+        pid = atoi(p + 9);
+    h_free(r);
+    return pid;
+}
+
 /* The pid of the edge that serves this connection (INFO server). */
 static int edge_of(int fd)
 {
@@ -245,24 +258,20 @@ static int edge_of(int fd)
     return pid;
 }
 
-/* Two connections served by different edges (bounded attempts). */
+/* Two connections served by different edges.  Every edge accepts on the same
+ * socket, so which one wins a connection is up to the scheduler; stopping the
+ * first edge for a moment makes the second connection land elsewhere. */
 static void edge_pair(const struct daemon *d, int *a, int *b, int *pa, int *pb)
 {
     *a = conn(d);
     *pa = edge_of(*a);
     EXPECT(*pa > 0, "no edge_pid in INFO server");
-    *b = -1;
-    for (int i = 0; i < 200 && *b < 0; i++) {
-        int fd = conn(d);
-        int p = edge_of(fd);
-        if (p > 0 && p != *pa) {
-            *b = fd;
-            *pb = p;
-        } else {
-            close(fd);
-        }
-    }
-    EXPECT(*b >= 0, "200 connections all landed on edge %d", *pa);
+    kill(*pa, SIGSTOP);
+    *b = h_connect(d->port);
+    *pb = *b >= 0 ? edge_of_running(*b) : -1;
+    kill(*pa, SIGCONT);
+    EXPECT(*b >= 0 && *pb > 0 && *pb != *pa, "no second edge answered (first %d, second %d)",
+           *pa, *pb);
 }
 
 /* An INFO field as an integer, on a new connection (so either edge answers).
@@ -539,25 +548,26 @@ START_TEST(hot_key_storm_bounded_owner_reads)
     int64_t refr0 = info(&d, "cache_refreshes"), waits0 = info(&d, "cache_refresh_lock_waits");
 
     static int fds[STORM_CONNS];
-    int pids[2] = {0, 0}, per[2] = {0, 0}, other = 0;
-    for (int i = 0; i < STORM_CONNS; i++) {
-        fds[i] = conn(&d);
-        /* which edge: checked on every 10th connection */
-        if (i % 10 == 0) {
-            int p = edge_of(fds[i]);
-            if (pids[0] == 0 || pids[0] == p) {
-                pids[0] = p;
-                per[0]++;
-            } else if (pids[1] == 0 || pids[1] == p) {
-                pids[1] = p;
-                per[1]++;
-            } else {
-                other++;
-            }
+    /* Both edges share one listening socket and the scheduler picks which
+     * accepts; to put half the readers on each edge for sure, each half is
+     * opened while the other edge is stopped. */
+    pid_t e0 = h_child(&d, "hotkvd: edge", 0), e1 = h_child(&d, "hotkvd: edge", e0);
+    EXPECT(e0 > 0 && e1 > 0, "two edges expected (%d, %d)", (int)e0, (int)e1);
+    int per[2] = {0, 0};
+    for (int half = 0; half < 2; half++) {
+        pid_t stopped = half == 0 ? e1 : e0;
+        kill(stopped, SIGSTOP);
+        for (int i = half * STORM_CONNS / 2; i < (half + 1) * STORM_CONNS / 2; i++)
+            fds[i] = h_connect(d.port);
+        kill(stopped, SIGCONT);
+        for (int i = half * STORM_CONNS / 2; i < (half + 1) * STORM_CONNS / 2; i++) {
+            EXPECT(fds[i] >= 0, "connection %d failed", i);
+            if (i % 10 == 0)
+                per[edge_of(fds[i]) == (half == 0 ? e0 : e1) ? half : 1 - half]++;
         }
     }
-    note("storm: sampled connections per edge: %d on pid %d, %d on pid %d, %d elsewhere", per[0],
-         pids[0], per[1], pids[1], other);
+    note("storm: sampled connections per edge: %d on pid %d, %d on pid %d", per[0], (int)e0,
+         per[1], (int)e1);
     EXPECT(per[0] > 0 && per[1] > 0, "the connections did not use both edges (%d/%d)", per[0],
            per[1]);
 
