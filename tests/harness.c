@@ -97,8 +97,10 @@ pid_t h_spawn(char *const argv[], const char *env)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        if (env != NULL)
-            putenv((char *)env);
+        /* env: "NAME=value", several separated by newlines */
+        for (char *e = env != NULL ? strdup(env) : NULL, *save = NULL, *tok = e != NULL ? strtok_r(e, "\n", &save) : NULL;
+             tok != NULL; tok = strtok_r(NULL, "\n", &save))
+            putenv(tok);
         /* If the test process dies (a Check timeout kills it), the daemon's
          * master dies with it, and its children follow the master. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -38,7 +38,7 @@ void h_write_conf(struct daemon *d, const char *extra);
  * did not answer (the log is printed to stderr). */
 int h_start(struct daemon *d, const char *extra);
 /* Starts the binary with argv (NULL-terminated, argv[0] ignored) and extra env
- * ("NAME=value" or NULL); returns the pid. */
+ * ("NAME=value", several separated by newlines, or NULL); returns the pid. */
 pid_t h_spawn(char *const argv[], const char *env);
 /* Waits up to ms for pid to exit; returns its wait status, or -1 on timeout. */
 int h_wait(pid_t pid, int ms);

@@ -321,18 +321,21 @@ START_TEST(notify_socket_receives_ready_reloading_stopping)
     snprintf(d.conf, sizeof(d.conf), "%s/hotkvd.conf", d.dir);
     snprintf(d.log, sizeof(d.log), "%s/hotkvd.log", d.dir);
     h_write_conf(&d, "edge-workers 1\nhot-owners 1\ncold-owners 1\n");
-    char sockpath[300], env[320];
+    char sockpath[300], env[400];
     snprintf(sockpath, sizeof(sockpath), "%s/notify.sock", d.dir);
     int s = socket(AF_UNIX, SOCK_DGRAM, 0);
     struct sockaddr_un un = {.sun_family = AF_UNIX};
     strcpy(un.sun_path, sockpath);
     ck_assert_int_eq(bind(s, (struct sockaddr *)&un, sizeof(un)), 0);
-    snprintf(env, sizeof(env), "NOTIFY_SOCKET=%s", sockpath);
+    /* WATCHDOG_USEC as systemd sets it with WatchdogSec: the master pings at
+     * half the interval while every child's heartbeat is fresh. */
+    snprintf(env, sizeof(env), "NOTIFY_SOCKET=%s\nWATCHDOG_USEC=400000", sockpath);
     char *argv[] = {"hotkvd", d.conf, NULL};
     d.pid = h_spawn(argv, env);
     char seen[4096] = "";
     ck_assert_msg(recv_until(s, "READY=1", 10000, seen, sizeof(seen)), "no READY: %s", seen);
     ck_assert(h_ping(d.port)); /* READY means serving */
+    ck_assert_msg(recv_until(s, "WATCHDOG=1", 3000, seen, sizeof(seen)), "no WATCHDOG: %s", seen);
     kill(d.pid, SIGHUP);
     ck_assert_msg(recv_until(s, "RELOADING=1", 5000, seen, sizeof(seen)), "no RELOADING: %s", seen);
     ck_assert(strstr(seen, "MONOTONIC_USEC=") != NULL);
