@@ -345,7 +345,13 @@ int wire_put_values(struct hkv_buf *b, uint64_t id, const struct wire_item *item
     return wr_end(&w);
 }
 
-int wire_put_notfound(struct hkv_buf *b, uint64_t id) { return put_bare(b, WIRE_NOTFOUND, id); }
+int wire_put_notfound(struct hkv_buf *b, uint64_t id, hkv_stamp stamp)
+{
+    struct wr w;
+    wr_begin(&w, b, HINT(0), WIRE_NOTFOUND, id, 1);
+    w_uint(&w, stamp);
+    return wr_end(&w);
+}
 
 int wire_put_ok(struct hkv_buf *b, uint64_t id, hkv_stamp stamp, bool applied,
                 const struct wire_slice *old)
@@ -482,7 +488,7 @@ int wire_put_msg(struct hkv_buf *b, const struct wire_msg *m)
     case WIRE_VALUES:
         return wire_put_values(b, id, m->u.values.items, m->u.values.nitems);
     case WIRE_NOTFOUND:
-        return wire_put_notfound(b, id);
+        return wire_put_notfound(b, id, m->u.notfound.stamp);
     case WIRE_OK:
         return wire_put_ok(b, id, m->u.ok.stamp, m->u.ok.applied,
                            m->u.ok.has_old ? &m->u.ok.old : NULL);
@@ -642,9 +648,10 @@ bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
         return x->cursor == y->cursor && x->count == y->count && x->has_match == y->has_match &&
                (!x->has_match || seq(x->match, y->match));
     }
+    case WIRE_NOTFOUND:
+        return a->u.notfound.stamp == b->u.notfound.stamp;
     case WIRE_PING:
     case WIRE_STATS:
-    case WIRE_NOTFOUND:
     case WIRE_PONG:
         return true;
     case WIRE_HELLO_OK: {

@@ -37,7 +37,9 @@
  *   VALUE       value, stamp, expire_ms u64
  *   VALUES      [nil | [value, stamp, expire_ms], ...] one per GET key, in
  *               request order (the answer to a GET of several keys)
- *   NOTFOUND    (no fields)
+ *   NOTFOUND    stamp u64 (of the delete or the expired write that the key's
+ *               absence comes from, 0 if the owner holds nothing: it lets a
+ *               cache order a "not found" against the writes it has seen)
  *   OK          stamp, applied bool, old value bytes|nil  (applied false: a
  *               SET whose NX/XX condition failed, which Redis answers nil or,
  *               with GET, the old value; stamp: the one the key now holds)
@@ -212,6 +214,7 @@ struct wire_msg {
         struct { struct wire_slice key; } ttl;
         struct { uint64_t cursor; uint32_t count; bool has_match; struct wire_slice match; } scan;
         struct { struct wire_slice value; hkv_stamp stamp; uint64_t expire_ms; } value;
+        struct { hkv_stamp stamp; } notfound;
         struct { const struct wire_item *items; uint32_t nitems; } values;
         struct { hkv_stamp stamp; bool applied, has_old; struct wire_slice old; } ok;
         struct { int64_t value; } integer;
@@ -344,7 +347,7 @@ int wire_put_value(struct hkv_buf *b, uint64_t id, struct wire_slice value, hkv_
                    uint64_t expire_ms);
 /* items[i].found false encodes as nil (its other fields are ignored). */
 int wire_put_values(struct hkv_buf *b, uint64_t id, const struct wire_item *items, uint32_t nitems);
-int wire_put_notfound(struct hkv_buf *b, uint64_t id);
+int wire_put_notfound(struct hkv_buf *b, uint64_t id, hkv_stamp stamp);
 /* old NULL = no old value (not asked, or there was none). */
 int wire_put_ok(struct hkv_buf *b, uint64_t id, hkv_stamp stamp, bool applied,
                 const struct wire_slice *old);

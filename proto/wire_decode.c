@@ -406,7 +406,7 @@ static int nfields(unsigned type)
     case WIRE_HELLO_OK: return 4;
     case WIRE_VALUE: return 3;
     case WIRE_VALUES: return 1;
-    case WIRE_NOTFOUND: return 0;
+    case WIRE_NOTFOUND: return 1;
     case WIRE_OK: return 3;
     case WIRE_INT: return 1;
     case WIRE_MOVED: return 4;
@@ -468,9 +468,10 @@ static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg 
         TRY(rd_uint(c, UINT64_MAX, &m->u.scan.cursor));
         TRY(rd_u32(c, &m->u.scan.count));
         return rd_bytes_or_nil(c, &m->u.scan.match, &m->u.scan.has_match);
+    case WIRE_NOTFOUND:
+        return rd_uint(c, UINT64_MAX, &m->u.notfound.stamp);
     case WIRE_PING:
     case WIRE_STATS:
-    case WIRE_NOTFOUND:
     case WIRE_PONG:
         return HKV_OK;
     case WIRE_HELLO_OK:

@@ -96,8 +96,12 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
             cache_count(e->cache, CACHE_CTR_cache_not_cached_too_big, 1);
     } else if (m->type == WIRE_NOTFOUND) {
         int64_t ttl = e->ctx->cfg->negative_ttl_ms;
+        /* The owner's stamp for the absence (its tombstone's) orders this
+         * "not found" after the delete it comes from, so it replaces the
+         * delete's invalidation marker and a deleted hot key stays cached. */
         if (ttl > 0)
-            cache_put(e->cache, key, klen, rt->hash, NULL, 0, 1, 0, now + ttl, now + ttl, 0, now);
+            cache_put(e->cache, key, klen, rt->hash, NULL, 0, 1, m->u.notfound.stamp, now + ttl,
+                      now + ttl, 0, now);
     }
 }
 

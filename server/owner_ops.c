@@ -154,7 +154,7 @@ static void op_get(struct owner *o, struct olink *l, const struct wire_msg *m, c
             wire_put_value(&l->out, m->id, wire_slice(v.val, v.vlen), v.stamp,
                            (uint64_t)v.expire_at_ms);
         else
-            wire_put_notfound(&l->out, m->id);
+            wire_put_notfound(&l->out, m->id, v.stamp);
         return;
     }
     /* Several keys: each view's value pointer stays valid across further

@@ -140,7 +140,9 @@ int ledger_mark_complete(struct ledger *l);
 int ledger_is_complete(const struct ledger *l);
 
 /* Reads a key.  HKV_OK (out filled, out->found = 1), HKV_ENOENT (missing, for
- * sure: out->found = 0), HKV_EAGAIN (not resident, ledger incomplete). */
+ * sure: out->found = 0, and out->stamp is the stamp of the tombstone or the
+ * expired entry if one is resident, else 0), HKV_EAGAIN (not resident, ledger
+ * incomplete). */
 int ledger_get(struct ledger *l, const char *key, size_t klen, struct ledger_clock now,
                struct ledger_view *out);
 

@@ -69,8 +69,10 @@ int ledger_get(struct ledger *l, const char *key, size_t klen, struct ledger_clo
     if (e == NULL)
         return l->complete ? HKV_ENOENT : HKV_EAGAIN;
     e->flags |= E_REF;
-    if (!entry_live(e, now.mono_ms))
+    if (!entry_live(e, now.mono_ms)) {
+        out->stamp = e->stamp; /* the delete or expired write behind the absence */
         return HKV_ENOENT;
+    }
     fill_view(e, now.mono_ms, out);
     return HKV_OK;
 }

@@ -1175,6 +1175,45 @@ START_TEST(write_reaches_the_other_colo_by_push_then_by_fresh)
 }
 END_TEST
 
+/* A deleted hot key is cached as "not found" like any other absent key: the
+ * owner's answer carries its tombstone's stamp, which orders it after the
+ * delete's invalidation, so readers of a deleted key do not reach the owner
+ * on every read. */
+START_TEST(deleted_hot_key_reads_stay_off_the_owner)
+{
+    struct daemon d;
+    start(&d, "edge-workers 1\nhot-owners 1\ncold-owners 1\nnegative-ttl 1s\n"
+              "class live pattern \"live:*\" pool hot fresh 1s keep 30s\n");
+    int fd = conn(&d);
+    set(fd, "live:gone", "x");
+    struct h_reply *r = cmd(fd, "GET", "live:gone", NULL);
+    EXPECT(is_bulk(r, "x"), "first read: %s", raw(r));
+    h_free(r);
+    r = cmd(fd, "DEL", "live:gone", NULL);
+    EXPECT(r->v->type == RESP_INT && r->v->integer == 1, "DEL: %s", raw(r));
+    h_free(r);
+    sleep_ms(1200); /* the owners' STATS poll */
+    int64_t reads0 = info(&d, "owner_reads");
+    int nils = 0, n = 0;
+    int64_t t0 = h_now_ms();
+    while (h_now_ms() - t0 < 1500 && n < 3000) {
+        r = cmd(fd, "GET", "live:gone", NULL);
+        nils += is_nil(r);
+        h_free(r);
+        n++;
+    }
+    sleep_ms(1200);
+    int64_t reads1 = info(&d, "owner_reads");
+    note("deleted hot key: %d reads in 1.5 s, %d nil; owner_reads %lld -> %lld", n, nils,
+         (long long)reads0, (long long)reads1);
+    EXPECT(nils == n, "%d of %d reads of a deleted key were not nil", n - nils, n);
+    EXPECT(reads1 - reads0 <= 4, "the owner saw %lld reads of a deleted key (bound 4)",
+           (long long)(reads1 - reads0));
+    close(fd);
+    stop(&d);
+}
+END_TEST
+
 Suite *colo_suite(void)
 {
     Suite *s = suite_create("colo");
@@ -1190,6 +1229,7 @@ Suite *colo_suite(void)
         {"meta", client_meta_attributes_for_resp3_only},
         {"hotkeys", hotkeys_lists_the_hottest},
         {"two_colos", write_reaches_the_other_colo_by_push_then_by_fresh},
+        {"deleted_key", deleted_hot_key_reads_stay_off_the_owner},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
