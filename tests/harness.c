@@ -536,3 +536,52 @@ int h_wire_set(struct h_wire *w, const char *key, const char *val, int timeout_m
     buf_deinit(&b);
     return rc;
 }
+
+/* ---- external commands ---- */
+
+int h_run(char *const argv[], const char *in, char *out, size_t len, int ms)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fd = open(in != NULL ? in : "/dev/null", O_RDONLY);
+        dup2(fd, 0);
+        dup2(p[1], 1);
+        dup2(p[1], 2);
+        close(p[0]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(p[1]);
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    size_t n = 0;
+    int64_t end = h_now_ms() + ms;
+    int status = -1, done = 0;
+    while (h_now_ms() < end) {
+        ssize_t r = read(p[0], out + n, len - 1 - n);
+        if (r > 0 && n + (size_t)r < len - 1) {
+            n += (size_t)r;
+            continue;
+        }
+        if (r > 0)
+            n += (size_t)r;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            done = 1;
+            while (n < len - 1 && (r = read(p[0], out + n, len - 1 - n)) > 0)
+                n += (size_t)r;
+            break;
+        }
+        usleep(10000);
+    }
+    if (!done) {
+        kill(pid, SIGKILL);
+        h_wait(pid, 2000);
+    }
+    close(p[0]);
+    out[n] = '\0';
+    if (!done || !WIFEXITED(status))
+        return -1;
+    return WEXITSTATUS(status);
+}

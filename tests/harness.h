@@ -79,6 +79,12 @@ int64_t h_info_int(int port, const char *field);
 /* PING over a new connection; 1 if +PONG came back. */
 int h_ping(int port);
 
+/* Runs argv (argv[0] a full path) with stdin from `in` (NULL = /dev/null) and
+ * stdout+stderr into out (NUL-terminated), killed after ms.  Returns the exit
+ * code, or -1 on timeout or a crash.  Every test that runs redis-cli, the
+ * python client or openssl goes through here. */
+int h_run(char *const argv[], const char *in, char *out, size_t len, int ms);
+
 #endif
 
 /* ---- the owner's binary protocol, for owner-level tests ---- */

@@ -324,49 +324,9 @@ END_TEST
 
 /* ---- real clients ---- */
 
-/* Runs argv with stdout+stderr into out, killed after ms.  Exit code or -1. */
 static int run(char *const argv[], char *out, size_t len, int ms)
 {
-    int p[2];
-    ck_assert_int_eq(pipe(p), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int nul = open("/dev/null", O_RDONLY);
-        dup2(nul, 0);
-        dup2(p[1], 1);
-        dup2(p[1], 2);
-        close(p[0]);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(p[1]);
-    fcntl(p[0], F_SETFL, O_NONBLOCK);
-    size_t n = 0;
-    int status = -1, done = 0;
-    int64_t end = h_now_ms() + ms;
-    while (h_now_ms() < end) {
-        ssize_t r = read(p[0], out + n, len - 1 - n);
-        if (r > 0) {
-            n += (size_t)r;
-            if (n < len - 1)
-                continue;
-        }
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            done = 1;
-            while (n < len - 1 && (r = read(p[0], out + n, len - 1 - n)) > 0)
-                n += (size_t)r;
-            break;
-        }
-        sleep_ms(10);
-    }
-    if (!done) {
-        kill(pid, SIGKILL);
-        h_wait(pid, 2000);
-    }
-    close(p[0]);
-    out[n] = '\0';
-    return done && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return h_run(argv, NULL, out, len, ms);
 }
 
 START_TEST(redis_cli_and_redis_py_authenticate)

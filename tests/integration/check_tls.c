@@ -40,52 +40,9 @@ static void wait_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* Runs argv (argv[0] a full path) with stdin from /dev/null, stdout+stderr
- * into out, killed after ms.  The exit code, or -1 on timeout/crash. */
 static int run(char *const argv[], char *out, size_t len, int ms)
 {
-    int p[2];
-    ck_assert_int_eq(pipe(p), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int fd = open("/dev/null", O_RDONLY);
-        dup2(fd, 0);
-        dup2(p[1], 1);
-        dup2(p[1], 2);
-        close(p[0]);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(p[1]);
-    fcntl(p[0], F_SETFL, O_NONBLOCK);
-    size_t n = 0;
-    int64_t end = h_now_ms() + ms;
-    int status = -1, done = 0;
-    while (h_now_ms() < end) {
-        ssize_t r = read(p[0], out + n, len - 1 - n);
-        if (r > 0) {
-            n += (size_t)r;
-            if (n < len - 1)
-                continue;
-        }
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            done = 1;
-            while (n < len - 1 && (r = read(p[0], out + n, len - 1 - n)) > 0)
-                n += (size_t)r;
-            break;
-        }
-        wait_ms(5);
-    }
-    if (!done) {
-        kill(pid, SIGKILL);
-        h_wait(pid, 2000);
-    }
-    close(p[0]);
-    out[n] = '\0';
-    if (!done || !WIFEXITED(status))
-        return -1;
-    return WEXITSTATUS(status);
+    return h_run(argv, NULL, out, len, ms);
 }
 
 static int have(const char *path)
