@@ -647,6 +647,66 @@ START_TEST(durable_write_timed_out_behind_a_stuck_commit_still_reaches_disk)
 }
 END_TEST
 
+/* A failed fsync cannot be retried safely (the kernel may have dropped the
+ * dirty pages): the owner acknowledges nothing of that commit, exits, and is
+ * restarted by the master from its file, where everything acknowledged
+ * before is still found. */
+START_TEST(fsync_error_acknowledges_nothing_and_the_owner_recovers)
+{
+    struct daemon d;
+    char flag[400], eio[420];
+    ck_assert_int_eq(start_with_shim(&d, DISK_CONF, flag, sizeof(flag)), 0);
+    snprintf(eio, sizeof(eio), "%s.eio", flag);
+    struct h_wire dw;
+    ck_assert_int_eq(wire_open_wait(&dw, &d, WIRE_ROLE_WRITE, 10000), 0);
+    struct hlc clock;
+    hlc_init(&clock, 4103);
+    struct wire_msg m;
+    ck_assert_int_eq(set_wait(&dw, &clock, "balance:before", "kept", 5000, &m), 0);
+    ck_assert_int_eq(m.type, WIRE_OK);
+    pid_t owner = child_titled(&d, "hotkvd: owner cold/0");
+    ck_assert_int_ne(owner, 0);
+    FILE *ff = fopen(eio, "w");
+    ck_assert_ptr_nonnull(ff);
+    fclose(ff);
+    /* The durable write's commit fails: an explicit error or a closed link,
+     * never OK. */
+    int rc = set_wait(&dw, &clock, "balance:during", "lost?", 5000, &m);
+    int acked = rc == 0 && m.type == WIRE_OK;
+    fprintf(stderr, "disk: durable write during fsync errors: %s\n",
+            rc != 0 ? "link closed without an answer"
+                    : m.type == WIRE_ERROR ? "explicit error" : "answered OK (wrong)");
+    ck_assert_msg(!acked, "a durable write was acknowledged although its fsync failed");
+    h_wire_close(&dw);
+    ck_assert_int_eq(unlink(eio), 0);
+    /* The owner exited and the master restarted it. */
+    int64_t end = h_now_ms() + 10000;
+    pid_t again = 0;
+    while (h_now_ms() < end) {
+        again = child_titled(&d, "hotkvd: owner cold/0");
+        if (again != 0 && again != owner)
+            break;
+        sleep_ms(50);
+    }
+    ck_assert_msg(again != 0 && again != owner, "the owner was not restarted after the I/O error");
+    struct h_wire st;
+    ck_assert_int_eq(wire_open_wait(&st, &d, WIRE_ROLE_READ, 10000), 0);
+    ck_assert_int_eq(get_one(&st, "balance:before", 5000, &m), 0);
+    ck_assert_msg(value_is(&m, "kept"), "a write acknowledged before the I/O error was lost");
+    h_wire_close(&st);
+    FILE *lf = fopen(d.log, "r");
+    ck_assert_ptr_nonnull(lf);
+    char line[1024];
+    int said = 0;
+    while (fgets(line, sizeof(line), lf))
+        said |= strstr(line, "I/O error on commit") != NULL;
+    fclose(lf);
+    ck_assert_msg(said, "the owner's exit was not explained in the log");
+    int status = h_stop(&d);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "stop status %d", status);
+}
+END_TEST
+
 Suite *disk_suite(void)
 {
     Suite *s = suite_create("disk");
@@ -656,6 +716,7 @@ Suite *disk_suite(void)
     } cases[] = {
         {"stall", stalled_disk_delays_persistence_never_ledger_writes},
         {"timed_out_durable", durable_write_timed_out_behind_a_stuck_commit_still_reaches_disk},
+        {"fsync_error", fsync_error_acknowledges_nothing_and_the_owner_recovers},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

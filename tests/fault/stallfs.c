@@ -30,6 +30,11 @@
  * ttys are never blocked anyway (fstat: only S_ISREG files stall; a directory
  * fsync, done once when a file is created, passes through too).
  *
+ * A second flag, the same path with ".eio" appended, makes the disk fail
+ * instead: while it exists, fsync and fdatasync on a regular file return -1
+ * with errno EIO without syncing (what a dying disk or a lost write-back
+ * looks like to SQLite).
+ *
  * With HOTKVD_STALL_FLAG unset or empty each wrapper is one load and one
  * branch in front of the real call.  Under AddressSanitizer the ASan runtime
  * must be first in LD_PRELOAD (libasan.so:stallfs.so): its interceptors then
@@ -48,12 +53,15 @@
  * its process titles, so a pointer into the environment would not last. */
 static char flag_buf[4096];
 static const char *flag_path;   /* NULL: pass-through */
+static char eio_buf[4100];      /* flag_buf + ".eio" */
 
 __attribute__((constructor)) static void stallfs_init(void)
 {
     const char *f = getenv("HOTKVD_STALL_FLAG");
     if (f != NULL && f[0] != '\0' && strlen(f) < sizeof(flag_buf)) {
         memcpy(flag_buf, f, strlen(f) + 1);
+        memcpy(eio_buf, f, strlen(f));
+        memcpy(eio_buf + strlen(f), ".eio", 5);
         flag_path = flag_buf;
     }
 }
@@ -95,10 +103,26 @@ static void maybe_stall(int fd)
         __atomic_store_n(&real_##name, fn_##name, __ATOMIC_RELAXED);            \
     }
 
+/* 1 if syncs of fd must fail: the ".eio" flag exists and fd is a file. */
+static int must_fail(int fd)
+{
+    if (flag_path == NULL)
+        return 0;
+    int saved = errno;
+    struct stat st, fs;
+    int fail = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && stat(eio_buf, &fs) == 0;
+    errno = saved;
+    return fail;
+}
+
 int fsync(int fd)
 {
     REAL(int, fsync, (int));
     maybe_stall(fd);
+    if (must_fail(fd)) {
+        errno = EIO;
+        return -1;
+    }
     return fn_fsync(fd);
 }
 
@@ -106,6 +130,10 @@ int fdatasync(int fd)
 {
     REAL(int, fdatasync, (int));
     maybe_stall(fd);
+    if (must_fail(fd)) {
+        errno = EIO;
+        return -1;
+    }
     return fn_fdatasync(fd);
 }
 
