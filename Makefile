@@ -160,7 +160,8 @@ BENCH_CMD = scripts/bench/compare --hotkvd $(BIN) --storm $(STORM) \
             $(if $(wildcard tests/fault/stallfs.c),--shim $(SHIM))
 .PHONY: bench bench-quick
 
-$(STORM): $(BUILD)/scripts/bench/storm.o $(LIB)
+STORM_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard scripts/bench/storm*.c))
+$(STORM): $(STORM_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The bench smoke suite (tests/integration/check_bench.c) runs $(STORM).
@@ -172,4 +173,4 @@ bench: $(BENCH_DEPS)
 bench-quick: $(BENCH_DEPS)
 	$(BENCH_CMD) --quick $(BENCH_ARGS)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(BUILD)/scripts/bench/storm.d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(STORM_OBJ:.o=.d)

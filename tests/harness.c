@@ -26,10 +26,30 @@ int64_t h_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(int ms)
+void h_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+uint64_t h_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+char h_fixture_dir[256];
+
+void h_dir_setup(void)
+{
+    h_tmpdir(h_fixture_dir, sizeof(h_fixture_dir));
+}
+
+void h_dir_teardown(void)
+{
+    h_sleep_ms(300); /* the owners and edges follow their master out */
+    h_rmtree(h_fixture_dir);
 }
 
 const char *h_bin(void)
@@ -120,7 +140,7 @@ int h_wait(pid_t pid, int ms)
             return status;
         if (r < 0)
             return -1;
-        sleep_ms(20);
+        h_sleep_ms(20);
     }
     return -1;
 }
@@ -190,7 +210,7 @@ int h_start(struct daemon *d, const char *extra)
             d->pid = 0;
             break;
         }
-        sleep_ms(25);
+        h_sleep_ms(25);
     }
     h_dump_log(d);
     return -1;
@@ -513,6 +533,19 @@ int h_wire_call(struct h_wire *w, struct hkv_buf *req, uint64_t id, int timeout_
         if (n <= 0)
             return -1;
         w->in.len += (size_t)n;
+    }
+}
+
+int h_wire_open_wait(struct h_wire *w, const struct daemon *d, int role, int ms)
+{
+    int64_t end = h_now_ms() + ms;
+    for (;;) {
+        if (h_wire_open(w, d, "cold", 0, role) == 0)
+            return 0;
+        h_wire_close(w);
+        if (h_now_ms() >= end)
+            return -1;
+        h_sleep_ms(50);
     }
 }
 

@@ -28,6 +28,16 @@ void h_rmtree(const char *dir);
 /* A loopback TCP port that was free a moment ago. */
 int h_free_port(void);
 int64_t h_now_ms(void);
+/* CLOCK_REALTIME in ms (what stamps are made of). */
+uint64_t h_wall_ms(void);
+void h_sleep_ms(int ms);
+/* A per-test temp dir made and removed by the runner process around the
+ * forked test (tcase_add_unchecked_fixture(tc, h_dir_setup, h_dir_teardown)),
+ * so a failed assertion leaves nothing behind; the daemon dies with the test
+ * process (PR_SET_PDEATHSIG). */
+extern char h_fixture_dir[256];
+void h_dir_setup(void);
+void h_dir_teardown(void);
 /* Path of the binary under test. */
 const char *h_bin(void);
 
@@ -105,6 +115,9 @@ void h_wire_close(struct h_wire *w);
  * id (replies to other ids are skipped).  0 with *out filled (slices valid
  * until the next call), -1 on timeout/EOF/garbage. */
 uint64_t h_wire_id(struct h_wire *w);
+/* h_wire_open on owner cold/0, retried every 50 ms for up to ms (an owner
+ * being restarted).  0 or -1. */
+int h_wire_open_wait(struct h_wire *w, const struct daemon *d, int role, int ms);
 int h_wire_call(struct h_wire *w, struct hkv_buf *req, uint64_t id, int timeout_ms,
                 struct wire_msg *out);
 /* SET key=value (stamp from a private HLC, no expiry) and wait for OK. */

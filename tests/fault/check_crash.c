@@ -35,33 +35,11 @@ enum {
     WINDOW_MS = PERSIST_INTERVAL_MS * 3 + 200,
 };
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* The test's temp dir, made and removed by the runner process around the
- * forked test, so a failed assertion leaves no directory behind (the daemon
- * dies with the test process: PR_SET_PDEATHSIG). */
-static char g_dir[256];
-
-static void dir_setup(void)
-{
-    h_tmpdir(g_dir, sizeof(g_dir));
-}
-
-static void dir_teardown(void)
-{
-    sleep_ms(300); /* the owner and edge follow their master out */
-    h_rmtree(g_dir);
-}
-
-/* h_start in g_dir.  0 or -1 (the log is printed). */
+/* h_start in h_fixture_dir.  0 or -1 (the log is printed). */
 static int start_in_dir(struct daemon *d, const char *extra)
 {
     memset(d, 0, sizeof(*d));
-    snprintf(d->dir, sizeof(d->dir), "%s", g_dir);
+    snprintf(d->dir, sizeof(d->dir), "%s", h_fixture_dir);
     d->port = h_free_port();
     snprintf(d->conf, sizeof(d->conf), "%s/hotkvd.conf", d->dir);
     snprintf(d->log, sizeof(d->log), "%s/hotkvd.log", d->dir);
@@ -69,30 +47,10 @@ static int start_in_dir(struct daemon *d, const char *extra)
     return h_restart(d); /* spawn on this dir, wait for PING */
 }
 
-static int wire_open_wait(struct h_wire *w, const struct daemon *d, int role, int ms)
-{
-    int64_t end = h_now_ms() + ms;
-    for (;;) {
-        if (h_wire_open(w, d, "cold", 0, role) == 0)
-            return 0;
-        h_wire_close(w);
-        if (h_now_ms() >= end)
-            return -1;
-        sleep_ms(50);
-    }
-}
-
 /* PID of the child whose title is `title` ("hotkvd: owner cold/0"), or 0. */
 static pid_t child_titled(const struct daemon *d, const char *title)
 {
     return h_child(d, title, 0);
-}
-
-static uint64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* ---- the writers ---- */
@@ -130,7 +88,7 @@ static void *writer_main(void *arg)
         snprintf(val, sizeof(val), "%d", i);
         buf_reset(&b);
         uint64_t id = h_wire_id(&w);
-        wire_put_set(&b, id, wire_cstr(key), wire_cstr(val), hlc_next(&clock, wall_ms()), none,
+        wire_put_set(&b, id, wire_cstr(key), wire_cstr(val), hlc_next(&clock, h_wall_ms()), none,
                      0, 0);
         struct wire_msg m;
         if (h_wire_call(&w, &b, id, 5000, &m) != 0)
@@ -198,7 +156,7 @@ static void kill9_under_load(int with_durable)
     struct daemon d;
     ck_assert_int_eq(start_in_dir(&d, CRASH_CONF), 0);
     struct h_wire w;
-    ck_assert_int_eq(wire_open_wait(&w, &d, WIRE_ROLE_READ, 10000), 0);
+    ck_assert_int_eq(h_wire_open_wait(&w, &d, WIRE_ROLE_READ, 10000), 0);
     h_wire_close(&w);
     pid_t owner = child_titled(&d, "hotkvd: owner cold/0");
     ck_assert_int_ne(owner, 0);
@@ -212,7 +170,7 @@ static void kill9_under_load(int with_durable)
     if (with_durable)
         ck_assert_int_eq(pthread_create(&td, NULL, writer_main, &dur), 0);
     ck_assert_int_eq(pthread_create(&tl, NULL, writer_main, &led), 0);
-    sleep_ms(LOAD_MS);
+    h_sleep_ms(LOAD_MS);
     int64_t t_kill = h_now_ms();
     int rc = kill(owner, SIGKILL);
     stop = 1;
@@ -238,9 +196,9 @@ static void kill9_under_load(int with_durable)
     pid_t again = 0;
     while (h_now_ms() < end) {
         again = child_titled(&d, "hotkvd: owner cold/0");
-        if (again != 0 && again != owner && (ok = wire_open_wait(&w, &d, WIRE_ROLE_READ, 0)) == 0)
+        if (again != 0 && again != owner && (ok = h_wire_open_wait(&w, &d, WIRE_ROLE_READ, 0)) == 0)
             break;
-        sleep_ms(50);
+        h_sleep_ms(50);
     }
     ck_assert_msg(ok == 0, "the owner was not back within 10 s");
     fprintf(stderr, "crash: owner %d restarted as %d, serving %lld ms after the kill\n",
@@ -316,7 +274,7 @@ Suite *crash_suite(void)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
         tcase_set_timeout(tc, 90);
-        tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
+        tcase_add_unchecked_fixture(tc, h_dir_setup, h_dir_teardown);
         tcase_add_test(tc, cases[i].t);
         suite_add_tcase(s, tc);
     }

@@ -39,33 +39,11 @@ enum {
     DURABLE_MAX = 1,         /* durable writes sent during the stall */
 };
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static int64_t now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* The test's temp dir, made and removed by the runner process around the
- * forked test, so a failed assertion leaves no directory behind (the daemon
- * dies with the test process: PR_SET_PDEATHSIG). */
-static char g_dir[256];
-
-static void dir_setup(void)
-{
-    h_tmpdir(g_dir, sizeof(g_dir));
-}
-
-static void dir_teardown(void)
-{
-    sleep_ms(300); /* the owner and edge follow their master out */
-    h_rmtree(g_dir);
 }
 
 /* ---- starting the daemon with the shim ---- */
@@ -175,7 +153,7 @@ static int start_with_shim(struct daemon *d, const char *extra, char *flag, size
                   "the stall shim is not built (HOTKVD_SHIM=%s): make $(BUILD)/tests/fault/stallfs.so",
                   shim != NULL ? shim : "(unset)");
     memset(d, 0, sizeof(*d));
-    snprintf(d->dir, sizeof(d->dir), "%s", g_dir);
+    snprintf(d->dir, sizeof(d->dir), "%s", h_fixture_dir);
     d->port = h_free_port();
     snprintf(d->conf, sizeof(d->conf), "%s/hotkvd.conf", d->dir);
     snprintf(d->log, sizeof(d->log), "%s/hotkvd.log", d->dir);
@@ -206,34 +184,14 @@ static int start_with_shim(struct daemon *d, const char *extra, char *flag, size
             d->pid = 0;
             break;
         }
-        sleep_ms(25);
+        h_sleep_ms(25);
     }
     h_dump_log(d);
     return -1;
 }
 
 /* h_wire_open, retried for up to ms (an owner may still be starting). */
-static int wire_open_wait(struct h_wire *w, const struct daemon *d, int role, int ms)
-{
-    int64_t end = h_now_ms() + ms;
-    for (;;) {
-        if (h_wire_open(w, d, "cold", 0, role) == 0)
-            return 0;
-        h_wire_close(w);
-        if (h_now_ms() >= end)
-            return -1;
-        sleep_ms(50);
-    }
-}
-
 /* ---- wire helpers ---- */
-
-static uint64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Sends SET key=val with the next stamp of c; returns the request id (0 if
  * the send failed). */
@@ -242,7 +200,7 @@ static uint64_t send_set(struct h_wire *w, struct hlc *c, const char *key, const
     struct hkv_buf b = HKV_BUF_INIT;
     uint64_t id = h_wire_id(w);
     struct wire_expiry none = {WIRE_EXP_NONE, 0};
-    wire_put_set(&b, id, wire_cstr(key), wire_cstr(val), hlc_next(c, wall_ms()), none, 0, 0);
+    wire_put_set(&b, id, wire_cstr(key), wire_cstr(val), hlc_next(c, h_wall_ms()), none, 0, 0);
     int rc = h_send(w->fd, buf_head(&b), buf_unread(&b));
     buf_deinit(&b);
     return rc == 0 ? id : 0;
@@ -394,10 +352,10 @@ START_TEST(stalled_disk_delays_persistence_never_ledger_writes)
     char flag[400];
     ck_assert_int_eq(start_with_shim(&d, DISK_CONF, flag, sizeof(flag)), 0);
     struct h_wire w, rd, dw, st;
-    ck_assert_int_eq(wire_open_wait(&w, &d, WIRE_ROLE_WRITE, 10000), 0);
-    ck_assert_int_eq(wire_open_wait(&dw, &d, WIRE_ROLE_WRITE, 10000), 0);
-    ck_assert_int_eq(wire_open_wait(&rd, &d, WIRE_ROLE_READ, 10000), 0);
-    ck_assert_int_eq(wire_open_wait(&st, &d, WIRE_ROLE_READ, 10000), 0);
+    ck_assert_int_eq(h_wire_open_wait(&w, &d, WIRE_ROLE_WRITE, 10000), 0);
+    ck_assert_int_eq(h_wire_open_wait(&dw, &d, WIRE_ROLE_WRITE, 10000), 0);
+    ck_assert_int_eq(h_wire_open_wait(&rd, &d, WIRE_ROLE_READ, 10000), 0);
+    ck_assert_int_eq(h_wire_open_wait(&st, &d, WIRE_ROLE_READ, 10000), 0);
     struct hlc clock;
     hlc_init(&clock, 4101);
     struct wire_msg m;
@@ -532,7 +490,7 @@ START_TEST(stalled_disk_delays_persistence_never_ledger_writes)
      * commits again. */
     int64_t dirty = -1, end = h_now_ms() + 20000;
     while (h_now_ms() < end && (dirty = owner_stat(&st, "persist_dirty_keys")) != 0)
-        sleep_ms(50);
+        h_sleep_ms(50);
     int64_t drained_ms = h_now_ms() - t_resume;
     fprintf(stderr, "disk: after the stall: persist_dirty_keys reached %lld %lld ms after the disk came back\n",
             (long long)dirty, (long long)drained_ms);
@@ -551,7 +509,7 @@ START_TEST(stalled_disk_delays_persistence_never_ledger_writes)
     int status = h_halt(&d);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "stop status %d", status);
     ck_assert_int_eq(h_restart(&d), 0);
-    ck_assert_int_eq(wire_open_wait(&rd, &d, WIRE_ROLE_READ, 10000), 0);
+    ck_assert_int_eq(h_wire_open_wait(&rd, &d, WIRE_ROLE_READ, 10000), 0);
     int lost = count_missing(&rd, "led:", acked, n);
     ck_assert_int_eq(get_one(&rd, "balance:before", 5000, &m), 0);
     int durable_ok = value_is(&m, "v0");
@@ -587,8 +545,8 @@ START_TEST(durable_write_timed_out_behind_a_stuck_commit_still_reaches_disk)
     char flag[400];
     ck_assert_int_eq(start_with_shim(&d, DISK_CONF, flag, sizeof(flag)), 0);
     struct h_wire dw, st;
-    ck_assert_int_eq(wire_open_wait(&dw, &d, WIRE_ROLE_WRITE, 10000), 0);
-    ck_assert_int_eq(wire_open_wait(&st, &d, WIRE_ROLE_READ, 10000), 0);
+    ck_assert_int_eq(h_wire_open_wait(&dw, &d, WIRE_ROLE_WRITE, 10000), 0);
+    ck_assert_int_eq(h_wire_open_wait(&st, &d, WIRE_ROLE_READ, 10000), 0);
     struct hlc clock;
     hlc_init(&clock, 4102);
     struct wire_msg m;
@@ -612,7 +570,7 @@ START_TEST(durable_write_timed_out_behind_a_stuck_commit_still_reaches_disk)
     int64_t t_resume = h_now_ms();
     int64_t dirty = -1, end = h_now_ms() + 3000;
     while (h_now_ms() < end && (dirty = owner_stat(&st, "persist_dirty_keys")) != 0)
-        sleep_ms(50);
+        h_sleep_ms(50);
     fprintf(stderr, "disk: timed-out durable writes: persist_dirty_keys %lld, %lld ms after the disk came back\n",
             (long long)dirty, (long long)(h_now_ms() - t_resume));
     h_wire_close(&dw);
@@ -625,9 +583,9 @@ START_TEST(durable_write_timed_out_behind_a_stuck_commit_still_reaches_disk)
     int ok = -1;
     while (h_now_ms() < end) {
         if (child_titled(&d, "hotkvd: owner cold/0") != owner &&
-            (ok = wire_open_wait(&st, &d, WIRE_ROLE_READ, 0)) == 0)
+            (ok = h_wire_open_wait(&st, &d, WIRE_ROLE_READ, 0)) == 0)
             break;
-        sleep_ms(50);
+        h_sleep_ms(50);
     }
     ck_assert_int_eq(ok, 0);
     int present[2];
@@ -658,7 +616,7 @@ START_TEST(fsync_error_acknowledges_nothing_and_the_owner_recovers)
     ck_assert_int_eq(start_with_shim(&d, DISK_CONF, flag, sizeof(flag)), 0);
     snprintf(eio, sizeof(eio), "%s.eio", flag);
     struct h_wire dw;
-    ck_assert_int_eq(wire_open_wait(&dw, &d, WIRE_ROLE_WRITE, 10000), 0);
+    ck_assert_int_eq(h_wire_open_wait(&dw, &d, WIRE_ROLE_WRITE, 10000), 0);
     struct hlc clock;
     hlc_init(&clock, 4103);
     struct wire_msg m;
@@ -686,11 +644,11 @@ START_TEST(fsync_error_acknowledges_nothing_and_the_owner_recovers)
         again = child_titled(&d, "hotkvd: owner cold/0");
         if (again != 0 && again != owner)
             break;
-        sleep_ms(50);
+        h_sleep_ms(50);
     }
     ck_assert_msg(again != 0 && again != owner, "the owner was not restarted after the I/O error");
     struct h_wire st;
-    ck_assert_int_eq(wire_open_wait(&st, &d, WIRE_ROLE_READ, 10000), 0);
+    ck_assert_int_eq(h_wire_open_wait(&st, &d, WIRE_ROLE_READ, 10000), 0);
     ck_assert_int_eq(get_one(&st, "balance:before", 5000, &m), 0);
     ck_assert_msg(value_is(&m, "kept"), "a write acknowledged before the I/O error was lost");
     h_wire_close(&st);
@@ -721,7 +679,7 @@ Suite *disk_suite(void)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
         tcase_set_timeout(tc, 90);
-        tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
+        tcase_add_unchecked_fixture(tc, h_dir_setup, h_dir_teardown);
         tcase_add_test(tc, cases[i].t);
         suite_add_tcase(s, tc);
     }

@@ -55,12 +55,6 @@ enum {
     ATK_MAX_MS = 20000,
 };
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static int64_t now_us(void)
 {
     struct timespec ts;
@@ -111,7 +105,7 @@ static void dir_teardown(void)
     if (g_dir == NULL)
         return;
     if (g_dir[0] != '\0') {
-        sleep_ms(300); /* the daemon's processes follow the test out */
+        h_sleep_ms(300); /* the daemon's processes follow the test out */
         h_rmtree(g_dir);
     }
     munmap(g_dir, 4096);
@@ -255,7 +249,7 @@ static void *rss_main(void *arg)
                 r->max_anon = a;
         }
         r->samples++;
-        sleep_ms(10);
+        h_sleep_ms(10);
     }
     return NULL;
 }
@@ -447,7 +441,7 @@ static void atk_start(struct atk *a, int port, atk_round_fn fn, void *arg)
     a->round = fn;
     a->arg = arg;
     ck_assert_int_eq(pthread_create(&a->th, NULL, atk_main, a), 0);
-    sleep_ms(100); /* let it get going */
+    h_sleep_ms(100); /* let it get going */
 }
 
 static void atk_stop(struct atk *a, const char *label)
@@ -1227,7 +1221,7 @@ START_TEST(pipelined_pings_never_read_closed_at_output_limit)
            "SO_RCVBUF 4 KB): %zu PINGs (%zu bytes) taken%s, %s after %lld ms\n",
            o.sent / PING_LEN, o.sent, o.sent_ms >= 0 ? " (all)" : "", closed_str(o.closed),
            (long long)o.close_ms);
-    sleep_ms(200);
+    h_sleep_ms(200);
     int hard = log_count(&d, "over the hard limit"), soft = log_count(&d, "over the soft limit");
     printf("[hostile] ping-flood: daemon log: %d hard-limit close(s), %d soft-limit close(s)\n",
            hard, soft);
@@ -1273,7 +1267,7 @@ START_TEST(pipelined_pings_never_read_closed_at_output_limit)
         free(gs);
         int64_t gend = h_now_ms() + 5000;
         while (log_count(&d, "over the hard limit") == hard0 && h_now_ms() < gend)
-            sleep_ms(20);
+            h_sleep_ms(20);
         close(g);
         long hwm = proc_kb(edges[0], "VmHWM");
         printf("[hostile] ping-flood/big-GETs: %zu pipelined GETs of a 300 KB value, never read "
@@ -1311,7 +1305,7 @@ START_TEST(pipelined_pings_never_read_closed_at_output_limit)
     for (; ngets < 40 && over_at < 0; ngets++) {
         ck_assert_int_eq(send(fd, get, sizeof(get) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(get) - 1));
         for (int k = 0; k < 20; k++) {
-            sleep_ms(10);
+            h_sleep_ms(10);
             omem = other_omem(ctl, addr);
             if (omem > 512 * 1024) {
                 over_at = h_now_ms();
@@ -1330,7 +1324,7 @@ START_TEST(pipelined_pings_never_read_closed_at_output_limit)
             cat = h_now_ms();
             break;
         }
-        sleep_ms(20);
+        h_sleep_ms(20);
     }
     close(fd);
     close(ctl);
@@ -1408,7 +1402,7 @@ START_TEST(maxclients_plus_one_rejected_then_accepted_again)
     /* wait until only the normal client and the INFO connection are counted */
     int64_t end = h_now_ms() + 3000;
     while (h_info_int(d.port, "connected_clients") != 2 && h_now_ms() < end)
-        sleep_ms(20);
+        h_sleep_ms(20);
     int fds[MAXCL];
     int nf = 0;
     for (; nf < MAXCL - 1; nf++) {
@@ -1460,7 +1454,7 @@ START_TEST(maxclients_plus_one_rejected_then_accepted_again)
         } else {
             if (fd >= 0)
                 close(fd);
-            sleep_ms(20);
+            h_sleep_ms(20);
         }
     }
     ck_assert_int_eq(try_extra(d.port, reply, sizeof(reply), &closed, &cms), 0);
@@ -1474,7 +1468,7 @@ START_TEST(maxclients_plus_one_rejected_then_accepted_again)
     close(normal);
     end = h_now_ms() + 3000;
     while (!h_ping(d.port) && h_now_ms() < end)
-        sleep_ms(20);
+        h_sleep_ms(20);
     rej = h_info_int(d.port, "rejected_connections");
     printf("[hostile] maxclients: INFO rejected_connections %lld\n", (long long)rej);
     ck_assert_int_ge(rej, 2 + rounds);
@@ -1532,7 +1526,7 @@ START_TEST(idle_connections_2000_normal_client_served_then_timed_out)
             break;
         int64_t wend = h_now_ms() + 3000;
         while (h_info_int(d.port, "connected_clients") < n + 1 && h_now_ms() < wend)
-            sleep_ms(2);
+            h_sleep_ms(2);
     }
     int64_t t1 = h_now_ms();
     int64_t conn = h_info_int(d.port, "connected_clients");
@@ -1550,7 +1544,7 @@ START_TEST(idle_connections_2000_normal_client_served_then_timed_out)
     /* again across the timeout: the first connections close ~2 s after open */
     int64_t w = at[0] + 1950 - h_now_ms();
     if (w > 0)
-        sleep_ms((int)w);
+        h_sleep_ms((int)w);
     measure(d.port, "slowloris during (timeouts firing)", &L2);
     report_latency("slowloris (timeouts firing)", &u, &L2);
 

@@ -16,12 +16,6 @@
 
 #include "tests/harness.h"
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static pid_t child_with_title(const struct daemon *d, const char *prefix, pid_t not)
 {
     return h_child(d, prefix, not);
@@ -70,7 +64,7 @@ START_TEST(write_to_stopped_owner_applies_once_after_resume)
     int64_t t0 = h_now_ms();
     ck_assert_int_eq(h_send(fd, buf_head(&b), buf_unread(&b)), 0);
     buf_deinit(&b);
-    sleep_ms(2000);
+    h_sleep_ms(2000);
     kill(owner, SIGCONT);
     r = h_read(fd);
     int64_t took = h_now_ms() - t0;
@@ -117,7 +111,7 @@ START_TEST(owner_stopped_past_deadline_gives_explicit_error_in_time)
     /* One warning line names the failure and what the owner said. */
     int64_t end = h_now_ms() + 3000;
     while (h_now_ms() < end && !log_has(&d, "write set failed", "STATS"))
-        sleep_ms(50);
+        h_sleep_ms(50);
     ck_assert_msg(log_has(&d, "write set failed", "STATS"), "no failure line in the log");
     /* The owner is back: writes work again. */
     r = h_cmdv(fd, "SET", "k", "after", NULL);

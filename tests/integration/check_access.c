@@ -39,12 +39,6 @@
     "user writer on >wpw ~* +@read +@write\n"                                             \
     "user gone off >gpw ~* +@all\n"
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Runs one command (NULL-terminated words) on f and returns the raw reply
  * (a C string the caller frees), "" if none came. */
 static char *cmd(int f, const char *first, ...)
@@ -259,7 +253,7 @@ START_TEST(reload_changes_the_password)
         free(rep);
         close(g);
         if (!ok)
-            sleep_ms(50);
+            h_sleep_ms(50);
     }
     ck_assert_msg(ok, "the new password was not accepted within 5 s");
     int g = h_connect(d.port);

@@ -38,12 +38,6 @@
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void note(const char *fmt, ...)
 {
@@ -282,7 +276,7 @@ static int64_t info(const struct daemon *d, const char *field)
     char why[300] = "";
     for (int attempt = 0; attempt < 3; attempt++) {
         if (attempt > 0)
-            sleep_ms(50);
+            h_sleep_ms(50);
         int fd = h_connect(d->port);
         if (fd < 0) {
             snprintf(why, sizeof(why), "connect failed: %s", strerror(errno));
@@ -542,7 +536,7 @@ START_TEST(hot_key_storm_bounded_owner_reads)
     int fd = conn(&d);
     set(fd, "live:score", "3-1");
     close(fd);
-    sleep_ms(1500);
+    h_sleep_ms(1500);
     int64_t reads0 = info(&d, "owner_reads");
     int64_t hits0 = info(&d, "cache_hits"), stale0 = info(&d, "cache_stale_hits");
     int64_t refr0 = info(&d, "cache_refreshes"), waits0 = info(&d, "cache_refresh_lock_waits");
@@ -575,7 +569,7 @@ START_TEST(hot_key_storm_bounded_owner_reads)
     int64_t t0 = h_now_ms();
     storm(fds, STORM_CONNS, "live:score", "3-1", 5000, &res);
     int64_t took = h_now_ms() - t0;
-    sleep_ms(1500); /* the owners' stats are polled every second */
+    h_sleep_ms(1500); /* the owners' stats are polled every second */
     int64_t reads1 = info(&d, "owner_reads");
     int64_t delta = reads1 - reads0;
     int64_t bound = 1 * 1 * 5 / 1 + 2;
@@ -629,7 +623,7 @@ START_TEST(owner_stopped_serves_stale_and_degrades)
     guard_start(owner);
     EXPECT(kill(owner, SIGSTOP) == 0, "SIGSTOP %d failed", (int)owner);
     g_stopped = owner;
-    sleep_ms(300); /* fresh 200ms: live:a is stale now */
+    h_sleep_ms(300); /* fresh 200ms: live:a is stale now */
 
     /* Stale reads through both edges: answered at once, for 1 s. */
     int n = 0, wrong = 0;
@@ -647,7 +641,7 @@ START_TEST(owner_stopped_serves_stale_and_degrades)
             snprintf(bad, sizeof(bad), "%s", raw(r));
         h_free(r);
         n++;
-        sleep_ms(10);
+        h_sleep_ms(10);
     }
     int64_t stale_hits = info(&d, "cache_stale_hits") - stale0;
     note("owner stopped: %d stale GETs of live:a over 1 s through edges %d and %d, slowest %lld ms, "
@@ -709,7 +703,7 @@ START_TEST(owner_stopped_serves_stale_and_degrades)
         big_back = is_bulk(r, big);
         h_free(r);
         if (!big_back)
-            sleep_ms(10);
+            h_sleep_ms(10);
     }
     int64_t big_back_ms = h_now_ms() - t1;
     set(a, "live:a", "3");
@@ -721,7 +715,7 @@ START_TEST(owner_stopped_serves_stale_and_degrades)
         a_back = is_bulk(r, "3");
         h_free(r);
         if (!a_back)
-            sleep_ms(10);
+            h_sleep_ms(10);
     }
     int64_t a_back_ms = h_now_ms() - t2;
     r = cmd(a, "GET", "live:missing", NULL);
@@ -844,7 +838,7 @@ START_TEST(push_updates_cache_before_fresh_expires)
         r = cmd(a, "GET", key, NULL);
         EXPECT(is_bulk(r, "old"), "GET %s: %s", key, raw(r));
         h_free(r);
-        sleep_ms(100); /* the push of the SET above has arrived */
+        h_sleep_ms(100); /* the push of the SET above has arrived */
         int64_t push0 = info(&d, "pushes_received");
         int64_t hits0 = info(&d, "cache_hits");
         owner_set(&d, cases[k].pool, key, "new");
@@ -854,11 +848,11 @@ START_TEST(push_updates_cache_before_fresh_expires)
         for (int i = 0; i < 100 && pushes == push0 && h_now_ms() < t0 + 100; i++) {
             pushes = info(&d, "pushes_received");
             if (pushes == push0)
-                sleep_ms(2);
+                h_sleep_ms(2);
         }
         int64_t push_ms = h_now_ms() - t0;
         pushed[k] = pushes > push0;
-        sleep_ms(5);
+        h_sleep_ms(5);
         /* The first read after the push: through either edge. */
         r = cmd(b, "GET", key, NULL);
         snprintf(first[k], sizeof(first[k]), "%s", raw(r));
@@ -909,7 +903,7 @@ START_TEST(negative_entries_cached_for_negative_ttl)
     struct daemon d;
     start(&d, NEG_CONF);
     int fd = conn(&d);
-    sleep_ms(1500);
+    h_sleep_ms(1500);
     int64_t reads0 = info(&d, "owner_reads");
     int64_t neg0 = info(&d, "cache_negative_hits");
     struct h_reply *r = cmd(fd, "GET", "nokey", NULL);
@@ -930,10 +924,10 @@ START_TEST(negative_entries_cached_for_negative_ttl)
         wrong += !is_nil(r);
         h_free(r);
         n++;
-        sleep_ms(5);
+        h_sleep_ms(5);
     }
     int64_t dur = h_now_ms() - t0;
-    sleep_ms(1500);
+    h_sleep_ms(1500);
     int64_t reads1 = info(&d, "owner_reads");
     int64_t neg2 = info(&d, "cache_negative_hits");
     int64_t bound = (dur + 499) / 500 + 3;
@@ -1024,7 +1018,7 @@ START_TEST(client_meta_attributes_for_resp3_only)
     h_free(r);
 
     /* Past fresh (200ms) the value is served stale and says so. */
-    sleep_ms(300);
+    h_sleep_ms(300);
     r = cmd(r3, "GET", "m:k", NULL);
     note("meta: RESP3 + META GET m:k after 300 ms -> %s", raw(r));
     at = r->v->attr;
@@ -1140,14 +1134,14 @@ START_TEST(write_reaches_the_other_colo_by_push_then_by_fresh)
             seen = h_now_ms() - t0;
         h_free(r);
         if (seen < 0)
-            sleep_ms(5);
+            h_sleep_ms(5);
     }
     note("two colos: a write through colo A was read through colo B after %lld ms (push)",
          (long long)seen);
     EXPECT(seen >= 0 && seen <= 100, "colo B saw the write after %lld ms", (long long)seen);
     /* Pushes off: colo B serves its cached value until fresh runs out. */
     expect_ok(a, "config set owner-push no", cmd(a, "CONFIG", "SET", "owner-push", "no", NULL));
-    sleep_ms(200); /* the master's broadcast reaches the owner */
+    h_sleep_ms(200); /* the master's broadcast reaches the owner */
     r = cmd(b, "GET", "live:x", NULL); /* colo B caches "new" afresh if it had to */
     h_free(r);
     set(a, "live:x", "newer");
@@ -1162,7 +1156,7 @@ START_TEST(write_reaches_the_other_colo_by_push_then_by_fresh)
             stale_reads++;
         h_free(r);
         if (seen < 0)
-            sleep_ms(20);
+            h_sleep_ms(20);
     }
     note("two colos, pushes off: colo B saw the write after %lld ms (%d stale reads; fresh 2000 ms)",
          (long long)seen, stale_reads);
@@ -1192,7 +1186,7 @@ START_TEST(deleted_hot_key_reads_stay_off_the_owner)
     r = cmd(fd, "DEL", "live:gone", NULL);
     EXPECT(r->v->type == RESP_INT && r->v->integer == 1, "DEL: %s", raw(r));
     h_free(r);
-    sleep_ms(1200); /* the owners' STATS poll */
+    h_sleep_ms(1200); /* the owners' STATS poll */
     int64_t reads0 = info(&d, "owner_reads");
     int nils = 0, n = 0;
     int64_t t0 = h_now_ms();
@@ -1202,7 +1196,7 @@ START_TEST(deleted_hot_key_reads_stay_off_the_owner)
         h_free(r);
         n++;
     }
-    sleep_ms(1200);
+    h_sleep_ms(1200);
     int64_t reads1 = info(&d, "owner_reads");
     note("deleted hot key: %d reads in 1.5 s, %d nil; owner_reads %lld -> %lld", n, nils,
          (long long)reads0, (long long)reads1);

@@ -39,12 +39,6 @@ static void down(void)
     ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Runs one command (NULL-terminated words) and returns its reply. */
 static struct h_reply *cmd(const char *first, ...)
 {
@@ -213,7 +207,7 @@ START_TEST(keys_expire_and_ttls_follow_redis)
     up();
     EXPECT_SIMPLE("OK", "SET", "e1", "v", "PX", "100");
     EXPECT_BULK("v", "GET", "e1");
-    sleep_ms(250);
+    h_sleep_ms(250);
     EXPECT_NIL("GET", "e1");
     EXPECT_INT(0, "EXISTS", "e1");
     EXPECT_INT(-2, "TTL", "e1");
@@ -260,7 +254,7 @@ START_TEST(keys_expire_and_ttls_follow_redis)
     EXPECT_BULK("val", "GETEX", "gx", "PERSIST");
     EXPECT_INT(-1, "TTL", "gx");
     EXPECT_BULK("val", "GETEX", "gx", "PX", "100");
-    sleep_ms(250);
+    h_sleep_ms(250);
     EXPECT_NIL("GET", "gx");
     EXPECT_NIL("GETEX", "gx", "EX", "10");
     EXPECT_ERR("ERR syntax error", "GETEX", "gx", "NX");
@@ -347,7 +341,7 @@ START_TEST(multi_key_commands_span_owners_in_key_order)
                     if (keys_n > 0)
                         break;
                 }
-                sleep_ms(100);
+                h_sleep_ms(100);
             }
             ck_assert_msg(keys_n > 0, "%s holds none of the keys", field);
             total += keys_n;
@@ -552,7 +546,7 @@ START_TEST(client_gone_with_requests_in_flight_harms_nothing)
         buf_deinit(&b);
         close(c); /* before the answers */
     }
-    sleep_ms(200);
+    h_sleep_ms(200);
     EXPECT_SIMPLE("PONG", "PING");
     EXPECT_BULK("v", "GET", "h:gone");
     ck_assert_int_eq(h_info_int(d.port, "edge_connected_clients"), 2);
@@ -575,7 +569,7 @@ START_TEST(info_shows_stats_owners_and_keyspace)
     while (h_now_ms() < end) {
         if (h_info_field(d.port, "db0", db0, sizeof(db0)) == 0 && strncmp(db0, "keys=2,", 7) == 0)
             break;
-        sleep_ms(100);
+        h_sleep_ms(100);
     }
     ck_assert_str_eq(db0, "keys=2,expires=0,avg_ttl=0");
     ck_assert_int_eq(h_info_int(d.port, "owner_keys"), 2);

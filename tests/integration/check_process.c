@@ -18,12 +18,6 @@
 
 #include "tests/harness.h"
 
-static void wait_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Polls until the port answers PING, up to ms. */
 static int serving_within(int port, int ms)
 {
@@ -31,7 +25,7 @@ static int serving_within(int port, int ms)
     while (h_now_ms() < end) {
         if (h_ping(port))
             return 1;
-        wait_ms(50);
+        h_sleep_ms(50);
     }
     return 0;
 }
@@ -114,7 +108,7 @@ START_TEST(killed_edge_is_restarted_and_serves)
     pid_t edge = child_with_title(&d, "hotkvd: edge");
     ck_assert_int_ne(edge, 0);
     kill(edge, SIGKILL);
-    wait_ms(50);
+    h_sleep_ms(50);
     ck_assert(serving_within(d.port, 5000));
     pid_t again = child_with_title(&d, "hotkvd: edge");
     ck_assert_int_ne(again, 0);
@@ -144,7 +138,7 @@ START_TEST(killed_owner_is_restarted)
         again = child_with_title(&d, "hotkvd: owner hot/0");
         if (again != 0 && again != owner)
             break;
-        wait_ms(50);
+        h_sleep_ms(50);
     }
     ck_assert_int_ne(again, 0);
     ck_assert_int_ne(again, owner);
@@ -169,7 +163,7 @@ START_TEST(killed_master_leaves_no_child)
         left = 0;
         for (int i = 0; i < n; i++)
             left += h_alive(kids[i]);
-        wait_ms(50);
+        h_sleep_ms(50);
     }
     for (int i = 0; i < n; i++)
         if (h_alive(kids[i]))
@@ -190,11 +184,11 @@ START_TEST(sighup_with_good_file_applies_new_generation)
     kill(d.pid, SIGHUP);
     int64_t end = h_now_ms() + 5000;
     while (h_now_ms() < end && h_info_int(d.port, "config_generation") != 2)
-        wait_ms(50);
+        h_sleep_ms(50);
     ck_assert_int_eq(h_info_int(d.port, "config_generation"), 2);
     end = h_now_ms() + 5000;
     while (h_now_ms() < end && h_info_int(d.port, "maxclients") != 200)
-        wait_ms(50);
+        h_sleep_ms(50);
     ck_assert_int_eq(h_info_int(d.port, "maxclients"), 200);
     struct h_reply *r = h_cmdv(fd, "PING", NULL);
     ck_assert_ptr_nonnull(r);
@@ -213,7 +207,7 @@ START_TEST(sighup_with_broken_file_keeps_old_config)
     kill(d.pid, SIGHUP);
     int64_t end = h_now_ms() + 5000;
     while (h_now_ms() < end && h_info_int(d.port, "config_reload_failures") != 1)
-        wait_ms(50);
+        h_sleep_ms(50);
     ck_assert_int_eq(h_info_int(d.port, "config_reload_failures"), 1);
     ck_assert_int_eq(h_info_int(d.port, "config_generation"), 1);
     ck_assert_int_eq(h_info_int(d.port, "maxclients"), 100);
@@ -238,7 +232,7 @@ START_TEST(restart_only_change_is_reported_not_applied)
     kill(d.pid, SIGHUP);
     int64_t end = h_now_ms() + 5000;
     while (h_now_ms() < end && h_info_int(d.port, "config_generation") != 2)
-        wait_ms(50);
+        h_sleep_ms(50);
     ck_assert_int_eq(h_info_int(d.port, "edge_workers"), 1);
     FILE *f = fopen(d.log, "r");
     ck_assert_ptr_nonnull(f);
@@ -272,7 +266,7 @@ START_TEST(config_set_applies_to_every_edge_and_refuses_paths)
     /* And daemon-wide as a new generation: every new connection agrees. */
     int64_t end = h_now_ms() + 5000;
     while (h_now_ms() < end && h_info_int(d.port, "config_generation") != 2)
-        wait_ms(20);
+        h_sleep_ms(20);
     for (int i = 0; i < 8; i++)
         ck_assert_int_eq(h_info_int(d.port, "maxclients"), 321);
     r = h_cmdv(fd, "CONFIG", "SET", "dir", "/tmp", NULL);
@@ -307,7 +301,7 @@ static int recv_until(int sock, const char *want, int ms, char *all, size_t len)
                 return 1;
             continue;
         }
-        wait_ms(20);
+        h_sleep_ms(20);
     }
     return 0;
 }

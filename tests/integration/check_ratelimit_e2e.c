@@ -27,12 +27,6 @@
 
 #include "tests/harness.h"
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void note(const char *fmt, ...)
 {
@@ -154,7 +148,7 @@ START_TEST(over_limit_answers_ratelimited_and_keeps_the_connection)
     h_free(r);
     if (wait > 0) {
         limited++;
-        sleep_ms((int)wait + 1);
+        h_sleep_ms((int)wait + 1);
         r = h_cmdv(fd, "GET", "rl:k", NULL);
         int allowed_after = r != NULL && r->v->type == RESP_BULK;
         h_free(r);
@@ -300,7 +294,7 @@ START_TEST(auth_is_limited_by_default)
     note("AUTH with the right password while limited: %s", ms > 0 ? "RATELIMITED" : "answered");
     if (ms > 0) {
         h_free(r);
-        sleep_ms((int)ms + 1);
+        h_sleep_ms((int)ms + 1);
         r = h_cmdv(fd, "AUTH", "rl-secret", NULL);
     }
     EXPECT(r != NULL && r->v->type == RESP_SIMPLE, "AUTH with the right password after the wait");

@@ -34,12 +34,6 @@
 #define REDIS_CLI "/usr/bin/redis-cli"
 #define FIXTURE "edge-workers 2\nhot-owners 1\ncold-owners 1\n"
 
-static void wait_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static int run(char *const argv[], char *out, size_t len, int ms)
 {
     return h_run(argv, NULL, out, len, ms);
@@ -275,7 +269,7 @@ static int info_becomes(const struct daemon *d, const char *field, int64_t want,
     while (h_now_ms() < end) {
         if (info_int(d, field) == want)
             return 1;
-        wait_ms(50);
+        h_sleep_ms(50);
     }
     return info_int(d, field) == want;
 }
@@ -630,7 +624,7 @@ static int64_t wait_generation(const struct daemon *d, int64_t gen)
             if (all)
                 return g;
         }
-        wait_ms(50);
+        h_sleep_ms(50);
     }
     ck_abort_msg("reload not applied within 10 s");
     return -1;
