@@ -129,6 +129,16 @@ static struct flight **bucket(struct edge *e, uint64_t hash)
     return &e->flights[hash & (EDGE_FLIGHT_BUCKETS - 1)];
 }
 
+/* The flight of key already in the air from this process, or NULL. */
+static struct flight *flight_find(struct edge *e, uint64_t hash, const struct resp_slice *key)
+{
+    struct flight *f = *bucket(e, hash);
+    while (f != NULL && !(f->hash == hash && buf_unread(&f->key) == key->len &&
+                          memcmp(buf_head(&f->key), key->p, key->len) == 0))
+        f = f->hnext;
+    return f;
+}
+
 static void flight_unlink(struct flight *f)
 {
     if (!f->linked)
@@ -432,14 +442,16 @@ static void finish(struct op *op)
 }
 
 /* Answers from the segment if it can.  Returns 1 when answered. */
+/* The hottest path of the daemon: it needs only the key's hash; the class
+ * (glob matching) and the owner are looked up when the entry is stale. */
 static int from_cache(struct conn *c, enum cmd_id cmd, const struct resp_slice *key,
-                      const struct route *rt, struct owner_ref *o)
+                      uint64_t hash)
 {
     struct edge *e = c->e;
     struct cache_hit hit;
     int64_t now = board_now_ms();
-    cache_sketch_read(e->cache, key->p, key->len, rt->hash, now);
-    if (cache_get(e->cache, key->p, key->len, rt->hash, now, &e->cval, &hit) != HKV_OK) {
+    cache_sketch_read(e->cache, key->p, key->len, hash, now);
+    if (cache_get(e->cache, key->p, key->len, hash, now, &e->cval, &hit) != HKV_OK) {
         cache_count(e->cache, CACHE_CTR_cache_misses, 1);
         return 0;
     }
@@ -457,14 +469,12 @@ static int from_cache(struct conn *c, enum cmd_id cmd, const struct resp_slice *
     meta(c, &c->out, now - hit.stored_at, hit.stamp, stale, 0);
     render(cmd, c->proto, &c->out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval),
            hit.expire_at);
-    if (stale) {
+    if (stale && flight_find(e, hash, key) == NULL) {
         /* Stale: one edge of the colo refreshes it; the others keep serving. */
-        struct flight *f = *bucket(e, rt->hash);
-        while (f != NULL && !(f->hash == rt->hash && buf_unread(&f->key) == key->len &&
-                              memcmp(buf_head(&f->key), key->p, key->len) == 0))
-            f = f->hnext;
-        if (f == NULL)
-            flight_start(e, key, rt, o, 1);
+        struct route rt;
+        struct owner_ref *o = edge_owner_of(e, key->p, key->len, &rt);
+        if (o != NULL)
+            flight_start(e, key, &rt, o, 1);
     }
     return 1;
 }
@@ -487,18 +497,15 @@ void edge_read_one(struct conn *c, enum cmd_id cmd, const struct resp_slice *key
         op_start(op);
         return;
     }
+    if (e->cache != NULL && from_cache(c, cmd, key, router_hash(key->p, key->len)))
+        return;
     struct route rt;
     struct owner_ref *o = edge_owner_of(e, key->p, key->len, &rt);
     if (o == NULL) {
         reply_error(c, "ERR no owner serves this key's pool");
         return;
     }
-    if (e->cache != NULL && from_cache(c, cmd, key, &rt, o))
-        return;
-    struct flight *f = *bucket(e, rt.hash);
-    while (f != NULL && !(f->hash == rt.hash && buf_unread(&f->key) == key->len &&
-                          memcmp(buf_head(&f->key), key->p, key->len) == 0))
-        f = f->hnext;
+    struct flight *f = flight_find(e, rt.hash, key);
     if (f == NULL && (f = flight_start(e, key, &rt, o, 0)) == NULL) {
         reply_error(c, "ERR out of memory");
         return;
@@ -715,13 +722,11 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, int n, const struct
     for (int i = 0; i < n; i++) {
         if (!k[i].stale)
             continue;
+        if (flight_find(e, k[i].hash, &keys[i]) != NULL)
+            continue;
         struct route rt;
         struct owner_ref *o = edge_owner_of(e, keys[i].p, keys[i].len, &rt);
-        struct flight *f = *bucket(e, rt.hash);
-        while (f != NULL && !(f->hash == rt.hash && buf_unread(&f->key) == keys[i].len &&
-                              memcmp(buf_head(&f->key), keys[i].p, keys[i].len) == 0))
-            f = f->hnext;
-        if (o != NULL && f == NULL)
+        if (o != NULL)
             flight_start(e, &keys[i], &rt, o, 1);
     }
     if (k != small)
