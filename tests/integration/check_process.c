@@ -285,6 +285,33 @@ START_TEST(config_set_applies_to_every_edge_and_refuses_paths)
 }
 END_TEST
 
+/* logrotate moves the file and sends SIGHUP: every process writes to a new
+ * file at the configured path from then on. */
+START_TEST(sighup_reopens_a_rotated_log_file)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, "edge-workers 1\nhot-owners 1\ncold-owners 1\n"), 0);
+    char rotated[400];
+    snprintf(rotated, sizeof(rotated), "%s.1", d.log);
+    ck_assert_int_eq(rename(d.log, rotated), 0);
+    kill(d.pid, SIGHUP);
+    int64_t end = h_now_ms() + 5000;
+    int found = 0;
+    while (h_now_ms() < end && !found) {
+        FILE *f = fopen(d.log, "r");
+        char line[1024];
+        while (f != NULL && fgets(line, sizeof(line), f))
+            found |= strstr(line, "config generation 2") != NULL;
+        if (f != NULL)
+            fclose(f);
+        if (!found)
+            h_sleep_ms(50);
+    }
+    ck_assert_msg(found, "nothing was written to a new %s after SIGHUP", d.log);
+    ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
+}
+END_TEST
+
 /* ---- systemd notify ---- */
 
 static int recv_until(int sock, const char *want, int ms, char *all, size_t len)
@@ -472,6 +499,7 @@ Suite *process_suite(void)
         {"reload_bad", sighup_with_broken_file_keeps_old_config},
         {"reload_restart_only", restart_only_change_is_reported_not_applied},
         {"config_set", config_set_applies_to_every_edge_and_refuses_paths},
+        {"logrotate", sighup_reopens_a_rotated_log_file},
         {"notify", notify_socket_receives_ready_reloading_stopping},
         {"missing_config", missing_config_is_one_line_error},
         {"port_in_use", port_in_use_is_one_line_error},
