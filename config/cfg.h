@@ -127,10 +127,12 @@ struct cfg {
     int64_t *write_retry_backoff_ms;
     size_t nwrite_retry_backoff;
     int64_t write_deadline_ms;
+    int write_completions_max;   /* per edge process, on each owner */
     /* owner storage */
     int64_t owner_maxmemory;     /* 0 = unbounded */
     int64_t persist_interval_ms;
     int64_t persist_max_dirty;
+    int persist_batch_max;       /* rows per transaction */
     int64_t durable_timeout_ms;
     int64_t tombstone_ttl_ms;
     /* the colo cache */

@@ -115,12 +115,16 @@ static const char *check_tls_protocols(const char *s)
       "1500ms 3000ms", 0, 16, R, NOX, "waits before each retry of a timed-out write (0..16)")   \
     X("write-deadline", DURATION, write_deadline_ms, write_deadline_ms, "28.5s", 1, CFG_DAY, R,  \
       NOX, "a write fails explicitly once this has passed, retries included")                  \
+    X("write-completions-max", INT, write_completions_max, write_completions_max, "100000", 1,  \
+      INT32_MAX, R, NOX, "results an owner keeps per edge for exactly-once retries")          \
     X("owner-maxmemory", SIZE, owner_maxmemory, owner_maxmemory, "0", 0, INT64_MAX, 0, NOX,      \
       "ledger memory per owner before clean keys are evicted; 0 = unbounded")                   \
     X("persist-interval", DURATION, persist_interval_ms, persist_interval_ms, "100ms", 1,        \
       CFG_HOUR, R, NOX, "a ledger write reaches SQLite within this")                            \
     X("persist-max-dirty", SIZE, persist_max_dirty, persist_max_dirty, "256mb", CFG_MB,          \
       INT64_MAX, R, NOX, "dirty bytes per owner before writes are refused")                     \
+    X("persist-batch-max", INT, persist_batch_max, persist_batch_max, "20000", 1, 10000000, R,   \
+      NOX, "rows per SQLite transaction of the persister")                                     \
     X("durable-timeout", DURATION, durable_timeout_ms, durable_timeout_ms, "5s", 1, CFG_HOUR, R, \
       NOX, "a durable write waits this long for its commit")                                    \
     X("tombstone-ttl", DURATION, tombstone_ttl_ms, tombstone_ttl_ms, "10m", 1, 365 * CFG_DAY, 0, \

@@ -181,17 +181,26 @@ static int wr_end(struct wr *w)
 /* ---- requests ---- */
 
 int wire_put_hello(struct hkv_buf *b, uint64_t id, uint32_t version, uint32_t edge_id,
-                   struct wire_slice colo, uint8_t role)
+                   struct wire_slice colo, uint8_t role, uint64_t incarnation)
 {
-    if (role > WIRE_ROLE_PUSH)
+    if (role > WIRE_ROLE_PUSH || incarnation == 0)
         return HKV_EINVAL;
     struct wr w;
-    wr_begin(&w, b, HINT(colo.len), WIRE_HELLO, id, 4);
+    wr_begin(&w, b, HINT(colo.len), WIRE_HELLO, id, 5);
     w_uint(&w, version);
     w_uint(&w, edge_id);
     w_str(&w, colo);
     w_uint(&w, role);
+    w_uint(&w, incarnation);
     return wr_end(&w);
+}
+
+/* A rid is three uints; seq 0 is never a request. */
+static void w_rid(struct wr *w, struct wire_rid rid)
+{
+    w_uint(w, rid.seq);
+    w_uint(w, rid.ack);
+    w_uint(w, rid.prev);
 }
 
 int wire_put_get(struct hkv_buf *b, uint64_t id, const struct wire_slice *keys, uint32_t nkeys)
@@ -205,15 +214,15 @@ int wire_put_get(struct hkv_buf *b, uint64_t id, const struct wire_slice *keys, 
 }
 
 int wire_put_set(struct hkv_buf *b, uint64_t id, struct wire_slice key, struct wire_slice value,
-                 hkv_stamp stamp, struct wire_expiry exp, uint32_t flags, uint32_t class_id)
+                 struct wire_rid rid, struct wire_expiry exp, uint32_t flags, uint32_t class_id)
 {
-    if (!wire_set_valid(exp, flags))
+    if (!wire_set_valid(exp, flags) || rid.seq == 0)
         return HKV_EINVAL;
     struct wr w;
-    wr_begin(&w, b, HINT(key.len + value.len), WIRE_SET, id, 7);
+    wr_begin(&w, b, HINT(key.len + value.len), WIRE_SET, id, 9);
     w_bin(&w, key);
     w_bin(&w, value);
-    w_uint(&w, stamp);
+    w_rid(&w, rid);
     w_uint(&w, exp.kind);
     w_int(&w, exp.ms);
     w_uint(&w, flags);
@@ -222,50 +231,65 @@ int wire_put_set(struct hkv_buf *b, uint64_t id, struct wire_slice key, struct w
 }
 
 int wire_put_del(struct hkv_buf *b, uint64_t id, const struct wire_slice *keys, uint32_t nkeys,
-                 hkv_stamp stamp)
+                 struct wire_rid rid)
 {
-    if (nkeys == 0)
+    if (nkeys == 0 || rid.seq == 0)
         return HKV_EINVAL;
     struct wr w;
-    wr_begin(&w, b, HINT((size_t)nkeys * 16), WIRE_DEL, id, 2);
+    wr_begin(&w, b, HINT((size_t)nkeys * 16), WIRE_DEL, id, 4);
     w_keys(&w, keys, nkeys);
-    w_uint(&w, stamp);
+    w_rid(&w, rid);
     return wr_end(&w);
 }
 
 int wire_put_incrby(struct hkv_buf *b, uint64_t id, struct wire_slice key, int64_t delta,
-                    hkv_stamp stamp)
+                    struct wire_rid rid)
 {
+    if (rid.seq == 0)
+        return HKV_EINVAL;
     struct wr w;
-    wr_begin(&w, b, HINT(key.len), WIRE_INCRBY, id, 3);
+    wr_begin(&w, b, HINT(key.len), WIRE_INCRBY, id, 5);
     w_bin(&w, key);
     w_int(&w, delta);
-    w_uint(&w, stamp);
+    w_rid(&w, rid);
     return wr_end(&w);
 }
 
 int wire_put_expire(struct hkv_buf *b, uint64_t id, struct wire_slice key, struct wire_expiry exp,
-                    hkv_stamp stamp, uint32_t flags)
+                    struct wire_rid rid, uint32_t flags)
 {
-    if (!wire_expire_valid(exp, flags))
+    if (!wire_expire_valid(exp, flags) || rid.seq == 0)
         return HKV_EINVAL;
     struct wr w;
-    wr_begin(&w, b, HINT(key.len), WIRE_EXPIRE, id, 5);
+    wr_begin(&w, b, HINT(key.len), WIRE_EXPIRE, id, 7);
     w_bin(&w, key);
     w_uint(&w, exp.kind);
     w_int(&w, exp.ms);
-    w_uint(&w, stamp);
+    w_rid(&w, rid);
     w_uint(&w, flags);
     return wr_end(&w);
 }
 
-int wire_put_persist(struct hkv_buf *b, uint64_t id, struct wire_slice key, hkv_stamp stamp)
+static int put_key_rid(struct hkv_buf *b, unsigned type, uint64_t id, struct wire_slice key,
+                       struct wire_rid rid)
 {
+    if (rid.seq == 0)
+        return HKV_EINVAL;
     struct wr w;
-    wr_begin(&w, b, HINT(key.len), WIRE_PERSIST, id, 2);
+    wr_begin(&w, b, HINT(key.len), type, id, 4);
     w_bin(&w, key);
-    w_uint(&w, stamp);
+    w_rid(&w, rid);
     return wr_end(&w);
+}
+
+int wire_put_persist(struct hkv_buf *b, uint64_t id, struct wire_slice key, struct wire_rid rid)
+{
+    return put_key_rid(b, WIRE_PERSIST, id, key, rid);
+}
+
+int wire_put_getdel(struct hkv_buf *b, uint64_t id, struct wire_slice key, struct wire_rid rid)
+{
+    return put_key_rid(b, WIRE_GETDEL, id, key, rid);
 }
 
 int wire_put_ttl(struct hkv_buf *b, uint64_t id, struct wire_slice key)
@@ -303,14 +327,17 @@ int wire_put_stats(struct hkv_buf *b, uint64_t id) { return put_bare(b, WIRE_STA
 /* ---- replies ---- */
 
 int wire_put_hello_ok(struct hkv_buf *b, uint64_t id, uint32_t version, uint32_t owner_id,
-                      struct wire_slice pool, uint64_t map_gen)
+                      struct wire_slice pool, uint64_t map_gen, uint64_t incarnation)
 {
+    if (incarnation == 0)
+        return HKV_EINVAL;
     struct wr w;
-    wr_begin(&w, b, HINT(pool.len), WIRE_HELLO_OK, id, 4);
+    wr_begin(&w, b, HINT(pool.len), WIRE_HELLO_OK, id, 5);
     w_uint(&w, version);
     w_uint(&w, owner_id);
     w_str(&w, pool);
     w_uint(&w, map_gen);
+    w_uint(&w, incarnation);
     return wr_end(&w);
 }
 
@@ -367,11 +394,12 @@ int wire_put_ok(struct hkv_buf *b, uint64_t id, hkv_stamp stamp, bool applied,
     return wr_end(&w);
 }
 
-int wire_put_int(struct hkv_buf *b, uint64_t id, int64_t value)
+int wire_put_int(struct hkv_buf *b, uint64_t id, int64_t value, hkv_stamp stamp)
 {
     struct wr w;
-    wr_begin(&w, b, HINT(0), WIRE_INT, id, 1);
+    wr_begin(&w, b, HINT(0), WIRE_INT, id, 2);
     w_int(&w, value);
+    w_uint(&w, stamp);
     return wr_end(&w);
 }
 
@@ -456,21 +484,23 @@ int wire_put_msg(struct hkv_buf *b, const struct wire_msg *m)
     switch (m->type) {
     case WIRE_HELLO:
         return wire_put_hello(b, id, m->u.hello.version, m->u.hello.edge_id, m->u.hello.colo,
-                              m->u.hello.role);
+                              m->u.hello.role, m->u.hello.incarnation);
     case WIRE_GET:
         return wire_put_get(b, id, m->u.get.keys, m->u.get.nkeys);
     case WIRE_SET:
-        return wire_put_set(b, id, m->u.set.key, m->u.set.value, m->u.set.stamp, m->u.set.exp,
+        return wire_put_set(b, id, m->u.set.key, m->u.set.value, m->u.set.rid, m->u.set.exp,
                             m->u.set.flags, m->u.set.class_id);
     case WIRE_DEL:
-        return wire_put_del(b, id, m->u.del.keys, m->u.del.nkeys, m->u.del.stamp);
+        return wire_put_del(b, id, m->u.del.keys, m->u.del.nkeys, m->u.del.rid);
     case WIRE_INCRBY:
-        return wire_put_incrby(b, id, m->u.incrby.key, m->u.incrby.delta, m->u.incrby.stamp);
+        return wire_put_incrby(b, id, m->u.incrby.key, m->u.incrby.delta, m->u.incrby.rid);
     case WIRE_EXPIRE:
-        return wire_put_expire(b, id, m->u.expire.key, m->u.expire.exp, m->u.expire.stamp,
+        return wire_put_expire(b, id, m->u.expire.key, m->u.expire.exp, m->u.expire.rid,
                                m->u.expire.flags);
     case WIRE_PERSIST:
-        return wire_put_persist(b, id, m->u.persist.key, m->u.persist.stamp);
+        return wire_put_persist(b, id, m->u.persist.key, m->u.persist.rid);
+    case WIRE_GETDEL:
+        return wire_put_getdel(b, id, m->u.getdel.key, m->u.getdel.rid);
     case WIRE_TTL:
         return wire_put_ttl(b, id, m->u.ttl.key);
     case WIRE_SCAN:
@@ -482,7 +512,8 @@ int wire_put_msg(struct hkv_buf *b, const struct wire_msg *m)
         return wire_put_stats(b, id);
     case WIRE_HELLO_OK:
         return wire_put_hello_ok(b, id, m->u.hello_ok.version, m->u.hello_ok.owner_id,
-                                 m->u.hello_ok.pool, m->u.hello_ok.map_gen);
+                                 m->u.hello_ok.pool, m->u.hello_ok.map_gen,
+                                 m->u.hello_ok.incarnation);
     case WIRE_VALUE:
         return wire_put_value(b, id, m->u.value.value, m->u.value.stamp, m->u.value.expire_ms);
     case WIRE_VALUES:
@@ -493,7 +524,7 @@ int wire_put_msg(struct hkv_buf *b, const struct wire_msg *m)
         return wire_put_ok(b, id, m->u.ok.stamp, m->u.ok.applied,
                            m->u.ok.has_old ? &m->u.ok.old : NULL);
     case WIRE_INT:
-        return wire_put_int(b, id, m->u.integer.value);
+        return wire_put_int(b, id, m->u.integer.value, m->u.integer.stamp);
     case WIRE_MOVED:
         return wire_put_moved(b, id, m->u.moved.leaf, m->u.moved.leaf_bits, m->u.moved.map_gen,
                               m->u.moved.owner);
@@ -559,6 +590,7 @@ const char *wire_type_name(unsigned type)
 {
     switch (type) {
     case WIRE_HELLO: return "HELLO";
+    case WIRE_GETDEL: return "GETDEL";
     case WIRE_GET: return "GET";
     case WIRE_SET: return "SET";
     case WIRE_DEL: return "DEL";
@@ -611,6 +643,11 @@ static bool exp_eq(struct wire_expiry a, struct wire_expiry b)
     return a.kind == b.kind && a.ms == b.ms;
 }
 
+static bool rid_eq(struct wire_rid a, struct wire_rid b)
+{
+    return a.seq == b.seq && a.ack == b.ack && a.prev == b.prev;
+}
+
 bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 {
     if (a->type != b->type || a->id != b->id)
@@ -619,28 +656,30 @@ bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
     case WIRE_HELLO: {
         const typeof(a->u.hello) *x = &a->u.hello, *y = &b->u.hello;
         return x->version == y->version && x->edge_id == y->edge_id && seq(x->colo, y->colo) &&
-               x->role == y->role;
+               x->role == y->role && x->incarnation == y->incarnation;
     }
     case WIRE_GET:
         return keys_eq(a->u.get.keys, a->u.get.nkeys, b->u.get.keys, b->u.get.nkeys);
     case WIRE_SET: {
         const typeof(a->u.set) *x = &a->u.set, *y = &b->u.set;
-        return seq(x->key, y->key) && seq(x->value, y->value) && x->stamp == y->stamp &&
+        return seq(x->key, y->key) && seq(x->value, y->value) && rid_eq(x->rid, y->rid) &&
                exp_eq(x->exp, y->exp) && x->flags == y->flags && x->class_id == y->class_id;
     }
     case WIRE_DEL:
         return keys_eq(a->u.del.keys, a->u.del.nkeys, b->u.del.keys, b->u.del.nkeys) &&
-               a->u.del.stamp == b->u.del.stamp;
+               rid_eq(a->u.del.rid, b->u.del.rid);
     case WIRE_INCRBY:
         return seq(a->u.incrby.key, b->u.incrby.key) && a->u.incrby.delta == b->u.incrby.delta &&
-               a->u.incrby.stamp == b->u.incrby.stamp;
+               rid_eq(a->u.incrby.rid, b->u.incrby.rid);
     case WIRE_EXPIRE: {
         const typeof(a->u.expire) *x = &a->u.expire, *y = &b->u.expire;
-        return seq(x->key, y->key) && exp_eq(x->exp, y->exp) && x->stamp == y->stamp &&
+        return seq(x->key, y->key) && exp_eq(x->exp, y->exp) && rid_eq(x->rid, y->rid) &&
                x->flags == y->flags;
     }
     case WIRE_PERSIST:
-        return seq(a->u.persist.key, b->u.persist.key) && a->u.persist.stamp == b->u.persist.stamp;
+        return seq(a->u.persist.key, b->u.persist.key) && rid_eq(a->u.persist.rid, b->u.persist.rid);
+    case WIRE_GETDEL:
+        return seq(a->u.getdel.key, b->u.getdel.key) && rid_eq(a->u.getdel.rid, b->u.getdel.rid);
     case WIRE_TTL:
         return seq(a->u.ttl.key, b->u.ttl.key);
     case WIRE_SCAN: {
@@ -657,7 +696,7 @@ bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
     case WIRE_HELLO_OK: {
         const typeof(a->u.hello_ok) *x = &a->u.hello_ok, *y = &b->u.hello_ok;
         return x->version == y->version && x->owner_id == y->owner_id && seq(x->pool, y->pool) &&
-               x->map_gen == y->map_gen;
+               x->map_gen == y->map_gen && x->incarnation == y->incarnation;
     }
     case WIRE_VALUE:
         return seq(a->u.value.value, b->u.value.value) && a->u.value.stamp == b->u.value.stamp &&
@@ -680,7 +719,8 @@ bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
                (!x->has_old || seq(x->old, y->old));
     }
     case WIRE_INT:
-        return a->u.integer.value == b->u.integer.value;
+        return a->u.integer.value == b->u.integer.value &&
+               a->u.integer.stamp == b->u.integer.stamp;
     case WIRE_MOVED:
         return a->u.moved.leaf == b->u.moved.leaf &&
                a->u.moved.leaf_bits == b->u.moved.leaf_bits &&

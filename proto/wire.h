@@ -19,21 +19,25 @@
  * too; `text` is msgpack str, and bin is accepted too):
  *
  *   requests (edge -> owner)
- *   HELLO       version u32, edge_id u32, colo text, role u8 (WIRE_ROLE_*)
+ *   HELLO       version u32, edge_id u32, colo text, role u8 (WIRE_ROLE_*),
+ *               incarnation u64 (this edge process; != 0)
  *   GET         [key bytes, ...]  (1..max_items keys)
- *   SET         key, value, stamp u64, exp_kind u8, exp_ms i64, flags u32,
+ *   SET         key, value, rid, exp_kind u8, exp_ms i64, flags u32,
  *               class_id u32
- *   DEL         [key, ...] (1..max_items), stamp
- *   INCRBY      key, delta i64, stamp          (keeps the key's expiry, as
+ *   DEL         [key, ...] (1..max_items), rid
+ *   INCRBY      key, delta i64, rid            (keeps the key's expiry, as
  *                                               Redis INCR; a new key has none)
- *   EXPIRE      key, exp_kind u8 (REL|ABS), exp_ms i64, stamp, flags u32
- *   PERSIST     key, stamp
+ *   EXPIRE      key, exp_kind u8 (REL|ABS), exp_ms i64, rid, flags u32
+ *   PERSIST     key, rid
+ *   GETDEL      key, rid                       (answered OK: applied = the
+ *                                               key existed, old = its value)
  *   TTL         key
  *   SCAN        cursor u64, count u32, match text|nil
  *   PING, STATS (no fields)
  *
  *   replies (owner -> edge)
- *   HELLO_OK    version u32, owner_id u32, pool text, map_gen u64
+ *   HELLO_OK    version u32, owner_id u32, pool text, map_gen u64,
+ *               incarnation u64 (this owner process; != 0)
  *   VALUE       value, stamp, expire_ms u64
  *   VALUES      [nil | [value, stamp, expire_ms], ...] one per GET key, in
  *               request order (the answer to a GET of several keys)
@@ -43,8 +47,10 @@
  *   OK          stamp, applied bool, old value bytes|nil  (applied false: a
  *               SET whose NX/XX condition failed, which Redis answers nil or,
  *               with GET, the old value; stamp: the one the key now holds)
- *   INT         i64  (DEL count, INCRBY result, TTL: remaining ms with
- *                     Redis PTTL's -1 no expiry / -2 no key, EXPIRE 1/0 ...)
+ *   INT         i64, stamp u64  (DEL count, INCRBY result, TTL: remaining
+ *                     ms with Redis PTTL's -1 no expiry / -2 no key, EXPIRE
+ *                     1/0 ...; stamp: the version the write gave its keys,
+ *                     0 for a read or a write that changed nothing)
  *   MOVED       leaf u32, leaf_bits u8 (<= 32, leaf < 2^bits), map_gen u64,
  *               owner u32 (the owner index in the pool that holds the leaf)
  *   ERROR       code i32 (an hkv_status), text
@@ -55,6 +61,25 @@
  *   push link (owner -> edge, id 0)
  *   PUSH        key, value, stamp, expire_ms u64
  *   INVALIDATE  key, stamp
+ *
+ * Versions and request ids.  The OWNER orders the writes of its keys: it
+ * applies them in the order it receives them and gives each applied write a
+ * new version (a stamp from the owner's own clock, proto/stamp.h), greater
+ * than any version it has issued; every reply and push carries the version,
+ * which is what caches order by.  Edges never stamp writes.  A write request
+ * carries a request id (rid) instead: the edge process (edge_id and
+ * incarnation from HELLO) and a sequence number, so the owner can answer a
+ * retry with the original result instead of applying it twice (RIFL):
+ *   seq   this edge process's request number, > 0, unique per write request
+ *         (a retry reuses it);
+ *   ack   every seq of this edge below ack is finished: the owner may forget
+ *         their results;
+ *   prev  0 on a first attempt; on a retry, the incarnation of the owner the
+ *         previous attempt may have reached (WIRE_PREV_UNKNOWN if the edge
+ *         cannot tell).  An owner that has no result for the rid and is not
+ *         that incarnation answers "outcome unknown" instead of applying it:
+ *         the previous attempt may have been applied by a process that is
+ *         gone, with its memory of the result.
  *
  * Expiry.  Requests carry a struct wire_expiry: a kind (none, relative ms for
  * EX/PX, absolute unix ms for EXAT/PXAT, keep for KEEPTTL) and an int64; the
@@ -103,7 +128,7 @@
 #include "proto/hkv.h"
 #include "proto/stamp.h"
 
-#define WIRE_VERSION 1
+#define WIRE_VERSION 2
 #define WIRE_HEADER_LEN 4
 #define WIRE_MAX_FRAME_DEFAULT (64u * 1024 * 1024)  /* wire-max-frame */
 #define WIRE_MAX_ITEMS_DEFAULT 65536                /* keys per message */
@@ -122,6 +147,7 @@ enum wire_type {
     WIRE_SCAN = 9,
     WIRE_PING = 10,
     WIRE_STATS = 11,
+    WIRE_GETDEL = 12,
     /* replies */
     WIRE_HELLO_OK = 64,
     WIRE_VALUE = 65,
@@ -159,6 +185,12 @@ enum wire_exp_kind {
 #define WIRE_EXPIRE_GT 0x4u
 #define WIRE_EXPIRE_LT 0x8u
 #define WIRE_EXPIRE_FLAGS (WIRE_EXPIRE_NX | WIRE_EXPIRE_XX | WIRE_EXPIRE_GT | WIRE_EXPIRE_LT)
+
+/* A write's request id (see "Versions and request ids"). */
+struct wire_rid {
+    uint64_t seq, ack, prev;
+};
+#define WIRE_PREV_UNKNOWN UINT64_MAX
 
 /* A byte string: into the frame when decoded, the caller's when encoding. */
 struct wire_slice {
@@ -198,26 +230,36 @@ struct wire_msg {
     uint8_t type;  /* enum wire_type */
     uint64_t id;
     union {
-        struct { uint32_t version, edge_id; struct wire_slice colo; uint8_t role; } hello;
-        struct { uint32_t version, owner_id; struct wire_slice pool; uint64_t map_gen; } hello_ok;
+        struct {
+            uint32_t version, edge_id;
+            struct wire_slice colo;
+            uint8_t role;
+            uint64_t incarnation;
+        } hello;
+        struct {
+            uint32_t version, owner_id;
+            struct wire_slice pool;
+            uint64_t map_gen, incarnation;
+        } hello_ok;
         struct { const struct wire_slice *keys; uint32_t nkeys; } get;
         struct {
             struct wire_slice key, value;
-            hkv_stamp stamp;
+            struct wire_rid rid;
             struct wire_expiry exp;
             uint32_t flags, class_id;
         } set;
-        struct { const struct wire_slice *keys; uint32_t nkeys; hkv_stamp stamp; } del;
-        struct { struct wire_slice key; int64_t delta; hkv_stamp stamp; } incrby;
-        struct { struct wire_slice key; struct wire_expiry exp; hkv_stamp stamp; uint32_t flags; } expire;
-        struct { struct wire_slice key; hkv_stamp stamp; } persist;
+        struct { const struct wire_slice *keys; uint32_t nkeys; struct wire_rid rid; } del;
+        struct { struct wire_slice key; int64_t delta; struct wire_rid rid; } incrby;
+        struct { struct wire_slice key; struct wire_expiry exp; struct wire_rid rid; uint32_t flags; } expire;
+        struct { struct wire_slice key; struct wire_rid rid; } persist;
+        struct { struct wire_slice key; struct wire_rid rid; } getdel;
         struct { struct wire_slice key; } ttl;
         struct { uint64_t cursor; uint32_t count; bool has_match; struct wire_slice match; } scan;
         struct { struct wire_slice value; hkv_stamp stamp; uint64_t expire_ms; } value;
         struct { hkv_stamp stamp; } notfound;
         struct { const struct wire_item *items; uint32_t nitems; } values;
         struct { hkv_stamp stamp; bool applied, has_old; struct wire_slice old; } ok;
-        struct { int64_t value; } integer;
+        struct { int64_t value; hkv_stamp stamp; } integer;
         struct { uint32_t leaf; uint8_t leaf_bits; uint64_t map_gen; uint32_t owner; } moved;
         struct { int32_t code; struct wire_slice text; } error;
         struct { uint64_t cursor; const struct wire_slice *keys; uint32_t nkeys; } scan_reply;
@@ -235,7 +277,13 @@ struct wire_decoder {
 };
 
 /* Which direction a kind travels. */
-static inline bool wire_is_request(unsigned t) { return t >= WIRE_HELLO && t <= WIRE_STATS; }
+static inline bool wire_is_request(unsigned t) { return t >= WIRE_HELLO && t <= WIRE_GETDEL; }
+/* The requests that change keys (they carry a rid and go on write links). */
+static inline bool wire_is_write(unsigned t)
+{
+    return t == WIRE_SET || t == WIRE_DEL || t == WIRE_INCRBY || t == WIRE_EXPIRE ||
+           t == WIRE_PERSIST || t == WIRE_GETDEL;
+}
 static inline bool wire_is_reply(unsigned t) { return t >= WIRE_HELLO_OK && t <= WIRE_PONG; }
 static inline bool wire_is_push(unsigned t) { return t == WIRE_PUSH || t == WIRE_INVALIDATE; }
 
@@ -323,17 +371,18 @@ bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b);
 /* ---- encoding: each appends one frame; returns as described at the top ---- */
 
 int wire_put_hello(struct hkv_buf *b, uint64_t id, uint32_t version, uint32_t edge_id,
-                   struct wire_slice colo, uint8_t role);
+                   struct wire_slice colo, uint8_t role, uint64_t incarnation);
 int wire_put_get(struct hkv_buf *b, uint64_t id, const struct wire_slice *keys, uint32_t nkeys);
 int wire_put_set(struct hkv_buf *b, uint64_t id, struct wire_slice key, struct wire_slice value,
-                 hkv_stamp stamp, struct wire_expiry exp, uint32_t flags, uint32_t class_id);
+                 struct wire_rid rid, struct wire_expiry exp, uint32_t flags, uint32_t class_id);
 int wire_put_del(struct hkv_buf *b, uint64_t id, const struct wire_slice *keys, uint32_t nkeys,
-                 hkv_stamp stamp);
+                 struct wire_rid rid);
 int wire_put_incrby(struct hkv_buf *b, uint64_t id, struct wire_slice key, int64_t delta,
-                    hkv_stamp stamp);
+                    struct wire_rid rid);
 int wire_put_expire(struct hkv_buf *b, uint64_t id, struct wire_slice key, struct wire_expiry exp,
-                    hkv_stamp stamp, uint32_t flags);
-int wire_put_persist(struct hkv_buf *b, uint64_t id, struct wire_slice key, hkv_stamp stamp);
+                    struct wire_rid rid, uint32_t flags);
+int wire_put_persist(struct hkv_buf *b, uint64_t id, struct wire_slice key, struct wire_rid rid);
+int wire_put_getdel(struct hkv_buf *b, uint64_t id, struct wire_slice key, struct wire_rid rid);
 int wire_put_ttl(struct hkv_buf *b, uint64_t id, struct wire_slice key);
 /* match NULL = no MATCH pattern. */
 int wire_put_scan(struct hkv_buf *b, uint64_t id, uint64_t cursor, uint32_t count,
@@ -342,7 +391,7 @@ int wire_put_ping(struct hkv_buf *b, uint64_t id);
 int wire_put_stats(struct hkv_buf *b, uint64_t id);
 
 int wire_put_hello_ok(struct hkv_buf *b, uint64_t id, uint32_t version, uint32_t owner_id,
-                      struct wire_slice pool, uint64_t map_gen);
+                      struct wire_slice pool, uint64_t map_gen, uint64_t incarnation);
 int wire_put_value(struct hkv_buf *b, uint64_t id, struct wire_slice value, hkv_stamp stamp,
                    uint64_t expire_ms);
 /* items[i].found false encodes as nil (its other fields are ignored). */
@@ -351,7 +400,7 @@ int wire_put_notfound(struct hkv_buf *b, uint64_t id, hkv_stamp stamp);
 /* old NULL = no old value (not asked, or there was none). */
 int wire_put_ok(struct hkv_buf *b, uint64_t id, hkv_stamp stamp, bool applied,
                 const struct wire_slice *old);
-int wire_put_int(struct hkv_buf *b, uint64_t id, int64_t value);
+int wire_put_int(struct hkv_buf *b, uint64_t id, int64_t value, hkv_stamp stamp);
 int wire_put_moved(struct hkv_buf *b, uint64_t id, uint32_t leaf, uint8_t leaf_bits,
                    uint64_t map_gen, uint32_t owner);
 int wire_put_error(struct hkv_buf *b, uint64_t id, int32_t code, struct wire_slice text);

@@ -392,23 +392,24 @@ static int rd_stats(struct wire_decoder *d, struct cur *c, const struct wire_sta
 static int nfields(unsigned type)
 {
     switch (type) {
-    case WIRE_HELLO: return 4;
+    case WIRE_HELLO: return 5;
     case WIRE_GET: return 1;
-    case WIRE_SET: return 7;
-    case WIRE_DEL: return 2;
-    case WIRE_INCRBY: return 3;
-    case WIRE_EXPIRE: return 5;
-    case WIRE_PERSIST: return 2;
+    case WIRE_SET: return 9;
+    case WIRE_DEL: return 4;
+    case WIRE_INCRBY: return 5;
+    case WIRE_EXPIRE: return 7;
+    case WIRE_PERSIST: return 4;
+    case WIRE_GETDEL: return 4;
     case WIRE_TTL: return 1;
     case WIRE_SCAN: return 3;
     case WIRE_PING: return 0;
     case WIRE_STATS: return 0;
-    case WIRE_HELLO_OK: return 4;
+    case WIRE_HELLO_OK: return 5;
     case WIRE_VALUE: return 3;
     case WIRE_VALUES: return 1;
     case WIRE_NOTFOUND: return 1;
     case WIRE_OK: return 3;
-    case WIRE_INT: return 1;
+    case WIRE_INT: return 2;
     case WIRE_MOVED: return 4;
     case WIRE_ERROR: return 2;
     case WIRE_SCAN_REPLY: return 2;
@@ -418,6 +419,15 @@ static int nfields(unsigned type)
     case WIRE_INVALIDATE: return 2;
     }
     return -1;
+}
+
+/* A rid: seq (never 0), ack, prev. */
+static int rd_rid(struct cur *c, struct wire_rid *r)
+{
+    TRY(rd_uint(c, UINT64_MAX, &r->seq));
+    TRY(rd_uint(c, UINT64_MAX, &r->ack));
+    TRY(rd_uint(c, UINT64_MAX, &r->prev));
+    return r->seq == 0 ? fail(c, "rid seq 0") : HKV_OK;
 }
 
 static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg *m)
@@ -431,13 +441,14 @@ static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg 
         TRY(rd_u8(c, &m->u.hello.role));
         if (m->u.hello.role > WIRE_ROLE_PUSH)
             return fail(c, "unknown link role");
-        return HKV_OK;
+        TRY(rd_uint(c, UINT64_MAX, &m->u.hello.incarnation));
+        return m->u.hello.incarnation == 0 ? fail(c, "incarnation 0") : HKV_OK;
     case WIRE_GET:
         return rd_keys(d, c, true, &m->u.get.keys, &m->u.get.nkeys);
     case WIRE_SET:
         TRY(rd_bytes(c, &m->u.set.key));
         TRY(rd_bytes(c, &m->u.set.value));
-        TRY(rd_uint(c, UINT64_MAX, &m->u.set.stamp));
+        TRY(rd_rid(c, &m->u.set.rid));
         TRY(rd_expiry(c, &m->u.set.exp));
         TRY(rd_u32(c, &m->u.set.flags));
         TRY(rd_u32(c, &m->u.set.class_id));
@@ -446,22 +457,25 @@ static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg 
         return HKV_OK;
     case WIRE_DEL:
         TRY(rd_keys(d, c, true, &m->u.del.keys, &m->u.del.nkeys));
-        return rd_uint(c, UINT64_MAX, &m->u.del.stamp);
+        return rd_rid(c, &m->u.del.rid);
     case WIRE_INCRBY:
         TRY(rd_bytes(c, &m->u.incrby.key));
         TRY(rd_int(c, INT64_MIN, INT64_MAX, &m->u.incrby.delta));
-        return rd_uint(c, UINT64_MAX, &m->u.incrby.stamp);
+        return rd_rid(c, &m->u.incrby.rid);
     case WIRE_EXPIRE:
         TRY(rd_bytes(c, &m->u.expire.key));
         TRY(rd_expiry(c, &m->u.expire.exp));
-        TRY(rd_uint(c, UINT64_MAX, &m->u.expire.stamp));
+        TRY(rd_rid(c, &m->u.expire.rid));
         TRY(rd_u32(c, &m->u.expire.flags));
         if (!wire_expire_valid(m->u.expire.exp, m->u.expire.flags))
             return fail(c, "bad EXPIRE expiry or flags");
         return HKV_OK;
     case WIRE_PERSIST:
         TRY(rd_bytes(c, &m->u.persist.key));
-        return rd_uint(c, UINT64_MAX, &m->u.persist.stamp);
+        return rd_rid(c, &m->u.persist.rid);
+    case WIRE_GETDEL:
+        TRY(rd_bytes(c, &m->u.getdel.key));
+        return rd_rid(c, &m->u.getdel.rid);
     case WIRE_TTL:
         return rd_bytes(c, &m->u.ttl.key);
     case WIRE_SCAN:
@@ -478,7 +492,9 @@ static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg 
         TRY(rd_u32(c, &m->u.hello_ok.version));
         TRY(rd_u32(c, &m->u.hello_ok.owner_id));
         TRY(rd_bytes(c, &m->u.hello_ok.pool));
-        return rd_uint(c, UINT64_MAX, &m->u.hello_ok.map_gen);
+        TRY(rd_uint(c, UINT64_MAX, &m->u.hello_ok.map_gen));
+        TRY(rd_uint(c, UINT64_MAX, &m->u.hello_ok.incarnation));
+        return m->u.hello_ok.incarnation == 0 ? fail(c, "incarnation 0") : HKV_OK;
     case WIRE_VALUE:
         TRY(rd_bytes(c, &m->u.value.value));
         TRY(rd_uint(c, UINT64_MAX, &m->u.value.stamp));
@@ -490,7 +506,8 @@ static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg 
         TRY(rd_bool(c, &m->u.ok.applied));
         return rd_bytes_or_nil(c, &m->u.ok.old, &m->u.ok.has_old);
     case WIRE_INT:
-        return rd_int(c, INT64_MIN, INT64_MAX, &m->u.integer.value);
+        TRY(rd_int(c, INT64_MIN, INT64_MAX, &m->u.integer.value));
+        return rd_uint(c, UINT64_MAX, &m->u.integer.stamp);
     case WIRE_MOVED:
         TRY(rd_u32(c, &m->u.moved.leaf));
         TRY(rd_u8(c, &m->u.moved.leaf_bits));

@@ -19,7 +19,8 @@
  * the client is answered, so a client reads its own writes through any edge
  * of the colo.  Where the new value is not known here (INCRBY, EXPIRE, a
  * KEEPTTL set, DEL of several owners ...) the entry is invalidated with the
- * write's stamp: never served, and no older fetch can put an old value back.
+ * write's version (the owner's): never served, and no older fetch can put an
+ * old value back.
  */
 #include <string.h>
 #include <unistd.h>
@@ -114,7 +115,10 @@ static int is_set(enum cmd_id c)
 void edge_cache_wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
     struct edge *e = op->e;
-    if (e->cache == NULL || r->nk == 0)
+    /* The owner's version of the write orders it in the cache; 0: the
+     * write changed nothing. */
+    hkv_stamp version = m->type == WIRE_OK ? m->u.ok.stamp : m->u.integer.stamp;
+    if (e->cache == NULL || r->nk == 0 || version == 0)
         return;
     int64_t now = now_ms();
     for (uint32_t i = 0; i < r->nk; i++) {
@@ -131,11 +135,11 @@ void edge_cache_wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
                                                                : 0;
             int64_t fu, ku;
             if (lifetimes(e, rt.cls, rt.hash, now, expire_at, &fu, &ku) &&
-                cache_put(e->cache, key->p, key->len, rt.hash, v->p, v->len, 0, op->stamp, fu, ku,
+                cache_put(e->cache, key->p, key->len, rt.hash, v->p, v->len, 0, version, fu, ku,
                           expire_at, now) == HKV_OK)
                 continue;
         }
-        cache_invalidate(e->cache, key->p, key->len, rt.hash, op->stamp);
+        cache_invalidate(e->cache, key->p, key->len, rt.hash, version);
     }
 }
 
@@ -149,13 +153,11 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
     if (m->type == WIRE_INVALIDATE) {
         struct wire_slice k = m->u.invalidate.key;
         cache_invalidate(e->cache, k.p, k.len, router_hash(k.p, k.len), m->u.invalidate.stamp);
-        hlc_observe(&e->hlc, m->u.invalidate.stamp);
         return;
     }
     struct wire_slice k = m->u.push.key;
     struct route rt;
     router_route(e->router, k.p, k.len, &rt);
-    hlc_observe(&e->hlc, m->u.push.stamp);
     int64_t now = now_ms(), fu, ku;
     if (lifetimes(e, rt.cls, rt.hash, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
         cache_put(e->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len, 0,

@@ -5,27 +5,30 @@
  * Every data command becomes an op (edge_int.h) holding one owner request
  * (oreq) per owner it needs.  Reads go on the owner's READ link and are never
  * retried: a read that gets no answer within write-timeout is answered
- * "-TRYAGAIN".  Writes are stamped once (the edge's HLC, writer id = board
- * slot + 1) and go on the WRITE link; on a timeout or a broken link the SAME
- * stamped request is sent again after each delay of write-retry-backoff (the
- * last delay repeats) until write-deadline, and then the client gets
- * "-UNAVAILABLE ...".  Because the stamp is the same, the owner applies a
- * retried write at most once (an equal stamp is answered as success).  One op
- * timer serves the backoff and the overall deadline.  A failed write pings
- * the owner (STATS) and logs one line with what it said, or that it was mute.
- *
- * Stamps seen in any answer move the HLC forward (hlc_observe), so this
- * edge's next write to a key is newer than what the key holds.  A write older
- * than the key's stamp is answered as if it had succeeded and been
- * overwritten (last writer wins), except INCRBY, which is re-stamped and sent
- * again when that is certainly safe (first attempt) and otherwise reported
- * as of unknown outcome.
+ * "-TRYAGAIN".  Writes go on the WRITE link.  This edge does not order
+ * writes: the owner does, in the order it receives them, and gives each a
+ * version (proto/wire.h).  The edge only numbers each write request once
+ * (seq; writer = board slot + 1 and this process's incarnation, sent in
+ * HELLO), and on a timeout or a broken link sends the SAME request again
+ * after each delay of write-retry-backoff (the last delay repeats) until
+ * write-deadline; then the client gets "-UNAVAILABLE outcome unknown ...".
+ * The owner answers a retry from its record of the first attempt, so a
+ * write applies at most once; a retry that may go to a restarted owner
+ * carries the incarnation the previous attempt reached (rid.prev), and the
+ * owner answers "outcome unknown" rather than apply it a second time.
+ * Every request also says which of this edge's requests are finished (ack:
+ * the lowest unfinished seq, kept by a list of unfinished write requests in
+ * seq order), so owners forget those results.  One op timer serves the
+ * backoff and the overall deadline.  A failed write pings the owner (STATS)
+ * and logs one line with what it said, or that it was mute.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server/edge_int.h"
 #include "server/log.h"
@@ -84,7 +87,7 @@ static const struct wire_slice *oreq_keys(struct oreq *r)
     return tmp_keys;
 }
 
-static int encode(struct hkv_buf *b, uint64_t id, struct oreq *r)
+static int encode(struct hkv_buf *b, uint64_t id, struct oreq *r, struct wire_rid rid)
 {
     struct op *op = r->op;
     const struct wire_slice *k = r->nk > 0 ? oreq_keys(r) : NULL;
@@ -95,16 +98,18 @@ static int encode(struct hkv_buf *b, uint64_t id, struct oreq *r)
         return wire_put_get(b, id, k, r->nk);
     case WIRE_SET: {
         struct wire_slice v = op->cmd == CMD_MSET ? op->vals[op->kidx[r->k0]] : op->value;
-        return wire_put_set(b, id, k[0], v, op->stamp, op->exp, op->wflags, r->class_id);
+        return wire_put_set(b, id, k[0], v, rid, op->exp, op->wflags, r->class_id);
     }
     case WIRE_DEL:
-        return wire_put_del(b, id, k, r->nk, op->stamp);
+        return wire_put_del(b, id, k, r->nk, rid);
     case WIRE_INCRBY:
-        return wire_put_incrby(b, id, k[0], op->delta, op->stamp);
+        return wire_put_incrby(b, id, k[0], op->delta, rid);
     case WIRE_EXPIRE:
-        return wire_put_expire(b, id, k[0], op->exp, op->stamp, op->wflags);
+        return wire_put_expire(b, id, k[0], op->exp, rid, op->wflags);
     case WIRE_PERSIST:
-        return wire_put_persist(b, id, k[0], op->stamp);
+        return wire_put_persist(b, id, k[0], rid);
+    case WIRE_GETDEL:
+        return wire_put_getdel(b, id, k[0], rid);
     case WIRE_TTL:
         return wire_put_ttl(b, id, k[0]);
     case WIRE_SCAN:
@@ -119,6 +124,46 @@ static int encode(struct hkv_buf *b, uint64_t id, struct oreq *r)
 static void oreq_cb(void *arg, int status, const struct wire_msg *m);
 static void oreq_done(struct oreq *r);
 
+/* ---- unfinished write requests, in seq order (for ack) ---------------------- */
+
+static void wq_push(struct edge *e, struct oreq *r)
+{
+    r->wnext = NULL;
+    r->wprev = e->wq_tail;
+    if (e->wq_tail != NULL)
+        e->wq_tail->wnext = r;
+    else
+        e->wq_head = r;
+    e->wq_tail = r;
+}
+
+static void wq_remove(struct edge *e, struct oreq *r)
+{
+    if (r->seq == 0)
+        return;
+    if (r->wprev != NULL)
+        r->wprev->wnext = r->wnext;
+    else
+        e->wq_head = r->wnext;
+    if (r->wnext != NULL)
+        r->wnext->wprev = r->wprev;
+    else
+        e->wq_tail = r->wprev;
+    r->wprev = r->wnext = NULL;
+    r->seq = 0;
+}
+
+/* The request id of a write attempt about to go out on link l. */
+static struct wire_rid next_rid(struct edge *e, struct oreq *r, struct elink *l)
+{
+    struct wire_rid rid = {r->seq, e->wq_head != NULL ? e->wq_head->seq : e->next_seq + 1, 0};
+    if (r->tried)
+        rid.prev = elink_owner_of(l, r->conn);
+    r->tried = 1;
+    r->conn = elink_next_conn(l);
+    return rid;
+}
+
 void oreq_send(struct oreq *r)
 {
     struct op *op = r->op;
@@ -126,9 +171,12 @@ void oreq_send(struct oreq *r)
     int role = r->role == WIRE_ROLE_READ && op->c != NULL && op->c->writes_inflight > 0
                    ? WIRE_ROLE_WRITE : r->role;
     struct elink *l = r->owner->link[role];
+    struct wire_rid rid = {0, 0, 0};
+    if (r->seq != 0)
+        rid = next_rid(op->e, r, l);
     uint64_t id;
     struct hkv_buf *b = elink_out(l, &id);
-    int rc = encode(b, id, r);
+    int rc = encode(b, id, r, rid);
     if (rc == HKV_OK)
         rc = elink_commit(l, id, oreq_cb, r);
     if (rc != HKV_OK) {
@@ -168,9 +216,16 @@ void op_start(struct op *op)
 {
     struct edge *e = op->e;
     if (op->is_write) {
-        op->stamp = hlc_next(&e->hlc, (uint64_t)edge_unix_ms());
         op->start_ms = board_now_ms();
         op->deadline_ms = op->start_ms + e->ctx->cfg->write_deadline_ms;
+    }
+    for (uint32_t i = 0; i < op->nreqs; i++) {
+        struct oreq *r = req_at(op, i);
+        r->tried = 0;
+        if (r->role == WIRE_ROLE_WRITE && wire_is_write(r->type)) {
+            r->seq = ++e->next_seq;
+            wq_push(e, r);
+        }
     }
     op->pending = (int)op->nreqs;
     /* Send all first: a request that fails at once must not finish the op
@@ -193,6 +248,7 @@ static void oreq_done(struct oreq *r)
 {
     struct op *op = r->op;
     r->state = OREQ_DONE;
+    wq_remove(op->e, r);
     if (--op->pending > 0)
         return;
     if (op->timer_on) {
@@ -224,8 +280,9 @@ static void write_fail(struct oreq *r)
     snprintf(what, sizeof(what), "write %s failed: owner %s/%d did not acknowledge it within %lld ms (%d resends)",
              cmd_get(op->cmd)->name, pool_name(r->owner->pool), r->owner->index,
              (long long)cfg->write_deadline_ms, op->attempt);
-    op_error(op, "UNAVAILABLE owner %s/%d did not acknowledge the write within %lld ms",
-             pool_name(r->owner->pool), r->owner->index, (long long)cfg->write_deadline_ms);
+    op_error(op, "UNAVAILABLE outcome unknown: owner %s/%d did not acknowledge the write "
+             "within %lld ms", pool_name(r->owner->pool), r->owner->index,
+             (long long)cfg->write_deadline_ms);
     count_failure(op, r->owner, what);
     oreq_done(r);
 }
@@ -294,30 +351,6 @@ void edge_op_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- answers -------------------------------------------------------------- */
 
-static void observe(struct edge *e, const struct wire_msg *m)
-{
-    switch (m->type) {
-    case WIRE_VALUE:
-        hlc_observe(&e->hlc, m->u.value.stamp);
-        break;
-    case WIRE_OK:
-        hlc_observe(&e->hlc, m->u.ok.stamp);
-        break;
-    case WIRE_VALUES:
-        for (uint32_t i = 0; i < m->u.values.nitems; i++)
-            if (m->u.values.items[i].found)
-                hlc_observe(&e->hlc, m->u.values.items[i].stamp);
-        break;
-    default:
-        break;
-    }
-}
-
-static int is_incr(enum cmd_id c)
-{
-    return c == CMD_INCR || c == CMD_DECR || c == CMD_INCRBY || c == CMD_DECRBY;
-}
-
 static void oreq_cb(void *arg, int status, const struct wire_msg *m)
 {
     struct oreq *r = arg;
@@ -334,7 +367,6 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
         oreq_done(r);
         return;
     }
-    observe(e, m);
     if (m->type == WIRE_MOVED) {
         if (!r->moved) {
             r->moved = 1;
@@ -346,6 +378,7 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
                 struct owner_ref *o = edge_owner_of(e, k->p, k->len, &rt);
                 if (o != NULL) {
                     r->owner = o;
+                    r->tried = 0; /* MOVED: not applied; a new owner, a first attempt */
                     oreq_send(r);
                     return;
                 }
@@ -356,33 +389,8 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
         oreq_done(r);
         return;
     }
-    if (op->is_write && r->role == WIRE_ROLE_WRITE &&
-        (m->type == WIRE_OK || m->type == WIRE_INT ||
-         (m->type == WIRE_ERROR && m->u.error.code == HKV_ESTALE)))
+    if (r->seq != 0 && (m->type == WIRE_OK || m->type == WIRE_INT))
         edge_cache_wrote(op, r, m); /* before the client hears OK: read-your-writes */
-    if (m->type == WIRE_ERROR && m->u.error.code == HKV_ESTALE && r->role == WIRE_ROLE_WRITE) {
-        const char *t = m->u.error.text.p;
-        size_t n = m->u.error.text.len;
-        char num[32] = "";
-        if (n > 6 && n - 6 < sizeof(num) && memcmp(t, "STALE ", 6) == 0)
-            memcpy(num, t + 6, n - 6);
-        hlc_observe(&e->hlc, strtoull(num, NULL, 10));
-        if (is_incr(op->cmd)) {
-            if (op->attempt == 0) {
-                op->stamp = hlc_next(&e->hlc, (uint64_t)edge_unix_ms());
-                oreq_send(r);
-                return;
-            }
-            op_error(op, "UNAVAILABLE increment outcome unknown after retry");
-            count_failure(op, r->owner, "INCRBY outcome unknown: a retry met a newer stamp");
-            oreq_done(r);
-            return;
-        }
-        /* Last writer wins: this write was overtaken by a newer one. */
-        op->ival = 1; /* "stale": SET answers +OK, counts answer 0 */
-        oreq_done(r);
-        return;
-    }
     if (m->type == WIRE_ERROR) {
         op_error(op, "%.*s", (int)m->u.error.text.len, m->u.error.text.p);
         oreq_done(r);
@@ -419,7 +427,11 @@ int edge_data_setup(struct edge *e)
 {
     const struct cfg *cfg = e->ctx->cfg;
     uint32_t writer = ((uint32_t)e->ctx->slot + 1) & STAMP_WRITER_MAX;
-    hlc_init(&e->hlc, writer);
+    while (e->incarnation == 0 || e->incarnation == WIRE_PREV_UNKNOWN)
+        if (getrandom(&e->incarnation, sizeof(e->incarnation), 0) != sizeof(e->incarnation))
+            e->incarnation = ((uint64_t)getpid() << 32) ^ (uint64_t)edge_unix_ms();
+    e->next_seq = 0;
+    e->wq_head = e->wq_tail = NULL;
     e->router = router_create(cfg);
     e->nowners = cfg->hot_owners + cfg->cold_owners;
     e->owners = calloc((size_t)(e->nowners > 0 ? e->nowners : 1), sizeof(*e->owners));
@@ -437,7 +449,8 @@ int edge_data_setup(struct edge *e)
             static const char *const roles[] = {"read", "write", "push"};
             snprintf(name, sizeof(name), "%s/%d %s", pool_name(o->pool), o->index, roles[role]);
             struct elink_opts lo = {
-                .path = path, .name = name, .edge_id = writer, .colo = e->ctx->colo_name,
+                .path = path, .name = name, .edge_id = writer,
+                .incarnation = e->incarnation, .colo = e->ctx->colo_name,
                 .role = (uint8_t)role, .timeout_ms = cfg->write_timeout_ms,
                 .max_frame = (size_t)cfg->wire_max_frame, .drained = on_link_drained,
                 .drained_arg = e, .push = edge_cache_pushed, .push_arg = o,

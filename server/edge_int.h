@@ -39,7 +39,9 @@ struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
 #define EDGE_OWNER_STATS(X)         \
     X(owner_reads)                  \
     X(owner_writes)                 \
-    X(owner_stale_stamp_rejects)    \
+    X(owner_idempotent_retries)     \
+    X(owner_unknown_outcomes)       \
+    X(owner_completion_records)     \
     X(owner_keys)                   \
     X(persist_dirty_keys)           \
     X(persist_batches)              \
@@ -90,7 +92,9 @@ struct edge {
 
     /* the data path (edge_data.c and friends) */
     struct router *router;
-    struct hlc hlc;
+    uint64_t incarnation;         /* this process, in HELLO (exactly-once retries) */
+    uint64_t next_seq;            /* the last write request number given */
+    struct oreq *wq_head, *wq_tail; /* unfinished write requests, in seq order */
     struct owner_ref *owners;     /* hot owners, then cold owners */
     int nowners;
     struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
@@ -246,10 +250,15 @@ struct oreq {
     uint8_t role;                 /* WIRE_ROLE_READ / WIRE_ROLE_WRITE */
     uint8_t state;
     uint8_t moved;                /* a MOVED was followed already */
+    uint8_t tried;                /* a write attempt went out: a resend is a retry */
     uint32_t class_id;
     uint32_t k0, nk;              /* its keys: op->keys[op->kidx[k0 .. k0+nk)] */
     struct elink *link;           /* while SENT */
     uint64_t id;
+    /* writes: the request id (proto/wire.h "Versions and request ids") */
+    uint64_t seq;                 /* 0 until op_start numbers it */
+    uint64_t conn;                /* connection of the link the last attempt used */
+    struct oreq *wprev, *wnext;   /* in e->wq while unfinished */
 };
 
 typedef void (*op_answer_fn)(struct op *op, struct oreq *r, const struct wire_msg *m);
@@ -273,7 +282,6 @@ struct op {
     op_answer_fn answer;
     op_done_fn done;
     /* write path */
-    hkv_stamp stamp;
     int64_t start_ms, deadline_ms;
     int attempt;                  /* resends so far */
     int failed_counted;
@@ -323,7 +331,7 @@ int op_split(struct op *op, uint8_t type, uint8_t role, int per_key);
 struct oreq *op_single(struct op *op, uint8_t type, uint8_t role);
 /* An oreq to a given owner with no keys (SCAN, STATS). */
 void op_to_owner(struct op *op, struct oreq *r, struct owner_ref *o, uint8_t type, uint8_t role);
-/* Sends every oreq of the op (stamping it first if it writes). */
+/* Sends every oreq of the op (numbering its write requests first). */
 void op_start(struct op *op);
 void oreq_send(struct oreq *r);
 /* Records an error reply for the op (the first one wins). */

@@ -40,6 +40,7 @@ struct elink {
     char name[64];
     char colo[64];
     uint32_t edge_id;
+    uint64_t incarnation;     /* this edge process, in HELLO */
     uint8_t role;
     int64_t timeout_ms;
     size_t max_frame;
@@ -59,6 +60,8 @@ struct elink {
     int64_t backoff_ms;
     int logged_down;
     int need_hello;           /* the next connection must open with HELLO */
+    uint64_t conn;            /* connections made so far (the current one's number) */
+    struct { uint64_t conn, inc; } owners[8]; /* owner incarnation per recent connection */
 
     struct hkv_buf out, in;
     struct wire_decoder dec;
@@ -139,6 +142,10 @@ static void hello_cb(void *arg, int status, const struct wire_msg *m)
     if (status != HKV_OK)
         return;
     if (m->type == WIRE_HELLO_OK) {
+        /* Replies arrive on the connection that carried the HELLO, the
+         * current one. */
+        l->owners[l->conn % 8].conn = l->conn;
+        l->owners[l->conn % 8].inc = m->u.hello_ok.incarnation;
         l->backoff_ms = ELINK_BACKOFF_MIN_MS;
         if (l->logged_down)
             log_notice("owner link %s is up again", l->name);
@@ -154,7 +161,8 @@ static void put_hello(struct elink *l)
 {
     uint64_t id;
     struct hkv_buf *b = elink_out(l, &id);
-    if (wire_put_hello(b, id, WIRE_VERSION, l->edge_id, wire_cstr(l->colo), l->role) == HKV_OK)
+    if (wire_put_hello(b, id, WIRE_VERSION, l->edge_id, wire_cstr(l->colo), l->role,
+                       l->incarnation) == HKV_OK)
         elink_commit(l, id, hello_cb, l);
 }
 
@@ -230,6 +238,7 @@ static void link_connect(struct elink *l)
         return;
     }
     l->fd = fd;
+    l->conn++;
     if (l->need_hello) {
         l->need_hello = 0;
         put_hello(l);
@@ -430,6 +439,7 @@ struct elink *elink_create(struct event_base *base, const struct elink_opts *o)
     snprintf(l->name, sizeof(l->name), "%s", o->name);
     snprintf(l->colo, sizeof(l->colo), "%s", o->colo != NULL ? o->colo : "");
     l->edge_id = o->edge_id;
+    l->incarnation = o->incarnation;
     l->role = o->role;
     l->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 1;
     l->max_frame = o->max_frame;
@@ -475,4 +485,17 @@ void elink_destroy(struct elink **lp)
     free(l->path);
     free(l);
     *lp = NULL;
+}
+
+uint64_t elink_next_conn(const struct elink *l)
+{
+    /* Bytes queued while down go out on the next connection. */
+    return l->state == LINK_DOWN ? l->conn + 1 : l->conn;
+}
+
+uint64_t elink_owner_of(const struct elink *l, uint64_t conn)
+{
+    if (conn != 0 && l->owners[conn % 8].conn == conn)
+        return l->owners[conn % 8].inc;
+    return WIRE_PREV_UNKNOWN;
 }

@@ -56,6 +56,7 @@ struct elink_opts {
     const char *path;         /* the owner's Unix socket */
     const char *name;         /* "hot/0 write" for logs */
     uint32_t edge_id;
+    uint64_t incarnation;     /* this edge process (HELLO), != 0 */
     const char *colo;
     uint8_t role;             /* WIRE_ROLE_READ, WIRE_ROLE_WRITE or WIRE_ROLE_PUSH */
     int64_t timeout_ms;
@@ -87,5 +88,13 @@ int elink_is_up(const struct elink *l);
 /* Requests waiting for an answer. */
 uint64_t elink_pending(const struct elink *l);
 const char *elink_name(const struct elink *l);
+
+/* Owner incarnations, for exactly-once retries (proto/wire.h, rid.prev).
+ * elink_next_conn: the number of the connection a request sent now travels
+ * on.  elink_owner_of: the incarnation of the owner that answered HELLO on
+ * connection `conn`, or WIRE_PREV_UNKNOWN if it never did (or it is too old
+ * to be remembered: the last 8 connections are). */
+uint64_t elink_next_conn(const struct elink *l);
+uint64_t elink_owner_of(const struct elink *l, uint64_t conn);
 
 #endif

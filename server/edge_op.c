@@ -71,7 +71,6 @@ struct op *op_new(struct conn *c, enum cmd_id cmd, int is_write)
     op->has_match = 0;
     op->exp = (struct wire_expiry){WIRE_EXP_NONE, 0};
     op->value = (struct wire_slice){NULL, 0};
-    op->stamp = 0;
     buf_reset(&op->store);
     buf_reset(&op->res);
     buf_reset(&op->errbuf);

@@ -253,8 +253,6 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
         flight_free(f);
         return;
     }
-    if (m->type == WIRE_VALUE)
-        hlc_observe(&e->hlc, m->u.value.stamp);
     if (m->type == WIRE_MOVED && !f->moved) {
         f->moved = 1;
         router_moved(e->router, f->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,

@@ -1,19 +1,20 @@
 /*
  * edge_write.c - the write commands: argument parsing with Redis's replies
  * and errors, and how each owner answer becomes a Redis reply.  Sending,
- * stamping, retries and the deadline are edge_data.c's.
+ * request ids, retries and the deadline are edge_data.c's.
  *
- * Compound commands are two steps, not one atomic owner operation:
- * GETDEL = GET, then DEL (stamped) if the key existed; GETEX with an option =
- * GET, then EXPIRE or PERSIST.  A write between the two steps by another
- * client is possible (the returned value is then the one read).
+ * GETDEL is one owner operation (atomic).  GETEX with an option is two
+ * steps: GET, then EXPIRE or PERSIST; a write between the two steps by
+ * another client is possible (the returned value is then the one read).
  *
- * MSET sends one SET per key, all with the same stamp.  Its atomicity across
- * owners is NOT promised: if one owner fails, the keys of the others may be
- * set while the client gets an error.
+ * MSET sends one SET per distinct key (a key named twice is set once, to
+ * its last value, as Redis leaves it).  Its atomicity across owners is NOT
+ * promised: if one owner fails, the keys of the others may be set while the
+ * client gets an error.
  */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/edge_int.h"
@@ -161,7 +162,7 @@ static void set_done(struct op *op)
 {
     struct hkv_buf *out = op_out(op);
     if (out != NULL) {
-        int applied = op->acc || op->ival; /* ival: overtaken, last writer wins */
+        int applied = op->acc != 0;
         if (op->cmd == CMD_SETNX) {
             resp_add_int(out, applied);
         } else if (op->wflags & WIRE_SET_GET) {
@@ -253,6 +254,54 @@ static void ok_done(struct op *op)
     op_finish(op);
 }
 
+/* Keeps, for a key named more than once, only its last pair, in place and
+ * in order.  Two sends of one key could be applied in either order after a
+ * retry; one send cannot.  0, or -1 (error recorded). */
+static int mset_dedupe(struct op *op)
+{
+    uint32_t n = op->nkeys;
+    if (n < 2)
+        return 0;
+    size_t cap = 16;
+    while (cap < (size_t)n * 2)
+        cap *= 2;
+    uint32_t *tab = malloc(cap * sizeof(*tab)); /* key index + 1, 0 = empty */
+    uint8_t *drop = calloc(n, 1);
+    if (tab == NULL || drop == NULL) {
+        free(tab);
+        free(drop);
+        op_error(op, "ERR out of memory");
+        return -1;
+    }
+    memset(tab, 0, cap * sizeof(*tab));
+    for (uint32_t i = n; i-- > 0;) { /* from the end: the last pair wins */
+        const struct wire_slice *k = &op->keys[i];
+        size_t h = (size_t)router_hash(k->p, k->len) & (cap - 1);
+        for (;; h = (h + 1) & (cap - 1)) {
+            if (tab[h] == 0) {
+                tab[h] = i + 1;
+                break;
+            }
+            const struct wire_slice *o = &op->keys[tab[h] - 1];
+            if (o->len == k->len && memcmp(o->p, k->p, k->len) == 0) {
+                drop[i] = 1;
+                break;
+            }
+        }
+    }
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!drop[i]) {
+            op->keys[w] = op->keys[i];
+            op->vals[w] = op->vals[i];
+            w++;
+        }
+    op->nkeys = w;
+    free(tab);
+    free(drop);
+    return 0;
+}
+
 void edge_cmd_mset(struct conn *c, int argc, const struct resp_slice *argv)
 {
     if (argc % 2 == 0) {
@@ -264,7 +313,7 @@ void edge_cmd_mset(struct conn *c, int argc, const struct resp_slice *argv)
         return;
     op->answer = mset_answer;
     op->done = ok_done;
-    if (op_copy_keys(op, (argc - 1) / 2, argv + 1, 2, NULL) != 0 ||
+    if (op_copy_keys(op, (argc - 1) / 2, argv + 1, 2, NULL) != 0 || mset_dedupe(op) != 0 ||
         op_split(op, WIRE_SET, WIRE_ROLE_WRITE, 1) != 0) {
         op_finish_error(op);
         return;
@@ -473,10 +522,9 @@ static void gtw_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 static void gtw_done(struct op *op)
 {
     if (op->step == 0 && op->acc) {
-        /* The key exists: now the write, stamped and retried like any. */
+        /* The key exists: now the write, numbered and retried like any. */
         op->step = 1;
-        uint8_t type = op->cmd == CMD_GETDEL ? WIRE_DEL
-                       : op->exp.kind == WIRE_EXP_NONE ? WIRE_PERSIST : WIRE_EXPIRE;
+        uint8_t type = op->exp.kind == WIRE_EXP_NONE ? WIRE_PERSIST : WIRE_EXPIRE;
         if (op_single(op, type, WIRE_ROLE_WRITE) == NULL) {
             op_finish_error(op);
             return;
@@ -509,9 +557,44 @@ static void get_then_write(struct conn *c, enum cmd_id cmd, const struct resp_sl
     op_start(op);
 }
 
+static void getdel_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
+{
+    if (m->type != WIRE_OK) {
+        op_error(op, "ERR unexpected answer from owner %s/%d", pool_name(r->owner->pool),
+                 r->owner->index);
+        return;
+    }
+    op->acc = m->u.ok.has_old;
+    buf_reset(&op->res);
+    if (m->u.ok.has_old && buf_append(&op->res, m->u.ok.old.p, m->u.ok.old.len) != HKV_OK)
+        op_error(op, "ERR out of memory");
+}
+
+static void getdel_done(struct op *op)
+{
+    struct hkv_buf *out = op_out(op);
+    if (out != NULL) {
+        if (op->acc)
+            resp_add_bulk(out, buf_head(&op->res), buf_unread(&op->res));
+        else
+            resp_add_null(out, op->c->proto);
+    }
+    op_finish(op);
+}
+
 void edge_cmd_getdel(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    get_then_write(c, CMD_GETDEL, &argv[1], (struct wire_expiry){WIRE_EXP_NONE, 0});
+    struct op *op = op_new(c, CMD_GETDEL, 1);
+    if (op == NULL)
+        return;
+    op->answer = getdel_answer;
+    op->done = getdel_done;
+    if (op_copy_keys(op, 1, &argv[1], 1, NULL) != 0 ||
+        op_single(op, WIRE_GETDEL, WIRE_ROLE_WRITE) == NULL) {
+        op_finish_error(op);
+        return;
+    }
+    op_start(op);
 }
 
 void edge_cmd_getex(struct conn *c, int argc, const struct resp_slice *argv)

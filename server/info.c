@@ -133,12 +133,12 @@ static void sec_owners(struct hkv_buf *b, struct edge *e)
         struct owner_ref *o = &e->owners[g];
         const int64_t *v = o->stats;
         buf_printf(b,
-                   "owner_%s_%d:reads=%lld,writes=%lld,stale_stamp_rejects=%lld,keys=%lld,"
+                   "owner_%s_%d:reads=%lld,writes=%lld,idempotent_retries=%lld,keys=%lld,"
                    "dirty_keys=%lld,persist_batches=%lld,persist_rows=%lld,"
                    "persist_last_commit_ms=%lld,persist_stall_ms_max=%lld,persist_errors=%lld,"
                    "queue_depth=%lld,persist_backlog_bytes=%lld,stats_age_ms=%lld,link=%s\r\n",
                    pool_name(o->pool), o->index, (long long)v[OSTAT_owner_reads],
-                   (long long)v[OSTAT_owner_writes], (long long)v[OSTAT_owner_stale_stamp_rejects],
+                   (long long)v[OSTAT_owner_writes], (long long)v[OSTAT_owner_idempotent_retries],
                    (long long)v[OSTAT_owner_keys], (long long)v[OSTAT_persist_dirty_keys],
                    (long long)v[OSTAT_persist_batches], (long long)v[OSTAT_persist_rows],
                    (long long)v[OSTAT_persist_last_commit_ms],

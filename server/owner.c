@@ -9,6 +9,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server/log.h"
@@ -40,6 +42,23 @@ static void on_reload(void *arg, const struct cfg *next)
 {
     struct owner *o = arg;
     router_set_config(o->router, next);
+    rifl_set_max(o->rifl, (size_t)next->write_completions_max);
+}
+
+/* A nonzero number no earlier run of this owner used (HELLO_OK): edges
+ * learn from it that a retry may go to a process that lost the first
+ * attempt's result. */
+static uint64_t new_incarnation(void)
+{
+    uint64_t v = 0;
+    while (v == 0 || v == WIRE_PREV_UNKNOWN) {
+        if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            v = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
+        }
+    }
+    return v;
 }
 
 int owner_main(struct worker_ctx *ctx)
@@ -55,7 +74,9 @@ int owner_main(struct worker_ctx *ctx)
     wire_decoder_init(&o->dec, 0);
     o->base = event_base_new();
     o->router = router_create(ctx->cfg);
-    if (o->base == NULL || o->router == NULL)
+    o->incarnation = new_incarnation();
+    if (o->base == NULL || o->router == NULL ||
+        rifl_create((size_t)ctx->cfg->write_completions_max, &o->rifl) != HKV_OK)
         goto out;
     struct worker_hooks hooks = {on_reload, on_stop, o};
     o->worker = worker_create(ctx, o->base, &hooks);
@@ -79,6 +100,7 @@ out:
     owner_persist_teardown(o);
     worker_destroy(&o->worker);
     router_destroy(&o->router);
+    rifl_destroy(&o->rifl);
     if (o->base)
         event_base_free(o->base);
     wire_decoder_deinit(&o->dec);

@@ -19,6 +19,7 @@
 
 #include "proto/buf.h"
 #include "proto/wire.h"
+#include "server/owner_rifl.h"
 #include "server/router.h"
 #include "server/worker.h"
 #include "storage/ledger.h"
@@ -26,13 +27,18 @@
 
 struct olink;
 
+/* The class tag the ledger keeps with each key (ledger.h class_id): the
+ * key's durability when it was written. */
+#define OWNER_TAG_LEDGER 0
+#define OWNER_TAG_DURABLE 1
+
 /* Counters served by STATS (and from there by the edges' INFO).
  * X(name) */
 #define OWNER_STATS(X)            \
     X(owner_reads)                \
     X(owner_writes)               \
-    X(owner_stale_stamp_rejects)  \
     X(owner_idempotent_retries)   \
+    X(owner_unknown_outcomes)     \
     X(owner_moved)                \
     X(owner_busy_rejects)         \
     X(owner_durable_timeouts)     \
@@ -46,17 +52,36 @@ struct owner_counters {
 #undef X
 };
 
-/* A durable write acknowledged only once a commit holds (key, >= stamp). */
+/* A reply held until a commit (owner_persist.c). */
 struct dwait {
     struct olink *link;      /* NULL once the link closed: reply dropped */
-    uint64_t id;
+    uint64_t id;             /* the request id on that link */
+    int64_t deadline_ms;     /* monotonic: -TIMEOUT (outcome unknown) past it */
+    struct hkv_buf reply;    /* the frame to send once committed */
+    struct dwait *next;
+};
+
+/* One key a ticket needs committed at `version` or newer. */
+struct tkey {
     char *key;
     size_t klen;
     uint64_t khash;
-    hkv_stamp stamp;
-    int64_t deadline_ms;     /* monotonic */
-    struct hkv_buf reply;    /* the frame to send on success */
-    struct dwait *next;
+    hkv_stamp version;
+    int done;
+};
+
+/* A commit ticket: the durable keys one write changed (one for SET, several
+ * for a multi-key DEL) and the replies that wait for all of them to be in a
+ * committed durable batch: the original request's and those of its retries
+ * (owner_rifl.h).  A ticket lives until every key is committed; waiters
+ * that give up (durable-timeout, a failed commit) are answered "outcome
+ * unknown" and leave, the ticket stays. */
+struct ticket {
+    uint64_t id;             /* != 0, what a completion record names */
+    struct tkey *keys;
+    size_t nkeys, left;
+    struct dwait *waiters;
+    struct ticket *next;
 };
 
 /* A request parked until the reader thread brings its key from SQLite. */
@@ -83,9 +108,11 @@ struct owner {
     struct event *durable_tick;
     struct event *notify;
     struct event *flush_now;      /* a zero-delay event: commit durable writes */
-    struct dwait *dwaits;         /* oldest first */
-    struct dwait **dwaits_tail;
+    struct ticket *tickets;       /* pending commit tickets, newest first */
+    uint64_t next_ticket;
     struct parked *parked;
+    struct rifl *rifl;            /* completion records (exactly-once retries) */
+    uint64_t incarnation;         /* this process; in HELLO_OK, checked against rid.prev */
     uint64_t next_batch_id;
     int ledger_inflight;          /* ledger batches submitted, not yet done */
     int durable_inflight;         /* durable batches submitted, not yet done */
@@ -103,6 +130,7 @@ struct olink {
     int closing;                  /* close once the output is written */
     uint8_t role;
     uint32_t edge_id;
+    uint64_t edge_inc;            /* the edge process's incarnation (HELLO) */
     char colo[64];                /* push links: the colo this edge serves */
     struct olink *prev, *next;
 };
@@ -123,14 +151,26 @@ void olink_flush(struct olink *l);
 void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
                    size_t plen);
 struct ledger_clock owner_clock(void);
+/* The writer bits of the versions this owner issues: unique per owner of a
+ * host (hot owners 1.., cold owners 2049..). */
+static inline uint32_t owner_writer_id(const struct owner *o)
+{
+    return (uint32_t)(1 + (o->pool == CFG_POOL_HOT ? 0 : 2048) + o->index) & STAMP_WRITER_MAX;
+}
 const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen);
 
 /* owner_persist.c */
 int owner_persist_setup(struct owner *o);
 void owner_persist_teardown(struct owner *o);
-/* Registers a durable waiter; its reply frame is taken from `reply`. */
-void owner_durable_wait(struct owner *o, struct olink *l, uint64_t id, const char *key,
-                        size_t klen, hkv_stamp stamp, struct hkv_buf *reply);
+/* A new ticket for a durable write that changed keys[0..n) to `version`
+ * (copied).  Returns its id, 0 on allocation failure. */
+uint64_t owner_ticket_new(struct owner *o, const struct wire_slice *keys, size_t n,
+                          hkv_stamp version);
+/* Holds `reply` (taken) until ticket `t` is committed; returns 0, or -1 if
+ * the ticket is no longer pending (committed: send the reply now, it is left
+ * in `reply`). */
+int owner_ticket_wait(struct owner *o, uint64_t t, struct olink *l, uint64_t id,
+                      struct hkv_buf *reply);
 /* Parks a request until key is read from disk. */
 void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
                 const char *payload, size_t plen);

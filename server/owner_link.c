@@ -60,12 +60,13 @@ static void hello(struct olink *l, const struct wire_msg *m)
     l->hello = 1;
     l->role = m->u.hello.role;
     l->edge_id = m->u.hello.edge_id;
+    l->edge_inc = m->u.hello.incarnation;
     size_t n = m->u.hello.colo.len < sizeof(l->colo) - 1 ? m->u.hello.colo.len : sizeof(l->colo) - 1;
     memcpy(l->colo, m->u.hello.colo.p, n);
     l->colo[n] = '\0';
     wire_put_hello_ok(&l->out, m->id, WIRE_VERSION, (uint32_t)o->index,
                       wire_cstr(o->pool == CFG_POOL_HOT ? "hot" : "cold"),
-                      router_generation(o->router, o->pool));
+                      router_generation(o->router, o->pool), o->incarnation);
 }
 
 /* Decodes and runs every whole frame in the input.  Returns 0 if the link

@@ -7,9 +7,14 @@
  * ledger call.  A durable-class write that applied is not answered here: its
  * reply is held until the commit that contains it (owner_persist.c).
  *
- * A write whose stamp is older than the key's was superseded: it is refused
- * and answered ERROR HKV_ESTALE "STALE <stamp the key holds>", which the edge
- * turns into last-writer-wins success and uses to move its clock forward.
+ * Writes are applied in the order they arrive and the ledger gives each the
+ * key's next version; nothing an edge sends decides the order.  Before a
+ * write runs, write_gate() makes it exactly-once: a retry whose result is
+ * recorded gets that result again (for a durable write whose commit is still
+ * pending, after that commit), and a retry this process cannot vouch for
+ * (its first attempt may have reached an earlier run of this owner) is
+ * answered "outcome unknown" without being applied.  Every finished write's
+ * reply is recorded (owner_rifl.h) before it is sent.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,9 +39,11 @@ const struct cfg_class *owner_class(struct owner *o, const char *key, size_t kle
     return cfg_class_for(o->ctx->cfg, key, klen);
 }
 
-static uint16_t class_id(struct owner *o, const struct cfg_class *c)
+/* The ledger tag of a key written now: its durability, fixed at write time. */
+static uint16_t key_tag(struct owner *o, struct wire_slice key)
 {
-    return (uint16_t)(c - o->ctx->cfg->classes);
+    return owner_class(o, key.p, key.len)->durability == CFG_DUR_DURABLE ? OWNER_TAG_DURABLE
+                                                                         : OWNER_TAG_LEDGER;
 }
 
 /* 1 if the key is ours; otherwise appends MOVED and returns 0. */
@@ -60,20 +67,67 @@ static void reply_error(struct olink *l, uint64_t id, int code, const char *text
     wire_put_error(&l->out, id, code, wire_cstr(text));
 }
 
-static void reply_stale(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key)
+/* Encodes a finished write's reply. */
+static void put_result(struct hkv_buf *b, uint64_t id, const struct rifl_result *r)
 {
-    struct ledger_view v;
-    char text[64];
-    hkv_stamp held = 0;
-    if (ledger_get(o->ledger, key.p, key.len, owner_clock(), &v) == HKV_OK)
-        held = v.stamp;
-    snprintf(text, sizeof(text), "STALE %llu", (unsigned long long)held);
-    o->st.owner_stale_stamp_rejects++;
-    reply_error(l, id, HKV_ESTALE, text);
+    if (r->type == WIRE_OK) {
+        struct wire_slice old = wire_slice(r->old, r->oldlen);
+        wire_put_ok(b, id, r->version, r->applied, r->has_old ? &old : NULL);
+    } else {
+        wire_put_int(b, id, r->value, r->version);
+    }
+}
+
+/* Sends a recorded result: at once, or once its commit ticket is done. */
+static void answer(struct owner *o, struct olink *l, uint64_t id, const struct rifl_result *r)
+{
+    struct hkv_buf reply = HKV_BUF_INIT;
+    put_result(&reply, id, r);
+    if (r->ticket == 0 || owner_ticket_wait(o, r->ticket, l, id, &reply) != 0)
+        buf_append(&l->out, buf_head(&reply), buf_unread(&reply));
+    buf_deinit(&reply);
+}
+
+/* Runs before every write: 1 = apply it, 0 = answered. */
+static int write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid)
+{
+    rifl_ack(o->rifl, l->edge_id, l->edge_inc, rid.ack);
+    const struct rifl_result *r = rifl_get(o->rifl, l->edge_id, l->edge_inc, rid.seq);
+    if (r != NULL) {
+        o->st.owner_idempotent_retries++;
+        answer(o, l, id, r);
+        return 0;
+    }
+    if (rid.prev != 0 && rid.prev != o->incarnation) {
+        o->st.owner_unknown_outcomes++;
+        reply_error(l, id, HKV_EIO,
+                    "UNAVAILABLE outcome unknown: the owner restarted while the write was in "
+                    "flight, and its first attempt may have been applied");
+        return 0;
+    }
+    return 1;
+}
+
+/* A write is finished: records its result and sends it, or holds it until
+ * the durable keys it changed (dkeys, may be 0) are committed. */
+static void finish(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid,
+                   struct rifl_result *r, const struct wire_slice *dkeys, size_t ndkeys)
+{
+    if (ndkeys > 0) {
+        r->ticket = owner_ticket_new(o, dkeys, ndkeys, r->version);
+        if (r->ticket == 0) {
+            reply_error(l, id, HKV_ENOMEM, "OOM owner out of memory (outcome unknown)");
+            return;
+        }
+    }
+    /* Not recorded (ENOMEM): a retry would apply again; nothing better to do. */
+    rifl_put(o->rifl, l->edge_id, l->edge_inc, rid.seq, r);
+    answer(o, l, id, r);
 }
 
 /* Common outcomes of a ledger write call.  Returns 1 if the caller should
- * build its success reply (applied or retried), 0 if a reply was sent. */
+ * build its reply (applied, or a condition not met), 0 if a reply was sent
+ * or the request parked. */
 static int write_outcome(struct owner *o, struct olink *l, const struct wire_msg *m,
                          struct wire_slice key, int rc, const char *payload, size_t plen)
 {
@@ -81,12 +135,6 @@ static int write_outcome(struct owner *o, struct olink *l, const struct wire_msg
     case HKV_OK:
         o->st.owner_writes++;
         return 1;
-    case LEDGER_RETRY:
-        o->st.owner_idempotent_retries++;
-        return 1;
-    case HKV_ESTALE:
-        reply_stale(o, l, m->id, key);
-        return 0;
     case HKV_EAGAIN:
         owner_park(o, l, key.p, key.len, payload, plen);
         return 0;
@@ -98,18 +146,9 @@ static int write_outcome(struct owner *o, struct olink *l, const struct wire_msg
     }
 }
 
-/* Sends `reply` now, or holds it until the commit if the key's class is
- * durable and the write applied. */
-static void finish_write(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key,
-                         hkv_stamp stamp, int applied, struct hkv_buf *reply)
+static int is_durable(struct owner *o, struct wire_slice key)
 {
-    const struct cfg_class *c = owner_class(o, key.p, key.len);
-    if (applied && c->durability == CFG_DUR_DURABLE) {
-        owner_durable_wait(o, l, id, key.p, key.len, stamp, reply);
-        return;
-    }
-    buf_append(&l->out, buf_head(reply), buf_unread(reply));
-    buf_deinit(reply);
+    return key_tag(o, key) == OWNER_TAG_DURABLE;
 }
 
 /* A base-10 int64 as Redis accepts it. */
@@ -201,9 +240,9 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
                    size_t plen)
 {
     struct wire_slice key = m->u.set.key;
-    if (!ours(o, l, m->id, key) || backlog_refused(o, l, m->id))
+    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.set.rid) ||
+        backlog_refused(o, l, m->id))
         return;
-    const struct cfg_class *c = owner_class(o, key.p, key.len);
     unsigned flags = 0;
     if (m->u.set.flags & WIRE_SET_NX)
         flags |= LEDGER_NX;
@@ -212,23 +251,23 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
     if (m->u.set.flags & WIRE_SET_GET)
         flags |= LEDGER_GET;
     struct ledger_view old = {0};
+    struct rifl_result r = {.type = WIRE_OK};
     int rc = ledger_set(o->ledger, key.p, key.len, m->u.set.value.p, m->u.set.value.len,
-                        m->u.set.stamp, class_id(o, c), flags, to_ledger_exp(m->u.set.exp),
-                        owner_clock(), &old);
+                        key_tag(o, key), flags, to_ledger_exp(m->u.set.exp), owner_clock(), &old,
+                        &r.version);
     if (!write_outcome(o, l, m, key, rc, payload, plen))
         return;
     if (rc == HKV_EINVAL) {
         reply_error(l, m->id, HKV_EINVAL, "ERR invalid expire time in 'set' command");
         return;
     }
-    int applied = rc == HKV_OK || rc == LEDGER_RETRY;
-    struct wire_slice oldv = wire_slice(old.val, old.vlen);
-    struct hkv_buf reply = HKV_BUF_INIT;
-    wire_put_ok(&reply, m->id, m->u.set.stamp, applied,
-                (m->u.set.flags & WIRE_SET_GET) && old.found ? &oldv : NULL);
-    if (rc == HKV_OK)
-        owner_push(o, key.p, key.len, m->u.set.stamp);
-    finish_write(o, l, m->id, key, m->u.set.stamp, rc == HKV_OK, &reply);
+    r.applied = rc == HKV_OK;
+    r.has_old = (m->u.set.flags & WIRE_SET_GET) && old.found;
+    r.old = old.val;
+    r.oldlen = old.vlen;
+    if (r.applied)
+        owner_push(o, key.p, key.len, r.version);
+    finish(o, l, m->id, m->u.set.rid, &r, &key, r.applied && is_durable(o, key));
 }
 
 static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
@@ -238,7 +277,7 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
     for (uint32_t i = 0; i < n; i++)
         if (!ours(o, l, m->id, m->u.del.keys[i]))
             return;
-    if (backlog_refused(o, l, m->id))
+    if (!write_gate(o, l, m->id, m->u.del.rid) || backlog_refused(o, l, m->id))
         return;
     struct ledger_clock now = owner_clock();
     /* Residency first, so a parked request replays whole, never half-applied. */
@@ -250,50 +289,83 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
             return;
         }
     }
-    int64_t count = 0;
-    int durable = 0;
-    struct wire_slice last = m->u.del.keys[0];
+    struct wire_slice small[16], *dk = n <= 16 ? small : calloc(n, sizeof(*dk));
+    if (dk == NULL) {
+        reply_error(l, m->id, HKV_ENOMEM, "OOM owner out of memory");
+        return;
+    }
+    struct rifl_result r = {.type = WIRE_INT};
+    hkv_stamp first = 0;
+    size_t ndur = 0;
     for (uint32_t i = 0; i < n; i++) {
         int existed = 0;
-        int rc = ledger_del(o->ledger, m->u.del.keys[i].p, m->u.del.keys[i].len, m->u.del.stamp,
-                            now, &existed);
-        if (rc == HKV_OK) {
-            o->st.owner_writes++;
-            count += existed;
-            owner_push(o, m->u.del.keys[i].p, m->u.del.keys[i].len, m->u.del.stamp);
-            if (owner_class(o, m->u.del.keys[i].p, m->u.del.keys[i].len)->durability ==
-                CFG_DUR_DURABLE) {
-                durable = 1;
-                last = m->u.del.keys[i];
-            }
-        } else if (rc == LEDGER_RETRY) {
-            o->st.owner_idempotent_retries++;
-        } else if (rc == HKV_ESTALE) {
-            o->st.owner_stale_stamp_rejects++;
+        hkv_stamp v = 0;
+        struct wire_slice k = m->u.del.keys[i];
+        if (ledger_del(o->ledger, k.p, k.len, now, &existed, NULL, &v) != HKV_OK)
+            continue; /* ENOMEM: that key keeps its value; the count says so */
+        o->st.owner_writes++;
+        r.value += existed;
+        r.version = v; /* the newest: a cache ordering by it is after every key's delete */
+        if (first == 0)
+            first = v;
+        owner_push(o, k.p, k.len, v);
+        if (is_durable(o, k))
+            dk[ndur++] = k;
+    }
+    /* The ticket waits for each durable key at the first version of this
+     * DEL or newer: versions only grow, so that is this delete or a later
+     * write of the key. */
+    if (ndur > 0) {
+        r.ticket = owner_ticket_new(o, dk, ndur, first);
+        if (r.ticket == 0) {
+            reply_error(l, m->id, HKV_ENOMEM, "OOM owner out of memory (outcome unknown)");
+            goto out;
         }
     }
-    struct hkv_buf reply = HKV_BUF_INIT;
-    wire_put_int(&reply, m->id, count);
-    /* One waiter on the last durable key: a commit holds every row of a
-     * batch or none, and all of them share this stamp and this batch. */
-    finish_write(o, l, m->id, last, m->u.del.stamp, durable, &reply);
+    rifl_put(o->rifl, l->edge_id, l->edge_inc, m->u.del.rid.seq, &r);
+    answer(o, l, m->id, &r);
+out:
+    if (dk != small)
+        free(dk);
+}
+
+static void op_getdel(struct owner *o, struct olink *l, const struct wire_msg *m,
+                      const char *payload, size_t plen)
+{
+    struct wire_slice key = m->u.getdel.key;
+    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.getdel.rid) ||
+        backlog_refused(o, l, m->id))
+        return;
+    int existed = 0;
+    struct ledger_view old = {0};
+    struct rifl_result r = {.type = WIRE_OK};
+    int rc = ledger_del(o->ledger, key.p, key.len, owner_clock(), &existed, &old, &r.version);
+    if (!write_outcome(o, l, m, key, rc, payload, plen))
+        return;
+    r.applied = existed != 0;
+    r.has_old = old.found;
+    r.old = old.val;
+    r.oldlen = old.vlen;
+    owner_push(o, key.p, key.len, r.version);
+    finish(o, l, m->id, m->u.getdel.rid, &r, &key, is_durable(o, key));
 }
 
 static void op_incrby(struct owner *o, struct olink *l, const struct wire_msg *m,
                       const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.incrby.key;
-    if (!ours(o, l, m->id, key) || backlog_refused(o, l, m->id))
+    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.incrby.rid) ||
+        backlog_refused(o, l, m->id))
         return;
-    const struct cfg_class *c = owner_class(o, key.p, key.len);
-    int64_t result = 0;
-    int rc = ledger_incrby(o->ledger, key.p, key.len, m->u.incrby.delta, m->u.incrby.stamp,
-                           class_id(o, c), owner_clock(), &result);
+    struct rifl_result r = {.type = WIRE_INT};
+    int rc = ledger_incrby(o->ledger, key.p, key.len, m->u.incrby.delta, key_tag(o, key),
+                           owner_clock(), &r.value, &r.version);
     if (!write_outcome(o, l, m, key, rc, payload, plen))
         return;
     if (rc == HKV_EINVAL) {
         struct ledger_view v;
-        /* Tell overflow from "not an integer", as Redis does. */
+        /* Tell overflow from "not an integer", as Redis does.  Not recorded:
+         * nothing was applied, and a retry is judged on the value it finds. */
         int isnum = ledger_get(o->ledger, key.p, key.len, owner_clock(), &v) != HKV_OK ||
                     is_int64(v.val, v.vlen);
         reply_error(l, m->id, HKV_EINVAL,
@@ -301,20 +373,19 @@ static void op_incrby(struct owner *o, struct olink *l, const struct wire_msg *m
                           : "ERR value is not an integer or out of range");
         return;
     }
-    struct hkv_buf reply = HKV_BUF_INIT;
-    wire_put_int(&reply, m->id, result);
-    if (rc == HKV_OK)
-        owner_push(o, key.p, key.len, m->u.incrby.stamp);
-    finish_write(o, l, m->id, key, m->u.incrby.stamp, rc == HKV_OK, &reply);
+    owner_push(o, key.p, key.len, r.version);
+    finish(o, l, m->id, m->u.incrby.rid, &r, &key, is_durable(o, key));
 }
 
 static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m,
                       const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.expire.key;
-    if (!ours(o, l, m->id, key) || backlog_refused(o, l, m->id))
+    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.expire.rid) ||
+        backlog_refused(o, l, m->id))
         return;
     struct ledger_clock now = owner_clock();
+    struct rifl_result r = {.type = WIRE_INT};
     uint32_t f = m->u.expire.flags;
     if (f != 0) {
         /* NX XX GT LT compare with the current expiry first (Redis 7). */
@@ -336,7 +407,7 @@ static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m
         if ((f & WIRE_EXPIRE_LT) && ttl != -1 && want >= ttl)
             ok = 0;
         if (!ok) {
-            wire_put_int(&l->out, m->id, 0);
+            finish(o, l, m->id, m->u.expire.rid, &r, NULL, 0);
             return;
         }
     }
@@ -347,32 +418,34 @@ static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m
         e.kind = LEDGER_EXP_ABS;
         e.ms = 1;
     }
-    int rc = ledger_expire(o->ledger, key.p, key.len, e, m->u.expire.stamp, now, &deleted);
+    hkv_stamp v = 0;
+    int rc = ledger_expire(o->ledger, key.p, key.len, e, now, &deleted, &v);
     if (!write_outcome(o, l, m, key, rc, payload, plen))
         return;
-    struct hkv_buf reply = HKV_BUF_INIT;
-    wire_put_int(&reply, m->id, rc == HKV_OK || rc == LEDGER_RETRY ? 1 : 0);
+    r.value = rc == HKV_OK;
+    r.version = rc == HKV_OK ? v : 0;
     if (rc == HKV_OK)
-        owner_push(o, key.p, key.len, m->u.expire.stamp);
-    finish_write(o, l, m->id, key, m->u.expire.stamp, rc == HKV_OK, &reply);
+        owner_push(o, key.p, key.len, v);
+    finish(o, l, m->id, m->u.expire.rid, &r, &key, rc == HKV_OK && is_durable(o, key));
 }
 
 static void op_persist(struct owner *o, struct olink *l, const struct wire_msg *m,
                        const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.persist.key;
-    if (!ours(o, l, m->id, key) || backlog_refused(o, l, m->id))
+    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.persist.rid) ||
+        backlog_refused(o, l, m->id))
         return;
     int changed = 0;
-    int rc = ledger_persist(o->ledger, key.p, key.len, m->u.persist.stamp, owner_clock(),
-                            &changed);
+    hkv_stamp v = 0;
+    int rc = ledger_persist(o->ledger, key.p, key.len, owner_clock(), &changed, &v);
     if (!write_outcome(o, l, m, key, rc, payload, plen))
         return;
-    struct hkv_buf reply = HKV_BUF_INIT;
-    wire_put_int(&reply, m->id, (rc == HKV_OK && changed) || rc == LEDGER_RETRY ? 1 : 0);
-    if (rc == HKV_OK && changed)
-        owner_push(o, key.p, key.len, m->u.persist.stamp);
-    finish_write(o, l, m->id, key, m->u.persist.stamp, rc == HKV_OK && changed, &reply);
+    struct rifl_result r = {.type = WIRE_INT, .value = rc == HKV_OK && changed};
+    r.version = r.value ? v : 0;
+    if (r.value)
+        owner_push(o, key.p, key.len, v);
+    finish(o, l, m->id, m->u.persist.rid, &r, &key, r.value && is_durable(o, key));
 }
 
 static void op_ttl(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
@@ -387,7 +460,7 @@ static void op_ttl(struct owner *o, struct olink *l, const struct wire_msg *m, c
         owner_park(o, l, key.p, key.len, payload, plen);
         return;
     }
-    wire_put_int(&l->out, m->id, ttl);
+    wire_put_int(&l->out, m->id, ttl, 0);
 }
 
 struct scan_acc {
@@ -462,6 +535,7 @@ void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, c
     case WIRE_INCRBY: op_incrby(o, l, m, payload, plen); break;
     case WIRE_EXPIRE: op_expire(o, l, m, payload, plen); break;
     case WIRE_PERSIST: op_persist(o, l, m, payload, plen); break;
+    case WIRE_GETDEL: op_getdel(o, l, m, payload, plen); break;
     case WIRE_TTL: op_ttl(o, l, m, payload, plen); break;
     case WIRE_SCAN: op_scan(o, l, m); break;
     case WIRE_PING: wire_put_pong(&l->out, m->id); break;

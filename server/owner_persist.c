@@ -8,11 +8,18 @@
  * by writes, and never delays an acknowledgment.
  *
  * Durable-class keys: the write is applied to the ledger and its reply is
- * held in a waiter.  A zero-delay event cuts a durable batch (synchronous
+ * held in a commit ticket (owner_int.h) that names every durable key the
+ * write changed.  A zero-delay event cuts a durable batch (synchronous
  * =FULL) at the end of the loop iteration; while one is in flight, new
  * durable writes accumulate and share the next commit (group commit).  A
- * waiter is released only by a *durable* batch that committed its key at its
- * stamp or newer, which is why the interval batches never take durable keys.
+ * ticket is released only when *durable* batches have committed each of its
+ * keys at its version or newer (a batch is capped, so a multi-key DEL may
+ * need two), which is why the interval batches never take durable keys.
+ *
+ * Which keys are durable is decided when they are written and stored with
+ * them (the ledger's class tag: OWNER_TAG_DURABLE), never looked up again in
+ * the live config: a reload that reorders or changes classes cannot make a
+ * dirty key's persistence path change under it.
  *
  * A failed fsync cannot be retried safely (the kernel may have dropped the
  * dirty pages), so on HKV_EIO nothing in the batch is acknowledged and the
@@ -29,7 +36,6 @@
 #include "server/owner.h"
 #include "server/owner_int.h"
 
-#define BATCH_MAX_ROWS 20000
 #define SWEEP_MS 100
 #define SWEEP_BUDGET 1024
 #define DURABLE_TICK_MS 50
@@ -39,15 +45,9 @@ static int64_t mono_ms(void)
     return (int64_t)owner_clock().mono_ms;
 }
 
-static int is_durable_class(struct owner *o, uint16_t class_id)
+static int take_ledger_class(uint16_t tag, void *arg)
 {
-    const struct cfg *cfg = o->ctx->cfg;
-    return class_id < cfg->nclasses && cfg->classes[class_id].durability == CFG_DUR_DURABLE;
-}
-
-static int take_ledger_class(uint16_t class_id, void *arg)
-{
-    return !is_durable_class(arg, class_id);
+    return tag != OWNER_TAG_DURABLE;
 }
 
 static void submit(struct owner *o, int durable)
@@ -56,7 +56,7 @@ static void submit(struct owner *o, int durable)
     if (b == NULL)
         return;
     b->id = ++o->next_batch_id;
-    int n = ledger_collect_dirty(o->ledger, b, BATCH_MAX_ROWS, durable ? NULL : take_ledger_class,
+    int n = ledger_collect_dirty(o->ledger, b, (size_t)o->ctx->cfg->persist_batch_max, durable ? NULL : take_ledger_class,
                                  o);
     if (n <= 0 && !durable) {
         ledger_batch_done(o->ledger, b); /* nothing, or ENOMEM: give rows back */
@@ -92,64 +92,88 @@ static void on_persist_tick(evutil_socket_t fd, short what, void *arg)
 static void on_flush_now(evutil_socket_t fd, short what, void *arg)
 {
     struct owner *o = arg;
-    if (o->dwaits != NULL && o->durable_inflight == 0)
+    if (o->tickets != NULL && o->durable_inflight == 0)
         submit(o, 1);
 }
 
-static void send_reply(struct olink *l, struct hkv_buf *reply)
+static void free_waiter(struct dwait *w)
 {
-    if (l == NULL)
-        return;
-    buf_append(&l->out, buf_head(reply), buf_unread(reply));
-    olink_flush(l);
-}
-
-static void drop_waiter(struct owner *o, struct dwait **pp)
-{
-    struct dwait *w = *pp;
-    *pp = w->next;
-    if (o->dwaits_tail == &w->next)
-        o->dwaits_tail = pp;
-    free(w->key);
     buf_deinit(&w->reply);
     free(w);
 }
 
-static void fail_waiter(struct owner *o, struct dwait **pp, int code, const char *text)
+static void fail_waiters(struct ticket *t, int code, const char *text)
 {
-    struct dwait *w = *pp;
-    if (w->link != NULL) {
-        wire_put_error(&w->link->out, w->id, code, wire_cstr(text));
-        olink_flush(w->link);
+    while (t->waiters != NULL) {
+        struct dwait *w = t->waiters;
+        t->waiters = w->next;
+        if (w->link != NULL) {
+            wire_put_error(&w->link->out, w->id, code, wire_cstr(text));
+            olink_flush(w->link);
+        }
+        free_waiter(w);
     }
-    drop_waiter(o, pp);
 }
 
-/* Releases (ok) or fails every waiter whose key this durable batch held at
- * the waiter's stamp or newer. */
-static void settle_waiters(struct owner *o, const struct persist_batch *b)
+static void free_ticket(struct ticket *t)
+{
+    while (t->waiters != NULL) {
+        struct dwait *w = t->waiters;
+        t->waiters = w->next;
+        free_waiter(w);
+    }
+    for (size_t i = 0; i < t->nkeys; i++)
+        free(t->keys[i].key);
+    free(t->keys);
+    free(t);
+}
+
+/* A durable batch finished: marks the ticket keys it holds at their version
+ * or newer, releases the tickets that are complete, and answers the waiters
+ * of tickets it touched "outcome unknown" if it failed. */
+static void settle_tickets(struct owner *o, const struct persist_batch *b)
 {
     uint64_t *h = malloc((b->n ? b->n : 1) * sizeof(uint64_t));
     if (h == NULL)
-        return; /* the waiters time out explicitly */
+        return; /* the waiters time out explicitly; the keys stay dirty */
     for (size_t i = 0; i < b->n; i++)
         h[i] = router_hash(b->rows[i].key, b->rows[i].klen);
-    struct dwait **pp = &o->dwaits;
+    struct ticket **pp = &o->tickets;
     while (*pp != NULL) {
-        struct dwait *w = *pp;
-        int hit = 0;
-        for (size_t i = 0; i < b->n && !hit; i++)
-            hit = h[i] == w->khash && b->rows[i].klen == w->klen &&
-                  memcmp(b->rows[i].key, w->key, w->klen) == 0 && b->rows[i].stamp >= w->stamp;
-        if (!hit) {
-            pp = &w->next;
-        } else if (b->status == HKV_OK) {
-            send_reply(w->link, &w->reply);
-            drop_waiter(o, pp);
-        } else if (b->status == HKV_EFULL) {
-            fail_waiter(o, pp, HKV_EFULL, "MISCONF disk full: the durable write was not committed");
+        struct ticket *t = *pp;
+        int touched = 0;
+        for (size_t k = 0; k < t->nkeys; k++) {
+            struct tkey *tk = &t->keys[k];
+            if (tk->done)
+                continue;
+            for (size_t i = 0; i < b->n; i++)
+                if (h[i] == tk->khash && b->rows[i].klen == tk->klen &&
+                    memcmp(b->rows[i].key, tk->key, tk->klen) == 0 &&
+                    b->rows[i].stamp >= tk->version) {
+                    touched = 1;
+                    if (b->status == HKV_OK) {
+                        tk->done = 1;
+                        t->left--;
+                    }
+                    break;
+                }
+        }
+        if (touched && b->status == HKV_EFULL)
+            fail_waiters(t, HKV_EFULL, "MISCONF disk full: the durable write is applied in memory "
+                                       "but not committed (outcome unknown)");
+        else if (touched && b->status != HKV_OK)
+            fail_waiters(t, HKV_EIO, "IOERR the durable write is applied in memory but its "
+                                     "commit failed (outcome unknown)");
+        if (t->left == 0) {
+            for (struct dwait *w = t->waiters; w != NULL; w = w->next)
+                if (w->link != NULL) {
+                    buf_append(&w->link->out, buf_head(&w->reply), buf_unread(&w->reply));
+                    olink_flush(w->link);
+                }
+            *pp = t->next;
+            free_ticket(t);
         } else {
-            fail_waiter(o, pp, HKV_EIO, "IOERR the durable write could not be committed");
+            pp = &t->next;
         }
     }
     free(h);
@@ -212,7 +236,7 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
         ledger_batch_done(o->ledger, b);
         if (b->durable) {
             o->durable_inflight--;
-            settle_waiters(o, b);
+            settle_tickets(o, b);
             if (b->status != HKV_OK)
                 o->durable_orphans = 1; /* its keys stay dirty: retried by the tick */
         } else {
@@ -231,7 +255,7 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
                     "the master restarts this owner from its file");
         exit(70);
     }
-    if (o->dwaits != NULL && o->durable_inflight == 0)
+    if (o->tickets != NULL && o->durable_inflight == 0)
         event_active(o->flush_now, EV_TIMEOUT, 0);
 }
 
@@ -239,15 +263,24 @@ static void on_durable_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct owner *o = arg;
     int64_t now = mono_ms();
-    struct dwait **pp = &o->dwaits;
-    while (*pp != NULL) {
-        if ((*pp)->deadline_ms <= now) {
+    for (struct ticket *t = o->tickets; t != NULL; t = t->next) {
+        struct dwait **pp = &t->waiters;
+        while (*pp != NULL) {
+            struct dwait *w = *pp;
+            if (w->deadline_ms > now) {
+                pp = &w->next;
+                continue;
+            }
+            *pp = w->next;
             o->st.owner_durable_timeouts++;
             o->durable_orphans = 1; /* still dirty: the tick commits it later */
-            fail_waiter(o, pp, HKV_ETIMEDOUT,
-                        "TIMEOUT the durable write was not committed within durable-timeout");
-        } else {
-            pp = &(*pp)->next;
+            if (w->link != NULL) {
+                wire_put_error(&w->link->out, w->id, HKV_ETIMEDOUT,
+                               wire_cstr("TIMEOUT the durable write is applied in memory but was "
+                                         "not committed within durable-timeout (outcome unknown)"));
+                olink_flush(w->link);
+            }
+            free_waiter(w);
         }
     }
 }
@@ -258,31 +291,59 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     ledger_sweep(o->ledger, owner_clock(), SWEEP_BUDGET);
 }
 
-void owner_durable_wait(struct owner *o, struct olink *l, uint64_t id, const char *key,
-                        size_t klen, hkv_stamp stamp, struct hkv_buf *reply)
+uint64_t owner_ticket_new(struct owner *o, const struct wire_slice *keys, size_t n,
+                          hkv_stamp version)
 {
-    struct dwait *w = calloc(1, sizeof(*w));
-    char *k = malloc(klen ? klen : 1);
-    if (w == NULL || k == NULL) {
-        free(w);
-        free(k);
-        buf_deinit(reply);
-        wire_put_error(&l->out, id, HKV_ENOMEM, wire_cstr("OOM owner out of memory"));
-        return;
+    struct ticket *t = calloc(1, sizeof(*t));
+    if (t == NULL || (t->keys = calloc(n ? n : 1, sizeof(*t->keys))) == NULL) {
+        free(t);
+        return 0;
     }
-    memcpy(k, key, klen);
+    for (size_t i = 0; i < n; i++) {
+        struct tkey *tk = &t->keys[i];
+        tk->key = malloc(keys[i].len ? keys[i].len : 1);
+        if (tk->key == NULL) {
+            free_ticket(t);
+            return 0;
+        }
+        memcpy(tk->key, keys[i].p, keys[i].len);
+        tk->klen = keys[i].len;
+        tk->khash = router_hash(keys[i].p, keys[i].len);
+        tk->version = version;
+        t->nkeys++;
+    }
+    t->left = t->nkeys;
+    t->id = ++o->next_ticket;
+    t->next = o->tickets;
+    o->tickets = t;
+    event_active(o->flush_now, EV_TIMEOUT, 0);
+    return t->id;
+}
+
+int owner_ticket_wait(struct owner *o, uint64_t id, struct olink *l, uint64_t req,
+                      struct hkv_buf *reply)
+{
+    struct ticket *t = o->tickets;
+    while (t != NULL && t->id != id)
+        t = t->next;
+    if (t == NULL)
+        return -1;
+    struct dwait *w = calloc(1, sizeof(*w));
+    if (w == NULL) {
+        buf_deinit(reply);
+        wire_put_error(&l->out, req, HKV_ENOMEM,
+                       wire_cstr("OOM owner out of memory (outcome unknown)"));
+        return 0;
+    }
     w->link = l;
-    w->id = id;
-    w->key = k;
-    w->klen = klen;
-    w->khash = router_hash(key, klen);
-    w->stamp = stamp;
+    w->id = req;
     w->deadline_ms = mono_ms() + o->ctx->cfg->durable_timeout_ms;
     w->reply = *reply;
     *reply = (struct hkv_buf)HKV_BUF_INIT;
-    *o->dwaits_tail = w;
-    o->dwaits_tail = &w->next;
+    w->next = t->waiters;
+    t->waiters = w;
     event_active(o->flush_now, EV_TIMEOUT, 0);
+    return 0;
 }
 
 void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
@@ -310,9 +371,10 @@ void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
 
 void owner_forget_link(struct owner *o, struct olink *l)
 {
-    for (struct dwait *w = o->dwaits; w != NULL; w = w->next)
-        if (w->link == l)
-            w->link = NULL;
+    for (struct ticket *t = o->tickets; t != NULL; t = t->next)
+        for (struct dwait *w = t->waiters; w != NULL; w = w->next)
+            if (w->link == l)
+                w->link = NULL;
     for (struct parked *p = o->parked; p != NULL; p = p->next)
         if (p->link == l)
             p->link = NULL;
@@ -331,8 +393,11 @@ void owner_persist_stats(struct owner *o, struct wire_stat *st, uint32_t *n, uin
     size_t keys, bytes, waiting = 0;
     persister_stats(o->persister, &ps);
     ledger_dirty(o->ledger, &keys, &bytes);
-    for (struct dwait *w = o->dwaits; w != NULL; w = w->next)
-        waiting++;
+    for (struct ticket *t = o->tickets; t != NULL; t = t->next)
+        for (struct dwait *w = t->waiters; w != NULL; w = w->next)
+            waiting++;
+    struct rifl_stats rs;
+    rifl_stats(o->rifl, &rs);
     int64_t stall = ps.backlog_age_ms > ps.max_stall_ms ? ps.backlog_age_ms : ps.max_stall_ms;
     struct wire_stat add[] = {
         {wire_cstr("persist_dirty_keys"), (int64_t)keys},
@@ -348,6 +413,8 @@ void owner_persist_stats(struct owner *o, struct wire_stat *st, uint32_t *n, uin
         {wire_cstr("persist_queued_batches"), (int64_t)(ps.queued_batches + ps.inflight_batches)},
         {wire_cstr("owner_queue_depth"), (int64_t)(waiting)},
         {wire_cstr("owner_durable_waiting"), (int64_t)waiting},
+        {wire_cstr("owner_completion_records"), (int64_t)rs.records},
+        {wire_cstr("owner_completions_dropped"), (int64_t)rs.dropped},
     };
     for (size_t i = 0; i < sizeof(add) / sizeof(add[0]) && *n < max; i++)
         st[(*n)++] = add[i];
@@ -377,7 +444,8 @@ int owner_persist_setup(struct owner *o)
     snprintf(path, sizeof(path), "%s/owner-%s-%d.db", cfg->dir,
              o->pool == CFG_POOL_HOT ? "hot" : "cold", o->index);
     struct ledger_options lo = {.maxmemory = (size_t)cfg->owner_maxmemory,
-                                .tombstone_ttl_ms = (uint64_t)cfg->tombstone_ttl_ms};
+                                .tombstone_ttl_ms = (uint64_t)cfg->tombstone_ttl_ms,
+                                .writer = owner_writer_id(o)};
     if (ledger_create(&lo, &o->ledger) != HKV_OK) {
         log_warning("cannot create the ledger");
         return -1;
@@ -406,7 +474,6 @@ int owner_persist_setup(struct owner *o)
         log_warning("cannot start the persister threads");
         return -1;
     }
-    o->dwaits_tail = &o->dwaits;
     o->notify = event_new(o->base, persister_notify_fd(o->persister), EV_READ | EV_PERSIST,
                           on_notify, o);
     o->flush_now = event_new(o->base, -1, 0, on_flush_now, o);
@@ -450,8 +517,11 @@ void owner_persist_teardown(struct owner *o)
             event_free(*evs[i]);
             *evs[i] = NULL;
         }
-    while (o->dwaits != NULL)
-        drop_waiter(o, &o->dwaits);
+    while (o->tickets != NULL) {
+        struct ticket *t = o->tickets;
+        o->tickets = t->next;
+        free_ticket(t);
+    }
     while (o->parked != NULL) {
         struct parked *p = o->parked;
         o->parked = p->next;

@@ -239,6 +239,7 @@ int ledger_create(const struct ledger_options *opts, struct ledger **out)
         return HKV_ENOMEM;
     l->maxmemory = opts->maxmemory;
     l->tombstone_ttl_ms = opts->tombstone_ttl_ms;
+    hlc_init(&l->clock, opts->writer);
     l->rehashidx = -1;
     dlist_init(&l->pending);
     dlist_init(&l->inflight);
@@ -355,6 +356,13 @@ int ledger_put(struct ledger *l, struct lentry *e, uint64_t h, const char *key, 
     if (a->dirty)
         l->st.writes++;
     return HKV_OK;
+}
+
+hkv_stamp ledger_next_version(struct ledger *l, const struct lentry *e, struct ledger_clock now)
+{
+    if (e != NULL)
+        hlc_observe(&l->clock, e->stamp);
+    return hlc_next(&l->clock, now.wall_ms > 0 ? (uint64_t)now.wall_ms : 0);
 }
 
 void ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t now_mono)
@@ -487,6 +495,7 @@ int ledger_load(struct ledger *l, const struct persist_row *row, struct ledger_c
     ledger_release_held(l);
     uint64_t h = ledger_hash(l, row->key, row->klen);
     struct lentry *e = ledger_find(l, h, row->key, row->klen);
+    hlc_observe(&l->clock, row->stamp);
     if (e != NULL && e->stamp >= row->stamp)
         return HKV_EEXIST;
     struct ledger_put_args a = {.val = row->val, .vlen = row->vlen, .tomb = row->tombstone != 0,

@@ -6,16 +6,22 @@
  * answers every read and write of a resident key without touching disk and
  * hands dirty keys to the persister as rows (storage/persist_row.h).
  *
- * Stamps.  A write applies only if its stamp is newer than the key's stamp,
- * whatever state the key is in (live, expired-but-not-swept, tombstone).  A
- * write whose stamp equals the stored one is the same write retried: it is
- * not applied again and the call returns LEDGER_RETRY (> 0: answer as for
- * success).  An older stamp is refused with HKV_ESTALE and counted.  A stamp
- * of 0 is never a valid write stamp (HKV_EINVAL).
+ * Versions.  The ledger orders the writes of its keys: a write applies in
+ * the order the calls come, and each applied write gives its key a new
+ * version (the `stamp` of views, rows and pushes), issued here from the
+ * ledger's own hybrid logical clock (proto/stamp.h, writer bits =
+ * options.writer): greater than the key's current version (tombstone or
+ * expired entry included) and than any version this ledger has issued or
+ * loaded.  Callers never choose a version, so no caller's clock can reorder
+ * two writes; exactly-once retries are the owner's business (a completion
+ * table, server/owner_rifl.h), not a stamp comparison.  Every write returns,
+ * in *version (may be NULL), the version its key holds afterwards: the new
+ * one if it applied, the current one (0 if none) if it did not, 0 on an
+ * argument error (HKV_EINVAL before the key is looked at).
  *
- * Deletes leave a tombstone that carries the delete's stamp; the sweep frees
- * a tombstone once it is clean (persisted) and older than tombstone_ttl_ms,
- * so a late write within that horizon cannot resurrect a key.
+ * Deletes leave a tombstone that carries the delete's version; the sweep
+ * frees a tombstone once it is clean (persisted) and older than
+ * tombstone_ttl_ms (a cache may hold the key's older versions until then).
  *
  * Clocks.  Every call that needs time takes a struct ledger_clock with both a
  * monotonic and a wall-clock reading in ms.  Deadlines are kept on the
@@ -59,13 +65,10 @@
 
 struct ledger;
 
-/* Returned (> 0) by a write whose stamp equals the key's: the same write,
- * retried, already applied.  Answer the client as for success. */
-#define LEDGER_RETRY 1
-
 struct ledger_options {
     size_t maxmemory;          /* bytes, 0 = unbounded */
     uint64_t tombstone_ttl_ms; /* horizon before a clean tombstone is freed */
+    uint32_t writer;           /* low bits of every version issued (the owner's id) */
     int has_hash_key;          /* 1: use hash_key (tests); 0: getrandom(2) */
     uint8_t hash_key[SIPHASH_KEY_LEN];
 };
@@ -106,8 +109,6 @@ struct ledger_view {
 struct ledger_stats {
     uint64_t reads;
     uint64_t writes;               /* writes that applied */
-    uint64_t stale_stamp_rejects;
-    uint64_t idempotent_retries;
     uint64_t evictions;
     uint64_t expired;              /* expired keys turned into tombstones by the sweep */
     uint64_t tombstones_collected;
@@ -150,46 +151,47 @@ int ledger_get(struct ledger *l, const char *key, size_t klen, struct ledger_clo
  * ABS or KEEP.  An ABS deadline in the past writes a tombstone (the key is
  * deleted, like Redis).  With LEDGER_GET, *old (may be NULL otherwise)
  * receives the previous live value, also when NX refuses the write.
- *   HKV_OK        applied
- *   LEDGER_RETRY  same stamp as stored: not applied again (*old not filled)
+ *   HKV_OK        applied (*version: the new version)
  *   HKV_EEXIST    NX and the key is live: not applied
  *   HKV_ENOENT    XX and the key is missing: not applied
- *   HKV_ESTALE    stamp older than the key's: refused, counted
- *   HKV_EAGAIN    not resident, ledger incomplete
- *   HKV_EINVAL    stamp 0, REL ms <= 0, ABS ms <= 0, NX together with XX
+ *   HKV_EAGAIN    not resident, ledger incomplete: nothing done
+ *   HKV_EINVAL    REL ms <= 0, ABS ms <= 0, NX together with XX
  *   HKV_ENOMEM
- * class_id replaces the key's class. */
+ * class_id replaces the key's class tag (an opaque number the owner chooses
+ * and reads back in collect filters; hotkvd stores the key's durability). */
 int ledger_set(struct ledger *l, const char *key, size_t klen, const char *val, size_t vlen,
-               hkv_stamp stamp, uint16_t class_id, unsigned flags, struct ledger_expiry exp,
-               struct ledger_clock now, struct ledger_view *old);
+               uint16_t class_id, unsigned flags, struct ledger_expiry exp,
+               struct ledger_clock now, struct ledger_view *old, hkv_stamp *version);
 
-/* Deletes a key: leaves a tombstone with `stamp`, also when the key was
- * missing (so an older write arriving later is still refused).  *existed
- * (may be NULL) = 1 if a live key was deleted.  HKV_OK, LEDGER_RETRY
- * (*existed = 0), HKV_ESTALE, HKV_EAGAIN, HKV_EINVAL, HKV_ENOMEM. */
-int ledger_del(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp,
-               struct ledger_clock now, int *existed);
+/* Deletes a key: leaves a tombstone with a new version, also when the key
+ * was missing (a cache orders it after every earlier write).  *existed (may
+ * be NULL) = 1 if a live key was deleted; with old non-NULL, *old receives
+ * the deleted live value (GETDEL), valid as described under "Pointers".
+ * HKV_OK, HKV_EAGAIN, HKV_ENOMEM. */
+int ledger_del(struct ledger *l, const char *key, size_t klen, struct ledger_clock now,
+               int *existed, struct ledger_view *old, hkv_stamp *version);
 
 /* INCRBY with Redis semantics: the value must be a base-10 int64 string
  * ("-12", no spaces, no '+', no leading zeros); a missing key counts as 0;
- * the expiry is kept.  *result (may be NULL) receives the new value, and on
- * LEDGER_RETRY the current value.  HKV_OK, LEDGER_RETRY, HKV_EINVAL (not an
- * integer, overflow, stamp 0), HKV_ESTALE, HKV_EAGAIN, HKV_ENOMEM. */
+ * the expiry is kept.  *result (may be NULL) receives the new value.
+ * HKV_OK, HKV_EINVAL (not an integer, or overflow: nothing applied),
+ * HKV_EAGAIN, HKV_ENOMEM. */
 int ledger_incrby(struct ledger *l, const char *key, size_t klen, int64_t delta,
-                  hkv_stamp stamp, uint16_t class_id, struct ledger_clock now, int64_t *result);
+                  uint16_t class_id, struct ledger_clock now, int64_t *result,
+                  hkv_stamp *version);
 
 /* Sets a live key's deadline (exp.kind REL or ABS).  A deadline at or
- * before now deletes the key through a tombstone carrying `stamp`, and
- * *deleted (may be NULL) is set to 1.  HKV_OK, LEDGER_RETRY, HKV_ENOENT (no
- * live key: nothing applied), HKV_ESTALE, HKV_EAGAIN, HKV_EINVAL. */
+ * before now deletes the key through a tombstone, and *deleted (may be
+ * NULL) is set to 1.  HKV_OK, HKV_ENOENT (no live key: nothing applied),
+ * HKV_EAGAIN, HKV_EINVAL. */
 int ledger_expire(struct ledger *l, const char *key, size_t klen, struct ledger_expiry exp,
-                  hkv_stamp stamp, struct ledger_clock now, int *deleted);
+                  struct ledger_clock now, int *deleted, hkv_stamp *version);
 
-/* Clears a live key's expiry.  HKV_OK with *changed = 1 (cleared, stamp
- * applied) or 0 (it had none: nothing applied), LEDGER_RETRY, HKV_ENOENT (no
- * live key), HKV_ESTALE, HKV_EAGAIN, HKV_EINVAL. */
-int ledger_persist(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp,
-                   struct ledger_clock now, int *changed);
+/* Clears a live key's expiry.  HKV_OK with *changed = 1 (cleared: a new
+ * version) or 0 (it had none: nothing applied), HKV_ENOENT (no live key),
+ * HKV_EAGAIN. */
+int ledger_persist(struct ledger *l, const char *key, size_t klen, struct ledger_clock now,
+                   int *changed, hkv_stamp *version);
 
 /* PTTL: HKV_OK with *ttl_ms = remaining ms, -1 (no expiry) or -2 (missing);
  * HKV_EAGAIN when not resident and incomplete. */
@@ -237,12 +239,13 @@ void ledger_batch_done(struct ledger *l, const struct persist_batch *b);
 
 /* Inserts a clean entry from SQLite (a recovery row or a reader-thread
  * fetch).  Never overwrites a resident version with the same or a newer
- * stamp.  A row whose wall-clock deadline has passed is loaded as an expired
+ * stamp; the ledger's clock moves past the row's version, so every later
+ * write gets a newer one.  A row whose wall-clock deadline has passed is loaded as an expired
  * entry.  HKV_OK (inserted or replaced an older one), HKV_EEXIST (resident
  * version as new or newer: row ignored), HKV_ENOMEM. */
 int ledger_load(struct ledger *l, const struct persist_row *row, struct ledger_clock now);
 /* Records that SQLite has no row for the key: a clean stamp-0 tombstone, so
- * the next lookup answers HKV_ENOENT and any write applies.  HKV_OK, HKV_EEXIST
+ * the next lookup answers HKV_ENOENT.  HKV_OK, HKV_EEXIST
  * (resident already), HKV_ENOMEM. */
 int ledger_load_absent(struct ledger *l, const char *key, size_t klen, struct ledger_clock now);
 

@@ -2,12 +2,14 @@
  * ledger_cmd.c - the ledger's commands: GET, SET (NX/XX/GET/KEEPTTL), DEL,
  * INCRBY, EXPIRE, PERSIST, PTTL.
  *
- * Every write starts with write_lookup(), the one stamp guard: it finds the
- * key, refuses an older stamp, reports an equal one as a retry, and answers
- * HKV_EAGAIN for a key that is not resident in an incomplete ledger.  Only
- * then does a command look at the key's state (live, expired, tombstone) for
- * its own conditions, and change it through ledger_put() or the small
- * helpers in ledger.c, which keep the counters and the dirty lists right.
+ * Every write starts with write_lookup(): it finds the key and answers
+ * HKV_EAGAIN for a key that is not resident in an incomplete ledger.  A
+ * command then looks at the key's state (live, expired, tombstone) for its
+ * own conditions, and, if it applies, takes the key's next version
+ * (ledger_next_version) and changes the entry through ledger_put() or the
+ * small helpers in ledger.c, which keep the counters and the dirty lists
+ * right.  Nothing here compares a caller's stamp: the order of the calls is
+ * the order of the writes.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -17,27 +19,19 @@
 #include "storage/ledger.h"
 #include "storage/ledger_int.h"
 
-/* Stamp guard shared by every write.  HKV_OK with *ep = the resident entry
- * or NULL (missing, ledger complete: the caller may create it). */
-static int write_lookup(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp,
-                        uint64_t *h, struct lentry **ep)
+/* HKV_OK with *ep = the resident entry or NULL (missing, ledger complete:
+ * the caller may create it); HKV_EAGAIN when the key is not resident. */
+static int write_lookup(struct ledger *l, const char *key, size_t klen, uint64_t *h,
+                        struct lentry **ep, hkv_stamp *version)
 {
     ledger_release_held(l);
-    if (stamp == 0)
-        return HKV_EINVAL;
     *h = ledger_hash(l, key, klen);
     struct lentry *e = ledger_find(l, *h, key, klen);
     *ep = e;
+    if (version != NULL)
+        *version = e != NULL ? e->stamp : 0;
     if (e == NULL)
         return l->complete ? HKV_OK : HKV_EAGAIN;
-    if (stamp < e->stamp) {
-        l->st.stale_stamp_rejects++;
-        return HKV_ESTALE;
-    }
-    if (stamp == e->stamp) {
-        l->st.idempotent_retries++;
-        return LEDGER_RETRY;
-    }
     return HKV_OK;
 }
 
@@ -78,9 +72,11 @@ int ledger_get(struct ledger *l, const char *key, size_t klen, struct ledger_clo
 }
 
 int ledger_set(struct ledger *l, const char *key, size_t klen, const char *val, size_t vlen,
-               hkv_stamp stamp, uint16_t class_id, unsigned flags, struct ledger_expiry exp,
-               struct ledger_clock now, struct ledger_view *old)
+               uint16_t class_id, unsigned flags, struct ledger_expiry exp,
+               struct ledger_clock now, struct ledger_view *old, hkv_stamp *version)
 {
+    if (version != NULL)
+        *version = 0;
     uint64_t h;
     struct lentry *e;
     clear_view(old);
@@ -88,7 +84,7 @@ int ledger_set(struct ledger *l, const char *key, size_t klen, const char *val, 
         return HKV_EINVAL;
     if ((exp.kind == LEDGER_EXP_REL || exp.kind == LEDGER_EXP_ABS) && exp.ms <= 0)
         return HKV_EINVAL;
-    int rc = write_lookup(l, key, klen, stamp, &h, &e);
+    int rc = write_lookup(l, key, klen, &h, &e, version);
     if (rc != HKV_OK)
         return rc;
     int live = e != NULL && entry_live(e, now.mono_ms);
@@ -99,8 +95,8 @@ int ledger_set(struct ledger *l, const char *key, size_t klen, const char *val, 
     if ((flags & LEDGER_XX) && !live)
         return HKV_ENOENT;
 
-    struct ledger_put_args a = {.val = val, .vlen = vlen, .stamp = stamp, .class_id = class_id,
-                         .dirty = 1, .hold_old = (flags & LEDGER_GET) && live};
+    struct ledger_put_args a = {.val = val, .vlen = vlen, .class_id = class_id, .dirty = 1,
+                                .hold_old = (flags & LEDGER_GET) && live};
     if (exp.kind == LEDGER_EXP_KEEP) {
         if (live) {
             a.expire_mono = e->expire_mono;
@@ -109,29 +105,41 @@ int ledger_set(struct ledger *l, const char *key, size_t klen, const char *val, 
     } else if (exp.kind != LEDGER_EXP_NONE) {
         a.tomb = ledger_deadline(exp, now, &a.expire_mono, &a.expire_wall);
     }
+    a.stamp = ledger_next_version(l, e, now);
     rc = ledger_put(l, e, h, key, klen, &a, now.mono_ms);
-    if (rc == HKV_OK)
+    if (rc == HKV_OK) {
+        if (version != NULL)
+            *version = a.stamp;
         ledger_after_write(l);
+    }
     return rc;
 }
 
-int ledger_del(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp,
-               struct ledger_clock now, int *existed)
+int ledger_del(struct ledger *l, const char *key, size_t klen, struct ledger_clock now,
+               int *existed, struct ledger_view *old, hkv_stamp *version)
 {
     uint64_t h;
     struct lentry *e;
     if (existed != NULL)
         *existed = 0;
-    int rc = write_lookup(l, key, klen, stamp, &h, &e);
+    clear_view(old);
+    int rc = write_lookup(l, key, klen, &h, &e, version);
     if (rc != HKV_OK)
         return rc;
+    int live = e != NULL && entry_live(e, now.mono_ms);
     if (existed != NULL)
-        *existed = e != NULL && entry_live(e, now.mono_ms);
-    struct ledger_put_args a = {.tomb = 1, .stamp = stamp, .class_id = e ? e->class_id : 0,
-                         .dirty = 1};
+        *existed = live;
+    if (live && old != NULL)
+        fill_view(e, now.mono_ms, old);
+    struct ledger_put_args a = {.tomb = 1, .class_id = e ? e->class_id : 0, .dirty = 1,
+                                .hold_old = live && old != NULL};
+    a.stamp = ledger_next_version(l, e, now);
     rc = ledger_put(l, e, h, key, klen, &a, now.mono_ms);
-    if (rc == HKV_OK)
+    if (rc == HKV_OK) {
+        if (version != NULL)
+            *version = a.stamp;
         ledger_after_write(l);
+    }
     return rc;
 }
 
@@ -174,13 +182,12 @@ static int parse_i64(const char *s, size_t len, int64_t *out)
 }
 
 int ledger_incrby(struct ledger *l, const char *key, size_t klen, int64_t delta,
-                  hkv_stamp stamp, uint16_t class_id, struct ledger_clock now, int64_t *result)
+                  uint16_t class_id, struct ledger_clock now, int64_t *result,
+                  hkv_stamp *version)
 {
     uint64_t h;
     struct lentry *e;
-    int rc = write_lookup(l, key, klen, stamp, &h, &e);
-    if (rc == LEDGER_RETRY && result != NULL && entry_live(e, now.mono_ms))
-        parse_i64(e->val, e->vlen, result);
+    int rc = write_lookup(l, key, klen, &h, &e, version);
     if (rc != HKV_OK)
         return rc;
     int live = e != NULL && entry_live(e, now.mono_ms);
@@ -191,17 +198,19 @@ int ledger_incrby(struct ledger *l, const char *key, size_t klen, int64_t delta,
         return HKV_EINVAL;
     char buf[24];
     int n = snprintf(buf, sizeof(buf), "%lld", (long long)sum);
-    struct ledger_put_args a = {.val = buf, .vlen = (size_t)n, .stamp = stamp, .class_id = class_id,
-                         .dirty = 1};
+    struct ledger_put_args a = {.val = buf, .vlen = (size_t)n, .class_id = class_id, .dirty = 1};
     if (live) {
         a.expire_mono = e->expire_mono;
         a.expire_wall = e->expire_wall;
     }
+    a.stamp = ledger_next_version(l, e, now);
     rc = ledger_put(l, e, h, key, klen, &a, now.mono_ms);
     if (rc != HKV_OK)
         return rc;
     if (result != NULL)
         *result = sum;
+    if (version != NULL)
+        *version = a.stamp;
     ledger_after_write(l);
     return HKV_OK;
 }
@@ -221,49 +230,57 @@ static void set_expiry(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint
 }
 
 int ledger_expire(struct ledger *l, const char *key, size_t klen, struct ledger_expiry exp,
-                  hkv_stamp stamp, struct ledger_clock now, int *deleted)
+                  struct ledger_clock now, int *deleted, hkv_stamp *version)
 {
+    if (version != NULL)
+        *version = 0;
     uint64_t h;
     struct lentry *e;
     if (deleted != NULL)
         *deleted = 0;
     if (exp.kind != LEDGER_EXP_REL && exp.kind != LEDGER_EXP_ABS)
         return HKV_EINVAL;
-    int rc = write_lookup(l, key, klen, stamp, &h, &e);
+    int rc = write_lookup(l, key, klen, &h, &e, version);
     if (rc != HKV_OK)
         return rc;
     if (e == NULL || !entry_live(e, now.mono_ms))
         return HKV_ENOENT;
     uint64_t mono = 0;
     int64_t wall = 0;
+    hkv_stamp v = ledger_next_version(l, e, now);
     if (ledger_deadline(exp, now, &mono, &wall)) {
-        ledger_make_tomb(l, e, stamp, now.mono_ms);
+        ledger_make_tomb(l, e, v, now.mono_ms);
         l->st.writes++;
         if (deleted != NULL)
             *deleted = 1;
     } else {
-        set_expiry(l, e, stamp, mono, wall);
+        set_expiry(l, e, v, mono, wall);
     }
+    if (version != NULL)
+        *version = v;
     return HKV_OK;
 }
 
-int ledger_persist(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp,
-                   struct ledger_clock now, int *changed)
+int ledger_persist(struct ledger *l, const char *key, size_t klen, struct ledger_clock now,
+                   int *changed, hkv_stamp *version)
 {
     uint64_t h;
     struct lentry *e;
     if (changed != NULL)
         *changed = 0;
-    int rc = write_lookup(l, key, klen, stamp, &h, &e);
+    int rc = write_lookup(l, key, klen, &h, &e, version);
     if (rc != HKV_OK)
         return rc;
     if (e == NULL || !entry_live(e, now.mono_ms))
         return HKV_ENOENT;
     if (e->expire_mono == 0)
         return HKV_OK;
-    set_expiry(l, e, stamp, 0, 0);
+    hkv_stamp v = ledger_next_version(l, e, now);
+    set_expiry(l, e, v, 0, 0);
     if (changed != NULL)
         *changed = 1;
+    if (version != NULL)
+        *version = v;
     return HKV_OK;
 }
 

@@ -49,6 +49,7 @@ struct ledger {
     uint8_t hkey[SIPHASH_KEY_LEN];
     size_t maxmemory;
     uint64_t tombstone_ttl_ms;
+    struct hlc clock;       /* issues every version (ledger.h, "Versions") */
     struct dnode pending;   /* dirty, not handed to the persister (oldest first) */
     struct dnode inflight;  /* dirty, this stamp handed to the persister */
     char *held;             /* a replaced value kept alive for a SET GET reply */
@@ -111,6 +112,9 @@ void ledger_after_write(struct ledger *l);
 int ledger_slots(struct ledger *l, size_t pos, struct ltable **tabs, size_t *idx);
 /* Unlinks *pp (a chain link in table t) and frees the entry. */
 void ledger_drop(struct ledger *l, struct ltable *t, struct lentry **pp);
+/* The version for a write that applies now to e (NULL: a new key): newer
+ * than e's and than anything this ledger issued or loaded. */
+hkv_stamp ledger_next_version(struct ledger *l, const struct lentry *e, struct ledger_clock now);
 /* Turns e into a dirty tombstone carrying `stamp`. */
 void ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t now_mono);
 /* Evicts clean entries while usage is over maxmemory (bounded work). */

@@ -456,18 +456,54 @@ int h_ping(int port)
     return ok;
 }
 
+int h_edge_of(int fd)
+{
+    struct h_reply *r = h_cmdv(fd, "INFO", "server", NULL);
+    int pid = -1;
+    const char *p = r != NULL && r->v->str != NULL ? strstr(r->v->str, "edge_pid:") : NULL;
+    if (p != NULL)
+        pid = atoi(p + 9);
+    h_free(r);
+    return pid;
+}
+
+int h_edge_pair(const struct daemon *d, int *a, int *b)
+{
+    *a = h_connect(d->port);
+    int pa = *a >= 0 ? h_edge_of(*a) : -1;
+    if (pa <= 0) {
+        if (*a >= 0)
+            close(*a);
+        return -1;
+    }
+    kill(pa, SIGSTOP);
+    *b = h_connect(d->port);
+    int pb = *b >= 0 ? h_edge_of(*b) : -1;
+    kill(pa, SIGCONT);
+    if (pb > 0 && pb != pa)
+        return 0;
+    close(*a);
+    if (*b >= 0)
+        close(*b);
+    return -1;
+}
+
 /* ---- wire client ---- */
 
 #include <poll.h>
 #include <sys/un.h>
 
-#include "proto/stamp.h"
+#include <sys/random.h>
 
 int h_wire_open(struct h_wire *w, const struct daemon *d, const char *pool, int index, int role)
 {
     memset(w, 0, sizeof(*w));
     wire_decoder_init(&w->dec, 0);
     w->next_id = 1;
+    w->writer = 4000;
+    if (getrandom(&w->incarnation, sizeof(w->incarnation), 0) != sizeof(w->incarnation) ||
+        w->incarnation == 0)
+        w->incarnation = (uint64_t)h_now_ms() | 1;
     struct sockaddr_un un = {.sun_family = AF_UNIX};
     char path[400];
     snprintf(path, sizeof(path), "%s/owner-%s-%d.sock", d->dir, pool, index);
@@ -479,11 +515,15 @@ int h_wire_open(struct h_wire *w, const struct daemon *d, const char *pool, int 
         return -1;
     struct hkv_buf b = HKV_BUF_INIT;
     uint64_t id = h_wire_id(w);
-    wire_put_hello(&b, id, WIRE_VERSION, 4000, wire_cstr("test"), (uint8_t)role);
+    wire_put_hello(&b, id, WIRE_VERSION, w->writer, wire_cstr("test"), (uint8_t)role,
+                   w->incarnation);
     struct wire_msg m;
     int rc = h_wire_call(w, &b, id, 5000, &m);
     buf_deinit(&b);
-    return rc == 0 && m.type == WIRE_HELLO_OK ? 0 : -1;
+    if (rc != 0 || m.type != WIRE_HELLO_OK)
+        return -1;
+    w->owner_inc = m.u.hello_ok.incarnation;
+    return 0;
 }
 
 void h_wire_close(struct h_wire *w)
@@ -549,22 +589,19 @@ int h_wire_open_wait(struct h_wire *w, const struct daemon *d, int role, int ms)
     }
 }
 
+struct wire_rid h_wire_rid(struct h_wire *w)
+{
+    w->seq++;
+    return (struct wire_rid){w->seq, w->seq, 0};
+}
+
 int h_wire_set(struct h_wire *w, const char *key, const char *val, int timeout_ms,
                struct wire_msg *out)
 {
-    static struct hlc clock;
-    static int init;
-    if (!init) {
-        hlc_init(&clock, 4000);
-        init = 1;
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    hkv_stamp s = hlc_next(&clock, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
     struct hkv_buf b = HKV_BUF_INIT;
     uint64_t id = h_wire_id(w);
     struct wire_expiry e = {WIRE_EXP_NONE, 0};
-    wire_put_set(&b, id, wire_cstr(key), wire_cstr(val), s, e, 0, 0);
+    wire_put_set(&b, id, wire_cstr(key), wire_cstr(val), h_wire_rid(w), e, 0, 0);
     int rc = h_wire_call(w, &b, id, timeout_ms, out);
     buf_deinit(&b);
     return rc;

@@ -86,6 +86,13 @@ void h_free(struct h_reply *r);
 /* The value of `field` in an INFO reply (copied into buf); -1 if absent. */
 int h_info_field(int port, const char *field, char *buf, size_t len);
 int64_t h_info_int(int port, const char *field);
+/* The pid of the edge serving connection fd (INFO server), -1 if unknown. */
+int h_edge_of(int fd);
+/* Two connections (*a, *b) served by different edges.  Every edge accepts on
+ * the same socket, so which one wins a connection is up to the scheduler;
+ * the first edge is stopped for a moment so the second connection lands
+ * elsewhere.  0, or -1 (nothing left open). */
+int h_edge_pair(const struct daemon *d, int *a, int *b);
 /* PING over a new connection; 1 if +PONG came back. */
 int h_ping(int port);
 
@@ -105,6 +112,10 @@ struct h_wire {
     struct hkv_buf in;
     struct wire_decoder dec;
     uint64_t next_id;
+    uint32_t writer;       /* edge_id in HELLO (4000 unless set before open) */
+    uint64_t incarnation;  /* this client as an "edge process": random per open */
+    uint64_t seq;          /* last write request number given */
+    uint64_t owner_inc;    /* from HELLO_OK */
 };
 /* Connects to owner `index` of pool "hot"/"cold" of daemon d and completes
  * the HELLO handshake with `role` (WIRE_ROLE_*).  0 or -1. */
@@ -120,6 +131,9 @@ uint64_t h_wire_id(struct h_wire *w);
 int h_wire_open_wait(struct h_wire *w, const struct daemon *d, int role, int ms);
 int h_wire_call(struct h_wire *w, struct hkv_buf *req, uint64_t id, int timeout_ms,
                 struct wire_msg *out);
-/* SET key=value (stamp from a private HLC, no expiry) and wait for OK. */
+/* The request id of a new write request (a first attempt; every earlier
+ * request of this client counts as finished). */
+struct wire_rid h_wire_rid(struct h_wire *w);
+/* SET key=value (a new request id, no expiry) and wait for OK. */
 int h_wire_set(struct h_wire *w, const char *key, const char *val, int timeout_ms,
                struct wire_msg *out);

@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto/stamp.h"
 #include "tests/harness.h"
 
 #define PERSIST_INTERVAL_MS 100
@@ -77,8 +76,6 @@ static void *writer_main(void *arg)
         return NULL;
     }
     wr->opened = 1;
-    struct hlc clock;
-    hlc_init(&clock, wr->writer_id);
     struct hkv_buf b = HKV_BUF_INIT;
     char key[48], val[24];
     struct wire_expiry none = {WIRE_EXP_NONE, 0};
@@ -88,7 +85,7 @@ static void *writer_main(void *arg)
         snprintf(val, sizeof(val), "%d", i);
         buf_reset(&b);
         uint64_t id = h_wire_id(&w);
-        wire_put_set(&b, id, wire_cstr(key), wire_cstr(val), hlc_next(&clock, h_wall_ms()), none,
+        wire_put_set(&b, id, wire_cstr(key), wire_cstr(val), h_wire_rid(&w), none,
                      0, 0);
         struct wire_msg m;
         if (h_wire_call(&w, &b, id, 5000, &m) != 0)

@@ -101,7 +101,7 @@ START_TEST(owner_stopped_past_deadline_gives_explicit_error_in_time)
     kill(owner, SIGCONT);
     ck_assert_ptr_nonnull(r);
     ck_assert_msg(r->v->type == RESP_ERROR, "got %s", r->raw);
-    ck_assert_msg(str_is(r->v, "UNAVAILABLE owner hot/0 did not acknowledge the write within 3000 ms"),
+    ck_assert_msg(str_is(r->v, "UNAVAILABLE outcome unknown: owner hot/0 did not acknowledge the write within 3000 ms"),
                   "got %s", r->raw);
     ck_assert_int_le(took, 4000);
     ck_assert_int_ge(took, 2500);

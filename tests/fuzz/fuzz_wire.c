@@ -5,7 +5,9 @@
  * byte stream split by wire_next_frame() (max frame 1 MiB) with each frame
  * decoded.  Every message the decoder accepts must re-encode (wire_put_msg),
  * split back into exactly one frame, decode to an equal message, and encode
- * again to the same bytes: the encoder and decoder agree on every kind.
+ * again to the same bytes: the encoder and decoder agree on every kind.  An
+ * accepted message also keeps the rules the owner relies on: a write request's
+ * rid has seq != 0, a HELLO or HELLO_OK has incarnation != 0, the id rule holds.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
  *     $(pkg-config --cflags msgpack) tests/fuzz/fuzz_wire.c proto/wire*.c \
@@ -46,6 +48,31 @@ static void roundtrip(const struct wire_msg *m)
     CHECK(out2.len == out.len && memcmp(out.data, out2.data, out.len) == 0);
 }
 
+/* The rid of a write request (m->type must be one). */
+static struct wire_rid write_rid(const struct wire_msg *m)
+{
+    switch (m->type) {
+    case WIRE_SET: return m->u.set.rid;
+    case WIRE_DEL: return m->u.del.rid;
+    case WIRE_INCRBY: return m->u.incrby.rid;
+    case WIRE_EXPIRE: return m->u.expire.rid;
+    case WIRE_PERSIST: return m->u.persist.rid;
+    case WIRE_GETDEL: return m->u.getdel.rid;
+    }
+    abort();
+}
+
+static void accepted_rules(const struct wire_msg *m)
+{
+    CHECK(wire_id_valid(m->type, m->id));
+    if (wire_is_write(m->type))
+        CHECK(write_rid(m).seq != 0);
+    if (m->type == WIRE_HELLO)
+        CHECK(m->u.hello.incarnation != 0);
+    if (m->type == WIRE_HELLO_OK)
+        CHECK(m->u.hello_ok.incarnation != 0);
+}
+
 static void one(const char *payload, size_t plen)
 {
     struct wire_msg m;
@@ -54,6 +81,7 @@ static void one(const char *payload, size_t plen)
     if (rc == HKV_OK) {
         CHECK(why == NULL);
         CHECK(wire_type_name(m.type) != NULL);
+        accepted_rules(&m);
         roundtrip(&m);
     } else {
         CHECK(rc == HKV_EPROTO || rc == HKV_ETOOBIG);

@@ -1,6 +1,6 @@
 /*
  * check_owner.c - a shard owner over its binary protocol, inside the real
- * daemon: writes and reads, the stamp guard, durable commits, recovery after
+ * daemon: writes and reads, owner-issued versions and exactly-once retries, durable commits, recovery after
  * an orderly stop and after kill -9, MOVED, and a hostile frame.
  */
 #include <check.h>
@@ -66,55 +66,109 @@ START_TEST(set_get_and_recovery_after_orderly_stop)
 }
 END_TEST
 
-START_TEST(stamp_guard_orders_writes)
+/* Sends one SET with rid and returns the reply in *m. */
+static void set_rid(struct h_wire *w, const char *k, const char *v, uint32_t flags,
+                    struct wire_rid rid, struct wire_msg *m)
+{
+    struct hkv_buf b = HKV_BUF_INIT;
+    uint64_t id = h_wire_id(w);
+    struct wire_expiry none = {WIRE_EXP_NONE, 0};
+    ck_assert_int_eq(wire_put_set(&b, id, wire_cstr(k), wire_cstr(v), rid, none, flags, 0), HKV_OK);
+    ck_assert_int_eq(h_wire_call(w, &b, id, 5000, m), 0);
+    buf_deinit(&b);
+}
+
+static void incr_rid(struct h_wire *w, const char *k, struct wire_rid rid, struct wire_msg *m)
+{
+    struct hkv_buf b = HKV_BUF_INIT;
+    uint64_t id = h_wire_id(w);
+    ck_assert_int_eq(wire_put_incrby(&b, id, wire_cstr(k), 1, rid), HKV_OK);
+    ck_assert_int_eq(h_wire_call(w, &b, id, 5000, m), 0);
+    buf_deinit(&b);
+}
+
+/* A new request id that still holds every request from `oldest` on as
+ * unfinished (so the owner keeps their results for a retry). */
+static struct wire_rid rid_from(struct h_wire *w, uint64_t oldest)
+{
+    struct wire_rid r = h_wire_rid(w);
+    r.ack = oldest;
+    return r;
+}
+
+START_TEST(owner_orders_writes_and_applies_retries_once)
 {
     struct daemon d;
     ck_assert_int_eq(h_start(&d, ONE_EACH), 0);
     struct h_wire w;
     ck_assert_int_eq(h_wire_open(&w, &d, "cold", 0, WIRE_ROLE_WRITE), 0);
-    struct wire_expiry none = {WIRE_EXP_NONE, 0};
-    hkv_stamp newer = stamp_make(1000000, 0, 7), older = stamp_make(999999, 0, 7);
-    struct hkv_buf b = HKV_BUF_INIT;
     struct wire_msg m;
-    uint64_t id = h_wire_id(&w);
-    wire_put_set(&b, id, wire_cstr("k"), wire_cstr("new"), newer, none, 0, 0);
-    ck_assert_int_eq(h_wire_call(&w, &b, id, 5000, &m), 0);
+    /* Two writes in a row: the owner versions them in arrival order. */
+    struct wire_rid first = h_wire_rid(&w);
+    set_rid(&w, "k", "first", 0, first, &m);
     ck_assert_int_eq(m.type, WIRE_OK);
-    buf_reset(&b);
-    /* The same write again (a retry): answered OK, not applied twice. */
-    id = h_wire_id(&w);
-    wire_put_set(&b, id, wire_cstr("k"), wire_cstr("new"), newer, none, 0, 0);
-    ck_assert_int_eq(h_wire_call(&w, &b, id, 5000, &m), 0);
+    ck_assert(m.u.ok.applied);
+    hkv_stamp v1 = m.u.ok.stamp;
+    set_rid(&w, "k", "second", 0, rid_from(&w, 1), &m);
     ck_assert_int_eq(m.type, WIRE_OK);
-    buf_reset(&b);
-    /* An older write arriving late is refused and names the stamp held. */
-    id = h_wire_id(&w);
-    wire_put_set(&b, id, wire_cstr("k"), wire_cstr("old"), older, none, 0, 0);
-    ck_assert_int_eq(h_wire_call(&w, &b, id, 5000, &m), 0);
-    ck_assert_int_eq(m.type, WIRE_ERROR);
-    ck_assert_int_eq(m.u.error.code, HKV_ESTALE);
-    char expect[64];
-    snprintf(expect, sizeof(expect), "STALE %llu", (unsigned long long)newer);
-    ck_assert_int_eq((int)m.u.error.text.len, (int)strlen(expect));
-    ck_assert(memcmp(m.u.error.text.p, expect, strlen(expect)) == 0);
+    hkv_stamp v2 = m.u.ok.stamp;
+    ck_assert_uint_gt(v2, v1);
+    /* A retry of the first (its reply was "lost"): the original answer, and
+     * the write is not applied again over the second. */
+    first.prev = w.owner_inc;
+    set_rid(&w, "k", "first", 0, first, &m);
+    ck_assert_int_eq(m.type, WIRE_OK);
+    ck_assert_uint_eq(m.u.ok.stamp, v1);
     ck_assert_int_eq(get(&w, "k", &m), 0);
-    ck_assert(value_is(&m, "new"));
-    /* A delete leaves a tombstone: a late older SET cannot resurrect. */
-    buf_reset(&b);
-    hkv_stamp del = stamp_make(1000010, 0, 7);
+    ck_assert(value_is(&m, "second"));
+    ck_assert_uint_eq(m.u.value.stamp, v2);
+    /* INCR retried: counted once. */
+    struct wire_rid inc = rid_from(&w, 1);
+    incr_rid(&w, "n", inc, &m);
+    ck_assert_int_eq(m.type, WIRE_INT);
+    ck_assert_int_eq(m.u.integer.value, 1);
+    ck_assert_uint_gt(m.u.integer.stamp, v2);
+    inc.prev = w.owner_inc;
+    incr_rid(&w, "n", inc, &m);
+    ck_assert_int_eq(m.u.integer.value, 1);
+    ck_assert_int_eq(get(&w, "n", &m), 0);
+    ck_assert(value_is(&m, "1"));
+    /* SET NX: granted once; its retry says granted again; another is refused. */
+    struct wire_rid nx = rid_from(&w, 1);
+    set_rid(&w, "lock", "A", WIRE_SET_NX, nx, &m);
+    ck_assert(m.u.ok.applied);
+    nx.prev = w.owner_inc;
+    set_rid(&w, "lock", "A", WIRE_SET_NX, nx, &m);
+    ck_assert(m.u.ok.applied);
+    set_rid(&w, "lock", "B", WIRE_SET_NX, rid_from(&w, 1), &m);
+    ck_assert(!m.u.ok.applied);
+    ck_assert_int_eq(get(&w, "lock", &m), 0);
+    ck_assert(value_is(&m, "A"));
+    /* A retry whose first attempt may have reached another run of the owner
+     * (prev names another incarnation) and that this run has no record of:
+     * "outcome unknown", not applied. */
+    struct wire_rid stray = rid_from(&w, 1);
+    stray.prev = w.owner_inc + 1;
+    set_rid(&w, "k", "stray", 0, stray, &m);
+    ck_assert_int_eq(m.type, WIRE_ERROR);
+    ck_assert_msg(m.u.error.text.len > 0 && memmem(m.u.error.text.p, m.u.error.text.len,
+                                                   "outcome unknown", 15) != NULL,
+                  "the error must say the outcome is unknown");
+    ck_assert_int_eq(get(&w, "k", &m), 0);
+    ck_assert(value_is(&m, "second"));
+    /* A delete gets a newer version, which the absence then carries. */
+    struct hkv_buf b = HKV_BUF_INIT;
     struct wire_slice key = wire_cstr("k");
-    id = h_wire_id(&w);
-    wire_put_del(&b, id, &key, 1, del);
+    uint64_t id = h_wire_id(&w);
+    wire_put_del(&b, id, &key, 1, rid_from(&w, 1));
     ck_assert_int_eq(h_wire_call(&w, &b, id, 5000, &m), 0);
     ck_assert_int_eq(m.type, WIRE_INT);
     ck_assert_int_eq(m.u.integer.value, 1);
-    buf_reset(&b);
-    id = h_wire_id(&w);
-    wire_put_set(&b, id, wire_cstr("k"), wire_cstr("zombie"), stamp_make(1000005, 0, 7), none, 0, 0);
-    ck_assert_int_eq(h_wire_call(&w, &b, id, 5000, &m), 0);
-    ck_assert_int_eq(m.type, WIRE_ERROR);
+    hkv_stamp vdel = m.u.integer.stamp;
+    ck_assert_uint_gt(vdel, v2);
     ck_assert_int_eq(get(&w, "k", &m), 0);
     ck_assert_int_eq(m.type, WIRE_NOTFOUND);
+    ck_assert_uint_eq(m.u.notfound.stamp, vdel);
     buf_deinit(&b);
     h_wire_close(&w);
     h_stop(&d);
@@ -313,7 +367,7 @@ Suite *owner_suite(void)
         const TTest *t;
     } cases[] = {
         {"recovery", set_get_and_recovery_after_orderly_stop},
-        {"stamps", stamp_guard_orders_writes},
+        {"ordering", owner_orders_writes_and_applies_retries_once},
         {"durable_kill9", durable_write_survives_kill_9},
         {"moved", foreign_key_answers_moved},
         {"hostile_frame", oversized_frame_closes_link_and_owner_lives},

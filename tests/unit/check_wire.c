@@ -13,6 +13,19 @@
 
 #define S(lit) wire_slice(lit, sizeof(lit) - 1)
 
+/* A write's request id: seq, ack, prev. */
+static struct wire_rid rid(uint64_t seq, uint64_t ack, uint64_t prev)
+{
+    return (struct wire_rid){ seq, ack, prev };
+}
+
+static void rid_is(struct wire_rid r, uint64_t seq, uint64_t ack, uint64_t prev)
+{
+    ck_assert_uint_eq(r.seq, seq);
+    ck_assert_uint_eq(r.ack, ack);
+    ck_assert_uint_eq(r.prev, prev);
+}
+
 static struct wire_decoder dec;
 static struct hkv_buf buf;
 
@@ -83,8 +96,8 @@ static void reencode_equal(const struct wire_msg *m)
 START_TEST(hello_and_hello_ok_round_trip)
 {
     struct wire_msg m;
-    ck_assert_int_eq(wire_put_hello(&buf, 1, WIRE_VERSION, 4095, S("colo-a"), WIRE_ROLE_PUSH),
-                     HKV_OK);
+    ck_assert_int_eq(wire_put_hello(&buf, 1, WIRE_VERSION, 4095, S("colo-a"), WIRE_ROLE_PUSH,
+                                    0xfedcba9876543210ULL), HKV_OK);
     ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
     ck_assert_uint_eq(m.type, WIRE_HELLO);
     ck_assert_uint_eq(m.id, 1);
@@ -92,16 +105,27 @@ START_TEST(hello_and_hello_ok_round_trip)
     ck_assert_uint_eq(m.u.hello.edge_id, 4095);
     SLICE_IS(m.u.hello.colo, "colo-a");
     ck_assert_uint_eq(m.u.hello.role, WIRE_ROLE_PUSH);
+    ck_assert_uint_eq(m.u.hello.incarnation, 0xfedcba9876543210ULL);
     reencode_equal(&m);
 
     buf_reset(&buf);
-    ck_assert_int_eq(wire_put_hello_ok(&buf, 1, 1, UINT32_MAX, S("hot"), 1ULL << 40), HKV_OK);
+    ck_assert_int_eq(wire_put_hello_ok(&buf, 1, 1, UINT32_MAX, S("hot"), 1ULL << 40, UINT64_MAX),
+                     HKV_OK);
     ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
     ck_assert_uint_eq(m.type, WIRE_HELLO_OK);
     ck_assert_uint_eq(m.u.hello_ok.version, 1);
     ck_assert_uint_eq(m.u.hello_ok.owner_id, UINT32_MAX);
     SLICE_IS(m.u.hello_ok.pool, "hot");
     ck_assert_uint_eq(m.u.hello_ok.map_gen, 1ULL << 40);
+    ck_assert_uint_eq(m.u.hello_ok.incarnation, UINT64_MAX);
+    reencode_equal(&m);
+
+    /* the smallest incarnation, 1, is a valid one */
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_hello(&buf, 2, WIRE_VERSION, 0, S(""), WIRE_ROLE_READ, 1), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.hello.incarnation, 1);
+    ck_assert_uint_eq(m.u.hello.colo.len, 0);
     reencode_equal(&m);
 }
 END_TEST
@@ -135,13 +159,14 @@ END_TEST
 
 START_TEST(set_round_trips_every_expiry_kind_and_flag)
 {
-    static const struct { struct wire_expiry e; uint32_t flags; } cases[] = {
-        { { WIRE_EXP_NONE, 0 }, 0 },
-        { { WIRE_EXP_REL, 1500 }, WIRE_SET_NX },
-        { { WIRE_EXP_ABS, 1893456000000LL }, WIRE_SET_XX | WIRE_SET_GET },
-        { { WIRE_EXP_KEEP, 0 }, WIRE_SET_GET },
-        { { WIRE_EXP_REL, -5 }, 0 },
-        { { WIRE_EXP_ABS, INT64_MAX }, 0 },
+    static const struct { struct wire_expiry e; uint32_t flags; struct wire_rid r; } cases[] = {
+        { { WIRE_EXP_NONE, 0 }, 0, { 1, 0, 0 } },
+        { { WIRE_EXP_REL, 1500 }, WIRE_SET_NX, { 0x123456789abcULL, 0x123456789abbULL, 0 } },
+        { { WIRE_EXP_ABS, 1893456000000LL }, WIRE_SET_XX | WIRE_SET_GET,
+          { 70000, 65536, WIRE_PREV_UNKNOWN } },
+        { { WIRE_EXP_KEEP, 0 }, WIRE_SET_GET, { 5, 5, 0xdeadbeefULL } },
+        { { WIRE_EXP_REL, -5 }, 0, { UINT64_MAX, UINT64_MAX, UINT64_MAX } },
+        { { WIRE_EXP_ABS, INT64_MAX }, 0, { 2, 1, 1 } },
     };
     struct wire_msg m;
     char big[70000];
@@ -149,14 +174,14 @@ START_TEST(set_round_trips_every_expiry_kind_and_flag)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct wire_slice val = i == 2 ? wire_slice(big, sizeof big) : S("value");
         buf_reset(&buf);
-        ck_assert_int_eq(wire_put_set(&buf, 9, S("key"), val, 0x123456789abcULL, cases[i].e,
+        ck_assert_int_eq(wire_put_set(&buf, 9, S("key"), val, cases[i].r, cases[i].e,
                                       cases[i].flags, 3), HKV_OK);
         ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
         ck_assert_uint_eq(m.type, WIRE_SET);
         SLICE_IS(m.u.set.key, "key");
         slice_is(m.u.set.value, val.p, val.len);
         in_buf(m.u.set.value);
-        ck_assert_uint_eq(m.u.set.stamp, 0x123456789abcULL);
+        rid_is(m.u.set.rid, cases[i].r.seq, cases[i].r.ack, cases[i].r.prev);
         ck_assert_uint_eq(m.u.set.exp.kind, cases[i].e.kind);
         ck_assert_int_eq(m.u.set.exp.ms, cases[i].e.ms);
         ck_assert_uint_eq(m.u.set.flags, cases[i].flags);
@@ -171,44 +196,81 @@ START_TEST(write_requests_round_trip)
     struct wire_msg m;
     struct wire_slice keys[3] = { S("a"), S(""), S("ccc") };
 
-    ck_assert_int_eq(wire_put_del(&buf, 2, keys, 3, 77), HKV_OK);
+    ck_assert_int_eq(wire_put_del(&buf, 2, keys, 3, rid(77, 70, 0)), HKV_OK);
     ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
     ck_assert_uint_eq(m.type, WIRE_DEL);
     ck_assert_uint_eq(m.u.del.nkeys, 3);
     SLICE_IS(m.u.del.keys[0], "a");
     ck_assert_uint_eq(m.u.del.keys[1].len, 0);
     SLICE_IS(m.u.del.keys[2], "ccc");
-    ck_assert_uint_eq(m.u.del.stamp, 77);
+    rid_is(m.u.del.rid, 77, 70, 0);
     reencode_equal(&m);
 
     buf_reset(&buf);
-    ck_assert_int_eq(wire_put_incrby(&buf, 3, S("ctr"), INT64_MIN, 78), HKV_OK);
+    ck_assert_int_eq(wire_put_incrby(&buf, 3, S("ctr"), INT64_MIN, rid(78, 0, WIRE_PREV_UNKNOWN)),
+                     HKV_OK);
     ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
     ck_assert_uint_eq(m.type, WIRE_INCRBY);
     SLICE_IS(m.u.incrby.key, "ctr");
     ck_assert_int_eq(m.u.incrby.delta, INT64_MIN);
-    ck_assert_uint_eq(m.u.incrby.stamp, 78);
+    rid_is(m.u.incrby.rid, 78, 0, WIRE_PREV_UNKNOWN);
     reencode_equal(&m);
 
     buf_reset(&buf);
     ck_assert_int_eq(wire_put_expire(&buf, 4, S("k"), (struct wire_expiry){ WIRE_EXP_ABS, 1234 },
-                                     79, WIRE_EXPIRE_XX | WIRE_EXPIRE_GT), HKV_OK);
+                                     rid(79, 78, 1ULL << 63), WIRE_EXPIRE_XX | WIRE_EXPIRE_GT),
+                     HKV_OK);
     ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
     ck_assert_uint_eq(m.type, WIRE_EXPIRE);
     SLICE_IS(m.u.expire.key, "k");
     ck_assert_uint_eq(m.u.expire.exp.kind, WIRE_EXP_ABS);
     ck_assert_int_eq(m.u.expire.exp.ms, 1234);
-    ck_assert_uint_eq(m.u.expire.stamp, 79);
+    rid_is(m.u.expire.rid, 79, 78, 1ULL << 63);
     ck_assert_uint_eq(m.u.expire.flags, WIRE_EXPIRE_XX | WIRE_EXPIRE_GT);
     reencode_equal(&m);
 
     buf_reset(&buf);
-    ck_assert_int_eq(wire_put_persist(&buf, 5, S("k"), 80), HKV_OK);
+    ck_assert_int_eq(wire_put_persist(&buf, 5, S("k"), rid(80, 80, 0)), HKV_OK);
     ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
     ck_assert_uint_eq(m.type, WIRE_PERSIST);
     SLICE_IS(m.u.persist.key, "k");
-    ck_assert_uint_eq(m.u.persist.stamp, 80);
+    rid_is(m.u.persist.rid, 80, 80, 0);
     reencode_equal(&m);
+}
+END_TEST
+
+START_TEST(getdel_round_trips_as_a_write_request)
+{
+    struct wire_msg m;
+    char key[300];
+    memset(key, 'g', sizeof key); /* bin16 */
+    ck_assert_int_eq(wire_put_getdel(&buf, 6, wire_slice(key, sizeof key),
+                                     rid(81, 79, 0x1122334455667788ULL)), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_GETDEL);
+    ck_assert_uint_eq(m.id, 6);
+    slice_is(m.u.getdel.key, key, sizeof key);
+    in_buf(m.u.getdel.key);
+    rid_is(m.u.getdel.rid, 81, 79, 0x1122334455667788ULL);
+    reencode_equal(&m);
+
+    /* a GETDEL differs from a PERSIST with the same fields */
+    struct wire_msg p = m;
+    p.type = WIRE_PERSIST;
+    p.u.persist.key = m.u.getdel.key;
+    p.u.persist.rid = m.u.getdel.rid;
+    ck_assert(!wire_msg_equal(&m, &p));
+    /* and from a GETDEL with another rid */
+    struct wire_msg g = m;
+    g.u.getdel.rid.ack++;
+    ck_assert(!wire_msg_equal(&m, &g));
+
+    ck_assert_str_eq(wire_type_name(WIRE_GETDEL), "GETDEL");
+    ck_assert(wire_is_request(WIRE_GETDEL));
+    ck_assert(wire_is_write(WIRE_GETDEL));
+    ck_assert(!wire_is_reply(WIRE_GETDEL));
+    ck_assert(!wire_is_write(WIRE_GET));
+    ck_assert(!wire_is_write(WIRE_TTL));
 }
 END_TEST
 
@@ -322,15 +384,22 @@ START_TEST(int_moved_error_round_trip_with_extreme_values)
     static const int64_t ints[] = { 0, 1, -1, -32, -33, 127, 128, -128, -129, 65535, -32768,
                                     -32769, INT32_MIN, (int64_t)INT32_MIN - 1, INT64_MIN,
                                     INT64_MAX, -2 };
+    static const hkv_stamp stamps[] = { 0, 1, 0x7f, 0xff, 0x10000, UINT64_MAX };
     struct wire_msg m;
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        hkv_stamp st = stamps[i % (sizeof stamps / sizeof stamps[0])];
         buf_reset(&buf);
-        ck_assert_int_eq(wire_put_int(&buf, 16, ints[i]), HKV_OK);
+        ck_assert_int_eq(wire_put_int(&buf, 16, ints[i], st), HKV_OK);
         ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
         ck_assert_uint_eq(m.type, WIRE_INT);
         ck_assert_int_eq(m.u.integer.value, ints[i]);
+        ck_assert_uint_eq(m.u.integer.stamp, st);
         reencode_equal(&m);
     }
+    /* the stamp is part of the message */
+    struct wire_msg other = m;
+    other.u.integer.stamp ^= 1;
+    ck_assert(!wire_msg_equal(&m, &other));
 
     buf_reset(&buf);
     ck_assert_int_eq(wire_put_moved(&buf, 17, 0x2a5, 10, 31, 3), HKV_OK);
@@ -417,8 +486,8 @@ START_TEST(frames_split_at_every_byte_boundary_reassemble)
     struct wire_slice keys[2] = { S("alpha"), S("beta") };
     ck_assert_int_eq(wire_put_get(&buf, 1, keys, 2), HKV_OK);
     size_t first = buf.len;
-    ck_assert_int_eq(wire_put_set(&buf, 2, S("k"), S("v"), 5, (struct wire_expiry){ 0, 0 }, 0, 0),
-                     HKV_OK);
+    ck_assert_int_eq(wire_put_set(&buf, 2, S("k"), S("v"), rid(5, 4, 0),
+                                  (struct wire_expiry){ 0, 0 }, 0, 0), HKV_OK);
     ck_assert_int_eq(wire_put_ping(&buf, 3), HKV_OK);
     size_t total = buf.len;
 
@@ -596,23 +665,32 @@ START_TEST(wrong_field_types_refused)
         { { 0x81, 0x01, 0x01 }, 3, "expected array" },
         /* OK applied is an int, not a bool */
         { { 0x95, WIRE_OK, 0x01, 0x01, 0x01, 0xc0 }, 6, "expected bool" },
-        /* PERSIST stamp is a string */
-        { { 0x94, WIRE_PERSIST, 0x01, 0xa1, 'k', 0xa1, '1' }, 7, "expected integer" },
+        /* PERSIST rid seq is a string */
+        { { 0x96, WIRE_PERSIST, 0x01, 0xa1, 'k', 0xa1, '1', 0x00, 0x00 }, 9, "expected integer" },
+        /* GETDEL rid ack is negative */
+        { { 0x96, WIRE_GETDEL, 0x01, 0xa1, 'k', 0x01, 0xff, 0x00 }, 8,
+          "negative where unsigned expected" },
+        /* DEL rid prev is nil */
+        { { 0x96, WIRE_DEL, 0x01, 0x91, 0xa1, 'k', 0x01, 0x00, 0xc0 }, 9, "expected integer" },
         /* HELLO role 3 */
-        { { 0x96, WIRE_HELLO, 0x01, 0x01, 0x01, 0xa0, 0x03 }, 7, "unknown link role" },
+        { { 0x97, WIRE_HELLO, 0x01, 0x01, 0x01, 0xa0, 0x03, 0x01 }, 8, "unknown link role" },
         /* HELLO version over u32 */
-        { { 0x96, WIRE_HELLO, 0x01, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0, 0x01, 0xa0, 0x00 }, 15,
+        { { 0x97, WIRE_HELLO, 0x01, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0, 0x01, 0xa0, 0x00, 0x01 }, 16,
           "integer out of range" },
+        /* HELLO incarnation is a string */
+        { { 0x97, WIRE_HELLO, 0x01, 0x01, 0x01, 0xa0, 0x00, 0xa1, '1' }, 9, "expected integer" },
+        /* INT stamp is negative */
+        { { 0x94, WIRE_INT, 0x01, 0x05, 0xff }, 5, "negative where unsigned expected" },
         /* ERROR code over i32 */
         { { 0x94, WIRE_ERROR, 0x01, 0xce, 0x80, 0, 0, 0, 0xa0 }, 9, "integer out of range" },
         /* SET with NX|XX */
-        { { 0x99, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x01, 0x00, 0x00, 0x03, 0x00 }, 12,
-          "bad SET expiry or flags" },
+        { { 0x9b, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x01, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00 },
+          14, "bad SET expiry or flags" },
         /* SET with expiry kind 4 */
-        { { 0x99, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x01, 0x04, 0x00, 0x00, 0x00 }, 12,
-          "bad SET expiry or flags" },
+        { { 0x9b, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x01, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00 },
+          14, "bad SET expiry or flags" },
         /* EXPIRE with kind NONE */
-        { { 0x97, WIRE_EXPIRE, 0x01, 0xa1, 'k', 0x00, 0x00, 0x01, 0x00 }, 9,
+        { { 0x99, WIRE_EXPIRE, 0x01, 0xa1, 'k', 0x00, 0x00, 0x01, 0x00, 0x00, 0x00 }, 11,
           "bad EXPIRE expiry or flags" },
         /* MOVED leaf 4 with 2 bits */
         { { 0x96, WIRE_MOVED, 0x01, 0x04, 0x02, 0x01, 0x00 }, 7, "leaf does not fit its bits" },
@@ -635,8 +713,8 @@ START_TEST(unknown_type_refused_keeping_the_id)
 {
     struct wire_msg m;
     const char *why;
-    const uint8_t t12[] = { 0x92, 12, 0x2a };
-    ck_assert_int_eq(decode_raw(t12, sizeof t12, &m, &why), HKV_EPROTO);
+    const uint8_t t13[] = { 0x92, WIRE_GETDEL + 1, 0x2a };  /* the first unused request kind */
+    ck_assert_int_eq(decode_raw(t13, sizeof t13, &m, &why), HKV_EPROTO);
     ck_assert_str_eq(why, "unknown message type");
     ck_assert_uint_eq(m.type, 0);
     ck_assert_uint_eq(m.id, 42);  /* the caller can still answer ERROR to 42 */
@@ -645,7 +723,8 @@ START_TEST(unknown_type_refused_keeping_the_id)
     ck_assert_str_eq(why, "unknown message type");
     const uint8_t t0[] = { 0x92, 0x00, 0x2a };
     ck_assert_int_eq(decode_raw(t0, sizeof t0, &m, &why), HKV_EPROTO);
-    ck_assert_ptr_null(wire_type_name(12));
+    ck_assert_ptr_null(wire_type_name(WIRE_GETDEL + 1));
+    ck_assert(!wire_is_request(WIRE_GETDEL + 1));
     ck_assert_str_eq(wire_type_name(WIRE_STATS_REPLY), "STATS_REPLY");
 }
 END_TEST
@@ -692,12 +771,17 @@ START_TEST(every_truncation_of_a_valid_payload_refused)
     struct wire_item items[2] = { { true, S("val"), 0x1122334455667788ULL, 1 }, { false } };
     struct wire_stat st[1] = { { S("n"), -300 } };
     struct wire_slice old = S("o");
-    ck_assert_int_eq(wire_put_set(&buf, 300, S("key"), S("value"), 1ULL << 60,
+    ck_assert_int_eq(wire_put_set(&buf, 300, S("key"), S("value"), rid(1ULL << 60, 1ULL << 59, 7),
                                   (struct wire_expiry){ WIRE_EXP_REL, -70000 }, WIRE_SET_GET, 1),
                      HKV_OK);
     ck_assert_int_eq(wire_put_values(&buf, 301, items, 2), HKV_OK);
     ck_assert_int_eq(wire_put_stats_reply(&buf, 302, st, 1), HKV_OK);
     ck_assert_int_eq(wire_put_ok(&buf, 303, 1, true, &old), HKV_OK);
+    ck_assert_int_eq(wire_put_getdel(&buf, 304, S("gd"), rid(3, 2, WIRE_PREV_UNKNOWN)), HKV_OK);
+    ck_assert_int_eq(wire_put_int(&buf, 305, -300, 0x1122334455667788ULL), HKV_OK);
+    ck_assert_int_eq(wire_put_hello(&buf, 306, WIRE_VERSION, 9, S("c"), WIRE_ROLE_WRITE,
+                                    1ULL << 40), HKV_OK);
+    ck_assert_int_eq(wire_put_hello_ok(&buf, 307, WIRE_VERSION, 2, S("p"), 5, 1ULL << 33), HKV_OK);
     const char *at = buf.data, *end = buf.data + buf.len;
     int frames = 0;
     while (at < end) {
@@ -715,7 +799,7 @@ START_TEST(every_truncation_of_a_valid_payload_refused)
         at += used;
         frames++;
     }
-    ck_assert_int_eq(frames, 4);
+    ck_assert_int_eq(frames, 8);
 }
 END_TEST
 
@@ -756,6 +840,174 @@ START_TEST(key_count_over_decoder_limit_is_etoobig)
 }
 END_TEST
 
+/* ---- request ids, incarnations and field counts ---- */
+
+/* One write request per kind, hand-encoded, with seq at byte `seq_at`. */
+static const struct { uint8_t type; uint8_t b[16]; size_t n, seq_at; } rid_frames[] = {
+    { WIRE_SET, { 0x9b, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
+                  0x00 }, 14, 7 },
+    { WIRE_DEL, { 0x96, WIRE_DEL, 0x01, 0x91, 0xa1, 'k', 0x01, 0x00, 0x00 }, 9, 6 },
+    { WIRE_INCRBY, { 0x97, WIRE_INCRBY, 0x01, 0xa1, 'k', 0x01, 0x01, 0x00, 0x00 }, 9, 6 },
+    { WIRE_EXPIRE, { 0x99, WIRE_EXPIRE, 0x01, 0xa1, 'k', 0x01, 0x05, 0x01, 0x00, 0x00, 0x00 }, 11,
+      7 },
+    { WIRE_PERSIST, { 0x96, WIRE_PERSIST, 0x01, 0xa1, 'k', 0x01, 0x00, 0x00 }, 8, 5 },
+    { WIRE_GETDEL, { 0x96, WIRE_GETDEL, 0x01, 0xa1, 'k', 0x01, 0x00, 0x00 }, 8, 5 },
+};
+
+START_TEST(seq_zero_refused_by_decoder_for_every_write)
+{
+    for (size_t i = 0; i < sizeof rid_frames / sizeof rid_frames[0]; i++) {
+        uint8_t f[16];
+        struct wire_msg m;
+        const char *why = NULL;
+        memcpy(f, rid_frames[i].b, sizeof f);
+        /* as written (seq 1) the frame is valid ... */
+        ck_assert_msg(decode_raw(f, rid_frames[i].n, &m, &why) == HKV_OK, "case %zu: %s", i, why);
+        ck_assert_uint_eq(m.type, rid_frames[i].type);
+        ck_assert(wire_is_write(m.type));
+        /* ... with seq 0 it is refused, keeping the type and id for the ERROR */
+        f[rid_frames[i].seq_at] = 0x00;
+        ck_assert_msg(decode_raw(f, rid_frames[i].n, &m, &why) == HKV_EPROTO, "case %zu", i);
+        ck_assert_str_eq(why, "rid seq 0");
+        ck_assert_uint_eq(m.type, rid_frames[i].type);
+        ck_assert_uint_eq(m.id, 1);
+        /* ack and prev may be anything, 0 included */
+        f[rid_frames[i].seq_at] = 0x05;
+        f[rid_frames[i].seq_at + 1] = 0x00;
+        f[rid_frames[i].seq_at + 2] = 0x00;
+        ck_assert_int_eq(decode_raw(f, rid_frames[i].n, &m, NULL), HKV_OK);
+    }
+}
+END_TEST
+
+START_TEST(seq_zero_refused_by_encoder_for_every_write)
+{
+    struct wire_slice k = S("k");
+    struct wire_rid zero = rid(0, 5, 5);
+    struct wire_expiry none = { WIRE_EXP_NONE, 0 }, ten = { WIRE_EXP_REL, 10 };
+    ck_assert_int_eq(wire_put_ping(&buf, 1), HKV_OK);
+    size_t len = buf.len;
+    ck_assert_int_eq(wire_put_set(&buf, 2, k, k, zero, none, 0, 0), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_del(&buf, 2, &k, 1, zero), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_incrby(&buf, 2, k, 1, zero), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_expire(&buf, 2, k, ten, zero, 0), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_persist(&buf, 2, k, zero), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_getdel(&buf, 2, k, zero), HKV_EINVAL);
+    struct wire_msg m = { .type = WIRE_GETDEL, .id = 2 };
+    m.u.getdel.key = k;
+    m.u.getdel.rid = zero;
+    ck_assert_int_eq(wire_put_msg(&buf, &m), HKV_EINVAL);
+    ck_assert_uint_eq(buf.len, len); /* nothing half-written */
+    /* seq 1 with ack and prev 0 is a valid first attempt */
+    m.u.getdel.rid = rid(1, 0, 0);
+    ck_assert_int_eq(wire_put_msg(&buf, &m), HKV_OK);
+    ck_assert_uint_gt(buf.len, len);
+}
+END_TEST
+
+START_TEST(incarnation_zero_refused_both_ways)
+{
+    struct wire_msg m;
+    const char *why = NULL;
+    uint8_t hello[] = { 0x97, WIRE_HELLO, 0x01, 0x02, 0x03, 0xa1, 'c', 0x01, 0x01 };
+    uint8_t hello_ok[] = { 0x97, WIRE_HELLO_OK, 0x01, 0x02, 0x03, 0xa1, 'p', 0x04, 0x01 };
+    ck_assert_int_eq(decode_raw(hello, sizeof hello, &m, &why), HKV_OK);
+    ck_assert_uint_eq(m.u.hello.incarnation, 1);
+    ck_assert_int_eq(decode_raw(hello_ok, sizeof hello_ok, &m, &why), HKV_OK);
+    ck_assert_uint_eq(m.u.hello_ok.incarnation, 1);
+    ck_assert_uint_eq(m.u.hello_ok.map_gen, 4);
+    hello[sizeof hello - 1] = 0x00;
+    hello_ok[sizeof hello_ok - 1] = 0x00;
+    ck_assert_int_eq(decode_raw(hello, sizeof hello, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "incarnation 0");
+    ck_assert_uint_eq(m.type, WIRE_HELLO);
+    ck_assert_uint_eq(m.id, 1);
+    ck_assert_int_eq(decode_raw(hello_ok, sizeof hello_ok, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "incarnation 0");
+
+    ck_assert_int_eq(wire_put_hello(&buf, 1, WIRE_VERSION, 1, S("c"), WIRE_ROLE_READ, 0),
+                     HKV_EINVAL);
+    ck_assert_int_eq(wire_put_hello_ok(&buf, 1, WIRE_VERSION, 1, S("p"), 1, 0), HKV_EINVAL);
+    struct wire_msg h = { .type = WIRE_HELLO, .id = 1 };
+    h.u.hello.version = WIRE_VERSION;
+    ck_assert_int_eq(wire_put_msg(&buf, &h), HKV_EINVAL);
+    ck_assert_uint_eq(buf.len, 0);
+}
+END_TEST
+
+START_TEST(old_format_frames_refused_by_field_count)
+{
+    /* frames of the previous protocol: a stamp where a rid now is, no
+     * incarnation, INT without a stamp */
+    static const struct { uint8_t b[12]; size_t n; uint8_t type; } old[] = {
+        { { 0x96, WIRE_HELLO, 0x01, 0x02, 0x01, 0xa0, 0x00 }, 7, WIRE_HELLO },
+        { { 0x96, WIRE_HELLO_OK, 0x01, 0x02, 0x01, 0xa0, 0x07 }, 7, WIRE_HELLO_OK },
+        { { 0x99, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x05, 0x00, 0x00, 0x00, 0x00 }, 12,
+          WIRE_SET },
+        { { 0x94, WIRE_DEL, 0x01, 0x91, 0xa1, 'k', 0x05 }, 7, WIRE_DEL },
+        { { 0x95, WIRE_INCRBY, 0x01, 0xa1, 'k', 0x01, 0x05 }, 7, WIRE_INCRBY },
+        { { 0x97, WIRE_EXPIRE, 0x01, 0xa1, 'k', 0x01, 0x05, 0x05, 0x00 }, 9, WIRE_EXPIRE },
+        { { 0x94, WIRE_PERSIST, 0x01, 0xa1, 'k', 0x05 }, 6, WIRE_PERSIST },
+        { { 0x94, WIRE_GETDEL, 0x01, 0xa1, 'k', 0x05 }, 6, WIRE_GETDEL },
+        { { 0x93, WIRE_INT, 0x01, 0x05 }, 4, WIRE_INT },
+    };
+    for (size_t i = 0; i < sizeof old / sizeof old[0]; i++) {
+        struct wire_msg m;
+        const char *why = NULL;
+        ck_assert_msg(decode_raw(old[i].b, old[i].n, &m, &why) == HKV_EPROTO, "case %zu", i);
+        ck_assert_msg(strcmp(why, "missing fields") == 0, "case %zu: %s", i, why);
+        ck_assert_uint_eq(m.type, old[i].type);
+        ck_assert_uint_eq(m.id, 1);
+    }
+}
+END_TEST
+
+/* Every kind whose fields changed: one field fewer or more than its schema is
+ * refused by count, before any field is read. */
+START_TEST(changed_kinds_refuse_one_field_fewer_or_more)
+{
+    struct wire_slice k = S("key");
+    ck_assert_int_eq(wire_put_hello(&buf, 1, WIRE_VERSION, 1, S("colo"), WIRE_ROLE_WRITE, 9),
+                     HKV_OK);
+    ck_assert_int_eq(wire_put_hello_ok(&buf, 2, WIRE_VERSION, 1, S("pool"), 3, 9), HKV_OK);
+    ck_assert_int_eq(wire_put_set(&buf, 3, k, S("val"), rid(1, 0, 0), (struct wire_expiry){ 0, 0 },
+                                  0, 0), HKV_OK);
+    ck_assert_int_eq(wire_put_del(&buf, 4, &k, 1, rid(1, 0, 0)), HKV_OK);
+    ck_assert_int_eq(wire_put_incrby(&buf, 5, k, 1, rid(1, 0, 0)), HKV_OK);
+    ck_assert_int_eq(wire_put_expire(&buf, 6, k, (struct wire_expiry){ WIRE_EXP_REL, 1 },
+                                     rid(1, 0, 0), 0), HKV_OK);
+    ck_assert_int_eq(wire_put_persist(&buf, 7, k, rid(1, 0, 0)), HKV_OK);
+    ck_assert_int_eq(wire_put_getdel(&buf, 8, k, rid(1, 0, 0)), HKV_OK);
+    ck_assert_int_eq(wire_put_int(&buf, 9, -300, 1), HKV_OK);
+    static const int nfields[] = { 5, 5, 9, 4, 5, 7, 4, 4, 2 };  /* after type and id */
+    const char *at = buf.data, *end = buf.data + buf.len;
+    size_t frames = 0;
+    while (at < end) {
+        const char *p;
+        size_t plen, used;
+        struct wire_msg m;
+        const char *why = NULL;
+        ck_assert_int_eq(wire_next_frame(at, (size_t)(end - at), 0, &p, &plen, &used), HKV_OK);
+        ck_assert_uint_lt(frames, sizeof nfields / sizeof nfields[0]);
+        uint8_t f[64];
+        ck_assert_uint_le(plen, sizeof f);
+        memcpy(f, p, plen);
+        ck_assert_uint_eq(f[0], 0x90 | (2 + nfields[frames]));  /* fixarray: type, id, fields */
+        ck_assert_int_eq(decode_raw(f, plen, &m, NULL), HKV_OK);
+        f[0]--;
+        ck_assert_int_eq(decode_raw(f, plen, &m, &why), HKV_EPROTO);
+        ck_assert_msg(strcmp(why, "missing fields") == 0, "frame %zu: %s", frames, why);
+        f[0] += 2;
+        ck_assert_int_eq(decode_raw(f, plen, &m, &why), HKV_EPROTO);
+        ck_assert_msg(strcmp(why, "extra fields") == 0, "frame %zu: %s", frames, why);
+        ck_assert_uint_eq(m.id, frames + 1);
+        at += used;
+        frames++;
+    }
+    ck_assert_uint_eq(frames, sizeof nfields / sizeof nfields[0]);
+}
+END_TEST
+
 /* ---- encoder contract ---- */
 
 START_TEST(encoder_refuses_what_decoder_would_and_leaves_buffer_unchanged)
@@ -764,16 +1016,17 @@ START_TEST(encoder_refuses_what_decoder_would_and_leaves_buffer_unchanged)
     ck_assert_int_eq(wire_put_ping(&buf, 1), HKV_OK);
     size_t len = buf.len;
     ck_assert_int_eq(wire_put_get(&buf, 2, &k, 0), HKV_EINVAL);
-    ck_assert_int_eq(wire_put_del(&buf, 2, &k, 0, 1), HKV_EINVAL);
-    ck_assert_int_eq(wire_put_set(&buf, 2, k, k, 1, (struct wire_expiry){ WIRE_EXP_KEEP, 5 }, 0, 0),
-                     HKV_EINVAL);
-    ck_assert_int_eq(wire_put_set(&buf, 2, k, k, 1, (struct wire_expiry){ 0, 0 },
+    struct wire_rid r1 = rid(1, 0, 0);
+    ck_assert_int_eq(wire_put_del(&buf, 2, &k, 0, r1), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_set(&buf, 2, k, k, r1, (struct wire_expiry){ WIRE_EXP_KEEP, 5 },
+                                  0, 0), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_set(&buf, 2, k, k, r1, (struct wire_expiry){ 0, 0 },
                                   WIRE_SET_NX | WIRE_SET_XX, 0), HKV_EINVAL);
-    ck_assert_int_eq(wire_put_expire(&buf, 2, k, (struct wire_expiry){ WIRE_EXP_REL, 5 }, 1,
+    ck_assert_int_eq(wire_put_expire(&buf, 2, k, (struct wire_expiry){ WIRE_EXP_REL, 5 }, r1,
                                      WIRE_EXPIRE_GT | WIRE_EXPIRE_LT), HKV_EINVAL);
-    ck_assert_int_eq(wire_put_expire(&buf, 2, k, (struct wire_expiry){ WIRE_EXP_REL, 5 }, 1,
+    ck_assert_int_eq(wire_put_expire(&buf, 2, k, (struct wire_expiry){ WIRE_EXP_REL, 5 }, r1,
                                      WIRE_EXPIRE_NX | WIRE_EXPIRE_XX), HKV_EINVAL);
-    ck_assert_int_eq(wire_put_hello(&buf, 2, 1, 1, k, 3), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_hello(&buf, 2, 1, 1, k, 3, 1), HKV_EINVAL);
     ck_assert_int_eq(wire_put_moved(&buf, 2, 8, 3, 1, 0), HKV_EINVAL);
     ck_assert_int_eq(wire_put_moved(&buf, 2, 0, 33, 1, 0), HKV_EINVAL);
     /* A failure half-way through (a NULL key after a good one) rolls back too. */
@@ -813,7 +1066,7 @@ END_TEST
 START_TEST(msgpack_c_reads_our_frames_and_we_read_its_output)
 {
     /* Ours -> msgpack-c. */
-    ck_assert_int_eq(wire_put_set(&buf, 70000, S("key"), S("val"), UINT64_MAX,
+    ck_assert_int_eq(wire_put_set(&buf, 70000, S("key"), S("val"), rid(UINT64_MAX, 1, 0),
                                   (struct wire_expiry){ WIRE_EXP_REL, -1 }, WIRE_SET_XX, 2),
                      HKV_OK);
     msgpack_unpacked u;
@@ -824,14 +1077,20 @@ START_TEST(msgpack_c_reads_our_frames_and_we_read_its_output)
     ck_assert_uint_eq(off, buf.len - 4);
     msgpack_object o = u.data;
     ck_assert_int_eq(o.type, MSGPACK_OBJECT_ARRAY);
-    ck_assert_uint_eq(o.via.array.size, 9);
+    ck_assert_uint_eq(o.via.array.size, 11);  /* type, id, key, value, seq, ack, prev, kind,
+                                                 ms, flags, class */
     ck_assert_uint_eq(o.via.array.ptr[0].via.u64, WIRE_SET);
     ck_assert_uint_eq(o.via.array.ptr[1].via.u64, 70000);
     ck_assert_int_eq(o.via.array.ptr[2].type, MSGPACK_OBJECT_BIN);
     ck_assert_mem_eq(o.via.array.ptr[2].via.bin.ptr, "key", 3);
     ck_assert_uint_eq(o.via.array.ptr[4].via.u64, UINT64_MAX);
-    ck_assert_int_eq(o.via.array.ptr[6].type, MSGPACK_OBJECT_NEGATIVE_INTEGER);
-    ck_assert_int_eq(o.via.array.ptr[6].via.i64, -1);
+    ck_assert_uint_eq(o.via.array.ptr[5].via.u64, 1);
+    ck_assert_uint_eq(o.via.array.ptr[6].via.u64, 0);
+    ck_assert_uint_eq(o.via.array.ptr[7].via.u64, WIRE_EXP_REL);
+    ck_assert_int_eq(o.via.array.ptr[8].type, MSGPACK_OBJECT_NEGATIVE_INTEGER);
+    ck_assert_int_eq(o.via.array.ptr[8].via.i64, -1);
+    ck_assert_uint_eq(o.via.array.ptr[9].via.u64, WIRE_SET_XX);
+    ck_assert_uint_eq(o.via.array.ptr[10].via.u64, 2);
     msgpack_unpacked_destroy(&u);
 
     /* msgpack-c -> ours: a HELLO with str colo, and int64-packed fields. */
@@ -839,13 +1098,14 @@ START_TEST(msgpack_c_reads_our_frames_and_we_read_its_output)
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, 6);
+    msgpack_pack_array(&pk, 7);
     msgpack_pack_int64(&pk, WIRE_HELLO);
     msgpack_pack_uint64(&pk, 123456789012ULL);
     msgpack_pack_int32(&pk, WIRE_VERSION);
     msgpack_pack_uint16(&pk, 12);
     msgpack_pack_str_with_body(&pk, "colo-b", 6);
     msgpack_pack_uint8(&pk, WIRE_ROLE_WRITE);
+    msgpack_pack_int64(&pk, 42);  /* incarnation, packed as a signed int */
     struct wire_msg m;
     ck_assert_int_eq(wire_decode(&dec, sb.data, sb.size, &m, NULL), HKV_OK);
     ck_assert_uint_eq(m.type, WIRE_HELLO);
@@ -854,6 +1114,7 @@ START_TEST(msgpack_c_reads_our_frames_and_we_read_its_output)
     ck_assert_uint_eq(m.u.hello.edge_id, 12);
     SLICE_IS(m.u.hello.colo, "colo-b");
     ck_assert_uint_eq(m.u.hello.role, WIRE_ROLE_WRITE);
+    ck_assert_uint_eq(m.u.hello.incarnation, 42);
     msgpack_sbuffer_destroy(&sb);
 }
 END_TEST
@@ -861,10 +1122,11 @@ END_TEST
 Suite *wire_suite(void)
 {
     Suite *s = suite_create("wire");
-    struct { const char *name; const TTest *tests[10]; } groups[] = {
+    struct { const char *name; const TTest *tests[12]; } groups[] = {
         { "round_trip",
           { hello_and_hello_ok_round_trip, get_one_and_many_keys_round_trip_in_order,
             set_round_trips_every_expiry_kind_and_flag, write_requests_round_trip,
+            getdel_round_trips_as_a_write_request,
             read_and_admin_requests_round_trip, value_replies_round_trip,
             int_moved_error_round_trip_with_extreme_values, scan_and_stats_replies_round_trip,
             push_and_invalidate_round_trip_with_id_zero } },
@@ -881,6 +1143,12 @@ Suite *wire_suite(void)
             id_rules_enforced_both_ways, trailing_bytes_and_extra_fields_refused } },
         { "truncation",
           { every_truncation_of_a_valid_payload_refused, empty_frame_refused } },
+        { "request_ids",
+          { seq_zero_refused_by_decoder_for_every_write,
+            seq_zero_refused_by_encoder_for_every_write, incarnation_zero_refused_both_ways } },
+        { "field_counts",
+          { old_format_frames_refused_by_field_count,
+            changed_kinds_refuse_one_field_fewer_or_more } },
         { "encoder_contract", { encoder_refuses_what_decoder_would_and_leaves_buffer_unchanged } },
         { "zero_copy", { decoder_reuses_its_key_array_and_copies_nothing } },
         { "msgpack_c_interop", { msgpack_c_reads_our_frames_and_we_read_its_output } },
@@ -888,7 +1156,7 @@ Suite *wire_suite(void)
     for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
         TCase *tc = tcase_create(groups[g].name);
         tcase_add_checked_fixture(tc, setup, teardown);
-        for (size_t t = 0; t < 10 && groups[g].tests[t] != NULL; t++)
+        for (size_t t = 0; t < 12 && groups[g].tests[t] != NULL; t++)
             tcase_add_test(tc, groups[g].tests[t]);
         suite_add_tcase(s, tc);
     }

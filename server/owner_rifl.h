@@ -1,0 +1,74 @@
+/*
+ * owner_rifl.h - the owner's completion records: what makes a retried write
+ * exactly-once (RIFL: "Implementing Linearizability at Large Scale and Low
+ * Latency", SOSP 2015; the Raft thesis §6.3 on client sessions).
+ *
+ * An edge process (writer id and incarnation, from its HELLO) numbers its
+ * write requests (seq, proto/wire.h "Versions and request ids").  When the
+ * owner has applied one (or decided it does not apply: NX met, XX not met,
+ * not an integer ...) it records the reply under (writer, incarnation, seq);
+ * a retry of that request finds the record and gets the same reply, never a
+ * second application.  A record is forgotten
+ *   - when the writer says it will not retry it: every request carries
+ *     `ack`, and all of that writer's seqs below ack are finished;
+ *   - when a new incarnation of the writer appears (the old process is gone,
+ *     the master restarts a slot only after reaping it);
+ *   - as a last bound, past `max` records of one writer: its oldest goes
+ *     first and is counted in `dropped` (a retry of it would apply again).
+ *     Only a writer with that many requests unfinished at once can get
+ *     there, and it only evicts its own records.
+ *
+ * A durable write's record names the commit ticket that holds its reply
+ * (owner_int.h); a retry that finds a ticket still pending waits for that
+ * same commit instead of being answered at once.
+ *
+ * One table per owner, used from its loop only: nothing locks.
+ */
+#ifndef HKV_OWNER_RIFL_H
+#define HKV_OWNER_RIFL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/stamp.h"
+
+struct rifl;
+
+/* A finished write's reply, as the owner sent it. */
+struct rifl_result {
+    uint8_t type;          /* WIRE_OK or WIRE_INT */
+    uint8_t applied;       /* OK: applied */
+    uint8_t has_old;       /* OK: old value present */
+    int64_t value;         /* INT: the integer */
+    hkv_stamp version;     /* the version the write left on its key(s) */
+    const char *old;       /* OK: the old value (rifl_put copies it) */
+    size_t oldlen;
+    uint64_t ticket;       /* durable: the commit ticket holding the reply, 0 = none */
+};
+
+struct rifl_stats {
+    uint64_t records;      /* held now */
+    uint64_t dropped;      /* forgotten by the bound before their writer acked them */
+};
+
+/* max: records per writer (>= 1).  HKV_OK or HKV_ENOMEM. */
+int rifl_create(size_t max, struct rifl **out);
+/* Frees every record; sets *r = NULL.  NULL-safe. */
+void rifl_destroy(struct rifl **r);
+void rifl_set_max(struct rifl *r, size_t max);
+
+/* A request of (writer, inc) arrived carrying ack: forgets that writer's
+ * records below ack, and every record of an older incarnation. */
+void rifl_ack(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t ack);
+/* The record of a request, or NULL.  Valid until the next rifl_put,
+ * rifl_ack or rifl_destroy. */
+const struct rifl_result *rifl_get(const struct rifl *r, uint32_t writer, uint64_t inc,
+                                   uint64_t seq);
+/* Records a request's result (old copied).  A second put of the same
+ * request replaces the first.  HKV_OK or HKV_ENOMEM (nothing recorded: the
+ * caller still answers; a retry would apply again). */
+int rifl_put(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq,
+             const struct rifl_result *res);
+void rifl_stats(const struct rifl *r, struct rifl_stats *out);
+
+#endif
