@@ -17,8 +17,8 @@
  * carries the incarnation the previous attempt reached (rid.prev), and the
  * owner answers "outcome unknown" rather than apply it a second time.
  * Every request also says which of this edge's requests are finished (ack:
- * the lowest unfinished seq, kept by a list of unfinished write requests in
- * seq order), so owners forget those results.  One op timer serves the
+ * the lowest unfinished seq sent to that owner, from a per-owner list of
+ * unfinished write requests in seq order), so owners forget those results.  One op timer serves the
  * backoff and the overall deadline.  A failed write pings the owner (STATS)
  * and logs one line with what it said, or that it was mute.
  */
@@ -124,39 +124,48 @@ static int encode(struct hkv_buf *b, uint64_t id, struct oreq *r, struct wire_ri
 static void oreq_cb(void *arg, int status, const struct wire_msg *m);
 static void oreq_done(struct oreq *r);
 
-/* ---- unfinished write requests, in seq order (for ack) ---------------------- */
+/* ---- unfinished write requests per owner, in seq order (for ack) --------------- */
 
-static void wq_push(struct edge *e, struct oreq *r)
+/* Inserts r in o's list, keeping it sorted by seq: the head is the oldest
+ * unfinished request, what ack is made of.  Requests are numbered in the
+ * order they are linked, so this walks only for a request that MOVED. */
+static void wq_link(struct owner_ref *o, struct oreq *r)
 {
-    r->wnext = NULL;
-    r->wprev = e->wq_tail;
-    if (e->wq_tail != NULL)
-        e->wq_tail->wnext = r;
+    struct oreq *after = o->wq_tail;
+    while (after != NULL && after->seq > r->seq)
+        after = after->wprev;
+    r->wprev = after;
+    r->wnext = after != NULL ? after->wnext : o->wq_head;
+    if (r->wnext != NULL)
+        r->wnext->wprev = r;
     else
-        e->wq_head = r;
-    e->wq_tail = r;
+        o->wq_tail = r;
+    if (after != NULL)
+        after->wnext = r;
+    else
+        o->wq_head = r;
 }
 
-static void wq_remove(struct edge *e, struct oreq *r)
+static void wq_unlink(struct owner_ref *o, struct oreq *r)
 {
-    if (r->seq == 0)
-        return;
     if (r->wprev != NULL)
         r->wprev->wnext = r->wnext;
     else
-        e->wq_head = r->wnext;
+        o->wq_head = r->wnext;
     if (r->wnext != NULL)
         r->wnext->wprev = r->wprev;
     else
-        e->wq_tail = r->wprev;
+        o->wq_tail = r->wprev;
     r->wprev = r->wnext = NULL;
-    r->seq = 0;
 }
 
-/* The request id of a write attempt about to go out on link l. */
+/* The request id of a write attempt about to go out on link l: every
+ * request of this edge to this owner below ack is finished (an owner that
+ * is down holds back only its own records). */
 static struct wire_rid next_rid(struct edge *e, struct oreq *r, struct elink *l)
 {
-    struct wire_rid rid = {r->seq, e->wq_head != NULL ? e->wq_head->seq : e->next_seq + 1, 0};
+    struct owner_ref *o = r->owner;
+    struct wire_rid rid = {r->seq, o->wq_head != NULL ? o->wq_head->seq : e->next_seq + 1, 0};
     if (r->tried)
         rid.prev = elink_owner_of(l, r->conn);
     r->tried = 1;
@@ -224,7 +233,7 @@ void op_start(struct op *op)
         r->tried = 0;
         if (r->role == WIRE_ROLE_WRITE && wire_is_write(r->type)) {
             r->seq = ++e->next_seq;
-            wq_push(e, r);
+            wq_link(r->owner, r);
         }
     }
     op->pending = (int)op->nreqs;
@@ -248,7 +257,10 @@ static void oreq_done(struct oreq *r)
 {
     struct op *op = r->op;
     r->state = OREQ_DONE;
-    wq_remove(op->e, r);
+    if (r->seq != 0) {
+        wq_unlink(r->owner, r);
+        r->seq = 0;
+    }
     if (--op->pending > 0)
         return;
     if (op->timer_on) {
@@ -377,6 +389,10 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
                 const struct wire_slice *k = &op->keys[op->kidx[r->k0]];
                 struct owner_ref *o = edge_owner_of(e, k->p, k->len, &rt);
                 if (o != NULL) {
+                    if (r->seq != 0) {
+                        wq_unlink(r->owner, r);
+                        wq_link(o, r);
+                    }
                     r->owner = o;
                     r->tried = 0; /* MOVED: not applied; a new owner, a first attempt */
                     oreq_send(r);
@@ -431,7 +447,6 @@ int edge_data_setup(struct edge *e)
         if (getrandom(&e->incarnation, sizeof(e->incarnation), 0) != sizeof(e->incarnation))
             e->incarnation = ((uint64_t)getpid() << 32) ^ (uint64_t)edge_unix_ms();
     e->next_seq = 0;
-    e->wq_head = e->wq_tail = NULL;
     e->router = router_create(cfg);
     e->nowners = cfg->hot_owners + cfg->cold_owners;
     e->owners = calloc((size_t)(e->nowners > 0 ? e->nowners : 1), sizeof(*e->owners));

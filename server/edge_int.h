@@ -68,6 +68,7 @@ struct owner_ref {
     int64_t stats[OSTAT_COUNT];
     int64_t stats_at_ms;          /* 0 = never answered */
     int stats_inflight;
+    struct oreq *wq_head, *wq_tail; /* unfinished write requests to it, in seq order */
 };
 
 struct edge {
@@ -94,7 +95,6 @@ struct edge {
     struct router *router;
     uint64_t incarnation;         /* this process, in HELLO (exactly-once retries) */
     uint64_t next_seq;            /* the last write request number given */
-    struct oreq *wq_head, *wq_tail; /* unfinished write requests, in seq order */
     struct owner_ref *owners;     /* hot owners, then cold owners */
     int nowners;
     struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
@@ -258,7 +258,7 @@ struct oreq {
     /* writes: the request id (proto/wire.h "Versions and request ids") */
     uint64_t seq;                 /* 0 until op_start numbers it */
     uint64_t conn;                /* connection of the link the last attempt used */
-    struct oreq *wprev, *wnext;   /* in e->wq while unfinished */
+    struct oreq *wprev, *wnext;   /* in owner->wq while unfinished */
 };
 
 typedef void (*op_answer_fn)(struct op *op, struct oreq *r, const struct wire_msg *m);
