@@ -126,6 +126,13 @@ struct ledger_clock owner_clock(void);
 const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen);
 
 /* owner_persist.c */
+/* The next batch for the persister: up to max_rows dirty keys that filter
+ * accepts (NULL: all), or NULL when there is nothing to send (a ledger batch
+ * with no rows; *status = HKV_OK) or on an allocation failure (*status =
+ * HKV_ENOMEM): then the rows taken before it are given back as not persisted,
+ * so every key stays dirty and the next cut takes it again. */
+struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_rows,
+                                      ledger_filter_fn filter, void *arg, int *status);
 int owner_persist_setup(struct owner *o);
 void owner_persist_teardown(struct owner *o);
 /* Registers a durable waiter; its reply frame is taken from `reply`. */
