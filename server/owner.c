@@ -40,6 +40,7 @@ static void on_reload(void *arg, const struct cfg *next)
 {
     struct owner *o = arg;
     router_set_config(o->router, next);
+    owner_persist_reload(o, next);
 }
 
 int owner_main(struct worker_ctx *ctx)

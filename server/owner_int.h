@@ -134,6 +134,10 @@ const struct cfg_class *owner_class(struct owner *o, const char *key, size_t kle
 struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_rows,
                                       ledger_filter_fn filter, void *arg, int *status);
 int owner_persist_setup(struct owner *o);
+/* A reload: applies the reloadable persist settings of `next` (the persist
+ * tick's interval, the persister's fsync bound).  Called from the reload
+ * hook, before next replaces o->ctx->cfg. */
+void owner_persist_reload(struct owner *o, const struct cfg *next);
 void owner_persist_teardown(struct owner *o);
 /* Registers a durable waiter; its reply frame is taken from `reply`. */
 void owner_durable_wait(struct owner *o, struct olink *l, uint64_t id, const char *key,

@@ -454,6 +454,20 @@ int owner_persist_setup(struct owner *o)
     return 0;
 }
 
+void owner_persist_reload(struct owner *o, const struct cfg *next)
+{
+    /* o->ctx->cfg is still the old config here: the interval the tick runs
+     * at.  Re-arming restarts the period, so only a change re-arms it (a
+     * stream of unrelated reloads must not postpone the tick forever). */
+    int64_t ms = next->persist_interval_ms;
+    if (ms == o->ctx->cfg->persist_interval_ms || o->persist_tick == NULL)
+        return;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    event_add(o->persist_tick, &tv);
+    persister_set_interval(o->persister, (uint32_t)ms);
+    log_notice("persist-interval is now %lld ms", (long long)ms);
+}
+
 void owner_persist_flush_all(struct owner *o)
 {
     if (o->persister == NULL)
