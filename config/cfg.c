@@ -20,10 +20,20 @@ void cfg_destroy(struct cfg **cp)
 {
     if (cp == NULL || *cp == NULL)
         return;
+    if (--(*cp)->refs > 0) {
+        *cp = NULL;
+        return;
+    }
     for (size_t i = 0; i < cfg_noptions; i++)
         cfg_opt_release(*cp, &cfg_options[i]);
     free(*cp);
     *cp = NULL;
+}
+
+struct cfg *cfg_ref(struct cfg *c)
+{
+    c->refs++;
+    return c;
 }
 
 struct cfg *cfg_create(void)
@@ -31,6 +41,7 @@ struct cfg *cfg_create(void)
     struct cfg *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return NULL;
+    c->refs = 1;
     for (size_t i = 0; i < cfg_noptions; i++) {
         const struct cfg_option *o = &cfg_options[i];
         char why[CFG_WHY], **argv = NULL;
@@ -54,6 +65,7 @@ struct cfg *cfg_dup(const struct cfg *src)
     struct cfg *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return NULL;
+    c->refs = 1;
     for (size_t i = 0; i < cfg_noptions; i++) {
         if (cfg_opt_copy(c, src, &cfg_options[i]) != HKV_OK) {
             cfg_destroy(&c);

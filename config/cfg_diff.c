@@ -131,6 +131,8 @@ hkv_status cfg_set(struct cfg *c, const char *name, const char *value, struct cf
         struct cfg swap = *c;
         *c = *t;
         *t = swap;
+        t->refs = c->refs; /* the references stay with the objects */
+        c->refs = swap.refs;
     }
     cfg_destroy(&t);
     return st;

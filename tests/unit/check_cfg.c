@@ -1001,6 +1001,38 @@ START_TEST(config_set_changes_only_reloadable_non_path_values)
 }
 END_TEST
 
+/* A reload drops the process's reference; whatever still reads the old
+ * config holds its own, and the last one frees it (ASan/valgrind would
+ * report a read after free or a leak here). */
+START_TEST(config_lives_until_its_last_reference_goes)
+{
+    struct cfg *live = cfg_create();
+    struct cfg_error err = { "" };
+    ck_assert_int_eq(load_str(live, "class strict pattern \"e:*\" on-timeout error\n", &err),
+                     HKV_OK);
+    struct cfg *held = cfg_ref(live);
+    ck_assert_ptr_eq(held, live);
+    const struct cfg_class *k = cfg_class_for(held, "e:1", 3);
+    cfg_destroy(&live);          /* the reload's drop */
+    ck_assert_ptr_null(live);
+    ck_assert_str_eq(k->name, "strict");
+    ck_assert_int_eq(k->on_timeout, CFG_ONTO_ERROR);
+    /* CONFIG SET swaps values in place; the references stay with the object */
+    struct cfg *again = cfg_ref(held);
+    ck_assert_int_eq(cfg_set(held, "maxclients", "77", &err), HKV_OK);
+    ck_assert_int_eq(again->maxclients, 77);
+    cfg_destroy(&again);
+    ck_assert_int_eq(held->maxclients, 77);
+    cfg_destroy(&held);
+    struct cfg *orig = cfg_create(), *copy = cfg_dup(orig);
+    ck_assert_ptr_nonnull(copy);
+    cfg_destroy(&orig);
+    cfg_destroy(&copy);          /* a copy has a reference of its own */
+    ck_assert_ptr_null(copy);
+    cfg_destroy(&orig);          /* NULL-safe */
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t1, const TTest *t2, const TTest *t3)
 {
     TCase *tc = tcase_create(name);
@@ -1036,5 +1068,6 @@ Suite *cfg_suite(void)
         reload_merge_keeps_restart_only_values, NULL);
     add(s, "get_set", config_get_renders_redis_style,
         config_set_changes_only_reloadable_non_path_values, NULL);
+    add(s, "references", config_lives_until_its_last_reference_goes, NULL, NULL);
     return s;
 }
