@@ -159,6 +159,11 @@ struct cfg {
     /* References (cfg_ref): not part of the value, never compared, copied
      * or serialized. */
     int refs;
+    /* Where each directive was last set, by option-table row ("FILE:LINE",
+     * "command line", "CONFIG SET"), so a check that relates several
+     * directives can name the line to fix; NULL (array or entry) = the
+     * default.  Copied with the config, otherwise not part of its value. */
+    char **origins;
 };
 
 struct cfg_error {
