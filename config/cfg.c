@@ -20,10 +20,47 @@ void cfg_destroy(struct cfg **cp)
 {
     if (cp == NULL || *cp == NULL)
         return;
+    if (--(*cp)->refs > 0) {
+        *cp = NULL;
+        return;
+    }
     for (size_t i = 0; i < cfg_noptions; i++)
         cfg_opt_release(*cp, &cfg_options[i]);
+    for (size_t i = 0; (*cp)->origins != NULL && i < cfg_noptions; i++)
+        free((*cp)->origins[i]);
+    free((*cp)->origins);
     free(*cp);
     *cp = NULL;
+}
+
+const char *cfg_origin(const struct cfg *c, const struct cfg_option *o)
+{
+    return c->origins != NULL ? c->origins[o - cfg_options] : NULL;
+}
+
+hkv_status cfg_origin_set(struct cfg *c, const struct cfg_option *o, const char *where)
+{
+    if (c->origins == NULL && where == NULL)
+        return HKV_OK;
+    if (c->origins == NULL && (c->origins = calloc(cfg_noptions, sizeof(char *))) == NULL)
+        return HKV_ENOMEM;
+    char *w = NULL;
+    if (where != NULL && (w = strdup(where)) == NULL)
+        return HKV_ENOMEM;
+    free(c->origins[o - cfg_options]);
+    c->origins[o - cfg_options] = w;
+    return HKV_OK;
+}
+
+hkv_status cfg_origin_copy(struct cfg *dst, const struct cfg *src, const struct cfg_option *o)
+{
+    return dst == src ? HKV_OK : cfg_origin_set(dst, o, cfg_origin(src, o));
+}
+
+struct cfg *cfg_ref(struct cfg *c)
+{
+    c->refs++;
+    return c;
 }
 
 struct cfg *cfg_create(void)
@@ -31,6 +68,7 @@ struct cfg *cfg_create(void)
     struct cfg *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return NULL;
+    c->refs = 1;
     for (size_t i = 0; i < cfg_noptions; i++) {
         const struct cfg_option *o = &cfg_options[i];
         char why[CFG_WHY], **argv = NULL;
@@ -54,8 +92,10 @@ struct cfg *cfg_dup(const struct cfg *src)
     struct cfg *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return NULL;
+    c->refs = 1;
     for (size_t i = 0; i < cfg_noptions; i++) {
-        if (cfg_opt_copy(c, src, &cfg_options[i]) != HKV_OK) {
+        if (cfg_opt_copy(c, src, &cfg_options[i]) != HKV_OK ||
+            cfg_origin_copy(c, src, &cfg_options[i]) != HKV_OK) {
             cfg_destroy(&c);
             return NULL;
         }
@@ -104,6 +144,39 @@ static hkv_status validate_classes(const struct cfg *c, struct cfg_error *err)
     return HKV_OK;
 }
 
+/* Every single-key command a client may legally send must fit in one frame
+ * on the owner link: an owner closes a link on a frame over wire-max-frame.
+ * Such a command carries a key and a value, each up to proto-max-bulk-len,
+ * and the whole command fits in client-query-buffer-limit; CFG_FRAME_FIELDS
+ * is room for the frame's other fields (about 60 bytes today).  A multi-key
+ * command (DEL, MGET ...) is bounded only by the query buffer: one too large
+ * for a frame is refused by the edge, unsent (server/edge_link.h). */
+#define CFG_FRAME_FIELDS CFG_KB
+static hkv_status validate_frame(const struct cfg *c, struct cfg_error *err)
+{
+    int64_t two = 2 * c->proto_max_bulk_len; /* at most 8gb: no overflow */
+    int64_t need = (two < c->client_query_buffer_limit ? two : c->client_query_buffer_limit) +
+                   CFG_FRAME_FIELDS;
+    if (c->wire_max_frame >= need)
+        return HKV_OK;
+    /* The line to fix: the limit that was set rather than defaulted. */
+    const char *names[] = {"proto-max-bulk-len", "client-query-buffer-limit", "wire-max-frame"};
+    const char *where = NULL;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && where == NULL; i++)
+        where = cfg_origin(c, cfg_option_find(names[i]));
+    char bulk[32], qb[32], frame[32], want[32];
+    cfg_render_size(c->proto_max_bulk_len, bulk, sizeof(bulk));
+    cfg_render_size(c->client_query_buffer_limit, qb, sizeof(qb));
+    cfg_render_size(c->wire_max_frame, frame, sizeof(frame));
+    cfg_render_size(need, want, sizeof(want));
+    return invalid(err,
+                   "%s%sa command's key and value (each up to proto-max-bulk-len %s, together "
+                   "at most client-query-buffer-limit %s) must fit in one owner-link frame: "
+                   "wire-max-frame is %s and needs at least %s (lower proto-max-bulk-len or "
+                   "raise wire-max-frame, which takes a restart)",
+                   where != NULL ? where : "", where != NULL ? ": " : "", bulk, qb, frame, want);
+}
+
 hkv_status cfg_validate(const struct cfg *c, struct cfg_error *err)
 {
     char a[32], b[32];
@@ -127,5 +200,7 @@ hkv_status cfg_validate(const struct cfg *c, struct cfg_error *err)
             return invalid(err, "tls-auth-clients %s needs tls-ca-cert-file",
                            cfg_tls_auth_name(c->tls_auth_clients));
     }
+    if (validate_frame(c, err) != HKV_OK)
+        return HKV_EINVAL;
     return validate_classes(c, err);
 }

@@ -158,6 +158,14 @@ struct cfg {
     /* classes, in file order; "default" is always present */
     struct cfg_class *classes;
     size_t nclasses;
+    /* References (cfg_ref): not part of the value, never compared, copied
+     * or serialized. */
+    int refs;
+    /* Where each directive was last set, by option-table row ("FILE:LINE",
+     * "command line", "CONFIG SET"), so a check that relates several
+     * directives can name the line to fix; NULL (array or entry) = the
+     * default.  Copied with the config, otherwise not part of its value. */
+    char **origins;
 };
 
 struct cfg_error {
@@ -170,11 +178,20 @@ struct cfg_error {
 #define CFG_F_PATH       0x4     /* a filesystem path: never set over the network */
 #define CFG_F_SECRET     0x8     /* credentials: never set nor shown over the network */
 
-/* A new config holding every default.  NULL on allocation failure. */
+/* A new config holding every default, with one reference (the caller's).
+ * NULL on allocation failure. */
 struct cfg *cfg_create(void);
-/* Frees *c and everything it owns; sets *c = NULL.  NULL-safe. */
+/* Drops the caller's reference and sets *c = NULL; the last one frees the
+ * config and everything it owns.  NULL-safe. */
 void cfg_destroy(struct cfg **c);
-/* A deep copy; NULL on allocation failure. */
+/* One more reference to c (returned), dropped with cfg_destroy.  A process
+ * replaces its config on every reload and drops its own reference then; so
+ * anything that keeps a pointer into a config (a class, a user, a string)
+ * past the event-loop callback that read it holds a reference, and the
+ * config lives as long as the last holder.  One thread: the count is not
+ * atomic. */
+struct cfg *cfg_ref(struct cfg *c);
+/* A deep copy, with one reference; NULL on allocation failure. */
 struct cfg *cfg_dup(const struct cfg *c);
 
 /* Parses the file at `path` into c (over whatever c holds).  A directive given

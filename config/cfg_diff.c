@@ -55,7 +55,7 @@ struct cfg *cfg_reload_merge(const struct cfg *live, const struct cfg *next)
         const struct cfg_option *o = &cfg_options[i];
         if (o->flags & CFG_F_RELOADABLE)
             continue;
-        if (cfg_opt_copy(m, live, o) != HKV_OK) {
+        if (cfg_opt_copy(m, live, o) != HKV_OK || cfg_origin_copy(m, live, o) != HKV_OK) {
             cfg_destroy(&m);
             return NULL;
         }
@@ -125,12 +125,16 @@ hkv_status cfg_set(struct cfg *c, const char *name, const char *value, struct cf
     }
     st = cfg_opt_apply(t, o, argc, argv, why);
     cfg_words_free(argc, argv);
+    if (st == HKV_OK && cfg_origin_set(t, o, "CONFIG SET") != HKV_OK)
+        st = HKV_ENOMEM;
     if (st != HKV_OK)
         refuse(err, st, "%s", st == HKV_ENOMEM ? "out of memory" : why);
     else if ((st = cfg_validate(t, err)) == HKV_OK) {
         struct cfg swap = *c;
         *c = *t;
         *t = swap;
+        t->refs = c->refs; /* the references stay with the objects */
+        c->refs = swap.refs;
     }
     cfg_destroy(&t);
     return st;

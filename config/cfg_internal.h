@@ -133,6 +133,12 @@ void cfg_opt_release(struct cfg *c, const struct cfg_option *o);
 hkv_status cfg_split(const char *line, size_t len, int *argc, char ***argv, char *why);
 void cfg_words_free(int argc, char **argv);
 
+/* cfg.c: where option o was last set (struct cfg's origins), or NULL for
+ * its default; and recording it (`where` is copied; HKV_ENOMEM). */
+const char *cfg_origin(const struct cfg *c, const struct cfg_option *o);
+hkv_status cfg_origin_set(struct cfg *c, const struct cfg_option *o, const char *where);
+hkv_status cfg_origin_copy(struct cfg *dst, const struct cfg *src, const struct cfg_option *o);
+
 /* cfg_class.c */
 void cfg_class_deinit(struct cfg_class *k);
 /* 1 if s is 1..max characters of [A-Za-z0-9_-]. */

@@ -87,7 +87,7 @@ static const char *check_tls_protocols(const char *s)
       "close a client idle this long; 0 = never")                                               \
     X("tcp-keepalive", DURATION, tcp_keepalive_ms, tcp_keepalive_ms, "300s", 0, CFG_DAY, R, NOX, \
       "TCP keepalive interval for clients; 0 = off")                                            \
-    X("proto-max-bulk-len", SIZE, proto_max_bulk_len, proto_max_bulk_len, "512mb", CFG_MB,       \
+    X("proto-max-bulk-len", SIZE, proto_max_bulk_len, proto_max_bulk_len, "16mb", CFG_MB,      \
       4 * CFG_GB, R, NOX, "largest bulk string a client may send")                              \
     X("proto-max-args", INT, proto_max_args, proto_max_args, "1048576", 1, INT32_MAX, R, NOX,    \
       "most arguments in one command")                                                          \

@@ -89,6 +89,14 @@ static hkv_status run_words(struct loader *L, int argc, char **argv, const char 
         return HKV_EINVAL;
     }
     hkv_status st = cfg_opt_apply(L->c, o, argc - 1, argv + 1, why);
+    if (st == HKV_OK) {
+        char where[CFG_WHY];
+        if (line > 0)
+            snprintf(where, sizeof(where), "%s:%d", origin, line);
+        else
+            snprintf(where, sizeof(where), "%s", origin);
+        st = cfg_origin_set(L->c, o, where);
+    }
     if (st == HKV_ENOMEM)
         fail(L->err, origin, line, "out of memory");
     else if (st != HKV_OK)

@@ -190,7 +190,8 @@ void oreq_send(struct oreq *r)
         rc = elink_commit(l, id, oreq_cb, r);
     if (rc != HKV_OK) {
         op_error(op, "ERR cannot send to owner %s/%d: %s", pool_name(r->owner->pool),
-                 r->owner->index, hkv_strstatus(rc));
+                 r->owner->index, rc == HKV_ETOOBIG
+                     ? "request larger than wire-max-frame, not applied" : hkv_strstatus(rc));
         oreq_done(r);
         return;
     }

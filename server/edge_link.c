@@ -64,6 +64,7 @@ struct elink {
     struct { uint64_t conn, inc; } owners[8]; /* owner incarnation per recent connection */
 
     struct hkv_buf out, in;
+    size_t frame_at;          /* unread bytes of out before the frame being encoded */
     struct wire_decoder dec;
 
     struct pend *ring;
@@ -402,11 +403,21 @@ struct hkv_buf *elink_out(struct elink *l, uint64_t *id)
     struct pend *p = &l->ring[*id & l->mask];
     if (p->cb == NULL)
         p->id = *id;
+    /* Counted from the read offset, so a compaction while encoding does not
+     * move the mark. */
+    l->frame_at = buf_unread(&l->out);
     return &l->out;
 }
 
 int elink_commit(struct elink *l, uint64_t id, elink_cb cb, void *arg)
 {
+    size_t max = l->max_frame != 0 ? l->max_frame : WIRE_MAX_FRAME_DEFAULT;
+    if (buf_unread(&l->out) - l->frame_at > WIRE_HEADER_LEN + max) {
+        /* The owner would close the link on it, failing everything else in
+         * flight: drop exactly this frame, unsent, and leave the link be. */
+        l->out.len = l->out.off + l->frame_at;
+        return HKV_ETOOBIG;
+    }
     struct pend *p = &l->ring[id & l->mask];
     if (p->id != id || p->cb != NULL)
         return HKV_ENOMEM; /* the ring could not grow */

@@ -76,8 +76,11 @@ void elink_destroy(struct elink **l);
  * one frame with that id, then elink_commit; if encoding failed, do not
  * commit (the buffer is unchanged on a failed wire_put_*). */
 struct hkv_buf *elink_out(struct elink *l, uint64_t *id);
-/* Registers the request just encoded.  HKV_OK or HKV_ENOMEM (then the frame
- * still goes out and its reply is dropped; the caller answers an error). */
+/* Registers the request just encoded.  HKV_OK; HKV_ETOOBIG: the frame is
+ * larger than max_frame, which the owner would refuse by closing the link:
+ * it is taken back out of the buffer, never sent, and the link is untouched
+ * (the caller answers "not applied"); HKV_ENOMEM (then the frame still goes
+ * out and its reply is dropped; the caller answers an error). */
 int elink_commit(struct elink *l, uint64_t id, elink_cb cb, void *arg);
 /* Forgets a pending request: its callback will not be called. */
 void elink_cancel(struct elink *l, uint64_t id);

@@ -306,6 +306,17 @@ int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
         /* Pass 2: counting sort of key indexes by request, key order kept. */
         for (uint32_t k = 0; k < op->nkeys; k++)
             op->reqs[tmp_owner_req[owner_of[k]]].nk++;
+        /* An owner refuses a message with more keys than this by closing the
+         * link (failing everything else on it): refuse the command, unsent. */
+        for (uint32_t i = 0; i < op->nreqs; i++) {
+            if (op->reqs[i].nk > WIRE_MAX_ITEMS_DEFAULT) {
+                op_error(op, "ERR more than %u keys of this command live on owner %s/%d, which "
+                         "takes at most that many in one request; not applied",
+                         (unsigned)WIRE_MAX_ITEMS_DEFAULT, pool_name(op->reqs[i].owner->pool),
+                         op->reqs[i].owner->index);
+                return -1;
+            }
+        }
         uint32_t off = 0;
         for (uint32_t i = 0; i < op->nreqs; i++) {
             op->reqs[i].k0 = off;

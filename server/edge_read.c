@@ -36,7 +36,8 @@ struct flight {
     struct edge *e;
     uint64_t hash;
     struct hkv_buf key;
-    struct route rt;
+    struct route rt;              /* rt.cls points into cfg */
+    struct cfg *cfg;              /* a reference: a reload must not free rt.cls */
     struct owner_ref *owner;
     struct op *waiters, *wtail;
     struct event timer;           /* the next waiter's miss-wait, or a colo poll */
@@ -159,6 +160,7 @@ static void flight_free(struct flight *f)
     if (f->token != 0 && e->cache != NULL)
         cache_unlock(e->cache, f->hash, f->token);
     f->token = 0;
+    cfg_destroy(&f->cfg);
     buf_reset(&f->key);
     buf_shrink(&f->key, 1024);
     f->hnext = e->free_flights;
@@ -354,6 +356,7 @@ void edge_flights_teardown(struct edge *e)
             e->flights[i] = f->hnext;
             if (f->timer_init)
                 evtimer_del(&f->timer);
+            cfg_destroy(&f->cfg);
             buf_deinit(&f->key);
             free(f);
         }
@@ -384,6 +387,7 @@ static struct flight *flight_start(struct edge *e, const struct resp_slice *key,
     f->e = e;
     f->hash = rt->hash;
     f->rt = *rt;
+    f->cfg = cfg_ref(e->ctx->cfg); /* the config the router routed with */
     f->owner = o;
     f->moved = f->fetching = 0;
     f->token = 0;

@@ -480,6 +480,19 @@ static void reload(struct master *m)
         announce(m);
         return;
     }
+    /* What would run keeps the running restart-only values, which the file
+     * may have counted on changing (wire-max-frame against proto-max-bulk-len):
+     * check the merge too, or the children would refuse it. */
+    if (cfg_validate(merged, &err) != HKV_OK) {
+        atomic_fetch_add_explicit(&m->board->config_reload_failures, 1, memory_order_relaxed);
+        log_warning("reload refused, keeping config generation %llu: %s (restart-only "
+                    "directives keep their running values until a restart)",
+                    (unsigned long long)m->generation, err.msg);
+        cfg_destroy(&next);
+        cfg_destroy(&merged);
+        announce(m);
+        return;
+    }
     int changed = cfg_diff(m->cfg, next, log_restart_only, NULL);
     cfg_destroy(&next);
     install(m, merged);

@@ -43,6 +43,7 @@ static void on_reload(void *arg, const struct cfg *next)
     struct owner *o = arg;
     router_set_config(o->router, next);
     rifl_set_max(o->rifl, (size_t)next->write_completions_max);
+    owner_persist_reload(o, next);
 }
 
 /* A nonzero number no earlier run of this owner used (HELLO_OK): edges

@@ -160,7 +160,18 @@ static inline uint32_t owner_writer_id(const struct owner *o)
 const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen);
 
 /* owner_persist.c */
+/* The next batch for the persister: up to max_rows dirty keys that filter
+ * accepts (NULL: all), or NULL when there is nothing to send (a ledger batch
+ * with no rows; *status = HKV_OK) or on an allocation failure (*status =
+ * HKV_ENOMEM): then the rows taken before it are given back as not persisted,
+ * so every key stays dirty and the next cut takes it again. */
+struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_rows,
+                                      ledger_filter_fn filter, void *arg, int *status);
 int owner_persist_setup(struct owner *o);
+/* A reload: applies the reloadable persist settings of `next` (the persist
+ * tick's interval, the persister's fsync bound).  Called from the reload
+ * hook, before next replaces o->ctx->cfg. */
+void owner_persist_reload(struct owner *o, const struct cfg *next);
 void owner_persist_teardown(struct owner *o);
 /* A new ticket for a durable write that changed keys[0..n) to `version`
  * (copied).  Returns its id, 0 on allocation failure. */

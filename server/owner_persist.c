@@ -50,19 +50,53 @@ static int take_ledger_class(uint16_t tag, void *arg)
     return tag != OWNER_TAG_DURABLE;
 }
 
+struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_rows,
+                                     ledger_filter_fn filter, void *arg, int *status)
+{
+    *status = HKV_OK;
+    struct persist_batch *b = persist_batch_new(durable);
+    if (b == NULL) {
+        *status = HKV_ENOMEM;
+        return NULL;
+    }
+    int n = ledger_collect_dirty(l, b, max_rows, filter, arg);
+    if (n < 0) {
+        /* Cut short: the rows taken so far are in flight.  Handing them on
+         * would be fine, but the status must not say "stored" for rows that
+         * were not: give them back as failed, so they stay dirty and the
+         * next cut takes every one of them again. */
+        b->status = n;
+        ledger_batch_done(l, b);
+        persist_batch_free(&b);
+        *status = n;
+        return NULL;
+    }
+    if (n == 0 && !durable) {
+        persist_batch_free(&b);
+        return NULL;
+    }
+    return b;
+}
+
 static void submit(struct owner *o, int durable)
 {
-    struct persist_batch *b = persist_batch_new(durable);
-    if (b == NULL)
-        return;
-    b->id = ++o->next_batch_id;
-    int n = ledger_collect_dirty(o->ledger, b, (size_t)o->ctx->cfg->persist_batch_max, durable ? NULL : take_ledger_class,
-                                 o);
-    if (n <= 0 && !durable) {
-        ledger_batch_done(o->ledger, b); /* nothing, or ENOMEM: give rows back */
-        persist_batch_free(&b);
+    static int short_logged; /* one line per run of failures, not one per tick */
+    int st;
+    struct persist_batch *b = owner_cut_batch(o->ledger, durable, (size_t)o->ctx->cfg->persist_batch_max,
+                                              durable ? NULL : take_ledger_class, o, &st);
+    if (b == NULL && st != HKV_OK) {
+        if (durable)
+            o->durable_orphans = 1; /* the persist tick cuts it again */
+        if (!short_logged)
+            log_warning("persist: out of memory cutting a batch; its keys stay dirty and are "
+                        "retried every persist-interval");
+        short_logged = 1;
         return;
     }
+    if (b == NULL)
+        return;
+    short_logged = 0;
+    b->id = ++o->next_batch_id;
     if (persister_submit(o->persister, b) != HKV_OK) {
         b->status = HKV_EIO;
         ledger_batch_done(o->ledger, b);
@@ -485,6 +519,20 @@ int owner_persist_setup(struct owner *o)
         return -1;
     event_add(o->notify, NULL);
     return 0;
+}
+
+void owner_persist_reload(struct owner *o, const struct cfg *next)
+{
+    /* o->ctx->cfg is still the old config here: the interval the tick runs
+     * at.  Re-arming restarts the period, so only a change re-arms it (a
+     * stream of unrelated reloads must not postpone the tick forever). */
+    int64_t ms = next->persist_interval_ms;
+    if (ms == o->ctx->cfg->persist_interval_ms || o->persist_tick == NULL)
+        return;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    event_add(o->persist_tick, &tv);
+    persister_set_interval(o->persister, (uint32_t)ms);
+    log_notice("persist-interval is now %lld ms", (long long)ms);
 }
 
 void owner_persist_flush_all(struct owner *o)

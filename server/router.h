@@ -29,7 +29,8 @@ struct router;
 
 struct route {
     uint64_t hash;
-    const struct cfg_class *cls;
+    const struct cfg_class *cls;  /* into the router's config: a route kept past the
+                                   * callback needs a reference to it (cfg_ref) */
     uint32_t class_id;       /* index in cfg->classes */
     enum cfg_pool pool;
     uint32_t leaf;           /* the hash's top `bits` bits */

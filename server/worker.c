@@ -85,7 +85,7 @@ void worker_install(struct worker *w, struct cfg *next)
     w->hooks.reload(w->hooks.arg, next);
     struct cfg *old = w->ctx->cfg;
     w->ctx->cfg = next;
-    cfg_destroy(&old);
+    cfg_destroy(&old); /* our reference: whatever still reads it holds its own */
     log_setup(next->loglevel, next->logfile);
 }
 

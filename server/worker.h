@@ -5,7 +5,7 @@
  * in the scoreboard, and the parent-death check.
  *
  * A role plugs in with two hooks: `reload` receives a new validated config
- * (the worker owns the old one and frees it after the hook returns) and
+ * (the worker drops its reference to the old one after the hook returns) and
  * `stop` begins an orderly stop.  `fast` is set when the master is gone:
  * then the role has about half a second, not shutdown-timeout.
  */
@@ -26,7 +26,9 @@ struct worker_ctx {
     int index;              /* edge number in the colo, or owner number in its pool */
     enum cfg_pool pool;     /* owners only */
     int slot;               /* this process's board slot */
-    struct cfg *cfg;        /* the config in effect; replaced on reload */
+    struct cfg *cfg;        /* the config in effect; replaced on reload, when the
+                             * process drops its reference: a pointer into it
+                             * kept past the current callback needs cfg_ref */
     struct board *board;
     int ctl_fd;             /* child end of the control socketpair */
     pid_t master_pid;
@@ -59,8 +61,9 @@ void worker_ready(struct worker *w);
 /* Drops the control channel and signal handlers, so the loop can end once the
  * role has closed its own events. */
 void worker_quiesce(struct worker *w);
-/* Makes `next` (validated; the worker takes it) the config in effect in this
- * process now, through the role's reload hook.  For CONFIG SET, which must
+/* Makes `next` (validated; the worker takes its reference) the config in
+ * effect in this process now, through the role's reload hook, and drops the
+ * process's reference to the old one (freed unless something holds one).  For CONFIG SET, which must
  * hold in the process that answered OK before the master's broadcast. */
 void worker_install(struct worker *w, struct cfg *next);
 /* Sends one control message to the master.  HKV_OK, HKV_EIO (no channel). */

@@ -14,10 +14,21 @@ struct persist_batch *persist_batch_new(int durable)
     return b;
 }
 
+static int fail_after = -1; /* persist_batch_test_fail_after */
+
+void persist_batch_test_fail_after(int n)
+{
+    fail_after = n;
+}
+
 int persist_batch_add(struct persist_batch *b, const char *key, size_t klen, const char *val,
                       size_t vlen, hkv_stamp stamp, int64_t expire_at_ms, uint16_t class_id,
                       int tombstone)
 {
+    if (fail_after == 0)
+        return HKV_ENOMEM;
+    if (fail_after > 0)
+        fail_after--;
     if (b->n == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 16;
         struct persist_row *r = realloc(b->rows, cap * sizeof(*r));

@@ -45,4 +45,10 @@ int persist_batch_add(struct persist_batch *b, const char *key, size_t klen, con
 void persist_batch_free(struct persist_batch **b);
 struct persist_batch *persist_batch_new(int durable);
 
+/* TEST-ONLY: the next `n` persist_batch_add calls succeed and every later one
+ * fails with HKV_ENOMEM, as an allocation failure would, until this is called
+ * again; n < 0 (the default) turns the failure off.  For tests of what the
+ * callers do with a batch cut short (one loop thread, like the batches). */
+void persist_batch_test_fail_after(int n);
+
 #endif

@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -46,6 +47,7 @@ struct persister {
     struct pdb w;                 /* writer's connection: writer thread (or caller before start) */
     struct pdb r;                 /* reader's connection: reader thread only */
     struct persister_options opt;
+    _Atomic uint32_t interval_ms; /* opt.interval_ms; persister_set_interval changes it */
     int efd;
 
     pthread_mutex_t mu;           /* guards everything below */
@@ -99,7 +101,8 @@ static void notify(struct persister *p)
 
 static uint32_t idle_ms(const struct persister *p)
 {
-    uint32_t ms = p->opt.idle_ms ? p->opt.idle_ms : 2 * p->opt.interval_ms;
+    uint32_t ms = p->opt.idle_ms ? p->opt.idle_ms
+                                 : 2 * atomic_load_explicit(&p->interval_ms, memory_order_relaxed);
     return ms < MIN_IDLE_MS ? MIN_IDLE_MS : ms;
 }
 
@@ -114,7 +117,8 @@ static void commit_list(struct persister *p, struct persist_batch *list)
 
     for (struct persist_batch *b = list; b != NULL; b = b->next)
         full |= b->durable;
-    if (!full && t0 - p->last_sync_ms >= (int64_t)p->opt.interval_ms)
+    if (!full &&
+        t0 - p->last_sync_ms >= (int64_t)atomic_load_explicit(&p->interval_ms, memory_order_relaxed))
         full = 1;
 
     if (p->sticky != HKV_OK) {
@@ -372,6 +376,7 @@ int persister_create(struct persister **out, const char *path,
         p->opt = *opt;
     if (p->opt.interval_ms == 0)
         p->opt.interval_ms = DEFAULT_INTERVAL_MS;
+    atomic_init(&p->interval_ms, p->opt.interval_ms);
     if (p->opt.busy_timeout_ms == 0)
         p->opt.busy_timeout_ms = DEFAULT_BUSY_TIMEOUT_MS;
     if (p->opt.busy_timeout_ms > INT32_MAX)
@@ -634,4 +639,10 @@ void persister_destroy(struct persister **pp)
     pthread_mutex_destroy(&p->mu);
     free(p);
     *pp = NULL;
+}
+
+void persister_set_interval(struct persister *p, uint32_t interval_ms)
+{
+    atomic_store_explicit(&p->interval_ms, interval_ms ? interval_ms : DEFAULT_INTERVAL_MS,
+                          memory_order_relaxed);
 }

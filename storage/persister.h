@@ -178,6 +178,11 @@ void persister_read_free(struct persister_read **r);
  * stamp for those keys can still arrive.  HKV_OK. */
 int persister_purge_tombstones(struct persister *p, hkv_stamp horizon);
 
+/* A new persist interval (a config reload): the fsync bound and the idle
+ * threshold follow it from the next transaction on.  0 = 1000.  Callable from
+ * any thread. */
+void persister_set_interval(struct persister *p, uint32_t interval_ms);
+
 /* A consistent snapshot of the counters; callable from any thread. */
 void persister_stats(struct persister *p, struct persister_stats *st);
 

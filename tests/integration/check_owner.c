@@ -250,7 +250,7 @@ END_TEST
 START_TEST(oversized_frame_closes_link_and_owner_lives)
 {
     struct daemon d;
-    ck_assert_int_eq(h_start(&d, ONE_EACH "wire-max-frame 1mb\n"), 0);
+    ck_assert_int_eq(h_start(&d, ONE_EACH "wire-max-frame 4mb\nproto-max-bulk-len 1mb\n"), 0);
     struct h_wire w;
     ck_assert_int_eq(h_wire_open(&w, &d, "cold", 0, WIRE_ROLE_READ), 0);
     unsigned char hdr[4] = {0x7f, 0xff, 0xff, 0xff}; /* 2 GiB declared */

@@ -114,7 +114,7 @@ START_TEST(defaults_match_the_documented_values)
     ck_assert_int_eq(c->maxclients, 10000);
     ck_assert_int_eq(c->timeout_ms, 0);
     ck_assert_int_eq(c->tcp_keepalive_ms, 300000);
-    ck_assert_int_eq(c->proto_max_bulk_len, 512LL << 20);
+    ck_assert_int_eq(c->proto_max_bulk_len, 16LL << 20);
     ck_assert_int_eq(c->proto_max_args, 1048576);
     ck_assert_int_eq(c->client_query_buffer_limit, 1LL << 30);
     ck_assert_int_eq(c->client_output_hard, 256LL << 20);
@@ -210,7 +210,7 @@ START_TEST(valid_file_sets_every_value_it_names)
         "client-query-buffer-limit 64mb\n"
         "client-output-buffer-limit 0 32mb 10s\n"
         "shutdown-timeout 2.5s\n"
-        "wire-max-frame 16mb\n"
+        "wire-max-frame 80mb\n"
         "write-timeout 2s\n"
         "write-retry-backoff 100ms 200ms 400ms\n"
         "write-deadline 10s\n"
@@ -246,7 +246,7 @@ START_TEST(valid_file_sets_every_value_it_names)
     ck_assert_int_eq(c->client_output_soft, 32LL << 20);
     ck_assert_int_eq(c->client_output_soft_ms, 10000);
     ck_assert_int_eq(c->shutdown_timeout_ms, 2500);
-    ck_assert_int_eq(c->wire_max_frame, 16LL << 20);
+    ck_assert_int_eq(c->wire_max_frame, 80LL << 20);
     ck_assert_int_eq(c->write_timeout_ms, 2000);
     ck_assert_uint_eq(c->nwrite_retry_backoff, 3);
     ck_assert_int_eq(c->write_retry_backoff_ms[2], 400);
@@ -933,7 +933,7 @@ START_TEST(config_get_renders_redis_style)
     ck_assert_int_eq(cfg_get(c, "LOGLEVEL", buf, sizeof(buf)), HKV_OK);
     ck_assert_str_eq(buf, "notice");
     ck_assert_int_eq(cfg_get(c, "proto-max-bulk-len", buf, sizeof(buf)), HKV_OK);
-    ck_assert_str_eq(buf, "536870912");
+    ck_assert_str_eq(buf, "16777216");
     ck_assert_int_eq(cfg_get(c, "write-deadline", buf, sizeof(buf)), HKV_OK);
     ck_assert_str_eq(buf, "28500ms");
     ck_assert_int_eq(cfg_get(c, "timeout", buf, sizeof(buf)), HKV_OK);
@@ -1001,6 +1001,119 @@ START_TEST(config_set_changes_only_reloadable_non_path_values)
 }
 END_TEST
 
+/* An owner closes its link on a frame over wire-max-frame, so every
+ * single-key command a client may send (a key and a value, each up to
+ * proto-max-bulk-len, within client-query-buffer-limit) must fit one, with
+ * 1kb for the frame's other fields; the error names the line to fix. */
+START_TEST(request_limits_must_fit_an_owner_frame)
+{
+    struct {
+        const char *text;
+        const char *msg; /* NULL: valid */
+    } cases[] = {
+        { "", NULL },                                               /* the defaults */
+        { "proto-max-bulk-len 64mb\n",
+          "t.conf:1: a command's key and value (each up to proto-max-bulk-len 64mb, together at "
+          "most client-query-buffer-limit 1gb) must fit in one owner-link frame: wire-max-frame "
+          "is 64mb and needs at least 131073kb (lower proto-max-bulk-len or raise "
+          "wire-max-frame, which takes a restart)" },
+        { "# a comment\nwire-max-frame 16mb\n",
+          "t.conf:2: a command's key and value (each up to proto-max-bulk-len 16mb, together at "
+          "most client-query-buffer-limit 1gb) must fit in one owner-link frame: wire-max-frame "
+          "is 16mb and needs at least 32769kb (lower proto-max-bulk-len or raise "
+          "wire-max-frame, which takes a restart)" },
+        { "client-query-buffer-limit 8mb\nwire-max-frame 16mb\n", NULL },
+        { "proto-max-bulk-len 2gb\nclient-query-buffer-limit 1mb\n", NULL },
+        { "proto-max-bulk-len 1mb\nwire-max-frame 2098176\n", NULL },    /* 2mb + 1kb */
+        { "proto-max-bulk-len 1mb\nwire-max-frame 2098175\n", "t.conf:1: " },
+        { "proto-max-bulk-len 1gb\nwire-max-frame 4gb\n", NULL },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cfg *c = cfg_create();
+        struct cfg_error err = { "" };
+        ck_assert_int_eq(load_str(c, cases[i].text, &err), HKV_OK);
+        hkv_status st = cfg_validate(c, &err);
+        if (cases[i].msg == NULL)
+            ck_assert_msg(st == HKV_OK, "case %zu refused: %s", i, err.msg);
+        else if (strlen(cases[i].msg) < 20)
+            ck_assert_msg(st == HKV_EINVAL && strncmp(err.msg, cases[i].msg,
+                                                      strlen(cases[i].msg)) == 0,
+                          "case %zu: %s", i, err.msg);
+        else
+            ck_assert_str_eq(err.msg, cases[i].msg);
+        cfg_destroy(&c);
+    }
+    /* the command line and CONFIG SET name themselves */
+    struct cfg *c = cfg_create();
+    struct cfg_error err = { "" };
+    char *argv[] = { "--proto-max-bulk-len", "40mb" };
+    ck_assert_int_eq(cfg_apply(c, 2, argv, "command line", &err), HKV_OK);
+    ck_assert_int_eq(cfg_validate(c, &err), HKV_EINVAL);
+    ck_assert_msg(strncmp(err.msg, "command line: a command's key", 29) == 0, "%s", err.msg);
+    cfg_destroy(&c);
+    c = cfg_create();
+    ck_assert_int_eq(cfg_set(c, "proto-max-bulk-len", "40mb", &err), HKV_EINVAL);
+    ck_assert_msg(strncmp(err.msg, "CONFIG SET: a command's key", 27) == 0, "%s", err.msg);
+    ck_assert_int_eq(c->proto_max_bulk_len, 16LL << 20);  /* unchanged */
+    ck_assert_int_eq(cfg_set(c, "proto-max-bulk-len", "32mb", &err), HKV_EINVAL);
+    ck_assert_int_eq(cfg_set(c, "proto-max-bulk-len", "31mb", &err), HKV_OK);
+    cfg_destroy(&c);
+}
+END_TEST
+
+/* wire-max-frame is restart-only: a reload that raises both it and
+ * proto-max-bulk-len keeps the running frame, and the merged config (what
+ * would run) is refused, naming the file's line. */
+START_TEST(reload_merge_is_checked_against_the_running_frame)
+{
+    struct cfg *live = cfg_create(), *next = cfg_create();
+    struct cfg_error err = { "" };
+    ck_assert_int_eq(load_str(next, "wire-max-frame 1gb\nproto-max-bulk-len 256mb\n", &err),
+                     HKV_OK);
+    ck_assert_int_eq(cfg_validate(next, &err), HKV_OK);
+    struct cfg *m = cfg_reload_merge(live, next);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(m->wire_max_frame, 64LL << 20);
+    ck_assert_int_eq(cfg_validate(m, &err), HKV_EINVAL);
+    ck_assert_msg(strncmp(err.msg, "t.conf:2: ", 10) == 0, "%s", err.msg);
+    cfg_destroy(&m);
+    cfg_destroy(&live);
+    cfg_destroy(&next);
+}
+END_TEST
+
+/* A reload drops the process's reference; whatever still reads the old
+ * config holds its own, and the last one frees it (ASan/valgrind would
+ * report a read after free or a leak here). */
+START_TEST(config_lives_until_its_last_reference_goes)
+{
+    struct cfg *live = cfg_create();
+    struct cfg_error err = { "" };
+    ck_assert_int_eq(load_str(live, "class strict pattern \"e:*\" on-timeout error\n", &err),
+                     HKV_OK);
+    struct cfg *held = cfg_ref(live);
+    ck_assert_ptr_eq(held, live);
+    const struct cfg_class *k = cfg_class_for(held, "e:1", 3);
+    cfg_destroy(&live);          /* the reload's drop */
+    ck_assert_ptr_null(live);
+    ck_assert_str_eq(k->name, "strict");
+    ck_assert_int_eq(k->on_timeout, CFG_ONTO_ERROR);
+    /* CONFIG SET swaps values in place; the references stay with the object */
+    struct cfg *again = cfg_ref(held);
+    ck_assert_int_eq(cfg_set(held, "maxclients", "77", &err), HKV_OK);
+    ck_assert_int_eq(again->maxclients, 77);
+    cfg_destroy(&again);
+    ck_assert_int_eq(held->maxclients, 77);
+    cfg_destroy(&held);
+    struct cfg *orig = cfg_create(), *copy = cfg_dup(orig);
+    ck_assert_ptr_nonnull(copy);
+    cfg_destroy(&orig);
+    cfg_destroy(&copy);          /* a copy has a reference of its own */
+    ck_assert_ptr_null(copy);
+    cfg_destroy(&orig);          /* NULL-safe */
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t1, const TTest *t2, const TTest *t3)
 {
     TCase *tc = tcase_create(name);
@@ -1036,5 +1149,8 @@ Suite *cfg_suite(void)
         reload_merge_keeps_restart_only_values, NULL);
     add(s, "get_set", config_get_renders_redis_style,
         config_set_changes_only_reloadable_non_path_values, NULL);
+    add(s, "references", config_lives_until_its_last_reference_goes, NULL, NULL);
+    add(s, "frame", request_limits_must_fit_an_owner_frame,
+        reload_merge_is_checked_against_the_running_frame, NULL);
     return s;
 }
