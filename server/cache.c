@@ -97,7 +97,7 @@ static int layout(struct cache_hdr *h)
         cap *= 2;
     uint64_t page = clamp_u64(pow2_floor(raw / 16), PAGE_MIN, cap);
     uint64_t per_page_idx = (page / SLOT_MIN) * 3 / 2;
-    uint64_t per_page = page + 8 + 4 + per_page_idx * 8;
+    uint64_t per_page = page + 8 + 4 + page / SLOT_MIN + per_page_idx * 8;
     uint64_t pps = raw > 64 ? (raw - 64) / per_page : 0;
     if (pps > 65535)
         pps = 65535;
@@ -112,6 +112,8 @@ static int layout(struct cache_hdr *h)
         o = ALIGN_UP(o + (uint64_t)h->nstripes * pps * 8, 64);
         h->off_pagelive = o;
         o = ALIGN_UP(o + (uint64_t)h->nstripes * pps * 4, 64);
+        h->off_refs = o;
+        o = ALIGN_UP(o + (uint64_t)h->nstripes * pps * (page / SLOT_MIN), 64);
         h->off_index = o;
         o = ALIGN_UP(o + (uint64_t)h->nstripes * h->nidx * 8, 4096);
         h->off_pages = o;
@@ -137,6 +139,7 @@ static void bind(struct cache *c)
     c->stripes = c->base + h->off_stripes;
     c->pagewords = (_Atomic uint64_t *)(c->base + h->off_pagewords);
     c->pagelive = (uint32_t *)(c->base + h->off_pagelive);
+    c->refs = (uint8_t *)(c->base + h->off_refs);
     c->index = (uint64_t *)(c->base + h->off_index);
     c->locks = (rlock_word *)(c->base + h->off_locks);
     c->sk = (struct sketch *)(c->base + h->off_sketch);
@@ -244,7 +247,7 @@ enum rd { RD_HIT, RD_OTHER, RD_GONE, RD_RETRY, RD_CORRUPT, RD_NOMEM };
  * value hold a consistent, checksummed copy of key's entry. */
 static enum rd read_slot(const struct cache *c, uint32_t s, uint64_t w, const char *key,
                          size_t klen, uint64_t khash, struct hkv_buf *value, struct slot_meta *m,
-                         struct slot **out)
+                         uint32_t *cls_out)
 {
     uint32_t p = iw_page(w), j = iw_slot(w);
     if (p >= c->pps)
@@ -283,7 +286,7 @@ static enum rd read_slot(const struct cache *c, uint32_t s, uint64_t w, const ch
         value->len = 0;
         return RD_CORRUPT;
     }
-    *out = sl;
+    *cls_out = cls;
     return RD_HIT;
 }
 
@@ -297,7 +300,8 @@ int cache_get(struct cache *c, const char *key, size_t klen, uint64_t khash, int
     uint32_t s = mix_stripe(c, mh), tag = mix_tag(mh), home = tag_home(c, tag);
     const uint64_t *idx = index_of(c, s);
     struct slot_meta m;
-    struct slot *sl = NULL;
+    uint64_t hw = 0;
+    uint32_t hcls = 0;
     int tries = READ_TRIES;
 restart:
     for (uint32_t pos = home, n = 0; n < c->nidx; n++) {
@@ -305,8 +309,9 @@ restart:
         if (w == 0)
             return HKV_ENOENT;
         if ((w & IW_VALID) && iw_tag(w) == tag) {
-            switch (read_slot(c, s, w, key, klen, khash, value, &m, &sl)) {
+            switch (read_slot(c, s, w, key, klen, khash, value, &m, &hcls)) {
             case RD_HIT:
+                hw = w;
                 goto hit;
             case RD_GONE:
                 return HKV_ENOENT;
@@ -341,8 +346,7 @@ hit:
         value->len = 0;
         return HKV_ENOENT;
     }
-    if (__atomic_load_n(&sl->m.ref, __ATOMIC_RELAXED) == 0) /* write only when it changes */
-        __atomic_store_n(&sl->m.ref, 1, __ATOMIC_RELAXED);
+    entry_touch(c, s, iw_page(hw), iw_slot(hw), hcls);
     if (hit != NULL) {
         hit->negative = (m.flags & SF_NEG) != 0;
         hit->stamp = m.stamp;

@@ -113,7 +113,7 @@ void cache_destroy(struct cache **c);
  * served; torn/corrupt ones are counted here in cache_corrupt_entries);
  * HKV_ENOMEM (value could not grow).  No lock, no syscall, no allocation
  * once *value has grown to the value's size; a hit sets the entry's CLOCK
- * bit.  Hits, misses and stale hits are the caller's to count. */
+ * bit, which is kept outside the entry (a reader never writes into one).  Hits, misses and stale hits are the caller's to count. */
 int cache_get(struct cache *c, const char *key, size_t klen, uint64_t khash, int64_t now,
               struct hkv_buf *value, struct cache_hit *hit);
 

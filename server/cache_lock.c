@@ -160,6 +160,40 @@ int cache_test_flip(struct cache *c, const char *key, size_t klen, uint64_t khas
     return rc;
 }
 
+int cache_test_where(struct cache *c, const char *key, size_t klen, uint64_t khash,
+                     struct cache_test_where *w)
+{
+    uint64_t mh = cache_mix(khash);
+    uint32_t s = mix_stripe(c, mh), pos, cls;
+    if (stripe_lock(c, s) != HKV_OK)
+        return HKV_ENOENT;
+    struct slot *sl = table_find(c, s, mh, key, klen, khash, &pos, &cls);
+    if (sl != NULL) {
+        uint64_t iw = __atomic_load_n(&index_of(c, s)[pos], __ATOMIC_RELAXED);
+        w->stripe = s;
+        w->page = iw_page(iw);
+        w->slot = iw_slot(iw);
+        w->cls = cls;
+    }
+    stripe_unlock(c, s);
+    return sl != NULL ? HKV_OK : HKV_ENOENT;
+}
+
+void cache_test_give_page(struct cache *c, uint32_t stripe, uint32_t page, uint32_t cls)
+{
+    if (stripe >= c->nstripes || page >= c->pps || cls >= c->nclasses)
+        return;
+    if (stripe_lock(c, stripe) != HKV_OK)
+        return;
+    table_give_page(c, stripe, page, cls);
+    stripe_unlock(c, stripe);
+}
+
+void cache_test_touch(struct cache *c, const struct cache_test_where *w)
+{
+    entry_touch(c, w->stripe, w->page, w->slot, w->cls);
+}
+
 uint32_t cache_test_stripe(struct cache *c, uint64_t khash)
 {
     return mix_stripe(c, cache_mix(khash));

@@ -286,6 +286,37 @@ START_TEST(eviction_when_full_never_fails)
 }
 END_TEST
 
+/* CLOCK: an entry that is read between the puts that fill its stripe
+ * survives them; the others are evicted. */
+START_TEST(clock_keeps_entries_that_are_read)
+{
+    struct cache *c = mk(2u << 20, 4096, 16);
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct cache_hit h;
+    uint32_t s = cache_test_stripe(c, router_hash("kept", 4));
+    ck_assert_int_eq(PUT(c, "kept", "read often", 1, 1000, 10000000, 1), HKV_OK);
+    ck_assert_int_eq(PUT(c, "n:first", "never read", 1, 1000, 10000000, 1), HKV_OK);
+    char key[32];
+    int puts = 0;
+    for (int i = 0; puts < 6000 && i < 1000000; i++) {
+        int kl = snprintf(key, sizeof(key), "fill:%d", i);
+        uint64_t kh = router_hash(key, (size_t)kl);
+        if (cache_test_stripe(c, kh) != s)
+            continue;
+        ck_assert_int_eq(cache_put(c, key, (size_t)kl, kh, "x", 1, 0, 1, 1000, 10000000, 0, 1),
+                         HKV_OK);
+        puts++;
+        ck_assert_int_eq(GET(c, "kept", 10, &b, &h), HKV_OK);
+    }
+    ck_assert_int_eq(puts, 6000);
+    ck_assert_uint_gt(ctr(c, CACHE_CTR_cache_evictions), 0);
+    ck_assert_int_eq(GET(c, "kept", 10, &b, &h), HKV_OK);
+    assert_value(&b, "read often");
+    buf_deinit(&b);
+    cache_destroy(&c);
+}
+END_TEST
+
 /* ---- across processes ---- */
 
 /* A value is derivable from (key, stamp): length and every byte. */
@@ -493,6 +524,53 @@ START_TEST(corrupt_entry_is_a_miss)
 }
 END_TEST
 
+/* Defect 13 of issue 11: a reader that validated an entry and was then
+ * preempted before it set the entry's CLOCK bit must not write into the
+ * page once the page has been given to another slot class.  Played with
+ * the test hooks: the key's page (class 0, 128-byte slots) is given to
+ * class 1 (256-byte slots) and a new entry fills it, then the late mark
+ * of the old entry (slot 1: its header's bit sits 204 bytes into the page,
+ * inside the new entry's value) is made.  The new entry must stay whole. */
+START_TEST(late_reader_mark_never_writes_into_a_moved_page)
+{
+    struct cache *c = mk(2u << 20, 4096, 16);
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct cache_hit h;
+    uint32_t s = cache_test_stripe(c, router_hash("first", 5));
+    char old[32], nu[32];
+    key_in_stripe(c, s, "first", old, sizeof(old));
+    key_in_stripe(c, s, old, nu, sizeof(nu));
+    ck_assert_int_eq(PUT(c, "first", "a", 5, 1000, 100000, 1), HKV_OK);
+    ck_assert_int_eq(PUT(c, old, "b", 5, 1000, 100000, 1), HKV_OK);
+    struct cache_test_where w0, w, wn;
+    ck_assert_int_eq(cache_test_where(c, "first", 5, router_hash("first", 5), &w0), HKV_OK);
+    ck_assert_int_eq(cache_test_where(c, old, strlen(old), router_hash(old, strlen(old)), &w),
+                     HKV_OK);
+    ck_assert_uint_eq(w.cls, 0);
+    ck_assert_uint_eq(w.page, w0.page);
+    ck_assert_uint_eq(w.slot, 1);
+    /* the reader validated `old` at w ... and the page changes hands */
+    cache_test_give_page(c, w.stripe, w.page, 1);
+    static const char zeros[150]; /* a binary value: the bit's word is 0 there */
+    ck_assert_int_eq(cache_put(c, nu, strlen(nu), router_hash(nu, strlen(nu)), zeros,
+                               sizeof(zeros), 0, 6, 1000, 100000, 0, 2),
+                     HKV_OK);
+    ck_assert_int_eq(cache_test_where(c, nu, strlen(nu), router_hash(nu, strlen(nu)), &wn), HKV_OK);
+    ck_assert_uint_eq(wn.page, w.page);
+    ck_assert_uint_eq(wn.cls, 1);
+    ck_assert_uint_eq(wn.slot, 0);
+    cache_test_touch(c, &w); /* ... then the reader marks what it validated */
+    int rc = GET(c, nu, 10, &b, &h);
+    ck_assert_msg(rc == HKV_OK && b.len == sizeof(zeros) && memcmp(b.data, zeros, b.len) == 0,
+                  "the late mark of a moved entry damaged the page's new entry (get %d, "
+                  "corrupt entries %llu)",
+                  rc, (unsigned long long)ctr(c, CACHE_CTR_cache_corrupt_entries));
+    ck_assert_uint_eq(ctr(c, CACHE_CTR_cache_corrupt_entries), 0);
+    buf_deinit(&b);
+    cache_destroy(&c);
+}
+END_TEST
+
 START_TEST(lock_holder_killed_is_repaired)
 {
     struct cache *c = mk(2u << 20, 4096, 16);
@@ -671,11 +749,13 @@ Suite *cache_suite(void)
     tcase_add_test(tc, entries_past_keep_are_misses);
     tcase_add_test(tc, too_big_value_not_cached);
     tcase_add_test(tc, corrupt_entry_is_a_miss);
+    tcase_add_test(tc, late_reader_mark_never_writes_into_a_moved_page);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("full");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, eviction_when_full_never_fails);
+    tcase_add_test(tc, clock_keeps_entries_that_are_read);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("processes");
