@@ -83,7 +83,7 @@ static int layout(struct cache_hdr *h)
     h->off_stripes = off;
     off += (uint64_t)h->nstripes * h->stripe_size;
     h->off_locks = off;
-    off = ALIGN_UP(off + (uint64_t)h->nlocks * sizeof(rlock_word), 64);
+    off = ALIGN_UP(off + (uint64_t)h->nlocks * sizeof(struct rlock), 64);
     h->off_sketch = off;
     off = ALIGN_UP(off + sizeof(struct sketch), 64);
     uint64_t fixed = off + 3 * 4096; /* alignment slack of the later regions */
@@ -141,7 +141,7 @@ static void bind(struct cache *c)
     c->pagelive = (uint32_t *)(c->base + h->off_pagelive);
     c->refs = (uint8_t *)(c->base + h->off_refs);
     c->index = (uint64_t *)(c->base + h->off_index);
-    c->locks = (rlock_word *)(c->base + h->off_locks);
+    c->locks = (struct rlock *)(c->base + h->off_locks);
     c->sk = (struct sketch *)(c->base + h->off_sketch);
     c->pages = c->base + h->off_pages;
     c->nstripes = h->nstripes;
@@ -152,6 +152,8 @@ static void bind(struct cache *c)
     c->nlocks = h->nlocks;
     c->hot_sample = h->hot_sample;
     c->max_value = h->max_value;
+    c->alive_w = 0;
+    c->alive_at = 0;
     c->shard = (uint32_t)(((uint64_t)(uint32_t)getpid() * 0x9e3779b97f4a7c15ULL) >> 60) %
                CTR_SHARDS;
 }

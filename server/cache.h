@@ -19,7 +19,8 @@
  *   writer killed while holding one is repaired by the next locker
  *   (EOWNERDEAD -> the stripe's entries are checked, pthread_mutex_consistent).
  * - Refresh locks are lock-free words with an expiry: a worker that dies
- *   holding one cannot wedge a key longer than the lock's ttl.
+ *   holding one cannot wedge a key; its lock is free as soon as its process
+ *   is gone (reaped), and in any case at the lock's ttl.
  * - Full is never an error: entries are evicted (CLOCK).  Values larger than
  *   max_value are not cached (HKV_ETOOBIG, the caller serves from the owner).
  *
@@ -142,12 +143,17 @@ int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, con
 int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t khash,
                      hkv_stamp stamp);
 
-/* Colo-wide refresh lock of a key.  `token` identifies the caller (nonzero:
- * e.g. pid << 32 | sequence).  1 = acquired (until now + ttl_ms, or release;
- * also 1, without extending, if this token already holds it), 0 = held by
- * someone else and not expired.  Fails open: the table is direct-mapped by
- * khash, and if the key's slot holds another key's live lock the call
- * returns 1 (counted nowhere: the caller just fetches).  Lock-free. */
+/* Colo-wide refresh lock of a key.  `token` identifies the caller and must
+ * be pid << 32 | sequence (the pid of the calling process, a sequence that
+ * differs between the caller's concurrent holds).  1 = acquired (until
+ * now + ttl_ms, or release; also 1, without extending, if this token already
+ * holds it; also 1 when the holder's process is gone: its lock is taken
+ * over), 0 = held by someone else whose process exists, and not expired.
+ * Expiry is compared modulo 2^40 ms (no wrap for 17 years).  Fails open: the
+ * table is direct-mapped by khash, and if the key's slot holds another key's
+ * live lock the call returns 1 (counted nowhere: the caller just fetches).
+ * Lock-free; a syscall (kill(pid, 0)) only when the key is held by another
+ * process, at most once per 20 ms per process for the same hold. */
 int cache_lock(struct cache *c, uint64_t khash, uint64_t token, int64_t now, int64_t ttl_ms);
 /* Releases the lock if `token` still holds it. */
 void cache_unlock(struct cache *c, uint64_t khash, uint64_t token);

@@ -23,7 +23,8 @@
  *   index       nstripes x nidx u64: open addressing, linear probing,
  *               backward-shift deletion (no tombstones), one partition per
  *               stripe
- *   locks       nlocks x u64: refresh locks, direct-mapped by key hash
+ *   locks       nlocks x struct rlock (16 bytes): refresh locks,
+ *               direct-mapped by key hash
  *   sketch      decay clock, top-K mutex and table, count-min counters
  *   pages       nstripes x pps pages of page_size bytes: the slabs
  *
@@ -137,10 +138,16 @@ struct stripe {
     _Atomic uint64_t entries, used;  /* read by cache_stats without the lock */
 } __attribute__((aligned(64)));
 
-/* A refresh lock is one word, so every change is one CAS:
- * bits 63-32 expiry (monotonic ms, low 32 bits, compared modulo 2^32),
- * bits 31-16 key tag (never 0), bits 15-0 token fingerprint; 0 = free. */
-typedef _Atomic uint64_t rlock_word;
+/* A refresh lock.  Who holds it and until when is one word, so every change
+ * of the lock is one CAS on w: bits 63-24 expiry (monotonic ms, low 40 bits,
+ * compared modulo 2^40: wrap-safe for 2^39 ms, 17 years), bits 23-12 key tag
+ * (never 0), bits 11-0 token fingerprint; 0 = free.  `holder` is the whole
+ * token of the holder (pid << 32 | sequence), stored after the CAS that took
+ * the lock: only a hint, trusted only while its fingerprint matches w's. */
+struct rlock {
+    _Atomic uint64_t w;
+    _Atomic uint64_t holder;
+};
 
 struct topk_ent {
     uint64_t khash;                  /* 0 = empty; atomic loads on the read path */
@@ -167,12 +174,14 @@ struct cache {
     uint32_t *pagelive;
     uint8_t *refs;                   /* only through __atomic builtins */
     uint64_t *index;                 /* only through __atomic builtins */
-    rlock_word *locks;
+    struct rlock *locks;
     struct sketch *sk;
     char *pages;
     uint32_t nstripes, pps, page_size, nclasses, nidx, nlocks, hot_sample;
     uint64_t max_value;
     uint32_t shard;                  /* counter row of this process */
+    uint64_t alive_w;                /* a lock word whose holder was seen alive ... */
+    int64_t alive_at;                /* ... at this time (kill(2) once per ALIVE_MEMO_MS) */
 };
 
 /* ---- small shared helpers ---- */

@@ -12,7 +12,9 @@
  *   missing                one fetch per key per edge (a flight: every reader
  *                          of the key in this process waits on it) and per
  *                          colo (the refresh lock: an edge that does not get it
- *                          polls the segment for the other edge's result).  A
+ *                          polls the segment for the other edge's result, and
+ *                          fetches itself if the holder died or has not
+ *                          filled it within half the miss-wait).  A
  *                          reader waits at most miss-wait; then it gets its
  *                          class's on-timeout answer (degrade: the "no value"
  *                          reply, counted; error: -TRYAGAIN) while the fetch
@@ -46,6 +48,7 @@ struct flight {
     int fetching;                 /* a request to the owner is in flight */
     uint64_t token;               /* the colo refresh lock we hold, 0 = none */
     int64_t poll_until;           /* colo wait: stop polling then */
+    int64_t started_ms;           /* when the flight began */
 };
 
 /* Writes one key's answer in the form its command wants. */
@@ -282,8 +285,14 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
 }
 
 /* Colo wait: another edge holds the key's refresh lock.  Answers waiters
- * from the segment once that edge has filled it, or takes the lock over if
- * it was released or expired without a fill.  Returns 1 if the flight ended. */
+ * from the segment once that edge has filled it, or fetches itself: with the
+ * lock if it was released, expired or its holder died (cache_lock), and
+ * without it once half the miss-wait has gone by without a fill.  A holder
+ * that is alive but does not deliver (stopped, its owner link down) must
+ * not turn into a timeout answer for a key the owner would give at once:
+ * the lock saves owner fetches, it never decides what a reader gets.  The
+ * cost is one extra fetch per edge and key while a holder is that slow.
+ * Returns 1 if the flight ended. */
 static int colo_poll(struct flight *f)
 {
     struct edge *e = f->e;
@@ -309,8 +318,9 @@ static int colo_poll(struct flight *f)
         return 1;
     }
     uint64_t token = edge_cache_token(e);
-    if (cache_lock(e->cache, f->hash, token, now, edge_lock_ttl(e))) {
-        f->token = token;
+    int mine = cache_lock(e->cache, f->hash, token, now, edge_lock_ttl(e));
+    if (mine || now >= f->started_ms + e->ctx->cfg->miss_wait_ms / 2) {
+        f->token = mine ? token : 0;
         f->poll_until = 0;
         if (flight_send(f) != 0) {
             answer_waiters(f, NULL, "ERR out of memory");
@@ -390,6 +400,7 @@ static struct flight *flight_start(struct edge *e, const struct resp_slice *key,
     f->moved = f->fetching = 0;
     f->token = 0;
     f->poll_until = 0;
+    f->started_ms = board_now_ms();
     f->waiters = f->wtail = NULL;
     if (buf_append(&f->key, key->p, key->len) != HKV_OK) {
         flight_free(f);

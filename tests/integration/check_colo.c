@@ -1208,6 +1208,100 @@ START_TEST(deleted_hot_key_reads_stay_off_the_owner)
 }
 END_TEST
 
+/* ---- issue 11: refresh locks of dead and stuck edges ------------------------ */
+
+#define LOCK_CONF                                                                   \
+    "edge-workers 2\nhot-owners 1\ncold-owners 1\nmiss-wait 1s\nwrite-timeout 8s\n" \
+    "class c pattern \"c:*\" pool cold fresh 30s keep 60s\n"
+
+/* Sends GET key without waiting for the reply. */
+static void send_get(int fd, const char *key)
+{
+    char req[256];
+    size_t n = encode_get(req, sizeof(req), key);
+    EXPECT(h_send(fd, req, n) == 0, "cannot send GET %s", key);
+}
+
+/* Makes edge pb (serving connection b) take key's refresh lock and leaves
+ * it holding it with its fetch unanswered: the owner is stopped while pb
+ * sends the fetch, then pb is killed (dead) or stopped (stuck), then the
+ * owner resumes.  Returns the owner's pid. */
+static pid_t leave_lock_with(struct daemon *d, int b, pid_t pb, const char *key, int dead)
+{
+    pid_t owner = child_with_title(d, "hotkvd: owner cold/0");
+    EXPECT(owner > 0, "no process titled 'hotkvd: owner cold/0'");
+    guard_start(owner);
+    EXPECT(kill(owner, SIGSTOP) == 0, "SIGSTOP owner %d", (int)owner);
+    g_stopped = owner;
+    send_get(b, key); /* a miss: pb takes the key's lock and sends the fetch */
+    h_sleep_ms(200);
+    EXPECT(kill(pb, dead ? SIGKILL : SIGSTOP) == 0, "signal edge %d", (int)pb);
+    h_sleep_ms(300); /* a dead edge is reaped by the master by then */
+    resume_owner();
+    if (!dead) {
+        guard_start(pb);
+        g_stopped = pb;
+    }
+    h_sleep_ms(100);
+    return owner;
+}
+
+/* Defect 8 of issue 11: an edge that dies holding a key's refresh lock made
+ * the colo's other edges answer nil for the (existing) key until the lock's
+ * ttl.  The other edge must read the value, within miss-wait. */
+START_TEST(dead_edge_lock_does_not_blank_a_key)
+{
+    struct daemon d;
+    start(&d, LOCK_CONF);
+    int a, b, pa, pb;
+    edge_pair(&d, &a, &b, &pa, &pb);
+    owner_set(&d, "cold", "c:lk", "here");
+    leave_lock_with(&d, b, pb, "c:lk", 1);
+    int64_t t0 = h_now_ms();
+    struct h_reply *r = cmd(a, "GET", "c:lk", NULL);
+    int64_t took = h_now_ms() - t0;
+    note("dead lock holder: edge %d killed holding c:lk's lock; GET through edge %d -> %s "
+         "after %lld ms",
+         pb, pa, raw(r), (long long)took);
+    EXPECT(is_bulk(r, "here"), "GET c:lk after the lock holder died: %s after %lld ms", raw(r),
+           (long long)took);
+    EXPECT(took < 1000, "GET c:lk took %lld ms (miss-wait 1s)", (long long)took);
+    h_free(r);
+    close(a);
+    close(b);
+    stop(&d);
+}
+END_TEST
+
+/* Defect 8 of issue 11: a lock holder that is alive but does not fill the
+ * segment (stopped, or its owner link down) must not make other edges'
+ * readers answer nil for an existing key: past half its miss-wait a waiting
+ * reader fetches the key itself. */
+START_TEST(stuck_edge_lock_does_not_blank_a_key)
+{
+    struct daemon d;
+    start(&d, LOCK_CONF);
+    int a, b, pa, pb;
+    edge_pair(&d, &a, &b, &pa, &pb);
+    owner_set(&d, "cold", "c:lk", "here");
+    leave_lock_with(&d, b, pb, "c:lk", 0);
+    int64_t t0 = h_now_ms();
+    struct h_reply *r = cmd(a, "GET", "c:lk", NULL);
+    int64_t took = h_now_ms() - t0;
+    note("stuck lock holder: edge %d stopped holding c:lk's lock; GET through edge %d -> %s "
+         "after %lld ms",
+         pb, pa, raw(r), (long long)took);
+    EXPECT(is_bulk(r, "here"), "GET c:lk while the lock holder is stopped: %s after %lld ms",
+           raw(r), (long long)took);
+    EXPECT(took < 1000, "GET c:lk took %lld ms (miss-wait 1s)", (long long)took);
+    h_free(r);
+    resume_owner(); /* the stopped edge */
+    close(a);
+    close(b);
+    stop(&d);
+}
+END_TEST
+
 Suite *colo_suite(void)
 {
     Suite *s = suite_create("colo");
@@ -1224,6 +1318,8 @@ Suite *colo_suite(void)
         {"hotkeys", hotkeys_lists_the_hottest},
         {"two_colos", write_reaches_the_other_colo_by_push_then_by_fresh},
         {"deleted_key", deleted_hot_key_reads_stay_off_the_owner},
+        {"dead_lock_holder", dead_edge_lock_does_not_blank_a_key},
+        {"stuck_lock_holder", stuck_edge_lock_does_not_blank_a_key},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

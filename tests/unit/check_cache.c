@@ -650,6 +650,82 @@ START_TEST(refresh_lock_exclusive_and_expires)
 }
 END_TEST
 
+/* Defect 8 of issue 11: a lock nobody released (its holder died) must stay
+ * expired however long ago it expired; the old 32-bit expiry, compared
+ * modulo 2^32, made it "held" again 24.9 days later.  Also around the
+ * points where the monotonic clock crosses 2^31, 2^32 and 2^40 ms. */
+START_TEST(refresh_lock_expiry_does_not_wrap)
+{
+    struct cache *c = mk(2u << 20, 4096, 16);
+    uint64_t kh = router_hash("wrap", 4);
+    /* pids 1 and 2 always exist: these holders are never taken for dead */
+    const uint64_t ta = 1ULL << 32 | 7, tb = 2ULL << 32 | 7;
+    const int64_t day = 86400000;
+    const int64_t later[] = {(1LL << 31) + 1000, (1LL << 32) - 100, 25 * day, 30 * day,
+                             50 * day, 400 * day};
+    for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
+        ck_assert_int_eq(cache_lock(c, kh, ta, 1000, 500), 1);
+        ck_assert_msg(cache_lock(c, kh, tb, 1500 + later[i], 500) == 1,
+                      "a lock that expired %lld ms ago counts as held", (long long)later[i]);
+        cache_unlock(c, kh, tb);
+    }
+    const int64_t edges[] = {1LL << 31, 1LL << 32, 1LL << 40, 1LL << 41};
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+        int64_t t = edges[i] - 100;
+        ck_assert_int_eq(cache_lock(c, kh, ta, t, 500), 1);
+        ck_assert_msg(cache_lock(c, kh, tb, t + 200, 500) == 0,
+                      "a live lock looks free across %lld", (long long)edges[i]);
+        ck_assert_int_eq(cache_lock(c, kh, ta, t + 499, 500), 1); /* still the holder's */
+        ck_assert_msg(cache_lock(c, kh, tb, t + 500, 500) == 1,
+                      "an expired lock looks held across %lld", (long long)edges[i]);
+        cache_unlock(c, kh, tb);
+    }
+    cache_destroy(&c);
+}
+END_TEST
+
+/* Defect 8 of issue 11: a holder that died (its process is gone) stops
+ * blocking the key at once, not after the lock's ttl; a live holder keeps
+ * it.  Tokens carry the holder's pid (pid << 32 | sequence). */
+START_TEST(refresh_lock_of_a_dead_holder_is_free)
+{
+    struct cache *c = mk(2u << 20, 4096, 16);
+    uint64_t kh = router_hash("dead", 4);
+    const uint64_t me = (uint64_t)(uint32_t)getpid() << 32 | 1;
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        uint64_t t = (uint64_t)(uint32_t)getpid() << 32 | 1;
+        char ok = cache_attach(c) == HKV_OK && cache_lock(c, kh, t, 1000, 60000) == 1 ? 'y' : 'n';
+        if (write(fds[1], &ok, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause(); /* holds the lock until killed */
+    }
+    close(fds[1]);
+    char got = 0;
+    ck_assert_int_eq(read(fds[0], &got, 1), 1);
+    close(fds[0]);
+    ck_assert_int_eq(got, 'y');
+    /* alive: held, even by a caller that asks again and again */
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(cache_lock(c, kh, me, 1100 + i * 100, 500), 0);
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    /* dead (and reaped): free long before its ttl (1000 + 60000) */
+    ck_assert_msg(cache_lock(c, kh, me, 2000, 500) == 1,
+                  "the lock of a holder that is gone still blocks the key");
+    ck_assert_int_eq(cache_lock(c, kh, 2ULL << 32 | 9, 2100, 500), 0); /* and it is mine */
+    cache_unlock(c, kh, me);
+    ck_assert_int_eq(cache_lock(c, kh, 2ULL << 32 | 9, 2100, 500), 1);
+    cache_destroy(&c);
+}
+END_TEST
+
 START_TEST(hot_keys_ranked)
 {
     struct cache *c = mk(2u << 20, 4096, 1);
@@ -765,6 +841,8 @@ Suite *cache_suite(void)
     tcase_add_test(tc, torn_write_is_a_miss);
     tcase_add_test(tc, lock_holder_killed_is_repaired);
     tcase_add_test(tc, refresh_lock_exclusive_and_expires);
+    tcase_add_test(tc, refresh_lock_expiry_does_not_wrap);
+    tcase_add_test(tc, refresh_lock_of_a_dead_holder_is_free);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("sketch");
