@@ -370,43 +370,38 @@ static uint32_t class_for(uint64_t need)
     return cls;
 }
 
-int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
-              size_t vlen, int negative, hkv_stamp stamp, int64_t fresh_until,
-              int64_t keep_until, int64_t expire_at, int64_t now)
+/* Does the entry sl, found under the stripe lock, refuse a write stamped
+ * `stamp` at now?  A newer stamp does, but a tombstone past its horizon
+ * guards nothing: no fill that started before its delete can arrive now. */
+static int guards(const struct slot *sl, hkv_stamp stamp, int64_t now)
 {
-    if (c == NULL || (key == NULL && klen > 0) || (val == NULL && vlen > 0) ||
-        (negative && vlen > 0))
-        return HKV_EINVAL;
-    if (vlen > c->max_value || klen > c->page_size || vlen > c->page_size ||
-        SLOT_HDR + klen + vlen > c->page_size)
-        return HKV_ETOOBIG;
-    uint32_t cls = class_for(SLOT_HDR + klen + vlen);
-    struct slot_meta m = {.khash = khash,
-                          .stamp = stamp,
-                          .fresh_until = fresh_until,
-                          .keep_until = keep_until,
-                          .stored_at = now,
-                          .expire_at = expire_at,
-                          .klen = (uint32_t)klen,
-                          .vlen = (uint32_t)vlen,
-                          .flags = SF_LIVE | (negative ? SF_NEG : 0)};
+    if ((sl->m.flags & SF_GONE) && now >= sl->m.keep_until)
+        return 0;
+    return sl->m.stamp > stamp;
+}
+
+/* Stores the entry m (key, then val) unless the key's entry guards against
+ * it (HKV_ESTALE).  Copy-on-write: the new version goes to another slot and
+ * one store of the index word publishes it, so readers of a hot key being
+ * updated keep reading the old version instead of spinning on an odd seq. */
+static int store(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
+                 const struct slot_meta *m, int64_t now)
+{
+    uint32_t cls = class_for(SLOT_HDR + klen + m->vlen);
     uint64_t mh = cache_mix(khash);
     uint32_t s = mix_stripe(c, mh), pos, ocls, page, j;
     int rc = stripe_lock(c, s);
     if (rc != HKV_OK)
         return rc;
     struct slot *old = table_find(c, s, mh, key, klen, khash, &pos, &ocls);
-    if (old != NULL && old->m.stamp > stamp) {
+    if (old != NULL && guards(old, m->stamp, now)) {
         stripe_unlock(c, s);
         return HKV_ESTALE;
     }
-    /* Copy-on-write: the new version goes to another slot and one store of
-     * the index word publishes it, so readers of a hot key being updated
-     * keep reading the old version instead of spinning on an odd seq. */
     uint64_t *idx = index_of(c, s);
     uint64_t word = old != NULL ? __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) : 0;
     struct slot *sl = table_alloc(c, s, cls, &page, &j);
-    table_write(sl, &m, key, val);
+    table_write(sl, m, key, val);
     if (old != NULL && old != sl && __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) != word)
         old = table_find(c, s, mh, key, klen, khash, &pos, &ocls); /* the index shifted */
     if (old != NULL && old != sl)
@@ -417,30 +412,45 @@ int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, con
     return HKV_OK;
 }
 
+int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
+              size_t vlen, int negative, hkv_stamp stamp, int64_t fresh_until,
+              int64_t keep_until, int64_t expire_at, int64_t now)
+{
+    if (c == NULL || (key == NULL && klen > 0) || (val == NULL && vlen > 0) ||
+        (negative && vlen > 0))
+        return HKV_EINVAL;
+    if (vlen > c->max_value || klen > c->page_size || vlen > c->page_size ||
+        SLOT_HDR + klen + vlen > c->page_size)
+        return HKV_ETOOBIG;
+    struct slot_meta m = {.khash = khash,
+                          .stamp = stamp,
+                          .fresh_until = fresh_until,
+                          .keep_until = keep_until,
+                          .stored_at = now,
+                          .expire_at = expire_at,
+                          .klen = (uint32_t)klen,
+                          .vlen = (uint32_t)vlen,
+                          .flags = SF_LIVE | (negative ? SF_NEG : 0)};
+    return store(c, key, klen, khash, val, &m, now);
+}
+
 int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t khash,
-                     hkv_stamp stamp)
+                     hkv_stamp stamp, int64_t guard_until, int64_t now)
 {
     if (c == NULL || (key == NULL && klen > 0))
-        return HKV_ENOENT;
-    uint64_t mh = cache_mix(khash);
-    uint32_t s = mix_stripe(c, mh), pos, cls;
-    if (stripe_lock(c, s) != HKV_OK)
-        return HKV_ENOENT;
-    struct slot *sl = table_find(c, s, mh, key, klen, khash, &pos, &cls);
-    if (sl == NULL) {
-        stripe_unlock(c, s);
-        return HKV_ENOENT;
-    }
-    if (sl->m.stamp <= stamp) {
-        struct slot_meta m = sl->m;
-        m.stamp = stamp;
-        m.flags = SF_LIVE | SF_GONE;
-        m.vlen = 0;
-        m.fresh_until = m.keep_until = 0;
-        table_write(sl, &m, key, NULL);
-    }
-    stripe_unlock(c, s);
-    return HKV_OK;
+        return HKV_EINVAL;
+    if (klen > c->page_size || SLOT_HDR + klen > c->page_size)
+        return HKV_ETOOBIG;
+    /* A tombstone: never served (SF_GONE), its stamp guards until
+     * guard_until (kept in keep_until, which no reader looks at for it). */
+    struct slot_meta m = {.khash = khash,
+                          .stamp = stamp,
+                          .keep_until = guard_until,
+                          .stored_at = now,
+                          .klen = (uint32_t)klen,
+                          .flags = SF_LIVE | SF_GONE};
+    int rc = store(c, key, klen, khash, NULL, &m, now);
+    return rc == HKV_ESTALE ? HKV_OK : rc; /* a newer entry is left as it is */
 }
 
 /* ---- counters ---- */

@@ -121,8 +121,9 @@ int cache_get(struct cache *c, const char *key, size_t klen, uint64_t khash, int
 /* Stores a value (or a negative entry: val NULL, negative 1).  Stamp-guarded:
  * an entry holding a newer stamp is kept (HKV_ESTALE), so a late fetch or
  * push never replaces a newer value; an equal stamp refreshes the times.
- * An invalidated entry guards with its invalidation's stamp.  When full,
- * an entry is evicted (counted in cache_evictions) and the put succeeds.
+ * A tombstone (cache_invalidate) guards with its stamp until its
+ * guard_until, and guards nothing from then on.  When full, an entry is
+ * evicted (counted in cache_evictions) and the put succeeds.
  * HKV_OK, HKV_ESTALE, HKV_ETOOBIG (over max_value or the largest slot: not
  * cached, and not counted here: cache_not_cached_too_big is the caller's),
  * HKV_EINVAL, HKV_ECORRUPT (the stripe's mutex is unrecoverable: only if
@@ -131,17 +132,23 @@ int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, con
               size_t vlen, int negative, hkv_stamp stamp, int64_t fresh_until,
               int64_t keep_until, int64_t expire_at, int64_t now);
 
-/* A write whose new value is not known here (a cold write's push, INCRBY,
- * DEL ...): if the entry's stamp is <= stamp, the entry becomes a marker
- * that is never served (cache_get: HKV_ENOENT) and whose stamp is now
- * `stamp`, so a fetch that started before the write (an older stamp, or a
- * negative answer with stamp 0) cannot put the old value back (HKV_ESTALE);
- * a put with stamp >= it replaces it.  An entry holding a newer stamp is
- * left as it is.  HKV_OK (found, marked or left) or HKV_ENOENT (no entry:
- * nothing is stored, so nothing guards against a late older fetch).
- * The marker has no time limit; it goes when replaced or evicted. */
+/* A write whose new value is not known here (a delete, a cold write's push,
+ * INCRBY ...): the key's entry becomes a tombstone stamped `stamp`, whether
+ * or not the segment held the key.  A tombstone is never served (cache_get:
+ * HKV_ENOENT); until guard_until a put with an older stamp (a fetch that
+ * started before the write, a negative answer with stamp 0) is refused
+ * (HKV_ESTALE), and a put with stamp >= it replaces it; from guard_until on
+ * it guards nothing and is just an entry to reuse.  guard_until is the
+ * caller's: the last moment a fill or push that started before the write
+ * can still be stored.  Tombstones are entries like any other (a class-0
+ * slot each, evicted by CLOCK like the rest), so an evicted one guards
+ * nothing either.  An entry holding a newer stamp (a live tombstone
+ * included) is left as it is.  HKV_OK (a tombstone stored, or a newer
+ * entry left), HKV_ETOOBIG (the key alone does not fit a slot: nothing is
+ * stored, and no value of that key can be cached either), HKV_EINVAL,
+ * HKV_ECORRUPT. */
 int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t khash,
-                     hkv_stamp stamp);
+                     hkv_stamp stamp, int64_t guard_until, int64_t now);
 
 /* Colo-wide refresh lock of a key.  `token` identifies the caller and must
  * be pid << 32 | sequence (the pid of the calling process, a sequence that

@@ -70,7 +70,8 @@
 /* Flags of an entry. */
 #define SF_LIVE 1u       /* holds a key (else the slot is free) */
 #define SF_NEG 2u        /* an authoritative "no such key" */
-#define SF_GONE 4u       /* invalidated: never served, its stamp guards puts */
+#define SF_GONE 4u       /* a tombstone: never served, its stamp guards puts
+                          * until its keep_until (cache_invalidate) */
 
 /* The checksummed part of an entry header (60 bytes) and 4 spare bytes.
  * Readers never write into an entry: its CLOCK bit is in the refs region. */

@@ -11,15 +11,31 @@
  *              hotkey-threshold): then it is stored already stale with the
  *              class's keep, so readers get the last value and one refresh
  *              per colo is in flight at a time;
- *   not found  cached for negative-ttl (stamp 0: any write replaces it).
+ *   not found  cached for negative-ttl, with the owner's stamp for the
+ *              absence (its tombstone's, 0 if none).
  * Timeouts, errors and malformed answers are never cached (the callers only
  * fill from VALUE and NOTFOUND).
  *
  * A write this edge made updates the segment from the owner's answer before
  * the client is answered, so a client reads its own writes through any edge
- * of the colo.  Where the new value is not known here (INCRBY, EXPIRE, a
- * KEEPTTL set, DEL of several owners ...) the entry is invalidated with the
- * write's stamp: never served, and no older fetch can put an old value back.
+ * of the colo.  Where the new value is not known here (DEL, INCRBY, EXPIRE,
+ * a KEEPTTL set ...) the key gets a tombstone with the write's stamp, whether
+ * or not the segment held it: never served, and no fetch that started
+ * before the write can put the old value back.
+ *
+ * How long a tombstone must guard.  A fetch that can be overtaken by a write
+ * was sent before the write was acknowledged, so before the tombstone was
+ * made.  A fill is stored only if its fetch was sent less than
+ * EDGE_FILL_HORIZON_MS before (edge_cache_fill checks it; later answers still
+ * answer their readers, they are just not cached), and a tombstone guards
+ * for EDGE_FILL_HORIZON_MS: so every fill that started before the write is
+ * stored, if at all, while the tombstone still stands, whatever the link
+ * timeouts, a reload of them, or an edge stalled between the two.  10 s is
+ * the default write-timeout (every owner request's timeout, reads included)
+ * plus a margin, so in practice only fetches that time out anyway are not
+ * cached.  Pushes carry no send time: an older push is one the owner wrote
+ * on the colo's push link before the write, read by the edge's loop in the
+ * same round or the next, far inside the horizon.
  */
 #include <string.h>
 #include <unistd.h>
@@ -82,11 +98,13 @@ static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash
 }
 
 void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct route *rt,
-                     const struct wire_msg *m)
+                     const struct wire_msg *m, int64_t sent_ms)
 {
     if (e->cache == NULL)
         return;
     int64_t now = now_ms(), fu, ku;
+    if (now - sent_ms >= EDGE_FILL_HORIZON_MS)
+        return; /* a tombstone made since it was sent may be gone: not stored */
     if (m->type == WIRE_VALUE) {
         if (!lifetimes(e, rt->cls, rt->hash, now, (int64_t)m->u.value.expire_ms, &fu, &ku))
             return;
@@ -135,7 +153,8 @@ void edge_cache_wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
                           expire_at, now) == HKV_OK)
                 continue;
         }
-        cache_invalidate(e->cache, key->p, key->len, rt.hash, op->stamp);
+        cache_invalidate(e->cache, key->p, key->len, rt.hash, op->stamp,
+                         now + EDGE_FILL_HORIZON_MS, now);
     }
 }
 
@@ -148,7 +167,9 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
     cache_count(e->cache, CACHE_CTR_pushes_received, 1);
     if (m->type == WIRE_INVALIDATE) {
         struct wire_slice k = m->u.invalidate.key;
-        cache_invalidate(e->cache, k.p, k.len, router_hash(k.p, k.len), m->u.invalidate.stamp);
+        int64_t now = now_ms();
+        cache_invalidate(e->cache, k.p, k.len, router_hash(k.p, k.len), m->u.invalidate.stamp,
+                         now + EDGE_FILL_HORIZON_MS, now);
         hlc_observe(&e->hlc, m->u.invalidate.stamp);
         return;
     }
@@ -161,5 +182,6 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
         cache_put(e->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len, 0,
                   m->u.push.stamp, fu, ku, (int64_t)m->u.push.expire_ms, now);
     else
-        cache_invalidate(e->cache, k.p, k.len, rt.hash, m->u.push.stamp);
+        cache_invalidate(e->cache, k.p, k.len, rt.hash, m->u.push.stamp,
+                         now + EDGE_FILL_HORIZON_MS, now);
 }

@@ -49,6 +49,7 @@ struct flight {
     uint64_t token;               /* the colo refresh lock we hold, 0 = none */
     int64_t poll_until;           /* colo wait: stop polling then */
     int64_t started_ms;           /* when the flight began */
+    int64_t sent_ms;              /* when its fetch was sent */
 };
 
 /* Writes one key's answer in the form its command wants. */
@@ -180,6 +181,7 @@ static int flight_send(struct flight *f)
     if (wire_put_get(b, id, &k, 1) != HKV_OK || elink_commit(l, id, flight_cb, f) != HKV_OK)
         return -1;
     f->fetching = 1;
+    f->sent_ms = board_now_ms();
     if (f->e->cache != NULL)
         cache_count(f->e->cache, CACHE_CTR_cache_refreshes, 1);
     return 0;
@@ -279,7 +281,7 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
         return;
     }
     if (m->type == WIRE_VALUE || m->type == WIRE_NOTFOUND)
-        edge_cache_fill(e, buf_head(&f->key), buf_unread(&f->key), &f->rt, m);
+        edge_cache_fill(e, buf_head(&f->key), buf_unread(&f->key), &f->rt, m, f->sent_ms);
     answer_waiters(f, m, NULL);
     flight_free(f);
 }
@@ -595,7 +597,7 @@ static void fill_items(struct op *op, struct oreq *r, const struct wire_msg *m)
             one.u.value.stamp = m->u.values.items[i].stamp;
             one.u.value.expire_ms = m->u.values.items[i].expire_ms;
         }
-        edge_cache_fill(e, k->p, k->len, &rt, &one);
+        edge_cache_fill(e, k->p, k->len, &rt, &one, op->start_ms);
     }
 }
 
@@ -752,6 +754,7 @@ static void multi_read(struct conn *c, enum cmd_id cmd, int n, const struct resp
     struct op *op = op_new(c, cmd, 0);
     if (op == NULL)
         return;
+    op->start_ms = board_now_ms(); /* the fetches' send time, for fill_items */
     op->answer = cmd == CMD_MGET ? mget_answer : exists_answer;
     op->done = cmd == CMD_MGET ? mget_done : acc_done;
     if (op_copy_keys(op, n, keys, 1, NULL) != 0 || op_split(op, WIRE_GET, WIRE_ROLE_READ, 0) != 0) {

@@ -97,12 +97,13 @@ static pid_t child_with_title(const struct daemon *d, const char *prefix)
 /* ---- failure handling: never leave a stopped owner or a running daemon ----- */
 
 static pid_t g_stopped;      /* an owner this test SIGSTOPped, 0 = none */
+static pid_t g_stopped2;     /* a second process it SIGSTOPped, 0 = none */
 static int g_guard_fd = -1;  /* write end of the guardian's pipe */
 static pid_t g_guard;
 
-/* A process that SIGCONTs `target` when the test process goes away (its pipe
- * reaches EOF), however the test ends. */
-static void guard_start(pid_t target)
+/* A process that SIGCONTs `target` and `target2` (0: none) when the test
+ * process goes away (its pipe reaches EOF), however the test ends. */
+static void guard_start2(pid_t target, pid_t target2)
 {
     int p[2];
     ck_assert_int_eq(pipe(p), 0);
@@ -114,6 +115,8 @@ static void guard_start(pid_t target)
         for (int i = 0; i < 1000 && read(p[0], &c, 1) != 0; i++)
             ;
         kill(target, SIGCONT);
+        if (target2 > 0)
+            kill(target2, SIGCONT);
         _exit(0);
     }
     close(p[0]);
@@ -121,11 +124,18 @@ static void guard_start(pid_t target)
     g_guard = pid;
 }
 
+static void guard_start(pid_t target)
+{
+    guard_start2(target, 0);
+}
+
 static void resume_owner(void)
 {
     if (g_stopped > 0)
         kill(g_stopped, SIGCONT);
-    g_stopped = 0;
+    if (g_stopped2 > 0)
+        kill(g_stopped2, SIGCONT);
+    g_stopped = g_stopped2 = 0;
     if (g_guard_fd >= 0)
         close(g_guard_fd);
     g_guard_fd = -1;
@@ -174,7 +184,7 @@ static void fail_cleanup(void)
 
 static void start(struct daemon *d, const char *conf)
 {
-    g_stopped = 0;
+    g_stopped = g_stopped2 = 0;
     g_guard_fd = -1;
     g_guard = 0;
     int rc = h_start(d, conf);
@@ -1302,6 +1312,54 @@ START_TEST(stuck_edge_lock_does_not_blank_a_key)
 }
 END_TEST
 
+/* Defect 6 of issue 11: DEL then GET on one connection returned the deleted
+ * value when a fetch of the key that started before the DEL was answered
+ * after it: the DEL's invalidation found nothing to mark (the key was not
+ * cached), so the late answer was stored as fresh.  Made deterministic: edge
+ * pb sends the fetch while the owner is stopped, pb is stopped while the
+ * owner answers it, edge pa deletes the key, pb resumes and stores (or, now,
+ * refuses) the old answer, then pa reads the key.  Failed before the fix
+ * (GET -> the deleted value). */
+START_TEST(deleted_key_not_refilled_by_older_fetch)
+{
+    struct daemon d;
+    /* no pushes: the owner's invalidation would reach one edge of the colo
+     * (whichever holds the colo's push link) and, processed after the old
+     * answer, hide the defect; what is tested is the edge's own invalidation */
+    start(&d, LOCK_CONF "owner-push no\n");
+    int a, b, pa, pb;
+    edge_pair(&d, &a, &b, &pa, &pb);
+    owner_set(&d, "cold", "c:del", "deleted value");
+    pid_t owner = child_with_title(&d, "hotkvd: owner cold/0");
+    EXPECT(owner > 0, "no process titled 'hotkvd: owner cold/0'");
+    guard_start2(owner, pb);
+    EXPECT(kill(owner, SIGSTOP) == 0, "SIGSTOP owner %d", (int)owner);
+    g_stopped = owner;
+    send_get(b, "c:del"); /* pb: a miss, the fetch goes out and waits */
+    h_sleep_ms(200);
+    EXPECT(kill(pb, SIGSTOP) == 0, "SIGSTOP edge %d", (int)pb);
+    g_stopped2 = pb;
+    EXPECT(kill(owner, SIGCONT) == 0, "SIGCONT owner %d", (int)owner);
+    g_stopped = 0;
+    h_sleep_ms(200); /* the owner answers; the answer waits in pb's socket */
+    struct h_reply *r = cmd(a, "DEL", "c:del", NULL);
+    EXPECT(r->v->type == RESP_INT && r->v->integer == 1, "DEL c:del: %s", raw(r));
+    h_free(r);
+    resume_owner(); /* pb: stores its answer from before the DEL, or refuses it */
+    h_sleep_ms(300);
+    r = cmd(a, "GET", "c:del", NULL);
+    note("older fetch after DEL: edge %d's fetch answered before edge %d's DEL; GET -> %s", pb,
+         pa, raw(r));
+    EXPECT(is_nil(r), "DEL then GET c:del returned %s", raw(r));
+    h_free(r);
+    r = h_read(b); /* pb's reader got its answer (from before the DEL) */
+    h_free(r);
+    close(a);
+    close(b);
+    stop(&d);
+}
+END_TEST
+
 Suite *colo_suite(void)
 {
     Suite *s = suite_create("colo");
@@ -1320,6 +1378,7 @@ Suite *colo_suite(void)
         {"deleted_key", deleted_hot_key_reads_stay_off_the_owner},
         {"dead_lock_holder", dead_edge_lock_does_not_blank_a_key},
         {"stuck_lock_holder", stuck_edge_lock_does_not_blank_a_key},
+        {"del_then_get", deleted_key_not_refilled_by_older_fetch},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -161,15 +161,79 @@ START_TEST(stamp_guard_keeps_newer)
 
     /* invalidation: an older one leaves the entry; a newer one makes it a
      * miss whose stamp still refuses older fetches */
-    ck_assert_int_eq(cache_invalidate(c, "s", 1, router_hash("s", 1), 5), HKV_OK);
+    ck_assert_int_eq(cache_invalidate(c, "s", 1, router_hash("s", 1), 5, 100000, 1400), HKV_OK);
     ck_assert_int_eq(GET(c, "s", 1410, &b, &h), HKV_OK);
-    ck_assert_int_eq(cache_invalidate(c, "s", 1, router_hash("s", 1), 20), HKV_OK);
+    ck_assert_int_eq(cache_invalidate(c, "s", 1, router_hash("s", 1), 20, 100000, 1400), HKV_OK);
     ck_assert_int_eq(GET(c, "s", 1410, &b, &h), HKV_ENOENT);
     ck_assert_int_eq(PUT(c, "s", "eleven", 11, 1500, 2500, 1400), HKV_ESTALE);
     ck_assert_int_eq(PUT(c, "s", "twenty", 20, 1500, 2500, 1400), HKV_OK);
     ck_assert_int_eq(GET(c, "s", 1410, &b, &h), HKV_OK);
     assert_value(&b, "twenty");
-    ck_assert_int_eq(cache_invalidate(c, "nope", 4, router_hash("nope", 4), 20), HKV_ENOENT);
+    buf_deinit(&b);
+    cache_destroy(&c);
+}
+END_TEST
+
+#define INVAL(c, k, stamp, until, now) \
+    cache_invalidate((c), (k), strlen(k), router_hash((k), strlen(k)), (stamp), (until), (now))
+
+/* Defect 6 of issue 11: the invalidation of a key the segment does not hold
+ * (a delete) leaves a tombstone: never served, and until its horizon a fill
+ * or push with an older stamp cannot put the deleted value back.  One with
+ * the delete's stamp or newer replaces it (a NOTFOUND carries the owner's
+ * tombstone stamp); past the horizon it guards nothing. */
+START_TEST(invalidation_of_an_absent_key_leaves_a_tombstone)
+{
+    struct cache *c = mk(2u << 20, 4096, 16);
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct cache_hit h;
+    ck_assert_int_eq(INVAL(c, "del", 20, 11000, 1000), HKV_OK);
+    ck_assert_int_eq(GET(c, "del", 1001, &b, &h), HKV_ENOENT);
+    /* the fetch that started before the delete arrives late */
+    ck_assert_msg(PUT(c, "del", "deleted value", 10, 2500, 30000, 1500) == HKV_ESTALE,
+                  "an older fill replaced the tombstone of a delete");
+    ck_assert_int_eq(GET(c, "del", 1501, &b, &h), HKV_ENOENT);
+    ck_assert_int_eq(cache_put(c, "del", 3, router_hash("del", 3), NULL, 0, 1, 0, 2500, 2500, 0,
+                               1500),
+                     HKV_ESTALE); /* an absence with no stamp is older too */
+    /* a later invalidation with an older stamp leaves it as it is */
+    ck_assert_int_eq(INVAL(c, "del", 15, 12000, 1600), HKV_OK);
+    ck_assert_int_eq(PUT(c, "del", "deleted value", 17, 2500, 30000, 1600), HKV_ESTALE);
+    /* the owner's "not found", stamped with its tombstone, replaces it */
+    ck_assert_int_eq(cache_put(c, "del", 3, router_hash("del", 3), NULL, 0, 1, 20, 2700, 2700, 0,
+                               1700),
+                     HKV_OK);
+    ck_assert_int_eq(GET(c, "del", 1701, &b, &h), HKV_OK);
+    ck_assert_int_eq(h.negative, 1);
+
+    /* past the horizon a tombstone guards nothing (no fill started before
+     * the delete can still arrive) */
+    ck_assert_int_eq(INVAL(c, "old", 20, 11000, 1000), HKV_OK);
+    ck_assert_int_eq(PUT(c, "old", "v", 10, 10999, 30000, 10999), HKV_ESTALE);
+    ck_assert_int_eq(PUT(c, "old", "v", 10, 12000, 30000, 11000), HKV_OK);
+    ck_assert_int_eq(GET(c, "old", 11001, &b, &h), HKV_OK);
+    assert_value(&b, "v");
+    /* an invalidated value: same rules */
+    ck_assert_int_eq(PUT(c, "val", "v1", 10, 2000, 30000, 1000), HKV_OK);
+    ck_assert_int_eq(INVAL(c, "val", 20, 11000, 1000), HKV_OK);
+    ck_assert_int_eq(PUT(c, "val", "v1", 10, 2000, 30000, 10000), HKV_ESTALE);
+    ck_assert_int_eq(PUT(c, "val", "v1", 10, 12000, 30000, 11000), HKV_OK);
+
+    /* tombstones are entries like any other: a full segment evicts them,
+     * every invalidation succeeds, nothing outgrows the capacity */
+    char key[32];
+    int ok = 0;
+    for (int i = 0; i < 50000; i++) {
+        int kl = snprintf(key, sizeof(key), "gone:%d", i);
+        ok += cache_invalidate(c, key, (size_t)kl, router_hash(key, (size_t)kl), 5, 100000,
+                               1000) == HKV_OK;
+    }
+    ck_assert_int_eq(ok, 50000);
+    struct cache_stats st;
+    cache_stats(c, &st);
+    ck_assert_uint_gt(st.counters[CACHE_CTR_cache_evictions], 0);
+    ck_assert_uint_le(st.used_memory, st.capacity);
+    ck_assert_int_eq(PUT(c, "gone:49999", "back", 4, 2000, 30000, 1000), HKV_ESTALE);
     buf_deinit(&b);
     cache_destroy(&c);
 }
@@ -822,6 +886,7 @@ Suite *cache_suite(void)
     tcase_add_test(tc, attach_checks_the_header);
     tcase_add_test(tc, put_then_get_round_trip);
     tcase_add_test(tc, stamp_guard_keeps_newer);
+    tcase_add_test(tc, invalidation_of_an_absent_key_leaves_a_tombstone);
     tcase_add_test(tc, entries_past_keep_are_misses);
     tcase_add_test(tc, too_big_value_not_cached);
     tcase_add_test(tc, corrupt_entry_is_a_miss);
