@@ -110,11 +110,12 @@ void cache_destroy(struct cache **c);
 /* Looks `key` up.  `khash` is the caller's hash of the key (router_hash).
  * HKV_OK: found (value copied into *value, which is reset first; for a
  * negative entry value is empty and hit->negative = 1); HKV_ENOENT: miss
- * (absent, invalidated, at or past keep_until, or torn/corrupt: never
+ * (absent, a tombstone, at or past keep_until, or torn/corrupt: never
  * served; torn/corrupt ones are counted here in cache_corrupt_entries);
  * HKV_ENOMEM (value could not grow).  No lock, no syscall, no allocation
  * once *value has grown to the value's size; a hit sets the entry's CLOCK
- * bit, which is kept outside the entry (a reader never writes into one).  Hits, misses and stale hits are the caller's to count. */
+ * bit, which is kept outside the entry (a reader never writes into one).
+ * Hits, misses and stale hits are the caller's to count. */
 int cache_get(struct cache *c, const char *key, size_t klen, uint64_t khash, int64_t now,
               struct hkv_buf *value, struct cache_hit *hit);
 

@@ -5,14 +5,18 @@
  * the owners' pushes.
  *
  * What goes in and for how long is decided here, from the key's class:
- *   found      fresh_until = now + fresh, keep_until = now + keep, both capped
- *              by the key's own expiry;
+ *   found      fresh_until = base + fresh, keep_until = now + keep, both
+ *              capped by the key's own expiry.  base is a moment at or before
+ *              the owner read or applied the value: the fetch's send time for
+ *              a fill, the write's first send time for this edge's own write;
+ *              for a push, its arrival (so a push's delay adds to the
+ *              staleness bound: edge_read.c);
  *   fresh 0    not cached, unless the key is measured hot (reads/s past
  *              hotkey-threshold): then it is stored already stale with the
  *              class's keep, so readers get the last value and one refresh
  *              per colo is in flight at a time;
- *   not found  cached for negative-ttl, with the owner's stamp for the
- *              absence (its tombstone's, 0 if none).
+ *   not found  cached for negative-ttl from the fetch's send time, with the
+ *              owner's stamp for the absence (its tombstone's, 0 if none).
  * Timeouts, errors and malformed answers are never cached (the callers only
  * fill from VALUE and NOTFOUND).
  *
@@ -71,9 +75,10 @@ int64_t edge_lock_ttl(const struct edge *e)
     return e->ctx->cfg->write_timeout_ms + 1000;
 }
 
-/* Times for a value of class cls fetched or pushed now; 0 = do not cache. */
-static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash, int64_t now,
-                     int64_t expire_at, int64_t *fresh_until, int64_t *keep_until)
+/* Times for a value of class cls stored now that the owner read or applied
+ * at base or later (base <= now); 0 = do not cache. */
+static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash, int64_t base,
+                     int64_t now, int64_t expire_at, int64_t *fresh_until, int64_t *keep_until)
 {
     int64_t fresh = cls->fresh_ms, keep = cls->keep_ms;
     if (fresh == 0) {
@@ -83,7 +88,7 @@ static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash
     }
     if (keep <= 0)
         return 0;
-    *fresh_until = now + fresh;
+    *fresh_until = base + fresh;
     *keep_until = now + keep;
     if (expire_at > 0) {
         int64_t left = expire_at - edge_unix_ms();
@@ -106,7 +111,8 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
     if (now - sent_ms >= EDGE_FILL_HORIZON_MS)
         return; /* a tombstone made since it was sent may be gone: not stored */
     if (m->type == WIRE_VALUE) {
-        if (!lifetimes(e, rt->cls, rt->hash, now, (int64_t)m->u.value.expire_ms, &fu, &ku))
+        if (!lifetimes(e, rt->cls, rt->hash, sent_ms, now, (int64_t)m->u.value.expire_ms, &fu,
+                       &ku))
             return;
         int rc = cache_put(e->cache, key, klen, rt->hash, m->u.value.value.p, m->u.value.value.len,
                            0, m->u.value.stamp, fu, ku, (int64_t)m->u.value.expire_ms, now);
@@ -117,9 +123,9 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         /* The owner's stamp for the absence (its tombstone's) orders this
          * "not found" after the delete it comes from, so it replaces the
          * delete's invalidation marker and a deleted hot key stays cached. */
-        if (ttl > 0)
-            cache_put(e->cache, key, klen, rt->hash, NULL, 0, 1, m->u.notfound.stamp, now + ttl,
-                      now + ttl, 0, now);
+        if (ttl > 0 && sent_ms + ttl > now)
+            cache_put(e->cache, key, klen, rt->hash, NULL, 0, 1, m->u.notfound.stamp,
+                      sent_ms + ttl, sent_ms + ttl, 0, now);
     }
 }
 
@@ -148,7 +154,8 @@ void edge_cache_wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
                                 : op->exp.kind == WIRE_EXP_ABS ? op->exp.ms
                                                                : 0;
             int64_t fu, ku;
-            if (lifetimes(e, rt.cls, rt.hash, now, expire_at, &fu, &ku) &&
+            /* applied after its first send (op->start_ms), so no older */
+            if (lifetimes(e, rt.cls, rt.hash, op->start_ms, now, expire_at, &fu, &ku) &&
                 cache_put(e->cache, key->p, key->len, rt.hash, v->p, v->len, 0, op->stamp, fu, ku,
                           expire_at, now) == HKV_OK)
                 continue;
@@ -178,7 +185,7 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
     router_route(e->router, k.p, k.len, &rt);
     hlc_observe(&e->hlc, m->u.push.stamp);
     int64_t now = now_ms(), fu, ku;
-    if (lifetimes(e, rt.cls, rt.hash, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
+    if (lifetimes(e, rt.cls, rt.hash, now, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
         cache_put(e->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len, 0,
                   m->u.push.stamp, fu, ku, (int64_t)m->u.push.expire_ms, now);
     else

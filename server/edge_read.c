@@ -3,12 +3,54 @@
  * cache (edge_cache.c, server/cache.h); no read reaches an owner behind the
  * cache's back.
  *
+ * The staleness bound (DESIGN §3, promise 2).  Let A be the refresh
+ * allowance, the miss-wait (cfg miss_wait_ms).  While the key's owner
+ * answers each fetch within A/2, every read answered through this file
+ * returns a value that no write had superseded more than fresh + A before
+ * the read was answered (fresh: the key's class), or fresh + A + its push's
+ * delay for a value a push stored; a cached absence (NOTFOUND) was current
+ * less than negative-ttl before.  When the owner does not answer in time, a read
+ * gets the last value the colo holds, within keep, flagged stale (RESP3
+ * CLIENT META), or, when the colo holds nothing, its class's on-timeout
+ * answer.  Why:
+ *   - An entry's fresh_until is base + fresh, base being at or before the
+ *     moment the owner read the value (a fill: its fetch's send time; this
+ *     colo's own write: the write's first send time; a push: its arrival,
+ *     which is where the push delay comes in) (edge_cache.c).  A write that
+ *     superseded the value came after that moment, so after base.
+ *   - The segment answers a read at once only while now < fresh_until + A
+ *     (fresh, or stale by less than A: then it also starts the colo's one
+ *     refresh).  So an answer from the segment is less than fresh + A after
+ *     base, hence after the superseding write.
+ *   - Past fresh_until + A the reader waits, like a miss, for its edge's
+ *     flight of the key: the flight's own fetch, sent when the reader came
+ *     or before, or (another edge holding the colo's lock) that edge's fill
+ *     of the segment, which is again within the rule above, and failing
+ *     that, from A/2 on, a fetch of its own (colo_poll).  Either way a fetch
+ *     is out by A/2 and, by the premise, answered by A; an owner answer is
+ *     current when it is given.  Only when none came within the reader's
+ *     miss-wait (= A) does it get the stale entry, and while a flight of the
+ *     key has been out for A or longer, later reads take the stale entry at
+ *     once (the owner is not answering; they do not each wait A).
+ *   - The owners' pushes only make values arrive sooner; the bound does not
+ *     count on them, so a missed push (owner restart, a push link down)
+ *     costs at most fresh + A.
+ *   - MGET and multi-key EXISTS answer from the segment under the same rule
+ *     and otherwise ask the owners (as for a miss, without miss-wait).
+ *   - A client's reads behind its own writes go to the owner.
+ * With pushes on, a write is normally in every colo within milliseconds;
+ * the bound is what holds when one is missed.  Default config: fresh + 1.2 s.
+ *
  * One key (GET, STRLEN, TYPE, EXISTS of one key, TTL, PTTL, GETEX without
  * options):
  *   fresh in the segment   answered from it, no owner call;
- *   stale but kept         answered from it now; whichever edge of the colo
+ *   stale by less than A   answered from it now; whichever edge of the colo
  *                          takes the key's refresh lock refreshes it in the
  *                          background, the others go on serving it stale;
+ *   stale by A or more     waited for like a miss (below); answered stale if
+ *                          the owner does not answer within miss-wait, and at
+ *                          once while this edge's fetch of it has been out
+ *                          for A already;
  *   missing                one fetch per key per edge (a flight: every reader
  *                          of the key in this process waits on it) and per
  *                          colo (the refresh lock: an edge that does not get it
@@ -126,6 +168,41 @@ static void timeout_answer(struct op *op, struct hkv_buf *out, const struct flig
     }
 }
 
+/* The refresh allowance A (see the top of this file). */
+static int64_t allowance(const struct edge *e)
+{
+    return e->ctx->cfg->miss_wait_ms;
+}
+
+/* May an entry whose fresh time ends at fresh_until be served at once? */
+static int servable(const struct edge *e, int64_t fresh_until, int64_t now)
+{
+    return now < fresh_until + allowance(e);
+}
+
+/* A reader whose owner did not answer in time gets the colo's stale value
+ * of the key, within keep, if there is one (DESIGN §3, promise 2): returns 1
+ * when it was written to out. */
+static int stale_answer(struct op *op, struct hkv_buf *out, const struct hkv_buf *key,
+                        uint64_t hash)
+{
+    struct edge *e = op->e;
+    struct cache_hit hit;
+    int64_t now = board_now_ms();
+    if (e->cache == NULL ||
+        cache_get(e->cache, buf_head(key), buf_unread(key), hash, now, &e->cval, &hit) != HKV_OK ||
+        (hit.expire_at != 0 && hit.expire_at <= edge_unix_ms()))
+        return 0;
+    int stale = now >= hit.fresh_until;
+    cache_count(e->cache,
+                hit.negative ? CACHE_CTR_cache_negative_hits
+                             : stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits,
+                1);
+    meta(op->c, out, now - hit.stored_at, hit.stamp, stale, 0);
+    render_one(op, out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval), hit.expire_at);
+    return 1;
+}
+
 /* ---- flights --------------------------------------------------------------- */
 
 static struct flight **bucket(struct edge *e, uint64_t hash)
@@ -227,7 +304,8 @@ static void answer_waiters(struct flight *f, const struct wire_msg *m, const cha
             if (err != NULL) {
                 resp_add_error(out, err);
             } else if (m == NULL) {
-                timeout_answer(op, out, f);
+                if (!stale_answer(op, out, &f->key, f->hash))
+                    timeout_answer(op, out, f);
             } else if (m->type == WIRE_VALUE) {
                 meta(op->c, out, 0, m->u.value.stamp, 0, 0);
                 render_one(op, out, 1, m->u.value.value.p, m->u.value.value.len,
@@ -287,7 +365,8 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
 }
 
 /* Colo wait: another edge holds the key's refresh lock.  Answers waiters
- * from the segment once that edge has filled it, or fetches itself: with the
+ * from the segment once that edge has filled it (an entry servable at once:
+ * the stale entry that sent them here does not count), or fetches itself: with the
  * lock if it was released, expired or its holder died (cache_lock), and
  * without it once half the miss-wait has gone by without a fill.  A holder
  * that is alive but does not deliver (stopped, its owner link down) must
@@ -302,6 +381,7 @@ static int colo_poll(struct flight *f)
     int64_t now = board_now_ms();
     if (cache_get(e->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cval,
                   &hit) == HKV_OK &&
+        servable(e, hit.fresh_until, now) &&
         !(hit.expire_at != 0 && hit.expire_at <= edge_unix_ms())) {
         struct op *op = f->waiters;
         f->waiters = f->wtail = NULL;
@@ -345,7 +425,7 @@ static void flight_timer(evutil_socket_t fd, short what, void *arg)
         if (f->waiters == NULL)
             f->wtail = NULL;
         struct hkv_buf *out = op_out(op);
-        if (out != NULL)
+        if (out != NULL && !stale_answer(op, out, &f->key, f->hash))
             timeout_answer(op, out, f);
         op_finish(op);
     }
@@ -473,6 +553,16 @@ static int from_cache(struct conn *c, enum cmd_id cmd, const struct resp_slice *
         return 0;
     }
     int stale = now >= hit.fresh_until;
+    if (stale && !servable(e, hit.fresh_until, now)) {
+        /* Stale by A or more: wait for the owner like a miss, unless this
+         * edge's fetch of the key has been out for A already (the owner is
+         * not answering: then the stale value, at once). */
+        struct flight *f = flight_find(e, hash, key);
+        if (f == NULL || now - f->started_ms < allowance(e)) {
+            cache_count(e->cache, CACHE_CTR_cache_misses, 1);
+            return 0;
+        }
+    }
     cache_count(e->cache,
                 hit.negative ? CACHE_CTR_cache_negative_hits
                              : stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits,
@@ -701,8 +791,23 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, int n, const struct
         k[i].hash = router_hash(keys[i].p, keys[i].len);
         cache_sketch_read(e->cache, keys[i].p, keys[i].len, k[i].hash, now);
         ok = cache_get(e->cache, keys[i].p, keys[i].len, k[i].hash, now, &e->cval, &hit) == HKV_OK &&
-             !(hit.expire_at != 0 && hit.expire_at <= unix_now) &&
-             buf_append(vals, buf_head(&e->cval), buf_unread(&e->cval)) == HKV_OK;
+             !(hit.expire_at != 0 && hit.expire_at <= unix_now);
+        if (ok && !servable(e, hit.fresh_until, now)) {
+            /* stale by A or more (top of file): served only while this edge's
+             * fetch of it has been out for A; otherwise the owners are asked,
+             * and a refresh starts so that during an outage the next reads
+             * find that fetch */
+            struct flight *f = flight_find(e, k[i].hash, &keys[i]);
+            if (f == NULL || now - f->started_ms < allowance(e)) {
+                ok = 0;
+                struct route rt;
+                struct owner_ref *o = f == NULL ? edge_owner_of(e, keys[i].p, keys[i].len, &rt)
+                                                : NULL;
+                if (o != NULL)
+                    flight_start(e, &keys[i], &rt, o, 1);
+            }
+        }
+        ok = ok && buf_append(vals, buf_head(&e->cval), buf_unread(&e->cval)) == HKV_OK;
         if (ok) {
             k[i].found = !hit.negative;
             k[i].len = buf_unread(&e->cval);
