@@ -83,7 +83,7 @@ static int layout(struct cache_hdr *h)
     h->off_stripes = off;
     off += (uint64_t)h->nstripes * h->stripe_size;
     h->off_locks = off;
-    off = ALIGN_UP(off + (uint64_t)h->nlocks * sizeof(rlock_word), 64);
+    off = ALIGN_UP(off + (uint64_t)h->nlocks * sizeof(struct rlock), 64);
     h->off_sketch = off;
     off = ALIGN_UP(off + sizeof(struct sketch), 64);
     uint64_t fixed = off + 3 * 4096; /* alignment slack of the later regions */
@@ -97,7 +97,7 @@ static int layout(struct cache_hdr *h)
         cap *= 2;
     uint64_t page = clamp_u64(pow2_floor(raw / 16), PAGE_MIN, cap);
     uint64_t per_page_idx = (page / SLOT_MIN) * 3 / 2;
-    uint64_t per_page = page + 8 + 4 + per_page_idx * 8;
+    uint64_t per_page = page + 8 + 4 + page / SLOT_MIN + per_page_idx * 8;
     uint64_t pps = raw > 64 ? (raw - 64) / per_page : 0;
     if (pps > 65535)
         pps = 65535;
@@ -112,6 +112,8 @@ static int layout(struct cache_hdr *h)
         o = ALIGN_UP(o + (uint64_t)h->nstripes * pps * 8, 64);
         h->off_pagelive = o;
         o = ALIGN_UP(o + (uint64_t)h->nstripes * pps * 4, 64);
+        h->off_refs = o;
+        o = ALIGN_UP(o + (uint64_t)h->nstripes * pps * (page / SLOT_MIN), 64);
         h->off_index = o;
         o = ALIGN_UP(o + (uint64_t)h->nstripes * h->nidx * 8, 4096);
         h->off_pages = o;
@@ -137,8 +139,9 @@ static void bind(struct cache *c)
     c->stripes = c->base + h->off_stripes;
     c->pagewords = (_Atomic uint64_t *)(c->base + h->off_pagewords);
     c->pagelive = (uint32_t *)(c->base + h->off_pagelive);
+    c->refs = (uint8_t *)(c->base + h->off_refs);
     c->index = (uint64_t *)(c->base + h->off_index);
-    c->locks = (rlock_word *)(c->base + h->off_locks);
+    c->locks = (struct rlock *)(c->base + h->off_locks);
     c->sk = (struct sketch *)(c->base + h->off_sketch);
     c->pages = c->base + h->off_pages;
     c->nstripes = h->nstripes;
@@ -149,6 +152,8 @@ static void bind(struct cache *c)
     c->nlocks = h->nlocks;
     c->hot_sample = h->hot_sample;
     c->max_value = h->max_value;
+    c->alive_w = 0;
+    c->alive_at = 0;
     c->shard = (uint32_t)(((uint64_t)(uint32_t)getpid() * 0x9e3779b97f4a7c15ULL) >> 60) %
                CTR_SHARDS;
 }
@@ -244,7 +249,7 @@ enum rd { RD_HIT, RD_OTHER, RD_GONE, RD_RETRY, RD_CORRUPT, RD_NOMEM };
  * value hold a consistent, checksummed copy of key's entry. */
 static enum rd read_slot(const struct cache *c, uint32_t s, uint64_t w, const char *key,
                          size_t klen, uint64_t khash, struct hkv_buf *value, struct slot_meta *m,
-                         struct slot **out)
+                         uint32_t *cls_out)
 {
     uint32_t p = iw_page(w), j = iw_slot(w);
     if (p >= c->pps)
@@ -283,7 +288,7 @@ static enum rd read_slot(const struct cache *c, uint32_t s, uint64_t w, const ch
         value->len = 0;
         return RD_CORRUPT;
     }
-    *out = sl;
+    *cls_out = cls;
     return RD_HIT;
 }
 
@@ -297,7 +302,8 @@ int cache_get(struct cache *c, const char *key, size_t klen, uint64_t khash, int
     uint32_t s = mix_stripe(c, mh), tag = mix_tag(mh), home = tag_home(c, tag);
     const uint64_t *idx = index_of(c, s);
     struct slot_meta m;
-    struct slot *sl = NULL;
+    uint64_t hw = 0;
+    uint32_t hcls = 0;
     int tries = READ_TRIES;
 restart:
     for (uint32_t pos = home, n = 0; n < c->nidx; n++) {
@@ -305,8 +311,9 @@ restart:
         if (w == 0)
             return HKV_ENOENT;
         if ((w & IW_VALID) && iw_tag(w) == tag) {
-            switch (read_slot(c, s, w, key, klen, khash, value, &m, &sl)) {
+            switch (read_slot(c, s, w, key, klen, khash, value, &m, &hcls)) {
             case RD_HIT:
+                hw = w;
                 goto hit;
             case RD_GONE:
                 return HKV_ENOENT;
@@ -341,8 +348,7 @@ hit:
         value->len = 0;
         return HKV_ENOENT;
     }
-    if (__atomic_load_n(&sl->m.ref, __ATOMIC_RELAXED) == 0) /* write only when it changes */
-        __atomic_store_n(&sl->m.ref, 1, __ATOMIC_RELAXED);
+    entry_touch(c, s, iw_page(hw), iw_slot(hw), hcls);
     if (hit != NULL) {
         hit->negative = (m.flags & SF_NEG) != 0;
         hit->stamp = m.stamp;
@@ -364,43 +370,38 @@ static uint32_t class_for(uint64_t need)
     return cls;
 }
 
-int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
-              size_t vlen, int negative, hkv_stamp stamp, int64_t fresh_until,
-              int64_t keep_until, int64_t expire_at, int64_t now)
+/* Does the entry sl, found under the stripe lock, refuse a write stamped
+ * `stamp` at now?  A newer stamp does, but a tombstone past its horizon
+ * guards nothing: no fill that started before its delete can arrive now. */
+static int guards(const struct slot *sl, hkv_stamp stamp, int64_t now)
 {
-    if (c == NULL || (key == NULL && klen > 0) || (val == NULL && vlen > 0) ||
-        (negative && vlen > 0))
-        return HKV_EINVAL;
-    if (vlen > c->max_value || klen > c->page_size || vlen > c->page_size ||
-        SLOT_HDR + klen + vlen > c->page_size)
-        return HKV_ETOOBIG;
-    uint32_t cls = class_for(SLOT_HDR + klen + vlen);
-    struct slot_meta m = {.khash = khash,
-                          .stamp = stamp,
-                          .fresh_until = fresh_until,
-                          .keep_until = keep_until,
-                          .stored_at = now,
-                          .expire_at = expire_at,
-                          .klen = (uint32_t)klen,
-                          .vlen = (uint32_t)vlen,
-                          .flags = SF_LIVE | (negative ? SF_NEG : 0)};
+    if ((sl->m.flags & SF_GONE) && now >= sl->m.keep_until)
+        return 0;
+    return sl->m.stamp > stamp;
+}
+
+/* Stores the entry m (key, then val) unless the key's entry guards against
+ * it (HKV_ESTALE).  Copy-on-write: the new version goes to another slot and
+ * one store of the index word publishes it, so readers of a hot key being
+ * updated keep reading the old version instead of spinning on an odd seq. */
+static int store(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
+                 const struct slot_meta *m, int64_t now)
+{
+    uint32_t cls = class_for(SLOT_HDR + klen + m->vlen);
     uint64_t mh = cache_mix(khash);
     uint32_t s = mix_stripe(c, mh), pos, ocls, page, j;
     int rc = stripe_lock(c, s);
     if (rc != HKV_OK)
         return rc;
     struct slot *old = table_find(c, s, mh, key, klen, khash, &pos, &ocls);
-    if (old != NULL && old->m.stamp > stamp) {
+    if (old != NULL && guards(old, m->stamp, now)) {
         stripe_unlock(c, s);
         return HKV_ESTALE;
     }
-    /* Copy-on-write: the new version goes to another slot and one store of
-     * the index word publishes it, so readers of a hot key being updated
-     * keep reading the old version instead of spinning on an odd seq. */
     uint64_t *idx = index_of(c, s);
     uint64_t word = old != NULL ? __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) : 0;
     struct slot *sl = table_alloc(c, s, cls, &page, &j);
-    table_write(sl, &m, key, val);
+    table_write(sl, m, key, val);
     if (old != NULL && old != sl && __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) != word)
         old = table_find(c, s, mh, key, klen, khash, &pos, &ocls); /* the index shifted */
     if (old != NULL && old != sl)
@@ -411,30 +412,45 @@ int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, con
     return HKV_OK;
 }
 
+int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
+              size_t vlen, int negative, hkv_stamp stamp, int64_t fresh_until,
+              int64_t keep_until, int64_t expire_at, int64_t now)
+{
+    if (c == NULL || (key == NULL && klen > 0) || (val == NULL && vlen > 0) ||
+        (negative && vlen > 0))
+        return HKV_EINVAL;
+    if (vlen > c->max_value || klen > c->page_size || vlen > c->page_size ||
+        SLOT_HDR + klen + vlen > c->page_size)
+        return HKV_ETOOBIG;
+    struct slot_meta m = {.khash = khash,
+                          .stamp = stamp,
+                          .fresh_until = fresh_until,
+                          .keep_until = keep_until,
+                          .stored_at = now,
+                          .expire_at = expire_at,
+                          .klen = (uint32_t)klen,
+                          .vlen = (uint32_t)vlen,
+                          .flags = SF_LIVE | (negative ? SF_NEG : 0)};
+    return store(c, key, klen, khash, val, &m, now);
+}
+
 int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t khash,
-                     hkv_stamp stamp)
+                     hkv_stamp stamp, int64_t guard_until, int64_t now)
 {
     if (c == NULL || (key == NULL && klen > 0))
-        return HKV_ENOENT;
-    uint64_t mh = cache_mix(khash);
-    uint32_t s = mix_stripe(c, mh), pos, cls;
-    if (stripe_lock(c, s) != HKV_OK)
-        return HKV_ENOENT;
-    struct slot *sl = table_find(c, s, mh, key, klen, khash, &pos, &cls);
-    if (sl == NULL) {
-        stripe_unlock(c, s);
-        return HKV_ENOENT;
-    }
-    if (sl->m.stamp <= stamp) {
-        struct slot_meta m = sl->m;
-        m.stamp = stamp;
-        m.flags = SF_LIVE | SF_GONE;
-        m.vlen = 0;
-        m.fresh_until = m.keep_until = 0;
-        table_write(sl, &m, key, NULL);
-    }
-    stripe_unlock(c, s);
-    return HKV_OK;
+        return HKV_EINVAL;
+    if (klen > c->page_size || SLOT_HDR + klen > c->page_size)
+        return HKV_ETOOBIG;
+    /* A tombstone: never served (SF_GONE), its stamp guards until
+     * guard_until (kept in keep_until, which no reader looks at for it). */
+    struct slot_meta m = {.khash = khash,
+                          .stamp = stamp,
+                          .keep_until = guard_until,
+                          .stored_at = now,
+                          .klen = (uint32_t)klen,
+                          .flags = SF_LIVE | SF_GONE};
+    int rc = store(c, key, klen, khash, NULL, &m, now);
+    return rc == HKV_ESTALE ? HKV_OK : rc; /* a newer entry is left as it is */
 }
 
 /* ---- counters ---- */

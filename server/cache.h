@@ -19,7 +19,8 @@
  *   writer killed while holding one is repaired by the next locker
  *   (EOWNERDEAD -> the stripe's entries are checked, pthread_mutex_consistent).
  * - Refresh locks are lock-free words with an expiry: a worker that dies
- *   holding one cannot wedge a key longer than the lock's ttl.
+ *   holding one cannot wedge a key; its lock is free as soon as its process
+ *   is gone (reaped), and in any case at the lock's ttl.
  * - Full is never an error: entries are evicted (CLOCK).  Values larger than
  *   max_value are not cached (HKV_ETOOBIG, the caller serves from the owner).
  *
@@ -109,19 +110,21 @@ void cache_destroy(struct cache **c);
 /* Looks `key` up.  `khash` is the caller's hash of the key (router_hash).
  * HKV_OK: found (value copied into *value, which is reset first; for a
  * negative entry value is empty and hit->negative = 1); HKV_ENOENT: miss
- * (absent, invalidated, at or past keep_until, or torn/corrupt: never
+ * (absent, a tombstone, at or past keep_until, or torn/corrupt: never
  * served; torn/corrupt ones are counted here in cache_corrupt_entries);
  * HKV_ENOMEM (value could not grow).  No lock, no syscall, no allocation
  * once *value has grown to the value's size; a hit sets the entry's CLOCK
- * bit.  Hits, misses and stale hits are the caller's to count. */
+ * bit, which is kept outside the entry (a reader never writes into one).
+ * Hits, misses and stale hits are the caller's to count. */
 int cache_get(struct cache *c, const char *key, size_t klen, uint64_t khash, int64_t now,
               struct hkv_buf *value, struct cache_hit *hit);
 
 /* Stores a value (or a negative entry: val NULL, negative 1).  Stamp-guarded:
  * an entry holding a newer stamp is kept (HKV_ESTALE), so a late fetch or
  * push never replaces a newer value; an equal stamp refreshes the times.
- * An invalidated entry guards with its invalidation's stamp.  When full,
- * an entry is evicted (counted in cache_evictions) and the put succeeds.
+ * A tombstone (cache_invalidate) guards with its stamp until its
+ * guard_until, and guards nothing from then on.  When full, an entry is
+ * evicted (counted in cache_evictions) and the put succeeds.
  * HKV_OK, HKV_ESTALE, HKV_ETOOBIG (over max_value or the largest slot: not
  * cached, and not counted here: cache_not_cached_too_big is the caller's),
  * HKV_EINVAL, HKV_ECORRUPT (the stripe's mutex is unrecoverable: only if
@@ -130,24 +133,35 @@ int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, con
               size_t vlen, int negative, hkv_stamp stamp, int64_t fresh_until,
               int64_t keep_until, int64_t expire_at, int64_t now);
 
-/* A write whose new value is not known here (a cold write's push, INCRBY,
- * DEL ...): if the entry's stamp is <= stamp, the entry becomes a marker
- * that is never served (cache_get: HKV_ENOENT) and whose stamp is now
- * `stamp`, so a fetch that started before the write (an older stamp, or a
- * negative answer with stamp 0) cannot put the old value back (HKV_ESTALE);
- * a put with stamp >= it replaces it.  An entry holding a newer stamp is
- * left as it is.  HKV_OK (found, marked or left) or HKV_ENOENT (no entry:
- * nothing is stored, so nothing guards against a late older fetch).
- * The marker has no time limit; it goes when replaced or evicted. */
+/* A write whose new value is not known here (a delete, a cold write's push,
+ * INCRBY ...): the key's entry becomes a tombstone stamped `stamp`, whether
+ * or not the segment held the key.  A tombstone is never served (cache_get:
+ * HKV_ENOENT); until guard_until a put with an older stamp (a fetch that
+ * started before the write, a negative answer with stamp 0) is refused
+ * (HKV_ESTALE), and a put with stamp >= it replaces it; from guard_until on
+ * it guards nothing and is just an entry to reuse.  guard_until is the
+ * caller's: the last moment a fill or push that started before the write
+ * can still be stored.  Tombstones are entries like any other (a class-0
+ * slot each, evicted by CLOCK like the rest), so an evicted one guards
+ * nothing either.  An entry holding a newer stamp (a live tombstone
+ * included) is left as it is.  HKV_OK (a tombstone stored, or a newer
+ * entry left), HKV_ETOOBIG (the key alone does not fit a slot: nothing is
+ * stored, and no value of that key can be cached either), HKV_EINVAL,
+ * HKV_ECORRUPT. */
 int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t khash,
-                     hkv_stamp stamp);
+                     hkv_stamp stamp, int64_t guard_until, int64_t now);
 
-/* Colo-wide refresh lock of a key.  `token` identifies the caller (nonzero:
- * e.g. pid << 32 | sequence).  1 = acquired (until now + ttl_ms, or release;
- * also 1, without extending, if this token already holds it), 0 = held by
- * someone else and not expired.  Fails open: the table is direct-mapped by
- * khash, and if the key's slot holds another key's live lock the call
- * returns 1 (counted nowhere: the caller just fetches).  Lock-free. */
+/* Colo-wide refresh lock of a key.  `token` identifies the caller and must
+ * be pid << 32 | sequence (the pid of the calling process, a sequence that
+ * differs between the caller's concurrent holds).  1 = acquired (until
+ * now + ttl_ms, or release; also 1, without extending, if this token already
+ * holds it; also 1 when the holder's process is gone: its lock is taken
+ * over), 0 = held by someone else whose process exists, and not expired.
+ * Expiry is compared modulo 2^40 ms (no wrap for 17 years).  Fails open: the
+ * table is direct-mapped by khash, and if the key's slot holds another key's
+ * live lock the call returns 1 (counted nowhere: the caller just fetches).
+ * Lock-free; a syscall (kill(pid, 0)) only when the key is held by another
+ * process, at most once per 20 ms per process for the same hold. */
 int cache_lock(struct cache *c, uint64_t khash, uint64_t token, int64_t now, int64_t ttl_ms);
 /* Releases the lock if `token` still holds it. */
 void cache_unlock(struct cache *c, uint64_t khash, uint64_t token);

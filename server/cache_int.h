@@ -16,10 +16,15 @@
  *   pagewords   nstripes x pps u64: a page's class and version (a seqlock
  *               around re-assigning the page to another class)
  *   pagelive    nstripes x pps u32: live entries per page (writers only)
+ *   refs        nstripes x pps x (page_size / SLOT_MIN) bytes: the CLOCK
+ *               referenced bits, one byte per 128-byte unit of a page (a
+ *               slot's is the byte of the unit it starts at), outside the
+ *               entries so that a reader never writes into an entry
  *   index       nstripes x nidx u64: open addressing, linear probing,
  *               backward-shift deletion (no tombstones), one partition per
  *               stripe
- *   locks       nlocks x u64: refresh locks, direct-mapped by key hash
+ *   locks       nlocks x struct rlock (16 bytes): refresh locks,
+ *               direct-mapped by key hash
  *   sketch      decay clock, top-K mutex and table, count-min counters
  *   pages       nstripes x pps pages of page_size bytes: the slabs
  *
@@ -41,7 +46,7 @@
 #include "server/cache.h"
 
 #define CACHE_MAGIC 0x6f6c6f63766b6824ULL /* "$hkvcolo" */
-#define CACHE_LAYOUT_VERSION 1
+#define CACHE_LAYOUT_VERSION 2
 
 #define CTR_SHARDS 16
 #define CTR_ROW_U64 16 /* 128 bytes: two lines, room for CACHE_CTR_COUNT */
@@ -65,18 +70,19 @@
 /* Flags of an entry. */
 #define SF_LIVE 1u       /* holds a key (else the slot is free) */
 #define SF_NEG 2u        /* an authoritative "no such key" */
-#define SF_GONE 4u       /* invalidated: never served, its stamp guards puts */
+#define SF_GONE 4u       /* a tombstone: never served, its stamp guards puts
+                          * until its keep_until (cache_invalidate) */
 
-/* The checksummed part of an entry header (60 bytes) plus the CLOCK bit,
- * which readers set and which is therefore outside the checksum. */
+/* The checksummed part of an entry header (60 bytes) and 4 spare bytes.
+ * Readers never write into an entry: its CLOCK bit is in the refs region. */
 struct slot_meta {
     uint64_t khash;
     uint64_t stamp;
     int64_t fresh_until, keep_until, stored_at, expire_at;
     uint32_t klen, vlen, flags;
-    uint32_t ref;        /* CLOCK referenced bit: not checksummed */
+    uint32_t spare;      /* not checksummed, never read */
 };
-#define META_SUMMED offsetof(struct slot_meta, ref)
+#define META_SUMMED offsetof(struct slot_meta, spare)
 
 /* An entry: seq (odd while written), checksum, meta, then key and value. */
 struct slot {
@@ -115,7 +121,7 @@ struct cache_hdr {
     uint32_t pps, page_size;         /* pages per stripe, bytes per page */
     uint32_t nclasses, nidx;         /* slot classes, index words per stripe */
     uint32_t nlocks, stripe_size;
-    uint64_t off_ctr, off_stripes, off_pagewords, off_pagelive, off_index, off_locks,
+    uint64_t off_ctr, off_stripes, off_pagewords, off_pagelive, off_refs, off_index, off_locks,
         off_sketch, off_pages, end;
     uint64_t sum;                    /* of everything above */
 };
@@ -133,10 +139,16 @@ struct stripe {
     _Atomic uint64_t entries, used;  /* read by cache_stats without the lock */
 } __attribute__((aligned(64)));
 
-/* A refresh lock is one word, so every change is one CAS:
- * bits 63-32 expiry (monotonic ms, low 32 bits, compared modulo 2^32),
- * bits 31-16 key tag (never 0), bits 15-0 token fingerprint; 0 = free. */
-typedef _Atomic uint64_t rlock_word;
+/* A refresh lock.  Who holds it and until when is one word, so every change
+ * of the lock is one CAS on w: bits 63-24 expiry (monotonic ms, low 40 bits,
+ * compared modulo 2^40: wrap-safe for 2^39 ms, 17 years), bits 23-12 key tag
+ * (never 0), bits 11-0 token fingerprint; 0 = free.  `holder` is the whole
+ * token of the holder (pid << 32 | sequence), stored after the CAS that took
+ * the lock: only a hint, trusted only while its fingerprint matches w's. */
+struct rlock {
+    _Atomic uint64_t w;
+    _Atomic uint64_t holder;
+};
 
 struct topk_ent {
     uint64_t khash;                  /* 0 = empty; atomic loads on the read path */
@@ -161,13 +173,16 @@ struct cache {
     char *stripes;                   /* hdr->stripe_size apart */
     _Atomic uint64_t *pagewords;
     uint32_t *pagelive;
+    uint8_t *refs;                   /* only through __atomic builtins */
     uint64_t *index;                 /* only through __atomic builtins */
-    rlock_word *locks;
+    struct rlock *locks;
     struct sketch *sk;
     char *pages;
     uint32_t nstripes, pps, page_size, nclasses, nidx, nlocks, hot_sample;
     uint64_t max_value;
     uint32_t shard;                  /* counter row of this process */
+    uint64_t alive_w;                /* a lock word whose holder was seen alive ... */
+    int64_t alive_at;                /* ... at this time (kill(2) once per ALIVE_MEMO_MS) */
 };
 
 /* ---- small shared helpers ---- */
@@ -321,6 +336,35 @@ static inline void seq_close(struct slot *sl, uint64_t odd)
     __atomic_store_n(&sl->seq, odd + 1, __ATOMIC_RELEASE);
 }
 
+/* ---- CLOCK referenced bits ---- */
+
+/* The referenced byte of slot j of class cls in page p: the byte of the
+ * 128-byte unit the slot starts at.  Any (p < pps, j, cls) a reader could
+ * have validated names a byte of page p's row, whatever the page holds now. */
+static inline uint8_t *ref_at(const struct cache *c, uint32_t s, uint32_t p, uint32_t j,
+                              uint32_t cls)
+{
+    uint32_t units = c->page_size / SLOT_MIN;
+    return &c->refs[((size_t)s * c->pps + p) * units + ((j << cls) & (units - 1))];
+}
+
+/* What a reader does after a hit on the entry its validated page and index
+ * words named (page p, slot j of class cls): mark it referenced.  The mark
+ * is made after the seqlock check, so the page may have changed hands in
+ * between; that is why the bit lives outside the entries.  A late mark
+ * lands on a referenced byte of the same page, which is only ever a hint:
+ * at worst another entry of the page gets one more turn of the CLOCK hand
+ * (or a byte no slot of the page's current class starts at is set, and
+ * cleared when the page next changes class).  It never touches an entry,
+ * a checksum or any memory outside the refs region. */
+static inline void entry_touch(const struct cache *c, uint32_t s, uint32_t p, uint32_t j,
+                               uint32_t cls)
+{
+    uint8_t *r = ref_at(c, s, p, j, cls);
+    if (__atomic_load_n(r, __ATOMIC_RELAXED) == 0) /* write only when it changes */
+        __atomic_store_n(r, 1, __ATOMIC_RELAXED);
+}
+
 /* ---- across the cache files ---- */
 
 /* cache_lock.c: the stripe's robust mutex.  HKV_OK (held; a dead holder's
@@ -340,5 +384,7 @@ void table_swap(struct cache *c, uint32_t s, uint32_t pos, uint64_t m, uint32_t 
                 struct slot *old, uint32_t ocls);
 void table_repair(struct cache *c, uint32_t s);
 void table_init_stripe(struct cache *c, uint32_t s);
+/* Gives page p of stripe s to class cls now (its entries evicted). */
+void table_give_page(struct cache *c, uint32_t s, uint32_t p, uint32_t cls);
 
 #endif

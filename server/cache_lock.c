@@ -7,23 +7,41 @@
  * index rebuilt), counts cache_lock_repairs and marks the mutex consistent.
  * Readers never take them.
  *
- * Refresh locks make "one fetch per key per colo".  They are one word each,
- * direct-mapped by the key's hash, changed only by CAS: expiry (32 bits of
- * monotonic ms, compared modulo 2^32, so no wrap problem for ttls under 24
- * days), a 16-bit tag of the key and a 16-bit fingerprint of the holder's
- * token.  One word per key means two callers can never both hold the same
- * key's lock; a slot held (and not expired) by a different key makes the
- * call fail open (1: the caller fetches, as if no lock table existed), and
- * counts nothing.  A lock that is never released frees itself at its expiry,
- * so a worker that dies holding one delays its key by at most the ttl.
- * Unlock needs the same token: a holder whose lock expired and was taken
- * cannot release the new holder's (but for a 1 in 65536 fingerprint clash,
- * which costs one extra fetch, never a wrong value).
+ * Refresh locks make "one fetch per key per colo".  They are one word each
+ * (struct rlock in cache_int.h), direct-mapped by the key's hash, changed
+ * only by CAS: a 40-bit expiry (monotonic ms compared modulo 2^40, so a lock
+ * that expired stays expired for 17 years; the 32-bit expiry this replaced
+ * came back as "held" 24.9 days after it expired), a 12-bit tag of the key
+ * and a 12-bit fingerprint of the holder's token.  One word per key means
+ * two callers can never both hold the same key's lock; a slot held (and not
+ * expired) by a different key makes the call fail open (1: the caller
+ * fetches, as if no lock table existed), and counts nothing.  Unlock needs
+ * the same token: a holder whose lock expired and was taken cannot release
+ * the new holder's (but for a 1 in 4096 fingerprint clash, which costs one
+ * extra fetch, never a wrong value).
+ *
+ * A holder that dies.  Its lock would block the key until the ttl (the write
+ * timeout + 1 s: 9 s by default), longer than any reader waits.  So next to
+ * the word the holder stores its whole token, which carries its pid, and a
+ * caller that finds the key held asks the kernel whether that pid still
+ * exists (kill(pid, 0) == ESRCH: gone, once the master has reaped it, which
+ * it does at SIGCHLD); a gone holder's lock is taken over at once.  Chosen
+ * over having the master clear a reaped edge's locks: it needs nothing from
+ * the master (one scan of every lock per death, and a master that is slow
+ * to reap delays it the same), and it lives where the lock does.  Pid reuse
+ * can only make a dead holder look alive (its pid now names another
+ * process), never a live one dead, so it costs at most the ttl, as before.
+ * The token word is written after the CAS that took the lock and is
+ * trusted only while its fingerprint matches the lock word's, so a caller
+ * that reads it in between sees the previous holder's token, does not
+ * trust it and waits.  A live holder is asked about once per
+ * ALIVE_MEMO_MS per process, not on every stale read of a hot key.
  *
  * The test-only hooks of server/cache_test.h live here too: each of them
  * plays a process that dies inside the segment.
  */
 #include <errno.h>
+#include <signal.h>
 
 #include "server/cache_int.h"
 #include "server/cache_test.h"
@@ -48,26 +66,53 @@ void stripe_unlock(struct cache *c, uint32_t s)
     pthread_mutex_unlock(&stripe_at(c, s)->mu);
 }
 
+#define EXP_BITS 40
+#define EXP_MASK ((1ULL << EXP_BITS) - 1)
+#define ALIVE_MEMO_MS 20
+
 static inline uint32_t lock_tag(uint64_t mh)
 {
-    uint32_t t = (uint32_t)(mh >> 40) & 0xffffu;
+    uint32_t t = (uint32_t)(mh >> 40) & 0xfffu;
     return t ? t : 1;
 }
 
 static inline uint32_t token_fp(uint64_t token)
 {
-    return (uint32_t)(cache_mix(token) >> 48);
+    return (uint32_t)(cache_mix(token) >> 52);
 }
+
+static inline uint32_t word_tag(uint64_t w) { return (uint32_t)(w >> 12) & 0xfffu; }
+static inline uint32_t word_fp(uint64_t w) { return (uint32_t)w & 0xfffu; }
 
 static inline uint64_t lock_word(int64_t expiry, uint32_t tag, uint32_t fp)
 {
-    return ((uint64_t)(uint32_t)expiry << 32) | ((uint64_t)tag << 16) | fp;
+    return (((uint64_t)expiry & EXP_MASK) << 24) | ((uint64_t)tag << 12) | fp;
 }
 
-/* Has the lock word w expired at now (modulo 2^32 ms)? */
+/* Has the lock word w expired at now?  The expiry is compared modulo 2^40:
+ * right while it lies less than 2^39 ms (17 years) from now either way. */
 static inline int lock_expired(uint64_t w, int64_t now)
 {
-    return (int32_t)((uint32_t)(w >> 32) - (uint32_t)now) <= 0;
+    uint64_t ahead = ((w >> 24) - (uint64_t)now) & EXP_MASK;
+    return ahead == 0 || ahead >= (1ULL << (EXP_BITS - 1));
+}
+
+/* Is the process holding l (live word w) gone?  0 when in doubt. */
+static int holder_gone(struct cache *c, struct rlock *l, uint64_t w, int64_t now)
+{
+    uint64_t h = atomic_load_explicit(&l->holder, memory_order_acquire);
+    if (token_fp(h) != word_fp(w))
+        return 0; /* not (yet) this holder's token */
+    pid_t pid = (pid_t)(uint32_t)(h >> 32);
+    if (pid <= 0)
+        return 0;
+    if (c->alive_w == w && now >= c->alive_at && now - c->alive_at < ALIVE_MEMO_MS)
+        return 0;
+    if (kill(pid, 0) == -1 && errno == ESRCH)
+        return 1;
+    c->alive_w = w; /* alive (or EPERM: someone's, alive) */
+    c->alive_at = now;
+    return 0;
 }
 
 int cache_lock(struct cache *c, uint64_t khash, uint64_t token, int64_t now, int64_t ttl_ms)
@@ -80,18 +125,24 @@ int cache_lock(struct cache *c, uint64_t khash, uint64_t token, int64_t now, int
         ttl_ms = INT32_MAX / 2;
     uint64_t mh = cache_mix(khash);
     uint32_t tag = lock_tag(mh), fp = token_fp(token);
-    rlock_word *l = &c->locks[(uint32_t)mh & (c->nlocks - 1)];
+    struct rlock *l = &c->locks[(uint32_t)mh & (c->nlocks - 1)];
     uint64_t mine = lock_word(now + ttl_ms, tag, fp);
-    uint64_t w = atomic_load_explicit(l, memory_order_acquire);
+    uint64_t w = atomic_load_explicit(&l->w, memory_order_acquire);
     for (int tries = 0; tries < 8; tries++) {
         if (w != 0 && !lock_expired(w, now)) {
-            if (((w >> 16) & 0xffffu) != tag)
+            if (word_tag(w) != tag)
                 return 1; /* another key's live lock sits here: fail open */
-            return (w & 0xffffu) == fp ? 1 : 0;
+            if (word_fp(w) == fp)
+                return 1;
+            if (!holder_gone(c, l, w, now))
+                return 0;
+            /* its holder is gone: take it over, by the same CAS */
         }
-        if (atomic_compare_exchange_weak_explicit(l, &w, mine, memory_order_acq_rel,
-                                                  memory_order_acquire))
+        if (atomic_compare_exchange_weak_explicit(&l->w, &w, mine, memory_order_acq_rel,
+                                                  memory_order_acquire)) {
+            atomic_store_explicit(&l->holder, token, memory_order_release);
             return 1;
+        }
     }
     return 1; /* could not decide: fail open */
 }
@@ -102,10 +153,10 @@ void cache_unlock(struct cache *c, uint64_t khash, uint64_t token)
         return;
     uint64_t mh = cache_mix(khash);
     uint32_t tag = lock_tag(mh), fp = token_fp(token);
-    rlock_word *l = &c->locks[(uint32_t)mh & (c->nlocks - 1)];
-    uint64_t w = atomic_load_explicit(l, memory_order_acquire);
-    while (w != 0 && ((w >> 16) & 0xffffu) == tag && (w & 0xffffu) == fp) {
-        if (atomic_compare_exchange_weak_explicit(l, &w, 0, memory_order_release,
+    struct rlock *l = &c->locks[(uint32_t)mh & (c->nlocks - 1)];
+    uint64_t w = atomic_load_explicit(&l->w, memory_order_acquire);
+    while (w != 0 && word_tag(w) == tag && word_fp(w) == fp) {
+        if (atomic_compare_exchange_weak_explicit(&l->w, &w, 0, memory_order_release,
                                                   memory_order_acquire))
             return;
     }
@@ -158,6 +209,40 @@ int cache_test_flip(struct cache *c, const char *key, size_t klen, uint64_t khas
     }
     stripe_unlock(c, s);
     return rc;
+}
+
+int cache_test_where(struct cache *c, const char *key, size_t klen, uint64_t khash,
+                     struct cache_test_where *w)
+{
+    uint64_t mh = cache_mix(khash);
+    uint32_t s = mix_stripe(c, mh), pos, cls;
+    if (stripe_lock(c, s) != HKV_OK)
+        return HKV_ENOENT;
+    struct slot *sl = table_find(c, s, mh, key, klen, khash, &pos, &cls);
+    if (sl != NULL) {
+        uint64_t iw = __atomic_load_n(&index_of(c, s)[pos], __ATOMIC_RELAXED);
+        w->stripe = s;
+        w->page = iw_page(iw);
+        w->slot = iw_slot(iw);
+        w->cls = cls;
+    }
+    stripe_unlock(c, s);
+    return sl != NULL ? HKV_OK : HKV_ENOENT;
+}
+
+void cache_test_give_page(struct cache *c, uint32_t stripe, uint32_t page, uint32_t cls)
+{
+    if (stripe >= c->nstripes || page >= c->pps || cls >= c->nclasses)
+        return;
+    if (stripe_lock(c, stripe) != HKV_OK)
+        return;
+    table_give_page(c, stripe, page, cls);
+    stripe_unlock(c, stripe);
+}
+
+void cache_test_touch(struct cache *c, const struct cache_test_where *w)
+{
+    entry_touch(c, w->stripe, w->page, w->slot, w->cls);
 }
 
 uint32_t cache_test_stripe(struct cache *c, uint64_t khash)

@@ -245,13 +245,19 @@ static void page_move(struct cache *c, uint32_t s, uint32_t p, uint32_t cls)
         struct slot *sl = slot_at(c, s, p, cls, j);
         __atomic_store_n(&sl->seq, ((ver | 1) + 1) << 1, __ATOMIC_RELAXED);
         sl->m.flags = 0;
-        sl->m.ref = 0;
     }
+    for (uint32_t u = 0; u < c->page_size / SLOT_MIN; u++) /* every byte: stray marks too */
+        __atomic_store_n(ref_at(c, s, p, u, 0), 0, __ATOMIC_RELAXED);
     *live_of(c, s, p) = 0;
     st->npages[cls]++;
     st->nfree[cls] += n;
     st->hint[cls] = p << 16;
     atomic_store_explicit(pwp, (((ver | 1) + 1) << 8) | cls, memory_order_release);
+}
+
+void table_give_page(struct cache *c, uint32_t s, uint32_t p, uint32_t cls)
+{
+    page_move(c, s, p, cls);
 }
 
 /* The page of class d (!= cls) with the fewest live entries, d chosen by
@@ -359,8 +365,9 @@ static struct slot *clock_evict(struct cache *c, uint32_t s, uint32_t cls, uint3
         if (!(sl->m.flags & SF_LIVE)) {
             if (st->nfree[cls] > 0)
                 st->nfree[cls]--;
-        } else if (__atomic_load_n(&sl->m.ref, __ATOMIC_RELAXED) && chances-- > 0) {
-            __atomic_store_n(&sl->m.ref, 0, __ATOMIC_RELAXED);
+        } else if (__atomic_load_n(ref_at(c, s, cp, cj, cls), __ATOMIC_RELAXED) &&
+                   chances-- > 0) {
+            __atomic_store_n(ref_at(c, s, cp, cj, cls), 0, __ATOMIC_RELAXED);
             continue;
         } else {
             unlink_slot(c, s, sl, cp, cj);
@@ -405,7 +412,7 @@ struct slot *table_alloc(struct cache *c, uint32_t s, uint32_t cls, uint32_t *pg
             page_move(c, s, 0, cls);
         sl = clock_evict(c, s, cls, pg, ix);
     }
-    __atomic_store_n(&sl->m.ref, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(ref_at(c, s, *pg, *ix, cls), 0, __ATOMIC_RELAXED);
     (*live_of(c, s, *pg))++;
     atomic_fetch_add_explicit(&st->entries, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->used, cls_size(cls), memory_order_relaxed);

@@ -31,6 +31,21 @@ int cache_test_flip(struct cache *c, const char *key, size_t klen, uint64_t khas
  * next cache_attach must refuse the segment. */
 void cache_test_scribble_header(struct cache *c);
 
+/* Where key's entry is (its stripe, page, slot and slot class), as a
+ * reader that validated it sees it.  HKV_OK or HKV_ENOENT. */
+struct cache_test_where {
+    uint32_t stripe, page, slot, cls;
+};
+int cache_test_where(struct cache *c, const char *key, size_t klen, uint64_t khash,
+                     struct cache_test_where *w);
+/* Gives a page to another slot class now (its entries evicted), as the
+ * allocator does when memory moves between classes. */
+void cache_test_give_page(struct cache *c, uint32_t stripe, uint32_t page, uint32_t cls);
+/* What cache_get does after a validated hit (the CLOCK mark), for an entry
+ * at w: played late, after the page changed hands, it is the reader that
+ * was preempted between its check and its mark. */
+void cache_test_touch(struct cache *c, const struct cache_test_where *w);
+
 /* The stripe a hash falls in. */
 uint32_t cache_test_stripe(struct cache *c, uint64_t khash);
 

@@ -5,22 +5,41 @@
  * the owners' pushes.
  *
  * What goes in and for how long is decided here, from the key's class:
- *   found      fresh_until = now + fresh, keep_until = now + keep, both capped
- *              by the key's own expiry;
+ *   found      fresh_until = base + fresh, keep_until = now + keep, both
+ *              capped by the key's own expiry.  base is a moment at or before
+ *              the owner read or applied the value: the fetch's send time for
+ *              a fill, the write's first send time for this edge's own write;
+ *              for a push, its arrival (so a push's delay adds to the
+ *              staleness bound: edge_read.c);
  *   fresh 0    not cached, unless the key is measured hot (reads/s past
  *              hotkey-threshold): then it is stored already stale with the
  *              class's keep, so readers get the last value and one refresh
  *              per colo is in flight at a time;
- *   not found  cached for negative-ttl (stamp 0: any write replaces it).
+ *   not found  cached for negative-ttl from the fetch's send time, with the
+ *              owner's stamp for the absence (its tombstone's, 0 if none).
  * Timeouts, errors and malformed answers are never cached (the callers only
  * fill from VALUE and NOTFOUND).
  *
  * A write this edge made updates the segment from the owner's answer before
  * the client is answered, so a client reads its own writes through any edge
- * of the colo.  Where the new value is not known here (INCRBY, EXPIRE, a
- * KEEPTTL set, DEL of several owners ...) the entry is invalidated with the
- * write's version (the owner's): never served, and no older fetch can put an
- * old value back.
+ * of the colo.  Where the new value is not known here (DEL, INCRBY, EXPIRE,
+ * a KEEPTTL set ...) the key gets a tombstone with the write's version (the owner's), whether
+ * or not the segment held it: never served, and no fetch that started
+ * before the write can put the old value back.
+ *
+ * How long a tombstone must guard.  A fetch that can be overtaken by a write
+ * was sent before the write was acknowledged, so before the tombstone was
+ * made.  A fill is stored only if its fetch was sent less than
+ * EDGE_FILL_HORIZON_MS before (edge_cache_fill checks it; later answers still
+ * answer their readers, they are just not cached), and a tombstone guards
+ * for EDGE_FILL_HORIZON_MS: so every fill that started before the write is
+ * stored, if at all, while the tombstone still stands, whatever the link
+ * timeouts, a reload of them, or an edge stalled between the two.  10 s is
+ * the default write-timeout (every owner request's timeout, reads included)
+ * plus a margin, so in practice only fetches that time out anyway are not
+ * cached.  Pushes carry no send time: an older push is one the owner wrote
+ * on the colo's push link before the write, read by the edge's loop in the
+ * same round or the next, far inside the horizon.
  */
 #include <string.h>
 #include <unistd.h>
@@ -56,9 +75,10 @@ int64_t edge_lock_ttl(const struct edge *e)
     return e->ctx->cfg->write_timeout_ms + 1000;
 }
 
-/* Times for a value of class cls fetched or pushed now; 0 = do not cache. */
-static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash, int64_t now,
-                     int64_t expire_at, int64_t *fresh_until, int64_t *keep_until)
+/* Times for a value of class cls stored now that the owner read or applied
+ * at base or later (base <= now); 0 = do not cache. */
+static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash, int64_t base,
+                     int64_t now, int64_t expire_at, int64_t *fresh_until, int64_t *keep_until)
 {
     int64_t fresh = cls->fresh_ms, keep = cls->keep_ms;
     if (fresh == 0) {
@@ -68,7 +88,7 @@ static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash
     }
     if (keep <= 0)
         return 0;
-    *fresh_until = now + fresh;
+    *fresh_until = base + fresh;
     *keep_until = now + keep;
     if (expire_at > 0) {
         int64_t left = expire_at - edge_unix_ms();
@@ -83,13 +103,16 @@ static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash
 }
 
 void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct route *rt,
-                     const struct wire_msg *m)
+                     const struct wire_msg *m, int64_t sent_ms)
 {
     if (e->cache == NULL)
         return;
     int64_t now = now_ms(), fu, ku;
+    if (now - sent_ms >= EDGE_FILL_HORIZON_MS)
+        return; /* a tombstone made since it was sent may be gone: not stored */
     if (m->type == WIRE_VALUE) {
-        if (!lifetimes(e, rt->cls, rt->hash, now, (int64_t)m->u.value.expire_ms, &fu, &ku))
+        if (!lifetimes(e, rt->cls, rt->hash, sent_ms, now, (int64_t)m->u.value.expire_ms, &fu,
+                       &ku))
             return;
         int rc = cache_put(e->cache, key, klen, rt->hash, m->u.value.value.p, m->u.value.value.len,
                            0, m->u.value.stamp, fu, ku, (int64_t)m->u.value.expire_ms, now);
@@ -100,9 +123,9 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         /* The owner's stamp for the absence (its tombstone's) orders this
          * "not found" after the delete it comes from, so it replaces the
          * delete's invalidation marker and a deleted hot key stays cached. */
-        if (ttl > 0)
-            cache_put(e->cache, key, klen, rt->hash, NULL, 0, 1, m->u.notfound.stamp, now + ttl,
-                      now + ttl, 0, now);
+        if (ttl > 0 && sent_ms + ttl > now)
+            cache_put(e->cache, key, klen, rt->hash, NULL, 0, 1, m->u.notfound.stamp,
+                      sent_ms + ttl, sent_ms + ttl, 0, now);
     }
 }
 
@@ -134,12 +157,14 @@ void edge_cache_wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
                                 : op->exp.kind == WIRE_EXP_ABS ? op->exp.ms
                                                                : 0;
             int64_t fu, ku;
-            if (lifetimes(e, rt.cls, rt.hash, now, expire_at, &fu, &ku) &&
+            /* applied after its first send (op->start_ms), so no older */
+            if (lifetimes(e, rt.cls, rt.hash, op->start_ms, now, expire_at, &fu, &ku) &&
                 cache_put(e->cache, key->p, key->len, rt.hash, v->p, v->len, 0, version, fu, ku,
                           expire_at, now) == HKV_OK)
                 continue;
         }
-        cache_invalidate(e->cache, key->p, key->len, rt.hash, version);
+        cache_invalidate(e->cache, key->p, key->len, rt.hash, version,
+                         now + EDGE_FILL_HORIZON_MS, now);
     }
 }
 
@@ -152,16 +177,19 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
     cache_count(e->cache, CACHE_CTR_pushes_received, 1);
     if (m->type == WIRE_INVALIDATE) {
         struct wire_slice k = m->u.invalidate.key;
-        cache_invalidate(e->cache, k.p, k.len, router_hash(k.p, k.len), m->u.invalidate.stamp);
+        int64_t now = now_ms();
+        cache_invalidate(e->cache, k.p, k.len, router_hash(k.p, k.len), m->u.invalidate.stamp,
+                         now + EDGE_FILL_HORIZON_MS, now);
         return;
     }
     struct wire_slice k = m->u.push.key;
     struct route rt;
     router_route(e->router, k.p, k.len, &rt);
     int64_t now = now_ms(), fu, ku;
-    if (lifetimes(e, rt.cls, rt.hash, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
+    if (lifetimes(e, rt.cls, rt.hash, now, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
         cache_put(e->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len, 0,
                   m->u.push.stamp, fu, ku, (int64_t)m->u.push.expire_ms, now);
     else
-        cache_invalidate(e->cache, k.p, k.len, rt.hash, m->u.push.stamp);
+        cache_invalidate(e->cache, k.p, k.len, rt.hash, m->u.push.stamp,
+                         now + EDGE_FILL_HORIZON_MS, now);
 }

@@ -369,12 +369,15 @@ int edge_rl_refuse(struct conn *c, const struct cmd_def *d, int argc,
                    const struct resp_slice *argv);
 
 /* edge_cache.c */
+#define EDGE_FILL_HORIZON_MS 10000 /* how long a tombstone guards (edge_cache.c) */
 int edge_cache_setup(struct edge *e);
 uint64_t edge_cache_token(struct edge *e);
 int64_t edge_lock_ttl(const struct edge *e);
-/* Fills the segment from an owner's answer to a fetch (VALUE / NOTFOUND). */
+/* Fills the segment from an owner's answer (VALUE / NOTFOUND) to a fetch
+ * sent at sent_ms (board_now_ms); an answer to a fetch sent
+ * EDGE_FILL_HORIZON_MS ago or more is not stored. */
 void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct route *rt,
-                     const struct wire_msg *m);
+                     const struct wire_msg *m, int64_t sent_ms);
 /* After this edge's write was answered: store the new value or invalidate. */
 void edge_cache_wrote(struct op *op, struct oreq *r, const struct wire_msg *m);
 /* A push from an owner (elink push callback; arg is the owner_ref). */

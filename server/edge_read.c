@@ -3,16 +3,60 @@
  * cache (edge_cache.c, server/cache.h); no read reaches an owner behind the
  * cache's back.
  *
+ * The staleness bound (DESIGN §3, promise 2).  Let A be the refresh
+ * allowance, the miss-wait (cfg miss_wait_ms).  While the key's owner
+ * answers each fetch within A/2, every read answered through this file
+ * returns a value that no write had superseded more than fresh + A before
+ * the read was answered (fresh: the key's class), or fresh + A + its push's
+ * delay for a value a push stored; a cached absence (NOTFOUND) was current
+ * less than negative-ttl before.  When the owner does not answer in time, a read
+ * gets the last value the colo holds, within keep, flagged stale (RESP3
+ * CLIENT META), or, when the colo holds nothing, its class's on-timeout
+ * answer.  Why:
+ *   - An entry's fresh_until is base + fresh, base being at or before the
+ *     moment the owner read the value (a fill: its fetch's send time; this
+ *     colo's own write: the write's first send time; a push: its arrival,
+ *     which is where the push delay comes in) (edge_cache.c).  A write that
+ *     superseded the value came after that moment, so after base.
+ *   - The segment answers a read at once only while now < fresh_until + A
+ *     (fresh, or stale by less than A: then it also starts the colo's one
+ *     refresh).  So an answer from the segment is less than fresh + A after
+ *     base, hence after the superseding write.
+ *   - Past fresh_until + A the reader waits, like a miss, for its edge's
+ *     flight of the key: the flight's own fetch, sent when the reader came
+ *     or before, or (another edge holding the colo's lock) that edge's fill
+ *     of the segment, which is again within the rule above, and failing
+ *     that, from A/2 on, a fetch of its own (colo_poll).  Either way a fetch
+ *     is out by A/2 and, by the premise, answered by A; an owner answer is
+ *     current when it is given.  Only when none came within the reader's
+ *     miss-wait (= A) does it get the stale entry, and while a flight of the
+ *     key has been out for A or longer, later reads take the stale entry at
+ *     once (the owner is not answering; they do not each wait A).
+ *   - The owners' pushes only make values arrive sooner; the bound does not
+ *     count on them, so a missed push (owner restart, a push link down)
+ *     costs at most fresh + A.
+ *   - MGET and multi-key EXISTS answer from the segment under the same rule
+ *     and otherwise ask the owners (as for a miss, without miss-wait).
+ *   - A client's reads behind its own writes go to the owner.
+ * With pushes on, a write is normally in every colo within milliseconds;
+ * the bound is what holds when one is missed.  Default config: fresh + 1.2 s.
+ *
  * One key (GET, STRLEN, TYPE, EXISTS of one key, TTL, PTTL, GETEX without
  * options):
  *   fresh in the segment   answered from it, no owner call;
- *   stale but kept         answered from it now; whichever edge of the colo
+ *   stale by less than A   answered from it now; whichever edge of the colo
  *                          takes the key's refresh lock refreshes it in the
  *                          background, the others go on serving it stale;
+ *   stale by A or more     waited for like a miss (below); answered stale if
+ *                          the owner does not answer within miss-wait, and at
+ *                          once while this edge's fetch of it has been out
+ *                          for A already;
  *   missing                one fetch per key per edge (a flight: every reader
  *                          of the key in this process waits on it) and per
  *                          colo (the refresh lock: an edge that does not get it
- *                          polls the segment for the other edge's result).  A
+ *                          polls the segment for the other edge's result, and
+ *                          fetches itself if the holder died or has not
+ *                          filled it within half the miss-wait).  A
  *                          reader waits at most miss-wait; then it gets its
  *                          class's on-timeout answer (degrade: the "no value"
  *                          reply, counted; error: -TRYAGAIN) while the fetch
@@ -47,6 +91,8 @@ struct flight {
     int fetching;                 /* a request to the owner is in flight */
     uint64_t token;               /* the colo refresh lock we hold, 0 = none */
     int64_t poll_until;           /* colo wait: stop polling then */
+    int64_t started_ms;           /* when the flight began */
+    int64_t sent_ms;              /* when its fetch was sent */
 };
 
 /* Writes one key's answer in the form its command wants. */
@@ -123,6 +169,41 @@ static void timeout_answer(struct op *op, struct hkv_buf *out, const struct flig
     }
 }
 
+/* The refresh allowance A (see the top of this file). */
+static int64_t allowance(const struct edge *e)
+{
+    return e->ctx->cfg->miss_wait_ms;
+}
+
+/* May an entry whose fresh time ends at fresh_until be served at once? */
+static int servable(const struct edge *e, int64_t fresh_until, int64_t now)
+{
+    return now < fresh_until + allowance(e);
+}
+
+/* A reader whose owner did not answer in time gets the colo's stale value
+ * of the key, within keep, if there is one (DESIGN §3, promise 2): returns 1
+ * when it was written to out. */
+static int stale_answer(struct op *op, struct hkv_buf *out, const struct hkv_buf *key,
+                        uint64_t hash)
+{
+    struct edge *e = op->e;
+    struct cache_hit hit;
+    int64_t now = board_now_ms();
+    if (e->cache == NULL ||
+        cache_get(e->cache, buf_head(key), buf_unread(key), hash, now, &e->cval, &hit) != HKV_OK ||
+        (hit.expire_at != 0 && hit.expire_at <= edge_unix_ms()))
+        return 0;
+    int stale = now >= hit.fresh_until;
+    cache_count(e->cache,
+                hit.negative ? CACHE_CTR_cache_negative_hits
+                             : stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits,
+                1);
+    meta(op->c, out, now - hit.stored_at, hit.stamp, stale, 0);
+    render_one(op, out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval), hit.expire_at);
+    return 1;
+}
+
 /* ---- flights --------------------------------------------------------------- */
 
 static struct flight **bucket(struct edge *e, uint64_t hash)
@@ -179,6 +260,7 @@ static int flight_send(struct flight *f)
     if (wire_put_get(b, id, &k, 1) != HKV_OK || elink_commit(l, id, flight_cb, f) != HKV_OK)
         return -1;
     f->fetching = 1;
+    f->sent_ms = board_now_ms();
     if (f->e->cache != NULL)
         cache_count(f->e->cache, CACHE_CTR_cache_refreshes, 1);
     return 0;
@@ -224,7 +306,8 @@ static void answer_waiters(struct flight *f, const struct wire_msg *m, const cha
             if (err != NULL) {
                 resp_add_error(out, err);
             } else if (m == NULL) {
-                timeout_answer(op, out, f);
+                if (!stale_answer(op, out, &f->key, f->hash))
+                    timeout_answer(op, out, f);
             } else if (m->type == WIRE_VALUE) {
                 meta(op->c, out, 0, m->u.value.stamp, 0, 0);
                 render_one(op, out, 1, m->u.value.value.p, m->u.value.value.len,
@@ -276,14 +359,21 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
         return;
     }
     if (m->type == WIRE_VALUE || m->type == WIRE_NOTFOUND)
-        edge_cache_fill(e, buf_head(&f->key), buf_unread(&f->key), &f->rt, m);
+        edge_cache_fill(e, buf_head(&f->key), buf_unread(&f->key), &f->rt, m, f->sent_ms);
     answer_waiters(f, m, NULL);
     flight_free(f);
 }
 
 /* Colo wait: another edge holds the key's refresh lock.  Answers waiters
- * from the segment once that edge has filled it, or takes the lock over if
- * it was released or expired without a fill.  Returns 1 if the flight ended. */
+ * from the segment once that edge has filled it (an entry servable at once:
+ * the stale entry that sent them here does not count), or fetches itself: with the
+ * lock if it was released, expired or its holder died (cache_lock), and
+ * without it once half the miss-wait has gone by without a fill.  A holder
+ * that is alive but does not deliver (stopped, its owner link down) must
+ * not turn into a timeout answer for a key the owner would give at once:
+ * the lock saves owner fetches, it never decides what a reader gets.  The
+ * cost is one extra fetch per edge and key while a holder is that slow.
+ * Returns 1 if the flight ended. */
 static int colo_poll(struct flight *f)
 {
     struct edge *e = f->e;
@@ -291,6 +381,7 @@ static int colo_poll(struct flight *f)
     int64_t now = board_now_ms();
     if (cache_get(e->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cval,
                   &hit) == HKV_OK &&
+        servable(e, hit.fresh_until, now) &&
         !(hit.expire_at != 0 && hit.expire_at <= edge_unix_ms())) {
         struct op *op = f->waiters;
         f->waiters = f->wtail = NULL;
@@ -309,8 +400,9 @@ static int colo_poll(struct flight *f)
         return 1;
     }
     uint64_t token = edge_cache_token(e);
-    if (cache_lock(e->cache, f->hash, token, now, edge_lock_ttl(e))) {
-        f->token = token;
+    int mine = cache_lock(e->cache, f->hash, token, now, edge_lock_ttl(e));
+    if (mine || now >= f->started_ms + e->ctx->cfg->miss_wait_ms / 2) {
+        f->token = mine ? token : 0;
         f->poll_until = 0;
         if (flight_send(f) != 0) {
             answer_waiters(f, NULL, "ERR out of memory");
@@ -333,7 +425,7 @@ static void flight_timer(evutil_socket_t fd, short what, void *arg)
         if (f->waiters == NULL)
             f->wtail = NULL;
         struct hkv_buf *out = op_out(op);
-        if (out != NULL)
+        if (out != NULL && !stale_answer(op, out, &f->key, f->hash))
             timeout_answer(op, out, f);
         op_finish(op);
     }
@@ -392,6 +484,7 @@ static struct flight *flight_start(struct edge *e, const struct resp_slice *key,
     f->moved = f->fetching = 0;
     f->token = 0;
     f->poll_until = 0;
+    f->started_ms = board_now_ms();
     f->waiters = f->wtail = NULL;
     if (buf_append(&f->key, key->p, key->len) != HKV_OK) {
         flight_free(f);
@@ -462,6 +555,16 @@ static int from_cache(struct conn *c, enum cmd_id cmd, const struct resp_slice *
         return 0;
     }
     int stale = now >= hit.fresh_until;
+    if (stale && !servable(e, hit.fresh_until, now)) {
+        /* Stale by A or more: wait for the owner like a miss, unless this
+         * edge's fetch of the key has been out for A already (the owner is
+         * not answering: then the stale value, at once). */
+        struct flight *f = flight_find(e, hash, key);
+        if (f == NULL || now - f->started_ms < allowance(e)) {
+            cache_count(e->cache, CACHE_CTR_cache_misses, 1);
+            return 0;
+        }
+    }
     cache_count(e->cache,
                 hit.negative ? CACHE_CTR_cache_negative_hits
                              : stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits,
@@ -586,7 +689,7 @@ static void fill_items(struct op *op, struct oreq *r, const struct wire_msg *m)
             one.u.value.stamp = m->u.values.items[i].stamp;
             one.u.value.expire_ms = m->u.values.items[i].expire_ms;
         }
-        edge_cache_fill(e, k->p, k->len, &rt, &one);
+        edge_cache_fill(e, k->p, k->len, &rt, &one, op->start_ms);
     }
 }
 
@@ -690,8 +793,23 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, int n, const struct
         k[i].hash = router_hash(keys[i].p, keys[i].len);
         cache_sketch_read(e->cache, keys[i].p, keys[i].len, k[i].hash, now);
         ok = cache_get(e->cache, keys[i].p, keys[i].len, k[i].hash, now, &e->cval, &hit) == HKV_OK &&
-             !(hit.expire_at != 0 && hit.expire_at <= unix_now) &&
-             buf_append(vals, buf_head(&e->cval), buf_unread(&e->cval)) == HKV_OK;
+             !(hit.expire_at != 0 && hit.expire_at <= unix_now);
+        if (ok && !servable(e, hit.fresh_until, now)) {
+            /* stale by A or more (top of file): served only while this edge's
+             * fetch of it has been out for A; otherwise the owners are asked,
+             * and a refresh starts so that during an outage the next reads
+             * find that fetch */
+            struct flight *f = flight_find(e, k[i].hash, &keys[i]);
+            if (f == NULL || now - f->started_ms < allowance(e)) {
+                ok = 0;
+                struct route rt;
+                struct owner_ref *o = f == NULL ? edge_owner_of(e, keys[i].p, keys[i].len, &rt)
+                                                : NULL;
+                if (o != NULL)
+                    flight_start(e, &keys[i], &rt, o, 1);
+            }
+        }
+        ok = ok && buf_append(vals, buf_head(&e->cval), buf_unread(&e->cval)) == HKV_OK;
         if (ok) {
             k[i].found = !hit.negative;
             k[i].len = buf_unread(&e->cval);
@@ -743,6 +861,7 @@ static void multi_read(struct conn *c, enum cmd_id cmd, int n, const struct resp
     struct op *op = op_new(c, cmd, 0);
     if (op == NULL)
         return;
+    op->start_ms = board_now_ms(); /* the fetches' send time, for fill_items */
     op->answer = cmd == CMD_MGET ? mget_answer : exists_answer;
     op->done = cmd == CMD_MGET ? mget_done : acc_done;
     if (op_copy_keys(op, n, keys, 1, NULL) != 0 || op_split(op, WIRE_GET, WIRE_ROLE_READ, 0) != 0) {

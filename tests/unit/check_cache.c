@@ -161,15 +161,79 @@ START_TEST(stamp_guard_keeps_newer)
 
     /* invalidation: an older one leaves the entry; a newer one makes it a
      * miss whose stamp still refuses older fetches */
-    ck_assert_int_eq(cache_invalidate(c, "s", 1, router_hash("s", 1), 5), HKV_OK);
+    ck_assert_int_eq(cache_invalidate(c, "s", 1, router_hash("s", 1), 5, 100000, 1400), HKV_OK);
     ck_assert_int_eq(GET(c, "s", 1410, &b, &h), HKV_OK);
-    ck_assert_int_eq(cache_invalidate(c, "s", 1, router_hash("s", 1), 20), HKV_OK);
+    ck_assert_int_eq(cache_invalidate(c, "s", 1, router_hash("s", 1), 20, 100000, 1400), HKV_OK);
     ck_assert_int_eq(GET(c, "s", 1410, &b, &h), HKV_ENOENT);
     ck_assert_int_eq(PUT(c, "s", "eleven", 11, 1500, 2500, 1400), HKV_ESTALE);
     ck_assert_int_eq(PUT(c, "s", "twenty", 20, 1500, 2500, 1400), HKV_OK);
     ck_assert_int_eq(GET(c, "s", 1410, &b, &h), HKV_OK);
     assert_value(&b, "twenty");
-    ck_assert_int_eq(cache_invalidate(c, "nope", 4, router_hash("nope", 4), 20), HKV_ENOENT);
+    buf_deinit(&b);
+    cache_destroy(&c);
+}
+END_TEST
+
+#define INVAL(c, k, stamp, until, now) \
+    cache_invalidate((c), (k), strlen(k), router_hash((k), strlen(k)), (stamp), (until), (now))
+
+/* Defect 6 of issue 11: the invalidation of a key the segment does not hold
+ * (a delete) leaves a tombstone: never served, and until its horizon a fill
+ * or push with an older stamp cannot put the deleted value back.  One with
+ * the delete's stamp or newer replaces it (a NOTFOUND carries the owner's
+ * tombstone stamp); past the horizon it guards nothing. */
+START_TEST(invalidation_of_an_absent_key_leaves_a_tombstone)
+{
+    struct cache *c = mk(2u << 20, 4096, 16);
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct cache_hit h;
+    ck_assert_int_eq(INVAL(c, "del", 20, 11000, 1000), HKV_OK);
+    ck_assert_int_eq(GET(c, "del", 1001, &b, &h), HKV_ENOENT);
+    /* the fetch that started before the delete arrives late */
+    ck_assert_msg(PUT(c, "del", "deleted value", 10, 2500, 30000, 1500) == HKV_ESTALE,
+                  "an older fill replaced the tombstone of a delete");
+    ck_assert_int_eq(GET(c, "del", 1501, &b, &h), HKV_ENOENT);
+    ck_assert_int_eq(cache_put(c, "del", 3, router_hash("del", 3), NULL, 0, 1, 0, 2500, 2500, 0,
+                               1500),
+                     HKV_ESTALE); /* an absence with no stamp is older too */
+    /* a later invalidation with an older stamp leaves it as it is */
+    ck_assert_int_eq(INVAL(c, "del", 15, 12000, 1600), HKV_OK);
+    ck_assert_int_eq(PUT(c, "del", "deleted value", 17, 2500, 30000, 1600), HKV_ESTALE);
+    /* the owner's "not found", stamped with its tombstone, replaces it */
+    ck_assert_int_eq(cache_put(c, "del", 3, router_hash("del", 3), NULL, 0, 1, 20, 2700, 2700, 0,
+                               1700),
+                     HKV_OK);
+    ck_assert_int_eq(GET(c, "del", 1701, &b, &h), HKV_OK);
+    ck_assert_int_eq(h.negative, 1);
+
+    /* past the horizon a tombstone guards nothing (no fill started before
+     * the delete can still arrive) */
+    ck_assert_int_eq(INVAL(c, "old", 20, 11000, 1000), HKV_OK);
+    ck_assert_int_eq(PUT(c, "old", "v", 10, 10999, 30000, 10999), HKV_ESTALE);
+    ck_assert_int_eq(PUT(c, "old", "v", 10, 12000, 30000, 11000), HKV_OK);
+    ck_assert_int_eq(GET(c, "old", 11001, &b, &h), HKV_OK);
+    assert_value(&b, "v");
+    /* an invalidated value: same rules */
+    ck_assert_int_eq(PUT(c, "val", "v1", 10, 2000, 30000, 1000), HKV_OK);
+    ck_assert_int_eq(INVAL(c, "val", 20, 11000, 1000), HKV_OK);
+    ck_assert_int_eq(PUT(c, "val", "v1", 10, 2000, 30000, 10000), HKV_ESTALE);
+    ck_assert_int_eq(PUT(c, "val", "v1", 10, 12000, 30000, 11000), HKV_OK);
+
+    /* tombstones are entries like any other: a full segment evicts them,
+     * every invalidation succeeds, nothing outgrows the capacity */
+    char key[32];
+    int ok = 0;
+    for (int i = 0; i < 50000; i++) {
+        int kl = snprintf(key, sizeof(key), "gone:%d", i);
+        ok += cache_invalidate(c, key, (size_t)kl, router_hash(key, (size_t)kl), 5, 100000,
+                               1000) == HKV_OK;
+    }
+    ck_assert_int_eq(ok, 50000);
+    struct cache_stats st;
+    cache_stats(c, &st);
+    ck_assert_uint_gt(st.counters[CACHE_CTR_cache_evictions], 0);
+    ck_assert_uint_le(st.used_memory, st.capacity);
+    ck_assert_int_eq(PUT(c, "gone:49999", "back", 4, 2000, 30000, 1000), HKV_ESTALE);
     buf_deinit(&b);
     cache_destroy(&c);
 }
@@ -281,6 +345,37 @@ START_TEST(eviction_when_full_never_fails)
     ck_assert_msg(present >= 90, "only %d of the last 100 large values present", present);
     cache_stats(c, &st);
     ck_assert_uint_le(st.used_memory, st.capacity);
+    buf_deinit(&b);
+    cache_destroy(&c);
+}
+END_TEST
+
+/* CLOCK: an entry that is read between the puts that fill its stripe
+ * survives them; the others are evicted. */
+START_TEST(clock_keeps_entries_that_are_read)
+{
+    struct cache *c = mk(2u << 20, 4096, 16);
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct cache_hit h;
+    uint32_t s = cache_test_stripe(c, router_hash("kept", 4));
+    ck_assert_int_eq(PUT(c, "kept", "read often", 1, 1000, 10000000, 1), HKV_OK);
+    ck_assert_int_eq(PUT(c, "n:first", "never read", 1, 1000, 10000000, 1), HKV_OK);
+    char key[32];
+    int puts = 0;
+    for (int i = 0; puts < 6000 && i < 1000000; i++) {
+        int kl = snprintf(key, sizeof(key), "fill:%d", i);
+        uint64_t kh = router_hash(key, (size_t)kl);
+        if (cache_test_stripe(c, kh) != s)
+            continue;
+        ck_assert_int_eq(cache_put(c, key, (size_t)kl, kh, "x", 1, 0, 1, 1000, 10000000, 0, 1),
+                         HKV_OK);
+        puts++;
+        ck_assert_int_eq(GET(c, "kept", 10, &b, &h), HKV_OK);
+    }
+    ck_assert_int_eq(puts, 6000);
+    ck_assert_uint_gt(ctr(c, CACHE_CTR_cache_evictions), 0);
+    ck_assert_int_eq(GET(c, "kept", 10, &b, &h), HKV_OK);
+    assert_value(&b, "read often");
     buf_deinit(&b);
     cache_destroy(&c);
 }
@@ -493,6 +588,53 @@ START_TEST(corrupt_entry_is_a_miss)
 }
 END_TEST
 
+/* Defect 13 of issue 11: a reader that validated an entry and was then
+ * preempted before it set the entry's CLOCK bit must not write into the
+ * page once the page has been given to another slot class.  Played with
+ * the test hooks: the key's page (class 0, 128-byte slots) is given to
+ * class 1 (256-byte slots) and a new entry fills it, then the late mark
+ * of the old entry (slot 1: its header's bit sits 204 bytes into the page,
+ * inside the new entry's value) is made.  The new entry must stay whole. */
+START_TEST(late_reader_mark_never_writes_into_a_moved_page)
+{
+    struct cache *c = mk(2u << 20, 4096, 16);
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct cache_hit h;
+    uint32_t s = cache_test_stripe(c, router_hash("first", 5));
+    char old[32], nu[32];
+    key_in_stripe(c, s, "first", old, sizeof(old));
+    key_in_stripe(c, s, old, nu, sizeof(nu));
+    ck_assert_int_eq(PUT(c, "first", "a", 5, 1000, 100000, 1), HKV_OK);
+    ck_assert_int_eq(PUT(c, old, "b", 5, 1000, 100000, 1), HKV_OK);
+    struct cache_test_where w0, w, wn;
+    ck_assert_int_eq(cache_test_where(c, "first", 5, router_hash("first", 5), &w0), HKV_OK);
+    ck_assert_int_eq(cache_test_where(c, old, strlen(old), router_hash(old, strlen(old)), &w),
+                     HKV_OK);
+    ck_assert_uint_eq(w.cls, 0);
+    ck_assert_uint_eq(w.page, w0.page);
+    ck_assert_uint_eq(w.slot, 1);
+    /* the reader validated `old` at w ... and the page changes hands */
+    cache_test_give_page(c, w.stripe, w.page, 1);
+    static const char zeros[150]; /* a binary value: the bit's word is 0 there */
+    ck_assert_int_eq(cache_put(c, nu, strlen(nu), router_hash(nu, strlen(nu)), zeros,
+                               sizeof(zeros), 0, 6, 1000, 100000, 0, 2),
+                     HKV_OK);
+    ck_assert_int_eq(cache_test_where(c, nu, strlen(nu), router_hash(nu, strlen(nu)), &wn), HKV_OK);
+    ck_assert_uint_eq(wn.page, w.page);
+    ck_assert_uint_eq(wn.cls, 1);
+    ck_assert_uint_eq(wn.slot, 0);
+    cache_test_touch(c, &w); /* ... then the reader marks what it validated */
+    int rc = GET(c, nu, 10, &b, &h);
+    ck_assert_msg(rc == HKV_OK && b.len == sizeof(zeros) && memcmp(b.data, zeros, b.len) == 0,
+                  "the late mark of a moved entry damaged the page's new entry (get %d, "
+                  "corrupt entries %llu)",
+                  rc, (unsigned long long)ctr(c, CACHE_CTR_cache_corrupt_entries));
+    ck_assert_uint_eq(ctr(c, CACHE_CTR_cache_corrupt_entries), 0);
+    buf_deinit(&b);
+    cache_destroy(&c);
+}
+END_TEST
+
 START_TEST(lock_holder_killed_is_repaired)
 {
     struct cache *c = mk(2u << 20, 4096, 16);
@@ -568,6 +710,82 @@ START_TEST(refresh_lock_exclusive_and_expires)
     ck_assert_int_eq(cache_lock(c, kh, tc, 1600, 500), 0);
     cache_unlock(c, kh, tb);
     ck_assert_int_eq(cache_lock(c, kh, tc, 1600, 500), 1);
+    cache_destroy(&c);
+}
+END_TEST
+
+/* Defect 8 of issue 11: a lock nobody released (its holder died) must stay
+ * expired however long ago it expired; the old 32-bit expiry, compared
+ * modulo 2^32, made it "held" again 24.9 days later.  Also around the
+ * points where the monotonic clock crosses 2^31, 2^32 and 2^40 ms. */
+START_TEST(refresh_lock_expiry_does_not_wrap)
+{
+    struct cache *c = mk(2u << 20, 4096, 16);
+    uint64_t kh = router_hash("wrap", 4);
+    /* pids 1 and 2 always exist: these holders are never taken for dead */
+    const uint64_t ta = 1ULL << 32 | 7, tb = 2ULL << 32 | 7;
+    const int64_t day = 86400000;
+    const int64_t later[] = {(1LL << 31) + 1000, (1LL << 32) - 100, 25 * day, 30 * day,
+                             50 * day, 400 * day};
+    for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
+        ck_assert_int_eq(cache_lock(c, kh, ta, 1000, 500), 1);
+        ck_assert_msg(cache_lock(c, kh, tb, 1500 + later[i], 500) == 1,
+                      "a lock that expired %lld ms ago counts as held", (long long)later[i]);
+        cache_unlock(c, kh, tb);
+    }
+    const int64_t edges[] = {1LL << 31, 1LL << 32, 1LL << 40, 1LL << 41};
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+        int64_t t = edges[i] - 100;
+        ck_assert_int_eq(cache_lock(c, kh, ta, t, 500), 1);
+        ck_assert_msg(cache_lock(c, kh, tb, t + 200, 500) == 0,
+                      "a live lock looks free across %lld", (long long)edges[i]);
+        ck_assert_int_eq(cache_lock(c, kh, ta, t + 499, 500), 1); /* still the holder's */
+        ck_assert_msg(cache_lock(c, kh, tb, t + 500, 500) == 1,
+                      "an expired lock looks held across %lld", (long long)edges[i]);
+        cache_unlock(c, kh, tb);
+    }
+    cache_destroy(&c);
+}
+END_TEST
+
+/* Defect 8 of issue 11: a holder that died (its process is gone) stops
+ * blocking the key at once, not after the lock's ttl; a live holder keeps
+ * it.  Tokens carry the holder's pid (pid << 32 | sequence). */
+START_TEST(refresh_lock_of_a_dead_holder_is_free)
+{
+    struct cache *c = mk(2u << 20, 4096, 16);
+    uint64_t kh = router_hash("dead", 4);
+    const uint64_t me = (uint64_t)(uint32_t)getpid() << 32 | 1;
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        uint64_t t = (uint64_t)(uint32_t)getpid() << 32 | 1;
+        char ok = cache_attach(c) == HKV_OK && cache_lock(c, kh, t, 1000, 60000) == 1 ? 'y' : 'n';
+        if (write(fds[1], &ok, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause(); /* holds the lock until killed */
+    }
+    close(fds[1]);
+    char got = 0;
+    ck_assert_int_eq(read(fds[0], &got, 1), 1);
+    close(fds[0]);
+    ck_assert_int_eq(got, 'y');
+    /* alive: held, even by a caller that asks again and again */
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(cache_lock(c, kh, me, 1100 + i * 100, 500), 0);
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    /* dead (and reaped): free long before its ttl (1000 + 60000) */
+    ck_assert_msg(cache_lock(c, kh, me, 2000, 500) == 1,
+                  "the lock of a holder that is gone still blocks the key");
+    ck_assert_int_eq(cache_lock(c, kh, 2ULL << 32 | 9, 2100, 500), 0); /* and it is mine */
+    cache_unlock(c, kh, me);
+    ck_assert_int_eq(cache_lock(c, kh, 2ULL << 32 | 9, 2100, 500), 1);
     cache_destroy(&c);
 }
 END_TEST
@@ -668,14 +886,17 @@ Suite *cache_suite(void)
     tcase_add_test(tc, attach_checks_the_header);
     tcase_add_test(tc, put_then_get_round_trip);
     tcase_add_test(tc, stamp_guard_keeps_newer);
+    tcase_add_test(tc, invalidation_of_an_absent_key_leaves_a_tombstone);
     tcase_add_test(tc, entries_past_keep_are_misses);
     tcase_add_test(tc, too_big_value_not_cached);
     tcase_add_test(tc, corrupt_entry_is_a_miss);
+    tcase_add_test(tc, late_reader_mark_never_writes_into_a_moved_page);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("full");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, eviction_when_full_never_fails);
+    tcase_add_test(tc, clock_keeps_entries_that_are_read);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("processes");
@@ -685,6 +906,8 @@ Suite *cache_suite(void)
     tcase_add_test(tc, torn_write_is_a_miss);
     tcase_add_test(tc, lock_holder_killed_is_repaired);
     tcase_add_test(tc, refresh_lock_exclusive_and_expires);
+    tcase_add_test(tc, refresh_lock_expiry_does_not_wrap);
+    tcase_add_test(tc, refresh_lock_of_a_dead_holder_is_free);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("sketch");
