@@ -32,7 +32,8 @@ import threading
 import time
 
 from run_daemon import (CLASS_VARIANTS, CLASSES, COMMIT_ALLOWANCE_MS, KEEP_MS,
-                        PERSIST_INTERVAL_MS, PUSH_ALLOWANCE_MS, REQUEST_TIMEOUT_S, Daemon)
+                        PERSIST_INTERVAL_MS, PUSH_ALLOWANCE_MS, REQUEST_TIMEOUT_S, Daemon,
+                        proc_title)
 from run_nemesis import Nemesis, Watcher, reconcile_log
 from run_resp import Conn, RespError, Transport, info_fields
 from run_route import check_siphash, owner_of
@@ -323,14 +324,11 @@ class Client(threading.Thread):
                 return False
             fields = info_fields(srv)
             colo = fields.get("colo")
-            edge = None
             try:
-                with open("/proc/%s/cmdline" % fields.get("edge_pid", "0"), "rb") as f:
-                    title = f.read().split(b"\0", 1)[0].decode().strip()
-                if title.startswith("hotkvd: edge "):
-                    edge = title[len("hotkvd: edge "):]
-            except (OSError, UnicodeDecodeError):
-                pass
+                title = proc_title(int(fields.get("edge_pid", "0"))) or ""
+            except ValueError:
+                title = ""
+            edge = title[len("edge "):] if title.startswith("edge ") else None
             if best is not None:
                 best[0].close()
             best = (c, colo, edge)

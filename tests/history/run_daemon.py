@@ -57,6 +57,17 @@ def proc_alive(pid):
     return state not in ("Z", "X", "")
 
 
+def proc_title(pid):
+    """The process title without "hotkvd: ", or None."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            cmd = f.read()
+    except OSError:
+        return None
+    title = cmd.split(b"\0", 1)[0].decode("utf-8", "replace").strip()
+    return title[len("hotkvd: "):] if title.startswith("hotkvd: ") else None
+
+
 def proc_children(ppid):
     """{title: pid} of the processes whose parent is ppid, titled "hotkvd: ..."."""
     out = {}
@@ -70,13 +81,11 @@ def proc_children(ppid):
             fields = stat[stat.rfind(")") + 2:].split()
             if int(fields[1]) != ppid or fields[0] in ("Z", "X"):
                 continue
-            with open("/proc/%d/cmdline" % pid, "rb") as f:
-                cmd = f.read()
         except (OSError, ValueError, IndexError):
             continue
-        title = cmd.split(b"\0", 1)[0].decode("utf-8", "replace").strip()
-        if title.startswith("hotkvd: "):
-            out[title[len("hotkvd: "):]] = pid
+        title = proc_title(pid)
+        if title is not None:
+            out[title] = pid
     return out
 
 
@@ -125,6 +134,7 @@ class Daemon:
         self.clockshim = os.path.abspath(args.clockshim) if args.clockshim else None
         self.proc = None
         self.old_procs = []
+        self.orphans = {}          # pid -> title: children of a killed master
         self.stopped_pids = set()  # SIGSTOPped by the nemesis, to SIGCONT at the end
 
     def colo_names(self):
@@ -307,6 +317,15 @@ class Daemon:
                     os.kill(k, signal.SIGKILL)
                 except OSError:
                     pass
+        for pid, title in self.orphans.items():
+            # Left by a kill_master that did not finish (an exception): the
+            # title check guards against a reused pid.
+            if proc_alive(pid) and proc_title(pid) == title:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        self.orphans = {}
         for p in self.old_procs:
             if p.poll() is None:
                 p.kill()

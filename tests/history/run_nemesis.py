@@ -164,6 +164,7 @@ class Nemesis:
         self.watcher.suspend()
         try:
             kids = hkv.children()
+            hkv.orphans = {pid: title for title, pid in kids.items()}
             master = hkv.proc
             t0 = time.monotonic()
             master.kill()
@@ -187,6 +188,7 @@ class Nemesis:
             while alive and time.monotonic() < end + 5.0:
                 alive = {n: p for n, p in alive.items() if proc_alive(p)}
                 time.sleep(0.02)
+            hkv.orphans = {}
             owners_exited = sorted(n[len("owner "):] for n in kids if n.startswith("owner ")
                                    and n[len("owner "):] not in killed)
             self.fault("kill_master", "master", t0, time.monotonic(),
