@@ -31,6 +31,8 @@ import tempfile
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+
 from run_daemon import (CLASS_VARIANTS, CLASSES, COMMIT_ALLOWANCE_MS, KEEP_MS,
                         PERSIST_INTERVAL_MS, PUSH_ALLOWANCE_MS, REQUEST_TIMEOUT_S, Daemon,
                         proc_title)
@@ -95,6 +97,8 @@ OP_WEIGHTS = [("set", 22), ("setnx", 5), ("setget", 3), ("get", 20), ("exists", 
 FAULT_KINDS = ["kill_owner", "kill_edge", "kill_master", "pause_owner", "disk_stall",
                "disk_eio", "sighup_reorder", "config_set", "big_request", "clock_shift"]
 WRITE_FS = {"set", "getdel", "del", "incrby", "expire", "persist", "mset"}
+
+
 # ---- the history file -------------------------------------------------------
 
 

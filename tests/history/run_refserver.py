@@ -33,7 +33,9 @@ import threading
 import time
 import types
 
-import run
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+
+import run  # noqa: E402
 
 MISBEHAVE = 0.004  # chance of each kind of misbehaviour per write
 
