@@ -12,7 +12,7 @@ import signal
 import threading
 import time
 
-from run_daemon import (BIG_REQUEST_BYTES, CLASS_VARIANTS, REQUEST_TIMEOUT_S, WIRE_MAX_FRAME,
+from run_daemon import (BIG_KEY_BYTES, BIG_REQUEST_KEYS, CLASS_VARIANTS, REQUEST_TIMEOUT_S, WIRE_MAX_FRAME,
                         WRITE_TIMEOUT_MS, proc_alive)
 from run_resp import Conn, RespError, Transport, info_fields
 
@@ -294,21 +294,25 @@ class Nemesis:
         self.fault("config_set", "edges", t0, time.monotonic(), {"replies": replies})
 
     def do_big_request(self):
+        """A request that cannot fit an owner-link frame: a DEL whose keys
+        together pass wire-max-frame.  The edge must refuse it at once
+        ("not applied"), without breaking the link other writes use."""
         self.big_n += 1
-        key = "hl:big-%d" % self.big_n  # outside the history's keys, on a hot owner
-        value = "x" * BIG_REQUEST_BYTES
+        keys = ["hl:big-%d-%d-" % (self.big_n, i) + "x" * BIG_KEY_BYTES
+                for i in range(BIG_REQUEST_KEYS)]
+        total = sum(len(k) for k in keys)
         t0 = time.monotonic()
         try:
             c = Conn(self.hkv.port, timeout=2.0)
             try:
-                r = c.call(["SET", key, value], timeout=REQUEST_TIMEOUT_S)
+                r = c.call(["DEL"] + keys, timeout=REQUEST_TIMEOUT_S)
             finally:
                 c.close()
             reply = str(r) if not isinstance(r, RespError) else "-" + str(r)
         except (OSError, Transport) as e:
             reply = "runner: %s" % e
-        self.fault("big_request", key, t0, time.monotonic(),
-                   {"bytes": BIG_REQUEST_BYTES, "wire_max_frame": WIRE_MAX_FRAME,
+        self.fault("big_request", "DEL %d keys" % len(keys), t0, time.monotonic(),
+                   {"bytes": total, "wire_max_frame": WIRE_MAX_FRAME,
                     "reply": reply[:200], "error_reply": reply.startswith("-")})
 
     # -- clocks
