@@ -22,9 +22,9 @@ PERSIST_INTERVAL_MS = 100
 COMMIT_ALLOWANCE_MS = 500      # one commit plus the runner's crash-detection lag
 PUSH_ALLOWANCE_MS = 500        # owner push / refresh to another colo
 KEEP_MS = 10000
-WIRE_MAX_FRAME = 64 * 1024
-BIG_REQUEST_KEYS = 8           # a DEL of 8 keys of BIG_KEY_BYTES: > wire-max-frame,
-BIG_KEY_BYTES = 10 * 1000      # each key < proto-max-bulk-len (a single bulk cannot pass
+WIRE_MAX_FRAME = 4 * 1024 * 1024
+BIG_REQUEST_KEYS = 5           # a DEL of 5 keys of BIG_KEY_BYTES: > wire-max-frame,
+BIG_KEY_BYTES = 1000 * 1000    # each key < proto-max-bulk-len (a single bulk cannot pass
                                # the frame: the config check refuses such a config)
 REQUEST_TIMEOUT_S = WRITE_DEADLINE_MS / 1000.0 + 4.0
 
@@ -175,8 +175,8 @@ class Daemon:
             "hot-owners %d" % self.hot_owners,
             "cold-owners %d" % self.cold_owners,
             "shutdown-timeout 5s",
-            "wire-max-frame %dkb" % (WIRE_MAX_FRAME // 1024),
-            "proto-max-bulk-len 16kb",
+            "wire-max-frame %dmb" % (WIRE_MAX_FRAME // (1024 * 1024)),
+            "proto-max-bulk-len 1mb",
             "write-timeout %dms" % WRITE_TIMEOUT_MS,
             "write-retry-backoff 300ms 600ms",
             "write-deadline %dms" % WRITE_DEADLINE_MS,
