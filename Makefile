@@ -52,8 +52,9 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/runner.o $(if $(wildcard
 TEST_BIN := $(BUILD)/hkvtest
 TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 SHIM     := $(BUILD)/tests/fault/stallfs.so
+CLOCKSHIM := $(BUILD)/tests/history/clockshift.so
 
-.PHONY: all deps run test unit integration asan valgrind clean clang fuzz FORCE
+.PHONY: all deps run test unit integration asan valgrind clean clang fuzz torture FORCE
 all: $(DEPS_OK) $(BIN)
 
 deps $(DEPS_OK): scripts/install-deps.sh
@@ -98,6 +99,10 @@ $(SHIM): tests/fault/stallfs.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -fPIC -shared -o $@ $< -ldl
 
+$(CLOCKSHIM): tests/history/clockshift.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -fPIC -shared -o $@ $< -ldl
+
 # Fuzz targets: libFuzzer with clang, each run for FUZZ_SECONDS on a scratch
 # copy of its corpus (libFuzzer writes new inputs into its first directory).
 FUZZ_SECONDS ?= 15
@@ -122,15 +127,15 @@ fuzz: $(FUZZ_BINS)
 
 # The test run: a bounded fuzz pass, then every Check suite (unit, then the
 # daemon-level suites against $(BIN)); Check's summary line is the last line.
-test: $(DEPS_OK) $(BIN) $(TEST_BIN) $(if $(wildcard tests/fault/stallfs.c),$(SHIM))
+test: $(DEPS_OK) $(BIN) $(TEST_BIN) $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard tests/history/clockshift.c),$(CLOCKSHIM))
 	@$(MAKE) --no-print-directory fuzz
-	HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) $(TEST_BIN) all
+	HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_CLOCKSHIM=$(abspath $(CLOCKSHIM)) HOTKVD_STORM=$(abspath $(STORM)) $(TEST_BIN) all
 
 unit: $(DEPS_OK) $(TEST_BIN)
 	$(TEST_BIN) unit
 
-integration: $(DEPS_OK) $(BIN) $(TEST_BIN) $(if $(wildcard tests/fault/stallfs.c),$(SHIM))
-	HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) $(TEST_BIN) integration
+integration: $(DEPS_OK) $(BIN) $(TEST_BIN) $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard tests/history/clockshift.c),$(CLOCKSHIM))
+	HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_CLOCKSHIM=$(abspath $(CLOCKSHIM)) HOTKVD_STORM=$(abspath $(STORM)) $(TEST_BIN) integration
 
 asan:
 	$(MAKE) VARIANT=asan test
@@ -147,6 +152,19 @@ run: $(DEPS_OK) $(BIN)
 
 clean:
 	rm -rf build bin
+
+# The history run (tests/history/run.py, issue 10): clients and a nemesis with
+# every fault kind against the real daemon, the history checked at the end.
+#   make torture DURATION=10m SEED=42     (DURATION: 600, 90s, 10m; SEED: default from the time)
+# Exit status: 0 no anomaly, 1 anomalies, 2 unknown, 3 the run itself failed.
+DURATION ?= 10m
+ifeq ($(origin SEED),undefined)
+SEED := $(shell date +%s)
+endif
+TORTURE_OUT ?= build/torture-$(SEED)
+torture: $(DEPS_OK) $(BIN) $(SHIM) $(CLOCKSHIM)
+	/usr/bin/python3 tests/history/run.py --bin $(BIN) --duration $(DURATION) --seed $(SEED) \
+	  --clients 8 --faults all --shim $(SHIM) --clockshim $(CLOCKSHIM) --out $(TORTURE_OUT) $(TORTURE_ARGS)
 
 # Benchmarks (scripts/bench): storm, the hot-key load generator, and compare,
 # which runs the same workloads against hotkvd and redis-server side by side.

@@ -1,0 +1,731 @@
+#!/usr/bin/python3
+"""run.py - the history workload and nemesis for hotkvd (issue 10).
+
+Starts the real daemon on ephemeral ports in a temp dir, runs N clients (one
+thread and one TCP connection each) issuing random operations on a small key
+set while a nemesis injects faults on a seeded schedule, records everything
+as a history (tests/history/README.md, format v1), stops the daemon, runs the
+checker (tests/history/checker.py) on the history and prints a summary.
+
+    /usr/bin/python3 tests/history/run.py --bin bin/hotkvd --duration 30 --seed 7 \\
+        --shim build/release/tests/fault/stallfs.so \\
+        --clockshim build/release/tests/history/clockshift.so --out /tmp/run7
+
+Python 3 standard library only.  Every wait is bounded; every process the run
+starts is stopped by pid at the end, also on an exception or a signal.
+
+How a reply becomes an outcome is decided by REPLY_TABLE, just below: the one
+place that says which error replies mean "not applied" (outcome fail) and
+which mean "outcome unknown" (outcome info, the write may have been applied).
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+
+from run_daemon import (CLASS_VARIANTS, CLASSES, COMMIT_ALLOWANCE_MS, KEEP_MS,
+                        PERSIST_INTERVAL_MS, PUSH_ALLOWANCE_MS, REQUEST_TIMEOUT_S, Daemon,
+                        proc_title)
+from run_nemesis import Nemesis, Watcher, reconcile_log
+from run_resp import Conn, RespError, Transport, info_fields
+from run_route import check_siphash, owner_of
+
+# ---- how replies are classified (printed by --help) -----------------------
+
+# First word of an error reply -> outcome.  "fail": the command was NOT
+# applied; the checker verifies that it really was not.  "info": the outcome
+# is unknown (the write may have been applied, now or later).
+REPLY_TABLE = [
+    ("UNAVAILABLE", "info", "the owner did not acknowledge the write within write-deadline"),
+    ("TIMEOUT", "info", "a durable write not committed within durable-timeout (may commit later)"),
+    ("IOERR", "info", "a durable commit failed with an I/O error (the owner exits)"),
+    ("MISCONF", "info", "disk full: a durable write not committed"),
+    ("BUSY", "fail", "persist backlog over persist-max-dirty: write refused"),
+    ("ERR", "fail", "syntax, wrong value (not an integer ...), refused request"),
+    ("WRONGTYPE", "fail", "wrong type"),
+    ("TRYAGAIN", "fail", "read: the owner did not answer (on-timeout error, miss-wait)"),
+    ("OOM", "fail", "owner out of memory: write refused"),
+    ("RATELIMITED", "fail", "over a rate limit: not run"),
+    ("NOAUTH", "fail", "not authenticated: not run"),
+]
+REPLY_TABLE_NOTES = [
+    "any other error word                    -> info (unknown, so not assumed harmless)",
+    "TRYAGAIN on a write                     -> info (only reads are documented to say it)",
+    "any error reply to MSET                 -> info (MSET is one SET per key, not atomic across"
+    " owners: an error may leave some keys set)",
+    "no reply within the request timeout     -> info (t1 = when the runner gave up)",
+    "connection closed before the reply      -> info; the client reconnects as a new client",
+]
+ERROR_OUTCOME = {word: outcome for word, outcome, _ in REPLY_TABLE}
+
+
+def reply_table_text():
+    lines = ["error reply (first word) -> outcome:"]
+    for word, outcome, why in REPLY_TABLE:
+        lines.append("  -%-12s -> %-4s  %s" % (word, outcome, why))
+    lines.append("and:")
+    lines.extend("  " + n for n in REPLY_TABLE_NOTES)
+    return "\n".join(lines)
+
+
+def classify_error(text, f, is_write):
+    """Outcome ("fail" or "info") of error reply `text` to operation f."""
+    if f == "mset":
+        return "info"
+    word = text.split(" ", 1)[0].upper()
+    outcome = ERROR_OUTCOME.get(word, "info")
+    if word == "TRYAGAIN" and is_write:
+        outcome = "info"
+    return outcome
+
+
+# Operation kinds of the workload and their weights (--ops picks a subset).
+OP_WEIGHTS = [("set", 22), ("setnx", 5), ("setget", 3), ("get", 20), ("exists", 5),
+              ("mget", 6), ("getdel", 4), ("del", 6), ("incr", 8), ("mset", 5),
+              ("mset_dup", 2), ("expire", 7), ("persist", 7)]
+
+FAULT_KINDS = ["kill_owner", "kill_edge", "kill_master", "pause_owner", "disk_stall",
+               "disk_eio", "sighup_reorder", "config_set", "big_request", "clock_shift"]
+WRITE_FS = {"set", "getdel", "del", "incrby", "expire", "persist", "mset"}
+
+
+# ---- the history file -------------------------------------------------------
+
+
+class History:
+    def __init__(self, path):
+        self.f = open(path, "w", encoding="utf-8")
+        self.lock = threading.Lock()
+        self.next_id = 0
+        self.next_client = 0
+        self.counts = {"ok": 0, "fail": 0, "info": 0}
+        self.by_f = {}
+        self.faults = {k: 0 for k in FAULT_KINDS + ["restart"]}
+        self.crashes = {}
+        self.crash_pids = set()
+        self.surprises = []
+
+    def op_id(self):
+        with self.lock:
+            self.next_id += 1
+            return self.next_id
+
+    def client_id(self):
+        with self.lock:
+            self.next_client += 1
+            return self.next_client
+
+    def write(self, obj):
+        line = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+        with self.lock:
+            self.f.write(line + "\n")
+            k = obj.get("kind")
+            if k == "op":
+                self.counts[obj["outcome"]] += 1
+                st = self.by_f.setdefault(obj["f"], {"ok": 0, "fail": 0, "info": 0})
+                st[obj["outcome"]] += 1
+            elif k == "fault":
+                self.faults[obj["f"]] = self.faults.get(obj["f"], 0) + 1
+            elif k == "crash":
+                self.crashes[obj["owner"]] = self.crashes.get(obj["owner"], 0) + 1
+
+    def crash(self, owner, pid, t):
+        """A crash line: owner lost its memory without a flush at t."""
+        self.write({"kind": "crash", "owner": owner, "t": t})
+        with self.lock:
+            self.crash_pids.add(pid)
+
+    def surprise(self, text):
+        with self.lock:
+            self.surprises.append(text)
+
+    def close(self):
+        with self.lock:
+            self.f.close()
+
+
+# ---- the workload -----------------------------------------------------------
+
+
+class Workload:
+    """What the clients share: the key set and the generator of operations."""
+
+    def __init__(self, nkeys, owners, ops):
+        self.keys = {cls: self.pick(cls, nkeys, owners[CLASSES[cls]["pool"]]) for cls in CLASSES}
+        self.all_keys = self.keys["hl"] + self.keys["hd"]
+        self.ops = [name for name, _ in OP_WEIGHTS if name in ops]
+        self.weights = [w for name, w in OP_WEIGHTS if name in ops]
+
+    @staticmethod
+    def pick(cls, nkeys, nowners):
+        """nkeys names "<cls>:<i>", the first i's that spread them evenly over
+        the pool's owners (so every owner's faults touch the history)."""
+        per = -(-nkeys // nowners)
+        count = [0] * nowners
+        keys, i = [], 0
+        while len(keys) < nkeys:
+            k = "%s:%d" % (cls, i)
+            o = owner_of(k, CLASSES[cls]["pool"], nowners)
+            if count[o] < per:
+                count[o] += 1
+                keys.append(k)
+            i += 1
+        return keys
+
+    def gen(self, rng, client, opid):
+        """(f, key-or-keys, args, command words) of the next operation."""
+        kind = rng.choices(self.ops, weights=self.weights)[0]
+        return getattr(self, "gen_" + kind)(rng, rng.choice(self.all_keys),
+                                           "c%d-%d" % (client, opid))
+
+    @staticmethod
+    def set_args(value, nx=False, xx=False, get=False, keepttl=False, px=None):
+        return {"value": value, "nx": nx, "xx": xx, "get": get, "keepttl": keepttl, "px": px}
+
+    def gen_set(self, rng, key, value):
+        v, w = rng.random(), rng.random()
+        nx, xx = v < 0.15, 0.15 <= v < 0.30
+        get = not nx and rng.random() < 0.15  # NX with GET left out: one meaning per op
+        keepttl = w < 0.10
+        px = rng.randint(3600000, 7200000) if 0.10 <= w < 0.20 else None
+        words = ["SET", key, value] + (["NX"] if nx else []) + (["XX"] if xx else []) + \
+            (["GET"] if get else []) + (["KEEPTTL"] if keepttl else []) + \
+            (["PX", str(px)] if px is not None else [])
+        return "set", key, self.set_args(value, nx, xx, get, keepttl, px), words
+
+    def gen_setnx(self, rng, key, value):
+        return "set", key, self.set_args(value, nx=True), ["SETNX", key, value]
+
+    def gen_setget(self, rng, key, value):
+        return "set", key, self.set_args(value, get=True), ["SET", key, value, "GET"]
+
+    def gen_get(self, rng, key, value):
+        return "get", key, {}, ["GET", key]
+
+    def gen_exists(self, rng, key, value):
+        return "exists", key, {}, ["EXISTS", key]
+
+    def gen_mget(self, rng, key, value):
+        keys = [rng.choice(self.all_keys) for _ in range(rng.randint(2, 4))]
+        return "mget", keys, {}, ["MGET"] + keys
+
+    def gen_getdel(self, rng, key, value):
+        return "getdel", key, {}, ["GETDEL", key]
+
+    def gen_del(self, rng, key, value):
+        return "del", key, {}, ["DEL", key]
+
+    def gen_incr(self, rng, key, value):
+        if rng.random() < 0.5:
+            return "incrby", key, {"delta": 1}, ["INCR", key]
+        d = rng.randint(-5, 20)
+        return "incrby", key, {"delta": d}, ["INCRBY", key, str(d)]
+
+    def _mset(self, keys, value):
+        values = ["%s.%d" % (value, i) for i in range(len(keys))]
+        words = ["MSET"]
+        for k, v in zip(keys, values):
+            words += [k, v]
+        return "mset", keys, {"values": values}, words
+
+    def gen_mset(self, rng, key, value):
+        return self._mset(rng.sample(self.all_keys, rng.randint(2, 3)), value)
+
+    def gen_mset_dup(self, rng, key, value):
+        keys = rng.sample(self.all_keys, rng.randint(1, 2))
+        return self._mset(keys + [keys[0]], value)  # the same key twice: the last wins
+
+    def gen_expire(self, rng, key, value):
+        if rng.random() < 0.7:
+            ms = rng.randint(3600000, 7200000)
+        else:
+            ms = rng.choice([0, -1, -1000])
+        return "expire", key, {"ms": ms}, ["PEXPIRE", key, str(ms)]
+
+    def gen_persist(self, rng, key, value):
+        return "persist", key, {}, ["PERSIST", key]
+
+
+def reply_value(f, args, reply):
+    """The recorded value of an ok reply, or raises ValueError if the shape is
+    not what f returns."""
+    if f == "get" or f == "getdel":
+        if reply is None or isinstance(reply, str):
+            return reply
+    elif f in ("exists", "del", "incrby", "expire", "persist"):
+        if isinstance(reply, int) and not isinstance(reply, bool):
+            return reply
+    elif f == "set":
+        if args.get("get"):
+            if reply is None or isinstance(reply, str):
+                return reply
+        elif isinstance(reply, int) and not isinstance(reply, bool):  # SETNX
+            if reply in (0, 1):
+                return "OK" if reply == 1 else None
+        elif reply is None or reply == "OK":
+            return reply
+    elif f == "mset":
+        if reply == "OK":
+            return reply
+    elif f == "mget":
+        if isinstance(reply, list) and all(v is None or isinstance(v, str) for v in reply):
+            return reply
+    raise ValueError("unexpected reply %r to %s" % (reply, f))
+
+
+class Client(threading.Thread):
+    """One worker: a connection (a new client number after each reconnect),
+    one operation at a time, its own seeded RNG."""
+
+    def __init__(self, index, seed, port, daemon, workload, history, stop, think_ms, nedges):
+        super().__init__(name="client-%d" % index, daemon=True)
+        self.index = index
+        self.rng = random.Random("%s-client-%d" % (seed, index))
+        self.port = port
+        self.hkv = daemon
+        self.workload = workload
+        self.history = history
+        self.stop_ev = stop
+        self.think_ms = think_ms
+        self.want_edge = index % max(1, nedges)
+        self.conn = None
+        self.client = None
+        self.colo = None
+        self.edge = None
+        self.error = None
+
+    def connect(self):
+        """Connects (trying a few times to land on this client's edge) and
+        sets up HELLO 3 and CLIENT META ON.  False if the daemon is down."""
+        names = self.hkv.edge_names()
+        want = names[self.want_edge % len(names)]
+        best = None
+        for _ in range(6):
+            try:
+                c = Conn(self.port, timeout=2.0)
+            except OSError:
+                return False
+            try:
+                hello = c.call(["HELLO", "3"], timeout=2.0)
+                meta = c.call(["CLIENT", "META", "ON"], timeout=2.0)
+                srv = c.call(["INFO", "server"], timeout=2.0)
+                if isinstance(hello, RespError) or isinstance(meta, RespError) or \
+                        isinstance(srv, RespError):
+                    c.close()
+                    return False
+            except Transport:
+                c.close()
+                return False
+            fields = info_fields(srv)
+            colo = fields.get("colo")
+            try:
+                title = proc_title(int(fields.get("edge_pid", "0"))) or ""
+            except ValueError:
+                title = ""
+            edge = title[len("edge "):] if title.startswith("edge ") else None
+            if best is not None:
+                best[0].close()
+            best = (c, colo, edge)
+            if edge == want:
+                break
+        self.conn, self.colo, self.edge = best
+        self.client = self.history.client_id()
+        return True
+
+    def drop(self):
+        if self.conn is not None:
+            self.conn.close()
+        self.conn = None
+
+    def run(self):
+        try:
+            self.loop()
+        except Exception as e:  # a runner bug: reported, fails the run
+            self.error = "%s: %r" % (self.name, e)
+        finally:
+            self.drop()
+
+    def loop(self):
+        backoff = 0.05
+        while not self.stop_ev.is_set():
+            if self.conn is None:
+                if not self.connect():
+                    self.stop_ev.wait(backoff)
+                    backoff = min(backoff * 2, 0.5)
+                    continue
+                backoff = 0.05
+            opid = self.history.op_id()
+            f, target, args, words = self.workload.gen(self.rng, self.client, opid)
+            rec = {"kind": "op", "id": opid, "client": self.client, "colo": self.colo,
+                   "edge": self.edge, "f": f}
+            if isinstance(target, list):
+                rec["keys"] = target
+            else:
+                rec["key"] = target
+            rec["args"] = args
+            is_write = f in WRITE_FS
+            t0 = time.monotonic()
+            deadline = t0 + REQUEST_TIMEOUT_S
+            outcome, value, error, stale, degraded = "info", None, None, False, False
+            try:
+                self.conn.send(words, deadline)
+                reply = self.conn.read(deadline)
+                t1 = time.monotonic()
+                if isinstance(reply, RespError):
+                    error = str(reply)
+                    outcome = classify_error(error, f, is_write)
+                else:
+                    try:
+                        value = reply_value(f, args, reply)
+                        outcome = "ok"
+                    except ValueError as e:
+                        error = "runner: %s" % e
+                        self.history.surprise("op %d: %s" % (opid, e))
+                for a in self.conn.attrs:
+                    stale = stale or a.get("stale") is True
+                    degraded = degraded or a.get("degraded") is True
+            except Transport as e:
+                t1 = time.monotonic()
+                error = "runner: %s" % e
+                self.drop()
+            rec.update({"t0": t0, "t1": t1, "outcome": outcome, "value": value, "error": error,
+                        "stale": stale, "degraded": degraded})
+            self.history.write(rec)
+            if self.think_ms > 0:
+                self.stop_ev.wait(self.rng.uniform(0, self.think_ms) / 1000.0)
+
+
+def parse_duration(text):
+    text = str(text).strip().lower()
+    mult = 1.0
+    if text.endswith("ms"):
+        mult, text = 0.001, text[:-2]
+    elif text.endswith("s"):
+        text = text[:-1]
+    elif text.endswith("m"):
+        mult, text = 60.0, text[:-1]
+    elif text.endswith("h"):
+        mult, text = 3600.0, text[:-1]
+    return float(text) * mult
+
+
+def build_header(args, hkv, workload, seed):
+    classes = {}
+    for name, c in CLASSES.items():
+        fresh = [v["fresh_ms"][name] for v in CLASS_VARIANTS]
+        classes[name] = {
+            "durability": c["durability"],
+            "pool": c["pool"],
+            "fresh_ms": CLASS_VARIANTS[0]["fresh_ms"][name],
+            "keep_ms": KEEP_MS,
+            "persist_window_ms": PERSIST_INTERVAL_MS + COMMIT_ALLOWANCE_MS
+            if c["durability"] == "ledger" else 0,
+            "read_delta_ms": 0 if args.colos <= 1 else max(fresh) + PUSH_ALLOWANCE_MS,
+            "stale_delta_ms": KEEP_MS,
+        }
+    keys = {}
+    for cls, ks in workload.keys.items():
+        pool = CLASSES[cls]["pool"]
+        n = hkv.hot_owners if pool == "hot" else hkv.cold_owners
+        for k in ks:
+            keys[k] = {"class": cls, "owner": "%s/%d" % (pool, owner_of(k, pool, n))}
+    return {"kind": "header", "version": 1, "seed": seed, "started": time.time(),
+            "classes": classes, "keys": keys, "colos": hkv.colo_names(),
+            "clients": args.clients}
+
+
+def run_checker(history_path, outdir, limit):
+    """(exit code, output, result dict or None) of tests/history/checker.py,
+    or (None, why, None) when it cannot run."""
+    checker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checker.py")
+    if not os.path.exists(checker):
+        return None, "checker not found: %s" % checker, None
+    js = os.path.join(outdir, "checker.json")
+    try:
+        p = subprocess.run(["/usr/bin/python3", checker, history_path, "--json", js,
+                            "--global-limit", "%g" % limit],
+                           capture_output=True, text=True, timeout=limit * 2 + 300)
+    except subprocess.TimeoutExpired:
+        return 2, "checker did not finish within %g s" % (limit * 2 + 300), None
+    out = p.stdout + (p.stderr if p.stderr else "")
+    with open(os.path.join(outdir, "checker.txt"), "w") as f:
+        f.write(out)
+    try:
+        with open(js) as f:
+            res = json.load(f)
+    except (OSError, ValueError):
+        res = None
+    return p.returncode, out, res
+
+
+def replay_command(args, seed, outdir):
+    here = os.path.relpath(os.path.abspath(__file__))
+    cmd = ["/usr/bin/python3", here, "--bin", args.bin, "--duration", args.duration,
+           "--seed", str(seed), "--clients", str(args.clients), "--faults", args.faults,
+           "--colos", str(args.colos), "--keys", str(args.keys), "--think-ms", str(args.think_ms)]
+    if args.ops != "all":
+        cmd += ["--ops", args.ops]
+    if args.check_limit:
+        cmd += ["--check-limit", "%g" % args.check_limit]
+    if args.shim:
+        cmd += ["--shim", args.shim]
+    if args.clockshim:
+        cmd += ["--clockshim", args.clockshim]
+    cmd += ["--out", outdir + "-replay"]
+    if args.no_check:
+        cmd.append("--no-check")
+    return " ".join(cmd)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description="hotkvd history workload + nemesis (issue 10); writes DIR/history.jsonl "
+                    "and checks it with tests/history/checker.py.",
+        epilog=reply_table_text() + "\n\nfault kinds: " + ", ".join(FAULT_KINDS) +
+        "\nexit: 0 no anomaly, 1 anomalies, 2 unknown (checker bound), 3 run error",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", required=True, help="path of hotkvd")
+    ap.add_argument("--duration", default="30", help="workload time: 30, 45s, 10m (default 30 s)")
+    ap.add_argument("--seed", type=int, default=None, help="default: from the time")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--keys", type=int, default=8, help="keys per class, 5..20 (default 8)")
+    ap.add_argument("--think-ms", type=float, default=10.0,
+                    help="each client waits uniform(0, this) ms between operations")
+    ap.add_argument("--out", default=None, help="output dir (default: a new temp dir)")
+    ap.add_argument("--faults", default="all", help="all, none, or kind,kind,...")
+    ap.add_argument("--colos", type=int, choices=[1, 2], default=1)
+    ap.add_argument("--shim", default=None, help="stallfs.so (needed for disk_stall, disk_eio)")
+    ap.add_argument("--clockshim", default=None, help="clockshift.so (needed for clock_shift)")
+    ap.add_argument("--ops", default="all",
+                    help="operation kinds, all or a comma list of: " +
+                    ",".join(n for n, _ in OP_WEIGHTS))
+    ap.add_argument("--no-check", action="store_true", help="write the history, do not check it")
+    ap.add_argument("--check-limit", type=float, default=None,
+                    help="seconds of checker search in all (its --global-limit; default "
+                    "max(120, 2 x duration)); past it keys are unknown, never passed")
+    ap.add_argument("--keep", action="store_true", help="keep the daemon's data dir")
+    args = ap.parse_args(argv)
+
+    check_siphash()
+    if args.ops == "all":
+        ops = [n for n, _ in OP_WEIGHTS]
+    else:
+        ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+        bad = [o for o in ops if o not in dict(OP_WEIGHTS)]
+        if bad or not ops:
+            ap.error("unknown operation kinds: %s" % ", ".join(bad or ["(none)"]))
+    seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1000000007
+    duration = parse_duration(args.duration)
+    if not 1 <= args.keys <= 100:
+        ap.error("--keys must be 1..100")
+    if args.faults == "all":
+        kinds = list(FAULT_KINDS)
+        if not args.shim:
+            kinds = [k for k in kinds if not k.startswith("disk_")]
+        if not args.clockshim:
+            kinds.remove("clock_shift")
+    elif args.faults == "none":
+        kinds = []
+    else:
+        kinds = [k.strip() for k in args.faults.split(",") if k.strip()]
+        bad = [k for k in kinds if k not in FAULT_KINDS]
+        if bad:
+            ap.error("unknown fault kinds: %s" % ", ".join(bad))
+        if any(k.startswith("disk_") for k in kinds) and not args.shim:
+            ap.error("disk faults need --shim stallfs.so")
+        if "clock_shift" in kinds and not args.clockshim:
+            ap.error("clock_shift needs --clockshim clockshift.so")
+    skipped = [k for k in FAULT_KINDS if k not in kinds] if args.faults == "all" else []
+
+    outdir = os.path.abspath(args.out) if args.out else tempfile.mkdtemp(prefix="hkv-history-")
+    os.makedirs(outdir, exist_ok=True)
+    workdir = tempfile.mkdtemp(prefix="hkvh-")
+    logf = open(os.path.join(outdir, "run.log"), "w")
+    t_start = time.monotonic()
+
+    def log(msg):
+        line = "[%7.2f] %s" % (time.monotonic() - t_start, msg)
+        logf.write(line + "\n")
+        logf.flush()
+
+    def on_signal(sig, frame):
+        raise KeyboardInterrupt("signal %d" % sig)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    hkv = Daemon(args, workdir, outdir, args.colos)
+    history = History(os.path.join(outdir, "history.jsonl"))
+    workload = Workload(args.keys, {"hot": hkv.hot_owners, "cold": hkv.cold_owners}, ops)
+    stop_clients = threading.Event()
+    stop_watch = threading.Event()
+    clients, watcher, nemesis = [], None, None
+    wall_minus_mono = time.time() - time.monotonic()
+    run_error = None
+    t_work0 = t_work1 = None
+    try:
+        hkv.write_conf()
+        hkv.start()
+        log("daemon up: pid %d port %d dir %s" % (hkv.proc.pid, hkv.port, workdir))
+        history.write(build_header(args, hkv, workload, seed))
+        watcher = Watcher(hkv, history, stop_watch)
+        watcher.start()
+        nedges = len(hkv.edge_names())
+        for i in range(args.clients):
+            c = Client(i, seed, hkv.port, hkv, workload, history, stop_clients, args.think_ms,
+                       nedges)
+            clients.append(c)
+        t_work0 = time.monotonic()
+        for c in clients:
+            c.start()
+        # The nemesis runs here, on the main thread: only it starts the
+        # daemon (PR_SET_PDEATHSIG belongs to the thread that forked).
+        rng = random.Random("%s-nemesis" % seed)
+        nemesis = Nemesis(hkv, history, watcher, rng, kinds, log)
+        end = t_work0 + duration
+        # Rounds of every kind in a seeded order; the first round always
+        # completes (the workload runs on until it has), later ones stop at
+        # the end of the duration.
+        queue, rounds = [], 0
+        time.sleep(min(1.0, duration / 10))
+        while True:
+            if not kinds:
+                if time.monotonic() >= end:
+                    break
+                time.sleep(min(0.2, max(0.0, end - time.monotonic())))
+                continue
+            if not queue:
+                if rounds > 0 and time.monotonic() >= end:
+                    break
+                rounds += 1
+                queue = list(kinds)
+                rng.shuffle(queue)
+            elif rounds > 1 and time.monotonic() >= end:
+                break
+            kind = queue.pop(0)
+            if hkv.proc.poll() is not None:
+                raise RuntimeError("the master exited by itself (status %s)" % hkv.proc.returncode)
+            log("nemesis: round %d: %s" % (rounds, kind))
+            nemesis.run_one(kind)
+            # Spread what is left of the first round over what is left of
+            # the run: gaps shrink when time is short, never below 0.2 s.
+            left = max(0.0, end - time.monotonic())
+            per = left / (len(queue) + 1) if rounds == 1 else 1.0
+            gap = max(0.2, min(rng.uniform(0.5, 1.5), per * 0.5))
+            time.sleep(gap + nemesis.settle_ms(kind) / 1000.0)
+        stop_clients.set()
+        for c in clients:
+            c.join(timeout=REQUEST_TIMEOUT_S + 5)
+        t_work1 = time.monotonic()
+        errors = [c.error for c in clients if c.error] + \
+                 ([watcher.error] if watcher.error else [])
+        if errors:
+            run_error = "; ".join(errors)
+    except KeyboardInterrupt as e:
+        run_error = "interrupted (%s)" % e
+    except Exception as e:
+        run_error = "%s: %s" % (type(e).__name__, e)
+        import traceback
+        log(traceback.format_exc())
+    finally:
+        stop_clients.set()
+        for c in clients:
+            c.join(timeout=REQUEST_TIMEOUT_S + 5)
+        if watcher is not None:
+            watcher.suspend()
+        stop_watch.set()
+        status = hkv.stop()
+        if watcher is not None:
+            watcher.join(timeout=5)
+        nemesis_edges = nemesis.killed_edges if nemesis is not None else set()
+        from_log = reconcile_log(hkv.log, history, nemesis_edges, wall_minus_mono)
+        history.close()
+        log("daemon stopped: status %s" % status)
+        for name in (hkv.conf,):
+            try:
+                shutil.copy(name, os.path.join(outdir, os.path.basename(name)))
+            except OSError:
+                pass
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    hist_path = os.path.join(outdir, "history.jsonl")
+    if args.no_check or run_error:
+        code, out, res = None, "not run (%s)" % ("--no-check" if args.no_check
+                                                 else "the run failed"), None
+    else:
+        limit = args.check_limit if args.check_limit else max(120.0, 2 * duration)
+        code, out, res = run_checker(hist_path, outdir, limit)
+
+    # ---- summary
+    print("hotkvd history run: seed %d, %d clients, %d colo(s), %d keys per class, faults %s"
+          % (seed, args.clients, args.colos, args.keys, ",".join(kinds) or "none"))
+    if t_work0 is not None and t_work1 is not None:
+        print("workload: %.1f s" % (t_work1 - t_work0))
+    total = sum(history.counts.values())
+    print("operations: %d (ok %d, fail %d, info %d)" % (total, history.counts["ok"],
+                                                       history.counts["fail"],
+                                                       history.counts["info"]))
+    print("  by f: " + ", ".join("%s %d/%d/%d" % (f, s["ok"], s["fail"], s["info"])
+                                 for f, s in sorted(history.by_f.items())) + "  (ok/fail/info)")
+    print("faults: " + " ".join("%s=%d" % (k, history.faults.get(k, 0))
+                                for k in FAULT_KINDS + ["restart"]))
+    if skipped:
+        print("  not run (no shim given): " + ", ".join(skipped))
+    print("crashes: " + (", ".join("%s=%d" % kv for kv in sorted(history.crashes.items()))
+                         or "none"))
+    if watcher is not None and watcher.unexpected:
+        print("exits not caused by a kill (crash lines for owners): " + ", ".join("%s at %.2f" % (n, t - t_start)
+                                               for n, t, _ in watcher.unexpected))
+    for role, name, pid, how, t in from_log:
+        print("from the log: %s %s (pid %d) %s at %.2f%s" % (
+            role, name, pid, how, t - t_start,
+            ": crash line added" if role == "owner" else " (not a nemesis kill)"))
+    if history.surprises:
+        print("unexpected reply shapes: %d (first: %s)" % (len(history.surprises),
+                                                          history.surprises[0]))
+    if run_error:
+        print("RUN ERROR: %s" % run_error)
+    if res is not None:
+        names = {}
+        for a in res.get("anomalies", []):
+            names[a["name"]] = names.get(a["name"], 0) + 1
+        print("histories checked: %s of %s keys; anomalies: %d%s; unknown: %d; checker %.1f s"
+              % (res.get("keys_checked"), res.get("keys"), len(res.get("anomalies", [])),
+                 " (" + ", ".join("%s %d" % kv for kv in sorted(names.items())) + ")"
+                 if names else "", len(res.get("unknown", [])), res.get("seconds", 0)))
+    if code is None:
+        print("checker: %s" % out)
+    else:
+        lines = out.rstrip("\n").split("\n")
+        print("checker: exit %d (%s); full output in %s" %
+              (code, {0: "no anomaly", 1: "anomalies", 2: "unknown", 3: "bad input"}.get(code, "?"),
+               os.path.join(outdir, "checker.txt")))
+        shown = lines if len(lines) <= 80 else lines[:40] + ["..."] + lines[-30:]
+        for line in shown:
+            print("  | " + line)
+    print("history: %s" % hist_path)
+    print("replay: %s" % replay_command(args, seed, outdir))
+    if run_error:
+        return 3
+    if history.surprises:
+        return 1
+    if code is None:
+        return 0 if args.no_check else 3  # asked to check, and could not
+    return {0: 0, 1: 1, 2: 2}.get(code, 3)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

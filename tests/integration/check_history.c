@@ -1,0 +1,173 @@
+/*
+ * check_history.c - the history tests of issue 10, run by `make test`: the
+ * checker's own unit tests (tests/history/test_checker.py), and a bounded
+ * Jepsen-style run (tests/history/run.py: 8 clients, every fault kind at
+ * least once, about 30 s of workload) whose history the checker must find
+ * free of anomalies; and the runner itself, against a reference server that
+ * is linearizable by construction (clean history) or lies on purpose (the
+ * lies found).  Both are Python (Debian's /usr/bin/python3, standard
+ * library only) run through h_run, bounded in time.
+ *
+ * The run needs the daemon ($HOTKVD_BIN), the disk stall shim ($HOTKVD_SHIM)
+ * and the clock shim ($HOTKVD_CLOCKSHIM); the Makefile builds and passes all
+ * three.  HISTORY_SEED fixes the seed (default: from the time); the summary
+ * always prints the command that replays the run.  A failed run keeps its
+ * output dir (history.jsonl, checker.txt, hotkvd.log) and says where.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/harness.h"
+
+#define RUN_PY "tests/history/run.py"
+#define TEST_PY "tests/history/test_checker.py"
+#define CHECKER_PY "tests/history/checker.py"
+#define RUN_SECONDS "30"
+#define CHECK_LIMIT "90"    /* seconds of checker search; past it: unknown, a failure */
+#define RUN_BOUND_MS 220000 /* workload, the first round of faults, stop, checker */
+
+static const char *const KINDS[] = {"kill_owner", "kill_edge", "kill_master", "pause_owner",
+                                    "disk_stall", "disk_eio", "sighup_reorder", "config_set",
+                                    "big_request", "clock_shift", "restart"};
+
+static char out[1 << 18];
+
+/* The count after "<kind>=" on the summary's "faults:" line; -1 if absent. */
+static long fault_count(const char *text, const char *kind)
+{
+    const char *line = strstr(text, "\nfaults: ");
+    if (line == NULL)
+        return -1;
+    const char *eol = strchr(line + 1, '\n');
+    char pat[64];
+    snprintf(pat, sizeof(pat), " %s=", kind);
+    const char *p = strstr(line, pat);
+    if (p == NULL || (eol != NULL && p > eol))
+        return -1;
+    return strtol(p + strlen(pat), NULL, 10);
+}
+
+START_TEST(checker_unit_tests_pass)
+{
+    if (access(TEST_PY, R_OK) != 0) {
+        fprintf(stderr, "SKIP history: %s does not exist yet\n", TEST_PY);
+        return;
+    }
+    ck_assert_msg(access("/usr/bin/python3", X_OK) == 0, "/usr/bin/python3 is missing");
+    char *argv[] = {"/usr/bin/python3", "-m", "unittest", "discover", "-s", "tests/history",
+                    "-p", "test_checker.py", NULL};
+    int rc = h_run(argv, NULL, out, sizeof(out), 120000);
+    if (rc != 0)
+        fprintf(stderr, "%s\n", out);
+    ck_assert_msg(rc == 0, "the checker's unit tests failed (exit %d); output above", rc);
+    ck_assert_msg(strstr(out, "\nOK") != NULL || strncmp(out, "OK", 2) == 0,
+                  "unittest did not report OK");
+}
+END_TEST
+
+/* run_refserver.py: run.py's clients against a server linearizable by
+ * construction (a dict under a lock that also answers -BUSY, -UNAVAILABLE and
+ * closes connections, honestly).  The recorded history must check clean:
+ * the runner records and classifies correctly. */
+static int refserver(const char *bug, const char *seed)
+{
+    char dir[256], outdir[320];
+    h_tmpdir(dir, sizeof(dir));
+    snprintf(outdir, sizeof(outdir), "%s/out", dir);
+    char *argv[] = {"/usr/bin/python3", "tests/history/run_refserver.py", "--duration", "6",
+                    "--seed", (char *)seed, "--bug", (char *)bug, "--out", outdir, NULL};
+    int rc = h_run(argv, NULL, out, sizeof(out), 120000);
+    printf("reference server (--bug %s):\n%s\n", bug, out);
+    fflush(stdout);
+    h_rmtree(dir);
+    return rc;
+}
+
+START_TEST(reference_server_history_is_clean)
+{
+    if (access(CHECKER_PY, R_OK) != 0) {
+        fprintf(stderr, "SKIP history: %s does not exist yet\n", CHECKER_PY);
+        return;
+    }
+    int rc = refserver("none", "11");
+    ck_assert_msg(rc == 0, "a history recorded against a linearizable server did not check "
+                  "clean (exit %d): output above", rc);
+}
+END_TEST
+
+/* The same server lying on purpose: a write answered -BUSY but applied, a
+ * SET answered OK but dropped.  The checker must say anomaly (exit 1). */
+START_TEST(reference_server_lies_are_caught)
+{
+    if (access(CHECKER_PY, R_OK) != 0) {
+        fprintf(stderr, "SKIP history: %s does not exist yet\n", CHECKER_PY);
+        return;
+    }
+    int rc = refserver("busy-applied", "12");
+    ck_assert_msg(rc == 1, "writes applied after -BUSY were not reported (exit %d)", rc);
+    rc = refserver("ok-not-applied", "13");
+    ck_assert_msg(rc == 1, "acknowledged SETs that were dropped were not reported (exit %d)", rc);
+}
+END_TEST
+
+START_TEST(bounded_run_finds_no_anomaly)
+{
+    const char *shim = getenv("HOTKVD_SHIM"), *clockshim = getenv("HOTKVD_CLOCKSHIM");
+    ck_assert_msg(shim != NULL && access(shim, R_OK) == 0,
+                  "the stall shim is not built (HOTKVD_SHIM=%s)", shim ? shim : "(unset)");
+    ck_assert_msg(clockshim != NULL && access(clockshim, R_OK) == 0,
+                  "the clock shim is not built (HOTKVD_CLOCKSHIM=%s)",
+                  clockshim ? clockshim : "(unset)");
+    char dir[256], outdir[320], seed[32];
+    h_tmpdir(dir, sizeof(dir));
+    snprintf(outdir, sizeof(outdir), "%s/out", dir);
+    const char *s = getenv("HISTORY_SEED");
+    snprintf(seed, sizeof(seed), "%s", s != NULL && s[0] ? s : "");
+    if (seed[0] == '\0')
+        snprintf(seed, sizeof(seed), "%lld", (long long)time(NULL));
+    char *argv[] = {"/usr/bin/python3", RUN_PY, "--bin", (char *)h_bin(), "--duration",
+                    RUN_SECONDS, "--seed", seed, "--clients", "8", "--faults", "all",
+                    "--shim", (char *)shim, "--clockshim", (char *)clockshim, "--out", outdir,
+                    "--check-limit", CHECK_LIMIT, NULL};
+    int rc = h_run(argv, NULL, out, sizeof(out), RUN_BOUND_MS);
+    printf("history run (seed %s):\n%s\n", seed, out);
+    fflush(stdout);
+    long ops = -1;
+    const char *o = strstr(out, "\noperations: ");
+    if (o != NULL)
+        ops = strtol(o + 13, NULL, 10);
+    ck_assert_msg(ops >= 1000, "the run recorded %ld operations (expected thousands); output "
+                  "above, files in %s", ops, outdir);
+    for (size_t i = 0; i < sizeof(KINDS) / sizeof(KINDS[0]); i++)
+        ck_assert_msg(fault_count(out, KINDS[i]) >= 1,
+                      "fault kind %s did not run (seed %s); output above, files in %s", KINDS[i],
+                      seed, outdir);
+    ck_assert_msg(rc == 0, "the history run exited %d (1 anomalies, 2 unknown, 3 run error, "
+                  "-1 killed after %d s; seed %s): output above, files in %s", rc,
+                  RUN_BOUND_MS / 1000, seed, outdir);
+    h_rmtree(dir);
+}
+END_TEST
+
+Suite *history_suite(void)
+{
+    Suite *s = suite_create("history");
+    TCase *tc = tcase_create("checker");
+    tcase_set_timeout(tc, 150);
+    tcase_add_test(tc, checker_unit_tests_pass);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("refserver");
+    tcase_set_timeout(tc, 150);
+    tcase_add_test(tc, reference_server_history_is_clean);
+    tcase_add_test(tc, reference_server_lies_are_caught);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("run");
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, bounded_run_finds_no_anomaly);
+    suite_add_tcase(s, tc);
+    return s;
+}
