@@ -557,38 +557,15 @@ static void get_then_write(struct conn *c, enum cmd_id cmd, const struct resp_sl
     op_start(op);
 }
 
-static void getdel_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
-{
-    if (m->type != WIRE_OK) {
-        op_error(op, "ERR unexpected answer from owner %s/%d", pool_name(r->owner->pool),
-                 r->owner->index);
-        return;
-    }
-    op->acc = m->u.ok.has_old;
-    buf_reset(&op->res);
-    if (m->u.ok.has_old && buf_append(&op->res, m->u.ok.old.p, m->u.ok.old.len) != HKV_OK)
-        op_error(op, "ERR out of memory");
-}
-
-static void getdel_done(struct op *op)
-{
-    struct hkv_buf *out = op_out(op);
-    if (out != NULL) {
-        if (op->acc)
-            resp_add_bulk(out, buf_head(&op->res), buf_unread(&op->res));
-        else
-            resp_add_null(out, op->c->proto);
-    }
-    op_finish(op);
-}
-
 void edge_cmd_getdel(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct op *op = op_new(c, CMD_GETDEL, 1);
     if (op == NULL)
         return;
-    op->answer = getdel_answer;
-    op->done = getdel_done;
+    /* Answered like SET ... GET: OK with the old value when the key existed. */
+    op->answer = set_answer;
+    op->done = set_done;
+    op->wflags = WIRE_SET_GET;
     if (op_copy_keys(op, 1, &argv[1], 1, NULL) != 0 ||
         op_single(op, WIRE_GETDEL, WIRE_ROLE_WRITE) == NULL) {
         op_finish_error(op);

@@ -238,45 +238,13 @@ static void set(int fd, const char *k, const char *v)
     expect_ok(fd, k, cmd(fd, "SET", k, v, NULL));
 }
 
-/* edge_of for use while another edge is stopped: returns -1 instead of
- * failing, so the caller can resume that edge first. */
-static int edge_of_running(int fd)
-{
-    struct h_reply *r = h_cmdv(fd, "INFO", "server", NULL);
-    int pid = -1;
-    const char *p = r != NULL && r->v->str != NULL ? strstr(r->v->str, "edge_pid:") : NULL;
-    if (p != NULL)
-        pid = atoi(p + 9);
-    h_free(r);
-    return pid;
-}
-
-/* The pid of the edge that serves this connection (INFO server). */
-static int edge_of(int fd)
-{
-    struct h_reply *r = cmd(fd, "INFO", "server", NULL);
-    int pid = -1;
-    const char *p = r->v->str != NULL ? strstr(r->v->str, "edge_pid:") : NULL;
-    if (p != NULL)
-        pid = atoi(p + 9);
-    h_free(r);
-    return pid;
-}
-
-/* Two connections served by different edges.  Every edge accepts on the same
- * socket, so which one wins a connection is up to the scheduler; stopping the
- * first edge for a moment makes the second connection land elsewhere. */
+/* Two connections served by different edges (h_edge_pair) and their pids. */
 static void edge_pair(const struct daemon *d, int *a, int *b, int *pa, int *pb)
 {
-    *a = conn(d);
-    *pa = edge_of(*a);
-    EXPECT(*pa > 0, "no edge_pid in INFO server");
-    kill(*pa, SIGSTOP);
-    *b = h_connect(d->port);
-    *pb = *b >= 0 ? edge_of_running(*b) : -1;
-    kill(*pa, SIGCONT);
-    EXPECT(*b >= 0 && *pb > 0 && *pb != *pa, "no second edge answered (first %d, second %d)",
-           *pa, *pb);
+    EXPECT(h_edge_pair(d, a, b) == 0, "no second edge answered");
+    *pa = h_edge_of(*a);
+    *pb = h_edge_of(*b);
+    EXPECT(*pa > 0 && *pb > 0 && *pa != *pb, "edges %d and %d", *pa, *pb);
 }
 
 /* An INFO field as an integer, on a new connection (so either edge answers).
@@ -568,7 +536,7 @@ START_TEST(hot_key_storm_bounded_owner_reads)
         for (int i = half * STORM_CONNS / 2; i < (half + 1) * STORM_CONNS / 2; i++) {
             EXPECT(fds[i] >= 0, "connection %d failed", i);
             if (i % 10 == 0)
-                per[edge_of(fds[i]) == (half == 0 ? e0 : e1) ? half : 1 - half]++;
+                per[h_edge_of(fds[i]) == (half == 0 ? e0 : e1) ? half : 1 - half]++;
         }
     }
     note("storm: sampled connections per edge: %d on pid %d, %d on pid %d", per[0], (int)e0,
