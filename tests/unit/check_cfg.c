@@ -184,6 +184,44 @@ START_TEST(option_table_lists_every_directive_once)
 }
 END_TEST
 
+/* ---- the table for people: hotkvd.conf(5) ---- */
+
+static size_t option_index(const char *name)
+{
+    for (size_t i = 0; i < cfg_option_count(); i++)
+        if (strcmp(cfg_option_name(i), name) == 0)
+            return i;
+    ck_abort_msg("no directive '%s' in the option table", name);
+    return 0;
+}
+
+START_TEST(option_syntax_states_type_and_bounds)
+{
+    char buf[256];
+    cfg_option_syntax(option_index("port"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "an integer from 0 to 65535");
+    cfg_option_syntax(option_index("proto-max-bulk-len"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "a size from 1mb to 4gb");
+    cfg_option_syntax(option_index("persist-max-dirty"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "a size of at least 1mb");
+    cfg_option_syntax(option_index("shutdown-timeout"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "a duration from 0 to 1h");
+    cfg_option_syntax(option_index("loglevel"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "one of debug, verbose, notice, warning, nothing");
+    cfg_option_syntax(option_index("owner-push"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "yes or no");
+    cfg_option_syntax(option_index("bind"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "1 to 16 words");
+    cfg_option_syntax(option_index("class"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "");   /* the doc states a special's syntax */
+    ck_assert_str_eq(cfg_option_default(option_index("port")), "6380");
+    ck_assert_str_eq(cfg_option_doc(option_index("port")), "TCP port for clients");
+    ck_assert_ptr_null(cfg_option_doc(cfg_option_count()));
+    cfg_option_syntax(cfg_option_count(), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "");
+}
+END_TEST
+
 /* ---- a valid file ---- */
 
 START_TEST(valid_file_sets_every_value_it_names)
@@ -1131,6 +1169,7 @@ Suite *cfg_suite(void)
     Suite *s = suite_create("cfg");
     add(s, "defaults", defaults_match_the_documented_values,
         option_table_lists_every_directive_once, NULL);
+    add(s, "docs", option_syntax_states_type_and_bounds, NULL, NULL);
     add(s, "valid_file", valid_file_sets_every_value_it_names,
         example_config_parses_and_validates, NULL);
     add(s, "errors", errors_name_the_file_line_and_reason, errors_for_values_with_units,
