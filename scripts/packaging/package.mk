@@ -10,13 +10,14 @@
 #   make man                                          the two man pages
 #
 # The version is defined once, in server/version.h; the package, the man
-# pages and `hotkvd --version` all take it from there.  The installed files
+# pages and `hotkvd --version` all take it from there (`override`: not even
+# `make VERSION=...` gives the package another one).  The installed files
 # are written for the package's paths (/usr/bin/hotkvd, /etc/hotkvd,
 # /lib/systemd/system, /usr/share/doc/hotkvd) and rewritten for others by
 # $(PKG_PATHS) as they are installed.
 
 PKG_DIR := scripts/packaging
-VERSION := $(shell sed -n 's/^[#]define HOTKVD_VERSION "\(.*\)"$$/\1/p' server/version.h)
+override VERSION := $(shell sed -n 's/^[#]define HOTKVD_VERSION "\(.*\)"$$/\1/p' server/version.h)
 ifeq ($(VERSION),)
 $(error cannot read HOTKVD_VERSION from server/version.h)
 endif
