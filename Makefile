@@ -1,5 +1,6 @@
 # hotkvd build.  `make` builds bin/hotkvd; `make test` installs what is missing,
 # builds and runs every test; `make run` runs the daemon with the example config.
+# `make install`, `make uninstall`, `make deb`: scripts/packaging/package.mk.
 #
 # Everything but server/main.c goes into one static library that the daemon and
 # the tests link, so each module is testable without a running daemon.
@@ -56,6 +57,8 @@ CLOCKSHIM := $(BUILD)/tests/history/clockshift.so
 
 .PHONY: all deps run test unit integration asan valgrind clean clang fuzz torture FORCE
 all: $(DEPS_OK) $(BIN)
+
+include scripts/packaging/package.mk
 
 deps $(DEPS_OK): scripts/install-deps.sh
 	@sh scripts/install-deps.sh
@@ -127,21 +130,31 @@ fuzz: $(FUZZ_BINS)
 
 # The test run: a bounded fuzz pass, then every Check suite (unit, then the
 # daemon-level suites against $(BIN)); Check's summary line is the last line.
-test: $(DEPS_OK) $(BIN) $(TEST_BIN) $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard tests/history/clockshift.c),$(CLOCKSHIM))
+# The suites also check what is built from the tree: the man pages (unit) and
+# the package (integration: the package suite installs it in a temp root).
+# (Only when those suites run, so a build narrowed with LIBSRC still links.)
+TEST_MAN := $(if $(filter %/check_cfg.c,$(TEST_SRC)),$(MAN_PAGES))
+TEST_DEB := $(if $(filter %/check_package.c,$(TEST_SRC)),$(DEB_FILE))
+TEST_SHIMS := $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard tests/history/clockshift.c),$(CLOCKSHIM))
+TEST_ENV = HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) \
+           HOTKVD_CLOCKSHIM=$(abspath $(CLOCKSHIM)) \
+           HOTKVD_CONF_MAN=$(abspath $(MAN_DIR)/hotkvd.conf.5) HOTKVD_DEB=$(abspath $(DEB_FILE)) \
+           HOTKVD_VARIANT=$(VARIANT)
+test: $(DEPS_OK) $(BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_SHIMS)
 	@$(MAKE) --no-print-directory fuzz
-	HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_CLOCKSHIM=$(abspath $(CLOCKSHIM)) HOTKVD_STORM=$(abspath $(STORM)) $(TEST_BIN) all
+	$(TEST_ENV) $(TEST_BIN) all
 
-unit: $(DEPS_OK) $(TEST_BIN)
-	$(TEST_BIN) unit
+unit: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
+	$(TEST_ENV) $(TEST_BIN) unit
 
-integration: $(DEPS_OK) $(BIN) $(TEST_BIN) $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard tests/history/clockshift.c),$(CLOCKSHIM))
-	HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_CLOCKSHIM=$(abspath $(CLOCKSHIM)) HOTKVD_STORM=$(abspath $(STORM)) $(TEST_BIN) integration
+integration: $(DEPS_OK) $(BIN) $(TEST_BIN) $(TEST_DEB) $(TEST_SHIMS)
+	$(TEST_ENV) $(TEST_BIN) integration
 
 asan:
 	$(MAKE) VARIANT=asan test
 
-valgrind: $(DEPS_OK) $(TEST_BIN)
-	CK_FORK=no valgrind -q --leak-check=full --error-exitcode=99 $(TEST_BIN) unit
+valgrind: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
+	$(TEST_ENV) CK_FORK=no valgrind -q --leak-check=full --error-exitcode=99 $(TEST_BIN) unit
 
 clang:
 	$(MAKE) VARIANT=clang CC=clang all $(BUILD:release=clang)/hkvtest
@@ -151,7 +164,7 @@ run: $(DEPS_OK) $(BIN)
 	$(BIN) hotkvd.conf.example --dir ./data
 
 clean:
-	rm -rf build bin
+	rm -rf build bin hotkvd_*.deb
 
 # The history run (tests/history/run.py, issue 10): clients and a nemesis with
 # every fault kind against the real daemon, the history checked at the end.
@@ -191,4 +204,5 @@ bench: $(BENCH_DEPS)
 bench-quick: $(BENCH_DEPS)
 	$(BENCH_CMD) --quick $(BENCH_ARGS)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(STORM_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(STORM_OBJ:.o=.d) \
+         $(BUILD)/scripts/packaging/mkconfman.d

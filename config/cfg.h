@@ -259,6 +259,15 @@ hkv_status cfg_set(struct cfg *c, const char *name, const char *value, struct cf
 size_t cfg_option_count(void);
 const char *cfg_option_name(size_t i);
 int cfg_option_flags(size_t i);
+/* The same table for people (cfg_doc.c; hotkvd.conf(5) is generated from
+ * it): the one-line doc; the default as config text ("" when the directive
+ * has none, `""` for an empty string); and the values the directive takes,
+ * from its type and bounds, into buf ("an integer from 0 to 65535", "a size
+ * from 1mb to 4gb", "one of debug, verbose, ..."), or "" when the doc itself
+ * states the syntax (class, user, ratelimit ...).  NULL or "" past the end. */
+const char *cfg_option_doc(size_t i);
+const char *cfg_option_default(size_t i);
+void cfg_option_syntax(size_t i, char *buf, size_t len);
 
 /* The class of `key`: the first class (file order) with a matching pattern,
  * else the default class.  Never NULL for a validated config. */

@@ -4,8 +4,12 @@
 set -eu
 # Build: the libraries.  Tests: redis-tools and python3-redis (interop),
 # clang and its runtime (the libFuzzer pass and the clang build), valgrind.
+# Packaging (make deb and its test): dpkg-dev (dpkg-shlibdeps names the
+# library packages), lintian checks the .deb, man-db and groff-base the man
+# pages, logrotate the rotation snippet.
 PKGS="libevent-dev libsqlite3-dev libssl-dev libmsgpack-dev check pkg-config \
-redis-tools python3-redis clang libclang-rt-14-dev valgrind"
+redis-tools python3-redis clang libclang-rt-14-dev valgrind \
+dpkg-dev lintian man-db groff-base logrotate"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

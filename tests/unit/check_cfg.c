@@ -184,6 +184,88 @@ START_TEST(option_table_lists_every_directive_once)
 }
 END_TEST
 
+/* ---- the table for people: hotkvd.conf(5) ---- */
+
+static size_t option_index(const char *name)
+{
+    for (size_t i = 0; i < cfg_option_count(); i++)
+        if (strcmp(cfg_option_name(i), name) == 0)
+            return i;
+    ck_abort_msg("no directive '%s' in the option table", name);
+    return 0;
+}
+
+START_TEST(option_syntax_states_type_and_bounds)
+{
+    char buf[256];
+    cfg_option_syntax(option_index("port"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "an integer from 0 to 65535");
+    cfg_option_syntax(option_index("proto-max-bulk-len"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "a size from 1mb to 4gb");
+    cfg_option_syntax(option_index("persist-max-dirty"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "a size of at least 1mb");
+    cfg_option_syntax(option_index("shutdown-timeout"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "a duration from 0 to 1h");
+    cfg_option_syntax(option_index("loglevel"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "one of debug, verbose, notice, warning, nothing");
+    cfg_option_syntax(option_index("owner-push"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "yes or no");
+    cfg_option_syntax(option_index("bind"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "1 to 16 words");
+    cfg_option_syntax(option_index("class"), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "");   /* the doc states a special's syntax */
+    ck_assert_str_eq(cfg_option_default(option_index("port")), "6380");
+    ck_assert_str_eq(cfg_option_doc(option_index("port")), "TCP port for clients");
+    ck_assert_ptr_null(cfg_option_doc(cfg_option_count()));
+    cfg_option_syntax(cfg_option_count(), buf, sizeof(buf));
+    ck_assert_str_eq(buf, "");
+}
+END_TEST
+
+/* The generated hotkvd.conf(5) (its path from the Makefile) names each
+ * directive of the table exactly once in DIRECTIVES, as a ".TP" / ".B name"
+ * entry, and names nothing else there: the manual and the parser cannot
+ * drift. */
+START_TEST(conf_man_page_lists_exactly_the_option_table)
+{
+    const char *path = getenv("HOTKVD_CONF_MAN");
+    ck_assert_msg(path != NULL, "HOTKVD_CONF_MAN is not set (run through make unit)");
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    size_t n = cfg_option_count();
+    int *seen = calloc(n, sizeof(int));
+    char line[1024], prev[1024] = "";
+    int in_directives = 0, entries = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, ".SH ", 4) == 0)
+            in_directives = strcmp(line, ".SH DIRECTIVES") == 0;
+        else if (in_directives && strcmp(prev, ".TP") == 0 && strncmp(line, ".B ", 3) == 0) {
+            /* roff's "\-" is the directive's "-" */
+            char name[256];
+            size_t k = 0;
+            for (const char *p = line + 3; *p != '\0' && k < sizeof(name) - 1; p++)
+                if (!(p[0] == '\\' && p[1] == '-'))
+                    name[k++] = *p;
+            name[k] = '\0';
+            size_t i = 0;
+            while (i < n && strcmp(cfg_option_name(i), name) != 0)
+                i++;
+            ck_assert_msg(i < n, "%s lists '%s', which the option table lacks", path, name);
+            ck_assert_msg(seen[i] == 0, "%s lists '%s' twice", path, name);
+            seen[i] = 1;
+            entries++;
+        }
+        snprintf(prev, sizeof(prev), "%s", line);
+    }
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(seen[i], "'%s' is not in %s", cfg_option_name(i), path);
+    ck_assert_int_eq(entries, (int)n);
+    free(seen);
+}
+END_TEST
+
 /* ---- a valid file ---- */
 
 START_TEST(valid_file_sets_every_value_it_names)
@@ -1131,6 +1213,8 @@ Suite *cfg_suite(void)
     Suite *s = suite_create("cfg");
     add(s, "defaults", defaults_match_the_documented_values,
         option_table_lists_every_directive_once, NULL);
+    add(s, "docs", option_syntax_states_type_and_bounds,
+        conf_man_page_lists_exactly_the_option_table, NULL);
     add(s, "valid_file", valid_file_sets_every_value_it_names,
         example_config_parses_and_validates, NULL);
     add(s, "errors", errors_name_the_file_line_and_reason, errors_for_values_with_units,
