@@ -456,6 +456,43 @@ int h_ping(int port)
     return ok;
 }
 
+int h_log_has(const struct daemon *d, const char *a, const char *b, const char *c)
+{
+    FILE *f = fopen(d->log, "r");
+    if (f == NULL)
+        return 0;
+    char line[2048];
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, a) != NULL && (b == NULL || strstr(line, b) != NULL) &&
+                (c == NULL || strstr(line, c) != NULL);
+    fclose(f);
+    return found;
+}
+
+int h_sigcont_guard(pid_t a, pid_t b, pid_t *guard)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(p[1]);
+        char ch;
+        for (int i = 0; i < 1000 && read(p[0], &ch, 1) != 0; i++)
+            ;
+        if (a > 0)
+            kill(a, SIGCONT);
+        if (b > 0)
+            kill(b, SIGCONT);
+        _exit(0);
+    }
+    close(p[0]);
+    if (guard != NULL)
+        *guard = pid;
+    return p[1];
+}
+
 int h_edge_of(int fd)
 {
     struct h_reply *r = h_cmdv(fd, "INFO", "server", NULL);

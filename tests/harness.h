@@ -65,6 +65,13 @@ int h_alive(pid_t pid);
 /* PID of the daemon's child whose process title starts with `prefix`
  * ("hotkvd: owner hot/0", "hotkvd: edge"), other than `not`; 0 if none. */
 pid_t h_child(const struct daemon *d, const char *prefix, pid_t not);
+/* 1 if one line of the daemon's log holds a, and b and c where not NULL. */
+int h_log_has(const struct daemon *d, const char *a, const char *b, const char *c);
+/* A process that SIGCONTs a and b (0: none) once the test process goes away
+ * (its pipe reaches EOF), however the test ends, so a failed check never
+ * leaves a stopped process behind.  Returns the pipe's write end (close it
+ * when done) and the guardian's pid in *guard (may be NULL). */
+int h_sigcont_guard(pid_t a, pid_t b, pid_t *guard);
 /* Prints the daemon log to stderr (for failing tests). */
 void h_dump_log(const struct daemon *d);
 

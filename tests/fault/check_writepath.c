@@ -26,19 +26,6 @@ static int str_is(const struct resp_value *v, const char *want)
     return v->len == strlen(want) && memcmp(v->str, want, v->len) == 0;
 }
 
-static int log_has(const struct daemon *d, const char *a, const char *b)
-{
-    FILE *f = fopen(d->log, "r");
-    if (f == NULL)
-        return 0;
-    char line[2048];
-    int found = 0;
-    while (!found && fgets(line, sizeof(line), f))
-        found = strstr(line, a) != NULL && (b == NULL || strstr(line, b) != NULL);
-    fclose(f);
-    return found;
-}
-
 #define ONE_OWNER "edge-workers 1\nhot-owners 1\ncold-owners 1\nclass default pool hot\n"
 
 START_TEST(write_to_stopped_owner_applies_once_after_resume)
@@ -110,9 +97,9 @@ START_TEST(owner_stopped_past_deadline_gives_explicit_error_in_time)
     ck_assert_int_ge(h_info_int(d.port, "write_retries"), 2);
     /* One warning line names the failure and what the owner said. */
     int64_t end = h_now_ms() + 3000;
-    while (h_now_ms() < end && !log_has(&d, "write set failed", "STATS"))
+    while (h_now_ms() < end && !h_log_has(&d, "write set failed", "STATS", NULL))
         h_sleep_ms(50);
-    ck_assert_msg(log_has(&d, "write set failed", "STATS"), "no failure line in the log");
+    ck_assert_msg(h_log_has(&d, "write set failed", "STATS", NULL), "no failure line in the log");
     /* The owner is back: writes work again. */
     r = h_cmdv(fd, "SET", "k", "after", NULL);
     ck_assert_msg(str_is(r->v, "OK"), "got %s", r->raw);

@@ -106,23 +106,7 @@ static pid_t g_guard;
  * process goes away (its pipe reaches EOF), however the test ends. */
 static void guard_start2(pid_t target, pid_t target2)
 {
-    int p[2];
-    ck_assert_int_eq(pipe(p), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        close(p[1]);
-        char c;
-        for (int i = 0; i < 1000 && read(p[0], &c, 1) != 0; i++)
-            ;
-        kill(target, SIGCONT);
-        if (target2 > 0)
-            kill(target2, SIGCONT);
-        _exit(0);
-    }
-    close(p[0]);
-    g_guard_fd = p[1];
-    g_guard = pid;
+    g_guard_fd = h_sigcont_guard(target, target2, &g_guard);
 }
 
 static void guard_start(pid_t target)

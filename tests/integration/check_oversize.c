@@ -93,13 +93,7 @@ START_TEST(request_over_wire_max_frame_is_refused_at_once_and_others_go_on)
     h_free(r);
     ck_assert_int_eq(h_info_int(d.port, "write_retries"), retries0);
     ck_assert_int_eq(h_info_int(d.port, "write_failures"), failures0);
-    FILE *f = fopen(d.log, "r");
-    ck_assert_ptr_nonnull(f);
-    char line[1024];
-    int broke = 0;
-    while (fgets(line, sizeof(line), f))
-        broke |= strstr(line, "owner link") != NULL && strstr(line, "broken") != NULL;
-    fclose(f);
+    int broke = h_log_has(&d, "owner link", "broken", NULL);
     ck_assert_msg(!broke, "an owner link broke");
     /* The same connection goes on. */
     expect_ok(h_cmdv(big, "SET", "after", "x", NULL), "SET on the refused client's connection");
@@ -179,14 +173,7 @@ START_TEST(reload_that_needs_a_larger_frame_is_refused)
     ck_assert(memcmp(r->v->elems[1].str, "1048576", 7) == 0);
     h_free(r);
     close(fd);
-    FILE *f = fopen(d.log, "r");
-    ck_assert_ptr_nonnull(f);
-    char line[1024];
-    int named = 0;
-    while (fgets(line, sizeof(line), f))
-        named |= strstr(line, "reload refused") != NULL && strstr(line, "hotkvd.conf:10:") != NULL &&
-                 strstr(line, "wire-max-frame") != NULL;
-    fclose(f);
+    int named = h_log_has(&d, "reload refused", "hotkvd.conf:10:", "wire-max-frame");
     ck_assert_msg(named, "the refused reload was not logged with file:line");
     ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
 }

@@ -113,13 +113,7 @@ START_TEST(killed_edge_is_restarted_and_serves)
     pid_t again = child_with_title(&d, "hotkvd: edge");
     ck_assert_int_ne(again, 0);
     ck_assert_int_ne(again, edge);
-    FILE *f = fopen(d.log, "r");
-    ck_assert_ptr_nonnull(f);
-    char line[1024];
-    int logged = 0;
-    while (fgets(line, sizeof(line), f))
-        logged |= strstr(line, "killed by signal 9") != NULL && strstr(line, "restarting") != NULL;
-    fclose(f);
+    int logged = h_log_has(&d, "killed by signal 9", "restarting", NULL);
     ck_assert_msg(logged, "the restart was not logged with the signal");
     ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
 }
@@ -212,13 +206,7 @@ START_TEST(sighup_with_broken_file_keeps_old_config)
     ck_assert_int_eq(h_info_int(d.port, "config_generation"), 1);
     ck_assert_int_eq(h_info_int(d.port, "maxclients"), 100);
     ck_assert(h_ping(d.port));
-    FILE *f = fopen(d.log, "r");
-    ck_assert_ptr_nonnull(f);
-    char line[1024];
-    int named = 0;
-    while (fgets(line, sizeof(line), f))
-        named |= strstr(line, "reload refused") != NULL && strstr(line, "hotkvd.conf:") != NULL;
-    fclose(f);
+    int named = h_log_has(&d, "reload refused", "hotkvd.conf:", NULL);
     ck_assert_msg(named, "the refused reload was not logged with file:line");
     ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
 }
@@ -234,13 +222,7 @@ START_TEST(restart_only_change_is_reported_not_applied)
     while (h_now_ms() < end && h_info_int(d.port, "config_generation") != 2)
         h_sleep_ms(50);
     ck_assert_int_eq(h_info_int(d.port, "edge_workers"), 1);
-    FILE *f = fopen(d.log, "r");
-    ck_assert_ptr_nonnull(f);
-    char line[1024];
-    int said = 0;
-    while (fgets(line, sizeof(line), f))
-        said |= strstr(line, "edge-workers") != NULL && strstr(line, "restart") != NULL;
-    fclose(f);
+    int said = h_log_has(&d, "edge-workers", "restart", NULL);
     ck_assert(said);
     h_stop(&d);
 }

@@ -116,28 +116,6 @@ END_TEST
 
 /* ---- work in flight across a reload ---- */
 
-/* A process that SIGCONTs a and b once the test process goes away (its pipe
- * reaches EOF), however the test ends, so a failed check never leaves a
- * stopped owner behind.  Returns the pipe's write end; close it when done. */
-static int guard_stopped(pid_t a, pid_t b)
-{
-    int p[2];
-    ck_assert_int_eq(pipe(p), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        close(p[1]);
-        char c;
-        for (int i = 0; i < 1000 && read(p[0], &c, 1) != 0; i++)
-            ;
-        kill(a, SIGCONT);
-        kill(b, SIGCONT);
-        _exit(0);
-    }
-    close(p[0]);
-    return p[1];
-}
-
 #define INFLIGHT_CONF ONE_EACH "miss-wait 3s\n" \
     "class strict pattern \"e:*\" on-timeout error\n"
 #define NCLIENTS 3
@@ -159,7 +137,7 @@ START_TEST(reads_in_flight_survive_config_reloads)
     ck_assert(edge > 0 && hot > 0 && cold > 0);
     int admin = h_connect(d.port);
     ck_assert_int_ge(admin, 0);
-    int guard = guard_stopped(hot, cold);
+    int guard = h_sigcont_guard(hot, cold, NULL);
     ck_assert_int_eq(kill(hot, SIGSTOP), 0);
     ck_assert_int_eq(kill(cold, SIGSTOP), 0);
 
