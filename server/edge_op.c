@@ -261,6 +261,34 @@ struct oreq *op_single(struct op *op, uint8_t type, uint8_t role)
     return &op->one;
 }
 
+/* 1 (error recorded) if the keys one request of op would carry pass
+ * wire-max-frame (9 bytes of msgpack per key and 64 for the frame are more
+ * than the encoder uses). */
+static int too_big_for_a_frame(struct op *op, const uint32_t *owner_of, const int *owner_req)
+{
+    uint64_t max = (uint64_t)op->e->ctx->cfg->wire_max_frame, small[16];
+    uint64_t *bytes = op->nreqs <= 16 ? small : calloc(op->nreqs, sizeof(*bytes));
+    if (bytes == NULL) {
+        op_error(op, "ERR out of memory");
+        return 1;
+    }
+    memset(bytes, 0, (op->nreqs <= 16 ? 16 : op->nreqs) * sizeof(*bytes));
+    for (uint32_t k = 0; k < op->nkeys; k++)
+        bytes[owner_req[owner_of[k]]] += op->keys[k].len + 9;
+    int bad = -1;
+    for (uint32_t i = 0; i < op->nreqs && bad < 0; i++)
+        if (bytes[i] + 64 > max)
+            bad = (int)i;
+    if (bytes != small)
+        free(bytes);
+    if (bad < 0)
+        return 0;
+    op_error(op, "ERR the keys of this command on owner %s/%d make a request larger than "
+             "wire-max-frame; not applied", pool_name(op->reqs[bad].owner->pool),
+             op->reqs[bad].owner->index);
+    return 1;
+}
+
 int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
 {
     struct edge *e = op->e;
@@ -317,6 +345,11 @@ int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
                 return -1;
             }
         }
+        /* The same for bytes: one request too large for a frame would be
+         * refused when it is sent, after the others went out (then the
+         * command is half applied).  Checked before anything is sent. */
+        if (too_big_for_a_frame(op, owner_of, tmp_owner_req) != 0)
+            return -1;
         uint32_t off = 0;
         for (uint32_t i = 0; i < op->nreqs; i++) {
             op->reqs[i].k0 = off;

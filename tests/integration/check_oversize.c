@@ -131,7 +131,9 @@ START_TEST(too_many_keys_for_one_owner_are_refused_at_once)
         struct h_reply *r = h_cmd(fd, n + 1, argv);
         int64_t took = h_now_ms() - t0;
         ck_assert_msg(r != NULL, "%s of %d keys: no answer within 5 s", cmds[c], n);
-        ck_assert_msg(r->v->type == RESP_ERROR && strstr(r->v->str, "not applied") != NULL,
+        fprintf(stderr, "oversize: a DEL over two owners, too large for one -> %.*s\n", (int)r->v->len,
+            r->v->str);
+    ck_assert_msg(r->v->type == RESP_ERROR && strstr(r->v->str, "not applied") != NULL,
                       "%s of %d keys answered type %d %.*s", cmds[c], n, (int)r->v->type,
                       r->v->type == RESP_ERROR ? (int)r->v->len : 0, r->v->str);
         h_free(r);
@@ -179,6 +181,59 @@ START_TEST(reload_that_needs_a_larger_frame_is_refused)
 }
 END_TEST
 
+/* A DEL over two owners, one of whose shares is too large for a frame:
+ * refused before anything is sent, so no owner applies its part (an error
+ * that says "not applied" must be true for the whole command). */
+START_TEST(multi_owner_command_too_large_for_one_owner_applies_nowhere)
+{
+    enum { NBIG2 = 9, NSMALL = 16 };
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, "edge-workers 1\nhot-owners 2\ncold-owners 1\nclass default pool hot\n"
+                                 "wire-max-frame 4mb\nproto-max-bulk-len 1mb\n"), 0);
+    int fd = h_connect(d.port);
+    ck_assert_int_ge(fd, 0);
+    char small[NSMALL][16];
+    for (int i = 0; i < NSMALL; i++) {
+        snprintf(small[i], sizeof(small[i]), "small%d", i);
+        expect_ok(h_cmdv(fd, "SET", small[i], "v", NULL), "SET small");
+    }
+    /* 9 keys of 1 MB over 2 owners: one owner's share is 5 MB or more. */
+    size_t cap = NBIG2 * (BIGLEN + 32) + NSMALL * 32 + 64, n = 0;
+    char *req = malloc(cap);
+    ck_assert_ptr_nonnull(req);
+    n += (size_t)snprintf(req + n, cap - n, "*%d\r\n$3\r\nDEL\r\n", NBIG2 + NSMALL + 1);
+    for (int i = 0; i < NSMALL; i++)
+        n += (size_t)snprintf(req + n, cap - n, "$%zu\r\n%s\r\n", strlen(small[i]), small[i]);
+    for (int i = 0; i < NBIG2; i++) {
+        n += (size_t)snprintf(req + n, cap - n, "$%d\r\n", BIGLEN);
+        memset(req + n, 'a' + i, BIGLEN);
+        n += BIGLEN;
+        memcpy(req + n, "\r\n", 2);
+        n += 2;
+    }
+    ck_assert_int_eq(h_send(fd, req, n), 0);
+    free(req);
+    struct h_reply *r = h_read(fd);
+    ck_assert_ptr_nonnull(r);
+    fprintf(stderr, "oversize: a DEL over two owners, too large for one -> %.*s\n", (int)r->v->len,
+            r->v->str);
+    ck_assert_msg(r->v->type == RESP_ERROR && strstr(r->v->str, "not applied") != NULL,
+                  "the DEL: %.*s", (int)r->v->len, r->v->str);
+    h_free(r);
+    int gone = 0;
+    for (int i = 0; i < NSMALL; i++) {
+        r = h_cmdv(fd, "EXISTS", small[i], NULL);
+        ck_assert_ptr_nonnull(r);
+        gone += r->v->integer == 0;
+        h_free(r);
+    }
+    ck_assert_msg(gone == 0, "%d of %d keys deleted by a DEL answered \"not applied\"", gone,
+                  NSMALL);
+    close(fd);
+    ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
+}
+END_TEST
+
 Suite *oversize_suite(void)
 {
     Suite *s = suite_create("oversize");
@@ -189,6 +244,10 @@ Suite *oversize_suite(void)
     tc = tcase_create("too_many_keys");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, too_many_keys_for_one_owner_are_refused_at_once);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("half_applied");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, multi_owner_command_too_large_for_one_owner_applies_nowhere);
     suite_add_tcase(s, tc);
     tc = tcase_create("reload");
     tcase_set_timeout(tc, 60);
