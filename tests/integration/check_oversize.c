@@ -131,7 +131,7 @@ START_TEST(too_many_keys_for_one_owner_are_refused_at_once)
         struct h_reply *r = h_cmd(fd, n + 1, argv);
         int64_t took = h_now_ms() - t0;
         ck_assert_msg(r != NULL, "%s of %d keys: no answer within 5 s", cmds[c], n);
-    ck_assert_msg(r->v->type == RESP_ERROR && strstr(r->v->str, "not applied") != NULL,
+        ck_assert_msg(r->v->type == RESP_ERROR && strstr(r->v->str, "not applied") != NULL,
                       "%s of %d keys answered type %d %.*s", cmds[c], n, (int)r->v->type,
                       r->v->type == RESP_ERROR ? (int)r->v->len : 0, r->v->str);
         h_free(r);
