@@ -111,6 +111,7 @@ struct owner {
     struct ticket *tickets;       /* pending commit tickets, newest first */
     uint64_t next_ticket;
     struct parked *parked;
+    struct parked *commit_parked; /* reads waiting for a durable commit */
     struct rifl *rifl;            /* completion records (exactly-once retries) */
     uint64_t incarnation;         /* this process; in HELLO_OK, checked against rid.prev */
     uint64_t next_batch_id;
@@ -182,6 +183,9 @@ uint64_t owner_ticket_new(struct owner *o, const struct wire_slice *keys, size_t
  * in `reply`). */
 int owner_ticket_wait(struct owner *o, uint64_t t, struct olink *l, uint64_t id,
                       struct hkv_buf *reply);
+/* Parks a read that would see a durable write not yet committed; it runs
+ * again after the next durable commit (and parks again if it must). */
+void owner_park_commit(struct owner *o, struct olink *l, const char *payload, size_t plen);
 /* Parks a request until key is read from disk. */
 void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
                 const char *payload, size_t plen);

@@ -151,6 +151,26 @@ static int is_durable(struct owner *o, struct wire_slice key)
     return key_tag(o, key) == OWNER_TAG_DURABLE;
 }
 
+/* Pushes a write that applied to the colos now, unless the key is durable:
+ * a durable write is seen by nobody before its commit (reads of the key wait
+ * for it, owner_park_commit), so its push goes out when its ticket is done. */
+static void push_applied(struct owner *o, struct wire_slice key, hkv_stamp version)
+{
+    if (!is_durable(o, key))
+        owner_push(o, key.p, key.len, version);
+}
+
+/* A read that would see a durable write not yet committed: 1 (parked until
+ * the next durable commit, then run again), 0 (go on). */
+static int uncommitted(struct owner *o, struct olink *l, const struct ledger_view *v,
+                       const char *payload, size_t plen)
+{
+    if (v->class_id != OWNER_TAG_DURABLE || !v->dirty)
+        return 0;
+    owner_park_commit(o, l, payload, plen);
+    return 1;
+}
+
 /* A base-10 int64 as Redis accepts it. */
 static int is_int64(const char *p, size_t n)
 {
@@ -189,6 +209,8 @@ static void op_get(struct owner *o, struct olink *l, const struct wire_msg *m, c
         int rc = ledger_get(o->ledger, m->u.get.keys[0].p, m->u.get.keys[0].len, now, &v);
         if (rc == HKV_EAGAIN)
             owner_park(o, l, m->u.get.keys[0].p, m->u.get.keys[0].len, payload, plen);
+        else if (uncommitted(o, l, &v, payload, plen))
+            return;
         else if (rc == HKV_OK)
             wire_put_value(&l->out, m->id, wire_slice(v.val, v.vlen), v.stamp,
                            (uint64_t)v.expire_at_ms);
@@ -211,6 +233,8 @@ static void op_get(struct owner *o, struct olink *l, const struct wire_msg *m, c
             owner_park(o, l, m->u.get.keys[i].p, m->u.get.keys[i].len, payload, plen);
             goto out;
         }
+        if (uncommitted(o, l, &v, payload, plen))
+            goto out;
         it[i].found = rc == HKV_OK;
         if (it[i].found) {
             it[i].value = wire_slice(v.val, v.vlen);
@@ -266,7 +290,7 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
     r.old = old.val;
     r.oldlen = old.vlen;
     if (r.applied)
-        owner_push(o, key.p, key.len, r.version);
+        push_applied(o, key, r.version);
     finish(o, l, m->id, m->u.set.rid, &r, &key, r.applied && is_durable(o, key));
 }
 
@@ -308,7 +332,7 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
         r.version = v; /* the newest: a cache ordering by it is after every key's delete */
         if (first == 0)
             first = v;
-        owner_push(o, k.p, k.len, v);
+        push_applied(o, k, v);
         if (is_durable(o, k))
             dk[ndur++] = k;
     }
@@ -346,7 +370,7 @@ static void op_getdel(struct owner *o, struct olink *l, const struct wire_msg *m
     r.has_old = old.found;
     r.old = old.val;
     r.oldlen = old.vlen;
-    owner_push(o, key.p, key.len, r.version);
+    push_applied(o, key, r.version);
     finish(o, l, m->id, m->u.getdel.rid, &r, &key, is_durable(o, key));
 }
 
@@ -373,7 +397,7 @@ static void op_incrby(struct owner *o, struct olink *l, const struct wire_msg *m
                           : "ERR value is not an integer or out of range");
         return;
     }
-    owner_push(o, key.p, key.len, r.version);
+    push_applied(o, key, r.version);
     finish(o, l, m->id, m->u.incrby.rid, &r, &key, is_durable(o, key));
 }
 
@@ -425,7 +449,7 @@ static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m
     r.value = rc == HKV_OK;
     r.version = rc == HKV_OK ? v : 0;
     if (rc == HKV_OK)
-        owner_push(o, key.p, key.len, v);
+        push_applied(o, key, v);
     finish(o, l, m->id, m->u.expire.rid, &r, &key, rc == HKV_OK && is_durable(o, key));
 }
 
@@ -444,7 +468,7 @@ static void op_persist(struct owner *o, struct olink *l, const struct wire_msg *
     struct rifl_result r = {.type = WIRE_INT, .value = rc == HKV_OK && changed};
     r.version = r.value ? v : 0;
     if (r.value)
-        owner_push(o, key.p, key.len, v);
+        push_applied(o, key, v);
     finish(o, l, m->id, m->u.persist.rid, &r, &key, r.value && is_durable(o, key));
 }
 
@@ -456,11 +480,15 @@ static void op_ttl(struct owner *o, struct olink *l, const struct wire_msg *m, c
         return;
     int64_t ttl = -2;
     o->st.owner_reads++;
-    if (ledger_ttl(o->ledger, key.p, key.len, owner_clock(), &ttl) == HKV_EAGAIN) {
+    struct ledger_clock now = owner_clock();
+    struct ledger_view v;
+    if (ledger_ttl(o->ledger, key.p, key.len, now, &ttl) == HKV_EAGAIN ||
+        ledger_get(o->ledger, key.p, key.len, now, &v) == HKV_EAGAIN) {
         owner_park(o, l, key.p, key.len, payload, plen);
         return;
     }
-    wire_put_int(&l->out, m->id, ttl, 0);
+    if (!uncommitted(o, l, &v, payload, plen))
+        wire_put_int(&l->out, m->id, ttl, 0);
 }
 
 struct scan_acc {

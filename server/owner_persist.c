@@ -16,6 +16,12 @@
  * keys at its version or newer (a batch is capped, so a multi-key DEL may
  * need two), which is why the interval batches never take durable keys.
  *
+ * A durable write is seen by nobody before its commit: its push to the
+ * colos goes out when its ticket is done, and a read of the key while it is
+ * dirty waits (owner_park_commit) for the next durable commit.  So a value
+ * a reader saw can never vanish in a crash, and a write answered "outcome
+ * unknown" is either seen after its commit or never.
+ *
  * Which keys are durable is decided when they are written and stored with
  * them (the ledger's class tag: OWNER_TAG_DURABLE), never looked up again in
  * the live config: a reload that reorders or changes classes cannot make a
@@ -37,6 +43,7 @@
 #include "server/owner_int.h"
 
 #define SWEEP_MS 100
+#define RECOVERY_FLOOR_MARGIN_MS 10000
 #define SWEEP_BUDGET 1024
 #define DURABLE_TICK_MS 50
 
@@ -126,7 +133,7 @@ static void on_persist_tick(evutil_socket_t fd, short what, void *arg)
 static void on_flush_now(evutil_socket_t fd, short what, void *arg)
 {
     struct owner *o = arg;
-    if (o->tickets != NULL && o->durable_inflight == 0)
+    if ((o->tickets != NULL || o->commit_parked != NULL) && o->durable_inflight == 0)
         submit(o, 1);
 }
 
@@ -199,6 +206,8 @@ static void settle_tickets(struct owner *o, const struct persist_batch *b)
             fail_waiters(t, HKV_EIO, "IOERR the durable write is applied in memory but its "
                                      "commit failed (outcome unknown)");
         if (t->left == 0) {
+            for (size_t k = 0; k < t->nkeys; k++) /* now the colos may see it */
+                owner_push(o, t->keys[k].key, t->keys[k].klen, t->keys[k].version);
             for (struct dwait *w = t->waiters; w != NULL; w = w->next)
                 if (w->link != NULL) {
                     buf_append(&w->link->out, buf_head(&w->reply), buf_unread(&w->reply));
@@ -257,6 +266,21 @@ static void take_reads(struct owner *o)
     }
 }
 
+/* Runs the reads that waited for a durable commit (they park again if the
+ * key is still not committed). */
+static void replay_commit_parked(struct owner *o)
+{
+    struct parked *p = o->commit_parked;
+    o->commit_parked = NULL;
+    while (p != NULL) {
+        struct parked *next = p->next;
+        replay(o, p, HKV_OK);
+        free(p->payload);
+        free(p);
+        p = next;
+    }
+}
+
 static void on_notify(evutil_socket_t fd, short what, void *arg)
 {
     struct owner *o = arg;
@@ -264,12 +288,14 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
     ssize_t n = read(fd, &v, sizeof(v));
     (void)n;
     struct persist_batch *b = persister_take_done(o->persister);
-    int fatal = 0;
+    int fatal = 0, durable_done = 0, durable_ok = 1;
     while (b != NULL) {
         struct persist_batch *next = b->next;
         ledger_batch_done(o->ledger, b);
         if (b->durable) {
             o->durable_inflight--;
+            durable_done = 1;
+            durable_ok &= b->status == HKV_OK;
             settle_tickets(o, b);
             if (b->status != HKV_OK)
                 o->durable_orphans = 1; /* its keys stay dirty: retried by the tick */
@@ -289,6 +315,10 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
                     "the master restarts this owner from its file");
         exit(70);
     }
+    if (durable_done && durable_ok)
+        replay_commit_parked(o);
+    else if (durable_done)
+        o->durable_orphans = 1; /* a failing disk: retried at the tick's pace */
     if (o->tickets != NULL && o->durable_inflight == 0)
         event_active(o->flush_now, EV_TIMEOUT, 0);
 }
@@ -380,6 +410,32 @@ int owner_ticket_wait(struct owner *o, uint64_t id, struct olink *l, uint64_t re
     return 0;
 }
 
+void owner_park_commit(struct owner *o, struct olink *l, const char *payload, size_t plen)
+{
+    struct parked *p = calloc(1, sizeof(*p));
+    char *copy = malloc(plen ? plen : 1);
+    if (p == NULL || copy == NULL) {
+        free(p);
+        free(copy);
+        struct wire_msg m;
+        const char *why;
+        if (wire_decode(&o->dec, payload, plen, &m, &why) == HKV_OK)
+            wire_put_error(&l->out, m.id, HKV_ENOMEM, wire_cstr("OOM cannot wait for a commit"));
+        return;
+    }
+    memcpy(copy, payload, plen);
+    p->link = l;
+    p->payload = copy;
+    p->plen = plen;
+    p->next = o->commit_parked;
+    o->commit_parked = p;
+    /* The key may be dirty with no write waiting for it (a swept expiry, a
+     * waiter that gave up): make sure a durable batch is cut. */
+    o->durable_orphans = 1;
+    if (o->durable_inflight == 0)
+        event_active(o->flush_now, EV_TIMEOUT, 0);
+}
+
 void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
                 const char *payload, size_t plen)
 {
@@ -410,6 +466,9 @@ void owner_forget_link(struct owner *o, struct olink *l)
             if (w->link == l)
                 w->link = NULL;
     for (struct parked *p = o->parked; p != NULL; p = p->next)
+        if (p->link == l)
+            p->link = NULL;
+    for (struct parked *p = o->commit_parked; p != NULL; p = p->next)
         if (p->link == l)
             p->link = NULL;
 }
@@ -498,6 +557,10 @@ int owner_persist_setup(struct owner *o)
         log_warning("recovery from %s failed: %s", path, hkv_strstatus(rc));
         return -1;
     }
+    /* Answers of this run order after anything an earlier run acknowledged
+     * from memory and lost (ledger.h ledger_set_floor).  The margin covers a
+     * wall clock that stepped back across the restart by less than it. */
+    ledger_set_floor(o->ledger, owner_clock(), RECOVERY_FLOOR_MARGIN_MS);
     ledger_mark_complete(o->ledger);
     struct ledger_stats ls;
     ledger_stats(o->ledger, &ls);
@@ -570,12 +633,14 @@ void owner_persist_teardown(struct owner *o)
         o->tickets = t->next;
         free_ticket(t);
     }
-    while (o->parked != NULL) {
-        struct parked *p = o->parked;
-        o->parked = p->next;
-        free(p->payload);
-        free(p);
-    }
+    struct parked **lists[] = {&o->parked, &o->commit_parked};
+    for (size_t i = 0; i < 2; i++)
+        while (*lists[i] != NULL) {
+            struct parked *p = *lists[i];
+            *lists[i] = p->next;
+            free(p->payload);
+            free(p);
+        }
     persister_destroy(&o->persister);
     ledger_destroy(&o->ledger);
 }

@@ -289,6 +289,19 @@ void ledger_destroy(struct ledger **lp)
     *lp = NULL;
 }
 
+hkv_stamp ledger_set_floor(struct ledger *l, struct ledger_clock now, uint64_t margin_ms)
+{
+    uint64_t newest = l->clock.last_ms + STAMP_EPOCH_MS + margin_ms;
+    uint64_t wall = now.wall_ms > 0 ? (uint64_t)now.wall_ms : 0;
+    l->floor = hlc_next(&l->clock, wall > newest ? wall : newest);
+    for (int ti = 0; ti < 2; ti++)
+        for (size_t i = 0; i < l->t[ti].size; i++)
+            for (struct lentry *e = l->t[ti].b[i]; e != NULL; e = e->next)
+                if (e->stamp < l->floor && !entry_dirty(e))
+                    e->stamp = l->floor;
+    return l->floor;
+}
+
 int ledger_mark_complete(struct ledger *l)
 {
     if (l->evicted_ever)
@@ -496,10 +509,11 @@ int ledger_load(struct ledger *l, const struct persist_row *row, struct ledger_c
     uint64_t h = ledger_hash(l, row->key, row->klen);
     struct lentry *e = ledger_find(l, h, row->key, row->klen);
     hlc_observe(&l->clock, row->stamp);
-    if (e != NULL && e->stamp >= row->stamp)
+    hkv_stamp stamp = row->stamp > l->floor ? row->stamp : l->floor;
+    if (e != NULL && e->stamp >= stamp)
         return HKV_EEXIST;
     struct ledger_put_args a = {.val = row->val, .vlen = row->vlen, .tomb = row->tombstone != 0,
-                         .stamp = row->stamp, .class_id = row->class_id};
+                         .stamp = stamp, .class_id = row->class_id};
     if (!a.tomb && row->expire_at_ms != 0) {
         struct ledger_expiry x = {LEDGER_EXP_ABS, row->expire_at_ms};
         if (ledger_deadline(x, now, &a.expire_mono, &a.expire_wall)) {
@@ -519,7 +533,7 @@ int ledger_load_absent(struct ledger *l, const char *key, size_t klen, struct le
     uint64_t h = ledger_hash(l, key, klen);
     if (ledger_find(l, h, key, klen) != NULL)
         return HKV_EEXIST;
-    struct ledger_put_args a = {.tomb = 1};
+    struct ledger_put_args a = {.tomb = 1, .stamp = l->floor};
     int rc = ledger_put(l, NULL, h, key, klen, &a, now.mono_ms);
     if (rc == HKV_OK)
         ledger_after_write(l);

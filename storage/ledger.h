@@ -103,7 +103,8 @@ struct ledger_view {
     hkv_stamp stamp;
     int64_t ttl_ms;        /* remaining ms, -1 = no expiry */
     int64_t expire_at_ms;  /* wall-clock unix ms, 0 = none */
-    uint16_t class_id;
+    uint16_t class_id;     /* also for a resident tombstone or expired entry */
+    int dirty;             /* not yet persisted (also for a resident tombstone) */
 };
 
 struct ledger_stats {
@@ -135,15 +136,28 @@ int ledger_create(const struct ledger_options *opts, struct ledger **out);
 /* Frees everything; sets *l = NULL.  NULL-safe. */
 void ledger_destroy(struct ledger **l);
 
+/* After recovery: every version a read reports from now on is at least a
+ * new floor, greater than any version the previous run of this owner can
+ * have issued, persisted or not: the next version of the clock (which has
+ * seen every loaded row) taken at no earlier than the newest loaded
+ * version's time + margin_ms.  Every resident entry's version is raised to
+ * it, and so is every row loaded later and the version of an absence.
+ * Why: a write acknowledged from memory and lost in a crash may sit in a
+ * cache with its version; the restarted owner's answers must order after it
+ * so that the cache takes them (the restart is a newer state of the key).
+ * The wall clock gives that across a restart; margin_ms covers a clock that
+ * stepped back by less than it.  Returns the floor. */
+hkv_stamp ledger_set_floor(struct ledger *l, struct ledger_clock now, uint64_t margin_ms);
+
 /* Declares that every key of the leaves has been loaded.  HKV_OK, or HKV_EFULL
  * when something was evicted meanwhile (the ledger stays incomplete). */
 int ledger_mark_complete(struct ledger *l);
 int ledger_is_complete(const struct ledger *l);
 
 /* Reads a key.  HKV_OK (out filled, out->found = 1), HKV_ENOENT (missing, for
- * sure: out->found = 0, and out->stamp is the stamp of the tombstone or the
- * expired entry if one is resident, else 0), HKV_EAGAIN (not resident, ledger
- * incomplete). */
+ * sure: out->found = 0, and out->stamp is the version of the tombstone or the
+ * expired entry if one is resident, else the floor), HKV_EAGAIN (not
+ * resident, ledger incomplete). */
 int ledger_get(struct ledger *l, const char *key, size_t klen, struct ledger_clock now,
                struct ledger_view *out);
 

@@ -44,6 +44,7 @@ static void fill_view(const struct lentry *e, uint64_t now_mono, struct ledger_v
     v->ttl_ms = e->expire_mono ? (int64_t)(e->expire_mono - now_mono) : -1;
     v->expire_at_ms = e->expire_wall;
     v->class_id = e->class_id;
+    v->dirty = entry_dirty(e);
 }
 
 static void clear_view(struct ledger_view *v)
@@ -60,11 +61,15 @@ int ledger_get(struct ledger *l, const char *key, size_t klen, struct ledger_clo
     l->st.reads++;
     struct lentry *e = ledger_find(l, ledger_hash(l, key, klen), key, klen);
     clear_view(out);
-    if (e == NULL)
+    if (e == NULL) {
+        out->stamp = l->floor; /* absent as of the floor: see ledger_set_floor */
         return l->complete ? HKV_ENOENT : HKV_EAGAIN;
+    }
     e->flags |= E_REF;
     if (!entry_live(e, now.mono_ms)) {
         out->stamp = e->stamp; /* the delete or expired write behind the absence */
+        out->class_id = e->class_id;
+        out->dirty = entry_dirty(e);
         return HKV_ENOENT;
     }
     fill_view(e, now.mono_ms, out);

@@ -200,7 +200,8 @@ def _parse_header(obj, n, hist):
     for name, c in classes.items():
         if not isinstance(c, dict):
             raise BadHistory(n, "class %r is not an object" % name)
-        for f in ("persist_window_ms", "read_delta_ms", "stale_delta_ms"):
+        for f in ("persist_window_ms", "read_delta_ms", "stale_delta_ms",
+                  "crash_read_delta_ms"):
             v = c.get(f, 0)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
                 raise BadHistory(n, "class %r: %s must be a number >= 0"
@@ -210,6 +211,7 @@ def _parse_header(obj, n, hist):
             "persist_window": c.get("persist_window_ms", 0) / 1000.0,
             "read_delta": c.get("read_delta_ms", 0) / 1000.0,
             "stale_delta": c.get("stale_delta_ms", 0) / 1000.0,
+            "crash_read_delta": c.get("crash_read_delta_ms", 0) / 1000.0,
         }
     for k, v in keys.items():
         if not isinstance(v, dict) or v.get("class") not in hist.classes:
@@ -722,6 +724,9 @@ def build_keys(hist):
             khs[k] = kh
         return kh
 
+    crash_times = {}
+    for t, owner, _ in sorted(hist.crashes):
+        crash_times.setdefault(owner, []).append(t)
     seq = 0
     for op in sorted(hist.ops, key=lambda o: (o.t0, o.line)):
         f = op.f
@@ -755,6 +760,12 @@ def build_keys(hist):
             if is_read:
                 delta = cls["stale_delta"] if op.stale else cls["read_delta"]
                 call = max(op.t0 - delta, op.prev_t1)
+                # Within crash_read_delta after a crash of the key's owner a
+                # read may still see a state of the crash window (a cached
+                # value the crash lost): as if invoked when the window began.
+                for t_c in crash_times.get(kh.owner, ()):
+                    if t_c < op.t0 <= t_c + cls["crash_read_delta"]:
+                        call = min(call, max(t_c - cls["persist_window"], op.prev_t1))
                 call = min(call, op.t0)
             u = _new_sub(kh, seq, op, sf, a, out, mode, call, op.t1)
             seq += 1

@@ -34,7 +34,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
 from run_daemon import (CLASS_VARIANTS, CLASSES, COMMIT_ALLOWANCE_MS, KEEP_MS,
-                        PERSIST_INTERVAL_MS, PUSH_ALLOWANCE_MS, REQUEST_TIMEOUT_S, Daemon,
+                        MISS_WAIT_MS, PERSIST_INTERVAL_MS, PUSH_ALLOWANCE_MS, REQUEST_TIMEOUT_S, Daemon,
                         proc_title)
 from run_nemesis import Nemesis, Watcher, reconcile_log
 from run_resp import Conn, RespError, Transport, info_fields
@@ -430,8 +430,17 @@ def build_header(args, hkv, workload, seed):
             "keep_ms": KEEP_MS,
             "persist_window_ms": PERSIST_INTERVAL_MS + COMMIT_ALLOWANCE_MS
             if c["durability"] == "ledger" else 0,
-            "read_delta_ms": 0 if args.colos <= 1 else max(fresh) + PUSH_ALLOWANCE_MS,
+            # The staleness bound (README): fresh + miss-wait.  One colo:
+            # every write goes through it and is in its cache before OK.
+            "read_delta_ms": 0 if args.colos <= 1
+            else max(fresh) + MISS_WAIT_MS + PUSH_ALLOWANCE_MS,
             "stale_delta_ms": KEEP_MS,
+            # After an owner crash, a ledger write it lost may still be in
+            # colo caches, served until fresh + miss-wait after it was stored
+            # (nothing pushes a crash); durable writes are seen only once
+            # committed, so a crash takes back nothing anyone saw.
+            "crash_read_delta_ms": max(fresh) + MISS_WAIT_MS + PUSH_ALLOWANCE_MS
+            if c["durability"] == "ledger" else 0,
         }
     keys = {}
     for cls, ks in workload.keys.items():

@@ -21,6 +21,7 @@ DURABLE_TIMEOUT_MS = 1000
 PERSIST_INTERVAL_MS = 100
 COMMIT_ALLOWANCE_MS = 500      # one commit plus the runner's crash-detection lag
 PUSH_ALLOWANCE_MS = 500        # owner push / refresh to another colo
+MISS_WAIT_MS = 800             # the refresh allowance A of the staleness bound
 KEEP_MS = 10000
 WIRE_MAX_FRAME = 4 * 1024 * 1024
 BIG_REQUEST_KEYS = 5           # a DEL of 5 keys of BIG_KEY_BYTES: > wire-max-frame,
@@ -182,7 +183,7 @@ class Daemon:
             "write-deadline %dms" % WRITE_DEADLINE_MS,
             "persist-interval %dms" % PERSIST_INTERVAL_MS,
             "durable-timeout %dms" % DURABLE_TIMEOUT_MS,
-            "miss-wait 800ms",
+            "miss-wait %dms" % MISS_WAIT_MS,
             "negative-ttl 1s",
             "owner-push yes",
             "cache-memory 16mb",
