@@ -551,6 +551,7 @@ class KeyHistory:
         self.writers = {}       # value -> [Sub] (set/mset incl. ghost/info,
         #                         and incrby ok results as strings)
         self.has_incr = False
+        self.cache = {}         # derived lists of the reductions (_cached)
 
     def model(self):
         """The search's ops for the whole key history."""
@@ -1069,17 +1070,51 @@ def check_subs(subs, budget, stats=None):
 # Delta debugging: a small sub-history that is still not linearizable
 # --------------------------------------------------------------------------
 
+def _cached(kh):
+    """What the reductions look up in a key's history again and again,
+    computed once: a key of 40 000 ops makes an O(n) scan per window check
+    (and an O(n) one per start candidate) the whole cost of a report.
+
+    order: the subs in _items' order (crash pseudo-ops by return, the rest
+    by call), times: the time of each, side: the indexes of the info ops
+    and crash pseudo-ops (kept however early they are), span: the longest
+    call-to-return of the others (those called before start - span ended
+    before start), first_t1: the earliest return of an op, wins: the crash
+    windows (open call, crash time), det: _det's list."""
+    c = kh.cache
+    if "order" not in c:
+        order = sorted(kh.subs, key=lambda x: x.rk if x.fixed else x.ck)
+        c["order"] = order
+        c["times"] = [(x.rk if x.fixed else x.ck)[0] for x in order]
+        c["side"] = [i for i, x in enumerate(order)
+                     if x.fixed or x.mode == "info"]
+        c["span"] = max((x.t1() - x.call for x in order
+                         if not x.fixed and x.mode != "info"), default=0.0)
+        c["first_t1"] = min((x.t1() for x in order if x.op is not None),
+                            default=INF)
+        c["wins"] = sorted((x.call, x.crash[0]) for x in kh.subs
+                           if x.f == "open")
+        c["det"] = [u for u in kh.subs
+                    if not u.fixed and u.mode in ("ok", "err", "ghost")]
+        c["init"] = {}
+    return c
+
+
 def _init_sub(kh, start):
     """The pseudo-op that puts the key in a free state at start.  Its
     allowed values: those written by ops called before start; any integer
     when an INCRBY was."""
-    allowed = {}
-    for w in kh.subs:
-        if w.op is not None and w.t0() < start and w.mode != "ghost":
-            if w.writes is not None:
-                allowed[w.writes] = True
-            if w.f == "incrby":
-                allowed["*int"] = True
+    memo = _cached(kh)["init"]
+    allowed = memo.get(start)
+    if allowed is None:
+        allowed = {}
+        for w in kh.subs:
+            if w.op is not None and w.t0() < start and w.mode != "ghost":
+                if w.writes is not None:
+                    allowed[w.writes] = True
+                if w.f == "incrby":
+                    allowed["*int"] = True
+        memo[start] = allowed
     u = Sub()
     u.seq = -1
     u.op = None
@@ -1112,10 +1147,19 @@ def _items(kh, core, cut, start=-INF, widen=False):
     start and cut (see _window_start).  widen: crash windows reach back to
     the previous restart (see _crash_explains)."""
     items = []
-    if any(u.op is not None and u.t1() < start for u in kh.subs):
+    c = _cached(kh)
+    if c["first_t1"] < start:
         items.append((_init_sub(kh, start), False))
     prev_restore = start
-    for u in sorted(kh.subs, key=lambda x: x.rk if x.fixed else x.ck):
+    order = c["order"]
+    times = c["times"]
+    # Before start - span only info ops and crash pseudo-ops can be kept.
+    lo = bisect.bisect_left(times, start - c["span"]) if start > -INF else 0
+    hi = bisect.bisect_right(times, cut)
+    idx = [i for i in c["side"] if i < lo]
+    idx.extend(range(lo, hi))
+    for i in idx:
+        u = order[i]
         if u.fixed:
             if u.crash[0] > cut or u.crash[0] < start:
                 continue
@@ -1143,19 +1187,19 @@ def _items(kh, core, cut, start=-INF, widen=False):
 
 def _window_start(kh, start):
     """start moved back so that no crash window straddles it."""
+    wins = _cached(kh)["wins"]
     moved = True
     while moved:
         moved = False
-        for u in kh.subs:
-            if u.f == "open" and u.call < start <= u.crash[0]:
-                start = u.call
+        for a, t in wins:
+            if a < start <= t:
+                start = a
                 moved = True
     return start
 
 
 def _det(kh):
-    return [u for u in kh.subs
-            if not u.fixed and u.mode in ("ok", "err", "ghost")]
+    return _cached(kh)["det"]
 
 
 def _window_fails(kh, core, cut, start, t_stop, stats=None):

@@ -892,6 +892,35 @@ class AgainstBruteForce(unittest.TestCase):
         self.assertGreater(tried, 300)
 
 
+def _window_start_by_definition(kh, start):
+    moved = True
+    while moved:
+        moved = False
+        for u in kh.subs:
+            if u.f == "open" and u.call < start <= u.crash[0]:
+                start = u.call
+                moved = True
+    return start
+
+
+def _items_by_definition(kh, core, cut, start):
+    """checker._items as README "Proofs" defines it, scanning every op:
+    (seq, relaxed) of the ops kept, without the free initial state."""
+    out = []
+    for u in sorted(kh.subs, key=lambda x: x.rk if x.fixed else x.ck):
+        if u.fixed:
+            if start <= u.crash[0] <= cut:
+                out.append((u.seq, False))
+        elif u.t0() > cut:
+            continue
+        elif u.mode == "info":
+            out.append((u.seq, False))
+        elif u.t1() >= start:
+            out.append((u.seq, not (u in core and u.t1() <= cut
+                                    and u.call >= start)))
+    return out
+
+
 class Generated(unittest.TestCase):
     def check_lines(self, lines, **kw):
         kw.setdefault("time_limit", 20.0)
@@ -940,6 +969,38 @@ class Generated(unittest.TestCase):
         a = res.anomalies[0]
         self.assertTrue(any(o.id == target[1]["id"] for o in a.ops), a.text())
         self.assertLessEqual(len(a.ops), 12, a.text())
+
+    def test_window_items_match_their_definition(self):
+        # _items reads cached, time-sorted lists (a key of 40 000 ops made
+        # each window check a full scan): the window must be the one its
+        # definition gives, scanning every op, for any start and cut.
+        lines = generate(9, 3000, 2, 6, info_frac=0.05, crashes=6)
+        hist = checker.load_history(lines)
+        rng = random.Random(9)
+        for kh in checker.build_keys(hist).values():
+            ts = sorted({u.t1() for u in checker._det(kh)})
+            for _ in range(40):
+                a, b = sorted(rng.sample(ts, 2))
+                start = checker._window_start(kh, a)
+                core = set(rng.sample(checker._det(kh), 50))
+                got = [(u.seq, r) for u, r in checker._items(kh, core, b, start)
+                       if u.seq >= 0]
+                self.assertEqual(got, _items_by_definition(kh, core, b, start))
+                self.assertEqual(start, _window_start_by_definition(kh, a))
+
+    def test_window_starts_of_a_long_key_with_many_crashes_are_cheap(self):
+        # 20 000 ops on one key and 60 crashes: every window start is
+        # computed when the latest failing start is the earliest one (it
+        # took minutes when each start scanned the whole key).
+        lines = generate(3, 20000, 1, 4, info_frac=0.0, crashes=60)
+        hist = checker.load_history(lines)
+        kh = checker.build_keys(hist)["hl:0"]
+        t = time.monotonic()
+        first = min(u.call for u in checker._det(kh))
+        got = checker._latest_start(kh, lambda c, s: s <= first, checker.INF,
+                                    time.monotonic() + 60)
+        self.assertEqual(got, checker._window_start(kh, first))
+        self.assertLess(time.monotonic() - t, 20.0)
 
     def test_performance_20000_ops(self):
         lines = generate(42, 20000, 20, 8, info_frac=0.02, crashes=3)
