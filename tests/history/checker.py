@@ -312,7 +312,7 @@ def _parse_op(obj, n, hist):
         raise BadHistory(n, "outcome fail needs an error string")
     op.stale = bool(obj.get("stale", False))
     op.degraded = bool(obj.get("degraded", False))
-    op.prev_t1 = -INF
+    op.prev_t1 = {}
     return op
 
 
@@ -349,16 +349,20 @@ def load_history(src):
     times = [o.t0 for o in hist.ops] + [c[0] for c in hist.crashes] + \
         [f["t0"] for f in hist.faults]
     hist.t_zero = min(times) if times else 0.0
-    # t1 of each client's previous op: a read sees at least its own writes.
+    # t1 of each client's previous op ON EACH KEY of the op: a read sees at
+    # least that client's own earlier operations of the key (read-your-writes
+    # is promised per key; nothing orders a client's reads of different keys
+    # against each other beyond real time, which a read delta relaxes).
     by_client = {}
     for op in hist.ops:
         by_client.setdefault(op.client, []).append(op)
     for ops in by_client.values():
         ops.sort(key=lambda o: (o.t0, o.line))
-        prev = -INF
+        last = {}
         for op in ops:
-            op.prev_t1 = prev
-            prev = max(prev, op.t1)
+            op.prev_t1 = {k: last.get(k, -INF) for k in op.keys}
+            for k in op.keys:
+                last[k] = max(last.get(k, -INF), op.t1)
     return hist
 
 
@@ -551,6 +555,7 @@ class KeyHistory:
         self.writers = {}       # value -> [Sub] (set/mset incl. ghost/info,
         #                         and incrby ok results as strings)
         self.has_incr = False
+        self.crash_read_delta = 0.0  # class crash_read_delta: reads relaxed past a crash
         self.cache = {}         # derived lists of the reductions (_cached)
 
     def model(self):
@@ -722,6 +727,7 @@ def build_keys(hist):
         if kh is None:
             meta = hist.keys[k]
             kh = KeyHistory(k, meta["class"], meta["owner"])
+            kh.crash_read_delta = hist.classes[meta["class"]]["crash_read_delta"]
             khs[k] = kh
         return kh
 
@@ -760,13 +766,14 @@ def build_keys(hist):
             call = op.t0
             if is_read:
                 delta = cls["stale_delta"] if op.stale else cls["read_delta"]
-                call = max(op.t0 - delta, op.prev_t1)
+                prev_t1 = op.prev_t1[k]
+                call = max(op.t0 - delta, prev_t1)
                 # Within crash_read_delta after a crash of the key's owner a
                 # read may still see a state of the crash window (a cached
                 # value the crash lost): as if invoked when the window began.
                 for t_c in crash_times.get(kh.owner, ()):
                     if t_c < op.t0 <= t_c + cls["crash_read_delta"]:
-                        call = min(call, max(t_c - cls["persist_window"], op.prev_t1))
+                        call = min(call, max(t_c - cls["persist_window"], prev_t1))
                 call = min(call, op.t0)
             u = _new_sub(kh, seq, op, sf, a, out, mode, call, op.t1)
             seq += 1
@@ -1080,7 +1087,7 @@ def _cached(kh):
     and crash pseudo-ops (kept however early they are), span: the longest
     call-to-return of the others (those called before start - span ended
     before start), first_t1: the earliest return of an op, wins: the crash
-    windows (open call, crash time), det: _det's list."""
+    windows (open call, crash time + crash_read_delta), det: _det's list."""
     c = kh.cache
     if "order" not in c:
         order = sorted(kh.subs, key=lambda x: x.rk if x.fixed else x.ck)
@@ -1092,7 +1099,9 @@ def _cached(kh):
                          if not x.fixed and x.mode != "info"), default=0.0)
         c["first_t1"] = min((x.t1() for x in order if x.op is not None),
                             default=INF)
-        c["wins"] = sorted((x.call, x.crash[0]) for x in kh.subs
+        # a window ends crash_read_delta after the crash: reads up to then
+        # may be linearized before it (build_keys), so no start may cut them
+        c["wins"] = sorted((x.call, x.crash[0] + kh.crash_read_delta) for x in kh.subs
                            if x.f == "open")
         c["det"] = [u for u in kh.subs
                     if not u.fixed and u.mode in ("ok", "err", "ghost")]

@@ -206,6 +206,36 @@ class NamedAnomalies(CheckerCase):
         h.get(2, "hl:0", 3.0, 3.1, "old")
         self.assertPasses(h)
 
+    def test_lost_ledger_value_read_from_a_cache_soon_after_the_crash_passes(self):
+        # A value the crash lost may still be served by a cache for
+        # crash_read_delta after the crash; then the restored state.
+        h = Hist()
+        h.lines[0]["classes"] = dict(CLASSES, hl=dict(CLASSES["hl"], crash_read_delta_ms=2000))
+        h.set(1, "hl:0", "old", 0.5, 0.6)
+        h.set(1, "hl:0", "lost", 1.6, 1.7).crash("hot/0", 2.0)
+        h.get(2, "hl:0", 2.1, 2.2, "lost")
+        h.get(3, "hl:0", 2.5, 2.6, "old")
+        self.assertPasses(h)
+
+    def test_lost_ledger_value_read_past_the_crash_read_delta_is_flagged(self):
+        h = Hist()
+        h.lines[0]["classes"] = dict(CLASSES, hl=dict(CLASSES["hl"], crash_read_delta_ms=2000))
+        h.set(1, "hl:0", "old", 0.5, 0.6)
+        h.set(1, "hl:0", "lost", 1.6, 1.7).crash("hot/0", 2.0)
+        h.get(2, "hl:0", 4.2, 4.3, "old")    # past the delta: the restored state
+        h.get(3, "hl:0", 4.5, 4.6, "lost")   # 2.5 s after the crash: too late
+        self.assertAnomaly(h, checker.A_STALE)
+
+    def test_own_reads_of_other_keys_do_not_order_a_read(self):
+        # read-your-writes is per key: a client's read of another key does
+        # not stop a later read of this key from being a little stale.
+        h = Hist()
+        h.set(1, "hf:0", "a", 1.0, 1.1)
+        h.set(2, "hf:0", "b", 1.2, 1.3)
+        h.get(3, "hf:1", 1.35, 1.4, None)
+        h.get(3, "hf:0", 1.5, 1.6, "a")     # within hf's 1 s read delta
+        self.assertPasses(h)
+
     def test_failed_write_reappears(self):
         h = Hist()
         h.set(1, "hl:0", "a", 1, 2)
