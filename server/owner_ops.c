@@ -160,6 +160,17 @@ static void push_applied(struct owner *o, struct wire_slice key, hkv_stamp versi
         owner_push(o, key.p, key.len, version);
 }
 
+/* 1 if key holds a durable write not yet committed: every request on it
+ * waits (owner_park_commit) until that commit, reads and writes alike, since
+ * a write's answer (EXPIRE 0, SET NX refused, INCR's result ...) would
+ * otherwise tell its client about a state a crash can still take back. */
+static int durable_pending(struct owner *o, struct wire_slice key)
+{
+    struct ledger_view v;
+    int rc = ledger_get(o->ledger, key.p, key.len, owner_clock(), &v);
+    return rc != HKV_EAGAIN && v.class_id == OWNER_TAG_DURABLE && v.dirty;
+}
+
 /* A read that would see a durable write not yet committed: 1 (parked until
  * the next durable commit, then run again), 0 (go on). */
 static int uncommitted(struct owner *o, struct olink *l, const struct ledger_view *v,
@@ -267,6 +278,10 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
     if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.set.rid) ||
         backlog_refused(o, l, m->id))
         return;
+    if (durable_pending(o, key)) {
+        owner_park_commit(o, l, payload, plen);
+        return;
+    }
     unsigned flags = 0;
     if (m->u.set.flags & WIRE_SET_NX)
         flags |= LEDGER_NX;
@@ -313,6 +328,11 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
             return;
         }
     }
+    for (uint32_t i = 0; i < n; i++)
+        if (durable_pending(o, m->u.del.keys[i])) {
+            owner_park_commit(o, l, payload, plen);
+            return;
+        }
     struct wire_slice small[16], *dk = n <= 16 ? small : calloc(n, sizeof(*dk));
     if (dk == NULL) {
         reply_error(l, m->id, HKV_ENOMEM, "OOM owner out of memory");
@@ -360,6 +380,10 @@ static void op_getdel(struct owner *o, struct olink *l, const struct wire_msg *m
     if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.getdel.rid) ||
         backlog_refused(o, l, m->id))
         return;
+    if (durable_pending(o, key)) {
+        owner_park_commit(o, l, payload, plen);
+        return;
+    }
     int existed = 0;
     struct ledger_view old = {0};
     struct rifl_result r = {.type = WIRE_OK};
@@ -381,6 +405,10 @@ static void op_incrby(struct owner *o, struct olink *l, const struct wire_msg *m
     if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.incrby.rid) ||
         backlog_refused(o, l, m->id))
         return;
+    if (durable_pending(o, key)) {
+        owner_park_commit(o, l, payload, plen);
+        return;
+    }
     struct rifl_result r = {.type = WIRE_INT};
     int rc = ledger_incrby(o->ledger, key.p, key.len, m->u.incrby.delta, key_tag(o, key),
                            owner_clock(), &r.value, &r.version);
@@ -408,6 +436,10 @@ static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m
     if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.expire.rid) ||
         backlog_refused(o, l, m->id))
         return;
+    if (durable_pending(o, key)) {
+        owner_park_commit(o, l, payload, plen);
+        return;
+    }
     struct ledger_clock now = owner_clock();
     struct rifl_result r = {.type = WIRE_INT};
     uint32_t f = m->u.expire.flags;
@@ -460,6 +492,10 @@ static void op_persist(struct owner *o, struct olink *l, const struct wire_msg *
     if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.persist.rid) ||
         backlog_refused(o, l, m->id))
         return;
+    if (durable_pending(o, key)) {
+        owner_park_commit(o, l, payload, plen);
+        return;
+    }
     int changed = 0;
     hkv_stamp v = 0;
     int rc = ledger_persist(o->ledger, key.p, key.len, owner_clock(), &changed, &v);
