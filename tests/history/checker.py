@@ -555,7 +555,6 @@ class KeyHistory:
         self.writers = {}       # value -> [Sub] (set/mset incl. ghost/info,
         #                         and incrby ok results as strings)
         self.has_incr = False
-        self.crash_read_delta = 0.0  # class crash_read_delta: reads relaxed past a crash
         self.cache = {}         # derived lists of the reductions (_cached)
 
     def model(self):
@@ -727,7 +726,6 @@ def build_keys(hist):
         if kh is None:
             meta = hist.keys[k]
             kh = KeyHistory(k, meta["class"], meta["owner"])
-            kh.crash_read_delta = hist.classes[meta["class"]]["crash_read_delta"]
             khs[k] = kh
         return kh
 
@@ -769,11 +767,14 @@ def build_keys(hist):
                 prev_t1 = op.prev_t1[k]
                 call = max(op.t0 - delta, prev_t1)
                 # Within crash_read_delta after a crash of the key's owner a
-                # read may still see a state of the crash window (a cached
-                # value the crash lost): as if invoked when the window began.
-                for t_c in crash_times.get(kh.owner, ()):
-                    if t_c < op.t0 <= t_c + cls["crash_read_delta"]:
-                        call = min(call, max(t_c - cls["persist_window"], prev_t1))
+                # read may be answered by a cache that still holds a value the
+                # crash lost, or by the restarted owner: reads through
+                # different paths may disagree, in any order, until the
+                # caches have refreshed.  Such a read carries no ordering
+                # information: it is left out, like a degraded read.
+                if any(t_c < op.t0 <= t_c + cls["crash_read_delta"]
+                       for t_c in crash_times.get(kh.owner, ())):
+                    continue
                 call = min(call, op.t0)
             u = _new_sub(kh, seq, op, sf, a, out, mode, call, op.t1)
             seq += 1
@@ -1087,7 +1088,7 @@ def _cached(kh):
     and crash pseudo-ops (kept however early they are), span: the longest
     call-to-return of the others (those called before start - span ended
     before start), first_t1: the earliest return of an op, wins: the crash
-    windows (open call, crash time + crash_read_delta), det: _det's list."""
+    windows (open call, crash time), det: _det's list."""
     c = kh.cache
     if "order" not in c:
         order = sorted(kh.subs, key=lambda x: x.rk if x.fixed else x.ck)
@@ -1099,9 +1100,7 @@ def _cached(kh):
                          if not x.fixed and x.mode != "info"), default=0.0)
         c["first_t1"] = min((x.t1() for x in order if x.op is not None),
                             default=INF)
-        # a window ends crash_read_delta after the crash: reads up to then
-        # may be linearized before it (build_keys), so no start may cut them
-        c["wins"] = sorted((x.call, x.crash[0] + kh.crash_read_delta) for x in kh.subs
+        c["wins"] = sorted((x.call, x.crash[0]) for x in kh.subs
                            if x.f == "open")
         c["det"] = [u for u in kh.subs
                     if not u.fixed and u.mode in ("ok", "err", "ghost")]

@@ -208,7 +208,8 @@ class NamedAnomalies(CheckerCase):
 
     def test_lost_ledger_value_read_from_a_cache_soon_after_the_crash_passes(self):
         # A value the crash lost may still be served by a cache for
-        # crash_read_delta after the crash; then the restored state.
+        # crash_read_delta after the crash (such reads are not checked);
+        # then the restored state.
         h = Hist()
         h.lines[0]["classes"] = dict(CLASSES, hl=dict(CLASSES["hl"], crash_read_delta_ms=2000))
         h.set(1, "hl:0", "old", 0.5, 0.6)
