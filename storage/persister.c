@@ -422,6 +422,14 @@ int persister_load(struct persister *p, persister_load_fn fn, void *arg)
     pthread_mutex_unlock(&p->mu);
     if (started)
         return HKV_EINVAL;
+    /* Make what this run recovers durable before anyone reads it: a commit
+     * whose fsync failed may have left frames in the WAL that this open
+     * replays but that are not on stable storage, and a later run could
+     * recover without them (a write seen, then gone).  The checkpoint syncs
+     * the WAL and the database; if it cannot, this run must not serve. */
+    int ck = pdb_checkpoint(&p->w);
+    if (ck != SQLITE_OK && ck != SQLITE_BUSY && ck != SQLITE_LOCKED)
+        return HKV_EIO;
     return pdb_scan(&p->w, fn, arg);
 }
 
