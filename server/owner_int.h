@@ -6,7 +6,10 @@
  *   owner.c          process lifecycle: recovery, timers, stop (flush)
  *   owner_link.c     edge links: framing, handshake, dispatch, replies
  *   owner_ops.c      one request against the ledger -> one reply
- *   owner_persist.c  the write-behind glue: batches, durable waiters, reads
+ *   owner_persist.c  the write-behind glue: batches, parked reads, recovery
+ *   owner_ticket.c   commit tickets: durable replies held until their commit
+ *   owner_admin.c    SCAN and STATS
+ *   owner_rifl.c     completion records: exactly-once retries
  */
 #ifndef HKV_OWNER_INT_H
 #define HKV_OWNER_INT_H
@@ -152,6 +155,9 @@ void olink_flush(struct olink *l);
 void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
                    size_t plen);
 struct ledger_clock owner_clock(void);
+/* owner_admin.c: SCAN and STATS, answered into l->out. */
+void owner_op_scan(struct owner *o, struct olink *l, const struct wire_msg *m);
+void owner_op_stats(struct owner *o, struct olink *l, const struct wire_msg *m);
 /* The writer bits of the versions this owner issues: unique per owner of a
  * host (hot owners 1.., cold owners 2049..). */
 static inline uint32_t owner_writer_id(const struct owner *o)
@@ -183,6 +189,16 @@ uint64_t owner_ticket_new(struct owner *o, const struct wire_slice *keys, size_t
  * in `reply`). */
 int owner_ticket_wait(struct owner *o, uint64_t t, struct olink *l, uint64_t id,
                       struct hkv_buf *reply);
+/* A durable batch finished: marks the ticket keys it holds at their version
+ * or newer, releases (and pushes) the tickets that are complete, and answers
+ * the waiters of tickets it touched "outcome unknown" if it failed. */
+void owner_tickets_settle(struct owner *o, const struct persist_batch *b);
+/* Answers "outcome unknown" to waiters past durable-timeout (their tickets
+ * stay, and are committed later). */
+void owner_tickets_expire(struct owner *o);
+void owner_tickets_forget_link(struct owner *o, struct olink *l);
+size_t owner_tickets_waiting(const struct owner *o);
+void owner_tickets_free(struct owner *o);
 /* Parks a read that would see a durable write not yet committed; it runs
  * again after the next durable commit (and parks again if it must). */
 void owner_park_commit(struct owner *o, struct olink *l, const char *payload, size_t plen);
