@@ -41,7 +41,7 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 
 # LIBSRC and ONLY narrow a build to some modules while others are mid-change:
 #   make VARIANT=mine unit LIBSRC="proto/*.c" ONLY=resp
-LIBSRC   ?= proto/*.c storage/*.c config/*.c server/*.c
+LIBSRC   ?= proto/*.c storage/*.c config/*.c server/*/*.c
 LIB_SRC  := $(filter-out server/main.c,$(wildcard $(LIBSRC)))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libhotkvd.a
@@ -55,7 +55,7 @@ TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 SHIM     := $(BUILD)/tests/fault/stallfs.so
 CLOCKSHIM := $(BUILD)/tests/history/clockshift.so
 
-.PHONY: all deps run test unit integration asan valgrind clean clang fuzz torture FORCE
+.PHONY: all deps run test unit integration asan valgrind clean clang fuzz torture layers FORCE
 all: $(DEPS_OK) $(BIN)
 
 include scripts/packaging/package.mk
@@ -155,6 +155,11 @@ asan:
 
 valgrind: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
 	$(TEST_ENV) CK_FORK=no valgrind -q --leak-check=full --error-exitcode=99 $(TEST_BIN) unit
+
+# The rooms of server/ call only rooms below them, and no modules call each
+# other in a circle (scripts/check/layers.py over nm of the library's objects).
+layers: $(LIB)
+	@python3 scripts/check/layers.py $(BUILD)
 
 clang:
 	$(MAKE) VARIANT=clang CC=clang all $(BUILD:release=clang)/hkvtest

@@ -150,7 +150,7 @@ static hkv_status validate_classes(const struct cfg *c, struct cfg_error *err)
  * and the whole command fits in client-query-buffer-limit; CFG_FRAME_FIELDS
  * is room for the frame's other fields (about 60 bytes today).  A multi-key
  * command (DEL, MGET ...) is bounded only by the query buffer: one too large
- * for a frame is refused by the edge, unsent (server/edge_link.h). */
+ * for a frame is refused by the edge, unsent (server/edge/edge_link.h). */
 #define CFG_FRAME_FIELDS CFG_KB
 static hkv_status validate_frame(const struct cfg *c, struct cfg_error *err)
 {

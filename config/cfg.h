@@ -142,7 +142,7 @@ struct cfg {
     int64_t negative_ttl_ms;
     int64_t hotkey_threshold;    /* reads/s */
     int owner_push;              /* owners push writes to colo caches */
-    /* TLS for clients (server/tls.c); off while tls_port is 0 */
+    /* TLS for clients (server/core/tls.c); off while tls_port is 0 */
     int tls_port;                /* restart-only */
     char *tls_cert_file;         /* "" = none; the files reload on SIGHUP */
     char *tls_key_file;
@@ -150,7 +150,7 @@ struct cfg {
     enum cfg_tls_auth tls_auth_clients;
     char *tls_protocols;         /* "TLSv1.2 TLSv1.3": the versions allowed */
     int64_t tls_handshake_timeout_ms;
-    /* rate limiting (server/ratelimit.c), per colo */
+    /* rate limiting (server/colo/ratelimit.c), per colo */
     struct cfg_rate ratelimit[CFG_RL_NCLASS];  /* per command class (reloadable) */
     struct cfg_rate_cmd *ratelimit_cmds;       /* per command, file order (reloadable) */
     size_t nratelimit_cmds;

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "config/cfg.h"
-#include "server/master.h"
-#include "server/proctitle.h"
-#include "server/version.h"
+#include "server/master/master.h"
+#include "server/core/proctitle.h"
+#include "server/core/version.h"
 
 static void usage(FILE *f)
 {

@@ -14,7 +14,7 @@
  * expired entry included) and than any version this ledger has issued or
  * loaded.  Callers never choose a version, so no caller's clock can reorder
  * two writes; exactly-once retries are the owner's business (a completion
- * table, server/owner_rifl.h), not a stamp comparison.  Every write returns,
+ * table, server/owner/owner_rifl.h), not a stamp comparison.  Every write returns,
  * in *version (may be NULL), the version its key holds afterwards: the new
  * one if it applied, the current one (0 if none) if it did not, 0 on an
  * argument error (HKV_EINVAL before the key is looked at).

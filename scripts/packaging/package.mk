@@ -9,7 +9,7 @@
 #   make deb                                          ./hotkvd_VERSION_ARCH.deb
 #   make man                                          the two man pages
 #
-# The version is defined once, in server/version.h; the package, the man
+# The version is defined once, in server/core/version.h; the package, the man
 # pages and `hotkvd --version` all take it from there (`override`: not even
 # `make VERSION=...` gives the package another one).  The installed files
 # are written for the package's paths (/usr/bin/hotkvd, /etc/hotkvd,
@@ -17,9 +17,9 @@
 # $(PKG_PATHS) as they are installed.
 
 PKG_DIR := scripts/packaging
-override VERSION := $(shell sed -n 's/^[#]define HOTKVD_VERSION "\(.*\)"$$/\1/p' server/version.h)
+override VERSION := $(shell sed -n 's/^[#]define HOTKVD_VERSION "\(.*\)"$$/\1/p' server/core/version.h)
 ifeq ($(VERSION),)
-$(error cannot read HOTKVD_VERSION from server/version.h)
+$(error cannot read HOTKVD_VERSION from server/core/version.h)
 endif
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo unknown)
 # Dates in the pages and the package are the last commit's, so a rebuild of
@@ -60,12 +60,12 @@ man: $(MAN_PAGES)
 $(MKCONFMAN): $(BUILD)/scripts/packaging/mkconfman.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(MAN_DIR)/hotkvd.conf.5: $(PKG_DIR)/hotkvd.conf.5.in $(MKCONFMAN) server/version.h
+$(MAN_DIR)/hotkvd.conf.5: $(PKG_DIR)/hotkvd.conf.5.in $(MKCONFMAN) server/core/version.h
 	@mkdir -p $(dir $@)
 	$(MKCONFMAN) < $< | sed -e 's/@VERSION@/$(VERSION)/g' -e 's/@DATE@/$(PKG_DATE)/g' > $@.tmp
 	@mv $@.tmp $@
 
-$(MAN_DIR)/hotkvd.8: $(PKG_DIR)/hotkvd.8.in server/version.h
+$(MAN_DIR)/hotkvd.8: $(PKG_DIR)/hotkvd.8.in server/core/version.h
 	@mkdir -p $(dir $@)
 	sed -e 's/@VERSION@/$(VERSION)/g' -e 's/@DATE@/$(PKG_DATE)/g' $< > $@
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "tests/harness.h"
+#include "server/core/topo.h"
 
 extern char **environ;
 
@@ -130,7 +131,7 @@ static pid_t spawn_env(char *const argv[], char *const extra[])
 /* 1 if process pid has the library at `path` mapped. */
 static int has_mapped(pid_t pid, const char *path)
 {
-    char real[4096], maps[64], line[4200];
+    char real[4096], maps[64], line[TOPO_PATH_MAX];
     if (realpath(path, real) == NULL)
         return 0;
     snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);

@@ -1,5 +1,5 @@
 """run_route.py - where hotkvd keeps a key: the owner of a key in its pool,
-computed as server/router.c does (SipHash-2-4 under the fixed ROUTE_KEY,
+computed as server/core/router.c does (SipHash-2-4 under the fixed ROUTE_KEY,
 leaf = the top ROUTER_LEAF_BITS bits, leaves dealt round-robin to the pool's
 owners).  Part of the history runner (run.py)."""
 

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/router.h"
+#include "server/core/router.h"
 #include "tests/harness.h"
 
 #define ONE_EACH "edge-workers 1\nhot-owners 1\ncold-owners 1\n"

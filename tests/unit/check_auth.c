@@ -14,7 +14,7 @@
 
 #include "config/cfg.h"
 #include "proto/cmd.h"
-#include "server/auth.h"
+#include "server/edge/auth.h"
 
 /* SHA-256("foo") */
 #define FOO_HEX "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"
@@ -129,7 +129,7 @@ END_TEST
 START_TEST(password_check_uses_a_constant_time_compare)
 {
     /* auth_check_password compares digests only with CRYPTO_memcmp */
-    FILE *f = fopen("server/auth.c", "r");
+    FILE *f = fopen("server/edge/auth.c", "r");
     ck_assert_ptr_nonnull(f);
     static char src[64 * 1024];
     size_t n = fread(src, 1, sizeof(src) - 1, f);

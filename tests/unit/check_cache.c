@@ -1,5 +1,5 @@
 /*
- * check_cache.c - the colo segment (server/cache.h): what a reader gets is
+ * check_cache.c - the colo segment (server/colo/cache.h): what a reader gets is
  * always a whole value that some writer stored, or a miss; writers are
  * ordered by stamp; full is never an error; a process that dies inside the
  * segment (mid-write, holding a lock) cannot wedge or poison it; refresh
@@ -16,9 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/cache.h"
-#include "server/cache_test.h"
-#include "server/router.h"
+#include "server/colo/cache.h"
+#include "server/colo/cache_test.h"
+#include "server/core/router.h"
 
 static struct cache *mk(size_t bytes, size_t max_value, uint32_t hot_sample)
 {

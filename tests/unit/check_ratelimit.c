@@ -1,5 +1,5 @@
 /*
- * check_ratelimit.c - the rate limiter (server/ratelimit.h) and its
+ * check_ratelimit.c - the rate limiter (server/colo/ratelimit.h) and its
  * directives (config/cfg_ratelimit.c): the bucket arithmetic (rate, burst,
  * refill, the retry time), keys (IPv4 /32, IPv6 /64, users, classes), the
  * config lines, and that it fails open without ever failing closed: a full
@@ -20,7 +20,7 @@
 
 #include "config/cfg.h"
 #include "proto/cmd.h"
-#include "server/ratelimit.h"
+#include "server/colo/ratelimit.h"
 
 #define NS_MS 1000000LL
 #define NS_S 1000000000LL

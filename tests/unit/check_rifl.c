@@ -1,4 +1,4 @@
-/* check_rifl.c - the owner's completion records (server/owner_rifl.h): a
+/* check_rifl.c - the owner's completion records (server/owner/owner_rifl.h): a
  * retry finds its result, acks and new incarnations forget, the bound
  * evicts only the flooding writer's oldest. */
 #include <check.h>
@@ -6,7 +6,7 @@
 
 #include "proto/hkv.h"
 #include "proto/wire.h"
-#include "server/owner_rifl.h"
+#include "server/owner/owner_rifl.h"
 
 static struct rifl_result ok_result(hkv_stamp version, const char *old)
 {

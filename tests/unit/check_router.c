@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "config/cfg.h"
-#include "server/router.h"
+#include "server/core/router.h"
 
 static struct cfg *load(const char *text)
 {

@@ -1,0 +1,487 @@
+/*
+ * cache.c - the colo segment: making and checking the mapping, the lock-free
+ * read path, the stamp-guarded writes and the counters.  The layout is in
+ * cache_int.h, the slab allocator and index in cache_table.c, the locks in
+ * cache_lock.c, the hot-key sketch in cache_sketch.c.
+ *
+ * The layout is a pure function of (bytes, max_value, hot_sample): the
+ * master computes it once, and cache_attach recomputes it from the header's
+ * own inputs and compares field by field, so a child never trusts an offset
+ * it could not have computed itself.
+ *
+ * Memory ordering of a read (Boehm, "Can seqlocks get along with programming
+ * language memory models?", MSPC'12).  A writer, holding the stripe mutex,
+ * stores seq odd (relaxed), issues a release fence, writes the entry with
+ * plain stores, then stores seq even with release.  A reader loads seq with
+ * acquire, copies the entry (plain memcpy: the bytes may be racing, they are
+ * never trusted before the check), issues an acquire fence, and loads seq
+ * again.  If any byte it copied came from a write after the writer's release
+ * fence, the fences synchronise and the second load sees the odd (or a
+ * later) seq, so a copy that passes "seq unchanged and even" contains no
+ * byte of a later write; a copy that started after the write completed saw
+ * the even seq through the acquire load, which orders every byte of that
+ * write before the copy.  The page word is a second seqlock of the same
+ * shape around giving a page to another slot class, checked in the same
+ * two places.  The fences are also compiler barriers, so the copy cannot be
+ * hoisted above the first load or sunk below the second.  Lengths are
+ * bounded by the slot's class before anything is copied, and the checksum
+ * is computed over the private copy afterwards: a scribbled entry is a miss.
+ *
+ * A put writes the new version into another slot and publishes it with one
+ * release store of the key's index word, then frees the old slot (its seq
+ * moves, so a reader still copying it retries from the index).  Readers of
+ * a hot key that is being updated therefore see the old or the new version
+ * whole and almost never meet an odd seq; an odd seq that does not clear
+ * within READ_TRIES is a writer that died mid-write: a miss, counted as
+ * corrupt, until the next writer of the stripe repairs it.
+ */
+#include "server/colo/cache.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/colo/cache_int.h"
+#include "server/core/shm.h"
+#include "server/core/clock.h"
+
+_Static_assert(CACHE_CTR_COUNT <= CTR_ROW_U64, "a counter row holds every counter");
+_Static_assert(sizeof(struct slot) == 80, "entry header layout");
+
+#define ALIGN_UP(x, a) (((x) + ((a)-1)) & ~((uint64_t)(a)-1))
+
+static uint64_t pow2_floor(uint64_t x)
+{
+    uint64_t p = 1;
+    while (p <= x / 2)
+        p *= 2;
+    return p;
+}
+
+static uint64_t clamp_u64(uint64_t x, uint64_t lo, uint64_t hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+/* Fills every size and offset of h from its bytes/max_value/hot_sample.
+ * HKV_OK or HKV_EINVAL (too small for at least 4 pages per stripe). */
+static int layout(struct cache_hdr *h)
+{
+    uint64_t bytes = h->bytes;
+    if (bytes < (1u << 20) || h->hot_sample == 0 || (h->hot_sample & (h->hot_sample - 1)))
+        return HKV_EINVAL;
+    h->magic = CACHE_MAGIC;
+    h->version = CACHE_LAYOUT_VERSION;
+    h->hdr_size = sizeof(*h);
+    h->nstripes = (uint32_t)clamp_u64(pow2_floor(bytes / (32u << 20)), 8, 64);
+    h->stripe_size = (uint32_t)ALIGN_UP(sizeof(struct stripe), 64);
+    h->nlocks = (uint32_t)clamp_u64(pow2_floor(bytes / 4096), 512, 65536);
+
+    uint64_t off = ALIGN_UP(sizeof(*h), 64);
+    h->off_ctr = off;
+    off += CTR_SHARDS * CTR_ROW_U64 * 8;
+    h->off_stripes = off;
+    off += (uint64_t)h->nstripes * h->stripe_size;
+    h->off_locks = off;
+    off = ALIGN_UP(off + (uint64_t)h->nlocks * sizeof(struct rlock), 64);
+    h->off_sketch = off;
+    off = ALIGN_UP(off + sizeof(struct sketch), 64);
+    uint64_t fixed = off + 3 * 4096; /* alignment slack of the later regions */
+    if (fixed >= bytes)
+        return HKV_EINVAL;
+
+    uint64_t raw = (bytes - fixed) / h->nstripes;
+    uint64_t want = h->max_value > PAGE_MAX ? PAGE_MAX : h->max_value + SLOT_HDR + 256;
+    uint64_t cap = PAGE_MIN; /* the largest slot max_value needs, with room for a key */
+    while (cap < want && cap < PAGE_MAX)
+        cap *= 2;
+    uint64_t page = clamp_u64(pow2_floor(raw / 16), PAGE_MIN, cap);
+    uint64_t per_page_idx = (page / SLOT_MIN) * 3 / 2;
+    uint64_t per_page = page + 8 + 4 + page / SLOT_MIN + per_page_idx * 8;
+    uint64_t pps = raw > 64 ? (raw - 64) / per_page : 0;
+    if (pps > 65535)
+        pps = 65535;
+    for (;; pps--) {
+        if (pps < 4)
+            return HKV_EINVAL;
+        h->pps = (uint32_t)pps;
+        h->page_size = (uint32_t)page;
+        h->nidx = (uint32_t)(pps * per_page_idx + 8);
+        uint64_t o = off;
+        h->off_pagewords = o;
+        o = ALIGN_UP(o + (uint64_t)h->nstripes * pps * 8, 64);
+        h->off_pagelive = o;
+        o = ALIGN_UP(o + (uint64_t)h->nstripes * pps * 4, 64);
+        h->off_refs = o;
+        o = ALIGN_UP(o + (uint64_t)h->nstripes * pps * (page / SLOT_MIN), 64);
+        h->off_index = o;
+        o = ALIGN_UP(o + (uint64_t)h->nstripes * h->nidx * 8, 4096);
+        h->off_pages = o;
+        o += (uint64_t)h->nstripes * pps * page;
+        if (o <= bytes) {
+            h->end = o;
+            break;
+        }
+    }
+    h->nclasses = 0;
+    while (((uint64_t)SLOT_MIN << h->nclasses) <= page && h->nclasses < NCLASS_MAX)
+        h->nclasses++;
+    h->sum = sum_bytes(0, h, offsetof(struct cache_hdr, sum));
+    return HKV_OK;
+}
+
+/* Builds this process's pointers from a checked header. */
+static void bind(struct cache *c)
+{
+    struct cache_hdr *h = (struct cache_hdr *)c->base;
+    c->hdr = h;
+    c->ctr = (_Atomic uint64_t *)(c->base + h->off_ctr);
+    c->stripes = c->base + h->off_stripes;
+    c->pagewords = (_Atomic uint64_t *)(c->base + h->off_pagewords);
+    c->pagelive = (uint32_t *)(c->base + h->off_pagelive);
+    c->refs = (uint8_t *)(c->base + h->off_refs);
+    c->index = (uint64_t *)(c->base + h->off_index);
+    c->locks = (struct rlock *)(c->base + h->off_locks);
+    c->sk = (struct sketch *)(c->base + h->off_sketch);
+    c->pages = c->base + h->off_pages;
+    c->nstripes = h->nstripes;
+    c->pps = h->pps;
+    c->page_size = h->page_size;
+    c->nclasses = h->nclasses;
+    c->nidx = h->nidx;
+    c->nlocks = h->nlocks;
+    c->hot_sample = h->hot_sample;
+    c->max_value = h->max_value;
+    c->alive_w = 0;
+    c->alive_at = 0;
+    c->shard = (uint32_t)(((uint64_t)(uint32_t)getpid() * 0x9e3779b97f4a7c15ULL) >> 60) %
+               CTR_SHARDS;
+}
+
+int cache_create(const struct cache_opts *o, struct cache **out)
+{
+    struct cache_hdr h;
+    *out = NULL;
+    if (o == NULL) {
+        errno = EINVAL;
+        return HKV_EINVAL;
+    }
+    memset(&h, 0, sizeof(h));
+    h.bytes = o->bytes;
+    h.max_value = o->max_value;
+    h.hot_sample = o->hot_sample;
+    if (layout(&h) != HKV_OK) {
+        errno = EINVAL;
+        return HKV_EINVAL;
+    }
+    h.generation = (uint64_t)clock_unix_ns();
+    h.sum = sum_bytes(0, &h, offsetof(struct cache_hdr, sum));
+
+    struct cache *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        goto nomem;
+    void *p = shm_map("hotkvd-colo", o->bytes);
+    if (p == NULL)
+        goto nomem;
+    c->base = p;
+    c->bytes = o->bytes;
+    memcpy(c->base, &h, sizeof(h)); /* the memfd is zero: every other region starts empty */
+    bind(c);
+    for (uint32_t s = 0; s < c->nstripes; s++) {
+        if (shm_mutex_init(&stripe_at(c, s)->mu) != 0)
+            goto nomem;
+        table_init_stripe(c, s);
+    }
+    if (shm_mutex_init(&c->sk->mu) != 0)
+        goto nomem;
+    *out = c;
+    return HKV_OK;
+nomem:
+    if (c != NULL)
+        shm_unmap(c->base, c->bytes);
+    free(c);
+    if (errno == 0)
+        errno = ENOMEM;
+    return HKV_ENOMEM;
+}
+
+int cache_attach(struct cache *c)
+{
+    if (c == NULL || c->base == NULL || c->bytes < sizeof(struct cache_hdr))
+        return HKV_ECORRUPT;
+    struct cache_hdr seen, want;
+    memcpy(&seen, c->base, sizeof(seen));
+    if (seen.magic != CACHE_MAGIC || seen.version != CACHE_LAYOUT_VERSION ||
+        seen.hdr_size != sizeof(seen) || seen.bytes != c->bytes ||
+        seen.sum != sum_bytes(0, &seen, offsetof(struct cache_hdr, sum)))
+        return HKV_ECORRUPT;
+    memset(&want, 0, sizeof(want));
+    want.bytes = seen.bytes;
+    want.max_value = seen.max_value;
+    want.hot_sample = seen.hot_sample;
+    if (layout(&want) != HKV_OK)
+        return HKV_ECORRUPT;
+    want.generation = seen.generation;
+    want.sum = seen.sum;
+    if (memcmp(&want, &seen, sizeof(want)) != 0 || want.end > c->bytes)
+        return HKV_ECORRUPT;
+    bind(c);
+    return HKV_OK;
+}
+
+void cache_destroy(struct cache **cp)
+{
+    if (cp == NULL || *cp == NULL)
+        return;
+    struct cache *c = *cp;
+    shm_unmap(c->base, c->bytes);
+    free(c);
+    *cp = NULL;
+}
+
+/* ---- reads ---- */
+
+enum rd { RD_HIT, RD_OTHER, RD_GONE, RD_RETRY, RD_CORRUPT, RD_NOMEM };
+
+/* One seqlocked read of the entry index word w points at.  RD_HIT: *m and
+ * value hold a consistent, checksummed copy of key's entry. */
+static enum rd read_slot(const struct cache *c, uint32_t s, uint64_t w, const char *key,
+                         size_t klen, uint64_t khash, struct hkv_buf *value, struct slot_meta *m,
+                         uint32_t *cls_out)
+{
+    uint32_t p = iw_page(w), j = iw_slot(w);
+    if (p >= c->pps)
+        return RD_OTHER;
+    _Atomic uint64_t *pwp = pageword(c, s, p);
+    uint64_t pw1 = atomic_load_explicit(pwp, memory_order_acquire);
+    uint32_t cls = pw_cls(pw1);
+    if (pw_busy(pw1))
+        return RD_RETRY;
+    if (cls >= c->nclasses || j >= cls_slots(c, cls))
+        return RD_OTHER;
+    struct slot *sl = slot_at(c, s, p, cls, j);
+    uint32_t room = cls_size(cls) - SLOT_HDR;
+    uint64_t s1 = __atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE);
+    if (s1 & 1)
+        return RD_RETRY;
+    memcpy(m, &sl->m, sizeof(*m));
+    uint64_t sum = __atomic_load_n(&sl->sum, __ATOMIC_RELAXED);
+    int mine = (m->flags & SF_LIVE) && m->khash == khash && m->klen == klen && klen <= room &&
+               m->vlen <= room - klen && memcmp(sl->data, key, klen) == 0;
+    if (mine && !(m->flags & SF_GONE) && m->vlen > 0) {
+        if (buf_reserve(value, m->vlen, 0) != HKV_OK)
+            return RD_NOMEM;
+        memcpy(value->data, sl->data + klen, m->vlen);
+    }
+    atomic_thread_fence(memory_order_acquire);
+    if (__atomic_load_n(&sl->seq, __ATOMIC_RELAXED) != s1 ||
+        atomic_load_explicit(pwp, memory_order_relaxed) != pw1)
+        return RD_RETRY;
+    if (!mine)
+        return RD_OTHER;
+    if (m->flags & SF_GONE)
+        return RD_GONE;
+    value->len = m->vlen;
+    if (entry_sum(m, key, value->data) != sum) {
+        value->len = 0;
+        return RD_CORRUPT;
+    }
+    *cls_out = cls;
+    return RD_HIT;
+}
+
+int cache_get(struct cache *c, const char *key, size_t klen, uint64_t khash, int64_t now,
+              struct hkv_buf *value, struct cache_hit *hit)
+{
+    buf_reset(value);
+    if (c == NULL || (key == NULL && klen > 0))
+        return HKV_ENOENT;
+    uint64_t mh = cache_mix(khash);
+    uint32_t s = mix_stripe(c, mh), tag = mix_tag(mh), home = tag_home(c, tag);
+    const uint64_t *idx = index_of(c, s);
+    struct slot_meta m;
+    uint64_t hw = 0;
+    uint32_t hcls = 0;
+    int tries = READ_TRIES;
+restart:
+    for (uint32_t pos = home, n = 0; n < c->nidx; n++) {
+        uint64_t w = __atomic_load_n(&idx[pos], __ATOMIC_ACQUIRE);
+        if (w == 0)
+            return HKV_ENOENT;
+        if ((w & IW_VALID) && iw_tag(w) == tag) {
+            switch (read_slot(c, s, w, key, klen, khash, value, &m, &hcls)) {
+            case RD_HIT:
+                hw = w;
+                goto hit;
+            case RD_GONE:
+                return HKV_ENOENT;
+            case RD_NOMEM:
+                value->len = 0;
+                return HKV_ENOMEM;
+            case RD_CORRUPT:
+                cache_count(c, CACHE_CTR_cache_corrupt_entries, 1);
+                return HKV_ENOENT;
+            case RD_OTHER:
+                if (__atomic_load_n(&idx[pos], __ATOMIC_ACQUIRE) == w)
+                    break;
+                /* the word was swapped (a put) while its old entry was read
+                 * and freed: read the word again, not the next one */
+                __attribute__((fallthrough));
+            case RD_RETRY:
+                value->len = 0;
+                if (--tries <= 0) { /* a writer died inside, or never lets go */
+                    cache_count(c, CACHE_CTR_cache_corrupt_entries, 1);
+                    return HKV_ENOENT;
+                }
+                cpu_relax();
+                goto restart;
+            }
+        }
+        if (++pos == c->nidx)
+            pos = 0;
+    }
+    return HKV_ENOENT;
+hit:
+    if (now >= m.keep_until) {
+        value->len = 0;
+        return HKV_ENOENT;
+    }
+    entry_touch(c, s, iw_page(hw), iw_slot(hw), hcls);
+    if (hit != NULL) {
+        hit->negative = (m.flags & SF_NEG) != 0;
+        hit->stamp = m.stamp;
+        hit->fresh_until = m.fresh_until;
+        hit->keep_until = m.keep_until;
+        hit->stored_at = m.stored_at;
+        hit->expire_at = m.expire_at;
+    }
+    return HKV_OK;
+}
+
+/* ---- writes ---- */
+
+static uint32_t class_for(uint64_t need)
+{
+    uint32_t cls = 0;
+    while (((uint64_t)SLOT_MIN << cls) < need)
+        cls++;
+    return cls;
+}
+
+/* Does the entry sl, found under the stripe lock, refuse a write stamped
+ * `stamp` at now?  A newer stamp does, but a tombstone past its horizon
+ * guards nothing: no fill that started before its delete can arrive now. */
+static int guards(const struct slot *sl, hkv_stamp stamp, int64_t now)
+{
+    if ((sl->m.flags & SF_GONE) && now >= sl->m.keep_until)
+        return 0;
+    return sl->m.stamp > stamp;
+}
+
+/* Stores the entry m (key, then val) unless the key's entry guards against
+ * it (HKV_ESTALE).  Copy-on-write: the new version goes to another slot and
+ * one store of the index word publishes it, so readers of a hot key being
+ * updated keep reading the old version instead of spinning on an odd seq. */
+static int store(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
+                 const struct slot_meta *m, int64_t now)
+{
+    uint32_t cls = class_for(SLOT_HDR + klen + m->vlen);
+    uint64_t mh = cache_mix(khash);
+    uint32_t s = mix_stripe(c, mh), pos, ocls, page, j;
+    int rc = stripe_lock(c, s);
+    if (rc != HKV_OK)
+        return rc;
+    struct slot *old = table_find(c, s, mh, key, klen, khash, &pos, &ocls);
+    if (old != NULL && guards(old, m->stamp, now)) {
+        stripe_unlock(c, s);
+        return HKV_ESTALE;
+    }
+    uint64_t *idx = index_of(c, s);
+    uint64_t word = old != NULL ? __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) : 0;
+    struct slot *sl = table_alloc(c, s, cls, &page, &j);
+    table_write(sl, m, key, val);
+    if (old != NULL && old != sl && __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) != word)
+        old = table_find(c, s, mh, key, klen, khash, &pos, &ocls); /* the index shifted */
+    if (old != NULL && old != sl)
+        table_swap(c, s, pos, mh, page, j, old, ocls);
+    else
+        table_link(c, s, mh, page, j);
+    stripe_unlock(c, s);
+    return HKV_OK;
+}
+
+int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
+              size_t vlen, int negative, hkv_stamp stamp, int64_t fresh_until,
+              int64_t keep_until, int64_t expire_at, int64_t now)
+{
+    if (c == NULL || (key == NULL && klen > 0) || (val == NULL && vlen > 0) ||
+        (negative && vlen > 0))
+        return HKV_EINVAL;
+    if (vlen > c->max_value || klen > c->page_size || vlen > c->page_size ||
+        SLOT_HDR + klen + vlen > c->page_size)
+        return HKV_ETOOBIG;
+    struct slot_meta m = {.khash = khash,
+                          .stamp = stamp,
+                          .fresh_until = fresh_until,
+                          .keep_until = keep_until,
+                          .stored_at = now,
+                          .expire_at = expire_at,
+                          .klen = (uint32_t)klen,
+                          .vlen = (uint32_t)vlen,
+                          .flags = SF_LIVE | (negative ? SF_NEG : 0)};
+    return store(c, key, klen, khash, val, &m, now);
+}
+
+int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t khash,
+                     hkv_stamp stamp, int64_t guard_until, int64_t now)
+{
+    if (c == NULL || (key == NULL && klen > 0))
+        return HKV_EINVAL;
+    if (klen > c->page_size || SLOT_HDR + klen > c->page_size)
+        return HKV_ETOOBIG;
+    /* A tombstone: never served (SF_GONE), its stamp guards until
+     * guard_until (kept in keep_until, which no reader looks at for it). */
+    struct slot_meta m = {.khash = khash,
+                          .stamp = stamp,
+                          .keep_until = guard_until,
+                          .stored_at = now,
+                          .klen = (uint32_t)klen,
+                          .flags = SF_LIVE | SF_GONE};
+    int rc = store(c, key, klen, khash, NULL, &m, now);
+    return rc == HKV_ESTALE ? HKV_OK : rc; /* a newer entry is left as it is */
+}
+
+/* ---- counters ---- */
+
+void cache_count(struct cache *c, enum cache_counter which, uint64_t n)
+{
+    if (c == NULL || (unsigned)which >= CACHE_CTR_COUNT)
+        return;
+    atomic_fetch_add_explicit(&c->ctr[c->shard * CTR_ROW_U64 + which], n, memory_order_relaxed);
+}
+
+void cache_stats(struct cache *c, struct cache_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (c == NULL)
+        return;
+    for (uint32_t r = 0; r < CTR_SHARDS; r++)
+        for (int i = 0; i < CACHE_CTR_COUNT; i++)
+            out->counters[i] +=
+                atomic_load_explicit(&c->ctr[r * CTR_ROW_U64 + i], memory_order_relaxed);
+    for (uint32_t s = 0; s < c->nstripes; s++) {
+        struct stripe *st = stripe_at(c, s);
+        out->entries += atomic_load_explicit(&st->entries, memory_order_relaxed);
+        out->used_memory += atomic_load_explicit(&st->used, memory_order_relaxed);
+    }
+    out->capacity = (uint64_t)c->nstripes * c->pps * c->page_size;
+}
+
+void cache_reset_counters(struct cache *c)
+{
+    if (c == NULL)
+        return;
+    for (uint32_t i = 0; i < CTR_SHARDS * CTR_ROW_U64; i++)
+        atomic_store_explicit(&c->ctr[i], 0, memory_order_relaxed);
+}

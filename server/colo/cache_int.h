@@ -1,0 +1,390 @@
+/*
+ * cache_int.h - private to server/cache*.c: the layout of the colo segment
+ * and the helpers its files share.  Nothing outside the cache module
+ * includes this (tests reach internals only through server/cache_test.h).
+ *
+ * Layout (every region 64-byte aligned, the pages 4096-aligned; the header
+ * holds each region's offset, never a pointer):
+ *
+ *   header      magic, layout version, generation, sizes, region offsets,
+ *               and a checksum of itself
+ *   counters    CTR_SHARDS rows of CACHE_CTR_COUNT relaxed u64, one row per
+ *               128 bytes; a process adds to the row its pid picks, so edges
+ *               do not bounce one cache line per hit; stats sum the rows
+ *   stripes     nstripes x struct stripe: the robust writer mutex and the
+ *               allocator state of the stripe (its own cache lines)
+ *   pagewords   nstripes x pps u64: a page's class and version (a seqlock
+ *               around re-assigning the page to another class)
+ *   pagelive    nstripes x pps u32: live entries per page (writers only)
+ *   refs        nstripes x pps x (page_size / SLOT_MIN) bytes: the CLOCK
+ *               referenced bits, one byte per 128-byte unit of a page (a
+ *               slot's is the byte of the unit it starts at), outside the
+ *               entries so that a reader never writes into an entry
+ *   index       nstripes x nidx u64: open addressing, linear probing,
+ *               backward-shift deletion (no tombstones), one partition per
+ *               stripe
+ *   locks       nlocks x struct rlock (16 bytes): refresh locks,
+ *               direct-mapped by key hash
+ *   sketch      decay clock, top-K mutex and table, count-min counters
+ *   pages       nstripes x pps pages of page_size bytes: the slabs
+ *
+ * A stripe is a shard: a key's stripe (from its hash) owns the key's index
+ * partition and a fixed run of pages, and every write to either happens
+ * under the stripe's mutex.  So a writer never needs a second lock,
+ * eviction never crosses stripes, and repairing a stripe after a writer
+ * died is local to it.
+ */
+#ifndef HKV_CACHE_INT_H
+#define HKV_CACHE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "server/colo/cache.h"
+
+#define CACHE_MAGIC 0x6f6c6f63766b6824ULL /* "$hkvcolo" */
+#define CACHE_LAYOUT_VERSION 2
+
+#define CTR_SHARDS 16
+#define CTR_ROW_U64 16 /* 128 bytes: two lines, room for CACHE_CTR_COUNT */
+
+#define SLOT_MIN 128          /* smallest slot class; classes double */
+#define NCLASS_MAX 16
+#define PAGE_MIN 4096
+#define PAGE_MAX (1u << 20)
+#define CLS_NONE 0xffu        /* page not given to any class yet */
+
+#define READ_TRIES 64         /* a reader's bounded retries, then a miss */
+
+#define CMS_DEPTH 4
+#define CMS_WIDTH 4096        /* power of 2 */
+#define TOPK 32
+#define TOPK_KEY 128
+#define SKETCH_DECAY_MS 1000
+
+/* ---- entries ---- */
+
+/* Flags of an entry. */
+#define SF_LIVE 1u       /* holds a key (else the slot is free) */
+#define SF_NEG 2u        /* an authoritative "no such key" */
+#define SF_GONE 4u       /* a tombstone: never served, its stamp guards puts
+                          * until its keep_until (cache_invalidate) */
+
+/* The checksummed part of an entry header (60 bytes) and 4 spare bytes.
+ * Readers never write into an entry: its CLOCK bit is in the refs region. */
+struct slot_meta {
+    uint64_t khash;
+    uint64_t stamp;
+    int64_t fresh_until, keep_until, stored_at, expire_at;
+    uint32_t klen, vlen, flags;
+    uint32_t spare;      /* not checksummed, never read */
+};
+#define META_SUMMED offsetof(struct slot_meta, spare)
+
+/* An entry: seq (odd while written), checksum, meta, then key and value. */
+struct slot {
+    uint64_t seq;        /* only through __atomic builtins */
+    uint64_t sum;
+    struct slot_meta m;
+    char data[];
+};
+#define SLOT_HDR ((uint32_t)sizeof(struct slot)) /* 80 */
+
+/* ---- index words ----
+ * bit 63 valid | bits 62-32 tag (31 bits of the mixed hash, which also give
+ * the home position) | bits 31-16 page within the stripe | 15-0 slot. */
+#define IW_VALID (1ULL << 63)
+static inline uint64_t iw_make(uint32_t tag, uint32_t page, uint32_t slot)
+{
+    return IW_VALID | ((uint64_t)tag << 32) | ((uint64_t)page << 16) | slot;
+}
+static inline uint32_t iw_tag(uint64_t w) { return (uint32_t)(w >> 32) & 0x7fffffffu; }
+static inline uint32_t iw_page(uint64_t w) { return (uint32_t)(w >> 16) & 0xffffu; }
+static inline uint32_t iw_slot(uint64_t w) { return (uint32_t)w & 0xffffu; }
+
+/* ---- page words ----  (version << 8) | class; version odd while the page
+ * is being re-assigned (readers treat it like an odd entry seq). */
+static inline uint32_t pw_cls(uint64_t pw) { return (uint32_t)pw & 0xffu; }
+static inline int pw_busy(uint64_t pw) { return (int)((pw >> 8) & 1); }
+
+/* ---- the regions ---- */
+
+struct cache_hdr {
+    uint64_t magic;
+    uint32_t version, hdr_size;
+    uint64_t generation;
+    uint64_t bytes, max_value;
+    uint32_t hot_sample, nstripes;
+    uint32_t pps, page_size;         /* pages per stripe, bytes per page */
+    uint32_t nclasses, nidx;         /* slot classes, index words per stripe */
+    uint32_t nlocks, stripe_size;
+    uint64_t off_ctr, off_stripes, off_pagewords, off_pagelive, off_refs, off_index, off_locks,
+        off_sketch, off_pages, end;
+    uint64_t sum;                    /* of everything above */
+};
+
+struct stripe {
+    pthread_mutex_t mu;
+    uint32_t npages[NCLASS_MAX];     /* pages given to each class */
+    uint32_t nfree[NCLASS_MAX];      /* free slots of each class */
+    uint32_t hand[NCLASS_MAX];       /* CLOCK hand: page << 16 | slot */
+    uint32_t hint[NCLASS_MAX];       /* where to look for a free slot */
+    uint32_t ev[NCLASS_MAX];         /* evictions of each class in this window */
+    uint32_t evwin;                  /* evictions of all classes in this window */
+    uint32_t unassigned;             /* pages no class has yet */
+    uint32_t wip;                    /* test hook: a write left open */
+    _Atomic uint64_t entries, used;  /* read by cache_stats without the lock */
+} __attribute__((aligned(64)));
+
+/* A refresh lock.  Who holds it and until when is one word, so every change
+ * of the lock is one CAS on w: bits 63-24 expiry (monotonic ms, low 40 bits,
+ * compared modulo 2^40: wrap-safe for 2^39 ms, 17 years), bits 23-12 key tag
+ * (never 0), bits 11-0 token fingerprint; 0 = free.  `holder` is the whole
+ * token of the holder (pid << 32 | sequence), stored after the CAS that took
+ * the lock: only a hint, trusted only while its fingerprint matches w's. */
+struct rlock {
+    _Atomic uint64_t w;
+    _Atomic uint64_t holder;
+};
+
+struct topk_ent {
+    uint64_t khash;                  /* 0 = empty; atomic loads on the read path */
+    uint32_t klen;
+    char key[TOPK_KEY];
+};
+
+struct sketch {
+    _Atomic int64_t epoch;           /* monotonic ms of the last halving */
+    _Atomic uint64_t min_hint;       /* smallest tracked count, 0 if room */
+    pthread_mutex_t mu;              /* the top-K table; trylock only */
+    struct topk_ent top[TOPK];
+    _Atomic uint32_t cms[CMS_DEPTH][CMS_WIDTH] __attribute__((aligned(64)));
+};
+
+/* This process's view: pointers made from the header's offsets. */
+struct cache {
+    char *base;
+    size_t bytes;
+    struct cache_hdr *hdr;
+    _Atomic uint64_t *ctr;           /* CTR_SHARDS rows */
+    char *stripes;                   /* hdr->stripe_size apart */
+    _Atomic uint64_t *pagewords;
+    uint32_t *pagelive;
+    uint8_t *refs;                   /* only through __atomic builtins */
+    uint64_t *index;                 /* only through __atomic builtins */
+    struct rlock *locks;
+    struct sketch *sk;
+    char *pages;
+    uint32_t nstripes, pps, page_size, nclasses, nidx, nlocks, hot_sample;
+    uint64_t max_value;
+    uint32_t shard;                  /* counter row of this process */
+    uint64_t alive_w;                /* a lock word whose holder was seen alive ... */
+    int64_t alive_at;                /* ... at this time (kill(2) once per ALIVE_MEMO_MS) */
+};
+
+/* ---- small shared helpers ---- */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* A second mix of the caller's hash, so the cache does not depend on which
+ * bits of router_hash are good. */
+static inline uint64_t cache_mix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+static inline uint32_t mix_stripe(const struct cache *c, uint64_t m)
+{
+    return (uint32_t)m & (c->nstripes - 1);
+}
+static inline uint32_t mix_tag(uint64_t m) { return (uint32_t)(m >> 33); }
+static inline uint32_t tag_home(const struct cache *c, uint32_t tag)
+{
+    return (uint32_t)(((uint64_t)tag * c->nidx) >> 31);
+}
+
+static inline struct stripe *stripe_at(const struct cache *c, uint32_t s)
+{
+    return (struct stripe *)(c->stripes + (size_t)s * c->hdr->stripe_size);
+}
+static inline _Atomic uint64_t *pageword(const struct cache *c, uint32_t s, uint32_t p)
+{
+    return &c->pagewords[(size_t)s * c->pps + p];
+}
+static inline uint64_t *index_of(const struct cache *c, uint32_t s)
+{
+    return &c->index[(size_t)s * c->nidx];
+}
+static inline uint32_t cls_size(uint32_t cls) { return SLOT_MIN << cls; }
+static inline uint32_t cls_slots(const struct cache *c, uint32_t cls)
+{
+    return c->page_size / cls_size(cls);
+}
+static inline struct slot *slot_at(const struct cache *c, uint32_t s, uint32_t p, uint32_t cls,
+                                   uint32_t j)
+{
+    return (struct slot *)(c->pages + ((size_t)s * c->pps + p) * c->page_size +
+                           (size_t)j * cls_size(cls));
+}
+
+/* The entry checksum: four multiply-xorshift lanes over 8-byte words, fed
+ * the meta, the key and the value in turn, finalised once.  Each step is a
+ * bijection of its lane for a fixed input word, so any change confined to
+ * one word always changes the result; the lanes keep the multiply chains
+ * independent (about 1 cycle per byte).  A check against torn and
+ * scribbled entries, not against an adversary. */
+struct sum_st {
+    uint64_t a, b, c, d;
+};
+#define SUM_K0 0xbf58476d1ce4e5b9ULL
+#define SUM_K1 0x94d049bb133111ebULL
+#define SUM_K2 0x9e3779b97f4a7c15ULL
+#define SUM_K3 0xc2b2ae3d27d4eb4fULL
+static inline uint64_t sum_step(uint64_t lane, uint64_t w, uint64_t k)
+{
+    lane = (lane ^ w) * k;
+    return lane ^ (lane >> 29);
+}
+static inline uint64_t sum_word(const unsigned char *p, size_t n)
+{
+    uint64_t w = 0;
+    memcpy(&w, p, n < 8 ? n : 8);
+    return w ^ ((uint64_t)(n < 8 ? n : 8) << 56);
+}
+static inline void sum_feed(struct sum_st *st, const void *p, size_t n)
+{
+    const unsigned char *q = p;
+    uint64_t a = st->a, b = st->b, c = st->c, d = st->d;
+    for (; n >= 32; q += 32, n -= 32) {
+        uint64_t w0, w1, w2, w3;
+        memcpy(&w0, q, 8);
+        memcpy(&w1, q + 8, 8);
+        memcpy(&w2, q + 16, 8);
+        memcpy(&w3, q + 24, 8);
+        a = sum_step(a, w0, SUM_K0);
+        b = sum_step(b, w1, SUM_K1);
+        c = sum_step(c, w2, SUM_K2);
+        d = sum_step(d, w3, SUM_K3);
+    }
+    if (n > 0)
+        a = sum_step(a, sum_word(q, n), SUM_K0);
+    if (n > 8)
+        b = sum_step(b, sum_word(q + 8, n - 8), SUM_K1);
+    if (n > 16)
+        c = sum_step(c, sum_word(q + 16, n - 16), SUM_K2);
+    if (n > 24)
+        d = sum_step(d, sum_word(q + 24, n - 24), SUM_K3);
+    st->a = a;
+    st->b = b;
+    st->c = c;
+    st->d = d;
+}
+static inline uint64_t sum_final(const struct sum_st *st)
+{
+    uint64_t h = st->a ^ (st->b << 17 | st->b >> 47) ^ (st->c << 31 | st->c >> 33) ^
+                 (st->d << 47 | st->d >> 17);
+    return cache_mix(h);
+}
+static inline uint64_t sum_bytes(uint64_t seed, const void *p, size_t n)
+{
+    struct sum_st st = {seed, seed + 1, seed + 2, seed + 3};
+    sum_feed(&st, p, n);
+    return sum_final(&st);
+}
+static inline uint64_t entry_sum(const struct slot_meta *m, const void *key, const void *val)
+{
+    struct sum_st st = {0x686b7664ULL, 1, 2, 3};
+    sum_feed(&st, m, META_SUMMED);
+    sum_feed(&st, key, m->klen);
+    sum_feed(&st, val, m->vlen);
+    return sum_final(&st);
+}
+
+/* ---- the writer's side of an entry's seqlock (under the stripe mutex) ---- */
+
+static inline uint64_t seq_load(const struct slot *sl)
+{
+    return __atomic_load_n(&sl->seq, __ATOMIC_RELAXED);
+}
+
+/* Opens a slot for writing: seq odd, then a release fence so no store of
+ * the body can become visible before the odd seq. */
+static inline uint64_t seq_open(struct slot *sl)
+{
+    uint64_t odd = (seq_load(sl) + 1) | 1;
+    __atomic_store_n(&sl->seq, odd, __ATOMIC_RELAXED);
+    atomic_thread_fence(memory_order_release);
+    return odd;
+}
+
+static inline void seq_close(struct slot *sl, uint64_t odd)
+{
+    __atomic_store_n(&sl->seq, odd + 1, __ATOMIC_RELEASE);
+}
+
+/* ---- CLOCK referenced bits ---- */
+
+/* The referenced byte of slot j of class cls in page p: the byte of the
+ * 128-byte unit the slot starts at.  Any (p < pps, j, cls) a reader could
+ * have validated names a byte of page p's row, whatever the page holds now. */
+static inline uint8_t *ref_at(const struct cache *c, uint32_t s, uint32_t p, uint32_t j,
+                              uint32_t cls)
+{
+    uint32_t units = c->page_size / SLOT_MIN;
+    return &c->refs[((size_t)s * c->pps + p) * units + ((j << cls) & (units - 1))];
+}
+
+/* What a reader does after a hit on the entry its validated page and index
+ * words named (page p, slot j of class cls): mark it referenced.  The mark
+ * is made after the seqlock check, so the page may have changed hands in
+ * between; that is why the bit lives outside the entries.  A late mark
+ * lands on a referenced byte of the same page, which is only ever a hint:
+ * at worst another entry of the page gets one more turn of the CLOCK hand
+ * (or a byte no slot of the page's current class starts at is set, and
+ * cleared when the page next changes class).  It never touches an entry,
+ * a checksum or any memory outside the refs region. */
+static inline void entry_touch(const struct cache *c, uint32_t s, uint32_t p, uint32_t j,
+                               uint32_t cls)
+{
+    uint8_t *r = ref_at(c, s, p, j, cls);
+    if (__atomic_load_n(r, __ATOMIC_RELAXED) == 0) /* write only when it changes */
+        __atomic_store_n(r, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- across the cache files ---- */
+
+/* cache_lock.c: the stripe's robust mutex.  HKV_OK (held; a dead holder's
+ * damage repaired and counted) or HKV_ECORRUPT (unrecoverable). */
+int stripe_lock(struct cache *c, uint32_t s);
+void stripe_unlock(struct cache *c, uint32_t s);
+
+/* cache_table.c: under the stripe lock. */
+struct slot *table_find(struct cache *c, uint32_t s, uint64_t m, const char *key, size_t klen,
+                        uint64_t khash, uint32_t *pos, uint32_t *cls);
+void table_write(struct slot *sl, const struct slot_meta *m, const void *key, const void *val);
+void table_drop(struct cache *c, uint32_t s, uint32_t pos, struct slot *sl, uint32_t cls);
+struct slot *table_alloc(struct cache *c, uint32_t s, uint32_t cls, uint32_t *page,
+                         uint32_t *idx);
+void table_link(struct cache *c, uint32_t s, uint64_t m, uint32_t page, uint32_t idx);
+void table_swap(struct cache *c, uint32_t s, uint32_t pos, uint64_t m, uint32_t page, uint32_t idx,
+                struct slot *old, uint32_t ocls);
+void table_repair(struct cache *c, uint32_t s);
+void table_init_stripe(struct cache *c, uint32_t s);
+/* Gives page p of stripe s to class cls now (its entries evicted). */
+void table_give_page(struct cache *c, uint32_t s, uint32_t p, uint32_t cls);
+
+#endif

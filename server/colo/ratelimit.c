@@ -1,0 +1,711 @@
+/*
+ * ratelimit.c - the colo's token buckets (server/ratelimit.h): the segment,
+ * the lock-free charge of a known client, the locked insert of a new one,
+ * and repair after a process died inside.
+ *
+ * Layout (every region 64-byte aligned; the header holds offsets, never
+ * pointers, and a checksum of itself; rl_attach recomputes the layout from
+ * the header's one input, the bucket count, and compares field by field):
+ *
+ *   header    magic, layout version, generation, geometry, the SipHash key,
+ *             region offsets, checksum
+ *   counters  RL_SHARDS rows of RL_CTR_COUNT relaxed u64, one row per 128
+ *             bytes, picked by pid (edges do not bounce one line per request)
+ *   stripes   nstripes x { robust process-shared mutex, slots used }
+ *   slots     nstripes x per_stripe x { key, tat }: 16 bytes a bucket
+ *
+ * A slot is two words.  `key` is a 63-bit fingerprint of (client, class)
+ * with the top bit set, 0 while the slot was never used; `tat` is the
+ * bucket (see ratelimit.h), in CLOCK_MONOTONIC ns, or RL_BUSY while the
+ * slot changes hands.  The SipHash key is drawn at each start, so nobody
+ * outside can aim many clients at one stripe.
+ *
+ * Lookup is lock-free: linear probing from the key's home within its stripe,
+ * at most `probe` slots, stopping at a never-used slot (slots are re-used,
+ * never emptied, so no tombstones are needed and a chain never breaks).
+ * The charge loads tat (acquire), checks the slot still holds the key, and
+ * CASes tat forward.
+ *
+ * Inserting needs the stripe lock (so a key is never inserted twice), taken
+ * with trylock and a bounded spin: the event loop never waits on another
+ * process.  Under the lock the chain is scanned again; the key goes to the
+ * first slot that is idle (its tat is in the past, so its bucket is full and
+ * forgetting it loses nothing) or never used.  Re-using an idle slot is
+ * CAS(tat: idle -> RL_BUSY), store key, store tat = now (a full bucket).
+ * The CAS fails if a charger got there first (the slot was not idle after
+ * all).  A charger that read the old key sees RL_BUSY or a tat written after
+ * the new key and, reloading the key, finds it changed and looks again; its
+ * CAS cannot succeed on the new bucket by accident, because the new tat (now)
+ * is later than any tat of the old bucket it could have read (tats only grow
+ * between re-uses).
+ *
+ * A process killed holding a stripe lock leaves EOWNERDEAD to the next
+ * locker, which repairs the stripe (any RL_BUSY tat becomes now: a full
+ * bucket, for whichever key the slot holds) and marks the mutex consistent.
+ * A charger that meets RL_BUSY for longer than a bounded spin goes through
+ * the lock for the same reason.  Nothing else can be half-done: a never-used
+ * slot is claimed by writing tat before key.
+ */
+#include "server/colo/ratelimit.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/siphash.h"
+#include "server/core/shm.h"
+#include "server/core/clock.h"
+
+#define RL_MAGIC 0x74696d696c766b68ULL /* "hkvlimit" */
+#define RL_LAYOUT_VERSION 1
+#define RL_SHARDS 16
+#define RL_ROW_U64 16                 /* 128 bytes a counter row */
+#define RL_PROBE 16                   /* slots a key may be from its home */
+#define RL_STRIPE_MAX 64
+#define RL_BUCKETS_MIN 64
+#define RL_BUCKETS_MAX (1u << 24)
+#define RL_LOCK_TRIES 32              /* trylock attempts before failing open */
+#define RL_CAS_TRIES 64               /* charge attempts (contention, RL_BUSY) */
+#define RL_BUSY 1ULL                  /* tat of a slot that is changing hands */
+#define RL_USER_INLINE 64             /* longer user names are hashed first */
+
+_Static_assert(RL_CTR_COUNT <= RL_ROW_U64, "a counter row holds every counter");
+
+struct rl_hdr {
+    uint64_t magic;
+    uint32_t version, hdr_size;
+    uint64_t generation;
+    uint32_t buckets, nstripes, per_stripe, probe;
+    uint32_t stripe_size, pad;
+    uint8_t sipkey[SIPHASH_KEY_LEN];
+    uint64_t off_ctr, off_stripes, off_slots, end;
+    uint64_t sum;                     /* of everything above */
+};
+
+struct rl_stripe {
+    pthread_mutex_t mu;
+    uint32_t used;                    /* slots holding a key (under mu) */
+    uint32_t wip;                     /* test hook: a writer left inside */
+} __attribute__((aligned(64)));
+
+struct rl_slot {
+    _Atomic uint64_t key;
+    _Atomic uint64_t tat;
+};
+
+/* A rule as the charge uses it: t = ns per token, limit = burst * t. */
+struct rl_rule {
+    int64_t t, limit;
+};
+
+/* This process's view: pointers made from the header, and its rules. */
+struct rl {
+    char *base;
+    size_t bytes;
+    int ok;                           /* mapped and validated */
+    _Atomic uint64_t *ctr;
+    char *stripes;
+    struct rl_slot *slots;
+    uint32_t nstripes, per_stripe, probe, stripe_size, shard;
+    uint8_t sipkey[SIPHASH_KEY_LEN];
+    uint64_t local[RL_CTR_COUNT];     /* counted here when the segment is unusable */
+    int nrules;
+    struct rl_rule rules[RL_NCLS];
+    uint16_t map[CMD_COUNT];
+};
+
+static const uint16_t no_map[CMD_COUNT];
+
+#define ALIGN_UP(x, a) (((x) + ((a)-1)) & ~((uint64_t)(a)-1))
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t hdr_sum(const struct rl_hdr *h)
+{
+    static const uint8_t zero[SIPHASH_KEY_LEN];
+    return siphash24(zero, h, offsetof(struct rl_hdr, sum));
+}
+
+/* Fills every size and offset of h from h->buckets.  HKV_OK or HKV_EINVAL. */
+static int layout(struct rl_hdr *h)
+{
+    if (h->buckets < RL_BUCKETS_MIN || h->buckets > RL_BUCKETS_MAX)
+        return HKV_EINVAL;
+    h->magic = RL_MAGIC;
+    h->version = RL_LAYOUT_VERSION;
+    h->hdr_size = sizeof(*h);
+    uint32_t ns = 1;
+    while (ns * 2 <= h->buckets / 64 && ns * 2 <= RL_STRIPE_MAX)
+        ns *= 2;
+    h->nstripes = ns;
+    h->per_stripe = h->buckets / ns;
+    h->probe = h->per_stripe < RL_PROBE ? h->per_stripe : RL_PROBE;
+    h->stripe_size = (uint32_t)ALIGN_UP(sizeof(struct rl_stripe), 64);
+    h->pad = 0;
+    uint64_t off = ALIGN_UP(sizeof(*h), 64);
+    h->off_ctr = off;
+    off += RL_SHARDS * RL_ROW_U64 * 8;
+    h->off_stripes = off;
+    off += (uint64_t)ns * h->stripe_size;
+    h->off_slots = ALIGN_UP(off, 64);
+    off = h->off_slots + (uint64_t)ns * h->per_stripe * sizeof(struct rl_slot);
+    h->end = ALIGN_UP(off, 4096);
+    return HKV_OK;
+}
+
+static void bind_view(struct rl *rl)
+{
+    const struct rl_hdr *h = (const struct rl_hdr *)rl->base;
+    rl->ctr = (_Atomic uint64_t *)(rl->base + h->off_ctr);
+    rl->stripes = rl->base + h->off_stripes;
+    rl->slots = (struct rl_slot *)(rl->base + h->off_slots);
+    rl->nstripes = h->nstripes;
+    rl->per_stripe = h->per_stripe;
+    rl->probe = h->probe;
+    rl->stripe_size = h->stripe_size;
+    memcpy(rl->sipkey, h->sipkey, sizeof(rl->sipkey));
+    rl->shard = (uint32_t)(((uint64_t)(uint32_t)getpid() * 0x9e3779b97f4a7c15ULL) >> 60) %
+                RL_SHARDS;
+    rl->ok = 1;
+}
+
+static inline struct rl_stripe *stripe_at(const struct rl *rl, uint32_t s)
+{
+    return (struct rl_stripe *)(rl->stripes + (size_t)s * rl->stripe_size);
+}
+
+static inline struct rl_slot *slot_at(const struct rl *rl, uint32_t s, uint32_t pos)
+{
+    return &rl->slots[(size_t)s * rl->per_stripe + pos];
+}
+
+int rl_create(const struct rl_opts *o, struct rl **out)
+{
+    struct rl_hdr h;
+    *out = NULL;
+    memset(&h, 0, sizeof(h));
+    h.buckets = o != NULL ? o->buckets : 0;
+    if (layout(&h) != HKV_OK) {
+        errno = EINVAL;
+        return HKV_EINVAL;
+    }
+    h.generation = (uint64_t)clock_unix_ns();
+    if (getrandom(h.sipkey, sizeof(h.sipkey), 0) != (ssize_t)sizeof(h.sipkey)) {
+        /* no entropy source: a key nobody outside can read still beats none */
+        uint64_t a = h.generation ^ ((uint64_t)getpid() << 32), b = (uint64_t)(uintptr_t)&h;
+        memcpy(h.sipkey, &a, 8);
+        memcpy(h.sipkey + 8, &b, 8);
+    }
+    h.sum = hdr_sum(&h);
+
+    struct rl *rl = calloc(1, sizeof(*rl));
+    if (rl == NULL)
+        goto nomem;
+    void *p = shm_map("hotkvd-ratelimit", h.end);
+    if (p == NULL)
+        goto nomem;
+    rl->base = p;
+    rl->bytes = h.end;
+    memcpy(rl->base, &h, sizeof(h)); /* the memfd is zero: every bucket starts unused */
+    bind_view(rl);
+    for (uint32_t s = 0; s < rl->nstripes; s++)
+        if (shm_mutex_init(&stripe_at(rl, s)->mu) != 0)
+            goto nomem;
+    *out = rl;
+    return HKV_OK;
+nomem:
+    if (rl != NULL)
+        shm_unmap(rl->base, rl->bytes);
+    free(rl);
+    if (errno == 0)
+        errno = ENOMEM;
+    return HKV_ENOMEM;
+}
+
+int rl_attach(struct rl *rl)
+{
+    if (rl == NULL)
+        return HKV_ECORRUPT;
+    rl->ok = 0;
+    if (rl->base == NULL || rl->bytes < sizeof(struct rl_hdr))
+        return HKV_ECORRUPT;
+    struct rl_hdr seen, want;
+    memcpy(&seen, rl->base, sizeof(seen));
+    if (seen.magic != RL_MAGIC || seen.version != RL_LAYOUT_VERSION ||
+        seen.hdr_size != sizeof(seen) || seen.sum != hdr_sum(&seen))
+        return HKV_ECORRUPT;
+    memset(&want, 0, sizeof(want));
+    want.buckets = seen.buckets;
+    if (layout(&want) != HKV_OK)
+        return HKV_ECORRUPT;
+    want.generation = seen.generation;
+    memcpy(want.sipkey, seen.sipkey, sizeof(want.sipkey));
+    want.sum = seen.sum;
+    if (memcmp(&want, &seen, sizeof(want)) != 0 || want.end != rl->bytes)
+        return HKV_ECORRUPT;
+    bind_view(rl);
+    return HKV_OK;
+}
+
+void rl_destroy(struct rl **p)
+{
+    if (p == NULL || *p == NULL)
+        return;
+    struct rl *rl = *p;
+    shm_unmap(rl->base, rl->bytes);
+    free(rl);
+    *p = NULL;
+}
+
+/* ---- rules (per process) ---- */
+
+static void set_rule(struct rl *rl, int cls, const struct cfg_rate *r)
+{
+    if (r == NULL || r->rate <= 0 || r->period_ms <= 0 || r->burst <= 0) {
+        rl->rules[cls] = (struct rl_rule){0, 0};
+        return;
+    }
+    int64_t period_ns = r->period_ms * 1000000LL;
+    int64_t t = (period_ns + r->rate / 2) / r->rate, limit;
+    if (t < 1)
+        t = 1;
+    if (__builtin_mul_overflow(t, r->burst, &limit) || limit > (1LL << 61))
+        limit = 1LL << 61; /* cfg refuses these; never wrap */
+    rl->rules[cls] = (struct rl_rule){t, limit};
+}
+
+int rl_configure(struct rl *rl, const struct cfg *cfg)
+{
+    if (rl == NULL)
+        return 0;
+    int unknown = 0;
+    uint8_t exempt[CMD_COUNT] = {0};
+    memset(rl->rules, 0, sizeof(rl->rules));
+    set_rule(rl, RL_CLS_READ, &cfg->ratelimit[CFG_RL_READ]);
+    set_rule(rl, RL_CLS_WRITE, &cfg->ratelimit[CFG_RL_WRITE]);
+    set_rule(rl, RL_CLS_ADMIN, &cfg->ratelimit[CFG_RL_ADMIN]);
+    for (size_t i = 0; i < cfg->nratelimit_cmds; i++) {
+        const struct cfg_rate_cmd *rc = &cfg->ratelimit_cmds[i];
+        const struct cmd_def *d = cmd_lookup(rc->name, strlen(rc->name));
+        if (d == NULL) {
+            unknown++;
+            continue;
+        }
+        set_rule(rl, RL_CLS_CMD0 + (int)d->id, &rc->r);
+        if (rc->r.rate == 0)
+            exempt[d->id] = 1; /* `ratelimit-command NAME off`: not its class's either */
+    }
+    rl->nrules = 0;
+    for (int k = 0; k < RL_NCLS; k++)
+        rl->nrules += rl->rules[k].t != 0;
+    for (int id = 0; id < CMD_COUNT; id++) {
+        const struct cmd_def *d = cmd_get((enum cmd_id)id);
+        uint16_t k = RL_CLS_NONE;
+        if (rl->rules[RL_CLS_CMD0 + id].t != 0)
+            k = (uint16_t)(RL_CLS_CMD0 + id);
+        else if (exempt[id])
+            k = RL_CLS_NONE;
+        else if ((d->flags & CMD_F_WRITE) && rl->rules[RL_CLS_WRITE].t != 0)
+            k = RL_CLS_WRITE;
+        else if ((d->flags & CMD_F_READ) && rl->rules[RL_CLS_READ].t != 0)
+            k = RL_CLS_READ;
+        else if ((d->flags & CMD_F_ADMIN) && rl->rules[RL_CLS_ADMIN].t != 0)
+            k = RL_CLS_ADMIN;
+        rl->map[id] = k;
+    }
+    /* HELLO ... AUTH user pass tries a password too: charged to AUTH's own
+     * limit unless HELLO has a line of its own (the caller skips a HELLO
+     * that carries no AUTH: ratelimit.h) */
+    const struct cmd_def *auth = cmd_lookup("auth", 4), *hello = cmd_lookup("hello", 5);
+    if (auth != NULL && hello != NULL && rl->map[auth->id] == RL_CLS_CMD0 + auth->id &&
+        rl->map[hello->id] == RL_CLS_NONE && !exempt[hello->id])
+        rl->map[hello->id] = rl->map[auth->id];
+    return unknown;
+}
+
+const uint16_t *rl_class_map(const struct rl *rl)
+{
+    return rl != NULL ? rl->map : no_map;
+}
+
+int rl_test_rule(struct rl *rl, int cls, int64_t rate, int64_t period_ms, int64_t burst)
+{
+    if (rl == NULL || cls <= RL_CLS_NONE || cls >= RL_NCLS)
+        return HKV_EINVAL;
+    struct cfg_rate r = {rate, period_ms, burst};
+    set_rule(rl, cls, &r);
+    return HKV_OK;
+}
+
+/* ---- keys ---- */
+
+void rl_key_addr(struct rl_key *k, const struct sockaddr *sa, socklen_t len)
+{
+    memset(k, 0, sizeof(*k));
+    if (sa == NULL)
+        return;
+    if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        k->family = 4;
+        memcpy(k->addr, &in->sin_addr, 4);
+    } else if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+            k->family = 4; /* the same client as over IPv4 */
+            memcpy(k->addr, &in6->sin6_addr.s6_addr[12], 4);
+        } else {
+            k->family = 6;
+            memcpy(k->addr, &in6->sin6_addr, 8); /* /64: one site's hosts share it */
+        }
+    }
+}
+
+int64_t rl_now(void)
+{
+    return clock_mono_ns();
+}
+
+static uint64_t key_hash(const struct rl *rl, const struct rl_key *k, int cls)
+{
+    uint8_t buf[16 + RL_USER_INLINE];
+    size_t n = 16;
+    uint32_t ul = k->user != NULL ? (uint32_t)k->ulen : UINT32_MAX;
+    uint16_t c = (uint16_t)cls;
+    buf[0] = k->family;
+    buf[1] = 0;
+    memcpy(buf + 2, &c, 2);
+    memcpy(buf + 4, k->addr, 8);
+    memcpy(buf + 12, &ul, 4);
+    if (k->user != NULL) {
+        if (k->ulen <= RL_USER_INLINE) {
+            memcpy(buf + 16, k->user, k->ulen);
+            n += k->ulen;
+        } else {
+            uint64_t hu = siphash24(rl->sipkey, k->user, k->ulen);
+            memcpy(buf + 16, &hu, 8);
+            n += 8;
+        }
+    }
+    return siphash24(rl->sipkey, buf, n);
+}
+
+struct loc {
+    uint32_t s, home;
+    uint64_t fp;
+};
+
+static inline struct loc locate(const struct rl *rl, const struct rl_key *k, int cls)
+{
+    uint64_t h = key_hash(rl, k, cls);
+    struct loc l;
+    l.s = (uint32_t)h & (rl->nstripes - 1);
+    l.home = (uint32_t)(((h >> 32) * rl->per_stripe) >> 32);
+    l.fp = h | (1ULL << 63);
+    return l;
+}
+
+static inline uint32_t next_pos(const struct rl *rl, uint32_t pos)
+{
+    return ++pos == rl->per_stripe ? 0 : pos;
+}
+
+/* ---- counters ---- */
+
+static void count(struct rl *rl, enum rl_counter which)
+{
+    if (rl->ok)
+        atomic_fetch_add_explicit(&rl->ctr[rl->shard * RL_ROW_U64 + which], 1,
+                                  memory_order_relaxed);
+    else
+        rl->local[which]++;
+}
+
+/* ---- the stripe lock ---- */
+
+/* Any slot left RL_BUSY by a dead writer gets a full bucket; the count of
+ * used slots is recounted.  Under the (just recovered) lock. */
+static void repair(struct rl *rl, uint32_t s, int64_t now)
+{
+    struct rl_stripe *st = stripe_at(rl, s);
+    uint32_t used = 0;
+    for (uint32_t p = 0; p < rl->per_stripe; p++) {
+        struct rl_slot *sl = slot_at(rl, s, p);
+        if (atomic_load_explicit(&sl->tat, memory_order_relaxed) == RL_BUSY)
+            atomic_store_explicit(&sl->tat, (uint64_t)now, memory_order_release);
+        used += atomic_load_explicit(&sl->key, memory_order_relaxed) != 0;
+    }
+    st->used = used;
+    st->wip = 0;
+}
+
+/* HKV_OK (held; a dead holder's damage repaired and counted), HKV_EAGAIN
+ * (held by a live process past the bounded spin), HKV_ECORRUPT (the mutex
+ * is unrecoverable or not a mutex: only if the segment was scribbled on). */
+static int stripe_trylock(struct rl *rl, uint32_t s, int64_t now)
+{
+    struct rl_stripe *st = stripe_at(rl, s);
+    for (int i = 0; i < RL_LOCK_TRIES; i++) {
+        int rc = pthread_mutex_trylock(&st->mu);
+        if (rc == 0)
+            return HKV_OK;
+        if (rc == EOWNERDEAD) {
+            repair(rl, s, now);
+            count(rl, RL_CTR_ratelimit_lock_repairs);
+            pthread_mutex_consistent(&st->mu);
+            return HKV_OK;
+        }
+        if (rc != EBUSY)
+            return HKV_ECORRUPT;
+        cpu_relax();
+    }
+    return HKV_EAGAIN;
+}
+
+static void stripe_unlock(struct rl *rl, uint32_t s)
+{
+    pthread_mutex_unlock(&stripe_at(rl, s)->mu);
+}
+
+/* ---- lookup, insert, charge ---- */
+
+/* Lock-free: key's slot, or NULL if it has none. */
+static struct rl_slot *find(const struct rl *rl, const struct loc *l)
+{
+    uint32_t pos = l->home;
+    for (uint32_t i = 0; i < rl->probe; i++, pos = next_pos(rl, pos)) {
+        struct rl_slot *sl = slot_at(rl, l->s, pos);
+        uint64_t k = atomic_load_explicit(&sl->key, memory_order_acquire);
+        if (k == l->fp)
+            return sl;
+        if (k == 0)
+            return NULL;
+    }
+    return NULL;
+}
+
+/* Under the stripe lock: key's slot, found or made.  HKV_OK, HKV_EFULL (no
+ * idle or unused slot within the probe). */
+static int insert_locked(struct rl *rl, const struct loc *l, int64_t now, struct rl_slot **out)
+{
+    for (int round = 0; round < 4; round++) {
+        struct rl_slot *idle = NULL, *unused = NULL;
+        uint64_t idle_tat = 0;
+        uint32_t pos = l->home;
+        for (uint32_t i = 0; i < rl->probe; i++, pos = next_pos(rl, pos)) {
+            struct rl_slot *sl = slot_at(rl, l->s, pos);
+            uint64_t k = atomic_load_explicit(&sl->key, memory_order_relaxed);
+            if (k == l->fp) {
+                *out = sl;
+                return HKV_OK;
+            }
+            if (k == 0) {
+                unused = sl;
+                break;
+            }
+            uint64_t t = atomic_load_explicit(&sl->tat, memory_order_relaxed);
+            if (idle == NULL && t != RL_BUSY && (int64_t)(t - (uint64_t)now) < 0) {
+                idle = sl;
+                idle_tat = t;
+            }
+        }
+        if (idle != NULL) {
+            /* re-use: the earliest idle slot keeps chains short */
+            if (!atomic_compare_exchange_strong_explicit(&idle->tat, &idle_tat, RL_BUSY,
+                                                         memory_order_acq_rel,
+                                                         memory_order_relaxed))
+                continue; /* charged meanwhile: not idle after all */
+            atomic_store_explicit(&idle->key, l->fp, memory_order_release);
+            atomic_store_explicit(&idle->tat, (uint64_t)now, memory_order_release);
+            *out = idle;
+            return HKV_OK;
+        }
+        if (unused != NULL) {
+            atomic_store_explicit(&unused->tat, (uint64_t)now, memory_order_relaxed);
+            atomic_store_explicit(&unused->key, l->fp, memory_order_release);
+            stripe_at(rl, l->s)->used++;
+            *out = unused;
+            return HKV_OK;
+        }
+        return HKV_EFULL;
+    }
+    return HKV_EFULL;
+}
+
+/* One request against the bucket in sl, which held fp when found.
+ * RL_ALLOW, RL_REJECT (*wait_ns = ns until a token), -1: the slot changed
+ * hands (look again), -2: RL_BUSY or contention past the bounded tries. */
+static int charge(struct rl_slot *sl, uint64_t fp, const struct rl_rule *r, int64_t now,
+                  int64_t *wait_ns)
+{
+    uint64_t tat = atomic_load_explicit(&sl->tat, memory_order_acquire);
+    for (int tries = 0; tries < RL_CAS_TRIES; tries++) {
+        if (tat == RL_BUSY) {
+            cpu_relax();
+            tat = atomic_load_explicit(&sl->tat, memory_order_acquire);
+            continue;
+        }
+        if (atomic_load_explicit(&sl->key, memory_order_relaxed) != fp)
+            return -1;
+        int64_t base = (int64_t)(tat - (uint64_t)now) > 0 ? (int64_t)tat : now;
+        if (base - now > r->limit)
+            base = now + r->limit; /* debt past the burst (a lowered limit, a scribble): empty */
+        int64_t next = base + r->t;
+        int64_t over = next - now - r->limit;
+        if (over > 0) {
+            *wait_ns = over;
+            return RL_REJECT;
+        }
+        if (atomic_compare_exchange_weak_explicit(&sl->tat, &tat, (uint64_t)next,
+                                                  memory_order_acq_rel, memory_order_acquire))
+            return RL_ALLOW;
+    }
+    return -2;
+}
+
+static int fail_open(struct rl *rl, enum rl_counter why)
+{
+    count(rl, RL_CTR_ratelimit_failopen);
+    if (why != RL_CTR_ratelimit_failopen)
+        count(rl, why);
+    return RL_ALLOW;
+}
+
+int rl_check(struct rl *rl, const struct rl_key *key, int cls, int64_t now, int64_t *retry_ms)
+{
+    if (rl == NULL || cls <= RL_CLS_NONE || cls >= RL_NCLS)
+        return RL_ALLOW;
+    const struct rl_rule *r = &rl->rules[cls];
+    if (r->t == 0)
+        return RL_ALLOW; /* no limit for this class here */
+    if (!rl->ok || key == NULL || now <= (int64_t)RL_BUSY)
+        return fail_open(rl, RL_CTR_ratelimit_failopen);
+    struct loc l = locate(rl, key, cls);
+    for (int round = 0; round < 4; round++) {
+        struct rl_slot *sl = find(rl, &l);
+        if (sl == NULL) {
+            int rc = stripe_trylock(rl, l.s, now);
+            if (rc == HKV_EAGAIN)
+                return fail_open(rl, RL_CTR_ratelimit_failopen_busy);
+            if (rc != HKV_OK)
+                return fail_open(rl, RL_CTR_ratelimit_failopen);
+            rc = insert_locked(rl, &l, now, &sl);
+            stripe_unlock(rl, l.s);
+            if (rc != HKV_OK)
+                return fail_open(rl, RL_CTR_ratelimit_failopen_full);
+        }
+        int64_t wait = 0;
+        int v = charge(sl, l.fp, r, now, &wait);
+        if (v == RL_ALLOW) {
+            count(rl, RL_CTR_ratelimit_allowed);
+            return RL_ALLOW;
+        }
+        if (v == RL_REJECT) {
+            count(rl, RL_CTR_ratelimit_rejected);
+            if (retry_ms != NULL)
+                *retry_ms = (wait + 999999) / 1000000;
+            return RL_REJECT;
+        }
+        if (v == -2) {
+            /* a slot stuck changing hands: its writer may have died, which
+             * the lock knows (EOWNERDEAD repairs it); a live one is slow */
+            int rc = stripe_trylock(rl, l.s, now);
+            if (rc != HKV_OK)
+                return fail_open(rl, rc == HKV_EAGAIN ? RL_CTR_ratelimit_failopen_busy
+                                                      : RL_CTR_ratelimit_failopen);
+            stripe_unlock(rl, l.s);
+        }
+    }
+    return fail_open(rl, RL_CTR_ratelimit_failopen_busy);
+}
+
+/* ---- stats ---- */
+
+void rl_stats(struct rl *rl, int64_t now, struct rl_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (rl == NULL)
+        return;
+    for (int i = 0; i < RL_CTR_COUNT; i++)
+        out->counters[i] = rl->local[i];
+    out->rules = rl->nrules;
+    if (!rl->ok)
+        return;
+    for (uint32_t r = 0; r < RL_SHARDS; r++)
+        for (int i = 0; i < RL_CTR_COUNT; i++)
+            out->counters[i] +=
+                atomic_load_explicit(&rl->ctr[r * RL_ROW_U64 + i], memory_order_relaxed);
+    size_t n = (size_t)rl->nstripes * rl->per_stripe;
+    out->capacity = n;
+    for (size_t i = 0; i < n; i++) {
+        struct rl_slot *sl = &rl->slots[i];
+        if (atomic_load_explicit(&sl->key, memory_order_relaxed) == 0)
+            continue;
+        uint64_t t = atomic_load_explicit(&sl->tat, memory_order_relaxed);
+        if (t != RL_BUSY && (int64_t)(t - (uint64_t)now) > 0)
+            out->buckets++;
+    }
+}
+
+void rl_reset_counters(struct rl *rl)
+{
+    if (rl == NULL)
+        return;
+    memset(rl->local, 0, sizeof(rl->local));
+    if (!rl->ok)
+        return;
+    for (uint32_t i = 0; i < RL_SHARDS * RL_ROW_U64; i++)
+        atomic_store_explicit(&rl->ctr[i], 0, memory_order_relaxed);
+}
+
+/* ---- test hooks ---- */
+
+int rl_test_hold_stripe(struct rl *rl, const struct rl_key *key, int cls, int mid_write)
+{
+    struct loc l = locate(rl, key, cls);
+    struct rl_stripe *st = stripe_at(rl, l.s);
+    int rc = pthread_mutex_lock(&st->mu);
+    if (rc == EOWNERDEAD) {
+        repair(rl, l.s, rl_now());
+        pthread_mutex_consistent(&st->mu);
+    } else if (rc != 0) {
+        return HKV_ECORRUPT;
+    }
+    if (mid_write) {
+        struct rl_slot *sl = NULL;
+        if (insert_locked(rl, &l, rl_now(), &sl) != HKV_OK)
+            return HKV_EFULL;
+        atomic_store_explicit(&sl->tat, RL_BUSY, memory_order_release);
+        st->wip = 1;
+    }
+    return HKV_OK; /* still holding it: the caller is meant to die */
+}
+
+uint32_t rl_test_stripe(struct rl *rl, const struct rl_key *key, int cls)
+{
+    return locate(rl, key, cls).s;
+}
+
+void rl_test_geometry(struct rl *rl, uint32_t *nstripes, uint32_t *per_stripe, uint32_t *probe)
+{
+    *nstripes = rl->nstripes;
+    *per_stripe = rl->per_stripe;
+    *probe = rl->probe;
+}
+
+void rl_test_scribble_header(struct rl *rl)
+{
+    ((struct rl_hdr *)rl->base)->generation ^= 1;
+}

@@ -1,0 +1,79 @@
+/*
+ * worker.h - what every child process (edge or owner) shares: the context the
+ * master hands it at fork, and the runtime around its event loop — signals,
+ * the control channel (config reloads, the master's lifeline), the heartbeat
+ * in the scoreboard, and the parent-death check.
+ *
+ * A role plugs in with two hooks: `reload` receives a new validated config
+ * (the worker drops its reference to the old one after the hook returns) and
+ * `stop` begins an orderly stop.  `fast` is set when the master is gone:
+ * then the role has about half a second, not shutdown-timeout.
+ */
+#ifndef HKV_WORKER_H
+#define HKV_WORKER_H
+
+#include <sys/types.h>
+
+#include <event2/event.h>
+
+#include "config/cfg.h"
+#include "server/core/board.h"
+struct cache; /* colo room: only pointers pass through the core */
+struct rl;
+#include "server/core/topo.h"
+
+struct worker_ctx {
+    enum board_role role;
+    int index;              /* edge number in the colo, or owner number in its pool */
+    enum cfg_pool pool;     /* owners only */
+    int slot;               /* this process's board slot */
+    struct cfg *cfg;        /* the config in effect; replaced on reload, when the
+                             * process drops its reference: a pointer into it
+                             * kept past the current callback needs cfg_ref */
+    struct board *board;
+    int ctl_fd;             /* child end of the control socketpair */
+    pid_t master_pid;
+    struct cache *cache;    /* edges: the colo segment (made by the master) */
+    struct rl *rl;          /* edges: the colo's rate-limit segment (made by the master) */
+    int colo_index;         /* edges: which colo of this host */
+    char colo_name[TOPO_COLO_NAME_MAX];     /* edges: its name, as owners and INFO see it */
+    const int *listen_fds;  /* edges: the client listening sockets */
+    size_t nlisten;
+    size_t ntls;            /* edges: the last ntls of listen_fds are tls-port's */
+    const int *owner_fds;   /* owners: this owner's link listening socket (one) */
+    size_t nowner_fds;
+};
+
+struct worker_hooks {
+    void (*reload)(void *arg, const struct cfg *next);
+    void (*stop)(void *arg, int fast);
+    void *arg;
+};
+
+struct worker;
+
+/* Installs signal handling, the control channel and the heartbeat on `base`.
+ * NULL on failure.  The worker does not own ctx or base. */
+struct worker *worker_create(struct worker_ctx *ctx, struct event_base *base,
+                             const struct worker_hooks *hooks);
+void worker_destroy(struct worker **w);
+/* Tells the master this process serves (CTL_READY) and marks the board. */
+void worker_ready(struct worker *w);
+/* Drops the control channel and signal handlers, so the loop can end once the
+ * role has closed its own events. */
+void worker_quiesce(struct worker *w);
+/* Makes `next` (validated; the worker takes its reference) the config in
+ * effect in this process now, through the role's reload hook, and drops the
+ * process's reference to the old one (freed unless something holds one).  For CONFIG SET, which must
+ * hold in the process that answered OK before the master's broadcast. */
+void worker_install(struct worker *w, struct cfg *next);
+/* Sends one control message to the master.  HKV_OK, HKV_EIO (no channel). */
+hkv_status worker_send(struct worker *w, uint8_t type, const void *payload, size_t len);
+/* True once a stop was requested. */
+int worker_stopping(const struct worker *w);
+
+/* Common process setup right after fork: parent-death signal, process title,
+ * log role.  Returns -1 if the master already died (the caller exits). */
+int worker_prepare(struct worker_ctx *ctx, const char *title);
+
+#endif

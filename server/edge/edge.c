@@ -1,0 +1,259 @@
+/*
+ * edge.c - the edge process: accept clients on the sockets the master opened,
+ * run their connections, stop in order.  Connection I/O is in edge_conn.c,
+ * reply ordering in edge_reply.c, owner links in edge_link.c, the data path
+ * in edge_data.c (+ edge_read.c, edge_write.c, edge_scan.c), the other
+ * commands in edge_cmd.c, INFO in info.c.
+ */
+#include "edge.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/edge/edge_int.h"
+#include "server/core/log.h"
+#include "server/core/tls.h"
+#include "server/core/clock.h"
+
+#define CRON_MS 100
+#define FAST_STOP_MS 500
+
+static void set_limits(struct edge *e, const struct cfg *cfg)
+{
+    e->limits.max_bulk = cfg->proto_max_bulk_len;
+    e->limits.max_args = cfg->proto_max_args;
+    e->limits.max_inline = 64 * 1024;
+}
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
+                      void *arg)
+{
+    conn_accept(arg, fd, 0);
+}
+
+static void on_accept_tls(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                          int len, void *arg)
+{
+    conn_accept(arg, fd, 1);
+}
+
+static void on_accept_error(struct evconnlistener *l, void *arg);
+
+/* Accepts on the TLS port's sockets (the last ntls inherited ones). */
+static int tls_listen(struct edge *e)
+{
+    const struct worker_ctx *ctx = e->ctx;
+    for (size_t i = ctx->nlisten - ctx->ntls; i < ctx->nlisten; i++) {
+        struct evconnlistener *l = evconnlistener_new(e->base, on_accept_tls, e,
+                                                      LEV_OPT_CLOSE_ON_FREE, 0,
+                                                      ctx->listen_fds[i]);
+        if (l == NULL) {
+            log_warning("cannot listen on inherited socket %d", ctx->listen_fds[i]);
+            return -1;
+        }
+        evconnlistener_set_error_cb(l, on_accept_error);
+        e->listeners[e->nlisteners++] = l;
+    }
+    return 0;
+}
+
+/* A new TLS context from `cfg`, the certificate files re-read (SIGHUP, and
+ * any reload).  On failure the old one stays, with one warning line for the
+ * host (from its first edge; the others log it at debug level).  An edge
+ * that started without one (the files broke between the master's check and
+ * its start) begins to accept TLS clients once one loads. */
+static void tls_reload(struct edge *e, const struct cfg *cfg)
+{
+    char err[512];
+    SSL_CTX *ctx = tls_ctx_new(cfg, err, sizeof(err));
+    if (ctx == NULL) {
+        if (e->ctx->colo_index == 0 && e->ctx->index == 0)
+            log_warning("TLS reload failed, keeping the previous certificate: %s", err);
+        else
+            log_debug("TLS reload failed, keeping the previous certificate: %s", err);
+        return;
+    }
+    int first = e->tls_ctx == NULL;
+    SSL_CTX_free(e->tls_ctx); /* open connections hold their own reference */
+    e->tls_ctx = ctx;
+    if (first)
+        tls_listen(e);
+}
+
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    /* EMFILE and friends: log once per burst; the listener keeps going. */
+    log_warning("accept: %s", strerror(errno));
+}
+
+static void finish_if_drained(struct edge *e)
+{
+    /* Writes whose client left still run to their end: an owner may have
+     * applied them, and their outcome is logged if they fail. */
+    if (e->stopping && e->nconns == 0 && e->nops_writing == 0) {
+        worker_quiesce(e->worker);
+        event_base_loopexit(e->base, NULL);
+    }
+}
+
+static void on_cron(evutil_socket_t fd, short what, void *arg)
+{
+    struct edge *e = arg;
+    int64_t now = clock_mono_ms();
+    struct conn *c = e->conns;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        conn_cron(c, now);
+        c = next;
+    }
+    uint64_t total = board_load(&e->stats->total_commands_processed);
+    if (now - e->ops_sample_ms >= 1000) {
+        e->ops_per_sec = (total - e->ops_sample_cmds) * 1000 / (uint64_t)(now - e->ops_sample_ms);
+        e->ops_sample_ms = now;
+        e->ops_sample_cmds = total;
+    }
+    finish_if_drained(e);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    struct edge *e = arg;
+    if (e->nconns > 0)
+        log_warning("stop deadline passed, closing %llu connections",
+                    (unsigned long long)e->nconns);
+    while (e->conns != NULL)
+        conn_close(e->conns);
+    if (e->nops_writing > 0)
+        log_warning("stop deadline passed with %llu writes unfinished",
+                    (unsigned long long)e->nops_writing);
+    worker_quiesce(e->worker);
+    event_base_loopexit(e->base, NULL);
+}
+
+static void on_stop(void *arg, int fast)
+{
+    struct edge *e = arg;
+    for (size_t i = 0; i < e->nlisteners; i++)
+        evconnlistener_free(e->listeners[i]);
+    e->nlisteners = 0;
+    int64_t ms = fast ? FAST_STOP_MS : e->ctx->cfg->shutdown_timeout_ms;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(e->deadline, &tv);
+    e->stopping = 1;
+    /* A connection with nothing owed is closed now; the others as soon as
+     * their replies, including writes in flight, are written: a write ends
+     * acknowledged by its owner or failed explicitly, never dropped. */
+    struct conn *c = e->conns;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        if (buf_unread(&c->out) == 0 && c->sq_head == NULL) {
+            conn_close(c);
+        } else {
+            c->close_after_write = 1;
+            event_del(c->rev);
+        }
+        c = next;
+    }
+    finish_if_drained(e);
+}
+
+static void on_reload(void *arg, const struct cfg *next)
+{
+    struct edge *e = arg;
+    set_limits(e, next);
+    struct conn *c = e->conns;
+    for (; c != NULL; c = c->next)
+        c->parser.lim = e->limits;
+    edge_auth_reload(e, next); /* users; narrows unauthenticated parsers again */
+    if (e->ctx->ntls > 0 && !e->stopping)
+        tls_reload(e, next);
+    edge_rl_reload(e, next); /* rate limits: new rules, same buckets */
+    edge_data_reload(e, next);
+}
+
+int edge_main(struct worker_ctx *ctx)
+{
+    char title[96];
+    snprintf(title, sizeof(title), "edge %s/%d", ctx->colo_name, ctx->index);
+    if (worker_prepare(ctx, title) != 0)
+        return 1;
+    struct edge edge = {.ctx = ctx, .next_client_id = 1};
+    struct edge *e = &edge;
+    int code = 1;
+    e->stats = &ctx->board->slots[ctx->slot];
+    atomic_store_explicit(&e->stats->connected_clients, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->stats->tls_connections, 0, memory_order_relaxed);
+    set_limits(e, ctx->cfg);
+    e->base = event_base_new();
+    /* Two priorities: owner links (0) before clients (1, the default), so
+     * owner answers, writes' above all, are handled as soon as they arrive
+     * rather than after every ready client of the iteration. */
+    if (e->base != NULL)
+        event_base_priority_init(e->base, 2);
+    if (e->base == NULL)
+        return 1;
+    struct worker_hooks hooks = {on_reload, on_stop, e};
+    e->worker = worker_create(ctx, e->base, &hooks);
+    e->cron = event_new(e->base, -1, EV_PERSIST, on_cron, e);
+    e->deadline = evtimer_new(e->base, on_deadline, e);
+    e->listeners = calloc(ctx->nlisten ? ctx->nlisten : 1, sizeof(*e->listeners));
+    if (e->worker == NULL || e->cron == NULL || e->deadline == NULL || e->listeners == NULL)
+        goto out;
+    if (edge_auth_setup(e) != 0) {
+        log_warning("cannot build the users: out of memory");
+        goto out;
+    }
+    edge_rl_setup(e); /* the colo's rate limiter; never fails (it fails open) */
+    if (edge_cache_setup(e) != 0 || edge_data_setup(e) != 0) {
+        log_warning("cannot set up owner links: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < ctx->nlisten - ctx->ntls; i++) {
+        struct evconnlistener *l =
+            /* Backlog 0: the master called listen(511); libevent's -1 would
+             * call listen() again with 128. */
+            evconnlistener_new(e->base, on_accept, e, LEV_OPT_CLOSE_ON_FREE, 0, ctx->listen_fds[i]);
+        if (l == NULL) {
+            log_warning("cannot listen on inherited socket %d", ctx->listen_fds[i]);
+            goto out;
+        }
+        evconnlistener_set_error_cb(l, on_accept_error);
+        e->listeners[e->nlisteners++] = l;
+    }
+    if (ctx->ntls > 0) {
+        char err[512];
+        e->tls_ctx = tls_ctx_new(ctx->cfg, err, sizeof(err));
+        if (e->tls_ctx == NULL)
+            log_warning("TLS port not served by this edge until a reload loads a certificate: %s",
+                        err);
+        else if (tls_listen(e) != 0)
+            goto out;
+    }
+    struct timeval tv = {0, CRON_MS * 1000};
+    event_add(e->cron, &tv);
+    e->ops_sample_ms = clock_mono_ms();
+    worker_ready(e->worker);
+    event_base_dispatch(e->base);
+    code = 0;
+out:
+    while (e->conns != NULL)
+        conn_close(e->conns);
+    for (size_t i = 0; i < e->nlisteners; i++)
+        evconnlistener_free(e->listeners[i]);
+    free(e->listeners);
+    SSL_CTX_free(e->tls_ctx);
+    e->tls_ctx = NULL;
+    edge_data_teardown(e);
+    edge_auth_teardown(e);
+    buf_deinit(&e->cval);
+    if (e->cron)
+        event_free(e->cron);
+    if (e->deadline)
+        event_free(e->deadline);
+    worker_destroy(&e->worker);
+    event_base_free(e->base);
+    cfg_destroy(&ctx->cfg);
+    return code;
+}

@@ -1,0 +1,196 @@
+/*
+ * edge_cache.c - how the edge uses the colo segment (server/cache.h): the
+ * lookup that answers most reads without asking anyone, filling the segment
+ * from owner answers, keeping it right after this edge's writes, and taking
+ * the owners' pushes.
+ *
+ * What goes in and for how long is decided here, from the key's class:
+ *   found      fresh_until = base + fresh, keep_until = now + keep, both
+ *              capped by the key's own expiry.  base is a moment at or before
+ *              the owner read or applied the value: the fetch's send time for
+ *              a fill, the write's first send time for this edge's own write;
+ *              for a push, its arrival (so a push's delay adds to the
+ *              staleness bound: edge_read.c);
+ *   fresh 0    not cached, unless the key is measured hot (reads/s past
+ *              hotkey-threshold): then it is stored already stale with the
+ *              class's keep, so readers get the last value and one refresh
+ *              per colo is in flight at a time;
+ *   not found  cached for negative-ttl from the fetch's send time, with the
+ *              owner's stamp for the absence (its tombstone's, 0 if none).
+ * Timeouts, errors and malformed answers are never cached (the callers only
+ * fill from VALUE and NOTFOUND).
+ *
+ * A write this edge made updates the segment from the owner's answer before
+ * the client is answered, so a client reads its own writes through any edge
+ * of the colo.  Where the new value is not known here (DEL, INCRBY, EXPIRE,
+ * a KEEPTTL set ...) the key gets a tombstone with the write's version (the owner's), whether
+ * or not the segment held it: never served, and no fetch that started
+ * before the write can put the old value back.
+ *
+ * How long a tombstone must guard.  A fetch that can be overtaken by a write
+ * was sent before the write was acknowledged, so before the tombstone was
+ * made.  A fill is stored only if its fetch was sent less than
+ * EDGE_FILL_HORIZON_MS before (edge_cache_fill checks it; later answers still
+ * answer their readers, they are just not cached), and a tombstone guards
+ * for EDGE_FILL_HORIZON_MS: so every fill that started before the write is
+ * stored, if at all, while the tombstone still stands, whatever the link
+ * timeouts, a reload of them, or an edge stalled between the two.  10 s is
+ * the default write-timeout (every owner request's timeout, reads included)
+ * plus a margin, so in practice only fetches that time out anyway are not
+ * cached.  Pushes carry no send time: an older push is one the owner wrote
+ * on the colo's push link before the write, read by the edge's loop in the
+ * same round or the next, far inside the horizon.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "server/edge/edge_int.h"
+#include "server/core/log.h"
+#include "server/core/clock.h"
+
+static int64_t now_ms(void)
+{
+    return clock_mono_ms();
+}
+
+int edge_cache_setup(struct edge *e)
+{
+    e->cache = e->ctx->cache;
+    if (e->cache == NULL)
+        return 0;
+    if (cache_attach(e->cache) != HKV_OK) {
+        log_warning("the colo cache segment failed validation; serving without it");
+        e->cache = NULL;
+    }
+    e->lock_seq = 0;
+    return 0;
+}
+
+uint64_t edge_cache_token(struct edge *e)
+{
+    return ((uint64_t)(uint32_t)getpid() << 32) | (++e->lock_seq & 0xffffffffu);
+}
+
+int64_t edge_lock_ttl(const struct edge *e)
+{
+    return e->ctx->cfg->write_timeout_ms + 1000;
+}
+
+/* Times for a value of class cls stored now that the owner read or applied
+ * at base or later (base <= now); 0 = do not cache. */
+static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash, int64_t base,
+                     int64_t now, int64_t expire_at, int64_t *fresh_until, int64_t *keep_until)
+{
+    int64_t fresh = cls->fresh_ms, keep = cls->keep_ms;
+    if (fresh == 0) {
+        if (cache_sketch_rate(e->cache, khash, now) < (uint64_t)e->ctx->cfg->hotkey_threshold)
+            return 0;
+        fresh = 0; /* hot: stored stale, served while one refresh runs */
+    }
+    if (keep <= 0)
+        return 0;
+    *fresh_until = base + fresh;
+    *keep_until = now + keep;
+    if (expire_at > 0) {
+        int64_t left = expire_at - clock_unix_ms();
+        if (left <= 0)
+            return 0;
+        if (*keep_until > now + left)
+            *keep_until = now + left;
+        if (*fresh_until > *keep_until)
+            *fresh_until = *keep_until;
+    }
+    return 1;
+}
+
+void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct route *rt,
+                     const struct wire_msg *m, int64_t sent_ms)
+{
+    if (e->cache == NULL)
+        return;
+    int64_t now = now_ms(), fu, ku;
+    if (now - sent_ms >= EDGE_FILL_HORIZON_MS)
+        return; /* a tombstone made since it was sent may be gone: not stored */
+    if (m->type == WIRE_VALUE) {
+        if (!lifetimes(e, rt->cls, rt->hash, sent_ms, now, (int64_t)m->u.value.expire_ms, &fu,
+                       &ku))
+            return;
+        int rc = cache_put(e->cache, key, klen, rt->hash, m->u.value.value.p, m->u.value.value.len,
+                           0, m->u.value.stamp, fu, ku, (int64_t)m->u.value.expire_ms, now);
+        if (rc == HKV_ETOOBIG)
+            cache_count(e->cache, CACHE_CTR_cache_not_cached_too_big, 1);
+    } else if (m->type == WIRE_NOTFOUND) {
+        int64_t ttl = e->ctx->cfg->negative_ttl_ms;
+        /* The owner's stamp for the absence (its tombstone's) orders this
+         * "not found" after the delete it comes from, so it replaces the
+         * delete's invalidation marker and a deleted hot key stays cached. */
+        if (ttl > 0 && sent_ms + ttl > now)
+            cache_put(e->cache, key, klen, rt->hash, NULL, 0, 1, m->u.notfound.stamp,
+                      sent_ms + ttl, sent_ms + ttl, 0, now);
+    }
+}
+
+static int is_set(enum cmd_id c)
+{
+    return c == CMD_SET || c == CMD_SETEX || c == CMD_PSETEX || c == CMD_SETNX ||
+           c == CMD_GETSET || c == CMD_MSET;
+}
+
+void edge_cache_wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
+{
+    struct edge *e = op->e;
+    /* The owner's version of the write orders it in the cache; 0: the
+     * write changed nothing. */
+    hkv_stamp version = m->type == WIRE_OK ? m->u.ok.stamp : m->u.integer.stamp;
+    if (e->cache == NULL || r->nk == 0 || version == 0)
+        return;
+    int64_t now = now_ms();
+    for (uint32_t i = 0; i < r->nk; i++) {
+        uint32_t k = op->kidx[r->k0 + i];
+        const struct wire_slice *key = &op->keys[k];
+        struct route rt;
+        router_route(e->router, key->p, key->len, &rt);
+        int known = is_set(op->cmd) && m->type == WIRE_OK && m->u.ok.applied &&
+                    op->exp.kind != WIRE_EXP_KEEP;
+        if (known) {
+            const struct wire_slice *v = op->cmd == CMD_MSET ? &op->vals[k] : &op->value;
+            int64_t expire_at = op->exp.kind == WIRE_EXP_REL   ? clock_unix_ms() + op->exp.ms
+                                : op->exp.kind == WIRE_EXP_ABS ? op->exp.ms
+                                                               : 0;
+            int64_t fu, ku;
+            /* applied after its first send (op->start_ms), so no older */
+            if (lifetimes(e, rt.cls, rt.hash, op->start_ms, now, expire_at, &fu, &ku) &&
+                cache_put(e->cache, key->p, key->len, rt.hash, v->p, v->len, 0, version, fu, ku,
+                          expire_at, now) == HKV_OK)
+                continue;
+        }
+        cache_invalidate(e->cache, key->p, key->len, rt.hash, version,
+                         now + EDGE_FILL_HORIZON_MS, now);
+    }
+}
+
+void edge_cache_pushed(void *arg, const struct wire_msg *m)
+{
+    struct owner_ref *o = arg;
+    struct edge *e = o->e;
+    if (e->cache == NULL)
+        return;
+    cache_count(e->cache, CACHE_CTR_pushes_received, 1);
+    if (m->type == WIRE_INVALIDATE) {
+        struct wire_slice k = m->u.invalidate.key;
+        int64_t now = now_ms();
+        cache_invalidate(e->cache, k.p, k.len, router_hash(k.p, k.len), m->u.invalidate.stamp,
+                         now + EDGE_FILL_HORIZON_MS, now);
+        return;
+    }
+    struct wire_slice k = m->u.push.key;
+    struct route rt;
+    router_route(e->router, k.p, k.len, &rt);
+    int64_t now = now_ms(), fu, ku;
+    if (lifetimes(e, rt.cls, rt.hash, now, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
+        cache_put(e->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len, 0,
+                  m->u.push.stamp, fu, ku, (int64_t)m->u.push.expire_ms, now);
+    else
+        cache_invalidate(e->cache, k.p, k.len, rt.hash, m->u.push.stamp,
+                         now + EDGE_FILL_HORIZON_MS, now);
+}

@@ -1,0 +1,519 @@
+/*
+ * edge_data.c - the edge's data path: owners and their links, ops, and the
+ * write path's promise that a write either succeeds or fails explicitly.
+ *
+ * Every data command becomes an op (edge_int.h) holding one owner request
+ * (oreq) per owner it needs.  Reads go on the owner's READ link and are never
+ * retried: a read that gets no answer within write-timeout is answered
+ * "-TRYAGAIN".  Writes go on the WRITE link.  This edge does not order
+ * writes: the owner does, in the order it receives them, and gives each a
+ * version (proto/wire.h).  The edge only numbers each write request once
+ * (seq; writer = board slot + 1 and this process's incarnation, sent in
+ * HELLO), and on a timeout or a broken link sends the SAME request again
+ * after each delay of write-retry-backoff (the last delay repeats) until
+ * write-deadline; then the client gets "-UNAVAILABLE outcome unknown ...".
+ * The owner answers a retry from its record of the first attempt, so a
+ * write applies at most once; a retry that may go to a restarted owner
+ * carries the incarnation the previous attempt reached (rid.prev), and the
+ * owner answers "outcome unknown" rather than apply it a second time.
+ * Every request also says which of this edge's requests are finished (ack:
+ * the lowest unfinished seq sent to that owner, from a per-owner list of
+ * unfinished write requests in seq order), so owners forget those results.  One op timer serves the
+ * backoff and the overall deadline.  A failed write pings the owner (STATS)
+ * and logs one line with what it said, or that it was mute.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/edge/edge_int.h"
+#include "server/core/log.h"
+#include "server/owner/owner.h"
+#include "server/core/clock.h"
+#include "server/core/topo.h"
+
+static struct wire_slice *tmp_keys; /* contiguous keys of one oreq, for encoding */
+static size_t tmp_cap;
+
+
+void reply_error(struct conn *c, const char *text)
+{
+    resp_add_error(&c->out, text);
+}
+
+struct owner_ref *edge_owner_at(struct edge *e, int g)
+{
+    return g >= 0 && g < e->nowners ? &e->owners[g] : NULL;
+}
+
+struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt)
+{
+    router_route(e->router, key, len, rt);
+    if (rt->owner < 0)
+        return NULL;
+    int g = rt->pool == CFG_POOL_HOT ? rt->owner : e->ctx->cfg->hot_owners + rt->owner;
+    return edge_owner_at(e, g);
+}
+
+/* ---- sending -------------------------------------------------------------- */
+
+static const struct wire_slice *oreq_keys(struct oreq *r)
+{
+    struct op *op = r->op;
+    if (r->nk == 1)
+        return &op->keys[op->kidx[r->k0]];
+    if (tmp_cap < r->nk) {
+        struct wire_slice *t = realloc(tmp_keys, r->nk * sizeof(*t));
+        if (t == NULL)
+            return NULL;
+        tmp_keys = t;
+        tmp_cap = r->nk;
+    }
+    for (uint32_t i = 0; i < r->nk; i++)
+        tmp_keys[i] = op->keys[op->kidx[r->k0 + i]];
+    return tmp_keys;
+}
+
+static int encode(struct hkv_buf *b, uint64_t id, struct oreq *r, struct wire_rid rid)
+{
+    struct op *op = r->op;
+    const struct wire_slice *k = r->nk > 0 ? oreq_keys(r) : NULL;
+    if (r->nk > 0 && k == NULL)
+        return HKV_ENOMEM;
+    switch (r->type) {
+    case WIRE_GET:
+        return wire_put_get(b, id, k, r->nk);
+    case WIRE_SET: {
+        struct wire_slice v = op->cmd == CMD_MSET ? op->vals[op->kidx[r->k0]] : op->value;
+        return wire_put_set(b, id, k[0], v, rid, op->exp, op->wflags, r->class_id);
+    }
+    case WIRE_DEL:
+        return wire_put_del(b, id, k, r->nk, rid);
+    case WIRE_INCRBY:
+        return wire_put_incrby(b, id, k[0], op->delta, rid);
+    case WIRE_EXPIRE:
+        return wire_put_expire(b, id, k[0], op->exp, rid, op->wflags);
+    case WIRE_PERSIST:
+        return wire_put_persist(b, id, k[0], rid);
+    case WIRE_GETDEL:
+        return wire_put_getdel(b, id, k[0], rid);
+    case WIRE_TTL:
+        return wire_put_ttl(b, id, k[0]);
+    case WIRE_SCAN:
+        return wire_put_scan(b, id, op->cursor, op->count, op->has_match ? &op->match : NULL);
+    case WIRE_STATS:
+        return wire_put_stats(b, id);
+    default:
+        return HKV_EINVAL;
+    }
+}
+
+static void oreq_cb(void *arg, int status, const struct wire_msg *m);
+static void oreq_done(struct oreq *r);
+
+/* ---- unfinished write requests per owner, in seq order (for ack) --------------- */
+
+/* Inserts r in o's list, keeping it sorted by seq: the head is the oldest
+ * unfinished request, what ack is made of.  Requests are numbered in the
+ * order they are linked, so this walks only for a request that MOVED. */
+static void wq_link(struct owner_ref *o, struct oreq *r)
+{
+    struct oreq *after = o->wq_tail;
+    while (after != NULL && after->seq > r->seq)
+        after = after->wprev;
+    r->wprev = after;
+    r->wnext = after != NULL ? after->wnext : o->wq_head;
+    if (r->wnext != NULL)
+        r->wnext->wprev = r;
+    else
+        o->wq_tail = r;
+    if (after != NULL)
+        after->wnext = r;
+    else
+        o->wq_head = r;
+}
+
+static void wq_unlink(struct owner_ref *o, struct oreq *r)
+{
+    if (r->wprev != NULL)
+        r->wprev->wnext = r->wnext;
+    else
+        o->wq_head = r->wnext;
+    if (r->wnext != NULL)
+        r->wnext->wprev = r->wprev;
+    else
+        o->wq_tail = r->wprev;
+    r->wprev = r->wnext = NULL;
+}
+
+/* The request id of a write attempt about to go out on link l: every
+ * request of this edge to this owner below ack is finished (an owner that
+ * is down holds back only its own records). */
+static struct wire_rid next_rid(struct edge *e, struct oreq *r, struct elink *l)
+{
+    struct owner_ref *o = r->owner;
+    struct wire_rid rid = {r->seq, o->wq_head != NULL ? o->wq_head->seq : e->next_seq + 1, 0};
+    if (r->tried)
+        rid.prev = elink_owner_of(l, r->conn);
+    r->tried = 1;
+    r->conn = elink_next_conn(l);
+    return rid;
+}
+
+void oreq_send(struct oreq *r)
+{
+    struct op *op = r->op;
+    /* A read from a client with writes in flight travels behind them. */
+    int role = r->role == WIRE_ROLE_READ && op->c != NULL && op->c->writes_inflight > 0
+                   ? WIRE_ROLE_WRITE : r->role;
+    struct elink *l = r->owner->link[role];
+    struct wire_rid rid = {0, 0, 0};
+    if (r->seq != 0)
+        rid = next_rid(op->e, r, l);
+    uint64_t id;
+    struct hkv_buf *b = elink_out(l, &id);
+    int rc = encode(b, id, r, rid);
+    if (rc == HKV_OK)
+        rc = elink_commit(l, id, oreq_cb, r);
+    if (rc != HKV_OK) {
+        op_error(op, "ERR cannot send to owner %s/%d: %s", topo_pool_name(r->owner->pool),
+                 r->owner->index, rc == HKV_ETOOBIG
+                     ? "request larger than wire-max-frame, not applied" : hkv_strstatus(rc));
+        oreq_done(r);
+        return;
+    }
+    r->state = OREQ_SENT;
+    r->link = l;
+    r->id = id;
+    if (op->c != NULL && elink_congested(l))
+        op->c->wait_link = l; /* stop reading this client until l drains */
+}
+
+static void arm(struct op *op, int64_t ms, int deadline)
+{
+    if (ms < 0)
+        ms = 0;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(&op->timer, &tv);
+    op->timer_on = 1;
+    op->timer_deadline = deadline;
+}
+
+/* While requests are in flight, the op timer guards the overall deadline
+ * when it comes before the link's own timeout. */
+static void guard_deadline(struct op *op)
+{
+    const struct cfg *cfg = op->e->ctx->cfg;
+    int64_t now = clock_mono_ms();
+    if (!op->timer_on && now + cfg->write_timeout_ms > op->deadline_ms)
+        arm(op, op->deadline_ms - now, 1);
+}
+
+void op_start(struct op *op)
+{
+    struct edge *e = op->e;
+    if (op->is_write) {
+        op->start_ms = clock_mono_ms();
+        op->deadline_ms = op->start_ms + e->ctx->cfg->write_deadline_ms;
+    }
+    for (uint32_t i = 0; i < op->nreqs; i++) {
+        struct oreq *r = req_at(op, i);
+        r->tried = 0;
+        if (r->role == WIRE_ROLE_WRITE && wire_is_write(r->type)) {
+            r->seq = ++e->next_seq;
+            wq_link(r->owner, r);
+        }
+    }
+    op->pending = (int)op->nreqs;
+    /* Send all first: a request that fails at once must not finish the op
+     * while later ones are unsent. */
+    op->pending++;
+    for (uint32_t i = 0; i < op->nreqs; i++)
+        oreq_send(req_at(op, i));
+    if (op->is_write && op->pending > 1)
+        guard_deadline(op);
+    op->pending--;
+    if (op->pending == 0) {
+        if (op->err)
+            op_finish_error(op);
+        else
+            op->done(op);
+    }
+}
+
+static void oreq_done(struct oreq *r)
+{
+    struct op *op = r->op;
+    r->state = OREQ_DONE;
+    if (r->seq != 0) {
+        wq_unlink(r->owner, r);
+        r->seq = 0;
+    }
+    if (--op->pending > 0)
+        return;
+    if (op->timer_on) {
+        evtimer_del(&op->timer);
+        op->timer_on = 0;
+    }
+    if (op->err)
+        op_finish_error(op);
+    else
+        op->done(op);
+}
+
+/* ---- write failures ------------------------------------------------------ */
+
+static void count_failure(struct op *op, struct owner_ref *o, const char *what)
+{
+    if (op->failed_counted)
+        return;
+    op->failed_counted = 1;
+    board_add(&op->e->stats->write_failures, 1);
+    edge_write_failed_report(o, what);
+}
+
+static void write_fail(struct oreq *r)
+{
+    struct op *op = r->op;
+    const struct cfg *cfg = op->e->ctx->cfg;
+    char what[256];
+    snprintf(what, sizeof(what), "write %s failed: owner %s/%d did not acknowledge it within %lld ms (%d resends)",
+             cmd_get(op->cmd)->name, topo_pool_name(r->owner->pool), r->owner->index,
+             (long long)cfg->write_deadline_ms, op->attempt);
+    op_error(op, "UNAVAILABLE outcome unknown: owner %s/%d did not acknowledge the write "
+             "within %lld ms", topo_pool_name(r->owner->pool), r->owner->index,
+             (long long)cfg->write_deadline_ms);
+    count_failure(op, r->owner, what);
+    oreq_done(r);
+}
+
+/* A write request got no answer (timeout or broken link): wait, resend. */
+static void write_retry(struct oreq *r)
+{
+    struct op *op = r->op;
+    const struct cfg *cfg = op->e->ctx->cfg;
+    int64_t now = clock_mono_ms();
+    r->state = OREQ_WAIT;
+    if (now >= op->deadline_ms) {
+        write_fail(r);
+        return;
+    }
+    if (op->timer_on && !op->timer_deadline)
+        return; /* a resend is scheduled already; this request joins it */
+    int64_t delay = 0;
+    if (cfg->nwrite_retry_backoff > 0) {
+        size_t i = (size_t)op->attempt < cfg->nwrite_retry_backoff ? (size_t)op->attempt
+                                                                    : cfg->nwrite_retry_backoff - 1;
+        delay = cfg->write_retry_backoff_ms[i];
+    }
+    if (op->timer_on)
+        evtimer_del(&op->timer);
+    arm(op, now + delay > op->deadline_ms ? op->deadline_ms - now : delay, 0);
+}
+
+void edge_op_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct op *op = arg;
+    op->timer_on = 0;
+    int64_t now = clock_mono_ms();
+    int expired = now >= op->deadline_ms;
+    /* Failing or resending may finish the op: hold it open meanwhile. */
+    op->pending++;
+    for (uint32_t i = 0; i < op->nreqs; i++) {
+        struct oreq *r = req_at(op, i);
+        if (r->state == OREQ_WAIT) {
+            if (expired) {
+                write_fail(r);
+            } else {
+                board_add(&op->e->stats->write_retries, 1);
+                oreq_send(r);
+            }
+        } else if (r->state == OREQ_SENT && expired) {
+            elink_cancel(r->link, r->id);
+            write_fail(r);
+        }
+    }
+    if (!expired)
+        op->attempt++;
+    if (!expired && op->pending > 1)
+        guard_deadline(op);
+    if (--op->pending == 0) {
+        if (op->timer_on) {
+            evtimer_del(&op->timer);
+            op->timer_on = 0;
+        }
+        if (op->err)
+            op_finish_error(op);
+        else
+            op->done(op);
+    }
+}
+
+/* ---- answers -------------------------------------------------------------- */
+
+static void oreq_cb(void *arg, int status, const struct wire_msg *m)
+{
+    struct oreq *r = arg;
+    struct op *op = r->op;
+    struct edge *e = op->e;
+    r->state = OREQ_IDLE;
+    if (status != HKV_OK) {
+        if (r->role == WIRE_ROLE_WRITE) {
+            write_retry(r);
+            return;
+        }
+        op_error(op, "TRYAGAIN owner %s/%d did not answer", topo_pool_name(r->owner->pool),
+                 r->owner->index);
+        oreq_done(r);
+        return;
+    }
+    if (m->type == WIRE_MOVED) {
+        if (!r->moved) {
+            r->moved = 1;
+            int rc = router_moved(e->router, r->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
+                                  (int)m->u.moved.owner, m->u.moved.map_gen);
+            if (rc >= 0 && r->nk > 0) {
+                struct route rt;
+                const struct wire_slice *k = &op->keys[op->kidx[r->k0]];
+                struct owner_ref *o = edge_owner_of(e, k->p, k->len, &rt);
+                if (o != NULL) {
+                    if (r->seq != 0) {
+                        wq_unlink(r->owner, r);
+                        wq_link(o, r);
+                    }
+                    r->owner = o;
+                    r->tried = 0; /* MOVED: not applied; a new owner, a first attempt */
+                    oreq_send(r);
+                    return;
+                }
+            }
+        }
+        op_error(op, "TRYAGAIN owner %s/%d moved the key and the new owner is unknown",
+                 topo_pool_name(r->owner->pool), r->owner->index);
+        oreq_done(r);
+        return;
+    }
+    if (r->seq != 0 && (m->type == WIRE_OK || m->type == WIRE_INT))
+        edge_cache_wrote(op, r, m); /* before the client hears OK: read-your-writes */
+    if (m->type == WIRE_ERROR) {
+        op_error(op, "%.*s", (int)m->u.error.text.len, m->u.error.text.p);
+        oreq_done(r);
+        return;
+    }
+    if (op->answer != NULL)
+        op->answer(op, r, m);
+    oreq_done(r);
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+static void on_link_drained(struct elink *l, void *arg)
+{
+    struct edge *e = arg;
+    struct conn *c = e->conns;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        if (c->wait_link == l) {
+            c->wait_link = NULL;
+            if (c->nslots < c->e->ctx->cfg->client_max_pending)
+                conn_resume(c);
+        }
+        c = next;
+    }
+}
+
+static void on_stats_poll(evutil_socket_t fd, short what, void *arg)
+{
+    edge_stats_poll(arg);
+}
+
+int edge_data_setup(struct edge *e)
+{
+    const struct cfg *cfg = e->ctx->cfg;
+    uint32_t writer = ((uint32_t)e->ctx->slot + 1) & STAMP_WRITER_MAX;
+    while (e->incarnation == 0 || e->incarnation == WIRE_PREV_UNKNOWN)
+        if (getrandom(&e->incarnation, sizeof(e->incarnation), 0) != sizeof(e->incarnation))
+            e->incarnation = ((uint64_t)getpid() << 32) ^ (uint64_t)clock_unix_ms();
+    e->next_seq = 0;
+    e->router = router_create(cfg);
+    e->nowners = cfg->hot_owners + cfg->cold_owners;
+    e->owners = calloc((size_t)(e->nowners > 0 ? e->nowners : 1), sizeof(*e->owners));
+    e->stats_poll = event_new(e->base, -1, EV_PERSIST, on_stats_poll, e);
+    if (e->router == NULL || e->owners == NULL || e->stats_poll == NULL)
+        return -1;
+    for (int g = 0; g < e->nowners; g++) {
+        struct owner_ref *o = &e->owners[g];
+        o->e = e;
+        o->pool = g < cfg->hot_owners ? CFG_POOL_HOT : CFG_POOL_COLD;
+        o->index = g < cfg->hot_owners ? g : g - cfg->hot_owners;
+        char path[TOPO_PATH_MAX], name[64];
+        topo_owner_socket(cfg, o->pool, o->index, path, sizeof(path));
+        for (int role = WIRE_ROLE_READ; role <= WIRE_ROLE_PUSH; role++) {
+            static const char *const roles[] = {"read", "write", "push"};
+            snprintf(name, sizeof(name), "%s/%d %s", topo_pool_name(o->pool), o->index, roles[role]);
+            struct elink_opts lo = {
+                .path = path, .name = name, .edge_id = writer,
+                .incarnation = e->incarnation, .colo = e->ctx->colo_name,
+                .role = (uint8_t)role, .timeout_ms = cfg->write_timeout_ms,
+                .max_frame = (size_t)cfg->wire_max_frame, .drained = on_link_drained,
+                .drained_arg = e, .push = edge_cache_pushed, .push_arg = o,
+            };
+            o->link[role] = elink_create(e->base, &lo);
+            if (o->link[role] == NULL)
+                return -1;
+        }
+    }
+    struct timeval tv = {1, 0};
+    event_add(e->stats_poll, &tv);
+    return 0;
+}
+
+void edge_data_reload(struct edge *e, const struct cfg *cfg)
+{
+    if (e->router != NULL)
+        router_set_config(e->router, cfg);
+    for (int g = 0; g < e->nowners; g++)
+        for (int role = 0; role < 3; role++)
+            if (e->owners[g].link[role] != NULL)
+                elink_set_timeout(e->owners[g].link[role], cfg->write_timeout_ms);
+}
+
+void edge_data_teardown(struct edge *e)
+{
+    if (e->stats_poll)
+        event_free(e->stats_poll);
+    e->stats_poll = NULL;
+    for (int g = 0; e->owners != NULL && g < e->nowners; g++)
+        for (int role = 0; role < 3; role++)
+            elink_destroy(&e->owners[g].link[role]);
+    free(e->owners);
+    e->owners = NULL;
+    edge_flights_teardown(e);
+    while (e->all_ops != NULL) {
+        struct op *op = e->all_ops;
+        e->all_ops = op->all_next;
+        if (op->timer_on)
+            evtimer_del(&op->timer);
+        buf_deinit(&op->store);
+        buf_deinit(&op->res);
+        buf_deinit(&op->errbuf);
+        free(op->keys);
+        free(op->vals);
+        free(op->kidx);
+        free(op->reqs);
+        free(op->mres);
+        free(op);
+    }
+    e->free_ops = NULL;
+    router_destroy(&e->router);
+    free(tmp_keys);
+    tmp_keys = NULL;
+    tmp_cap = 0;
+    edge_op_teardown();
+    slots_teardown(e);
+    buf_deinit(&e->scratch);
+}

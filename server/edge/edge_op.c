@@ -1,0 +1,382 @@
+/*
+ * edge_op.c - the life of an op: one data command in flight, holding one
+ * owner request (oreq) per owner it needs.  Ops come from a per-edge
+ * freelist and keep their arrays, so a steady pipeline allocates nothing.
+ * A multi-key command is split here into one request per owner (or one per
+ * key), and its answers are reassembled in key order by the caller.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/edge/edge_int.h"
+#include "server/core/log.h"
+#include "server/core/topo.h"
+
+static int *tmp_owner_req; /* owner index -> req index while splitting */
+
+void edge_op_teardown(void)
+{
+    free(tmp_owner_req);
+    tmp_owner_req = NULL;
+}
+
+struct op *op_new(struct conn *c, enum cmd_id cmd, int is_write)
+{
+    struct edge *e = c->e;
+    struct op *op = e->free_ops;
+    if (op != NULL) {
+        e->free_ops = op->next;
+    } else {
+        op = calloc(1, sizeof(*op));
+        if (op == NULL) {
+            reply_error(c, "ERR out of memory");
+            return NULL;
+        }
+        op->e = e;
+        evtimer_assign(&op->timer, e->base, edge_op_timer_cb, op);
+        op->all_next = e->all_ops;
+        e->all_ops = op;
+    }
+    op->slot = conn_defer(c);
+    if (op->slot == NULL) {
+        op->next = e->free_ops;
+        e->free_ops = op;
+        reply_error(c, "ERR out of memory");
+        return NULL;
+    }
+    op->c = c;
+    op->cprev = NULL;
+    op->cnext = c->ops;
+    if (c->ops)
+        c->ops->cprev = op;
+    c->ops = op;
+    op->next = NULL;
+    op->cmd = cmd;
+    op->is_write = is_write;
+    if (is_write) {
+        e->nops_writing++;
+        c->writes_inflight++;
+    }
+    op->rendered = op->attempt = op->failed_counted = op->err = op->step = 0;
+    op->timer_on = op->timer_deadline = 0;
+    op->answer = NULL;
+    op->done = NULL;
+    op->nkeys = op->nreqs = 0;
+    op->pending = 0;
+    op->acc = 0;
+    op->ival = 0;
+    op->wflags = 0;
+    op->delta = 0;
+    op->has_match = 0;
+    op->exp = (struct wire_expiry){WIRE_EXP_NONE, 0};
+    op->value = (struct wire_slice){NULL, 0};
+    buf_reset(&op->store);
+    buf_reset(&op->res);
+    buf_reset(&op->errbuf);
+    return op;
+}
+
+static void op_unlink(struct op *op)
+{
+    struct conn *c = op->c;
+    if (c == NULL)
+        return;
+    if (op->is_write)
+        c->writes_inflight--;
+    if (op->cprev)
+        op->cprev->cnext = op->cnext;
+    else
+        c->ops = op->cnext;
+    if (op->cnext)
+        op->cnext->cprev = op->cprev;
+    op->c = NULL;
+}
+
+static void op_release(struct op *op)
+{
+    struct edge *e = op->e;
+    op_unlink(op);
+    if (op->timer_on)
+        evtimer_del(&op->timer);
+    op->timer_on = 0;
+    if (op->is_write)
+        e->nops_writing--;
+    op->is_write = 0;
+    buf_shrink(&op->store, 4096);
+    buf_shrink(&op->res, 4096);
+    op->next = e->free_ops;
+    e->free_ops = op;
+}
+
+void edge_data_conn_gone(struct conn *c)
+{
+    struct op *op = c->ops;
+    while (op != NULL) {
+        struct op *next = op->cnext;
+        op->c = NULL;
+        op->slot = NULL;
+        op = next;
+    }
+    c->ops = NULL;
+}
+
+struct hkv_buf *op_out(struct op *op)
+{
+    return op->c != NULL ? slot_out(op->c, op->slot) : NULL;
+}
+
+void op_finish(struct op *op)
+{
+    struct conn *c = op->c;
+    struct rslot *s = op->slot;
+    op_release(op);
+    if (c != NULL)
+        slot_done(c, s); /* may close c */
+}
+
+void op_finish_error(struct op *op)
+{
+    struct hkv_buf *out = op_out(op);
+    if (out != NULL) {
+        buf_append(out, "-", 1);
+        buf_append(out, buf_head(&op->errbuf), buf_unread(&op->errbuf));
+        buf_append(out, "\r\n", 2);
+    }
+    op_finish(op);
+}
+
+void op_error(struct op *op, const char *fmt, ...)
+{
+    if (op->err)
+        return;
+    op->err = 1;
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n >= sizeof(text))
+        n = sizeof(text) - 1;
+    for (int i = 0; i < n; i++)
+        if (text[i] == '\r' || text[i] == '\n')
+            text[i] = ' ';
+    buf_reset(&op->errbuf);
+    buf_append(&op->errbuf, text, (size_t)n);
+}
+
+int op_reserve(struct op *op, uint32_t n)
+{
+    if (n <= op->keys_cap)
+        return 0;
+    uint32_t cap = n < 16 ? 16 : n;
+    struct wire_slice *k = realloc(op->keys, cap * sizeof(*k));
+    if (k == NULL)
+        return -1;
+    op->keys = k;
+    struct wire_slice *v = realloc(op->vals, cap * sizeof(*v));
+    if (v == NULL)
+        return -1;
+    op->vals = v;
+    uint32_t *x = realloc(op->kidx, cap * sizeof(*x));
+    if (x == NULL)
+        return -1;
+    op->kidx = x;
+    op->kidx_cap = cap;
+    struct oreq *r = realloc(op->reqs, cap * sizeof(*r));
+    if (r == NULL)
+        return -1;
+    op->reqs = r;
+    op->reqs_cap = cap;
+    op->keys_cap = cap;
+    return 0;
+}
+
+int op_copy_keys(struct op *op, int n, const struct resp_slice *argv, int step,
+                 const struct resp_slice *value)
+{
+    size_t total = value != NULL ? value->len : 0;
+    for (int i = 0; i < n; i++) {
+        total += argv[i * step].len;
+        if (step == 2)
+            total += argv[i * step + 1].len;
+    }
+    if (op_reserve(op, (uint32_t)n) != 0 || buf_reserve(&op->store, total + 1, 0) != HKV_OK) {
+        op_error(op, "ERR out of memory");
+        return -1;
+    }
+    /* The store never grows past this reservation, so slices stay valid. */
+    for (int i = 0; i < n; i++) {
+        const struct resp_slice *k = &argv[i * step];
+        op->keys[i] = wire_slice(buf_tail(&op->store), k->len);
+        buf_append(&op->store, k->p, k->len);
+        if (step == 2) {
+            const struct resp_slice *v = &argv[i * step + 1];
+            op->vals[i] = wire_slice(buf_tail(&op->store), v->len);
+            buf_append(&op->store, v->p, v->len);
+        }
+    }
+    if (value != NULL) {
+        op->value = wire_slice(buf_tail(&op->store), value->len);
+        buf_append(&op->store, value->p, value->len);
+    }
+    op->nkeys = (uint32_t)n;
+    return 0;
+}
+
+static void oreq_init(struct op *op, struct oreq *r, struct owner_ref *o, uint8_t type,
+                      uint8_t role)
+{
+    memset(r, 0, sizeof(*r));
+    r->op = op;
+    r->owner = o;
+    r->type = type;
+    r->role = role;
+}
+
+void op_to_owner(struct op *op, struct oreq *r, struct owner_ref *o, uint8_t type, uint8_t role)
+{
+    oreq_init(op, r, o, type, role);
+}
+
+struct oreq *op_single(struct op *op, uint8_t type, uint8_t role)
+{
+    struct route rt;
+    struct owner_ref *o = edge_owner_of(op->e, op->keys[0].p, op->keys[0].len, &rt);
+    if (o == NULL) {
+        op_error(op, "ERR no owner serves the '%s' pool", topo_pool_name(rt.pool));
+        return NULL;
+    }
+    if (op_reserve(op, 1) != 0) {
+        op_error(op, "ERR out of memory");
+        return NULL;
+    }
+    op->kidx[0] = 0;
+    oreq_init(op, &op->one, o, type, role);
+    op->one.class_id = rt.class_id;
+    op->one.nk = 1;
+    op->nreqs = 1;
+    return &op->one;
+}
+
+/* 1 (error recorded) if the keys one request of op would carry pass
+ * wire-max-frame (9 bytes of msgpack per key and 64 for the frame are more
+ * than the encoder uses). */
+static int too_big_for_a_frame(struct op *op, const uint32_t *owner_of, const int *owner_req)
+{
+    uint64_t max = (uint64_t)op->e->ctx->cfg->wire_max_frame, small[16];
+    uint64_t *bytes = op->nreqs <= 16 ? small : calloc(op->nreqs, sizeof(*bytes));
+    if (bytes == NULL) {
+        op_error(op, "ERR out of memory");
+        return 1;
+    }
+    memset(bytes, 0, (op->nreqs <= 16 ? 16 : op->nreqs) * sizeof(*bytes));
+    for (uint32_t k = 0; k < op->nkeys; k++)
+        bytes[owner_req[owner_of[k]]] += op->keys[k].len + 9;
+    int bad = -1;
+    for (uint32_t i = 0; i < op->nreqs && bad < 0; i++)
+        if (bytes[i] + 64 > max)
+            bad = (int)i;
+    if (bytes != small)
+        free(bytes);
+    if (bad < 0)
+        return 0;
+    op_error(op, "ERR the keys of this command on owner %s/%d make a request larger than "
+             "wire-max-frame; not applied", topo_pool_name(op->reqs[bad].owner->pool),
+             op->reqs[bad].owner->index);
+    return 1;
+}
+
+int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
+{
+    struct edge *e = op->e;
+    if (tmp_owner_req == NULL) {
+        tmp_owner_req = malloc((size_t)(e->nowners > 0 ? e->nowners : 1) * sizeof(int));
+        if (tmp_owner_req == NULL) {
+            op_error(op, "ERR out of memory");
+            return -1;
+        }
+    }
+    for (int i = 0; i < e->nowners; i++)
+        tmp_owner_req[i] = -1;
+    /* Pass 1: the owner of each key, and one request per owner (or key). */
+    uint32_t *owner_of = op->kidx; /* reused: filled with owner numbers first */
+    uint32_t counts_needed = 0;
+    op->nreqs = 0;
+    for (uint32_t k = 0; k < op->nkeys; k++) {
+        struct route rt;
+        struct owner_ref *o = edge_owner_of(e, op->keys[k].p, op->keys[k].len, &rt);
+        if (o == NULL) {
+            op_error(op, "ERR no owner serves the '%s' pool", topo_pool_name(rt.pool));
+            return -1;
+        }
+        int g = (int)(o - e->owners);
+        owner_of[k] = (uint32_t)g;
+        if (per_key || tmp_owner_req[g] < 0) {
+            if (!per_key)
+                tmp_owner_req[g] = (int)op->nreqs;
+            oreq_init(op, &op->reqs[op->nreqs], o, type, role);
+            op->reqs[op->nreqs].class_id = rt.class_id;
+            op->nreqs++;
+        }
+        counts_needed++;
+    }
+    (void)counts_needed;
+    if (per_key) {
+        for (uint32_t k = 0; k < op->nkeys; k++) {
+            op->kidx[k] = k;
+            op->reqs[k].k0 = k;
+            op->reqs[k].nk = 1;
+        }
+    } else {
+        /* Pass 2: counting sort of key indexes by request, key order kept. */
+        for (uint32_t k = 0; k < op->nkeys; k++)
+            op->reqs[tmp_owner_req[owner_of[k]]].nk++;
+        /* An owner refuses a message with more keys than this by closing the
+         * link (failing everything else on it): refuse the command, unsent. */
+        for (uint32_t i = 0; i < op->nreqs; i++) {
+            if (op->reqs[i].nk > WIRE_MAX_ITEMS_DEFAULT) {
+                op_error(op, "ERR more than %u keys of this command live on owner %s/%d, which "
+                         "takes at most that many in one request; not applied",
+                         (unsigned)WIRE_MAX_ITEMS_DEFAULT, topo_pool_name(op->reqs[i].owner->pool),
+                         op->reqs[i].owner->index);
+                return -1;
+            }
+        }
+        /* The same for bytes: one request too large for a frame would be
+         * refused when it is sent, after the others went out (then the
+         * command is half applied).  Checked before anything is sent. */
+        if (too_big_for_a_frame(op, owner_of, tmp_owner_req) != 0)
+            return -1;
+        uint32_t off = 0;
+        for (uint32_t i = 0; i < op->nreqs; i++) {
+            op->reqs[i].k0 = off;
+            off += op->reqs[i].nk;
+            op->reqs[i].nk = 0;
+        }
+        /* owner_of aliases kidx: take the request numbers out first. */
+        int reqno_small[64];
+        int *reqno = op->nkeys <= 64 ? reqno_small : malloc(op->nkeys * sizeof(int));
+        if (reqno == NULL) {
+            op_error(op, "ERR out of memory");
+            return -1;
+        }
+        for (uint32_t k = 0; k < op->nkeys; k++)
+            reqno[k] = tmp_owner_req[owner_of[k]];
+        for (uint32_t k = 0; k < op->nkeys; k++) {
+            struct oreq *r = &op->reqs[reqno[k]];
+            op->kidx[r->k0 + r->nk++] = k;
+        }
+        if (reqno != reqno_small)
+            free(reqno);
+    }
+    if (op->nreqs == 1) {
+        op->one = op->reqs[0];
+        op->nreqs = 1;
+    }
+    return 0;
+}
+

@@ -1,0 +1,146 @@
+/*
+ * edge_reply.c - reply slots: replies leave in request order although owners
+ * answer later and out of order.
+ *
+ * A connection keeps a FIFO of slots only while some reply is owed.  With the
+ * FIFO empty (the common case: one request at a time), a handler writes
+ * straight into c->out and nothing here costs anything.  Once a request
+ * waits for an owner (conn_defer), every later request gets a slot of its
+ * own: a handler that answers at once fills it at once (dispatch points
+ * c->out at the slot's buffer while the handler runs, so handlers need not
+ * know), an owner's answer fills its slot when it comes.  The head slot's
+ * answer is written straight into c->out (no copy); the others are copied
+ * when they reach the head.  Slots come from a per-edge freelist and keep a
+ * little storage, so a steady pipeline allocates nothing.
+ *
+ * A client that goes away while requests are in flight frees its slots at
+ * once; its ops are told (edge_data_conn_gone) and drop their answers, so
+ * nothing ever points at a freed slot.
+ */
+#include <stdlib.h>
+
+#include "server/edge/edge_int.h"
+
+#define SLOT_KEEP 4096
+
+static struct rslot *slot_new(struct edge *e)
+{
+    struct rslot *s = e->free_slots;
+    if (s != NULL) {
+        e->free_slots = s->next;
+    } else {
+        s = calloc(1, sizeof(*s));
+        if (s == NULL)
+            return NULL;
+    }
+    s->next = NULL;
+    s->ready = 0;
+    return s;
+}
+
+static void slot_free(struct edge *e, struct rslot *s)
+{
+    buf_reset(&s->buf);
+    buf_shrink(&s->buf, SLOT_KEEP);
+    s->next = e->free_slots;
+    e->free_slots = s;
+}
+
+/* A new slot at the tail; NULL on allocation failure. */
+struct rslot *slot_push(struct conn *c)
+{
+    struct rslot *s = slot_new(c->e);
+    if (s == NULL)
+        return NULL;
+    if (c->sq_tail != NULL)
+        c->sq_tail->next = s;
+    else
+        c->sq_head = s;
+    c->sq_tail = s;
+    c->nslots++;
+    return s;
+}
+
+struct rslot *conn_defer(struct conn *c)
+{
+    if (c->cur == NULL) {
+        /* Nothing was owed: this request's slot is the head. */
+        c->cur = slot_push(c);
+        if (c->cur == NULL)
+            return NULL;
+    }
+    c->cur_deferred = 1;
+    return c->cur;
+}
+
+struct hkv_buf *slot_out(struct conn *c, struct rslot *s)
+{
+    /* During dispatch c->out is the current slot's buffer (or the real
+     * output when it is the head); the head's answer goes straight out. */
+    if (s == c->cur || s == c->sq_head)
+        return &c->out;
+    return &s->buf;
+}
+
+/* Moves every finished reply at the head into c->out. */
+static void pump(struct conn *c)
+{
+    struct rslot *s;
+    while ((s = c->sq_head) != NULL && s->ready && s != c->cur) {
+        if (buf_unread(&s->buf) > 0)
+            buf_append(&c->out, buf_head(&s->buf), buf_unread(&s->buf));
+        c->sq_head = s->next;
+        if (c->sq_head == NULL)
+            c->sq_tail = NULL;
+        c->nslots--;
+        slot_free(c->e, s);
+    }
+}
+
+void slot_done(struct conn *c, struct rslot *s)
+{
+    s->ready = 1;
+    if (s == c->cur) {
+        c->cur_deferred = 0; /* answered before its handler returned */
+        return;
+    }
+    pump(c);
+    if (c->paused && c->wait_link == NULL && c->nslots < c->e->ctx->cfg->client_max_pending / 2 &&
+        !c->close_after_write && !c->in_process) {
+        conn_resume(c); /* flushes too */
+        return;
+    }
+    conn_flush(c);
+}
+
+/* Called by dispatch around each command; see edge_conn.c. */
+void slots_after_dispatch(struct conn *c, struct rslot *s)
+{
+    c->cur = NULL;
+    if (!c->cur_deferred)
+        s->ready = 1;
+    c->cur_deferred = 0;
+    pump(c);
+}
+
+void slots_release(struct conn *c)
+{
+    struct rslot *s = c->sq_head;
+    while (s != NULL) {
+        struct rslot *next = s->next;
+        slot_free(c->e, s);
+        s = next;
+    }
+    c->sq_head = c->sq_tail = NULL;
+    c->nslots = 0;
+}
+
+void slots_teardown(struct edge *e)
+{
+    while (e->free_slots != NULL) {
+        struct rslot *s = e->free_slots;
+        e->free_slots = s->next;
+        buf_deinit(&s->buf);
+        free(s);
+    }
+}

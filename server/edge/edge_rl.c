@@ -1,0 +1,78 @@
+/*
+ * edge_rl.c - how the edge uses the rate limiter (server/ratelimit.h): the
+ * colo's limiter segment attached once, its rules set from the config (and
+ * again on every reload), and the check dispatch makes before it runs a
+ * limited command.
+ *
+ * Dispatch tests e->rl_map[command id] first, so a command with no limit
+ * costs one load and one branch; only a limited command comes here.  The
+ * client's key is its peer address (read once per connection, on its first
+ * limited command) plus, once it authenticated with AUTH, its user name.
+ * A HELLO is charged (to AUTH's limit) only when it carries AUTH.
+ * Over the limit the command is answered "-RATELIMITED retry in N ms" and not
+ * run; the connection stays open and later commands are checked afresh.
+ */
+#include <string.h>
+
+#include "server/edge/auth.h"
+#include "server/edge/edge_int.h"
+#include "server/core/log.h"
+
+static void configure(struct edge *e, const struct cfg *cfg)
+{
+    int unknown = rl_configure(e->rl, cfg);
+    e->rl_map = rl_class_map(e->rl);
+    if (unknown > 0 && e->ctx->colo_index == 0 && e->ctx->index == 0)
+        log_notice("%d ratelimit-command line(s) name no command of this build; they limit "
+                   "nothing", unknown);
+}
+
+void edge_rl_setup(struct edge *e)
+{
+    e->rl = e->ctx->rl;
+    e->rl_map = rl_class_map(NULL);
+    if (e->rl == NULL)
+        return;
+    if (rl_attach(e->rl) != HKV_OK)
+        log_warning("the rate-limit segment failed validation; every limited command is let "
+                    "through and counted in ratelimit_failopen");
+    configure(e, e->ctx->cfg);
+}
+
+void edge_rl_reload(struct edge *e, const struct cfg *next)
+{
+    if (e->rl != NULL)
+        configure(e, next);
+}
+
+int edge_rl_refuse(struct conn *c, const struct cmd_def *d, int argc,
+                   const struct resp_slice *argv)
+{
+    struct edge *e = c->e;
+    if (d->id == CMD_HELLO) { /* charged to AUTH's limit only when it tries a password */
+        int auth = 0;
+        for (int i = 1; i < argc && !auth; i++)
+            auth = slice_is(&argv[i], "auth");
+        if (!auth)
+            return 0;
+    }
+    if (!c->rl_addr_ok) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0)
+            rl_key_addr(&c->rl_addr, (const struct sockaddr *)&ss, sl);
+        else
+            rl_key_addr(&c->rl_addr, NULL, 0); /* the shared key: still limited */
+        c->rl_addr_ok = 1;
+    }
+    struct rl_key k = c->rl_addr;
+    if (c->user >= 0 && !c->user_implicit && e->auth != NULL) {
+        k.user = auth_user_name(e->auth, c->user);
+        k.ulen = k.user != NULL ? strlen(k.user) : 0;
+    }
+    int64_t retry_ms = 0;
+    if (rl_check(e->rl, &k, e->rl_map[d->id], rl_now(), &retry_ms) == RL_ALLOW)
+        return 0;
+    resp_add_errorf(&c->out, "RATELIMITED retry in %lld ms", (long long)retry_ms);
+    return 1;
+}

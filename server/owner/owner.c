@@ -1,0 +1,105 @@
+/*
+ * owner.c - the shard owner process; see owner.h.  This file is the
+ * lifecycle only: recover the ledger from SQLite, serve edge links, and on
+ * stop refuse new links, then flush every dirty key before exiting.  Links
+ * are in owner_link.c, requests in owner_ops.c, persistence in
+ * owner_persist.c.
+ */
+#include "owner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/core/log.h"
+#include "server/owner/owner_int.h"
+#include "server/core/topo.h"
+
+static void on_stop(void *arg, int fast)
+{
+    struct owner *o = arg;
+    if (o->stopping)
+        return;
+    o->stopping = 1;
+    /* Edges are stopped first, so what is still in flight is theirs to
+     * finish; the loop ends after this callback and flush_all runs. */
+    if (o->listener != NULL) {
+        evconnlistener_free(o->listener);
+        o->listener = NULL;
+    }
+    worker_quiesce(o->worker);
+    event_base_loopexit(o->base, NULL);
+}
+
+static void on_reload(void *arg, const struct cfg *next)
+{
+    struct owner *o = arg;
+    router_set_config(o->router, next);
+    rifl_set_max(o->rifl, (size_t)next->write_completions_max);
+    owner_persist_reload(o, next);
+}
+
+/* A nonzero number no earlier run of this owner used (HELLO_OK): edges
+ * learn from it that a retry may go to a process that lost the first
+ * attempt's result. */
+static uint64_t new_incarnation(void)
+{
+    uint64_t v = 0;
+    while (v == 0 || v == WIRE_PREV_UNKNOWN) {
+        if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            v = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
+        }
+    }
+    return v;
+}
+
+int owner_main(struct worker_ctx *ctx)
+{
+    char title[64];
+    snprintf(title, sizeof(title), "owner %s/%d", topo_pool_name(ctx->pool),
+             ctx->index);
+    if (worker_prepare(ctx, title) != 0)
+        return 1;
+    struct owner own = {.ctx = ctx, .pool = ctx->pool, .index = ctx->index};
+    struct owner *o = &own;
+    int code = 1;
+    wire_decoder_init(&o->dec, 0);
+    o->base = event_base_new();
+    o->router = router_create(ctx->cfg);
+    o->incarnation = new_incarnation();
+    if (o->base == NULL || o->router == NULL ||
+        rifl_create((size_t)ctx->cfg->write_completions_max, &o->rifl) != HKV_OK)
+        goto out;
+    struct worker_hooks hooks = {on_reload, on_stop, o};
+    o->worker = worker_create(ctx, o->base, &hooks);
+    if (o->worker == NULL || owner_persist_setup(o) != 0)
+        goto out;
+    if (ctx->nowner_fds < 1 || olink_listen(o, ctx->owner_fds[0]) != 0) {
+        log_warning("cannot listen for edge links");
+        goto out;
+    }
+    worker_ready(o->worker);
+    event_base_dispatch(o->base);
+    olink_close_all(o);
+    owner_persist_flush_all(o);
+    code = 0;
+out:
+    olink_close_all(o);
+    if (o->listener != NULL)
+        evconnlistener_free(o->listener);
+    else if (ctx->nowner_fds > 0)
+        close(ctx->owner_fds[0]);
+    owner_persist_teardown(o);
+    worker_destroy(&o->worker);
+    router_destroy(&o->router);
+    rifl_destroy(&o->rifl);
+    if (o->base)
+        event_base_free(o->base);
+    wire_decoder_deinit(&o->dec);
+    cfg_destroy(&ctx->cfg);
+    return code;
+}

@@ -1,0 +1,18 @@
+/*
+ * owner.h - a shard owner process: the single source of truth for the keys
+ * of its leaves.  One event loop serializes every read and write of a key;
+ * edges reach it over the binary protocol (proto/wire) on a Unix socket the
+ * master opened before forking, so a restarted owner is reachable at once.
+ */
+#ifndef HKV_OWNER_H
+#define HKV_OWNER_H
+
+#include <stddef.h>
+
+#include "config/cfg.h"
+#include "server/core/worker.h"
+
+/* Runs the owner until it is stopped; returns the exit code. */
+int owner_main(struct worker_ctx *ctx);
+
+#endif

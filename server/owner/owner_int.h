@@ -1,0 +1,217 @@
+/*
+ * owner_int.h - what the owner's files share: the owner context, an edge
+ * link, and a durable write waiting for its commit.  Private to
+ * server/owner*.c.
+ *
+ *   owner.c          process lifecycle: recovery, timers, stop (flush)
+ *   owner_link.c     edge links: framing, handshake, dispatch, replies
+ *   owner_ops.c      one request against the ledger -> one reply
+ *   owner_persist.c  the write-behind glue: batches, parked reads, recovery
+ *   owner_ticket.c   commit tickets: durable replies held until their commit
+ *   owner_admin.c    SCAN and STATS
+ *   owner_rifl.c     completion records: exactly-once retries
+ */
+#ifndef HKV_OWNER_INT_H
+#define HKV_OWNER_INT_H
+
+#include <stdint.h>
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "proto/buf.h"
+#include "proto/wire.h"
+#include "server/owner/owner_rifl.h"
+#include "server/core/router.h"
+#include "server/core/worker.h"
+#include "storage/ledger.h"
+#include "storage/persister.h"
+#include "server/core/topo.h"
+
+struct olink;
+
+/* The class tag the ledger keeps with each key (ledger.h class_id): the
+ * key's durability when it was written. */
+#define OWNER_TAG_LEDGER 0
+#define OWNER_TAG_DURABLE 1
+
+/* Counters served by STATS (and from there by the edges' INFO).
+ * X(name) */
+#define OWNER_STATS(X)            \
+    X(owner_reads)                \
+    X(owner_writes)               \
+    X(owner_idempotent_retries)   \
+    X(owner_unknown_outcomes)     \
+    X(owner_moved)                \
+    X(owner_busy_rejects)         \
+    X(owner_durable_timeouts)     \
+    X(owner_disk_reads)           \
+    X(owner_protocol_errors)      \
+    X(owner_pushes)
+
+struct owner_counters {
+#define X(name) uint64_t name;
+    OWNER_STATS(X)
+#undef X
+};
+
+/* A reply held until a commit (owner_persist.c). */
+struct dwait {
+    struct olink *link;      /* NULL once the link closed: reply dropped */
+    uint64_t id;             /* the request id on that link */
+    int64_t deadline_ms;     /* monotonic: -TIMEOUT (outcome unknown) past it */
+    struct hkv_buf reply;    /* the frame to send once committed */
+    struct dwait *next;
+};
+
+/* One key a ticket needs committed at `version` or newer. */
+struct tkey {
+    char *key;
+    size_t klen;
+    uint64_t khash;
+    hkv_stamp version;
+    int done;
+};
+
+/* A commit ticket: the durable keys one write changed (one for SET, several
+ * for a multi-key DEL) and the replies that wait for all of them to be in a
+ * committed durable batch: the original request's and those of its retries
+ * (owner_rifl.h).  A ticket lives until every key is committed; waiters
+ * that give up (durable-timeout, a failed commit) are answered "outcome
+ * unknown" and leave, the ticket stays. */
+struct ticket {
+    uint64_t id;             /* != 0, what a completion record names */
+    struct tkey *keys;
+    size_t nkeys, left;
+    struct dwait *waiters;
+    struct ticket *next;
+};
+
+/* A request parked until the reader thread brings its key from SQLite. */
+struct parked {
+    struct olink *link;      /* NULL once the link closed */
+    char *payload;           /* a copy of the frame's payload, replayed */
+    size_t plen;
+    struct parked *next;
+};
+
+struct owner {
+    struct worker_ctx *ctx;
+    struct event_base *base;
+    struct worker *worker;
+    enum cfg_pool pool;
+    int index;
+    struct router *router;
+    struct ledger *ledger;
+    struct persister *persister;
+    struct evconnlistener *listener;
+    struct olink *links;
+    struct event *persist_tick;
+    struct event *sweep_tick;
+    struct event *durable_tick;
+    struct event *notify;
+    struct event *flush_now;      /* a zero-delay event: commit durable writes */
+    struct ticket *tickets;       /* pending commit tickets, newest first */
+    uint64_t next_ticket;
+    struct parked *parked;
+    struct parked *commit_parked; /* reads waiting for a durable commit */
+    struct rifl *rifl;            /* completion records (exactly-once retries) */
+    uint64_t incarnation;         /* this process; in HELLO_OK, checked against rid.prev */
+    uint64_t next_batch_id;
+    int ledger_inflight;          /* ledger batches submitted, not yet done */
+    int durable_inflight;         /* durable batches submitted, not yet done */
+    int durable_orphans;          /* durable keys dirty with no waiter to flush them */
+    struct owner_counters st;
+    struct wire_decoder dec;
+    int stopping;
+};
+
+struct olink {
+    struct owner *o;
+    struct bufferevent *bev;
+    struct hkv_buf out;           /* replies of the current read batch */
+    int hello;                    /* handshake done */
+    int closing;                  /* close once the output is written */
+    uint8_t role;
+    uint32_t edge_id;
+    uint64_t edge_inc;            /* the edge process's incarnation (HELLO) */
+    char colo[TOPO_COLO_NAME_MAX];                /* push links: the colo this edge serves */
+    struct olink *prev, *next;
+};
+
+/* owner_link.c */
+/* After a write applied to key: sends its new state once per colo that has a
+ * push link (hot pool: PUSH with the value, or INVALIDATE if it is gone; cold
+ * pool: INVALIDATE), so colo caches see the write in milliseconds. */
+void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp);
+int olink_listen(struct owner *o, int fd);
+void olink_close(struct olink *l);
+void olink_close_all(struct owner *o);
+/* Sends what is in l->out. */
+void olink_flush(struct olink *l);
+
+/* owner_ops.c: runs one decoded request, appending its reply to l->out (or
+ * parking it / registering a durable waiter). */
+void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                   size_t plen);
+struct ledger_clock owner_clock(void);
+/* owner_admin.c: SCAN and STATS, answered into l->out. */
+void owner_op_scan(struct owner *o, struct olink *l, const struct wire_msg *m);
+void owner_op_stats(struct owner *o, struct olink *l, const struct wire_msg *m);
+/* The writer bits of the versions this owner issues: unique per owner of a
+ * host (hot owners 1.., cold owners 2049..). */
+static inline uint32_t owner_writer_id(const struct owner *o)
+{
+    return (uint32_t)(1 + (o->pool == CFG_POOL_HOT ? 0 : 2048) + o->index) & STAMP_WRITER_MAX;
+}
+const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen);
+
+/* owner_persist.c */
+/* The next batch for the persister: up to max_rows dirty keys that filter
+ * accepts (NULL: all), or NULL when there is nothing to send (a ledger batch
+ * with no rows; *status = HKV_OK) or on an allocation failure (*status =
+ * HKV_ENOMEM): then the rows taken before it are given back as not persisted,
+ * so every key stays dirty and the next cut takes it again. */
+struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_rows,
+                                      ledger_filter_fn filter, void *arg, int *status);
+int owner_persist_setup(struct owner *o);
+/* A reload: applies the reloadable persist settings of `next` (the persist
+ * tick's interval, the persister's fsync bound).  Called from the reload
+ * hook, before next replaces o->ctx->cfg. */
+void owner_persist_reload(struct owner *o, const struct cfg *next);
+void owner_persist_teardown(struct owner *o);
+/* A new ticket for a durable write that changed keys[0..n) to `version`
+ * (copied).  Returns its id, 0 on allocation failure. */
+uint64_t owner_ticket_new(struct owner *o, const struct wire_slice *keys, size_t n,
+                          hkv_stamp version);
+/* Holds `reply` (taken) until ticket `t` is committed; returns 0, or -1 if
+ * the ticket is no longer pending (committed: send the reply now, it is left
+ * in `reply`). */
+int owner_ticket_wait(struct owner *o, uint64_t t, struct olink *l, uint64_t id,
+                      struct hkv_buf *reply);
+/* A durable batch finished: marks the ticket keys it holds at their version
+ * or newer, releases (and pushes) the tickets that are complete, and answers
+ * the waiters of tickets it touched "outcome unknown" if it failed. */
+void owner_tickets_settle(struct owner *o, const struct persist_batch *b);
+/* Answers "outcome unknown" to waiters past durable-timeout (their tickets
+ * stay, and are committed later). */
+void owner_tickets_expire(struct owner *o);
+void owner_tickets_forget_link(struct owner *o, struct olink *l);
+size_t owner_tickets_waiting(const struct owner *o);
+void owner_tickets_free(struct owner *o);
+/* Parks a read that would see a durable write not yet committed; it runs
+ * again after the next durable commit (and parks again if it must). */
+void owner_park_commit(struct owner *o, struct olink *l, const char *payload, size_t plen);
+/* Parks a request until key is read from disk. */
+void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
+                const char *payload, size_t plen);
+/* A link is going away: its waiters and parked requests lose their reply. */
+void owner_forget_link(struct owner *o, struct olink *l);
+/* Writes every dirty key and waits for the commit (used when stopping). */
+void owner_persist_flush_all(struct owner *o);
+/* 1 if the persist backlog is over persist-max-dirty. */
+int owner_backlog_full(struct owner *o);
+void owner_persist_stats(struct owner *o, struct wire_stat *st, uint32_t *n, uint32_t max);
+
+#endif

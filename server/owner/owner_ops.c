@@ -1,0 +1,546 @@
+/*
+ * owner_ops.c - one request against the ledger, one reply.
+ *
+ * Every request passes the same gates in the same order: is the key ours
+ * (else MOVED), is it resident (else park it until the reader thread brings
+ * the row), is there room in the persist backlog (writes only), then the
+ * ledger call.  A durable-class write that applied is not answered here: its
+ * reply is held until the commit that contains it (owner_persist.c).
+ *
+ * Writes are applied in the order they arrive and the ledger gives each the
+ * key's next version; nothing an edge sends decides the order.  Before a
+ * write runs, write_gate() makes it exactly-once: a retry whose result is
+ * recorded gets that result again (for a durable write whose commit is still
+ * pending, after that commit), and a retry this process cannot vouch for
+ * (its first attempt may have reached an earlier run of this owner) is
+ * answered "outcome unknown" without being applied.  Every finished write's
+ * reply is recorded (owner_rifl.h) before it is sent.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/owner/owner_int.h"
+#include "server/core/clock.h"
+
+struct ledger_clock owner_clock(void)
+{
+    struct ledger_clock c = {(uint64_t)clock_mono_ms() + 1, clock_unix_ms()};
+    return c;
+}
+
+const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen)
+{
+    return cfg_class_for(o->ctx->cfg, key, klen);
+}
+
+/* The ledger tag of a key written now: its durability, fixed at write time. */
+static uint16_t key_tag(struct owner *o, struct wire_slice key)
+{
+    return owner_class(o, key.p, key.len)->durability == CFG_DUR_DURABLE ? OWNER_TAG_DURABLE
+                                                                         : OWNER_TAG_LEDGER;
+}
+
+/* 1 if the key is ours; otherwise appends MOVED and returns 0. */
+static int ours(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key)
+{
+    uint64_t h = router_hash(key.p, key.len);
+    int owner = router_owner(o->router, o->pool, h);
+    if (owner == o->index)
+        return 1;
+    uint32_t leaf;
+    uint8_t bits;
+    router_leaf(o->router, o->pool, h, &leaf, &bits);
+    wire_put_moved(&l->out, id, leaf, bits, router_generation(o->router, o->pool),
+                   (uint32_t)(owner < 0 ? 0 : owner));
+    o->st.owner_moved++;
+    return 0;
+}
+
+static void reply_error(struct olink *l, uint64_t id, int code, const char *text)
+{
+    wire_put_error(&l->out, id, code, wire_cstr(text));
+}
+
+/* Encodes a finished write's reply. */
+static void put_result(struct hkv_buf *b, uint64_t id, const struct rifl_result *r)
+{
+    if (r->type == WIRE_OK) {
+        struct wire_slice old = wire_slice(r->old, r->oldlen);
+        wire_put_ok(b, id, r->version, r->applied, r->has_old ? &old : NULL);
+    } else {
+        wire_put_int(b, id, r->value, r->version);
+    }
+}
+
+/* Sends a recorded result: at once, or once its commit ticket is done. */
+static void answer(struct owner *o, struct olink *l, uint64_t id, const struct rifl_result *r)
+{
+    struct hkv_buf reply = HKV_BUF_INIT;
+    put_result(&reply, id, r);
+    if (r->ticket == 0 || owner_ticket_wait(o, r->ticket, l, id, &reply) != 0)
+        buf_append(&l->out, buf_head(&reply), buf_unread(&reply));
+    buf_deinit(&reply);
+}
+
+/* Runs before every write: 1 = apply it, 0 = answered. */
+static int write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid)
+{
+    rifl_ack(o->rifl, l->edge_id, l->edge_inc, rid.ack);
+    const struct rifl_result *r = rifl_get(o->rifl, l->edge_id, l->edge_inc, rid.seq);
+    if (r != NULL) {
+        o->st.owner_idempotent_retries++;
+        answer(o, l, id, r);
+        return 0;
+    }
+    if (rid.prev != 0 && rid.prev != o->incarnation) {
+        o->st.owner_unknown_outcomes++;
+        reply_error(l, id, HKV_EIO,
+                    "UNAVAILABLE outcome unknown: the owner restarted while the write was in "
+                    "flight, and its first attempt may have been applied");
+        return 0;
+    }
+    return 1;
+}
+
+/* A write is finished: records its result and sends it, or holds it until
+ * the durable keys it changed (dkeys, may be 0) are committed. */
+static void finish(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid,
+                   struct rifl_result *r, const struct wire_slice *dkeys, size_t ndkeys)
+{
+    if (ndkeys > 0) {
+        r->ticket = owner_ticket_new(o, dkeys, ndkeys, r->version);
+        if (r->ticket == 0) {
+            reply_error(l, id, HKV_ENOMEM, "OOM owner out of memory (outcome unknown)");
+            return;
+        }
+    }
+    /* Not recorded (ENOMEM): a retry would apply again; nothing better to do. */
+    rifl_put(o->rifl, l->edge_id, l->edge_inc, rid.seq, r);
+    answer(o, l, id, r);
+}
+
+/* Common outcomes of a ledger write call.  Returns 1 if the caller should
+ * build its reply (applied, or a condition not met), 0 if a reply was sent
+ * or the request parked. */
+static int write_outcome(struct owner *o, struct olink *l, const struct wire_msg *m,
+                         struct wire_slice key, int rc, const char *payload, size_t plen)
+{
+    switch (rc) {
+    case HKV_OK:
+        o->st.owner_writes++;
+        return 1;
+    case HKV_EAGAIN:
+        owner_park(o, l, key.p, key.len, payload, plen);
+        return 0;
+    case HKV_ENOMEM:
+        reply_error(l, m->id, HKV_ENOMEM, "OOM owner out of memory");
+        return 0;
+    default:
+        return 1; /* EEXIST / ENOENT / EINVAL: the caller knows what they mean */
+    }
+}
+
+static int is_durable(struct owner *o, struct wire_slice key)
+{
+    return key_tag(o, key) == OWNER_TAG_DURABLE;
+}
+
+/* Pushes a write that applied to the colos now, unless the key is durable:
+ * a durable write is seen by nobody before its commit (reads of the key wait
+ * for it, owner_park_commit), so its push goes out when its ticket is done. */
+static void push_applied(struct owner *o, struct wire_slice key, hkv_stamp version)
+{
+    if (!is_durable(o, key))
+        owner_push(o, key.p, key.len, version);
+}
+
+/* 1 if key holds a durable write not yet committed: every request on it
+ * waits (owner_park_commit) until that commit, reads and writes alike, since
+ * a write's answer (EXPIRE 0, SET NX refused, INCR's result ...) would
+ * otherwise tell its client about a state a crash can still take back. */
+static int durable_pending(struct owner *o, struct wire_slice key)
+{
+    struct ledger_view v;
+    int rc = ledger_get(o->ledger, key.p, key.len, owner_clock(), &v);
+    return rc != HKV_EAGAIN && v.class_id == OWNER_TAG_DURABLE && v.dirty;
+}
+
+/* A read that would see a durable write not yet committed: 1 (parked until
+ * the next durable commit, then run again), 0 (go on). */
+static int uncommitted(struct owner *o, struct olink *l, const struct ledger_view *v,
+                       const char *payload, size_t plen)
+{
+    if (v->class_id != OWNER_TAG_DURABLE || !v->dirty)
+        return 0;
+    owner_park_commit(o, l, payload, plen);
+    return 1;
+}
+
+/* A base-10 int64 as Redis accepts it. */
+static int is_int64(const char *p, size_t n)
+{
+    char buf[24];
+    if (n == 0 || n >= sizeof(buf))
+        return 0;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    strtoll(buf, &end, 10);
+    return errno == 0 && *end == '\0' && !(buf[0] == '0' && n > 1) && buf[0] != '+' &&
+           buf[0] != ' ';
+}
+
+static int backlog_refused(struct owner *o, struct olink *l, uint64_t id)
+{
+    if (!owner_backlog_full(o))
+        return 0;
+    o->st.owner_busy_rejects++;
+    reply_error(l, id, HKV_EFULL, "BUSY persist backlog over persist-max-dirty, write refused");
+    return 1;
+}
+
+static void op_get(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                   size_t plen)
+{
+    uint32_t n = m->u.get.nkeys;
+    for (uint32_t i = 0; i < n; i++)
+        if (!ours(o, l, m->id, m->u.get.keys[i]))
+            return;
+    struct ledger_clock now = owner_clock();
+    o->st.owner_reads++;
+    if (n == 1) {
+        struct ledger_view v;
+        int rc = ledger_get(o->ledger, m->u.get.keys[0].p, m->u.get.keys[0].len, now, &v);
+        if (rc == HKV_EAGAIN)
+            owner_park(o, l, m->u.get.keys[0].p, m->u.get.keys[0].len, payload, plen);
+        else if (uncommitted(o, l, &v, payload, plen))
+            return;
+        else if (rc == HKV_OK)
+            wire_put_value(&l->out, m->id, wire_slice(v.val, v.vlen), v.stamp,
+                           (uint64_t)v.expire_at_ms);
+        else
+            wire_put_notfound(&l->out, m->id, v.stamp);
+        return;
+    }
+    /* Several keys: each view's value pointer stays valid across further
+     * ledger_get calls (reads do not move entries), so collect, then encode. */
+    struct wire_item items[256];
+    struct wire_item *it = n <= 256 ? items : calloc(n, sizeof(*it));
+    if (it == NULL) {
+        reply_error(l, m->id, HKV_ENOMEM, "OOM owner out of memory");
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        struct ledger_view v;
+        int rc = ledger_get(o->ledger, m->u.get.keys[i].p, m->u.get.keys[i].len, now, &v);
+        if (rc == HKV_EAGAIN) {
+            owner_park(o, l, m->u.get.keys[i].p, m->u.get.keys[i].len, payload, plen);
+            goto out;
+        }
+        if (uncommitted(o, l, &v, payload, plen))
+            goto out;
+        it[i].found = rc == HKV_OK;
+        if (it[i].found) {
+            it[i].value = wire_slice(v.val, v.vlen);
+            it[i].stamp = v.stamp;
+            it[i].expire_ms = (uint64_t)v.expire_at_ms;
+        }
+    }
+    wire_put_values(&l->out, m->id, it, n);
+out:
+    if (it != items)
+        free(it);
+}
+
+static struct ledger_expiry to_ledger_exp(struct wire_expiry e)
+{
+    struct ledger_expiry x = {LEDGER_EXP_NONE, e.ms};
+    switch (e.kind) {
+    case WIRE_EXP_REL: x.kind = LEDGER_EXP_REL; break;
+    case WIRE_EXP_ABS: x.kind = LEDGER_EXP_ABS; break;
+    case WIRE_EXP_KEEP: x.kind = LEDGER_EXP_KEEP; break;
+    default: x.kind = LEDGER_EXP_NONE; break;
+    }
+    return x;
+}
+
+static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                   size_t plen)
+{
+    struct wire_slice key = m->u.set.key;
+    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.set.rid) ||
+        backlog_refused(o, l, m->id))
+        return;
+    if (durable_pending(o, key)) {
+        owner_park_commit(o, l, payload, plen);
+        return;
+    }
+    unsigned flags = 0;
+    if (m->u.set.flags & WIRE_SET_NX)
+        flags |= LEDGER_NX;
+    if (m->u.set.flags & WIRE_SET_XX)
+        flags |= LEDGER_XX;
+    if (m->u.set.flags & WIRE_SET_GET)
+        flags |= LEDGER_GET;
+    struct ledger_view old = {0};
+    struct rifl_result r = {.type = WIRE_OK};
+    int rc = ledger_set(o->ledger, key.p, key.len, m->u.set.value.p, m->u.set.value.len,
+                        key_tag(o, key), flags, to_ledger_exp(m->u.set.exp), owner_clock(), &old,
+                        &r.version);
+    if (!write_outcome(o, l, m, key, rc, payload, plen))
+        return;
+    if (rc == HKV_EINVAL) {
+        reply_error(l, m->id, HKV_EINVAL, "ERR invalid expire time in 'set' command");
+        return;
+    }
+    r.applied = rc == HKV_OK;
+    r.has_old = (m->u.set.flags & WIRE_SET_GET) && old.found;
+    r.old = old.val;
+    r.oldlen = old.vlen;
+    if (r.applied)
+        push_applied(o, key, r.version);
+    finish(o, l, m->id, m->u.set.rid, &r, &key, r.applied && is_durable(o, key));
+}
+
+static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                   size_t plen)
+{
+    uint32_t n = m->u.del.nkeys;
+    for (uint32_t i = 0; i < n; i++)
+        if (!ours(o, l, m->id, m->u.del.keys[i]))
+            return;
+    if (!write_gate(o, l, m->id, m->u.del.rid) || backlog_refused(o, l, m->id))
+        return;
+    struct ledger_clock now = owner_clock();
+    /* Residency first, so a parked request replays whole, never half-applied. */
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t ttl;
+        if (ledger_ttl(o->ledger, m->u.del.keys[i].p, m->u.del.keys[i].len, now, &ttl) ==
+            HKV_EAGAIN) {
+            owner_park(o, l, m->u.del.keys[i].p, m->u.del.keys[i].len, payload, plen);
+            return;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (durable_pending(o, m->u.del.keys[i])) {
+            owner_park_commit(o, l, payload, plen);
+            return;
+        }
+    struct wire_slice small[16], *dk = n <= 16 ? small : calloc(n, sizeof(*dk));
+    if (dk == NULL) {
+        reply_error(l, m->id, HKV_ENOMEM, "OOM owner out of memory");
+        return;
+    }
+    struct rifl_result r = {.type = WIRE_INT};
+    hkv_stamp first = 0;
+    size_t ndur = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int existed = 0;
+        hkv_stamp v = 0;
+        struct wire_slice k = m->u.del.keys[i];
+        if (ledger_del(o->ledger, k.p, k.len, now, &existed, NULL, &v) != HKV_OK)
+            continue; /* ENOMEM: that key keeps its value; the count says so */
+        o->st.owner_writes++;
+        r.value += existed;
+        r.version = v; /* the newest: a cache ordering by it is after every key's delete */
+        if (first == 0)
+            first = v;
+        push_applied(o, k, v);
+        if (is_durable(o, k))
+            dk[ndur++] = k;
+    }
+    /* The ticket waits for each durable key at the first version of this
+     * DEL or newer: versions only grow, so that is this delete or a later
+     * write of the key. */
+    if (ndur > 0) {
+        r.ticket = owner_ticket_new(o, dk, ndur, first);
+        if (r.ticket == 0) {
+            reply_error(l, m->id, HKV_ENOMEM, "OOM owner out of memory (outcome unknown)");
+            goto out;
+        }
+    }
+    rifl_put(o->rifl, l->edge_id, l->edge_inc, m->u.del.rid.seq, &r);
+    answer(o, l, m->id, &r);
+out:
+    if (dk != small)
+        free(dk);
+}
+
+static void op_getdel(struct owner *o, struct olink *l, const struct wire_msg *m,
+                      const char *payload, size_t plen)
+{
+    struct wire_slice key = m->u.getdel.key;
+    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.getdel.rid) ||
+        backlog_refused(o, l, m->id))
+        return;
+    if (durable_pending(o, key)) {
+        owner_park_commit(o, l, payload, plen);
+        return;
+    }
+    int existed = 0;
+    struct ledger_view old = {0};
+    struct rifl_result r = {.type = WIRE_OK};
+    int rc = ledger_del(o->ledger, key.p, key.len, owner_clock(), &existed, &old, &r.version);
+    if (!write_outcome(o, l, m, key, rc, payload, plen))
+        return;
+    r.applied = existed != 0;
+    r.has_old = old.found;
+    r.old = old.val;
+    r.oldlen = old.vlen;
+    push_applied(o, key, r.version);
+    finish(o, l, m->id, m->u.getdel.rid, &r, &key, is_durable(o, key));
+}
+
+static void op_incrby(struct owner *o, struct olink *l, const struct wire_msg *m,
+                      const char *payload, size_t plen)
+{
+    struct wire_slice key = m->u.incrby.key;
+    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.incrby.rid) ||
+        backlog_refused(o, l, m->id))
+        return;
+    if (durable_pending(o, key)) {
+        owner_park_commit(o, l, payload, plen);
+        return;
+    }
+    struct rifl_result r = {.type = WIRE_INT};
+    int rc = ledger_incrby(o->ledger, key.p, key.len, m->u.incrby.delta, key_tag(o, key),
+                           owner_clock(), &r.value, &r.version);
+    if (!write_outcome(o, l, m, key, rc, payload, plen))
+        return;
+    if (rc == HKV_EINVAL) {
+        struct ledger_view v;
+        /* Tell overflow from "not an integer", as Redis does.  Not recorded:
+         * nothing was applied, and a retry is judged on the value it finds. */
+        int isnum = ledger_get(o->ledger, key.p, key.len, owner_clock(), &v) != HKV_OK ||
+                    is_int64(v.val, v.vlen);
+        reply_error(l, m->id, HKV_EINVAL,
+                    isnum ? "ERR increment or decrement would overflow"
+                          : "ERR value is not an integer or out of range");
+        return;
+    }
+    push_applied(o, key, r.version);
+    finish(o, l, m->id, m->u.incrby.rid, &r, &key, is_durable(o, key));
+}
+
+static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m,
+                      const char *payload, size_t plen)
+{
+    struct wire_slice key = m->u.expire.key;
+    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.expire.rid) ||
+        backlog_refused(o, l, m->id))
+        return;
+    if (durable_pending(o, key)) {
+        owner_park_commit(o, l, payload, plen);
+        return;
+    }
+    struct ledger_clock now = owner_clock();
+    struct rifl_result r = {.type = WIRE_INT};
+    uint32_t f = m->u.expire.flags;
+    if (f != 0) {
+        /* NX XX GT LT compare with the current expiry first (Redis 7). */
+        int64_t ttl;
+        int rc = ledger_ttl(o->ledger, key.p, key.len, now, &ttl);
+        if (rc == HKV_EAGAIN) {
+            owner_park(o, l, key.p, key.len, payload, plen);
+            return;
+        }
+        int64_t want = m->u.expire.exp.kind == WIRE_EXP_ABS ? m->u.expire.exp.ms - now.wall_ms
+                                                             : m->u.expire.exp.ms;
+        int ok = ttl != -2;
+        if ((f & WIRE_EXPIRE_NX) && ttl != -1)
+            ok = 0;
+        if ((f & WIRE_EXPIRE_XX) && ttl == -1)
+            ok = 0;
+        if ((f & WIRE_EXPIRE_GT) && (ttl == -1 || want <= ttl))
+            ok = 0;
+        if ((f & WIRE_EXPIRE_LT) && ttl != -1 && want >= ttl)
+            ok = 0;
+        if (!ok) {
+            finish(o, l, m->id, m->u.expire.rid, &r, NULL, 0);
+            return;
+        }
+    }
+    int deleted = 0;
+    struct ledger_expiry e = to_ledger_exp(m->u.expire.exp);
+    if (e.ms <= 0 && e.kind == LEDGER_EXP_REL) {
+        /* EXPIRE with a negative or zero time deletes, as Redis does. */
+        e.kind = LEDGER_EXP_ABS;
+        e.ms = 1;
+    }
+    hkv_stamp v = 0;
+    int rc = ledger_expire(o->ledger, key.p, key.len, e, now, &deleted, &v);
+    if (!write_outcome(o, l, m, key, rc, payload, plen))
+        return;
+    r.value = rc == HKV_OK;
+    r.version = rc == HKV_OK ? v : 0;
+    if (rc == HKV_OK)
+        push_applied(o, key, v);
+    finish(o, l, m->id, m->u.expire.rid, &r, &key, rc == HKV_OK && is_durable(o, key));
+}
+
+static void op_persist(struct owner *o, struct olink *l, const struct wire_msg *m,
+                       const char *payload, size_t plen)
+{
+    struct wire_slice key = m->u.persist.key;
+    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.persist.rid) ||
+        backlog_refused(o, l, m->id))
+        return;
+    if (durable_pending(o, key)) {
+        owner_park_commit(o, l, payload, plen);
+        return;
+    }
+    int changed = 0;
+    hkv_stamp v = 0;
+    int rc = ledger_persist(o->ledger, key.p, key.len, owner_clock(), &changed, &v);
+    if (!write_outcome(o, l, m, key, rc, payload, plen))
+        return;
+    struct rifl_result r = {.type = WIRE_INT, .value = rc == HKV_OK && changed};
+    r.version = r.value ? v : 0;
+    if (r.value)
+        push_applied(o, key, v);
+    finish(o, l, m->id, m->u.persist.rid, &r, &key, r.value && is_durable(o, key));
+}
+
+static void op_ttl(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                   size_t plen)
+{
+    struct wire_slice key = m->u.ttl.key;
+    if (!ours(o, l, m->id, key))
+        return;
+    int64_t ttl = -2;
+    o->st.owner_reads++;
+    struct ledger_clock now = owner_clock();
+    struct ledger_view v;
+    if (ledger_ttl(o->ledger, key.p, key.len, now, &ttl) == HKV_EAGAIN ||
+        ledger_get(o->ledger, key.p, key.len, now, &v) == HKV_EAGAIN) {
+        owner_park(o, l, key.p, key.len, payload, plen);
+        return;
+    }
+    if (!uncommitted(o, l, &v, payload, plen))
+        wire_put_int(&l->out, m->id, ttl, 0);
+}
+
+void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                   size_t plen)
+{
+    switch (m->type) {
+    case WIRE_GET: op_get(o, l, m, payload, plen); break;
+    case WIRE_SET: op_set(o, l, m, payload, plen); break;
+    case WIRE_DEL: op_del(o, l, m, payload, plen); break;
+    case WIRE_INCRBY: op_incrby(o, l, m, payload, plen); break;
+    case WIRE_EXPIRE: op_expire(o, l, m, payload, plen); break;
+    case WIRE_PERSIST: op_persist(o, l, m, payload, plen); break;
+    case WIRE_GETDEL: op_getdel(o, l, m, payload, plen); break;
+    case WIRE_TTL: op_ttl(o, l, m, payload, plen); break;
+    case WIRE_SCAN: owner_op_scan(o, l, m); break;
+    case WIRE_PING: wire_put_pong(&l->out, m->id); break;
+    case WIRE_STATS: owner_op_stats(o, l, m); break;
+    default:
+        reply_error(l, m->id, HKV_EPROTO, "ERR unexpected request on an owner link");
+        break;
+    }
+}

@@ -1,0 +1,475 @@
+/*
+ * owner_persist.c - the write-behind glue between the owner's loop, its
+ * ledger and its persister thread.
+ *
+ * Ledger-class keys: every persist-interval the dirty ones (latest version of
+ * each, never every write) go to the persister in one batch; while a batch is
+ * in flight no other is cut, so a stalled disk grows the backlog by keys, not
+ * by writes, and never delays an acknowledgment.
+ *
+ * Durable-class keys: the write is applied to the ledger and its reply is
+ * held in a commit ticket (owner_int.h) that names every durable key the
+ * write changed.  A zero-delay event cuts a durable batch (synchronous
+ * =FULL) at the end of the loop iteration; while one is in flight, new
+ * durable writes accumulate and share the next commit (group commit).  A
+ * ticket is released only when *durable* batches have committed each of its
+ * keys at its version or newer (a batch is capped, so a multi-key DEL may
+ * need two), which is why the interval batches never take durable keys.
+ *
+ * A durable write is seen by nobody before its commit: its push to the
+ * colos goes out when its ticket is done, and a read of the key while it is
+ * dirty waits (owner_park_commit) for the next durable commit.  So a value
+ * a reader saw can never vanish in a crash, and a write answered "outcome
+ * unknown" is either seen after its commit or never.
+ *
+ * Which keys are durable is decided when they are written and stored with
+ * them (the ledger's class tag: OWNER_TAG_DURABLE), never looked up again in
+ * the live config: a reload that reorders or changes classes cannot make a
+ * dirty key's persistence path change under it.
+ *
+ * A failed fsync cannot be retried safely (the kernel may have dropped the
+ * dirty pages), so on HKV_EIO nothing in the batch is acknowledged and the
+ * owner exits: the master restarts it and it recovers from the file.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/core/log.h"
+#include "server/owner/owner.h"
+#include "server/owner/owner_int.h"
+#include "server/core/topo.h"
+
+#define SWEEP_MS 100
+#define RECOVERY_FLOOR_MARGIN_MS 10000
+#define SWEEP_BUDGET 1024
+#define DURABLE_TICK_MS 50
+
+static int64_t mono_ms(void)
+{
+    return (int64_t)owner_clock().mono_ms;
+}
+
+static int take_ledger_class(uint16_t tag, void *arg)
+{
+    return tag != OWNER_TAG_DURABLE;
+}
+
+struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_rows,
+                                     ledger_filter_fn filter, void *arg, int *status)
+{
+    *status = HKV_OK;
+    struct persist_batch *b = persist_batch_new(durable);
+    if (b == NULL) {
+        *status = HKV_ENOMEM;
+        return NULL;
+    }
+    int n = ledger_collect_dirty(l, b, max_rows, filter, arg);
+    if (n < 0) {
+        /* Cut short: the rows taken so far are in flight.  Handing them on
+         * would be fine, but the status must not say "stored" for rows that
+         * were not: give them back as failed, so they stay dirty and the
+         * next cut takes every one of them again. */
+        b->status = n;
+        ledger_batch_done(l, b);
+        persist_batch_free(&b);
+        *status = n;
+        return NULL;
+    }
+    if (n == 0 && !durable) {
+        persist_batch_free(&b);
+        return NULL;
+    }
+    return b;
+}
+
+static void submit(struct owner *o, int durable)
+{
+    static int short_logged; /* one line per run of failures, not one per tick */
+    int st;
+    struct persist_batch *b = owner_cut_batch(o->ledger, durable, (size_t)o->ctx->cfg->persist_batch_max,
+                                              durable ? NULL : take_ledger_class, o, &st);
+    if (b == NULL && st != HKV_OK) {
+        if (durable)
+            o->durable_orphans = 1; /* the persist tick cuts it again */
+        if (!short_logged)
+            log_warning("persist: out of memory cutting a batch; its keys stay dirty and are "
+                        "retried every persist-interval");
+        short_logged = 1;
+        return;
+    }
+    if (b == NULL)
+        return;
+    short_logged = 0;
+    b->id = ++o->next_batch_id;
+    if (persister_submit(o->persister, b) != HKV_OK) {
+        b->status = HKV_EIO;
+        ledger_batch_done(o->ledger, b);
+        persist_batch_free(&b);
+        return;
+    }
+    if (durable)
+        o->durable_inflight++;
+    else
+        o->ledger_inflight++;
+}
+
+static void on_persist_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct owner *o = arg;
+    if (o->ledger_inflight == 0)
+        submit(o, 0);
+    /* Durable keys whose waiter gave up (timeout, failed commit) are still
+     * dirty, and interval batches never take durable keys: commit them here,
+     * at the interval's pace, so a failing disk is not retried in a loop. */
+    if (o->durable_orphans && o->durable_inflight == 0) {
+        o->durable_orphans = 0;
+        submit(o, 1);
+    }
+}
+
+static void on_flush_now(evutil_socket_t fd, short what, void *arg)
+{
+    struct owner *o = arg;
+    if ((o->tickets != NULL || o->commit_parked != NULL) && o->durable_inflight == 0)
+        submit(o, 1);
+}
+
+static void replay(struct owner *o, struct parked *p, int status)
+{
+    if (p->link == NULL)
+        return;
+    struct wire_msg m;
+    const char *why;
+    if (status != HKV_OK && status != HKV_ENOENT) {
+        if (wire_decode(&o->dec, p->payload, p->plen, &m, &why) == HKV_OK)
+            wire_put_error(&p->link->out, m.id, HKV_EIO, wire_cstr("IOERR reading the key from disk failed"));
+    } else if (wire_decode(&o->dec, p->payload, p->plen, &m, &why) == HKV_OK) {
+        owner_execute(o, p->link, &m, p->payload, p->plen);
+    }
+    olink_flush(p->link);
+}
+
+static void take_reads(struct owner *o)
+{
+    struct persister_read *r = persister_take_reads(o->persister);
+    struct ledger_clock now = owner_clock();
+    while (r != NULL) {
+        struct persister_read *next = r->next;
+        struct parked *p = r->cookie;
+        o->st.owner_disk_reads++;
+        if (r->status == HKV_OK) {
+            struct persist_row row = {r->key, r->klen, r->val, r->vlen, r->stamp, r->expire_at_ms,
+                                      r->class_id, r->tombstone, };
+            ledger_load(o->ledger, &row, now);
+        } else if (r->status == HKV_ENOENT) {
+            ledger_load_absent(o->ledger, r->key, r->klen, now);
+        }
+        /* Unlink p from the parked list, then replay it. */
+        for (struct parked **pp = &o->parked; *pp != NULL; pp = &(*pp)->next)
+            if (*pp == p) {
+                *pp = p->next;
+                break;
+            }
+        replay(o, p, r->status);
+        free(p->payload);
+        free(p);
+        persister_read_free(&r);
+        r = next;
+    }
+}
+
+/* Runs the reads that waited for a durable commit (they park again if the
+ * key is still not committed). */
+static void replay_commit_parked(struct owner *o)
+{
+    struct parked *p = o->commit_parked;
+    o->commit_parked = NULL;
+    while (p != NULL) {
+        struct parked *next = p->next;
+        replay(o, p, HKV_OK);
+        free(p->payload);
+        free(p);
+        p = next;
+    }
+}
+
+static void on_notify(evutil_socket_t fd, short what, void *arg)
+{
+    struct owner *o = arg;
+    uint64_t v;
+    ssize_t n = read(fd, &v, sizeof(v));
+    (void)n;
+    struct persist_batch *b = persister_take_done(o->persister);
+    int fatal = 0, durable_done = 0, durable_ok = 1;
+    while (b != NULL) {
+        struct persist_batch *next = b->next;
+        ledger_batch_done(o->ledger, b);
+        if (b->durable) {
+            o->durable_inflight--;
+            durable_done = 1;
+            durable_ok &= b->status == HKV_OK;
+            owner_tickets_settle(o, b);
+            if (b->status != HKV_OK)
+                o->durable_orphans = 1; /* its keys stay dirty: retried by the tick */
+        } else {
+            o->ledger_inflight--;
+        }
+        if (b->status == HKV_EIO)
+            fatal = 1;
+        else if (b->status != HKV_OK)
+            log_warning("persist: batch of %zu rows failed: %s", b->n, hkv_strstatus(b->status));
+        persist_batch_free(&b);
+        b = next;
+    }
+    take_reads(o);
+    if (fatal) {
+        log_warning("persist: I/O error on commit (fsync cannot be retried safely); exiting so "
+                    "the master restarts this owner from its file");
+        exit(70);
+    }
+    if (durable_done && durable_ok)
+        replay_commit_parked(o);
+    else if (durable_done)
+        o->durable_orphans = 1; /* a failing disk: retried at the tick's pace */
+    if (o->tickets != NULL && o->durable_inflight == 0)
+        event_active(o->flush_now, EV_TIMEOUT, 0);
+}
+
+static void on_durable_tick(evutil_socket_t fd, short what, void *arg)
+{
+    owner_tickets_expire(arg);
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct owner *o = arg;
+    ledger_sweep(o->ledger, owner_clock(), SWEEP_BUDGET);
+}
+
+void owner_park_commit(struct owner *o, struct olink *l, const char *payload, size_t plen)
+{
+    struct parked *p = calloc(1, sizeof(*p));
+    char *copy = malloc(plen ? plen : 1);
+    if (p == NULL || copy == NULL) {
+        free(p);
+        free(copy);
+        struct wire_msg m;
+        const char *why;
+        if (wire_decode(&o->dec, payload, plen, &m, &why) == HKV_OK)
+            wire_put_error(&l->out, m.id, HKV_ENOMEM, wire_cstr("OOM cannot wait for a commit"));
+        return;
+    }
+    memcpy(copy, payload, plen);
+    p->link = l;
+    p->payload = copy;
+    p->plen = plen;
+    p->next = o->commit_parked;
+    o->commit_parked = p;
+    /* The key may be dirty with no write waiting for it (a swept expiry, a
+     * waiter that gave up): make sure a durable batch is cut. */
+    o->durable_orphans = 1;
+    if (o->durable_inflight == 0)
+        event_active(o->flush_now, EV_TIMEOUT, 0);
+}
+
+void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
+                const char *payload, size_t plen)
+{
+    struct parked *p = calloc(1, sizeof(*p));
+    char *copy = malloc(plen ? plen : 1);
+    if (p == NULL || copy == NULL ||
+        persister_read_async(o->persister, key, klen, p) != HKV_OK) {
+        free(p);
+        free(copy);
+        struct wire_msg m;
+        const char *why;
+        if (wire_decode(&o->dec, payload, plen, &m, &why) == HKV_OK)
+            wire_put_error(&l->out, m.id, HKV_ENOMEM, wire_cstr("OOM cannot queue a disk read"));
+        return;
+    }
+    memcpy(copy, payload, plen);
+    p->link = l;
+    p->payload = copy;
+    p->plen = plen;
+    p->next = o->parked;
+    o->parked = p;
+}
+
+void owner_forget_link(struct owner *o, struct olink *l)
+{
+    owner_tickets_forget_link(o, l);
+    for (struct parked *p = o->parked; p != NULL; p = p->next)
+        if (p->link == l)
+            p->link = NULL;
+    for (struct parked *p = o->commit_parked; p != NULL; p = p->next)
+        if (p->link == l)
+            p->link = NULL;
+}
+
+int owner_backlog_full(struct owner *o)
+{
+    size_t keys, bytes;
+    ledger_dirty(o->ledger, &keys, &bytes);
+    return o->ctx->cfg->persist_max_dirty > 0 && bytes > (size_t)o->ctx->cfg->persist_max_dirty;
+}
+
+void owner_persist_stats(struct owner *o, struct wire_stat *st, uint32_t *n, uint32_t max)
+{
+    struct persister_stats ps;
+    size_t keys, bytes, waiting = owner_tickets_waiting(o);
+    persister_stats(o->persister, &ps);
+    ledger_dirty(o->ledger, &keys, &bytes);
+    struct rifl_stats rs;
+    rifl_stats(o->rifl, &rs);
+    int64_t stall = ps.backlog_age_ms > ps.max_stall_ms ? ps.backlog_age_ms : ps.max_stall_ms;
+    struct wire_stat add[] = {
+        {wire_cstr("persist_dirty_keys"), (int64_t)keys},
+        {wire_cstr("persist_backlog_bytes"), (int64_t)bytes},
+        {wire_cstr("persist_batches"), (int64_t)ps.batches},
+        {wire_cstr("persist_rows"), (int64_t)ps.rows},
+        {wire_cstr("persist_transactions"), (int64_t)ps.transactions},
+        {wire_cstr("persist_fsync_commits"), (int64_t)ps.fsync_commits},
+        {wire_cstr("persist_last_commit_ms"), ps.last_commit_ms},
+        {wire_cstr("persist_stall_ms_max"), stall},
+        {wire_cstr("persist_backlog_age_ms"), ps.backlog_age_ms},
+        {wire_cstr("persist_errors"), (int64_t)ps.errors},
+        {wire_cstr("persist_queued_batches"), (int64_t)(ps.queued_batches + ps.inflight_batches)},
+        {wire_cstr("owner_queue_depth"), (int64_t)(waiting)},
+        {wire_cstr("owner_durable_waiting"), (int64_t)waiting},
+        {wire_cstr("owner_completion_records"), (int64_t)rs.records},
+        {wire_cstr("owner_completions_dropped"), (int64_t)rs.dropped},
+    };
+    for (size_t i = 0; i < sizeof(add) / sizeof(add[0]) && *n < max; i++)
+        st[(*n)++] = add[i];
+}
+
+static int load_row(void *arg, const struct persist_row *row)
+{
+    struct owner *o = arg;
+    int rc = ledger_load(o->ledger, row, owner_clock());
+    return rc == HKV_ENOMEM ? HKV_ENOMEM : HKV_OK;
+}
+
+static struct event *timer(struct owner *o, int64_t ms, event_callback_fn fn)
+{
+    struct event *ev = event_new(o->base, -1, EV_PERSIST, fn, o);
+    if (ev != NULL) {
+        struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+        event_add(ev, &tv);
+    }
+    return ev;
+}
+
+int owner_persist_setup(struct owner *o)
+{
+    const struct cfg *cfg = o->ctx->cfg;
+    char path[TOPO_PATH_MAX], why[512] = "";
+    topo_owner_db(cfg, o->pool, o->index, path, sizeof(path));
+    struct ledger_options lo = {.maxmemory = (size_t)cfg->owner_maxmemory,
+                                .tombstone_ttl_ms = (uint64_t)cfg->tombstone_ttl_ms,
+                                .writer = owner_writer_id(o)};
+    if (ledger_create(&lo, &o->ledger) != HKV_OK) {
+        log_warning("cannot create the ledger");
+        return -1;
+    }
+    struct persister_options po = {.interval_ms = (uint32_t)cfg->persist_interval_ms,
+                                   .tomb_keep_ms = (uint32_t)cfg->tombstone_ttl_ms};
+    int rc = persister_create(&o->persister, path, &po, why, sizeof(why));
+    if (rc != HKV_OK) {
+        log_warning("refusing to start on %s: %s (the file is left untouched)", path,
+                    why[0] ? why : hkv_strstatus(rc));
+        return -1;
+    }
+    int64_t t0 = mono_ms();
+    rc = persister_load(o->persister, load_row, o);
+    if (rc != HKV_OK) {
+        log_warning("recovery from %s failed: %s", path, hkv_strstatus(rc));
+        return -1;
+    }
+    /* Answers of this run order after anything an earlier run acknowledged
+     * from memory and lost (ledger.h ledger_set_floor).  The margin covers a
+     * wall clock that stepped back across the restart by less than it. */
+    ledger_set_floor(o->ledger, owner_clock(), RECOVERY_FLOOR_MARGIN_MS);
+    ledger_mark_complete(o->ledger);
+    struct ledger_stats ls;
+    ledger_stats(o->ledger, &ls);
+    log_notice("recovered %llu keys (%llu tombstones) from %s in %lld ms%s",
+               (unsigned long long)ls.keys, (unsigned long long)ls.tombstones, path,
+               (long long)(mono_ms() - t0), ls.complete ? "" : "; some stay on disk only");
+    if (persister_start(o->persister) != HKV_OK) {
+        log_warning("cannot start the persister threads");
+        return -1;
+    }
+    o->notify = event_new(o->base, persister_notify_fd(o->persister), EV_READ | EV_PERSIST,
+                          on_notify, o);
+    o->flush_now = event_new(o->base, -1, 0, on_flush_now, o);
+    o->persist_tick = timer(o, cfg->persist_interval_ms, on_persist_tick);
+    o->sweep_tick = timer(o, SWEEP_MS, on_sweep);
+    o->durable_tick = timer(o, DURABLE_TICK_MS, on_durable_tick);
+    if (o->notify == NULL || o->flush_now == NULL || o->persist_tick == NULL ||
+        o->sweep_tick == NULL || o->durable_tick == NULL)
+        return -1;
+    event_add(o->notify, NULL);
+    return 0;
+}
+
+void owner_persist_reload(struct owner *o, const struct cfg *next)
+{
+    /* o->ctx->cfg is still the old config here: the interval the tick runs
+     * at.  Re-arming restarts the period, so only a change re-arms it (a
+     * stream of unrelated reloads must not postpone the tick forever). */
+    int64_t ms = next->persist_interval_ms;
+    if (ms == o->ctx->cfg->persist_interval_ms || o->persist_tick == NULL)
+        return;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    event_add(o->persist_tick, &tv);
+    persister_set_interval(o->persister, (uint32_t)ms);
+    log_notice("persist-interval is now %lld ms", (long long)ms);
+}
+
+void owner_persist_flush_all(struct owner *o)
+{
+    if (o->persister == NULL)
+        return;
+    int64_t t0 = mono_ms();
+    size_t keys, bytes;
+    ledger_dirty(o->ledger, &keys, &bytes);
+    /* Everything dirty, in one durable batch: the persister commits what is
+     * queued before it stops. */
+    struct persist_batch *b = persist_batch_new(1);
+    if (b != NULL) {
+        ledger_collect_dirty(o->ledger, b, SIZE_MAX, NULL, NULL);
+        if (persister_submit(o->persister, b) != HKV_OK)
+            persist_batch_free(&b);
+    }
+    int rc = persister_stop(o->persister);
+    on_notify(persister_notify_fd(o->persister), EV_READ, o);
+    log_notice("flushed %zu dirty keys in %lld ms%s", keys, (long long)(mono_ms() - t0),
+               rc == HKV_OK ? "" : " (with errors)");
+}
+
+void owner_persist_teardown(struct owner *o)
+{
+    struct event **evs[] = {&o->notify, &o->flush_now, &o->persist_tick, &o->sweep_tick,
+                            &o->durable_tick};
+    for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+        if (*evs[i] != NULL) {
+            event_free(*evs[i]);
+            *evs[i] = NULL;
+        }
+    owner_tickets_free(o);
+    struct parked **lists[] = {&o->parked, &o->commit_parked};
+    for (size_t i = 0; i < 2; i++)
+        while (*lists[i] != NULL) {
+            struct parked *p = *lists[i];
+            *lists[i] = p->next;
+            free(p->payload);
+            free(p);
+        }
+    persister_destroy(&o->persister);
+    ledger_destroy(&o->ledger);
+}

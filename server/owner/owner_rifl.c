@@ -1,0 +1,205 @@
+/*
+ * owner_rifl.c - completion records (owner_rifl.h).
+ *
+ * Records live in one chained hash table keyed by (writer, incarnation,
+ * seq) and, per writer, in a FIFO in arrival order.  Writers' seqs grow and
+ * most requests arrive in order, so forgetting "everything below ack" pops
+ * the FIFO's head while it is below ack; a record that arrived out of order
+ * (a retry whose first attempt was lost) waits behind a newer one until
+ * that one goes, which only delays its release.  The writer table is direct:
+ * writer ids are small (proto/stamp.h, 12 bits).
+ */
+#include "server/owner/owner_rifl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/hkv.h"
+
+#define WRITERS (STAMP_WRITER_MAX + 1)
+#define MIN_BUCKETS 64
+
+struct rec {
+    struct rec *hnext;   /* hash chain */
+    struct rec *fnext;   /* writer's FIFO */
+    uint32_t writer;
+    uint64_t inc, seq;
+    struct rifl_result res;
+    char *old;           /* owned copy of res.old */
+};
+
+struct wstate {
+    uint64_t inc;
+    struct rec *head, *tail;
+    size_t n;
+};
+
+struct rifl {
+    struct rec **b;
+    size_t nb, n, max;
+    uint64_t dropped;
+    struct wstate w[WRITERS];
+};
+
+static uint64_t mix(uint32_t writer, uint64_t inc, uint64_t seq)
+{
+    uint64_t h = seq * 0x9e3779b97f4a7c15ULL ^ inc * 0xc2b2ae3d27d4eb4fULL ^ writer;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    return h ^ (h >> 32);
+}
+
+int rifl_create(size_t max, struct rifl **out)
+{
+    struct rifl *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return HKV_ENOMEM;
+    r->b = calloc(MIN_BUCKETS, sizeof(*r->b));
+    if (r->b == NULL) {
+        free(r);
+        return HKV_ENOMEM;
+    }
+    r->nb = MIN_BUCKETS;
+    r->max = max ? max : 1;
+    *out = r;
+    return HKV_OK;
+}
+
+static void rec_free(struct rec *x)
+{
+    free(x->old);
+    free(x);
+}
+
+void rifl_destroy(struct rifl **rp)
+{
+    if (rp == NULL || *rp == NULL)
+        return;
+    struct rifl *r = *rp;
+    for (size_t i = 0; i < r->nb; i++)
+        for (struct rec *x = r->b[i], *next; x != NULL; x = next) {
+            next = x->hnext;
+            rec_free(x);
+        }
+    free(r->b);
+    free(r);
+    *rp = NULL;
+}
+
+void rifl_set_max(struct rifl *r, size_t max) { r->max = max ? max : 1; }
+
+static struct rec **slot(const struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq)
+{
+    struct rec **pp = &r->b[mix(writer, inc, seq) & (r->nb - 1)];
+    while (*pp != NULL && !((*pp)->writer == writer && (*pp)->inc == inc && (*pp)->seq == seq))
+        pp = &(*pp)->hnext;
+    return pp;
+}
+
+/* Removes the head of writer w's FIFO from the table and frees it. */
+static void pop_head(struct rifl *r, struct wstate *w)
+{
+    struct rec *x = w->head;
+    w->head = x->fnext;
+    if (w->head == NULL)
+        w->tail = NULL;
+    w->n--;
+    struct rec **pp = slot(r, x->writer, x->inc, x->seq);
+    if (*pp == x)
+        *pp = x->hnext;
+    r->n--;
+    rec_free(x);
+}
+
+void rifl_ack(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t ack)
+{
+    struct wstate *w = &r->w[writer % WRITERS];
+    if (w->inc != inc) {
+        while (w->head != NULL)
+            pop_head(r, w);
+        w->inc = inc;
+    }
+    while (w->head != NULL && w->head->seq < ack)
+        pop_head(r, w);
+}
+
+const struct rifl_result *rifl_get(const struct rifl *r, uint32_t writer, uint64_t inc,
+                                   uint64_t seq)
+{
+    struct rec *x = *slot(r, writer, inc, seq);
+    return x != NULL ? &x->res : NULL;
+}
+
+static void grow(struct rifl *r)
+{
+    size_t nb = r->nb * 2;
+    struct rec **b = calloc(nb, sizeof(*b));
+    if (b == NULL)
+        return; /* longer chains, still correct */
+    for (size_t i = 0; i < r->nb; i++)
+        for (struct rec *x = r->b[i], *next; x != NULL; x = next) {
+            next = x->hnext;
+            struct rec **pp = &b[mix(x->writer, x->inc, x->seq) & (nb - 1)];
+            x->hnext = *pp;
+            *pp = x;
+        }
+    free(r->b);
+    r->b = b;
+    r->nb = nb;
+}
+
+int rifl_put(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq,
+             const struct rifl_result *res)
+{
+    char *old = NULL;
+    if (res->has_old) {
+        old = malloc(res->oldlen ? res->oldlen : 1);
+        if (old == NULL)
+            return HKV_ENOMEM;
+        memcpy(old, res->old, res->oldlen);
+    }
+    struct rec **pp = slot(r, writer, inc, seq);
+    if (*pp != NULL) {
+        free((*pp)->old);
+        (*pp)->old = old;
+        (*pp)->res = *res;
+        (*pp)->res.old = old;
+        return HKV_OK;
+    }
+    struct rec *x = calloc(1, sizeof(*x));
+    if (x == NULL) {
+        free(old);
+        return HKV_ENOMEM;
+    }
+    struct wstate *w = &r->w[writer % WRITERS];
+    if (w->inc != inc)
+        rifl_ack(r, writer, inc, 0); /* a new incarnation: the old one's records go */
+    while (w->n >= r->max && w->head != NULL) {
+        pop_head(r, w);
+        r->dropped++;
+    }
+    x->writer = writer;
+    x->inc = inc;
+    x->seq = seq;
+    x->res = *res;
+    x->old = old;
+    x->res.old = old;
+    pp = slot(r, writer, inc, seq); /* pops may have changed the chain */
+    x->hnext = *pp;
+    *pp = x;
+    if (w->tail != NULL)
+        w->tail->fnext = x;
+    else
+        w->head = x;
+    w->tail = x;
+    w->n++;
+    if (++r->n > r->nb)
+        grow(r);
+    return HKV_OK;
+}
+
+void rifl_stats(const struct rifl *r, struct rifl_stats *out)
+{
+    out->records = r->n;
+    out->dropped = r->dropped;
+}
