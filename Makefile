@@ -158,8 +158,16 @@ valgrind: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
 
 # The rooms of server/ call only rooms below them, and no modules call each
 # other in a circle (scripts/check/layers.py over nm of the library's objects).
+# The self-test shows the check refuses what it is for: an upward call (core
+# calling the edge), a call between peer rooms (owner calling the edge), a
+# library calling up, and a circle (ctl calling back the worker that uses it).
 layers: $(LIB)
 	@python3 scripts/check/layers.py $(BUILD)
+	@for bad in server/core/log:server/edge/edge_conn server/owner/owner:server/edge/edge \
+	            proto/buf:config/cfg server/core/ctl:server/core/worker; do \
+	  if python3 scripts/check/layers.py $(BUILD) --inject $$bad >/dev/null 2>&1; then \
+	    echo "layers: self-test: an injected call $$bad was not refused"; exit 1; fi; \
+	done; echo "layers: self-test: injected upward calls refused"
 
 clang:
 	$(MAKE) VARIANT=clang CC=clang all $(BUILD:release=clang)/hkvtest
