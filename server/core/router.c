@@ -27,6 +27,28 @@ uint64_t router_hash(const char *key, size_t len)
     return siphash24(ROUTE_KEY, key, len);
 }
 
+int router_hash_tag(const char *key, size_t len, size_t *off, size_t *n)
+{
+    const char *open = memchr(key, '{', len);
+    if (open == NULL)
+        return 0;
+    size_t start = (size_t)(open - key) + 1;
+    const char *close = memchr(key + start, '}', len - start);
+    if (close == NULL || close == key + start)
+        return 0;   /* no '}', or "{}": Redis hashes the whole key */
+    *off = start;
+    *n = (size_t)(close - (key + start));
+    return 1;
+}
+
+uint64_t router_place(const char *key, size_t len)
+{
+    size_t off, n;
+    if (router_hash_tag(key, len, &off, &n))
+        return router_hash(key + off, n);
+    return router_hash(key, len);
+}
+
 static int map_init(struct leafmap *m, int nowners)
 {
     size_t n = (size_t)1 << ROUTER_LEAF_BITS;
@@ -100,11 +122,12 @@ void router_route(const struct router *r, const char *key, size_t len, struct ro
 {
     const struct cfg_class *cls = cfg_class_for(r->cfg, key, len);
     out->hash = router_hash(key, len);
+    out->place = router_place(key, len);
     out->cls = cls;
     out->class_id = (uint32_t)(cls - r->cfg->classes);
     out->pool = cls->pool;
-    router_leaf(r, cls->pool, out->hash, &out->leaf, &out->bits);
-    out->owner = router_owner(r, cls->pool, out->hash);
+    router_leaf(r, cls->pool, out->place, &out->leaf, &out->bits);
+    out->owner = router_owner(r, cls->pool, out->place);
 }
 
 int router_moved(struct router *r, enum cfg_pool pool, uint32_t leaf, uint8_t bits, int owner,

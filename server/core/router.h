@@ -14,6 +14,13 @@
  * deepens the directory and changes no routing code.  The map carries a
  * generation: a MOVED answer from an owner with a newer generation updates
  * it, so a stale map costs one more hop, never a wrong answer.
+ *
+ * Hash tags, exactly as Redis Cluster: when a key holds a '{' followed later
+ * by a '}' with at least one byte between them, only the bytes between the
+ * first '{' and the first '}' after it are hashed for placement, so
+ * "{user:1}:a" and "{user:1}:b" live on one owner (and a command over both
+ * can be atomic).  The key's identity hash (router_hash: colo cache, tables)
+ * stays the hash of the whole key, so one tag does not crowd one bucket.
  */
 #ifndef HKV_ROUTER_H
 #define HKV_ROUTER_H
@@ -28,7 +35,8 @@
 struct router;
 
 struct route {
-    uint64_t hash;
+    uint64_t hash;           /* router_hash of the whole key */
+    uint64_t place;          /* router_place: what leaf and owner come from */
     const struct cfg_class *cls;  /* into the router's config: a route kept past the
                                    * callback needs a reference to it (cfg_ref) */
     uint32_t class_id;       /* index in cfg->classes */
@@ -38,8 +46,14 @@ struct route {
     int owner;               /* owner index within the pool, -1 if the pool is empty */
 };
 
-/* The stable routing hash of a key. */
+/* The stable hash of a whole key. */
 uint64_t router_hash(const char *key, size_t len);
+/* The placement hash: router_hash of the key's hash tag if it has one (see
+ * above), else of the whole key.  Leaves and owners are chosen by this. */
+uint64_t router_place(const char *key, size_t len);
+/* Where the hash tag of key is: sets *off and *n and returns 1, or returns 0
+ * when the key has none (then the whole key is hashed). */
+int router_hash_tag(const char *key, size_t len, size_t *off, size_t *n);
 
 /* A router for cfg's pools (cfg is borrowed: keep it alive, or call
  * router_set_config after a reload).  NULL on allocation failure. */
@@ -50,7 +64,7 @@ void router_destroy(struct router **r);
 void router_set_config(struct router *r, const struct cfg *cfg);
 
 void router_route(const struct router *r, const char *key, size_t len, struct route *out);
-/* Owner index of `hash` in `pool`; -1 for an empty pool. */
+/* Owner index of placement hash `hash` in `pool`; -1 for an empty pool. */
 int router_owner(const struct router *r, enum cfg_pool pool, uint64_t hash);
 /* The leaf (prefix and bit count) that holds hash in pool. */
 void router_leaf(const struct router *r, enum cfg_pool pool, uint64_t hash, uint32_t *leaf,

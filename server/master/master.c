@@ -11,6 +11,7 @@
  * dirty keys to disk), so no acknowledged write is cut off mid-way.
  */
 #include "master.h"
+#include "server/master/master_rehome.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -724,7 +725,8 @@ int master_run(const struct master_opts *o, struct cfg *cfg)
         goto out;
     }
     if (check_dir(cfg->dir, err, sizeof(err)) != 0 || open_sockets(m, err, sizeof(err)) != 0 ||
-        write_pidfile(cfg->pidfile, err, sizeof(err)) != 0) {
+        write_pidfile(cfg->pidfile, err, sizeof(err)) != 0 ||
+        master_rehome(cfg, err, sizeof(err)) != 0) {
         log_warning("cannot start: %s", err);
         goto out;
     }

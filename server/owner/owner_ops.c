@@ -46,7 +46,7 @@ static uint16_t key_tag(struct owner *o, struct wire_slice key)
 /* 1 if the key is ours; otherwise appends MOVED and returns 0. */
 static int ours(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key)
 {
-    uint64_t h = router_hash(key.p, key.len);
+    uint64_t h = router_place(key.p, key.len);
     int owner = router_owner(o->router, o->pool, h);
     if (owner == o->index)
         return 1;

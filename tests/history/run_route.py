@@ -66,5 +66,12 @@ def check_siphash():
 def owner_of(key, pool, nowners):
     """Owner index of key in its pool: leaf = top ROUTER_LEAF_BITS bits of the
     hash, leaves dealt round-robin (router.c map_init)."""
-    leaf = siphash24(ROUTE_KEY, key.encode()) >> (64 - ROUTER_LEAF_BITS)
+    data = key.encode()
+    # hash tags as Redis Cluster (router.c router_hash_tag): "{tag}" places by tag
+    i = data.find(b"{")
+    if i >= 0:
+        j = data.find(b"}", i + 1)
+        if j > i + 1:
+            data = data[i + 1:j]
+    leaf = siphash24(ROUTE_KEY, data) >> (64 - ROUTER_LEAF_BITS)
     return leaf % nowners

@@ -151,6 +151,51 @@ START_TEST(moved_applies_only_newer_valid_maps)
 }
 END_TEST
 
+START_TEST(hash_tags_place_like_redis_cluster)
+{
+    /* {tag}: only the tag is hashed for placement; the identity hash stays
+     * the whole key's. */
+    const char *k = "{user:1}:a";
+    ck_assert(router_place(k, strlen(k)) == router_hash("user:1", 6));
+    ck_assert(router_hash(k, strlen(k)) != router_hash("user:1", 6));
+    ck_assert(router_place("x{user:1}y", 10) == router_place("{user:1}:b", 10));
+    /* the first '{' and the first '}' after it: "{a}{b}" places by "a" */
+    ck_assert(router_place("{a}{b}", 6) == router_hash("a", 1));
+    /* "{}" and a '{' without '}' mean no tag: the whole key is hashed */
+    ck_assert(router_place("{}x", 3) == router_hash("{}x", 3));
+    ck_assert(router_place("{}{x}", 5) == router_hash("{}{x}", 5));
+    ck_assert(router_place("ab{cd", 5) == router_hash("ab{cd", 5));
+    ck_assert(router_place("plain", 5) == router_hash("plain", 5));
+    /* binary-safe: a tag may hold NUL bytes */
+    ck_assert(router_place("{\0z}q", 5) == router_hash("\0z", 2));
+    size_t off, n;
+    ck_assert_int_eq(router_hash_tag("a{bc}d", 6, &off, &n), 1);
+    ck_assert_uint_eq(off, 2);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(router_hash_tag("a}{b", 4, &off, &n), 0);
+
+    /* keys of one tag route to one owner, whatever the rest says */
+    struct cfg *c = load("hot-owners 4\ncold-owners 4\nclass default pool cold\n");
+    struct router *r = router_create(c);
+    ck_assert_ptr_nonnull(r);
+    struct route a, b;
+    int spread = 0;
+    for (int i = 0; i < 64; i++) {
+        char k1[32], k2[32];
+        int n1 = snprintf(k1, sizeof(k1), "{t%d}:left", i), n2 = snprintf(k2, sizeof(k2), "{t%d}:r", i);
+        router_route(r, k1, (size_t)n1, &a);
+        router_route(r, k2, (size_t)n2, &b);
+        ck_assert_int_eq(a.owner, b.owner);
+        ck_assert_uint_eq(a.leaf, b.leaf);
+        ck_assert(a.hash != b.hash);
+        spread |= 1 << a.owner;
+    }
+    ck_assert_int_eq(spread, 0xf); /* tags still spread over every owner */
+    router_destroy(&r);
+    cfg_destroy(&c);
+}
+END_TEST
+
 START_TEST(reload_changes_classes_not_maps)
 {
     struct cfg *c = load("hot-owners 2\ncold-owners 1\nclass default pool hot\n");
@@ -181,6 +226,7 @@ Suite *router_suite(void)
         {"pools", hot_and_cold_keys_never_share_an_owner},
         {"leaves", leaves_are_dealt_round_robin},
         {"moved", moved_applies_only_newer_valid_maps},
+        {"hashtags", hash_tags_place_like_redis_cluster},
         {"reload", reload_changes_classes_not_maps},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
