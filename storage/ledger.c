@@ -47,6 +47,7 @@ static size_t entry_size(const struct lentry *e)
 void ledger_acct_add(struct ledger *l, const struct lentry *e)
 {
     size_t sz = entry_size(e);
+    ledger_xnote_add(l, e);
     l->st.memory_bytes += sz;
     if (e->flags & E_TOMB)
         l->st.tombstones++;
@@ -61,6 +62,7 @@ void ledger_acct_add(struct ledger *l, const struct lentry *e)
 void ledger_acct_sub(struct ledger *l, const struct lentry *e)
 {
     size_t sz = entry_size(e);
+    ledger_xnote_sub(l, e);
     l->st.memory_bytes -= sz;
     if (e->flags & E_TOMB)
         l->st.tombstones--;
@@ -209,6 +211,7 @@ void ledger_drop(struct ledger *l, struct ltable *t, struct lentry **pp)
     *pp = e->next;
     t->used--;
     ledger_acct_sub(l, e);
+    l->xprev = NULL; /* freed: a new entry at this address is not its successor */
     if (e->state != D_CLEAN)
         dlist_remove(&e->dn);
     free(e->val);
@@ -285,6 +288,7 @@ void ledger_destroy(struct ledger **lp)
         free(t->b);
     }
     free(l->held);
+    ledger_xheap_free(l);
     free(l);
     *lp = NULL;
 }

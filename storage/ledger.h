@@ -112,6 +112,9 @@ struct ledger_stats {
     uint64_t writes;               /* writes that applied */
     uint64_t evictions;
     uint64_t expired;              /* expired keys turned into tombstones by the sweep */
+    uint64_t expires;              /* resident live keys with a deadline now */
+    uint64_t expire_mono_sum;      /* sum of their monotonic deadlines (ms): the
+                                    * average TTL is sum / expires - now.mono_ms */
     uint64_t tombstones_collected;
     uint64_t tombstones;           /* resident tombstones now */
     uint64_t keys;                 /* resident non-tombstone entries now (may include
@@ -263,7 +266,15 @@ int ledger_load(struct ledger *l, const struct persist_row *row, struct ledger_c
  * (resident already), HKV_ENOMEM. */
 int ledger_load_absent(struct ledger *l, const char *key, size_t klen, struct ledger_clock now);
 
-/* Visits up to `budget` buckets from a saved position: an expired key
+/* Expires keys whose deadline has passed, up to `budget` deadlines from the
+ * active-expiry heap (so DBSIZE converges within one call of a key's
+ * deadline, whatever the table size): each becomes a dirty tombstone with
+ * its stamp, counted in `expired`.  A mutating call (frees values).  Returns
+ * the number of keys expired. */
+size_t ledger_expire_due(struct ledger *l, struct ledger_clock now, size_t budget);
+
+/* First expires due keys (ledger_expire_due, budget * 8), then visits up to
+ * `budget` buckets from a saved position: an expired key
  * becomes a dirty tombstone with its stamp (so the persister deletes the row
  * and a late write within the horizon is refused), counted in `expired`; a
  * clean tombstone older than tombstone_ttl_ms is freed.  Returns the number

@@ -38,6 +38,12 @@ struct lentry {
     char key[];
 };
 
+/* A deadline on the active-expiry heap (ledger_expire.c). */
+struct lexp {
+    uint64_t deadline;      /* expire_mono */
+    uint64_t hash;          /* the entry's hash: no pointer, so stale pairs are harmless */
+};
+
 struct ltable {
     struct lentry **b;
     size_t size, mask, used;
@@ -56,6 +62,11 @@ struct ledger {
     char *held;             /* a replaced value kept alive for a SET GET reply */
     size_t hand;            /* eviction CLOCK hand (bucket ordinal) */
     size_t sweep_pos;       /* sweep position (bucket ordinal) */
+    struct lexp *xheap;     /* active expiry: min-heap of deadlines (ledger_expire.c) */
+    size_t xn, xcap;
+    int xlossy;             /* a push failed: rebuild before trusting the heap */
+    const struct lentry *xprev; /* the entry ledger_acct_sub saw last, and its */
+    uint64_t xprev_deadline;    /* deadline then: a push only when it changes */
     int complete;
     int evicted_ever;
     struct ledger_stats st; /* counters; gauges kept current by acct_add/sub */
@@ -118,6 +129,10 @@ void ledger_drop(struct ledger *l, struct ltable *t, struct lentry **pp);
 hkv_stamp ledger_next_version(struct ledger *l, const struct lentry *e, struct ledger_clock now);
 /* Turns e into a dirty tombstone carrying `stamp`. */
 void ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t now_mono);
+/* Active-expiry bookkeeping, called by ledger_acct_sub/add (ledger_expire.c). */
+void ledger_xnote_sub(struct ledger *l, const struct lentry *e);
+void ledger_xnote_add(struct ledger *l, const struct lentry *e);
+void ledger_xheap_free(struct ledger *l);
 /* Evicts clean entries while usage is over maxmemory (bounded work). */
 void ledger_evict(struct ledger *l);
 int ledger_glob(const char *p, size_t plen, const char *s, size_t slen);

@@ -175,8 +175,9 @@ uint64_t ledger_scan(struct ledger *l, uint64_t cursor, size_t count, const char
 
 size_t ledger_sweep(struct ledger *l, struct ledger_clock now, size_t budget)
 {
-    size_t changed = 0;
-    ledger_release_held(l);
+    /* Due deadlines first (exact, from the heap), then the bucket walk that
+     * collects old tombstones and catches anything the heap lost. */
+    size_t changed = ledger_expire_due(l, now, budget * 8);
     for (size_t b = 0; b < budget; b++) {
         struct ltable *tabs[2];
         size_t idx[2];

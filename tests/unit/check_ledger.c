@@ -466,6 +466,55 @@ START_TEST(tombstone_collected_after_horizon)
 }
 END_TEST
 
+/* Active expiry: keys whose deadline passed leave within one sweep call even
+ * when the bucket walk is far from them (a big table, budget 1), the gauges
+ * follow, and rewriting a deadline many times expires the key once, at its
+ * last deadline. */
+START_TEST(due_keys_expire_at_once_in_a_big_table)
+{
+    char k[32];
+    for (int i = 0; i < 20000; i++) {
+        snprintf(k, sizeof(k), "plain:%d", i);
+        put(k, "v");
+    }
+    for (int i = 0; i < 3; i++) {
+        snprintf(k, sizeof(k), "short:%d", i);
+        ck_assert_int_eq(setx(k, "v", 0, rel(50), NULL, NULL), HKV_OK);
+    }
+    ck_assert_int_eq(setx("long", "v", 0, rel(DAY_MS), NULL, NULL), HKV_OK);
+    /* one key's deadline rewritten 10,000 times: only the last one counts */
+    for (int i = 0; i < 10000; i++)
+        ck_assert_int_eq(setx("churn", "v", 0, rel(30 + i % 7), NULL, NULL), HKV_OK);
+    ck_assert_int_eq(setx("churn", "v", 0, rel(5000), NULL, NULL), HKV_OK);
+    struct ledger_stats s = stats();
+    ck_assert_uint_eq(s.keys, 20005);
+    ck_assert_uint_eq(s.expires, 5);
+    uint64_t avg = s.expire_mono_sum / s.expires - (uint64_t)NOW.mono_ms;
+    ck_assert_uint_eq(avg, (uint64_t)(3 * 50 + DAY_MS + 5000) / 5);
+
+    NOW.mono_ms += 49;
+    ck_assert_uint_eq(ledger_sweep(L, NOW, 1), 0);      /* nothing due yet */
+    NOW.mono_ms += 1;
+    ledger_sweep(L, NOW, 1);                            /* budget 1: one bucket walked */
+    s = stats();
+    ck_assert_uint_eq(s.keys, 20002);
+    ck_assert_uint_eq(s.expired, 3);
+    ck_assert_uint_eq(s.expires, 2);
+    ck_assert_int_eq(ttl("churn"), 4950);              /* its old deadlines did nothing */
+    NOW.mono_ms += 4950;
+    ck_assert_uint_eq(ledger_expire_due(L, NOW, 64), 1);
+    struct ledger_view v;
+    ck_assert_int_eq(get("churn", &v), HKV_ENOENT);     /* gone, as a tombstone */
+    s = stats();
+    ck_assert_uint_eq(s.expires, 1);
+    ck_assert_uint_eq(s.keys, 20001);
+    /* PERSIST and overwrite without a deadline take a key off the gauges */
+    ck_assert_int_eq(ledger_persist(L, "long", 4, NOW, NULL, NULL), HKV_OK);
+    ck_assert_uint_eq(stats().expires, 0);
+    ck_assert_uint_eq(stats().expire_mono_sum, 0);
+}
+END_TEST
+
 START_TEST(expiry_uses_monotonic_clock)
 {
     struct ledger_view v;
@@ -1029,6 +1078,7 @@ Suite *ledger_suite(void)
         {"delete_leaves_a_tombstone_with_its_version", delete_leaves_a_tombstone_with_its_version},
         {"tombstone_collected_after_horizon", tombstone_collected_after_horizon},
         {"expiry_uses_monotonic_clock", expiry_uses_monotonic_clock},
+        {"due_keys_expire_at_once_in_a_big_table", due_keys_expire_at_once_in_a_big_table},
         {"expired_key_is_missing_and_a_write_gets_a_newer_version",
          expired_key_is_missing_and_a_write_gets_a_newer_version},
         {"nx_xx_get_keepttl_semantics", nx_xx_get_keepttl_semantics},
