@@ -204,6 +204,31 @@ int ledger_incrby(struct ledger *l, const char *key, size_t klen, int64_t delta,
 int ledger_expire(struct ledger *l, const char *key, size_t klen, struct ledger_expiry exp,
                   struct ledger_clock now, int *deleted, hkv_stamp *version);
 
+/* Read-modify-write of one value, computed by fn: it gets the live value
+ * (found = 1) or none (found = 0) and returns 1 with *val and *vlen to store
+ * (copied by the ledger; the deadline is kept), 0 to change nothing, or a
+ * negative status that the call returns unchanged.  HKV_OK with *changed and
+ * *version (the new one, or the current one when nothing changed), HKV_EAGAIN
+ * (not resident), HKV_ENOMEM, or fn's status. */
+typedef int (*ledger_rmw_fn)(void *arg, const char *cur, size_t curlen, int found,
+                             const char **val, size_t *vlen);
+int ledger_rmw(struct ledger *l, const char *key, size_t klen, uint16_t class_id,
+               ledger_rmw_fn fn, void *arg, struct ledger_clock now, int *changed,
+               hkv_stamp *version);
+
+/* RENAME / RENAMENX / COPY within this ledger: dst gets src's value and
+ * deadline under class dst_class; without LEDGER_MOVE_COPY src becomes a
+ * tombstone.  LEDGER_MOVE_NX (RENAMENX, COPY without REPLACE): nothing when dst
+ * is live.  Both keys must be resident: HKV_EAGAIN changes nothing.  HKV_OK
+ * with *applied (0: NX and dst live, or RENAMENX k k), HKV_ENOENT (no live
+ * src), HKV_EINVAL (COPY k k), HKV_ENOMEM.  *src_version and *dst_version: the
+ * keys' versions afterwards. */
+#define LEDGER_MOVE_NX 0x1u
+#define LEDGER_MOVE_COPY 0x2u
+int ledger_move(struct ledger *l, const char *src, size_t slen, const char *dst, size_t dlen,
+                uint16_t dst_class, unsigned flags, struct ledger_clock now, int *applied,
+                hkv_stamp *src_version, hkv_stamp *dst_version);
+
 /* Clears a live key's expiry.  HKV_OK with *changed = 1 (cleared: a new
  * version) or 0 (it had none: nothing applied), HKV_ENOENT (no live key),
  * HKV_EAGAIN. */

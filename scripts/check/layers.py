@@ -35,7 +35,7 @@ ROOMS = {
 GROUPS = {
     'server/colo/cache': ['server/colo/cache', 'server/colo/cache_lock', 'server/colo/cache_table'],
     'storage/ledger': ['storage/ledger', 'storage/ledger_scan', 'storage/ledger_cmd',
-                       'storage/ledger_expire'],
+                       'storage/ledger_expire', 'storage/ledger_more'],
 }
 
 

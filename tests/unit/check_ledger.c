@@ -515,6 +515,97 @@ START_TEST(due_keys_expire_at_once_in_a_big_table)
 }
 END_TEST
 
+/* ledger_rmw: APPEND-like computing over the live value, TTL kept, errors
+ * and "no change" pass through without a new version. */
+struct app { const char *add; char buf[64]; };
+static int do_append(void *arg, const char *cur, size_t curlen, int found, const char **val,
+                     size_t *vlen)
+{
+    struct app *a = arg;
+    if (strcmp(a->add, "!") == 0)
+        return HKV_EINVAL;
+    if (a->add[0] == '\0')
+        return 0;
+    int n = snprintf(a->buf, sizeof(a->buf), "%.*s%s", (int)curlen, found ? cur : "", a->add);
+    *val = a->buf;
+    *vlen = (size_t)n;
+    return 1;
+}
+
+START_TEST(rmw_computes_over_the_live_value_and_keeps_the_ttl)
+{
+    struct app a = {.add = "ab"};
+    int changed;
+    hkv_stamp v1, v2, v3;
+    ck_assert_int_eq(ledger_rmw(L, "k", 1, 0, do_append, &a, NOW, &changed, &v1), HKV_OK);
+    ck_assert_int_eq(changed, 1);
+    assert_value("k", "ab", v1);
+    ck_assert_int_eq(ledger_expire(L, "k", 1, rel(5000), NOW, NULL, NULL), HKV_OK);
+    a.add = "cd";
+    ck_assert_int_eq(ledger_rmw(L, "k", 1, 0, do_append, &a, NOW, &changed, &v2), HKV_OK);
+    ck_assert_uint_gt(v2, v1);
+    ck_assert_int_eq(ttl("k"), 5000);
+    a.add = "";
+    ck_assert_int_eq(ledger_rmw(L, "k", 1, 0, do_append, &a, NOW, &changed, &v3), HKV_OK);
+    ck_assert_int_eq(changed, 0);
+    ck_assert_uint_eq(v3, v2); /* unchanged: the current version */
+    a.add = "!";
+    ck_assert_int_eq(ledger_rmw(L, "k", 1, 0, do_append, &a, NOW, &changed, &v3), HKV_EINVAL);
+    ck_assert_int_eq(changed, 0);
+    struct ledger_view v;
+    ck_assert_int_eq(get("k", &v), HKV_OK);
+    ck_assert_str_eq(v.val, "abcd");
+    ck_assert_uint_eq(v.stamp, v2);
+}
+END_TEST
+
+START_TEST(move_renames_copies_and_refuses_as_redis)
+{
+    int applied;
+    hkv_stamp sv, dv;
+    ck_assert_int_eq(ledger_move(L, "a", 1, "b", 1, 0, 0, NOW, &applied, &sv, &dv), HKV_ENOENT);
+    hkv_stamp va = put("a", "va");
+    ck_assert_int_eq(ledger_expire(L, "a", 1, rel(9000), NOW, NULL, NULL), HKV_OK);
+    /* RENAME a b: b gets the value and the deadline, a is a tombstone */
+    ck_assert_int_eq(ledger_move(L, "a", 1, "b", 1, 0, 0, NOW, &applied, &sv, &dv), HKV_OK);
+    ck_assert_int_eq(applied, 1);
+    ck_assert_uint_gt(sv, va);
+    assert_missing("a", sv);
+    assert_value("b", "va", dv);
+    ck_assert_int_eq(ttl("b"), 9000);
+    /* RENAMENX onto a live key does nothing */
+    put("c", "vc");
+    ck_assert_int_eq(ledger_move(L, "c", 1, "b", 1, 0, LEDGER_MOVE_NX, NOW, &applied, &sv, &dv),
+                     HKV_OK);
+    ck_assert_int_eq(applied, 0);
+    assert_value("b", "va", dv);
+    /* COPY c b REPLACE: both live afterwards */
+    ck_assert_int_eq(ledger_move(L, "c", 1, "b", 1, 0, LEDGER_MOVE_COPY, NOW, &applied, &sv, &dv),
+                     HKV_OK);
+    ck_assert_int_eq(applied, 1);
+    assert_value("b", "vc", dv);
+    assert_value("c", "vc", sv);
+    ck_assert_int_eq(ttl("b"), -1);
+    /* RENAME k k is OK, COPY k k is an error, RENAMENX k k is 0 */
+    ck_assert_int_eq(ledger_move(L, "c", 1, "c", 1, 0, 0, NOW, &applied, &sv, &dv), HKV_OK);
+    ck_assert_int_eq(applied, 1);
+    ck_assert_int_eq(ledger_move(L, "c", 1, "c", 1, 0, LEDGER_MOVE_NX, NOW, &applied, &sv, &dv),
+                     HKV_OK);
+    ck_assert_int_eq(applied, 0);
+    ck_assert_int_eq(ledger_move(L, "c", 1, "c", 1, 0, LEDGER_MOVE_COPY, NOW, &applied, &sv, &dv),
+                     HKV_EINVAL);
+    /* an incomplete ledger: a non-resident key changes nothing */
+    ledger_destroy(&L);
+    L = make(0, 0);
+    struct persist_row r = row("x", "vx", stamp_at(WALL0, 1, WRITER), 0);
+    ck_assert_int_eq(ledger_load(L, &r, NOW), HKV_OK);
+    ck_assert_int_eq(ledger_move(L, "x", 1, "y", 1, 0, 0, NOW, &applied, &sv, &dv), HKV_EAGAIN);
+    struct ledger_view v;
+    ck_assert_int_eq(get("x", &v), HKV_OK);
+    ck_assert_int_eq(stats().writes, 0);
+}
+END_TEST
+
 START_TEST(expiry_uses_monotonic_clock)
 {
     struct ledger_view v;
@@ -1078,6 +1169,9 @@ Suite *ledger_suite(void)
         {"delete_leaves_a_tombstone_with_its_version", delete_leaves_a_tombstone_with_its_version},
         {"tombstone_collected_after_horizon", tombstone_collected_after_horizon},
         {"expiry_uses_monotonic_clock", expiry_uses_monotonic_clock},
+        {"rmw_computes_over_the_live_value_and_keeps_the_ttl",
+         rmw_computes_over_the_live_value_and_keeps_the_ttl},
+        {"move_renames_copies_and_refuses_as_redis", move_renames_copies_and_refuses_as_redis},
         {"due_keys_expire_at_once_in_a_big_table", due_keys_expire_at_once_in_a_big_table},
         {"expired_key_is_missing_and_a_write_gets_a_newer_version",
          expired_key_is_missing_and_a_write_gets_a_newer_version},
