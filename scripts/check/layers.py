@@ -33,7 +33,6 @@ ROOMS = {
 }
 # module name -> file stems that form it (one private header, one idea).
 GROUPS = {
-    'server/colo/cache': ['server/colo/cache', 'server/colo/cache_lock', 'server/colo/cache_table'],
     'storage/ledger': ['storage/ledger', 'storage/ledger_scan', 'storage/ledger_cmd',
                        'storage/ledger_expire', 'storage/ledger_more'],
 }

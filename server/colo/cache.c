@@ -6,8 +6,9 @@
  *
  * The layout is a pure function of (bytes, max_value, hot_sample): the
  * master computes it once, and cache_attach recomputes it from the header's
- * own inputs and compares field by field, so a child never trusts an offset
- * it could not have computed itself.
+ * own inputs and compares field by field (segment.h: the header, its
+ * checksum and the counter rows are the segment module's), so a child never
+ * trusts an offset it could not have computed itself.
  *
  * Memory ordering of a read (Boehm, "Can seqlocks get along with programming
  * language memory models?", MSPC'12).  A writer, holding the stripe mutex,
@@ -39,17 +40,14 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "server/colo/cache_int.h"
-#include "server/core/shm.h"
-#include "server/core/clock.h"
 
-_Static_assert(CACHE_CTR_COUNT <= CTR_ROW_U64, "a counter row holds every counter");
+_Static_assert(CACHE_CTR_COUNT <= SEG_ROW_U64, "a counter row holds every counter");
 _Static_assert(sizeof(struct slot) == 80, "entry header layout");
+_Static_assert(sizeof(struct cache_hdr) <= SEG_HDR_MAX, "the segment takes the header");
 
-#define ALIGN_UP(x, a) (((x) + ((a)-1)) & ~((uint64_t)(a)-1))
+#define ALIGN_UP(x, a) seg_align((x), (a))
 
 static uint64_t pow2_floor(uint64_t x)
 {
@@ -64,23 +62,25 @@ static uint64_t clamp_u64(uint64_t x, uint64_t lo, uint64_t hi)
     return x < lo ? lo : x > hi ? hi : x;
 }
 
-/* Fills every size and offset of h from its bytes/max_value/hot_sample.
- * HKV_OK or HKV_EINVAL (too small for at least 4 pages per stripe). */
-static int layout(struct cache_hdr *h)
+/* The segment's layout (struct seg_kind): fills every size and offset of
+ * hdr from in's bytes/max_value/hot_sample.  HKV_OK or HKV_EINVAL (too small
+ * for at least 4 pages per stripe, or hot_sample not a power of 2). */
+static int layout(void *hdr, const void *in)
 {
-    uint64_t bytes = h->bytes;
-    if (bytes < (1u << 20) || h->hot_sample == 0 || (h->hot_sample & (h->hot_sample - 1)))
+    const struct cache_hdr *from = in;
+    uint64_t bytes = from->seg.bytes, max_value = from->max_value;
+    uint32_t hot_sample = from->hot_sample;
+    struct cache_hdr *h = hdr;
+    if (bytes < (1u << 20) || hot_sample == 0 || (hot_sample & (hot_sample - 1)))
         return HKV_EINVAL;
-    h->magic = CACHE_MAGIC;
-    h->version = CACHE_LAYOUT_VERSION;
-    h->hdr_size = sizeof(*h);
+    h->seg.bytes = bytes;
+    h->max_value = max_value;
+    h->hot_sample = hot_sample;
     h->nstripes = (uint32_t)clamp_u64(pow2_floor(bytes / (32u << 20)), 8, 64);
     h->stripe_size = (uint32_t)ALIGN_UP(sizeof(struct stripe), 64);
     h->nlocks = (uint32_t)clamp_u64(pow2_floor(bytes / 4096), 512, 65536);
 
-    uint64_t off = ALIGN_UP(sizeof(*h), 64);
-    h->off_ctr = off;
-    off += CTR_SHARDS * CTR_ROW_U64 * 8;
+    uint64_t off = seg_first(sizeof(*h));
     h->off_stripes = off;
     off += (uint64_t)h->nstripes * h->stripe_size;
     h->off_locks = off;
@@ -127,24 +127,31 @@ static int layout(struct cache_hdr *h)
     h->nclasses = 0;
     while (((uint64_t)SLOT_MIN << h->nclasses) <= page && h->nclasses < NCLASS_MAX)
         h->nclasses++;
-    h->sum = sum_bytes(0, h, offsetof(struct cache_hdr, sum));
     return HKV_OK;
 }
+
+static const struct seg_kind cache_kind = {
+    .name = "hotkvd-colo",
+    .magic = CACHE_MAGIC,
+    .version = CACHE_LAYOUT_VERSION,
+    .hdr_size = sizeof(struct cache_hdr),
+    .layout = layout,
+};
 
 /* Builds this process's pointers from a checked header. */
 static void bind(struct cache *c)
 {
-    struct cache_hdr *h = (struct cache_hdr *)c->base;
+    char *base = c->seg.base;
+    struct cache_hdr *h = (struct cache_hdr *)base;
     c->hdr = h;
-    c->ctr = (_Atomic uint64_t *)(c->base + h->off_ctr);
-    c->stripes = c->base + h->off_stripes;
-    c->pagewords = (_Atomic uint64_t *)(c->base + h->off_pagewords);
-    c->pagelive = (uint32_t *)(c->base + h->off_pagelive);
-    c->refs = (uint8_t *)(c->base + h->off_refs);
-    c->index = (uint64_t *)(c->base + h->off_index);
-    c->locks = (struct rlock *)(c->base + h->off_locks);
-    c->sk = (struct sketch *)(c->base + h->off_sketch);
-    c->pages = c->base + h->off_pages;
+    c->stripes = base + h->off_stripes;
+    c->pagewords = (_Atomic uint64_t *)(base + h->off_pagewords);
+    c->pagelive = (uint32_t *)(base + h->off_pagelive);
+    c->refs = (uint8_t *)(base + h->off_refs);
+    c->index = (uint64_t *)(base + h->off_index);
+    c->locks = (struct rlock *)(base + h->off_locks);
+    c->sk = (struct sketch *)(base + h->off_sketch);
+    c->pages = base + h->off_pages;
     c->nstripes = h->nstripes;
     c->pps = h->pps;
     c->page_size = h->page_size;
@@ -155,8 +162,6 @@ static void bind(struct cache *c)
     c->max_value = h->max_value;
     c->alive_w = 0;
     c->alive_at = 0;
-    c->shard = (uint32_t)(((uint64_t)(uint32_t)getpid() * 0x9e3779b97f4a7c15ULL) >> 60) %
-               CTR_SHARDS;
 }
 
 int cache_create(const struct cache_opts *o, struct cache **out)
@@ -168,38 +173,29 @@ int cache_create(const struct cache_opts *o, struct cache **out)
         return HKV_EINVAL;
     }
     memset(&h, 0, sizeof(h));
-    h.bytes = o->bytes;
+    h.seg.bytes = o->bytes;
     h.max_value = o->max_value;
     h.hot_sample = o->hot_sample;
-    if (layout(&h) != HKV_OK) {
-        errno = EINVAL;
-        return HKV_EINVAL;
-    }
-    h.generation = (uint64_t)clock_unix_ns();
-    h.sum = sum_bytes(0, &h, offsetof(struct cache_hdr, sum));
-
     struct cache *c = calloc(1, sizeof(*c));
     if (c == NULL)
-        goto nomem;
-    void *p = shm_map("hotkvd-colo", o->bytes);
-    if (p == NULL)
-        goto nomem;
-    c->base = p;
-    c->bytes = o->bytes;
-    memcpy(c->base, &h, sizeof(h)); /* the memfd is zero: every other region starts empty */
+        return HKV_ENOMEM;
+    int rc = seg_create(&c->seg, &cache_kind, &h);
+    if (rc != HKV_OK) {
+        free(c);
+        return rc;
+    }
     bind(c);
     for (uint32_t s = 0; s < c->nstripes; s++) {
-        if (shm_mutex_init(&stripe_at(c, s)->mu) != 0)
+        if (seg_lock_init(&stripe_at(c, s)->mu) != HKV_OK)
             goto nomem;
         table_init_stripe(c, s);
     }
-    if (shm_mutex_init(&c->sk->mu) != 0)
+    if (seg_lock_init(&c->sk->mu) != HKV_OK)
         goto nomem;
     *out = c;
     return HKV_OK;
 nomem:
-    if (c != NULL)
-        shm_unmap(c->base, c->bytes);
+    seg_destroy(&c->seg);
     free(c);
     if (errno == 0)
         errno = ENOMEM;
@@ -208,23 +204,7 @@ nomem:
 
 int cache_attach(struct cache *c)
 {
-    if (c == NULL || c->base == NULL || c->bytes < sizeof(struct cache_hdr))
-        return HKV_ECORRUPT;
-    struct cache_hdr seen, want;
-    memcpy(&seen, c->base, sizeof(seen));
-    if (seen.magic != CACHE_MAGIC || seen.version != CACHE_LAYOUT_VERSION ||
-        seen.hdr_size != sizeof(seen) || seen.bytes != c->bytes ||
-        seen.sum != sum_bytes(0, &seen, offsetof(struct cache_hdr, sum)))
-        return HKV_ECORRUPT;
-    memset(&want, 0, sizeof(want));
-    want.bytes = seen.bytes;
-    want.max_value = seen.max_value;
-    want.hot_sample = seen.hot_sample;
-    if (layout(&want) != HKV_OK)
-        return HKV_ECORRUPT;
-    want.generation = seen.generation;
-    want.sum = seen.sum;
-    if (memcmp(&want, &seen, sizeof(want)) != 0 || want.end > c->bytes)
+    if (c == NULL || seg_attach(&c->seg, &cache_kind) != HKV_OK)
         return HKV_ECORRUPT;
     bind(c);
     return HKV_OK;
@@ -235,7 +215,7 @@ void cache_destroy(struct cache **cp)
     if (cp == NULL || *cp == NULL)
         return;
     struct cache *c = *cp;
-    shm_unmap(c->base, c->bytes);
+    seg_destroy(&c->seg);
     free(c);
     *cp = NULL;
 }
@@ -320,7 +300,7 @@ restart:
                 value->len = 0;
                 return HKV_ENOMEM;
             case RD_CORRUPT:
-                cache_count(c, CACHE_CTR_cache_corrupt_entries, 1);
+                seg_count(&c->seg, CACHE_CTR_cache_corrupt_entries, 1);
                 return HKV_ENOENT;
             case RD_OTHER:
                 if (__atomic_load_n(&idx[pos], __ATOMIC_ACQUIRE) == w)
@@ -331,10 +311,10 @@ restart:
             case RD_RETRY:
                 value->len = 0;
                 if (--tries <= 0) { /* a writer died inside, or never lets go */
-                    cache_count(c, CACHE_CTR_cache_corrupt_entries, 1);
+                    seg_count(&c->seg, CACHE_CTR_cache_corrupt_entries, 1);
                     return HKV_ENOENT;
                 }
-                cpu_relax();
+                seg_relax();
                 goto restart;
             }
         }
@@ -458,7 +438,7 @@ void cache_count(struct cache *c, enum cache_counter which, uint64_t n)
 {
     if (c == NULL || (unsigned)which >= CACHE_CTR_COUNT)
         return;
-    atomic_fetch_add_explicit(&c->ctr[c->shard * CTR_ROW_U64 + which], n, memory_order_relaxed);
+    seg_count(&c->seg, which, n);
 }
 
 void cache_stats(struct cache *c, struct cache_stats *out)
@@ -466,10 +446,7 @@ void cache_stats(struct cache *c, struct cache_stats *out)
     memset(out, 0, sizeof(*out));
     if (c == NULL)
         return;
-    for (uint32_t r = 0; r < CTR_SHARDS; r++)
-        for (int i = 0; i < CACHE_CTR_COUNT; i++)
-            out->counters[i] +=
-                atomic_load_explicit(&c->ctr[r * CTR_ROW_U64 + i], memory_order_relaxed);
+    seg_counters(&c->seg, out->counters, CACHE_CTR_COUNT);
     for (uint32_t s = 0; s < c->nstripes; s++) {
         struct stripe *st = stripe_at(c, s);
         out->entries += atomic_load_explicit(&st->entries, memory_order_relaxed);
@@ -480,8 +457,6 @@ void cache_stats(struct cache *c, struct cache_stats *out)
 
 void cache_reset_counters(struct cache *c)
 {
-    if (c == NULL)
-        return;
-    for (uint32_t i = 0; i < CTR_SHARDS * CTR_ROW_U64; i++)
-        atomic_store_explicit(&c->ctr[i], 0, memory_order_relaxed);
+    if (c != NULL)
+        seg_reset_counters(&c->seg);
 }

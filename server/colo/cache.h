@@ -7,7 +7,9 @@
  * Rules of the segment (it is shared by processes that may die at any
  * instruction, so nothing in it is trusted):
  * - Offsets, never pointers.  A header (magic, layout version, generation,
- *   sizes) opens it and is checked by cache_attach.
+ *   sizes, checksum) opens it and is checked by cache_attach.  The header,
+ *   the counter rows and the stripe locks are segment.h's, shared with the
+ *   rate limiter; the rest of this file is the cache's own.
  * - Readers never block on a writer.  Each entry carries a sequence number
  *   (odd while a writer is inside) and a checksum of its contents; a reader
  *   copies the entry out, then checks that the sequence did not move and the
@@ -177,8 +179,11 @@ uint64_t cache_sketch_rate(struct cache *c, uint64_t khash, int64_t now);
 /* Up to max hottest keys, hottest first.  Returns how many. */
 int cache_hotkeys(struct cache *c, struct cache_hotkey *out, int max, int64_t now);
 
-/* Counters are relaxed atomics in the segment, sharded by pid so edges do
- * not share a cache line; cache_stats sums the shards. */
+/* Counters are relaxed atomics in the segment's counter rows (segment.h),
+ * one row per process (by pid) so edges do not share a cache line;
+ * cache_stats sums the rows.  cache_reset_counters zeroes every row, so the
+ * whole colo's cache counters (CONFIG RESETSTAT); entries, memory and the
+ * sketch are untouched.  NULL c: nothing. */
 void cache_count(struct cache *c, enum cache_counter which, uint64_t n);
 void cache_stats(struct cache *c, struct cache_stats *out);
 void cache_reset_counters(struct cache *c);

@@ -1,16 +1,15 @@
 /*
- * cache_int.h - private to server/cache*.c: the layout of the colo segment
- * and the helpers its files share.  Nothing outside the cache module
- * includes this (tests reach internals only through server/cache_test.h).
+ * cache_int.h - private to server/colo/cache*.c: the layout of the colo
+ * segment and the helpers its files share.  Nothing outside the cache module
+ * includes this (tests reach internals only through server/colo/cache_test.h).
  *
  * Layout (every region 64-byte aligned, the pages 4096-aligned; the header
- * holds each region's offset, never a pointer):
+ * holds each region's offset, never a pointer).  The header and the counter
+ * rows are the segment module's (segment.h); the rest is the cache's:
  *
- *   header      magic, layout version, generation, sizes, region offsets,
- *               and a checksum of itself
- *   counters    CTR_SHARDS rows of CACHE_CTR_COUNT relaxed u64, one row per
- *               128 bytes; a process adds to the row its pid picks, so edges
- *               do not bounce one cache line per hit; stats sum the rows
+ *   header      struct seg_hdr (magic, layout version, generation, the
+ *               mapping's size, checksum), then sizes and region offsets
+ *   counters    segment.h's counter rows, CACHE_CTR_COUNT of each row used
  *   stripes     nstripes x struct stripe: the robust writer mutex and the
  *               allocator state of the stripe (its own cache lines)
  *   pagewords   nstripes x pps u64: a page's class and version (a seqlock
@@ -44,12 +43,10 @@
 #include <string.h>
 
 #include "server/colo/cache.h"
+#include "server/colo/segment.h"
 
 #define CACHE_MAGIC 0x6f6c6f63766b6824ULL /* "$hkvcolo" */
-#define CACHE_LAYOUT_VERSION 2
-
-#define CTR_SHARDS 16
-#define CTR_ROW_U64 16 /* 128 bytes: two lines, room for CACHE_CTR_COUNT */
+#define CACHE_LAYOUT_VERSION 3
 
 #define SLOT_MIN 128          /* smallest slot class; classes double */
 #define NCLASS_MAX 16
@@ -112,18 +109,17 @@ static inline int pw_busy(uint64_t pw) { return (int)((pw >> 8) & 1); }
 
 /* ---- the regions ---- */
 
+/* The inputs of the layout are seg.bytes (cache-memory), max_value and
+ * hot_sample; everything else is computed from them (cache.c, layout). */
 struct cache_hdr {
-    uint64_t magic;
-    uint32_t version, hdr_size;
-    uint64_t generation;
-    uint64_t bytes, max_value;
+    struct seg_hdr seg;
+    uint64_t max_value;
     uint32_t hot_sample, nstripes;
     uint32_t pps, page_size;         /* pages per stripe, bytes per page */
     uint32_t nclasses, nidx;         /* slot classes, index words per stripe */
     uint32_t nlocks, stripe_size;
-    uint64_t off_ctr, off_stripes, off_pagewords, off_pagelive, off_refs, off_index, off_locks,
-        off_sketch, off_pages, end;
-    uint64_t sum;                    /* of everything above */
+    uint64_t off_stripes, off_pagewords, off_pagelive, off_refs, off_index, off_locks, off_sketch,
+        off_pages, end;
 };
 
 struct stripe {
@@ -166,10 +162,8 @@ struct sketch {
 
 /* This process's view: pointers made from the header's offsets. */
 struct cache {
-    char *base;
-    size_t bytes;
+    struct seg seg;                  /* the mapping and this process's counter row */
     struct cache_hdr *hdr;
-    _Atomic uint64_t *ctr;           /* CTR_SHARDS rows */
     char *stripes;                   /* hdr->stripe_size apart */
     _Atomic uint64_t *pagewords;
     uint32_t *pagelive;
@@ -180,32 +174,17 @@ struct cache {
     char *pages;
     uint32_t nstripes, pps, page_size, nclasses, nidx, nlocks, hot_sample;
     uint64_t max_value;
-    uint32_t shard;                  /* counter row of this process */
     uint64_t alive_w;                /* a lock word whose holder was seen alive ... */
     int64_t alive_at;                /* ... at this time (kill(2) once per ALIVE_MEMO_MS) */
 };
 
 /* ---- small shared helpers ---- */
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* A second mix of the caller's hash, so the cache does not depend on which
  * bits of router_hash are good. */
 static inline uint64_t cache_mix(uint64_t h)
 {
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
+    return seg_mix(h);
 }
 static inline uint32_t mix_stripe(const struct cache *c, uint64_t m)
 {
@@ -241,77 +220,15 @@ static inline struct slot *slot_at(const struct cache *c, uint32_t s, uint32_t p
                            (size_t)j * cls_size(cls));
 }
 
-/* The entry checksum: four multiply-xorshift lanes over 8-byte words, fed
- * the meta, the key and the value in turn, finalised once.  Each step is a
- * bijection of its lane for a fixed input word, so any change confined to
- * one word always changes the result; the lanes keep the multiply chains
- * independent (about 1 cycle per byte).  A check against torn and
- * scribbled entries, not against an adversary. */
-struct sum_st {
-    uint64_t a, b, c, d;
-};
-#define SUM_K0 0xbf58476d1ce4e5b9ULL
-#define SUM_K1 0x94d049bb133111ebULL
-#define SUM_K2 0x9e3779b97f4a7c15ULL
-#define SUM_K3 0xc2b2ae3d27d4eb4fULL
-static inline uint64_t sum_step(uint64_t lane, uint64_t w, uint64_t k)
-{
-    lane = (lane ^ w) * k;
-    return lane ^ (lane >> 29);
-}
-static inline uint64_t sum_word(const unsigned char *p, size_t n)
-{
-    uint64_t w = 0;
-    memcpy(&w, p, n < 8 ? n : 8);
-    return w ^ ((uint64_t)(n < 8 ? n : 8) << 56);
-}
-static inline void sum_feed(struct sum_st *st, const void *p, size_t n)
-{
-    const unsigned char *q = p;
-    uint64_t a = st->a, b = st->b, c = st->c, d = st->d;
-    for (; n >= 32; q += 32, n -= 32) {
-        uint64_t w0, w1, w2, w3;
-        memcpy(&w0, q, 8);
-        memcpy(&w1, q + 8, 8);
-        memcpy(&w2, q + 16, 8);
-        memcpy(&w3, q + 24, 8);
-        a = sum_step(a, w0, SUM_K0);
-        b = sum_step(b, w1, SUM_K1);
-        c = sum_step(c, w2, SUM_K2);
-        d = sum_step(d, w3, SUM_K3);
-    }
-    if (n > 0)
-        a = sum_step(a, sum_word(q, n), SUM_K0);
-    if (n > 8)
-        b = sum_step(b, sum_word(q + 8, n - 8), SUM_K1);
-    if (n > 16)
-        c = sum_step(c, sum_word(q + 16, n - 16), SUM_K2);
-    if (n > 24)
-        d = sum_step(d, sum_word(q + 24, n - 24), SUM_K3);
-    st->a = a;
-    st->b = b;
-    st->c = c;
-    st->d = d;
-}
-static inline uint64_t sum_final(const struct sum_st *st)
-{
-    uint64_t h = st->a ^ (st->b << 17 | st->b >> 47) ^ (st->c << 31 | st->c >> 33) ^
-                 (st->d << 47 | st->d >> 17);
-    return cache_mix(h);
-}
-static inline uint64_t sum_bytes(uint64_t seed, const void *p, size_t n)
-{
-    struct sum_st st = {seed, seed + 1, seed + 2, seed + 3};
-    sum_feed(&st, p, n);
-    return sum_final(&st);
-}
+/* The entry checksum (segment.h's), fed the meta, the key and the value in
+ * turn, finalised once. */
 static inline uint64_t entry_sum(const struct slot_meta *m, const void *key, const void *val)
 {
-    struct sum_st st = {0x686b7664ULL, 1, 2, 3};
-    sum_feed(&st, m, META_SUMMED);
-    sum_feed(&st, key, m->klen);
-    sum_feed(&st, val, m->vlen);
-    return sum_final(&st);
+    struct seg_sum st = {0x686b7664ULL, 1, 2, 3};
+    seg_sum_feed(&st, m, META_SUMMED);
+    seg_sum_feed(&st, key, m->klen);
+    seg_sum_feed(&st, val, m->vlen);
+    return seg_sum_final(&st);
 }
 
 /* ---- the writer's side of an entry's seqlock (under the stripe mutex) ---- */
@@ -367,8 +284,9 @@ static inline void entry_touch(const struct cache *c, uint32_t s, uint32_t p, ui
 
 /* ---- across the cache files ---- */
 
-/* cache_lock.c: the stripe's robust mutex.  HKV_OK (held; a dead holder's
- * damage repaired and counted) or HKV_ECORRUPT (unrecoverable). */
+/* cache_lock.c: the stripe's robust mutex (segment.h's seg_lock).  HKV_OK
+ * (held; a dead holder's damage repaired by table_repair and counted in
+ * cache_lock_repairs) or HKV_ECORRUPT (unrecoverable). */
 int stripe_lock(struct cache *c, uint32_t s);
 void stripe_unlock(struct cache *c, uint32_t s);
 

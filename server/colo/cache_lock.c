@@ -1,11 +1,11 @@
 /*
  * cache_lock.c - the two kinds of lock in the colo segment.
  *
- * Stripe mutexes serialise writers.  They are process-shared and robust: a
- * writer killed while holding one hands the next locker EOWNERDEAD, which
- * rebuilds the stripe from its pages (table_repair: odd entries freed, the
- * index rebuilt), counts cache_lock_repairs and marks the mutex consistent.
- * Readers never take them.
+ * Stripe mutexes serialise writers.  They are segment.h's robust stripe
+ * locks: a writer killed while holding one hands the next locker EOWNERDEAD,
+ * and the next locker rebuilds the stripe from its pages (table_repair: odd
+ * entries freed, the index rebuilt) and counts cache_lock_repairs before the
+ * mutex is marked consistent.  Readers never take them.
  *
  * Refresh locks make "one fetch per key per colo".  They are one word each
  * (struct rlock in cache_int.h), direct-mapped by the key's hash, changed
@@ -46,24 +46,28 @@
 #include "server/colo/cache_int.h"
 #include "server/colo/cache_test.h"
 
+struct stripe_fix {
+    struct cache *c;
+    uint32_t s;
+};
+
+/* seg_repair_fn: the stripe's last writer died holding it. */
+static void repair_stripe(void *arg)
+{
+    struct stripe_fix *f = arg;
+    table_repair(f->c, f->s);
+    seg_count(&f->c->seg, CACHE_CTR_cache_lock_repairs, 1);
+}
+
 int stripe_lock(struct cache *c, uint32_t s)
 {
-    struct stripe *st = stripe_at(c, s);
-    int rc = pthread_mutex_lock(&st->mu);
-    if (rc == 0)
-        return HKV_OK;
-    if (rc == EOWNERDEAD) {
-        table_repair(c, s);
-        cache_count(c, CACHE_CTR_cache_lock_repairs, 1);
-        pthread_mutex_consistent(&st->mu);
-        return HKV_OK;
-    }
-    return HKV_ECORRUPT; /* ENOTRECOVERABLE: only if the segment was scribbled */
+    struct stripe_fix f = {c, s};
+    return seg_lock(&stripe_at(c, s)->mu, repair_stripe, &f);
 }
 
 void stripe_unlock(struct cache *c, uint32_t s)
 {
-    pthread_mutex_unlock(&stripe_at(c, s)->mu);
+    seg_unlock(&stripe_at(c, s)->mu);
 }
 
 #define EXP_BITS 40
@@ -262,5 +266,5 @@ void cache_test_geometry(struct cache *c, struct cache_test_geometry *g)
 
 void cache_test_scribble_header(struct cache *c)
 {
-    c->hdr->generation ^= 1;
+    c->hdr->seg.generation ^= 1;
 }

@@ -17,7 +17,6 @@
  * A key the table names but nobody reads decays on paper (rates divide by
  * 2^seconds since the epoch) even when no read comes to halve the counters.
  */
-#include <errno.h>
 #include <stdlib.h>
 
 #include "server/colo/cache_int.h"
@@ -86,24 +85,16 @@ static int topk_member(struct sketch *sk, uint64_t kh)
     return 0;
 }
 
+/* The table is only hints, each entry checked on use: a holder that died
+ * leaves nothing to repair. */
 static int topk_trylock(struct sketch *sk)
 {
-    int rc = pthread_mutex_trylock(&sk->mu);
-    if (rc == EOWNERDEAD) { /* the table is only hints, each entry checked on use */
-        pthread_mutex_consistent(&sk->mu);
-        rc = 0;
-    }
-    return rc;
+    return seg_trylock(&sk->mu, 1, NULL, NULL);
 }
 
 static int topk_lock(struct sketch *sk)
 {
-    int rc = pthread_mutex_lock(&sk->mu);
-    if (rc == EOWNERDEAD) {
-        pthread_mutex_consistent(&sk->mu);
-        rc = 0;
-    }
-    return rc;
+    return seg_lock(&sk->mu, NULL, NULL);
 }
 
 /* Puts key into the table if its count beats the smallest there. */
@@ -141,7 +132,7 @@ static void topk_offer(struct cache *c, const char *key, size_t klen, uint64_t k
             floor = v;
     }
     atomic_store_explicit(&sk->min_hint, floor, memory_order_relaxed);
-    pthread_mutex_unlock(&sk->mu);
+    seg_unlock(&sk->mu);
 }
 
 uint64_t cache_sketch_read(struct cache *c, const char *key, size_t klen, uint64_t khash,
@@ -204,7 +195,7 @@ int cache_hotkeys(struct cache *c, struct cache_hotkey *out, int max, int64_t no
         all[n].reads_per_sec = rate;
         n++;
     }
-    pthread_mutex_unlock(&sk->mu);
+    seg_unlock(&sk->mu);
     qsort(all, (size_t)n, sizeof(all[0]), by_rate);
     if (n > max)
         n = max;

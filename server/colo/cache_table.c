@@ -173,7 +173,7 @@ struct slot *table_find(struct cache *c, uint32_t s, uint64_t mh, const char *ke
                 if ((sl->m.flags & SF_LIVE) && sl->m.khash == khash && sl->m.klen == klen &&
                     klen <= cls_size(cls) - SLOT_HDR && memcmp(sl->data, key, klen) == 0) {
                     if (!slot_sound(sl, cls)) { /* scribbled: forget it, as if absent */
-                        cache_count(c, CACHE_CTR_cache_corrupt_entries, 1);
+                        seg_count(&c->seg, CACHE_CTR_cache_corrupt_entries, 1);
                         table_drop(c, s, pos, sl, cls);
                         return NULL;
                     }
@@ -236,7 +236,7 @@ static void page_move(struct cache *c, uint32_t s, uint32_t p, uint32_t cls)
         atomic_fetch_sub_explicit(&st->entries, evicted, memory_order_relaxed);
         atomic_fetch_sub_explicit(&st->used, (uint64_t)evicted * cls_size(old),
                                   memory_order_relaxed);
-        cache_count(c, CACHE_CTR_cache_evictions, evicted);
+        seg_count(&c->seg, CACHE_CTR_cache_evictions, evicted);
     } else if (st->unassigned > 0) {
         st->unassigned--;
     }
@@ -371,7 +371,7 @@ static struct slot *clock_evict(struct cache *c, uint32_t s, uint32_t cls, uint3
             continue;
         } else {
             unlink_slot(c, s, sl, cp, cj);
-            cache_count(c, CACHE_CTR_cache_evictions, 1);
+            seg_count(&c->seg, CACHE_CTR_cache_evictions, 1);
             st->ev[cls]++;
             st->evwin++;
             if (*live_of(c, s, cp) > 0)

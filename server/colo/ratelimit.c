@@ -1,16 +1,16 @@
 /*
- * ratelimit.c - the colo's token buckets (server/ratelimit.h): the segment,
- * the lock-free charge of a known client, the locked insert of a new one,
- * and repair after a process died inside.
+ * ratelimit.c - the colo's token buckets (server/colo/ratelimit.h): the
+ * segment, the lock-free charge of a known client, the locked insert of a
+ * new one, and repair after a process died inside.  The rules (how much a
+ * class may take) are per process, in ratelimit_rules.c.
  *
  * Layout (every region 64-byte aligned; the header holds offsets, never
- * pointers, and a checksum of itself; rl_attach recomputes the layout from
- * the header's one input, the bucket count, and compares field by field):
+ * pointers; the header, its checksum and the counter rows are the segment
+ * module's (segment.h), and rl_attach has it recompute the layout from the
+ * header's inputs, the bucket count and the SipHash key, and compare):
  *
- *   header    magic, layout version, generation, geometry, the SipHash key,
- *             region offsets, checksum
- *   counters  RL_SHARDS rows of RL_CTR_COUNT relaxed u64, one row per 128
- *             bytes, picked by pid (edges do not bounce one line per request)
+ *   header    struct seg_hdr, geometry, the SipHash key, region offsets
+ *   counters  segment.h's rows, RL_CTR_COUNT of each row used
  *   stripes   nstripes x { robust process-shared mutex, slots used }
  *   slots     nstripes x per_stripe x { key, tat }: 16 bytes a bucket
  *
@@ -49,23 +49,16 @@
 #include "server/colo/ratelimit.h"
 
 #include <errno.h>
-#include <netinet/in.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "proto/siphash.h"
-#include "server/core/shm.h"
+#include "server/colo/ratelimit_int.h"
 #include "server/core/clock.h"
 
 #define RL_MAGIC 0x74696d696c766b68ULL /* "hkvlimit" */
-#define RL_LAYOUT_VERSION 1
-#define RL_SHARDS 16
-#define RL_ROW_U64 16                 /* 128 bytes a counter row */
+#define RL_LAYOUT_VERSION 2
 #define RL_PROBE 16                   /* slots a key may be from its home */
 #define RL_STRIPE_MAX 64
 #define RL_BUCKETS_MIN 64
@@ -75,18 +68,17 @@
 #define RL_BUSY 1ULL                  /* tat of a slot that is changing hands */
 #define RL_USER_INLINE 64             /* longer user names are hashed first */
 
-_Static_assert(RL_CTR_COUNT <= RL_ROW_U64, "a counter row holds every counter");
+_Static_assert(RL_CTR_COUNT <= SEG_ROW_U64, "a counter row holds every counter");
 
+/* The inputs of the layout are buckets and sipkey. */
 struct rl_hdr {
-    uint64_t magic;
-    uint32_t version, hdr_size;
-    uint64_t generation;
+    struct seg_hdr seg;
     uint32_t buckets, nstripes, per_stripe, probe;
     uint32_t stripe_size, pad;
     uint8_t sipkey[SIPHASH_KEY_LEN];
-    uint64_t off_ctr, off_stripes, off_slots, end;
-    uint64_t sum;                     /* of everything above */
+    uint64_t off_stripes, off_slots;
 };
+_Static_assert(sizeof(struct rl_hdr) <= SEG_HDR_MAX, "the segment takes the header");
 
 struct rl_stripe {
     pthread_mutex_t mu;
@@ -99,86 +91,54 @@ struct rl_slot {
     _Atomic uint64_t tat;
 };
 
-/* A rule as the charge uses it: t = ns per token, limit = burst * t. */
-struct rl_rule {
-    int64_t t, limit;
-};
-
-/* This process's view: pointers made from the header, and its rules. */
-struct rl {
-    char *base;
-    size_t bytes;
-    int ok;                           /* mapped and validated */
-    _Atomic uint64_t *ctr;
-    char *stripes;
-    struct rl_slot *slots;
-    uint32_t nstripes, per_stripe, probe, stripe_size, shard;
-    uint8_t sipkey[SIPHASH_KEY_LEN];
-    uint64_t local[RL_CTR_COUNT];     /* counted here when the segment is unusable */
-    int nrules;
-    struct rl_rule rules[RL_NCLS];
-    uint16_t map[CMD_COUNT];
-};
-
-static const uint16_t no_map[CMD_COUNT];
-
-#define ALIGN_UP(x, a) (((x) + ((a)-1)) & ~((uint64_t)(a)-1))
-
-static inline void cpu_relax(void)
+/* The segment's layout (struct seg_kind): fills every size and offset of
+ * hdr from in's buckets and sipkey.  HKV_OK or HKV_EINVAL. */
+static int layout(void *hdr, const void *in)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-static uint64_t hdr_sum(const struct rl_hdr *h)
-{
-    static const uint8_t zero[SIPHASH_KEY_LEN];
-    return siphash24(zero, h, offsetof(struct rl_hdr, sum));
-}
-
-/* Fills every size and offset of h from h->buckets.  HKV_OK or HKV_EINVAL. */
-static int layout(struct rl_hdr *h)
-{
-    if (h->buckets < RL_BUCKETS_MIN || h->buckets > RL_BUCKETS_MAX)
+    const struct rl_hdr *from = in;
+    uint32_t buckets = from->buckets;
+    uint8_t key[SIPHASH_KEY_LEN];
+    memcpy(key, from->sipkey, sizeof(key));
+    struct rl_hdr *h = hdr;
+    if (buckets < RL_BUCKETS_MIN || buckets > RL_BUCKETS_MAX)
         return HKV_EINVAL;
-    h->magic = RL_MAGIC;
-    h->version = RL_LAYOUT_VERSION;
-    h->hdr_size = sizeof(*h);
+    h->buckets = buckets;
+    memcpy(h->sipkey, key, sizeof(key));
     uint32_t ns = 1;
-    while (ns * 2 <= h->buckets / 64 && ns * 2 <= RL_STRIPE_MAX)
+    while (ns * 2 <= buckets / 64 && ns * 2 <= RL_STRIPE_MAX)
         ns *= 2;
     h->nstripes = ns;
-    h->per_stripe = h->buckets / ns;
+    h->per_stripe = buckets / ns;
     h->probe = h->per_stripe < RL_PROBE ? h->per_stripe : RL_PROBE;
-    h->stripe_size = (uint32_t)ALIGN_UP(sizeof(struct rl_stripe), 64);
+    h->stripe_size = (uint32_t)seg_align(sizeof(struct rl_stripe), 64);
     h->pad = 0;
-    uint64_t off = ALIGN_UP(sizeof(*h), 64);
-    h->off_ctr = off;
-    off += RL_SHARDS * RL_ROW_U64 * 8;
+    uint64_t off = seg_first(sizeof(*h));
     h->off_stripes = off;
     off += (uint64_t)ns * h->stripe_size;
-    h->off_slots = ALIGN_UP(off, 64);
+    h->off_slots = seg_align(off, 64);
     off = h->off_slots + (uint64_t)ns * h->per_stripe * sizeof(struct rl_slot);
-    h->end = ALIGN_UP(off, 4096);
+    h->seg.bytes = seg_align(off, 4096);
     return HKV_OK;
 }
 
+static const struct seg_kind rl_kind = {
+    .name = "hotkvd-ratelimit",
+    .magic = RL_MAGIC,
+    .version = RL_LAYOUT_VERSION,
+    .hdr_size = sizeof(struct rl_hdr),
+    .layout = layout,
+};
+
 static void bind_view(struct rl *rl)
 {
-    const struct rl_hdr *h = (const struct rl_hdr *)rl->base;
-    rl->ctr = (_Atomic uint64_t *)(rl->base + h->off_ctr);
-    rl->stripes = rl->base + h->off_stripes;
-    rl->slots = (struct rl_slot *)(rl->base + h->off_slots);
+    const struct rl_hdr *h = (const struct rl_hdr *)rl->seg.base;
+    rl->stripes = rl->seg.base + h->off_stripes;
+    rl->slots = (struct rl_slot *)(rl->seg.base + h->off_slots);
     rl->nstripes = h->nstripes;
     rl->per_stripe = h->per_stripe;
     rl->probe = h->probe;
     rl->stripe_size = h->stripe_size;
     memcpy(rl->sipkey, h->sipkey, sizeof(rl->sipkey));
-    rl->shard = (uint32_t)(((uint64_t)(uint32_t)getpid() * 0x9e3779b97f4a7c15ULL) >> 60) %
-                RL_SHARDS;
     rl->ok = 1;
 }
 
@@ -198,41 +158,33 @@ int rl_create(const struct rl_opts *o, struct rl **out)
     *out = NULL;
     memset(&h, 0, sizeof(h));
     h.buckets = o != NULL ? o->buckets : 0;
-    if (layout(&h) != HKV_OK) {
-        errno = EINVAL;
-        return HKV_EINVAL;
-    }
-    h.generation = (uint64_t)clock_unix_ns();
     if (getrandom(h.sipkey, sizeof(h.sipkey), 0) != (ssize_t)sizeof(h.sipkey)) {
         /* no entropy source: a key nobody outside can read still beats none */
-        uint64_t a = h.generation ^ ((uint64_t)getpid() << 32), b = (uint64_t)(uintptr_t)&h;
+        uint64_t a = (uint64_t)clock_unix_ns() ^ ((uint64_t)getpid() << 32);
+        uint64_t b = (uint64_t)(uintptr_t)&h;
         memcpy(h.sipkey, &a, 8);
         memcpy(h.sipkey + 8, &b, 8);
     }
-    h.sum = hdr_sum(&h);
-
     struct rl *rl = calloc(1, sizeof(*rl));
     if (rl == NULL)
-        goto nomem;
-    void *p = shm_map("hotkvd-ratelimit", h.end);
-    if (p == NULL)
-        goto nomem;
-    rl->base = p;
-    rl->bytes = h.end;
-    memcpy(rl->base, &h, sizeof(h)); /* the memfd is zero: every bucket starts unused */
+        return HKV_ENOMEM;
+    int rc = seg_create(&rl->seg, &rl_kind, &h);
+    if (rc != HKV_OK) {
+        free(rl);
+        return rc;
+    }
     bind_view(rl);
-    for (uint32_t s = 0; s < rl->nstripes; s++)
-        if (shm_mutex_init(&stripe_at(rl, s)->mu) != 0)
-            goto nomem;
+    for (uint32_t s = 0; s < rl->nstripes; s++) {
+        if (seg_lock_init(&stripe_at(rl, s)->mu) != HKV_OK) {
+            seg_destroy(&rl->seg);
+            free(rl);
+            if (errno == 0)
+                errno = ENOMEM;
+            return HKV_ENOMEM;
+        }
+    }
     *out = rl;
     return HKV_OK;
-nomem:
-    if (rl != NULL)
-        shm_unmap(rl->base, rl->bytes);
-    free(rl);
-    if (errno == 0)
-        errno = ENOMEM;
-    return HKV_ENOMEM;
 }
 
 int rl_attach(struct rl *rl)
@@ -240,21 +192,7 @@ int rl_attach(struct rl *rl)
     if (rl == NULL)
         return HKV_ECORRUPT;
     rl->ok = 0;
-    if (rl->base == NULL || rl->bytes < sizeof(struct rl_hdr))
-        return HKV_ECORRUPT;
-    struct rl_hdr seen, want;
-    memcpy(&seen, rl->base, sizeof(seen));
-    if (seen.magic != RL_MAGIC || seen.version != RL_LAYOUT_VERSION ||
-        seen.hdr_size != sizeof(seen) || seen.sum != hdr_sum(&seen))
-        return HKV_ECORRUPT;
-    memset(&want, 0, sizeof(want));
-    want.buckets = seen.buckets;
-    if (layout(&want) != HKV_OK)
-        return HKV_ECORRUPT;
-    want.generation = seen.generation;
-    memcpy(want.sipkey, seen.sipkey, sizeof(want.sipkey));
-    want.sum = seen.sum;
-    if (memcmp(&want, &seen, sizeof(want)) != 0 || want.end != rl->bytes)
+    if (seg_attach(&rl->seg, &rl_kind) != HKV_OK)
         return HKV_ECORRUPT;
     bind_view(rl);
     return HKV_OK;
@@ -265,113 +203,12 @@ void rl_destroy(struct rl **p)
     if (p == NULL || *p == NULL)
         return;
     struct rl *rl = *p;
-    shm_unmap(rl->base, rl->bytes);
+    seg_destroy(&rl->seg);
     free(rl);
     *p = NULL;
 }
 
-/* ---- rules (per process) ---- */
-
-static void set_rule(struct rl *rl, int cls, const struct cfg_rate *r)
-{
-    if (r == NULL || r->rate <= 0 || r->period_ms <= 0 || r->burst <= 0) {
-        rl->rules[cls] = (struct rl_rule){0, 0};
-        return;
-    }
-    int64_t period_ns = r->period_ms * 1000000LL;
-    int64_t t = (period_ns + r->rate / 2) / r->rate, limit;
-    if (t < 1)
-        t = 1;
-    if (__builtin_mul_overflow(t, r->burst, &limit) || limit > (1LL << 61))
-        limit = 1LL << 61; /* cfg refuses these; never wrap */
-    rl->rules[cls] = (struct rl_rule){t, limit};
-}
-
-int rl_configure(struct rl *rl, const struct cfg *cfg)
-{
-    if (rl == NULL)
-        return 0;
-    int unknown = 0;
-    uint8_t exempt[CMD_COUNT] = {0};
-    memset(rl->rules, 0, sizeof(rl->rules));
-    set_rule(rl, RL_CLS_READ, &cfg->ratelimit[CFG_RL_READ]);
-    set_rule(rl, RL_CLS_WRITE, &cfg->ratelimit[CFG_RL_WRITE]);
-    set_rule(rl, RL_CLS_ADMIN, &cfg->ratelimit[CFG_RL_ADMIN]);
-    for (size_t i = 0; i < cfg->nratelimit_cmds; i++) {
-        const struct cfg_rate_cmd *rc = &cfg->ratelimit_cmds[i];
-        const struct cmd_def *d = cmd_lookup(rc->name, strlen(rc->name));
-        if (d == NULL) {
-            unknown++;
-            continue;
-        }
-        set_rule(rl, RL_CLS_CMD0 + (int)d->id, &rc->r);
-        if (rc->r.rate == 0)
-            exempt[d->id] = 1; /* `ratelimit-command NAME off`: not its class's either */
-    }
-    rl->nrules = 0;
-    for (int k = 0; k < RL_NCLS; k++)
-        rl->nrules += rl->rules[k].t != 0;
-    for (int id = 0; id < CMD_COUNT; id++) {
-        const struct cmd_def *d = cmd_get((enum cmd_id)id);
-        uint16_t k = RL_CLS_NONE;
-        if (rl->rules[RL_CLS_CMD0 + id].t != 0)
-            k = (uint16_t)(RL_CLS_CMD0 + id);
-        else if (exempt[id])
-            k = RL_CLS_NONE;
-        else if ((d->flags & CMD_F_WRITE) && rl->rules[RL_CLS_WRITE].t != 0)
-            k = RL_CLS_WRITE;
-        else if ((d->flags & CMD_F_READ) && rl->rules[RL_CLS_READ].t != 0)
-            k = RL_CLS_READ;
-        else if ((d->flags & CMD_F_ADMIN) && rl->rules[RL_CLS_ADMIN].t != 0)
-            k = RL_CLS_ADMIN;
-        rl->map[id] = k;
-    }
-    /* HELLO ... AUTH user pass tries a password too: charged to AUTH's own
-     * limit unless HELLO has a line of its own (the caller skips a HELLO
-     * that carries no AUTH: ratelimit.h) */
-    const struct cmd_def *auth = cmd_lookup("auth", 4), *hello = cmd_lookup("hello", 5);
-    if (auth != NULL && hello != NULL && rl->map[auth->id] == RL_CLS_CMD0 + auth->id &&
-        rl->map[hello->id] == RL_CLS_NONE && !exempt[hello->id])
-        rl->map[hello->id] = rl->map[auth->id];
-    return unknown;
-}
-
-const uint16_t *rl_class_map(const struct rl *rl)
-{
-    return rl != NULL ? rl->map : no_map;
-}
-
-int rl_test_rule(struct rl *rl, int cls, int64_t rate, int64_t period_ms, int64_t burst)
-{
-    if (rl == NULL || cls <= RL_CLS_NONE || cls >= RL_NCLS)
-        return HKV_EINVAL;
-    struct cfg_rate r = {rate, period_ms, burst};
-    set_rule(rl, cls, &r);
-    return HKV_OK;
-}
-
 /* ---- keys ---- */
-
-void rl_key_addr(struct rl_key *k, const struct sockaddr *sa, socklen_t len)
-{
-    memset(k, 0, sizeof(*k));
-    if (sa == NULL)
-        return;
-    if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        k->family = 4;
-        memcpy(k->addr, &in->sin_addr, 4);
-    } else if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
-            k->family = 4; /* the same client as over IPv4 */
-            memcpy(k->addr, &in6->sin6_addr.s6_addr[12], 4);
-        } else {
-            k->family = 6;
-            memcpy(k->addr, &in6->sin6_addr, 8); /* /64: one site's hosts share it */
-        }
-    }
-}
 
 int64_t rl_now(void)
 {
@@ -427,8 +264,7 @@ static inline uint32_t next_pos(const struct rl *rl, uint32_t pos)
 static void count(struct rl *rl, enum rl_counter which)
 {
     if (rl->ok)
-        atomic_fetch_add_explicit(&rl->ctr[rl->shard * RL_ROW_U64 + which], 1,
-                                  memory_order_relaxed);
+        seg_count(&rl->seg, which, 1);
     else
         rl->local[which]++;
 }
@@ -451,32 +287,34 @@ static void repair(struct rl *rl, uint32_t s, int64_t now)
     st->wip = 0;
 }
 
+struct stripe_fix {
+    struct rl *rl;
+    uint32_t s;
+    int64_t now;
+    int count;                        /* count it in ratelimit_lock_repairs */
+};
+
+/* seg_repair_fn: the stripe's last locker died holding it. */
+static void repair_stripe(void *arg)
+{
+    struct stripe_fix *f = arg;
+    repair(f->rl, f->s, f->now);
+    if (f->count)
+        count(f->rl, RL_CTR_ratelimit_lock_repairs);
+}
+
 /* HKV_OK (held; a dead holder's damage repaired and counted), HKV_EAGAIN
  * (held by a live process past the bounded spin), HKV_ECORRUPT (the mutex
  * is unrecoverable or not a mutex: only if the segment was scribbled on). */
 static int stripe_trylock(struct rl *rl, uint32_t s, int64_t now)
 {
-    struct rl_stripe *st = stripe_at(rl, s);
-    for (int i = 0; i < RL_LOCK_TRIES; i++) {
-        int rc = pthread_mutex_trylock(&st->mu);
-        if (rc == 0)
-            return HKV_OK;
-        if (rc == EOWNERDEAD) {
-            repair(rl, s, now);
-            count(rl, RL_CTR_ratelimit_lock_repairs);
-            pthread_mutex_consistent(&st->mu);
-            return HKV_OK;
-        }
-        if (rc != EBUSY)
-            return HKV_ECORRUPT;
-        cpu_relax();
-    }
-    return HKV_EAGAIN;
+    struct stripe_fix f = {rl, s, now, 1};
+    return seg_trylock(&stripe_at(rl, s)->mu, RL_LOCK_TRIES, repair_stripe, &f);
 }
 
 static void stripe_unlock(struct rl *rl, uint32_t s)
 {
-    pthread_mutex_unlock(&stripe_at(rl, s)->mu);
+    seg_unlock(&stripe_at(rl, s)->mu);
 }
 
 /* ---- lookup, insert, charge ---- */
@@ -553,7 +391,7 @@ static int charge(struct rl_slot *sl, uint64_t fp, const struct rl_rule *r, int6
     uint64_t tat = atomic_load_explicit(&sl->tat, memory_order_acquire);
     for (int tries = 0; tries < RL_CAS_TRIES; tries++) {
         if (tat == RL_BUSY) {
-            cpu_relax();
+            seg_relax();
             tat = atomic_load_explicit(&sl->tat, memory_order_acquire);
             continue;
         }
@@ -643,10 +481,7 @@ void rl_stats(struct rl *rl, int64_t now, struct rl_stats *out)
     out->rules = rl->nrules;
     if (!rl->ok)
         return;
-    for (uint32_t r = 0; r < RL_SHARDS; r++)
-        for (int i = 0; i < RL_CTR_COUNT; i++)
-            out->counters[i] +=
-                atomic_load_explicit(&rl->ctr[r * RL_ROW_U64 + i], memory_order_relaxed);
+    seg_counters(&rl->seg, out->counters, RL_CTR_COUNT);
     size_t n = (size_t)rl->nstripes * rl->per_stripe;
     out->capacity = n;
     for (size_t i = 0; i < n; i++) {
@@ -664,10 +499,8 @@ void rl_reset_counters(struct rl *rl)
     if (rl == NULL)
         return;
     memset(rl->local, 0, sizeof(rl->local));
-    if (!rl->ok)
-        return;
-    for (uint32_t i = 0; i < RL_SHARDS * RL_ROW_U64; i++)
-        atomic_store_explicit(&rl->ctr[i], 0, memory_order_relaxed);
+    if (rl->ok)
+        seg_reset_counters(&rl->seg);
 }
 
 /* ---- test hooks ---- */
@@ -676,13 +509,9 @@ int rl_test_hold_stripe(struct rl *rl, const struct rl_key *key, int cls, int mi
 {
     struct loc l = locate(rl, key, cls);
     struct rl_stripe *st = stripe_at(rl, l.s);
-    int rc = pthread_mutex_lock(&st->mu);
-    if (rc == EOWNERDEAD) {
-        repair(rl, l.s, rl_now());
-        pthread_mutex_consistent(&st->mu);
-    } else if (rc != 0) {
+    struct stripe_fix f = {rl, l.s, rl_now(), 0};
+    if (seg_lock(&st->mu, repair_stripe, &f) != HKV_OK)
         return HKV_ECORRUPT;
-    }
     if (mid_write) {
         struct rl_slot *sl = NULL;
         if (insert_locked(rl, &l, rl_now(), &sl) != HKV_OK)
@@ -707,5 +536,5 @@ void rl_test_geometry(struct rl *rl, uint32_t *nstripes, uint32_t *per_stripe, u
 
 void rl_test_scribble_header(struct rl *rl)
 {
-    ((struct rl_hdr *)rl->base)->generation ^= 1;
+    ((struct rl_hdr *)rl->seg.base)->seg.generation ^= 1;
 }

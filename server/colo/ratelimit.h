@@ -36,6 +36,10 @@
  * sets them from its config (rl_configure) and again on every reload; the
  * buckets stay, so a reload changes limits without forgetting who used what.
  *
+ * The segment's header, checksum, counter rows and robust stripe locks are
+ * segment.h's (shared with the cache); the table and the charge are
+ * ratelimit.c's, the per-process rules ratelimit_rules.c's.
+ *
  * All functions are safe to call from any process attached to the segment,
  * concurrently; rl_configure and the rule reads are per process.
  */
@@ -143,9 +147,12 @@ enum rl_verdict { RL_ALLOW = 0, RL_REJECT = 1 };
  * (bounded spin), never a blocking lock.  No allocation, no syscall. */
 int rl_check(struct rl *rl, const struct rl_key *key, int cls, int64_t now, int64_t *retry_ms);
 
-/* Sums the counter shards and counts the buckets in use at now (a scan of
- * the table: for INFO, not for the request path). */
+/* Sums the counter rows (segment.h) and counts the buckets in use at now (a
+ * scan of the table: for INFO, not for the request path). */
 void rl_stats(struct rl *rl, int64_t now, struct rl_stats *out);
+/* Zeroes the colo's ratelimit_* counters, every process's share of them,
+ * and this process's own (those counted while the segment was unusable):
+ * CONFIG RESETSTAT.  Buckets and rules are untouched.  NULL rl: nothing. */
 void rl_reset_counters(struct rl *rl);
 
 /* ---- TEST-ONLY hooks: they break the segment's rules on purpose, to prove

@@ -1,0 +1,39 @@
+/*
+ * ratelimit_int.h - private to server/colo/ratelimit*.c: this process's view
+ * of the rate limiter, shared by the segment and charge code (ratelimit.c)
+ * and the per-process rules (ratelimit_rules.c).  Nothing outside the
+ * limiter includes this.  The two files call nothing of each other: the
+ * rules file fills rules[] and map[], ratelimit.c reads them.
+ */
+#ifndef HKV_RATELIMIT_INT_H
+#define HKV_RATELIMIT_INT_H
+
+#include <stdint.h>
+
+#include "proto/siphash.h"
+#include "server/colo/ratelimit.h"
+#include "server/colo/segment.h"
+
+/* A rule as the charge uses it: t = ns per token, limit = burst * t; t = 0:
+ * no rule for the class. */
+struct rl_rule {
+    int64_t t, limit;
+};
+
+struct rl_slot;
+
+/* This process's view: pointers made from the header, and its rules. */
+struct rl {
+    struct seg seg;                   /* the mapping and this process's counter row */
+    int ok;                           /* mapped and validated */
+    char *stripes;
+    struct rl_slot *slots;
+    uint32_t nstripes, per_stripe, probe, stripe_size;
+    uint8_t sipkey[SIPHASH_KEY_LEN];
+    uint64_t local[RL_CTR_COUNT];     /* counted here when the segment is unusable */
+    int nrules;                       /* classes with a rule */
+    struct rl_rule rules[RL_NCLS];
+    uint16_t map[CMD_COUNT];          /* command id -> class (rl_class_map) */
+};
+
+#endif
