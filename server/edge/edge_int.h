@@ -17,6 +17,7 @@
 #include "proto/resp.h"
 #include "proto/stamp.h"
 #include "proto/wire.h"
+#include "server/edge/edge.h"
 #include "server/edge/edge_link.h"
 #include "server/core/router.h"
 #include "server/core/worker.h"
@@ -75,6 +76,7 @@ struct owner_ref {
 
 struct edge {
     struct worker_ctx *ctx;
+    const struct edge_ctx *ectx;  /* the colo and the sockets (edge.h) */
     struct event_base *base;
     struct worker *worker;
     struct evconnlistener **listeners;

@@ -57,7 +57,7 @@ static void sec_server(struct hkv_buf *b, struct edge *e)
                "\r\n",
                HOTKVD_VERSION, u.sysname, u.release, u.machine,
                (int)atomic_load_explicit(&bd->master_pid, memory_order_relaxed), (int)getpid(),
-               e->ctx->colo_name, cfg->port, (long long)up, (long long)up / 86400,
+               e->ectx->colo_name, cfg->port, (long long)up, (long long)up / 86400,
                (unsigned long long)atomic_load_explicit(&bd->config_generation, memory_order_relaxed),
                (unsigned long long)atomic_load_explicit(&bd->config_reload_failures,
                                                         memory_order_relaxed),

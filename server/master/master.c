@@ -115,7 +115,6 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
     struct worker_ctx ctx = {
         .role = c->role,
         .index = c->index,
-        .pool = c->pool,
         .slot = c->slot,
         .cfg = m->cfg,
         .board = m->board,
@@ -124,14 +123,16 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
     };
     int code;
     if (c->role == BOARD_EDGE) {
-        ctx.listen_fds = m->listen_fds;
-        ctx.nlisten = m->nlisten;
-        ctx.ntls = m->ntls;
-        ctx.cache = m->caches[c->colo];
-        ctx.rl = m->limiters[c->colo]; /* per colo: limits are not global */
-        ctx.colo_index = c->colo;
-        topo_colo_name(m->cfg, c->colo, ctx.colo_name, sizeof(ctx.colo_name));
-        code = edge_main(&ctx);
+        struct edge_ctx ectx = {
+            .cache = m->caches[c->colo],
+            .rl = m->limiters[c->colo], /* per colo: limits are not global */
+            .colo_index = c->colo,
+            .listen_fds = m->listen_fds,
+            .nlisten = m->nlisten,
+            .ntls = m->ntls,
+        };
+        topo_colo_name(m->cfg, c->colo, ectx.colo_name, sizeof(ectx.colo_name));
+        code = edge_main(&ctx, &ectx);
     } else {
         for (size_t i = 0; i < m->nlisten; i++)
             close(m->listen_fds[i]);
@@ -139,9 +140,8 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
             cache_destroy(&m->caches[k]); /* owners never read a colo segment */
         for (int k = 0; k < m->cfg->colos; k++)
             rl_destroy(&m->limiters[k]);
-        ctx.owner_fds = &c->link_fd;
-        ctx.nowner_fds = 1;
-        code = owner_main(&ctx);
+        struct owner_ctx octx = {.pool = c->pool, .link_fd = c->link_fd};
+        code = owner_main(&ctx, &octx);
     }
     exit(code);
 }
