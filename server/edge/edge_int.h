@@ -19,6 +19,7 @@
 #include "proto/wire.h"
 #include "server/edge/edge.h"
 #include "server/edge/edge_link.h"
+#include "server/core/counters.h"
 #include "server/core/router.h"
 #include "server/core/worker.h"
 #include "server/colo/cache.h"
@@ -38,37 +39,13 @@ struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
 #define EDGE_MAX_OWNERS 512
 #define EDGE_FLIGHT_BUCKETS 4096
 
-/* The owner counters INFO shows, in STATS_REPLY names. */
-#define EDGE_OWNER_STATS(X)         \
-    X(owner_reads)                  \
-    X(owner_writes)                 \
-    X(owner_idempotent_retries)     \
-    X(owner_unknown_outcomes)       \
-    X(owner_completion_records)     \
-    X(owner_keys)                   \
-    X(persist_dirty_keys)           \
-    X(persist_batches)              \
-    X(persist_rows)                 \
-    X(persist_last_commit_ms)       \
-    X(persist_stall_ms_max)         \
-    X(persist_errors)               \
-    X(owner_queue_depth)            \
-    X(persist_backlog_bytes)
-
-enum owner_stat {
-#define X(n) OSTAT_##n,
-    EDGE_OWNER_STATS(X)
-#undef X
-    OSTAT_COUNT
-};
-
 /* One owner as the edge sees it: its two links and its last STATS. */
 struct owner_ref {
     struct edge *e;
     enum cfg_pool pool;
     int index;
     struct elink *link[3];        /* [WIRE_ROLE_READ], [WIRE_ROLE_WRITE], [WIRE_ROLE_PUSH] */
-    int64_t stats[OSTAT_COUNT];
+    int64_t stats[CTR_OWNER_COUNT]; /* by CTR_OWNER_<name> (server/core/counters.h) */
     int64_t stats_at_ms;          /* 0 = never answered */
     int stats_inflight;
     struct oreq *wq_head, *wq_tail; /* unfinished write requests to it, in seq order */
