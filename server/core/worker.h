@@ -10,7 +10,9 @@
  * A role plugs in with two hooks: `reload` receives a new validated config
  * (the worker drops its reference to the old one after the hook returns) and
  * `stop` begins an orderly stop.  `fast` is set when the master is gone:
- * then the role has about half a second, not shutdown-timeout.
+ * then the role has about half a second, not shutdown-timeout.  Two optional
+ * hooks take part in CONFIG RESETSTAT (ctl.h): the worker zeroes the
+ * process's scoreboard counters itself, the role its own.
  */
 #ifndef HKV_WORKER_H
 #define HKV_WORKER_H
@@ -38,6 +40,14 @@ struct worker_hooks {
     void (*reload)(void *arg, const struct cfg *next);
     void (*stop)(void *arg, int fast);
     void *arg;
+    /* CONFIG RESETSTAT, both optional (NULL: nothing to do).  `resetstat`:
+     * the master says zero the counters; the worker has zeroed the
+     * process's scoreboard counters (gauges stay) and tells the master once
+     * the hook returns.  `resetstat_done`: a RESETSTAT this process asked
+     * for (worker_send CTL_RESETSTAT) is done in every process; one call per
+     * request, in the order they were sent. */
+    void (*resetstat)(void *arg);
+    void (*resetstat_done)(void *arg);
 };
 
 struct worker;

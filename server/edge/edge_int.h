@@ -48,6 +48,7 @@ struct owner_ref {
     int64_t stats[CTR_OWNER_COUNT]; /* by CTR_OWNER_<name> (server/core/counters.h) */
     int64_t stats_at_ms;          /* 0 = never answered */
     int stats_inflight;
+    int stats_drop;               /* drop the answer in flight (asked before a RESETSTAT) */
     struct oreq *wq_head, *wq_tail; /* unfinished write requests to it, in seq order */
 };
 
@@ -79,6 +80,7 @@ struct edge {
     struct owner_ref *owners;     /* hot owners, then cold owners */
     int nowners;
     struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
+    struct op *rs_head, *rs_tail; /* CONFIG RESETSTATs waiting for the master, oldest first */
     struct op *free_ops;
     struct op *all_ops;           /* every op ever made, for teardown */
     uint64_t nops_writing;        /* write ops not finished (stop waits) */
@@ -366,6 +368,12 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m);
 void edge_flights_teardown(struct edge *e);
 /* edge_scan.c */
 void edge_stats_poll(struct edge *e);
+/* CONFIG RESETSTAT reached this edge (worker hook, arg the edge): the
+ * counters of each owner's last STATS read 0 until its next answer. */
+void edge_stats_reset(void *arg);
+/* edge_cmd.c: the master's word that this edge's oldest CONFIG RESETSTAT
+ * is done daemon-wide (worker hook, arg the edge): it is answered OK. */
+void edge_resetstat_done(void *arg);
 int edge_data_setup(struct edge *e);
 void edge_data_teardown(struct edge *e);
 void edge_data_reload(struct edge *e, const struct cfg *cfg);

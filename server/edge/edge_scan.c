@@ -205,10 +205,28 @@ static void poll_cb(void *arg, int status, const struct wire_msg *m)
 {
     struct owner_ref *o = arg;
     o->stats_inflight = 0;
+    if (o->stats_drop) {
+        o->stats_drop = 0;
+        return;
+    }
     if (status != HKV_OK || m->type != WIRE_STATS_REPLY)
         return; /* the last answer stays; its age shows in INFO */
     take_stats(m, o->stats);
     o->stats_at_ms = clock_mono_ms();
+}
+
+/* The master told the owners first, so any poll sent from now on is
+ * answered from zero; one already in flight may carry the old numbers. */
+void edge_stats_reset(void *arg)
+{
+    struct edge *e = arg;
+    for (int g = 0; g < e->nowners; g++) {
+        struct owner_ref *o = &e->owners[g];
+        for (int i = 0; i < CTR_OWNER_COUNT; i++)
+            if (ctr_owner_defs[i].kind == CTR_COUNTER)
+                o->stats[i] = 0;
+        o->stats_drop = o->stats_inflight;
+    }
 }
 
 void edge_stats_poll(struct edge *e)

@@ -2,8 +2,8 @@
  * master.c - supervision; see master.h.  The master only forks, reaps and
  * reloads (nginx's ngx_process_cycle): it does no request work and touches
  * no client byte.  What exists before the first fork is made in
- * master_boot.c, config generations live in master_reload.c (see
- * master_int.h for the map).
+ * master_boot.c, config generations live in master_reload.c, CONFIG
+ * RESETSTAT's round in master_stats.c (see master_int.h for the map).
  *
  * The shape follows nginx: signal handlers only wake the loop (libevent's
  * evsignal), and the loop acts.  Every child has a slot: owners first, then
@@ -68,6 +68,10 @@ static void on_ctl_msg(void *arg, uint8_t type, const char *payload, size_t len)
         master_announce(c->m);
     } else if (type == CTL_SET && !c->m->stopping) {
         master_config_set(c->m, payload, len);
+    } else if (type == CTL_RESETSTAT) {
+        master_resetstat_asked(c);
+    } else if (type == CTL_RESETSTAT_DONE) {
+        master_resetstat_confirmed(c);
     }
 }
 
@@ -245,6 +249,7 @@ static void reaped(struct master *m, struct child *c, int status)
         bufferevent_free(c->ctl);
         c->ctl = NULL;
     }
+    master_resetstat_gone(c);
     if (m->stopping) {
         log_verbose("%s %s", name, how);
         if (m->stopping == 1 && alive(m, BOARD_EDGE) == 0)
@@ -379,7 +384,9 @@ int master_run(const struct master_opts *o, struct cfg *cfg)
     m->sig_chld = evsignal_new(m->base, SIGCHLD, on_sigchld, m);
     m->watchdog = event_new(m->base, -1, EV_PERSIST, on_watchdog, m);
     m->deadline = evtimer_new(m->base, on_deadline, m);
-    if (!m->sig_term || !m->sig_int || !m->sig_hup || !m->sig_chld || !m->watchdog || !m->deadline)
+    m->rs_timer = evtimer_new(m->base, master_resetstat_timeout, m);
+    if (!m->sig_term || !m->sig_int || !m->sig_hup || !m->sig_chld || !m->watchdog ||
+        !m->deadline || !m->rs_timer)
         goto out;
     evsignal_add(m->sig_term, NULL);
     evsignal_add(m->sig_int, NULL);

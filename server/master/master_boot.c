@@ -213,7 +213,7 @@ void master_teardown(struct master *m)
         close(m->listen_fds[i]);
     free(m->listen_fds);
     struct event **evs[] = {&m->sig_term, &m->sig_int, &m->sig_hup, &m->sig_chld, &m->watchdog,
-                            &m->deadline};
+                            &m->deadline, &m->rs_timer};
     for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
         if (*evs[i])
             event_free(*evs[i]);

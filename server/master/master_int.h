@@ -9,8 +9,9 @@
  *                    the child table; and their teardown
  *   master_reload.c  config generations: load, SIGHUP reload, CONFIG SET,
  *                    the broadcast to every child, READY to systemd
+ *   master_stats.c   CONFIG RESETSTAT: every process's counters zeroed
  *
- * The calls go one way: master.c calls the others, master_reload.c calls
+ * The calls go one way: master.c calls the others, which call at most
  * master_boot.c, and nothing calls master.c (a timer's callback is handed
  * over as a function pointer).
  */
@@ -46,6 +47,9 @@ struct child {
     struct bufferevent *ctl;
     struct event *restart;
     int link_fd;              /* owners: the listening socket edges connect to */
+    int rs_asked;             /* RESETSTATs it asked for, not yet in a round */
+    int rs_round;             /* RESETSTATs it asked for, answered when this round ends */
+    int rs_pending;           /* told to reset in this phase, not confirmed yet */
 };
 
 struct master {
@@ -64,6 +68,8 @@ struct master {
     int announced_ready;
     int stopping;             /* 0 running, 1 stopping edges, 2 stopping owners */
     struct event *sig_term, *sig_int, *sig_hup, *sig_chld, *watchdog, *deadline;
+    int rs_phase;             /* RESETSTAT round: 0 none, 1 owners, 2 edges */
+    struct event *rs_timer;   /* the phase's bound (master_resetstat_timeout) */
 };
 
 /* ---- master_boot.c ---- */
@@ -91,5 +97,17 @@ void master_announce(struct master *m);
 void master_reload(struct master *m);
 /* CONFIG SET from an edge: "name\0value\0" pairs. */
 void master_config_set(struct master *m, const char *p, size_t len);
+
+/* ---- master_stats.c ---- */
+
+/* c sent CTL_RESETSTAT: it is answered CTL_RESETSTAT_DONE once every process
+ * has zeroed its counters (a round starts now, or after the current one). */
+void master_resetstat_asked(struct child *c);
+/* c sent CTL_RESETSTAT_DONE. */
+void master_resetstat_confirmed(struct child *c);
+/* c's process ended: nothing is waited from it, nothing is owed to it. */
+void master_resetstat_gone(struct child *c);
+/* m->rs_timer's callback (arg the master). */
+void master_resetstat_timeout(evutil_socket_t fd, short what, void *arg);
 
 #endif

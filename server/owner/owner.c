@@ -74,7 +74,7 @@ int owner_main(struct worker_ctx *ctx, const struct owner_ctx *octx)
     if (o->base == NULL || o->router == NULL ||
         rifl_create((size_t)ctx->cfg->write_completions_max, &o->rifl) != HKV_OK)
         goto out;
-    struct worker_hooks hooks = {on_reload, on_stop, o};
+    struct worker_hooks hooks = {on_reload, on_stop, o, owner_stats_reset, NULL};
     o->worker = worker_create(ctx, o->base, &hooks);
     if (o->worker == NULL || owner_persist_setup(o) != 0)
         goto out;
