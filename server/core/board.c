@@ -33,6 +33,15 @@ void board_destroy(struct board **bp)
     *bp = NULL;
 }
 
+void board_reset_counters(struct board_slot *s)
+{
+#define X(name, kind, help)                                                   \
+    if (kind == CTR_COUNTER)                                                  \
+        atomic_store_explicit(&s->name, 0, memory_order_relaxed);
+    CTR_EDGE(X)
+#undef X
+}
+
 hkv_status board_check(const struct board *b)
 {
     if (b == NULL || b->magic != BOARD_MAGIC || b->version != BOARD_VERSION || b->nslots > 65536)

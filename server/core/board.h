@@ -19,25 +19,12 @@
 #include <stdint.h>
 
 #include "proto/hkv.h"
+#include "server/core/counters.h"
 
 #define BOARD_MAGIC 0x686b76626f617264ULL /* "hkvboard" */
 #define BOARD_VERSION 1
 
 enum board_role { BOARD_EMPTY = 0, BOARD_EDGE = 1, BOARD_OWNER = 2 };
-
-/* Edge counters, declared once: INFO sums them over every edge.
- * X(name, is_gauge) */
-#define BOARD_EDGE_STATS(X)            \
-    X(connected_clients, 1)            \
-    X(total_connections_received, 0)   \
-    X(rejected_connections, 0)         \
-    X(total_commands_processed, 0)     \
-    X(protocol_errors, 0)              \
-    X(write_retries, 0)                \
-    X(write_failures, 0)               \
-    X(auth_failures, 0)                \
-    X(tls_connections, 1)              \
-    X(tls_handshake_failures, 0)
 
 struct board_slot {
     _Atomic int32_t pid;
@@ -47,8 +34,9 @@ struct board_slot {
     _Atomic int64_t started_ms;    /* CLOCK_MONOTONIC ms */
     _Atomic int64_t heartbeat_ms;  /* CLOCK_MONOTONIC ms, bumped by the process's loop */
     _Atomic uint64_t config_generation; /* the generation this process runs */
-#define X(name, g) _Atomic uint64_t name;
-    BOARD_EDGE_STATS(X)
+    /* an edge's own counters (counters.h): INFO sums them over every edge */
+#define X(name, kind, help) _Atomic uint64_t name;
+    CTR_EDGE(X)
 #undef X
 };
 
@@ -69,6 +57,8 @@ struct board *board_create(uint32_t nslots);
 void board_destroy(struct board **b);
 /* Validates a board's header before use; HKV_OK or HKV_ECORRUPT. */
 hkv_status board_check(const struct board *b);
+/* Zeroes the slot's CTR_COUNTER fields (CONFIG RESETSTAT); gauges stay. */
+void board_reset_counters(struct board_slot *s);
 
 static inline uint64_t board_load(_Atomic uint64_t *v)
 {

@@ -2,7 +2,8 @@
  * ctl.h - the control channel between the master and each child: a stream
  * socketpair carrying small framed messages, [u32 big-endian length][u8
  * type][payload].  The master sends validated configs; a child reports that it
- * serves.  The channel doubles as the child's lifeline: EOF on it means the
+ * serves; CONFIG RESETSTAT goes up to the master and back down to everyone.
+ * The channel doubles as the child's lifeline: EOF on it means the
  * master is gone, which a child notices at once without polling.
  */
 #ifndef HKV_CTL_H
@@ -20,6 +21,14 @@ enum ctl_type {
     CTL_CONFIG = 2,  /* master -> child: u64 generation + cfg_serialize() text */
     CTL_APPLIED = 3, /* child -> master: u64 generation now in effect */
     CTL_SET = 4,     /* child -> master: CONFIG SET, "name\0value\0" pairs */
+    /* CONFIG RESETSTAT; payloads empty.  child -> master: a client asked;
+     * master -> child: zero your counters now (worker.c does the board
+     * slot, the role's hook the rest). */
+    CTL_RESETSTAT = 5,
+    /* child -> master: my counters are zeroed; master -> child: the
+     * RESETSTAT you asked for is done in every process (one per request,
+     * in order). */
+    CTL_RESETSTAT_DONE = 6,
 };
 
 #define CTL_MAX_MSG (64u << 20)

@@ -125,10 +125,24 @@ static void apply_config(struct worker *w, const char *payload, size_t len)
     log_verbose("config generation %llu applied", (unsigned long long)gen);
 }
 
+static void resetstat(struct worker *w)
+{
+    board_reset_counters(&w->ctx->board->slots[w->ctx->slot]);
+    if (w->hooks.resetstat != NULL)
+        w->hooks.resetstat(w->hooks.arg);
+    if (w->ctl != NULL)
+        ctl_put(bufferevent_get_output(w->ctl), CTL_RESETSTAT_DONE, NULL, 0);
+}
+
 static void on_ctl_msg(void *arg, uint8_t type, const char *payload, size_t len)
 {
+    struct worker *w = arg;
     if (type == CTL_CONFIG)
-        apply_config(arg, payload, len);
+        apply_config(w, payload, len);
+    else if (type == CTL_RESETSTAT)
+        resetstat(w);
+    else if (type == CTL_RESETSTAT_DONE && w->hooks.resetstat_done != NULL)
+        w->hooks.resetstat_done(w->hooks.arg);
 }
 
 static void on_ctl_read(struct bufferevent *bev, void *arg)

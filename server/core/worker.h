@@ -2,12 +2,17 @@
  * worker.h - what every child process (edge or owner) shares: the context the
  * master hands it at fork, and the runtime around its event loop — signals,
  * the control channel (config reloads, the master's lifeline), the heartbeat
- * in the scoreboard, and the parent-death check.
+ * in the scoreboard, and the parent-death check.  The core knows no role:
+ * what only an edge or only an owner needs (sockets, colo segments, pool)
+ * travels in the role's own context, which the master fills and hands to
+ * edge_main / owner_main next to this one.
  *
  * A role plugs in with two hooks: `reload` receives a new validated config
  * (the worker drops its reference to the old one after the hook returns) and
  * `stop` begins an orderly stop.  `fast` is set when the master is gone:
- * then the role has about half a second, not shutdown-timeout.
+ * then the role has about half a second, not shutdown-timeout.  Two optional
+ * hooks take part in CONFIG RESETSTAT (ctl.h): the worker zeroes the
+ * process's scoreboard counters itself, the role its own.
  */
 #ifndef HKV_WORKER_H
 #define HKV_WORKER_H
@@ -18,14 +23,10 @@
 
 #include "config/cfg.h"
 #include "server/core/board.h"
-struct cache; /* colo room: only pointers pass through the core */
-struct rl;
-#include "server/core/topo.h"
 
 struct worker_ctx {
     enum board_role role;
-    int index;              /* edge number in the colo, or owner number in its pool */
-    enum cfg_pool pool;     /* owners only */
+    int index;              /* the process's number in its group (colo or pool) */
     int slot;               /* this process's board slot */
     struct cfg *cfg;        /* the config in effect; replaced on reload, when the
                              * process drops its reference: a pointer into it
@@ -33,21 +34,20 @@ struct worker_ctx {
     struct board *board;
     int ctl_fd;             /* child end of the control socketpair */
     pid_t master_pid;
-    struct cache *cache;    /* edges: the colo segment (made by the master) */
-    struct rl *rl;          /* edges: the colo's rate-limit segment (made by the master) */
-    int colo_index;         /* edges: which colo of this host */
-    char colo_name[TOPO_COLO_NAME_MAX];     /* edges: its name, as owners and INFO see it */
-    const int *listen_fds;  /* edges: the client listening sockets */
-    size_t nlisten;
-    size_t ntls;            /* edges: the last ntls of listen_fds are tls-port's */
-    const int *owner_fds;   /* owners: this owner's link listening socket (one) */
-    size_t nowner_fds;
 };
 
 struct worker_hooks {
     void (*reload)(void *arg, const struct cfg *next);
     void (*stop)(void *arg, int fast);
     void *arg;
+    /* CONFIG RESETSTAT, both optional (NULL: nothing to do).  `resetstat`:
+     * the master says zero the counters; the worker has zeroed the
+     * process's scoreboard counters (gauges stay) and tells the master once
+     * the hook returns.  `resetstat_done`: a RESETSTAT this process asked
+     * for (worker_send CTL_RESETSTAT) is done in every process; one call per
+     * request, in the order they were sent. */
+    void (*resetstat)(void *arg);
+    void (*resetstat_done)(void *arg);
 };
 
 struct worker;

@@ -44,7 +44,7 @@ static void on_accept_error(struct evconnlistener *l, void *arg);
 /* Accepts on the TLS port's sockets (the last ntls inherited ones). */
 static int tls_listen(struct edge *e)
 {
-    const struct worker_ctx *ctx = e->ctx;
+    const struct edge_ctx *ctx = e->ectx;
     for (size_t i = ctx->nlisten - ctx->ntls; i < ctx->nlisten; i++) {
         struct evconnlistener *l = evconnlistener_new(e->base, on_accept_tls, e,
                                                       LEV_OPT_CLOSE_ON_FREE, 0,
@@ -69,7 +69,7 @@ static void tls_reload(struct edge *e, const struct cfg *cfg)
     char err[512];
     SSL_CTX *ctx = tls_ctx_new(cfg, err, sizeof(err));
     if (ctx == NULL) {
-        if (e->ctx->colo_index == 0 && e->ctx->index == 0)
+        if (e->ectx->colo_index == 0 && e->ctx->index == 0)
             log_warning("TLS reload failed, keeping the previous certificate: %s", err);
         else
             log_debug("TLS reload failed, keeping the previous certificate: %s", err);
@@ -167,19 +167,19 @@ static void on_reload(void *arg, const struct cfg *next)
     for (; c != NULL; c = c->next)
         c->parser.lim = e->limits;
     edge_auth_reload(e, next); /* users; narrows unauthenticated parsers again */
-    if (e->ctx->ntls > 0 && !e->stopping)
+    if (e->ectx->ntls > 0 && !e->stopping)
         tls_reload(e, next);
     edge_rl_reload(e, next); /* rate limits: new rules, same buckets */
     edge_data_reload(e, next);
 }
 
-int edge_main(struct worker_ctx *ctx)
+int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
 {
     char title[96];
-    snprintf(title, sizeof(title), "edge %s/%d", ctx->colo_name, ctx->index);
+    snprintf(title, sizeof(title), "edge %s/%d", ectx->colo_name, ctx->index);
     if (worker_prepare(ctx, title) != 0)
         return 1;
-    struct edge edge = {.ctx = ctx, .next_client_id = 1};
+    struct edge edge = {.ctx = ctx, .ectx = ectx, .next_client_id = 1};
     struct edge *e = &edge;
     int code = 1;
     e->stats = &ctx->board->slots[ctx->slot];
@@ -194,11 +194,11 @@ int edge_main(struct worker_ctx *ctx)
         event_base_priority_init(e->base, 2);
     if (e->base == NULL)
         return 1;
-    struct worker_hooks hooks = {on_reload, on_stop, e};
+    struct worker_hooks hooks = {on_reload, on_stop, e, edge_stats_reset, edge_resetstat_done};
     e->worker = worker_create(ctx, e->base, &hooks);
     e->cron = event_new(e->base, -1, EV_PERSIST, on_cron, e);
     e->deadline = evtimer_new(e->base, on_deadline, e);
-    e->listeners = calloc(ctx->nlisten ? ctx->nlisten : 1, sizeof(*e->listeners));
+    e->listeners = calloc(ectx->nlisten ? ectx->nlisten : 1, sizeof(*e->listeners));
     if (e->worker == NULL || e->cron == NULL || e->deadline == NULL || e->listeners == NULL)
         goto out;
     if (edge_auth_setup(e) != 0) {
@@ -210,19 +210,19 @@ int edge_main(struct worker_ctx *ctx)
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }
-    for (size_t i = 0; i < ctx->nlisten - ctx->ntls; i++) {
+    for (size_t i = 0; i < ectx->nlisten - ectx->ntls; i++) {
         struct evconnlistener *l =
             /* Backlog 0: the master called listen(511); libevent's -1 would
              * call listen() again with 128. */
-            evconnlistener_new(e->base, on_accept, e, LEV_OPT_CLOSE_ON_FREE, 0, ctx->listen_fds[i]);
+            evconnlistener_new(e->base, on_accept, e, LEV_OPT_CLOSE_ON_FREE, 0, ectx->listen_fds[i]);
         if (l == NULL) {
-            log_warning("cannot listen on inherited socket %d", ctx->listen_fds[i]);
+            log_warning("cannot listen on inherited socket %d", ectx->listen_fds[i]);
             goto out;
         }
         evconnlistener_set_error_cb(l, on_accept_error);
         e->listeners[e->nlisteners++] = l;
     }
-    if (ctx->ntls > 0) {
+    if (ectx->ntls > 0) {
         char err[512];
         e->tls_ctx = tls_ctx_new(ctx->cfg, err, sizeof(err));
         if (e->tls_ctx == NULL)

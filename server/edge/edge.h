@@ -6,9 +6,29 @@
 #ifndef HKV_EDGE_H
 #define HKV_EDGE_H
 
+#include <stddef.h>
+
+#include "server/core/topo.h"
 #include "server/core/worker.h"
 
-/* Runs the edge until it is stopped; returns the exit code. */
-int edge_main(struct worker_ctx *ctx);
+struct cache;
+struct rl;
+
+/* What the master hands an edge at fork besides the worker context: the colo
+ * it serves and the client sockets, all made by the master before it
+ * forked. */
+struct edge_ctx {
+    struct cache *cache;    /* the colo segment; NULL: every read asks the owner */
+    struct rl *rl;          /* the colo's rate-limit segment; NULL: none (fails open) */
+    int colo_index;         /* which colo of this host */
+    char colo_name[TOPO_COLO_NAME_MAX];     /* its name, as owners and INFO see it */
+    const int *listen_fds;  /* the client listening sockets */
+    size_t nlisten;
+    size_t ntls;            /* the last ntls of listen_fds are tls-port's */
+};
+
+/* Runs the edge until it is stopped; returns the exit code.  ectx must stay
+ * valid as long (the master passes its own, in the forked copy). */
+int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx);
 
 #endif

@@ -55,7 +55,7 @@ static int64_t now_ms(void)
 
 int edge_cache_setup(struct edge *e)
 {
-    e->cache = e->ctx->cache;
+    e->cache = e->ectx->cache;
     if (e->cache == NULL)
         return 0;
     if (cache_attach(e->cache) != HKV_OK) {

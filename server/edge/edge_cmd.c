@@ -347,6 +347,44 @@ static void config_set(struct conn *c, int argc, const struct resp_slice *argv)
     buf_deinit(&msg);
 }
 
+/* CONFIG RESETSTAT: daemon-wide, through the master, which has every
+ * process zero its counters (this edge's too: edge_stats_reset) and zeroes
+ * the colo segments' own.  The reply waits for the master's word that all
+ * of it is done (edge_resetstat_done), so the OK means it. */
+static void config_resetstat(struct conn *c)
+{
+    struct edge *e = c->e;
+    struct op *op = op_new(c, CMD_CONFIG, 0);
+    if (op == NULL)
+        return;
+    if (worker_send(e->worker, CTL_RESETSTAT, NULL, 0) != HKV_OK) {
+        op_error(op, "ERR CONFIG RESETSTAT failed - the master cannot be reached");
+        op_finish_error(op);
+        return;
+    }
+    op->next = NULL;
+    if (e->rs_tail != NULL)
+        e->rs_tail->next = op;
+    else
+        e->rs_head = op;
+    e->rs_tail = op;
+}
+
+void edge_resetstat_done(void *arg)
+{
+    struct edge *e = arg;
+    struct op *op = e->rs_head;
+    if (op == NULL)
+        return;
+    e->rs_head = op->next;
+    if (e->rs_head == NULL)
+        e->rs_tail = NULL;
+    struct hkv_buf *out = op_out(op);
+    if (out != NULL)
+        resp_add_simple(out, "OK");
+    op_finish(op);
+}
+
 static void cmd_config(struct conn *c, int argc, const struct resp_slice *argv)
 {
     const struct cfg *cfg = c->e->ctx->cfg;
@@ -370,18 +408,7 @@ static void cmd_config(struct conn *c, int argc, const struct resp_slice *argv)
         buf_append(&c->out, buf_head(&b), buf_unread(&b));
         buf_deinit(&b);
     } else if (slice_is(&argv[1], "resetstat") && argc == 2) {
-        struct board_slot *s = c->e->stats;
-        atomic_store_explicit(&s->total_commands_processed, 0, memory_order_relaxed);
-        atomic_store_explicit(&s->total_connections_received, 0, memory_order_relaxed);
-        atomic_store_explicit(&s->rejected_connections, 0, memory_order_relaxed);
-        atomic_store_explicit(&s->protocol_errors, 0, memory_order_relaxed);
-        if (c->e->cache != NULL)
-            cache_reset_counters(c->e->cache);
-        atomic_store_explicit(&s->write_retries, 0, memory_order_relaxed);
-        atomic_store_explicit(&s->write_failures, 0, memory_order_relaxed);
-        atomic_store_explicit(&s->auth_failures, 0, memory_order_relaxed);
-        atomic_store_explicit(&s->tls_handshake_failures, 0, memory_order_relaxed);
-        resp_add_simple(&c->out, "OK");
+        config_resetstat(c);
     } else if (slice_is(&argv[1], "set") && argc >= 4 && argc % 2 == 0) {
         config_set(c, argc, argv);
     } else {

@@ -457,7 +457,7 @@ int edge_data_setup(struct edge *e)
             snprintf(name, sizeof(name), "%s/%d %s", topo_pool_name(o->pool), o->index, roles[role]);
             struct elink_opts lo = {
                 .path = path, .name = name, .edge_id = writer,
-                .incarnation = e->incarnation, .colo = e->ctx->colo_name,
+                .incarnation = e->incarnation, .colo = e->ectx->colo_name,
                 .role = (uint8_t)role, .timeout_ms = cfg->write_timeout_ms,
                 .max_frame = (size_t)cfg->wire_max_frame, .drained = on_link_drained,
                 .drained_arg = e, .push = edge_cache_pushed, .push_arg = o,

@@ -30,21 +30,16 @@ static void diag_cb(void *arg, int status, const struct wire_msg *m)
 {
     struct diag *d = arg;
     if (status == HKV_OK && m->type == WIRE_STATS_REPLY) {
-        int64_t v[OSTAT_COUNT] = {0};
-        for (uint32_t i = 0; i < m->u.stats_reply.nstats; i++) {
-            const struct wire_stat *s = &m->u.stats_reply.stats[i];
-#define X(n)                                                                  \
-    if (s->name.len == sizeof(#n) - 1 && memcmp(s->name.p, #n, s->name.len) == 0) \
-        v[OSTAT_##n] = s->value;
-            EDGE_OWNER_STATS(X)
-#undef X
-        }
+        int64_t v[CTR_OWNER_COUNT] = {0};
+        ctr_owner_take(m->u.stats_reply.stats, m->u.stats_reply.nstats, v);
         log_warning("%s; owner %s/%d answered STATS: queue_depth=%lld persist_backlog_bytes=%lld "
                     "persist_stall_ms_max=%lld persist_dirty_keys=%lld persist_errors=%lld",
                     d->what, topo_pool_name(d->o->pool), d->o->index,
-                    (long long)v[OSTAT_owner_queue_depth], (long long)v[OSTAT_persist_backlog_bytes],
-                    (long long)v[OSTAT_persist_stall_ms_max], (long long)v[OSTAT_persist_dirty_keys],
-                    (long long)v[OSTAT_persist_errors]);
+                    (long long)v[CTR_OWNER_owner_queue_depth],
+                    (long long)v[CTR_OWNER_persist_backlog_bytes],
+                    (long long)v[CTR_OWNER_persist_stall_ms_max],
+                    (long long)v[CTR_OWNER_persist_dirty_keys],
+                    (long long)v[CTR_OWNER_persist_errors]);
     } else {
         log_warning("%s; owner %s/%d did not answer STATS either (%s)", d->what,
                     topo_pool_name(d->o->pool), d->o->index,

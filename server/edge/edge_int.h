@@ -17,7 +17,9 @@
 #include "proto/resp.h"
 #include "proto/stamp.h"
 #include "proto/wire.h"
+#include "server/edge/edge.h"
 #include "server/edge/edge_link.h"
+#include "server/core/counters.h"
 #include "server/core/router.h"
 #include "server/core/worker.h"
 #include "server/colo/cache.h"
@@ -37,44 +39,22 @@ struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
 #define EDGE_MAX_OWNERS 512
 #define EDGE_FLIGHT_BUCKETS 4096
 
-/* The owner counters INFO shows, in STATS_REPLY names. */
-#define EDGE_OWNER_STATS(X)         \
-    X(owner_reads)                  \
-    X(owner_writes)                 \
-    X(owner_idempotent_retries)     \
-    X(owner_unknown_outcomes)       \
-    X(owner_completion_records)     \
-    X(owner_keys)                   \
-    X(persist_dirty_keys)           \
-    X(persist_batches)              \
-    X(persist_rows)                 \
-    X(persist_last_commit_ms)       \
-    X(persist_stall_ms_max)         \
-    X(persist_errors)               \
-    X(owner_queue_depth)            \
-    X(persist_backlog_bytes)
-
-enum owner_stat {
-#define X(n) OSTAT_##n,
-    EDGE_OWNER_STATS(X)
-#undef X
-    OSTAT_COUNT
-};
-
 /* One owner as the edge sees it: its two links and its last STATS. */
 struct owner_ref {
     struct edge *e;
     enum cfg_pool pool;
     int index;
     struct elink *link[3];        /* [WIRE_ROLE_READ], [WIRE_ROLE_WRITE], [WIRE_ROLE_PUSH] */
-    int64_t stats[OSTAT_COUNT];
+    int64_t stats[CTR_OWNER_COUNT]; /* by CTR_OWNER_<name> (server/core/counters.h) */
     int64_t stats_at_ms;          /* 0 = never answered */
     int stats_inflight;
+    int stats_drop;               /* drop the answer in flight (asked before a RESETSTAT) */
     struct oreq *wq_head, *wq_tail; /* unfinished write requests to it, in seq order */
 };
 
 struct edge {
     struct worker_ctx *ctx;
+    const struct edge_ctx *ectx;  /* the colo and the sockets (edge.h) */
     struct event_base *base;
     struct worker *worker;
     struct evconnlistener **listeners;
@@ -100,6 +80,7 @@ struct edge {
     struct owner_ref *owners;     /* hot owners, then cold owners */
     int nowners;
     struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
+    struct op *rs_head, *rs_tail; /* CONFIG RESETSTATs waiting for the master, oldest first */
     struct op *free_ops;
     struct op *all_ops;           /* every op ever made, for teardown */
     uint64_t nops_writing;        /* write ops not finished (stop waits) */
@@ -387,6 +368,12 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m);
 void edge_flights_teardown(struct edge *e);
 /* edge_scan.c */
 void edge_stats_poll(struct edge *e);
+/* CONFIG RESETSTAT reached this edge (worker hook, arg the edge): the
+ * counters of each owner's last STATS read 0 until its next answer. */
+void edge_stats_reset(void *arg);
+/* edge_cmd.c: the master's word that this edge's oldest CONFIG RESETSTAT
+ * is done daemon-wide (worker hook, arg the edge): it is answered OK. */
+void edge_resetstat_done(void *arg);
 int edge_data_setup(struct edge *e);
 void edge_data_teardown(struct edge *e);
 void edge_data_reload(struct edge *e, const struct cfg *cfg);

@@ -22,14 +22,14 @@ static void configure(struct edge *e, const struct cfg *cfg)
 {
     int unknown = rl_configure(e->rl, cfg);
     e->rl_map = rl_class_map(e->rl);
-    if (unknown > 0 && e->ctx->colo_index == 0 && e->ctx->index == 0)
+    if (unknown > 0 && e->ectx->colo_index == 0 && e->ctx->index == 0)
         log_notice("%d ratelimit-command line(s) name no command of this build; they limit "
                    "nothing", unknown);
 }
 
 void edge_rl_setup(struct edge *e)
 {
-    e->rl = e->ctx->rl;
+    e->rl = e->ectx->rl;
     e->rl_map = rl_class_map(NULL);
     if (e->rl == NULL)
         return;

@@ -152,14 +152,7 @@ void edge_cmd_scan(struct conn *c, int argc, const struct resp_slice *argv)
 /* Stores a STATS_REPLY's known counters into v. */
 static void take_stats(const struct wire_msg *m, int64_t *v)
 {
-    for (uint32_t i = 0; i < m->u.stats_reply.nstats; i++) {
-        const struct wire_stat *s = &m->u.stats_reply.stats[i];
-#define X(n)                                                                          \
-    if (s->name.len == sizeof(#n) - 1 && memcmp(s->name.p, #n, s->name.len) == 0) \
-        v[OSTAT_##n] = s->value;
-        EDGE_OWNER_STATS(X)
-#undef X
-    }
+    ctr_owner_take(m->u.stats_reply.stats, m->u.stats_reply.nstats, v);
 }
 
 static void dbsize_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
@@ -169,9 +162,9 @@ static void dbsize_answer(struct op *op, struct oreq *r, const struct wire_msg *
                  r->owner->index);
         return;
     }
-    int64_t v[OSTAT_COUNT] = {0};
+    int64_t v[CTR_OWNER_COUNT] = {0};
     take_stats(m, v);
-    op->acc += v[OSTAT_owner_keys];
+    op->acc += v[CTR_OWNER_owner_keys];
     memcpy(r->owner->stats, v, sizeof(v));
     r->owner->stats_at_ms = clock_mono_ms();
 }
@@ -212,10 +205,28 @@ static void poll_cb(void *arg, int status, const struct wire_msg *m)
 {
     struct owner_ref *o = arg;
     o->stats_inflight = 0;
+    if (o->stats_drop) {
+        o->stats_drop = 0;
+        return;
+    }
     if (status != HKV_OK || m->type != WIRE_STATS_REPLY)
         return; /* the last answer stays; its age shows in INFO */
     take_stats(m, o->stats);
     o->stats_at_ms = clock_mono_ms();
+}
+
+/* The master told the owners first, so any poll sent from now on is
+ * answered from zero; one already in flight may carry the old numbers. */
+void edge_stats_reset(void *arg)
+{
+    struct edge *e = arg;
+    for (int g = 0; g < e->nowners; g++) {
+        struct owner_ref *o = &e->owners[g];
+        for (int i = 0; i < CTR_OWNER_COUNT; i++)
+            if (ctr_owner_defs[i].kind == CTR_COUNTER)
+                o->stats[i] = 0;
+        o->stats_drop = o->stats_inflight;
+    }
 }
 
 void edge_stats_poll(struct edge *e)

@@ -57,7 +57,7 @@ static void sec_server(struct hkv_buf *b, struct edge *e)
                "\r\n",
                HOTKVD_VERSION, u.sysname, u.release, u.machine,
                (int)atomic_load_explicit(&bd->master_pid, memory_order_relaxed), (int)getpid(),
-               e->ctx->colo_name, cfg->port, (long long)up, (long long)up / 86400,
+               e->ectx->colo_name, cfg->port, (long long)up, (long long)up / 86400,
                (unsigned long long)atomic_load_explicit(&bd->config_generation, memory_order_relaxed),
                (unsigned long long)atomic_load_explicit(&bd->config_reload_failures,
                                                         memory_order_relaxed),
@@ -81,11 +81,11 @@ static void sec_clients(struct hkv_buf *b, struct edge *e)
 static void sec_stats(struct hkv_buf *b, struct edge *e)
 {
     buf_printf(b, "# Stats\r\n");
-#define X(name, gauge)                                                                \
-    if (!gauge)                                                                       \
+#define X(name, kind, help)                                                          \
+    if (kind == CTR_COUNTER)                                                          \
         buf_printf(b, #name ":%llu\r\n",                                              \
                    (unsigned long long)sum_edges(e, offsetof(struct board_slot, name)));
-    BOARD_EDGE_STATS(X)
+    CTR_EDGE(X)
 #undef X
     buf_printf(b, "tls_connections:%llu\r\n",
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, tls_connections)));
@@ -115,20 +115,19 @@ static void sec_processes(struct hkv_buf *b, struct edge *e)
  * second on its READ link; INFO never waits for an owner). */
 static void sec_owners(struct hkv_buf *b, struct edge *e)
 {
-    int64_t sum[OSTAT_COUNT] = {0};
+    int64_t sum[CTR_OWNER_COUNT] = {0};
     int64_t now = clock_mono_ms();
     int answered = 0;
     for (int g = 0; g < e->nowners; g++) {
         if (e->owners[g].stats_at_ms == 0)
             continue;
         answered++;
-        for (int i = 0; i < OSTAT_COUNT; i++)
+        for (int i = 0; i < CTR_OWNER_COUNT; i++)
             sum[i] += e->owners[g].stats[i];
     }
     buf_printf(b, "# Owners\r\nowners_answering:%d\r\n", answered);
-#define X(n) buf_printf(b, #n ":%lld\r\n", (long long)sum[OSTAT_##n]);
-    EDGE_OWNER_STATS(X)
-#undef X
+    for (int i = 0; i < CTR_OWNER_COUNT; i++)
+        buf_printf(b, "%s:%lld\r\n", ctr_owner_defs[i].name, (long long)sum[i]);
     for (int g = 0; g < e->nowners; g++) {
         struct owner_ref *o = &e->owners[g];
         const int64_t *v = o->stats;
@@ -137,13 +136,15 @@ static void sec_owners(struct hkv_buf *b, struct edge *e)
                    "dirty_keys=%lld,persist_batches=%lld,persist_rows=%lld,"
                    "persist_last_commit_ms=%lld,persist_stall_ms_max=%lld,persist_errors=%lld,"
                    "queue_depth=%lld,persist_backlog_bytes=%lld,stats_age_ms=%lld,link=%s\r\n",
-                   topo_pool_name(o->pool), o->index, (long long)v[OSTAT_owner_reads],
-                   (long long)v[OSTAT_owner_writes], (long long)v[OSTAT_owner_idempotent_retries],
-                   (long long)v[OSTAT_owner_keys], (long long)v[OSTAT_persist_dirty_keys],
-                   (long long)v[OSTAT_persist_batches], (long long)v[OSTAT_persist_rows],
-                   (long long)v[OSTAT_persist_last_commit_ms],
-                   (long long)v[OSTAT_persist_stall_ms_max], (long long)v[OSTAT_persist_errors],
-                   (long long)v[OSTAT_owner_queue_depth], (long long)v[OSTAT_persist_backlog_bytes],
+                   topo_pool_name(o->pool), o->index, (long long)v[CTR_OWNER_owner_reads],
+                   (long long)v[CTR_OWNER_owner_writes],
+                   (long long)v[CTR_OWNER_owner_idempotent_retries],
+                   (long long)v[CTR_OWNER_owner_keys], (long long)v[CTR_OWNER_persist_dirty_keys],
+                   (long long)v[CTR_OWNER_persist_batches], (long long)v[CTR_OWNER_persist_rows],
+                   (long long)v[CTR_OWNER_persist_last_commit_ms],
+                   (long long)v[CTR_OWNER_persist_stall_ms_max],
+                   (long long)v[CTR_OWNER_persist_errors], (long long)v[CTR_OWNER_owner_queue_depth],
+                   (long long)v[CTR_OWNER_persist_backlog_bytes],
                    o->stats_at_ms ? (long long)(now - o->stats_at_ms) : -1LL,
                    elink_is_up(o->link[WIRE_ROLE_WRITE]) ? "up" : "down");
     }
@@ -155,7 +156,7 @@ static void sec_keyspace(struct hkv_buf *b, struct edge *e)
 {
     int64_t keys = 0;
     for (int g = 0; g < e->nowners; g++)
-        keys += e->owners[g].stats[OSTAT_owner_keys];
+        keys += e->owners[g].stats[CTR_OWNER_owner_keys];
     buf_printf(b, "# Keyspace\r\n");
     if (keys > 0)
         buf_printf(b, "db0:keys=%lld,expires=0,avg_ttl=0\r\n", (long long)keys);

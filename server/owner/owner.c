@@ -57,14 +57,14 @@ static uint64_t new_incarnation(void)
     return v;
 }
 
-int owner_main(struct worker_ctx *ctx)
+int owner_main(struct worker_ctx *ctx, const struct owner_ctx *octx)
 {
     char title[64];
-    snprintf(title, sizeof(title), "owner %s/%d", topo_pool_name(ctx->pool),
+    snprintf(title, sizeof(title), "owner %s/%d", topo_pool_name(octx->pool),
              ctx->index);
     if (worker_prepare(ctx, title) != 0)
         return 1;
-    struct owner own = {.ctx = ctx, .pool = ctx->pool, .index = ctx->index};
+    struct owner own = {.ctx = ctx, .pool = octx->pool, .index = ctx->index};
     struct owner *o = &own;
     int code = 1;
     wire_decoder_init(&o->dec, 0);
@@ -74,11 +74,11 @@ int owner_main(struct worker_ctx *ctx)
     if (o->base == NULL || o->router == NULL ||
         rifl_create((size_t)ctx->cfg->write_completions_max, &o->rifl) != HKV_OK)
         goto out;
-    struct worker_hooks hooks = {on_reload, on_stop, o};
+    struct worker_hooks hooks = {on_reload, on_stop, o, owner_stats_reset, NULL};
     o->worker = worker_create(ctx, o->base, &hooks);
     if (o->worker == NULL || owner_persist_setup(o) != 0)
         goto out;
-    if (ctx->nowner_fds < 1 || olink_listen(o, ctx->owner_fds[0]) != 0) {
+    if (olink_listen(o, octx->link_fd) != 0) {
         log_warning("cannot listen for edge links");
         goto out;
     }
@@ -91,8 +91,8 @@ out:
     olink_close_all(o);
     if (o->listener != NULL)
         evconnlistener_free(o->listener);
-    else if (ctx->nowner_fds > 0)
-        close(ctx->owner_fds[0]);
+    else if (octx->link_fd >= 0)
+        close(octx->link_fd);
     owner_persist_teardown(o);
     worker_destroy(&o->worker);
     router_destroy(&o->router);

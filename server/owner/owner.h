@@ -12,7 +12,13 @@
 #include "config/cfg.h"
 #include "server/core/worker.h"
 
+/* What the master hands an owner at fork besides the worker context. */
+struct owner_ctx {
+    enum cfg_pool pool;
+    int link_fd;            /* the listening socket edges connect to (the owner takes it) */
+};
+
 /* Runs the owner until it is stopped; returns the exit code. */
-int owner_main(struct worker_ctx *ctx);
+int owner_main(struct worker_ctx *ctx, const struct owner_ctx *octx);
 
 #endif

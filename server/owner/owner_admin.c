@@ -48,25 +48,52 @@ out:
     free(a.arena);
 }
 
-void owner_op_stats(struct owner *o, struct olink *l, const struct wire_msg *m)
+/* Every STATS field as counted since the process started: what the loop
+ * counts (o->st) and what the ledger, the links, the persister and the
+ * completion records say now. */
+static void stats_now(struct owner *o, struct owner_counters *v)
 {
-    struct wire_stat st[48];
-    uint32_t n = 0;
-#define X(name) st[n++] = (struct wire_stat){wire_cstr(#name), (int64_t)o->st.name};
-    OWNER_STATS(X)
-#undef X
+    *v = o->st;
     struct ledger_stats ls;
     ledger_stats(o->ledger, &ls);
-    st[n++] = (struct wire_stat){wire_cstr("owner_keys"), (int64_t)ls.keys};
-    st[n++] = (struct wire_stat){wire_cstr("owner_tombstones"), (int64_t)ls.tombstones};
-    st[n++] = (struct wire_stat){wire_cstr("owner_memory_bytes"), (int64_t)ls.memory_bytes};
-    st[n++] = (struct wire_stat){wire_cstr("owner_evictions"), (int64_t)ls.evictions};
-    st[n++] = (struct wire_stat){wire_cstr("owner_expired"), (int64_t)ls.expired};
-    size_t links = 0;
+    v->owner_keys = ls.keys;
+    v->owner_tombstones = ls.tombstones;
+    v->owner_memory_bytes = ls.memory_bytes;
+    v->owner_evictions = ls.evictions;
+    v->owner_expired = ls.expired;
+    v->owner_links = 0;
     for (struct olink *x = o->links; x != NULL; x = x->next)
-        links++;
-    st[n++] = (struct wire_stat){wire_cstr("owner_links"), (int64_t)links};
-    owner_persist_stats(o, st, &n, sizeof(st) / sizeof(st[0]));
+        v->owner_links++;
+    owner_persist_stats(o, v);
+}
+
+/* Every field of the list (server/core/counters.h), counters from the last
+ * RESETSTAT on. */
+void owner_op_stats(struct owner *o, struct olink *l, const struct wire_msg *m)
+{
+    struct wire_stat st[CTR_OWNER_COUNT];
+    uint32_t n = 0;
+    struct owner_counters v;
+    stats_now(o, &v);
+#define X(name, kind, help)                                                                  \
+    st[n++] = (struct wire_stat){wire_cstr(#name),                                          \
+                                 (int64_t)(v.name - (kind == CTR_COUNTER ? o->st_base.name : 0))};
+    CTR_OWNER(X)
+#undef X
     wire_put_stats_reply(&l->out, m->id, st, n);
+}
+
+/* A baseline rather than zeroing: most counters live in the ledger, the
+ * persister and the completion records, which count on regardless. */
+void owner_stats_reset(void *arg)
+{
+    struct owner *o = arg;
+    struct owner_counters v;
+    stats_now(o, &v);
+#define X(name, kind, help)                                                                  \
+    if (kind == CTR_COUNTER)                                                                 \
+        o->st_base.name = v.name;
+    CTR_OWNER(X)
+#undef X
 }
 

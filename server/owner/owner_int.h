@@ -23,6 +23,7 @@
 #include "proto/buf.h"
 #include "proto/wire.h"
 #include "server/owner/owner_rifl.h"
+#include "server/core/counters.h"
 #include "server/core/router.h"
 #include "server/core/worker.h"
 #include "storage/ledger.h"
@@ -36,23 +37,14 @@ struct olink;
 #define OWNER_TAG_LEDGER 0
 #define OWNER_TAG_DURABLE 1
 
-/* Counters served by STATS (and from there by the edges' INFO).
- * X(name) */
-#define OWNER_STATS(X)            \
-    X(owner_reads)                \
-    X(owner_writes)               \
-    X(owner_idempotent_retries)   \
-    X(owner_unknown_outcomes)     \
-    X(owner_moved)                \
-    X(owner_busy_rejects)         \
-    X(owner_durable_timeouts)     \
-    X(owner_disk_reads)           \
-    X(owner_protocol_errors)      \
-    X(owner_pushes)
-
+/* Every field STATS answers (and from there the edges' INFO), by the one
+ * list in server/core/counters.h.  In o->st the owner counts what happens in
+ * its loop (owner_reads, owner_writes ...); the fields read from the ledger,
+ * the persister and the completion records there stay 0 and are filled in a
+ * copy when STATS is answered (owner_admin.c). */
 struct owner_counters {
-#define X(name) uint64_t name;
-    OWNER_STATS(X)
+#define X(name, kind, help) uint64_t name;
+    CTR_OWNER(X)
 #undef X
 };
 
@@ -123,6 +115,8 @@ struct owner {
     int durable_inflight;         /* durable batches submitted, not yet done */
     int durable_orphans;          /* durable keys dirty with no waiter to flush them */
     struct owner_counters st;
+    struct owner_counters st_base;  /* CTR_COUNTER values at the last RESETSTAT (STATS
+                                     * answers the difference) */
     struct wire_decoder dec;
     int stopping;
 };
@@ -159,6 +153,9 @@ struct ledger_clock owner_clock(void);
 /* owner_admin.c: SCAN and STATS, answered into l->out. */
 void owner_op_scan(struct owner *o, struct olink *l, const struct wire_msg *m);
 void owner_op_stats(struct owner *o, struct olink *l, const struct wire_msg *m);
+/* CONFIG RESETSTAT (the worker's resetstat hook, arg the owner): STATS
+ * answers its CTR_COUNTER fields from 0 again; gauges are untouched. */
+void owner_stats_reset(void *arg);
 /* The writer bits of the versions this owner issues: unique per owner of a
  * host (hot owners 1.., cold owners 2049..). */
 static inline uint32_t owner_writer_id(const struct owner *o)
@@ -212,6 +209,8 @@ void owner_forget_link(struct owner *o, struct olink *l);
 void owner_persist_flush_all(struct owner *o);
 /* 1 if the persist backlog is over persist-max-dirty. */
 int owner_backlog_full(struct owner *o);
-void owner_persist_stats(struct owner *o, struct wire_stat *st, uint32_t *n, uint32_t max);
+/* Fills the persist_* fields of v and those of the durable waiters and
+ * completion records. */
+void owner_persist_stats(struct owner *o, struct owner_counters *v);
 
 #endif

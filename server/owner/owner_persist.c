@@ -317,7 +317,7 @@ int owner_backlog_full(struct owner *o)
     return o->ctx->cfg->persist_max_dirty > 0 && bytes > (size_t)o->ctx->cfg->persist_max_dirty;
 }
 
-void owner_persist_stats(struct owner *o, struct wire_stat *st, uint32_t *n, uint32_t max)
+void owner_persist_stats(struct owner *o, struct owner_counters *v)
 {
     struct persister_stats ps;
     size_t keys, bytes, waiting = owner_tickets_waiting(o);
@@ -326,25 +326,21 @@ void owner_persist_stats(struct owner *o, struct wire_stat *st, uint32_t *n, uin
     struct rifl_stats rs;
     rifl_stats(o->rifl, &rs);
     int64_t stall = ps.backlog_age_ms > ps.max_stall_ms ? ps.backlog_age_ms : ps.max_stall_ms;
-    struct wire_stat add[] = {
-        {wire_cstr("persist_dirty_keys"), (int64_t)keys},
-        {wire_cstr("persist_backlog_bytes"), (int64_t)bytes},
-        {wire_cstr("persist_batches"), (int64_t)ps.batches},
-        {wire_cstr("persist_rows"), (int64_t)ps.rows},
-        {wire_cstr("persist_transactions"), (int64_t)ps.transactions},
-        {wire_cstr("persist_fsync_commits"), (int64_t)ps.fsync_commits},
-        {wire_cstr("persist_last_commit_ms"), ps.last_commit_ms},
-        {wire_cstr("persist_stall_ms_max"), stall},
-        {wire_cstr("persist_backlog_age_ms"), ps.backlog_age_ms},
-        {wire_cstr("persist_errors"), (int64_t)ps.errors},
-        {wire_cstr("persist_queued_batches"), (int64_t)(ps.queued_batches + ps.inflight_batches)},
-        {wire_cstr("owner_queue_depth"), (int64_t)(waiting)},
-        {wire_cstr("owner_durable_waiting"), (int64_t)waiting},
-        {wire_cstr("owner_completion_records"), (int64_t)rs.records},
-        {wire_cstr("owner_completions_dropped"), (int64_t)rs.dropped},
-    };
-    for (size_t i = 0; i < sizeof(add) / sizeof(add[0]) && *n < max; i++)
-        st[(*n)++] = add[i];
+    v->persist_dirty_keys = keys;
+    v->persist_backlog_bytes = bytes;
+    v->persist_batches = ps.batches;
+    v->persist_rows = ps.rows;
+    v->persist_transactions = ps.transactions;
+    v->persist_fsync_commits = ps.fsync_commits;
+    v->persist_last_commit_ms = (uint64_t)ps.last_commit_ms;
+    v->persist_stall_ms_max = (uint64_t)stall;
+    v->persist_backlog_age_ms = (uint64_t)ps.backlog_age_ms;
+    v->persist_errors = ps.errors;
+    v->persist_queued_batches = ps.queued_batches + ps.inflight_batches;
+    v->owner_queue_depth = waiting;
+    v->owner_durable_waiting = waiting;
+    v->owner_completion_records = rs.records;
+    v->owner_completions_dropped = rs.dropped;
 }
 
 static int load_row(void *arg, const struct persist_row *row)

@@ -1,0 +1,111 @@
+/*
+ * counters.h - the daemon's process counters, declared once.
+ *
+ * Each list is X(name, kind, help): `name` is the field, the STATS name and
+ * the INFO name (and later the metric's name); `kind` is CTR_COUNTER (only
+ * grows; CONFIG RESETSTAT zeroes it) or CTR_GAUGE (a level: clients
+ * connected, keys held, a backlog; never reset); `help` is one line for
+ * whoever reads the metric.
+ *
+ *   CTR_EDGE   every edge's own counters, in its scoreboard slot (board.h);
+ *              INFO sums them over the edges.
+ *   CTR_OWNER  what an owner answers to STATS (proto/wire.h), by name: the
+ *              owner encodes every field from this list, the edges decode
+ *              the ones they know into an array indexed by CTR_OWNER_<name>,
+ *              and INFO's "# Owners" renders them in this order.
+ *
+ * The colo segments declare their own counters next to their data
+ * (CACHE_COUNTERS in server/colo/cache.h, RL_COUNTERS in
+ * server/colo/ratelimit.h): all of those are counters, zeroed by the master
+ * on RESETSTAT.
+ *
+ * Adding a counter: one line here, then count it where it happens (an edge:
+ * board_add on its slot field; an owner: its o->st field, or its source in
+ * owner_admin.c for a value read from the ledger, persister or rifl).
+ */
+#ifndef HKV_COUNTERS_H
+#define HKV_COUNTERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/wire.h"
+
+enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
+
+#define CTR_EDGE(X)                                                                             \
+    X(connected_clients, CTR_GAUGE, "Client connections open")                                 \
+    X(total_connections_received, CTR_COUNTER, "Client connections accepted")                  \
+    X(rejected_connections, CTR_COUNTER, "Client connections refused (maxclients)")            \
+    X(total_commands_processed, CTR_COUNTER, "Commands run")                                   \
+    X(protocol_errors, CTR_COUNTER, "Client requests that were not valid RESP")                \
+    X(write_retries, CTR_COUNTER, "Write requests sent to an owner again")                     \
+    X(write_failures, CTR_COUNTER, "Writes that failed explicitly")                            \
+    X(auth_failures, CTR_COUNTER, "AUTH and HELLO AUTH attempts refused")                      \
+    X(tls_connections, CTR_GAUGE, "Client connections open on the TLS port")                   \
+    X(tls_handshake_failures, CTR_COUNTER, "TLS handshakes that failed")
+
+/* The first fourteen are INFO's "# Owners" lines since before this list;
+ * new fields go at the end, so INFO's existing lines keep their order. */
+#define CTR_OWNER(X)                                                                            \
+    X(owner_reads, CTR_COUNTER, "Read requests run")                                           \
+    X(owner_writes, CTR_COUNTER, "Write requests applied")                                     \
+    X(owner_idempotent_retries, CTR_COUNTER, "Write retries answered from a completion record") \
+    X(owner_unknown_outcomes, CTR_COUNTER, "Retries answered outcome-unknown (first try lost)")   \
+    X(owner_completion_records, CTR_GAUGE, "Completion records held (exactly-once retries)")   \
+    X(owner_keys, CTR_GAUGE, "Keys resident in the ledger")                                    \
+    X(persist_dirty_keys, CTR_GAUGE, "Keys written but not yet persisted")                     \
+    X(persist_batches, CTR_COUNTER, "Persist batches done")                                    \
+    X(persist_rows, CTR_COUNTER, "Rows written to SQLite")                                     \
+    X(persist_last_commit_ms, CTR_GAUGE, "Duration of the last SQLite transaction, ms")        \
+    X(persist_stall_ms_max, CTR_GAUGE, "Longest wait of a batch before its transaction, ms")   \
+    X(persist_errors, CTR_COUNTER, "SQLite transactions that failed")                          \
+    X(owner_queue_depth, CTR_GAUGE, "Requests queued in the owner (durable replies)")                    \
+    X(persist_backlog_bytes, CTR_GAUGE, "Bytes of the keys not yet persisted")                 \
+    X(owner_moved, CTR_COUNTER, "Requests answered MOVED (a key of another owner)")            \
+    X(owner_busy_rejects, CTR_COUNTER, "Writes refused while the persist backlog is full")     \
+    X(owner_durable_timeouts, CTR_COUNTER, "Durable writes answered outcome-unknown")          \
+    X(owner_disk_reads, CTR_COUNTER, "Keys read from disk (not resident)")          \
+    X(owner_protocol_errors, CTR_COUNTER, "Malformed frames from edges")                       \
+    X(owner_pushes, CTR_COUNTER, "Pushes and invalidations sent to colos")                     \
+    X(owner_tombstones, CTR_GAUGE, "Tombstones resident in the ledger")                        \
+    X(owner_memory_bytes, CTR_GAUGE, "Bytes the ledger holds")                                 \
+    X(owner_evictions, CTR_COUNTER, "Keys evicted from the ledger")                            \
+    X(owner_expired, CTR_COUNTER, "Expired keys turned into tombstones")                       \
+    X(owner_links, CTR_GAUGE, "Edge links open")                                               \
+    X(persist_transactions, CTR_COUNTER, "SQLite transactions attempted")                      \
+    X(persist_fsync_commits, CTR_COUNTER, "Transactions committed with synchronous=FULL")      \
+    X(persist_backlog_age_ms, CTR_GAUGE, "Age of the oldest unfinished batch, ms")             \
+    X(persist_queued_batches, CTR_GAUGE, "Batches queued or in a transaction")                 \
+    X(owner_durable_waiting, CTR_GAUGE, "Replies waiting for a durable commit")                \
+    X(owner_completions_dropped, CTR_COUNTER, "Completion records dropped by the bound")
+
+enum ctr_edge_id {
+#define X(name, kind, help) CTR_EDGE_##name,
+    CTR_EDGE(X)
+#undef X
+    CTR_EDGE_COUNT
+};
+
+enum ctr_owner_id {
+#define X(name, kind, help) CTR_OWNER_##name,
+    CTR_OWNER(X)
+#undef X
+    CTR_OWNER_COUNT
+};
+
+/* One entry of a list, as data (for renderers that walk it). */
+struct ctr_def {
+    const char *name;
+    enum ctr_kind kind;
+    const char *help;
+};
+extern const struct ctr_def ctr_edge_defs[CTR_EDGE_COUNT];
+extern const struct ctr_def ctr_owner_defs[CTR_OWNER_COUNT];
+
+/* Stores the value of every field of a STATS reply that CTR_OWNER names into
+ * v[CTR_OWNER_<name>]; fields it does not name are skipped, fields missing
+ * from the reply keep their value in v. */
+void ctr_owner_take(const struct wire_stat *stats, uint32_t n, int64_t *v);
+
+#endif
