@@ -385,6 +385,10 @@ int wire_put_msg(struct hkv_buf *b, const struct wire_msg *m)
         if (id != 0)
             return HKV_EINVAL;
         return wire_put_invalidate(b, m->u.invalidate.key, m->u.invalidate.stamp);
+    case WIRE_CALL:
+    case WIRE_EXEC:
+    case WIRE_RESP:
+        return wire_call_put(b, m);
     }
     return HKV_EINVAL;
 }
@@ -430,6 +434,8 @@ const char *wire_type_name(unsigned type)
     switch (type) {
     case WIRE_HELLO: return "HELLO";
     case WIRE_GETDEL: return "GETDEL";
+    case WIRE_CALL: return "CALL";
+    case WIRE_EXEC: return "EXEC";
     case WIRE_GET: return "GET";
     case WIRE_SET: return "SET";
     case WIRE_DEL: return "DEL";
@@ -451,6 +457,7 @@ const char *wire_type_name(unsigned type)
     case WIRE_SCAN_REPLY: return "SCAN_REPLY";
     case WIRE_STATS_REPLY: return "STATS_REPLY";
     case WIRE_PONG: return "PONG";
+    case WIRE_RESP: return "RESP";
     case WIRE_PUSH: return "PUSH";
     case WIRE_INVALIDATE: return "INVALIDATE";
     }
@@ -462,29 +469,9 @@ struct wire_slice wire_cstr(const char *s)
     return s ? wire_slice(s, strlen(s)) : wire_slice(NULL, 0);
 }
 
-static bool seq(struct wire_slice a, struct wire_slice b)
-{
-    return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
-}
-
-static bool keys_eq(const struct wire_slice *a, uint32_t na, const struct wire_slice *b, uint32_t nb)
-{
-    if (na != nb)
-        return false;
-    for (uint32_t i = 0; i < na; i++)
-        if (!seq(a[i], b[i]))
-            return false;
-    return true;
-}
-
 static bool exp_eq(struct wire_expiry a, struct wire_expiry b)
 {
     return a.kind == b.kind && a.ms == b.ms;
-}
-
-static bool rid_eq(struct wire_rid a, struct wire_rid b)
-{
-    return a.seq == b.seq && a.ack == b.ack && a.prev == b.prev;
 }
 
 bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
@@ -587,6 +574,10 @@ bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
     case WIRE_INVALIDATE:
         return seq(a->u.invalidate.key, b->u.invalidate.key) &&
                a->u.invalidate.stamp == b->u.invalidate.stamp;
+    case WIRE_CALL:
+    case WIRE_EXEC:
+    case WIRE_RESP:
+        return wire_call_equal(a, b);
     }
     return false;
 }

@@ -148,6 +148,9 @@ static int nfields(unsigned type)
     case WIRE_PONG: return 0;
     case WIRE_PUSH: return 4;
     case WIRE_INVALIDATE: return 2;
+    case WIRE_CALL: return 5;
+    case WIRE_EXEC: return 6;
+    case WIRE_RESP: return 2;
     }
     return -1;
 }
@@ -255,6 +258,10 @@ static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg 
     case WIRE_INVALIDATE:
         TRY(rd_bytes(c, &m->u.invalidate.key));
         return rd_uint(c, UINT64_MAX, &m->u.invalidate.stamp);
+    case WIRE_CALL:
+    case WIRE_EXEC:
+    case WIRE_RESP:
+        return wire_call_decode(d, c, m);
     }
     return fail(c, "unknown message type");
 }

@@ -477,6 +477,30 @@ static inline int arena(struct wire_decoder *d, struct cur *c, size_t n, size_t 
     return arena_bytes(d, c, n * size, out);  /* n <= UINT32_MAX, size small */
 }
 
+/* ---- equality ---- */
+
+/* Same bytes (wherever they point). */
+static inline bool seq(struct wire_slice a, struct wire_slice b)
+{
+    return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
+}
+
+static inline bool keys_eq(const struct wire_slice *a, uint32_t na, const struct wire_slice *b,
+                           uint32_t nb)
+{
+    if (na != nb)
+        return false;
+    for (uint32_t i = 0; i < na; i++)
+        if (!seq(a[i], b[i]))
+            return false;
+    return true;
+}
+
+static inline bool rid_eq(struct wire_rid a, struct wire_rid b)
+{
+    return a.seq == b.seq && a.ack == b.ack && a.prev == b.prev;
+}
+
 /* ---- wire_call.c: the command-carrying kinds (CALL, EXEC, RESP) ---- */
 
 /* Reads the fields of a CALL, EXEC or RESP (m->type) after type and id;
