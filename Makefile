@@ -117,7 +117,7 @@ build/fuzz/fuzz_resp: tests/fuzz/fuzz_resp.c $(wildcard proto/*.c proto/*.h) | $
 	clang $(FUZZ_FLAGS) -o $@ $< proto/resp.c proto/resp_encode.c proto/resp_reply.c proto/buf.c proto/hkv.c
 build/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_FLAGS) -o $@ $< proto/wire.c proto/wire_decode.c proto/buf.c proto/hkv.c
+	clang $(FUZZ_FLAGS) -o $@ $< proto/wire.c proto/wire_decode.c proto/wire_call.c proto/buf.c proto/hkv.c
 fuzz: $(FUZZ_BINS)
 	@for t in $(FUZZ_TARGETS); do \
 	  scratch=$$(mktemp -d); \

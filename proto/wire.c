@@ -1,6 +1,8 @@
 /*
  * wire.c - binary protocol: framing, encoding, names, message equality.
- * The hostile-input decoder is in wire_decode.c; the format is in wire.h.
+ * The hostile-input decoder is in wire_decode.c, the command-carrying kinds
+ * (CALL, EXEC, RESP) in wire_call.c, the msgpack writer and reader they share
+ * in wire_int.h; the format is in wire.h.
  *
  * Why hand-written encoders rather than msgpack-c's packer: a frame must be
  * appended to the connection's struct hkv_buf atomically (rolled back when an
@@ -8,10 +10,11 @@
  * prefix patched in place afterwards.  The packer writes through a callback
  * per item and would still need that bookkeeping around it, plus either a
  * copy out of an msgpack_sbuffer or a callback shim.  What the protocol uses
- * of msgpack is ten header forms; writing them here keeps both halves of the
- * format (which width, bin for bytes, str for text) in one module, and the
- * unit tests check the output against msgpack-c's own unpacker and feed
- * msgpack-c's packer output to our decoder, so the two stay compatible.
+ * of msgpack is ten header forms; writing them in wire_int.h keeps both
+ * halves of the format (which width, bin for bytes, str for text) in one
+ * module, and the unit tests check the output against msgpack-c's own
+ * unpacker and feed msgpack-c's packer output to our decoder, so the two stay
+ * compatible.
  *
  * Every encoder validates with the same rules the decoder applies (wire.h's
  * wire_*_valid), so nothing we send is refused by a peer built from this file.
@@ -20,163 +23,7 @@
 
 #include <string.h>
 
-/* ---- writer: one frame appended to an hkv_buf ---- */
-
-struct wr {
-    struct hkv_buf *b;
-    size_t start;  /* frame start relative to b->off: survives buf_compact */
-    int st;
-};
-
-static void w_raw(struct wr *w, const void *p, size_t n)
-{
-    if (w->st != HKV_OK || n == 0)
-        return;
-    w->st = buf_reserve(w->b, n, 0);
-    if (w->st != HKV_OK)
-        return;
-    memcpy(buf_tail(w->b), p, n);
-    w->b->len += n;
-}
-
-static void put_be(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = n - 1; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-/* A one-byte tag followed by an n-byte big-endian value. */
-static void w_tagged(struct wr *w, uint8_t tag, uint64_t v, int n)
-{
-    uint8_t h[9];
-    h[0] = tag;
-    put_be(h + 1, v, n);
-    w_raw(w, h, (size_t)n + 1);
-}
-
-static void w_uint(struct wr *w, uint64_t v)
-{
-    if (v < 0x80)
-        w_tagged(w, (uint8_t)v, 0, 0);
-    else if (v <= UINT8_MAX)
-        w_tagged(w, 0xcc, v, 1);
-    else if (v <= UINT16_MAX)
-        w_tagged(w, 0xcd, v, 2);
-    else if (v <= UINT32_MAX)
-        w_tagged(w, 0xce, v, 4);
-    else
-        w_tagged(w, 0xcf, v, 8);
-}
-
-static void w_int(struct wr *w, int64_t v)
-{
-    if (v >= 0)
-        w_uint(w, (uint64_t)v);
-    else if (v >= -32)
-        w_tagged(w, (uint8_t)v, 0, 0);
-    else if (v >= INT8_MIN)
-        w_tagged(w, 0xd0, (uint8_t)v, 1);
-    else if (v >= INT16_MIN)
-        w_tagged(w, 0xd1, (uint16_t)v, 2);
-    else if (v >= INT32_MIN)
-        w_tagged(w, 0xd2, (uint32_t)v, 4);
-    else
-        w_tagged(w, 0xd3, (uint64_t)v, 8);
-}
-
-static void w_nil(struct wr *w) { w_tagged(w, 0xc0, 0, 0); }
-static void w_bool(struct wr *w, bool v) { w_tagged(w, v ? 0xc3 : 0xc2, 0, 0); }
-
-static void w_array(struct wr *w, uint32_t n)
-{
-    if (n <= 15)
-        w_tagged(w, (uint8_t)(0x90 | n), 0, 0);
-    else if (n <= UINT16_MAX)
-        w_tagged(w, 0xdc, n, 2);
-    else
-        w_tagged(w, 0xdd, n, 4);
-}
-
-static void w_map(struct wr *w, uint32_t n)
-{
-    if (n <= 15)
-        w_tagged(w, (uint8_t)(0x80 | n), 0, 0);
-    else if (n <= UINT16_MAX)
-        w_tagged(w, 0xde, n, 2);
-    else
-        w_tagged(w, 0xdf, n, 4);
-}
-
-/* bin for keys and values, str for human text. */
-static void w_bytes(struct wr *w, struct wire_slice s, bool str)
-{
-    if (w->st != HKV_OK)
-        return;
-    if (s.p == NULL && s.len > 0) {
-        w->st = HKV_EINVAL;
-        return;
-    }
-    if (s.len > UINT32_MAX) {
-        w->st = HKV_ETOOBIG;
-        return;
-    }
-    if (str && s.len < 32)
-        w_tagged(w, (uint8_t)(0xa0 | s.len), 0, 0);
-    else if (s.len <= UINT8_MAX)
-        w_tagged(w, str ? 0xd9 : 0xc4, s.len, 1);
-    else if (s.len <= UINT16_MAX)
-        w_tagged(w, str ? 0xda : 0xc5, s.len, 2);
-    else
-        w_tagged(w, str ? 0xdb : 0xc6, s.len, 4);
-    w_raw(w, s.p, s.len);
-}
-
-static void w_bin(struct wr *w, struct wire_slice s) { w_bytes(w, s, false); }
-static void w_str(struct wr *w, struct wire_slice s) { w_bytes(w, s, true); }
-
-static void w_keys(struct wr *w, const struct wire_slice *keys, uint32_t n)
-{
-    if (keys == NULL && n > 0) {
-        w->st = HKV_EINVAL;
-        return;
-    }
-    w_array(w, n);
-    for (uint32_t i = 0; i < n && w->st == HKV_OK; i++)
-        w_bin(w, keys[i]);
-}
-
-/* Starts a frame of `nfields` fields after type and id; `hint` is a size
- * guess reserved up front so most frames need a single reserve. */
-static void wr_begin(struct wr *w, struct hkv_buf *b, size_t hint, unsigned type, uint64_t id,
-                     uint32_t nfields)
-{
-    static const uint8_t zero[WIRE_HEADER_LEN];
-    w->b = b;
-    w->start = b->len - b->off;
-    w->st = wire_id_valid(type, id) ? buf_reserve(b, hint, 0) : HKV_EINVAL;
-    w_raw(w, zero, sizeof zero);
-    w_array(w, 2 + nfields);
-    w_uint(w, type);
-    w_uint(w, id);
-}
-
-/* Patches the length prefix, or rolls the buffer back on failure. */
-static int wr_end(struct wr *w)
-{
-    struct hkv_buf *b = w->b;
-    if (w->st == HKV_OK) {
-        size_t plen = b->len - b->off - w->start - WIRE_HEADER_LEN;
-        if (plen > UINT32_MAX)
-            w->st = HKV_ETOOBIG;
-        else
-            put_be((uint8_t *)b->data + b->off + w->start, plen, WIRE_HEADER_LEN);
-    }
-    if (w->st != HKV_OK)
-        b->len = b->off + w->start;
-    return w->st;
-}
-
-#define HINT(n) ((size_t)64 + (n))
+#include "proto/wire_int.h"
 
 /* ---- requests ---- */
 
@@ -193,14 +40,6 @@ int wire_put_hello(struct hkv_buf *b, uint64_t id, uint32_t version, uint32_t ed
     w_uint(&w, role);
     w_uint(&w, incarnation);
     return wr_end(&w);
-}
-
-/* A rid is three uints; seq 0 is never a request. */
-static void w_rid(struct wr *w, struct wire_rid rid)
-{
-    w_uint(w, rid.seq);
-    w_uint(w, rid.ack);
-    w_uint(w, rid.prev);
 }
 
 int wire_put_get(struct hkv_buf *b, uint64_t id, const struct wire_slice *keys, uint32_t nkeys)
@@ -546,6 +385,10 @@ int wire_put_msg(struct hkv_buf *b, const struct wire_msg *m)
         if (id != 0)
             return HKV_EINVAL;
         return wire_put_invalidate(b, m->u.invalidate.key, m->u.invalidate.stamp);
+    case WIRE_CALL:
+    case WIRE_EXEC:
+    case WIRE_RESP:
+        return wire_call_put(b, m);
     }
     return HKV_EINVAL;
 }
@@ -591,6 +434,8 @@ const char *wire_type_name(unsigned type)
     switch (type) {
     case WIRE_HELLO: return "HELLO";
     case WIRE_GETDEL: return "GETDEL";
+    case WIRE_CALL: return "CALL";
+    case WIRE_EXEC: return "EXEC";
     case WIRE_GET: return "GET";
     case WIRE_SET: return "SET";
     case WIRE_DEL: return "DEL";
@@ -612,6 +457,7 @@ const char *wire_type_name(unsigned type)
     case WIRE_SCAN_REPLY: return "SCAN_REPLY";
     case WIRE_STATS_REPLY: return "STATS_REPLY";
     case WIRE_PONG: return "PONG";
+    case WIRE_RESP: return "RESP";
     case WIRE_PUSH: return "PUSH";
     case WIRE_INVALIDATE: return "INVALIDATE";
     }
@@ -623,29 +469,9 @@ struct wire_slice wire_cstr(const char *s)
     return s ? wire_slice(s, strlen(s)) : wire_slice(NULL, 0);
 }
 
-static bool seq(struct wire_slice a, struct wire_slice b)
-{
-    return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
-}
-
-static bool keys_eq(const struct wire_slice *a, uint32_t na, const struct wire_slice *b, uint32_t nb)
-{
-    if (na != nb)
-        return false;
-    for (uint32_t i = 0; i < na; i++)
-        if (!seq(a[i], b[i]))
-            return false;
-    return true;
-}
-
 static bool exp_eq(struct wire_expiry a, struct wire_expiry b)
 {
     return a.kind == b.kind && a.ms == b.ms;
-}
-
-static bool rid_eq(struct wire_rid a, struct wire_rid b)
-{
-    return a.seq == b.seq && a.ack == b.ack && a.prev == b.prev;
 }
 
 bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
@@ -748,6 +574,10 @@ bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
     case WIRE_INVALIDATE:
         return seq(a->u.invalidate.key, b->u.invalidate.key) &&
                a->u.invalidate.stamp == b->u.invalidate.stamp;
+    case WIRE_CALL:
+    case WIRE_EXEC:
+    case WIRE_RESP:
+        return wire_call_equal(a, b);
     }
     return false;
 }

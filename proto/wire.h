@@ -7,7 +7,9 @@
  * carries the id of its request; replies may come out of order.  Push-link
  * messages (PUSH, INVALIDATE) carry id 0; every other kind needs id != 0,
  * except ERROR, whose id 0 means "about the connection" (HELLO refused, a
- * frame whose id could not be read).
+ * frame whose id could not be read).  Kinds are numbered by direction:
+ * requests 1..63, replies 64..95, push 96..; a new kind takes the next free
+ * number of its range, so the range tests below stay ranges.
  *
  * Handshake.  Every link opens with HELLO (protocol version, edge id, colo,
  * link role) answered by HELLO_OK (version, owner id, pool, leaf-map
@@ -34,6 +36,11 @@
  *   TTL         key
  *   SCAN        cursor u64, count u32, match text|nil
  *   PING, STATS (no fields)
+ *   CALL        rid, proto u8 (2|3), [arg bytes, ...] (1..max_items args)
+ *   EXEC        rid, proto u8 (2|3),
+ *               watch [[key bytes, version u64], ...] (0..max_items),
+ *               cmds [[arg bytes, ...], ...] (1..max_items commands of
+ *               1.. args each); watch entries + all args <= max_items
  *
  *   replies (owner -> edge)
  *   HELLO_OK    version u32, owner_id u32, pool text, map_gen u64,
@@ -57,10 +64,31 @@
  *   SCAN_REPLY  next cursor u64 (0 = done), [key, ...]
  *   STATS_REPLY {name text: i64, ...}
  *   PONG        (no fields)
+ *   RESP        reply bytes (one complete RESP reply, non-empty, already
+ *               encoded for the request's proto; the edge writes it to the
+ *               client as is), changes [[key bytes, stamp u64], ...]
+ *               (0..max_items: the keys the command changed and the version
+ *               each holds now, a delete's included, so the edge can order
+ *               its colo cache against pushes)
  *
  *   push link (owner -> edge, id 0)
  *   PUSH        key, value, stamp, expire_ms u64
  *   INVALIDATE  key, stamp
+ *
+ * Commands.  CALL and EXEC carry Redis commands for the owner to run from its
+ * own command table (APPEND, SETRANGE, INCRBYFLOAT, MSETNX, RENAME, COPY ...),
+ * so a command needs no wire kind of its own.  args[0] is the command name, as
+ * the client sent it; proto is the client's RESP version, which the owner
+ * encodes the reply for.  EXEC is a MULTI/EXEC transaction: the owner compares
+ * each watched key's version (a stamp it issued, as the edge saw it in a reply
+ * or push) with the one the key holds and, if none differs, runs the commands
+ * atomically; otherwise its reply is the nil EXEC reply.  Both are writes
+ * (rid, write links) and are answered RESP (or MOVED, ERROR).  The SUM of
+ * EXEC's watch entries and args is bounded, not each list: the three arrays
+ * share the decoder's one arena, and with per-list bounds one frame could hold
+ * max_items commands of max_items args each, bounded only by the frame size (a
+ * 64 MiB frame of 1-byte args is 1 GiB of slices); the sum keeps the arena
+ * under max_items * sizeof(struct wire_item), as for every other kind.
  *
  * Versions and request ids.  The OWNER orders the writes of its keys: it
  * applies them in the order it receives them and gives each applied write a
@@ -105,17 +133,21 @@
  * arrays deep; the decoder never descends into a container it did not
  * expect), and unknown kinds, wrong types, missing or extra fields and
  * trailing bytes are refused with a short static reason.  Arrays of keys,
- * items and stats live in the decoder and are reused by its next call: no
+ * items, stats, args, watches and commands live in the decoder's one arena
+ * (EXEC's three arrays partition it) and are reused by its next call: no
  * allocation in steady state.
  *
  * Encoding.  The wire_put_* functions append one complete frame (length
  * prefix included) to a struct hkv_buf.  They return HKV_OK, HKV_ENOMEM,
  * HKV_ETOOBIG (payload over 4 GiB - 1; the peer's max is the caller's
  * business) or HKV_EINVAL (arguments the decoder would refuse: a bad enum or
- * flag, a zero-key GET, id 0 where not allowed ...).  On any failure the
- * buffer is left exactly as it was: it never holds half a frame.  Whatever
- * wire_decode() accepts re-encodes to a frame that decodes to an equal
- * message (wire_put_msg + wire_msg_equal).
+ * flag, a zero-key GET, id 0 where not allowed, rid seq 0, a proto other
+ * than 2 or 3, an empty argv, a CALL, EXEC or RESP count over
+ * WIRE_MAX_ITEMS_DEFAULT, the max_items edges and owners decode with ...).
+ * On any failure the buffer is left exactly as it was: it never holds half a
+ * frame.  Whatever wire_decode() accepts (with max_items at most the
+ * default) re-encodes to a frame that decodes to an equal message
+ * (wire_put_msg + wire_msg_equal).
  */
 #ifndef HKV_WIRE_H
 #define HKV_WIRE_H
@@ -132,7 +164,7 @@
 #define WIRE_HEADER_LEN 4
 #define WIRE_MAX_FRAME_DEFAULT (64u * 1024 * 1024)  /* wire-max-frame */
 #define WIRE_MAX_ITEMS_DEFAULT 65536                /* keys per message */
-#define WIRE_MAX_DEPTH 3  /* frame array > VALUES array > item array */
+#define WIRE_MAX_DEPTH 3  /* frame > VALUES > item, frame > EXEC cmds > argv */
 
 enum wire_type {
     /* requests */
@@ -148,6 +180,8 @@ enum wire_type {
     WIRE_PING = 10,
     WIRE_STATS = 11,
     WIRE_GETDEL = 12,
+    WIRE_CALL = 13,
+    WIRE_EXEC = 14,
     /* replies */
     WIRE_HELLO_OK = 64,
     WIRE_VALUE = 65,
@@ -160,6 +194,7 @@ enum wire_type {
     WIRE_SCAN_REPLY = 72,
     WIRE_STATS_REPLY = 73,
     WIRE_PONG = 74,
+    WIRE_RESP = 75,
     /* push link, id 0 */
     WIRE_PUSH = 96,
     WIRE_INVALIDATE = 97,
@@ -223,9 +258,23 @@ struct wire_stat {
     int64_t value;
 };
 
+/* An EXEC watch (the version the edge saw) or a RESP change (the version
+ * the key holds now). */
+struct wire_watch {
+    struct wire_slice key;
+    uint64_t version;
+};
+
+/* One command of an EXEC: argv, nargs >= 1. */
+struct wire_cmd {
+    const struct wire_slice *args;
+    uint32_t nargs;
+};
+
 /* One decoded message.  Only the member of `u` named by `type` is filled; the
- * rest of the struct is zero.  Slices point into the payload; keys, items and
- * stats point into the decoder (valid until its next wire_decode/deinit). */
+ * rest of the struct is zero.  Slices point into the payload; keys, items,
+ * stats, args, watch, cmds and changes point into the decoder (valid until its
+ * next wire_decode/deinit). */
 struct wire_msg {
     uint8_t type;  /* enum wire_type */
     uint64_t id;
@@ -266,25 +315,44 @@ struct wire_msg {
         struct { const struct wire_stat *stats; uint32_t nstats; } stats_reply;
         struct { struct wire_slice key, value; hkv_stamp stamp; uint64_t expire_ms; } push;
         struct { struct wire_slice key; hkv_stamp stamp; } invalidate;
+        struct {
+            struct wire_rid rid;
+            uint8_t proto;
+            const struct wire_slice *args;
+            uint32_t nargs;
+        } call;
+        struct {
+            struct wire_rid rid;
+            uint8_t proto;
+            const struct wire_watch *watch;
+            uint32_t nwatch;
+            const struct wire_cmd *cmds;
+            uint32_t ncmds;
+        } exec;
+        struct {
+            struct wire_slice reply;
+            const struct wire_watch *changes;
+            uint32_t nchanges;
+        } resp;
     } u;
 };
 
 /* Decoder state; embed it and use init/deinit.  Fields are private. */
 struct wire_decoder {
-    void *arena;         /* keys / items / stats of the last message */
+    void *arena;         /* the arrays of the last message (keys, items, EXEC ...) */
     size_t arena_cap;    /* bytes */
     uint32_t max_items;
 };
 
 /* Which direction a kind travels. */
-static inline bool wire_is_request(unsigned t) { return t >= WIRE_HELLO && t <= WIRE_GETDEL; }
+static inline bool wire_is_request(unsigned t) { return t >= WIRE_HELLO && t <= WIRE_EXEC; }
 /* The requests that change keys (they carry a rid and go on write links). */
 static inline bool wire_is_write(unsigned t)
 {
     return t == WIRE_SET || t == WIRE_DEL || t == WIRE_INCRBY || t == WIRE_EXPIRE ||
-           t == WIRE_PERSIST || t == WIRE_GETDEL;
+           t == WIRE_PERSIST || t == WIRE_GETDEL || t == WIRE_CALL || t == WIRE_EXEC;
 }
-static inline bool wire_is_reply(unsigned t) { return t >= WIRE_HELLO_OK && t <= WIRE_PONG; }
+static inline bool wire_is_reply(unsigned t) { return t >= WIRE_HELLO_OK && t <= WIRE_RESP; }
 static inline bool wire_is_push(unsigned t) { return t == WIRE_PUSH || t == WIRE_INVALIDATE; }
 
 /* ---- rules shared by the encoder and the decoder ---- */
@@ -314,6 +382,8 @@ static inline bool wire_leaf_valid(uint32_t leaf, uint8_t bits)
 {
     return bits <= 32 && ((uint64_t)leaf >> bits) == 0;
 }
+/* The RESP version of a CALL or EXEC: 2 or 3. */
+static inline bool wire_proto_valid(uint8_t proto) { return proto == 2 || proto == 3; }
 /* The id rule: 0 on the push link, != 0 elsewhere, anything for ERROR. */
 static inline bool wire_id_valid(unsigned type, uint64_t id)
 {
@@ -344,9 +414,10 @@ const char *wire_type_name(unsigned type);
 int wire_next_frame(const char *buf, size_t len, size_t max_frame,
                     const char **payload, size_t *plen, size_t *consumed);
 
-/* max_items bounds keys/items/stats per message (0 = WIRE_MAX_ITEMS_DEFAULT),
- * so the decoder's array never passes max_items * sizeof(struct wire_item)
- * bytes (2.5 MB at the default) whatever the frame says.  Nothing is
+/* max_items bounds keys/items/stats/args/changes per message, and EXEC's
+ * watch entries + args together (0 = WIRE_MAX_ITEMS_DEFAULT), so the
+ * decoder's arena never passes max_items * sizeof(struct wire_item) bytes
+ * (2.5 MB at the default) whatever the frame says.  Nothing is
  * allocated until a message needs an array; the array is kept for reuse
  * until deinit. */
 void wire_decoder_init(struct wire_decoder *d, uint32_t max_items);
@@ -356,7 +427,8 @@ void wire_decoder_deinit(struct wire_decoder *d);
  *   HKV_OK      *out filled (see struct wire_msg for lifetimes); *why NULL.
  *   HKV_EPROTO  malformed: *why is a short static reason ("trailing bytes",
  *               "count larger than frame" ...).
- *   HKV_ETOOBIG more than max_items keys/items/stats; *why says so.
+ *   HKV_ETOOBIG more than max_items keys/items/stats/args/changes, or
+ *               EXEC watch entries + args; *why says so.
  *   HKV_ENOMEM  the key array could not grow; *why says so.
  * On an error out->type and out->id hold what was read before the fault
  * (0 if not reached): the framing is intact, so the caller may answer ERROR to
@@ -389,6 +461,14 @@ int wire_put_scan(struct hkv_buf *b, uint64_t id, uint64_t cursor, uint32_t coun
                   const struct wire_slice *match);
 int wire_put_ping(struct hkv_buf *b, uint64_t id);
 int wire_put_stats(struct hkv_buf *b, uint64_t id);
+/* args[0] is the command name; 1 <= nargs <= WIRE_MAX_ITEMS_DEFAULT. */
+int wire_put_call(struct hkv_buf *b, uint64_t id, struct wire_rid rid, uint8_t proto,
+                  const struct wire_slice *args, uint32_t nargs);
+/* 1 <= ncmds, every cmds[i].nargs >= 1, nwatch + all nargs <=
+ * WIRE_MAX_ITEMS_DEFAULT; watch may be NULL when nwatch is 0. */
+int wire_put_exec(struct hkv_buf *b, uint64_t id, struct wire_rid rid, uint8_t proto,
+                  const struct wire_watch *watch, uint32_t nwatch, const struct wire_cmd *cmds,
+                  uint32_t ncmds);
 
 int wire_put_hello_ok(struct hkv_buf *b, uint64_t id, uint32_t version, uint32_t owner_id,
                       struct wire_slice pool, uint64_t map_gen, uint64_t incarnation);
@@ -409,6 +489,10 @@ int wire_put_scan_reply(struct hkv_buf *b, uint64_t id, uint64_t cursor,
 int wire_put_stats_reply(struct hkv_buf *b, uint64_t id, const struct wire_stat *stats,
                          uint32_t nstats);
 int wire_put_pong(struct hkv_buf *b, uint64_t id);
+/* reply non-empty; nchanges <= WIRE_MAX_ITEMS_DEFAULT (changes may be NULL
+ * when 0). */
+int wire_put_resp(struct hkv_buf *b, uint64_t id, struct wire_slice reply,
+                  const struct wire_watch *changes, uint32_t nchanges);
 
 int wire_put_push(struct hkv_buf *b, struct wire_slice key, struct wire_slice value,
                   hkv_stamp stamp, uint64_t expire_ms);

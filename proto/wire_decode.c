@@ -3,8 +3,8 @@
  *
  * msgpack-c's unpacker bounds nothing (an array32 header reserves 24 bytes
  * per declared element before one arrives, a str32 header waits forever,
- * deep nesting fails as NOMEM), so this file reads msgpack with its own small
- * zero-copy cursor over one whole frame.  The cursor checks every declared
+ * deep nesting fails as NOMEM), so the wire module reads msgpack with its own
+ * small zero-copy cursor over one whole frame (wire_int.h).  The cursor checks every declared
  * length against the bytes left before it is used: a string longer than the
  * rest of the frame, or a container claiming more elements than there are
  * bytes left (each element takes at least one byte), is refused on its
@@ -15,261 +15,16 @@
  * reserved byte are not used by the protocol and are refused.
  *
  * Byte strings become slices into the payload.  The only allocation is the
- * decoder's arena for a message's key / item / stat array, sized after the
- * count checks and reused by later messages, so steady state allocates
- * nothing.
+ * decoder's arena for a message's key / item / stat array (EXEC: its three
+ * arrays, wire_call.c), sized after the count checks and reused by later
+ * messages, so steady state allocates nothing.
  */
 #include "proto/wire.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-struct cur {
-    const uint8_t *p, *end;
-    unsigned depth;
-    const char *why;
-};
-
-enum mp_kind { MP_NIL, MP_BOOL, MP_UINT, MP_NEG, MP_BYTES, MP_ARRAY, MP_MAP };
-
-/* One msgpack header: for MP_BYTES the data too (s, n), for containers the
- * element count (n; pairs for maps). */
-struct mp {
-    int kind;
-    bool b;
-    uint64_t u;   /* MP_UINT */
-    int64_t i;    /* MP_NEG: always < 0 */
-    const char *s;
-    size_t n;
-};
-
-static int fail(struct cur *c, const char *why)
-{
-    c->why = why;
-    return HKV_EPROTO;
-}
-
-#define TRY(x)                  \
-    do {                        \
-        int rc_ = (x);          \
-        if (rc_ != HKV_OK)      \
-            return rc_;         \
-    } while (0)
-
-static size_t left(const struct cur *c) { return (size_t)(c->end - c->p); }
-
-/* Reads an n-byte big-endian unsigned value. */
-static int take_be(struct cur *c, int n, uint64_t *v)
-{
-    if (left(c) < (size_t)n)
-        return fail(c, "truncated");
-    uint64_t x = 0;
-    for (int k = 0; k < n; k++)
-        x = x << 8 | c->p[k];
-    c->p += n;
-    *v = x;
-    return HKV_OK;
-}
-
-static int set_signed(struct mp *o, int64_t v)
-{
-    if (v >= 0) {
-        o->kind = MP_UINT;
-        o->u = (uint64_t)v;
-    } else {
-        o->kind = MP_NEG;
-        o->i = v;
-    }
-    return HKV_OK;
-}
-
-static int mp_bytes(struct cur *c, struct mp *o, int lenbytes)
-{
-    uint64_t n;
-    TRY(take_be(c, lenbytes, &n));
-    if (n > left(c))
-        return fail(c, "length larger than frame");
-    o->kind = MP_BYTES;
-    o->s = (const char *)c->p;
-    o->n = (size_t)n;
-    c->p += n;
-    return HKV_OK;
-}
-
-static int mp_container(struct cur *c, struct mp *o, int kind, uint64_t n)
-{
-    /* Every element takes at least one byte: a count past the bytes left is
-     * a lie, refused before anyone sizes an array from it. */
-    if (n > left(c) || (kind == MP_MAP && n > left(c) / 2))
-        return fail(c, "count larger than frame");
-    o->kind = kind;
-    o->n = (size_t)n;
-    return HKV_OK;
-}
-
-/* Reads one header (and a string's bytes). */
-static int mp_read(struct cur *c, struct mp *o)
-{
-    uint64_t v;
-    if (c->p >= c->end)
-        return fail(c, "truncated");
-    uint8_t t = *c->p++;
-    if (t <= 0x7f)
-        return set_signed(o, t);
-    if (t >= 0xe0)
-        return set_signed(o, (int8_t)t);
-    if (t <= 0x8f)
-        return mp_container(c, o, MP_MAP, t & 0x0f);
-    if (t <= 0x9f)
-        return mp_container(c, o, MP_ARRAY, t & 0x0f);
-    if (t <= 0xbf) {
-        size_t n = t & 0x1f;
-        if (n > left(c))
-            return fail(c, "length larger than frame");
-        o->kind = MP_BYTES;
-        o->s = (const char *)c->p;
-        o->n = n;
-        c->p += n;
-        return HKV_OK;
-    }
-    switch (t) {
-    case 0xc0:
-        o->kind = MP_NIL;
-        return HKV_OK;
-    case 0xc2:
-    case 0xc3:
-        o->kind = MP_BOOL;
-        o->b = t == 0xc3;
-        return HKV_OK;
-    case 0xc4: return mp_bytes(c, o, 1);
-    case 0xc5: return mp_bytes(c, o, 2);
-    case 0xc6: return mp_bytes(c, o, 4);
-    case 0xd9: return mp_bytes(c, o, 1);
-    case 0xda: return mp_bytes(c, o, 2);
-    case 0xdb: return mp_bytes(c, o, 4);
-    case 0xcc: TRY(take_be(c, 1, &v)); o->kind = MP_UINT; o->u = v; return HKV_OK;
-    case 0xcd: TRY(take_be(c, 2, &v)); o->kind = MP_UINT; o->u = v; return HKV_OK;
-    case 0xce: TRY(take_be(c, 4, &v)); o->kind = MP_UINT; o->u = v; return HKV_OK;
-    case 0xcf: TRY(take_be(c, 8, &v)); o->kind = MP_UINT; o->u = v; return HKV_OK;
-    case 0xd0: TRY(take_be(c, 1, &v)); return set_signed(o, (int8_t)v);
-    case 0xd1: TRY(take_be(c, 2, &v)); return set_signed(o, (int16_t)v);
-    case 0xd2: TRY(take_be(c, 4, &v)); return set_signed(o, (int32_t)v);
-    case 0xd3: TRY(take_be(c, 8, &v)); return set_signed(o, (int64_t)v);
-    case 0xdc: TRY(take_be(c, 2, &v)); return mp_container(c, o, MP_ARRAY, v);
-    case 0xdd: TRY(take_be(c, 4, &v)); return mp_container(c, o, MP_ARRAY, v);
-    case 0xde: TRY(take_be(c, 2, &v)); return mp_container(c, o, MP_MAP, v);
-    case 0xdf: TRY(take_be(c, 4, &v)); return mp_container(c, o, MP_MAP, v);
-    case 0xc1:
-        return fail(c, "reserved msgpack byte");
-    }
-    return fail(c, "unsupported msgpack type");  /* float, ext, fixext */
-}
-
-/* ---- typed readers ---- */
-
-static int enter(struct cur *c)
-{
-    if (++c->depth > WIRE_MAX_DEPTH)
-        return fail(c, "nesting too deep");
-    return HKV_OK;
-}
-
-static void leave(struct cur *c) { c->depth--; }
-
-static int rd_array(struct cur *c, size_t *n)
-{
-    struct mp o;
-    TRY(mp_read(c, &o));
-    if (o.kind != MP_ARRAY)
-        return fail(c, "expected array");
-    *n = o.n;
-    return enter(c);
-}
-
-static int rd_uint(struct cur *c, uint64_t max, uint64_t *v)
-{
-    struct mp o;
-    TRY(mp_read(c, &o));
-    if (o.kind == MP_NEG)
-        return fail(c, "negative where unsigned expected");
-    if (o.kind != MP_UINT)
-        return fail(c, "expected integer");
-    if (o.u > max)
-        return fail(c, "integer out of range");
-    *v = o.u;
-    return HKV_OK;
-}
-
-static int rd_u32(struct cur *c, uint32_t *v)
-{
-    uint64_t x;
-    TRY(rd_uint(c, UINT32_MAX, &x));
-    *v = (uint32_t)x;
-    return HKV_OK;
-}
-
-static int rd_u8(struct cur *c, uint8_t *v)
-{
-    uint64_t x;
-    TRY(rd_uint(c, UINT8_MAX, &x));
-    *v = (uint8_t)x;
-    return HKV_OK;
-}
-
-static int rd_int(struct cur *c, int64_t min, int64_t max, int64_t *v)
-{
-    struct mp o;
-    TRY(mp_read(c, &o));
-    if (o.kind == MP_UINT) {
-        if (o.u > (uint64_t)max)
-            return fail(c, "integer out of range");
-        *v = (int64_t)o.u;
-    } else if (o.kind == MP_NEG) {
-        if (o.i < min)
-            return fail(c, "integer out of range");
-        *v = o.i;
-    } else {
-        return fail(c, "expected integer");
-    }
-    return HKV_OK;
-}
-
-static int rd_bool(struct cur *c, bool *v)
-{
-    struct mp o;
-    TRY(mp_read(c, &o));
-    if (o.kind != MP_BOOL)
-        return fail(c, "expected bool");
-    *v = o.b;
-    return HKV_OK;
-}
-
-/* bin or str. */
-static int rd_bytes(struct cur *c, struct wire_slice *s)
-{
-    struct mp o;
-    TRY(mp_read(c, &o));
-    if (o.kind != MP_BYTES)
-        return fail(c, "expected bytes");
-    *s = wire_slice(o.s, o.n);
-    return HKV_OK;
-}
-
-static int rd_bytes_or_nil(struct cur *c, struct wire_slice *s, bool *has)
-{
-    struct mp o;
-    TRY(mp_read(c, &o));
-    if (o.kind == MP_NIL) {
-        *has = false;
-        *s = wire_slice(NULL, 0);
-        return HKV_OK;
-    }
-    if (o.kind != MP_BYTES)
-        return fail(c, "expected bytes or nil");
-    *has = true;
-    *s = wire_slice(o.s, o.n);
-    return HKV_OK;
-}
+#include "proto/wire_int.h"
 
 static int rd_expiry(struct cur *c, struct wire_expiry *e)
 {
@@ -291,30 +46,6 @@ void wire_decoder_deinit(struct wire_decoder *d)
     free(d->arena);
     d->arena = NULL;
     d->arena_cap = 0;
-}
-
-/* Room for n elements of `size` bytes; n was already checked against the
- * bytes left in the frame. */
-static int arena(struct wire_decoder *d, struct cur *c, size_t n, size_t size, void **out)
-{
-    if (n > d->max_items) {
-        c->why = "too many keys in one message";
-        return HKV_ETOOBIG;
-    }
-    size_t need = n * size;  /* n <= UINT32_MAX, size small: no overflow */
-    if (need > d->arena_cap) {
-        size_t cap = need < 1024 ? 1024 : need;
-        void *p = malloc(cap);
-        if (p == NULL) {
-            c->why = "out of memory for keys";
-            return HKV_ENOMEM;
-        }
-        free(d->arena);
-        d->arena = p;
-        d->arena_cap = cap;
-    }
-    *out = d->arena;
-    return HKV_OK;
 }
 
 static int rd_keys(struct wire_decoder *d, struct cur *c, bool need_one,
@@ -417,17 +148,11 @@ static int nfields(unsigned type)
     case WIRE_PONG: return 0;
     case WIRE_PUSH: return 4;
     case WIRE_INVALIDATE: return 2;
+    case WIRE_CALL: return 5;
+    case WIRE_EXEC: return 6;
+    case WIRE_RESP: return 2;
     }
     return -1;
-}
-
-/* A rid: seq (never 0), ack, prev. */
-static int rd_rid(struct cur *c, struct wire_rid *r)
-{
-    TRY(rd_uint(c, UINT64_MAX, &r->seq));
-    TRY(rd_uint(c, UINT64_MAX, &r->ack));
-    TRY(rd_uint(c, UINT64_MAX, &r->prev));
-    return r->seq == 0 ? fail(c, "rid seq 0") : HKV_OK;
 }
 
 static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg *m)
@@ -533,6 +258,10 @@ static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg 
     case WIRE_INVALIDATE:
         TRY(rd_bytes(c, &m->u.invalidate.key));
         return rd_uint(c, UINT64_MAX, &m->u.invalidate.stamp);
+    case WIRE_CALL:
+    case WIRE_EXEC:
+    case WIRE_RESP:
+        return wire_call_decode(d, c, m);
     }
     return fail(c, "unknown message type");
 }

@@ -7,7 +7,9 @@
  * split back into exactly one frame, decode to an equal message, and encode
  * again to the same bytes: the encoder and decoder agree on every kind.  An
  * accepted message also keeps the rules the owner relies on: a write request's
- * rid has seq != 0, a HELLO or HELLO_OK has incarnation != 0, the id rule holds.
+ * rid has seq != 0, a HELLO or HELLO_OK has incarnation != 0, the id rule holds,
+ * a CALL or EXEC has proto 2 or 3 and no empty argv, EXEC's watch entries + args
+ * and RESP's changes stay within max_items, a RESP reply is not empty.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
  *     $(pkg-config --cflags msgpack) tests/fuzz/fuzz_wire.c proto/wire*.c \
@@ -21,6 +23,7 @@
 #include "proto/wire.h"
 
 #define FUZZ_MAX_FRAME (1u << 20)
+#define FUZZ_MAX_ITEMS 1024
 
 static struct wire_decoder dec, dec2;
 static struct hkv_buf out, out2;
@@ -58,6 +61,8 @@ static struct wire_rid write_rid(const struct wire_msg *m)
     case WIRE_EXPIRE: return m->u.expire.rid;
     case WIRE_PERSIST: return m->u.persist.rid;
     case WIRE_GETDEL: return m->u.getdel.rid;
+    case WIRE_CALL: return m->u.call.rid;
+    case WIRE_EXEC: return m->u.exec.rid;
     }
     abort();
 }
@@ -71,6 +76,24 @@ static void accepted_rules(const struct wire_msg *m)
         CHECK(m->u.hello.incarnation != 0);
     if (m->type == WIRE_HELLO_OK)
         CHECK(m->u.hello_ok.incarnation != 0);
+    if (m->type == WIRE_CALL) {
+        CHECK(wire_proto_valid(m->u.call.proto));
+        CHECK(m->u.call.nargs >= 1 && m->u.call.nargs <= FUZZ_MAX_ITEMS);
+    }
+    if (m->type == WIRE_EXEC) {
+        uint64_t total = m->u.exec.nwatch;
+        CHECK(wire_proto_valid(m->u.exec.proto));
+        CHECK(m->u.exec.ncmds >= 1);
+        for (uint32_t i = 0; i < m->u.exec.ncmds; i++) {
+            CHECK(m->u.exec.cmds[i].nargs >= 1);
+            total += m->u.exec.cmds[i].nargs;
+        }
+        CHECK(total <= FUZZ_MAX_ITEMS);
+    }
+    if (m->type == WIRE_RESP) {
+        CHECK(m->u.resp.reply.len > 0);
+        CHECK(m->u.resp.nchanges <= FUZZ_MAX_ITEMS);
+    }
 }
 
 static void one(const char *payload, size_t plen)
@@ -93,8 +116,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static int ready;
     if (!ready) {
-        wire_decoder_init(&dec, 1024);
-        wire_decoder_init(&dec2, 1024);
+        wire_decoder_init(&dec, FUZZ_MAX_ITEMS);
+        wire_decoder_init(&dec2, FUZZ_MAX_ITEMS);
         ready = 1;
     }
     const char *buf = (const char *)data;

@@ -713,8 +713,8 @@ START_TEST(unknown_type_refused_keeping_the_id)
 {
     struct wire_msg m;
     const char *why;
-    const uint8_t t13[] = { 0x92, WIRE_GETDEL + 1, 0x2a };  /* the first unused request kind */
-    ck_assert_int_eq(decode_raw(t13, sizeof t13, &m, &why), HKV_EPROTO);
+    const uint8_t t15[] = { 0x92, WIRE_EXEC + 1, 0x2a };  /* the first unused request kind */
+    ck_assert_int_eq(decode_raw(t15, sizeof t15, &m, &why), HKV_EPROTO);
     ck_assert_str_eq(why, "unknown message type");
     ck_assert_uint_eq(m.type, 0);
     ck_assert_uint_eq(m.id, 42);  /* the caller can still answer ERROR to 42 */
@@ -723,8 +723,13 @@ START_TEST(unknown_type_refused_keeping_the_id)
     ck_assert_str_eq(why, "unknown message type");
     const uint8_t t0[] = { 0x92, 0x00, 0x2a };
     ck_assert_int_eq(decode_raw(t0, sizeof t0, &m, &why), HKV_EPROTO);
-    ck_assert_ptr_null(wire_type_name(WIRE_GETDEL + 1));
-    ck_assert(!wire_is_request(WIRE_GETDEL + 1));
+    const uint8_t t76[] = { 0x92, WIRE_RESP + 1, 0x2a };  /* the first unused reply kind */
+    ck_assert_int_eq(decode_raw(t76, sizeof t76, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "unknown message type");
+    ck_assert_ptr_null(wire_type_name(WIRE_EXEC + 1));
+    ck_assert_ptr_null(wire_type_name(WIRE_RESP + 1));
+    ck_assert(!wire_is_request(WIRE_EXEC + 1));
+    ck_assert(!wire_is_reply(WIRE_RESP + 1));
     ck_assert_str_eq(wire_type_name(WIRE_STATS_REPLY), "STATS_REPLY");
 }
 END_TEST
@@ -852,6 +857,11 @@ static const struct { uint8_t type; uint8_t b[16]; size_t n, seq_at; } rid_frame
       7 },
     { WIRE_PERSIST, { 0x96, WIRE_PERSIST, 0x01, 0xa1, 'k', 0x01, 0x00, 0x00 }, 8, 5 },
     { WIRE_GETDEL, { 0x96, WIRE_GETDEL, 0x01, 0xa1, 'k', 0x01, 0x00, 0x00 }, 8, 5 },
+    /* CALL: rid, proto 2, ["x"] */
+    { WIRE_CALL, { 0x97, WIRE_CALL, 0x01, 0x01, 0x00, 0x00, 0x02, 0x91, 0xa1, 'x' }, 10, 3 },
+    /* EXEC: rid, proto 3, no watch, [["x"]] */
+    { WIRE_EXEC, { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x03, 0x90, 0x91, 0x91, 0xa1, 'x' },
+      12, 3 },
 };
 
 START_TEST(seq_zero_refused_by_decoder_for_every_write)
@@ -893,6 +903,9 @@ START_TEST(seq_zero_refused_by_encoder_for_every_write)
     ck_assert_int_eq(wire_put_expire(&buf, 2, k, ten, zero, 0), HKV_EINVAL);
     ck_assert_int_eq(wire_put_persist(&buf, 2, k, zero), HKV_EINVAL);
     ck_assert_int_eq(wire_put_getdel(&buf, 2, k, zero), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_call(&buf, 2, zero, 2, &k, 1), HKV_EINVAL);
+    struct wire_cmd cmd = { &k, 1 };
+    ck_assert_int_eq(wire_put_exec(&buf, 2, zero, 2, NULL, 0, &cmd, 1), HKV_EINVAL);
     struct wire_msg m = { .type = WIRE_GETDEL, .id = 2 };
     m.u.getdel.key = k;
     m.u.getdel.rid = zero;
@@ -1119,6 +1132,719 @@ START_TEST(msgpack_c_reads_our_frames_and_we_read_its_output)
 }
 END_TEST
 
+/* ---- the command-carrying kinds: CALL, EXEC, RESP ---- */
+
+/* Copies the payload of the one frame in buf into f (to patch it). */
+static size_t payload_copy(uint8_t *f, size_t cap)
+{
+    const char *p;
+    size_t plen, used;
+    ck_assert_int_eq(wire_next_frame(buf.data, buf.len, 0, &p, &plen, &used), HKV_OK);
+    ck_assert_uint_eq(used, buf.len);
+    ck_assert_uint_le(plen, cap);
+    memcpy(f, p, plen);
+    return plen;
+}
+
+/* Decodes the one frame in buf with decoder d. */
+static int decode_with(struct wire_decoder *d, struct wire_msg *m, const char **why)
+{
+    const char *p;
+    size_t plen, used;
+    ck_assert_int_eq(wire_next_frame(buf.data, buf.len, 0, &p, &plen, &used), HKV_OK);
+    return wire_decode(d, p, plen, m, why);
+}
+
+START_TEST(call_round_trips_binary_args_for_both_protos)
+{
+    static const char bin[] = { 'a', '\0', '\r', '\n', (char)0xff, (char)0xc1 };
+    struct wire_msg m;
+    char *big = malloc(70000);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 'b', 70000);
+    struct wire_slice args[4] = { S("SETRANGE"), wire_slice(bin, sizeof bin), S(""),
+                                  wire_slice(big, 70000) };
+    for (uint8_t proto = 2; proto <= 3; proto++) {
+        buf_reset(&buf);
+        ck_assert_int_eq(wire_put_call(&buf, 40 + proto, rid(90, 89, 0), proto, args, 4), HKV_OK);
+        ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+        ck_assert_uint_eq(m.type, WIRE_CALL);
+        ck_assert_uint_eq(m.id, 40 + proto);
+        rid_is(m.u.call.rid, 90, 89, 0);
+        ck_assert_uint_eq(m.u.call.proto, proto);
+        ck_assert_uint_eq(m.u.call.nargs, 4);
+        for (int i = 0; i < 4; i++)
+            slice_is(m.u.call.args[i], args[i].p, args[i].len);
+        in_buf(m.u.call.args[1]);
+        in_buf(m.u.call.args[3]);
+        reencode_equal(&m);
+    }
+    /* the command name alone, and 20 args (array16) */
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_call(&buf, 1, rid(1, 0, 0), 2, args, 1), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.call.nargs, 1);
+    SLICE_IS(m.u.call.args[0], "SETRANGE");
+    reencode_equal(&m);
+    struct wire_slice many[20];
+    for (int i = 0; i < 20; i++)
+        many[i] = args[i % 3];
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_call(&buf, 2, rid(2, 1, 0), 3, many, 20), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.call.nargs, 20);
+    for (int i = 0; i < 20; i++)
+        slice_is(m.u.call.args[i], many[i].p, many[i].len);
+    reencode_equal(&m);
+    /* another proto or another arg is another message */
+    struct wire_msg o = m;
+    o.u.call.proto = 2;
+    ck_assert(!wire_msg_equal(&m, &o));
+    o = m;
+    o.u.call.nargs = 19;
+    ck_assert(!wire_msg_equal(&m, &o));
+    free(big);
+}
+END_TEST
+
+START_TEST(exec_round_trips_with_and_without_watch_and_many_commands)
+{
+    static const char bin[] = { '\0', (char)0x90, '\r', '\n' };
+    struct wire_msg m;
+
+    /* no watch, one command */
+    struct wire_slice incr[2] = { S("INCR"), S("ctr") };
+    struct wire_cmd one = { incr, 2 };
+    ck_assert_int_eq(wire_put_exec(&buf, 50, rid(100, 99, 0), 2, NULL, 0, &one, 1), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_EXEC);
+    ck_assert_uint_eq(m.id, 50);
+    rid_is(m.u.exec.rid, 100, 99, 0);
+    ck_assert_uint_eq(m.u.exec.proto, 2);
+    ck_assert_uint_eq(m.u.exec.nwatch, 0);
+    ck_assert_uint_eq(m.u.exec.ncmds, 1);
+    ck_assert_uint_eq(m.u.exec.cmds[0].nargs, 2);
+    SLICE_IS(m.u.exec.cmds[0].args[0], "INCR");
+    SLICE_IS(m.u.exec.cmds[0].args[1], "ctr");
+    reencode_equal(&m);
+
+    /* three watches (version 0 and the largest), 100 commands of 1..5 args */
+    enum { NC = 100, NARGS = 300 };  /* 20 rounds of 1 + 2 + 3 + 4 + 5 */
+    struct wire_watch w[3] = { { S("{u}:a"), 0 }, { wire_slice(bin, sizeof bin), UINT64_MAX },
+                               { S(""), 12345 } };
+    struct wire_slice pool[5] = { S("APPEND"), S("{u}:a"), wire_slice(bin, sizeof bin), S(""),
+                                  S("x") };
+    struct wire_cmd cmds[NC];
+    for (int i = 0; i < NC; i++)
+        cmds[i] = (struct wire_cmd){ pool, (uint32_t)(1 + i % 5) };
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_exec(&buf, 51, rid(101, 99, WIRE_PREV_UNKNOWN), 3, w, 3, cmds, NC),
+                     HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.exec.proto, 3);
+    rid_is(m.u.exec.rid, 101, 99, WIRE_PREV_UNKNOWN);
+    ck_assert_uint_eq(m.u.exec.nwatch, 3);
+    for (int i = 0; i < 3; i++) {
+        slice_is(m.u.exec.watch[i].key, w[i].key.p, w[i].key.len);
+        ck_assert_uint_eq(m.u.exec.watch[i].version, w[i].version);
+    }
+    in_buf(m.u.exec.watch[1].key);
+    ck_assert_uint_eq(m.u.exec.ncmds, NC);
+    for (int i = 0; i < NC; i++) {
+        ck_assert_uint_eq(m.u.exec.cmds[i].nargs, 1 + i % 5);
+        for (int j = 0; j < 1 + i % 5; j++)
+            slice_is(m.u.exec.cmds[i].args[j], pool[j].p, pool[j].len);
+    }
+    in_buf(m.u.exec.cmds[NC - 1].args[2]);
+    /* the three arrays partition the decoder's one arena, back to back */
+    const char *base = dec.arena;
+    const char *cmds_at = base + 3 * sizeof(struct wire_watch);
+    const char *args_at = cmds_at + NC * sizeof(struct wire_cmd);
+    ck_assert_ptr_eq(m.u.exec.watch, base);
+    ck_assert_ptr_eq(m.u.exec.cmds, cmds_at);
+    ck_assert_ptr_eq(m.u.exec.cmds[0].args, args_at);
+    const struct wire_cmd *last = &m.u.exec.cmds[NC - 1];
+    ck_assert_ptr_eq(last->args + last->nargs, args_at + NARGS * sizeof(struct wire_slice));
+    ck_assert_uint_le(3 * sizeof(struct wire_watch) + NC * sizeof(struct wire_cmd) +
+                      NARGS * sizeof(struct wire_slice), dec.arena_cap);
+    reencode_equal(&m);
+
+    /* a different version, or one arg of one command, is another message */
+    struct wire_watch w2[3];
+    memcpy(w2, m.u.exec.watch, sizeof w2);
+    w2[2].version++;
+    struct wire_msg o = m;
+    o.u.exec.watch = w2;
+    ck_assert(!wire_msg_equal(&m, &o));
+    struct wire_cmd c2[NC];
+    memcpy(c2, m.u.exec.cmds, sizeof c2);
+    struct wire_slice other[5] = { S("APPEND"), S("{u}:a"), wire_slice(bin, sizeof bin), S(""),
+                                   S("y") };
+    c2[4].args = other;  /* command 4 has all five args */
+    o = m;
+    o.u.exec.cmds = c2;
+    ck_assert(!wire_msg_equal(&m, &o));
+    c2[4].args = pool;
+    ck_assert(wire_msg_equal(&m, &o));
+}
+END_TEST
+
+START_TEST(resp_round_trips_the_reply_and_its_changes)
+{
+    struct wire_msg m;
+    ck_assert_int_eq(wire_put_resp(&buf, 60, S("+OK\r\n"), NULL, 0), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_RESP);
+    ck_assert_uint_eq(m.id, 60);
+    SLICE_IS(m.u.resp.reply, "+OK\r\n");
+    in_buf(m.u.resp.reply);
+    ck_assert_uint_eq(m.u.resp.nchanges, 0);
+    reencode_equal(&m);
+
+    /* a RESP3 map with a binary bulk, and three changed keys */
+    static const char r3[] = "%1\r\n$1\r\nk\r\n$3\r\n\0\xff\n\r\n";
+    struct wire_watch ch[3] = { { S("{t}:a"), 1 }, { S("{t}:b"), UINT64_MAX },
+                                { S("{t}:c"), 1ULL << 63 } };
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_resp(&buf, 61, wire_slice(r3, sizeof r3 - 1), ch, 3), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    slice_is(m.u.resp.reply, r3, sizeof r3 - 1);
+    ck_assert_uint_eq(m.u.resp.nchanges, 3);
+    for (int i = 0; i < 3; i++) {
+        slice_is(m.u.resp.changes[i].key, ch[i].key.p, ch[i].key.len);
+        ck_assert_uint_eq(m.u.resp.changes[i].version, ch[i].version);
+        in_buf(m.u.resp.changes[i].key);
+    }
+    reencode_equal(&m);
+    struct wire_msg o = m;
+    o.u.resp.nchanges = 2;
+    ck_assert(!wire_msg_equal(&m, &o));
+    o = m;
+    o.u.resp.reply.len--;
+    ck_assert(!wire_msg_equal(&m, &o));
+}
+END_TEST
+
+START_TEST(call_and_exec_are_write_requests_resp_a_reply)
+{
+    ck_assert_str_eq(wire_type_name(WIRE_CALL), "CALL");
+    ck_assert_str_eq(wire_type_name(WIRE_EXEC), "EXEC");
+    ck_assert_str_eq(wire_type_name(WIRE_RESP), "RESP");
+    static const unsigned writes[] = { WIRE_CALL, WIRE_EXEC };
+    for (int i = 0; i < 2; i++) {
+        ck_assert(wire_is_request(writes[i]));
+        ck_assert(wire_is_write(writes[i]));
+        ck_assert(!wire_is_reply(writes[i]));
+        ck_assert(!wire_is_push(writes[i]));
+    }
+    ck_assert(wire_is_reply(WIRE_RESP));
+    ck_assert(!wire_is_request(WIRE_RESP));
+    ck_assert(!wire_is_write(WIRE_RESP));
+    ck_assert(!wire_is_push(WIRE_RESP));
+    /* RESP answers a request: id 0 is refused both ways */
+    struct wire_msg m;
+    const char *why;
+    ck_assert_int_eq(wire_put_resp(&buf, 0, S("+OK\r\n"), NULL, 0), HKV_EINVAL);
+    ck_assert_uint_eq(buf.len, 0);
+    const uint8_t r0[] = { 0x94, WIRE_RESP, 0x00, 0xa1, '+', 0x90 };
+    ck_assert_int_eq(decode_raw(r0, sizeof r0, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "request id 0");
+    const uint8_t r1[] = { 0x94, WIRE_RESP, 0x01, 0xa1, '+', 0x90 };
+    ck_assert_int_eq(decode_raw(r1, sizeof r1, &m, &why), HKV_OK);
+}
+END_TEST
+
+START_TEST(proto_other_than_2_or_3_refused_both_ways)
+{
+    struct wire_slice k = S("PING");
+    struct wire_cmd cmd = { &k, 1 };
+    static const uint8_t bad[] = { 0, 1, 4, 0x7f };
+    for (int kind = 0; kind < 2; kind++) {
+        uint8_t f[64];
+        struct wire_msg m;
+        const char *why = NULL;
+        buf_reset(&buf);
+        if (kind == 0)
+            ck_assert_int_eq(wire_put_call(&buf, 7, rid(1, 0, 0), 2, &k, 1), HKV_OK);
+        else
+            ck_assert_int_eq(wire_put_exec(&buf, 7, rid(1, 0, 0), 2, NULL, 0, &cmd, 1), HKV_OK);
+        size_t n = payload_copy(f, sizeof f);
+        ck_assert_uint_eq(f[6], 2);  /* [array, type, id, seq, ack, prev, proto, ...] */
+        for (size_t i = 0; i < sizeof bad; i++) {
+            f[6] = bad[i];
+            ck_assert_int_eq(decode_raw(f, n, &m, &why), HKV_EPROTO);
+            ck_assert_str_eq(why, "proto not 2 or 3");
+            ck_assert_uint_eq(m.type, kind == 0 ? WIRE_CALL : WIRE_EXEC);
+            ck_assert_uint_eq(m.id, 7);
+        }
+        f[6] = 3;
+        ck_assert_int_eq(decode_raw(f, n, &m, NULL), HKV_OK);
+        ck_assert_uint_eq(kind == 0 ? m.u.call.proto : m.u.exec.proto, 3);
+    }
+    /* over u8, negative; the wider form of 2 is fine */
+    struct wire_msg m;
+    const char *why;
+    const uint8_t wide[] = { 0x97, WIRE_CALL, 0x01, 0x01, 0x00, 0x00, 0xcd, 0x01, 0x02, 0x91,
+                             0xa1, 'x' };
+    ck_assert_int_eq(decode_raw(wide, sizeof wide, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "integer out of range");
+    const uint8_t neg[] = { 0x97, WIRE_CALL, 0x01, 0x01, 0x00, 0x00, 0xfe, 0x91, 0xa1, 'x' };
+    ck_assert_int_eq(decode_raw(neg, sizeof neg, &m, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "negative where unsigned expected");
+    const uint8_t u8[] = { 0x97, WIRE_CALL, 0x01, 0x01, 0x00, 0x00, 0xcc, 0x02, 0x91, 0xa1, 'x' };
+    ck_assert_int_eq(decode_raw(u8, sizeof u8, &m, &why), HKV_OK);
+    ck_assert_uint_eq(m.u.call.proto, 2);
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_ping(&buf, 1), HKV_OK);
+    size_t len = buf.len;
+    static const uint8_t enc_bad[] = { 0, 1, 4, 255 };
+    for (size_t i = 0; i < sizeof enc_bad; i++) {
+        ck_assert_int_eq(wire_put_call(&buf, 2, rid(1, 0, 0), enc_bad[i], &k, 1), HKV_EINVAL);
+        ck_assert_int_eq(wire_put_exec(&buf, 2, rid(1, 0, 0), enc_bad[i], NULL, 0, &cmd, 1),
+                         HKV_EINVAL);
+    }
+    ck_assert_uint_eq(buf.len, len);
+}
+END_TEST
+
+START_TEST(empty_lists_and_wrong_shapes_refused)
+{
+    static const struct { uint8_t b[24]; size_t n; const char *why; } cases[] = {
+        /* CALL with no args */
+        { { 0x97, WIRE_CALL, 0x01, 0x01, 0x00, 0x00, 0x02, 0x90 }, 8, "no arguments" },
+        /* CALL args a string, not an array */
+        { { 0x97, WIRE_CALL, 0x01, 0x01, 0x00, 0x00, 0x02, 0xa1, 'x' }, 9, "expected array" },
+        /* CALL arg an int, nil, an array */
+        { { 0x97, WIRE_CALL, 0x01, 0x01, 0x00, 0x00, 0x02, 0x91, 0x05 }, 9, "expected bytes" },
+        { { 0x97, WIRE_CALL, 0x01, 0x01, 0x00, 0x00, 0x02, 0x92, 0xa1, 'x', 0xc0 }, 11,
+          "expected bytes" },
+        { { 0x97, WIRE_CALL, 0x01, 0x01, 0x00, 0x00, 0x02, 0x91, 0x91, 0xa1, 'x' }, 11,
+          "expected bytes" },
+        /* EXEC with no commands */
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x90, 0x90 }, 9, "no commands" },
+        /* EXEC with an empty command, alone or after a good one */
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x90, 0x91, 0x90 }, 10,
+          "empty command" },
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x90, 0x92, 0x91, 0xa1, 'x', 0x90 }, 13,
+          "empty command" },
+        /* EXEC watch entry with 3 fields, with 1 */
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x91, 0x93, 0xa1, 'k', 0x01, 0x01, 0x91,
+            0x91, 0xa1, 'x' }, 17, "key/version pair: wrong field count" },
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x91, 0x91, 0xa1, 'k', 0x91, 0x91, 0xa1,
+            'x' }, 15, "key/version pair: wrong field count" },
+        /* EXEC watch entry a bare key, not a pair */
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x91, 0xa1, 'k', 0x91, 0x91, 0xa1, 'x' },
+          14, "expected array" },
+        /* EXEC watch version negative; watch key an int */
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x91, 0x92, 0xa1, 'k', 0xff, 0x91, 0x91,
+            0xa1, 'x' }, 16, "negative where unsigned expected" },
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x91, 0x92, 0x01, 0x01, 0x91, 0x91, 0xa1,
+            'x' }, 15, "expected bytes" },
+        /* EXEC command a bare string, not an argv; cmds a map */
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x90, 0x91, 0xa1, 'x' }, 11,
+          "expected array" },
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x90, 0x81, 0xa1, 'x', 0xa1, 'y' }, 13,
+          "expected array" },
+        /* EXEC arg one level deeper than argv */
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x90, 0x91, 0x91, 0x91, 0xa1, 'x' }, 13,
+          "expected bytes" },
+        /* RESP with an empty reply, a nil reply */
+        { { 0x94, WIRE_RESP, 0x01, 0xc4, 0x00, 0x90 }, 6, "empty reply" },
+        { { 0x94, WIRE_RESP, 0x01, 0xc0, 0x90 }, 5, "expected bytes" },
+        /* RESP change with 3 fields; changes nil; change stamp a string */
+        { { 0x94, WIRE_RESP, 0x01, 0xa1, '+', 0x91, 0x93, 0xa1, 'k', 0x01, 0x01 }, 11,
+          "key/version pair: wrong field count" },
+        { { 0x94, WIRE_RESP, 0x01, 0xa1, '+', 0xc0 }, 6, "expected array" },
+        { { 0x94, WIRE_RESP, 0x01, 0xa1, '+', 0x91, 0x92, 0xa1, 'k', 0xa1, '1' }, 11,
+          "expected integer" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct wire_msg m;
+        const char *why = NULL;
+        ck_assert_msg(decode_raw(cases[i].b, cases[i].n, &m, &why) == HKV_EPROTO, "case %zu", i);
+        ck_assert_ptr_nonnull(why);
+        ck_assert_msg(strcmp(why, cases[i].why) == 0, "case %zu: %s", i, why);
+        ck_assert_uint_eq(m.type, cases[i].b[1]);
+        ck_assert_uint_eq(m.id, 1);
+    }
+    /* the same shapes made valid decode: the refusals above are the fault */
+    const uint8_t ok_exec[] = { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x91, 0x92, 0xa1,
+                                'k', 0x01, 0x91, 0x91, 0xa1, 'x' };
+    const uint8_t ok_resp[] = { 0x94, WIRE_RESP, 0x01, 0xa1, '+', 0x91, 0x92, 0xa1, 'k', 0x01 };
+    struct wire_msg m;
+    ck_assert_int_eq(decode_raw(ok_exec, sizeof ok_exec, &m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.exec.nwatch, 1);
+    ck_assert_uint_eq(m.u.exec.watch[0].version, 1);
+    ck_assert_int_eq(decode_raw(ok_resp, sizeof ok_resp, &m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.resp.nchanges, 1);
+}
+END_TEST
+
+START_TEST(command_counts_over_max_items_are_etoobig_before_allocation)
+{
+    struct wire_decoder small;
+    struct wire_msg m;
+    const char *why;
+    struct wire_slice a[5] = { S("SET"), S("a"), S("b"), S("c"), S("d") };
+    struct wire_watch w[5] = { { S("a"), 1 }, { S("b"), 2 }, { S("c"), 3 }, { S("d"), 4 },
+                               { S("e"), 5 } };
+    struct wire_cmd one[5] = { { a, 1 }, { a, 1 }, { a, 1 }, { a, 1 }, { a, 1 } };
+    struct wire_cmd three = { a, 3 };
+    static const char *const over = "too many watches and arguments in one EXEC";
+    wire_decoder_init(&small, 4);
+
+    /* CALL of 5 args */
+    ck_assert_int_eq(wire_put_call(&buf, 1, rid(1, 0, 0), 2, a, 5), HKV_OK);
+    ck_assert_int_eq(decode_with(&small, &m, &why), HKV_ETOOBIG);
+    ck_assert_str_eq(why, "too many arguments in one message");
+    ck_assert_uint_eq(m.type, WIRE_CALL);
+    ck_assert_uint_eq(m.id, 1);
+    /* EXEC with 5 watches */
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_exec(&buf, 2, rid(1, 0, 0), 2, w, 5, one, 1), HKV_OK);
+    ck_assert_int_eq(decode_with(&small, &m, &why), HKV_ETOOBIG);
+    ck_assert_str_eq(why, over);
+    ck_assert_uint_eq(m.id, 2);
+    /* EXEC with 5 one-arg commands */
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_exec(&buf, 3, rid(1, 0, 0), 2, NULL, 0, one, 5), HKV_OK);
+    ck_assert_int_eq(decode_with(&small, &m, &why), HKV_ETOOBIG);
+    ck_assert_str_eq(why, over);
+    /* EXEC whose lists are each within the limit but not their sum: 2
+     * watches + a command of 3 args, and 1 watch + two commands of 1 and 3 */
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_exec(&buf, 4, rid(1, 0, 0), 2, w, 2, &three, 1), HKV_OK);
+    ck_assert_int_eq(decode_with(&small, &m, &why), HKV_ETOOBIG);
+    ck_assert_str_eq(why, over);
+    struct wire_cmd two[2] = { { a, 1 }, { a, 3 } };
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_exec(&buf, 5, rid(1, 0, 0), 2, w, 1, two, 2), HKV_OK);
+    ck_assert_int_eq(decode_with(&small, &m, &why), HKV_ETOOBIG);
+    ck_assert_str_eq(why, over);
+    ck_assert_uint_eq(m.type, WIRE_EXEC);
+    ck_assert_uint_eq(m.id, 5);
+    /* RESP with 5 changes */
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_resp(&buf, 6, S(":1\r\n"), w, 5), HKV_OK);
+    ck_assert_int_eq(decode_with(&small, &m, &why), HKV_ETOOBIG);
+    ck_assert_str_eq(why, "too many changes in one message");
+    /* none of them cost an allocation */
+    ck_assert_ptr_null(small.arena);
+
+    /* at the limit, each is fine: 4 args, 4 = 2 watches + 2 args, 4 changes */
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_call(&buf, 7, rid(1, 0, 0), 2, a, 4), HKV_OK);
+    ck_assert_int_eq(decode_with(&small, &m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.call.nargs, 4);
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_exec(&buf, 8, rid(1, 0, 0), 2, w, 2, one, 2), HKV_OK);
+    ck_assert_int_eq(decode_with(&small, &m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.exec.nwatch, 2);
+    ck_assert_uint_eq(m.u.exec.ncmds, 2);
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_exec(&buf, 9, rid(1, 0, 0), 2, NULL, 0, &(struct wire_cmd){ a, 4 },
+                                   1), HKV_OK);
+    ck_assert_int_eq(decode_with(&small, &m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.exec.cmds[0].nargs, 4);
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_resp(&buf, 10, S(":1\r\n"), w, 4), HKV_OK);
+    ck_assert_int_eq(decode_with(&small, &m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.resp.nchanges, 4);
+    wire_decoder_deinit(&small);
+}
+END_TEST
+
+START_TEST(lying_command_counts_refused_without_allocation)
+{
+    static const struct { uint8_t b[24]; size_t n; } cases[] = {
+        /* CALL args array32 of 16M */
+        { { 0x97, WIRE_CALL, 0x01, 0x01, 0x00, 0x00, 0x02, 0xdd, 0x01, 0x00, 0x00, 0x00, 0xa1,
+            'x' }, 14 },
+        /* EXEC watch array32 of 16M */
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0xdd, 0x01, 0x00, 0x00, 0x00, 0x91,
+            0x91, 0xa1, 'x' }, 16 },
+        /* EXEC cmds array32 of 4G - 1 */
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x90, 0xdd, 0xff, 0xff, 0xff, 0xff,
+            0x91, 0xa1, 'x' }, 16 },
+        /* EXEC second command's argv array16 of 65535 */
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x90, 0x92, 0x91, 0xa1, 'x', 0xdc, 0xff,
+            0xff, 0xa1, 'x' }, 17 },
+        /* RESP changes array32 of 16M; reply bin32 longer than the frame */
+        { { 0x94, WIRE_RESP, 0x01, 0xa1, '+', 0xdd, 0x01, 0x00, 0x00, 0x00, 0x90 }, 11 },
+        { { 0x94, WIRE_RESP, 0x01, 0xc6, 0x7f, 0xff, 0xff, 0xff, '+', 0x90 }, 10 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct wire_msg m;
+        const char *why = NULL;
+        ck_assert_msg(decode_raw(cases[i].b, cases[i].n, &m, &why) == HKV_EPROTO, "case %zu", i);
+        ck_assert_msg(strcmp(why, "count larger than frame") == 0 ||
+                      strcmp(why, "length larger than frame") == 0, "case %zu: %s", i, why);
+    }
+    ck_assert_ptr_null(dec.arena);
+    ck_assert_uint_eq(dec.arena_cap, 0);
+}
+END_TEST
+
+START_TEST(command_kinds_never_descend_past_argv)
+{
+    /* 100k nested one-element arrays where an arg, a command or a watch
+     * entry starts: refused on the first array the schema did not ask for */
+    static const struct { uint8_t pre[8]; size_t n; const char *why; } cases[] = {
+        { { 0x97, WIRE_CALL, 0x01, 0x01, 0x00, 0x00, 0x02, 0x91 }, 8, "expected bytes" },
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02, 0x90 }, 8, "expected bytes" },
+        { { 0x98, WIRE_EXEC, 0x01, 0x01, 0x00, 0x00, 0x02 }, 7,
+          "key/version pair: wrong field count" },
+        { { 0x94, WIRE_RESP, 0x01, 0xa1, '+' }, 5, "key/version pair: wrong field count" },
+    };
+    size_t deep = 100000;
+    uint8_t *f = malloc(deep + 16);
+    ck_assert_ptr_nonnull(f);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct wire_msg m;
+        const char *why = NULL;
+        memcpy(f, cases[i].pre, cases[i].n);
+        memset(f + cases[i].n, 0x91, deep);
+        f[cases[i].n + deep] = 0x00;
+        ck_assert_msg(decode_raw(f, cases[i].n + deep + 1, &m, &why) == HKV_EPROTO, "case %zu", i);
+        ck_assert_msg(strcmp(why, cases[i].why) == 0, "case %zu: %s", i, why);
+    }
+    free(f);
+}
+END_TEST
+
+/* One frame of each new kind, with every list non-empty. */
+static void put_one_of_each_command_kind(void)
+{
+    static const char bin[] = { 'v', '\0', (char)0xff };
+    struct wire_slice argv1[3] = { S("SETRANGE"), S("{k}:a"), wire_slice(bin, sizeof bin) };
+    struct wire_slice argv2[2] = { S("INCRBYFLOAT"), S("{k}:b") };
+    struct wire_watch w[2] = { { S("{k}:a"), 1ULL << 40 }, { S("{k}:b"), 0 } };
+    struct wire_cmd cmds[3] = { { argv1, 3 }, { argv2, 2 }, { argv1, 1 } };
+    ck_assert_int_eq(wire_put_call(&buf, 400, rid(1ULL << 33, 7, WIRE_PREV_UNKNOWN), 3, argv1, 3),
+                     HKV_OK);
+    ck_assert_int_eq(wire_put_exec(&buf, 401, rid(9, 8, 0), 2, w, 2, cmds, 3), HKV_OK);
+    ck_assert_int_eq(wire_put_resp(&buf, 402, S("*2\r\n:1\r\n$1\r\nx\r\n"), w, 2), HKV_OK);
+}
+
+START_TEST(every_truncation_of_a_command_frame_refused)
+{
+    put_one_of_each_command_kind();
+    const char *at = buf.data, *end = buf.data + buf.len;
+    int frames = 0;
+    while (at < end) {
+        const char *p;
+        size_t plen, used;
+        ck_assert_int_eq(wire_next_frame(at, (size_t)(end - at), 0, &p, &plen, &used), HKV_OK);
+        for (size_t n = 0; n < plen; n++) {
+            struct wire_msg m;
+            const char *why = NULL;
+            ck_assert_msg(wire_decode(&dec, p, n, &m, &why) == HKV_EPROTO, "frame %d at %zu",
+                          frames, n);
+            ck_assert_ptr_nonnull(why);
+        }
+        struct wire_msg m;
+        ck_assert_int_eq(wire_decode(&dec, p, plen, &m, NULL), HKV_OK);
+        ck_assert_uint_eq(m.id, 400 + (unsigned)frames);
+        at += used;
+        frames++;
+    }
+    ck_assert_int_eq(frames, 3);
+}
+END_TEST
+
+START_TEST(command_frames_refuse_trailing_bytes_and_wrong_field_counts)
+{
+    put_one_of_each_command_kind();
+    static const int nfields[] = { 5, 6, 2 };  /* CALL, EXEC, RESP after type and id */
+    const char *at = buf.data, *end = buf.data + buf.len;
+    size_t frames = 0;
+    while (at < end) {
+        const char *p;
+        size_t plen, used;
+        struct wire_msg m;
+        const char *why = NULL;
+        uint8_t f[128];
+        ck_assert_int_eq(wire_next_frame(at, (size_t)(end - at), 0, &p, &plen, &used), HKV_OK);
+        ck_assert_uint_lt(frames, 3);
+        ck_assert_uint_lt(plen, sizeof f);
+        memcpy(f, p, plen);
+        f[plen] = 0xc0;  /* one nil more */
+        ck_assert_int_eq(decode_raw(f, plen + 1, &m, &why), HKV_EPROTO);
+        ck_assert_str_eq(why, "trailing bytes");
+        ck_assert_uint_eq(f[0], 0x90 | (2 + nfields[frames]));
+        f[0]--;
+        ck_assert_int_eq(decode_raw(f, plen, &m, &why), HKV_EPROTO);
+        ck_assert_msg(strcmp(why, "missing fields") == 0, "frame %zu: %s", frames, why);
+        f[0] += 2;
+        ck_assert_int_eq(decode_raw(f, plen + 1, &m, &why), HKV_EPROTO);
+        ck_assert_msg(strcmp(why, "extra fields") == 0, "frame %zu: %s", frames, why);
+        at += used;
+        frames++;
+    }
+    ck_assert_uint_eq(frames, 3);
+}
+END_TEST
+
+START_TEST(command_encoders_refuse_bad_arguments_and_leave_buffer_unchanged)
+{
+    struct wire_slice k[2] = { S("GET"), S("k") };
+    struct wire_cmd cmd = { k, 2 };
+    struct wire_watch w = { S("k"), 1 };
+    struct wire_rid r1 = rid(1, 0, 0);
+    ck_assert_int_eq(wire_put_ping(&buf, 1), HKV_OK);
+    size_t len = buf.len;
+    /* CALL: no args, args NULL, over the limit, id 0, NULL arg mid-way */
+    ck_assert_int_eq(wire_put_call(&buf, 2, r1, 2, k, 0), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_call(&buf, 2, r1, 2, NULL, 1), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_call(&buf, 2, r1, 2, k, WIRE_MAX_ITEMS_DEFAULT + 1), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_call(&buf, 0, r1, 2, k, 1), HKV_EINVAL);
+    struct wire_slice bad[2] = { S("SET"), { NULL, 3 } };
+    ck_assert_int_eq(wire_put_call(&buf, 2, r1, 2, bad, 2), HKV_EINVAL);
+    /* EXEC: no commands, cmds NULL, an empty command, a command's args NULL,
+     * watch NULL with nwatch 1, id 0, a NULL arg in the last command */
+    ck_assert_int_eq(wire_put_exec(&buf, 2, r1, 2, NULL, 0, &cmd, 0), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_exec(&buf, 2, r1, 2, NULL, 0, NULL, 1), HKV_EINVAL);
+    struct wire_cmd empty[2] = { { k, 2 }, { k, 0 } };
+    ck_assert_int_eq(wire_put_exec(&buf, 2, r1, 2, NULL, 0, empty, 2), HKV_EINVAL);
+    struct wire_cmd nullargs = { NULL, 1 };
+    ck_assert_int_eq(wire_put_exec(&buf, 2, r1, 2, NULL, 0, &nullargs, 1), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_exec(&buf, 2, r1, 2, NULL, 1, &cmd, 1), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_exec(&buf, 0, r1, 2, &w, 1, &cmd, 1), HKV_EINVAL);
+    struct wire_cmd badcmds[2] = { { k, 2 }, { bad, 2 } };
+    ck_assert_int_eq(wire_put_exec(&buf, 2, r1, 2, &w, 1, badcmds, 2), HKV_EINVAL);
+    /* EXEC counts: watch over the limit; commands over it, refused before
+     * any command is read (the array holds one); each list within it but
+     * watch + args over it */
+    ck_assert_int_eq(wire_put_exec(&buf, 2, r1, 2, &w, WIRE_MAX_ITEMS_DEFAULT + 1, &cmd, 1),
+                     HKV_EINVAL);
+    ck_assert_int_eq(wire_put_exec(&buf, 2, r1, 2, NULL, 0, &cmd, UINT32_MAX), HKV_EINVAL);
+    struct wire_cmd full = { k, WIRE_MAX_ITEMS_DEFAULT };  /* not read: refused on the count */
+    ck_assert_int_eq(wire_put_exec(&buf, 2, r1, 2, &w, 1, &full, 1), HKV_EINVAL);
+    struct wire_cmd halves[2] = { { k, WIRE_MAX_ITEMS_DEFAULT / 2 },
+                                  { k, WIRE_MAX_ITEMS_DEFAULT / 2 + 1 } };
+    ck_assert_int_eq(wire_put_exec(&buf, 2, r1, 2, NULL, 0, halves, 2), HKV_EINVAL);
+    /* RESP: empty reply, NULL reply bytes, changes NULL, over the limit */
+    ck_assert_int_eq(wire_put_resp(&buf, 2, S(""), NULL, 0), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_resp(&buf, 2, wire_slice(NULL, 3), NULL, 0), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_resp(&buf, 2, S("+OK\r\n"), NULL, 1), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_resp(&buf, 2, S("+OK\r\n"), &w, WIRE_MAX_ITEMS_DEFAULT + 1),
+                     HKV_EINVAL);
+    struct wire_watch badw[2] = { { S("a"), 1 }, { { NULL, 2 }, 1 } };
+    ck_assert_int_eq(wire_put_resp(&buf, 2, S("+OK\r\n"), badw, 2), HKV_EINVAL);
+    /* and through wire_put_msg */
+    struct wire_msg m = { .type = WIRE_CALL, .id = 2 };
+    m.u.call.rid = r1;
+    m.u.call.proto = 2;
+    m.u.call.args = k;
+    m.u.call.nargs = 0;
+    ck_assert_int_eq(wire_put_msg(&buf, &m), HKV_EINVAL);
+    ck_assert_uint_eq(buf.len, len);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_PING);
+
+    /* the largest of each is accepted: WIRE_MAX_ITEMS_DEFAULT args in all */
+    struct wire_slice *many = malloc(WIRE_MAX_ITEMS_DEFAULT * sizeof *many);
+    ck_assert_ptr_nonnull(many);
+    for (uint32_t i = 0; i < WIRE_MAX_ITEMS_DEFAULT; i++)
+        many[i] = S("a");
+    struct wire_cmd most = { many, WIRE_MAX_ITEMS_DEFAULT - 1 };
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_exec(&buf, 3, r1, 2, &w, 1, &most, 1), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.exec.cmds[0].nargs, WIRE_MAX_ITEMS_DEFAULT - 1);
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_call(&buf, 4, r1, 2, many, WIRE_MAX_ITEMS_DEFAULT), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.call.nargs, WIRE_MAX_ITEMS_DEFAULT);
+    free(many);
+}
+END_TEST
+
+START_TEST(exec_and_call_reuse_the_decoder_arena)
+{
+    struct wire_slice a[3] = { S("SET"), S("k"), S("v") };
+    struct wire_watch w[2] = { { S("k"), 1 }, { S("j"), 2 } };
+    struct wire_cmd cmds[2] = { { a, 3 }, { a, 2 } };
+    struct wire_msg m;
+    ck_assert_int_eq(wire_put_exec(&buf, 1, rid(1, 0, 0), 2, w, 2, cmds, 2), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    void *arena = dec.arena;
+    size_t cap = dec.arena_cap;
+    ck_assert_ptr_nonnull(arena);
+    for (int i = 0; i < 100; i++) {
+        ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+        ck_assert_ptr_eq(m.u.exec.watch, arena);
+    }
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_call(&buf, 2, rid(2, 0, 0), 2, a, 3), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_ptr_eq(m.u.call.args, arena);
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_resp(&buf, 3, S("+OK\r\n"), w, 2), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_ptr_eq(m.u.resp.changes, arena);
+    ck_assert_ptr_eq(dec.arena, arena);
+    ck_assert_uint_eq(dec.arena_cap, cap);
+}
+END_TEST
+
+START_TEST(msgpack_c_reads_our_exec_and_we_read_its_call)
+{
+    struct wire_slice a[2] = { S("INCR"), S("n") };
+    struct wire_watch w = { S("n"), 77 };
+    struct wire_cmd cmds[2] = { { a, 2 }, { a, 1 } };
+    ck_assert_int_eq(wire_put_exec(&buf, 5, rid(3, 2, 1), 3, &w, 1, cmds, 2), HKV_OK);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    ck_assert_int_eq(msgpack_unpack_next(&u, buf.data + 4, buf.len - 4, &off),
+                     MSGPACK_UNPACK_SUCCESS);
+    ck_assert_uint_eq(off, buf.len - 4);
+    msgpack_object o = u.data;
+    ck_assert_uint_eq(o.via.array.size, 8);  /* type, id, seq, ack, prev, proto, watch, cmds */
+    ck_assert_uint_eq(o.via.array.ptr[0].via.u64, WIRE_EXEC);
+    ck_assert_uint_eq(o.via.array.ptr[5].via.u64, 3);
+    msgpack_object watch = o.via.array.ptr[6], cm = o.via.array.ptr[7];
+    ck_assert_uint_eq(watch.via.array.size, 1);
+    ck_assert_uint_eq(watch.via.array.ptr[0].via.array.size, 2);
+    ck_assert_int_eq(watch.via.array.ptr[0].via.array.ptr[0].type, MSGPACK_OBJECT_BIN);
+    ck_assert_uint_eq(watch.via.array.ptr[0].via.array.ptr[1].via.u64, 77);
+    ck_assert_uint_eq(cm.via.array.size, 2);
+    ck_assert_uint_eq(cm.via.array.ptr[0].via.array.size, 2);
+    ck_assert_uint_eq(cm.via.array.ptr[1].via.array.size, 1);
+    ck_assert_mem_eq(cm.via.array.ptr[0].via.array.ptr[0].via.bin.ptr, "INCR", 4);
+    msgpack_unpacked_destroy(&u);
+
+    /* msgpack-c -> ours: a CALL with str args and int64-packed numbers */
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 7);
+    msgpack_pack_int64(&pk, WIRE_CALL);
+    msgpack_pack_uint64(&pk, 99);
+    msgpack_pack_int64(&pk, 12);
+    msgpack_pack_int64(&pk, 11);
+    msgpack_pack_int64(&pk, 0);
+    msgpack_pack_uint8(&pk, 2);
+    msgpack_pack_array(&pk, 3);
+    msgpack_pack_str_with_body(&pk, "APPEND", 6);
+    msgpack_pack_str_with_body(&pk, "k", 1);
+    msgpack_pack_bin_with_body(&pk, "\0v", 2);
+    struct wire_msg m;
+    ck_assert_int_eq(wire_decode(&dec, sb.data, sb.size, &m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_CALL);
+    ck_assert_uint_eq(m.id, 99);
+    rid_is(m.u.call.rid, 12, 11, 0);
+    ck_assert_uint_eq(m.u.call.proto, 2);
+    ck_assert_uint_eq(m.u.call.nargs, 3);
+    SLICE_IS(m.u.call.args[0], "APPEND");
+    slice_is(m.u.call.args[2], "\0v", 2);
+    msgpack_sbuffer_destroy(&sb);
+}
+END_TEST
+
 Suite *wire_suite(void)
 {
     Suite *s = suite_create("wire");
@@ -1151,7 +1877,25 @@ Suite *wire_suite(void)
             changed_kinds_refuse_one_field_fewer_or_more } },
         { "encoder_contract", { encoder_refuses_what_decoder_would_and_leaves_buffer_unchanged } },
         { "zero_copy", { decoder_reuses_its_key_array_and_copies_nothing } },
-        { "msgpack_c_interop", { msgpack_c_reads_our_frames_and_we_read_its_output } },
+        { "msgpack_c_interop",
+          { msgpack_c_reads_our_frames_and_we_read_its_output,
+            msgpack_c_reads_our_exec_and_we_read_its_call } },
+        { "command_round_trip",
+          { call_round_trips_binary_args_for_both_protos,
+            exec_round_trips_with_and_without_watch_and_many_commands,
+            resp_round_trips_the_reply_and_its_changes,
+            call_and_exec_are_write_requests_resp_a_reply } },
+        { "command_malformed",
+          { proto_other_than_2_or_3_refused_both_ways, empty_lists_and_wrong_shapes_refused,
+            command_frames_refuse_trailing_bytes_and_wrong_field_counts } },
+        { "command_limits",
+          { command_counts_over_max_items_are_etoobig_before_allocation,
+            lying_command_counts_refused_without_allocation,
+            command_kinds_never_descend_past_argv } },
+        { "command_truncation", { every_truncation_of_a_command_frame_refused } },
+        { "command_encoder_contract",
+          { command_encoders_refuse_bad_arguments_and_leave_buffer_unchanged } },
+        { "command_zero_copy", { exec_and_call_reuse_the_decoder_arena } },
     };
     for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
         TCase *tc = tcase_create(groups[g].name);
