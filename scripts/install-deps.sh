@@ -3,12 +3,14 @@
 # are missing.  Quiet when everything is present; uses sudo only when not root.
 set -eu
 # Build: the libraries.  Tests: redis-tools and python3-redis (interop),
+# redis-server (the differential test and the benchmark comparison start their
+# own on a free port; the package's service is stopped and disabled below),
 # clang and its runtime (the libFuzzer pass and the clang build), valgrind.
 # Packaging (make deb and its test): dpkg-dev (dpkg-shlibdeps names the
 # library packages), lintian checks the .deb, man-db and groff-base the man
 # pages, logrotate the rotation snippet.
 PKGS="libevent-dev libsqlite3-dev libssl-dev libmsgpack-dev check pkg-config \
-redis-tools python3-redis clang libclang-rt-14-dev valgrind \
+redis-tools redis-server python3-redis clang libclang-rt-14-dev valgrind \
 dpkg-dev lintian man-db groff-base logrotate"
 missing=""
 for p in $PKGS; do
@@ -24,3 +26,16 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq >&2
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing >&2
+# Debian starts redis-server as a service when it installs it; the tests
+# never use that one (they start their own, with no persistence, on a free
+# port), so stop it and keep it from starting at boot.
+case " $missing " in
+*" redis-server "*)
+    if [ -d /run/systemd/system ]; then
+        $SUDO systemctl disable --now redis-server.service >&2 || true
+    else
+        $SUDO invoke-rc.d redis-server stop >&2 || true
+        $SUDO update-rc.d redis-server disable >&2 || true
+    fi
+    ;;
+esac

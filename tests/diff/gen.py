@@ -1,0 +1,375 @@
+"""gen.py - the seeded generator of the differential test: a stream of steps
+(which connection, the words of one command, or raw protocol bytes) drawn
+from random.Random(seed) alone, never from a reply, so a seed replays the
+same sequence (absolute expiry times are "now + offset": the offsets replay,
+the clock does not).
+
+Every command hotkvd serves today and Redis 7.0 also has is generated, with
+random arguments biased to edge cases: negative, huge and malformed numbers,
+empty and binary strings, every option and invalid combinations of them,
+unknown options, wrong arity, mixed-case names.  Keys come from a small pool
+(so commands interact, across owners, pools and durability classes), and so
+do most values (so INCR meets numbers and SET GET meets old values).
+
+Expiry arguments are either already past (the key goes at once, on both
+servers) or at least a day away: a key that expires while a step is between
+the two servers would make the comparison depend on timing.
+"""
+
+import random
+import time
+
+# The key pool.  "h:*" is hotkvd's hot class, "d:*" its durable class, the
+# rest its cold default (servers.HOTKVD_FIXTURE); "{t}" keys share a hash tag.
+KEYS = [b"a", b"b", b"c", b"h:1", b"h:2", b"h:3", b"d:1", b"d:2", b"",
+        b"\x00k\xff\r\n", b"{t}1", b"{t}2", b"k y", b"L" * 300,
+        b"x\x00y"]  # also written by a raw step (an inline SET)
+
+# Strings that are numbers, almost numbers, or the edges of 64-bit integers.
+NUMS = [b"0", b"1", b"-1", b"2", b"10", b"-10", b"100", b"9223372036854775807",
+        b"-9223372036854775808", b"9223372036854775806", b"-9223372036854775807",
+        b"9223372036854775808", b"-9223372036854775809", b"18446744073709551615",
+        b"99999999999999999999", b"1.5", b"1e3", b"0x10", b" 1", b"1 ", b"+1", b"01",
+        b"-0", b"", b"abc", b"\x001", b"3\x00", b"\xef\xbc\x91"]
+
+# Relative expiries that are invalid or already past, in seconds or ms.
+TTL_BAD = [b"0", b"-1", b"-100", b"abc", b"", b"1.5", b"9223372036854775807",
+           b"-9223372036854775808", b"9223372036854775", b"9223372036854776",
+           b"4611686018427387", b"4611686018427388", b"18446744073709551615", b" 100000",
+           b"100000 ", b"+100000", b"0100000", b"-9223372036854775807"]
+
+WORDS = [b"v", b"hello", b"OK", b"nil", b"*", b"x y", b"\r\n", b"\x00", b"\xff\xfe",
+         b"-ERR fake", b"+OK", b":1", b"$3", b"\t", b"NX", b"EX"]
+
+
+class Gen:
+    def __init__(self, seed, now=None):
+        self.rng = random.Random(seed)
+        self.now = int(time.time()) if now is None else now  # seconds
+        self.table = [(w, getattr(self, "g_" + name)) for name, w in WEIGHTS]
+        self.total = sum(w for w, _ in self.table)
+
+    # ---- argument pools ----------------------------------------------------
+
+    def key(self):
+        return self.rng.choice(KEYS)
+
+    def keys(self, lo=1, hi=5):
+        return [self.key() for _ in range(self.rng.randint(lo, hi))]
+
+    def value(self):
+        r = self.rng.random()
+        if r < 0.3:
+            return self.num()
+        if r < 0.55:
+            return self.rng.choice(WORDS)
+        if r < 0.65:
+            return b""
+        if r < 0.85:
+            return bytes(self.rng.randrange(256) for _ in range(self.rng.randint(1, 24)))
+        if r < 0.97:
+            return bytes(self.rng.choice(b"abcxyz09") for _ in range(self.rng.randint(1, 64)))
+        return b"B" * self.rng.randint(1000, 100000)
+
+    def num(self):
+        r = self.rng.random()
+        if r < 0.5:
+            return self.rng.choice(NUMS)
+        if r < 0.8:
+            return str(self.rng.randint(-1000, 1000)).encode()
+        return str(self.rng.randint(-(1 << 63), (1 << 63) - 1)).encode()
+
+    def word(self):
+        return self.rng.choice([self.value(), self.num(), self.key(), b"BOGUS"])
+
+    def ttl_s(self):
+        """A relative expiry in seconds: invalid/past, or at least a day away."""
+        if self.rng.random() < 0.4:
+            return self.rng.choice(TTL_BAD)
+        return str(self.rng.randint(100000, 10 ** 9)).encode()
+
+    def ttl_ms(self):
+        if self.rng.random() < 0.4:
+            return self.rng.choice(TTL_BAD)
+        return str(self.rng.randint(10 ** 8, 10 ** 12)).encode()
+
+    def at_s(self):
+        """An absolute expiry in seconds: past, invalid, or a day or more ahead."""
+        r = self.rng.random()
+        if r < 0.25:
+            return self.rng.choice([b"1", b"0", str(self.now - self.rng.randint(1000, 10 ** 8)).encode()])
+        if r < 0.4:
+            return self.rng.choice(TTL_BAD)
+        return str(self.now + self.rng.randint(100000, 10 ** 9)).encode()
+
+    def at_ms(self):
+        r = self.rng.random()
+        if r < 0.25:
+            return self.rng.choice([b"1", b"0", str((self.now - self.rng.randint(1000, 10 ** 8)) * 1000).encode()])
+        if r < 0.4:
+            return self.rng.choice(TTL_BAD)
+        return str(self.now * 1000 + self.rng.randint(10 ** 8, 10 ** 12)).encode()
+
+    def case(self, name):
+        """The name as written, lower-case, or in random case."""
+        r = self.rng.random()
+        if r < 0.8:
+            return name
+        if r < 0.9:
+            return name.lower()
+        return bytes(c ^ 0x20 if self.rng.random() < 0.5 and 0x41 <= c <= 0x5a else c for c in name)
+
+    # ---- the stream --------------------------------------------------------
+
+    def step(self):
+        """The next step: (conn, kind, payload).  conn is 0 or 1 (the second
+        connection gets about one step in seven); kind "cmd" (payload: the
+        words) or "raw" (payload: bytes sent as they are)."""
+        conn = 1 if self.rng.random() < 0.15 else 0
+        x = self.rng.random() * self.total
+        for w, fn in self.table:
+            x -= w
+            if x < 0:
+                break
+        out = fn()
+        if isinstance(out, bytes):
+            return conn, "raw", out
+        words = out
+        words[0] = self.case(words[0])
+        r = self.rng.random()
+        if r < 0.04 and len(words) > 1:
+            words = words[:-1]                   # one argument short
+        elif r < 0.07:
+            words = words + [self.word()]        # one argument too many
+        return conn, "cmd", words
+
+    # ---- keyspace and string commands ----------------------------------
+
+    def g_get(self):
+        return [b"GET", self.key()]
+
+    def g_mget(self):
+        return [b"MGET"] + self.keys(1, 6)
+
+    def g_exists(self):
+        return [b"EXISTS"] + self.keys(1, 5)
+
+    def g_strlen(self):
+        return [b"STRLEN", self.key()]
+
+    def g_type(self):
+        return [b"TYPE", self.key()]
+
+    def g_ttl(self):
+        return [self.rng.choice([b"TTL", b"PTTL"]), self.key()]
+
+    def g_set(self):
+        w = [b"SET", self.key(), self.value()]
+        opts = [lambda: [b"NX"], lambda: [b"XX"], lambda: [b"GET"], lambda: [b"KEEPTTL"],
+                lambda: [b"EX", self.ttl_s()], lambda: [b"PX", self.ttl_ms()],
+                lambda: [b"EXAT", self.at_s()], lambda: [b"PXAT", self.at_ms()],
+                lambda: [self.rng.choice([b"EX", b"PX", b"EXAT", b"PXAT"])],  # number missing
+                lambda: [self.rng.choice([b"BOGUS", b"", b"N", b"NXX", b"GETX"])]]
+        for _ in range(self.rng.choice([0, 0, 1, 1, 1, 2, 2, 3])):
+            # Valid options far more often than the malformed two.
+            o = self.rng.choice(opts[:8] * 3 + opts[8:])()
+            o[0] = self.case(o[0])
+            w += o
+        return w
+
+    def g_setex(self):
+        if self.rng.random() < 0.5:
+            return [b"SETEX", self.key(), self.ttl_s(), self.value()]
+        return [b"PSETEX", self.key(), self.ttl_ms(), self.value()]
+
+    def g_setnx(self):
+        return [b"SETNX", self.key(), self.value()]
+
+    def g_getset(self):
+        return [b"GETSET", self.key(), self.value()]
+
+    def g_getdel(self):
+        return [b"GETDEL", self.key()]
+
+    def g_getex(self):
+        w = [b"GETEX", self.key()]
+        opts = [lambda: [b"EX", self.ttl_s()], lambda: [b"PX", self.ttl_ms()],
+                lambda: [b"EXAT", self.at_s()], lambda: [b"PXAT", self.at_ms()],
+                lambda: [b"PERSIST"], lambda: [self.rng.choice([b"EX", b"PXAT"])],
+                lambda: [self.rng.choice([b"BOGUS", b"KEEPTTL", b"NX"])]]
+        for _ in range(self.rng.choice([0, 0, 1, 1, 1, 2])):
+            o = self.rng.choice(opts[:5] * 3 + opts[5:])()
+            o[0] = self.case(o[0])
+            w += o
+        return w
+
+    def g_mset(self):
+        w = [b"MSET"]
+        for _ in range(self.rng.randint(1, 4)):
+            w += [self.key(), self.value()]
+        return w
+
+    def g_del(self):
+        return [self.rng.choice([b"DEL", b"UNLINK"])] + self.keys(1, 4)
+
+    def g_expire(self):
+        name = self.rng.choice([b"EXPIRE", b"PEXPIRE", b"EXPIREAT", b"PEXPIREAT"])
+        t = {b"EXPIRE": self.ttl_s, b"PEXPIRE": self.ttl_ms, b"EXPIREAT": self.at_s,
+             b"PEXPIREAT": self.at_ms}[name]()
+        w = [name, self.key(), t]
+        for _ in range(self.rng.choice([0, 0, 0, 1, 1, 2])):
+            w.append(self.case(self.rng.choice([b"NX", b"XX", b"GT", b"LT", b"NX", b"XX", b"GT",
+                                                b"LT", b"FOO", b""])))
+        return w
+
+    def g_persist(self):
+        return [b"PERSIST", self.key()]
+
+    def g_incr(self):
+        name = self.rng.choice([b"INCR", b"DECR", b"INCRBY", b"DECRBY"])
+        if name in (b"INCR", b"DECR"):
+            return [name, self.key()]
+        return [name, self.key(), self.num()]
+
+    def g_dbsize(self):
+        return [b"DBSIZE"]
+
+    def g_scan(self):
+        cursor = b"0" if self.rng.random() < 0.8 else \
+            self.rng.choice([b"abc", b"-1", b"", b"1.5", b"18446744073709551616", b" 0", b"00"])
+        w = [b"SCAN", cursor]
+        for _ in range(self.rng.choice([0, 1, 1, 2, 3])):
+            o = self.rng.choice([
+                lambda: [b"MATCH", self.rng.choice([b"*", b"h:*", b"d:*", b"?", b"[ab]", b"*\x00*",
+                                                    b"{t}*", b"\\*", b"", b"L*", b"[^a]*", b"[a-c]",
+                                                    b"*y", b"k\\ y", b"["])],
+                lambda: [b"COUNT", self.rng.choice([b"1", b"2", b"3", b"10", b"1000", b"0", b"-1",
+                                                    b"abc", b"9223372036854775807"])],
+                lambda: [b"TYPE", self.rng.choice([b"string", b"STRING", b"list", b"hash", b"bogus",
+                                                   b""])],
+                lambda: [self.rng.choice([b"BOGUS", b"MATCH"])]])()
+            o[0] = self.case(o[0])
+            w += o
+        return w
+
+    # ---- connection and server commands --------------------------------
+
+    def g_ping(self):
+        return [b"PING"] + ([self.value()] if self.rng.random() < 0.5 else [])
+
+    def g_echo(self):
+        return [b"ECHO", self.value()]
+
+    def g_select(self):
+        return [b"SELECT", self.rng.choice([b"0", b"0", b"1", b"15", b"16", b"-1", b"abc", b"",
+                                            b"00", b"0 ", b"9223372036854775808", b"1.0"])]
+
+    def g_time(self):
+        return [b"TIME"]
+
+    def g_command(self):
+        r = self.rng.random()
+        if r < 0.35:
+            return [b"COMMAND", b"COUNT"]
+        if r < 0.7:
+            return [b"COMMAND", b"INFO"] + [self.rng.choice(CMD_NAMES + [b"bogus", b""])
+                                            for _ in range(self.rng.randint(0, 3))]
+        if r < 0.8:
+            return [b"COMMAND", b"DOCS"] + [self.rng.choice(CMD_NAMES) for _ in range(self.rng.randint(0, 2))]
+        return [b"COMMAND", self.rng.choice([b"BOGUS", b"", b"COUNT"]), self.word()]
+
+    def g_client(self):
+        r = self.rng.random()
+        if r < 0.2:
+            return [b"CLIENT", b"SETNAME", self.rng.choice([b"n1", b"conn-2", b"", b"a b",
+                                                            b"\x00", b"x" * 200, b"\xff"])]
+        if r < 0.4:
+            return [b"CLIENT", b"GETNAME"]
+        if r < 0.5:
+            return [b"CLIENT", b"ID"]
+        if r < 0.65:
+            return [b"CLIENT", b"INFO"]
+        if r < 0.75:
+            return [b"CLIENT", b"LIST"]
+        return [b"CLIENT", self.rng.choice([b"BOGUS", b"", b"GETNAME", b"ID", b"SETNAME", b"INFO"])] + \
+            [self.word() for _ in range(self.rng.randint(0, 2))]
+
+    def g_config(self):
+        r = self.rng.random()
+        if r < 0.6:
+            return [b"CONFIG", b"GET"] + [self.rng.choice(CONFIG_NAMES)
+                                          for _ in range(self.rng.randint(1, 3))]
+        if r < 0.8:
+            return [b"CONFIG", b"SET"] + self.rng.choice([
+                [b"nonexistent", b"1"], [b"timeout", b"abc"], [b"timeout", b"-1"],
+                [b"maxclients", b"abc"], [b"timeout", b"0", b"bogus", b"1"], [b"timeout"],
+                [b"timeout", b"0"], [b"protected-mode", b"maybe"], [b"", b""]])
+        if r < 0.9:
+            return [b"CONFIG", b"RESETSTAT"]
+        return [b"CONFIG", self.rng.choice([b"BOGUS", b"", b"GET", b"RESETSTAT", b"SET"])] + \
+            [self.word() for _ in range(self.rng.randint(0, 1))]
+
+    def g_info(self):
+        return [b"INFO"] + [self.rng.choice([b"keyspace", b"server", b"clients", b"stats", b"memory",
+                                             b"cpu", b"errorstats", b"commandstats", b"bogus",
+                                             b"all", b"default", b"everything", b"KEYSPACE"])
+                            for _ in range(self.rng.choice([0, 1, 1, 1, 2]))]
+
+    def g_hello(self):
+        w = [b"HELLO"]
+        if self.rng.random() < 0.85:
+            w.append(self.rng.choice([b"2", b"3", b"2", b"3", b"1", b"4", b"abc", b"", b"-1",
+                                      b"02", b"3 "]))
+            for _ in range(self.rng.choice([0, 0, 1])):
+                w += self.rng.choice([[b"SETNAME", self.rng.choice([b"h1", b"a b", b""])],
+                                      [b"AUTH", b"default", b"pw"], [b"AUTH", b"nobody", b"pw"],
+                                      [b"BOGUS"], [b"AUTH", b"default"], [b"SETNAME"]])
+        return w
+
+    def g_auth(self):
+        return [b"AUTH"] + self.rng.choice([[b"pw"], [b"default", b"pw"], [b"nobody", b"pw"],
+                                            [b"a", b"b", b"c"], [b""]])
+
+    def g_reset(self):
+        return [b"RESET"]
+
+    def g_quit(self):
+        return [b"QUIT"]
+
+    def g_unknown(self):
+        return [self.rng.choice([b"FOOBAR", b"GETT", b"\x00", b"", b"SET\x00"])] + \
+            [self.word() for _ in range(self.rng.randint(0, 3))]
+
+    def g_raw(self):
+        """Protocol edge cases (the runner sends ECHO <marker> after each and
+        reads the replies up to the marker's, a closed connection or a bound)."""
+        return self.rng.choice([
+            b"*-10\r\n", b"*-1\r\n", b"*0\r\n", b"\r\n", b"PING\r\n", b"ECHO inline\r\n",
+            b"GET a\r\n", b"  PING  \r\n", b"echo \"a b\" \r\n", b"*1\r\n$-1\r\n",
+            b"*2\r\n$4\r\nECHO\r\n$0\r\n\r\n", b"*1\r\n$4\r\nping\r\n",
+            b"set \"x\\x00y\" \"\\n\"\r\n", b"echo 'unbalanced\r\n"])
+
+
+# Names of the commands generated, for COMMAND INFO.
+CMD_NAMES = [b"get", b"set", b"mget", b"mset", b"del", b"unlink", b"exists", b"strlen", b"type",
+             b"ttl", b"pttl", b"scan", b"setex", b"psetex", b"setnx", b"getset", b"getdel",
+             b"getex", b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist", b"incr",
+             b"decr", b"incrby", b"decrby", b"dbsize", b"ping", b"echo", b"select", b"time",
+             b"info", b"client", b"config", b"command", b"hello", b"auth", b"reset", b"quit",
+             b"GET", b"Set"]
+
+# CONFIG GET names both servers define (and a few neither does).
+CONFIG_NAMES = [b"bind", b"client-query-buffer-limit", b"maxclients", b"pidfile", b"protected-mode",
+                b"tls-port", b"tls-auth-clients", b"tls-cert-file", b"timeout", b"tcp-keepalive",
+                b"shutdown-timeout", b"client-output-buffer-limit", b"tls-protocols",
+                b"nonexistent", b"nonexistent*", b"", b"MAXCLIENTS", b"max?lients"]
+
+# (name, weight): how often each generator runs.
+WEIGHTS = [
+    ("get", 10), ("mget", 4), ("exists", 4), ("strlen", 3), ("type", 3), ("ttl", 6),
+    ("set", 16), ("setex", 4), ("setnx", 3), ("getset", 3), ("getdel", 3), ("getex", 6),
+    ("mset", 4), ("del", 5), ("expire", 8), ("persist", 3), ("incr", 8), ("dbsize", 2),
+    ("scan", 2), ("ping", 1), ("echo", 1), ("select", 0.7), ("time", 0.3), ("command", 0.7),
+    ("client", 1), ("config", 0.7), ("info", 0.5), ("hello", 0.8), ("auth", 0.4),
+    ("reset", 0.3), ("quit", 0.2), ("unknown", 0.5), ("raw", 0.5),
+]
