@@ -4,6 +4,7 @@
  * server/owner*.c.
  *
  *   owner.c          process lifecycle: recovery, timers, stop (flush)
+ *   owner_clock.c    the ledger's clock
  *   owner_link.c     edge links: framing, handshake, dispatch, replies
  *   owner_ops.c      one request against the ledger -> one reply
  *   owner_persist.c  the write-behind glue: batches, parked reads, recovery
@@ -140,6 +141,9 @@ struct olink {
     struct olink *prev, *next;
 };
 
+/* owner_clock.c: now, for the ledger (monotonic and wall). */
+struct ledger_clock owner_clock(void);
+
 /* owner_link.c */
 /* After a write applied to key: sends its new state once per colo that has a
  * push link (hot pool: PUSH with the value, or INVALIDATE if it is gone; cold
@@ -155,7 +159,6 @@ void olink_flush(struct olink *l);
  * parking it / registering a durable waiter). */
 void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
                    size_t plen);
-struct ledger_clock owner_clock(void);
 /* owner_admin.c: SCAN and STATS, answered into l->out. */
 void owner_op_scan(struct owner *o, struct olink *l, const struct wire_msg *m);
 void owner_op_stats(struct owner *o, struct olink *l, const struct wire_msg *m);

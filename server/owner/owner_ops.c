@@ -23,13 +23,6 @@
 #include <time.h>
 
 #include "server/owner/owner_int.h"
-#include "server/core/clock.h"
-
-struct ledger_clock owner_clock(void)
-{
-    struct ledger_clock c = {(uint64_t)clock_mono_ms() + 1, clock_unix_ms()};
-    return c;
-}
 
 const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen)
 {
