@@ -74,6 +74,8 @@ int owner_main(struct worker_ctx *ctx)
     if (o->base == NULL || o->router == NULL ||
         rifl_create((size_t)ctx->cfg->write_completions_max, &o->rifl) != HKV_OK)
         goto out;
+    struct olink_hooks links = {.on_request = owner_execute, .on_close = owner_forget_link};
+    olink_setup(o, &links);
     struct worker_hooks hooks = {on_reload, on_stop, o};
     o->worker = worker_create(ctx, o->base, &hooks);
     if (o->worker == NULL || owner_persist_setup(o) != 0)

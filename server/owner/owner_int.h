@@ -31,6 +31,26 @@
 #include "server/core/topo.h"
 
 struct olink;
+struct owner;
+
+/* Runs one decoded request that arrived on l (payload is its frame, for a
+ * request that must wait and run again): appends the reply to l->out, or
+ * parks the request, or holds the reply for a commit.  The request executor
+ * (owner_ops.c owner_execute) is the one such function; the layers below it
+ * reach it only through this pointer (the link layer's on_request, the
+ * persister's replay). */
+typedef void (*owner_request_fn)(struct owner *o, struct olink *l, const struct wire_msg *m,
+                                 const char *payload, size_t plen);
+/* l is going away: whatever remembers it (a held reply, a parked request)
+ * must forget it. */
+typedef void (*owner_link_gone_fn)(struct owner *o, struct olink *l);
+
+/* The link layer's calls up, set once with olink_setup() before the first
+ * link is attached. */
+struct olink_hooks {
+    owner_request_fn on_request;  /* a request after the handshake */
+    owner_link_gone_fn on_close;  /* may be NULL */
+};
 
 /* The class tag the ledger keeps with each key (ledger.h class_id): the
  * key's durability when it was written. */
@@ -108,6 +128,7 @@ struct owner {
     struct persister *persister;
     struct evconnlistener *listener;
     struct olink *links;
+    struct olink_hooks link_hooks; /* owner_link.c calls up through these */
     struct event *persist_tick;
     struct event *sweep_tick;
     struct event *durable_tick;
@@ -149,7 +170,16 @@ struct ledger_clock owner_clock(void);
  * push link (hot pool: PUSH with the value, or INVALIDATE if it is gone; cold
  * pool: INVALIDATE), so colo caches see the write in milliseconds. */
 void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp);
+/* Sets the hooks (copied) every link of o calls up through. */
+void olink_setup(struct owner *o, const struct olink_hooks *hooks);
+/* Accepts edge links on the listening socket fd (the master's).  0 or -1. */
 int olink_listen(struct owner *o, int fd);
+/* A new link over bev (taken on success; freed with the link): its requests
+ * go to the hooks once it has said HELLO.  NULL on allocation failure (bev
+ * is left to the caller).  olink_listen's accepted sockets come here; a test
+ * attaches one end of a bufferevent pair. */
+struct olink *olink_attach(struct owner *o, struct bufferevent *bev);
+/* Calls on_close, then frees the link and its bufferevent. */
 void olink_close(struct olink *l);
 void olink_close_all(struct owner *o);
 /* Sends what is in l->out. */
