@@ -78,7 +78,7 @@ int owner_main(struct worker_ctx *ctx)
     olink_setup(o, &links);
     struct worker_hooks hooks = {on_reload, on_stop, o};
     o->worker = worker_create(ctx, o->base, &hooks);
-    if (o->worker == NULL || owner_persist_setup(o) != 0)
+    if (o->worker == NULL || owner_persist_setup(o, owner_execute) != 0)
         goto out;
     if (ctx->nowner_fds < 1 || olink_listen(o, ctx->owner_fds[0]) != 0) {
         log_warning("cannot listen for edge links");

@@ -138,6 +138,7 @@ struct owner {
     uint64_t next_ticket;
     struct parked *parked;
     struct parked *commit_parked; /* reads waiting for a durable commit */
+    owner_request_fn replay;      /* owner_persist.c runs parked requests again through it */
     struct rifl *rifl;            /* completion records (exactly-once retries) */
     uint64_t incarnation;         /* this process; in HELLO_OK, checked against rid.prev */
     uint64_t next_batch_id;
@@ -208,7 +209,11 @@ const struct cfg_class *owner_class(struct owner *o, const char *key, size_t kle
  * so every key stays dirty and the next cut takes it again. */
 struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_rows,
                                       ledger_filter_fn filter, void *arg, int *status);
-int owner_persist_setup(struct owner *o);
+/* Creates the ledger and the persister, recovers the ledger from the
+ * owner's SQLite file and starts the persister and the timers.  Parked
+ * requests run again through `run_again` (the request executor).  0, or -1
+ * (logged; owner_persist_teardown frees what was made). */
+int owner_persist_setup(struct owner *o, owner_request_fn run_again);
 /* A reload: applies the reloadable persist settings of `next` (the persist
  * tick's interval, the persister's fsync bound).  Called from the reload
  * hook, before next replaces o->ctx->cfg. */
