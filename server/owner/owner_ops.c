@@ -1,11 +1,16 @@
 /*
- * owner_ops.c - one request against the ledger, one reply.
+ * owner_ops.c - the owner's request executor: one request against the
+ * ledger, one reply.  It is the top of the owner's request path: it calls
+ * the link layer (replies, pushes), tickets, persistence (parking, the
+ * backlog) and SCAN/STATS (owner_admin.c); the link layer and the persister
+ * reach it only through the callbacks owner.c hands them (owner_execute is
+ * the links' on_request and the persister's replay).
  *
  * Every request passes the same gates in the same order: is the key ours
  * (else MOVED), is it resident (else park it until the reader thread brings
  * the row), is there room in the persist backlog (writes only), then the
  * ledger call.  A durable-class write that applied is not answered here: its
- * reply is held until the commit that contains it (owner_persist.c).
+ * reply is held until the commit that contains it (owner_ticket.c).
  *
  * Writes are applied in the order they arrive and the ledger gives each the
  * key's next version; nothing an edge sends decides the order.  Before a
