@@ -3,7 +3,9 @@
  * lifecycle only: recover the ledger from SQLite, serve edge links, and on
  * stop refuse new links, then flush every dirty key before exiting.  Links
  * are in owner_link.c, requests in owner_ops.c, persistence in
- * owner_persist.c.
+ * owner_persist.c.  This file also assembles them: the request executor
+ * sits above the links and the persister, which reach it only through the
+ * callbacks wired in owner_init and owner_open (owner_int.h has the map).
  */
 #include "owner.h"
 
@@ -57,6 +59,41 @@ static uint64_t new_incarnation(void)
     return v;
 }
 
+int owner_init(struct owner *o, struct worker_ctx *ctx, const struct owner_ctx *octx)
+{
+    *o = (struct owner){.ctx = ctx, .pool = octx->pool, .index = ctx->index};
+    wire_decoder_init(&o->dec, 0);
+    o->base = event_base_new();
+    o->router = router_create(ctx->cfg);
+    o->incarnation = new_incarnation();
+    if (o->base == NULL || o->router == NULL ||
+        rifl_create((size_t)ctx->cfg->write_completions_max, &o->rifl) != HKV_OK)
+        return -1;
+    /* The request executor sits above the links and the persister; they
+     * reach it through these callbacks. */
+    struct olink_hooks links = {.on_request = owner_execute, .on_close = owner_forget_link};
+    olink_setup(o, &links);
+    return 0;
+}
+
+int owner_open(struct owner *o)
+{
+    return owner_persist_setup(o, owner_execute);
+}
+
+void owner_deinit(struct owner *o)
+{
+    olink_close_all(o);
+    owner_persist_teardown(o);
+    worker_destroy(&o->worker);
+    router_destroy(&o->router);
+    rifl_destroy(&o->rifl);
+    if (o->base)
+        event_base_free(o->base);
+    o->base = NULL;
+    wire_decoder_deinit(&o->dec);
+}
+
 int owner_main(struct worker_ctx *ctx, const struct owner_ctx *octx)
 {
     char title[64];
@@ -64,19 +101,14 @@ int owner_main(struct worker_ctx *ctx, const struct owner_ctx *octx)
              ctx->index);
     if (worker_prepare(ctx, title) != 0)
         return 1;
-    struct owner own = {.ctx = ctx, .pool = octx->pool, .index = ctx->index};
+    struct owner own;
     struct owner *o = &own;
     int code = 1;
-    wire_decoder_init(&o->dec, 0);
-    o->base = event_base_new();
-    o->router = router_create(ctx->cfg);
-    o->incarnation = new_incarnation();
-    if (o->base == NULL || o->router == NULL ||
-        rifl_create((size_t)ctx->cfg->write_completions_max, &o->rifl) != HKV_OK)
+    if (owner_init(o, ctx, octx) != 0)
         goto out;
     struct worker_hooks hooks = {on_reload, on_stop, o, owner_stats_reset, NULL};
     o->worker = worker_create(ctx, o->base, &hooks);
-    if (o->worker == NULL || owner_persist_setup(o) != 0)
+    if (o->worker == NULL || owner_open(o) != 0)
         goto out;
     if (olink_listen(o, octx->link_fd) != 0) {
         log_warning("cannot listen for edge links");
@@ -93,13 +125,7 @@ out:
         evconnlistener_free(o->listener);
     else if (octx->link_fd >= 0)
         close(octx->link_fd);
-    owner_persist_teardown(o);
-    worker_destroy(&o->worker);
-    router_destroy(&o->router);
-    rifl_destroy(&o->rifl);
-    if (o->base)
-        event_base_free(o->base);
-    wire_decoder_deinit(&o->dec);
+    owner_deinit(o);
     cfg_destroy(&ctx->cfg);
     return code;
 }

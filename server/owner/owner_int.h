@@ -1,15 +1,26 @@
 /*
  * owner_int.h - what the owner's files share: the owner context, an edge
  * link, and a durable write waiting for its commit.  Private to
- * server/owner*.c.
+ * server/owner*.c (and the owner's unit tests).
  *
- *   owner.c          process lifecycle: recovery, timers, stop (flush)
- *   owner_link.c     edge links: framing, handshake, dispatch, replies
- *   owner_ops.c      one request against the ledger -> one reply
- *   owner_persist.c  the write-behind glue: batches, parked reads, recovery
- *   owner_ticket.c   commit tickets: durable replies held until their commit
- *   owner_admin.c    SCAN and STATS
+ * The owner's modules, bottom first; each calls only modules listed before
+ * it (scripts/check/layers.py keeps it so):
+ *
+ *   owner_clock.c    the ledger's clock
  *   owner_rifl.c     completion records: exactly-once retries
+ *   owner_link.c     edge links: framing, handshake, sending, pushes; the
+ *                    requests go up through struct olink_hooks
+ *   owner_ticket.c   commit tickets: durable replies held until their commit
+ *   owner_persist.c  the write-behind glue: batches, parked requests (run
+ *                    again through a replay callback), recovery
+ *   owner_admin.c    SCAN and STATS
+ *   owner_ops.c      the request executor: one request against the ledger
+ *                    -> one reply (or a parked request, or a held reply)
+ *   owner.c          process lifecycle; wires owner_execute into the link
+ *                    layer's on_request and the persister's replay
+ *
+ * Upward, only callbacks set at setup: owner_request_fn (a request to run,
+ * the executor) and owner_link_gone_fn (a link is going away).
  */
 #ifndef HKV_OWNER_INT_H
 #define HKV_OWNER_INT_H
@@ -26,11 +37,32 @@
 #include "server/core/counters.h"
 #include "server/core/router.h"
 #include "server/core/worker.h"
+#include "server/owner/owner.h"
 #include "storage/ledger.h"
 #include "storage/persister.h"
 #include "server/core/topo.h"
 
 struct olink;
+struct owner;
+
+/* Runs one decoded request that arrived on l (payload is its frame, for a
+ * request that must wait and run again): appends the reply to l->out, or
+ * parks the request, or holds the reply for a commit.  The request executor
+ * (owner_ops.c owner_execute) is the one such function; the layers below it
+ * reach it only through this pointer (the link layer's on_request, the
+ * persister's replay). */
+typedef void (*owner_request_fn)(struct owner *o, struct olink *l, const struct wire_msg *m,
+                                 const char *payload, size_t plen);
+/* l is going away: whatever remembers it (a held reply, a parked request)
+ * must forget it. */
+typedef void (*owner_link_gone_fn)(struct owner *o, struct olink *l);
+
+/* The link layer's calls up, set once with olink_setup() before the first
+ * link is attached. */
+struct olink_hooks {
+    owner_request_fn on_request;  /* a request after the handshake */
+    owner_link_gone_fn on_close;  /* may be NULL */
+};
 
 /* The class tag the ledger keeps with each key (ledger.h class_id): the
  * key's durability when it was written. */
@@ -99,6 +131,7 @@ struct owner {
     struct persister *persister;
     struct evconnlistener *listener;
     struct olink *links;
+    struct olink_hooks link_hooks; /* owner_link.c calls up through these */
     struct event *persist_tick;
     struct event *sweep_tick;
     struct event *durable_tick;
@@ -108,6 +141,7 @@ struct owner {
     uint64_t next_ticket;
     struct parked *parked;
     struct parked *commit_parked; /* reads waiting for a durable commit */
+    owner_request_fn replay;      /* owner_persist.c runs parked requests again through it */
     struct rifl *rifl;            /* completion records (exactly-once retries) */
     uint64_t incarnation;         /* this process; in HELLO_OK, checked against rid.prev */
     uint64_t next_batch_id;
@@ -134,50 +168,38 @@ struct olink {
     struct olink *prev, *next;
 };
 
-/* owner_link.c */
-/* After a write applied to key: sends its new state once per colo that has a
- * push link (hot pool: PUSH with the value, or INVALIDATE if it is gone; cold
- * pool: INVALIDATE), so colo caches see the write in milliseconds. */
-void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp);
-int olink_listen(struct owner *o, int fd);
-void olink_close(struct olink *l);
-void olink_close_all(struct owner *o);
-/* Sends what is in l->out. */
-void olink_flush(struct olink *l);
-
-/* owner_ops.c: runs one decoded request, appending its reply to l->out (or
- * parking it / registering a durable waiter). */
-void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
-                   size_t plen);
-struct ledger_clock owner_clock(void);
-/* owner_admin.c: SCAN and STATS, answered into l->out. */
-void owner_op_scan(struct owner *o, struct olink *l, const struct wire_msg *m);
-void owner_op_stats(struct owner *o, struct olink *l, const struct wire_msg *m);
-/* CONFIG RESETSTAT (the worker's resetstat hook, arg the owner): STATS
- * answers its CTR_COUNTER fields from 0 again; gauges are untouched. */
-void owner_stats_reset(void *arg);
 /* The writer bits of the versions this owner issues: unique per owner of a
  * host (hot owners 1.., cold owners 2049..). */
 static inline uint32_t owner_writer_id(const struct owner *o)
 {
     return (uint32_t)(1 + (o->pool == CFG_POOL_HOT ? 0 : 2048) + o->index) & STAMP_WRITER_MAX;
 }
-const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen);
 
-/* owner_persist.c */
-/* The next batch for the persister: up to max_rows dirty keys that filter
- * accepts (NULL: all), or NULL when there is nothing to send (a ledger batch
- * with no rows; *status = HKV_OK) or on an allocation failure (*status =
- * HKV_ENOMEM): then the rows taken before it are given back as not persisted,
- * so every key stays dirty and the next cut takes it again. */
-struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_rows,
-                                      ledger_filter_fn filter, void *arg, int *status);
-int owner_persist_setup(struct owner *o);
-/* A reload: applies the reloadable persist settings of `next` (the persist
- * tick's interval, the persister's fsync bound).  Called from the reload
- * hook, before next replaces o->ctx->cfg. */
-void owner_persist_reload(struct owner *o, const struct cfg *next);
-void owner_persist_teardown(struct owner *o);
+/* ---- owner_clock.c ---- */
+/* Now, for the ledger (monotonic and wall). */
+struct ledger_clock owner_clock(void);
+
+/* ---- owner_link.c: edge links ---- */
+/* Sets the hooks (copied) every link of o calls up through. */
+void olink_setup(struct owner *o, const struct olink_hooks *hooks);
+/* Accepts edge links on the listening socket fd (the master's).  0 or -1. */
+int olink_listen(struct owner *o, int fd);
+/* A new link over bev (taken on success; freed with the link): its requests
+ * go to the hooks once it has said HELLO.  NULL on allocation failure (bev
+ * is left to the caller).  olink_listen's accepted sockets come here; a test
+ * attaches one end of a bufferevent pair. */
+struct olink *olink_attach(struct owner *o, struct bufferevent *bev);
+/* Calls on_close, then frees the link and its bufferevent. */
+void olink_close(struct olink *l);
+void olink_close_all(struct owner *o);
+/* Sends what is in l->out. */
+void olink_flush(struct olink *l);
+/* After a write applied to key: sends its new state once per colo that has a
+ * push link (hot pool: PUSH with the value, or INVALIDATE if it is gone; cold
+ * pool: INVALIDATE), so colo caches see the write in milliseconds. */
+void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp);
+
+/* ---- owner_ticket.c: commit tickets ---- */
 /* A new ticket for a durable write that changed keys[0..n) to `version`
  * (copied).  Returns its id, 0 on allocation failure. */
 uint64_t owner_ticket_new(struct owner *o, const struct wire_slice *keys, size_t n,
@@ -197,13 +219,33 @@ void owner_tickets_expire(struct owner *o);
 void owner_tickets_forget_link(struct owner *o, struct olink *l);
 size_t owner_tickets_waiting(const struct owner *o);
 void owner_tickets_free(struct owner *o);
+
+/* ---- owner_persist.c: write-behind, parked requests, recovery ---- */
+/* The next batch for the persister: up to max_rows dirty keys that filter
+ * accepts (NULL: all), or NULL when there is nothing to send (a ledger batch
+ * with no rows; *status = HKV_OK) or on an allocation failure (*status =
+ * HKV_ENOMEM): then the rows taken before it are given back as not persisted,
+ * so every key stays dirty and the next cut takes it again. */
+struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_rows,
+                                      ledger_filter_fn filter, void *arg, int *status);
+/* Creates the ledger and the persister, recovers the ledger from the
+ * owner's SQLite file and starts the persister and the timers.  Parked
+ * requests run again through `run_again` (the request executor).  0, or -1
+ * (logged; owner_persist_teardown frees what was made). */
+int owner_persist_setup(struct owner *o, owner_request_fn run_again);
+/* A reload: applies the reloadable persist settings of `next` (the persist
+ * tick's interval, the persister's fsync bound).  Called from the reload
+ * hook, before next replaces o->ctx->cfg. */
+void owner_persist_reload(struct owner *o, const struct cfg *next);
+void owner_persist_teardown(struct owner *o);
 /* Parks a read that would see a durable write not yet committed; it runs
  * again after the next durable commit (and parks again if it must). */
 void owner_park_commit(struct owner *o, struct olink *l, const char *payload, size_t plen);
 /* Parks a request until key is read from disk. */
 void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
                 const char *payload, size_t plen);
-/* A link is going away: its waiters and parked requests lose their reply. */
+/* A link is going away: its waiters and parked requests lose their reply
+ * (an owner_link_gone_fn: the link layer's on_close). */
 void owner_forget_link(struct owner *o, struct olink *l);
 /* Writes every dirty key and waits for the commit (used when stopping). */
 void owner_persist_flush_all(struct owner *o);
@@ -212,5 +254,31 @@ int owner_backlog_full(struct owner *o);
 /* Fills the persist_* fields of v and those of the durable waiters and
  * completion records. */
 void owner_persist_stats(struct owner *o, struct owner_counters *v);
+
+/* ---- owner_admin.c: SCAN and STATS, answered into l->out ---- */
+void owner_op_scan(struct owner *o, struct olink *l, const struct wire_msg *m);
+void owner_op_stats(struct owner *o, struct olink *l, const struct wire_msg *m);
+/* CONFIG RESETSTAT (the worker's resetstat hook, arg the owner): STATS
+ * answers its CTR_COUNTER fields from 0 again; gauges are untouched. */
+void owner_stats_reset(void *arg);
+
+/* ---- owner_ops.c: the request executor ---- */
+/* Runs one decoded request (an owner_request_fn): appends its reply to
+ * l->out, or parks it, or holds its reply in a commit ticket. */
+void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                   size_t plen);
+const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen);
+
+/* ---- owner.c: assembly ---- */
+/* Fills *o for ctx and octx (ctx->cfg is read, not taken): event base, router,
+ * completion records, incarnation, and the link hooks (owner_execute,
+ * owner_forget_link).  0, or -1 (owner_deinit frees what was made). */
+int owner_init(struct owner *o, struct worker_ctx *ctx, const struct owner_ctx *octx);
+/* Recovers the ledger and starts persistence (owner_persist_setup, with
+ * owner_execute as the replay callback).  0 or -1 (logged). */
+int owner_open(struct owner *o);
+/* Closes every link and frees what owner_init and owner_open made (and
+ * o->worker, if set).  Safe after a failed init or open. */
+void owner_deinit(struct owner *o);
 
 #endif

@@ -1,11 +1,16 @@
 /*
- * owner_link.c - the owner's side of edge links.
+ * owner_link.c - the owner's side of edge links: the bottom of the owner's
+ * request path.
  *
  * An edge opens several links (read, write, push) and pipelines requests on
- * each.  The owner answers every request of one read batch into l->out and
- * hands that to libevent once, so a pipeline of N requests costs one send.
- * Bufferevents are fine here: owner traffic is a small fraction of client
- * traffic once the colo cache answers reads.
+ * each.  This layer knows framing, the HELLO handshake and sending; it does
+ * not know what a request means: every decoded request after HELLO goes to
+ * the on_request hook, and a link that goes away is reported to on_close
+ * (struct olink_hooks, set once at setup), so nothing here calls up into
+ * the executor or the persister.  The owner answers every request of one
+ * read batch into l->out and hands that to libevent once, so a pipeline of
+ * N requests costs one send.  Bufferevents are fine here: owner traffic is a
+ * small fraction of client traffic once the colo cache answers reads.
  *
  * Framing errors (a frame over wire-max-frame, an undecodable payload) get
  * an ERROR with id 0 and the link is closed: the stream cannot be trusted.
@@ -109,7 +114,7 @@ static int process(struct olink *l)
             if (!l->hello)
                 return 0;
         } else {
-            owner_execute(o, l, &m, payload, plen);
+            o->link_hooks.on_request(o, l, &m, payload, plen);
         }
         evbuffer_drain(in, used);
     }
@@ -139,6 +144,28 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         olink_close(arg);
 }
 
+void olink_setup(struct owner *o, const struct olink_hooks *hooks)
+{
+    o->link_hooks = *hooks;
+}
+
+struct olink *olink_attach(struct owner *o, struct bufferevent *bev)
+{
+    struct olink *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return NULL;
+    l->o = o;
+    l->bev = bev;
+    bufferevent_setcb(l->bev, on_read, on_write, on_event, l);
+    bufferevent_setwatermark(l->bev, EV_WRITE, LINK_HIGH_WATER / 2, 0);
+    bufferevent_enable(l->bev, EV_READ | EV_WRITE);
+    l->next = o->links;
+    if (o->links)
+        o->links->prev = l;
+    o->links = l;
+    return l;
+}
+
 static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct sockaddr *sa,
                       int salen, void *arg)
 {
@@ -147,25 +174,13 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
         close(fd);
         return;
     }
-    struct olink *l = calloc(1, sizeof(*l));
-    if (l == NULL) {
+    struct bufferevent *bev = bufferevent_socket_new(o->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (bev == NULL) {
         close(fd);
         return;
     }
-    l->o = o;
-    l->bev = bufferevent_socket_new(o->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    if (l->bev == NULL) {
-        close(fd);
-        free(l);
-        return;
-    }
-    bufferevent_setcb(l->bev, on_read, on_write, on_event, l);
-    bufferevent_setwatermark(l->bev, EV_WRITE, LINK_HIGH_WATER / 2, 0);
-    bufferevent_enable(l->bev, EV_READ | EV_WRITE);
-    l->next = o->links;
-    if (o->links)
-        o->links->prev = l;
-    o->links = l;
+    if (olink_attach(o, bev) == NULL)
+        bufferevent_free(bev); /* closes fd */
 }
 
 int olink_listen(struct owner *o, int fd)
@@ -178,7 +193,8 @@ int olink_listen(struct owner *o, int fd)
 void olink_close(struct olink *l)
 {
     struct owner *o = l->o;
-    owner_forget_link(o, l);
+    if (o->link_hooks.on_close != NULL)
+        o->link_hooks.on_close(o, l);
     if (l->prev)
         l->prev->next = l->next;
     else

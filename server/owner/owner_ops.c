@@ -1,11 +1,16 @@
 /*
- * owner_ops.c - one request against the ledger, one reply.
+ * owner_ops.c - the owner's request executor: one request against the
+ * ledger, one reply.  It is the top of the owner's request path: it calls
+ * the link layer (replies, pushes), tickets, persistence (parking, the
+ * backlog) and SCAN/STATS (owner_admin.c); the link layer and the persister
+ * reach it only through the callbacks owner.c hands them (owner_execute is
+ * the links' on_request and the persister's replay).
  *
  * Every request passes the same gates in the same order: is the key ours
  * (else MOVED), is it resident (else park it until the reader thread brings
  * the row), is there room in the persist backlog (writes only), then the
  * ledger call.  A durable-class write that applied is not answered here: its
- * reply is held until the commit that contains it (owner_persist.c).
+ * reply is held until the commit that contains it (owner_ticket.c).
  *
  * Writes are applied in the order they arrive and the ledger gives each the
  * key's next version; nothing an edge sends decides the order.  Before a
@@ -23,13 +28,6 @@
 #include <time.h>
 
 #include "server/owner/owner_int.h"
-#include "server/core/clock.h"
-
-struct ledger_clock owner_clock(void)
-{
-    struct ledger_clock c = {(uint64_t)clock_mono_ms() + 1, clock_unix_ms()};
-    return c;
-}
 
 const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen)
 {
@@ -448,8 +446,11 @@ static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m
             owner_park(o, l, key.p, key.len, payload, plen);
             return;
         }
-        int64_t want = m->u.expire.exp.kind == WIRE_EXP_ABS ? m->u.expire.exp.ms - now.wall_ms
-                                                             : m->u.expire.exp.ms;
+        /* remaining ms wanted; saturating, so a far-past EXPIREAT stays far past */
+        int64_t want = m->u.expire.exp.ms;
+        if (m->u.expire.exp.kind == WIRE_EXP_ABS &&
+            __builtin_sub_overflow(m->u.expire.exp.ms, now.wall_ms, &want))
+            want = INT64_MIN;
         int ok = ttl != -2;
         if ((f & WIRE_EXPIRE_NX) && ttl != -1)
             ok = 0;

@@ -27,6 +27,12 @@
  * the live config: a reload that reorders or changes classes cannot make a
  * dirty key's persistence path change under it.
  *
+ * A parked request (a key on disk only, a read of an uncommitted durable
+ * key) is kept as its frame and run again, when its wait is over, through
+ * the replay callback given to owner_persist_setup (the request executor):
+ * this layer holds requests without knowing what they mean, and never calls
+ * up into the executor.
+ *
  * A failed fsync cannot be retried safely (the kernel may have dropped the
  * dirty pages), so on HKV_EIO nothing in the batch is acknowledged and the
  * owner exits: the master restarts it and it recovers from the file.
@@ -148,7 +154,7 @@ static void replay(struct owner *o, struct parked *p, int status)
         if (wire_decode(&o->dec, p->payload, p->plen, &m, &why) == HKV_OK)
             wire_put_error(&p->link->out, m.id, HKV_EIO, wire_cstr("IOERR reading the key from disk failed"));
     } else if (wire_decode(&o->dec, p->payload, p->plen, &m, &why) == HKV_OK) {
-        owner_execute(o, p->link, &m, p->payload, p->plen);
+        o->replay(o, p->link, &m, p->payload, p->plen);
     }
     olink_flush(p->link);
 }
@@ -360,8 +366,9 @@ static struct event *timer(struct owner *o, int64_t ms, event_callback_fn fn)
     return ev;
 }
 
-int owner_persist_setup(struct owner *o)
+int owner_persist_setup(struct owner *o, owner_request_fn run_again)
 {
+    o->replay = run_again;
     const struct cfg *cfg = o->ctx->cfg;
     char path[TOPO_PATH_MAX], why[512] = "";
     topo_owner_db(cfg, o->pool, o->index, path, sizeof(path));

@@ -319,21 +319,6 @@ def _cut_args_check(words, r, h):
     return _cut_args(r[1]) == _cut_args(h[1])
 
 
-def _expireat_near_min(words):
-    """EXPIREAT/PEXPIREAT with GT or LT and a time within 2^63 ms of
-    nothing: below -9e18 ms."""
-    n = _name(words)
-    if n not in (b"EXPIREAT", b"PEXPIREAT") or len(words) < 4:
-        return False
-    if not any(w.upper() in (b"GT", b"LT") for w in words[3:]):
-        return False
-    try:
-        t = int(words[2])
-    except ValueError:
-        return False
-    return t * (1000 if n == b"EXPIREAT" else 1) < -9 * 10 ** 18
-
-
 def _has_expiry(words):
     return any(w.upper() in EXPIRY_OPTS for w in words[2:])
 
@@ -682,10 +667,6 @@ tofix("INCR/DECR/INCRBY/DECRBY on a value with a NUL byte say the result would o
       hotkvd=r"-ERR increment or decrement would overflow",
       example=('INCR x   (x = "3\x00")', "-ERR value is not an integer or out of range",
                "-ERR increment or decrement would overflow"))
-tofix("EXPIREAT/PEXPIREAT GT|LT with a time below -9e18 ms compares wrongly (overflow): GT "
-      "deletes a key Redis keeps, LT keeps a key Redis deletes",
-      when=_expireat_near_min, redis=r":[01]", hotkvd=r":[01]",
-      example=("PEXPIREAT L -9223372036854775807 GT   (L has a TTL)", ":0", ":1"))
 tofix("SCAN refuses the cursors \"\" and -1, which Redis reads as 0 and 2^64-1",
       cmd=r'SCAN (""|-1)( .*)?', redis=r".*", hotkvd=r"-ERR invalid cursor",
       example=('SCAN ""', "+<scan page>", "-ERR invalid cursor"))
