@@ -34,6 +34,8 @@ struct rehome {
     persist_owner_fn owner_of;
     void *arg;
     struct pdb *dst;          /* [n] writer connections, opened on first use */
+    char *refused;            /* [nfiles] 1: corrupt or foreign, never touched */
+    int kept;                 /* rows of the file being scanned that could not move */
     int *pending;             /* [n] rows written in the open transaction */
     struct gone *gone;
     size_t ngone, capgone;
@@ -80,12 +82,23 @@ static int set_layout(struct pdb *d, const char *layout)
     return rc;
 }
 
+static void refuse(struct rehome *r, int i, const char *why)
+{
+    r->refused[i] = 1;
+    r->st->files_refused++;
+    snprintf(r->why, r->whylen, "%s", why); /* the last one, for the log */
+}
+
 static int open_dst(struct rehome *r, int j)
 {
-    if (r->dst[j].db != NULL)
+    if (r->dst[j].db != NULL || r->refused[j])
         return HKV_OK;
     char why[256] = "";
     int st = pdb_prepare_file(r->paths[j], why, sizeof(why));
+    if (st == HKV_ECORRUPT) {
+        refuse(r, j, why);
+        return HKV_OK;
+    }
     if (st == HKV_OK)
         st = pdb_open(&r->dst[j], r->paths[j], 0, REHOME_BUSY_MS, 0, why, sizeof(why));
     if (st != HKV_OK)
@@ -116,6 +129,11 @@ static int on_row(void *arg, const struct persist_row *row)
     int st = open_dst(r, j);
     if (st != HKV_OK)
         return st;
+    if (r->refused[j]) {
+        r->kept = 1;
+        r->st->rows_kept++;
+        return HKV_OK;
+    }
     if (r->pending[j] == 0) {
         int rc = pdb_begin(&r->dst[j]);
         if (rc != SQLITE_OK)
@@ -165,7 +183,7 @@ static int settle_source(struct rehome *r, struct pdb *d, const char *layout)
         sqlite3_reset(del);
     }
     sqlite3_finalize(del);
-    if (rc == SQLITE_OK)
+    if (rc == SQLITE_OK && !r->kept)
         rc = set_layout(d, layout);
     if (rc == SQLITE_OK)
         rc = pdb_commit(d);
@@ -211,7 +229,14 @@ static int rehome_file(struct rehome *r, int i, const char *layout)
     struct pdb src = {0};
     char why[256] = "", have[128];
     r->self = i;
+    r->kept = 0;
+    if (r->refused[i])
+        return HKV_OK;
     int st = pdb_prepare_file(r->paths[i], why, sizeof(why));
+    if (st == HKV_ECORRUPT) {
+        refuse(r, i, why);
+        return HKV_OK;
+    }
     if (st == HKV_OK)
         st = pdb_open(&src, r->paths[i], 0, REHOME_BUSY_MS, 0, why, sizeof(why));
     if (st != HKV_OK)
@@ -234,7 +259,7 @@ static int rehome_file(struct rehome *r, int i, const char *layout)
     else if (r->why[0] == '\0')
         fail(r, st, "%s: cannot read its rows", r->paths[i]);
     forget_gone(r);
-    if (st == HKV_OK && i >= r->n)
+    if (st == HKV_OK && i >= r->n && !r->kept)
         st = retire(r, &src, i);
     pdb_close(&src);
     return st;
@@ -250,8 +275,9 @@ int persist_rehome(const char *const *paths, int nfiles, int n, const char *layo
                        .why = why, .whylen = whylen};
     r.dst = calloc((size_t)(n > 0 ? n : 1), sizeof(*r.dst));
     r.pending = calloc((size_t)(n > 0 ? n : 1), sizeof(*r.pending));
+    r.refused = calloc((size_t)(nfiles > 0 ? nfiles : 1), 1);
     int status = HKV_OK;
-    if (r.dst == NULL || r.pending == NULL)
+    if (r.dst == NULL || r.pending == NULL || r.refused == NULL)
         status = fail(&r, HKV_ENOMEM, "out of memory");
     for (int i = 0; status == HKV_OK && i < nfiles; i++) {
         if (access(paths[i], F_OK) != 0 && errno == ENOENT)
@@ -268,6 +294,7 @@ int persist_rehome(const char *const *paths, int nfiles, int n, const char *layo
         pdb_close(&r.dst[j]);
     }
     free(r.gone);
+    free(r.refused);
     free(r.dst);
     free(r.pending);
     return status;

@@ -30,6 +30,9 @@ struct persist_rehome_stats {
     uint64_t rows_scanned;
     uint64_t rows_moved;     /* copied to their owner's file and deleted here */
     uint64_t rows_stale;     /* the destination already had a newer row: deleted here */
+    uint64_t files_refused;  /* corrupt or foreign: left untouched (the owner refuses
+                              * it too); rows bound for one stay where they are */
+    uint64_t rows_kept;      /* rows left in place because their file was refused */
 };
 
 /* Rehomes the rows of paths[0..nfiles-1] (missing files are skipped: an
@@ -37,8 +40,11 @@ struct persist_rehome_stats {
  * that changes whenever placement does, e.g. "tags=1 owners=2").  Files
  * 0..n-1 belong to the pool's owners; files n.. are left from a larger pool:
  * all their rows move, and each is removed once empty.  HKV_OK with
- * *st filled; HKV_ECORRUPT / HKV_EIO / HKV_ENOMEM / HKV_EFULL with `why`:
- * then the pool must not start (a key could be served by the wrong owner). */
+ * *st filled (a corrupt or foreign file is not an error here: it is counted
+ * in files_refused, named in `why`, and never written; a file whose rows could
+ * not all move keeps its old marker, so the next start tries again);
+ * HKV_EIO / HKV_ENOMEM / HKV_EFULL with `why`: then the pool must not start
+ * (a key could be served by the wrong owner). */
 int persist_rehome(const char *const *paths, int nfiles, int n, const char *layout,
                    persist_owner_fn owner_of,
                    void *arg, struct persist_rehome_stats *st, char *why, size_t whylen);

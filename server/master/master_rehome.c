@@ -54,6 +54,11 @@ static int rehome_pool(const struct cfg *cfg, const struct router *r, enum cfg_p
                  topo_pool_name(pool), why);
         goto out;
     }
+    if (st.files_refused > 0)
+        log_warning("%s pool: %llu file(s) not checked for keys placed elsewhere (their owner "
+                    "will refuse them too; %llu row(s) bound for them stay where they are): %s",
+                    topo_pool_name(pool), (unsigned long long)st.files_refused,
+                    (unsigned long long)st.rows_kept, why);
     if (st.rows_moved > 0 || st.rows_stale > 0)
         log_notice("%s pool: %llu stored key(s) moved to the owner that serves them now "
                    "(%llu older copies dropped; %llu rows in %llu file(s) checked for %s)",

@@ -118,6 +118,34 @@ START_TEST(missing_files_are_skipped)
 }
 END_TEST
 
+START_TEST(a_corrupt_file_is_left_untouched_and_tried_again_later)
+{
+    put(0, "b1", "for-file-1", 7);
+    put(0, "a1", "stays", 7);
+    FILE *f = fopen(paths[1], "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("not a database\n", f);
+    fclose(f);
+    struct persist_rehome_stats st;
+    char why[256], v[64];
+    ck_assert_int_eq(persist_rehome(pp, 2, 2, "L", owner_of, NULL, &st, why, sizeof(why)), HKV_OK);
+    ck_assert_uint_eq(st.files_refused, 1);
+    ck_assert_uint_eq(st.rows_kept, 1);
+    ck_assert_ptr_nonnull(strstr(why, paths[1]));
+    f = fopen(paths[1], "r");
+    char line[64] = "";
+    ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+    fclose(f);
+    ck_assert_str_eq(line, "not a database\n");
+    get(0, "b1", v, sizeof(v)); ck_assert_str_eq(v, "for-file-1");
+    /* the file is repaired (here: removed): the next run moves the row */
+    unlink(paths[1]);
+    ck_assert_int_eq(persist_rehome(pp, 2, 2, "L", owner_of, NULL, &st, why, sizeof(why)), HKV_OK);
+    ck_assert_uint_eq(st.rows_moved, 1);
+    get(1, "b1", v, sizeof(v)); ck_assert_str_eq(v, "for-file-1");
+}
+END_TEST
+
 Suite *persist_rehome_suite(void)
 {
     Suite *s = suite_create("persist_rehome");
@@ -128,6 +156,7 @@ Suite *persist_rehome_suite(void)
         {"move", rows_move_newer_wins_and_a_half_done_move_settles},
         {"shrink", a_file_past_the_pool_is_emptied_and_removed},
         {"missing", missing_files_are_skipped},
+        {"corrupt", a_corrupt_file_is_left_untouched_and_tried_again_later},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
