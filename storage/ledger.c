@@ -170,6 +170,22 @@ static void rehash_step(struct ledger *l, int n)
 
 /* Starts growing when the table is full.  A failed allocation only means
  * longer chains, so it is not an error. */
+void ledger_shrink_if_sparse(struct ledger *l)
+{
+    const struct ltable *t = &l->t[0];
+    if (rehashing(l)) {
+        rehash_step(l, 256); /* the sweep's tick moves a quiet table along too */
+        return;
+    }
+    if (t->size <= INITIAL_BUCKETS || t->used * 10 >= t->size)
+        return;
+    size_t size = INITIAL_BUCKETS;
+    while (size < t->used * 2)
+        size *= 2;
+    if (table_alloc(l, &l->t[1], size) == HKV_OK)
+        l->rehashidx = 0; /* moved bucket by bucket like a growth */
+}
+
 static void grow_if_needed(struct ledger *l)
 {
     if (rehashing(l) || l->t[0].used < l->t[0].size)

@@ -133,6 +133,10 @@ void ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint6
 void ledger_xnote_sub(struct ledger *l, const struct lentry *e);
 void ledger_xnote_add(struct ledger *l, const struct lentry *e);
 void ledger_xheap_free(struct ledger *l);
+/* Starts moving to a table a fraction of the size when under a tenth of the
+ * buckets hold entries (after mass deletes: scans and memory follow the live
+ * keys, as Redis's dict resize). */
+void ledger_shrink_if_sparse(struct ledger *l);
 /* Evicts clean entries while usage is over maxmemory (bounded work). */
 void ledger_evict(struct ledger *l);
 int ledger_glob(const char *p, size_t plen, const char *s, size_t slen);

@@ -101,6 +101,8 @@ int ledger_glob(const char *p, size_t plen, const char *s, size_t slen)
 
 /* ---- scan --------------------------------------------------------------- */
 
+#define SCAN_MAX_VISITS 65536 /* buckets one SCAN call may visit: ~100 us */
+
 static uint64_t rev64(uint64_t v)
 {
     v = ((v >> 1) & 0x5555555555555555ULL) | ((v & 0x5555555555555555ULL) << 1);
@@ -162,7 +164,18 @@ uint64_t ledger_scan(struct ledger *l, uint64_t cursor, size_t count, const char
     struct scan_ctx c = {pattern, plen, now.mono_ms, fn, arg, 0};
     if (count == 0)
         count = 10;
+    /* Redis visits up to count * 10 buckets of a table it keeps dense.  This
+     * table may be sparse in live keys (tombstones wait out their horizon,
+     * and it shrinks only after), so the budget grows with the buckets per
+     * live key: a SCAN after many deletes takes about as many calls as
+     * Redis's, each still bounded. */
+    size_t buckets = l->t[0].size + (l->rehashidx >= 0 ? l->t[1].size : 0);
+    size_t per_live = buckets / (l->st.keys ? l->st.keys : 1);
     size_t max_visits = count > SIZE_MAX / 10 ? SIZE_MAX : count * 10;
+    if (per_live > 1)
+        max_visits = max_visits > SCAN_MAX_VISITS / per_live ? SCAN_MAX_VISITS : max_visits * per_live;
+    if (max_visits < count * 10)
+        max_visits = count * 10;
     size_t visits = 0;
     do {
         cursor = scan_step(l, cursor, &c);
@@ -178,6 +191,7 @@ size_t ledger_sweep(struct ledger *l, struct ledger_clock now, size_t budget)
     /* Due deadlines first (exact, from the heap), then the bucket walk that
      * collects old tombstones and catches anything the heap lost. */
     size_t changed = ledger_expire_due(l, now, budget * 8);
+    ledger_shrink_if_sparse(l);
     for (size_t b = 0; b < budget; b++) {
         struct ltable *tabs[2];
         size_t idx[2];

@@ -606,6 +606,55 @@ START_TEST(move_renames_copies_and_refuses_as_redis)
 }
 END_TEST
 
+static void count_live(const char *k, size_t klen, void *arg)
+{
+    (void)k;
+    (void)klen;
+    (*(size_t *)arg)++;
+}
+
+/* After 10,000 SET+DEL, SCAN of the 100 live keys takes about as many calls
+ * as Redis's (10 with COUNT 10), not one per 100 buckets of tombstones, and
+ * once the tombstones are collected the table shrinks. */
+START_TEST(scan_after_mass_deletes_is_not_mostly_empty_pages)
+{
+    char k[32];
+    for (int i = 0; i < 10000; i++) {
+        snprintf(k, sizeof(k), "gone:%d", i);
+        put(k, "v");
+        del(k, NULL);
+    }
+    for (int i = 0; i < 100; i++) {
+        snprintf(k, sizeof(k), "live:%d", i);
+        put(k, "v");
+    }
+    size_t seen = 0, calls = 0;
+    uint64_t cur = 0;
+    do {
+        cur = ledger_scan(L, cur, 10, NULL, 0, NOW, count_live, &seen);
+        calls++;
+    } while (cur != 0 && calls < 10000);
+    ck_assert_uint_eq(seen, 100);
+    ck_assert_msg(calls <= 20, "%zu SCAN calls for 100 live keys", calls);
+    size_t before = stats().buckets;
+    ck_assert_uint_eq(flush_all(), 10100);
+    NOW.mono_ms += TOMB_TTL + 1;
+    for (int i = 0; i < 2000 && (stats().tombstones > 0 || stats().rehashing ||
+                                 stats().buckets >= before / 10); i++)
+        ledger_sweep(L, NOW, 1024);
+    ck_assert_uint_eq(stats().tombstones, 0);
+    ck_assert_uint_lt(stats().buckets, before / 10);
+    seen = 0;
+    cur = 0;
+    calls = 0;
+    do {
+        cur = ledger_scan(L, cur, 10, NULL, 0, NOW, count_live, &seen);
+        calls++;
+    } while (cur != 0 && calls < 10000);
+    ck_assert_uint_eq(seen, 100);
+}
+END_TEST
+
 START_TEST(expiry_uses_monotonic_clock)
 {
     struct ledger_view v;
@@ -1169,6 +1218,8 @@ Suite *ledger_suite(void)
         {"delete_leaves_a_tombstone_with_its_version", delete_leaves_a_tombstone_with_its_version},
         {"tombstone_collected_after_horizon", tombstone_collected_after_horizon},
         {"expiry_uses_monotonic_clock", expiry_uses_monotonic_clock},
+        {"scan_after_mass_deletes_is_not_mostly_empty_pages",
+         scan_after_mass_deletes_is_not_mostly_empty_pages},
         {"rmw_computes_over_the_live_value_and_keeps_the_ttl",
          rmw_computes_over_the_live_value_and_keeps_the_ttl},
         {"move_renames_copies_and_refuses_as_redis", move_renames_copies_and_refuses_as_redis},
