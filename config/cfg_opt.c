@@ -57,6 +57,17 @@ static char **dup_strlist(char *const *v, size_t n)
     return d;
 }
 
+/* CONFIG GET's form of a duration: whole seconds as a bare number, as Redis
+ * prints timeout and tcp-keepalive (and as the file reads a bare number);
+ * anything finer as "<n>ms". */
+static void out_get_duration(struct cfg_out *out, int64_t ms)
+{
+    if (ms % 1000 == 0)
+        out_printf(out, "%lld", (long long)(ms / 1000));
+    else
+        out_printf(out, "%lldms", (long long)ms);
+}
+
 static hkv_status apply_scalar(struct cfg *c, const struct cfg_option *o, const char *arg,
                                char *why)
 {
@@ -216,7 +227,7 @@ static void render_value(const struct cfg *c, const struct cfg_option *o, struct
     case CFG_T_DURATION:
         v = get_int(c, o);
         if (mode == CFG_R_GET)
-            out_printf(out, "%lldms", (long long)v);
+            out_get_duration(out, v);
         else {
             cfg_render_duration(v, tmp, sizeof(tmp));
             out_puts(out, tmp);
@@ -255,7 +266,7 @@ static void render_value(const struct cfg *c, const struct cfg_option *o, struct
             if (i > 0)
                 out_putc(out, ' ');
             if (mode == CFG_R_GET)
-                out_printf(out, "%lldms", (long long)l[i]);
+                out_printf(out, "%lldms", (long long)l[i]); /* hotkvd's own: one unit for all */
             else {
                 cfg_render_duration(l[i], tmp, sizeof(tmp));
                 out_puts(out, tmp);

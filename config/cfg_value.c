@@ -210,8 +210,11 @@ static void cobl_render(const struct cfg *c, const struct cfg_option *o, struct 
                         enum cfg_render_mode mode)
 {
     if (mode == CFG_R_GET) {
-        out_printf(out, "%lld %lld %lldms", (long long)c->client_output_hard,
-                   (long long)c->client_output_soft, (long long)c->client_output_soft_ms);
+        /* seconds, as Redis prints the soft duration (whole ms otherwise) */
+        int64_t d = c->client_output_soft_ms;
+        out_printf(out, d % 1000 == 0 ? "%lld %lld %lld" : "%lld %lld %lldms",
+                   (long long)c->client_output_hard, (long long)c->client_output_soft,
+                   (long long)(d % 1000 == 0 ? d / 1000 : d));
         return;
     }
     char h[32], s[32], d[32];

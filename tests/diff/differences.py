@@ -366,19 +366,10 @@ def _config_pairs(words, r, h, fix):
     return r, _unpairs(h[0], out)
 
 
-def _config_seconds(words, r, h):
-    def fix(rk, rv, hk, hv):
-        if hk in (b"timeout", b"tcp-keepalive", b"shutdown-timeout") and rv.isdigit() and \
-                hv == b"%dms" % (int(rv) * 1000):
-            return hk, rv
-        return hk, hv
-    return _config_pairs(words, r, h, fix)
-
-
 def _config_obl(words, r, h):
     def fix(rk, rv, hk, hv):
         if hk == b"client-output-buffer-limit" and rv.startswith(b"normal ") and \
-                re.fullmatch(rb"\d+ \d+ \d+ms", hv):
+                re.fullmatch(rb"\d+ \d+ \d+", hv):
             return hk, rv
         return hk, hv
     return _config_pairs(words, r, h, fix)
@@ -567,17 +558,13 @@ tofix("CONFIG SET of a bad value: hotkvd's reason after ' - ' differs",
                "'timeout' needs a duration between 0 and 8760h (e.g. 1.5s, 200ms; whole ms), got 'abc'"))
 
 # -- CONFIG GET values
-tofix("CONFIG GET prints durations in ms with a unit (timeout 0ms, tcp-keepalive 300000ms, "
-      "shutdown-timeout 10000ms) where Redis prints plain seconds",
-      cmd=r"CONFIG GET .*", rewrite=_config_seconds,
-      example=("CONFIG GET timeout tcp-keepalive", '["tcp-keepalive", "300", "timeout", "0"]',
-               '["tcp-keepalive", "300000ms", "timeout", "0ms"]'))
-tofix("CONFIG GET client-output-buffer-limit is one 'bytes bytes ms' triple, not Redis's "
+tofix("CONFIG GET client-output-buffer-limit is one 'bytes bytes seconds' triple (hotkvd has one "
+      "client class), not Redis's "
       "'normal 0 0 0 slave ... pubsub ...'",
       cmd=r"CONFIG GET .*", rewrite=_config_obl,
       example=("CONFIG GET client-output-buffer-limit",
                '["client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"]',
-               '["client-output-buffer-limit", "268435456 67108864 60000ms"]'))
+               '["client-output-buffer-limit", "268435456 67108864 60"]'))
 tofix("CONFIG GET tls-protocols prints the default list where Redis prints an empty string",
       cmd=r"CONFIG GET .*", rewrite=_config_tls_protocols,
       example=("CONFIG GET tls-protocols", '["tls-protocols", ""]',
