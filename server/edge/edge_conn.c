@@ -613,9 +613,3 @@ int conn_cron(struct conn *c, int64_t now)
         return check_output(c, now);
     return 1;
 }
-
-int slice_is(const struct resp_slice *s, const char *lit)
-{
-    size_t n = strlen(lit);
-    return s->len == n && strncasecmp(s->p, lit, n) == 0;
-}

@@ -17,6 +17,7 @@
 #include "proto/resp.h"
 #include "proto/stamp.h"
 #include "proto/wire.h"
+#include "server/edge/edge_arg.h"
 #include "server/edge/edge_link.h"
 #include "server/core/router.h"
 #include "server/core/worker.h"
@@ -410,7 +411,5 @@ EDGE_DATA_HANDLERS(X)
 void info_render(struct hkv_buf *out, struct edge *e, int nsections,
                  const struct resp_slice *sections);
 
-/* Case-insensitive compare of a slice with a C string. */
-int slice_is(const struct resp_slice *s, const char *lit);
 
 #endif

@@ -24,46 +24,6 @@
 #define ERR_INT "ERR value is not an integer or out of range"
 #define ERR_SYNTAX "ERR syntax error"
 
-/* Redis's string2ll: optional '-', digits, no leading zeros, no spaces. */
-static int parse_ll(const struct resp_slice *s, long long *out)
-{
-    const char *p = s->p;
-    size_t n = s->len, i = 0;
-    int neg = 0;
-    if (n == 0 || n > 20)
-        return -1;
-    if (n == 1 && p[0] == '0') {
-        *out = 0;
-        return 0;
-    }
-    if (p[0] == '-') {
-        neg = 1;
-        i = 1;
-        if (n == 1)
-            return -1;
-    }
-    if (p[i] < '1' || p[i] > '9')
-        return -1;
-    unsigned long long v = 0;
-    for (; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return -1;
-        if (v > (ULLONG_MAX - (unsigned)(p[i] - '0')) / 10)
-            return -1;
-        v = v * 10 + (unsigned)(p[i] - '0');
-    }
-    if (neg) {
-        if (v > (unsigned long long)LLONG_MAX + 1)
-            return -1;
-        *out = v == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN : -(long long)v;
-    } else {
-        if (v > LLONG_MAX)
-            return -1;
-        *out = (long long)v;
-    }
-    return 0;
-}
-
 /* ---- SET and friends ---------------------------------------------------------- */
 
 #define F_NX 0x01
@@ -83,7 +43,7 @@ static int expire_arg(struct conn *c, const struct resp_slice *v, int unit_flag,
                       struct wire_expiry *out)
 {
     long long ms;
-    if (parse_ll(v, &ms) != 0) {
+    if (arg_ll(v, &ms) != 0) {
         reply_error(c, ERR_INT);
         return -1;
     }
@@ -414,7 +374,7 @@ static void expire(struct conn *c, enum cmd_id cmd, int argc, const struct resp_
         return;
     }
     long long when;
-    if (parse_ll(&argv[2], &when) != 0) {
+    if (arg_ll(&argv[2], &when) != 0) {
         reply_error(c, ERR_INT);
         return;
     }
@@ -480,7 +440,7 @@ void edge_cmd_decr(struct conn *c, int argc, const struct resp_slice *argv)
 void edge_cmd_incrby(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long long d;
-    if (parse_ll(&argv[2], &d) != 0) {
+    if (arg_ll(&argv[2], &d) != 0) {
         reply_error(c, ERR_INT);
         return;
     }
@@ -490,7 +450,7 @@ void edge_cmd_incrby(struct conn *c, int argc, const struct resp_slice *argv)
 void edge_cmd_decrby(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long long d;
-    if (parse_ll(&argv[2], &d) != 0) {
+    if (arg_ll(&argv[2], &d) != 0) {
         reply_error(c, ERR_INT);
         return;
     }
