@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_owners.h"
 #include "server/core/log.h"
 #include "server/core/tls.h"
 #include "server/core/clock.h"
@@ -40,6 +41,23 @@ static void on_accept_tls(struct evconnlistener *l, evutil_socket_t fd, struct s
 }
 
 static void on_accept_error(struct evconnlistener *l, void *arg);
+
+/* An owner link that was congested drained: the clients held behind it
+ * read again (those still at their pending bound wait for their replies). */
+static void on_link_drained(struct elink *l, void *arg)
+{
+    struct edge *e = arg;
+    struct conn *c = e->conns;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        if (c->wait_link == l) {
+            c->wait_link = NULL;
+            if (c->nslots < c->e->ctx->cfg->client_max_pending)
+                conn_resume(c);
+        }
+        c = next;
+    }
+}
 
 /* Accepts on the TLS port's sockets (the last ntls inherited ones). */
 static int tls_listen(struct edge *e)
@@ -170,7 +188,7 @@ static void on_reload(void *arg, const struct cfg *next)
     if (e->ctx->ntls > 0 && !e->stopping)
         tls_reload(e, next);
     edge_rl_reload(e, next); /* rate limits: new rules, same buckets */
-    edge_data_reload(e, next);
+    owners_reload(e, next);
 }
 
 int edge_main(struct worker_ctx *ctx)
@@ -206,7 +224,8 @@ int edge_main(struct worker_ctx *ctx)
         goto out;
     }
     edge_rl_setup(e); /* the colo's rate limiter; never fails (it fails open) */
-    if (edge_cache_setup(e) != 0 || edge_data_setup(e) != 0) {
+    struct owner_hooks oh = {.push = edge_cache_pushed, .drained = on_link_drained};
+    if (edge_cache_setup(e) != 0 || owners_setup(e, &oh) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }
@@ -246,6 +265,7 @@ out:
     SSL_CTX_free(e->tls_ctx);
     e->tls_ctx = NULL;
     edge_data_teardown(e);
+    owners_teardown(e);
     edge_auth_teardown(e);
     buf_deinit(&e->cval);
     if (e->cron)

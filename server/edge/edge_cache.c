@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_owners.h"
 #include "server/core/log.h"
 #include "server/core/clock.h"
 

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_owners.h"
 #include "server/core/log.h"
 #include "server/owner/owner.h"
 #include "server/core/clock.h"
@@ -43,20 +44,6 @@ static size_t tmp_cap;
 void reply_error(struct conn *c, const char *text)
 {
     resp_add_error(&c->out, text);
-}
-
-struct owner_ref *edge_owner_at(struct edge *e, int g)
-{
-    return g >= 0 && g < e->nowners ? &e->owners[g] : NULL;
-}
-
-struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt)
-{
-    router_route(e->router, key, len, rt);
-    if (rt->owner < 0)
-        return NULL;
-    int g = rt->pool == CFG_POOL_HOT ? rt->owner : e->ctx->cfg->hot_owners + rt->owner;
-    return edge_owner_at(e, g);
 }
 
 /* ---- sending -------------------------------------------------------------- */
@@ -409,89 +396,10 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
     oreq_done(r);
 }
 
-/* ---- setup ---------------------------------------------------------------- */
-
-static void on_link_drained(struct elink *l, void *arg)
-{
-    struct edge *e = arg;
-    struct conn *c = e->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        if (c->wait_link == l) {
-            c->wait_link = NULL;
-            if (c->nslots < c->e->ctx->cfg->client_max_pending)
-                conn_resume(c);
-        }
-        c = next;
-    }
-}
-
-static void on_stats_poll(evutil_socket_t fd, short what, void *arg)
-{
-    edge_stats_poll(arg);
-}
-
-int edge_data_setup(struct edge *e)
-{
-    const struct cfg *cfg = e->ctx->cfg;
-    uint32_t writer = ((uint32_t)e->ctx->slot + 1) & STAMP_WRITER_MAX;
-    while (e->incarnation == 0 || e->incarnation == WIRE_PREV_UNKNOWN)
-        if (getrandom(&e->incarnation, sizeof(e->incarnation), 0) != sizeof(e->incarnation))
-            e->incarnation = ((uint64_t)getpid() << 32) ^ (uint64_t)clock_unix_ms();
-    e->next_seq = 0;
-    e->router = router_create(cfg);
-    e->nowners = cfg->hot_owners + cfg->cold_owners;
-    e->owners = calloc((size_t)(e->nowners > 0 ? e->nowners : 1), sizeof(*e->owners));
-    e->stats_poll = event_new(e->base, -1, EV_PERSIST, on_stats_poll, e);
-    if (e->router == NULL || e->owners == NULL || e->stats_poll == NULL)
-        return -1;
-    for (int g = 0; g < e->nowners; g++) {
-        struct owner_ref *o = &e->owners[g];
-        o->e = e;
-        o->pool = g < cfg->hot_owners ? CFG_POOL_HOT : CFG_POOL_COLD;
-        o->index = g < cfg->hot_owners ? g : g - cfg->hot_owners;
-        char path[TOPO_PATH_MAX], name[64];
-        topo_owner_socket(cfg, o->pool, o->index, path, sizeof(path));
-        for (int role = WIRE_ROLE_READ; role <= WIRE_ROLE_PUSH; role++) {
-            static const char *const roles[] = {"read", "write", "push"};
-            snprintf(name, sizeof(name), "%s/%d %s", topo_pool_name(o->pool), o->index, roles[role]);
-            struct elink_opts lo = {
-                .path = path, .name = name, .edge_id = writer,
-                .incarnation = e->incarnation, .colo = e->ctx->colo_name,
-                .role = (uint8_t)role, .timeout_ms = cfg->write_timeout_ms,
-                .max_frame = (size_t)cfg->wire_max_frame, .drained = on_link_drained,
-                .drained_arg = e, .push = edge_cache_pushed, .push_arg = o,
-            };
-            o->link[role] = elink_create(e->base, &lo);
-            if (o->link[role] == NULL)
-                return -1;
-        }
-    }
-    struct timeval tv = {1, 0};
-    event_add(e->stats_poll, &tv);
-    return 0;
-}
-
-void edge_data_reload(struct edge *e, const struct cfg *cfg)
-{
-    if (e->router != NULL)
-        router_set_config(e->router, cfg);
-    for (int g = 0; g < e->nowners; g++)
-        for (int role = 0; role < 3; role++)
-            if (e->owners[g].link[role] != NULL)
-                elink_set_timeout(e->owners[g].link[role], cfg->write_timeout_ms);
-}
+/* ---- teardown ---------------------------------------------------------- */
 
 void edge_data_teardown(struct edge *e)
 {
-    if (e->stats_poll)
-        event_free(e->stats_poll);
-    e->stats_poll = NULL;
-    for (int g = 0; e->owners != NULL && g < e->nowners; g++)
-        for (int role = 0; role < 3; role++)
-            elink_destroy(&e->owners[g].link[role]);
-    free(e->owners);
-    e->owners = NULL;
     edge_flights_teardown(e);
     while (e->all_ops != NULL) {
         struct op *op = e->all_ops;
@@ -509,7 +417,6 @@ void edge_data_teardown(struct edge *e)
         free(op);
     }
     e->free_ops = NULL;
-    router_destroy(&e->router);
     free(tmp_keys);
     tmp_keys = NULL;
     tmp_cap = 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_owners.h"
 #include "server/core/log.h"
 #include "server/core/topo.h"
 
@@ -31,14 +32,7 @@ static void diag_cb(void *arg, int status, const struct wire_msg *m)
     struct diag *d = arg;
     if (status == HKV_OK && m->type == WIRE_STATS_REPLY) {
         int64_t v[OSTAT_COUNT] = {0};
-        for (uint32_t i = 0; i < m->u.stats_reply.nstats; i++) {
-            const struct wire_stat *s = &m->u.stats_reply.stats[i];
-#define X(n)                                                                  \
-    if (s->name.len == sizeof(#n) - 1 && memcmp(s->name.p, #n, s->name.len) == 0) \
-        v[OSTAT_##n] = s->value;
-            EDGE_OWNER_STATS(X)
-#undef X
-        }
+        owner_take_stats(m, v);
         log_warning("%s; owner %s/%d answered STATS: queue_depth=%lld persist_backlog_bytes=%lld "
                     "persist_stall_ms_max=%lld persist_dirty_keys=%lld persist_errors=%lld",
                     d->what, topo_pool_name(d->o->pool), d->o->index,

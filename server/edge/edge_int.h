@@ -26,6 +26,7 @@
 
 struct auth;
 struct conn;
+struct owner_ref;
 struct op;
 struct flight;
 struct ssl_st;                    /* OpenSSL's SSL */
@@ -60,18 +61,6 @@ enum owner_stat {
     EDGE_OWNER_STATS(X)
 #undef X
     OSTAT_COUNT
-};
-
-/* One owner as the edge sees it: its two links and its last STATS. */
-struct owner_ref {
-    struct edge *e;
-    enum cfg_pool pool;
-    int index;
-    struct elink *link[3];        /* [WIRE_ROLE_READ], [WIRE_ROLE_WRITE], [WIRE_ROLE_PUSH] */
-    int64_t stats[OSTAT_COUNT];
-    int64_t stats_at_ms;          /* 0 = never answered */
-    int stats_inflight;
-    struct oreq *wq_head, *wq_tail; /* unfinished write requests to it, in seq order */
 };
 
 struct edge {
@@ -356,8 +345,6 @@ void edge_op_teardown(void);
 void edge_write_failed_report(struct owner_ref *o, const char *what);
 /* Replies op->errbuf and finishes. */
 void op_finish_error(struct op *op);
-struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt);
-struct owner_ref *edge_owner_at(struct edge *e, int global_index);
 /* Writes an error reply now (before an op exists). */
 void reply_error(struct conn *c, const char *text);
 
@@ -386,11 +373,7 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m);
 
 /* edge_read.c */
 void edge_flights_teardown(struct edge *e);
-/* edge_scan.c */
-void edge_stats_poll(struct edge *e);
-int edge_data_setup(struct edge *e);
 void edge_data_teardown(struct edge *e);
-void edge_data_reload(struct edge *e, const struct cfg *cfg);
 /* The client is going away: its ops forget it. */
 void edge_data_conn_gone(struct conn *c);
 /* Handlers of the data commands. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_owners.h"
 #include "server/core/log.h"
 #include "server/core/topo.h"
 

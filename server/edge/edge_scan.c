@@ -1,6 +1,6 @@
 /*
  * edge_scan.c - commands over the whole keyspace (SCAN, DBSIZE) and the 1 s
- * STATS poll of every owner that INFO's # owners and # keyspace show.
+ * keyspace size (DBSIZE) asked of every owner.
  *
  * SCAN's cursor walks the owners in turn: the top SCAN_OWNER_BITS bits are
  * the owner's number (hot owners first, then cold), the rest is that owner's
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_owners.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
 
@@ -149,19 +150,6 @@ void edge_cmd_scan(struct conn *c, int argc, const struct resp_slice *argv)
 
 /* ---- STATS: DBSIZE and the poll ------------------------------------------------ */
 
-/* Stores a STATS_REPLY's known counters into v. */
-static void take_stats(const struct wire_msg *m, int64_t *v)
-{
-    for (uint32_t i = 0; i < m->u.stats_reply.nstats; i++) {
-        const struct wire_stat *s = &m->u.stats_reply.stats[i];
-#define X(n)                                                                          \
-    if (s->name.len == sizeof(#n) - 1 && memcmp(s->name.p, #n, s->name.len) == 0) \
-        v[OSTAT_##n] = s->value;
-        EDGE_OWNER_STATS(X)
-#undef X
-    }
-}
-
 static void dbsize_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
     if (m->type != WIRE_STATS_REPLY) {
@@ -170,7 +158,7 @@ static void dbsize_answer(struct op *op, struct oreq *r, const struct wire_msg *
         return;
     }
     int64_t v[OSTAT_COUNT] = {0};
-    take_stats(m, v);
+    owner_take_stats(m, v);
     op->acc += v[OSTAT_owner_keys];
     memcpy(r->owner->stats, v, sizeof(v));
     r->owner->stats_at_ms = clock_mono_ms();
@@ -206,28 +194,4 @@ void edge_cmd_dbsize(struct conn *c, int argc, const struct resp_slice *argv)
     if (op->nreqs == 1)
         op->one = op->reqs[0];
     op_start(op);
-}
-
-static void poll_cb(void *arg, int status, const struct wire_msg *m)
-{
-    struct owner_ref *o = arg;
-    o->stats_inflight = 0;
-    if (status != HKV_OK || m->type != WIRE_STATS_REPLY)
-        return; /* the last answer stays; its age shows in INFO */
-    take_stats(m, o->stats);
-    o->stats_at_ms = clock_mono_ms();
-}
-
-void edge_stats_poll(struct edge *e)
-{
-    for (int g = 0; g < e->nowners; g++) {
-        struct owner_ref *o = &e->owners[g];
-        if (o->stats_inflight)
-            continue;
-        struct elink *l = o->link[WIRE_ROLE_READ];
-        uint64_t id;
-        struct hkv_buf *b = elink_out(l, &id);
-        if (wire_put_stats(b, id) == HKV_OK && elink_commit(l, id, poll_cb, o) == HKV_OK)
-            o->stats_inflight = 1;
-    }
 }

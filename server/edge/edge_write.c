@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_owners.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_owners.h"
 #include "server/core/version.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
