@@ -12,11 +12,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "server/edge/edge_int.h"
-#include "server/edge/edge_owners.h"
+#include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/core/tls.h"
-#include "server/core/clock.h"
+#include "server/edge/edge_auth.h"
+#include "server/edge/edge_conn.h"
+#include "server/edge/edge_int.h"
+#include "server/edge/edge_owners.h"
+#include "server/edge/edge_registry.h"
+#include "server/edge/edge_reply.h"
+#include "server/edge/edge_rl.h"
 
 #define CRON_MS 100
 #define FAST_STOP_MS 500
@@ -46,18 +51,24 @@ static void on_accept_error(struct evconnlistener *l, void *arg);
  * read again (those still at their pending bound wait for their replies). */
 static void on_link_drained(struct elink *l, void *arg)
 {
-    struct edge *e = arg;
-    struct conn *c = e->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        if (c->wait_link == l) {
-            c->wait_link = NULL;
-            if (c->nslots < c->e->ctx->cfg->client_max_pending)
-                conn_resume(c);
-        }
-        c = next;
-    }
+    conn_release(arg, l);
 }
+
+/* What every client connection plugs into (edge_conn.h): the session starts
+ * as RESP2 with the initial user (or is refused by protected mode), every
+ * request goes through the command registry, and a client that goes away
+ * leaves its ops behind to finish without it. */
+static void on_accepted(struct conn *c, const struct sockaddr *peer)
+{
+    c->proto = 2;
+    edge_auth_accepted(c, peer);
+}
+
+static const struct conn_hooks conn_hooks = {
+    .accepted = on_accepted,
+    .dispatch = edge_dispatch,
+    .closing = edge_data_conn_gone,
+};
 
 /* Accepts on the TLS port's sockets (the last ntls inherited ones). */
 static int tls_listen(struct edge *e)
@@ -120,12 +131,7 @@ static void on_cron(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
     int64_t now = clock_mono_ms();
-    struct conn *c = e->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        conn_cron(c, now);
-        c = next;
-    }
+    conns_cron(e, now);
     uint64_t total = board_load(&e->stats->total_commands_processed);
     if (now - e->ops_sample_ms >= 1000) {
         e->ops_per_sec = (total - e->ops_sample_cmds) * 1000 / (uint64_t)(now - e->ops_sample_ms);
@@ -141,8 +147,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     if (e->nconns > 0)
         log_warning("stop deadline passed, closing %llu connections",
                     (unsigned long long)e->nconns);
-    while (e->conns != NULL)
-        conn_close(e->conns);
+    conns_close_all(e);
     if (e->nops_writing > 0)
         log_warning("stop deadline passed with %llu writes unfinished",
                     (unsigned long long)e->nops_writing);
@@ -163,17 +168,7 @@ static void on_stop(void *arg, int fast)
     /* A connection with nothing owed is closed now; the others as soon as
      * their replies, including writes in flight, are written: a write ends
      * acknowledged by its owner or failed explicitly, never dropped. */
-    struct conn *c = e->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        if (buf_unread(&c->out) == 0 && c->sq_head == NULL) {
-            conn_close(c);
-        } else {
-            c->close_after_write = 1;
-            event_del(c->rev);
-        }
-        c = next;
-    }
+    conns_stop(e);
     finish_if_drained(e);
 }
 
@@ -201,6 +196,7 @@ int edge_main(struct worker_ctx *ctx)
     struct edge *e = &edge;
     int code = 1;
     e->stats = &ctx->board->slots[ctx->slot];
+    e->conn_hooks = &conn_hooks;
     atomic_store_explicit(&e->stats->connected_clients, 0, memory_order_relaxed);
     atomic_store_explicit(&e->stats->tls_connections, 0, memory_order_relaxed);
     set_limits(e, ctx->cfg);
@@ -257,8 +253,7 @@ int edge_main(struct worker_ctx *ctx)
     event_base_dispatch(e->base);
     code = 0;
 out:
-    while (e->conns != NULL)
-        conn_close(e->conns);
+    conns_close_all(e);
     for (size_t i = 0; i < e->nlisteners; i++)
         evconnlistener_free(e->listeners[i]);
     free(e->listeners);
@@ -266,6 +261,7 @@ out:
     e->tls_ctx = NULL;
     edge_data_teardown(e);
     owners_teardown(e);
+    slots_teardown(e);
     edge_auth_teardown(e);
     buf_deinit(&e->cval);
     if (e->cron)

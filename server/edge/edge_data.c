@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/edge/edge_conn.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 #include "server/core/log.h"
@@ -41,10 +42,6 @@ static struct wire_slice *tmp_keys; /* contiguous keys of one oreq, for encoding
 static size_t tmp_cap;
 
 
-void reply_error(struct conn *c, const char *text)
-{
-    resp_add_error(&c->out, text);
-}
 
 /* ---- sending -------------------------------------------------------------- */
 
@@ -177,7 +174,7 @@ void oreq_send(struct oreq *r)
     r->link = l;
     r->id = id;
     if (op->c != NULL && elink_congested(l))
-        op->c->wait_link = l; /* stop reading this client until l drains */
+        conn_hold(op->c, l); /* stop reading this client until l drains */
 }
 
 static void arm(struct op *op, int64_t ms, int deadline)
@@ -421,6 +418,5 @@ void edge_data_teardown(struct edge *e)
     tmp_keys = NULL;
     tmp_cap = 0;
     edge_op_teardown();
-    slots_teardown(e);
     buf_deinit(&e->scratch);
 }

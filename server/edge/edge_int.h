@@ -1,6 +1,8 @@
 /*
- * edge_int.h - what the edge's files share: the edge context and a client
- * connection.  Private to server/edge*.c and server/info.c.
+ * edge_int.h - the edge process's context (struct edge), which every edge
+ * module is handed, and the owner counters it keeps.  Each group of fields
+ * belongs to the module named beside it; the others only read it.  Private
+ * to server/edge/.
  */
 #ifndef HKV_EDGE_INT_H
 #define HKV_EDGE_INT_H
@@ -17,7 +19,6 @@
 #include "proto/resp.h"
 #include "proto/stamp.h"
 #include "proto/wire.h"
-#include "server/edge/edge_arg.h"
 #include "server/edge/edge_link.h"
 #include "server/core/router.h"
 #include "server/core/worker.h"
@@ -26,6 +27,8 @@
 
 struct auth;
 struct conn;
+struct conn_hooks;
+struct rslot;
 struct owner_ref;
 struct op;
 struct flight;
@@ -71,6 +74,7 @@ struct edge {
     size_t nlisteners;
     struct event *cron;           /* 100 ms: idle timeouts, soft output limits */
     struct event *deadline;       /* stop deadline */
+    const struct conn_hooks *conn_hooks; /* what each connection calls (edge_conn.h) */
     struct conn *conns;           /* every open connection, a doubly linked list */
     uint64_t nconns;
     uint64_t next_client_id;
@@ -107,125 +111,6 @@ struct edge {
     struct rl *rl;                /* the colo's limiter; NULL: none */
     const uint16_t *rl_map;       /* limit class of each command id, 0 = unlimited */
 };
-
-/* A reply slot: a request whose reply must wait for the ones before it. */
-struct rslot {
-    struct rslot *next;
-    struct hkv_buf buf;
-    uint8_t ready;
-};
-
-struct conn {
-    struct edge *e;
-    int fd;
-    uint64_t id;
-    struct event *rev;
-    struct event *wev;
-    struct ssl_st *ssl;           /* accepted on the TLS port; NULL on the plaintext one */
-    uint8_t tls;                  /* CONN_TLS_* state bits (edge_conn.c) */
-    struct hkv_buf in;
-    struct hkv_buf out;
-    struct resp_parser parser;
-    int user;                     /* auth user id; -1 = not authenticated */
-    int gated;                    /* run the auth gate before each command (edge_auth.c) */
-    int user_implicit;            /* logged in without AUTH (default user, nopass) */
-    struct rl_key rl_addr;        /* rate-limit key: the peer address part (edge_rl.c) */
-    int rl_addr_ok;               /* rl_addr is set (on the first limited command) */
-    int proto;                    /* 2 or 3 */
-    int meta;                     /* CLIENT META ON: RESP3 attributes on reads */
-    int close_after_write;
-    int64_t created_ms;
-    int64_t last_ms;              /* last byte received */
-    int64_t soft_since_ms;        /* output over the soft limit since, 0 = not */
-    uint64_t ncmds;
-    const char *last_cmd;
-    char name[128];
-    char lib_name[64];
-    char lib_ver[32];
-    char addr[64];
-    char laddr[64];
-    struct conn *prev, *next;
-    /* reply slots, in request order; empty = replies go straight to out */
-    struct rslot *sq_head, *sq_tail;
-    uint32_t nslots;
-    struct rslot *cur;            /* the slot of the command being dispatched */
-    int cur_deferred;
-    int paused;                   /* input not read: see conn_pause */
-    struct elink *wait_link;      /* paused behind this congested link */
-    int in_process;               /* process_input is on the stack */
-    struct op *ops;               /* ops answering this client (edge_data.c) */
-    uint32_t writes_inflight;     /* its write ops not finished */
-};
-
-typedef void (*edge_handler)(struct conn *c, int argc, const struct resp_slice *argv);
-
-/* The handler of each command id, NULL for commands this edge does not serve. */
-extern const edge_handler edge_handlers[CMD_COUNT];
-
-/* Accepts a client socket (tls: from the TLS port, through e->tls_ctx);
- * closes fd on failure. */
-void conn_accept(struct edge *e, int fd, int tls);
-/* Closes now, dropping unsent output. */
-void conn_close(struct conn *c);
-/* Periodic checks of one connection; returns 0 if it was closed. */
-int conn_cron(struct conn *c, int64_t now_ms);
-/* Sends what is buffered; called after handlers have appended replies. */
-void conn_flush(struct conn *c);
-
-/* ---- authentication (edge_auth.c) ----
- * Until authenticated a client may send at most this much (Redis's limits). */
-#define EDGE_PREAUTH_MAX_ARGS 10
-#define EDGE_PREAUTH_MAX_BULK (16 * 1024)
-#define EDGE_PREAUTH_QUERYBUF (1024 * 1024)
-/* e->auth from the config; -1 on allocation failure. */
-int edge_auth_setup(struct edge *e);
-void edge_auth_teardown(struct edge *e);
-/* A new e->auth from next; every connection re-finds its user (and its
- * parser limits).  Keeps the old one on allocation failure. */
-void edge_auth_reload(struct edge *e, const struct cfg *next);
-/* A new connection's user and limits (call after resp_parser_init).  Returns
- * 1 if protected mode refuses the peer: then call edge_auth_deny once the
- * connection is set up, which replies -DENIED and closes after the write. */
-int edge_auth_accept(struct conn *c, const struct sockaddr *peer);
-void edge_auth_deny(struct conn *c);
-/* The gate, for a gated connection (c->gated): 0 = run the command, -1 =
- * refused, the -NOAUTH or -NOPERM reply written. */
-int edge_auth_gate(struct conn *c, const struct cmd_def *d, int argc,
-                   const struct resp_slice *argv);
-/* AUTH / HELLO AUTH: 0 logged in as user, -1 -WRONGPASS written (counted in
- * auth_failures; the connection keeps its previous user). */
-int edge_auth_login(struct conn *c, const struct resp_slice *user, const struct resp_slice *pass);
-/* Logs c in as user (-1: out); implicit = without AUTH. */
-void conn_set_user(struct conn *c, int user, int implicit);
-/* c->parser.lim: the edge's limits, narrowed until c is authenticated. */
-void conn_apply_limits(struct conn *c);
-/* The query buffer limit of c: 1 MB until it is authenticated. */
-static inline size_t conn_query_limit(const struct conn *c, size_t configured)
-{
-    return c->user < 0 && configured > EDGE_PREAUTH_QUERYBUF ? EDGE_PREAUTH_QUERYBUF
-                                                             : configured;
-}
-
-/* ---- reply slots (edge_reply.c) ----
- * A handler that answers at once writes to c->out (dispatch has pointed
- * c->out at a slot when earlier replies are still owed).  A handler that
- * waits for an owner calls conn_defer() and writes nothing more; when the
- * answer comes it writes into slot_out() and calls slot_done(), which sends
- * every reply that is now in order.  slot_done may close the connection. */
-struct rslot *conn_defer(struct conn *c);
-struct rslot *slot_push(struct conn *c);
-void slots_after_dispatch(struct conn *c, struct rslot *s);
-struct hkv_buf *slot_out(struct conn *c, struct rslot *s);
-void slot_done(struct conn *c, struct rslot *s);
-/* Frees every slot (the connection is closing). */
-void slots_release(struct conn *c);
-void slots_teardown(struct edge *e);
-/* Stops reading from the client (at its pending bound, or behind a congested
- * owner link); conn_resume reads again and runs what is buffered. */
-void conn_pause(struct conn *c);
-void conn_resume(struct conn *c);
-/* Runs buffered requests (after a resume). */
-void conn_process(struct conn *c);
 
 /* ---- the data path (edge_data.c) ----
  * An op is one client request that waits for owners: its reply slot, copies
@@ -345,16 +230,6 @@ void edge_op_teardown(void);
 void edge_write_failed_report(struct owner_ref *o, const char *what);
 /* Replies op->errbuf and finishes. */
 void op_finish_error(struct op *op);
-/* Writes an error reply now (before an op exists). */
-void reply_error(struct conn *c, const char *text);
-
-/* edge_rl.c: the limiter attached and configured (again on reload), and
- * the check dispatch makes when e->rl_map[d->id] is not 0: returns 1 when
- * the command is over its limit (-RATELIMITED written, do not run it). */
-void edge_rl_setup(struct edge *e);
-void edge_rl_reload(struct edge *e, const struct cfg *next);
-int edge_rl_refuse(struct conn *c, const struct cmd_def *d, int argc,
-                   const struct resp_slice *argv);
 
 /* edge_cache.c */
 #define EDGE_FILL_HORIZON_MS 10000 /* how long a tombstone guards (edge_cache.c) */
@@ -376,23 +251,4 @@ void edge_flights_teardown(struct edge *e);
 void edge_data_teardown(struct edge *e);
 /* The client is going away: its ops forget it. */
 void edge_data_conn_gone(struct conn *c);
-/* Handlers of the data commands. */
-#define EDGE_DATA_HANDLERS(X)                                             \
-    X(GET, get) X(MGET, mget) X(EXISTS, exists) X(STRLEN, strlen)         \
-    X(TYPE, type) X(TTL, ttl) X(PTTL, pttl) X(SCAN, scan)                 \
-    X(DBSIZE, dbsize) X(SET, set) X(SETEX, setex) X(PSETEX, psetex)       \
-    X(SETNX, setnx) X(GETSET, getset) X(GETDEL, getdel) X(GETEX, getex)   \
-    X(MSET, mset) X(DEL, del) X(UNLINK, unlink) X(EXPIRE, expire)         \
-    X(PEXPIRE, pexpire) X(EXPIREAT, expireat) X(PEXPIREAT, pexpireat)     \
-    X(PERSIST, persist) X(INCR, incr) X(DECR, decr) X(INCRBY, incrby)     \
-    X(DECRBY, decrby)
-#define X(ID, fn) void edge_cmd_##fn(struct conn *c, int argc, const struct resp_slice *argv);
-EDGE_DATA_HANDLERS(X)
-#undef X
-
-/* INFO: renders the requested sections ("" or "default", "all", or names). */
-void info_render(struct hkv_buf *out, struct edge *e, int nsections,
-                 const struct resp_slice *sections);
-
-
 #endif

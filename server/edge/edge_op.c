@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/edge/edge_conn.h"
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_reply.h"
 #include "server/edge/edge_owners.h"
 #include "server/core/log.h"
 #include "server/core/topo.h"
@@ -40,7 +42,7 @@ struct op *op_new(struct conn *c, enum cmd_id cmd, int is_write)
         op->all_next = e->all_ops;
         e->all_ops = op;
     }
-    op->slot = conn_defer(c);
+    op->slot = slot_defer(c);
     if (op->slot == NULL) {
         op->next = e->free_ops;
         e->free_ops = op;
@@ -134,7 +136,7 @@ void op_finish(struct op *op)
     struct rslot *s = op->slot;
     op_release(op);
     if (c != NULL)
-        slot_done(c, s); /* may close c */
+        conn_slot_done(c, s); /* may close c */
 }
 
 void op_finish_error(struct op *op)

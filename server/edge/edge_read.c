@@ -71,6 +71,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/edge/edge_read.h"
+
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 #include "server/core/clock.h"

@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/edge/edge_scan.h"
+
+#include "server/edge/edge_arg.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 #include "server/core/clock.h"

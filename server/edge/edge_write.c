@@ -17,7 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/edge/edge_write.h"
+
+#include "server/edge/edge_arg.h"
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_read.h"
 #include "server/edge/edge_owners.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"

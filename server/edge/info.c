@@ -9,6 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/edge/info.h"
+
+#include "server/edge/edge_arg.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 #include "server/core/version.h"
