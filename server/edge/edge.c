@@ -16,8 +16,10 @@
 #include "server/core/log.h"
 #include "server/core/tls.h"
 #include "server/edge/edge_auth.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_conn.h"
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_registry.h"
 #include "server/edge/edge_reply.h"
@@ -67,7 +69,7 @@ static void on_accepted(struct conn *c, const struct sockaddr *peer)
 static const struct conn_hooks conn_hooks = {
     .accepted = on_accepted,
     .dispatch = edge_dispatch,
-    .closing = edge_data_conn_gone,
+    .closing = op_conn_gone,
 };
 
 /* Accepts on the TLS port's sockets (the last ntls inherited ones). */
@@ -259,9 +261,11 @@ out:
     free(e->listeners);
     SSL_CTX_free(e->tls_ctx);
     e->tls_ctx = NULL;
-    edge_data_teardown(e);
+    edge_flights_teardown(e);
+    op_teardown(e);
     owners_teardown(e);
     slots_teardown(e);
+    buf_deinit(&e->scratch);
     edge_auth_teardown(e);
     buf_deinit(&e->cval);
     if (e->cron)

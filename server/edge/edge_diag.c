@@ -4,12 +4,12 @@
  * the failure together with what the owner said about itself (queue depth,
  * persist backlog, stall time), or that it did not answer within 1 s.
  */
+#include "server/edge/edge_diag.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/edge/edge_int.h"
-#include "server/edge/edge_owners.h"
 #include "server/core/log.h"
 #include "server/core/topo.h"
 

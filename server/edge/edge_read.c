@@ -68,15 +68,16 @@
  * read does not look at the segment first, because the segment cannot yet
  * hold that client's write).
  */
+#include "server/edge/edge_read.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/edge/edge_read.h"
-
-#include "server/edge/edge_int.h"
-#include "server/edge/edge_owners.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
+#include "server/edge/edge_cache.h"
+#include "server/edge/edge_op.h"
+#include "server/edge/edge_owners.h"
 
 #define COLO_POLL_MS 2
 
@@ -99,6 +100,31 @@ struct flight {
     int64_t started_ms;           /* when the flight began */
     int64_t sent_ms;              /* when its fetch was sent */
 };
+
+/* A read op's arguments and results (in the op's args block). */
+struct read_args {
+    enum cmd_id cmd;              /* the form of the answer (render) */
+    int rendered;                 /* MGET: the reply is written already */
+    int64_t found;                /* EXISTS: keys found */
+};
+_Static_assert(sizeof(struct read_args) <= OP_ARGS_MAX, "read_args too large for an op");
+#define R(op) OP_ARGS(op, struct read_args)
+
+static int read_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
+                       const struct wire_slice *keys, struct wire_rid rid)
+{
+    return wire_put_get(b, id, keys, r->nk);
+}
+
+/* A new read op answered as cmd; NULL if none could be made (the error
+ * reply is written). */
+static struct op *read_op(struct conn *c, const struct op_family *fam, enum cmd_id cmd)
+{
+    struct op *op = op_new(c, fam, cmd_get(cmd)->name);
+    if (op != NULL)
+        R(op)->cmd = cmd;
+    return op;
+}
 
 /* Writes one key's answer in the form its command wants. */
 static void render(enum cmd_id cmd, int proto, struct hkv_buf *out, int found, const char *v,
@@ -156,7 +182,7 @@ static void meta(const struct conn *c, struct hkv_buf *out, int64_t age_ms, hkv_
 static void render_one(struct op *op, struct hkv_buf *out, int found, const char *v, size_t n,
                        int64_t expire_at)
 {
-    render(op->cmd, op->c->proto, out, found, v, n, expire_at);
+    render(R(op)->cmd, op->c->proto, out, found, v, n, expire_at);
 }
 
 /* The answer a reader gets when the owner cannot answer in time. */
@@ -541,6 +567,11 @@ static void finish(struct op *op)
     op_finish(op);
 }
 
+/* GET (and the other one-key reads) behind the client's own writes. */
+static const struct op_family one_ops = {0, read_encode, one_answer, finish, NULL};
+/* A reader waiting on a flight: no owner request of its own. */
+static const struct op_family wait_ops = {0, NULL, NULL, NULL, NULL};
+
 /* Answers from the segment if it can.  Returns 1 when answered. */
 /* The hottest path of the daemon: it needs only the key's hash; the class
  * (glob matching) and the owner are looked up when the entry is stale. */
@@ -595,11 +626,9 @@ void edge_read_one(struct conn *c, enum cmd_id cmd, const struct resp_slice *key
     struct edge *e = c->e;
     if (c->writes_inflight > 0) {
         /* Behind this client's writes, on the write link: no flight. */
-        struct op *op = op_new(c, cmd, 0);
+        struct op *op = read_op(c, &one_ops, cmd);
         if (op == NULL)
             return;
-        op->answer = one_answer;
-        op->done = finish;
         if (op_copy_keys(op, 1, key, 1, NULL) != 0 || op_single(op, WIRE_GET, WIRE_ROLE_READ) == NULL) {
             op_finish_error(op);
             return;
@@ -620,7 +649,7 @@ void edge_read_one(struct conn *c, enum cmd_id cmd, const struct resp_slice *key
         reply_error(c, "ERR out of memory");
         return;
     }
-    struct op *op = op_new(c, cmd, 0);
+    struct op *op = read_op(c, &wait_ops, cmd);
     if (op == NULL)
         return; /* the flight goes on for its other waiters, or alone */
     op->start_ms = clock_mono_ms();
@@ -716,7 +745,7 @@ static void mget_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
     if (op->nreqs == 1) {
         /* One owner holds every key: the reply is written straight away. */
         struct hkv_buf *out = op_out(op);
-        op->rendered = 1;
+        R(op)->rendered = 1;
         if (out == NULL)
             return;
         resp_add_array(out, r->nk);
@@ -730,7 +759,7 @@ static void mget_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
         return;
     }
     for (uint32_t i = 0; i < r->nk; i++) {
-        struct mres *x = &op->mres[op->kidx[r->k0 + i]];
+        struct op_item *x = &op->items[op->kidx[r->k0 + i]];
         struct wire_slice v;
         x->found = item(m, i, &v);
         if (x->found) {
@@ -745,10 +774,10 @@ static void mget_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 static void mget_done(struct op *op)
 {
     struct hkv_buf *out = op_out(op);
-    if (out != NULL && !op->rendered) {
+    if (out != NULL && !R(op)->rendered) {
         resp_add_array(out, op->nkeys);
         for (uint32_t k = 0; k < op->nkeys; k++) {
-            struct mres *x = &op->mres[k];
+            struct op_item *x = &op->items[k];
             if (x->found)
                 resp_add_bulk(out, buf_head(&op->res) + x->off, x->len);
             else
@@ -768,16 +797,19 @@ static void exists_answer(struct op *op, struct oreq *r, const struct wire_msg *
     fill_items(op, r, m);
     struct wire_slice v;
     for (uint32_t i = 0; i < r->nk; i++)
-        op->acc += item(m, i, &v);
+        R(op)->found += item(m, i, &v);
 }
 
 static void acc_done(struct op *op)
 {
     struct hkv_buf *out = op_out(op);
     if (out != NULL)
-        resp_add_int(out, op->acc);
+        resp_add_int(out, R(op)->found);
     op_finish(op);
 }
+
+static const struct op_family mget_ops = {0, read_encode, mget_answer, mget_done, NULL};
+static const struct op_family exists_ops = {0, read_encode, exists_answer, acc_done, NULL};
 
 /* MGET / EXISTS answered from the segment when every key is there (fresh,
  * or stale within keep: those are refreshed in the background).  Otherwise
@@ -863,28 +895,14 @@ static void multi_read(struct conn *c, enum cmd_id cmd, int n, const struct resp
 {
     if (c->e->cache != NULL && c->writes_inflight == 0 && multi_from_cache(c, cmd, n, keys))
         return;
-    struct op *op = op_new(c, cmd, 0);
+    struct op *op = read_op(c, cmd == CMD_MGET ? &mget_ops : &exists_ops, cmd);
     if (op == NULL)
         return;
-    op->start_ms = clock_mono_ms(); /* the fetches' send time, for fill_items */
-    op->answer = cmd == CMD_MGET ? mget_answer : exists_answer;
-    op->done = cmd == CMD_MGET ? mget_done : acc_done;
-    if (op_copy_keys(op, n, keys, 1, NULL) != 0 || op_split(op, WIRE_GET, WIRE_ROLE_READ, 0) != 0) {
+    /* op_start sets op->start_ms: the fetches' send time, for fill_items */
+    if (op_copy_keys(op, n, keys, 1, NULL) != 0 || op_split(op, WIRE_GET, WIRE_ROLE_READ, 0) != 0 ||
+        (cmd == CMD_MGET && op->nreqs > 1 && op_items(op, (uint32_t)n) == NULL)) {
         op_finish_error(op);
         return;
-    }
-    if (cmd == CMD_MGET && op->nreqs > 1) {
-        if (op->mres_cap < (uint32_t)n) {
-            struct mres *x = realloc(op->mres, (size_t)n * sizeof(*x));
-            if (x == NULL) {
-                op_error(op, "ERR out of memory");
-                op_finish_error(op);
-                return;
-            }
-            op->mres = x;
-            op->mres_cap = (uint32_t)n;
-        }
-        memset(op->mres, 0, (size_t)n * sizeof(*op->mres));
     }
     op_start(op);
 }
