@@ -18,9 +18,11 @@
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_conn.h"
+#include "server/edge/edge_flight.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/edge_read.h"
 #include "server/edge/edge_registry.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_rl.h"
@@ -223,7 +225,8 @@ int edge_main(struct worker_ctx *ctx)
     }
     edge_rl_setup(e); /* the colo's rate limiter; never fails (it fails open) */
     struct owner_hooks oh = {.push = edge_cache_pushed, .drained = on_link_drained};
-    if (edge_cache_setup(e) != 0 || owners_setup(e, &oh) != 0) {
+    if (edge_cache_setup(e) != 0 || owners_setup(e, &oh) != 0 ||
+        flights_setup(e, edge_read_answer) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }
@@ -261,7 +264,7 @@ out:
     free(e->listeners);
     SSL_CTX_free(e->tls_ctx);
     e->tls_ctx = NULL;
-    edge_flights_teardown(e);
+    flights_teardown(e);
     op_teardown(e);
     owners_teardown(e);
     slots_teardown(e);

@@ -31,7 +31,7 @@ struct conn_hooks;
 struct rslot;
 struct owner_ref;
 struct op;
-struct flight;
+struct flights;
 struct ssl_st;                    /* OpenSSL's SSL */
 struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
 
@@ -40,7 +40,6 @@ struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
  * pipeline from holding unbounded edge memory).  TODO(config): make it the
  * directive client-max-pending once config/ grows it. */
 #define EDGE_MAX_OWNERS 512
-#define EDGE_FLIGHT_BUCKETS 4096
 
 /* The owner counters INFO shows, in STATS_REPLY names. */
 #define EDGE_OWNER_STATS(X)         \
@@ -101,8 +100,7 @@ struct edge {
     struct wire_slice *op_keys;   /* one request's keys, contiguous, for encoding */
     size_t op_keys_cap;
     struct rslot *free_slots;
-    struct flight *flights[EDGE_FLIGHT_BUCKETS];
-    struct flight *free_flights;
+    struct flights *flights;      /* single-flight fetches (edge_flight.c) */
     struct hkv_buf scratch;       /* encoding helpers' temporary space */
 
     /* the colo cache (edge_cache.c) */
@@ -115,6 +113,4 @@ struct edge {
     const uint16_t *rl_map;       /* limit class of each command id, 0 = unlimited */
 };
 
-/* edge_read.c */
-void edge_flights_teardown(struct edge *e);
 #endif

@@ -16,6 +16,13 @@
 EDGE_READ_HANDLERS(X)
 #undef X
 
+struct flight_waiter;
+struct flight_answer;
+
+/* The flights' answer callback (flights_setup): renders a waiting read's
+ * answer in its command's form and ends its op. */
+void edge_read_answer(struct flight_waiter *w, const struct flight_answer *a);
+
 /* A one-key read answered as cmd (GET, STRLEN, TYPE, EXISTS, TTL, PTTL:
  * GETEX without options is a GET). */
 void edge_read_one(struct conn *c, enum cmd_id cmd, const struct resp_slice *key);
