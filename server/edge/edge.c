@@ -1,9 +1,14 @@
 /*
  * edge.c - the edge process: accept clients on the sockets the master opened,
- * run their connections, stop in order.  Connection I/O is in edge_conn.c,
- * reply ordering in edge_reply.c, owner links in edge_link.c, the data path
- * in edge_data.c (+ edge_read.c, edge_write.c, edge_scan.c), the other
- * commands in edge_cmd.c, INFO in info.c.
+ * wire the edge's modules together, run the loop, stop in order.
+ *
+ * This file is where the layers meet, and the only one that knows them all:
+ * it gives the connection layer its hooks (a new client's session, the
+ * command registry's dispatch pipeline, the op engine's "client gone"), the
+ * owners their hooks (pushes to the colo cache, drained links to the
+ * connections held behind them) and the flights their answer callback (the
+ * read family's renderer).  The modules themselves only call down; see the
+ * list at the top of edge_int.h.
  */
 #include "edge.h"
 

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event_struct.h>
+
 #include "server/core/clock.h"
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"

@@ -1,45 +1,49 @@
 /*
  * edge_int.h - the edge process's context (struct edge), which every edge
  * module is handed, and the owner counters it keeps.  Each group of fields
- * belongs to the module named beside it; the others only read it.  Private
- * to server/edge/.
+ * belongs to the module named above it (its setup fills them, its teardown
+ * frees them); the others only read them.  Private to server/edge/.
+ *
+ * The modules, bottom up (a module calls only those before it; anything
+ * that flows up is a hook given at setup):
+ *   edge_arg, edge_link, auth       words and integers; one owner link; ACLs
+ *   edge_reply, edge_conn_tls       reply slots; TLS on a connection
+ *   edge_conn                       connections (hooks: accepted, dispatch, closing)
+ *   edge_auth, edge_rl              the auth gate; the rate gate
+ *   edge_owners, edge_diag          owners, routing, links, STATS; the failed-write report
+ *   edge_cache                      what goes into the colo cache
+ *   edge_op, edge_op_send           the op engine (families: encode, answer, done)
+ *   edge_flight                     single-flight fetches (answers through a callback)
+ *   edge_read, edge_write_op,
+ *   edge_write, edge_scan           the data command families
+ *   info, edge_cmd                  INFO; the connection and server commands
+ *   edge_registry                   the command table and the dispatch pipeline
+ *   edge                            the process: wires the hooks, runs the loop
  */
 #ifndef HKV_EDGE_INT_H
 #define HKV_EDGE_INT_H
 
 #include <stdint.h>
-#include <sys/socket.h>
 
 #include <event2/event.h>
-#include <event2/event_struct.h>
 #include <event2/listener.h>
 
 #include "proto/buf.h"
-#include "proto/cmd.h"
 #include "proto/resp.h"
-#include "proto/stamp.h"
 #include "proto/wire.h"
-#include "server/edge/edge_link.h"
-#include "server/core/router.h"
-#include "server/core/worker.h"
 #include "server/colo/cache.h"
 #include "server/colo/ratelimit.h"
+#include "server/core/router.h"
+#include "server/core/worker.h"
 
 struct auth;
 struct conn;
 struct conn_hooks;
-struct rslot;
-struct owner_ref;
-struct op;
 struct flights;
-struct ssl_st;                    /* OpenSSL's SSL */
+struct op;
+struct owner_ref;
+struct rslot;
 struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
-
-/* Requests a client may have waiting for replies before the edge stops
- * reading from it (Redis has no such bound; this is what keeps one client's
- * pipeline from holding unbounded edge memory).  TODO(config): make it the
- * directive client-max-pending once config/ grows it. */
-#define EDGE_MAX_OWNERS 512
 
 /* The owner counters INFO shows, in STATS_REPLY names. */
 #define EDGE_OWNER_STATS(X)         \
@@ -66,6 +70,7 @@ enum owner_stat {
 };
 
 struct edge {
+    /* the process (edge.c) */
     struct worker_ctx *ctx;
     struct event_base *base;
     struct worker *worker;
@@ -73,40 +78,48 @@ struct edge {
     size_t nlisteners;
     struct event *cron;           /* 100 ms: idle timeouts, soft output limits */
     struct event *deadline;       /* stop deadline */
-    const struct conn_hooks *conn_hooks; /* what each connection calls (edge_conn.h) */
-    struct conn *conns;           /* every open connection, a doubly linked list */
-    uint64_t nconns;
-    uint64_t next_client_id;
-    struct board_slot *stats;     /* this edge's counters in the scoreboard */
-    struct resp_limits limits;
-    struct auth *auth;            /* users and ACLs (server/auth.h), rebuilt on reload */
-    struct ssl_ctx_st *tls_ctx;   /* the TLS port's context (rebuilt on reload); NULL: no TLS */
     int stopping;
     int64_t ops_sample_ms;        /* instantaneous_ops_per_sec sampling */
     uint64_t ops_sample_cmds;
     uint64_t ops_per_sec;
+    struct board_slot *stats;     /* this edge's counters in the scoreboard */
 
-    /* the data path (edge_data.c and friends) */
+    /* connections (edge_conn.c, edge_reply.c, edge_conn_tls.c) */
+    const struct conn_hooks *conn_hooks; /* what each connection calls (edge_conn.h) */
+    struct conn *conns;           /* every open connection, a doubly linked list */
+    uint64_t nconns;
+    uint64_t next_client_id;
+    struct resp_limits limits;
+    struct ssl_ctx_st *tls_ctx;   /* the TLS port's context (rebuilt on reload); NULL: no TLS */
+    struct rslot *free_slots;
+
+    /* users (edge_auth.c) */
+    struct auth *auth;            /* users and ACLs (auth.h), rebuilt on reload */
+
+    /* owners and routing (edge_owners.c) */
     struct router *router;
     uint64_t incarnation;         /* this process, in HELLO (exactly-once retries) */
-    uint64_t next_seq;            /* the last write request number given */
     struct owner_ref *owners;     /* hot owners, then cold owners */
     int nowners;
     struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
+
+    /* ops (edge_op.c, edge_op_send.c) */
+    uint64_t next_seq;            /* the last write request number given */
     struct op *free_ops;
     struct op *all_ops;           /* every op ever made, for teardown */
     uint64_t nops_writing;        /* write ops not finished (stop waits) */
     int *op_owner_req;            /* op_split's owner -> request table (nowners) */
     struct wire_slice *op_keys;   /* one request's keys, contiguous, for encoding */
     size_t op_keys_cap;
-    struct rslot *free_slots;
-    struct flights *flights;      /* single-flight fetches (edge_flight.c) */
-    struct hkv_buf scratch;       /* encoding helpers' temporary space */
 
-    /* the colo cache (edge_cache.c) */
+    /* single-flight fetches (edge_flight.c) */
+    struct flights *flights;
+
+    /* the colo cache (edge_cache.c; looked up by edge_read.c, edge_flight.c) */
     struct cache *cache;          /* NULL: every read asks the owner */
     uint64_t lock_seq;            /* refresh-lock tokens */
     struct hkv_buf cval;          /* a looked-up value, copied out of the segment */
+    struct hkv_buf scratch;       /* MGET from the segment: the values (edge_read.c) */
 
     /* the rate limiter (edge_rl.c) */
     struct rl *rl;                /* the colo's limiter; NULL: none */

@@ -26,7 +26,7 @@
  *     flight of the key: the flight's own fetch, sent when the reader came
  *     or before, or (another edge holding the colo's lock) that edge's fill
  *     of the segment, which is again within the rule above, and failing
- *     that, from A/2 on, a fetch of its own (colo_poll).  Either way a fetch
+ *     that, from A/2 on, a fetch of its own (edge_flight.c, colo_poll).  Either way a fetch
  *     is out by A/2 and, by the premise, answered by A; an owner answer is
  *     current when it is given.  Only when none came within the reader's
  *     miss-wait (= A) does it get the stale entry, and while a flight of the
@@ -51,8 +51,9 @@
  *                          the owner does not answer within miss-wait, and at
  *                          once while this edge's fetch of it has been out
  *                          for A already;
- *   missing                one fetch per key per edge (a flight: every reader
- *                          of the key in this process waits on it) and per
+ *   missing                one fetch per key per edge (a flight,
+ *                          edge_flight.c: every reader of the key in this
+ *                          process waits on it) and per
  *                          colo (the refresh lock: an edge that does not get it
  *                          polls the segment for the other edge's result, and
  *                          fetches itself if the holder died or has not
