@@ -20,7 +20,6 @@
 #include "server/edge/edge_auth.h"
 #include "server/edge/info.h"
 
-
 void edge_cmd_ping(struct conn *c, int argc, const struct resp_slice *argv)
 {
     if (argc > 2) {

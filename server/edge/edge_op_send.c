@@ -33,8 +33,6 @@
 #include "server/core/topo.h"
 #include "server/edge/edge_diag.h"
 
-
-
 /* ---- sending -------------------------------------------------------------- */
 
 /* r's keys, contiguous (in e->op_keys when there are several); NULL on

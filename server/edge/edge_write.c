@@ -102,11 +102,6 @@ static int parse_ext(struct conn *c, int argc, const struct resp_slice *argv, in
     return flags;
 }
 
-
-
-
-
-
 void edge_cmd_set(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct wire_expiry exp;
@@ -150,10 +145,6 @@ void edge_cmd_getset(struct conn *c, int argc, const struct resp_slice *argv)
 
 /* ---- MSET ------------------------------------------------------------------------ */
 
-
-
-
-
 void edge_cmd_mset(struct conn *c, int argc, const struct resp_slice *argv)
 {
     if (argc % 2 == 0) {
@@ -165,10 +156,6 @@ void edge_cmd_mset(struct conn *c, int argc, const struct resp_slice *argv)
 
 /* ---- DEL, UNLINK, EXPIRE, PERSIST, INCR ------------------------------------------ */
 
-
-
-
-
 void edge_cmd_del(struct conn *c, int argc, const struct resp_slice *argv)
 {
     write_del(c, CMD_DEL, argc - 1, argv + 1);
@@ -178,7 +165,6 @@ void edge_cmd_unlink(struct conn *c, int argc, const struct resp_slice *argv)
 {
     write_del(c, CMD_UNLINK, argc - 1, argv + 1);
 }
-
 
 static void expire(struct conn *c, enum cmd_id cmd, int argc, const struct resp_slice *argv)
 {
@@ -296,10 +282,6 @@ void edge_cmd_decrby(struct conn *c, int argc, const struct resp_slice *argv)
 }
 
 /* ---- GETDEL, GETEX: a read, then a write ------------------------------------------ */
-
-
-
-
 
 void edge_cmd_getdel(struct conn *c, int argc, const struct resp_slice *argv)
 {

@@ -99,6 +99,7 @@ static void wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
     }
 }
 
+/* ---- SET, SETEX, PSETEX, SETNX, GETSET, GETDEL ---------------------------------- */
 
 static void set_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
@@ -163,6 +164,22 @@ void write_set(struct conn *c, enum cmd_id cmd, const struct resp_slice *key,
     }
     op_start(op);
 }
+
+void write_getdel(struct conn *c, const struct resp_slice *key)
+{
+    /* Answered like SET ... GET: OK with the old value when the key existed. */
+    struct op *op = write_op(c, &set_ops, CMD_GETDEL);
+    if (op == NULL)
+        return;
+    W(op)->wflags = WIRE_SET_GET;
+    if (op_copy_keys(op, 1, key, 1, NULL) != 0 || op_single(op, WIRE_GETDEL, WIRE_ROLE_WRITE) == NULL) {
+        op_finish_error(op);
+        return;
+    }
+    op_start(op);
+}
+
+/* ---- MSET ------------------------------------------------------------------------ */
 
 static void mset_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
@@ -230,6 +247,21 @@ static int mset_dedupe(struct op *op)
     return 0;
 }
 
+void write_mset(struct conn *c, int npairs, const struct resp_slice *pairs)
+{
+    struct op *op = write_op(c, &mset_ops, CMD_MSET);
+    if (op == NULL)
+        return;
+    if (op_copy_keys(op, npairs, pairs, 2, NULL) != 0 || mset_dedupe(op) != 0 ||
+        op_split(op, WIRE_SET, WIRE_ROLE_WRITE, 1) != 0) {
+        op_finish_error(op);
+        return;
+    }
+    op_start(op);
+}
+
+/* ---- DEL, UNLINK, EXPIRE, PERSIST, INCRBY: an INT answer -------------------------- */
+
 static void int_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
     wrote(op, r, m);
@@ -279,6 +311,8 @@ void write_single(struct conn *c, enum cmd_id cmd, uint8_t type, const struct re
     }
     op_start(op);
 }
+
+/* ---- GETEX: a read, then a write ------------------------------------------------- */
 
 static void gtw_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
@@ -331,33 +365,6 @@ void write_getex(struct conn *c, const struct resp_slice *key, struct wire_expir
         return;
     W(op)->exp = exp;
     if (op_copy_keys(op, 1, key, 1, NULL) != 0 || op_single(op, WIRE_GET, WIRE_ROLE_READ) == NULL) {
-        op_finish_error(op);
-        return;
-    }
-    op_start(op);
-}
-
-void write_mset(struct conn *c, int npairs, const struct resp_slice *pairs)
-{
-    struct op *op = write_op(c, &mset_ops, CMD_MSET);
-    if (op == NULL)
-        return;
-    if (op_copy_keys(op, npairs, pairs, 2, NULL) != 0 || mset_dedupe(op) != 0 ||
-        op_split(op, WIRE_SET, WIRE_ROLE_WRITE, 1) != 0) {
-        op_finish_error(op);
-        return;
-    }
-    op_start(op);
-}
-
-void write_getdel(struct conn *c, const struct resp_slice *key)
-{
-    /* Answered like SET ... GET: OK with the old value when the key existed. */
-    struct op *op = write_op(c, &set_ops, CMD_GETDEL);
-    if (op == NULL)
-        return;
-    W(op)->wflags = WIRE_SET_GET;
-    if (op_copy_keys(op, 1, key, 1, NULL) != 0 || op_single(op, WIRE_GETDEL, WIRE_ROLE_WRITE) == NULL) {
         op_finish_error(op);
         return;
     }
