@@ -141,6 +141,7 @@ TEST_ENV = HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_ST
            HOTKVD_CONF_MAN=$(abspath $(MAN_DIR)/hotkvd.conf.5) HOTKVD_DEB=$(abspath $(DEB_FILE)) \
            HOTKVD_VARIANT=$(VARIANT)
 test: $(DEPS_OK) $(BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_SHIMS)
+	@$(MAKE) --no-print-directory layers
 	@$(MAKE) --no-print-directory fuzz
 	$(TEST_ENV) $(TEST_BIN) all
 

@@ -1,9 +1,14 @@
 /*
  * edge.c - the edge process: accept clients on the sockets the master opened,
- * run their connections, stop in order.  Connection I/O is in edge_conn.c,
- * reply ordering in edge_reply.c, owner links in edge_link.c, the data path
- * in edge_data.c (+ edge_read.c, edge_write.c, edge_scan.c), the other
- * commands in edge_cmd.c, INFO in info.c.
+ * wire the edge's modules together, run the loop, stop in order.
+ *
+ * This file is where the layers meet, and the only one that knows them all:
+ * it gives the connection layer its hooks (a new client's session, the
+ * command registry's dispatch pipeline, the op engine's "client gone"), the
+ * owners their hooks (pushes to the colo cache, drained links to the
+ * connections held behind them) and the flights their answer callback (the
+ * read family's renderer).  The modules themselves only call down; see the
+ * list at the top of edge_int.h.
  */
 #include "edge.h"
 
@@ -12,10 +17,21 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "server/edge/edge_int.h"
+#include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/core/tls.h"
-#include "server/core/clock.h"
+#include "server/edge/edge_auth.h"
+#include "server/edge/edge_cache.h"
+#include "server/edge/edge_cmd.h"
+#include "server/edge/edge_conn.h"
+#include "server/edge/edge_flight.h"
+#include "server/edge/edge_int.h"
+#include "server/edge/edge_op.h"
+#include "server/edge/edge_owners.h"
+#include "server/edge/edge_read.h"
+#include "server/edge/edge_registry.h"
+#include "server/edge/edge_reply.h"
+#include "server/edge/edge_rl.h"
 
 #define CRON_MS 100
 #define FAST_STOP_MS 500
@@ -40,6 +56,29 @@ static void on_accept_tls(struct evconnlistener *l, evutil_socket_t fd, struct s
 }
 
 static void on_accept_error(struct evconnlistener *l, void *arg);
+
+/* An owner link that was congested drained: the clients held behind it
+ * read again (those still at their pending bound wait for their replies). */
+static void on_link_drained(struct elink *l, void *arg)
+{
+    conn_release(arg, l);
+}
+
+/* What every client connection plugs into (edge_conn.h): the session starts
+ * as RESP2 with the initial user (or is refused by protected mode), every
+ * request goes through the command registry, and a client that goes away
+ * leaves its ops behind to finish without it. */
+static void on_accepted(struct conn *c, const struct sockaddr *peer)
+{
+    c->proto = 2;
+    edge_auth_accepted(c, peer);
+}
+
+static const struct conn_hooks conn_hooks = {
+    .accepted = on_accepted,
+    .dispatch = edge_dispatch,
+    .closing = op_conn_gone,
+};
 
 /* Accepts on the TLS port's sockets (the last ntls inherited ones). */
 static int tls_listen(struct edge *e)
@@ -102,12 +141,7 @@ static void on_cron(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
     int64_t now = clock_mono_ms();
-    struct conn *c = e->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        conn_cron(c, now);
-        c = next;
-    }
+    conns_cron(e, now);
     uint64_t total = board_load(&e->stats->total_commands_processed);
     if (now - e->ops_sample_ms >= 1000) {
         e->ops_per_sec = (total - e->ops_sample_cmds) * 1000 / (uint64_t)(now - e->ops_sample_ms);
@@ -123,8 +157,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     if (e->nconns > 0)
         log_warning("stop deadline passed, closing %llu connections",
                     (unsigned long long)e->nconns);
-    while (e->conns != NULL)
-        conn_close(e->conns);
+    conns_close_all(e);
     if (e->nops_writing > 0)
         log_warning("stop deadline passed with %llu writes unfinished",
                     (unsigned long long)e->nops_writing);
@@ -145,17 +178,7 @@ static void on_stop(void *arg, int fast)
     /* A connection with nothing owed is closed now; the others as soon as
      * their replies, including writes in flight, are written: a write ends
      * acknowledged by its owner or failed explicitly, never dropped. */
-    struct conn *c = e->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        if (buf_unread(&c->out) == 0 && c->sq_head == NULL) {
-            conn_close(c);
-        } else {
-            c->close_after_write = 1;
-            event_del(c->rev);
-        }
-        c = next;
-    }
+    conns_stop(e);
     finish_if_drained(e);
 }
 
@@ -170,7 +193,7 @@ static void on_reload(void *arg, const struct cfg *next)
     if (e->ectx->ntls > 0 && !e->stopping)
         tls_reload(e, next);
     edge_rl_reload(e, next); /* rate limits: new rules, same buckets */
-    edge_data_reload(e, next);
+    owners_reload(e, next);
 }
 
 int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
@@ -183,6 +206,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     struct edge *e = &edge;
     int code = 1;
     e->stats = &ctx->board->slots[ctx->slot];
+    e->conn_hooks = &conn_hooks;
     atomic_store_explicit(&e->stats->connected_clients, 0, memory_order_relaxed);
     atomic_store_explicit(&e->stats->tls_connections, 0, memory_order_relaxed);
     set_limits(e, ctx->cfg);
@@ -206,7 +230,9 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
         goto out;
     }
     edge_rl_setup(e); /* the colo's rate limiter; never fails (it fails open) */
-    if (edge_cache_setup(e) != 0 || edge_data_setup(e) != 0) {
+    struct owner_hooks oh = {.push = edge_cache_pushed, .drained = on_link_drained};
+    if (edge_cache_setup(e) != 0 || owners_setup(e, &oh) != 0 ||
+        flights_setup(e, edge_read_answer) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }
@@ -238,14 +264,17 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     event_base_dispatch(e->base);
     code = 0;
 out:
-    while (e->conns != NULL)
-        conn_close(e->conns);
+    conns_close_all(e);
     for (size_t i = 0; i < e->nlisteners; i++)
         evconnlistener_free(e->listeners[i]);
     free(e->listeners);
     SSL_CTX_free(e->tls_ctx);
     e->tls_ctx = NULL;
-    edge_data_teardown(e);
+    flights_teardown(e);
+    op_teardown(e);
+    owners_teardown(e);
+    slots_teardown(e);
+    buf_deinit(&e->scratch);
     edge_auth_teardown(e);
     buf_deinit(&e->cval);
     if (e->cron)

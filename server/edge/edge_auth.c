@@ -4,9 +4,10 @@
  *
  * The decisions live in auth.c; this file applies them to connections.  A
  * connection is "gated" when it is not authenticated or its user is
- * restricted; only then does dispatch call edge_auth_gate, so with no
- * authentication configured the whole cost on the GET path is one branch on
- * c->gated, and with it, a flag test plus one glob per key.
+ * restricted; only then does the dispatch pipeline (edge_registry.c) call
+ * edge_auth_gate, so with no authentication configured the whole cost on the
+ * GET path is one branch on c->gated, and with it, a flag test plus one glob
+ * per key.
  *
  * Until a connection is authenticated its parser accepts at most
  * EDGE_PREAUTH_MAX_ARGS arguments and EDGE_PREAUTH_MAX_BULK-byte bulks, and
@@ -21,11 +22,12 @@
  * password means it for everyone); one whose user is gone is logged out too
  * (Redis disconnects it).  Either then gets -NOAUTH until it authenticates.
  */
+#include "server/edge/edge_auth.h"
+
 #include <string.h>
 
-#include "server/edge/auth.h"
-#include "server/edge/edge_int.h"
 #include "server/core/log.h"
+#include "server/edge/auth.h"
 
 static const char denied_msg[] =
     "DENIED hotkvd is running in protected mode because protected mode is enabled and no "
@@ -42,7 +44,9 @@ static const char denied_msg[] =
     "authentication password for the default user. NOTE: You only need to do one of the above "
     "things in order for the server to start accepting connections from the outside.";
 
-void conn_apply_limits(struct conn *c)
+/* c->parser.lim: the edge's limits, narrowed until c is authenticated, and
+ * its query buffer bound (the connection layer applies both). */
+static void apply_limits(struct conn *c)
 {
     struct resp_limits lim = c->e->limits;
     if (c->user < 0) {
@@ -52,26 +56,24 @@ void conn_apply_limits(struct conn *c)
             lim.max_bulk = EDGE_PREAUTH_MAX_BULK;
     }
     c->parser.lim = lim;
+    c->query_cap = c->user < 0 ? EDGE_PREAUTH_QUERYBUF : 0;
 }
 
-void conn_set_user(struct conn *c, int user, int implicit)
+void edge_auth_set_user(struct conn *c, int user, int implicit)
 {
     c->user = user;
     c->user_implicit = user >= 0 && implicit;
     c->gated = user < 0 || !auth_user_unrestricted(c->e->auth, user);
-    conn_apply_limits(c);
+    apply_limits(c);
 }
 
-int edge_auth_accept(struct conn *c, const struct sockaddr *peer)
+void edge_auth_accepted(struct conn *c, const struct sockaddr *peer)
 {
-    conn_set_user(c, auth_initial_user(c->e->auth), 1);
-    return auth_protected_refuses(c->e->auth, peer);
-}
-
-void edge_auth_deny(struct conn *c)
-{
-    resp_add_error(&c->out, denied_msg);
-    c->close_after_write = 1;
+    edge_auth_set_user(c, auth_initial_user(c->e->auth), 1);
+    if (auth_protected_refuses(c->e->auth, peer)) {
+        resp_add_error(&c->out, denied_msg);
+        c->close_after_write = 1;
+    }
 }
 
 int edge_auth_gate(struct conn *c, const struct cmd_def *d, int argc,
@@ -104,7 +106,7 @@ int edge_auth_login(struct conn *c, const struct resp_slice *user, const struct 
         resp_add_error(&c->out, "WRONGPASS invalid username-password pair or user is disabled.");
         return -1;
     }
-    conn_set_user(c, id, 0);
+    edge_auth_set_user(c, id, 0);
     return 0;
 }
 
@@ -138,7 +140,7 @@ void edge_auth_reload(struct edge *e, const struct cfg *next)
             const char *name = auth_user_name(old, c->user);
             u = auth_user_find(na, name, strlen(name));
         }
-        conn_set_user(c, u, implicit);
+        edge_auth_set_user(c, u, implicit);
     }
     auth_destroy(&old);
 }

@@ -41,12 +41,14 @@
  * on the colo's push link before the write, read by the edge's loop in the
  * same round or the next, far inside the horizon.
  */
+#include "server/edge/edge_cache.h"
+
 #include <string.h>
 #include <unistd.h>
 
-#include "server/edge/edge_int.h"
-#include "server/core/log.h"
 #include "server/core/clock.h"
+#include "server/core/log.h"
+#include "server/edge/edge_owners.h"
 
 static int64_t now_ms(void)
 {
@@ -130,43 +132,20 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
     }
 }
 
-static int is_set(enum cmd_id c)
+void edge_cache_wrote(struct edge *e, const char *key, size_t klen, const struct wire_slice *v,
+                      int64_t expire_at, hkv_stamp version, int64_t base_ms)
 {
-    return c == CMD_SET || c == CMD_SETEX || c == CMD_PSETEX || c == CMD_SETNX ||
-           c == CMD_GETSET || c == CMD_MSET;
-}
-
-void edge_cache_wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
-{
-    struct edge *e = op->e;
-    /* The owner's version of the write orders it in the cache; 0: the
-     * write changed nothing. */
-    hkv_stamp version = m->type == WIRE_OK ? m->u.ok.stamp : m->u.integer.stamp;
-    if (e->cache == NULL || r->nk == 0 || version == 0)
+    if (e->cache == NULL || version == 0)
         return;
     int64_t now = now_ms();
-    for (uint32_t i = 0; i < r->nk; i++) {
-        uint32_t k = op->kidx[r->k0 + i];
-        const struct wire_slice *key = &op->keys[k];
-        struct route rt;
-        router_route(e->router, key->p, key->len, &rt);
-        int known = is_set(op->cmd) && m->type == WIRE_OK && m->u.ok.applied &&
-                    op->exp.kind != WIRE_EXP_KEEP;
-        if (known) {
-            const struct wire_slice *v = op->cmd == CMD_MSET ? &op->vals[k] : &op->value;
-            int64_t expire_at = op->exp.kind == WIRE_EXP_REL   ? clock_unix_ms() + op->exp.ms
-                                : op->exp.kind == WIRE_EXP_ABS ? op->exp.ms
-                                                               : 0;
-            int64_t fu, ku;
-            /* applied after its first send (op->start_ms), so no older */
-            if (lifetimes(e, rt.cls, rt.hash, op->start_ms, now, expire_at, &fu, &ku) &&
-                cache_put(e->cache, key->p, key->len, rt.hash, v->p, v->len, 0, version, fu, ku,
-                          expire_at, now) == HKV_OK)
-                continue;
-        }
-        cache_invalidate(e->cache, key->p, key->len, rt.hash, version,
-                         now + EDGE_FILL_HORIZON_MS, now);
-    }
+    struct route rt;
+    router_route(e->router, key, klen, &rt);
+    int64_t fu, ku;
+    if (v != NULL && lifetimes(e, rt.cls, rt.hash, base_ms, now, expire_at, &fu, &ku) &&
+        cache_put(e->cache, key, klen, rt.hash, v->p, v->len, 0, version, fu, ku, expire_at,
+                  now) == HKV_OK)
+        return;
+    cache_invalidate(e->cache, key, klen, rt.hash, version, now + EDGE_FILL_HORIZON_MS, now);
 }
 
 void edge_cache_pushed(void *arg, const struct wire_msg *m)

@@ -1,22 +1,27 @@
 /*
  * edge_cmd.c - the connection and server commands an edge answers itself:
- * PING ECHO HELLO AUTH SELECT QUIT RESET TIME COMMAND CLIENT CONFIG INFO.
- * Data commands live in edge_read.c, edge_write.c and edge_scan.c; this file
- * never talks to an owner.
+ * PING ECHO HELLO AUTH SELECT QUIT RESET TIME CLIENT CONFIG INFO HOTKEYS.
+ * Data commands live in edge_read.c, edge_write.c and edge_scan.c, COMMAND
+ * with the table it describes (edge_registry.c); this file never talks to
+ * an owner.
  */
+#include "server/edge/edge_cmd.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
-#include "server/edge/auth.h"
-#include "server/core/ctl.h"
-#include "server/edge/edge_int.h"
-#include "server/core/version.h"
 #include "server/core/clock.h"
+#include "server/core/ctl.h"
+#include "server/core/version.h"
+#include "server/edge/auth.h"
+#include "server/edge/edge_arg.h"
+#include "server/edge/edge_auth.h"
+#include "server/edge/edge_op.h"
+#include "server/edge/info.h"
 
-
-static void cmd_ping(struct conn *c, int argc, const struct resp_slice *argv)
+void edge_cmd_ping(struct conn *c, int argc, const struct resp_slice *argv)
 {
     if (argc > 2) {
         resp_add_error(&c->out, "ERR wrong number of arguments for 'ping' command");
@@ -28,18 +33,18 @@ static void cmd_ping(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_simple(&c->out, "PONG");
 }
 
-static void cmd_echo(struct conn *c, int argc, const struct resp_slice *argv)
+void edge_cmd_echo(struct conn *c, int argc, const struct resp_slice *argv)
 {
     resp_add_bulk(&c->out, argv[1].p, argv[1].len);
 }
 
-static void cmd_quit(struct conn *c, int argc, const struct resp_slice *argv)
+void edge_cmd_quit(struct conn *c, int argc, const struct resp_slice *argv)
 {
     resp_add_simple(&c->out, "OK");
     c->close_after_write = 1;
 }
 
-static void cmd_select(struct conn *c, int argc, const struct resp_slice *argv)
+void edge_cmd_select(struct conn *c, int argc, const struct resp_slice *argv)
 {
     if (argv[1].len == 1 && argv[1].p[0] == '0')
         resp_add_simple(&c->out, "OK");
@@ -47,7 +52,7 @@ static void cmd_select(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_error(&c->out, "ERR DB index is out of range");
 }
 
-static void cmd_time(struct conn *c, int argc, const struct resp_slice *argv)
+void edge_cmd_time(struct conn *c, int argc, const struct resp_slice *argv)
 {
     int64_t now = clock_unix_us();
     char s[32], us[16];
@@ -95,7 +100,7 @@ static void hello_reply(struct conn *c)
     resp_add_array(&c->out, 0);
 }
 
-static void cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
+void edge_cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
 {
     int proto = c->proto;
     int i = 1;
@@ -141,17 +146,17 @@ static void cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
     hello_reply(c);
 }
 
-static void cmd_reset(struct conn *c, int argc, const struct resp_slice *argv)
+void edge_cmd_reset(struct conn *c, int argc, const struct resp_slice *argv)
 {
     c->proto = 2;
     c->meta = 0;
     c->name[0] = '\0';
-    conn_set_user(c, auth_initial_user(c->e->auth), 1); /* as Redis: logged out */
+    edge_auth_set_user(c, auth_initial_user(c->e->auth), 1); /* as Redis: logged out */
     resp_add_simple(&c->out, "RESET");
 }
 
 /* AUTH [username] password, as Redis 7. */
-static void cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
+void edge_cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
 {
     static const struct resp_slice dflt = {"default", 7};
     if (argc > 3) {
@@ -166,67 +171,6 @@ static void cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
     }
     if (edge_auth_login(c, argc == 2 ? &dflt : &argv[1], &argv[argc - 1]) == 0)
         resp_add_simple(&c->out, "OK");
-}
-
-/* ---- COMMAND -------------------------------------------------------------- */
-
-static void command_info(struct conn *c, const struct cmd_def *d)
-{
-    static const struct { uint32_t bit; const char *name; } flags[] = {
-        {CMD_F_WRITE, "write"}, {CMD_F_READ, "readonly"}, {CMD_F_ADMIN, "admin"},
-        {CMD_F_FAST, "fast"},   {CMD_F_NOAUTH, "no_auth"},
-    };
-    resp_add_array(&c->out, 10);
-    resp_add_bulk_str(&c->out, d->name);
-    resp_add_int(&c->out, d->arity);
-    int n = 0;
-    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
-        n += (d->flags & flags[i].bit) != 0;
-    resp_add_set(&c->out, c->proto, n);
-    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
-        if (d->flags & flags[i].bit)
-            resp_add_simple(&c->out, flags[i].name);
-    resp_add_int(&c->out, d->first_key);
-    resp_add_int(&c->out, d->last_key);
-    resp_add_int(&c->out, d->step);
-    resp_add_set(&c->out, c->proto, 0); /* ACL categories */
-    resp_add_set(&c->out, c->proto, 0); /* tips */
-    resp_add_array(&c->out, 0);         /* key specs */
-    resp_add_array(&c->out, 0);         /* subcommands */
-}
-
-static int served(const struct cmd_def *d)
-{
-    return edge_handlers[d->id] != NULL;
-}
-
-static void cmd_command(struct conn *c, int argc, const struct resp_slice *argv)
-{
-    int total = 0;
-    for (int i = 0; i < CMD_COUNT; i++)
-        total += served(cmd_get((enum cmd_id)i));
-    if (argc == 1) {
-        resp_add_array(&c->out, total);
-        for (int i = 0; i < CMD_COUNT; i++)
-            if (served(cmd_get((enum cmd_id)i)))
-                command_info(c, cmd_get((enum cmd_id)i));
-    } else if (slice_is(&argv[1], "count") && argc == 2) {
-        resp_add_int(&c->out, total);
-    } else if (slice_is(&argv[1], "info")) {
-        resp_add_array(&c->out, argc - 2);
-        for (int i = 2; i < argc; i++) {
-            const struct cmd_def *d = cmd_lookup(argv[i].p, argv[i].len);
-            if (d != NULL && served(d))
-                command_info(c, d);
-            else
-                resp_add_null_array(&c->out, c->proto);
-        }
-    } else if (slice_is(&argv[1], "docs")) {
-        resp_add_map(&c->out, c->proto, 0); /* redis-cli only uses docs for hints */
-    } else {
-        resp_add_errorf(&c->out, "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",
-                        (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].p);
-    }
 }
 
 /* ---- CLIENT --------------------------------------------------------------- */
@@ -245,7 +189,7 @@ static void client_line(struct conn *c, struct conn *x, struct hkv_buf *b, int64
                x->user >= 0 ? auth_user_name(c->e->auth, x->user) : "default", x->proto, x->lib_name, x->lib_ver);
 }
 
-static void cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
+void edge_cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
 {
     const struct resp_slice *sub = &argv[1];
     if (slice_is(sub, "id") && argc == 2) {
@@ -350,11 +294,14 @@ static void config_set(struct conn *c, int argc, const struct resp_slice *argv)
 /* CONFIG RESETSTAT: daemon-wide, through the master, which has every
  * process zero its counters (this edge's too: edge_stats_reset) and zeroes
  * the colo segments' own.  The reply waits for the master's word that all
- * of it is done (edge_resetstat_done), so the OK means it. */
+ * of it is done (edge_resetstat_done), so the OK means it.  The op waits on
+ * the master, not on owners: its family has nothing to send. */
+static const struct op_family resetstat_family = {0};
+
 static void config_resetstat(struct conn *c)
 {
     struct edge *e = c->e;
-    struct op *op = op_new(c, CMD_CONFIG, 0);
+    struct op *op = op_new(c, &resetstat_family, "config|resetstat");
     if (op == NULL)
         return;
     if (worker_send(e->worker, CTL_RESETSTAT, NULL, 0) != HKV_OK) {
@@ -379,13 +326,14 @@ void edge_resetstat_done(void *arg)
     e->rs_head = op->next;
     if (e->rs_head == NULL)
         e->rs_tail = NULL;
+    op->next = NULL;
     struct hkv_buf *out = op_out(op);
     if (out != NULL)
         resp_add_simple(out, "OK");
     op_finish(op);
 }
 
-static void cmd_config(struct conn *c, int argc, const struct resp_slice *argv)
+void edge_cmd_config(struct conn *c, int argc, const struct resp_slice *argv)
 {
     const struct cfg *cfg = c->e->ctx->cfg;
     if (slice_is(&argv[1], "get") && argc >= 3) {
@@ -417,7 +365,7 @@ static void cmd_config(struct conn *c, int argc, const struct resp_slice *argv)
     }
 }
 
-static void cmd_info(struct conn *c, int argc, const struct resp_slice *argv)
+void edge_cmd_info(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct hkv_buf b = HKV_BUF_INIT;
     info_render(&b, c->e, argc - 1, argv + 1);
@@ -427,7 +375,7 @@ static void cmd_info(struct conn *c, int argc, const struct resp_slice *argv)
 
 /* HOTKEYS [COUNT n]: the hottest keys of the colo with their measured
  * reads/s, hottest first, as [key, rate] pairs. */
-static void cmd_hotkeys(struct conn *c, int argc, const struct resp_slice *argv)
+void edge_cmd_hotkeys(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long n = 10;
     if (argc == 3 && slice_is(&argv[1], "count")) {
@@ -461,14 +409,3 @@ static void cmd_hotkeys(struct conn *c, int argc, const struct resp_slice *argv)
     }
     free(hk);
 }
-
-const edge_handler edge_handlers[CMD_COUNT] = {
-    [CMD_PING] = cmd_ping,     [CMD_ECHO] = cmd_echo,     [CMD_HELLO] = cmd_hello,
-    [CMD_SELECT] = cmd_select, [CMD_QUIT] = cmd_quit,     [CMD_RESET] = cmd_reset,
-    [CMD_AUTH] = cmd_auth,
-    [CMD_TIME] = cmd_time,     [CMD_COMMAND] = cmd_command, [CMD_CLIENT] = cmd_client,
-    [CMD_CONFIG] = cmd_config, [CMD_INFO] = cmd_info,     [CMD_HOTKEYS] = cmd_hotkeys,
-#define X(ID, fn) [CMD_##ID] = edge_cmd_##fn,
-    EDGE_DATA_HANDLERS(X)
-#undef X
-};

@@ -1,33 +1,30 @@
 /*
- * edge_conn.c - a client connection: read, parse, dispatch, write.
+ * edge_conn.c - a client connection: read, parse, hand each request to the
+ * dispatch hook, write (edge_conn.h).
  *
  * Plain events and our own buffers rather than bufferevents: on the GET path
  * bufferevents cost 30-40% more CPU per request (measured, LIBRARIES.md §1).
  * Replies are appended to `out` and written at the end of each read batch, so
  * a pipeline of N requests costs one write(2), not N.
  *
- * Replies owed to a client while owners answer earlier requests wait in
- * reply slots (edge_reply.c); dispatch points `out` at the current slot when
- * one is needed, so handlers always just append to c->out.  A client with
- * client-max-pending replies owed is not read from until half of them
- * are sent (conn_pause / conn_resume); nor is one whose last request went to
- * an owner link over its high watermark, until that link drains.
+ * This layer knows no command: what a request means, who the client is and
+ * what it may do are the hooks' business (e->conn_hooks: accepted,
+ * dispatch, closing), so nothing here calls up into the edge.  Replies owed
+ * while owners answer earlier requests wait in reply slots (edge_reply.c);
+ * dispatch points `out` at the current slot when one is needed, so the hook
+ * always just appends to c->out.
  *
- * Limits: the query buffer never grows past client-query-buffer-limit; the
- * output buffer closes the client past the hard limit, or past the soft limit
- * for longer than its seconds (a client that never reads cannot hold memory).
+ * Limits: the query buffer never grows past client-query-buffer-limit (or a
+ * tighter c->query_cap); the output buffer closes the client past the hard
+ * limit, or past the soft limit for longer than its seconds (a client that
+ * never reads cannot hold memory).
  *
- * TLS: a connection accepted on the TLS port has c->ssl, and its bytes go
- * through SSL_read / SSL_write on the same non-blocking fd and the same
- * buffers; c->ssl is checked in on_read, on_write and conn_flush only, so the
- * plaintext path costs one predictable branch.  The handshake runs first
- * (from either event); a read that needs the fd writable (SSL_read's
- * WANT_WRITE) or a write that needs it readable (SSL_write's WANT_READ) is
- * recorded in c->tls and retried from the other event.  conn_cron closes a
- * connection whose handshake has not finished within tls-handshake-timeout
- * (a stalled client, or one speaking plaintext that never sends a ClientHello
- * the handshake can fail on).
+ * TLS (edge_conn_tls.c): a connection accepted on the TLS port has c->ssl,
+ * checked in on_read, on_write and conn_flush only.  conn_cron closes a
+ * connection whose handshake has not finished within tls-handshake-timeout.
  */
+#include "server/edge/edge_conn.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -35,26 +32,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <limits.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "server/edge/edge_int.h"
-#include "server/core/log.h"
 #include "server/core/clock.h"
+#include "server/core/log.h"
+#include "server/edge/edge_conn_tls.h"
+#include "server/edge/edge_reply.h"
 
 #define READ_CHUNK (16 * 1024) /* also one TLS record's largest plaintext */
 #define IDLE_BUF_KEEP (16 * 1024)
-
-/* c->tls bits */
-#define CONN_TLS_HANDSHAKE 0x1    /* handshake not finished */
-#define CONN_TLS_READ_WANTS_WRITE 0x2
-#define CONN_TLS_WRITE_WANTS_READ 0x4
-#define CONN_TLS_FATAL 0x8        /* a fatal TLS error: no close_notify */
-#define CONN_TLS_COUNTED 0x10     /* counted in tls_connections */
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
@@ -121,39 +109,28 @@ void conn_accept(struct edge *e, int fd, int tls)
     c->e = e;
     c->fd = fd;
     c->id = e->next_client_id++;
-    c->proto = 2;
     c->created_ms = c->last_ms = clock_mono_ms();
     resp_parser_init(&c->parser, &e->limits);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
-        format_addr(&ss, c->addr, sizeof(c->addr));
+    struct sockaddr_storage peer, ss;
+    socklen_t sl = sizeof(peer);
+    if (getpeername(fd, (struct sockaddr *)&peer, &sl) == 0)
+        format_addr(&peer, c->addr, sizeof(c->addr));
     else
-        ss.ss_family = AF_UNSPEC;
-    int denied = edge_auth_accept(c, (const struct sockaddr *)&ss); /* protected mode */
+        peer.ss_family = AF_UNSPEC;
     sl = sizeof(ss);
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
         format_addr(&ss, c->laddr, sizeof(c->laddr));
     tune_socket(fd, cfg);
     evutil_make_socket_nonblocking(fd);
-    if (tls) {
-        ERR_clear_error();
-        c->ssl = e->tls_ctx != NULL ? SSL_new(e->tls_ctx) : NULL;
-        if (c->ssl != NULL && SSL_set_fd(c->ssl, fd) == 1)
-            SSL_set_accept_state(c->ssl);
-        else
-            tls = -1;
-        c->tls = CONN_TLS_HANDSHAKE;
-        ERR_clear_error();
-    }
+    int failed = tls && conn_tls_new(c, e->tls_ctx) != 0;
     c->rev = event_new(e->base, fd, EV_READ | EV_PERSIST, on_read, c);
     c->wev = event_new(e->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
-    if (tls < 0 || c->rev == NULL || c->wev == NULL || event_add(c->rev, NULL) != 0) {
+    if (failed || c->rev == NULL || c->wev == NULL || event_add(c->rev, NULL) != 0) {
         if (c->rev)
             event_free(c->rev);
         if (c->wev)
             event_free(c->wev);
-        SSL_free(c->ssl);
+        conn_tls_free(c);
         resp_parser_deinit(&c->parser);
         free(c);
         close(fd);
@@ -166,31 +143,19 @@ void conn_accept(struct edge *e, int fd, int tls)
     e->nconns++;
     board_add(&e->stats->connected_clients, 1);
     board_add(&e->stats->total_connections_received, 1);
-    if (denied) {
-        edge_auth_deny(c);
+    e->conn_hooks->accepted(c, (const struct sockaddr *)&peer);
+    if (buf_unread(&c->out) > 0) /* refused at once (protected mode) */
         conn_flush(c);
-    }
 }
 
 void conn_close(struct conn *c)
 {
     struct edge *e = c->e;
-    edge_data_conn_gone(c);
+    e->conn_hooks->closing(c);
     slots_release(c);
     event_free(c->rev);
     event_free(c->wev);
-    if (c->ssl != NULL) {
-        /* A close_notify, best effort (never waited for), unless the
-         * session failed or never started. */
-        if (!(c->tls & (CONN_TLS_FATAL | CONN_TLS_HANDSHAKE))) {
-            ERR_clear_error();
-            SSL_shutdown(c->ssl);
-        }
-        if (c->tls & CONN_TLS_COUNTED)
-            board_add(&e->stats->tls_connections, -1);
-        SSL_free(c->ssl);
-        ERR_clear_error();
-    }
+    conn_tls_free(c);
     close(c->fd);
     if (c->prev)
         c->prev->next = c->next;
@@ -206,48 +171,9 @@ void conn_close(struct conn *c)
     free(c);
 }
 
-static void unknown_command(struct conn *c, int argc, const struct resp_slice *argv)
-{
-    char args[256] = "";
-    size_t n = 0;
-    for (int i = 1; i < argc && n < 128; i++) {
-        int w = snprintf(args + n, sizeof(args) - n, "'%.*s' ", (int)(argv[i].len > 64 ? 64 : argv[i].len),
-                         argv[i].p);
-        if (w < 0 || (size_t)w >= sizeof(args) - n)
-            break;
-        n += (size_t)w;
-    }
-    resp_add_errorf(&c->out, "ERR unknown command '%.*s', with args beginning with: %s",
-                    (int)(argv[0].len > 64 ? 64 : argv[0].len), argv[0].p, args);
-}
-
-static void run(struct conn *c, int argc, const struct resp_slice *argv)
-{
-    const struct cmd_def *d = cmd_lookup(argv[0].p, argv[0].len);
-    edge_handler h = d != NULL ? edge_handlers[d->id] : NULL;
-    board_add(&c->e->stats->total_commands_processed, 1);
-    c->ncmds++;
-    if (h == NULL) {
-        unknown_command(c, argc, argv);
-        return;
-    }
-    c->last_cmd = d->name;
-    if (!cmd_arity_ok(d, argc)) {
-        resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", d->name);
-        return;
-    }
-    if (c->gated && edge_auth_gate(c, d, argc, argv) != 0) /* NOAUTH, NOPERM */
-        return;
-    /* Rate limit (server/ratelimit.h, edge_rl.c).  A command without a limit
-     * costs this one branch; one over its limit is answered "-RATELIMITED
-     * retry in N ms" and not run, and the connection stays open. */
-    if (c->e->rl_map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv))
-        return;
-    h(c, argc, argv);
-}
-
-/* Runs one command.  When replies are owed already, the command gets a slot
- * and c->out is that slot's buffer while it runs. */
+/* Runs one request through the dispatch hook.  When replies are owed
+ * already, the request gets a slot and c->out is that slot's buffer while it
+ * runs. */
 static int dispatch(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct rslot *s = NULL;
@@ -261,7 +187,7 @@ static int dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     }
     c->cur = s;
     c->cur_deferred = 0;
-    run(c, argc, argv);
+    c->e->conn_hooks->dispatch(c, argc, argv);
     if (s != NULL) {
         struct hkv_buf t = c->out;
         c->out = s->buf;
@@ -272,13 +198,21 @@ static int dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     return 0;
 }
 
+static void conn_pause(struct conn *c)
+{
+    if (!c->paused) {
+        c->paused = 1;
+        event_del(c->rev);
+    }
+}
+
 /* Parses and runs every whole request in `in`.  Stops early when the client
  * is to be closed or paused. */
 static void process_input(struct conn *c)
 {
     c->in_process = 1;
     while (buf_unread(&c->in) > 0 && !c->close_after_write) {
-        if (c->nslots >= c->e->ctx->cfg->client_max_pending || c->wait_link != NULL) {
+        if (c->nslots >= c->e->ctx->cfg->client_max_pending || c->hold != NULL) {
             conn_pause(c);
             break;
         }
@@ -310,17 +244,9 @@ static void process_input(struct conn *c)
     c->in_process = 0;
 }
 
-void conn_pause(struct conn *c)
-{
-    if (!c->paused) {
-        c->paused = 1;
-        event_del(c->rev);
-    }
-}
-
 void conn_resume(struct conn *c)
 {
-    c->wait_link = NULL;
+    c->hold = NULL;
     if (c->close_after_write) {
         conn_flush(c);
         return;
@@ -332,14 +258,40 @@ void conn_resume(struct conn *c)
         if (c->ssl != NULL && SSL_pending(c->ssl) > 0)
             event_active(c->rev, EV_READ, 1);
     }
-    conn_process(c);
-}
-
-void conn_process(struct conn *c)
-{
     process_input(c);
     if (c->close_after_write || c->paused)
         event_del(c->rev);
+    conn_flush(c);
+}
+
+void conn_hold(struct conn *c, const void *by)
+{
+    c->hold = by;
+}
+
+void conn_release(struct edge *e, const void *by)
+{
+    struct conn *c = e->conns;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        if (c->hold == by) {
+            c->hold = NULL;
+            if (c->nslots < e->ctx->cfg->client_max_pending)
+                conn_resume(c);
+        }
+        c = next;
+    }
+}
+
+void conn_slot_done(struct conn *c, struct rslot *s)
+{
+    if (!slot_ready(c, s))
+        return; /* answered before its dispatch returned */
+    if (c->paused && c->hold == NULL && c->nslots < c->e->ctx->cfg->client_max_pending / 2 &&
+        !c->close_after_write && !c->in_process) {
+        conn_resume(c); /* flushes too */
+        return;
+    }
     conn_flush(c);
 }
 
@@ -380,117 +332,29 @@ static void flush_done(struct conn *c)
     c->soft_since_ms = 0;
 }
 
-/* A TLS session ended in an error: counted if it was in its handshake. */
-static void tls_failed(struct conn *c)
-{
-    c->tls |= CONN_TLS_FATAL;
-    if (c->tls & CONN_TLS_HANDSHAKE) {
-        board_add(&c->e->stats->tls_handshake_failures, 1);
-        char why[160] = "connection closed";
-        unsigned long e = ERR_peek_error();
-        if (e != 0)
-            ERR_error_string_n(e, why, sizeof(why));
-        log_verbose("client %s: TLS handshake failed (%s); closing", c->addr, why);
-    }
-    ERR_clear_error();
-    conn_close(c);
-}
-
-/* Drives the handshake: 1 finished, 0 waiting for the fd, -1 closed. */
-static int tls_handshake(struct conn *c)
-{
-    ERR_clear_error();
-    int r = SSL_do_handshake(c->ssl);
-    if (r == 1) {
-        c->tls = (uint8_t)((c->tls & ~CONN_TLS_HANDSHAKE) | CONN_TLS_COUNTED);
-        board_add(&c->e->stats->tls_connections, 1);
-        if (buf_unread(&c->out) > 0)
-            event_add(c->wev, NULL); /* a reply queued before it finished */
-        else
-            event_del(c->wev);
-        return 1;
-    }
-    int err = SSL_get_error(c->ssl, r);
-    if (err == SSL_ERROR_WANT_READ) {
-        event_del(c->wev);
-        return 0;
-    }
-    if (err == SSL_ERROR_WANT_WRITE) {
-        event_add(c->wev, NULL);
-        return 0;
-    }
-    tls_failed(c);
-    return -1;
-}
-
-/* Reads what the TLS session has into c->in (room reserved): bytes, 0 for
- * none now, -1 if the connection was closed. */
-static ssize_t tls_read(struct conn *c)
-{
-    if (c->tls & CONN_TLS_HANDSHAKE) {
-        int h = tls_handshake(c);
-        if (h <= 0)
-            return h; /* c is freed at -1 */
-    }
-    size_t room = buf_room(&c->in);
-    ERR_clear_error();
-    int n = SSL_read(c->ssl, buf_tail(&c->in), room > INT_MAX ? INT_MAX : (int)room);
-    if (n > 0)
-        return n;
-    int err = SSL_get_error(c->ssl, n);
-    if (err == SSL_ERROR_WANT_READ)
-        return 0;
-    if (err == SSL_ERROR_WANT_WRITE) {
-        c->tls |= CONN_TLS_READ_WANTS_WRITE;
-        event_add(c->wev, NULL);
-        return 0;
-    }
-    if (err == SSL_ERROR_ZERO_RETURN) { /* the client's close_notify */
-        conn_close(c);
-        return -1;
-    }
-    tls_failed(c);
-    return -1;
-}
-
 static void tls_flush(struct conn *c)
 {
-    if (c->tls & CONN_TLS_HANDSHAKE) {
-        /* Output before the handshake finished (a protected-mode refusal at
-         * accept) waits for it; the handshake needs the read event even if
-         * the connection is closing. */
-        if (buf_unread(&c->out) > 0 && !event_pending(c->rev, EV_READ, NULL))
+    switch (conn_tls_write(c)) {
+    case CONN_TLS_SENT:
+        flush_done(c);
+        return;
+    case CONN_TLS_WAIT:
+        return;
+    case CONN_TLS_WANT_WRITE:
+        if (check_output(c, clock_mono_ms()))
+            event_add(c->wev, NULL);
+        return;
+    case CONN_TLS_WANT_READ:
+        if (check_output(c, clock_mono_ms())) {
+            c->tls |= CONN_TLS_WRITE_WANTS_READ;
+            event_del(c->wev);
             event_add(c->rev, NULL);
-        if (tls_handshake(c) <= 0)
-            return;
-    }
-    while (buf_unread(&c->out) > 0) {
-        /* After a WANT_*, SSL_write is retried with the same head bytes and a
-         * length never smaller (out only grows at its tail until written). */
-        size_t len = buf_unread(&c->out);
-        ERR_clear_error();
-        int n = SSL_write(c->ssl, buf_head(&c->out), len > INT_MAX ? INT_MAX : (int)len);
-        if (n > 0) {
-            buf_consume(&c->out, (size_t)n);
-            continue;
         }
-        int err = SSL_get_error(c->ssl, n);
-        if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) {
-            if (!check_output(c, clock_mono_ms()))
-                return;
-            if (err == SSL_ERROR_WANT_WRITE) {
-                event_add(c->wev, NULL);
-            } else {
-                c->tls |= CONN_TLS_WRITE_WANTS_READ;
-                event_del(c->wev);
-                event_add(c->rev, NULL);
-            }
-            return;
-        }
-        tls_failed(c);
+        return;
+    case CONN_TLS_FAILED:
+        conn_close(c);
         return;
     }
-    flush_done(c);
 }
 
 void conn_flush(struct conn *c)
@@ -523,7 +387,10 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     struct conn *c = arg;
     if (c->ssl != NULL && (c->tls & (CONN_TLS_HANDSHAKE | CONN_TLS_READ_WANTS_WRITE))) {
         if (c->tls & CONN_TLS_HANDSHAKE) {
-            if (tls_handshake(c) <= 0)
+            int h = conn_tls_handshake(c);
+            if (h < 0)
+                conn_close(c);
+            if (h <= 0)
                 return;
         } else {
             c->tls &= (uint8_t)~CONN_TLS_READ_WANTS_WRITE;
@@ -539,8 +406,6 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
-    const struct cfg *cfg = c->e->ctx->cfg;
-    size_t limit = (size_t)cfg->client_query_buffer_limit;
     if (c->ssl != NULL && (c->tls & CONN_TLS_WRITE_WANTS_READ)) {
         /* SSL_write waited for this; read again next round, unless paused. */
         c->tls &= (uint8_t)~CONN_TLS_WRITE_WANTS_READ;
@@ -572,13 +437,19 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         }
         if (n < 0)
             return;
-    } else if ((n = tls_read(c)) <= 0) {
+    } else if ((n = conn_tls_read(c)) <= 0) {
+        if (n < 0)
+            conn_close(c);
         return; /* waiting, or closed */
     }
     c->in.len += (size_t)n;
     c->last_ms = clock_mono_ms();
     process_input(c);
-    if (!c->close_after_write && buf_unread(&c->in) > conn_query_limit(c, limit)) {
+    /* The bound after the requests ran: an AUTH among them may lift a cap. */
+    size_t limit = (size_t)c->e->ctx->cfg->client_query_buffer_limit;
+    if (c->query_cap > 0 && limit > c->query_cap)
+        limit = c->query_cap;
+    if (!c->close_after_write && buf_unread(&c->in) > limit) {
         log_verbose("client %s: query buffer over client-query-buffer-limit; closing", c->addr);
         resp_add_error(&c->out, "ERR Protocol error: query buffer limit reached");
         c->close_after_write = 1;
@@ -591,7 +462,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     conn_flush(c);
 }
 
-int conn_cron(struct conn *c, int64_t now)
+/* Periodic checks of one connection; 0 if it was closed. */
+static int conn_cron(struct conn *c, int64_t now)
 {
     const struct cfg *cfg = c->e->ctx->cfg;
     if (c->ssl != NULL && (c->tls & CONN_TLS_HANDSHAKE) &&
@@ -614,8 +486,33 @@ int conn_cron(struct conn *c, int64_t now)
     return 1;
 }
 
-int slice_is(const struct resp_slice *s, const char *lit)
+void conns_cron(struct edge *e, int64_t now)
 {
-    size_t n = strlen(lit);
-    return s->len == n && strncasecmp(s->p, lit, n) == 0;
+    struct conn *c = e->conns;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        conn_cron(c, now);
+        c = next;
+    }
+}
+
+void conns_stop(struct edge *e)
+{
+    struct conn *c = e->conns;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        if (buf_unread(&c->out) == 0 && c->sq_head == NULL) {
+            conn_close(c);
+        } else {
+            c->close_after_write = 1;
+            event_del(c->rev);
+        }
+        c = next;
+    }
+}
+
+void conns_close_all(struct edge *e)
+{
+    while (e->conns != NULL)
+        conn_close(e->conns);
 }

@@ -4,11 +4,12 @@
  * the failure together with what the owner said about itself (queue depth,
  * persist backlog, stall time), or that it did not answer within 1 s.
  */
+#include "server/edge/edge_diag.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/edge/edge_int.h"
 #include "server/core/log.h"
 #include "server/core/topo.h"
 
@@ -31,14 +32,12 @@ static void diag_cb(void *arg, int status, const struct wire_msg *m)
     struct diag *d = arg;
     if (status == HKV_OK && m->type == WIRE_STATS_REPLY) {
         int64_t v[CTR_OWNER_COUNT] = {0};
-        ctr_owner_take(m->u.stats_reply.stats, m->u.stats_reply.nstats, v);
+        owner_take_stats(m, v);
         log_warning("%s; owner %s/%d answered STATS: queue_depth=%lld persist_backlog_bytes=%lld "
                     "persist_stall_ms_max=%lld persist_dirty_keys=%lld persist_errors=%lld",
                     d->what, topo_pool_name(d->o->pool), d->o->index,
-                    (long long)v[CTR_OWNER_owner_queue_depth],
-                    (long long)v[CTR_OWNER_persist_backlog_bytes],
-                    (long long)v[CTR_OWNER_persist_stall_ms_max],
-                    (long long)v[CTR_OWNER_persist_dirty_keys],
+                    (long long)v[CTR_OWNER_owner_queue_depth], (long long)v[CTR_OWNER_persist_backlog_bytes],
+                    (long long)v[CTR_OWNER_persist_stall_ms_max], (long long)v[CTR_OWNER_persist_dirty_keys],
                     (long long)v[CTR_OWNER_persist_errors]);
     } else {
         log_warning("%s; owner %s/%d did not answer STATS either (%s)", d->what,

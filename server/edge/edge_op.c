@@ -1,28 +1,25 @@
 /*
- * edge_op.c - the life of an op: one data command in flight, holding one
- * owner request (oreq) per owner it needs.  Ops come from a per-edge
- * freelist and keep their arrays, so a steady pipeline allocates nothing.
- * A multi-key command is split here into one request per owner (or one per
- * key), and its answers are reassembled in key order by the caller.
+ * edge_op.c - the life of an op (edge_op.h): taken from the freelist with
+ * its reply slot, filled with copies of its keys, split into one owner
+ * request per owner (or per key), answered into its slot, released.
+ *
+ * Everything an op carries for one request lies in one block at the end of
+ * struct op (from `c` on, the family's args included), which op_new zeroes
+ * in one memset: a new field needs no reset here and no free in teardown.
+ * The arrays before it grow and are kept, so a steady pipeline allocates
+ * nothing.  Sending and answers are edge_op_send.c's.
  */
+#include "server/edge/edge_op.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/edge/edge_int.h"
-#include "server/core/log.h"
 #include "server/core/topo.h"
+#include "server/edge/edge_reply.h"
 
-static int *tmp_owner_req; /* owner index -> req index while splitting */
-
-void edge_op_teardown(void)
-{
-    free(tmp_owner_req);
-    tmp_owner_req = NULL;
-}
-
-struct op *op_new(struct conn *c, enum cmd_id cmd, int is_write)
+struct op *op_new(struct conn *c, const struct op_family *fam, const char *label)
 {
     struct edge *e = c->e;
     struct op *op = e->free_ops;
@@ -35,46 +32,32 @@ struct op *op_new(struct conn *c, enum cmd_id cmd, int is_write)
             return NULL;
         }
         op->e = e;
-        evtimer_assign(&op->timer, e->base, edge_op_timer_cb, op);
         op->all_next = e->all_ops;
         e->all_ops = op;
     }
-    op->slot = conn_defer(c);
+    memset(&op->c, 0, sizeof(*op) - offsetof(struct op, c));
+    buf_reset(&op->store);
+    buf_reset(&op->res);
+    buf_reset(&op->errbuf);
+    op->slot = slot_defer(c);
     if (op->slot == NULL) {
         op->next = e->free_ops;
         e->free_ops = op;
         reply_error(c, "ERR out of memory");
         return NULL;
     }
+    op->fam = fam;
+    op->label = label;
     op->c = c;
-    op->cprev = NULL;
     op->cnext = c->ops;
     if (c->ops)
         c->ops->cprev = op;
     c->ops = op;
-    op->next = NULL;
-    op->cmd = cmd;
-    op->is_write = is_write;
-    if (is_write) {
+    if (fam->flags & OP_F_WRITE) {
+        op->is_write = 1;
         e->nops_writing++;
         c->writes_inflight++;
     }
-    op->rendered = op->attempt = op->failed_counted = op->err = op->step = 0;
-    op->timer_on = op->timer_deadline = 0;
-    op->answer = NULL;
-    op->done = NULL;
-    op->nkeys = op->nreqs = 0;
-    op->pending = 0;
-    op->acc = 0;
-    op->ival = 0;
-    op->wflags = 0;
-    op->delta = 0;
-    op->has_match = 0;
-    op->exp = (struct wire_expiry){WIRE_EXP_NONE, 0};
-    op->value = (struct wire_slice){NULL, 0};
-    buf_reset(&op->store);
-    buf_reset(&op->res);
-    buf_reset(&op->errbuf);
     return op;
 }
 
@@ -110,16 +93,19 @@ static void op_release(struct op *op)
     e->free_ops = op;
 }
 
-void edge_data_conn_gone(struct conn *c)
+void op_conn_gone(struct conn *c)
 {
     struct op *op = c->ops;
+    c->ops = NULL;
     while (op != NULL) {
         struct op *next = op->cnext;
         op->c = NULL;
         op->slot = NULL;
+        op->cprev = op->cnext = NULL;
+        if (op->fam->cancel != NULL)
+            op->fam->cancel(op);
         op = next;
     }
-    c->ops = NULL;
 }
 
 struct hkv_buf *op_out(struct op *op)
@@ -133,7 +119,7 @@ void op_finish(struct op *op)
     struct rslot *s = op->slot;
     op_release(op);
     if (c != NULL)
-        slot_done(c, s); /* may close c */
+        conn_slot_done(c, s); /* may close c */
 }
 
 void op_finish_error(struct op *op)
@@ -168,30 +154,54 @@ void op_error(struct op *op, const char *fmt, ...)
     buf_append(&op->errbuf, text, (size_t)n);
 }
 
+void op_teardown(struct edge *e)
+{
+    while (e->all_ops != NULL) {
+        struct op *op = e->all_ops;
+        e->all_ops = op->all_next;
+        if (op->timer_on)
+            evtimer_del(&op->timer);
+        buf_deinit(&op->store);
+        buf_deinit(&op->res);
+        buf_deinit(&op->errbuf);
+        free(op->keys);
+        free(op->vals);
+        free(op->kidx);
+        free(op->reqs);
+        free(op->items);
+        free(op);
+    }
+    e->free_ops = NULL;
+    free(e->op_owner_req);
+    e->op_owner_req = NULL;
+    free(e->op_keys);
+    e->op_keys = NULL;
+    e->op_keys_cap = 0;
+}
+
+/* ---- arguments ------------------------------------------------------------------ */
+
 int op_reserve(struct op *op, uint32_t n)
 {
-    if (n <= op->keys_cap)
+    if (n <= op->cap)
         return 0;
     uint32_t cap = n < 16 ? 16 : n;
     struct wire_slice *k = realloc(op->keys, cap * sizeof(*k));
-    if (k == NULL)
+    if (k != NULL)
+        op->keys = k;
+    struct wire_slice *v = k != NULL ? realloc(op->vals, cap * sizeof(*v)) : NULL;
+    if (v != NULL)
+        op->vals = v;
+    uint32_t *x = v != NULL ? realloc(op->kidx, cap * sizeof(*x)) : NULL;
+    if (x != NULL)
+        op->kidx = x;
+    struct oreq *r = x != NULL ? realloc(op->reqs, cap * sizeof(*r)) : NULL;
+    if (r == NULL) {
+        op_error(op, "ERR out of memory");
         return -1;
-    op->keys = k;
-    struct wire_slice *v = realloc(op->vals, cap * sizeof(*v));
-    if (v == NULL)
-        return -1;
-    op->vals = v;
-    uint32_t *x = realloc(op->kidx, cap * sizeof(*x));
-    if (x == NULL)
-        return -1;
-    op->kidx = x;
-    op->kidx_cap = cap;
-    struct oreq *r = realloc(op->reqs, cap * sizeof(*r));
-    if (r == NULL)
-        return -1;
+    }
     op->reqs = r;
-    op->reqs_cap = cap;
-    op->keys_cap = cap;
+    op->cap = cap;
     return 0;
 }
 
@@ -204,7 +214,9 @@ int op_copy_keys(struct op *op, int n, const struct resp_slice *argv, int step,
         if (step == 2)
             total += argv[i * step + 1].len;
     }
-    if (op_reserve(op, (uint32_t)n) != 0 || buf_reserve(&op->store, total + 1, 0) != HKV_OK) {
+    if (op_reserve(op, (uint32_t)n) != 0)
+        return -1;
+    if (buf_reserve(&op->store, total + 1, 0) != HKV_OK) {
         op_error(op, "ERR out of memory");
         return -1;
     }
@@ -227,6 +239,23 @@ int op_copy_keys(struct op *op, int n, const struct resp_slice *argv, int step,
     return 0;
 }
 
+struct op_item *op_items(struct op *op, uint32_t n)
+{
+    if (op->items_cap < n) {
+        struct op_item *x = realloc(op->items, (size_t)n * sizeof(*x));
+        if (x == NULL) {
+            op_error(op, "ERR out of memory");
+            return NULL;
+        }
+        op->items = x;
+        op->items_cap = n;
+    }
+    memset(op->items, 0, (size_t)n * sizeof(*op->items));
+    return op->items;
+}
+
+/* ---- owner requests --------------------------------------------------------------- */
+
 static void oreq_init(struct op *op, struct oreq *r, struct owner_ref *o, uint8_t type,
                       uint8_t role)
 {
@@ -237,9 +266,15 @@ static void oreq_init(struct op *op, struct oreq *r, struct owner_ref *o, uint8_
     r->role = role;
 }
 
-void op_to_owner(struct op *op, struct oreq *r, struct owner_ref *o, uint8_t type, uint8_t role)
+int op_to_owner(struct op *op, struct owner_ref *o, uint8_t type, uint8_t role)
 {
-    oreq_init(op, r, o, type, role);
+    if (op_reserve(op, op->nreqs + 1) != 0)
+        return -1;
+    oreq_init(op, &op->reqs[op->nreqs], o, type, role);
+    op->nreqs++;
+    if (op->nreqs == 1)
+        op->one = op->reqs[0];
+    return 0;
 }
 
 struct oreq *op_single(struct op *op, uint8_t type, uint8_t role)
@@ -250,10 +285,8 @@ struct oreq *op_single(struct op *op, uint8_t type, uint8_t role)
         op_error(op, "ERR no owner serves the '%s' pool", topo_pool_name(rt.pool));
         return NULL;
     }
-    if (op_reserve(op, 1) != 0) {
-        op_error(op, "ERR out of memory");
+    if (op_reserve(op, 1) != 0)
         return NULL;
-    }
     op->kidx[0] = 0;
     oreq_init(op, &op->one, o, type, role);
     op->one.class_id = rt.class_id;
@@ -293,18 +326,18 @@ static int too_big_for_a_frame(struct op *op, const uint32_t *owner_of, const in
 int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
 {
     struct edge *e = op->e;
-    if (tmp_owner_req == NULL) {
-        tmp_owner_req = malloc((size_t)(e->nowners > 0 ? e->nowners : 1) * sizeof(int));
-        if (tmp_owner_req == NULL) {
+    if (e->op_owner_req == NULL) {
+        e->op_owner_req = malloc((size_t)(e->nowners > 0 ? e->nowners : 1) * sizeof(int));
+        if (e->op_owner_req == NULL) {
             op_error(op, "ERR out of memory");
             return -1;
         }
     }
+    int *owner_req = e->op_owner_req; /* owner number -> request number */
     for (int i = 0; i < e->nowners; i++)
-        tmp_owner_req[i] = -1;
+        owner_req[i] = -1;
     /* Pass 1: the owner of each key, and one request per owner (or key). */
     uint32_t *owner_of = op->kidx; /* reused: filled with owner numbers first */
-    uint32_t counts_needed = 0;
     op->nreqs = 0;
     for (uint32_t k = 0; k < op->nkeys; k++) {
         struct route rt;
@@ -315,16 +348,14 @@ int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
         }
         int g = (int)(o - e->owners);
         owner_of[k] = (uint32_t)g;
-        if (per_key || tmp_owner_req[g] < 0) {
+        if (per_key || owner_req[g] < 0) {
             if (!per_key)
-                tmp_owner_req[g] = (int)op->nreqs;
+                owner_req[g] = (int)op->nreqs;
             oreq_init(op, &op->reqs[op->nreqs], o, type, role);
             op->reqs[op->nreqs].class_id = rt.class_id;
             op->nreqs++;
         }
-        counts_needed++;
     }
-    (void)counts_needed;
     if (per_key) {
         for (uint32_t k = 0; k < op->nkeys; k++) {
             op->kidx[k] = k;
@@ -334,7 +365,7 @@ int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
     } else {
         /* Pass 2: counting sort of key indexes by request, key order kept. */
         for (uint32_t k = 0; k < op->nkeys; k++)
-            op->reqs[tmp_owner_req[owner_of[k]]].nk++;
+            op->reqs[owner_req[owner_of[k]]].nk++;
         /* An owner refuses a message with more keys than this by closing the
          * link (failing everything else on it): refuse the command, unsent. */
         for (uint32_t i = 0; i < op->nreqs; i++) {
@@ -349,7 +380,7 @@ int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
         /* The same for bytes: one request too large for a frame would be
          * refused when it is sent, after the others went out (then the
          * command is half applied).  Checked before anything is sent. */
-        if (too_big_for_a_frame(op, owner_of, tmp_owner_req) != 0)
+        if (too_big_for_a_frame(op, owner_of, owner_req) != 0)
             return -1;
         uint32_t off = 0;
         for (uint32_t i = 0; i < op->nreqs; i++) {
@@ -365,7 +396,7 @@ int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
             return -1;
         }
         for (uint32_t k = 0; k < op->nkeys; k++)
-            reqno[k] = tmp_owner_req[owner_of[k]];
+            reqno[k] = owner_req[owner_of[k]];
         for (uint32_t k = 0; k < op->nkeys; k++) {
             struct oreq *r = &op->reqs[reqno[k]];
             op->kidx[r->k0 + r->nk++] = k;
@@ -373,10 +404,7 @@ int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
         if (reqno != reqno_small)
             free(reqno);
     }
-    if (op->nreqs == 1) {
+    if (op->nreqs == 1)
         op->one = op->reqs[0];
-        op->nreqs = 1;
-    }
     return 0;
 }
-

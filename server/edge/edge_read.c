@@ -26,7 +26,7 @@
  *     flight of the key: the flight's own fetch, sent when the reader came
  *     or before, or (another edge holding the colo's lock) that edge's fill
  *     of the segment, which is again within the rule above, and failing
- *     that, from A/2 on, a fetch of its own (colo_poll).  Either way a fetch
+ *     that, from A/2 on, a fetch of its own (edge_flight.c, colo_poll).  Either way a fetch
  *     is out by A/2 and, by the premise, answered by A; an owner answer is
  *     current when it is given.  Only when none came within the reader's
  *     miss-wait (= A) does it get the stale entry, and while a flight of the
@@ -51,8 +51,9 @@
  *                          the owner does not answer within miss-wait, and at
  *                          once while this edge's fetch of it has been out
  *                          for A already;
- *   missing                one fetch per key per edge (a flight: every reader
- *                          of the key in this process waits on it) and per
+ *   missing                one fetch per key per edge (a flight,
+ *                          edge_flight.c: every reader of the key in this
+ *                          process waits on it) and per
  *                          colo (the refresh lock: an edge that does not get it
  *                          polls the segment for the other edge's result, and
  *                          fetches itself if the holder died or has not
@@ -68,34 +69,43 @@
  * read does not look at the segment first, because the segment cannot yet
  * hold that client's write).
  */
+#include "server/edge/edge_read.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/edge/edge_int.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
+#include "server/edge/edge_cache.h"
+#include "server/edge/edge_flight.h"
+#include "server/edge/edge_op.h"
+#include "server/edge/edge_owners.h"
 
-#define COLO_POLL_MS 2
-
-struct flight {
-    struct flight *hnext;
-    struct edge *e;
-    uint64_t hash;
-    struct hkv_buf key;
-    struct route rt;              /* rt.cls points into cfg */
-    struct cfg *cfg;              /* a reference: a reload must not free rt.cls */
-    struct owner_ref *owner;
-    struct op *waiters, *wtail;
-    struct event timer;           /* the next waiter's miss-wait, or a colo poll */
-    int timer_init;
-    int moved;
-    int linked;
-    int fetching;                 /* a request to the owner is in flight */
-    uint64_t token;               /* the colo refresh lock we hold, 0 = none */
-    int64_t poll_until;           /* colo wait: stop polling then */
-    int64_t started_ms;           /* when the flight began */
-    int64_t sent_ms;              /* when its fetch was sent */
+/* A read op's arguments and results (in the op's args block). */
+struct read_args {
+    enum cmd_id cmd;              /* the form of the answer (render) */
+    int rendered;                 /* MGET: the reply is written already */
+    int64_t found;                /* EXISTS: keys found */
+    struct flight_waiter w;       /* a one-key read waiting on the key's flight */
 };
+_Static_assert(sizeof(struct read_args) <= OP_ARGS_MAX, "read_args too large for an op");
+#define R(op) OP_ARGS(op, struct read_args)
+
+static int read_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
+                       const struct wire_slice *keys, struct wire_rid rid)
+{
+    return wire_put_get(b, id, keys, r->nk);
+}
+
+/* A new read op answered as cmd; NULL if none could be made (the error
+ * reply is written). */
+static struct op *read_op(struct conn *c, const struct op_family *fam, enum cmd_id cmd)
+{
+    struct op *op = op_new(c, fam, cmd_get(cmd)->name);
+    if (op != NULL)
+        R(op)->cmd = cmd;
+    return op;
+}
 
 /* Writes one key's answer in the form its command wants. */
 static void render(enum cmd_id cmd, int proto, struct hkv_buf *out, int found, const char *v,
@@ -153,368 +163,7 @@ static void meta(const struct conn *c, struct hkv_buf *out, int64_t age_ms, hkv_
 static void render_one(struct op *op, struct hkv_buf *out, int found, const char *v, size_t n,
                        int64_t expire_at)
 {
-    render(op->cmd, op->c->proto, out, found, v, n, expire_at);
-}
-
-/* The answer a reader gets when the owner cannot answer in time. */
-static void timeout_answer(struct op *op, struct hkv_buf *out, const struct flight *f)
-{
-    struct edge *e = op->e;
-    if (f->rt.cls->on_timeout == CFG_ONTO_DEGRADE) {
-        if (e->cache != NULL)
-            cache_count(e->cache, CACHE_CTR_degraded_replies, 1);
-        meta(op->c, out, 0, 0, 0, 1);
-        render_one(op, out, 0, NULL, 0, 0);
-    } else {
-        resp_add_errorf(out, "TRYAGAIN owner %s/%d did not answer within miss-wait",
-                        topo_pool_name(f->owner->pool), f->owner->index);
-    }
-}
-
-/* The refresh allowance A (see the top of this file). */
-static int64_t allowance(const struct edge *e)
-{
-    return e->ctx->cfg->miss_wait_ms;
-}
-
-/* May an entry whose fresh time ends at fresh_until be served at once? */
-static int servable(const struct edge *e, int64_t fresh_until, int64_t now)
-{
-    return now < fresh_until + allowance(e);
-}
-
-/* A reader whose owner did not answer in time gets the colo's stale value
- * of the key, within keep, if there is one (DESIGN §3, promise 2): returns 1
- * when it was written to out. */
-static int stale_answer(struct op *op, struct hkv_buf *out, const struct hkv_buf *key,
-                        uint64_t hash)
-{
-    struct edge *e = op->e;
-    struct cache_hit hit;
-    int64_t now = clock_mono_ms();
-    if (e->cache == NULL ||
-        cache_get(e->cache, buf_head(key), buf_unread(key), hash, now, &e->cval, &hit) != HKV_OK ||
-        (hit.expire_at != 0 && hit.expire_at <= clock_unix_ms()))
-        return 0;
-    int stale = now >= hit.fresh_until;
-    cache_count(e->cache,
-                hit.negative ? CACHE_CTR_cache_negative_hits
-                             : stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits,
-                1);
-    meta(op->c, out, now - hit.stored_at, hit.stamp, stale, 0);
-    render_one(op, out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval), hit.expire_at);
-    return 1;
-}
-
-/* ---- flights --------------------------------------------------------------- */
-
-static struct flight **bucket(struct edge *e, uint64_t hash)
-{
-    return &e->flights[hash & (EDGE_FLIGHT_BUCKETS - 1)];
-}
-
-/* The flight of key already in the air from this process, or NULL. */
-static struct flight *flight_find(struct edge *e, uint64_t hash, const struct resp_slice *key)
-{
-    struct flight *f = *bucket(e, hash);
-    while (f != NULL && !(f->hash == hash && buf_unread(&f->key) == key->len &&
-                          memcmp(buf_head(&f->key), key->p, key->len) == 0))
-        f = f->hnext;
-    return f;
-}
-
-static void flight_unlink(struct flight *f)
-{
-    if (!f->linked)
-        return;
-    struct flight **pp = bucket(f->e, f->hash);
-    while (*pp != f)
-        pp = &(*pp)->hnext;
-    *pp = f->hnext;
-    f->linked = 0;
-}
-
-static void flight_free(struct flight *f)
-{
-    struct edge *e = f->e;
-    flight_unlink(f);
-    if (f->timer_init)
-        evtimer_del(&f->timer);
-    if (f->token != 0 && e->cache != NULL)
-        cache_unlock(e->cache, f->hash, f->token);
-    f->token = 0;
-    cfg_destroy(&f->cfg);
-    buf_reset(&f->key);
-    buf_shrink(&f->key, 1024);
-    f->hnext = e->free_flights;
-    e->free_flights = f;
-}
-
-static void flight_cb(void *arg, int status, const struct wire_msg *m);
-static void flight_timer(evutil_socket_t fd, short what, void *arg);
-
-static int flight_send(struct flight *f)
-{
-    struct elink *l = f->owner->link[WIRE_ROLE_READ];
-    uint64_t id;
-    struct hkv_buf *b = elink_out(l, &id);
-    struct wire_slice k = wire_slice(buf_head(&f->key), buf_unread(&f->key));
-    if (wire_put_get(b, id, &k, 1) != HKV_OK || elink_commit(l, id, flight_cb, f) != HKV_OK)
-        return -1;
-    f->fetching = 1;
-    f->sent_ms = clock_mono_ms();
-    if (f->e->cache != NULL)
-        cache_count(f->e->cache, CACHE_CTR_cache_refreshes, 1);
-    return 0;
-}
-
-static void arm(struct flight *f, int64_t at)
-{
-    int64_t ms = at - clock_mono_ms();
-    if (ms < 0)
-        ms = 0;
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    evtimer_add(&f->timer, &tv);
-}
-
-/* Re-arms the timer for the earliest waiter deadline (and colo polling). */
-static void rearm(struct flight *f)
-{
-    int64_t at = INT64_MAX;
-    if (f->waiters != NULL)
-        at = f->waiters->start_ms + f->e->ctx->cfg->miss_wait_ms;
-    if (!f->fetching && f->poll_until > 0) {
-        int64_t poll = clock_mono_ms() + COLO_POLL_MS;
-        if (poll < at)
-            at = poll;
-    }
-    if (at == INT64_MAX)
-        evtimer_del(&f->timer);
-    else
-        arm(f, at);
-}
-
-/* Answers every waiter from an owner message, an error text, or (both NULL)
- * with the class's timeout answer; then frees the flight unless a fetch is
- * still out (a background fill). */
-static void answer_waiters(struct flight *f, const struct wire_msg *m, const char *err)
-{
-    struct op *op = f->waiters;
-    f->waiters = f->wtail = NULL;
-    while (op != NULL) {
-        struct op *next = op->next;
-        struct hkv_buf *out = op_out(op);
-        if (out != NULL) {
-            if (err != NULL) {
-                resp_add_error(out, err);
-            } else if (m == NULL) {
-                if (!stale_answer(op, out, &f->key, f->hash))
-                    timeout_answer(op, out, f);
-            } else if (m->type == WIRE_VALUE) {
-                meta(op->c, out, 0, m->u.value.stamp, 0, 0);
-                render_one(op, out, 1, m->u.value.value.p, m->u.value.value.len,
-                           (int64_t)m->u.value.expire_ms);
-            } else if (m->type == WIRE_NOTFOUND) {
-                meta(op->c, out, 0, 0, 0, 0);
-                render_one(op, out, 0, NULL, 0, 0);
-            } else if (m->type == WIRE_ERROR) {
-                buf_append(out, "-", 1);
-                buf_append(out, m->u.error.text.p, m->u.error.text.len);
-                buf_append(out, "\r\n", 2);
-            } else {
-                resp_add_error(out, "ERR unexpected answer from the owner");
-            }
-        }
-        op_finish(op);
-        op = next;
-    }
-}
-
-static void flight_cb(void *arg, int status, const struct wire_msg *m)
-{
-    struct flight *f = arg;
-    struct edge *e = f->e;
-    f->fetching = 0;
-    if (status != HKV_OK) {
-        answer_waiters(f, NULL, NULL); /* the owner cannot answer: class's timeout answer */
-        flight_free(f);
-        return;
-    }
-    if (m->type == WIRE_MOVED && !f->moved) {
-        f->moved = 1;
-        router_moved(e->router, f->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
-                     (int)m->u.moved.owner, m->u.moved.map_gen);
-        struct route rt;
-        struct owner_ref *o = edge_owner_of(e, buf_head(&f->key), buf_unread(&f->key), &rt);
-        if (o != NULL) {
-            f->owner = o;
-            if (flight_send(f) == 0)
-                return;
-        }
-    }
-    if (m->type == WIRE_MOVED) {
-        char err[128];
-        snprintf(err, sizeof(err), "TRYAGAIN owner %s/%d moved the key", topo_pool_name(f->owner->pool),
-                 f->owner->index);
-        answer_waiters(f, NULL, err);
-        flight_free(f);
-        return;
-    }
-    if (m->type == WIRE_VALUE || m->type == WIRE_NOTFOUND)
-        edge_cache_fill(e, buf_head(&f->key), buf_unread(&f->key), &f->rt, m, f->sent_ms);
-    answer_waiters(f, m, NULL);
-    flight_free(f);
-}
-
-/* Colo wait: another edge holds the key's refresh lock.  Answers waiters
- * from the segment once that edge has filled it (an entry servable at once:
- * the stale entry that sent them here does not count), or fetches itself: with the
- * lock if it was released, expired or its holder died (cache_lock), and
- * without it once half the miss-wait has gone by without a fill.  A holder
- * that is alive but does not deliver (stopped, its owner link down) must
- * not turn into a timeout answer for a key the owner would give at once:
- * the lock saves owner fetches, it never decides what a reader gets.  The
- * cost is one extra fetch per edge and key while a holder is that slow.
- * Returns 1 if the flight ended. */
-static int colo_poll(struct flight *f)
-{
-    struct edge *e = f->e;
-    struct cache_hit hit;
-    int64_t now = clock_mono_ms();
-    if (cache_get(e->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cval,
-                  &hit) == HKV_OK &&
-        servable(e, hit.fresh_until, now) &&
-        !(hit.expire_at != 0 && hit.expire_at <= clock_unix_ms())) {
-        struct op *op = f->waiters;
-        f->waiters = f->wtail = NULL;
-        while (op != NULL) {
-            struct op *next = op->next;
-            struct hkv_buf *out = op_out(op);
-            if (out != NULL) {
-                meta(op->c, out, now - hit.stored_at, hit.stamp, now >= hit.fresh_until, 0);
-                render_one(op, out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval),
-                           hit.expire_at);
-            }
-            op_finish(op);
-            op = next;
-        }
-        flight_free(f);
-        return 1;
-    }
-    uint64_t token = edge_cache_token(e);
-    int mine = cache_lock(e->cache, f->hash, token, now, edge_lock_ttl(e));
-    if (mine || now >= f->started_ms + e->ctx->cfg->miss_wait_ms / 2) {
-        f->token = mine ? token : 0;
-        f->poll_until = 0;
-        if (flight_send(f) != 0) {
-            answer_waiters(f, NULL, "ERR out of memory");
-            flight_free(f);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static void flight_timer(evutil_socket_t fd, short what, void *arg)
-{
-    struct flight *f = arg;
-    int64_t now = clock_mono_ms();
-    int64_t wait = f->e->ctx->cfg->miss_wait_ms;
-    /* Readers past miss-wait get their class's timeout answer now. */
-    while (f->waiters != NULL && f->waiters->start_ms + wait <= now) {
-        struct op *op = f->waiters;
-        f->waiters = op->next;
-        if (f->waiters == NULL)
-            f->wtail = NULL;
-        struct hkv_buf *out = op_out(op);
-        if (out != NULL && !stale_answer(op, out, &f->key, f->hash))
-            timeout_answer(op, out, f);
-        op_finish(op);
-    }
-    if (!f->fetching && f->poll_until > 0) {
-        if (colo_poll(f))
-            return;
-        if (f->waiters == NULL && now >= f->poll_until) {
-            flight_free(f); /* nobody waits and the other edge fills the segment */
-            return;
-        }
-    }
-    rearm(f);
-}
-
-void edge_flights_teardown(struct edge *e)
-{
-    for (size_t i = 0; i < EDGE_FLIGHT_BUCKETS; i++) {
-        while (e->flights[i] != NULL) {
-            struct flight *f = e->flights[i];
-            e->flights[i] = f->hnext;
-            if (f->timer_init)
-                evtimer_del(&f->timer);
-            cfg_destroy(&f->cfg);
-            buf_deinit(&f->key);
-            free(f);
-        }
-    }
-    while (e->free_flights != NULL) {
-        struct flight *f = e->free_flights;
-        e->free_flights = f->hnext;
-        buf_deinit(&f->key);
-        free(f);
-    }
-}
-
-/* Starts a flight for key (not yet in flight here).  With the colo cache, it
- * fetches only if it gets the key's refresh lock; otherwise it waits for the
- * edge that has it.  NULL on allocation failure. */
-static struct flight *flight_start(struct edge *e, const struct resp_slice *key,
-                                   const struct route *rt, struct owner_ref *o, int background)
-{
-    struct flight *f = e->free_flights;
-    if (f != NULL)
-        e->free_flights = f->hnext;
-    else if ((f = calloc(1, sizeof(*f))) == NULL)
-        return NULL;
-    if (!f->timer_init) {
-        evtimer_assign(&f->timer, e->base, flight_timer, f);
-        f->timer_init = 1;
-    }
-    f->e = e;
-    f->hash = rt->hash;
-    f->rt = *rt;
-    f->cfg = cfg_ref(e->ctx->cfg); /* the config the router routed with */
-    f->owner = o;
-    f->moved = f->fetching = 0;
-    f->token = 0;
-    f->poll_until = 0;
-    f->started_ms = clock_mono_ms();
-    f->waiters = f->wtail = NULL;
-    if (buf_append(&f->key, key->p, key->len) != HKV_OK) {
-        flight_free(f);
-        return NULL;
-    }
-    f->hnext = *bucket(e, rt->hash);
-    *bucket(e, rt->hash) = f;
-    f->linked = 1;
-    if (e->cache != NULL) {
-        uint64_t token = edge_cache_token(e);
-        int64_t now = clock_mono_ms();
-        if (!cache_lock(e->cache, rt->hash, token, now, edge_lock_ttl(e))) {
-            cache_count(e->cache, CACHE_CTR_cache_refresh_lock_waits, 1);
-            if (background) {
-                flight_free(f); /* another edge refreshes it: keep serving stale */
-                return NULL;
-            }
-            f->poll_until = now + e->ctx->cfg->miss_wait_ms;
-            rearm(f);
-            return f;
-        }
-        f->token = token;
-    }
-    if (flight_send(f) != 0) {
-        flight_free(f);
-        return NULL;
-    }
-    return f;
+    render(R(op)->cmd, op->c->proto, out, found, v, n, expire_at);
 }
 
 /* ---- single-key reads ------------------------------------------------------ */
@@ -538,6 +187,37 @@ static void finish(struct op *op)
     op_finish(op);
 }
 
+/* GET (and the other one-key reads) behind the client's own writes. */
+static const struct op_family one_ops = {0, read_encode, one_answer, finish, NULL};
+/* A one-key read waiting on its key's flight: no owner request of its own;
+ * the flight answers it (edge_read_answer) unless its client goes first. */
+void edge_read_answer(struct flight_waiter *w, const struct flight_answer *a)
+{
+    struct op *op = w->arg;
+    struct hkv_buf *out = op_out(op);
+    if (out != NULL) {
+        if (a->kind == FLIGHT_DATA) {
+            meta(op->c, out, a->age_ms, a->stamp, a->stale, a->degraded);
+            render_one(op, out, a->found, a->v, a->n, a->expire_at);
+        } else if (a->kind == FLIGHT_ERROR) {
+            resp_add_error(out, a->err);
+        } else {
+            buf_append(out, "-", 1);
+            buf_append(out, a->err, a->errlen);
+            buf_append(out, "\r\n", 2);
+        }
+    }
+    op_finish(op);
+}
+
+static void waiter_cancel(struct op *op)
+{
+    flight_leave(&R(op)->w);
+    op_finish(op);
+}
+
+static const struct op_family wait_ops = {0, NULL, NULL, NULL, waiter_cancel};
+
 /* Answers from the segment if it can.  Returns 1 when answered. */
 /* The hottest path of the daemon: it needs only the key's hash; the class
  * (glob matching) and the owner are looked up when the entry is stale. */
@@ -557,12 +237,12 @@ static int from_cache(struct conn *c, enum cmd_id cmd, const struct resp_slice *
         return 0;
     }
     int stale = now >= hit.fresh_until;
-    if (stale && !servable(e, hit.fresh_until, now)) {
+    if (stale && !flight_servable(e, hit.fresh_until, now)) {
         /* Stale by A or more: wait for the owner like a miss, unless this
          * edge's fetch of the key has been out for A already (the owner is
          * not answering: then the stale value, at once). */
-        struct flight *f = flight_find(e, hash, key);
-        if (f == NULL || now - f->started_ms < allowance(e)) {
+        struct flight *f = flight_find(e, hash, key->p, key->len);
+        if (f == NULL || now - flight_started(f) < flight_allowance(e)) {
             cache_count(e->cache, CACHE_CTR_cache_misses, 1);
             return 0;
         }
@@ -576,12 +256,12 @@ static int from_cache(struct conn *c, enum cmd_id cmd, const struct resp_slice *
     meta(c, &c->out, now - hit.stored_at, hit.stamp, stale, 0);
     render(cmd, c->proto, &c->out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval),
            hit.expire_at);
-    if (stale && flight_find(e, hash, key) == NULL) {
+    if (stale && flight_find(e, hash, key->p, key->len) == NULL) {
         /* Stale: one edge of the colo refreshes it; the others keep serving. */
         struct route rt;
         struct owner_ref *o = edge_owner_of(e, key->p, key->len, &rt);
         if (o != NULL)
-            flight_start(e, key, &rt, o, 1);
+            flight_start(e, key->p, key->len, &rt, o, 1);
     }
     return 1;
 }
@@ -592,11 +272,9 @@ void edge_read_one(struct conn *c, enum cmd_id cmd, const struct resp_slice *key
     struct edge *e = c->e;
     if (c->writes_inflight > 0) {
         /* Behind this client's writes, on the write link: no flight. */
-        struct op *op = op_new(c, cmd, 0);
+        struct op *op = read_op(c, &one_ops, cmd);
         if (op == NULL)
             return;
-        op->answer = one_answer;
-        op->done = finish;
         if (op_copy_keys(op, 1, key, 1, NULL) != 0 || op_single(op, WIRE_GET, WIRE_ROLE_READ) == NULL) {
             op_finish_error(op);
             return;
@@ -612,22 +290,16 @@ void edge_read_one(struct conn *c, enum cmd_id cmd, const struct resp_slice *key
         reply_error(c, "ERR no owner serves this key's pool");
         return;
     }
-    struct flight *f = flight_find(e, rt.hash, key);
-    if (f == NULL && (f = flight_start(e, key, &rt, o, 0)) == NULL) {
+    struct flight *f = flight_find(e, rt.hash, key->p, key->len);
+    if (f == NULL && (f = flight_start(e, key->p, key->len, &rt, o, 0)) == NULL) {
         reply_error(c, "ERR out of memory");
         return;
     }
-    struct op *op = op_new(c, cmd, 0);
+    struct op *op = read_op(c, &wait_ops, cmd);
     if (op == NULL)
         return; /* the flight goes on for its other waiters, or alone */
-    op->start_ms = clock_mono_ms();
-    op->next = NULL;
-    if (f->wtail)
-        f->wtail->next = op;
-    else
-        f->waiters = op;
-    f->wtail = op;
-    rearm(f);
+    R(op)->w.arg = op;
+    flight_wait(f, &R(op)->w);
 }
 
 void edge_cmd_get(struct conn *c, int argc, const struct resp_slice *argv)
@@ -713,7 +385,7 @@ static void mget_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
     if (op->nreqs == 1) {
         /* One owner holds every key: the reply is written straight away. */
         struct hkv_buf *out = op_out(op);
-        op->rendered = 1;
+        R(op)->rendered = 1;
         if (out == NULL)
             return;
         resp_add_array(out, r->nk);
@@ -727,7 +399,7 @@ static void mget_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
         return;
     }
     for (uint32_t i = 0; i < r->nk; i++) {
-        struct mres *x = &op->mres[op->kidx[r->k0 + i]];
+        struct op_item *x = &op->items[op->kidx[r->k0 + i]];
         struct wire_slice v;
         x->found = item(m, i, &v);
         if (x->found) {
@@ -742,10 +414,10 @@ static void mget_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 static void mget_done(struct op *op)
 {
     struct hkv_buf *out = op_out(op);
-    if (out != NULL && !op->rendered) {
+    if (out != NULL && !R(op)->rendered) {
         resp_add_array(out, op->nkeys);
         for (uint32_t k = 0; k < op->nkeys; k++) {
-            struct mres *x = &op->mres[k];
+            struct op_item *x = &op->items[k];
             if (x->found)
                 resp_add_bulk(out, buf_head(&op->res) + x->off, x->len);
             else
@@ -765,16 +437,19 @@ static void exists_answer(struct op *op, struct oreq *r, const struct wire_msg *
     fill_items(op, r, m);
     struct wire_slice v;
     for (uint32_t i = 0; i < r->nk; i++)
-        op->acc += item(m, i, &v);
+        R(op)->found += item(m, i, &v);
 }
 
 static void acc_done(struct op *op)
 {
     struct hkv_buf *out = op_out(op);
     if (out != NULL)
-        resp_add_int(out, op->acc);
+        resp_add_int(out, R(op)->found);
     op_finish(op);
 }
+
+static const struct op_family mget_ops = {0, read_encode, mget_answer, mget_done, NULL};
+static const struct op_family exists_ops = {0, read_encode, exists_answer, acc_done, NULL};
 
 /* MGET / EXISTS answered from the segment when every key is there (fresh,
  * or stale within keep: those are refreshed in the background).  Otherwise
@@ -796,19 +471,19 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, int n, const struct
         cache_sketch_read(e->cache, keys[i].p, keys[i].len, k[i].hash, now);
         ok = cache_get(e->cache, keys[i].p, keys[i].len, k[i].hash, now, &e->cval, &hit) == HKV_OK &&
              !(hit.expire_at != 0 && hit.expire_at <= unix_now);
-        if (ok && !servable(e, hit.fresh_until, now)) {
+        if (ok && !flight_servable(e, hit.fresh_until, now)) {
             /* stale by A or more (top of file): served only while this edge's
              * fetch of it has been out for A; otherwise the owners are asked,
              * and a refresh starts so that during an outage the next reads
              * find that fetch */
-            struct flight *f = flight_find(e, k[i].hash, &keys[i]);
-            if (f == NULL || now - f->started_ms < allowance(e)) {
+            struct flight *f = flight_find(e, k[i].hash, keys[i].p, keys[i].len);
+            if (f == NULL || now - flight_started(f) < flight_allowance(e)) {
                 ok = 0;
                 struct route rt;
                 struct owner_ref *o = f == NULL ? edge_owner_of(e, keys[i].p, keys[i].len, &rt)
                                                 : NULL;
                 if (o != NULL)
-                    flight_start(e, &keys[i], &rt, o, 1);
+                    flight_start(e, keys[i].p, keys[i].len, &rt, o, 1);
             }
         }
         ok = ok && buf_append(vals, buf_head(&e->cval), buf_unread(&e->cval)) == HKV_OK;
@@ -844,12 +519,12 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, int n, const struct
     for (int i = 0; i < n; i++) {
         if (!k[i].stale)
             continue;
-        if (flight_find(e, k[i].hash, &keys[i]) != NULL)
+        if (flight_find(e, k[i].hash, keys[i].p, keys[i].len) != NULL)
             continue;
         struct route rt;
         struct owner_ref *o = edge_owner_of(e, keys[i].p, keys[i].len, &rt);
         if (o != NULL)
-            flight_start(e, &keys[i], &rt, o, 1);
+            flight_start(e, keys[i].p, keys[i].len, &rt, o, 1);
     }
     if (k != small)
         free(k);
@@ -860,28 +535,14 @@ static void multi_read(struct conn *c, enum cmd_id cmd, int n, const struct resp
 {
     if (c->e->cache != NULL && c->writes_inflight == 0 && multi_from_cache(c, cmd, n, keys))
         return;
-    struct op *op = op_new(c, cmd, 0);
+    struct op *op = read_op(c, cmd == CMD_MGET ? &mget_ops : &exists_ops, cmd);
     if (op == NULL)
         return;
-    op->start_ms = clock_mono_ms(); /* the fetches' send time, for fill_items */
-    op->answer = cmd == CMD_MGET ? mget_answer : exists_answer;
-    op->done = cmd == CMD_MGET ? mget_done : acc_done;
-    if (op_copy_keys(op, n, keys, 1, NULL) != 0 || op_split(op, WIRE_GET, WIRE_ROLE_READ, 0) != 0) {
+    /* op_start sets op->start_ms: the fetches' send time, for fill_items */
+    if (op_copy_keys(op, n, keys, 1, NULL) != 0 || op_split(op, WIRE_GET, WIRE_ROLE_READ, 0) != 0 ||
+        (cmd == CMD_MGET && op->nreqs > 1 && op_items(op, (uint32_t)n) == NULL)) {
         op_finish_error(op);
         return;
-    }
-    if (cmd == CMD_MGET && op->nreqs > 1) {
-        if (op->mres_cap < (uint32_t)n) {
-            struct mres *x = realloc(op->mres, (size_t)n * sizeof(*x));
-            if (x == NULL) {
-                op_error(op, "ERR out of memory");
-                op_finish_error(op);
-                return;
-            }
-            op->mres = x;
-            op->mres_cap = (uint32_t)n;
-        }
-        memset(op->mres, 0, (size_t)n * sizeof(*op->mres));
     }
     op_start(op);
 }

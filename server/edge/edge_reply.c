@@ -1,25 +1,24 @@
 /*
  * edge_reply.c - reply slots: replies leave in request order although owners
- * answer later and out of order.
+ * answer later and out of order (edge_reply.h).
  *
  * A connection keeps a FIFO of slots only while some reply is owed.  With the
  * FIFO empty (the common case: one request at a time), a handler writes
  * straight into c->out and nothing here costs anything.  Once a request
- * waits for an owner (conn_defer), every later request gets a slot of its
- * own: a handler that answers at once fills it at once (dispatch points
- * c->out at the slot's buffer while the handler runs, so handlers need not
- * know), an owner's answer fills its slot when it comes.  The head slot's
- * answer is written straight into c->out (no copy); the others are copied
- * when they reach the head.  Slots come from a per-edge freelist and keep a
- * little storage, so a steady pipeline allocates nothing.
+ * waits for an owner (slot_defer), every later request gets a slot of its
+ * own: a handler that answers at once fills it at once, an owner's answer
+ * fills its slot when it comes.  The head slot's answer is written straight
+ * into c->out (no copy); the others are copied when they reach the head.
  *
- * A client that goes away while requests are in flight frees its slots at
- * once; its ops are told (edge_data_conn_gone) and drop their answers, so
- * nothing ever points at a freed slot.
+ * This module only moves bytes between buffers; whether to write to the
+ * socket or read more is the connection layer's decision (conn_slot_done),
+ * which keeps it below edge_conn.c.  A client that goes away frees its slots
+ * at once; its ops are told by the connection's closing hook and drop their
+ * answers, so nothing ever points at a freed slot.
  */
-#include <stdlib.h>
+#include "server/edge/edge_reply.h"
 
-#include "server/edge/edge_int.h"
+#include <stdlib.h>
 
 #define SLOT_KEEP 4096
 
@@ -46,7 +45,6 @@ static void slot_free(struct edge *e, struct rslot *s)
     e->free_slots = s;
 }
 
-/* A new slot at the tail; NULL on allocation failure. */
 struct rslot *slot_push(struct conn *c)
 {
     struct rslot *s = slot_new(c->e);
@@ -61,7 +59,7 @@ struct rslot *slot_push(struct conn *c)
     return s;
 }
 
-struct rslot *conn_defer(struct conn *c)
+struct rslot *slot_defer(struct conn *c)
 {
     if (c->cur == NULL) {
         /* Nothing was owed: this request's slot is the head. */
@@ -97,23 +95,17 @@ static void pump(struct conn *c)
     }
 }
 
-void slot_done(struct conn *c, struct rslot *s)
+int slot_ready(struct conn *c, struct rslot *s)
 {
     s->ready = 1;
     if (s == c->cur) {
         c->cur_deferred = 0; /* answered before its handler returned */
-        return;
+        return 0;
     }
     pump(c);
-    if (c->paused && c->wait_link == NULL && c->nslots < c->e->ctx->cfg->client_max_pending / 2 &&
-        !c->close_after_write && !c->in_process) {
-        conn_resume(c); /* flushes too */
-        return;
-    }
-    conn_flush(c);
+    return 1;
 }
 
-/* Called by dispatch around each command; see edge_conn.c. */
 void slots_after_dispatch(struct conn *c, struct rslot *s)
 {
     c->cur = NULL;

@@ -4,7 +4,7 @@
  * again on every reload), and the check dispatch makes before it runs a
  * limited command.
  *
- * Dispatch tests e->rl_map[command id] first, so a command with no limit
+ * The dispatch pipeline (edge_registry.c) tests e->rl_map[command id] first, so a command with no limit
  * costs one load and one branch; only a limited command comes here.  The
  * client's key is its peer address (read once per connection, on its first
  * limited command) plus, once it authenticated with AUTH, its user name.
@@ -12,11 +12,13 @@
  * Over the limit the command is answered "-RATELIMITED retry in N ms" and not
  * run; the connection stays open and later commands are checked afresh.
  */
+#include "server/edge/edge_rl.h"
+
 #include <string.h>
 
-#include "server/edge/auth.h"
-#include "server/edge/edge_int.h"
 #include "server/core/log.h"
+#include "server/edge/auth.h"
+#include "server/edge/edge_arg.h"
 
 static void configure(struct edge *e, const struct cfg *cfg)
 {

@@ -1,6 +1,6 @@
 /*
  * edge_scan.c - commands over the whole keyspace (SCAN, DBSIZE) and the 1 s
- * STATS poll of every owner that INFO's # owners and # keyspace show.
+ * keyspace size (DBSIZE) asked of every owner.
  *
  * SCAN's cursor walks the owners in turn: the top SCAN_OWNER_BITS bits are
  * the owner's number (hot owners first, then cold), the rest is that owner's
@@ -9,17 +9,41 @@
  * for the whole scan is returned at least once, COUNT is a hint, and a page
  * may be empty.
  */
+#include "server/edge/edge_scan.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/edge/edge_int.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
+#include "server/edge/edge_arg.h"
+#include "server/edge/edge_op.h"
+#include "server/edge/edge_owners.h"
 
 #define SCAN_OWNER_BITS 10
 #define SCAN_OWNER_SHIFT (64 - SCAN_OWNER_BITS)
 #define SCAN_LOCAL_MASK ((1ULL << SCAN_OWNER_SHIFT) - 1)
+
+/* A keyspace op's arguments and results (in the op's args block). */
+struct scan_args {
+    uint64_t owner;               /* SCAN: the owner number the cursor is at */
+    uint64_t cursor;              /* SCAN: that owner's own cursor */
+    uint32_t count;
+    int has_match;                /* SCAN MATCH: the pattern is op->value */
+    int64_t keys;                 /* DBSIZE: the sum so far */
+};
+_Static_assert(sizeof(struct scan_args) <= OP_ARGS_MAX, "scan_args too large for an op");
+#define S(op) OP_ARGS(op, struct scan_args)
+
+static int scan_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
+                       const struct wire_slice *keys, struct wire_rid rid)
+{
+    struct op *op = r->op;
+    if (r->type == WIRE_STATS)
+        return wire_put_stats(b, id);
+    return wire_put_scan(b, id, S(op)->cursor, S(op)->count, S(op)->has_match ? &op->value : NULL);
+}
 
 /* Redis's parseScanCursorOrReply: decimal digits only. */
 static int parse_cursor(const struct resp_slice *s, uint64_t *out)
@@ -58,7 +82,7 @@ static void scan_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
                  r->owner->index);
         return;
     }
-    uint64_t g = (uint64_t)op->ival;
+    uint64_t g = S(op)->owner;
     uint64_t next = m->u.scan_reply.cursor;
     if (next > SCAN_LOCAL_MASK) {
         op_error(op, "ERR owner %s/%d returned a cursor too large to combine",
@@ -79,6 +103,8 @@ static void finish(struct op *op)
 {
     op_finish(op);
 }
+
+static const struct op_family scan_ops = {0, scan_encode, scan_answer, finish, NULL};
 
 void edge_cmd_scan(struct conn *c, int argc, const struct resp_slice *argv)
 {
@@ -126,34 +152,22 @@ void edge_cmd_scan(struct conn *c, int argc, const struct resp_slice *argv)
         scan_reply(&c->out, 0, NULL, 0);
         return;
     }
-    struct op *op = op_new(c, CMD_SCAN, 0);
+    struct op *op = op_new(c, &scan_ops, "scan");
     if (op == NULL)
         return;
-    op->answer = scan_answer;
-    op->done = finish;
-    op->ival = (int64_t)g;
-    op->cursor = cursor & SCAN_LOCAL_MASK;
-    op->count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
-    if (match != NULL) {
-        if (op_copy_keys(op, 0, NULL, 1, match) != 0) {
-            op_finish_error(op);
-            return;
-        }
-        op->has_match = 1;
-        op->match = op->value;
+    S(op)->owner = g;
+    S(op)->cursor = cursor & SCAN_LOCAL_MASK;
+    S(op)->count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+    S(op)->has_match = match != NULL;
+    if ((match != NULL && op_copy_keys(op, 0, NULL, 1, match) != 0) ||
+        op_to_owner(op, edge_owner_at(e, (int)g), WIRE_SCAN, WIRE_ROLE_READ) != 0) {
+        op_finish_error(op);
+        return;
     }
-    op_to_owner(op, &op->one, edge_owner_at(e, (int)g), WIRE_SCAN, WIRE_ROLE_READ);
-    op->nreqs = 1;
     op_start(op);
 }
 
 /* ---- STATS: DBSIZE and the poll ------------------------------------------------ */
-
-/* Stores a STATS_REPLY's known counters into v. */
-static void take_stats(const struct wire_msg *m, int64_t *v)
-{
-    ctr_owner_take(m->u.stats_reply.stats, m->u.stats_reply.nstats, v);
-}
 
 static void dbsize_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
@@ -163,8 +177,8 @@ static void dbsize_answer(struct op *op, struct oreq *r, const struct wire_msg *
         return;
     }
     int64_t v[CTR_OWNER_COUNT] = {0};
-    take_stats(m, v);
-    op->acc += v[CTR_OWNER_owner_keys];
+    owner_take_stats(m, v);
+    S(op)->keys += v[CTR_OWNER_owner_keys];
     memcpy(r->owner->stats, v, sizeof(v));
     r->owner->stats_at_ms = clock_mono_ms();
 }
@@ -173,9 +187,11 @@ static void dbsize_done(struct op *op)
 {
     struct hkv_buf *out = op_out(op);
     if (out != NULL)
-        resp_add_int(out, op->acc);
+        resp_add_int(out, S(op)->keys);
     op_finish(op);
 }
+
+static const struct op_family dbsize_ops = {0, scan_encode, dbsize_answer, dbsize_done, NULL};
 
 void edge_cmd_dbsize(struct conn *c, int argc, const struct resp_slice *argv)
 {
@@ -184,61 +200,14 @@ void edge_cmd_dbsize(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_int(&c->out, 0);
         return;
     }
-    struct op *op = op_new(c, CMD_DBSIZE, 0);
+    struct op *op = op_new(c, &dbsize_ops, "dbsize");
     if (op == NULL)
         return;
-    op->answer = dbsize_answer;
-    op->done = dbsize_done;
-    if (op_reserve(op, (uint32_t)e->nowners) != 0) {
-        op_finish_error(op);
-        return;
+    for (int g = 0; g < e->nowners; g++) {
+        if (op_to_owner(op, &e->owners[g], WIRE_STATS, WIRE_ROLE_READ) != 0) {
+            op_finish_error(op);
+            return;
+        }
     }
-    for (int g = 0; g < e->nowners; g++)
-        op_to_owner(op, &op->reqs[g], &e->owners[g], WIRE_STATS, WIRE_ROLE_READ);
-    op->nreqs = (uint32_t)e->nowners;
-    if (op->nreqs == 1)
-        op->one = op->reqs[0];
     op_start(op);
-}
-
-static void poll_cb(void *arg, int status, const struct wire_msg *m)
-{
-    struct owner_ref *o = arg;
-    o->stats_inflight = 0;
-    if (o->stats_drop) {
-        o->stats_drop = 0;
-        return;
-    }
-    if (status != HKV_OK || m->type != WIRE_STATS_REPLY)
-        return; /* the last answer stays; its age shows in INFO */
-    take_stats(m, o->stats);
-    o->stats_at_ms = clock_mono_ms();
-}
-
-/* The master told the owners first, so any poll sent from now on is
- * answered from zero; one already in flight may carry the old numbers. */
-void edge_stats_reset(void *arg)
-{
-    struct edge *e = arg;
-    for (int g = 0; g < e->nowners; g++) {
-        struct owner_ref *o = &e->owners[g];
-        for (int i = 0; i < CTR_OWNER_COUNT; i++)
-            if (ctr_owner_defs[i].kind == CTR_COUNTER)
-                o->stats[i] = 0;
-        o->stats_drop = o->stats_inflight;
-    }
-}
-
-void edge_stats_poll(struct edge *e)
-{
-    for (int g = 0; g < e->nowners; g++) {
-        struct owner_ref *o = &e->owners[g];
-        if (o->stats_inflight)
-            continue;
-        struct elink *l = o->link[WIRE_ROLE_READ];
-        uint64_t id;
-        struct hkv_buf *b = elink_out(l, &id);
-        if (wire_put_stats(b, id) == HKV_OK && elink_commit(l, id, poll_cb, o) == HKV_OK)
-            o->stats_inflight = 1;
-    }
 }

@@ -9,7 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/edge/info.h"
+
+#include "server/edge/edge_arg.h"
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_owners.h"
 #include "server/core/version.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"

@@ -1,115 +1,66 @@
 /*
- * edge_data.c - the edge's data path: owners and their links, ops, and the
+ * edge_op_send.c - an op's owner requests on the wire (edge_op.h), and the
  * write path's promise that a write either succeeds or fails explicitly.
  *
- * Every data command becomes an op (edge_int.h) holding one owner request
- * (oreq) per owner it needs.  Reads go on the owner's READ link and are never
- * retried: a read that gets no answer within write-timeout is answered
- * "-TRYAGAIN".  Writes go on the WRITE link.  This edge does not order
- * writes: the owner does, in the order it receives them, and gives each a
- * version (proto/wire.h).  The edge only numbers each write request once
- * (seq; writer = board slot + 1 and this process's incarnation, sent in
- * HELLO), and on a timeout or a broken link sends the SAME request again
- * after each delay of write-retry-backoff (the last delay repeats) until
- * write-deadline; then the client gets "-UNAVAILABLE outcome unknown ...".
- * The owner answers a retry from its record of the first attempt, so a
- * write applies at most once; a retry that may go to a restarted owner
- * carries the incarnation the previous attempt reached (rid.prev), and the
- * owner answers "outcome unknown" rather than apply it a second time.
- * Every request also says which of this edge's requests are finished (ack:
- * the lowest unfinished seq sent to that owner, from a per-owner list of
- * unfinished write requests in seq order), so owners forget those results.  One op timer serves the
- * backoff and the overall deadline.  A failed write pings the owner (STATS)
- * and logs one line with what it said, or that it was mute.
+ * Reads go on the owner's READ link and are never retried: a read that gets
+ * no answer within write-timeout is answered "-TRYAGAIN".  Writes go on the
+ * WRITE link.  This edge does not order writes: the owner does, in the order
+ * it receives them, and gives each a version (proto/wire.h).  The edge only
+ * numbers each write request once (seq; writer = board slot + 1 and this
+ * process's incarnation, sent in HELLO), and on a timeout or a broken link
+ * sends the SAME request again after each delay of write-retry-backoff (the
+ * last delay repeats) until write-deadline; then the client gets
+ * "-UNAVAILABLE outcome unknown ...".  The owner answers a retry from its
+ * record of the first attempt, so a write applies at most once; a retry that
+ * may go to a restarted owner carries the incarnation the previous attempt
+ * reached (rid.prev), and the owner answers "outcome unknown" rather than
+ * apply it a second time.  Every request also says which of this edge's
+ * requests are finished (ack: the lowest unfinished seq sent to that owner,
+ * from a per-owner list of unfinished write requests in seq order), so
+ * owners forget those results.  One op timer serves the backoff and the
+ * overall deadline.  A failed write pings the owner (STATS) and logs one
+ * line with what it said, or that it was mute (edge_diag.c).
+ *
+ * What a request says and what its answer means are the op's family's
+ * (encode, answer); this file only moves them, so it names no command.
  */
-#include <stdarg.h>
+#include "server/edge/edge_op.h"
+
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "server/edge/edge_int.h"
-#include "server/core/log.h"
-#include "server/owner/owner.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
-
-static struct wire_slice *tmp_keys; /* contiguous keys of one oreq, for encoding */
-static size_t tmp_cap;
-
-
-void reply_error(struct conn *c, const char *text)
-{
-    resp_add_error(&c->out, text);
-}
-
-struct owner_ref *edge_owner_at(struct edge *e, int g)
-{
-    return g >= 0 && g < e->nowners ? &e->owners[g] : NULL;
-}
-
-struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt)
-{
-    router_route(e->router, key, len, rt);
-    if (rt->owner < 0)
-        return NULL;
-    int g = rt->pool == CFG_POOL_HOT ? rt->owner : e->ctx->cfg->hot_owners + rt->owner;
-    return edge_owner_at(e, g);
-}
+#include "server/edge/edge_diag.h"
 
 /* ---- sending -------------------------------------------------------------- */
 
+/* r's keys, contiguous (in e->op_keys when there are several); NULL on
+ * allocation failure. */
 static const struct wire_slice *oreq_keys(struct oreq *r)
 {
     struct op *op = r->op;
+    struct edge *e = op->e;
     if (r->nk == 1)
         return &op->keys[op->kidx[r->k0]];
-    if (tmp_cap < r->nk) {
-        struct wire_slice *t = realloc(tmp_keys, r->nk * sizeof(*t));
+    if (e->op_keys_cap < r->nk) {
+        struct wire_slice *t = realloc(e->op_keys, r->nk * sizeof(*t));
         if (t == NULL)
             return NULL;
-        tmp_keys = t;
-        tmp_cap = r->nk;
+        e->op_keys = t;
+        e->op_keys_cap = r->nk;
     }
     for (uint32_t i = 0; i < r->nk; i++)
-        tmp_keys[i] = op->keys[op->kidx[r->k0 + i]];
-    return tmp_keys;
+        e->op_keys[i] = op->keys[op->kidx[r->k0 + i]];
+    return e->op_keys;
 }
 
 static int encode(struct hkv_buf *b, uint64_t id, struct oreq *r, struct wire_rid rid)
 {
-    struct op *op = r->op;
     const struct wire_slice *k = r->nk > 0 ? oreq_keys(r) : NULL;
     if (r->nk > 0 && k == NULL)
         return HKV_ENOMEM;
-    switch (r->type) {
-    case WIRE_GET:
-        return wire_put_get(b, id, k, r->nk);
-    case WIRE_SET: {
-        struct wire_slice v = op->cmd == CMD_MSET ? op->vals[op->kidx[r->k0]] : op->value;
-        return wire_put_set(b, id, k[0], v, rid, op->exp, op->wflags, r->class_id);
-    }
-    case WIRE_DEL:
-        return wire_put_del(b, id, k, r->nk, rid);
-    case WIRE_INCRBY:
-        return wire_put_incrby(b, id, k[0], op->delta, rid);
-    case WIRE_EXPIRE:
-        return wire_put_expire(b, id, k[0], op->exp, rid, op->wflags);
-    case WIRE_PERSIST:
-        return wire_put_persist(b, id, k[0], rid);
-    case WIRE_GETDEL:
-        return wire_put_getdel(b, id, k[0], rid);
-    case WIRE_TTL:
-        return wire_put_ttl(b, id, k[0]);
-    case WIRE_SCAN:
-        return wire_put_scan(b, id, op->cursor, op->count, op->has_match ? &op->match : NULL);
-    case WIRE_STATS:
-        return wire_put_stats(b, id);
-    default:
-        return HKV_EINVAL;
-    }
+    return r->op->fam->encode(b, id, r, k, rid);
 }
 
 static void oreq_cb(void *arg, int status, const struct wire_msg *m);
@@ -164,7 +115,7 @@ static struct wire_rid next_rid(struct edge *e, struct oreq *r, struct elink *l)
     return rid;
 }
 
-void oreq_send(struct oreq *r)
+static void oreq_send(struct oreq *r)
 {
     struct op *op = r->op;
     /* A read from a client with writes in flight travels behind them. */
@@ -190,11 +141,17 @@ void oreq_send(struct oreq *r)
     r->link = l;
     r->id = id;
     if (op->c != NULL && elink_congested(l))
-        op->c->wait_link = l; /* stop reading this client until l drains */
+        conn_hold(op->c, l); /* stop reading this client until l drains */
 }
+
+static void op_timer_cb(evutil_socket_t fd, short what, void *arg);
 
 static void arm(struct op *op, int64_t ms, int deadline)
 {
+    if (!op->timer_init) {
+        evtimer_assign(&op->timer, op->e->base, op_timer_cb, op);
+        op->timer_init = 1;
+    }
     if (ms < 0)
         ms = 0;
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
@@ -216,10 +173,9 @@ static void guard_deadline(struct op *op)
 void op_start(struct op *op)
 {
     struct edge *e = op->e;
-    if (op->is_write) {
-        op->start_ms = clock_mono_ms();
+    op->start_ms = clock_mono_ms();
+    if (op->is_write)
         op->deadline_ms = op->start_ms + e->ctx->cfg->write_deadline_ms;
-    }
     for (uint32_t i = 0; i < op->nreqs; i++) {
         struct oreq *r = req_at(op, i);
         r->tried = 0;
@@ -241,7 +197,7 @@ void op_start(struct op *op)
         if (op->err)
             op_finish_error(op);
         else
-            op->done(op);
+            op->fam->done(op);
     }
 }
 
@@ -262,7 +218,7 @@ static void oreq_done(struct oreq *r)
     if (op->err)
         op_finish_error(op);
     else
-        op->done(op);
+        op->fam->done(op);
 }
 
 /* ---- write failures ------------------------------------------------------ */
@@ -282,7 +238,7 @@ static void write_fail(struct oreq *r)
     const struct cfg *cfg = op->e->ctx->cfg;
     char what[256];
     snprintf(what, sizeof(what), "write %s failed: owner %s/%d did not acknowledge it within %lld ms (%d resends)",
-             cmd_get(op->cmd)->name, topo_pool_name(r->owner->pool), r->owner->index,
+             op->label, topo_pool_name(r->owner->pool), r->owner->index,
              (long long)cfg->write_deadline_ms, op->attempt);
     op_error(op, "UNAVAILABLE outcome unknown: owner %s/%d did not acknowledge the write "
              "within %lld ms", topo_pool_name(r->owner->pool), r->owner->index,
@@ -315,7 +271,7 @@ static void write_retry(struct oreq *r)
     arm(op, now + delay > op->deadline_ms ? op->deadline_ms - now : delay, 0);
 }
 
-void edge_op_timer_cb(evutil_socket_t fd, short what, void *arg)
+static void op_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct op *op = arg;
     op->timer_on = 0;
@@ -349,7 +305,7 @@ void edge_op_timer_cb(evutil_socket_t fd, short what, void *arg)
         if (op->err)
             op_finish_error(op);
         else
-            op->done(op);
+            op->fam->done(op);
     }
 }
 
@@ -397,123 +353,11 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
         oreq_done(r);
         return;
     }
-    if (r->seq != 0 && (m->type == WIRE_OK || m->type == WIRE_INT))
-        edge_cache_wrote(op, r, m); /* before the client hears OK: read-your-writes */
     if (m->type == WIRE_ERROR) {
         op_error(op, "%.*s", (int)m->u.error.text.len, m->u.error.text.p);
         oreq_done(r);
         return;
     }
-    if (op->answer != NULL)
-        op->answer(op, r, m);
+    op->fam->answer(op, r, m);
     oreq_done(r);
-}
-
-/* ---- setup ---------------------------------------------------------------- */
-
-static void on_link_drained(struct elink *l, void *arg)
-{
-    struct edge *e = arg;
-    struct conn *c = e->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        if (c->wait_link == l) {
-            c->wait_link = NULL;
-            if (c->nslots < c->e->ctx->cfg->client_max_pending)
-                conn_resume(c);
-        }
-        c = next;
-    }
-}
-
-static void on_stats_poll(evutil_socket_t fd, short what, void *arg)
-{
-    edge_stats_poll(arg);
-}
-
-int edge_data_setup(struct edge *e)
-{
-    const struct cfg *cfg = e->ctx->cfg;
-    uint32_t writer = ((uint32_t)e->ctx->slot + 1) & STAMP_WRITER_MAX;
-    while (e->incarnation == 0 || e->incarnation == WIRE_PREV_UNKNOWN)
-        if (getrandom(&e->incarnation, sizeof(e->incarnation), 0) != sizeof(e->incarnation))
-            e->incarnation = ((uint64_t)getpid() << 32) ^ (uint64_t)clock_unix_ms();
-    e->next_seq = 0;
-    e->router = router_create(cfg);
-    e->nowners = cfg->hot_owners + cfg->cold_owners;
-    e->owners = calloc((size_t)(e->nowners > 0 ? e->nowners : 1), sizeof(*e->owners));
-    e->stats_poll = event_new(e->base, -1, EV_PERSIST, on_stats_poll, e);
-    if (e->router == NULL || e->owners == NULL || e->stats_poll == NULL)
-        return -1;
-    for (int g = 0; g < e->nowners; g++) {
-        struct owner_ref *o = &e->owners[g];
-        o->e = e;
-        o->pool = g < cfg->hot_owners ? CFG_POOL_HOT : CFG_POOL_COLD;
-        o->index = g < cfg->hot_owners ? g : g - cfg->hot_owners;
-        char path[TOPO_PATH_MAX], name[64];
-        topo_owner_socket(cfg, o->pool, o->index, path, sizeof(path));
-        for (int role = WIRE_ROLE_READ; role <= WIRE_ROLE_PUSH; role++) {
-            static const char *const roles[] = {"read", "write", "push"};
-            snprintf(name, sizeof(name), "%s/%d %s", topo_pool_name(o->pool), o->index, roles[role]);
-            struct elink_opts lo = {
-                .path = path, .name = name, .edge_id = writer,
-                .incarnation = e->incarnation, .colo = e->ectx->colo_name,
-                .role = (uint8_t)role, .timeout_ms = cfg->write_timeout_ms,
-                .max_frame = (size_t)cfg->wire_max_frame, .drained = on_link_drained,
-                .drained_arg = e, .push = edge_cache_pushed, .push_arg = o,
-            };
-            o->link[role] = elink_create(e->base, &lo);
-            if (o->link[role] == NULL)
-                return -1;
-        }
-    }
-    struct timeval tv = {1, 0};
-    event_add(e->stats_poll, &tv);
-    return 0;
-}
-
-void edge_data_reload(struct edge *e, const struct cfg *cfg)
-{
-    if (e->router != NULL)
-        router_set_config(e->router, cfg);
-    for (int g = 0; g < e->nowners; g++)
-        for (int role = 0; role < 3; role++)
-            if (e->owners[g].link[role] != NULL)
-                elink_set_timeout(e->owners[g].link[role], cfg->write_timeout_ms);
-}
-
-void edge_data_teardown(struct edge *e)
-{
-    if (e->stats_poll)
-        event_free(e->stats_poll);
-    e->stats_poll = NULL;
-    for (int g = 0; e->owners != NULL && g < e->nowners; g++)
-        for (int role = 0; role < 3; role++)
-            elink_destroy(&e->owners[g].link[role]);
-    free(e->owners);
-    e->owners = NULL;
-    edge_flights_teardown(e);
-    while (e->all_ops != NULL) {
-        struct op *op = e->all_ops;
-        e->all_ops = op->all_next;
-        if (op->timer_on)
-            evtimer_del(&op->timer);
-        buf_deinit(&op->store);
-        buf_deinit(&op->res);
-        buf_deinit(&op->errbuf);
-        free(op->keys);
-        free(op->vals);
-        free(op->kidx);
-        free(op->reqs);
-        free(op->mres);
-        free(op);
-    }
-    e->free_ops = NULL;
-    router_destroy(&e->router);
-    free(tmp_keys);
-    tmp_keys = NULL;
-    tmp_cap = 0;
-    edge_op_teardown();
-    slots_teardown(e);
-    buf_deinit(&e->scratch);
 }

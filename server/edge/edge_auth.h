@@ -1,0 +1,45 @@
+/*
+ * edge_auth.h - authentication on the edge: who each connection is, the gate
+ * a command passes before it runs, protected mode at accept, and the limits
+ * an unauthenticated client gets.  The decisions are auth.h's; this applies
+ * them to connections (the session half of struct conn: user, gated,
+ * user_implicit, and the parser's limits and query_cap).
+ *
+ * Until a connection is authenticated its parser accepts at most
+ * EDGE_PREAUTH_MAX_ARGS arguments and EDGE_PREAUTH_MAX_BULK-byte bulks, and
+ * its query buffer may hold EDGE_PREAUTH_QUERYBUF bytes (Redis's limits).
+ */
+#ifndef HKV_EDGE_AUTH_H
+#define HKV_EDGE_AUTH_H
+
+#include <sys/socket.h>
+
+#include "config/cfg.h"
+#include "proto/cmd.h"
+#include "proto/resp.h"
+#include "server/edge/edge_conn.h"
+
+#define EDGE_PREAUTH_MAX_ARGS 10
+#define EDGE_PREAUTH_MAX_BULK (16 * 1024)
+#define EDGE_PREAUTH_QUERYBUF (1024 * 1024)
+
+/* e->auth from the config; -1 on allocation failure. */
+int edge_auth_setup(struct edge *e);
+void edge_auth_teardown(struct edge *e);
+/* A new e->auth from next; every connection re-finds its user (and its
+ * parser limits).  Keeps the old one on allocation failure. */
+void edge_auth_reload(struct edge *e, const struct cfg *next);
+/* A new connection's user and limits.  When protected mode refuses the
+ * peer, writes -DENIED and sets close_after_write. */
+void edge_auth_accepted(struct conn *c, const struct sockaddr *peer);
+/* The gate, for a gated connection (c->gated): 0 = run the command, -1 =
+ * refused, the -NOAUTH or -NOPERM reply written. */
+int edge_auth_gate(struct conn *c, const struct cmd_def *d, int argc,
+                   const struct resp_slice *argv);
+/* AUTH / HELLO AUTH: 0 logged in as user, -1 -WRONGPASS written (counted in
+ * auth_failures; the connection keeps its previous user). */
+int edge_auth_login(struct conn *c, const struct resp_slice *user, const struct resp_slice *pass);
+/* Logs c in as user (-1: out); implicit = without AUTH. */
+void edge_auth_set_user(struct conn *c, int user, int implicit);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * edge_cache.h - how the edge uses its colo's cache segment
+ * (server/colo/cache.h): what goes in and for how long, decided from the
+ * key's class; the fills from owner answers, this edge's own writes, and the
+ * owners' pushes.  The read path looks entries up itself (edge_read.c,
+ * edge_flight.c); this module only stores and invalidates.
+ */
+#ifndef HKV_EDGE_CACHE_H
+#define HKV_EDGE_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/stamp.h"
+#include "proto/wire.h"
+#include "server/core/router.h"
+#include "server/edge/edge_int.h"
+
+#define EDGE_FILL_HORIZON_MS 10000 /* how long a tombstone guards (edge_cache.c) */
+
+/* e->cache from the worker context (NULL when it fails validation: every
+ * read then asks the owner).  Always 0. */
+int edge_cache_setup(struct edge *e);
+/* A new refresh-lock token of this process. */
+uint64_t edge_cache_token(struct edge *e);
+/* How long a refresh lock is held before another edge may take it. */
+int64_t edge_lock_ttl(const struct edge *e);
+/* Fills the segment from an owner's answer (VALUE / NOTFOUND) to a fetch
+ * sent at sent_ms (clock_mono_ms); an answer to a fetch sent
+ * EDGE_FILL_HORIZON_MS ago or more is not stored. */
+void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct route *rt,
+                     const struct wire_msg *m, int64_t sent_ms);
+/* After this edge's write of key was applied with the owner's version
+ * (0: nothing changed, nothing to do): stores v (NULL: the new value is not
+ * known here) expiring at expire_at (unix ms, 0 none), else a tombstone.
+ * base_ms: the write's first send (clock_mono_ms). */
+void edge_cache_wrote(struct edge *e, const char *key, size_t klen, const struct wire_slice *v,
+                      int64_t expire_at, hkv_stamp version, int64_t base_ms);
+/* A push from an owner (the owners' push hook; arg is the owner_ref). */
+void edge_cache_pushed(void *arg, const struct wire_msg *m);
+
+#endif

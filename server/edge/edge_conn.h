@@ -1,0 +1,129 @@
+/*
+ * edge_conn.h - a client connection: bytes in, RESP requests out to a
+ * dispatch hook, replies back in request order.  The connection layer knows
+ * no command, user, limit or op: the edge hands it three hooks at setup
+ * (e->conn_hooks) and the layers above keep their per-client state in the
+ * second half of struct conn, which this layer never reads.
+ *
+ * Replies.  A hook that answers at once appends to c->out (dispatch has
+ * pointed c->out at a reply slot when earlier replies are still owed: see
+ * edge_reply.h).  One that waits for an owner takes its slot with
+ * slot_defer() and writes nothing more; when the answer comes it writes into
+ * slot_out() and calls conn_slot_done(), which sends every reply that is now
+ * in order (and may close the connection).
+ *
+ * Flow control.  A client with client-max-pending replies owed is not read
+ * until half of them are sent; nor is one held by a layer above
+ * (conn_hold: an owner link over its high mark) until conn_release.
+ *
+ * Ownership: the edge owns every struct conn (e->conns); conn_close frees
+ * one, after the closing hook has let the layers above forget it.
+ */
+#ifndef HKV_EDGE_CONN_H
+#define HKV_EDGE_CONN_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+
+#include "proto/buf.h"
+#include "proto/resp.h"
+#include "server/colo/ratelimit.h"
+#include "server/edge/edge_int.h"
+
+struct rslot;
+struct op;
+struct ssl_st;                    /* OpenSSL's SSL */
+
+struct conn {
+    /* ---- the connection layer's (edge_conn.c, edge_conn_tls.c, edge_reply.c) ---- */
+    struct edge *e;
+    int fd;
+    uint64_t id;
+    struct event *rev;
+    struct event *wev;
+    struct ssl_st *ssl;           /* accepted on the TLS port; NULL on the plaintext one */
+    uint8_t tls;                  /* CONN_TLS_* state bits (edge_conn_tls.h) */
+    struct hkv_buf in;
+    struct hkv_buf out;
+    struct resp_parser parser;    /* its limits are narrowed from above (edge_auth.c) */
+    size_t query_cap;             /* 0, or a query buffer bound tighter than the configured one */
+    int close_after_write;
+    int64_t created_ms;
+    int64_t last_ms;              /* last byte received */
+    int64_t soft_since_ms;        /* output over the soft limit since, 0 = not */
+    char addr[64];
+    char laddr[64];
+    struct conn *prev, *next;
+    /* reply slots, in request order; empty = replies go straight to out */
+    struct rslot *sq_head, *sq_tail;
+    uint32_t nslots;
+    struct rslot *cur;            /* the slot of the request being dispatched */
+    int cur_deferred;
+    int paused;                   /* input not read */
+    const void *hold;             /* reading held by this until conn_release(e, hold) */
+    int in_process;               /* requests are being run (no re-entry) */
+
+    /* ---- the client session: kept by the layers above, never read here ---- */
+    int user;                     /* auth user id; -1 = not authenticated (edge_auth.c) */
+    int gated;                    /* run the auth gate before each command (edge_auth.c) */
+    int user_implicit;            /* logged in without AUTH (default user, nopass) */
+    struct rl_key rl_addr;        /* rate-limit key: the peer address part (edge_rl.c) */
+    int rl_addr_ok;               /* rl_addr is set (on the first limited command) */
+    int proto;                    /* 2 or 3 (HELLO) */
+    int meta;                     /* CLIENT META ON: RESP3 attributes on reads */
+    uint64_t ncmds;               /* commands run (edge_registry.c) */
+    const char *last_cmd;
+    char name[128];               /* CLIENT SETNAME / SETINFO (edge_cmd.c) */
+    char lib_name[64];
+    char lib_ver[32];
+    struct op *ops;               /* ops answering this client (edge_op.c) */
+    uint32_t writes_inflight;     /* its write ops not finished */
+};
+
+/* What the layers above plug into every connection (set before the edge
+ * accepts anything, e->conn_hooks). */
+struct conn_hooks {
+    /* A new connection is set up; peer is its address (AF_UNSPEC if
+     * unknown).  It may write a refusal and set close_after_write. */
+    void (*accepted)(struct conn *c, const struct sockaddr *peer);
+    /* One request (argc >= 1, argv[0] its name; slices valid during the
+     * call).  Requests come in order, one at a time. */
+    void (*dispatch)(struct conn *c, int argc, const struct resp_slice *argv);
+    /* c is about to be freed (its unsent output dropped): forget it. */
+    void (*closing)(struct conn *c);
+};
+
+/* Accepts a client socket (tls: from the TLS port, through e->tls_ctx);
+ * refuses it past maxclients or while stopping; closes fd on failure. */
+void conn_accept(struct edge *e, int fd, int tls);
+/* Closes now, dropping unsent output; c is freed. */
+void conn_close(struct conn *c);
+/* Sends what is buffered (may close c: a peer that is gone). */
+void conn_flush(struct conn *c);
+/* Reads again (after a pause or a hold) and runs what is buffered. */
+void conn_resume(struct conn *c);
+/* Holds c's input before its next request until conn_release(e, by). */
+void conn_hold(struct conn *c, const void *by);
+/* Resumes every connection held by `by` (those at their pending bound
+ * resume when their replies are sent). */
+void conn_release(struct edge *e, const void *by);
+/* Slot s (slot_defer) is answered: sends what is now in order. */
+void conn_slot_done(struct conn *c, struct rslot *s);
+
+/* Every 100 ms: TLS handshake and idle timeouts, output limits. */
+void conns_cron(struct edge *e, int64_t now_ms);
+/* A stop: closes the connections with nothing owed now, the others once
+ * their replies (writes in flight included) are written. */
+void conns_stop(struct edge *e);
+/* Closes every connection now. */
+void conns_close_all(struct edge *e);
+
+/* Writes an error reply now (no slot taken). */
+static inline void reply_error(struct conn *c, const char *text)
+{
+    resp_add_error(&c->out, text);
+}
+
+#endif

@@ -1,0 +1,179 @@
+/*
+ * edge_op.h - the op engine: one client request that waits for owners.
+ *
+ * An op holds the request's reply slot, copies of its keys (and one value),
+ * and one owner request (oreq) per owner it needs, or per key.  The engine
+ * splits keys to owners, numbers and sends the requests, retries writes
+ * until write-deadline, follows a MOVED once, turns an owner's ERROR or
+ * silence into the op's error, and calls its family when every request has
+ * finished.  It knows no command and no cache: a command family describes
+ * its ops with a small table (struct op_family: encode, answer, done, flags)
+ * and keeps its own arguments and results in the op's args block, which
+ * op_new zeroes with everything else that is per op.
+ *
+ * Ops come from a per-edge freelist and keep their arrays, so steady traffic
+ * allocates nothing.  op->c is NULL once the client is gone (its closing
+ * hook, op_conn_gone): the answer is then dropped and nothing of the client
+ * is touched; a write still runs to its end.
+ *
+ * Files: edge_op.c builds and ends ops (new, keys, split, reply, finish);
+ * edge_op_send.c sends their requests and takes the answers.
+ */
+#ifndef HKV_EDGE_OP_H
+#define HKV_EDGE_OP_H
+
+#include <stdalign.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event_struct.h>
+
+#include "proto/buf.h"
+#include "proto/resp.h"
+#include "proto/wire.h"
+#include "server/edge/edge_conn.h"
+#include "server/edge/edge_int.h"
+#include "server/edge/edge_owners.h"
+
+struct op;
+
+enum oreq_state { OREQ_IDLE, OREQ_SENT, OREQ_WAIT, OREQ_DONE };
+
+/* One request of an op to one owner. */
+struct oreq {
+    struct op *op;
+    struct owner_ref *owner;
+    uint8_t type;                 /* WIRE_GET ... */
+    uint8_t role;                 /* WIRE_ROLE_READ / WIRE_ROLE_WRITE */
+    uint8_t state;
+    uint8_t moved;                /* a MOVED was followed already */
+    uint8_t tried;                /* a write attempt went out: a resend is a retry */
+    uint32_t class_id;
+    uint32_t k0, nk;              /* its keys: op->keys[op->kidx[k0 .. k0+nk)] */
+    struct elink *link;           /* while SENT */
+    uint64_t id;
+    /* writes: the request id (proto/wire.h "Versions and request ids") */
+    uint64_t seq;                 /* 0 until op_start numbers it */
+    uint64_t conn;                /* connection of the link the last attempt used */
+    struct oreq *wprev, *wnext;   /* in owner->wq while unfinished */
+};
+
+#define OP_F_WRITE 0x1            /* numbered, retried until write-deadline; a stop waits for it */
+
+/* What a family of commands plugs into the engine (one static table per
+ * kind of op). */
+struct op_family {
+    uint32_t flags;               /* OP_F_* */
+    /* Encodes r's request into b with id (and rid, for a numbered write);
+     * keys are r's keys, contiguous.  HKV_OK, or a status that fails the op
+     * ("cannot send"). */
+    int (*encode)(struct hkv_buf *b, uint64_t id, const struct oreq *r,
+                  const struct wire_slice *keys, struct wire_rid rid);
+    /* One owner's answer to r (never MOVED or ERROR: the engine handles
+     * those).  May record an error (op_error). */
+    void (*answer)(struct op *op, struct oreq *r, const struct wire_msg *m);
+    /* Every request finished and no error was recorded: write the reply
+     * (op_out) and op_finish, or start another round (op_start). */
+    void (*done)(struct op *op);
+    /* Optional: the client went away (op->c is NULL already).  A family
+     * whose op waits on something other than owner requests ends it here
+     * (op_finish); without it the op runs on and its answer is dropped. */
+    void (*cancel)(struct op *op);
+};
+
+/* One key's result, for a family that assembles answers from many owners. */
+struct op_item {
+    int found;
+    size_t off, len;              /* in op->res */
+};
+
+#define OP_ARGS_MAX 64
+
+struct op {
+    /* ---- kept while the op sits in the freelist ---- */
+    struct edge *e;
+    struct op *all_next;          /* every op ever made, for teardown */
+    struct event timer;           /* write backoff and deadline (edge_op_send.c) */
+    int timer_init;
+    struct hkv_buf store;         /* the copied arguments: keys, vals and value point here */
+    struct wire_slice *keys, *vals;
+    uint32_t *kidx;               /* keys in request order (op_split) */
+    struct oreq *reqs;
+    uint32_t cap;                 /* of keys, vals, kidx and reqs */
+    struct hkv_buf res;           /* the family's results (values, an old value) */
+    struct op_item *items;
+    uint32_t items_cap;
+    struct hkv_buf errbuf;        /* the error reply text, without '-' */
+
+    /* ---- per op: op_new zeroes everything from `c` on, in one memset ---- */
+    struct conn *c;               /* NULL once the client is gone */
+    const struct op_family *fam;
+    const char *label;            /* the command's name, for messages */
+    struct rslot *slot;
+    struct op *cprev, *cnext;     /* in c->ops */
+    struct op *next;              /* freelist */
+    int is_write;                 /* fam->flags & OP_F_WRITE */
+    int64_t start_ms;             /* op_start: the first send of this round */
+    int64_t deadline_ms;          /* writes: start_ms + write-deadline */
+    int attempt;                  /* resends so far */
+    int failed_counted;
+    int timer_on, timer_deadline;
+    uint32_t nkeys;
+    struct wire_slice value;      /* the argument copied with the keys (SET's value, SCAN's MATCH) */
+    struct oreq one;              /* the request of a one-request op */
+    uint32_t nreqs;
+    int pending;
+    int err;
+    alignas(max_align_t) unsigned char args[OP_ARGS_MAX]; /* the family's: OP_ARGS */
+};
+
+/* The family's arguments and results inside op (a struct of at most
+ * OP_ARGS_MAX bytes; zero at op_new). */
+#define OP_ARGS(op, type) ((type *)(void *)(op)->args)
+
+/* A new op for the request being dispatched on c: its reply slot is taken
+ * (slot_defer).  NULL on allocation failure (an error reply was written). */
+struct op *op_new(struct conn *c, const struct op_family *fam, const char *label);
+/* Room for n keys and n requests.  0, or -1 (error recorded). */
+int op_reserve(struct op *op, uint32_t n);
+/* Copies n keys (argv[0], argv[step] ...; with step 2 each key's value
+ * follows it) and value (may be NULL) into the op.  0, or -1 (error
+ * recorded). */
+int op_copy_keys(struct op *op, int n, const struct resp_slice *argv, int step,
+                 const struct resp_slice *value);
+/* n zeroed items; NULL on allocation failure (error recorded). */
+struct op_item *op_items(struct op *op, uint32_t n);
+/* Splits op->keys into one request per owner (per_key: one per key), keys
+ * kept in order within each.  0, or -1 (error recorded, nothing sent): a
+ * key with no owner, or one owner's part too large for a request. */
+int op_split(struct op *op, uint8_t type, uint8_t role, int per_key);
+/* One request for key 0.  Returns it, or NULL (error recorded). */
+struct oreq *op_single(struct op *op, uint8_t type, uint8_t role);
+/* One more request, with no key, to owner o (SCAN, STATS).  0, or -1 (error
+ * recorded). */
+int op_to_owner(struct op *op, struct owner_ref *o, uint8_t type, uint8_t role);
+/* Sends every request of the op (numbering its writes first); the family's
+ * done (or the error reply) follows when all have finished. */
+void op_start(struct op *op);
+
+/* Records an error reply for the op (the first one wins). */
+void op_error(struct op *op, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The buffer to write the reply into, NULL if the client is gone. */
+struct hkv_buf *op_out(struct op *op);
+/* Sends the reply written so far and frees the op. */
+void op_finish(struct op *op);
+/* Replies the recorded error and frees the op. */
+void op_finish_error(struct op *op);
+
+/* The closing hook's part: c's ops forget it (and are cancelled). */
+void op_conn_gone(struct conn *c);
+/* Frees every op (process exit). */
+void op_teardown(struct edge *e);
+
+/* The i-th owner request of an op (a single request lives inside the op). */
+static inline struct oreq *req_at(struct op *op, uint32_t i)
+{
+    return op->nreqs == 1 && i == 0 ? &op->one : &op->reqs[i];
+}
+
+#endif

@@ -1,0 +1,175 @@
+/*
+ * edge_registry.c - the command registry and the dispatch pipeline
+ * (edge_registry.h).
+ *
+ * The table below is the one place that says who handles a command: one row
+ * per command, its family naming the file of its handler.  Adding a command
+ * is a line in proto/cmd.h (name, arity, flags, keys), a row here and its
+ * handler.  The pipeline runs the checks every command shares, in the order
+ * Redis runs them (an unknown command or a wrong arity is answered before
+ * the auth gate, and the rate limiter only charges commands that may run),
+ * so handlers start with well-formed, permitted requests.
+ */
+#include "server/edge/edge_registry.h"
+
+#include <stdio.h>
+
+#include "server/edge/edge_arg.h"
+#include "server/edge/edge_auth.h"
+#include "server/edge/edge_cmd.h"
+#include "server/edge/edge_read.h"
+#include "server/edge/edge_rl.h"
+#include "server/edge/edge_scan.h"
+#include "server/edge/edge_write.h"
+
+#define ROW(ID, handler, family) [CMD_##ID] = {#ID, handler, EDGE_FAM_##family},
+
+const struct edge_command edge_commands[CMD_COUNT] = {
+    ROW(PING,      edge_cmd_ping,      CONN)
+    ROW(ECHO,      edge_cmd_echo,      CONN)
+    ROW(HELLO,     edge_cmd_hello,     CONN)
+    ROW(AUTH,      edge_cmd_auth,      CONN)
+    ROW(SELECT,    edge_cmd_select,    CONN)
+    ROW(QUIT,      edge_cmd_quit,      CONN)
+    ROW(RESET,     edge_cmd_reset,     CONN)
+    ROW(CLIENT,    edge_cmd_client,    CONN)
+    ROW(TIME,      edge_cmd_time,      SERVER)
+    ROW(COMMAND,   edge_cmd_command,   SERVER)
+    ROW(CONFIG,    edge_cmd_config,    SERVER)
+    ROW(INFO,      edge_cmd_info,      SERVER)
+    ROW(HOTKEYS,   edge_cmd_hotkeys,   SERVER)
+    ROW(GET,       edge_cmd_get,       READ)
+    ROW(MGET,      edge_cmd_mget,      READ)
+    ROW(EXISTS,    edge_cmd_exists,    READ)
+    ROW(STRLEN,    edge_cmd_strlen,    READ)
+    ROW(TYPE,      edge_cmd_type,      READ)
+    ROW(TTL,       edge_cmd_ttl,       READ)
+    ROW(PTTL,      edge_cmd_pttl,      READ)
+    ROW(SET,       edge_cmd_set,       WRITE)
+    ROW(SETEX,     edge_cmd_setex,     WRITE)
+    ROW(PSETEX,    edge_cmd_psetex,    WRITE)
+    ROW(SETNX,     edge_cmd_setnx,     WRITE)
+    ROW(GETSET,    edge_cmd_getset,    WRITE)
+    ROW(GETDEL,    edge_cmd_getdel,    WRITE)
+    ROW(GETEX,     edge_cmd_getex,     WRITE)
+    ROW(MSET,      edge_cmd_mset,      WRITE)
+    ROW(DEL,       edge_cmd_del,       WRITE)
+    ROW(UNLINK,    edge_cmd_unlink,    WRITE)
+    ROW(EXPIRE,    edge_cmd_expire,    WRITE)
+    ROW(PEXPIRE,   edge_cmd_pexpire,   WRITE)
+    ROW(EXPIREAT,  edge_cmd_expireat,  WRITE)
+    ROW(PEXPIREAT, edge_cmd_pexpireat, WRITE)
+    ROW(PERSIST,   edge_cmd_persist,   WRITE)
+    ROW(INCR,      edge_cmd_incr,      WRITE)
+    ROW(DECR,      edge_cmd_decr,      WRITE)
+    ROW(INCRBY,    edge_cmd_incrby,    WRITE)
+    ROW(DECRBY,    edge_cmd_decrby,    WRITE)
+    ROW(SCAN,      edge_cmd_scan,      KEYSPACE)
+    ROW(DBSIZE,    edge_cmd_dbsize,    KEYSPACE)
+};
+
+#undef ROW
+
+/* ---- the pipeline ------------------------------------------------------------ */
+
+static void unknown_command(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    char args[256] = "";
+    size_t n = 0;
+    for (int i = 1; i < argc && n < 128; i++) {
+        int w = snprintf(args + n, sizeof(args) - n, "'%.*s' ", (int)(argv[i].len > 64 ? 64 : argv[i].len),
+                         argv[i].p);
+        if (w < 0 || (size_t)w >= sizeof(args) - n)
+            break;
+        n += (size_t)w;
+    }
+    resp_add_errorf(&c->out, "ERR unknown command '%.*s', with args beginning with: %s",
+                    (int)(argv[0].len > 64 ? 64 : argv[0].len), argv[0].p, args);
+}
+
+void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    const struct cmd_def *d = cmd_lookup(argv[0].p, argv[0].len);
+    edge_handler h = d != NULL ? edge_commands[d->id].handler : NULL;
+    board_add(&c->e->stats->total_commands_processed, 1);
+    c->ncmds++;
+    if (h == NULL) {
+        unknown_command(c, argc, argv);
+        return;
+    }
+    c->last_cmd = d->name;
+    if (!cmd_arity_ok(d, argc)) {
+        resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", d->name);
+        return;
+    }
+    if (c->gated && edge_auth_gate(c, d, argc, argv) != 0) /* NOAUTH, NOPERM */
+        return;
+    /* Rate limit (server/colo/ratelimit.h, edge_rl.c).  A command without a
+     * limit costs this one branch; one over its limit is answered
+     * "-RATELIMITED retry in N ms" and not run, and the connection stays
+     * open. */
+    if (c->e->rl_map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv))
+        return;
+    h(c, argc, argv);
+}
+
+/* ---- COMMAND -------------------------------------------------------------- */
+
+static void command_info(struct conn *c, const struct cmd_def *d)
+{
+    static const struct { uint32_t bit; const char *name; } flags[] = {
+        {CMD_F_WRITE, "write"}, {CMD_F_READ, "readonly"}, {CMD_F_ADMIN, "admin"},
+        {CMD_F_FAST, "fast"},   {CMD_F_NOAUTH, "no_auth"},
+    };
+    resp_add_array(&c->out, 10);
+    resp_add_bulk_str(&c->out, d->name);
+    resp_add_int(&c->out, d->arity);
+    int n = 0;
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+        n += (d->flags & flags[i].bit) != 0;
+    resp_add_set(&c->out, c->proto, n);
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+        if (d->flags & flags[i].bit)
+            resp_add_simple(&c->out, flags[i].name);
+    resp_add_int(&c->out, d->first_key);
+    resp_add_int(&c->out, d->last_key);
+    resp_add_int(&c->out, d->step);
+    resp_add_set(&c->out, c->proto, 0); /* ACL categories */
+    resp_add_set(&c->out, c->proto, 0); /* tips */
+    resp_add_array(&c->out, 0);         /* key specs */
+    resp_add_array(&c->out, 0);         /* subcommands */
+}
+
+static int served(const struct cmd_def *d)
+{
+    return edge_commands[d->id].handler != NULL;
+}
+
+void edge_cmd_command(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    int total = 0;
+    for (int i = 0; i < CMD_COUNT; i++)
+        total += served(cmd_get((enum cmd_id)i));
+    if (argc == 1) {
+        resp_add_array(&c->out, total);
+        for (int i = 0; i < CMD_COUNT; i++)
+            if (served(cmd_get((enum cmd_id)i)))
+                command_info(c, cmd_get((enum cmd_id)i));
+    } else if (slice_is(&argv[1], "count") && argc == 2) {
+        resp_add_int(&c->out, total);
+    } else if (slice_is(&argv[1], "info")) {
+        resp_add_array(&c->out, argc - 2);
+        for (int i = 2; i < argc; i++) {
+            const struct cmd_def *d = cmd_lookup(argv[i].p, argv[i].len);
+            if (d != NULL && served(d))
+                command_info(c, d);
+            else
+                resp_add_null_array(&c->out, c->proto);
+        }
+    } else if (slice_is(&argv[1], "docs")) {
+        resp_add_map(&c->out, c->proto, 0); /* redis-cli only uses docs for hints */
+    } else {
+        resp_add_errorf(&c->out, "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",
+                        (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].p);
+    }
+}

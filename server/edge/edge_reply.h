@@ -1,0 +1,46 @@
+/*
+ * edge_reply.h - reply slots: replies leave in request order although owners
+ * answer later and out of order.  Below the connection layer: it moves
+ * finished replies into c->out and never writes to the socket (the caller,
+ * edge_conn.c, decides when to flush or resume).
+ *
+ * While nothing is owed a request writes straight into c->out and slots cost
+ * nothing.  Once one request waits (slot_defer), every later one gets a slot
+ * of its own; dispatch points c->out at the current slot's buffer while the
+ * request runs, so handlers never need to know.  Slots come from a per-edge
+ * freelist and keep a little storage.
+ */
+#ifndef HKV_EDGE_REPLY_H
+#define HKV_EDGE_REPLY_H
+
+#include <stdint.h>
+
+#include "proto/buf.h"
+#include "server/edge/edge_conn.h"
+
+struct rslot {
+    struct rslot *next;
+    struct hkv_buf buf;
+    uint8_t ready;
+};
+
+/* A new slot at the tail of c's queue; NULL on allocation failure. */
+struct rslot *slot_push(struct conn *c);
+/* The slot of the request being dispatched, kept for a later answer (made
+ * now if nothing was owed); NULL on allocation failure. */
+struct rslot *slot_defer(struct conn *c);
+/* Where s's answer is written: c->out for the head (no copy), else its own
+ * buffer. */
+struct hkv_buf *slot_out(struct conn *c, struct rslot *s);
+/* s is answered: finished replies at the head move to c->out.  Returns 0
+ * when s is the request being dispatched (its dispatch ends it), 1 when the
+ * caller should now flush. */
+int slot_ready(struct conn *c, struct rslot *s);
+/* Ends the dispatch of the request whose slot is s (edge_conn.c). */
+void slots_after_dispatch(struct conn *c, struct rslot *s);
+/* Frees every slot of c (it is closing). */
+void slots_release(struct conn *c);
+/* Frees the edge's slot freelist. */
+void slots_teardown(struct edge *e);
+
+#endif

@@ -1,0 +1,33 @@
+/*
+ * edge_write_op.h - the write ops: one per write command, its arguments
+ * already read (edge_write.c), sent to the key's owner as a numbered
+ * request, retried until write-deadline, answered in the client's reply
+ * order.  Each function either starts the op or writes the error reply.
+ */
+#ifndef HKV_EDGE_WRITE_OP_H
+#define HKV_EDGE_WRITE_OP_H
+
+#include <stdint.h>
+
+#include "proto/cmd.h"
+#include "proto/resp.h"
+#include "proto/wire.h"
+#include "server/edge/edge_conn.h"
+
+/* SET SETEX PSETEX SETNX GETSET: key = val with exp and WIRE_SET_* flags. */
+void write_set(struct conn *c, enum cmd_id cmd, const struct resp_slice *key,
+               const struct resp_slice *val, struct wire_expiry exp, uint32_t wflags);
+/* MSET: npairs key/value pairs (one SET per distinct key, the last value). */
+void write_mset(struct conn *c, int npairs, const struct resp_slice *pairs);
+/* DEL / UNLINK of n keys: the number deleted. */
+void write_del(struct conn *c, enum cmd_id cmd, int n, const struct resp_slice *keys);
+/* One key, an INT answer: EXPIRE* (exp, WIRE_EXPIRE_* flags), PERSIST,
+ * INCRBY (delta). */
+void write_single(struct conn *c, enum cmd_id cmd, uint8_t type, const struct resp_slice *key,
+                  struct wire_expiry exp, uint32_t wflags, int64_t delta);
+/* GETDEL: the old value, the key deleted (one owner operation). */
+void write_getdel(struct conn *c, const struct resp_slice *key);
+/* GETEX with an option: GET, then EXPIRE (exp) or PERSIST (exp NONE). */
+void write_getex(struct conn *c, const struct resp_slice *key, struct wire_expiry exp);
+
+#endif

@@ -1,0 +1,439 @@
+/* check_conn.c - the edge's connection layer (server/edge/edge_conn.h)
+ * without a daemon: a connection on a socketpair, a test dispatch hook that
+ * records each request, one event loop driven by the test.  Pipelined input
+ * is parsed and dispatched in order, replies leave in request order and are
+ * flushed, the closing hook runs, and the limits (pending bound, query
+ * buffer, output buffer, maxclients) hold. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto/resp.h"
+#include "server/core/board.h"
+#include "server/edge/edge_conn.h"
+#include "server/edge/edge_int.h"
+#include "server/edge/edge_reply.h"
+#include "tests/harness.h"
+
+#define MAXLOG 64
+
+static struct {
+    struct event_base *base;
+    struct board *board;
+    struct worker_ctx ctx;
+    struct edge e;
+    int peer;                     /* the client's end of the socketpair */
+    char log[MAXLOG][64];         /* every dispatched request, words joined by ' ' */
+    int nlog;
+    struct conn *conn[MAXLOG];    /* the connection of each */
+    struct rslot *deferred[MAXLOG];
+    int ndeferred;
+    int accepted, closing;
+    int refuse;                   /* the accepted hook refuses (as protected mode does) */
+    size_t query_cap;             /* the accepted hook sets c->query_cap */
+    int hold_token;
+} F;
+
+static void t_accepted(struct conn *c, const struct sockaddr *peer)
+{
+    F.accepted++;
+    c->query_cap = F.query_cap;
+    if (F.refuse) {
+        resp_add_error(&c->out, "DENIED go away");
+        c->close_after_write = 1;
+    }
+}
+
+/* PING: +PONG; ECHO x: x; DEFER: the reply waits (F.deferred); HOLD: the
+ * connection is held (F.hold_token); BIG n: an n-byte bulk; else +OK. */
+static void t_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    if (F.nlog < MAXLOG) {
+        char *l = F.log[F.nlog];
+        size_t n = 0;
+        for (int i = 0; i < argc && n + 1 < sizeof(F.log[0]); i++)
+            n += (size_t)snprintf(l + n, sizeof(F.log[0]) - n, "%s%.*s", i ? " " : "",
+                                  (int)argv[i].len, argv[i].p);
+        F.conn[F.nlog++] = c;
+    }
+    if (argv[0].len == 4 && memcmp(argv[0].p, "PING", 4) == 0) {
+        resp_add_simple(&c->out, "PONG");
+    } else if (argv[0].len == 4 && memcmp(argv[0].p, "ECHO", 4) == 0 && argc == 2) {
+        resp_add_bulk(&c->out, argv[1].p, argv[1].len);
+    } else if (argv[0].len == 5 && memcmp(argv[0].p, "DEFER", 5) == 0) {
+        struct rslot *s = slot_defer(c);
+        ck_assert_ptr_nonnull(s);
+        F.deferred[F.ndeferred++] = s;
+    } else if (argv[0].len == 4 && memcmp(argv[0].p, "HOLD", 4) == 0) {
+        conn_hold(c, &F.hold_token);
+        resp_add_simple(&c->out, "HELD");
+    } else if (argv[0].len == 3 && memcmp(argv[0].p, "BIG", 3) == 0 && argc == 2) {
+        size_t n = (size_t)atol(argv[1].p);
+        char *big = malloc(n);
+        ck_assert_ptr_nonnull(big);
+        memset(big, 'x', n);
+        resp_add_bulk(&c->out, big, n);
+        free(big);
+    } else {
+        resp_add_simple(&c->out, "OK");
+    }
+}
+
+static void t_closing(struct conn *c)
+{
+    F.closing++;
+}
+
+static const struct conn_hooks hooks = {t_accepted, t_dispatch, t_closing};
+
+static void setup(void)
+{
+    signal(SIGPIPE, SIG_IGN); /* a client that went away is an EPIPE, as in the edge */
+    memset(&F, 0, sizeof(F));
+    F.ctx.cfg = cfg_create();
+    ck_assert_ptr_nonnull(F.ctx.cfg);
+    F.board = board_create(2);
+    ck_assert_ptr_nonnull(F.board);
+    atomic_store(&F.board->slots[0].role, BOARD_EDGE);
+    F.ctx.board = F.board;
+    F.base = event_base_new();
+    ck_assert_ptr_nonnull(F.base);
+    F.e.ctx = &F.ctx;
+    F.e.base = F.base;
+    F.e.stats = &F.board->slots[0];
+    F.e.limits = (struct resp_limits){F.ctx.cfg->proto_max_bulk_len, F.ctx.cfg->proto_max_args,
+                                      64 * 1024};
+    F.e.conn_hooks = &hooks;
+    F.e.next_client_id = 1;
+    F.peer = -1;
+}
+
+static void teardown(void)
+{
+    conns_close_all(&F.e);
+    slots_teardown(&F.e);
+    if (F.peer >= 0)
+        close(F.peer);
+    event_base_free(F.base);
+    board_destroy(&F.board);
+    cfg_destroy(&F.ctx.cfg);
+}
+
+/* A new connection on a socketpair; returns the client's end (non-blocking). */
+static int connect_client(void)
+{
+    int sv[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    fcntl(sv[1], F_SETFL, O_NONBLOCK);
+    conn_accept(&F.e, sv[0], 0);
+    return sv[1];
+}
+
+static void send_str(int fd, const char *s)
+{
+    size_t n = strlen(s), off = 0;
+    for (int i = 0; i < 1000 && off < n; i++) {
+        ssize_t w = write(fd, s + off, n - off);
+        if (w > 0)
+            off += (size_t)w;
+        else
+            h_sleep_ms(1);
+    }
+    ck_assert_uint_eq(off, n);
+}
+
+/* Runs the loop until cond() or ms pass; returns cond(). */
+static int run_until(int (*cond)(void), int ms)
+{
+    int64_t end = h_now_ms() + ms;
+    for (int i = 0; i < 1000000 && !cond() && h_now_ms() < end; i++) {
+        event_base_loop(F.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        if (!cond())
+            h_sleep_ms(1);
+    }
+    return cond();
+}
+
+static void run_for(int ms)
+{
+    int64_t end = h_now_ms() + ms;
+    for (int i = 0; i < 100000 && h_now_ms() < end; i++) {
+        event_base_loop(F.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        h_sleep_ms(1);
+    }
+}
+
+/* Reads what the client got, running the loop, until `want` bytes came or
+ * EOF or ms pass (buf holds want + 1).  Returns the bytes read, NUL
+ * terminated; *eof set on EOF. */
+static size_t read_reply(int fd, char *buf, size_t want, int ms, int *eof)
+{
+    size_t got = 0;
+    int64_t end = h_now_ms() + ms;
+    *eof = 0;
+    for (int i = 0; i < 1000000 && got < want && h_now_ms() < end; i++) {
+        event_base_loop(F.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        ssize_t n = read(fd, buf + got, want - got);
+        if (n > 0) {
+            got += (size_t)n;
+        } else if (n == 0) {
+            *eof = 1;
+            break;
+        } else if (errno == EAGAIN) {
+            h_sleep_ms(1);
+        } else {
+            *eof = 1;
+            break;
+        }
+    }
+    buf[got] = '\0';
+    return got;
+}
+
+static int nlog_is_3(void) { return F.nlog >= 3; }
+static int nlog_is_1(void) { return F.nlog >= 1; }
+static int closed_once(void) { return F.closing >= 1; }
+
+START_TEST(pipelined_requests_dispatched_in_order_and_answered_in_order)
+{
+    F.peer = connect_client();
+    ck_assert_int_eq(F.accepted, 1);
+    ck_assert_uint_eq(F.e.nconns, 1);
+    /* three requests in one write: multibulk, multibulk, inline */
+    send_str(F.peer, "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\nSET a b\r\n");
+    ck_assert(run_until(nlog_is_3, 2000));
+    ck_assert_int_eq(F.nlog, 3);
+    ck_assert_str_eq(F.log[0], "PING");
+    ck_assert_str_eq(F.log[1], "ECHO hi");
+    ck_assert_str_eq(F.log[2], "SET a b");
+    const char *want = "+PONG\r\n$2\r\nhi\r\n+OK\r\n";
+    char buf[256];
+    int eof;
+    ck_assert_uint_eq(read_reply(F.peer, buf, strlen(want), 2000, &eof), strlen(want));
+    ck_assert_str_eq(buf, want);
+    ck_assert_uint_eq(board_load(&F.e.stats->total_connections_received), 1);
+    ck_assert_uint_eq(board_load(&F.e.stats->connected_clients), 1);
+}
+END_TEST
+
+START_TEST(request_split_across_reads_is_dispatched_once_whole)
+{
+    F.peer = connect_client();
+    send_str(F.peer, "*2\r\n$4\r\nECHO\r\n$5\r\nhel");
+    run_for(50);
+    ck_assert_int_eq(F.nlog, 0); /* not whole yet */
+    send_str(F.peer, "lo\r\n");
+    ck_assert(run_until(nlog_is_1, 2000));
+    run_for(20);
+    ck_assert_int_eq(F.nlog, 1);
+    ck_assert_str_eq(F.log[0], "ECHO hello");
+    char buf[64];
+    int eof;
+    ck_assert_uint_eq(read_reply(F.peer, buf, 11, 2000, &eof), 11);
+    ck_assert_str_eq(buf, "$5\r\nhello\r\n");
+}
+END_TEST
+
+START_TEST(deferred_reply_keeps_request_order)
+{
+    F.peer = connect_client();
+    send_str(F.peer, "DEFER\r\nECHO second\r\n");
+    ck_assert(run_until(nlog_is_3, 300) == 0 && F.nlog == 2);
+    char buf[128];
+    int eof;
+    /* the second is answered already, but must wait behind the first */
+    ck_assert_uint_eq(read_reply(F.peer, buf, 1, 100, &eof), 0);
+    ck_assert_uint_eq(F.conn[0]->nslots, 2);
+    struct conn *c = F.conn[0];
+    struct rslot *s = F.deferred[0];
+    resp_add_simple(slot_out(c, s), "first");
+    conn_slot_done(c, s);
+    const char *want = "+first\r\n$6\r\nsecond\r\n";
+    ck_assert_uint_eq(read_reply(F.peer, buf, strlen(want), 2000, &eof), strlen(want));
+    ck_assert_str_eq(buf, want);
+    ck_assert_uint_eq(c->nslots, 0);
+}
+END_TEST
+
+START_TEST(closing_hook_runs_once_when_the_client_hangs_up)
+{
+    F.peer = connect_client();
+    send_str(F.peer, "PING\r\n");
+    ck_assert(run_until(nlog_is_1, 2000));
+    close(F.peer);
+    F.peer = -1;
+    ck_assert(run_until(closed_once, 2000));
+    run_for(20);
+    ck_assert_int_eq(F.closing, 1);
+    ck_assert_uint_eq(F.e.nconns, 0);
+    ck_assert_ptr_null(F.e.conns);
+    ck_assert_uint_eq(board_load(&F.e.stats->connected_clients), 0);
+}
+END_TEST
+
+static int nlog_is_4(void) { return F.nlog >= 4; }
+static int nlog_is_7(void) { return F.nlog >= 7; }
+
+START_TEST(pending_bound_pauses_input_until_half_is_answered)
+{
+    F.ctx.cfg->client_max_pending = 4;
+    F.peer = connect_client();
+    char req[256] = "";
+    for (int i = 0; i < 10; i++)
+        strcat(req, "DEFER\r\n");
+    send_str(F.peer, req);
+    ck_assert(run_until(nlog_is_4, 2000));
+    run_for(50);
+    ck_assert_int_eq(F.nlog, 4); /* paused at the bound: nothing more is read */
+    struct conn *c = F.conn[0];
+    ck_assert(c->paused);
+    /* answering 2 leaves 2 owed: not under half yet */
+    for (int i = 0; i < 2; i++) {
+        resp_add_int(slot_out(c, F.deferred[i]), i);
+        conn_slot_done(c, F.deferred[i]);
+    }
+    run_for(30);
+    ck_assert_int_eq(F.nlog, 4);
+    /* the third leaves 1 owed (< 4/2): input resumes until the bound again */
+    resp_add_int(slot_out(c, F.deferred[2]), 2);
+    conn_slot_done(c, F.deferred[2]);
+    ck_assert(run_until(nlog_is_7, 2000));
+    run_for(30);
+    ck_assert_int_eq(F.nlog, 7);
+    char buf[64];
+    int eof;
+    const char *want = ":0\r\n:1\r\n:2\r\n";
+    ck_assert_uint_eq(read_reply(F.peer, buf, strlen(want), 2000, &eof), strlen(want));
+    ck_assert_str_eq(buf, want);
+}
+END_TEST
+
+START_TEST(protocol_error_is_answered_then_the_connection_closes)
+{
+    F.peer = connect_client();
+    send_str(F.peer, "PING\r\n*1\r\n$x\r\nPING\r\n");
+    char buf[256];
+    int eof = 0;
+    size_t n = read_reply(F.peer, buf, sizeof(buf) - 1, 2000, &eof);
+    ck_assert(eof);
+    ck_assert_msg(n > 7 && strncmp(buf, "+PONG\r\n-ERR Protocol error", 26) == 0, "got %s", buf);
+    ck_assert_int_eq(F.nlog, 1); /* nothing after the bad request runs */
+    ck_assert_int_eq(F.closing, 1);
+    ck_assert_uint_eq(board_load(&F.e.stats->protocol_errors), 1);
+}
+END_TEST
+
+START_TEST(query_buffer_limit_closes_the_client)
+{
+    F.query_cap = 4096; /* tighter than client-query-buffer-limit, as before AUTH */
+    F.peer = connect_client();
+    char big[8192];
+    memset(big, 'v', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    send_str(F.peer, "*2\r\n$3\r\nSET\r\n$100000\r\n"); /* a bulk that never completes */
+    send_str(F.peer, big);
+    char buf[256];
+    int eof = 0;
+    read_reply(F.peer, buf, sizeof(buf) - 1, 2000, &eof);
+    ck_assert(eof);
+    ck_assert_str_eq(buf, "-ERR Protocol error: query buffer limit reached\r\n");
+    ck_assert_int_eq(F.nlog, 0);
+    ck_assert_int_eq(F.closing, 1);
+}
+END_TEST
+
+START_TEST(output_over_the_hard_limit_closes_a_client_that_does_not_read)
+{
+    F.ctx.cfg->client_output_hard = 64 * 1024;
+    F.peer = connect_client();
+    send_str(F.peer, "BIG 4000000\r\n"); /* far more than the socket buffers hold */
+    ck_assert(run_until(closed_once, 2000));
+    ck_assert_uint_eq(F.e.nconns, 0);
+}
+END_TEST
+
+START_TEST(maxclients_refuses_past_the_bound)
+{
+    F.ctx.cfg->maxclients = 1;
+    F.peer = connect_client();
+    int second = connect_client();
+    char buf[128];
+    int eof = 0;
+    read_reply(second, buf, sizeof(buf) - 1, 2000, &eof);
+    close(second);
+    ck_assert(eof);
+    ck_assert_str_eq(buf, "-ERR max number of clients reached\r\n");
+    ck_assert_int_eq(F.accepted, 1); /* the refused one never reached the hooks */
+    ck_assert_uint_eq(F.e.nconns, 1);
+    ck_assert_uint_eq(board_load(&F.e.stats->rejected_connections), 1);
+}
+END_TEST
+
+START_TEST(refusal_written_by_the_accepted_hook_is_sent_before_closing)
+{
+    F.refuse = 1;
+    F.peer = connect_client(); /* refused and closed at once: it cannot even send */
+    ck_assert_int_eq(F.closing, 1);
+    char buf[128];
+    int eof = 0;
+    read_reply(F.peer, buf, sizeof(buf) - 1, 2000, &eof);
+    ck_assert(eof);
+    ck_assert_str_eq(buf, "-DENIED go away\r\n");
+    ck_assert_int_eq(F.nlog, 0);
+    ck_assert_uint_eq(F.e.nconns, 0);
+}
+END_TEST
+
+static int nlog_is_2(void) { return F.nlog >= 2; }
+
+START_TEST(held_connection_reads_again_once_released)
+{
+    F.peer = connect_client();
+    send_str(F.peer, "HOLD\r\nPING\r\n");
+    ck_assert(run_until(nlog_is_1, 2000));
+    run_for(50);
+    ck_assert_int_eq(F.nlog, 1); /* PING waits behind the hold */
+    conn_release(&F.e, &F.hold_token);
+    ck_assert(run_until(nlog_is_2, 2000));
+    char buf[64];
+    int eof;
+    const char *want = "+HELD\r\n+PONG\r\n";
+    ck_assert_uint_eq(read_reply(F.peer, buf, strlen(want), 2000, &eof), strlen(want));
+    ck_assert_str_eq(buf, want);
+}
+END_TEST
+
+Suite *conn_suite(void)
+{
+    Suite *s = suite_create("conn");
+    struct {
+        const char *name;
+        const TTest *t;
+    } cases[] = {
+        {"order", pipelined_requests_dispatched_in_order_and_answered_in_order},
+        {"partial", request_split_across_reads_is_dispatched_once_whole},
+        {"slots", deferred_reply_keeps_request_order},
+        {"closing", closing_hook_runs_once_when_the_client_hangs_up},
+        {"pending", pending_bound_pauses_input_until_half_is_answered},
+        {"protocol", protocol_error_is_answered_then_the_connection_closes},
+        {"querybuf", query_buffer_limit_closes_the_client},
+        {"output", output_over_the_hard_limit_closes_a_client_that_does_not_read},
+        {"maxclients", maxclients_refuses_past_the_bound},
+        {"refusal", refusal_written_by_the_accepted_hook_is_sent_before_closing},
+        {"hold", held_connection_reads_again_once_released},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 20);
+        tcase_add_test(tc, cases[i].t);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
