@@ -8,7 +8,8 @@
  * read left to right with the same exclusions (a second EX replaces the
  * first, EX with PX is a syntax error, KEEPTTL excludes any expiry), then
  * the expire value is checked (not an integer; <= 0 or overflowing:
- * "invalid expire time in '<cmd>' command"), and only then is the key read.
+ * "invalid expire time in '<cmd>' command"), and only then is the key read
+ * (GETEX reads the key first: a missing key answers nil whatever the value).
  * Every expiry is turned into absolute unix ms here, with the one clock
  * reading of the command, as Redis does before it stores one.
  */
@@ -210,17 +211,17 @@ int ocmd_getex_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_s
     int64_t when = 0;
     if (parse_ext(c, argv, argc, 0, &f, &expv) != 0)
         return ocmd_done(c);
-    if (expv != NULL && expire_ms(c, d, *expv, (f & (X_EX | X_EXAT)) != 0,
-                                  (f & (X_EX | X_PX)) != 0, &when) != 0)
-        return ocmd_done(c);
     struct ledger_view v;
     int rc = ocmd_get(c, argv[1], &v);
     if (rc == HKV_EAGAIN)
         return rc;
     if (rc != HKV_OK) {
-        ocmd_null(c);
+        ocmd_null(c); /* Redis reads the key before it judges the expire value */
         return ocmd_done(c);
     }
+    if (expv != NULL && expire_ms(c, d, *expv, (f & (X_EX | X_EXAT)) != 0,
+                                  (f & (X_EX | X_PX)) != 0, &when) != 0)
+        return ocmd_done(c);
     ocmd_bulk(c, v.val, v.vlen); /* before the change, which may free the value */
     int changed = 0;
     if (expv != NULL)

@@ -438,6 +438,10 @@ START_TEST(set_options_follow_redis_7_rules_and_errors)
     ck_assert_uint_eq(expect("SET s y EX abc", "-ERR value is not an integer or out of range\r\n"),
                       0);
     ck_assert_uint_eq(expect("SETEX s 0 y", "-ERR invalid expire time in 'setex' command\r\n"), 0);
+    /* GETEX reads the key before it judges the expire value */
+    ck_assert_uint_eq(expect("GETEX nothere EX abc", "$-1\r\n"), 0);
+    ck_assert_uint_eq(expect("GETEX s EX abc", "-ERR value is not an integer or out of range\r\n"),
+                      0);
     ck_assert_uint_eq(expect("GET s", "$1\r\ny\r\n"), 0);
     call(&A, "SET s z PXAT 1", &m); /* a deadline in the past deletes, as Redis */
     assert_resp(&m, "+OK\r\n");
