@@ -450,8 +450,8 @@ START_TEST(set_options_follow_redis_7_rules_and_errors)
     call_rid(&A, 3, next_rid(&A), "SET nothere v XX", &m);
     assert_resp(&m, "_\r\n");
     ck_assert_uint_eq(expect("GET", "-ERR wrong number of arguments for 'get' command\r\n"), 0);
-    ck_assert_uint_eq(expect("NOSUCH a b",
-                             "-ERR unknown command 'NOSUCH', with args beginning with: 'a' 'b' \r\n"),
+    ck_assert_uint_eq(expect("NOSUCH a b", "-ERR unknown command 'NOSUCH', with args beginning "
+                                           "with: 'a' 'b' \r\n"),
                       0);
     ck_assert_uint_eq(expect("EXPIRE x 10 NX GT", "-ERR NX and XX, GT or LT options at the same "
                                                   "time are not compatible\r\n"),
@@ -823,7 +823,9 @@ Suite *owner_call_suite(void)
           exec_with_a_stale_watch_answers_nil_and_changes_nothing,
           exec_with_durable_keys_answers_after_one_commit}},
         {"moved", setup_two_owners, {foreign_key_is_moved_and_nothing_runs}},
-        {"bounds", setup_small_frames, {reply_over_half_a_frame_is_an_error_and_writes_still_apply}},
+        {"bounds",
+         setup_small_frames,
+         {reply_over_half_a_frame_is_an_error_and_writes_still_apply}},
         {"disk",
          setup_incomplete,
          {key_on_disk_only_is_loaded_then_the_command_runs,
