@@ -66,7 +66,10 @@
     X(INCR, "incr", 2, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)                \
     X(DECR, "decr", 2, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)                \
     X(INCRBY, "incrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)            \
-    X(DECRBY, "decrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)
+    X(DECRBY, "decrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)          \
+    /* keyspace administration (edge_keyspace.c, edge_keys.c) */         \
+    X(FLUSHALL, "flushall", -1, CMD_F_ADMIN, 0, 0, 0)                    \
+    X(FLUSHDB, "flushdb", -1, CMD_F_ADMIN, 0, 0, 0)
 
 enum cmd_id {
 #define X(id, name, arity, flags, fk, lk, st) CMD_##id,

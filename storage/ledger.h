@@ -224,7 +224,10 @@ int ledger_rmw(struct ledger *l, const char *key, size_t klen, uint16_t class_id
  * flush durable with a persist batch whose flush_below is *version.
  * HKV_OK. */
 int ledger_flush(struct ledger *l, struct ledger_clock now, hkv_stamp *version);
-/* Recovery: the flush floor the file recorded (persister_flush_floor). */
+/* Recovery: the flush floor the file recorded (persister_flush_floor).  It
+ * is also the read floor, and the clock moves past it: the versions issued
+ * from now on are newer than the flush even when the file holds no row
+ * newer than it (a flush that emptied it). */
 void ledger_set_flush_floor(struct ledger *l, hkv_stamp floor);
 
 /* RENAME / RENAMENX / COPY within this ledger: dst gets src's value and

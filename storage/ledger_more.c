@@ -125,6 +125,7 @@ int ledger_flush(struct ledger *l, struct ledger_clock now, hkv_stamp *version)
 
 void ledger_set_flush_floor(struct ledger *l, hkv_stamp floor)
 {
+    hlc_observe(&l->clock, floor); /* a file emptied by the flush holds no newer row */
     if (floor > l->flush_floor)
         l->flush_floor = floor;
     if (floor > l->floor)

@@ -87,6 +87,8 @@ static int layout(void *hdr, const void *in)
     off = ALIGN_UP(off + (uint64_t)h->nlocks * sizeof(struct rlock), 64);
     h->off_sketch = off;
     off = ALIGN_UP(off + sizeof(struct sketch), 64);
+    h->off_floors = off;
+    off = ALIGN_UP(off + FLUSH_WRITERS * sizeof(uint64_t), 64);
     uint64_t fixed = off + 3 * 4096; /* alignment slack of the later regions */
     if (fixed >= bytes)
         return HKV_EINVAL;
@@ -151,6 +153,7 @@ static void bind(struct cache *c)
     c->index = (uint64_t *)(base + h->off_index);
     c->locks = (struct rlock *)(base + h->off_locks);
     c->sk = (struct sketch *)(base + h->off_sketch);
+    c->floors = (_Atomic uint64_t *)(base + h->off_floors);
     c->pages = base + h->off_pages;
     c->nstripes = h->nstripes;
     c->pps = h->pps;
@@ -323,7 +326,7 @@ restart:
     }
     return HKV_ENOENT;
 hit:
-    if (now >= m.keep_until) {
+    if (now >= m.keep_until || cache_forgotten(c, m.stamp)) {
         value->len = 0;
         return HKV_ENOENT;
     }
@@ -401,6 +404,8 @@ int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, con
     if (vlen > c->max_value || klen > c->page_size || vlen > c->page_size ||
         SLOT_HDR + klen + vlen > c->page_size)
         return HKV_ETOOBIG;
+    if (cache_forgotten(c, stamp))
+        return HKV_ESTALE; /* from before a FLUSHALL */
     struct slot_meta m = {.khash = khash,
                           .stamp = stamp,
                           .fresh_until = fresh_until,
@@ -430,6 +435,27 @@ int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t kha
                           .flags = SF_LIVE | SF_GONE};
     int rc = store(c, key, klen, khash, NULL, &m, now);
     return rc == HKV_ESTALE ? HKV_OK : rc; /* a newer entry is left as it is */
+}
+
+/* ---- FLUSHALL ---- */
+
+void cache_forget_below(struct cache *c, hkv_stamp floor)
+{
+    if (c == NULL || floor == 0)
+        return;
+    _Atomic uint64_t *f = &c->floors[stamp_writer(floor)];
+    uint64_t cur = atomic_load_explicit(f, memory_order_relaxed);
+    while (cur < floor &&
+           !atomic_compare_exchange_weak_explicit(f, &cur, floor, memory_order_release,
+                                                  memory_order_relaxed))
+        ;
+}
+
+int cache_forgotten(const struct cache *c, hkv_stamp stamp)
+{
+    if (c == NULL || stamp == 0)
+        return 0;
+    return stamp < atomic_load_explicit(&c->floors[stamp_writer(stamp)], memory_order_acquire);
 }
 
 /* ---- counters ---- */

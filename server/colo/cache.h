@@ -112,7 +112,8 @@ void cache_destroy(struct cache **c);
 /* Looks `key` up.  `khash` is the caller's hash of the key (router_hash).
  * HKV_OK: found (value copied into *value, which is reset first; for a
  * negative entry value is empty and hit->negative = 1); HKV_ENOENT: miss
- * (absent, a tombstone, at or past keep_until, or torn/corrupt: never
+ * (absent, a tombstone, at or past keep_until, stamped before a FLUSHALL
+ * (cache_forget_below), or torn/corrupt: never
  * served; torn/corrupt ones are counted here in cache_corrupt_entries);
  * HKV_ENOMEM (value could not grow).  No lock, no syscall, no allocation
  * once *value has grown to the value's size; a hit sets the entry's CLOCK
@@ -125,7 +126,8 @@ int cache_get(struct cache *c, const char *key, size_t klen, uint64_t khash, int
  * an entry holding a newer stamp is kept (HKV_ESTALE), so a late fetch or
  * push never replaces a newer value; an equal stamp refreshes the times.
  * A tombstone (cache_invalidate) guards with its stamp until its
- * guard_until, and guards nothing from then on.  When full, an entry is
+ * guard_until, and guards nothing from then on.  A stamp from before a
+ * FLUSHALL is refused too (HKV_ESTALE, cache_forget_below).  When full, an entry is
  * evicted (counted in cache_evictions) and the put succeeds.
  * HKV_OK, HKV_ESTALE, HKV_ETOOBIG (over max_value or the largest slot: not
  * cached, and not counted here: cache_not_cached_too_big is the caller's),
@@ -152,6 +154,24 @@ int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, con
  * HKV_ECORRUPT. */
 int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t khash,
                      hkv_stamp stamp, int64_t guard_until, int64_t now);
+
+/* FLUSHALL: forgetting everything from before a flush, cache-wide.  An
+ * owner's flush gives a version (`floor`) newer than every version that
+ * owner issued before it; the owner is the stamp's writer (proto/stamp.h),
+ * so one floor per writer says exactly which values are older than the
+ * flush, whatever path they take into the segment: from then on cache_get
+ * misses every entry (value, negative or tombstone) stamped below its
+ * writer's floor, and cache_put refuses such a stamp (HKV_ESTALE), be it a
+ * fill whose fetch the owner answered before the flush, a push written
+ * before it and read after, or a write's own update.  Nothing is cleared:
+ * forgotten entries are misses and are reused or evicted like the rest.
+ * Floors only rise (an older floor is ignored); stamp 0 (a "not found" of a
+ * key the owner never held) is below no floor.  Lock-free: one atomic per
+ * writer, so the master applies it from outside the colo, and a put racing
+ * with it is caught at the next read.  NULL c: nothing (never forgotten). */
+void cache_forget_below(struct cache *c, hkv_stamp floor);
+/* 1 if stamp is below its writer's flush floor. */
+int cache_forgotten(const struct cache *c, hkv_stamp stamp);
 
 /* Colo-wide refresh lock of a key.  `token` identifies the caller and must
  * be pid << 32 | sequence (the pid of the calling process, a sequence that

@@ -25,6 +25,9 @@
  *   locks       nlocks x struct rlock (16 bytes): refresh locks,
  *               direct-mapped by key hash
  *   sketch      decay clock, top-K mutex and table, count-min counters
+ *   floors      FLUSH_WRITERS u64: per writer (an owner: the low bits of a
+ *               stamp), the version of its last FLUSHALL; an entry or a put
+ *               stamped below its writer's floor is from before that flush
  *   pages       nstripes x pps pages of page_size bytes: the slabs
  *
  * A stripe is a shard: a key's stripe (from its hash) owns the key's index
@@ -46,7 +49,7 @@
 #include "server/colo/segment.h"
 
 #define CACHE_MAGIC 0x6f6c6f63766b6824ULL /* "$hkvcolo" */
-#define CACHE_LAYOUT_VERSION 3
+#define CACHE_LAYOUT_VERSION 4
 
 #define SLOT_MIN 128          /* smallest slot class; classes double */
 #define NCLASS_MAX 16
@@ -55,6 +58,8 @@
 #define CLS_NONE 0xffu        /* page not given to any class yet */
 
 #define READ_TRIES 64         /* a reader's bounded retries, then a miss */
+
+#define FLUSH_WRITERS (STAMP_WRITER_MAX + 1) /* one flush floor per stamp writer */
 
 #define CMS_DEPTH 4
 #define CMS_WIDTH 4096        /* power of 2 */
@@ -119,7 +124,7 @@ struct cache_hdr {
     uint32_t nclasses, nidx;         /* slot classes, index words per stripe */
     uint32_t nlocks, stripe_size;
     uint64_t off_stripes, off_pagewords, off_pagelive, off_refs, off_index, off_locks, off_sketch,
-        off_pages, end;
+        off_floors, off_pages, end;
 };
 
 struct stripe {
@@ -171,6 +176,7 @@ struct cache {
     uint64_t *index;                 /* only through __atomic builtins */
     struct rlock *locks;
     struct sketch *sk;
+    _Atomic uint64_t *floors;        /* FLUSH_WRITERS flush floors (cache_forget_below) */
     char *pages;
     uint32_t nstripes, pps, page_size, nclasses, nidx, nlocks, hot_sample;
     uint64_t max_value;

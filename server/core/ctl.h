@@ -2,7 +2,9 @@
  * ctl.h - the control channel between the master and each child: a stream
  * socketpair carrying small framed messages, [u32 big-endian length][u8
  * type][payload].  The master sends validated configs; a child reports that it
- * serves; CONFIG RESETSTAT goes up to the master and back down to everyone.
+ * serves; CONFIG RESETSTAT goes up to the master and back down to everyone;
+ * FLUSHALL's "forget what each owner stamped before its flush" goes up to the
+ * master, which applies it to every colo segment.
  * The channel doubles as the child's lifeline: EOF on it means the
  * master is gone, which a child notices at once without polling.
  */
@@ -29,6 +31,13 @@ enum ctl_type {
      * RESETSTAT you asked for is done in every process (one per request,
      * in order). */
     CTL_RESETSTAT_DONE = 6,
+    /* FLUSHALL.  child -> master: every owner of these versions flushed;
+     * payload: n u64 big-endian stamps, each an owner's flush version (its
+     * writer in the low bits): make every colo segment forget what that
+     * owner stamped before it (cache_forget_below).  master -> child:
+     * done in every colo; payload empty (one per request, in order). */
+    CTL_CACHE_FORGET = 7,
+    CTL_CACHE_FORGOTTEN = 8,
 };
 
 #define CTL_MAX_MSG (64u << 20)

@@ -143,6 +143,8 @@ static void on_ctl_msg(void *arg, uint8_t type, const char *payload, size_t len)
         resetstat(w);
     else if (type == CTL_RESETSTAT_DONE && w->hooks.resetstat_done != NULL)
         w->hooks.resetstat_done(w->hooks.arg);
+    else if (type == CTL_CACHE_FORGOTTEN && w->hooks.cache_forgotten != NULL)
+        w->hooks.cache_forgotten(w->hooks.arg);
 }
 
 static void on_ctl_read(struct bufferevent *bev, void *arg)

@@ -12,7 +12,8 @@
  * `stop` begins an orderly stop.  `fast` is set when the master is gone:
  * then the role has about half a second, not shutdown-timeout.  Two optional
  * hooks take part in CONFIG RESETSTAT (ctl.h): the worker zeroes the
- * process's scoreboard counters itself, the role its own.
+ * process's scoreboard counters itself, the role its own.  One more optional
+ * hook hears that the master applied a FLUSHALL's cache forget (ctl.h).
  */
 #ifndef HKV_WORKER_H
 #define HKV_WORKER_H
@@ -48,6 +49,9 @@ struct worker_hooks {
      * request, in the order they were sent. */
     void (*resetstat)(void *arg);
     void (*resetstat_done)(void *arg);
+    /* Optional: a CTL_CACHE_FORGET this process sent is applied to every
+     * colo segment; one call per message, in the order they were sent. */
+    void (*cache_forgotten)(void *arg);
 };
 
 struct worker;

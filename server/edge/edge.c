@@ -26,6 +26,7 @@
 #include "server/edge/edge_conn.h"
 #include "server/edge/edge_flight.h"
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_keyspace.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_read.h"
@@ -218,7 +219,8 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
         event_base_priority_init(e->base, 2);
     if (e->base == NULL)
         return 1;
-    struct worker_hooks hooks = {on_reload, on_stop, e, edge_stats_reset, edge_resetstat_done};
+    struct worker_hooks hooks = {on_reload, on_stop, e, edge_stats_reset, edge_resetstat_done,
+                                 edge_cache_forgotten};
     e->worker = worker_create(ctx, e->base, &hooks);
     e->cron = event_new(e->base, -1, EV_PERSIST, on_cron, e);
     e->deadline = evtimer_new(e->base, on_deadline, e);

@@ -31,6 +31,7 @@
 #include "server/edge/edge_cache.h"
 
 #define COLO_POLL_MS 2
+#define FLIGHT_REFETCH_MAX 3 /* fetches again of an answer older than a FLUSHALL */
 #define FLIGHT_BUCKETS 4096
 
 struct flight {
@@ -46,6 +47,7 @@ struct flight {
     struct event timer;           /* the next waiter's miss-wait, or a colo poll */
     int timer_init;
     int moved;
+    int refetched;                /* fetched again: answers older than a FLUSHALL */
     int linked;
     int fetching;                 /* a request to the owner is in flight */
     uint64_t token;               /* the colo refresh lock we hold, 0 = none */
@@ -304,6 +306,19 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
                 return;
         }
     }
+    /* An answer from before a FLUSHALL whose forget reached this colo since
+     * the fetch went out (cache_forget_below): a reader that came after the
+     * FLUSHALL's OK may be waiting on it, and must not get a value the flush
+     * removed.  Fetched again: the next answer is from after that flush (the
+     * floor is raised only once the owner's flush is done), older only if yet
+     * another flush overtook it; after FLIGHT_REFETCH_MAX of those it is
+     * answered as is. */
+    if (m->type == WIRE_VALUE && f->refetched < FLIGHT_REFETCH_MAX && e->cache != NULL &&
+        cache_forgotten(e->cache, m->u.value.stamp)) {
+        f->refetched++;
+        if (flight_send(f) == 0)
+            return;
+    }
     flight_unlink(f);
     if (m->type == WIRE_MOVED) {
         char err[128];
@@ -409,7 +424,7 @@ struct flight *flight_start(struct edge *e, const char *key, size_t len, const s
     f->rt = *rt;
     f->cfg = cfg_ref(e->ctx->cfg); /* the config the router routed with */
     f->owner = o;
-    f->moved = f->fetching = 0;
+    f->moved = f->fetching = f->refetched = 0;
     f->token = 0;
     f->poll_until = 0;
     f->started_ms = clock_mono_ms();

@@ -15,7 +15,8 @@
  *   edge_op, edge_op_send           the op engine (families: encode, answer, done)
  *   edge_flight                     single-flight fetches (answers through a callback)
  *   edge_read, edge_write_op,
- *   edge_write, edge_scan           the data command families
+ *   edge_write, edge_scan,
+ *   edge_keyspace                   the data command families
  *   info, edge_cmd                  INFO; the connection and server commands
  *   edge_registry                   the command table and the dispatch pipeline
  *   edge                            the process: wires the hooks, runs the loop
@@ -92,6 +93,11 @@ struct edge {
     int *op_owner_req;            /* op_split's owner -> request table (nowners) */
     struct wire_slice *op_keys;   /* one request's keys, contiguous, for encoding */
     size_t op_keys_cap;
+
+    /* FLUSHALL's cache forgets (edge_keyspace.c) */
+    uint64_t forget_sent;         /* CTL_CACHE_FORGETs sent to the master */
+    uint64_t forget_done;         /* ... and applied (answered in order) */
+    struct op *fg_head, *fg_tail; /* FLUSHALLs waiting for theirs, oldest first */
 
     /* single-flight fetches (edge_flight.c) */
     struct flights *flights;

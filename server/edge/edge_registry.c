@@ -17,6 +17,7 @@
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_cmd.h"
+#include "server/edge/edge_keyspace.h"
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_rl.h"
 #include "server/edge/edge_scan.h"
@@ -66,6 +67,8 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(DECRBY,    edge_cmd_decrby,    WRITE)
     ROW(SCAN,      edge_cmd_scan,      KEYSPACE)
     ROW(DBSIZE,    edge_cmd_dbsize,    KEYSPACE)
+    ROW(FLUSHALL,  edge_cmd_flushall,  KEYSPACE)
+    ROW(FLUSHDB,   edge_cmd_flushall,  KEYSPACE)
 };
 
 #undef ROW

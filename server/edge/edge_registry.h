@@ -29,7 +29,8 @@ enum edge_family {
     EDGE_FAM_SERVER,              /* server administration: edge_cmd.c (COMMAND: edge_registry.c) */
     EDGE_FAM_READ,                /* reads through the colo cache: edge_read.c */
     EDGE_FAM_WRITE,               /* writes to owners: edge_write.c */
-    EDGE_FAM_KEYSPACE,            /* the whole keyspace: edge_scan.c */
+    EDGE_FAM_KEYSPACE,            /* the whole keyspace: edge_scan.c, edge_keyspace.c,
+                                   * edge_keys.c */
 };
 
 struct edge_command {

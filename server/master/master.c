@@ -72,6 +72,8 @@ static void on_ctl_msg(void *arg, uint8_t type, const char *payload, size_t len)
         master_resetstat_asked(c);
     } else if (type == CTL_RESETSTAT_DONE) {
         master_resetstat_confirmed(c);
+    } else if (type == CTL_CACHE_FORGET) {
+        master_cache_forget(c, payload, len);
     }
 }
 

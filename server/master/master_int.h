@@ -10,6 +10,7 @@
  *   master_reload.c  config generations: load, SIGHUP reload, CONFIG SET,
  *                    the broadcast to every child, READY to systemd
  *   master_stats.c   CONFIG RESETSTAT: every process's counters zeroed
+ *   master_forget.c  FLUSHALL: every colo segment forgets older versions
  *
  * The calls go one way: master.c calls the others, which call at most
  * master_boot.c, and nothing calls master.c (a timer's callback is handed
@@ -109,5 +110,12 @@ void master_resetstat_confirmed(struct child *c);
 void master_resetstat_gone(struct child *c);
 /* m->rs_timer's callback (arg the master). */
 void master_resetstat_timeout(evutil_socket_t fd, short what, void *arg);
+
+/* ---- master_forget.c ---- */
+
+/* c sent CTL_CACHE_FORGET (payload: u64 flush versions): every colo segment
+ * forgets what those owners stamped before them; c is answered
+ * CTL_CACHE_FORGOTTEN at once. */
+void master_cache_forget(struct child *c, const char *payload, size_t len);
 
 #endif

@@ -106,7 +106,7 @@ int owner_main(struct worker_ctx *ctx, const struct owner_ctx *octx)
     int code = 1;
     if (owner_init(o, ctx, octx) != 0)
         goto out;
-    struct worker_hooks hooks = {on_reload, on_stop, o, owner_stats_reset, NULL};
+    struct worker_hooks hooks = {on_reload, on_stop, o, owner_stats_reset, NULL, NULL};
     o->worker = worker_create(ctx, o->base, &hooks);
     if (o->worker == NULL || owner_open(o) != 0)
         goto out;

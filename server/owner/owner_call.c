@@ -23,7 +23,8 @@
  * the colos at once, the durable ones get ONE commit ticket for the whole
  * job, and the reply waits for that commit (a transaction's durable writes
  * are acknowledged together, after all of them are on disk).  The reply and
- * the change list are recorded for a retry.
+ * the change list are recorded for a retry.  FLUSHALL (OCMD_ALL) runs as a
+ * CALL only, and its reply waits for the flush's commit instead of keys.
  *
  * One exception to "whole or not at all": under maxmemory a write of the
  * job may evict a clean key that a later command of the same job needs.  If
@@ -159,6 +160,11 @@ static int run(struct ocmd *c, const struct job *j, struct olink *l, const char 
                 ocmd_reply_unknown(c->out, argv, argc);
             continue;
         }
+        if (j->exec && (d->flags & OCMD_ALL)) {
+            resp_add_errorf(c->out, "ERR %s is not allowed in a transaction: it runs on "
+                            "every owner, a transaction on one", d->name);
+            continue;
+        }
         size_t mark = buf_unread(c->out);
         int rc = d->fn(c, d, argv, argc);
         if (rc == HKV_OK && c->max_reply != 0 && buf_unread(c->out) > c->max_reply)
@@ -191,6 +197,17 @@ static void conclude(struct owner *o, struct olink *l, const struct job *j, stru
     }
     if (!j->write) {
         wire_put_resp(&l->out, j->id, wire_slice(buf_head(reply), buf_unread(reply)), NULL, 0);
+        return;
+    }
+    if (c->flushed != 0) {
+        /* FLUSHALL (a CALL of its own): answered once the flush committed,
+         * with the flush's version under the empty key, which every key now
+         * reports (the edge makes the colo caches forget what is older) */
+        struct wire_watch all = {wire_slice("", 0), c->flushed};
+        struct rifl_result r = {.type = WIRE_RESP, .version = c->flushed,
+                                .resp = buf_head(reply), .resplen = buf_unread(reply),
+                                .changes = &all, .nchanges = 1};
+        owner_finish_flush(o, l, j->id, j->rid, &r, c->flushed);
         return;
     }
     struct wire_slice small[16], *dk = c->nchanges <= 16 ? small

@@ -49,6 +49,9 @@ struct ocmd_def;
 
 #define OCMD_READ 0x1u   /* reads keys only */
 #define OCMD_WRITE 0x2u  /* may change keys: a write request (recorded, retried once) */
+#define OCMD_ALL 0x4u    /* about every key of the owner (FLUSHALL): a CALL of its own,
+                            refused inside EXEC (a transaction is one owner's, a flush
+                            must reach all of them) */
 
 typedef int (*ocmd_fn)(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
                        uint32_t argc);
@@ -80,6 +83,7 @@ struct ocmd {
     int status;                  /* HKV_OK, or the first failure of a reply helper:
                                     HKV_ENOMEM, HKV_ETOOBIG (past max_reply) */
     struct wire_slice missing;   /* HKV_EAGAIN: the key that is not resident */
+    hkv_stamp flushed;           /* ocmd_flush: the flush's version (0: none) */
 };
 
 /* ---- owner_cmds.c: the table ---- */
@@ -136,6 +140,13 @@ int ocmd_rmw(struct ocmd *c, struct wire_slice key, ledger_rmw_fn fn, void *arg,
  * src), HKV_EINVAL (COPY k k), HKV_EAGAIN, HKV_ENOMEM. */
 int ocmd_move(struct ocmd *c, struct wire_slice src, struct wire_slice dst, unsigned flags,
               int *applied);
+
+/* FLUSHALL: every key of the owner goes (ledger_flush) and the flush is
+ * handed to the persister (owner_persist_flush); c->flushed is its version,
+ * which the caller answers with (the change list's one entry: the empty key
+ * at that version, which every key now reports) once the flush committed.
+ * HKV_OK. */
+int ocmd_flush(struct ocmd *c);
 
 /* Reply helpers: append to c->out in c->proto's form; an allocation
  * failure is kept in c->status (handlers return ocmd_done(c)). */
@@ -203,5 +214,7 @@ int ocmd_persist_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_s
 int ocmd_ttl_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
 int ocmd_rename_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
 int ocmd_copy_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_flushall_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *,
+                      uint32_t);
 
 #endif

@@ -2,7 +2,7 @@
  * owner_cmd_key.c - the keyspace commands of the owner's table
  * (owner_cmd.h): DEL UNLINK EXISTS TOUCH TYPE, the EXPIRE family with
  * Redis 7's NX XX GT LT, PERSIST, TTL PTTL EXPIRETIME PEXPIRETIME, RENAME
- * RENAMENX and COPY.
+ * RENAMENX, COPY, and FLUSHALL FLUSHDB.
  *
  * Expiry arithmetic is Redis 7.0's expireGenericCommand: the options are
  * checked before the number, seconds are scaled with an overflow check, a
@@ -240,5 +240,23 @@ int ocmd_copy_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_sl
     if (rc != HKV_OK)
         return rc;
     ocmd_int(c, applied);
+    return ocmd_done(c);
+}
+
+/* FLUSHALL / FLUSHDB [ASYNC|SYNC]: one database, so both flush everything.
+ * Either mode answers after the flush is durable (owner_call.c waits for
+ * its commit): ASYNC in Redis only frees memory in the background, and here
+ * the ledger frees it at once anyway. */
+int ocmd_flushall_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                      uint32_t argc)
+{
+    if (argc > 2 || (argc == 2 && !ocmd_is(argv[1], "sync") && !ocmd_is(argv[1], "async"))) {
+        ocmd_error(c, OCMD_ERR_SYNTAX);
+        return ocmd_done(c);
+    }
+    int rc = ocmd_flush(c);
+    if (rc != HKV_OK)
+        return rc;
+    ocmd_ok(c);
     return ocmd_done(c);
 }

@@ -55,6 +55,18 @@ static int note(struct ocmd *c, struct wire_slice key, hkv_stamp version)
     return HKV_OK;
 }
 
+int ocmd_flush(struct ocmd *c)
+{
+    hkv_stamp v;
+    int rc = ledger_flush(c->ledger, c->now, &v);
+    if (rc != HKV_OK)
+        return rc;
+    c->o->st.owner_writes++;
+    c->flushed = v;
+    owner_persist_flush(c->o, v);
+    return HKV_OK;
+}
+
 /* Key order, then newest version first. */
 static int change_cmp(const void *a, const void *b)
 {

@@ -66,6 +66,8 @@ static const struct ocmd_def table[] = {
     {"rename", 3, 1, 2, 1, W, ocmd_rename_cmd, 0},
     {"renamenx", 3, 1, 2, 1, W, ocmd_rename_cmd, 1},
     {"copy", -3, 1, 2, 1, W, ocmd_copy_cmd, 0},
+    {"flushall", -1, 0, 0, 0, W | OCMD_ALL, ocmd_flushall_cmd, 0},
+    {"flushdb", -1, 0, 0, 0, W | OCMD_ALL, ocmd_flushall_cmd, 0},
 };
 
 const struct ocmd_def *ocmd_lookup(const char *name, size_t len)

@@ -106,6 +106,19 @@ void owner_finish(struct owner *o, struct olink *l, uint64_t id, struct wire_rid
     owner_answer(o, l, id, r);
 }
 
+void owner_finish_flush(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid,
+                        struct rifl_result *r, hkv_stamp floor)
+{
+    r->ticket = owner_ticket_flush(o, floor);
+    if (r->ticket == 0) {
+        wire_put_error(&l->out, id, HKV_ENOMEM,
+                       wire_cstr("OOM owner out of memory (outcome unknown)"));
+        return;
+    }
+    rifl_put(o->rifl, l->edge_id, l->edge_inc, rid.seq, r);
+    owner_answer(o, l, id, r);
+}
+
 int owner_backlog_refused(struct owner *o, struct olink *l, uint64_t id)
 {
     if (!owner_backlog_full(o))

@@ -117,6 +117,8 @@ struct ticket {
     uint64_t id;             /* != 0, what a completion record names */
     struct tkey *keys;
     size_t nkeys, left;
+    hkv_stamp flush;         /* FLUSHALL: also waits for a committed flush batch whose
+                              * floor is this or newer; 0 once it came (or none) */
     struct dwait *waiters;
     struct ticket *next;
 };
@@ -157,6 +159,9 @@ struct owner {
     int ledger_inflight;          /* ledger batches submitted, not yet done */
     int durable_inflight;         /* durable batches submitted, not yet done */
     int durable_orphans;          /* durable keys dirty with no waiter to flush them */
+    hkv_stamp flush_pending;      /* FLUSHALL: a flush floor not committed yet (0: none);
+                                   * the persist tick submits it again after a failure */
+    int flush_inflight;           /* flush batches submitted, not yet done */
     struct owner_counters st;
     struct owner_counters st_base;  /* CTR_COUNTER values at the last RESETSTAT (STATS
                                      * answers the difference) */
@@ -218,9 +223,17 @@ uint64_t owner_ticket_new(struct owner *o, const struct wire_slice *keys, size_t
  * in `reply`). */
 int owner_ticket_wait(struct owner *o, uint64_t t, struct olink *l, uint64_t id,
                       struct hkv_buf *reply);
+/* A new ticket for a FLUSHALL whose flush floor is `floor`: complete once a
+ * durable batch with that flush floor or a newer one has committed.  Its id,
+ * 0 on allocation failure. */
+uint64_t owner_ticket_flush(struct owner *o, hkv_stamp floor);
 /* A durable batch finished: marks the ticket keys it holds at their version
  * or newer, releases (and pushes) the tickets that are complete, and answers
- * the waiters of tickets it touched "outcome unknown" if it failed. */
+ * the waiters of tickets it touched "outcome unknown" if it failed.  A
+ * committed flush batch (flush_below) completes the flush tickets at or
+ * below its floor and every ticket key whose version is below it: that
+ * write is ordered before the flush, which is now durable, so nothing a
+ * crash could undo remains of it. */
 void owner_tickets_settle(struct owner *o, const struct persist_batch *b);
 /* Answers "outcome unknown" to waiters past durable-timeout (their tickets
  * stay, and are committed later). */
@@ -256,6 +269,11 @@ void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
 /* A link is going away: its waiters and parked requests lose their reply
  * (an owner_link_gone_fn: the link layer's on_close). */
 void owner_forget_link(struct owner *o, struct olink *l);
+/* FLUSHALL: makes the ledger's flush at `floor` durable: a durable batch
+ * with flush_below = floor (every older row deleted, the floor recorded in
+ * the file, one transaction), submitted now and again at the persist tick
+ * until one commits (o->flush_pending).  Waiters use owner_ticket_flush. */
+void owner_persist_flush(struct owner *o, hkv_stamp floor);
 /* Writes every dirty key and waits for the commit (used when stopping). */
 void owner_persist_flush_all(struct owner *o);
 /* 1 if the persist backlog is over persist-max-dirty. */
@@ -292,6 +310,10 @@ void owner_answer(struct owner *o, struct olink *l, uint64_t id, const struct ri
 void owner_finish(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid,
                   struct rifl_result *r, const struct wire_slice *dkeys, size_t ndkeys,
                   hkv_stamp dversion);
+/* owner_finish for a FLUSHALL: the result waits for the commit of the flush
+ * at `floor` (owner_ticket_flush) instead of keys. */
+void owner_finish_flush(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid,
+                        struct rifl_result *r, hkv_stamp floor);
 /* 1 (BUSY appended, counted) if the persist backlog refuses writes now. */
 int owner_backlog_refused(struct owner *o, struct olink *l, uint64_t id);
 /* Pushes a write that applied to the colos now, unless the key is durable:

@@ -33,6 +33,16 @@
  * this layer holds requests without knowing what they mean, and never calls
  * up into the executor.
  *
+ * FLUSHALL: the ledger drops every key at once (ledger_flush) and a durable
+ * batch carrying only the flush's floor (flush_below) makes it durable: the
+ * persister deletes every older row and records the floor in the file, in
+ * one transaction, after every batch submitted before it (so a row cut
+ * before the flush cannot land after it).  Until that commit, a row older
+ * than the floor that the reader brings back is a deleted key (the ledger's
+ * flush floor); a failed flush batch is submitted again at the persist tick
+ * until one commits; recovery reads the recorded floor back, so versions
+ * issued after a restart stay newer than the flush.
+ *
  * A failed fsync cannot be retried safely (the kernel may have dropped the
  * dirty pages), so on HKV_EIO nothing in the batch is acknowledged and the
  * owner exits: the master restarts it and it recovers from the file.
@@ -123,9 +133,34 @@ static void submit(struct owner *o, int durable)
         o->ledger_inflight++;
 }
 
+/* Submits the pending flush floor in a durable batch of its own. */
+static void submit_flush(struct owner *o)
+{
+    struct persist_batch *b = persist_batch_new(1);
+    if (b == NULL)
+        return; /* o->flush_pending stays: the tick tries again */
+    b->flush_below = o->flush_pending;
+    b->id = ++o->next_batch_id;
+    if (persister_submit(o->persister, b) != HKV_OK) {
+        persist_batch_free(&b);
+        return;
+    }
+    o->durable_inflight++;
+    o->flush_inflight++;
+}
+
+void owner_persist_flush(struct owner *o, hkv_stamp floor)
+{
+    if (floor > o->flush_pending)
+        o->flush_pending = floor;
+    submit_flush(o);
+}
+
 static void on_persist_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct owner *o = arg;
+    if (o->flush_pending != 0 && o->flush_inflight == 0)
+        submit_flush(o); /* the last one failed */
     if (o->ledger_inflight == 0)
         submit(o, 0);
     /* Durable keys whose waiter gave up (timeout, failed commit) are still
@@ -137,10 +172,14 @@ static void on_persist_tick(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+static void submit_flush(struct owner *o);
+
 static void on_flush_now(evutil_socket_t fd, short what, void *arg)
 {
     struct owner *o = arg;
-    if ((o->tickets != NULL || o->commit_parked != NULL) && o->durable_inflight == 0)
+    if (o->flush_pending != 0 && o->flush_inflight == 0)
+        submit_flush(o); /* a FLUSHALL's ticket waits for it, not for keys */
+    else if ((o->tickets != NULL || o->commit_parked != NULL) && o->durable_inflight == 0)
         submit(o, 1);
 }
 
@@ -214,6 +253,11 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
     while (b != NULL) {
         struct persist_batch *next = b->next;
         ledger_batch_done(o->ledger, b);
+        if (b->flush_below != 0) {
+            o->flush_inflight--;
+            if (b->status == HKV_OK && b->flush_below >= o->flush_pending)
+                o->flush_pending = 0;
+        }
         if (b->durable) {
             o->durable_inflight--;
             durable_done = 1;
@@ -387,6 +431,14 @@ int owner_persist_setup(struct owner *o, owner_request_fn run_again)
                     why[0] ? why : hkv_strstatus(rc));
         return -1;
     }
+    hkv_stamp flushed = 0;
+    rc = persister_flush_floor(o->persister, &flushed);
+    if (rc != HKV_OK) {
+        log_warning("cannot read the FLUSHALL floor of %s: %s", path, hkv_strstatus(rc));
+        return -1;
+    }
+    if (flushed != 0) /* before the rows: versions from now on order after the flush */
+        ledger_set_flush_floor(o->ledger, flushed);
     int64_t t0 = mono_ms();
     rc = persister_load(o->persister, load_row, o);
     if (rc != HKV_OK) {
@@ -445,6 +497,7 @@ void owner_persist_flush_all(struct owner *o)
      * queued before it stops. */
     struct persist_batch *b = persist_batch_new(1);
     if (b != NULL) {
+        b->flush_below = o->flush_pending; /* a FLUSHALL not committed yet goes first */
         ledger_collect_dirty(o->ledger, b, SIZE_MAX, NULL, NULL);
         if (persister_submit(o->persister, b) != HKV_OK)
             persist_batch_free(&b);

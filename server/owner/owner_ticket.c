@@ -7,6 +7,12 @@
  * answered "outcome unknown" and leaves while the ticket stays until its
  * keys are committed.  When a ticket completes, its keys are pushed to the
  * colos: nobody sees a durable write before its commit.
+ *
+ * FLUSHALL's ticket names no key: it waits for the flush batch (a durable
+ * batch with flush_below) to commit.  That commit also completes every key
+ * of any ticket written below the flush's version: such a key may never be
+ * in a batch again (the flush dropped it from the ledger before a batch
+ * took it), and the flush, now on disk, is what a crash would recover.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +58,26 @@ static void free_ticket(struct ticket *t)
     free(t);
 }
 
+/* A flush batch finished: see owner_tickets_settle.  Returns 1 if it
+ * touched t. */
+static int settle_flush(struct ticket *t, const struct persist_batch *b)
+{
+    int touched = t->flush != 0 && t->flush <= b->flush_below;
+    if (b->status != HKV_OK)
+        return touched;
+    if (touched)
+        t->flush = 0;
+    for (size_t k = 0; k < t->nkeys; k++) {
+        struct tkey *tk = &t->keys[k];
+        if (!tk->done && tk->version < b->flush_below) {
+            tk->done = 1;
+            t->left--;
+            touched = 1;
+        }
+    }
+    return touched;
+}
+
 void owner_tickets_settle(struct owner *o, const struct persist_batch *b)
 {
     uint64_t *h = malloc((b->n ? b->n : 1) * sizeof(uint64_t));
@@ -62,7 +88,7 @@ void owner_tickets_settle(struct owner *o, const struct persist_batch *b)
     struct ticket **pp = &o->tickets;
     while (*pp != NULL) {
         struct ticket *t = *pp;
-        int touched = 0;
+        int touched = b->flush_below != 0 && settle_flush(t, b);
         for (size_t k = 0; k < t->nkeys; k++) {
             struct tkey *tk = &t->keys[k];
             if (tk->done)
@@ -85,7 +111,7 @@ void owner_tickets_settle(struct owner *o, const struct persist_batch *b)
         else if (touched && b->status != HKV_OK)
             fail_waiters(t, HKV_EIO, "IOERR the durable write is applied in memory but its "
                                      "commit failed (outcome unknown)");
-        if (t->left == 0) {
+        if (t->left == 0 && t->flush == 0) {
             for (size_t k = 0; k < t->nkeys; k++) /* now the colos may see it */
                 owner_push(o, t->keys[k].key, t->keys[k].klen, t->keys[k].version);
             for (struct dwait *w = t->waiters; w != NULL; w = w->next)
@@ -125,6 +151,18 @@ void owner_tickets_expire(struct owner *o)
             free_waiter(w);
         }
     }
+}
+
+uint64_t owner_ticket_flush(struct owner *o, hkv_stamp floor)
+{
+    struct ticket *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return 0;
+    t->flush = floor;
+    t->id = ++o->next_ticket;
+    t->next = o->tickets;
+    o->tickets = t;
+    return t->id;
 }
 
 uint64_t owner_ticket_new(struct owner *o, const struct wire_slice *keys, size_t n,

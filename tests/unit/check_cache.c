@@ -879,6 +879,71 @@ START_TEST(get_and_put_cost_measured)
 }
 END_TEST
 
+/* FLUSHALL: a writer's floor makes every entry it stamped before the flush a
+ * miss (values, negatives, tombstones), refuses a late fill or push stamped
+ * before it, keeps what other writers stamped and what the writer stamps
+ * from the flush on, and reaches a process that attached before the floor
+ * was set (the master sets it, edges read). */
+#define W1 5u
+#define W2 9u
+#define ST(ms, w) stamp_make((ms), 0, (w))
+
+START_TEST(flush_floor_forgets_what_its_writer_stamped_before)
+{
+    struct cache *c = mk(2u << 20, 4096, 16);
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct cache_hit h;
+    ck_assert_int_eq(PUT(c, "a", "old-a", ST(100, W1), 5000, 9000, 1000), HKV_OK);
+    ck_assert_int_eq(PUT(c, "b", "old-b", ST(200, W2), 5000, 9000, 1000), HKV_OK);
+    ck_assert_int_eq(cache_put(c, "n", 1, router_hash("n", 1), NULL, 0, 1, ST(150, W1), 5000,
+                               9000, 0, 1000), HKV_OK);
+    ck_assert_int_eq(cache_put(c, "z", 1, router_hash("z", 1), NULL, 0, 1, 0, 5000, 9000, 0,
+                               1000), HKV_OK);
+    ck_assert_int_eq(cache_forgotten(c, ST(100, W1)), 0);
+
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) { /* a reader attached before the floor: waits for it, then looks */
+        char x;
+        close(fds[1]);
+        if (read(fds[0], &x, 1) != 1)
+            _exit(2);
+        _exit(GET(c, "a", 1001, &b, &h) == HKV_ENOENT ? 0 : 1);
+    }
+    close(fds[0]);
+    cache_forget_below(c, ST(300, W1));
+    ck_assert_int_eq(write(fds[1], "x", 1), 1);
+    close(fds[1]);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    ck_assert_int_eq(GET(c, "a", 1001, &b, &h), HKV_ENOENT);      /* W1's value: forgotten */
+    ck_assert_int_eq(GET(c, "n", 1001, &b, &h), HKV_ENOENT);      /* W1's absence too */
+    ck_assert_int_eq(GET(c, "b", 1001, &b, &h), HKV_OK);          /* W2 did not flush */
+    assert_value(&b, "old-b");
+    ck_assert_int_eq(GET(c, "z", 1001, &b, &h), HKV_OK);          /* stamp 0: below nothing */
+    ck_assert_int_eq(h.negative, 1);
+    /* a fill or push of W1 from before the flush, arriving late: refused */
+    ck_assert_int_eq(PUT(c, "a", "late", ST(299, W1), 5000, 9000, 1002), HKV_ESTALE);
+    ck_assert_int_eq(GET(c, "a", 1002, &b, &h), HKV_ENOENT);
+    /* the flush's own version and anything newer are kept */
+    ck_assert_int_eq(cache_forgotten(c, ST(300, W1)), 0);
+    ck_assert_int_eq(PUT(c, "a", "new-a", ST(301, W1), 5000, 9000, 1003), HKV_OK);
+    ck_assert_int_eq(GET(c, "a", 1003, &b, &h), HKV_OK);
+    assert_value(&b, "new-a");
+    /* a floor never goes back down */
+    cache_forget_below(c, ST(250, W1));
+    ck_assert_int_eq(cache_forgotten(c, ST(280, W1)), 1);
+    cache_forget_below(NULL, ST(400, W1));
+    ck_assert_int_eq(cache_forgotten(NULL, ST(1, W1)), 0);
+    buf_deinit(&b);
+    cache_destroy(&c);
+}
+END_TEST
+
 Suite *cache_suite(void)
 {
     Suite *s = suite_create("cache");
@@ -891,6 +956,7 @@ Suite *cache_suite(void)
     tcase_add_test(tc, too_big_value_not_cached);
     tcase_add_test(tc, corrupt_entry_is_a_miss);
     tcase_add_test(tc, late_reader_mark_never_writes_into_a_moved_page);
+    tcase_add_test(tc, flush_floor_forgets_what_its_writer_stamped_before);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("full");

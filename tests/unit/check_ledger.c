@@ -683,6 +683,23 @@ START_TEST(flush_drops_everything_and_orders_after_it)
 }
 END_TEST
 
+/* Recovery of a file a FLUSHALL emptied: the recorded floor is the read
+ * floor, and the versions issued next are newer than it even when no row
+ * tells the clock (the wall clock behind the flush's version). */
+START_TEST(recovered_flush_floor_orders_new_writes_after_it)
+{
+    hkv_stamp floor = stamp_make((uint64_t)(NOW.wall_ms - (int64_t)STAMP_EPOCH_MS) + 3600000, 5, 9);
+    ledger_set_flush_floor(L, floor);
+    assert_missing("a", floor);
+    ledger_set_floor(L, NOW, 10000); /* the end of recovery */
+    ck_assert_uint_gt(put("b", "1"), floor);
+    struct persist_row r = row("a", "old", floor - 1, 0);
+    ck_assert_int_eq(ledger_load(L, &r, NOW), HKV_OK);
+    struct ledger_view view;
+    ck_assert_int_eq(get("a", &view), HKV_ENOENT); /* a row older than the flush: deleted */
+}
+END_TEST
+
 START_TEST(expiry_uses_monotonic_clock)
 {
     struct ledger_view v;
@@ -1247,6 +1264,8 @@ Suite *ledger_suite(void)
         {"tombstone_collected_after_horizon", tombstone_collected_after_horizon},
         {"expiry_uses_monotonic_clock", expiry_uses_monotonic_clock},
         {"flush_drops_everything_and_orders_after_it", flush_drops_everything_and_orders_after_it},
+        {"recovered_flush_floor_orders_new_writes_after_it",
+         recovered_flush_floor_orders_new_writes_after_it},
         {"scan_after_mass_deletes_is_not_mostly_empty_pages",
          scan_after_mass_deletes_is_not_mostly_empty_pages},
         {"rmw_computes_over_the_live_value_and_keeps_the_ttl",

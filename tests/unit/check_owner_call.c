@@ -803,6 +803,111 @@ START_TEST(exec_parks_whole_until_every_key_is_loaded)
 }
 END_TEST
 
+/* ---- FLUSHALL ---- */
+
+/* Stops the owner in order and starts it again on the same file. */
+static void restart_owner(void)
+{
+    fake_close(&A);
+    fake_close(&B);
+    owner_persist_flush_all(&own);
+    owner_deinit(&own);
+    cfg_destroy(&ctx.cfg);
+    have_owner = 0;
+    start_owner(1, "");
+    hello(&A);
+    hello(&B);
+}
+
+START_TEST(flushall_answers_after_its_commit_with_its_version)
+{
+    hello(&A);
+    hello(&B);
+    struct wire_msg m;
+    int found;
+    ck_assert_uint_eq(expect("SET a 1", "+OK\r\n"), 1);
+    send_call(&A, 2, next_rid(&A), "SET d:1 x");
+    wait_reply(&A, &m);
+    assert_resp(&m, "+OK\r\n");
+    hkv_stamp va = version_of("a", &found);
+    ck_assert_uint_eq(expect("FLUSHALL now", "-ERR syntax error\r\n"), 0);
+    ck_assert_uint_eq(expect("FLUSHDB async sync", "-ERR syntax error\r\n"), 0);
+    ck_assert_uint_eq(expect("EXISTS a d:1", ":2\r\n"), 0);
+
+    send_call(&A, 2, next_rid(&A), "FLUSHALL ASYNC");
+    pump();
+    ck_assert_msg(!take_reply(&A, &m), "answered before the flush committed");
+    ck_assert(own.flush_pending != 0);
+    wait_reply(&A, &m);
+    assert_resp(&m, "+OK\r\n");
+    /* one change: the empty key at the flush's version, newer than any before */
+    ck_assert_uint_eq(m.u.resp.nchanges, 1);
+    ck_assert_uint_eq(m.u.resp.changes[0].key.len, 0);
+    hkv_stamp v = m.u.resp.changes[0].version;
+    ck_assert_uint_gt(v, va);
+    ck_assert_uint_eq(own.flush_pending, 0);
+    ck_assert_uint_eq(expect("EXISTS a d:1", ":0\r\n"), 0);
+    ck_assert_uint_ge(version_of("a", &found), v); /* a missing key orders after the flush */
+    ck_assert(!found);
+
+    /* on disk: the rows are gone and the floor is recorded */
+    restart_owner();
+    ck_assert_uint_eq(expect("EXISTS a d:1", ":0\r\n"), 0);
+    ck_assert_uint_ge(version_of("d:1", &found), v);
+    call(&A, "SET a 2", &m);
+    ck_assert_uint_gt(change_of(&m, "a"), v);
+}
+END_TEST
+
+/* A durable write not yet committed when a FLUSHALL drops its key from the
+ * ledger is answered when the flush commits (it is ordered before it), not
+ * left to time out. */
+START_TEST(flushall_completes_the_durable_writes_it_supersedes)
+{
+    hello(&A);
+    hello(&B);
+    struct wire_msg m;
+    send_call(&A, 2, next_rid(&A), "SET d:1 x");
+    send_call(&B, 2, next_rid(&B), "FLUSHDB");
+    pump();
+    wait_reply(&A, &m);
+    assert_resp(&m, "+OK\r\n");
+    wait_reply(&B, &m);
+    assert_resp(&m, "+OK\r\n");
+    ck_assert_uint_eq(owner_tickets_waiting(&own), 0);
+    ck_assert_uint_eq(expect("EXISTS d:1", ":0\r\n"), 0);
+    ck_assert_uint_eq(own.st.owner_durable_timeouts, 0);
+}
+END_TEST
+
+START_TEST(flushall_runs_once_per_request_and_never_inside_exec)
+{
+    hello(&A);
+    hello(&B);
+    struct wire_msg m;
+    const char *tx[] = {"SET a 1", "FLUSHALL", "SET b 2"};
+    send_exec(&A, 2, next_rid(&A), NULL, 0, tx, 3);
+    pump();
+    ck_assert(take_reply(&A, &m));
+    assert_resp(&m, "*3\r\n+OK\r\n-ERR flushall is not allowed in a transaction: it runs on "
+                    "every owner, a transaction on one\r\n+OK\r\n");
+    ck_assert_uint_eq(expect("EXISTS a b", ":2\r\n"), 0);
+
+    struct wire_rid rid = next_rid(&A);
+    send_call(&A, 2, rid, "FLUSHALL");
+    wait_reply(&A, &m);
+    assert_resp(&m, "+OK\r\n");
+    hkv_stamp v = m.u.resp.changes[0].version;
+    ck_assert_uint_eq(expect("SET c 3", "+OK\r\n"), 1);
+    send_call(&A, 2, rid, "FLUSHALL"); /* a retry: answered from its record */
+    wait_reply(&A, &m);
+    assert_resp(&m, "+OK\r\n");
+    ck_assert_uint_eq(m.u.resp.nchanges, 1);
+    ck_assert_uint_eq(m.u.resp.changes[0].version, v);
+    ck_assert_uint_eq(expect("GET c", "$1\r\n3\r\n"), 0);
+}
+END_TEST
+
 Suite *owner_call_suite(void)
 {
     Suite *s = suite_create("owner_call");
@@ -823,6 +928,11 @@ Suite *owner_call_suite(void)
           exec_with_a_stale_watch_answers_nil_and_changes_nothing,
           exec_with_durable_keys_answers_after_one_commit}},
         {"moved", setup_two_owners, {foreign_key_is_moved_and_nothing_runs}},
+        {"flushall",
+         setup,
+         {flushall_answers_after_its_commit_with_its_version,
+          flushall_completes_the_durable_writes_it_supersedes,
+          flushall_runs_once_per_request_and_never_inside_exec}},
         {"bounds",
          setup_small_frames,
          {reply_over_half_a_frame_is_an_error_and_writes_still_apply}},
