@@ -107,6 +107,7 @@ struct cfg {
     int64_t tcp_keepalive_ms;
     int64_t proto_max_bulk_len;
     int64_t proto_max_args;
+    int64_t keys_max;            /* KEYS refuses to answer more keys than this */
     int64_t client_query_buffer_limit;
     int64_t client_output_hard;  /* client-output-buffer-limit HARD SOFT SECONDS */
     int64_t client_output_soft;

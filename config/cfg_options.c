@@ -91,6 +91,8 @@ static const char *check_tls_protocols(const char *s)
       4 * CFG_GB, R, NOX, "largest bulk string a client may send")                              \
     X("proto-max-args", INT, proto_max_args, proto_max_args, "1048576", 1, INT32_MAX, R, NOX,    \
       "most arguments in one command")                                                          \
+    X("keys-max", INT, keys_max, keys_max, "100000", 1, 100000000, R, NOX,                       \
+      "most keys one KEYS may answer; past it KEYS is refused (use SCAN)")                      \
     X("client-query-buffer-limit", SIZE, client_query_buffer_limit, client_query_buffer_limit,  \
       "1gb", CFG_MB, 64 * CFG_GB, R, NOX, "largest unparsed input kept for one client")        \
     X("client-output-buffer-limit", SPECIAL, client_output_hard, client_output_hard,            \

@@ -69,7 +69,10 @@
     X(DECRBY, "decrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)          \
     /* keyspace administration (edge_keyspace.c, edge_keys.c) */         \
     X(FLUSHALL, "flushall", -1, CMD_F_ADMIN, 0, 0, 0)                    \
-    X(FLUSHDB, "flushdb", -1, CMD_F_ADMIN, 0, 0, 0)
+    X(FLUSHDB, "flushdb", -1, CMD_F_ADMIN, 0, 0, 0)                      \
+    X(KEYS, "keys", 2, CMD_F_READ, 0, 0, 0)                              \
+    X(RANDOMKEY, "randomkey", 1, CMD_F_READ, 0, 0, 0)                    \
+    X(OBJECT, "object", -2, CMD_F_READ, 2, 2, 1)
 
 enum cmd_id {
 #define X(id, name, arity, flags, fk, lk, st) CMD_##id,

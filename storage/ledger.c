@@ -380,7 +380,8 @@ int ledger_put(struct ledger *l, struct lentry *e, uint64_t h, const char *key, 
     e->vlen = a->tomb ? 0 : a->vlen;
     e->stamp = a->stamp;
     e->class_id = a->class_id;
-    e->flags = (uint8_t)((a->tomb ? E_TOMB : 0) | E_REF);
+    e->flags = (uint8_t)((a->tomb ? E_TOMB : 0) | E_REF |
+                         (((unsigned)a->enc << E_ENC_SHIFT) & E_ENC_MASK));
     e->expire_mono = a->tomb ? 0 : a->expire_mono;
     e->expire_wall = a->tomb ? 0 : a->expire_wall;
     e->tomb_mono = a->tomb ? now_mono : 0;

@@ -105,6 +105,22 @@ struct ledger_view {
     int64_t expire_at_ms;  /* wall-clock unix ms, 0 = none */
     uint16_t class_id;     /* also for a resident tombstone or expired entry */
     int dirty;             /* not yet persisted (also for a resident tombstone) */
+    int enc;               /* enum ledger_enc: how the value was made (OBJECT ENCODING) */
+};
+
+/* How a value was made, as far as Redis's OBJECT ENCODING and REFCOUNT can
+ * tell (Redis's encoding depends on the command that wrote the value, not
+ * only on its bytes).  Kept in memory only: a value loaded from the file is
+ * LEDGER_ENC_AUTO, as Redis re-encodes what it loads.  Every write that
+ * stores a new value makes it AUTO; RENAME keeps it; COPY keeps it but an
+ * AUTO becomes UNSHARED; the caller sets the others (ledger_set_enc). */
+enum ledger_enc {
+    LEDGER_ENC_AUTO = 0,      /* a value as SET stores it: "int" if it reads as an integer
+                               * of at most 20 characters (a small one shared), else
+                               * "embstr" up to 44 bytes, else "raw" */
+    LEDGER_ENC_RAW = 1,       /* changed in place (APPEND to a key, SETRANGE, SETBIT): "raw" */
+    LEDGER_ENC_STR = 2,       /* never an integer (INCRBYFLOAT): "embstr" or "raw" by length */
+    LEDGER_ENC_UNSHARED = 3,  /* a copy (COPY): as AUTO, but never a shared integer */
 };
 
 struct ledger_stats {
@@ -229,6 +245,12 @@ int ledger_flush(struct ledger *l, struct ledger_clock now, hkv_stamp *version);
  * from now on are newer than the flush even when the file holds no row
  * newer than it (a flush that emptied it). */
 void ledger_set_flush_floor(struct ledger *l, hkv_stamp floor);
+
+/* Sets how a live resident key's value was made (enum ledger_enc), with no
+ * new version (it is not a write).  HKV_OK, HKV_ENOENT (no live resident
+ * key). */
+int ledger_set_enc(struct ledger *l, const char *key, size_t klen, int enc,
+                   struct ledger_clock now);
 
 /* RENAME / RENAMENX / COPY within this ledger: dst gets src's value and
  * deadline under class dst_class; without LEDGER_MOVE_COPY src becomes a

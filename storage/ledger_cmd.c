@@ -45,6 +45,7 @@ static void fill_view(const struct lentry *e, uint64_t now_mono, struct ledger_v
     v->expire_at_ms = e->expire_wall;
     v->class_id = e->class_id;
     v->dirty = entry_dirty(e);
+    v->enc = (e->flags & E_ENC_MASK) >> E_ENC_SHIFT;
 }
 
 static void clear_view(struct ledger_view *v)

@@ -14,6 +14,8 @@
 
 #define E_TOMB 0x1u /* a delete (or a swept expiry): no value, keeps the stamp */
 #define E_REF 0x2u  /* CLOCK bit: touched since the eviction hand last passed */
+#define E_ENC_SHIFT 2 /* bits 2-3: enum ledger_enc of the value */
+#define E_ENC_MASK (0x3u << E_ENC_SHIFT)
 
 enum dstate { D_CLEAN = 0, D_PENDING, D_INFLIGHT };
 
@@ -33,7 +35,7 @@ struct lentry {
     size_t vlen;
     uint32_t klen;
     uint16_t class_id;
-    uint8_t flags;         /* E_TOMB, E_REF */
+    uint8_t flags;         /* E_TOMB, E_REF, E_ENC_* */
     uint8_t state;         /* enum dstate */
     char key[];
 };
@@ -90,6 +92,7 @@ struct ledger_put_args {
     uint64_t expire_mono;
     int64_t expire_wall;
     int dirty;          /* 0: a clean load from SQLite */
+    int enc;            /* enum ledger_enc of the value (0: AUTO) */
     int hold_old;       /* keep the replaced value alive in l->held */
 };
 

@@ -7,7 +7,8 @@
  * changing nothing, when a key is not resident in an incomplete ledger, so
  * a two-key command either applies to both keys or to neither.  Values keep
  * their deadline (Redis keeps the TTL across APPEND, SETRANGE, SETBIT,
- * INCRBYFLOAT, RENAME and COPY).
+ * INCRBYFLOAT, RENAME and COPY), and RENAME and COPY keep how the value was
+ * made (ledger_enc); also FLUSHALL, and setting that (ledger_set_enc).
  */
 #include <string.h>
 
@@ -82,9 +83,12 @@ int ledger_move(struct ledger *l, const char *src, size_t slen, const char *dst,
     }
     if (dst_live && (flags & LEDGER_MOVE_NX))
         return HKV_OK;
+    int enc = (es->flags & E_ENC_MASK) >> E_ENC_SHIFT;
+    if ((flags & LEDGER_MOVE_COPY) && enc == LEDGER_ENC_AUTO)
+        enc = LEDGER_ENC_UNSHARED; /* Redis's COPY duplicates the object: never shared */
     struct ledger_put_args a = {.val = es->val, .vlen = es->vlen, .class_id = dst_class,
                                 .dirty = 1, .expire_mono = es->expire_mono,
-                                .expire_wall = es->expire_wall};
+                                .expire_wall = es->expire_wall, .enc = enc};
     a.stamp = ledger_next_version(l, ed, now);
     int rc = ledger_put(l, ed, hd, dst, dlen, &a, now.mono_ms);
     if (rc != HKV_OK)
@@ -101,6 +105,16 @@ int ledger_move(struct ledger *l, const char *src, size_t slen, const char *dst,
         *src_version = t.stamp;
     }
     ledger_after_write(l);
+    return HKV_OK;
+}
+
+int ledger_set_enc(struct ledger *l, const char *key, size_t klen, int enc,
+                   struct ledger_clock now)
+{
+    struct lentry *e = ledger_find(l, ledger_hash(l, key, klen), key, klen);
+    if (e == NULL || !entry_live(e, now.mono_ms))
+        return HKV_ENOENT;
+    e->flags = (uint8_t)((e->flags & ~E_ENC_MASK) | (((unsigned)enc << E_ENC_SHIFT) & E_ENC_MASK));
     return HKV_OK;
 }
 

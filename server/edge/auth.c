@@ -198,8 +198,8 @@ int auth_allowed(const struct auth *a, int id, const struct cmd_def *d, int argc
         return AUTH_NOPERM_CMD;
     if (u->allkeys)
         return AUTH_OK;
-    if (d->id == CMD_SCAN)
-        return AUTH_NOPERM_KEY;
+    if (d->id == CMD_SCAN || d->id == CMD_KEYS || d->id == CMD_RANDOMKEY)
+        return AUTH_NOPERM_KEY; /* they list keys: every key must be allowed */
     if (d->first_key <= 0 || d->step <= 0)
         return AUTH_OK;
     int last = d->last_key < 0 ? argc + d->last_key : d->last_key;

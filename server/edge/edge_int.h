@@ -16,7 +16,7 @@
  *   edge_flight                     single-flight fetches (answers through a callback)
  *   edge_read, edge_write_op,
  *   edge_write, edge_scan,
- *   edge_keyspace                   the data command families
+ *   edge_keys, edge_keyspace        the data command families
  *   info, edge_cmd                  INFO; the connection and server commands
  *   edge_registry                   the command table and the dispatch pipeline
  *   edge                            the process: wires the hooks, runs the loop

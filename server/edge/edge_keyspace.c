@@ -188,3 +188,62 @@ void edge_cmd_flushall(struct conn *c, int argc, const struct resp_slice *argv)
     }
     op_start(op);
 }
+
+/* ---- OBJECT ----------------------------------------------------------------------- */
+
+/* The owner's reply, passed through as it is (the owner encoded it for the
+ * client's protocol). */
+static void object_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
+{
+    if (m->type != WIRE_RESP) {
+        op_error(op, "ERR unexpected answer from owner %s/%d", topo_pool_name(r->owner->pool),
+                 r->owner->index);
+        return;
+    }
+    struct hkv_buf *out = op_out(op);
+    if (out != NULL)
+        buf_append(out, m->u.resp.reply.p, m->u.resp.reply.len);
+}
+
+static void object_done(struct op *op)
+{
+    op_finish(op);
+}
+
+/* A numbered request (a CALL is one), though OBJECT changes nothing: the
+ * owner runs a CALL of reads again on a retry rather than recording it. */
+static const struct op_family object_ops = {OP_F_WRITE, call_encode, object_answer, object_done,
+                                            NULL};
+
+void edge_cmd_object(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    struct edge *e = c->e;
+    if (e->nowners == 0) {
+        reply_error(c, "ERR no owner serves this keyspace");
+        return;
+    }
+    struct op *op = op_new(c, &object_ops, "object");
+    if (op == NULL || take_words(op, c, argc, argv) != 0)
+        return;
+    /* the key's owner; without a key (HELP, or a subcommand short of its
+     * key: the owner answers the arity error) any owner answers */
+    struct route rt;
+    struct owner_ref *o = argc >= 3 ? edge_owner_of(e, argv[2].p, argv[2].len, &rt)
+                                    : edge_owner_at(e, 0);
+    if (o == NULL) {
+        op_error(op, "ERR no owner serves the '%s' pool", topo_pool_name(rt.pool));
+        op_finish_error(op);
+        return;
+    }
+    if (op_to_owner(op, o, WIRE_CALL, WIRE_ROLE_WRITE) != 0) {
+        op_finish_error(op);
+        return;
+    }
+    if (argc >= 3) { /* the key, so that a MOVED is followed */
+        struct oreq *r = req_at(op, 0);
+        op->kidx[0] = 2;
+        r->k0 = 0;
+        r->nk = 1;
+    }
+    op_start(op);
+}

@@ -10,7 +10,7 @@
 #include "proto/resp.h"
 #include "server/edge/edge_conn.h"
 
-#define EDGE_KEYSPACE_HANDLERS(X) X(flushall)
+#define EDGE_KEYSPACE_HANDLERS(X) X(flushall) X(object)
 #define X(fn) void edge_cmd_##fn(struct conn *c, int argc, const struct resp_slice *argv);
 EDGE_KEYSPACE_HANDLERS(X)
 #undef X

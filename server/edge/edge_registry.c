@@ -17,6 +17,7 @@
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_cmd.h"
+#include "server/edge/edge_keys.h"
 #include "server/edge/edge_keyspace.h"
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_rl.h"
@@ -69,6 +70,9 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(DBSIZE,    edge_cmd_dbsize,    KEYSPACE)
     ROW(FLUSHALL,  edge_cmd_flushall,  KEYSPACE)
     ROW(FLUSHDB,   edge_cmd_flushall,  KEYSPACE)
+    ROW(KEYS,      edge_cmd_keys,      KEYSPACE)
+    ROW(RANDOMKEY, edge_cmd_randomkey, KEYSPACE)
+    ROW(OBJECT,    edge_cmd_object,    KEYSPACE)
 };
 
 #undef ROW

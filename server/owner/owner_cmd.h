@@ -141,6 +141,10 @@ int ocmd_rmw(struct ocmd *c, struct wire_slice key, ledger_rmw_fn fn, void *arg,
 int ocmd_move(struct ocmd *c, struct wire_slice src, struct wire_slice dst, unsigned flags,
               int *applied);
 
+/* How a live key's value was made, for OBJECT (storage/ledger.h enum
+ * ledger_enc); not a write: no version, nothing noted. */
+void ocmd_set_enc(struct ocmd *c, struct wire_slice key, int enc);
+
 /* FLUSHALL: every key of the owner goes (ledger_flush) and the flush is
  * handed to the persister (owner_persist_flush); c->flushed is its version,
  * which the caller answers with (the change list's one entry: the empty key
@@ -216,5 +220,7 @@ int ocmd_rename_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_sl
 int ocmd_copy_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
 int ocmd_flushall_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *,
                       uint32_t);
+/* owner_cmd_obj.c */
+int ocmd_object_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
 
 #endif

@@ -25,6 +25,7 @@ struct rmw {
     enum rmw_op op;
     const struct wire_slice *argv;
     hkv_status st;               /* strops' status */
+    int found;                   /* the key was live before */
     struct strops_result res;
 };
 
@@ -38,6 +39,7 @@ static int rmw_fn(void *arg, const char *cur, size_t curlen, int found, const ch
                   size_t *vlen)
 {
     struct rmw *a = arg;
+    a->found = found;
     struct strops_env env = env_of(a->c);
     struct resp_slice cs = {cur, curlen}, x = ocmd_rs(a->argv[2]);
     const struct resp_slice *cp = found ? &cs : NULL;
@@ -65,6 +67,22 @@ static int run_rmw(struct ocmd *c, const struct wire_slice *argv, enum rmw_op op
         return rc;
     if (a.st == HKV_ENOMEM)
         return HKV_ENOMEM;
+    if (a.st == HKV_OK && a.res.reply.type != STROPS_R_ERROR) {
+        /* How Redis holds the result (OBJECT ENCODING): APPEND to a key and
+         * SETRANGE change the string in place, and SETBIT even when the bit
+         * was already so (raw); INCRBYFLOAT stores a new string, never an
+         * integer; APPEND to a missing key stores its argument as SET would
+         * (AUTO, what every new value starts as). */
+        int enc = -1;
+        switch (op) {
+        case RMW_APPEND: enc = a.found ? LEDGER_ENC_RAW : -1; break;
+        case RMW_SETRANGE: enc = changed ? LEDGER_ENC_RAW : -1; break;
+        case RMW_SETBIT: enc = a.found || changed ? LEDGER_ENC_RAW : -1; break;
+        case RMW_INCRBYFLOAT: enc = changed ? LEDGER_ENC_STR : -1; break;
+        }
+        if (enc >= 0)
+            ocmd_set_enc(c, argv[1], enc);
+    }
     if (strops_reply_encode(c->out, c->proto, &a.res.reply) != HKV_OK)
         return HKV_ENOMEM;
     return ocmd_done(c);

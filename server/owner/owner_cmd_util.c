@@ -55,6 +55,11 @@ static int note(struct ocmd *c, struct wire_slice key, hkv_stamp version)
     return HKV_OK;
 }
 
+void ocmd_set_enc(struct ocmd *c, struct wire_slice key, int enc)
+{
+    ledger_set_enc(c->ledger, key.p, key.len, enc, c->now);
+}
+
 int ocmd_flush(struct ocmd *c)
 {
     hkv_stamp v;

@@ -68,6 +68,7 @@ static const struct ocmd_def table[] = {
     {"copy", -3, 1, 2, 1, W, ocmd_copy_cmd, 0},
     {"flushall", -1, 0, 0, 0, W | OCMD_ALL, ocmd_flushall_cmd, 0},
     {"flushdb", -1, 0, 0, 0, W | OCMD_ALL, ocmd_flushall_cmd, 0},
+    {"object", -2, 2, 2, 1, R, ocmd_object_cmd, 0},
 };
 
 const struct ocmd_def *ocmd_lookup(const char *name, size_t len)

@@ -300,6 +300,170 @@ START_TEST(flushall_arguments_and_admin_category)
 }
 END_TEST
 
+/* ---- KEYS ------------------------------------------------------------------------------ */
+
+/* The reply of KEYS pattern as "k1 k2 ..." (sorted by the server), or the
+ * raw reply when it is not an array. */
+static void keys_of(int fd, const char *pattern, char *out, size_t len)
+{
+    struct h_reply *r = cmd(fd, "KEYS", pattern, NULL);
+    out[0] = '\0';
+    if (r->v->type != RESP_ARRAY) {
+        snprintf(out, len, "%s", raw(r));
+        h_free(r);
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < r->v->n && n + 2 < len; i++) {
+        const struct resp_value *e = &r->v->elems[i];
+        int w = snprintf(out + n, len - n, "%s%.*s", i ? " " : "", (int)e->len, e->str);
+        if (w < 0 || (size_t)w >= len - n)
+            break;
+        n += (size_t)w;
+    }
+    h_free(r);
+}
+
+#define EXPECT_KEYS(fd, pattern, want)                                                   \
+    do {                                                                                 \
+        char got_[4096];                                                                 \
+        keys_of((fd), (pattern), got_, sizeof(got_));                                    \
+        EXPECT(strcmp(got_, (want)) == 0, "KEYS %s: '%s', expected '%s'", (pattern), got_, \
+               (want));                                                                  \
+    } while (0)
+
+START_TEST(keys_walks_every_owner_with_redis_globs_and_stops_past_keys_max)
+{
+    struct daemon d;
+    start(&d, TWO_EDGES "keys-max 30\n");
+    int a = conn(&d);
+    EXPECT_KEYS(a, "*", "");
+    /* hot (k:*), durable cold (m:*) and plain cold keys */
+    const char *ks[] = {"k:1", "k:2", "k:10", "k:a", "m:1", "m:22", "x", "y*", "ab",
+                        "a\\b", "[x]", "h?llo", "hello", "hallo", "hillo", "hbllo"};
+    for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++)
+        EXPECT_RAW(a, "+OK\r\n", "SET", ks[i], "v");
+    EXPECT_KEYS(a, "*", "[x] a\\b ab h?llo hallo hbllo hello hillo k:1 k:10 k:2 k:a m:1 m:22 x y*");
+    EXPECT_KEYS(a, "k:*", "k:1 k:10 k:2 k:a");
+    EXPECT_KEYS(a, "k:?", "k:1 k:2 k:a");
+    EXPECT_KEYS(a, "k:[0-9]*", "k:1 k:10 k:2");
+    EXPECT_KEYS(a, "?:[^1]*", "k:2 k:a m:22");
+    EXPECT_KEYS(a, "h[ae]llo", "hallo hello");
+    EXPECT_KEYS(a, "h[^e]llo", "h?llo hallo hbllo hillo");
+    EXPECT_KEYS(a, "h[a-b]llo", "hallo hbllo");
+    EXPECT_KEYS(a, "h\\?llo", "h?llo");
+    EXPECT_KEYS(a, "y\\*", "y*");
+    EXPECT_KEYS(a, "\\[x\\]", "[x]");
+    EXPECT_KEYS(a, "a\\\\b", "a\\b");
+    EXPECT_KEYS(a, "nothing*", "");
+    EXPECT_KEYS(a, "", "");
+    /* a deleted key and an expired one are not listed */
+    EXPECT_RAW(a, ":1\r\n", "DEL", "k:10");
+    EXPECT_RAW(a, "+OK\r\n", "SET", "k:gone", "v", "PX", "30");
+    h_sleep_ms(200);
+    EXPECT_KEYS(a, "k:*", "k:1 k:2 k:a");
+
+    /* past keys-max: an error, not a reply that size; SCAN still works */
+    char k[32];
+    for (int i = 0; i < 20; i++) {
+        snprintf(k, sizeof(k), "n:%d", i);
+        EXPECT_RAW(a, "+OK\r\n", "SET", k, "v");
+    }
+    EXPECT_KEYS(a, "*", "-ERR KEYS matches more than keys-max (30) keys; use SCAN with MATCH "
+                     "and COUNT instead\\r\\n");
+    EXPECT_KEYS(a, "k:*", "k:1 k:2 k:a"); /* the bound is on keys matched, not scanned */
+    EXPECT_RAW(a, "+OK\r\n", "CONFIG", "SET", "keys-max", "1000");
+    struct h_reply *r = cmd(a, "KEYS", "*", NULL);
+    int n = r->v->type == RESP_ARRAY ? (int)r->v->n : -1;
+    h_free(r);
+    EXPECT(n == 35, "KEYS * after keys-max 1000: %d keys", n);
+    EXPECT_RAW(a, "-ERR wrong number of arguments for 'keys' command\r\n", "KEYS");
+    EXPECT_RAW(a, "-ERR wrong number of arguments for 'keys' command\r\n", "KEYS", "a", "b");
+    close(a);
+    stop(&d);
+}
+END_TEST
+
+/* ---- RANDOMKEY ------------------------------------------------------------------------- */
+
+START_TEST(randomkey_answers_live_keys_of_every_owner_and_nil_when_empty)
+{
+    struct daemon d;
+    start(&d, TWO_EDGES);
+    int a = conn(&d);
+    EXPECT_RAW(a, "$-1\r\n", "RANDOMKEY");
+    char k[32];
+    for (int i = 0; i < 20; i++) {
+        snprintf(k, sizeof(k), "%s%d", i % 2 ? "k:" : "c:", i);
+        EXPECT_RAW(a, "+OK\r\n", "SET", k, "v");
+    }
+    for (int i = 0; i < 20; i++) { /* expired, not yet swept maybe: never answered */
+        snprintf(k, sizeof(k), "e:%d", i);
+        EXPECT_RAW(a, "+OK\r\n", "SET", k, "v", "PX", "20");
+    }
+    h_sleep_ms(100);
+    int hot = 0, cold = 0;
+    for (int i = 0; i < 200; i++) {
+        struct h_reply *r = cmd(a, "RANDOMKEY", NULL);
+        int bulk = r->v->type == RESP_BULK && r->v->len >= 3;
+        char key[64] = "";
+        if (bulk)
+            snprintf(key, sizeof(key), "%.*s", (int)r->v->len, r->v->str);
+        char got[200];
+        snprintf(got, sizeof(got), "%s", raw(r));
+        h_free(r);
+        EXPECT(bulk && (strncmp(key, "k:", 2) == 0 || strncmp(key, "c:", 2) == 0),
+               "RANDOMKEY answered %s", got);
+        hot += key[0] == 'k';
+        cold += key[0] == 'c';
+        EXPECT(int_of(a, "EXISTS", key, NULL) == 1, "RANDOMKEY answered %s, which is missing", key);
+    }
+    EXPECT(hot > 20 && cold > 20, "200 RANDOMKEYs: %d hot-owner keys, %d cold-owner keys", hot,
+           cold);
+    EXPECT_RAW(a, "-ERR wrong number of arguments for 'randomkey' command\r\n", "RANDOMKEY", "x");
+    EXPECT_RAW(a, "+OK\r\n", "FLUSHALL");
+    EXPECT_RAW(a, "$-1\r\n", "RANDOMKEY");
+    EXPECT_RAW(a, "+OK\r\n", "SET", "only", "1");
+    EXPECT_RAW(a, "$4\r\nonly\r\n", "RANDOMKEY");
+    h_free(cmd(a, "HELLO", "3", NULL));
+    EXPECT_RAW(a, ":1\r\n", "DEL", "only");
+    EXPECT_RAW(a, "_\r\n", "RANDOMKEY");
+    close(a);
+    stop(&d);
+}
+END_TEST
+
+/* ---- OBJECT ---------------------------------------------------------------------------- */
+
+START_TEST(object_answers_from_the_keys_owner)
+{
+    struct daemon d;
+    start(&d, TWO_EDGES);
+    int a = conn(&d);
+    EXPECT_RAW(a, "+OK\r\n", "SET", "k:1", "7");
+    EXPECT_RAW(a, "+OK\r\n", "SET", "m:1", "hello");
+    EXPECT_RAW(a, "+OK\r\n", "SET", "c", "12345");
+    EXPECT_RAW(a, "$3\r\nint\r\n", "OBJECT", "ENCODING", "k:1");
+    EXPECT_RAW(a, ":2147483647\r\n", "OBJECT", "REFCOUNT", "k:1");
+    EXPECT_RAW(a, "$6\r\nembstr\r\n", "object", "encoding", "m:1");
+    EXPECT_RAW(a, ":1\r\n", "OBJECT", "REFCOUNT", "c");
+    EXPECT_RAW(a, "$-1\r\n", "OBJECT", "ENCODING", "nokey");
+    EXPECT_RAW(a, "$-1\r\n", "OBJECT", "IDLETIME", "nokey");
+    EXPECT_RAW(a, "-ERR OBJECT IDLETIME is not tracked: reads are answered by the colo caches, "
+                  "which the key's owner does not see\r\n", "OBJECT", "IDLETIME", "c");
+    EXPECT_RAW(a, "-ERR unknown subcommand 'nope'. Try OBJECT HELP.\r\n", "OBJECT", "nope");
+    EXPECT_RAW(a, "-ERR wrong number of arguments for 'object|encoding' command\r\n", "OBJECT",
+               "ENCODING");
+    EXPECT_RAW(a, "-ERR wrong number of arguments for 'object' command\r\n", "OBJECT");
+    struct h_reply *r = cmd(a, "OBJECT", "HELP", NULL);
+    int lines = r->v->type == RESP_ARRAY ? (int)r->v->n : -1;
+    h_free(r);
+    EXPECT(lines == 15, "OBJECT HELP: %d lines", lines);
+    close(a);
+    stop(&d);
+}
+END_TEST
+
 Suite *keyspace_suite(void)
 {
     Suite *s = suite_create("keyspace");
@@ -310,6 +474,9 @@ Suite *keyspace_suite(void)
         {"flushall", flushall_empties_every_owner_and_every_cache_durably},
         {"flushall_crash", flushall_survives_a_crash_right_after_its_ok},
         {"flushall_args", flushall_arguments_and_admin_category},
+        {"keys", keys_walks_every_owner_with_redis_globs_and_stops_past_keys_max},
+        {"randomkey", randomkey_answers_live_keys_of_every_owner_and_nil_when_empty},
+        {"object", object_answers_from_the_keys_owner},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -908,6 +908,89 @@ START_TEST(flushall_runs_once_per_request_and_never_inside_exec)
 }
 END_TEST
 
+/* ---- OBJECT ---- */
+
+/* Encodings and refcounts as redis-server 7.0.15 answered the same
+ * sequence: they depend on the command that made the value. */
+START_TEST(object_reports_how_redis_would_hold_the_value)
+{
+    hello(&A);
+    hello(&B);
+    static const char *const steps[][2] = {
+        {"SET a 1", "+OK\r\n"},
+        {"OBJECT ENCODING a", "$3\r\nint\r\n"},
+        {"OBJECT REFCOUNT a", ":2147483647\r\n"},
+        {"SET a 12345", "+OK\r\n"},
+        {"OBJECT REFCOUNT a", ":1\r\n"},
+        {"SET a -5", "+OK\r\n"},
+        {"OBJECT REFCOUNT a", ":1\r\n"},
+        {"SET a 0123", "+OK\r\n"},
+        {"OBJECT ENCODING a", "$6\r\nembstr\r\n"},
+        {"SET a 9223372036854775807", "+OK\r\n"},
+        {"OBJECT ENCODING a", "$3\r\nint\r\n"},
+        {"SET a 9223372036854775808", "+OK\r\n"},
+        {"OBJECT ENCODING a", "$6\r\nembstr\r\n"},
+        {"SET a aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "+OK\r\n"},
+        {"OBJECT ENCODING a", "$6\r\nembstr\r\n"},
+        {"SET a aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "+OK\r\n"},
+        {"OBJECT ENCODING a", "$3\r\nraw\r\n"},
+        {"APPEND b x", ":1\r\n"},
+        {"OBJECT ENCODING b", "$6\r\nembstr\r\n"},
+        {"SET c 5", "+OK\r\n"},
+        {"APPEND c 1", ":2\r\n"},
+        {"OBJECT ENCODING c", "$3\r\nraw\r\n"},
+        {"INCRBYFLOAT d 1", "$1\r\n1\r\n"},
+        {"OBJECT ENCODING d", "$6\r\nembstr\r\n"},
+        {"INCR e", ":1\r\n"},
+        {"OBJECT REFCOUNT e", ":2147483647\r\n"},
+        {"COPY e f", ":1\r\n"},
+        {"OBJECT ENCODING f", "$3\r\nint\r\n"},
+        {"OBJECT REFCOUNT f", ":1\r\n"},
+        {"SETRANGE g 0 x", ":1\r\n"},
+        {"OBJECT ENCODING g", "$3\r\nraw\r\n"},
+        {"SETBIT h 0 1", ":0\r\n"},
+        {"OBJECT ENCODING h", "$3\r\nraw\r\n"},
+        {"INCRBYFLOAT c 1", "$2\r\n52\r\n"},
+        {"OBJECT ENCODING c", "$6\r\nembstr\r\n"},
+        {"SET s a", "+OK\r\n"},
+        {"SETBIT s 0 0", ":0\r\n"},
+        {"OBJECT ENCODING s", "$3\r\nraw\r\n"},
+        {"COPY s s2", ":1\r\n"},
+        {"OBJECT ENCODING s2", "$3\r\nraw\r\n"},
+        {"SET c 5", "+OK\r\n"},
+        {"RENAME c c2", "+OK\r\n"},
+        {"OBJECT REFCOUNT c2", ":2147483647\r\n"},
+        {"GETEX c2 EX 100", "$1\r\n5\r\n"},
+        {"OBJECT REFCOUNT c2", ":2147483647\r\n"},
+        {"OBJECT Encoding nokey", "$-1\r\n"},
+        {"OBJECT FREQ nokey", "$-1\r\n"},
+        {"OBJECT FREQ a", "-ERR An LFU maxmemory policy is not selected, access frequency not "
+                          "tracked. Please note that when switching between policies at runtime "
+                          "LRU and LFU data will take some time to adjust.\r\n"},
+        {"OBJECT HELP x", "-ERR wrong number of arguments for 'object|help' command\r\n"},
+        {"OBJECT ENCODING a b", "-ERR wrong number of arguments for 'object|encoding' command\r\n"},
+        {"OBJECT foo a", "-ERR unknown subcommand 'foo'. Try OBJECT HELP.\r\n"},
+        {"OBJECT foo", "-ERR unknown subcommand 'foo'. Try OBJECT HELP.\r\n"},
+        {"OBJECT", "-ERR wrong number of arguments for 'object' command\r\n"},
+    };
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        struct wire_msg m;
+        call(&A, steps[i][0], &m);
+        ck_assert_msg(m.type == WIRE_RESP && m.u.resp.reply.len == strlen(steps[i][1]) &&
+                          memcmp(m.u.resp.reply.p, steps[i][1], m.u.resp.reply.len) == 0,
+                      "%s: '%.*s', redis-server: '%s'", steps[i][0],
+                      m.type == WIRE_RESP ? (int)m.u.resp.reply.len : 0,
+                      m.type == WIRE_RESP ? m.u.resp.reply.p : "", steps[i][1]);
+    }
+    struct wire_msg m;
+    call(&A, "OBJECT HELP", &m);
+    ck_assert_msg(m.u.resp.reply.len > 5 && memcmp(m.u.resp.reply.p, "*15\r\n+OBJECT ", 13) == 0,
+                  "HELP: %.*s", (int)m.u.resp.reply.len, m.u.resp.reply.p);
+    call_rid(&A, 3, next_rid(&A), "OBJECT ENCODING nokey", &m);
+    assert_resp(&m, "_\r\n");
+}
+END_TEST
+
 Suite *owner_call_suite(void)
 {
     Suite *s = suite_create("owner_call");
@@ -933,6 +1016,7 @@ Suite *owner_call_suite(void)
          {flushall_answers_after_its_commit_with_its_version,
           flushall_completes_the_durable_writes_it_supersedes,
           flushall_runs_once_per_request_and_never_inside_exec}},
+        {"object", setup, {object_reports_how_redis_would_hold_the_value}},
         {"bounds",
          setup_small_frames,
          {reply_over_half_a_frame_is_an_error_and_writes_still_apply}},
