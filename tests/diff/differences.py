@@ -49,6 +49,10 @@ import resp
 #   values (addresses, fds, ages, memory) are not compared, and CLIENT LIST's
 #   lines are sorted.  The runner's own "difftest-admin" connection is left
 #   out of CLIENT LIST.
+# - KEYS: the keys are sorted (Redis answers in its table's order, hotkvd
+#   sorted; neither order is promised).
+# - RANDOMKEY: any key from each server compares equal to any other ("a
+#   key"); nil compares exactly (a server with keys never answers nil).
 # - CONFIG GET: the pairs are sorted by name, ignoring case (both servers
 #   return them in their own table order).
 # - INFO: compared as the list of its section headers, plus the keyspace
@@ -196,6 +200,14 @@ def normalise(words, r, h):
             lines = _client_lines(t, _sub(words) == b"INFO", _sub(words) == b"LIST")
             return (b"*", [(b"+", b"lines=%d" % len(lines))] + [(b"+", ln) for ln in lines])
         return client(r), client(h)
+    elif n == b"KEYS":
+        def keys(x):
+            return (x[0], sorted(x[1])) if x[0] == b"*" and x[1] is not None else x
+        return keys(r), keys(h)
+    elif n == b"RANDOMKEY":
+        def one(x):
+            return (b"+", b"<a key>") if x[0] == b"$" and x[1] is not None else x
+        return one(r), one(h)
     elif n == b"CONFIG" and _sub(words) == b"GET":
         def config(x):
             p = _pairs(x)
@@ -474,6 +486,37 @@ design("COMMAND (no argument) lists the commands hotkvd implements (COMMAND INFO
        cmd=r"COMMAND", redis=r"\[.*\]", hotkvd=r"\[.*\]",
        example=("COMMAND", '[["set", :-3, ...], ["zintercard", :-3, ...], ...]',
                 '[["ping", :-1, ...], ["echo", :2, ...], ...]'))
+design("OBJECT IDLETIME is not tracked (reads are answered by the colo caches, which the key's "
+       "owner never sees): an error for a key that exists",
+       cmd=r"OBJECT IDLETIME .*", redis=r":\d+",
+       hotkvd=r"-ERR OBJECT IDLETIME is not tracked: reads are answered by the colo caches, "
+              r"which the key's owner does not see",
+       example=("OBJECT IDLETIME a", ":3",
+                "-ERR OBJECT IDLETIME is not tracked: reads are answered by the colo caches, "
+                "which the key's owner does not see"))
+
+
+def _command_info_admin(words, r, h):
+    """FLUSHALL's and FLUSHDB's flags in a COMMAND INFO entry as Redis's
+    (write): in hotkvd they are admin commands (ACL +@admin)."""
+    def entry(e):
+        if e[0] != b"*" or e[1] is None or len(e[1]) != 10 or \
+                e[1][0][1] not in (b"flushall", b"flushdb"):
+            return e
+        f = e[1][2]
+        if f[1] is None or [x[1] for x in f[1]] != [b"admin"]:
+            return e
+        return (b"*", e[1][:2] + [(f[0], [(b"+", b"write")])] + e[1][3:])
+    if h[0] != b"*" or h[1] is None:
+        return r, h
+    return r, (b"*", [entry(e) for e in h[1]])
+
+
+design("FLUSHALL and FLUSHDB are admin commands (ACL +@admin; Redis: write, @keyspace "
+       "@dangerous)",
+       cmd=r"COMMAND INFO.*", rewrite=_command_info_admin,
+       example=("COMMAND INFO flushall", '[["flushall", :-1, [+write], :0, :0, :0, ...]]',
+                '[["flushall", :-1, [+admin], :0, :0, :0, ...]]'))
 design("COMMAND COUNT counts the commands hotkvd implements",
        cmd=r"COMMAND COUNT", redis=r":\d+", hotkvd=r":\d+",
        example=("COMMAND COUNT", ":240", ":41"))
@@ -668,8 +711,7 @@ NOT_IMPLEMENTED = {
     # asked for by issue 13
     "string": "APPEND GETRANGE SETRANGE SUBSTR INCRBYFLOAT MSETNX LCS",
     "bitmap": "SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO",
-    "keyspace": "KEYS FLUSHALL FLUSHDB RENAME RENAMENX COPY RANDOMKEY TOUCH EXPIRETIME "
-                "PEXPIRETIME OBJECT",
+    "keyspace": "RENAME RENAMENX COPY TOUCH EXPIRETIME PEXPIRETIME",
     "transactions": "MULTI EXEC DISCARD WATCH UNWATCH",
     "server": "MONITOR WAIT",
     "CLIENT subcommands": "KILL PAUSE UNPAUSE NO-EVICT REPLY TRACKING TRACKINGINFO CACHING "

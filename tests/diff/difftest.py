@@ -45,10 +45,11 @@ import servers  # noqa: E402
 # After a difference: the keys are re-synchronised unless the command only
 # reads keys; the connection is reopened unless it was a data command (a
 # server command or a raw step may have changed the connection's state).
-DATA_READS = {b"GET", b"MGET", b"EXISTS", b"STRLEN", b"TYPE", b"TTL", b"PTTL", b"SCAN", b"DBSIZE"}
+DATA_READS = {b"GET", b"MGET", b"EXISTS", b"STRLEN", b"TYPE", b"TTL", b"PTTL", b"SCAN", b"DBSIZE",
+              b"KEYS", b"RANDOMKEY", b"OBJECT"}
 DATA_WRITES = {b"SET", b"SETEX", b"PSETEX", b"SETNX", b"GETSET", b"GETDEL", b"GETEX", b"MSET",
                b"DEL", b"UNLINK", b"EXPIRE", b"PEXPIRE", b"EXPIREAT", b"PEXPIREAT", b"PERSIST",
-               b"INCR", b"DECR", b"INCRBY", b"DECRBY"}
+               b"INCR", b"DECR", b"INCRBY", b"DECRBY", b"FLUSHALL", b"FLUSHDB"}
 MAX_RAW_REPLIES = 8     # a raw step reads at most this many replies before its marker
 
 
@@ -123,7 +124,9 @@ class Side:
 
 def resync(redis, hotkvd):
     """Copies every pool key from Redis to hotkvd through the admin
-    connections.  Returns a list of problems (empty when it worked)."""
+    connections, and sets it again on Redis too: a value both servers just
+    SET is held the same way by both (OBJECT ENCODING depends on the command
+    that made a value).  Returns a list of problems (empty when it worked)."""
     bad = []
     for k in gen.KEYS:
         v = redis.admin.call([b"GET", k])
@@ -136,7 +139,7 @@ def resync(redis, hotkvd):
             if t[0] == b":" and int(t[1]) > 0:
                 w += [b"PXAT", t[1]]
             r = hotkvd.admin.call(w)
-            ok = r == (b"+", b"OK")
+            ok = r == (b"+", b"OK") and redis.admin.call(w) == (b"+", b"OK")
         if not ok:
             bad.append("resync %s: hotkvd answered %s" % (resp.show_cmd([k]), resp.show(r)))
     return bad

@@ -252,6 +252,37 @@ class Gen:
             w += o
         return w
 
+    # ---- keyspace administration (FLUSHALL, KEYS, RANDOMKEY, OBJECT) ----
+
+    def g_flushall(self):
+        # Both servers flush: they stay in step (the pool refills as it goes).
+        w = [self.rng.choice([b"FLUSHALL", b"FLUSHDB"])]
+        r = self.rng.random()
+        if r < 0.6:
+            w.append(self.case(self.rng.choice([b"ASYNC", b"SYNC"])))
+        elif r < 0.75:
+            w.append(self.rng.choice([b"BOGUS", b"", b"ASYNCX", b"\x00"]))
+        elif r < 0.8:
+            w += [b"ASYNC", b"SYNC"]
+        return w
+
+    def g_keys(self):
+        return [b"KEYS", self.rng.choice(
+            [b"*", b"h:*", b"d:*", b"?", b"[ab]", b"*\x00*", b"{t}*", b"\\*", b"", b"L*", b"[^a]*",
+             b"[a-c]", b"*y", b"k\\ y", b"[", b"[^", b"\\", b"a*b*c", b"*[", b"[b-a]", b"?*?",
+             b"h:[1-2]", b"*:*", b"x\x00y", b"\x00*"])]
+
+    def g_randomkey(self):
+        return [b"RANDOMKEY"]
+
+    def g_object(self):
+        sub = self.rng.choice([b"ENCODING"] * 5 + [b"REFCOUNT"] * 3 +
+                              [b"FREQ", b"IDLETIME", b"HELP", b"BOGUS", b"", b"encoding\x00"])
+        w = [b"OBJECT", self.case(sub)]
+        if sub != b"HELP" or self.rng.random() < 0.2:
+            w.append(self.key())
+        return w
+
     # ---- connection and server commands --------------------------------
 
     def g_ping(self):
@@ -356,7 +387,10 @@ CMD_NAMES = [b"get", b"set", b"mget", b"mset", b"del", b"unlink", b"exists", b"s
              b"getex", b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist", b"incr",
              b"decr", b"incrby", b"decrby", b"dbsize", b"ping", b"echo", b"select", b"time",
              b"info", b"client", b"config", b"command", b"hello", b"auth", b"reset", b"quit",
+             b"flushall", b"flushdb", b"keys", b"randomkey",
              b"GET", b"Set"]
+# (OBJECT is not asked: Redis describes it as a container with no flags and
+# no key, hotkvd with its key position, which its ACL check reads.)
 
 # CONFIG GET names both servers define (and a few neither does).
 CONFIG_NAMES = [b"bind", b"client-query-buffer-limit", b"maxclients", b"pidfile", b"protected-mode",
@@ -372,4 +406,5 @@ WEIGHTS = [
     ("scan", 2), ("ping", 1), ("echo", 1), ("select", 0.7), ("time", 0.3), ("command", 0.7),
     ("client", 1), ("config", 0.7), ("info", 0.5), ("hello", 0.8), ("auth", 0.4),
     ("reset", 0.3), ("quit", 0.2), ("unknown", 0.5), ("raw", 0.5),
+    ("flushall", 0.3), ("keys", 1.5), ("randomkey", 1), ("object", 3),
 ]

@@ -229,6 +229,27 @@ START_TEST(flushall_empties_every_owner_and_every_cache_durably)
 }
 END_TEST
 
+/* Two colos (one edge each, one cache segment each): the FLUSHALL through
+ * one colo's edge makes the other colo's segment forget too (the master
+ * applies the forget to every segment of the host). */
+START_TEST(flushall_reaches_the_cache_of_every_colo)
+{
+    struct daemon d;
+    start(&d, "colos 2\nedge-workers 1\nhot-owners 2\ncold-owners 1\n"
+              "class live pattern \"k:*\" pool hot fresh 60s keep 5m durability ledger\n"
+              "class safe pattern \"m:*\" pool cold fresh 60s keep 5m durability durable\n");
+    int a, b;
+    EXPECT(h_edge_pair(&d, &a, &b) == 0, "no second edge answered");
+    write_and_cache(a, b);
+    EXPECT_RAW(b, "+OK\r\n", "FLUSHALL", "SYNC");
+    all_missing(a, "after FLUSHALL through the other colo");
+    all_missing(b, "after FLUSHALL through this colo");
+    close(a);
+    close(b);
+    stop(&d);
+}
+END_TEST
+
 /* kill -9 of the whole daemon right after the OK: a FLUSHALL is answered only
  * once every owner committed it, so nothing comes back. */
 START_TEST(flushall_survives_a_crash_right_after_its_ok)
@@ -472,6 +493,7 @@ Suite *keyspace_suite(void)
         const TTest *t;
     } cases[] = {
         {"flushall", flushall_empties_every_owner_and_every_cache_durably},
+        {"flushall_colos", flushall_reaches_the_cache_of_every_colo},
         {"flushall_crash", flushall_survives_a_crash_right_after_its_ok},
         {"flushall_args", flushall_arguments_and_admin_category},
         {"keys", keys_walks_every_owner_with_redis_globs_and_stops_past_keys_max},

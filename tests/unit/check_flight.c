@@ -337,6 +337,37 @@ START_TEST(refresh_lock_held_by_another_edge_waiters_read_its_fill)
 }
 END_TEST
 
+static int two_held(void) { return T.fo.nheld >= 2; }
+
+/* A fetch answered by the owner before its FLUSHALL, whose forget reached
+ * the colo while the answer was on its way: a reader that came after the
+ * FLUSHALL's OK may wait on it, so the flight fetches again and nobody gets
+ * the flushed value. */
+START_TEST(answer_older_than_a_flush_is_fetched_again)
+{
+    T.mode = HOLD;
+    struct flight_waiter w = {0};
+    flight_wait(flight_of("k"), &w);
+    ck_assert(run_until(one_held, 3000));
+    cache_forget_below(T.cache, stamp_make(1, 0, 5)); /* the flush of writer 5 */
+    release_held(0);                                   /* "k@0", stamp 5: from before it */
+    ck_assert(run_until(two_held, 3000));
+    ck_assert_int_eq(T.nrecs, 0);
+    struct hkv_buf b = HKV_BUF_INIT;
+    wire_put_value(&b, T.fo.held[1].id, wire_cstr("after"), stamp_make(2, 0, 5), 0);
+    fo_reply(T.fo.held[1].fc, &b);
+    buf_deinit(&b);
+    ck_assert(run_until(one_answer, 3000));
+    ck_assert_int_eq(T.fo.requests[WIRE_GET], 2);
+    ck_assert(T.recs[0].a.found);
+    ck_assert_str_eq(T.recs[0].v, "after");
+    struct cache_hit hit;
+    ck_assert_int_eq(cache_get(T.cache, "k", 1, router_hash("k", 1), clock_mono_ms(), &T.e.cval,
+                               &hit), HKV_OK);
+    ck_assert_mem_eq(buf_head(&T.e.cval), "after", 5);
+}
+END_TEST
+
 Suite *flight_suite(void)
 {
     Suite *s = suite_create("flight");
@@ -351,6 +382,7 @@ Suite *flight_suite(void)
         {"error", owner_error_reaches_every_waiter_verbatim},
         {"broken", broken_link_answers_waiters_at_once},
         {"colo", refresh_lock_held_by_another_edge_waiters_read_its_fill},
+        {"flushed", answer_older_than_a_flush_is_fetched_again},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
