@@ -236,8 +236,10 @@ int ledger_rmw(struct ledger *l, const char *key, size_t klen, uint16_t class_id
  * *version (newer than anything issued) becomes the read floor (a missing
  * key reports it, so caches order the flush after every earlier write) and
  * the flush floor: a row older than it that is loaded later (from a file the
- * flush has not reached yet) is taken as deleted.  The caller makes the
- * flush durable with a persist batch whose flush_below is *version.
+ * flush has not reached yet) is taken as deleted, so the ledger is complete
+ * again (a missing key is authoritatively missing, until an eviction).  The
+ * caller makes the flush durable with a persist batch whose flush_below is
+ * *version.
  * HKV_OK. */
 int ledger_flush(struct ledger *l, struct ledger_clock now, hkv_stamp *version);
 /* Recovery: the flush floor the file recorded (persister_flush_floor).  It

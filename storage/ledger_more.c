@@ -132,6 +132,11 @@ int ledger_flush(struct ledger *l, struct ledger_clock now, hkv_stamp *version)
         l->floor = v;
     if (v > l->flush_floor)
         l->flush_floor = v;
+    /* Complete again, even if keys had been evicted to disk only: every row
+     * the file holds is older than the flush (a deleted key, once loaded),
+     * and every key written from now on is resident until evicted. */
+    l->complete = 1;
+    l->evicted_ever = 0;
     l->st.writes++;
     *version = v;
     return HKV_OK;

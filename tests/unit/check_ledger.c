@@ -700,6 +700,22 @@ START_TEST(recovered_flush_floor_orders_new_writes_after_it)
 }
 END_TEST
 
+/* A ledger with keys on disk only is complete after a FLUSHALL: every row
+ * on disk is older than the flush, so a missing key needs no disk read. */
+START_TEST(flush_makes_an_incomplete_ledger_complete)
+{
+    struct ledger_view v;
+    ledger_destroy(&L);
+    L = make(0, 0);
+    ck_assert_int_eq(get("k", &v), HKV_EAGAIN);
+    hkv_stamp f;
+    ck_assert_int_eq(ledger_flush(L, NOW, &f), HKV_OK);
+    ck_assert(ledger_is_complete(L));
+    assert_missing("k", f);
+    ck_assert_uint_gt(put("k", "v"), f);
+}
+END_TEST
+
 START_TEST(expiry_uses_monotonic_clock)
 {
     struct ledger_view v;
@@ -1266,6 +1282,7 @@ Suite *ledger_suite(void)
         {"flush_drops_everything_and_orders_after_it", flush_drops_everything_and_orders_after_it},
         {"recovered_flush_floor_orders_new_writes_after_it",
          recovered_flush_floor_orders_new_writes_after_it},
+        {"flush_makes_an_incomplete_ledger_complete", flush_makes_an_incomplete_ledger_complete},
         {"scan_after_mass_deletes_is_not_mostly_empty_pages",
          scan_after_mass_deletes_is_not_mostly_empty_pages},
         {"rmw_computes_over_the_live_value_and_keeps_the_ttl",

@@ -908,6 +908,29 @@ START_TEST(flushall_runs_once_per_request_and_never_inside_exec)
 }
 END_TEST
 
+/* Keys evicted to disk only go too, and the owner needs no disk read to
+ * know it: its ledger is complete again. */
+START_TEST(flushall_removes_keys_on_disk_only)
+{
+    hello(&A);
+    hello(&B);
+    char key[16], line[64];
+    struct wire_msg m;
+    on_disk_key(key, sizeof(key), "");
+    send_call(&A, 2, next_rid(&A), "FLUSHALL");
+    wait_reply(&A, &m);
+    assert_resp(&m, "+OK\r\n");
+    ck_assert(ledger_is_complete(own.ledger));
+    snprintf(line, sizeof(line), "EXISTS %s k0 k1", key);
+    ck_assert_uint_eq(expect(line, ":0\r\n"), 0); /* answered at once: no disk read */
+    restart_owner();
+    ck_assert_uint_eq(expect(line, ":0\r\n"), 0);
+    struct ledger_stats ls;
+    ledger_stats(own.ledger, &ls);
+    ck_assert_uint_eq(ls.keys, 0);
+}
+END_TEST
+
 /* ---- OBJECT ---- */
 
 /* Encodings and refcounts as redis-server 7.0.15 answered the same
@@ -1023,7 +1046,7 @@ Suite *owner_call_suite(void)
         {"disk",
          setup_incomplete,
          {key_on_disk_only_is_loaded_then_the_command_runs,
-          exec_parks_whole_until_every_key_is_loaded}},
+          exec_parks_whole_until_every_key_is_loaded, flushall_removes_keys_on_disk_only}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
