@@ -25,10 +25,10 @@
  *
  * OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key goes to the key's owner, which
  * knows how the value was made (Redis's encoding depends on the command that
- * wrote it, not only on the bytes); HELP and the argument errors are
- * answered here.  It reads metadata that the colo cache does not hold, so
- * it is not a read through the cache (like TTL's owner-side twin, it is a
- * question to the one process that knows).
+ * wrote it, not only on the bytes) and answers every text, HELP and the
+ * subcommand errors included (without a key, any owner does).  It asks for
+ * metadata the colo cache does not hold, so it does not read through the
+ * cache: only the key's owner can answer it.
  */
 #include "server/edge/edge_keyspace.h"
 
