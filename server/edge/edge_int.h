@@ -14,8 +14,9 @@
  *   edge_cache                      what goes into the colo cache
  *   edge_op, edge_op_send           the op engine (families: encode, answer, done)
  *   edge_flight                     single-flight fetches (answers through a callback)
- *   edge_read, edge_write_op,
- *   edge_write, edge_scan           the data command families
+ *   edge_read, edge_mread,
+ *   edge_write_op, edge_write,
+ *   edge_scan                       the data command families
  *   info, edge_cmd                  INFO; the connection and server commands
  *   edge_registry                   the command table and the dispatch pipeline
  *   edge                            the process: wires the hooks, runs the loop

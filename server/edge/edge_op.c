@@ -80,6 +80,8 @@ static void op_unlink(struct op *op)
 static void op_release(struct op *op)
 {
     struct edge *e = op->e;
+    if (op->fam->end != NULL)
+        op->fam->end(op);
     op_unlink(op);
     if (op->timer_on)
         evtimer_del(&op->timer);

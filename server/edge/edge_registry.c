@@ -17,6 +17,7 @@
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_cmd.h"
+#include "server/edge/edge_mread.h"
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_rl.h"
 #include "server/edge/edge_scan.h"

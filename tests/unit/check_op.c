@@ -91,8 +91,8 @@ static void sets_done(struct op *op)
     op_finish(op);
 }
 
-static const struct op_family gets_ops = {0, t_encode, gets_answer, gets_done, NULL};
-static const struct op_family sets_ops = {OP_F_WRITE, t_encode, sets_answer, sets_done, NULL};
+static const struct op_family gets_ops = {0, t_encode, gets_answer, gets_done, NULL, NULL};
+static const struct op_family sets_ops = {OP_F_WRITE, t_encode, sets_answer, sets_done, NULL, NULL};
 
 static void t_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
 {
