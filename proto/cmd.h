@@ -66,7 +66,15 @@
     X(INCR, "incr", 2, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)                \
     X(DECR, "decr", 2, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)                \
     X(INCRBY, "incrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)            \
-    X(DECRBY, "decrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)
+    X(DECRBY, "decrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)          \
+    /* computed at the edge over the value the read path returns         \
+     * (edge_strread.c, proto/strops.h) */                               \
+    X(GETRANGE, "getrange", 4, CMD_F_READ, 1, 1, 1)                      \
+    X(SUBSTR, "substr", 4, CMD_F_READ, 1, 1, 1)                          \
+    X(GETBIT, "getbit", 3, CMD_F_READ | CMD_F_FAST, 1, 1, 1)             \
+    X(BITCOUNT, "bitcount", -2, CMD_F_READ, 1, 1, 1)                     \
+    X(BITPOS, "bitpos", -3, CMD_F_READ, 1, 1, 1)                         \
+    X(LCS, "lcs", -3, CMD_F_READ, 1, 2, 1)
 
 enum cmd_id {
 #define X(id, name, arity, flags, fk, lk, st) CMD_##id,

@@ -17,6 +17,7 @@
  *   edge_read, edge_mread,
  *   edge_write_op, edge_write,
  *   edge_scan                       the data command families
+ *   edge_strread                    reads computed over the value read (GETRANGE ... LCS)
  *   info, edge_cmd                  INFO; the connection and server commands
  *   edge_registry                   the command table and the dispatch pipeline
  *   edge                            the process: wires the hooks, runs the loop

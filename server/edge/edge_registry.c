@@ -21,6 +21,7 @@
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_rl.h"
 #include "server/edge/edge_scan.h"
+#include "server/edge/edge_strread.h"
 #include "server/edge/edge_write.h"
 
 #define ROW(ID, handler, family) [CMD_##ID] = {#ID, handler, EDGE_FAM_##family},
@@ -65,6 +66,12 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(DECR,      edge_cmd_decr,      WRITE)
     ROW(INCRBY,    edge_cmd_incrby,    WRITE)
     ROW(DECRBY,    edge_cmd_decrby,    WRITE)
+    ROW(GETRANGE,  edge_cmd_getrange,  STRREAD)
+    ROW(SUBSTR,    edge_cmd_substr,    STRREAD)
+    ROW(GETBIT,    edge_cmd_getbit,    STRREAD)
+    ROW(BITCOUNT,  edge_cmd_bitcount,  STRREAD)
+    ROW(BITPOS,    edge_cmd_bitpos,    STRREAD)
+    ROW(LCS,       edge_cmd_lcs,       STRREAD)
     ROW(SCAN,      edge_cmd_scan,      KEYSPACE)
     ROW(DBSIZE,    edge_cmd_dbsize,    KEYSPACE)
 };

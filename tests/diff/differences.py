@@ -457,6 +457,40 @@ def _command_info_null(words, r, h):
                       for a, b in zip(r[1], h[1])])
 
 
+def _placement(key):
+    """Where hotkvd (servers.HOTKVD_FIXTURE) puts a key: its pool ("h:*" hot,
+    every other class cold) and its hash tag as Redis Cluster reads it, else
+    the whole key.  Keys of one placement always share an owner."""
+    pool = b"hot" if key.startswith(b"h:") else b"cold"
+    s = key.find(b"{")
+    if s >= 0:
+        e = key.find(b"}", s + 1)
+        if e > s + 1:
+            return (pool, key[s + 1:e])
+    return (pool, key)
+
+
+# Key positions (first, last, step; last -1 = the last word) of the commands
+# with several keys that the generator sends; any other command with
+# arguments has its key at 1, except the key-less ones.
+KEY_POS = {b"MSET": (1, -1, 2), b"LCS": (1, 2, 1), b"MGET": (1, -1, 1), b"DEL": (1, -1, 1),
+           b"UNLINK": (1, -1, 1), b"EXISTS": (1, -1, 1)}
+KEYLESS = {b"PING", b"ECHO", b"TIME"}
+
+
+def _keys(words):
+    n = _name(words)
+    if n in KEYLESS or len(words) < 2:
+        return []
+    first, last, step = KEY_POS.get(n, (1, 1, 1))
+    last = len(words) + last if last < 0 else min(last, len(words) - 1)
+    return words[first:last + 1:step]
+
+
+def _spans_owners(keys):
+    return len({_placement(k) for k in keys}) > 1
+
+
 # ============================================================================
 # 2. BY DESIGN
 # ============================================================================
@@ -477,6 +511,18 @@ design("COMMAND (no argument) lists the commands hotkvd implements (COMMAND INFO
 design("COMMAND COUNT counts the commands hotkvd implements",
        cmd=r"COMMAND COUNT", redis=r":\d+", hotkvd=r":\d+",
        example=("COMMAND COUNT", ":240", ":41"))
+
+CROSSSLOT = r"-CROSSSLOT Keys in request don't hash to the same slot"
+design("a command over several keys that do not share an owner answers Redis Cluster's "
+       "CROSSSLOT (hotkvd is atomic per owner; a hash tag puts keys on one owner)",
+       cmd=r"(LCS) .*", hotkvd=CROSSSLOT,
+       check=lambda w, r, h: _spans_owners(_keys(w)),
+       example=("LCS a h:1", '""', CROSSSLOT))
+design("LCS's table is bounded by proto-max-bulk-len, hotkvd's default 16mb (Redis's 512mb)",
+       cmd=r"LCS .*", hotkvd=r"-ERR Insufficient memory, transient memory for LCS exceeds "
+       r"proto-max-bulk-len",
+       example=("LCS k1 k2   (two values of 3000 bytes)", '"BBB..."',
+                "-ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"))
 
 
 # ============================================================================
@@ -666,8 +712,8 @@ tofix("SCAN refuses the cursors \"\" and -1, which Redis reads as 0 and 2^64-1",
 # them.  When hotkvd gains one, add it to gen.py and remove it from here.
 NOT_IMPLEMENTED = {
     # asked for by issue 13
-    "string": "APPEND GETRANGE SETRANGE SUBSTR INCRBYFLOAT MSETNX LCS",
-    "bitmap": "SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO",
+    "string": "APPEND SETRANGE INCRBYFLOAT MSETNX",
+    "bitmap": "SETBIT BITOP BITFIELD BITFIELD_RO",
     "keyspace": "KEYS FLUSHALL FLUSHDB RENAME RENAMENX COPY RANDOMKEY TOUCH EXPIRETIME "
                 "PEXPIRETIME OBJECT",
     "transactions": "MULTI EXEC DISCARD WATCH UNWATCH",

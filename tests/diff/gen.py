@@ -41,6 +41,17 @@ TTL_BAD = [b"0", b"-1", b"-100", b"abc", b"", b"1.5", b"9223372036854775807",
 WORDS = [b"v", b"hello", b"OK", b"nil", b"*", b"x y", b"\r\n", b"\x00", b"\xff\xfe",
          b"-ERR fake", b"+OK", b":1", b"$3", b"\t", b"NX", b"EX"]
 
+# Keys that share a hash tag (one owner on hotkvd): what commands over
+# several keys and transactions mostly use, so they run rather than answer
+# CROSSSLOT (differences.py lists that answer for keys that do not share).
+TAGGED = [b"{t}1", b"{t}2"]
+
+# Bit and byte offsets: small, malformed, or past both servers' bounds (never
+# between hotkvd's proto-max-bulk-len, 16mb, and Redis's, 512mb: a by-design
+# difference of configuration, not of behaviour).
+OFFSETS_BAD = [b"-1", b"abc", b"", b"1.5", b"4294967296", b"9223372036854775807",
+               b"-9223372036854775808", b"18446744073709551616", b" 1", b"+1", b"01"]
+
 
 class Gen:
     def __init__(self, seed, now=None):
@@ -56,6 +67,27 @@ class Gen:
 
     def keys(self, lo=1, hi=5):
         return [self.key() for _ in range(self.rng.randint(lo, hi))]
+
+    def related(self, n):
+        """n keys for a command that needs them on one owner: mostly keys that
+        share a hash tag, sometimes one key n times, sometimes any keys."""
+        r = self.rng.random()
+        if r < 0.6:
+            return [self.rng.choice(TAGGED) for _ in range(n)]
+        if r < 0.75:
+            return [self.key()] * n
+        return [self.key() for _ in range(n)]
+
+    def offset(self):
+        if self.rng.random() < 0.75:
+            return str(self.rng.randint(0, 300)).encode()
+        return self.rng.choice(OFFSETS_BAD)
+
+    def index(self):
+        """A GETRANGE/BITCOUNT/BITPOS index: small, negative, or any number."""
+        if self.rng.random() < 0.7:
+            return str(self.rng.randint(-40, 40)).encode()
+        return self.num()
 
     def value(self):
         r = self.rng.random()
@@ -234,6 +266,41 @@ class Gen:
     def g_dbsize(self):
         return [b"DBSIZE"]
 
+    # ---- issue 13: computed at the edge over the value read --------------
+
+    def g_getrange(self):
+        return [self.rng.choice([b"GETRANGE", b"SUBSTR"]), self.key(), self.index(), self.index()]
+
+    def g_getbit(self):
+        return [b"GETBIT", self.key(), self.offset()]
+
+    def g_bitcount(self):
+        w = [b"BITCOUNT", self.key()]
+        if self.rng.random() < 0.7:
+            w += [self.index(), self.index()]
+            if self.rng.random() < 0.5:
+                w.append(self.case(self.rng.choice([b"BYTE", b"BIT", b"BYTE", b"BIT", b"WORD"])))
+        elif self.rng.random() < 0.3:
+            w.append(self.index())
+        return w
+
+    def g_bitpos(self):
+        w = [b"BITPOS", self.key(), self.rng.choice([b"0", b"1", b"0", b"1", b"2", b"-1", b"x"])]
+        for _ in range(self.rng.choice([0, 1, 2, 2, 3])):
+            w.append(self.index())
+        if len(w) == 5 and self.rng.random() < 0.7:
+            w.append(self.case(self.rng.choice([b"BYTE", b"BIT", b"WORD"])))
+        return w
+
+    def g_lcs(self):
+        w = [b"LCS"] + self.related(2)
+        for _ in range(self.rng.choice([0, 0, 1, 1, 2, 3])):
+            w += self.rng.choice([[b"LEN"], [b"IDX"], [b"WITHMATCHLEN"],
+                                  [b"MINMATCHLEN", self.rng.choice([b"0", b"1", b"2", b"4", b"-1",
+                                                                   b"abc"])],
+                                  [b"MINMATCHLEN"], [b"BOGUS"]])
+        return w
+
     def g_scan(self):
         cursor = b"0" if self.rng.random() < 0.8 else \
             self.rng.choice([b"abc", b"-1", b"", b"1.5", b"18446744073709551616", b" 0", b"00"])
@@ -356,7 +423,7 @@ CMD_NAMES = [b"get", b"set", b"mget", b"mset", b"del", b"unlink", b"exists", b"s
              b"getex", b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist", b"incr",
              b"decr", b"incrby", b"decrby", b"dbsize", b"ping", b"echo", b"select", b"time",
              b"info", b"client", b"config", b"command", b"hello", b"auth", b"reset", b"quit",
-             b"GET", b"Set"]
+             b"getrange", b"substr", b"getbit", b"bitcount", b"bitpos", b"lcs", b"GET", b"Set"]
 
 # CONFIG GET names both servers define (and a few neither does).
 CONFIG_NAMES = [b"bind", b"client-query-buffer-limit", b"maxclients", b"pidfile", b"protected-mode",
@@ -372,4 +439,5 @@ WEIGHTS = [
     ("scan", 2), ("ping", 1), ("echo", 1), ("select", 0.7), ("time", 0.3), ("command", 0.7),
     ("client", 1), ("config", 0.7), ("info", 0.5), ("hello", 0.8), ("auth", 0.4),
     ("reset", 0.3), ("quit", 0.2), ("unknown", 0.5), ("raw", 0.5),
+    ("getrange", 3), ("getbit", 2), ("bitcount", 2), ("bitpos", 2), ("lcs", 1.5),
 ]

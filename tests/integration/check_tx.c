@@ -1,0 +1,308 @@
+/*
+ * check_tx.c - issue 13's commands on the edge, against the real daemon:
+ * the reads the edge computes over the value read (GETRANGE SUBSTR GETBIT
+ * BITCOUNT BITPOS LCS) and CROSSSLOT against hash tags.  Where
+ * redis-server is installed a few replies are compared with it byte for
+ * byte.
+ *
+ * The fixture has a hot class (h:*) beside the cold default, so "h:x" and
+ * "x" always live on different owners (different pools), and "{u}a" and
+ * "{u}b" always on one (one hash tag, one class).
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/harness.h"
+
+#define FIXTURE                                                                          \
+    "edge-workers 2\nhot-owners 2\ncold-owners 2\n"                                       \
+    "class live pattern h:* pool hot fresh 1s keep 1m\n"                                  \
+    "class money pattern d:* pool cold durability durable\n"                              \
+    "class default pool cold fresh 10s keep 1m\n"
+
+#define CROSSSLOT "-CROSSSLOT Keys in request don't hash to the same slot"
+
+static struct daemon d;
+static int fd = -1;
+
+static void up_with(const char *extra)
+{
+    char conf[1024];
+    snprintf(conf, sizeof(conf), "%s%s", FIXTURE, extra);
+    ck_assert_int_eq(h_start(&d, conf), 0);
+    fd = h_connect(d.port);
+    ck_assert_int_ge(fd, 0);
+}
+
+static void up(void)
+{
+    up_with("");
+}
+
+static void down(void)
+{
+    if (fd >= 0)
+        close(fd);
+    fd = -1;
+    ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
+}
+
+/* A reply as one line: +OK -ERR.. :1 "bulk" (nil) [a, b] {k: v}. */
+static void show(const struct resp_value *v, char *out, size_t len)
+{
+    size_t n = strlen(out);
+    if (n + 64 >= len)
+        return;
+    switch (v->type) {
+    case RESP_SIMPLE:
+        snprintf(out + n, len - n, "+%.*s", (int)v->len, v->str);
+        break;
+    case RESP_ERROR:
+        snprintf(out + n, len - n, "-%.*s", (int)v->len, v->str);
+        break;
+    case RESP_INT:
+        snprintf(out + n, len - n, ":%lld", (long long)v->integer);
+        break;
+    case RESP_BULK:
+        snprintf(out + n, len - n, "\"%.*s\"", (int)v->len, v->str);
+        break;
+    case RESP_NULL:
+        snprintf(out + n, len - n, "(nil)");
+        break;
+    case RESP_ARRAY:
+    case RESP_SET:
+    case RESP_MAP:
+        snprintf(out + n, len - n, v->type == RESP_MAP ? "{" : "[");
+        for (size_t i = 0; i < v->n; i++) {
+            if (i > 0)
+                strncat(out, v->type == RESP_MAP && i % 2 ? ": " : ", ", len - strlen(out) - 1);
+            show(&v->elems[i], out, len);
+        }
+        strncat(out, v->type == RESP_MAP ? "}" : "]", len - strlen(out) - 1);
+        break;
+    default:
+        snprintf(out + n, len - n, "<type %d>", (int)v->type);
+    }
+}
+
+/* Runs one command on f (NULL-terminated words) and returns its reply shown. */
+static const char *on(int f, const char *first, ...)
+{
+    static char buf[8192];
+    const char *w[64];
+    int n = 0;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *s = first; s != NULL && n < 64; s = va_arg(ap, const char *))
+        w[n++] = s;
+    va_end(ap);
+    struct h_reply *r = h_cmd(f, n, w);
+    ck_assert_msg(r != NULL, "no reply to %s", first);
+    buf[0] = '\0';
+    show(r->v, buf, sizeof(buf));
+    h_free(r);
+    return buf;
+}
+
+#define EXPECT_ON(f, want, ...)                                                   \
+    do {                                                                          \
+        const char *got_ = on(f, __VA_ARGS__, NULL);                              \
+        ck_assert_msg(strcmp(got_, want) == 0, "%s: got %s, want %s", #__VA_ARGS__, got_, \
+                      want);                                                      \
+    } while (0)
+#define EXPECT(want, ...) EXPECT_ON(fd, want, __VA_ARGS__)
+
+/* ---- reads computed at the edge ---------------------------------------------- */
+
+START_TEST(computed_reads_answer_as_redis)
+{
+    up();
+    EXPECT("+OK", "SET", "s", "hello world");
+    for (int round = 0; round < 2; round++) { /* the owner's answer, then the colo cache */
+        EXPECT("\"hello\"", "GETRANGE", "s", "0", "4");
+        EXPECT("\"world\"", "GETRANGE", "s", "-5", "-1");
+        EXPECT("\"\"", "GETRANGE", "s", "5", "3");
+        EXPECT("\"hello world\"", "SUBSTR", "s", "-100", "100");
+        EXPECT("-ERR value is not an integer or out of range", "GETRANGE", "s", "a", "1");
+        EXPECT(":1", "GETBIT", "s", "1");
+        EXPECT(":0", "GETBIT", "s", "100000");
+        EXPECT("-ERR bit offset is not an integer or out of range", "GETBIT", "s", "-1");
+        EXPECT(":45", "BITCOUNT", "s");
+        EXPECT(":7", "BITCOUNT", "s", "0", "1");
+        EXPECT(":3", "BITCOUNT", "s", "0", "7", "BIT");
+        EXPECT("-ERR syntax error", "BITCOUNT", "s", "0", "1", "WORD");
+        EXPECT(":1", "BITPOS", "s", "1");
+        EXPECT(":0", "BITPOS", "s", "0");
+        EXPECT(":-1", "BITPOS", "s", "1", "-1", "-1", "BIT");
+        EXPECT("-ERR The bit argument must be 1 or 0.", "BITPOS", "s", "2");
+    }
+    /* absent keys: Redis's answers for a missing key */
+    EXPECT("\"\"", "GETRANGE", "none", "0", "-1");
+    EXPECT(":0", "GETBIT", "none", "3");
+    EXPECT(":0", "BITCOUNT", "none", "0", "1", "WORD"); /* Redis 7.0 looks the key up first */
+    EXPECT(":-1", "BITPOS", "none", "1");
+    EXPECT(":0", "BITPOS", "none", "0");
+    EXPECT("+OK", "MSET", "{l}a", "ohmytext", "{l}b", "mynewtext");
+    EXPECT("\"mytext\"", "LCS", "{l}a", "{l}b");
+    EXPECT(":6", "LCS", "{l}a", "{l}b", "LEN");
+    EXPECT("[\"matches\", [[[:4, :7], [:5, :8]], [[:2, :3], [:0, :1]]], \"len\", :6]", "LCS", "{l}a",
+           "{l}b", "IDX");
+    EXPECT("\"\"", "LCS", "{l}a", "{l}none");
+    down();
+}
+END_TEST
+
+START_TEST(computed_reads_see_the_clients_own_writes)
+{
+    up();
+    /* pipelined: the read travels behind the write */
+    struct hkv_buf b = HKV_BUF_INIT;
+    for (int i = 0; i < 50; i++) {
+        char v[32];
+        snprintf(v, sizeof(v), "value-%02d", i);
+        resp_add_array(&b, 3);
+        resp_add_bulk_str(&b, "SET");
+        resp_add_bulk_str(&b, "rw");
+        resp_add_bulk_str(&b, v);
+        resp_add_array(&b, 4);
+        resp_add_bulk_str(&b, "GETRANGE");
+        resp_add_bulk_str(&b, "rw");
+        resp_add_bulk_str(&b, "-2");
+        resp_add_bulk_str(&b, "-1");
+        resp_add_array(&b, 3);
+        resp_add_bulk_str(&b, "SET");
+        resp_add_bulk_str(&b, "rw");
+        resp_add_bulk_str(&b, "x!");
+        resp_add_array(&b, 4);
+        resp_add_bulk_str(&b, "GETRANGE");
+        resp_add_bulk_str(&b, "rw");
+        resp_add_bulk_str(&b, "-3");
+        resp_add_bulk_str(&b, "-1");
+    }
+    ck_assert_int_eq(h_send(fd, buf_head(&b), buf_unread(&b)), 0);
+    buf_deinit(&b);
+    for (int i = 0; i < 50; i++) {
+        char want[32], got[256];
+        struct h_reply *r[4];
+        for (int k = 0; k < 4; k++) {
+            r[k] = h_read(fd);
+            ck_assert_ptr_nonnull(r[k]);
+        }
+        snprintf(want, sizeof(want), "\"%02d\"", i);
+        got[0] = '\0';
+        show(r[1]->v, got, sizeof(got));
+        ck_assert_msg(strcmp(got, want) == 0, "round %d: GETRANGE after SET: %s", i, got);
+        got[0] = '\0';
+        show(r[3]->v, got, sizeof(got));
+        ck_assert_msg(strcmp(got, "\"x!\"") == 0, "round %d: GETRANGE after SET: %s", i, got);
+        for (int k = 0; k < 4; k++)
+            h_free(r[k]);
+    }
+    down();
+}
+END_TEST
+
+START_TEST(lcs_needs_both_keys_on_one_owner)
+{
+    up();
+    /* different pools, so different owners, whatever the hash */
+    EXPECT(CROSSSLOT, "LCS", "h:x", "x");
+    EXPECT("+OK", "MSET", "{u}a", "abcde", "{u}b", "xbdy");
+    EXPECT("\"bd\"", "LCS", "{u}a", "{u}b");
+    down();
+}
+END_TEST
+
+/* ---- against redis-server --------------------------------------------------------- */
+
+static pid_t redis_start(int port)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        char p[16];
+        snprintf(p, sizeof(p), "%d", port);
+        int null = open("/dev/null", 1);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl("/usr/bin/redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1",
+              "--save", "", "--appendonly", "no", "--dir", "/tmp", NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 200 && !h_ping(port); i++)
+        h_sleep_ms(25);
+    return pid;
+}
+
+START_TEST(replies_match_redis_server)
+{
+    if (access("/usr/bin/redis-server", X_OK) != 0) {
+        fprintf(stderr, "SKIP redis comparison: redis-server not installed\n");
+        return;
+    }
+    up();
+    int rport = h_free_port();
+    pid_t rpid = redis_start(rport);
+    int r = h_connect(rport);
+    ck_assert_int_ge(r, 0);
+    static const char *const script[][8] = {
+        {"SET", "{c}s", "The quick brown fox"}, {"SET", "{c}b", "\x01"},
+        {"GETRANGE", "{c}s", "-10", "-3"}, {"GETRANGE", "{c}s", "20", "5"},
+        {"SUBSTR", "{c}s", "0", "-40"}, {"GETRANGE", "{c}s", "x", "1"},
+        {"GETRANGE", "{c}none", "0", "-1"}, {"GETBIT", "{c}b", "7"}, {"GETBIT", "{c}b", "abc"},
+        {"BITCOUNT", "{c}s"}, {"BITCOUNT", "{c}s", "1", "-2"}, {"BITCOUNT", "{c}s", "5", "30", "BIT"},
+        {"BITCOUNT", "{c}s", "1"}, {"BITPOS", "{c}b", "1"}, {"BITPOS", "{c}b", "0", "2"},
+        {"BITPOS", "{c}s", "0", "1", "3", "BIT"}, {"BITPOS", "{c}s", "3"},
+        {"SET", "{c}m6", "fox jumps"}, {"LCS", "{c}s", "{c}m6"}, {"LCS", "{c}s", "{c}s", "LEN"},
+        {"LCS", "{c}s", "{c}m6", "IDX", "MINMATCHLEN", "3", "WITHMATCHLEN"},
+        {"LCS", "{c}s", "{c}s", "BOGUS"},
+    };
+    for (size_t i = 0; i < sizeof(script) / sizeof(script[0]); i++) {
+        int n = 0;
+        while (n < 8 && script[i][n] != NULL)
+            n++;
+        struct h_reply *want = h_cmd(r, n, (const char **)script[i]);
+        struct h_reply *got = h_cmd(fd, n, (const char **)script[i]);
+        ck_assert_ptr_nonnull(want);
+        ck_assert_ptr_nonnull(got);
+        ck_assert_msg(strcmp(want->raw, got->raw) == 0, "%s %s: redis %s, hotkvd %s",
+                      script[i][0], n > 1 ? script[i][1] : "", want->raw, got->raw);
+        h_free(want);
+        h_free(got);
+    }
+    close(r);
+    kill(rpid, SIGTERM);
+    ck_assert_int_ge(h_wait(rpid, 5000), 0);
+    down();
+}
+END_TEST
+
+Suite *tx_suite(void)
+{
+    Suite *s = suite_create("tx");
+    struct {
+        const char *name;
+        const TTest *t;
+    } cases[] = {
+        {"computed_reads", computed_reads_answer_as_redis},
+        {"computed_ryw", computed_reads_see_the_clients_own_writes},
+        {"lcs_crossslot", lcs_needs_both_keys_on_one_owner},
+        {"vs_redis", replies_match_redis_server},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 90);
+        tcase_add_test(tc, cases[i].t);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
