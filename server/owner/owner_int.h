@@ -14,6 +14,15 @@
  *   owner_persist.c  the write-behind glue: batches, parked requests (run
  *                    again through a replay callback), recovery
  *   owner_admin.c    SCAN and STATS
+ *   owner_gate.c     the gates every request passes (ours, retry, backlog,
+ *                    durable pending) and how a write is finished
+ *                    (recorded, then sent or held for its commit)
+ *   owner_cmd_util.c the Redis command context (owner_cmd.h): reads,
+ *                    writes that note their change, argument parsing
+ *   owner_cmd_*.c    the Redis command handlers, one family a file
+ *   owner_cmds.c     the Redis command table (names, arity, keys, flags)
+ *   owner_call.c     CALL and EXEC: a Redis command, or a transaction,
+ *                    run in one loop turn -> one RESP reply
  *   owner_ops.c      the request executor: one request against the ledger
  *                    -> one reply (or a parked request, or a held reply)
  *   owner.c          process lifecycle; wires owner_execute into the link
@@ -262,12 +271,53 @@ void owner_op_stats(struct owner *o, struct olink *l, const struct wire_msg *m);
  * answers its CTR_COUNTER fields from 0 again; gauges are untouched. */
 void owner_stats_reset(void *arg);
 
+/* ---- owner_gate.c: gates and the end of a write ---- */
+/* The class the live config gives key. */
+const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen);
+/* The ledger tag of a key written now: its durability, fixed at write time. */
+uint16_t owner_key_tag(struct owner *o, struct wire_slice key);
+int owner_is_durable(struct owner *o, struct wire_slice key);
+/* 1 if key routes to this owner; otherwise appends MOVED for request id to
+ * l->out (and counts it) and returns 0. */
+int owner_ours(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key);
+/* Runs before every write: 1 = apply it; 0 = answered (a retry, from its
+ * completion record; or "outcome unknown" when rid.prev names another run). */
+int owner_write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid);
+/* Sends a recorded result: at once, or once its commit ticket is done. */
+void owner_answer(struct owner *o, struct olink *l, uint64_t id, const struct rifl_result *r);
+/* A write is finished: makes a ticket for the durable keys it changed
+ * (dkeys[0..ndkeys), committed at dversion or newer; none when ndkeys is
+ * 0), records the result (owner_rifl.h) and sends it or holds it until that
+ * commit.  r->ticket is set here. */
+void owner_finish(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid,
+                  struct rifl_result *r, const struct wire_slice *dkeys, size_t ndkeys,
+                  hkv_stamp dversion);
+/* 1 (BUSY appended, counted) if the persist backlog refuses writes now. */
+int owner_backlog_refused(struct owner *o, struct olink *l, uint64_t id);
+/* Pushes a write that applied to the colos now, unless the key is durable:
+ * a durable write is seen by nobody before its commit (reads of the key wait
+ * for it, owner_park_commit), so its push goes out when its ticket is done. */
+void owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version);
+/* 1 if key holds a durable write not yet committed: every request on it
+ * waits (owner_park_commit) until that commit, reads and writes alike, since
+ * a write's answer (EXPIRE 0, SET NX refused, INCR's result ...) would
+ * otherwise tell its client about a state a crash can still take back. */
+int owner_durable_pending(struct owner *o, struct wire_slice key);
+
+/* ---- owner_call.c: Redis commands (CALL) and transactions (EXEC) ---- */
+/* Runs a CALL or an EXEC request (m->type WIRE_CALL / WIRE_EXEC) as
+ * owner_execute does any request: answers RESP, MOVED or ERROR into l->out,
+ * or parks it, or holds its reply for a commit. */
+void owner_op_call(struct owner *o, struct olink *l, const struct wire_msg *m,
+                   const char *payload, size_t plen);
+void owner_op_exec(struct owner *o, struct olink *l, const struct wire_msg *m,
+                   const char *payload, size_t plen);
+
 /* ---- owner_ops.c: the request executor ---- */
 /* Runs one decoded request (an owner_request_fn): appends its reply to
  * l->out, or parks it, or holds its reply in a commit ticket. */
 void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
                    size_t plen);
-const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen);
 
 /* ---- owner.c: assembly ---- */
 /* Fills *o for ctx and octx (ctx->cfg is read, not taken): event base, router,

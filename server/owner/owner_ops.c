@@ -1,10 +1,11 @@
 /*
  * owner_ops.c - the owner's request executor: one request against the
  * ledger, one reply.  It is the top of the owner's request path: it calls
- * the link layer (replies, pushes), tickets, persistence (parking, the
- * backlog) and SCAN/STATS (owner_admin.c); the link layer and the persister
- * reach it only through the callbacks owner.c hands them (owner_execute is
- * the links' on_request and the persister's replay).
+ * the gates (owner_gate.c), the link layer (replies, pushes), tickets,
+ * persistence (parking, the backlog), SCAN/STATS (owner_admin.c) and, for
+ * CALL and EXEC, the Redis command executor (owner_call.c); the link layer
+ * and the persister reach it only through the callbacks owner.c hands them
+ * (owner_execute is the links' on_request and the persister's replay).
  *
  * Every request passes the same gates in the same order: is the key ours
  * (else MOVED), is it resident (else park it until the reader thread brings
@@ -14,7 +15,7 @@
  *
  * Writes are applied in the order they arrive and the ledger gives each the
  * key's next version; nothing an edge sends decides the order.  Before a
- * write runs, write_gate() makes it exactly-once: a retry whose result is
+ * write runs, owner_write_gate() makes it exactly-once: a retry whose result is
  * recorded gets that result again (for a durable write whose commit is still
  * pending, after that commit), and a retry this process cannot vouch for
  * (its first attempt may have reached an earlier run of this owner) is
@@ -29,95 +30,9 @@
 
 #include "server/owner/owner_int.h"
 
-const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen)
-{
-    return cfg_class_for(o->ctx->cfg, key, klen);
-}
-
-/* The ledger tag of a key written now: its durability, fixed at write time. */
-static uint16_t key_tag(struct owner *o, struct wire_slice key)
-{
-    return owner_class(o, key.p, key.len)->durability == CFG_DUR_DURABLE ? OWNER_TAG_DURABLE
-                                                                         : OWNER_TAG_LEDGER;
-}
-
-/* 1 if the key is ours; otherwise appends MOVED and returns 0. */
-static int ours(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key)
-{
-    uint64_t h = router_place(key.p, key.len);
-    int owner = router_owner(o->router, o->pool, h);
-    if (owner == o->index)
-        return 1;
-    uint32_t leaf;
-    uint8_t bits;
-    router_leaf(o->router, o->pool, h, &leaf, &bits);
-    wire_put_moved(&l->out, id, leaf, bits, router_generation(o->router, o->pool),
-                   (uint32_t)(owner < 0 ? 0 : owner));
-    o->st.owner_moved++;
-    return 0;
-}
-
 static void reply_error(struct olink *l, uint64_t id, int code, const char *text)
 {
     wire_put_error(&l->out, id, code, wire_cstr(text));
-}
-
-/* Encodes a finished write's reply. */
-static void put_result(struct hkv_buf *b, uint64_t id, const struct rifl_result *r)
-{
-    if (r->type == WIRE_OK) {
-        struct wire_slice old = wire_slice(r->old, r->oldlen);
-        wire_put_ok(b, id, r->version, r->applied, r->has_old ? &old : NULL);
-    } else {
-        wire_put_int(b, id, r->value, r->version);
-    }
-}
-
-/* Sends a recorded result: at once, or once its commit ticket is done. */
-static void answer(struct owner *o, struct olink *l, uint64_t id, const struct rifl_result *r)
-{
-    struct hkv_buf reply = HKV_BUF_INIT;
-    put_result(&reply, id, r);
-    if (r->ticket == 0 || owner_ticket_wait(o, r->ticket, l, id, &reply) != 0)
-        buf_append(&l->out, buf_head(&reply), buf_unread(&reply));
-    buf_deinit(&reply);
-}
-
-/* Runs before every write: 1 = apply it, 0 = answered. */
-static int write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid)
-{
-    rifl_ack(o->rifl, l->edge_id, l->edge_inc, rid.ack);
-    const struct rifl_result *r = rifl_get(o->rifl, l->edge_id, l->edge_inc, rid.seq);
-    if (r != NULL) {
-        o->st.owner_idempotent_retries++;
-        answer(o, l, id, r);
-        return 0;
-    }
-    if (rid.prev != 0 && rid.prev != o->incarnation) {
-        o->st.owner_unknown_outcomes++;
-        reply_error(l, id, HKV_EIO,
-                    "UNAVAILABLE outcome unknown: the owner restarted while the write was in "
-                    "flight, and its first attempt may have been applied");
-        return 0;
-    }
-    return 1;
-}
-
-/* A write is finished: records its result and sends it, or holds it until
- * the durable keys it changed (dkeys, may be 0) are committed. */
-static void finish(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid,
-                   struct rifl_result *r, const struct wire_slice *dkeys, size_t ndkeys)
-{
-    if (ndkeys > 0) {
-        r->ticket = owner_ticket_new(o, dkeys, ndkeys, r->version);
-        if (r->ticket == 0) {
-            reply_error(l, id, HKV_ENOMEM, "OOM owner out of memory (outcome unknown)");
-            return;
-        }
-    }
-    /* Not recorded (ENOMEM): a retry would apply again; nothing better to do. */
-    rifl_put(o->rifl, l->edge_id, l->edge_inc, rid.seq, r);
-    answer(o, l, id, r);
 }
 
 /* Common outcomes of a ledger write call.  Returns 1 if the caller should
@@ -139,31 +54,6 @@ static int write_outcome(struct owner *o, struct olink *l, const struct wire_msg
     default:
         return 1; /* EEXIST / ENOENT / EINVAL: the caller knows what they mean */
     }
-}
-
-static int is_durable(struct owner *o, struct wire_slice key)
-{
-    return key_tag(o, key) == OWNER_TAG_DURABLE;
-}
-
-/* Pushes a write that applied to the colos now, unless the key is durable:
- * a durable write is seen by nobody before its commit (reads of the key wait
- * for it, owner_park_commit), so its push goes out when its ticket is done. */
-static void push_applied(struct owner *o, struct wire_slice key, hkv_stamp version)
-{
-    if (!is_durable(o, key))
-        owner_push(o, key.p, key.len, version);
-}
-
-/* 1 if key holds a durable write not yet committed: every request on it
- * waits (owner_park_commit) until that commit, reads and writes alike, since
- * a write's answer (EXPIRE 0, SET NX refused, INCR's result ...) would
- * otherwise tell its client about a state a crash can still take back. */
-static int durable_pending(struct owner *o, struct wire_slice key)
-{
-    struct ledger_view v;
-    int rc = ledger_get(o->ledger, key.p, key.len, owner_clock(), &v);
-    return rc != HKV_EAGAIN && v.class_id == OWNER_TAG_DURABLE && v.dirty;
 }
 
 /* A read that would see a durable write not yet committed: 1 (parked until
@@ -192,21 +82,12 @@ static int is_int64(const char *p, size_t n)
            buf[0] != ' ';
 }
 
-static int backlog_refused(struct owner *o, struct olink *l, uint64_t id)
-{
-    if (!owner_backlog_full(o))
-        return 0;
-    o->st.owner_busy_rejects++;
-    reply_error(l, id, HKV_EFULL, "BUSY persist backlog over persist-max-dirty, write refused");
-    return 1;
-}
-
 static void op_get(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
                    size_t plen)
 {
     uint32_t n = m->u.get.nkeys;
     for (uint32_t i = 0; i < n; i++)
-        if (!ours(o, l, m->id, m->u.get.keys[i]))
+        if (!owner_ours(o, l, m->id, m->u.get.keys[i]))
             return;
     struct ledger_clock now = owner_clock();
     o->st.owner_reads++;
@@ -270,10 +151,10 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
                    size_t plen)
 {
     struct wire_slice key = m->u.set.key;
-    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.set.rid) ||
-        backlog_refused(o, l, m->id))
+    if (!owner_ours(o, l, m->id, key) || !owner_write_gate(o, l, m->id, m->u.set.rid) ||
+        owner_backlog_refused(o, l, m->id))
         return;
-    if (durable_pending(o, key)) {
+    if (owner_durable_pending(o, key)) {
         owner_park_commit(o, l, payload, plen);
         return;
     }
@@ -287,8 +168,8 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
     struct ledger_view old = {0};
     struct rifl_result r = {.type = WIRE_OK};
     int rc = ledger_set(o->ledger, key.p, key.len, m->u.set.value.p, m->u.set.value.len,
-                        key_tag(o, key), flags, to_ledger_exp(m->u.set.exp), owner_clock(), &old,
-                        &r.version);
+                        owner_key_tag(o, key), flags, to_ledger_exp(m->u.set.exp), owner_clock(),
+                        &old, &r.version);
     if (!write_outcome(o, l, m, key, rc, payload, plen))
         return;
     if (rc == HKV_EINVAL) {
@@ -300,8 +181,9 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
     r.old = old.val;
     r.oldlen = old.vlen;
     if (r.applied)
-        push_applied(o, key, r.version);
-    finish(o, l, m->id, m->u.set.rid, &r, &key, r.applied && is_durable(o, key));
+        owner_push_applied(o, key, r.version);
+    owner_finish(o, l, m->id, m->u.set.rid, &r, &key, r.applied && owner_is_durable(o, key),
+                 r.version);
 }
 
 static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
@@ -309,9 +191,9 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
 {
     uint32_t n = m->u.del.nkeys;
     for (uint32_t i = 0; i < n; i++)
-        if (!ours(o, l, m->id, m->u.del.keys[i]))
+        if (!owner_ours(o, l, m->id, m->u.del.keys[i]))
             return;
-    if (!write_gate(o, l, m->id, m->u.del.rid) || backlog_refused(o, l, m->id))
+    if (!owner_write_gate(o, l, m->id, m->u.del.rid) || owner_backlog_refused(o, l, m->id))
         return;
     struct ledger_clock now = owner_clock();
     /* Residency first, so a parked request replays whole, never half-applied. */
@@ -324,7 +206,7 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
         }
     }
     for (uint32_t i = 0; i < n; i++)
-        if (durable_pending(o, m->u.del.keys[i])) {
+        if (owner_durable_pending(o, m->u.del.keys[i])) {
             owner_park_commit(o, l, payload, plen);
             return;
         }
@@ -347,8 +229,8 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
         r.version = v; /* the newest: a cache ordering by it is after every key's delete */
         if (first == 0)
             first = v;
-        push_applied(o, k, v);
-        if (is_durable(o, k))
+        owner_push_applied(o, k, v);
+        if (owner_is_durable(o, k))
             dk[ndur++] = k;
     }
     /* The ticket waits for each durable key at the first version of this
@@ -362,7 +244,7 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
         }
     }
     rifl_put(o->rifl, l->edge_id, l->edge_inc, m->u.del.rid.seq, &r);
-    answer(o, l, m->id, &r);
+    owner_answer(o, l, m->id, &r);
 out:
     if (dk != small)
         free(dk);
@@ -372,10 +254,10 @@ static void op_getdel(struct owner *o, struct olink *l, const struct wire_msg *m
                       const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.getdel.key;
-    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.getdel.rid) ||
-        backlog_refused(o, l, m->id))
+    if (!owner_ours(o, l, m->id, key) || !owner_write_gate(o, l, m->id, m->u.getdel.rid) ||
+        owner_backlog_refused(o, l, m->id))
         return;
-    if (durable_pending(o, key)) {
+    if (owner_durable_pending(o, key)) {
         owner_park_commit(o, l, payload, plen);
         return;
     }
@@ -389,23 +271,23 @@ static void op_getdel(struct owner *o, struct olink *l, const struct wire_msg *m
     r.has_old = old.found;
     r.old = old.val;
     r.oldlen = old.vlen;
-    push_applied(o, key, r.version);
-    finish(o, l, m->id, m->u.getdel.rid, &r, &key, is_durable(o, key));
+    owner_push_applied(o, key, r.version);
+    owner_finish(o, l, m->id, m->u.getdel.rid, &r, &key, owner_is_durable(o, key), r.version);
 }
 
 static void op_incrby(struct owner *o, struct olink *l, const struct wire_msg *m,
                       const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.incrby.key;
-    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.incrby.rid) ||
-        backlog_refused(o, l, m->id))
+    if (!owner_ours(o, l, m->id, key) || !owner_write_gate(o, l, m->id, m->u.incrby.rid) ||
+        owner_backlog_refused(o, l, m->id))
         return;
-    if (durable_pending(o, key)) {
+    if (owner_durable_pending(o, key)) {
         owner_park_commit(o, l, payload, plen);
         return;
     }
     struct rifl_result r = {.type = WIRE_INT};
-    int rc = ledger_incrby(o->ledger, key.p, key.len, m->u.incrby.delta, key_tag(o, key),
+    int rc = ledger_incrby(o->ledger, key.p, key.len, m->u.incrby.delta, owner_key_tag(o, key),
                            owner_clock(), &r.value, &r.version);
     if (!write_outcome(o, l, m, key, rc, payload, plen))
         return;
@@ -420,18 +302,18 @@ static void op_incrby(struct owner *o, struct olink *l, const struct wire_msg *m
                           : "ERR value is not an integer or out of range");
         return;
     }
-    push_applied(o, key, r.version);
-    finish(o, l, m->id, m->u.incrby.rid, &r, &key, is_durable(o, key));
+    owner_push_applied(o, key, r.version);
+    owner_finish(o, l, m->id, m->u.incrby.rid, &r, &key, owner_is_durable(o, key), r.version);
 }
 
 static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m,
                       const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.expire.key;
-    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.expire.rid) ||
-        backlog_refused(o, l, m->id))
+    if (!owner_ours(o, l, m->id, key) || !owner_write_gate(o, l, m->id, m->u.expire.rid) ||
+        owner_backlog_refused(o, l, m->id))
         return;
-    if (durable_pending(o, key)) {
+    if (owner_durable_pending(o, key)) {
         owner_park_commit(o, l, payload, plen);
         return;
     }
@@ -461,7 +343,7 @@ static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m
         if ((f & WIRE_EXPIRE_LT) && ttl != -1 && want >= ttl)
             ok = 0;
         if (!ok) {
-            finish(o, l, m->id, m->u.expire.rid, &r, NULL, 0);
+            owner_finish(o, l, m->id, m->u.expire.rid, &r, NULL, 0, r.version);
             return;
         }
     }
@@ -479,18 +361,19 @@ static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m
     r.value = rc == HKV_OK;
     r.version = rc == HKV_OK ? v : 0;
     if (rc == HKV_OK)
-        push_applied(o, key, v);
-    finish(o, l, m->id, m->u.expire.rid, &r, &key, rc == HKV_OK && is_durable(o, key));
+        owner_push_applied(o, key, v);
+    owner_finish(o, l, m->id, m->u.expire.rid, &r, &key, rc == HKV_OK && owner_is_durable(o, key),
+                 r.version);
 }
 
 static void op_persist(struct owner *o, struct olink *l, const struct wire_msg *m,
                        const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.persist.key;
-    if (!ours(o, l, m->id, key) || !write_gate(o, l, m->id, m->u.persist.rid) ||
-        backlog_refused(o, l, m->id))
+    if (!owner_ours(o, l, m->id, key) || !owner_write_gate(o, l, m->id, m->u.persist.rid) ||
+        owner_backlog_refused(o, l, m->id))
         return;
-    if (durable_pending(o, key)) {
+    if (owner_durable_pending(o, key)) {
         owner_park_commit(o, l, payload, plen);
         return;
     }
@@ -502,15 +385,16 @@ static void op_persist(struct owner *o, struct olink *l, const struct wire_msg *
     struct rifl_result r = {.type = WIRE_INT, .value = rc == HKV_OK && changed};
     r.version = r.value ? v : 0;
     if (r.value)
-        push_applied(o, key, v);
-    finish(o, l, m->id, m->u.persist.rid, &r, &key, r.value && is_durable(o, key));
+        owner_push_applied(o, key, v);
+    owner_finish(o, l, m->id, m->u.persist.rid, &r, &key, r.value && owner_is_durable(o, key),
+                 r.version);
 }
 
 static void op_ttl(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
                    size_t plen)
 {
     struct wire_slice key = m->u.ttl.key;
-    if (!ours(o, l, m->id, key))
+    if (!owner_ours(o, l, m->id, key))
         return;
     int64_t ttl = -2;
     o->st.owner_reads++;
@@ -540,6 +424,8 @@ void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, c
     case WIRE_SCAN: owner_op_scan(o, l, m); break;
     case WIRE_PING: wire_put_pong(&l->out, m->id); break;
     case WIRE_STATS: owner_op_stats(o, l, m); break;
+    case WIRE_CALL: owner_op_call(o, l, m, payload, plen); break;
+    case WIRE_EXEC: owner_op_exec(o, l, m, payload, plen); break;
     default:
         reply_error(l, m->id, HKV_EPROTO, "ERR unexpected request on an owner link");
         break;

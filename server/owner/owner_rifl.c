@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "proto/hkv.h"
+#include "proto/wire.h"
 
 #define WRITERS (STAMP_WRITER_MAX + 1)
 #define MIN_BUCKETS 64
@@ -25,7 +26,7 @@ struct rec {
     uint32_t writer;
     uint64_t inc, seq;
     struct rifl_result res;
-    char *old;           /* owned copy of res.old */
+    char *mem;           /* owned copy of res.old, or of res.resp and res.changes */
 };
 
 struct wstate {
@@ -67,8 +68,51 @@ int rifl_create(size_t max, struct rifl **out)
 
 static void rec_free(struct rec *x)
 {
-    free(x->old);
+    free(x->mem);
     free(x);
+}
+
+/* One allocation holding what res points to (old; or the RESP reply, the
+ * change array and its keys), with *out's pointers aimed into it.  *mem is
+ * NULL when there is nothing to copy.  HKV_OK or HKV_ENOMEM. */
+static int deep_copy(const struct rifl_result *res, struct rifl_result *out, char **mem)
+{
+    *out = *res;
+    *mem = NULL;
+    size_t n = 0;
+    if (res->type == WIRE_RESP) {
+        n = res->resplen + (size_t)res->nchanges * sizeof(struct wire_watch);
+        for (uint32_t i = 0; i < res->nchanges; i++)
+            n += res->changes[i].key.len;
+    } else if (res->has_old) {
+        n = res->oldlen;
+    } else {
+        return HKV_OK;
+    }
+    char *m = malloc(n ? n : 1);
+    if (m == NULL)
+        return HKV_ENOMEM;
+    *mem = m;
+    if (res->type != WIRE_RESP) {
+        memcpy(m, res->old, res->oldlen);
+        out->old = m;
+        return HKV_OK;
+    }
+    /* the change array first: it needs the alignment malloc gives */
+    struct wire_watch *ch = (struct wire_watch *)(void *)m;
+    char *p = m + (size_t)res->nchanges * sizeof(*ch);
+    for (uint32_t i = 0; i < res->nchanges; i++) {
+        memcpy(p, res->changes[i].key.p, res->changes[i].key.len);
+        ch[i].key = wire_slice(p, res->changes[i].key.len);
+        ch[i].version = res->changes[i].version;
+        p += res->changes[i].key.len;
+    }
+    memcpy(p, res->resp, res->resplen);
+    out->resp = p;
+    out->changes = res->nchanges ? ch : NULL;
+    out->old = NULL;
+    out->has_old = 0;
+    return HKV_OK;
 }
 
 void rifl_destroy(struct rifl **rp)
@@ -151,24 +195,20 @@ static void grow(struct rifl *r)
 int rifl_put(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq,
              const struct rifl_result *res)
 {
-    char *old = NULL;
-    if (res->has_old) {
-        old = malloc(res->oldlen ? res->oldlen : 1);
-        if (old == NULL)
-            return HKV_ENOMEM;
-        memcpy(old, res->old, res->oldlen);
-    }
+    struct rifl_result copy;
+    char *mem;
+    if (deep_copy(res, &copy, &mem) != HKV_OK)
+        return HKV_ENOMEM;
     struct rec **pp = slot(r, writer, inc, seq);
     if (*pp != NULL) {
-        free((*pp)->old);
-        (*pp)->old = old;
-        (*pp)->res = *res;
-        (*pp)->res.old = old;
+        free((*pp)->mem);
+        (*pp)->mem = mem;
+        (*pp)->res = copy;
         return HKV_OK;
     }
     struct rec *x = calloc(1, sizeof(*x));
     if (x == NULL) {
-        free(old);
+        free(mem);
         return HKV_ENOMEM;
     }
     struct wstate *w = &r->w[writer % WRITERS];
@@ -181,9 +221,8 @@ int rifl_put(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq,
     x->writer = writer;
     x->inc = inc;
     x->seq = seq;
-    x->res = *res;
-    x->old = old;
-    x->res.old = old;
+    x->res = copy;
+    x->mem = mem;
     pp = slot(r, writer, inc, seq); /* pops may have changed the chain */
     x->hnext = *pp;
     *pp = x;

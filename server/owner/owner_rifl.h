@@ -22,6 +22,12 @@
  * (owner_int.h); a retry that finds a ticket still pending waits for that
  * same commit instead of being answered at once.
  *
+ * A Redis command run by the owner (CALL, EXEC) is answered RESP: its record
+ * holds the encoded reply bytes and the change list ([key, version] of every
+ * key it changed), copied, so a retry gets byte for byte what the first
+ * attempt got.  Such a record costs its reply's size until the writer acks
+ * it, which is what the per-writer bound is for.
+ *
  * One table per owner, used from its loop only: nothing locks.
  */
 #ifndef HKV_OWNER_RIFL_H
@@ -31,18 +37,23 @@
 #include <stdint.h>
 
 #include "proto/stamp.h"
+#include "proto/wire.h"
 
 struct rifl;
 
 /* A finished write's reply, as the owner sent it. */
 struct rifl_result {
-    uint8_t type;          /* WIRE_OK or WIRE_INT */
+    uint8_t type;          /* WIRE_OK, WIRE_INT or WIRE_RESP */
     uint8_t applied;       /* OK: applied */
     uint8_t has_old;       /* OK: old value present */
     int64_t value;         /* INT: the integer */
     hkv_stamp version;     /* the version the write left on its key(s) */
     const char *old;       /* OK: the old value (rifl_put copies it) */
     size_t oldlen;
+    const char *resp;      /* RESP: the reply bytes (rifl_put copies them) */
+    size_t resplen;
+    const struct wire_watch *changes;  /* RESP: the change list (copied, keys too) */
+    uint32_t nchanges;
     uint64_t ticket;       /* durable: the commit ticket holding the reply, 0 = none */
 };
 
@@ -64,7 +75,7 @@ void rifl_ack(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t ack);
  * rifl_ack or rifl_destroy. */
 const struct rifl_result *rifl_get(const struct rifl *r, uint32_t writer, uint64_t inc,
                                    uint64_t seq);
-/* Records a request's result (old copied).  A second put of the same
+/* Records a request's result (old, resp and changes copied).  A second put of the same
  * request replaces the first.  HKV_OK or HKV_ENOMEM (nothing recorded: the
  * caller still answers; a retry would apply again). */
 int rifl_put(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq,

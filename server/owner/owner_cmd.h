@@ -1,0 +1,203 @@
+/*
+ * owner_cmd.h - the owner's Redis command table and the context its
+ * handlers run in.  Private to server/owner (and the owner's unit tests).
+ *
+ * A CALL or an EXEC (proto/wire.h) carries Redis commands as the client sent
+ * them; the owner runs each from this table against its ledger and answers
+ * the RESP bytes Redis 7.0 would, for the client's protocol (2 or 3).  A
+ * command is one row: its name, Redis's arity and key positions, whether it
+ * writes, and its handler.  owner_call.c does everything around a handler
+ * (routing, residency, retries, commits, pushes); a handler only reads and
+ * writes its keys through the helpers below and appends its reply.
+ *
+ * Contract of a handler (the table's, and the edge's view of it):
+ *   - argv[0] is the name as sent; arity has been checked (Redis's
+ *     "wrong number of arguments" is the caller's); every key named by the
+ *     row's key positions routes to this owner and is resident.
+ *   - it appends exactly one RESP reply to c->out (Redis's error replies
+ *     included: "ERR syntax error", "ERR value is not an integer or out of
+ *     range" ... byte-identical to Redis 7.0) and returns HKV_OK;
+ *   - every key it changes goes through an ocmd_* write helper, which notes
+ *     the key and the version the ledger gave it (c->changes); a command
+ *     that changes nothing (SET NX refused, DEL of a missing key, RENAME k k)
+ *     notes nothing, as Redis signals no modification;
+ *   - it returns HKV_ENOMEM, or HKV_EAGAIN with c->missing set when a key it
+ *     needs has left memory meanwhile (only possible under maxmemory,
+ *     evicted by a write of the same command or transaction): then whatever
+ *     it appended is dropped by the caller.
+ *   - values read (struct ledger_view) are valid until its next write
+ *     helper call: encode them first, as Redis replies before it changes.
+ * All handlers of one command or one transaction see one clock reading
+ * (c->now), as Redis's commands see one time snapshot.
+ */
+#ifndef HKV_OWNER_CMD_H
+#define HKV_OWNER_CMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/buf.h"
+#include "proto/resp.h"
+#include "proto/wire.h"
+#include "storage/ledger.h"
+
+struct owner;
+struct ocmd;
+struct ocmd_def;
+
+#define OCMD_READ 0x1u   /* reads keys only */
+#define OCMD_WRITE 0x2u  /* may change keys: a write request (recorded, retried once) */
+
+typedef int (*ocmd_fn)(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                       uint32_t argc);
+
+struct ocmd_def {
+    const char *name;        /* lower case: Redis's name in its error texts */
+    int arity;               /* Redis's: N exactly N words, -N at least N */
+    int first, last, step;   /* key positions as Redis's COMMAND (last -1 = the last word) */
+    unsigned flags;          /* OCMD_READ or OCMD_WRITE */
+    ocmd_fn fn;
+    int variant;             /* for handlers shared by several rows (unit, sign ...) */
+};
+
+/* The context of one command or one transaction.  Embed it; ocmd_init and
+ * ocmd_deinit. */
+struct ocmd {
+    struct owner *o;
+    struct ledger *ledger;
+    struct ledger_clock now;
+    int proto;                   /* 2 or 3 */
+    int64_t max_len;             /* proto-max-bulk-len */
+    struct hkv_buf *out;         /* replies are appended here (the caller's) */
+    struct hkv_buf work;         /* strops scratch: new values, LCS tables */
+    struct wire_watch *changes;  /* each key changed and the version it holds now, in
+                                    the order made (keys into the request, valid for
+                                    the loop turn); ocmd_changes_final dedupes */
+    uint32_t nchanges, cap;
+    int status;                  /* HKV_OK, or the first HKV_ENOMEM of a reply helper */
+    struct wire_slice missing;   /* HKV_EAGAIN: the key that is not resident */
+};
+
+/* ---- owner_cmds.c: the table ---- */
+
+/* The row of the command named name[0..len) (any case), or NULL. */
+const struct ocmd_def *ocmd_lookup(const char *name, size_t len);
+/* 1 if argc words (the name included) satisfy d's arity. */
+int ocmd_arity_ok(const struct ocmd_def *d, uint32_t argc);
+/* The number of keys of argv under d (arity already satisfied); key i is
+ * argv[ocmd_key_pos(d, argc, i)]. */
+uint32_t ocmd_key_count(const struct ocmd_def *d, uint32_t argc);
+uint32_t ocmd_key_pos(const struct ocmd_def *d, uint32_t argc, uint32_t i);
+/* Appends Redis's unknown-command error for argv ("ERR unknown command
+ * 'x', with args beginning with: 'a' 'b' "), or its arity error for d
+ * ("ERR wrong number of arguments for 'get' command"). */
+void ocmd_reply_unknown(struct hkv_buf *out, const struct wire_slice *argv, uint32_t argc);
+void ocmd_reply_arity(struct hkv_buf *out, const struct ocmd_def *d);
+
+/* ---- owner_cmd_util.c: the context and the helpers handlers use ---- */
+
+void ocmd_init(struct ocmd *c, struct owner *o, int proto, struct hkv_buf *out);
+void ocmd_deinit(struct ocmd *c);
+/* Sorts the change list and keeps one entry per key, its newest version. */
+void ocmd_changes_final(struct ocmd *c);
+
+/* 1 if a and b are the same bytes. */
+int ocmd_same(struct wire_slice a, struct wire_slice b);
+/* Reads key: HKV_OK (v filled, live), HKV_ENOENT (missing), HKV_EAGAIN (not
+ * resident: c->missing set). */
+int ocmd_get(struct ocmd *c, struct wire_slice key, struct ledger_view *v);
+/* SET: flags LEDGER_NX/XX/GET, exp as ledger_set.  *applied 1 if written
+ * (noted); with LEDGER_GET, *old as ledger_set.  HKV_OK (also when NX/XX
+ * refused it), HKV_EAGAIN, HKV_ENOMEM, HKV_EINVAL (a bad expiry: the
+ * handler's mistake). */
+int ocmd_set(struct ocmd *c, struct wire_slice key, struct wire_slice val, unsigned flags,
+             struct ledger_expiry exp, struct ledger_view *old, int *applied);
+/* DEL of one key: a live key is deleted (noted, *existed 1, *old its value
+ * when old is not NULL); a missing one is left alone.  HKV_OK, HKV_EAGAIN,
+ * HKV_ENOMEM. */
+int ocmd_del(struct ocmd *c, struct wire_slice key, int *existed, struct ledger_view *old);
+/* Sets a live key's deadline to unix ms `when` (deletes it when that is not
+ * after now).  HKV_OK (*applied 0: no live key), HKV_EAGAIN. */
+int ocmd_expire_at(struct ocmd *c, struct wire_slice key, int64_t when, int *applied);
+/* PERSIST: HKV_OK with *changed, HKV_EAGAIN. */
+int ocmd_persist(struct ocmd *c, struct wire_slice key, int *changed);
+/* INCRBY: HKV_OK (*result), HKV_EINVAL (not an integer or overflow: nothing
+ * applied), HKV_EAGAIN, HKV_ENOMEM. */
+int ocmd_incrby(struct ocmd *c, struct wire_slice key, int64_t delta, int64_t *result);
+/* ledger_rmw on key with fn (see ledger.h), noting the change.  HKV_OK with
+ * *changed, HKV_EAGAIN, HKV_ENOMEM, or fn's negative status. */
+int ocmd_rmw(struct ocmd *c, struct wire_slice key, ledger_rmw_fn fn, void *arg, int *changed);
+/* ledger_move src -> dst (LEDGER_MOVE_NX, LEDGER_MOVE_COPY), noting both
+ * keys when applied.  As ledger_move: HKV_OK with *applied, HKV_ENOENT (no
+ * src), HKV_EINVAL (COPY k k), HKV_EAGAIN, HKV_ENOMEM. */
+int ocmd_move(struct ocmd *c, struct wire_slice src, struct wire_slice dst, unsigned flags,
+              int *applied);
+
+/* Reply helpers: append to c->out in c->proto's form; an allocation
+ * failure is kept in c->status (handlers return ocmd_done(c)). */
+void ocmd_ok(struct ocmd *c);
+void ocmd_simple(struct ocmd *c, const char *s);
+void ocmd_error(struct ocmd *c, const char *text);   /* without '-' and CRLF */
+void ocmd_errorf(struct ocmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ocmd_int(struct ocmd *c, int64_t v);
+void ocmd_bulk(struct ocmd *c, const void *p, size_t n);
+void ocmd_null(struct ocmd *c);
+void ocmd_array(struct ocmd *c, int64_t n);
+static inline int ocmd_done(const struct ocmd *c) { return c->status; }
+
+/* Redis's errors shared by several commands. */
+#define OCMD_ERR_INT "ERR value is not an integer or out of range"
+#define OCMD_ERR_SYNTAX "ERR syntax error"
+/* "ERR invalid expire time in '<name>' command" */
+void ocmd_error_expire(struct ocmd *c, const struct ocmd_def *d);
+
+/* Argument parsing as Redis: an int64 by string2ll (1 and *out, or 0); an
+ * option word compared as Redis's strcasecmp on a C string (the bytes up to
+ * a NUL). */
+int ocmd_ll(struct wire_slice s, int64_t *out);
+int ocmd_is(struct wire_slice s, const char *word);
+static inline struct resp_slice ocmd_rs(struct wire_slice s)
+{
+    return (struct resp_slice){s.p, s.len};
+}
+
+/* ---- handlers, by family (the table's rows point at them) ---- */
+
+/* owner_cmd_str.c */
+int ocmd_get_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_set_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_setnx_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_setex_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_getset_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_getdel_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_getex_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_mget_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_mset_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_strlen_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_incr_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+/* owner_cmd_bits.c (proto/strops.h) */
+int ocmd_append_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_setrange_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *,
+                      uint32_t);
+int ocmd_getrange_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *,
+                      uint32_t);
+int ocmd_incrbyfloat_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *,
+                         uint32_t);
+int ocmd_setbit_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_getbit_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_bitcount_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *,
+                      uint32_t);
+int ocmd_bitpos_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_lcs_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+/* owner_cmd_key.c */
+int ocmd_del_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_exists_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_type_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_expire_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_persist_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *,
+                     uint32_t);
+int ocmd_ttl_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_rename_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_copy_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+
+#endif

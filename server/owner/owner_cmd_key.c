@@ -1,0 +1,244 @@
+/*
+ * owner_cmd_key.c - the keyspace commands of the owner's table
+ * (owner_cmd.h): DEL UNLINK EXISTS TOUCH TYPE, the EXPIRE family with
+ * Redis 7's NX XX GT LT, PERSIST, TTL PTTL EXPIRETIME PEXPIRETIME, RENAME
+ * RENAMENX and COPY.
+ *
+ * Expiry arithmetic is Redis 7.0's expireGenericCommand: the options are
+ * checked before the number, seconds are scaled with an overflow check, a
+ * relative time is added to now with one, and GT/LT compare absolute unix
+ * ms with the key's current deadline (none counts as infinite).  A deadline
+ * at or before now deletes the key, which still answers 1.  The ledger's
+ * own wall-clock deadline (view.expire_at_ms) is what EXPIRETIME reports and
+ * what GT/LT compare with, so the three agree.
+ *
+ * hotkvd has one database: COPY's DB option accepts 0 and answers "DB
+ * index is out of range" for any other number, as SELECT does, after
+ * Redis's own parsing of the number.
+ */
+#include <string.h>
+
+#include "server/owner/owner_cmd.h"
+
+int ocmd_del_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                 uint32_t argc)
+{
+    int64_t n = 0;
+    for (uint32_t i = 1; i < argc; i++) {
+        int existed = 0;
+        int rc = ocmd_del(c, argv[i], &existed, NULL);
+        if (rc != HKV_OK)
+            return rc;
+        n += existed;
+    }
+    ocmd_int(c, n);
+    return ocmd_done(c);
+}
+
+/* EXISTS and TOUCH: a key named twice counts twice, as Redis. */
+int ocmd_exists_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                    uint32_t argc)
+{
+    int64_t n = 0;
+    for (uint32_t i = 1; i < argc; i++) {
+        struct ledger_view v;
+        int rc = ocmd_get(c, argv[i], &v);
+        if (rc == HKV_EAGAIN)
+            return rc;
+        n += rc == HKV_OK;
+    }
+    ocmd_int(c, n);
+    return ocmd_done(c);
+}
+
+int ocmd_type_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                  uint32_t argc)
+{
+    struct ledger_view v;
+    int rc = ocmd_get(c, argv[1], &v);
+    if (rc == HKV_EAGAIN)
+        return rc;
+    ocmd_simple(c, rc == HKV_OK ? "string" : "none");
+    return ocmd_done(c);
+}
+
+#define E_NX 0x1u
+#define E_XX 0x2u
+#define E_GT 0x4u
+#define E_LT 0x8u
+
+/* Redis's parseExtendedExpireArgumentsOrReply.  0, or -1 with the error
+ * appended. */
+static int expire_flags(struct ocmd *c, const struct wire_slice *argv, uint32_t argc,
+                        unsigned *flags)
+{
+    unsigned f = 0;
+    for (uint32_t j = 3; j < argc; j++) {
+        if (ocmd_is(argv[j], "nx")) {
+            f |= E_NX;
+        } else if (ocmd_is(argv[j], "xx")) {
+            f |= E_XX;
+        } else if (ocmd_is(argv[j], "gt")) {
+            f |= E_GT;
+        } else if (ocmd_is(argv[j], "lt")) {
+            f |= E_LT;
+        } else {
+            size_t n = argv[j].len ? strnlen(argv[j].p, argv[j].len) : 0;
+            ocmd_errorf(c, "ERR Unsupported option %.*s", (int)n, argv[j].p);
+            return -1;
+        }
+    }
+    if ((f & E_NX) && (f & (E_XX | E_GT | E_LT))) {
+        ocmd_error(c, "ERR NX and XX, GT or LT options at the same time are not compatible");
+        return -1;
+    }
+    if ((f & E_GT) && (f & E_LT)) {
+        ocmd_error(c, "ERR GT and LT options at the same time are not compatible");
+        return -1;
+    }
+    *flags = f;
+    return 0;
+}
+
+/* EXPIRE (variant 1: seconds), PEXPIRE (0), EXPIREAT (3: seconds,
+ * absolute), PEXPIREAT (2: absolute). */
+int ocmd_expire_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                    uint32_t argc)
+{
+    unsigned f = 0;
+    int64_t when;
+    if (expire_flags(c, argv, argc, &f) != 0)
+        return ocmd_done(c);
+    if (!ocmd_ll(argv[2], &when)) {
+        ocmd_error(c, OCMD_ERR_INT);
+        return ocmd_done(c);
+    }
+    if (d->variant & 1) {
+        if (when > INT64_MAX / 1000 || when < INT64_MIN / 1000) {
+            ocmd_error_expire(c, d);
+            return ocmd_done(c);
+        }
+        when *= 1000;
+    }
+    int64_t base = d->variant & 2 ? 0 : c->now.wall_ms;
+    if (when > INT64_MAX - base) {
+        ocmd_error_expire(c, d);
+        return ocmd_done(c);
+    }
+    when += base;
+    struct ledger_view v;
+    int rc = ocmd_get(c, argv[1], &v);
+    if (rc == HKV_EAGAIN)
+        return rc;
+    if (rc != HKV_OK) {
+        ocmd_int(c, 0);
+        return ocmd_done(c);
+    }
+    int64_t cur = v.expire_at_ms != 0 ? v.expire_at_ms : -1;
+    if (((f & E_NX) && cur != -1) || ((f & E_XX) && cur == -1) ||
+        ((f & E_GT) && (cur == -1 || when <= cur)) || ((f & E_LT) && cur != -1 && when >= cur)) {
+        ocmd_int(c, 0);
+        return ocmd_done(c);
+    }
+    int applied = 0;
+    rc = ocmd_expire_at(c, argv[1], when, &applied); /* at or before now: deleted */
+    if (rc != HKV_OK)
+        return rc;
+    ocmd_int(c, applied);
+    return ocmd_done(c);
+}
+
+int ocmd_persist_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                     uint32_t argc)
+{
+    int changed = 0;
+    int rc = ocmd_persist(c, argv[1], &changed);
+    if (rc != HKV_OK)
+        return rc;
+    ocmd_int(c, changed);
+    return ocmd_done(c);
+}
+
+/* TTL (variant 0), PTTL (1: ms), EXPIRETIME (2: absolute), PEXPIRETIME (3:
+ * absolute ms). */
+int ocmd_ttl_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                 uint32_t argc)
+{
+    struct ledger_view v;
+    int rc = ocmd_get(c, argv[1], &v);
+    if (rc == HKV_EAGAIN)
+        return rc;
+    if (rc != HKV_OK || v.expire_at_ms == 0) {
+        ocmd_int(c, rc != HKV_OK ? -2 : -1);
+        return ocmd_done(c);
+    }
+    int64_t t = d->variant & 2 ? v.expire_at_ms : v.ttl_ms;
+    if (t < 0)
+        t = 0;
+    ocmd_int(c, d->variant & 1 ? t : (t + 500) / 1000);
+    return ocmd_done(c);
+}
+
+/* RENAME (variant 0) and RENAMENX (1). */
+int ocmd_rename_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                    uint32_t argc)
+{
+    int nx = d->variant == 1, applied = 0;
+    int rc = ocmd_move(c, argv[1], argv[2], nx ? LEDGER_MOVE_NX : 0, &applied);
+    if (rc == HKV_ENOENT) {
+        ocmd_error(c, "ERR no such key");
+        return ocmd_done(c);
+    }
+    if (rc != HKV_OK)
+        return rc;
+    if (nx)
+        ocmd_int(c, applied);
+    else
+        ocmd_ok(c);
+    return ocmd_done(c);
+}
+
+int ocmd_copy_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                  uint32_t argc)
+{
+    int replace = 0;
+    for (uint32_t j = 3; j < argc; j++) {
+        if (ocmd_is(argv[j], "replace")) {
+            replace = 1;
+        } else if (ocmd_is(argv[j], "db") && j + 1 < argc) {
+            int64_t db;
+            if (!ocmd_ll(argv[j + 1], &db)) {
+                ocmd_error(c, OCMD_ERR_INT);
+                return ocmd_done(c);
+            }
+            if (db < INT32_MIN || db > INT32_MAX) {
+                ocmd_error(c, "ERR value is out of range, value must between -2147483648 and "
+                              "2147483647");
+                return ocmd_done(c);
+            }
+            if (db != 0) {
+                ocmd_error(c, "ERR DB index is out of range");
+                return ocmd_done(c);
+            }
+            j++;
+        } else {
+            ocmd_error(c, OCMD_ERR_SYNTAX);
+            return ocmd_done(c);
+        }
+    }
+    if (ocmd_same(argv[1], argv[2])) {
+        ocmd_error(c, "ERR source and destination objects are the same");
+        return ocmd_done(c);
+    }
+    int applied = 0;
+    int rc = ocmd_move(c, argv[1], argv[2], LEDGER_MOVE_COPY | (replace ? 0 : LEDGER_MOVE_NX),
+                       &applied);
+    if (rc == HKV_ENOENT) {
+        ocmd_int(c, 0);
+        return ocmd_done(c);
+    }
+    if (rc != HKV_OK)
+        return rc;
+    ocmd_int(c, applied);
+    return ocmd_done(c);
+}

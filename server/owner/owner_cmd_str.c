@@ -1,0 +1,328 @@
+/*
+ * owner_cmd_str.c - the plain string commands of the owner's table
+ * (owner_cmd.h): GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX MGET MSET
+ * MSETNX STRLEN INCR DECR INCRBY DECRBY.
+ *
+ * Option parsing follows Redis 7.0's t_string.c step for step, because the
+ * order of its checks is visible to clients: SET's and GETEX's options are
+ * read left to right with the same exclusions (a second EX replaces the
+ * first, EX with PX is a syntax error, KEEPTTL excludes any expiry), then
+ * the expire value is checked (not an integer; <= 0 or overflowing:
+ * "invalid expire time in '<cmd>' command"), and only then is the key read
+ * (GETEX reads the key first: a missing key answers nil whatever the value).
+ * Every expiry is turned into absolute unix ms here, with the one clock
+ * reading of the command, as Redis does before it stores one.
+ */
+#include <string.h>
+
+#include "server/owner/owner_cmd.h"
+
+#define X_NX 0x001u
+#define X_XX 0x002u
+#define X_GET 0x004u
+#define X_KEEPTTL 0x008u
+#define X_PERSIST 0x010u
+#define X_EX 0x020u
+#define X_PX 0x040u
+#define X_EXAT 0x080u
+#define X_PXAT 0x100u
+
+/* Redis's parseExtendedStringArgumentsOrReply: SET (is_set) or GETEX.  0
+ * with *flags and *expv (NULL: no expiry given), or -1 with the error
+ * appended. */
+static int parse_ext(struct ocmd *c, const struct wire_slice *argv, uint32_t argc, int is_set,
+                     unsigned *flags, const struct wire_slice **expv)
+{
+    unsigned f = 0;
+    *expv = NULL;
+    for (uint32_t j = is_set ? 3 : 2; j < argc; j++) {
+        struct wire_slice o = argv[j];
+        int next = j + 1 < argc;
+        if (is_set && ocmd_is(o, "nx") && !(f & X_XX)) {
+            f |= X_NX;
+        } else if (is_set && ocmd_is(o, "xx") && !(f & X_NX)) {
+            f |= X_XX;
+        } else if (is_set && ocmd_is(o, "get")) {
+            f |= X_GET;
+        } else if (is_set && ocmd_is(o, "keepttl") &&
+                   !(f & (X_PERSIST | X_EX | X_EXAT | X_PX | X_PXAT))) {
+            f |= X_KEEPTTL;
+        } else if (!is_set && ocmd_is(o, "persist") &&
+                   !(f & (X_EX | X_EXAT | X_PX | X_PXAT | X_KEEPTTL))) {
+            f |= X_PERSIST;
+        } else if (next && ocmd_is(o, "ex") &&
+                   !(f & (X_KEEPTTL | X_PERSIST | X_EXAT | X_PX | X_PXAT))) {
+            f |= X_EX;
+            *expv = &argv[++j];
+        } else if (next && ocmd_is(o, "px") &&
+                   !(f & (X_KEEPTTL | X_PERSIST | X_EX | X_EXAT | X_PXAT))) {
+            f |= X_PX;
+            *expv = &argv[++j];
+        } else if (next && ocmd_is(o, "exat") &&
+                   !(f & (X_KEEPTTL | X_PERSIST | X_EX | X_PX | X_PXAT))) {
+            f |= X_EXAT;
+            *expv = &argv[++j];
+        } else if (next && ocmd_is(o, "pxat") &&
+                   !(f & (X_KEEPTTL | X_PERSIST | X_EX | X_EXAT | X_PX))) {
+            f |= X_PXAT;
+            *expv = &argv[++j];
+        } else {
+            ocmd_error(c, OCMD_ERR_SYNTAX);
+            return -1;
+        }
+    }
+    *flags = f;
+    return 0;
+}
+
+/* Redis's getExpireMillisecondsOrReply: v in seconds (seconds) or ms,
+ * relative to now (rel) or absolute, as absolute unix ms.  0, or -1 with the
+ * error appended. */
+static int expire_ms(struct ocmd *c, const struct ocmd_def *d, struct wire_slice v, int seconds,
+                     int rel, int64_t *when)
+{
+    int64_t ms;
+    if (!ocmd_ll(v, &ms)) {
+        ocmd_error(c, OCMD_ERR_INT);
+        return -1;
+    }
+    if (ms <= 0 || (seconds && ms > INT64_MAX / 1000)) {
+        ocmd_error_expire(c, d);
+        return -1;
+    }
+    if (seconds)
+        ms *= 1000;
+    if (rel && __builtin_add_overflow(ms, c->now.wall_ms, &ms)) {
+        ocmd_error_expire(c, d); /* Redis: the sum overflows to <= 0 */
+        return -1;
+    }
+    *when = ms;
+    return 0;
+}
+
+int ocmd_get_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                 uint32_t argc)
+{
+    struct ledger_view v;
+    int rc = ocmd_get(c, argv[1], &v);
+    if (rc == HKV_EAGAIN)
+        return rc;
+    if (rc == HKV_OK)
+        ocmd_bulk(c, v.val, v.vlen);
+    else
+        ocmd_null(c);
+    return ocmd_done(c);
+}
+
+/* SET's body after parsing (also GETSET's and SETEX's): flags X_*, when
+ * (absolute ms) if an expiry was given. */
+static int do_set(struct ocmd *c, struct wire_slice key, struct wire_slice val, unsigned f,
+                  int has_when, int64_t when)
+{
+    unsigned lf = (f & X_NX ? LEDGER_NX : 0) | (f & X_XX ? LEDGER_XX : 0) |
+                  (f & X_GET ? LEDGER_GET : 0);
+    struct ledger_expiry exp = {LEDGER_EXP_NONE, 0};
+    if (has_when)
+        exp = (struct ledger_expiry){LEDGER_EXP_ABS, when};
+    else if (f & X_KEEPTTL)
+        exp.kind = LEDGER_EXP_KEEP;
+    struct ledger_view old = {0};
+    int applied = 0;
+    int rc = ocmd_set(c, key, val, lf, exp, &old, &applied);
+    if (rc != HKV_OK)
+        return rc;
+    if (f & X_GET) {
+        /* Redis answers the old value (read before the write), whether or
+         * not NX/XX let the write happen */
+        if (old.found)
+            ocmd_bulk(c, old.val, old.vlen);
+        else
+            ocmd_null(c);
+    } else if (applied) {
+        ocmd_ok(c);
+    } else {
+        ocmd_null(c);
+    }
+    return ocmd_done(c);
+}
+
+int ocmd_set_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                 uint32_t argc)
+{
+    unsigned f;
+    const struct wire_slice *expv;
+    int64_t when = 0;
+    if (parse_ext(c, argv, argc, 1, &f, &expv) != 0)
+        return ocmd_done(c);
+    if (expv != NULL && expire_ms(c, d, *expv, (f & (X_EX | X_EXAT)) != 0,
+                                  (f & (X_EX | X_PX)) != 0, &when) != 0)
+        return ocmd_done(c);
+    return do_set(c, argv[1], argv[2], f, expv != NULL, when);
+}
+
+int ocmd_setnx_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                   uint32_t argc)
+{
+    int applied = 0;
+    struct ledger_expiry none = {LEDGER_EXP_NONE, 0};
+    int rc = ocmd_set(c, argv[1], argv[2], LEDGER_NX, none, NULL, &applied);
+    if (rc != HKV_OK)
+        return rc;
+    ocmd_int(c, applied);
+    return ocmd_done(c);
+}
+
+/* SETEX key seconds value (variant 1000), PSETEX key ms value (variant 1). */
+int ocmd_setex_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                   uint32_t argc)
+{
+    int64_t when;
+    if (expire_ms(c, d, argv[2], d->variant == 1000, 1, &when) != 0)
+        return ocmd_done(c);
+    return do_set(c, argv[1], argv[3], 0, 1, when);
+}
+
+int ocmd_getset_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                    uint32_t argc)
+{
+    return do_set(c, argv[1], argv[2], X_GET, 0, 0);
+}
+
+int ocmd_getdel_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                    uint32_t argc)
+{
+    struct ledger_view old = {0};
+    int existed = 0;
+    int rc = ocmd_del(c, argv[1], &existed, &old);
+    if (rc != HKV_OK)
+        return rc;
+    if (existed && old.found)
+        ocmd_bulk(c, old.val, old.vlen);
+    else
+        ocmd_null(c);
+    return ocmd_done(c);
+}
+
+int ocmd_getex_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                   uint32_t argc)
+{
+    unsigned f;
+    const struct wire_slice *expv;
+    int64_t when = 0;
+    if (parse_ext(c, argv, argc, 0, &f, &expv) != 0)
+        return ocmd_done(c);
+    struct ledger_view v;
+    int rc = ocmd_get(c, argv[1], &v);
+    if (rc == HKV_EAGAIN)
+        return rc;
+    if (rc != HKV_OK) {
+        ocmd_null(c); /* Redis reads the key before it judges the expire value */
+        return ocmd_done(c);
+    }
+    if (expv != NULL && expire_ms(c, d, *expv, (f & (X_EX | X_EXAT)) != 0,
+                                  (f & (X_EX | X_PX)) != 0, &when) != 0)
+        return ocmd_done(c);
+    ocmd_bulk(c, v.val, v.vlen); /* before the change, which may free the value */
+    int changed = 0;
+    if (expv != NULL)
+        rc = ocmd_expire_at(c, argv[1], when, &changed); /* a past EXAT/PXAT deletes */
+    else if (f & X_PERSIST)
+        rc = ocmd_persist(c, argv[1], &changed);
+    return rc != HKV_OK ? rc : ocmd_done(c);
+}
+
+int ocmd_mget_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                  uint32_t argc)
+{
+    ocmd_array(c, (int64_t)argc - 1);
+    for (uint32_t i = 1; i < argc; i++) {
+        struct ledger_view v;
+        int rc = ocmd_get(c, argv[i], &v);
+        if (rc == HKV_EAGAIN)
+            return rc;
+        if (rc == HKV_OK)
+            ocmd_bulk(c, v.val, v.vlen);
+        else
+            ocmd_null(c);
+    }
+    return ocmd_done(c);
+}
+
+/* MSET (variant 0) and MSETNX (variant 1). */
+int ocmd_mset_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                  uint32_t argc)
+{
+    if (argc % 2 == 0) {
+        ocmd_errorf(c, "ERR wrong number of arguments for '%s' command", d->name);
+        return ocmd_done(c);
+    }
+    if (d->variant == 1) {
+        for (uint32_t i = 1; i < argc; i += 2) {
+            struct ledger_view v;
+            int rc = ocmd_get(c, argv[i], &v);
+            if (rc == HKV_EAGAIN)
+                return rc;
+            if (rc == HKV_OK) {
+                ocmd_int(c, 0);
+                return ocmd_done(c);
+            }
+        }
+    }
+    struct ledger_expiry none = {LEDGER_EXP_NONE, 0};
+    for (uint32_t i = 1; i < argc; i += 2) {
+        int applied;
+        int rc = ocmd_set(c, argv[i], argv[i + 1], 0, none, NULL, &applied);
+        if (rc != HKV_OK)
+            return rc;
+    }
+    if (d->variant == 1)
+        ocmd_int(c, 1);
+    else
+        ocmd_ok(c);
+    return ocmd_done(c);
+}
+
+int ocmd_strlen_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                    uint32_t argc)
+{
+    struct ledger_view v;
+    int rc = ocmd_get(c, argv[1], &v);
+    if (rc == HKV_EAGAIN)
+        return rc;
+    ocmd_int(c, rc == HKV_OK ? (int64_t)v.vlen : 0);
+    return ocmd_done(c);
+}
+
+/* INCR (variant 1), DECR (2), INCRBY (3), DECRBY (4). */
+int ocmd_incr_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+                  uint32_t argc)
+{
+    int64_t delta = d->variant == 2 ? -1 : 1;
+    if (d->variant >= 3) {
+        if (!ocmd_ll(argv[2], &delta)) {
+            ocmd_error(c, OCMD_ERR_INT);
+            return ocmd_done(c);
+        }
+        if (d->variant == 4) {
+            if (delta == INT64_MIN) {
+                ocmd_error(c, "ERR decrement would overflow");
+                return ocmd_done(c);
+            }
+            delta = -delta;
+        }
+    }
+    int64_t result = 0;
+    int rc = ocmd_incrby(c, argv[1], delta, &result);
+    if (rc == HKV_EINVAL) {
+        /* not an integer, or the sum overflows: Redis checks in that order */
+        struct ledger_view v;
+        int64_t cur;
+        int isnum = ocmd_get(c, argv[1], &v) != HKV_OK || ocmd_ll(wire_slice(v.val, v.vlen), &cur);
+        ocmd_error(c, isnum ? "ERR increment or decrement would overflow" : OCMD_ERR_INT);
+        return ocmd_done(c);
+    }
+    if (rc != HKV_OK)
+        return rc;
+    ocmd_int(c, result);
+    return ocmd_done(c);
+}

@@ -1,0 +1,130 @@
+/*
+ * owner_gate.c - the gates every request passes before it touches the
+ * ledger, and the way every write is finished, shared by the wire-kind
+ * executor (owner_ops.c) and the Redis command executor (owner_call.c) so
+ * both keep one set of rules: is the key ours (else MOVED), is this write a
+ * retry (answer it from its completion record, or "outcome unknown" when
+ * its first attempt may have reached an earlier run), is there room in the
+ * persist backlog, does the key hold a durable write not yet committed; and
+ * at the end, record the result and send it or hold it for its commit.
+ *
+ * It sits below both executors and above the link, ticket and persistence
+ * layers: it calls down only (owner_int.h has the map).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/owner/owner_int.h"
+
+const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen)
+{
+    return cfg_class_for(o->ctx->cfg, key, klen);
+}
+
+uint16_t owner_key_tag(struct owner *o, struct wire_slice key)
+{
+    return owner_class(o, key.p, key.len)->durability == CFG_DUR_DURABLE ? OWNER_TAG_DURABLE
+                                                                         : OWNER_TAG_LEDGER;
+}
+
+int owner_is_durable(struct owner *o, struct wire_slice key)
+{
+    return owner_key_tag(o, key) == OWNER_TAG_DURABLE;
+}
+
+int owner_ours(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key)
+{
+    uint64_t h = router_place(key.p, key.len);
+    int owner = router_owner(o->router, o->pool, h);
+    if (owner == o->index)
+        return 1;
+    uint32_t leaf;
+    uint8_t bits;
+    router_leaf(o->router, o->pool, h, &leaf, &bits);
+    wire_put_moved(&l->out, id, leaf, bits, router_generation(o->router, o->pool),
+                   (uint32_t)(owner < 0 ? 0 : owner));
+    o->st.owner_moved++;
+    return 0;
+}
+
+/* Encodes a finished write's reply. */
+static void put_result(struct hkv_buf *b, uint64_t id, const struct rifl_result *r)
+{
+    if (r->type == WIRE_OK) {
+        struct wire_slice old = wire_slice(r->old, r->oldlen);
+        wire_put_ok(b, id, r->version, r->applied, r->has_old ? &old : NULL);
+    } else if (r->type == WIRE_RESP) {
+        wire_put_resp(b, id, wire_slice(r->resp, r->resplen), r->changes, r->nchanges);
+    } else {
+        wire_put_int(b, id, r->value, r->version);
+    }
+}
+
+void owner_answer(struct owner *o, struct olink *l, uint64_t id, const struct rifl_result *r)
+{
+    struct hkv_buf reply = HKV_BUF_INIT;
+    put_result(&reply, id, r);
+    if (r->ticket == 0 || owner_ticket_wait(o, r->ticket, l, id, &reply) != 0)
+        buf_append(&l->out, buf_head(&reply), buf_unread(&reply));
+    buf_deinit(&reply);
+}
+
+int owner_write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid)
+{
+    rifl_ack(o->rifl, l->edge_id, l->edge_inc, rid.ack);
+    const struct rifl_result *r = rifl_get(o->rifl, l->edge_id, l->edge_inc, rid.seq);
+    if (r != NULL) {
+        o->st.owner_idempotent_retries++;
+        owner_answer(o, l, id, r);
+        return 0;
+    }
+    if (rid.prev != 0 && rid.prev != o->incarnation) {
+        o->st.owner_unknown_outcomes++;
+        wire_put_error(&l->out, id, HKV_EIO,
+                       wire_cstr("UNAVAILABLE outcome unknown: the owner restarted while the "
+                                 "write was in flight, and its first attempt may have been "
+                                 "applied"));
+        return 0;
+    }
+    return 1;
+}
+
+void owner_finish(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid,
+                  struct rifl_result *r, const struct wire_slice *dkeys, size_t ndkeys,
+                  hkv_stamp dversion)
+{
+    if (ndkeys > 0) {
+        r->ticket = owner_ticket_new(o, dkeys, ndkeys, dversion);
+        if (r->ticket == 0) {
+            wire_put_error(&l->out, id, HKV_ENOMEM,
+                           wire_cstr("OOM owner out of memory (outcome unknown)"));
+            return;
+        }
+    }
+    /* Not recorded (ENOMEM): a retry would apply again; nothing better to do. */
+    rifl_put(o->rifl, l->edge_id, l->edge_inc, rid.seq, r);
+    owner_answer(o, l, id, r);
+}
+
+int owner_backlog_refused(struct owner *o, struct olink *l, uint64_t id)
+{
+    if (!owner_backlog_full(o))
+        return 0;
+    o->st.owner_busy_rejects++;
+    wire_put_error(&l->out, id, HKV_EFULL,
+                   wire_cstr("BUSY persist backlog over persist-max-dirty, write refused"));
+    return 1;
+}
+
+void owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version)
+{
+    if (!owner_is_durable(o, key))
+        owner_push(o, key.p, key.len, version);
+}
+
+int owner_durable_pending(struct owner *o, struct wire_slice key)
+{
+    struct ledger_view v;
+    int rc = ledger_get(o->ledger, key.p, key.len, owner_clock(), &v);
+    return rc != HKV_EAGAIN && v.class_id == OWNER_TAG_DURABLE && v.dirty;
+}
