@@ -16,7 +16,7 @@
  *   edge_flight                     single-flight fetches (answers through a callback)
  *   edge_read, edge_mread,
  *   edge_write_op, edge_write,
- *   edge_scan                       the data command families
+ *   edge_scan, edge_call            the data command families (edge_call: run by the owner)
  *   edge_strread                    reads computed over the value read (GETRANGE ... LCS)
  *   info, edge_cmd                  INFO; the connection and server commands
  *   edge_registry                   the command table and the dispatch pipeline

@@ -16,6 +16,7 @@
 
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
+#include "server/edge/edge_call.h"
 #include "server/edge/edge_cmd.h"
 #include "server/edge/edge_mread.h"
 #include "server/edge/edge_read.h"
@@ -66,6 +67,17 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(DECR,      edge_cmd_decr,      WRITE)
     ROW(INCRBY,    edge_cmd_incrby,    WRITE)
     ROW(DECRBY,    edge_cmd_decrby,    WRITE)
+    ROW(APPEND,    edge_cmd_call,      CALL)
+    ROW(SETRANGE,  edge_cmd_call,      CALL)
+    ROW(SETBIT,    edge_cmd_call,      CALL)
+    ROW(INCRBYFLOAT, edge_cmd_call,    CALL)
+    ROW(MSETNX,    edge_cmd_call,      CALL)
+    ROW(RENAME,    edge_cmd_call,      CALL)
+    ROW(RENAMENX,  edge_cmd_call,      CALL)
+    ROW(COPY,      edge_cmd_call,      CALL)
+    ROW(TOUCH,     edge_cmd_call,      CALL)
+    ROW(EXPIRETIME, edge_cmd_call,     CALL)
+    ROW(PEXPIRETIME, edge_cmd_call,    CALL)
     ROW(GETRANGE,  edge_cmd_getrange,  STRREAD)
     ROW(SUBSTR,    edge_cmd_substr,    STRREAD)
     ROW(GETBIT,    edge_cmd_getbit,    STRREAD)

@@ -30,6 +30,7 @@ enum edge_family {
     EDGE_FAM_READ,                /* reads through the colo cache: edge_read.c, edge_mread.c */
     EDGE_FAM_WRITE,               /* writes to owners: edge_write.c */
     EDGE_FAM_KEYSPACE,            /* the whole keyspace: edge_scan.c */
+    EDGE_FAM_CALL,                /* run by the keys' owner from its table: edge_call.c */
     EDGE_FAM_STRREAD,             /* computed over the value read: edge_strread.c */
 };
 

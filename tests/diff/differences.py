@@ -30,8 +30,10 @@ import resp
 #
 # - TTL / PTTL: two non-negative answers within 2 s (TTL) or 2000 ms (PTTL) of
 #   each other are equal: the same step reaches the two servers moments apart.
-#   -1 and -2 compare exactly.  (Every expiry the generator sets is past or a
-#   day or more ahead, so no key expires between the two servers.)
+#   -1 and -2 compare exactly.  EXPIRETIME / PEXPIRETIME likewise (a relative
+#   expiry becomes an absolute time on each server's clock).  (Every expiry
+#   the generator sets is past or a day or more ahead, so no key expires
+#   between the two servers.)
 # - TIME: two arrays of two digit strings, seconds within 5 s: equal.
 # - SCAN with cursor 0: the runner follows the cursor to the end (at most
 #   10,000 calls, same options) on each server; the reply compared is the
@@ -164,9 +166,9 @@ def _info(text):
 def normalise(words, r, h):
     """The pair (r, h) after the rules above."""
     n = _name(words)
-    if n in (b"TTL", b"PTTL"):
+    if n in (b"TTL", b"PTTL", b"EXPIRETIME", b"PEXPIRETIME"):
         a, b = _int(r), _int(h)
-        tol = 2 if n == b"TTL" else 2000
+        tol = 2 if n in (b"TTL", b"EXPIRETIME") else 2000
         if a is not None and b is not None and a >= 0 and b >= 0 and abs(a - b) <= tol:
             return r, r
     elif n == b"TIME":
@@ -473,8 +475,10 @@ def _placement(key):
 # Key positions (first, last, step; last -1 = the last word) of the commands
 # with several keys that the generator sends; any other command with
 # arguments has its key at 1, except the key-less ones.
-KEY_POS = {b"MSET": (1, -1, 2), b"LCS": (1, 2, 1), b"MGET": (1, -1, 1), b"DEL": (1, -1, 1),
-           b"UNLINK": (1, -1, 1), b"EXISTS": (1, -1, 1)}
+KEY_POS = {b"MSETNX": (1, -1, 2), b"MSET": (1, -1, 2), b"RENAME": (1, 2, 1),
+           b"RENAMENX": (1, 2, 1), b"COPY": (1, 2, 1), b"LCS": (1, 2, 1), b"TOUCH": (1, -1, 1),
+           b"MGET": (1, -1, 1), b"DEL": (1, -1, 1), b"UNLINK": (1, -1, 1),
+           b"EXISTS": (1, -1, 1)}
 KEYLESS = {b"PING", b"ECHO", b"TIME"}
 
 
@@ -515,9 +519,9 @@ design("COMMAND COUNT counts the commands hotkvd implements",
 CROSSSLOT = r"-CROSSSLOT Keys in request don't hash to the same slot"
 design("a command over several keys that do not share an owner answers Redis Cluster's "
        "CROSSSLOT (hotkvd is atomic per owner; a hash tag puts keys on one owner)",
-       cmd=r"(LCS) .*", hotkvd=CROSSSLOT,
+       cmd=r"(MSETNX|RENAME|RENAMENX|COPY|LCS|TOUCH) .*", hotkvd=CROSSSLOT,
        check=lambda w, r, h: _spans_owners(_keys(w)),
-       example=("LCS a h:1", '""', CROSSSLOT))
+       example=("RENAME a h:1", "+OK", CROSSSLOT))
 design("LCS's table is bounded by proto-max-bulk-len, hotkvd's default 16mb (Redis's 512mb)",
        cmd=r"LCS .*", hotkvd=r"-ERR Insufficient memory, transient memory for LCS exceeds "
        r"proto-max-bulk-len",
@@ -712,10 +716,8 @@ tofix("SCAN refuses the cursors \"\" and -1, which Redis reads as 0 and 2^64-1",
 # them.  When hotkvd gains one, add it to gen.py and remove it from here.
 NOT_IMPLEMENTED = {
     # asked for by issue 13
-    "string": "APPEND SETRANGE INCRBYFLOAT MSETNX",
-    "bitmap": "SETBIT BITOP BITFIELD BITFIELD_RO",
-    "keyspace": "KEYS FLUSHALL FLUSHDB RENAME RENAMENX COPY RANDOMKEY TOUCH EXPIRETIME "
-                "PEXPIRETIME OBJECT",
+    "bitmap": "BITOP BITFIELD BITFIELD_RO",
+    "keyspace": "KEYS FLUSHALL FLUSHDB RANDOMKEY OBJECT",
     "transactions": "MULTI EXEC DISCARD WATCH UNWATCH",
     "server": "MONITOR WAIT",
     "CLIENT subcommands": "KILL PAUSE UNPAUSE NO-EVICT REPLY TRACKING TRACKINGINFO CACHING "

@@ -46,6 +46,11 @@ WORDS = [b"v", b"hello", b"OK", b"nil", b"*", b"x y", b"\r\n", b"\x00", b"\xff\x
 # CROSSSLOT (differences.py lists that answer for keys that do not share).
 TAGGED = [b"{t}1", b"{t}2"]
 
+# INCRBYFLOAT increments: floats, almost floats, infinities, huge exponents.
+FLOATS = [b"1.5", b"-0.25", b"0", b"1e3", b"-1e-3", b"inf", b"-inf", b"nan", b"1e308",
+          b"-1e308", b"3.0e2", b"0x10", b".5", b"5.", b" 1", b"1 ", b"", b"abc", b"10.50",
+          b"-0", b"1e400", b"1.7976931348623157e308", b"0.1", b"100", b"-100", b"1e-320"]
+
 # Bit and byte offsets: small, malformed, or past both servers' bounds (never
 # between hotkvd's proto-max-bulk-len, 16mb, and Redis's, 512mb: a by-design
 # difference of configuration, not of behaviour).
@@ -266,6 +271,45 @@ class Gen:
     def g_dbsize(self):
         return [b"DBSIZE"]
 
+    # ---- issue 13: run by the owner (CALL) --------------------------------
+
+    def g_append(self):
+        return [b"APPEND", self.key(), self.value()]
+
+    def g_setrange(self):
+        return [b"SETRANGE", self.key(), self.offset(), self.value()]
+
+    def g_setbit(self):
+        return [b"SETBIT", self.key(), self.offset(),
+                self.rng.choice([b"0", b"1", b"0", b"1", b"2", b"-1", b"a", b"", b"01"])]
+
+    def g_incrbyfloat(self):
+        inc = self.rng.choice(FLOATS) if self.rng.random() < 0.7 else self.num()
+        return [b"INCRBYFLOAT", self.key(), inc]
+
+    def g_msetnx(self):
+        n = self.rng.randint(1, 3)
+        w = [b"MSETNX"]
+        for k in self.related(n):
+            w += [k, self.value()]
+        return w
+
+    def g_rename(self):
+        return [self.rng.choice([b"RENAME", b"RENAMENX"])] + self.related(2)
+
+    def g_copy(self):
+        w = [b"COPY"] + self.related(2)
+        for _ in range(self.rng.choice([0, 0, 1, 1, 2])):
+            w += self.rng.choice([[b"REPLACE"], [b"DB", b"0"], [b"DB", b"1"], [b"DB", b"abc"],
+                                  [b"BOGUS"], [b"DB"]])
+        return w
+
+    def g_touch(self):
+        return [b"TOUCH"] + self.related(self.rng.randint(1, 3))
+
+    def g_expiretime(self):
+        return [self.rng.choice([b"EXPIRETIME", b"PEXPIRETIME"]), self.key()]
+
     # ---- issue 13: computed at the edge over the value read --------------
 
     def g_getrange(self):
@@ -423,7 +467,9 @@ CMD_NAMES = [b"get", b"set", b"mget", b"mset", b"del", b"unlink", b"exists", b"s
              b"getex", b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist", b"incr",
              b"decr", b"incrby", b"decrby", b"dbsize", b"ping", b"echo", b"select", b"time",
              b"info", b"client", b"config", b"command", b"hello", b"auth", b"reset", b"quit",
-             b"getrange", b"substr", b"getbit", b"bitcount", b"bitpos", b"lcs", b"GET", b"Set"]
+             b"append", b"setrange", b"setbit", b"incrbyfloat", b"msetnx", b"rename",
+             b"renamenx", b"copy", b"touch", b"expiretime", b"pexpiretime", b"getrange", b"substr",
+             b"getbit", b"bitcount", b"bitpos", b"lcs", b"GET", b"Set"]
 
 # CONFIG GET names both servers define (and a few neither does).
 CONFIG_NAMES = [b"bind", b"client-query-buffer-limit", b"maxclients", b"pidfile", b"protected-mode",
@@ -439,5 +485,7 @@ WEIGHTS = [
     ("scan", 2), ("ping", 1), ("echo", 1), ("select", 0.7), ("time", 0.3), ("command", 0.7),
     ("client", 1), ("config", 0.7), ("info", 0.5), ("hello", 0.8), ("auth", 0.4),
     ("reset", 0.3), ("quit", 0.2), ("unknown", 0.5), ("raw", 0.5),
-    ("getrange", 3), ("getbit", 2), ("bitcount", 2), ("bitpos", 2), ("lcs", 1.5),
+    ("append", 3), ("setrange", 2), ("setbit", 2), ("incrbyfloat", 2), ("msetnx", 2),
+    ("rename", 2), ("copy", 1.5), ("touch", 1), ("expiretime", 1.5), ("getrange", 3),
+    ("getbit", 2), ("bitcount", 2), ("bitpos", 2), ("lcs", 1.5),
 ]

@@ -1,9 +1,10 @@
 /*
  * check_tx.c - issue 13's commands on the edge, against the real daemon:
- * the reads the edge computes over the value read (GETRANGE SUBSTR GETBIT
- * BITCOUNT BITPOS LCS) and CROSSSLOT against hash tags.  Where
- * redis-server is installed a few replies are compared with it byte for
- * byte.
+ * the commands the owner runs (CALL: APPEND SETRANGE SETBIT INCRBYFLOAT
+ * MSETNX RENAME RENAMENX COPY TOUCH EXPIRETIME PEXPIRETIME), the reads the
+ * edge computes over the value read (GETRANGE SUBSTR GETBIT BITCOUNT
+ * BITPOS LCS), and CROSSSLOT against hash tags.  Where redis-server is
+ * installed a few replies are compared with it byte for byte.
  *
  * The fixture has a hot class (h:*) beside the cold default, so "h:x" and
  * "x" always live on different owners (different pools), and "{u}a" and
@@ -120,6 +121,97 @@ static const char *on(int f, const char *first, ...)
     } while (0)
 #define EXPECT(want, ...) EXPECT_ON(fd, want, __VA_ARGS__)
 
+/* ---- commands the owner runs ------------------------------------------------ */
+
+START_TEST(owner_commands_answer_as_redis)
+{
+    up();
+    EXPECT(":5", "APPEND", "ap", "hello");
+    EXPECT(":11", "APPEND", "ap", " world");
+    EXPECT("\"hello world\"", "GET", "ap");
+    EXPECT(":11", "SETRANGE", "ap", "6", "WORLD");
+    EXPECT("\"hello WORLD\"", "GET", "ap");
+    EXPECT(":0", "SETRANGE", "sr-none", "0", "");
+    EXPECT("-ERR offset is out of range", "SETRANGE", "ap", "-1", "x");
+    EXPECT(":0", "SETBIT", "bits", "7", "1");
+    EXPECT(":1", "SETBIT", "bits", "7", "0");
+    EXPECT("-ERR bit is not an integer or out of range", "SETBIT", "bits", "7", "2");
+    EXPECT("\"10.5\"", "INCRBYFLOAT", "fl", "10.5");
+    EXPECT("\"5.25\"", "INCRBYFLOAT", "fl", "-5.25");
+    EXPECT("-ERR value is not a valid float", "INCRBYFLOAT", "fl", "abc");
+    EXPECT(":1", "MSETNX", "{m}1", "a", "{m}2", "b");
+    EXPECT(":0", "MSETNX", "{m}2", "x", "{m}3", "c");
+    EXPECT("[\"a\", \"b\", (nil)]", "MGET", "{m}1", "{m}2", "{m}3");
+    EXPECT("-ERR wrong number of arguments for 'msetnx' command", "MSETNX", "{m}1", "a", "{m}2");
+    EXPECT("+OK", "RENAME", "{m}1", "{m}9");
+    EXPECT("(nil)", "GET", "{m}1");
+    EXPECT("\"a\"", "GET", "{m}9");
+    EXPECT("-ERR no such key", "RENAME", "{m}1", "{m}8");
+    EXPECT(":0", "RENAMENX", "{m}9", "{m}2");
+    EXPECT(":1", "RENAMENX", "{m}9", "{m}7");
+    EXPECT(":1", "COPY", "{m}7", "{m}6");
+    EXPECT(":0", "COPY", "{m}7", "{m}6");
+    EXPECT(":1", "COPY", "{m}2", "{m}6", "REPLACE");
+    EXPECT("\"b\"", "GET", "{m}6");
+    EXPECT(":2", "TOUCH", "{m}6", "{m}7", "{m}none");
+    EXPECT("+OK", "SET", "ex", "v", "EXAT", "4000000000");
+    EXPECT(":4000000000", "EXPIRETIME", "ex");
+    EXPECT(":4000000000000", "PEXPIRETIME", "ex");
+    EXPECT(":-1", "EXPIRETIME", "ap");
+    EXPECT(":-2", "PEXPIRETIME", "nothing");
+    EXPECT("-ERR wrong number of arguments for 'append' command", "APPEND", "ap");
+    down();
+}
+END_TEST
+
+START_TEST(crossslot_unless_keys_share_an_owner)
+{
+    up();
+    /* different pools, so different owners, whatever the hash */
+    EXPECT(CROSSSLOT, "MSETNX", "h:x", "1", "x", "2");
+    EXPECT(CROSSSLOT, "RENAME", "h:x", "x");
+    EXPECT(CROSSSLOT, "COPY", "h:x", "x");
+    EXPECT(CROSSSLOT, "TOUCH", "h:x", "x");
+    EXPECT(CROSSSLOT, "LCS", "h:x", "x");
+    EXPECT("(nil)", "GET", "h:x"); /* nothing was sent */
+    EXPECT("(nil)", "GET", "x");
+    /* a hash tag puts keys of one class on one owner: every pair works */
+    char a[32], b[32];
+    for (int i = 0; i < 20; i++) {
+        snprintf(a, sizeof(a), "{user:%d}:name", i);
+        snprintf(b, sizeof(b), "{user:%d}:mail", i);
+        EXPECT(":1", "MSETNX", a, "n", b, "m");
+        EXPECT("+OK", "RENAME", a, b);
+        EXPECT("\"n\"", "GET", b);
+        EXPECT("\"\"", "LCS", a, b);
+    }
+    /* DEL and MGET across owners are not atomic but allowed, as before */
+    EXPECT(":0", "DEL", "h:x", "x");
+    down();
+}
+END_TEST
+
+START_TEST(owner_command_updates_the_colo_cache)
+{
+    /* without the owners' pushes: only the writing edge's own update of
+     * the colo cache makes the other edge see the write */
+    up_with("owner-push no\n");
+    int a, b;
+    ck_assert_int_eq(h_edge_pair(&d, &a, &b), 0);
+    EXPECT_ON(a, "+OK", "SET", "{cc}k", "abc");
+    EXPECT_ON(b, "\"abc\"", "GET", "{cc}k"); /* cached in the colo (fresh 10s) */
+    EXPECT_ON(a, ":6", "APPEND", "{cc}k", "def");
+    EXPECT_ON(b, "\"abcdef\"", "GET", "{cc}k");
+    EXPECT_ON(b, "\"cdef\"", "GETRANGE", "{cc}k", "2", "-1");
+    EXPECT_ON(a, "+OK", "RENAME", "{cc}k", "{cc}n");
+    EXPECT_ON(b, "(nil)", "GET", "{cc}k");
+    EXPECT_ON(b, "\"abcdef\"", "GET", "{cc}n");
+    close(a);
+    close(b);
+    down();
+}
+END_TEST
+
 /* ---- reads computed at the edge ---------------------------------------------- */
 
 START_TEST(computed_reads_answer_as_redis)
@@ -178,9 +270,9 @@ START_TEST(computed_reads_see_the_clients_own_writes)
         resp_add_bulk_str(&b, "-2");
         resp_add_bulk_str(&b, "-1");
         resp_add_array(&b, 3);
-        resp_add_bulk_str(&b, "SET");
+        resp_add_bulk_str(&b, "APPEND");
         resp_add_bulk_str(&b, "rw");
-        resp_add_bulk_str(&b, "x!");
+        resp_add_bulk_str(&b, "!");
         resp_add_array(&b, 4);
         resp_add_bulk_str(&b, "GETRANGE");
         resp_add_bulk_str(&b, "rw");
@@ -200,9 +292,10 @@ START_TEST(computed_reads_see_the_clients_own_writes)
         got[0] = '\0';
         show(r[1]->v, got, sizeof(got));
         ck_assert_msg(strcmp(got, want) == 0, "round %d: GETRANGE after SET: %s", i, got);
+        snprintf(want, sizeof(want), "\"%02d!\"", i);
         got[0] = '\0';
         show(r[3]->v, got, sizeof(got));
-        ck_assert_msg(strcmp(got, "\"x!\"") == 0, "round %d: GETRANGE after SET: %s", i, got);
+        ck_assert_msg(strcmp(got, want) == 0, "round %d: GETRANGE after APPEND: %s", i, got);
         for (int k = 0; k < 4; k++)
             h_free(r[k]);
     }
@@ -255,15 +348,29 @@ START_TEST(replies_match_redis_server)
     int r = h_connect(rport);
     ck_assert_int_ge(r, 0);
     static const char *const script[][8] = {
-        {"SET", "{c}s", "The quick brown fox"}, {"SET", "{c}b", "\x01"},
+        {"SET", "{c}s", "The quick brown fox"},
+        {"APPEND", "{c}s", " jumps"}, {"APPEND", "{c}new", ""},
+        {"SETRANGE", "{c}s", "4", "QUICK"}, {"SETRANGE", "{c}s", "30", "x"},
+        {"SETRANGE", "{c}s", "-1", "x"}, {"SETRANGE", "{c}s", "abc", "x"},
         {"GETRANGE", "{c}s", "-10", "-3"}, {"GETRANGE", "{c}s", "20", "5"},
         {"SUBSTR", "{c}s", "0", "-40"}, {"GETRANGE", "{c}s", "x", "1"},
-        {"GETRANGE", "{c}none", "0", "-1"}, {"GETBIT", "{c}b", "7"}, {"GETBIT", "{c}b", "abc"},
+        {"SETBIT", "{c}b", "100", "1"}, {"SETBIT", "{c}b", "100", "x"},
+        {"SETBIT", "{c}b", "-1", "1"}, {"GETBIT", "{c}b", "100"}, {"GETBIT", "{c}b", "abc"},
         {"BITCOUNT", "{c}s"}, {"BITCOUNT", "{c}s", "1", "-2"}, {"BITCOUNT", "{c}s", "5", "30", "BIT"},
         {"BITCOUNT", "{c}s", "1"}, {"BITPOS", "{c}b", "1"}, {"BITPOS", "{c}b", "0", "2"},
         {"BITPOS", "{c}s", "0", "1", "3", "BIT"}, {"BITPOS", "{c}s", "3"},
-        {"SET", "{c}m6", "fox jumps"}, {"LCS", "{c}s", "{c}m6"}, {"LCS", "{c}s", "{c}s", "LEN"},
-        {"LCS", "{c}s", "{c}m6", "IDX", "MINMATCHLEN", "3", "WITHMATCHLEN"},
+        {"INCRBYFLOAT", "{c}f", "1.1"}, {"INCRBYFLOAT", "{c}f", "1e3"},
+        {"INCRBYFLOAT", "{c}f", "-0.1"}, {"INCRBYFLOAT", "{c}s", "1"},
+        {"INCRBYFLOAT", "{c}f", "inf"},
+        {"MSETNX", "{c}m1", "1", "{c}m2", "2"}, {"MSETNX", "{c}m1", "1", "{c}m3", "3"},
+        {"RENAME", "{c}m1", "{c}m4"}, {"RENAME", "{c}none", "{c}m5"}, {"RENAME", "{c}m4", "{c}m4"},
+        {"RENAMENX", "{c}m4", "{c}m2"}, {"RENAMENX", "{c}m4", "{c}m6"},
+        {"COPY", "{c}m6", "{c}m7"}, {"COPY", "{c}m6", "{c}m7"}, {"COPY", "{c}m6", "{c}m7", "REPLACE"},
+        {"COPY", "{c}m6", "{c}m6"},
+        {"COPY", "{c}m6", "{c}m8", "BOGUS"},
+        {"TOUCH", "{c}m6", "{c}m7", "{c}none"}, {"EXPIRETIME", "{c}m6"}, {"PEXPIRETIME", "{c}none"},
+        {"LCS", "{c}s", "{c}m6"}, {"LCS", "{c}s", "{c}s", "LEN"},
+        {"LCS", "{c}s", "{c}s", "IDX", "MINMATCHLEN", "3", "WITHMATCHLEN"},
         {"LCS", "{c}s", "{c}s", "BOGUS"},
     };
     for (size_t i = 0; i < sizeof(script) / sizeof(script[0]); i++) {
@@ -293,6 +400,9 @@ Suite *tx_suite(void)
         const char *name;
         const TTest *t;
     } cases[] = {
+        {"owner_commands", owner_commands_answer_as_redis},
+        {"crossslot", crossslot_unless_keys_share_an_owner},
+        {"call_cache", owner_command_updates_the_colo_cache},
         {"computed_reads", computed_reads_answer_as_redis},
         {"computed_ryw", computed_reads_see_the_clients_own_writes},
         {"lcs_crossslot", lcs_needs_both_keys_on_one_owner},
