@@ -87,7 +87,14 @@
     X(GETBIT, "getbit", 3, CMD_F_READ | CMD_F_FAST, 1, 1, 1)             \
     X(BITCOUNT, "bitcount", -2, CMD_F_READ, 1, 1, 1)                     \
     X(BITPOS, "bitpos", -3, CMD_F_READ, 1, 1, 1)                         \
-    X(LCS, "lcs", -3, CMD_F_READ, 1, 2, 1)
+    X(LCS, "lcs", -3, CMD_F_READ, 1, 2, 1)                               \
+    /* transactions, queued at the edge (edge_tx.c, edge_exec.c); WATCH  \
+     * reads its keys' versions */                                       \
+    X(MULTI, "multi", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)               \
+    X(EXEC, "exec", 1, CMD_F_CONN, 0, 0, 0)                              \
+    X(DISCARD, "discard", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)           \
+    X(WATCH, "watch", -2, CMD_F_READ | CMD_F_FAST, 1, -1, 1)             \
+    X(UNWATCH, "unwatch", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)
 
 enum cmd_id {
 #define X(id, name, arity, flags, fk, lk, st) CMD_##id,

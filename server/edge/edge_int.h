@@ -19,6 +19,7 @@
  *   edge_scan, edge_call            the data command families (edge_call: run by the owner)
  *   edge_strread                    reads computed over the value read (GETRANGE ... LCS)
  *   info, edge_cmd                  INFO; the connection and server commands
+ *   edge_tx, edge_exec              MULTI/WATCH state and the queue; EXEC
  *   edge_registry                   the command table and the dispatch pipeline
  *   edge                            the process: wires the hooks, runs the loop
  */

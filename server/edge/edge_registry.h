@@ -32,6 +32,7 @@ enum edge_family {
     EDGE_FAM_KEYSPACE,            /* the whole keyspace: edge_scan.c */
     EDGE_FAM_CALL,                /* run by the keys' owner from its table: edge_call.c */
     EDGE_FAM_STRREAD,             /* computed over the value read: edge_strread.c */
+    EDGE_FAM_TX,                  /* transactions: edge_tx.c, edge_exec.c (RESET too) */
 };
 
 struct edge_command {

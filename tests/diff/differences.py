@@ -434,7 +434,8 @@ def _command_info_fields(words, r, h):
 # name: (Redis 7.0's flags, hotkvd's), among BASIC_FLAGS, sorted.
 FLAG_DIFFS = {b"config": (b"flags=", b"flags=admin"),
               b"dbsize": (b"flags=fast,readonly", b"flags=readonly"),
-              b"ping": (b"flags=fast", b"flags=fast,no_auth")}
+              b"ping": (b"flags=fast", b"flags=fast,no_auth"),
+              b"watch": (b"flags=fast", b"flags=fast,readonly")}
 
 
 def _command_info_flags(words, r, h):
@@ -478,8 +479,8 @@ def _placement(key):
 KEY_POS = {b"MSETNX": (1, -1, 2), b"MSET": (1, -1, 2), b"RENAME": (1, 2, 1),
            b"RENAMENX": (1, 2, 1), b"COPY": (1, 2, 1), b"LCS": (1, 2, 1), b"TOUCH": (1, -1, 1),
            b"MGET": (1, -1, 1), b"DEL": (1, -1, 1), b"UNLINK": (1, -1, 1),
-           b"EXISTS": (1, -1, 1)}
-KEYLESS = {b"PING", b"ECHO", b"TIME"}
+           b"EXISTS": (1, -1, 1), b"WATCH": (1, -1, 1)}
+KEYLESS = {b"PING", b"ECHO", b"TIME", b"MULTI", b"EXEC", b"DISCARD", b"UNWATCH"}
 
 
 def _keys(words):
@@ -493,6 +494,32 @@ def _keys(words):
 
 def _spans_owners(keys):
     return len({_placement(k) for k in keys}) > 1
+
+
+def _raw_commands(payload):
+    """The commands of a raw step that gen.g_tx encoded (multibulk only)."""
+    out, i = [], 0
+    try:
+        while i < len(payload) and payload[i:i + 1] == b"*":
+            e = payload.index(b"\r\n", i)
+            n, i, words = int(payload[i + 1:e]), e + 2, []
+            for _ in range(n):
+                e = payload.index(b"\r\n", i)
+                ln = int(payload[i + 1:e])
+                words.append(payload[e + 2:e + 2 + ln])
+                i = e + 4 + ln
+            out.append(words)
+    except ValueError:
+        return []
+    return out
+
+
+def _tx_spans_owners(words, r, h):
+    """A raw transaction whose keys (watched ones included) do not share an
+    owner."""
+    if len(words) != 2:
+        return False
+    return _spans_owners([k for w in _raw_commands(words[1]) for k in _keys(w)])
 
 
 # ============================================================================
@@ -522,6 +549,11 @@ design("a command over several keys that do not share an owner answers Redis Clu
        cmd=r"(MSETNX|RENAME|RENAMENX|COPY|LCS|TOUCH) .*", hotkvd=CROSSSLOT,
        check=lambda w, r, h: _spans_owners(_keys(w)),
        example=("RENAME a h:1", "+OK", CROSSSLOT))
+design("a transaction whose commands (or watched keys) do not share an owner: CROSSSLOT, for "
+       "its multi-key command when queued or for EXEC, and nothing runs",
+       cmd=r"<raw> .*", hotkvd=r"\[.*" + CROSSSLOT + r".*\]", check=_tx_spans_owners,
+       example=("<raw> MULTI; SET a 1; SET h:1 2; EXEC", "[+OK, +QUEUED, +QUEUED, [+OK, +OK]]",
+                "[+OK, +QUEUED, +QUEUED, " + CROSSSLOT + "]"))
 design("LCS's table is bounded by proto-max-bulk-len, hotkvd's default 16mb (Redis's 512mb)",
        cmd=r"LCS .*", hotkvd=r"-ERR Insufficient memory, transient memory for LCS exceeds "
        r"proto-max-bulk-len",
@@ -673,7 +705,7 @@ tofix("COMMAND INFO entries have only the write/readonly/admin/fast/no_auth flag
                '"find_keys", ["type", "range", "spec", ["lastkey", :0, "keystep", :1, "limit", :0]]]], []]]',
                '[["get", :2, [+readonly, +fast], :1, :1, :1, [], [], [], []]]'))
 tofix("COMMAND INFO flags: config has admin (Redis: none, its subcommands have it), dbsize "
-      "lacks fast, ping has no_auth",
+      "lacks fast, ping has no_auth, watch has readonly (its keys are checked as reads by ACLs)",
       cmd=r"COMMAND INFO.*", rewrite=_command_info_flags,
       example=("COMMAND INFO ping",
                '[["ping", :-1, [+fast], :0, :0, :0, [+@fast, +@connection], '
@@ -718,7 +750,6 @@ NOT_IMPLEMENTED = {
     # asked for by issue 13
     "bitmap": "BITOP BITFIELD BITFIELD_RO",
     "keyspace": "KEYS FLUSHALL FLUSHDB RANDOMKEY OBJECT",
-    "transactions": "MULTI EXEC DISCARD WATCH UNWATCH",
     "server": "MONITOR WAIT",
     "CLIENT subcommands": "KILL PAUSE UNPAUSE NO-EVICT REPLY TRACKING TRACKINGINFO CACHING "
                           "GETREDIR UNBLOCK HELP",
@@ -740,6 +771,11 @@ NOT_PLANNED = {
     "pub/sub": "SUBSCRIBE PSUBSCRIBE SSUBSCRIBE PUBLISH SPUBLISH PUBSUB and the UNSUBSCRIBEs",
     "CONFIG REWRITE": "README: edit the file (CONFIG SET is lost at the next reload)",
 }
+
+# Inside MULTI hotkvd queues only commands with keys (run by their owner)
+# and PING ECHO TIME UNWATCH; any other command is refused ("ERR Command not
+# allowed inside a transaction: ...") and the transaction aborted (README):
+# the generator's transactions (gen.g_tx) hold only what hotkvd queues.
 
 # hotkvd's own commands and options (Redis 7.0 has none of them): not sent.
 HOTKVD_ONLY = {

@@ -19,6 +19,8 @@ the two servers would make the comparison depend on timing.
 import random
 import time
 
+import resp
+
 # The key pool.  "h:*" is hotkvd's hot class, "d:*" its durable class, the
 # rest its cold default (servers.HOTKVD_FIXTURE); "{t}" keys share a hash tag.
 KEYS = [b"a", b"b", b"c", b"h:1", b"h:2", b"h:3", b"d:1", b"d:2", b"",
@@ -345,6 +347,45 @@ class Gen:
                                   [b"MINMATCHLEN"], [b"BOGUS"]])
         return w
 
+    # ---- issue 13: transactions -------------------------------------------
+
+    def g_txcmd(self):
+        """EXEC, DISCARD or UNWATCH on their own (outside MULTI: errors or OK)."""
+        return [self.rng.choice([b"EXEC", b"DISCARD", b"UNWATCH"])]
+
+    def txkey(self):
+        return self.rng.choice(TAGGED) if self.rng.random() < 0.85 else self.key()
+
+    def tx_body(self):
+        k = self.txkey()
+        return self.rng.choice([
+            lambda: [b"SET", k, self.value()], lambda: [b"GET", k], lambda: [b"INCR", k],
+            lambda: [b"APPEND", k, self.value()], lambda: [b"GETRANGE", k, self.index(), self.index()],
+            lambda: [b"MGET", k, self.txkey()], lambda: [b"DEL", k], lambda: [b"PING"],
+            lambda: [b"ECHO", self.value()], lambda: [b"EXPIRE", k, self.ttl_s()],
+            lambda: [b"SETBIT", k, self.offset(), b"1"], lambda: [b"BITCOUNT", k],
+            lambda: [b"INCRBYFLOAT", k, self.rng.choice(FLOATS)], lambda: [b"EXISTS", k],
+            lambda: [b"MSETNX", k, self.value(), self.txkey(), self.value()],
+            lambda: [b"GETDEL", k], lambda: [b"STRLEN", k],
+            lambda: [b"FOOBAR"], lambda: [b"GET"]])()
+
+    def g_tx(self):
+        """A whole transaction as one raw step (the servers stay in step:
+        nothing of it is left on the connection): [WATCH k [SET k v]] MULTI
+        body... EXEC|DISCARD, at most 7 replies.  The SET after WATCH is the
+        client's own write, which fails the EXEC on both servers."""
+        cmds = []
+        if self.rng.random() < 0.3:
+            k = self.rng.choice(TAGGED)
+            cmds.append([b"WATCH", k])
+            if self.rng.random() < 0.5:
+                cmds.append([b"SET", k, self.value()])
+        cmds.append([b"MULTI"])
+        for _ in range(self.rng.randint(0, 6 - len(cmds))):
+            cmds.append(self.tx_body())
+        cmds.append([b"EXEC" if self.rng.random() < 0.85 else b"DISCARD"])
+        return b"".join(resp.encode(c) for c in cmds)
+
     def g_scan(self):
         cursor = b"0" if self.rng.random() < 0.8 else \
             self.rng.choice([b"abc", b"-1", b"", b"1.5", b"18446744073709551616", b" 0", b"00"])
@@ -469,7 +510,8 @@ CMD_NAMES = [b"get", b"set", b"mget", b"mset", b"del", b"unlink", b"exists", b"s
              b"info", b"client", b"config", b"command", b"hello", b"auth", b"reset", b"quit",
              b"append", b"setrange", b"setbit", b"incrbyfloat", b"msetnx", b"rename",
              b"renamenx", b"copy", b"touch", b"expiretime", b"pexpiretime", b"getrange", b"substr",
-             b"getbit", b"bitcount", b"bitpos", b"lcs", b"GET", b"Set"]
+             b"getbit", b"bitcount", b"bitpos", b"lcs", b"multi", b"exec", b"discard", b"watch",
+             b"unwatch", b"GET", b"Set"]
 
 # CONFIG GET names both servers define (and a few neither does).
 CONFIG_NAMES = [b"bind", b"client-query-buffer-limit", b"maxclients", b"pidfile", b"protected-mode",
@@ -487,5 +529,5 @@ WEIGHTS = [
     ("reset", 0.3), ("quit", 0.2), ("unknown", 0.5), ("raw", 0.5),
     ("append", 3), ("setrange", 2), ("setbit", 2), ("incrbyfloat", 2), ("msetnx", 2),
     ("rename", 2), ("copy", 1.5), ("touch", 1), ("expiretime", 1.5), ("getrange", 3),
-    ("getbit", 2), ("bitcount", 2), ("bitpos", 2), ("lcs", 1.5),
+    ("getbit", 2), ("bitcount", 2), ("bitpos", 2), ("lcs", 1.5), ("txcmd", 0.5), ("tx", 4),
 ]

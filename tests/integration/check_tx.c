@@ -3,8 +3,11 @@
  * the commands the owner runs (CALL: APPEND SETRANGE SETBIT INCRBYFLOAT
  * MSETNX RENAME RENAMENX COPY TOUCH EXPIRETIME PEXPIRETIME), the reads the
  * edge computes over the value read (GETRANGE SUBSTR GETBIT BITCOUNT
- * BITPOS LCS), and CROSSSLOT against hash tags.  Where redis-server is
- * installed a few replies are compared with it byte for byte.
+ * BITPOS LCS), CROSSSLOT against hash tags, and MULTI/EXEC/DISCARD/WATCH/
+ * UNWATCH: replies, atomicity seen from a second client, WATCH aborts,
+ * EXECABORT, the queue's bounds, and redis-py's pipeline() and transaction()
+ * (tests/integration/py/redis_py_tx.py).  Where redis-server is installed a
+ * few replies are compared with it byte for byte.
  *
  * The fixture has a hot class (h:*) beside the cold default, so "h:x" and
  * "x" always live on different owners (different pools), and "{u}a" and
@@ -245,8 +248,8 @@ START_TEST(computed_reads_answer_as_redis)
     EXPECT("+OK", "MSET", "{l}a", "ohmytext", "{l}b", "mynewtext");
     EXPECT("\"mytext\"", "LCS", "{l}a", "{l}b");
     EXPECT(":6", "LCS", "{l}a", "{l}b", "LEN");
-    EXPECT("[\"matches\", [[[:4, :7], [:5, :8]], [[:2, :3], [:0, :1]]], \"len\", :6]", "LCS", "{l}a",
-           "{l}b", "IDX");
+    EXPECT("[\"matches\", [[[:4, :7], [:5, :8]], [[:2, :3], [:0, :1]]], \"len\", :6]",
+           "LCS", "{l}a", "{l}b", "IDX");
     EXPECT("\"\"", "LCS", "{l}a", "{l}none");
     down();
 }
@@ -314,6 +317,308 @@ START_TEST(lcs_needs_both_keys_on_one_owner)
 }
 END_TEST
 
+/* ---- MULTI/EXEC ----------------------------------------------------------------- */
+
+START_TEST(multi_exec_replies_as_redis)
+{
+    up();
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "{t}a", "1");
+    EXPECT("+QUEUED", "INCR", "{t}a");
+    EXPECT("+QUEUED", "GET", "{t}a");
+    EXPECT("+QUEUED", "APPEND", "{t}b", "x");
+    EXPECT("+QUEUED", "INCR", "{t}b"); /* an error at run time, not at queue time */
+    EXPECT("+QUEUED", "PING");
+    EXPECT("+QUEUED", "ECHO", "e");
+    EXPECT("[+OK, :2, \"2\", :1, -ERR value is not an integer or out of range, +PONG, \"e\"]",
+           "EXEC");
+    EXPECT("\"2\"", "GET", "{t}a");
+    /* errors outside and inside MULTI */
+    EXPECT("-ERR EXEC without MULTI", "EXEC");
+    EXPECT("-ERR DISCARD without MULTI", "DISCARD");
+    EXPECT("+OK", "MULTI");
+    EXPECT("-ERR MULTI calls can not be nested", "MULTI");
+    EXPECT("-ERR WATCH inside MULTI is not allowed", "WATCH", "{t}a");
+    EXPECT("[]", "EXEC"); /* neither error aborts the transaction */
+    /* only key-less commands: answered at the edge */
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "PING", "hi");
+    EXPECT("+QUEUED", "UNWATCH");
+    EXPECT("[\"hi\", +OK]", "EXEC");
+    /* a command hotkvd cannot run in a transaction: refused, and EXECABORT */
+    EXPECT("+OK", "MULTI");
+    const char *got = on(fd, "DBSIZE", NULL);
+    ck_assert_msg(strncmp(got, "-ERR Command not allowed inside a transaction", 45) == 0, "%s",
+                  got);
+    EXPECT("-EXECABORT Transaction discarded because of previous errors.", "EXEC");
+    /* RESP3: the same replies in RESP3's forms */
+    ck_assert_ptr_nonnull(on(fd, "HELLO", "3", NULL));
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "GET", "{t}a");
+    EXPECT("+QUEUED", "GET", "{t}none");
+    EXPECT("[\"2\", (nil)]", "EXEC");
+    down();
+}
+END_TEST
+
+START_TEST(execabort_applies_nothing)
+{
+    up();
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "{t}x", "1");
+    EXPECT("-ERR unknown command 'NOSUCH', with args beginning with: 'a' ", "NOSUCH", "a");
+    EXPECT("+QUEUED", "SET", "{t}y", "1");
+    EXPECT("-ERR wrong number of arguments for 'get' command", "GET");
+    EXPECT("-EXECABORT Transaction discarded because of previous errors.", "EXEC");
+    EXPECT("[(nil), (nil)]", "MGET", "{t}x", "{t}y");
+    EXPECT("-ERR EXEC without MULTI", "EXEC");
+    /* a multi-key command across owners is refused when queued */
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "{t}x", "1");
+    EXPECT(CROSSSLOT, "MSET", "h:x", "1", "x", "2");
+    EXPECT("-EXECABORT Transaction discarded because of previous errors.", "EXEC");
+    /* commands on two owners, each fine alone: EXEC is refused, nothing runs */
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "{t}x", "1");
+    EXPECT("+QUEUED", "SET", "h:x", "1");
+    EXPECT(CROSSSLOT, "EXEC");
+    EXPECT("[(nil), (nil)]", "MGET", "{t}x", "h:x");
+    EXPECT("-ERR EXEC without MULTI", "EXEC");
+    down();
+}
+END_TEST
+
+START_TEST(discard_and_reset_forget_the_transaction)
+{
+    up();
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "{t}d", "1");
+    EXPECT("+OK", "DISCARD");
+    EXPECT("(nil)", "GET", "{t}d");
+    EXPECT("-ERR EXEC without MULTI", "EXEC");
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "{t}d", "1");
+    EXPECT("+RESET", "RESET");
+    EXPECT("-ERR EXEC without MULTI", "EXEC");
+    EXPECT("(nil)", "GET", "{t}d");
+    /* WATCH, then RESET: the watch is gone (a write by another client does
+     * not abort the next transaction) */
+    int b = h_connect(d.port);
+    ck_assert_int_ge(b, 0);
+    EXPECT("+OK", "WATCH", "{t}d");
+    EXPECT("+RESET", "RESET");
+    EXPECT_ON(b, "+OK", "SET", "{t}d", "other");
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "{t}d", "mine");
+    EXPECT("[+OK]", "EXEC");
+    /* and UNWATCH */
+    EXPECT("+OK", "WATCH", "{t}d");
+    EXPECT("+OK", "UNWATCH");
+    EXPECT_ON(b, "+OK", "SET", "{t}d", "other");
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "GET", "{t}d");
+    EXPECT("[\"other\"]", "EXEC");
+    close(b);
+    down();
+}
+END_TEST
+
+START_TEST(watch_aborts_when_another_client_writes)
+{
+    up();
+    int b = h_connect(d.port);
+    ck_assert_int_ge(b, 0);
+    EXPECT("+OK", "SET", "{w}k", "0");
+    EXPECT("+OK", "WATCH", "{w}k", "{w}other");
+    EXPECT("\"0\"", "GET", "{w}k");
+    EXPECT_ON(b, "+OK", "SET", "{w}k", "theirs");
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "{w}k", "mine");
+    EXPECT("+QUEUED", "SET", "{w}side", "1");
+    EXPECT("(nil)", "EXEC");
+    EXPECT("\"theirs\"", "GET", "{w}k");
+    EXPECT("(nil)", "GET", "{w}side");
+    /* the watch is gone after EXEC: the next transaction commits */
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "{w}k", "mine");
+    EXPECT("[+OK]", "EXEC");
+    /* a key created after WATCH (absent when watched) aborts too */
+    EXPECT("+OK", "WATCH", "{w}new");
+    EXPECT_ON(b, "+OK", "SET", "{w}new", "x");
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "DEL", "{w}new");
+    EXPECT("(nil)", "EXEC");
+    /* a delete of a watched key too */
+    EXPECT("+OK", "WATCH", "{w}new");
+    EXPECT_ON(b, ":1", "DEL", "{w}new");
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "{w}new", "y");
+    EXPECT("(nil)", "EXEC");
+    EXPECT("(nil)", "GET", "{w}new");
+    /* no write in between: it commits, also for a key-less transaction */
+    EXPECT("+OK", "WATCH", "{w}k");
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "PING");
+    EXPECT("[+PONG]", "EXEC");
+    EXPECT("+OK", "WATCH", "{w}k");
+    EXPECT_ON(b, "+OK", "SET", "{w}k", "again");
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "PING");
+    EXPECT("(nil)", "EXEC");
+    EXPECT("+OK", "WATCH", "{w}k");
+    EXPECT("+OK", "MULTI");
+    EXPECT("[]", "EXEC");
+    /* watched keys on two owners with the transaction: CROSSSLOT */
+    EXPECT(CROSSSLOT, "WATCH", "h:w", "w");
+    EXPECT("+OK", "WATCH", "h:w");
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "{w}k", "z");
+    EXPECT(CROSSSLOT, "EXEC");
+    EXPECT("\"again\"", "GET", "{w}k");
+    close(b);
+    down();
+}
+END_TEST
+
+START_TEST(pipelined_watch_multi_exec)
+{
+    up();
+    /* WATCH's versions are read before the rest is run: one round trip */
+    const char req[] = "*2\r\n$5\r\nWATCH\r\n$4\r\n{p}k\r\n*1\r\n$5\r\nMULTI\r\n"
+                       "*3\r\n$3\r\nSET\r\n$4\r\n{p}k\r\n$1\r\n1\r\n"
+                       "*2\r\n$4\r\nINCR\r\n$4\r\n{p}k\r\n"
+                       "*1\r\n$4\r\nEXEC\r\n";
+    for (int i = 0; i < 20; i++) {
+        ck_assert_int_eq(h_send(fd, req, sizeof(req) - 1), 0);
+        const char *want[] = {"+OK", "+OK", "+QUEUED", "+QUEUED", "[+OK, :2]"};
+        for (int k = 0; k < 5; k++) {
+            struct h_reply *r = h_read(fd);
+            ck_assert_ptr_nonnull(r);
+            char got[256] = "";
+            show(r->v, got, sizeof(got));
+            h_free(r);
+            ck_assert_msg(strcmp(got, want[k]) == 0, "round %d reply %d: %s", i, k, got);
+        }
+    }
+    down();
+}
+END_TEST
+
+/* Client b runs MULTI INCR a INCR b EXEC over and over while client a reads
+ * both keys in transactions: every read sees them equal. */
+START_TEST(transaction_is_atomic_for_other_clients)
+{
+    up();
+    int a, b;
+    ck_assert_int_eq(h_edge_pair(&d, &a, &b), 0);
+    EXPECT_ON(a, "+OK", "MSET", "{at}a", "0", "{at}b", "0");
+    const char inc[] = "*1\r\n$5\r\nMULTI\r\n*2\r\n$4\r\nINCR\r\n$5\r\n{at}a\r\n"
+                       "*2\r\n$4\r\nINCR\r\n$5\r\n{at}b\r\n*1\r\n$4\r\nEXEC\r\n";
+    const char rd[] = "*1\r\n$5\r\nMULTI\r\n*2\r\n$3\r\nGET\r\n$5\r\n{at}a\r\n"
+                      "*2\r\n$3\r\nGET\r\n$5\r\n{at}b\r\n*1\r\n$4\r\nEXEC\r\n";
+    int reads = 0;
+    int64_t end = h_now_ms() + 3000;
+    for (int i = 0; i < 300 && h_now_ms() < end; i++) {
+        ck_assert_int_eq(h_send(b, inc, sizeof(inc) - 1), 0); /* not waited for yet */
+        ck_assert_int_eq(h_send(a, rd, sizeof(rd) - 1), 0);
+        for (int k = 0; k < 4; k++) {
+            struct h_reply *r = h_read(a);
+            ck_assert_ptr_nonnull(r);
+            if (k == 3) {
+                ck_assert_msg(r->v->type == RESP_ARRAY && r->v->n == 2, "%s", r->raw);
+                ck_assert_msg(r->v->elems[0].len == r->v->elems[1].len &&
+                                  memcmp(r->v->elems[0].str, r->v->elems[1].str,
+                                         r->v->elems[0].len) == 0,
+                              "a transaction was seen half done: %s", r->raw);
+                reads++;
+            }
+            h_free(r);
+        }
+        for (int k = 0; k < 4; k++) {
+            struct h_reply *r = h_read(b);
+            ck_assert_ptr_nonnull(r);
+            h_free(r);
+        }
+    }
+    ck_assert_int_gt(reads, 20);
+    EXPECT_ON(a, "+PONG", "PING");
+    close(a);
+    close(b);
+    down();
+}
+END_TEST
+
+START_TEST(queue_bounds_discard_the_transaction)
+{
+    up_with("multi-max-commands 5\nmulti-max-bytes 1kb\n");
+    EXPECT("+OK", "MULTI");
+    for (int i = 0; i < 5; i++)
+        EXPECT("+QUEUED", "INCR", "{q}n");
+    const char *got = on(fd, "INCR", "{q}n", NULL);
+    ck_assert_msg(strstr(got, "-ERR Transaction discarded: more than 5 commands queued") == got,
+                  "%s", got);
+    EXPECT("+QUEUED", "INCR", "{q}n"); /* still in MULTI, nothing kept */
+    EXPECT("-EXECABORT Transaction discarded because of previous errors.", "EXEC");
+    EXPECT("(nil)", "GET", "{q}n");
+    char big[2000];
+    memset(big, 'v', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    EXPECT("+OK", "MULTI");
+    got = on(fd, "SET", "{q}n", big, NULL);
+    ck_assert_msg(strstr(got, "-ERR Transaction discarded: more than 1024 bytes queued") == got,
+                  "%s", got);
+    EXPECT("-EXECABORT Transaction discarded because of previous errors.", "EXEC");
+    EXPECT("(nil)", "GET", "{q}n");
+    /* the bound is per transaction: the next one is fine */
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "INCR", "{q}n");
+    EXPECT("[:1]", "EXEC");
+    down();
+}
+END_TEST
+
+START_TEST(durable_writes_of_a_transaction_commit_together)
+{
+    up();
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "d:{acct}a", "100");
+    EXPECT("+QUEUED", "SET", "d:{acct}b", "200");
+    EXPECT("+QUEUED", "INCRBY", "d:{acct}a", "-50");
+    EXPECT("+QUEUED", "INCRBY", "d:{acct}b", "50");
+    EXPECT("[+OK, +OK, :50, :250]", "EXEC");
+    /* acknowledged means committed: they survive a restart */
+    close(fd);
+    fd = -1;
+    ck_assert_int_eq(WEXITSTATUS(h_halt(&d)), 0);
+    ck_assert_int_eq(h_restart(&d), 0);
+    fd = h_connect(d.port);
+    ck_assert_int_ge(fd, 0);
+    EXPECT("[\"50\", \"250\"]", "MGET", "d:{acct}a", "d:{acct}b");
+    down();
+}
+END_TEST
+
+/* ---- redis-py ------------------------------------------------------------------- */
+
+START_TEST(redis_py_pipeline_and_transaction_helper)
+{
+    if (access("/usr/bin/python3", X_OK) != 0 ||
+        system("/usr/bin/python3 -c 'import redis' >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "SKIP redis-py: /usr/bin/python3 with redis not installed\n");
+        return;
+    }
+    up();
+    char port[16], script[4096], out[1 << 14];
+    snprintf(port, sizeof(port), "%d", d.port);
+    ck_assert_ptr_nonnull(realpath("tests/integration/py/redis_py_tx.py", script));
+    char *argv[] = {"/usr/bin/python3", script, port, NULL};
+    int rc = h_run(argv, NULL, out, sizeof(out), 60000);
+    ck_assert_msg(rc == 0, "redis-py transactions failed (%d): %s", rc, out);
+    ck_assert_ptr_nonnull(strstr(out, "redis-py transactions passed"));
+    down();
+}
+END_TEST
+
 /* ---- against redis-server --------------------------------------------------------- */
 
 static pid_t redis_start(int port)
@@ -356,7 +661,8 @@ START_TEST(replies_match_redis_server)
         {"SUBSTR", "{c}s", "0", "-40"}, {"GETRANGE", "{c}s", "x", "1"},
         {"SETBIT", "{c}b", "100", "1"}, {"SETBIT", "{c}b", "100", "x"},
         {"SETBIT", "{c}b", "-1", "1"}, {"GETBIT", "{c}b", "100"}, {"GETBIT", "{c}b", "abc"},
-        {"BITCOUNT", "{c}s"}, {"BITCOUNT", "{c}s", "1", "-2"}, {"BITCOUNT", "{c}s", "5", "30", "BIT"},
+        {"BITCOUNT", "{c}s"}, {"BITCOUNT", "{c}s", "1", "-2"},
+        {"BITCOUNT", "{c}s", "5", "30", "BIT"},
         {"BITCOUNT", "{c}s", "1"}, {"BITPOS", "{c}b", "1"}, {"BITPOS", "{c}b", "0", "2"},
         {"BITPOS", "{c}s", "0", "1", "3", "BIT"}, {"BITPOS", "{c}s", "3"},
         {"INCRBYFLOAT", "{c}f", "1.1"}, {"INCRBYFLOAT", "{c}f", "1e3"},
@@ -365,13 +671,18 @@ START_TEST(replies_match_redis_server)
         {"MSETNX", "{c}m1", "1", "{c}m2", "2"}, {"MSETNX", "{c}m1", "1", "{c}m3", "3"},
         {"RENAME", "{c}m1", "{c}m4"}, {"RENAME", "{c}none", "{c}m5"}, {"RENAME", "{c}m4", "{c}m4"},
         {"RENAMENX", "{c}m4", "{c}m2"}, {"RENAMENX", "{c}m4", "{c}m6"},
-        {"COPY", "{c}m6", "{c}m7"}, {"COPY", "{c}m6", "{c}m7"}, {"COPY", "{c}m6", "{c}m7", "REPLACE"},
+        {"COPY", "{c}m6", "{c}m7"}, {"COPY", "{c}m6", "{c}m7"},
+        {"COPY", "{c}m6", "{c}m7", "REPLACE"},
         {"COPY", "{c}m6", "{c}m6"},
         {"COPY", "{c}m6", "{c}m8", "BOGUS"},
         {"TOUCH", "{c}m6", "{c}m7", "{c}none"}, {"EXPIRETIME", "{c}m6"}, {"PEXPIRETIME", "{c}none"},
         {"LCS", "{c}s", "{c}m6"}, {"LCS", "{c}s", "{c}s", "LEN"},
         {"LCS", "{c}s", "{c}s", "IDX", "MINMATCHLEN", "3", "WITHMATCHLEN"},
         {"LCS", "{c}s", "{c}s", "BOGUS"},
+        {"MULTI"}, {"GET", "{c}s"}, {"INCR", "{c}s"}, {"SETRANGE", "{c}s", "0", "ab"}, {"EXEC"},
+        {"MULTI"}, {"EXEC"}, {"EXEC"}, {"DISCARD"}, {"MULTI"}, {"MULTI"}, {"NOSUCH"}, {"EXEC"},
+        {"WATCH", "{c}s"}, {"MULTI"}, {"WATCH", "{c}s"}, {"PING"}, {"EXEC"},
+        {"UNWATCH"}, {"MULTI"}, {"SET", "{c}z", "1"}, {"EXEC", "x"}, {"EXEC"}, {"GET", "{c}z"},
     };
     for (size_t i = 0; i < sizeof(script) / sizeof(script[0]); i++) {
         int n = 0;
@@ -406,6 +717,15 @@ Suite *tx_suite(void)
         {"computed_reads", computed_reads_answer_as_redis},
         {"computed_ryw", computed_reads_see_the_clients_own_writes},
         {"lcs_crossslot", lcs_needs_both_keys_on_one_owner},
+        {"multi_exec", multi_exec_replies_as_redis},
+        {"execabort", execabort_applies_nothing},
+        {"discard_reset", discard_and_reset_forget_the_transaction},
+        {"watch", watch_aborts_when_another_client_writes},
+        {"pipelined_watch", pipelined_watch_multi_exec},
+        {"atomic", transaction_is_atomic_for_other_clients},
+        {"bounds", queue_bounds_discard_the_transaction},
+        {"durable", durable_writes_of_a_transaction_commit_together},
+        {"redis_py", redis_py_pipeline_and_transaction_helper},
         {"vs_redis", replies_match_redis_server},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
