@@ -82,6 +82,7 @@ struct conn {
     struct op *ops;               /* ops answering this client (edge_op.c) */
     uint32_t writes_inflight;     /* its write ops not finished */
     struct edge_tx *tx;           /* MULTI and WATCH state, NULL until used (edge_tx.c) */
+    int watching;                 /* it WATCHes keys: its reads ask the owner (edge_tx.c) */
 };
 
 /* What the layers above plug into every connection (set before the edge

@@ -297,7 +297,10 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
 static void multi_read(struct conn *c, enum cmd_id cmd, const struct read2_calc *calc, int n,
                        const struct resp_slice *keys)
 {
-    if (c->e->cache != NULL && c->writes_inflight == 0 && multi_from_cache(c, cmd, calc, n, keys))
+    /* behind the client's writes, or while it WATCHes keys: the owners
+     * (edge_read.c) */
+    if (c->e->cache != NULL && c->writes_inflight == 0 && !c->watching &&
+        multi_from_cache(c, cmd, calc, n, keys))
         return;
     struct op *op = op_new(c, cmd == CMD_EXISTS ? &exists_ops : &mget_ops, cmd_get(cmd)->name);
     if (op == NULL)

@@ -67,9 +67,11 @@
  *
  * Order within one client: a client that pipelines "SET k v; GET k" must see
  * its write.  While a client has a write in flight, its reads of one key go
- * to the owner on the WRITE link, behind its writes (the one case where a
- * read does not look at the segment first, because the segment cannot yet
- * hold that client's write).
+ * to the owner on the WRITE link, behind its writes (a case where a read
+ * does not look at the segment first, because the segment cannot yet hold
+ * that client's write).  The other case: while a client WATCHes keys, its
+ * reads ask the owner (read-modify-write under WATCH must read values no
+ * older than the versions WATCH read: edge_tx.h).
  */
 #include "server/edge/edge_read.h"
 
@@ -324,8 +326,11 @@ static void read_key(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
                      const struct resp_slice *key)
 {
     struct edge *e = c->e;
-    if (c->writes_inflight > 0) {
-        /* Behind this client's writes, on the write link: no flight. */
+    if (c->writes_inflight > 0 || c->watching) {
+        /* Behind this client's writes, on the write link, or, while it
+         * WATCHes keys, from the owner (no cache, no flight): a value older
+         * than the version WATCH read would let its transaction commit over
+         * a write it never saw.  No flight. */
         struct op *op = key_op(c, &one_ops, cmd, k, key);
         if (op == NULL)
             return;

@@ -65,8 +65,10 @@ static void queue_clear(struct edge_tx *tx)
     }
 }
 
-static void unwatch(struct edge_tx *tx)
+static void unwatch(struct conn *c)
 {
+    struct edge_tx *tx = c->tx;
+    c->watching = 0;
     buf_reset(&tx->wbytes);
     buf_shrink(&tx->wbytes, TX_KEEP);
     tx->nwatch = 0;
@@ -82,7 +84,7 @@ void edge_tx_end(struct conn *c)
         return;
     queue_clear(tx);
     tx->multi = tx->dirty = tx->full = 0;
-    unwatch(tx);
+    unwatch(c);
 }
 
 void edge_tx_conn_gone(struct conn *c)
@@ -354,6 +356,7 @@ void edge_cmd_watch(struct conn *c, int argc, const struct resp_slice *argv)
     WA(op)->gen = tx->gen;
     WA(op)->first = tx->nwatch;
     tx->watch_pending++; /* watch_end balances it, whatever happens next */
+    c->watching = 1;     /* its reads ask the owner until the list is cleared */
     for (int i = 1; i < argc; i++) {
         tx->watch[tx->nwatch++] = (struct tx_watch){buf_unread(&tx->wbytes), argv[i].len, 0, 0};
         buf_append(&tx->wbytes, argv[i].p, argv[i].len);
@@ -370,6 +373,6 @@ void edge_cmd_watch(struct conn *c, int argc, const struct resp_slice *argv)
 void edge_cmd_unwatch(struct conn *c, int argc, const struct resp_slice *argv)
 {
     if (c->tx != NULL)
-        unwatch(c->tx);
+        unwatch(c);
     resp_add_simple(&c->out, "OK");
 }

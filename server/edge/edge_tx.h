@@ -27,9 +27,12 @@
  * then, so a pipelined "WATCH k; MULTI; ...; EXEC" sees them.  A WATCH
  * whose version could not be read (owner unreachable) is answered with the
  * error, and the next EXEC fails (nil): a transaction never commits over a
- * version it does not know.  Keys watched together must live on one owner
- * (-CROSSSLOT), as must everything an EXEC touches.  EXEC, DISCARD, RESET,
- * UNWATCH and the connection's end forget the list.
+ * version it does not know.  While a connection watches keys its reads go
+ * to the owners, not the colo cache (c->watching, edge_read.c): a cached
+ * value may be older than the version WATCH read, and a read-modify-write
+ * over it would commit over a write it never saw.  Keys watched together
+ * must live on one owner (-CROSSSLOT), as must everything an EXEC touches.
+ * EXEC, DISCARD, RESET, UNWATCH and the connection's end forget the list.
  *
  * The state lives in c->tx, made at the connection's first MULTI or WATCH
  * and freed with it (edge_tx_conn_gone).  Its fields are this module's;

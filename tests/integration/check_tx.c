@@ -480,6 +480,34 @@ START_TEST(watch_aborts_when_another_client_writes)
 }
 END_TEST
 
+/* Reads after WATCH must not be older than the versions WATCH read: the
+ * colo cache may still hold a value another colo (or another edge, for a
+ * moment) has overwritten, and a read-modify-write over that value would
+ * commit over a write it never saw (a lost update). */
+START_TEST(reads_after_watch_are_not_older_than_the_watch)
+{
+    /* two colos of one edge each, no pushes: colo A's cache keeps the old
+     * value after colo B's write */
+    up_with("colos 2\nedge-workers 1\nowner-push no\n");
+    int a, b;
+    ck_assert_int_eq(h_edge_pair(&d, &a, &b), 0);
+    EXPECT_ON(a, "+OK", "SET", "{rw}n", "10");
+    EXPECT_ON(a, "\"10\"", "GET", "{rw}n"); /* cached in colo A (fresh 10s) */
+    EXPECT_ON(b, ":11", "INCR", "{rw}n");
+    EXPECT_ON(a, "+OK", "WATCH", "{rw}n");
+    EXPECT_ON(a, "\"11\"", "GET", "{rw}n");
+    EXPECT_ON(a, "\"1\"", "GETRANGE", "{rw}n", "1", "1");
+    EXPECT_ON(a, "[\"11\"]", "MGET", "{rw}n");
+    EXPECT_ON(a, "+OK", "MULTI");
+    EXPECT_ON(a, "+QUEUED", "SET", "{rw}n", "12");
+    EXPECT_ON(a, "[+OK]", "EXEC");
+    EXPECT_ON(b, "\"12\"", "GET", "{rw}n");
+    close(a);
+    close(b);
+    down();
+}
+END_TEST
+
 START_TEST(pipelined_watch_multi_exec)
 {
     up();
@@ -613,6 +641,9 @@ START_TEST(redis_py_pipeline_and_transaction_helper)
     ck_assert_ptr_nonnull(realpath("tests/integration/py/redis_py_tx.py", script));
     char *argv[] = {"/usr/bin/python3", script, port, NULL};
     int rc = h_run(argv, NULL, out, sizeof(out), 60000);
+    for (char *p = out; *p != '\0'; p++)
+        if (*p == '\n')
+            *p = '|'; /* Check prints one line */
     ck_assert_msg(rc == 0, "redis-py transactions failed (%d): %s", rc, out);
     ck_assert_ptr_nonnull(strstr(out, "redis-py transactions passed"));
     down();
@@ -721,6 +752,7 @@ Suite *tx_suite(void)
         {"execabort", execabort_applies_nothing},
         {"discard_reset", discard_and_reset_forget_the_transaction},
         {"watch", watch_aborts_when_another_client_writes},
+        {"watch_reads", reads_after_watch_are_not_older_than_the_watch},
         {"pipelined_watch", pipelined_watch_multi_exec},
         {"atomic", transaction_is_atomic_for_other_clients},
         {"bounds", queue_bounds_discard_the_transaction},

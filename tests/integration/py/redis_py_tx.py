@@ -107,8 +107,13 @@ def locking(port):
     check("aborted write not applied", r.get("{ctr}:n"), b"other")
 
 
+KEYS = ["draw:today", "{acct:1}:a", "{acct:1}:b", "{acct:1}:s", "{acct:1}:f", "{acct:1}:t",
+        "h:{acct:1}:a", "{u:7}:name", "{u:7}:mail", "{u:7}:nick", "{r3}:a", "{ctr}:n"]
+
+
 def main():
     port = int(sys.argv[1])
+    redis.Redis(port=port).delete(*KEYS)  # a fresh start, run after run
     readme_example(port)
     pipelines(redis.Redis(port=port))
     r3 = None
