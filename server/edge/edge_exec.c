@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/core/clock.h"
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_cmd.h"
@@ -74,6 +75,18 @@ static int owner_of_all(struct conn *c, const struct edge_tx *tx, struct owner_r
         if (edge_same_owner(c->e, buf_head(&tx->wbytes) + w->off, w->len, o, err) != 0)
             return -1;
     }
+    return 0;
+}
+
+/* 1 if a watched key's deadline has passed since WATCH read it: it
+ * expired (or was written since, which fails the EXEC anyway), and Redis
+ * 7.0 fails the EXEC of a watched key that expired. */
+static int watched_key_expired(const struct edge_tx *tx)
+{
+    int64_t now = clock_unix_ms();
+    for (uint32_t i = 0; i < tx->nwatch; i++)
+        if (tx->watch[i].expire_at != 0 && tx->watch[i].expire_at <= now)
+            return 1;
     return 0;
 }
 
@@ -339,7 +352,7 @@ void edge_cmd_exec(struct conn *c, int argc, const struct resp_slice *argv)
         reply_error(c, "EXECABORT Transaction discarded because of previous errors.");
     } else if (owner_of_all(c, tx, &o, &err) != 0) {
         reply_error(c, err);
-    } else if (tx->watch_pending > 0 || tx->watch_failed) {
+    } else if (tx->watch_pending > 0 || tx->watch_failed || watched_key_expired(tx)) {
         /* a version not known cannot be compared: never commit over it */
         resp_add_null_array(&c->out, c->proto);
     } else if (o == NULL) {

@@ -273,11 +273,13 @@ static struct edge_tx *watch_list(struct op *op)
 static void watch_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
     uint64_t version;
-    if (m->type == WIRE_VALUE)
+    int64_t expire_at = 0;
+    if (m->type == WIRE_VALUE) {
         version = m->u.value.stamp;
-    else if (m->type == WIRE_NOTFOUND)
+        expire_at = (int64_t)m->u.value.expire_ms;
+    } else if (m->type == WIRE_NOTFOUND) {
         version = m->u.notfound.stamp;
-    else {
+    } else {
         op_error(op, "ERR unexpected answer from the owner");
         return;
     }
@@ -287,6 +289,7 @@ static void watch_answer(struct op *op, struct oreq *r, const struct wire_msg *m
         return;
     struct tx_watch *w = &tx->watch[WA(op)->first + op->kidx[r->k0]];
     w->version = version;
+    w->expire_at = expire_at;
     w->known = 1;
 }
 
@@ -358,7 +361,8 @@ void edge_cmd_watch(struct conn *c, int argc, const struct resp_slice *argv)
     tx->watch_pending++; /* watch_end balances it, whatever happens next */
     c->watching = 1;     /* its reads ask the owner until the list is cleared */
     for (int i = 1; i < argc; i++) {
-        tx->watch[tx->nwatch++] = (struct tx_watch){buf_unread(&tx->wbytes), argv[i].len, 0, 0};
+        tx->watch[tx->nwatch++] =
+            (struct tx_watch){buf_unread(&tx->wbytes), argv[i].len, 0, 0, 0};
         buf_append(&tx->wbytes, argv[i].p, argv[i].len);
     }
     if (op_copy_keys(op, n, argv + 1, 1, NULL) != 0 ||

@@ -24,7 +24,9 @@
  * hands the list to the owner, which runs the transaction only if no
  * version changed, else EXEC answers nil.  WATCH answers OK once the
  * versions are known, and the connection's next requests are read only
- * then, so a pipelined "WATCH k; MULTI; ...; EXEC" sees them.  A WATCH
+ * then, so a pipelined "WATCH k; MULTI; ...; EXEC" sees them.  As in Redis
+ * 7.0, a watched key whose deadline (read with its version) has passed by
+ * EXEC fails the EXEC too: it expired, or was written since.  A WATCH
  * whose version could not be read (owner unreachable) is answered with the
  * error, and the next EXEC fails (nil): a transaction never commits over a
  * version it does not know.  While a connection watches keys its reads go
@@ -66,6 +68,7 @@ struct tx_cmd {
 struct tx_watch {
     size_t off, len;
     uint64_t version;
+    int64_t expire_at;            /* its deadline when watched (unix ms), 0 = none or absent */
     int known;                    /* the version was read */
 };
 

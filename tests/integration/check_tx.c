@@ -508,6 +508,34 @@ START_TEST(reads_after_watch_are_not_older_than_the_watch)
 }
 END_TEST
 
+/* Redis 7.0: a watched key that expires before EXEC fails the EXEC, as a
+ * write would. */
+START_TEST(watched_key_that_expires_fails_the_exec)
+{
+    up();
+    EXPECT("+OK", "SET", "{x}k", "v", "PX", "200");
+    EXPECT("+OK", "WATCH", "{x}k");
+    h_sleep_ms(500);
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "{x}side", "1");
+    EXPECT("(nil)", "EXEC");
+    EXPECT("(nil)", "GET", "{x}side");
+    /* a key with a deadline still ahead does not */
+    EXPECT("+OK", "SET", "{x}k", "v", "PX", "60000");
+    EXPECT("+OK", "WATCH", "{x}k");
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "SET", "{x}side", "1");
+    EXPECT("[+OK]", "EXEC");
+    /* nor one absent when watched (it stays absent) */
+    EXPECT("+OK", "WATCH", "{x}none");
+    h_sleep_ms(50);
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "GET", "{x}none");
+    EXPECT("[(nil)]", "EXEC");
+    down();
+}
+END_TEST
+
 START_TEST(pipelined_watch_multi_exec)
 {
     up();
@@ -753,6 +781,7 @@ Suite *tx_suite(void)
         {"discard_reset", discard_and_reset_forget_the_transaction},
         {"watch", watch_aborts_when_another_client_writes},
         {"watch_reads", reads_after_watch_are_not_older_than_the_watch},
+        {"watch_expiry", watched_key_that_expires_fails_the_exec},
         {"pipelined_watch", pipelined_watch_multi_exec},
         {"atomic", transaction_is_atomic_for_other_clients},
         {"bounds", queue_bounds_discard_the_transaction},
