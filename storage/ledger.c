@@ -534,6 +534,8 @@ int ledger_load(struct ledger *l, const struct persist_row *row, struct ledger_c
         return HKV_EEXIST;
     struct ledger_put_args a = {.val = row->val, .vlen = row->vlen, .tomb = row->tombstone != 0,
                          .stamp = stamp, .class_id = row->class_id};
+    if (row->stamp < l->flush_floor)
+        a.tomb = 1; /* written before a FLUSHALL the file has not applied yet */
     if (!a.tomb && row->expire_at_ms != 0) {
         struct ledger_expiry x = {LEDGER_EXP_ABS, row->expire_at_ms};
         if (ledger_deadline(x, now, &a.expire_mono, &a.expire_wall)) {

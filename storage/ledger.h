@@ -216,6 +216,17 @@ int ledger_rmw(struct ledger *l, const char *key, size_t klen, uint16_t class_id
                ledger_rmw_fn fn, void *arg, struct ledger_clock now, int *changed,
                hkv_stamp *version);
 
+/* FLUSHALL: every key goes.  Resident entries are freed; the returned
+ * *version (newer than anything issued) becomes the read floor (a missing
+ * key reports it, so caches order the flush after every earlier write) and
+ * the flush floor: a row older than it that is loaded later (from a file the
+ * flush has not reached yet) is taken as deleted.  The caller makes the
+ * flush durable with a persist batch whose flush_below is *version.
+ * HKV_OK. */
+int ledger_flush(struct ledger *l, struct ledger_clock now, hkv_stamp *version);
+/* Recovery: the flush floor the file recorded (persister_flush_floor). */
+void ledger_set_flush_floor(struct ledger *l, hkv_stamp floor);
+
 /* RENAME / RENAMENX / COPY within this ledger: dst gets src's value and
  * deadline under class dst_class; without LEDGER_MOVE_COPY src becomes a
  * tombstone.  LEDGER_MOVE_NX (RENAMENX, COPY without REPLACE): nothing when dst

@@ -57,6 +57,7 @@ struct ledger {
     uint64_t tombstone_ttl_ms;
     struct hlc clock;       /* issues every version (ledger.h, "Versions") */
     hkv_stamp floor;        /* ledger_set_floor: the least version a read reports */
+    hkv_stamp flush_floor;  /* ledger_flush: a stored row older than this is deleted */
     struct dnode pending;   /* dirty, not handed to the persister (oldest first) */
     struct dnode inflight;  /* dirty, this stamp handed to the persister */
     char *held;             /* a replaced value kept alive for a SET GET reply */

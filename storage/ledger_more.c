@@ -103,3 +103,30 @@ int ledger_move(struct ledger *l, const char *src, size_t slen, const char *dst,
     ledger_after_write(l);
     return HKV_OK;
 }
+
+int ledger_flush(struct ledger *l, struct ledger_clock now, hkv_stamp *version)
+{
+    ledger_release_held(l);
+    hkv_stamp v = ledger_next_version(l, NULL, now);
+    for (int ti = 0; ti < 2; ti++) {
+        struct ltable *t = &l->t[ti];
+        for (size_t i = 0; i < t->size; i++)
+            while (t->b[i] != NULL)
+                ledger_drop(l, t, &t->b[i]);
+    }
+    if (v > l->floor)
+        l->floor = v;
+    if (v > l->flush_floor)
+        l->flush_floor = v;
+    l->st.writes++;
+    *version = v;
+    return HKV_OK;
+}
+
+void ledger_set_flush_floor(struct ledger *l, hkv_stamp floor)
+{
+    if (floor > l->flush_floor)
+        l->flush_floor = floor;
+    if (floor > l->floor)
+        l->floor = floor;
+}

@@ -584,3 +584,43 @@ int pdb_rc_fatal(int rc)
         return 1;
     }
 }
+
+int pdb_flush_below(struct pdb *d, hkv_stamp floor)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(d->db, "DELETE FROM kv WHERE stamp < ?1", -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, (sqlite3_int64)floor);
+        rc = sqlite3_step(s);
+        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(d->db,
+                                "INSERT INTO meta(name, value) VALUES('flush_floor', ?1) "
+                                "ON CONFLICT(name) DO UPDATE SET value=max(value, excluded.value)",
+                                -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, (sqlite3_int64)floor);
+        rc = sqlite3_step(s);
+        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int pdb_flush_floor(struct pdb *d, hkv_stamp *floor)
+{
+    sqlite3_stmt *s = NULL;
+    *floor = 0;
+    int rc = sqlite3_prepare_v2(d->db, "SELECT value FROM meta WHERE name='flush_floor'", -1, &s,
+                                NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        *floor = (hkv_stamp)sqlite3_column_int64(s, 0);
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    sqlite3_finalize(s);
+    return rc;
+}

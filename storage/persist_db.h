@@ -72,6 +72,12 @@ void pdb_get_done(struct pdb *d);
 
 /* DELETE tombstones with stamp < horizon, in its own transaction. */
 int pdb_purge(struct pdb *d, hkv_stamp horizon, uint64_t *deleted);
+/* FLUSHALL inside the open transaction: deletes every row whose stamp is
+ * below `floor` and records the floor in meta (name 'flush_floor'), so a
+ * reader or a recovery can refuse a row below it. */
+int pdb_flush_below(struct pdb *d, hkv_stamp floor);
+/* The recorded flush floor, 0 if none (a read on any connection). */
+int pdb_flush_floor(struct pdb *d, hkv_stamp *floor);
 /* PRAGMA wal_checkpoint(TRUNCATE); SQLITE_BUSY if a reader kept it from
  * finishing. */
 int pdb_checkpoint(struct pdb *d);

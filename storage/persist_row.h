@@ -31,6 +31,9 @@ struct persist_batch {
     struct persist_row *rows;
     size_t n, cap;
     int durable;          /* commit before acknowledging (synchronous=FULL) */
+    hkv_stamp flush_below;/* FLUSHALL: first delete every row with an older stamp and
+                           * record the floor (meta flush_floor) in the same
+                           * transaction; 0 = none */
     uint64_t id;          /* assigned by the owner, echoed when done */
     int status;           /* hkv_status, set by the persister when done */
     int64_t commit_ms;    /* how long the commit took, set when done */

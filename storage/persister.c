@@ -116,7 +116,7 @@ static void commit_list(struct persister *p, struct persist_batch *list)
     int full = 0, rc = SQLITE_OK, status, attempted = 0;
 
     for (struct persist_batch *b = list; b != NULL; b = b->next)
-        full |= b->durable;
+        full |= b->durable || b->flush_below != 0;
     if (!full &&
         t0 - p->last_sync_ms >= (int64_t)atomic_load_explicit(&p->interval_ms, memory_order_relaxed))
         full = 1;
@@ -129,6 +129,8 @@ static void commit_list(struct persister *p, struct persist_batch *list)
     if ((rc = pdb_set_sync(&p->w, full)) != SQLITE_OK || (rc = pdb_begin(&p->w)) != SQLITE_OK)
         goto failed;
     for (struct persist_batch *b = list; b != NULL; b = b->next) {
+        if (b->flush_below != 0 && (rc = pdb_flush_below(&p->w, b->flush_below)) != SQLITE_OK)
+            goto failed;
         for (size_t i = 0; i < b->n; i++) {
             const struct persist_row *r = &b->rows[i];
             int applied;
@@ -431,6 +433,16 @@ int persister_load(struct persister *p, persister_load_fn fn, void *arg)
     if (ck != SQLITE_OK && ck != SQLITE_BUSY && ck != SQLITE_LOCKED)
         return HKV_EIO;
     return pdb_scan(&p->w, fn, arg);
+}
+
+int persister_flush_floor(struct persister *p, hkv_stamp *floor)
+{
+    pthread_mutex_lock(&p->mu);
+    int started = p->started || p->stopping;
+    pthread_mutex_unlock(&p->mu);
+    if (started)
+        return HKV_EINVAL;
+    return pdb_status(pdb_flush_floor(&p->w, floor));
 }
 
 int persister_start(struct persister *p)

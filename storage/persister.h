@@ -140,6 +140,11 @@ int persister_create(struct persister **out, const char *path,
 typedef int (*persister_load_fn)(void *arg, const struct persist_row *row);
 int persister_load(struct persister *p, persister_load_fn fn, void *arg);
 
+/* The floor of the last FLUSHALL committed to this file (a batch's
+ * flush_below), 0 if none: rows below it are gone, and a row a reader
+ * returns below it is a deleted key.  Only before persister_start.
+ * HKV_OK / HKV_EIO / HKV_EINVAL. */
+int persister_flush_floor(struct persister *p, hkv_stamp *floor);
 /* Starts the writer and reader threads (they block every signal, so
  * handlers run on the caller's threads).  HKV_OK; HKV_EINVAL if already
  * started or stopped; HKV_ENOMEM if a thread cannot be created (then the

@@ -33,7 +33,8 @@
  * The work is bounded by the request: the decoder bounds a CALL's args and
  * an EXEC's watches + args by max_items and the frame by wire-max-frame, and
  * each command's cost by its arguments (LCS by proto-max-bulk-len, as in
- * Redis).  A reply that would not fit in a frame is replaced by an error.
+ * Redis), and memory by the frame: a command whose reply would pass half a
+ * frame answers an error instead (its writes, if any, stay applied).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,20 @@ static int watch_broken(struct owner *o, const struct job *j)
     return 0;
 }
 
+/* The error element of a command that could not answer. */
+static const char *why(int rc)
+{
+    switch (rc) {
+    case HKV_ETOOBIG:
+        return "ERR the reply is larger than wire-max-frame allows";
+    case HKV_EAGAIN:
+        return "ERR a key of the transaction left memory before this command ran "
+               "(maxmemory); the commands before it applied";
+    default:
+        return "OOM owner out of memory running this command";
+    }
+}
+
 /* Runs the commands into body (an EXEC: one element each).  HKV_OK, or
  * HKV_EAGAIN (parked: nothing was changed) or HKV_ENOMEM (nothing was
  * changed: answer an error). */
@@ -146,19 +161,18 @@ static int run(struct ocmd *c, const struct job *j, struct olink *l, const char 
         }
         size_t mark = buf_unread(c->out);
         int rc = d->fn(c, d, argv, argc);
+        if (rc == HKV_OK && c->max_reply != 0 && buf_unread(c->out) > c->max_reply)
+            rc = HKV_ETOOBIG; /* a reply not made by ocmd_bulk (LCS, GETRANGE) */
         if (rc == HKV_OK)
             continue;
         c->out->len = c->out->off + mark; /* drop what the command had appended */
         c->status = HKV_OK;
-        if (c->nchanges == 0) {
+        if (c->nchanges == 0 && rc != HKV_ETOOBIG) {
             if (rc == HKV_EAGAIN)
                 owner_park(c->o, l, c->missing.p, c->missing.len, payload, plen);
             return rc == HKV_EAGAIN ? HKV_EAGAIN : HKV_ENOMEM;
         }
-        resp_add_error(c->out, rc == HKV_EAGAIN
-                                   ? "ERR a key of the transaction left memory before this "
-                                     "command ran (maxmemory); the commands before it applied"
-                                   : "OOM owner out of memory running this command");
+        resp_add_error(c->out, why(rc));
     }
     return HKV_OK;
 }
@@ -173,7 +187,7 @@ static void conclude(struct owner *o, struct olink *l, const struct job *j, stru
         keybytes += c->changes[i].key.len + 16;
     if (buf_unread(reply) + keybytes + FRAME_SLACK > (size_t)o->ctx->cfg->wire_max_frame) {
         buf_reset(reply);
-        resp_add_error(reply, "ERR the reply is larger than wire-max-frame");
+        resp_add_error(reply, why(HKV_ETOOBIG));
     }
     if (!j->write) {
         wire_put_resp(&l->out, j->id, wire_slice(buf_head(reply), buf_unread(reply)), NULL, 0);

@@ -21,10 +21,12 @@
  *     the key and the version the ledger gave it (c->changes); a command
  *     that changes nothing (SET NX refused, DEL of a missing key, RENAME k k)
  *     notes nothing, as Redis signals no modification;
- *   - it returns HKV_ENOMEM, or HKV_EAGAIN with c->missing set when a key it
+ *   - it returns HKV_ENOMEM, HKV_ETOOBIG (its reply would pass c->max_reply:
+ *     a reply must fit in one owner-link frame), or HKV_EAGAIN with
+ *     c->missing set when a key it
  *     needs has left memory meanwhile (only possible under maxmemory,
  *     evicted by a write of the same command or transaction): then whatever
- *     it appended is dropped by the caller.
+ *     it appended is dropped by the caller, and what it wrote stays written.
  *   - values read (struct ledger_view) are valid until its next write
  *     helper call: encode them first, as Redis replies before it changes.
  * All handlers of one command or one transaction see one clock reading
@@ -69,12 +71,14 @@ struct ocmd {
     int proto;                   /* 2 or 3 */
     int64_t max_len;             /* proto-max-bulk-len */
     struct hkv_buf *out;         /* replies are appended here (the caller's) */
+    size_t max_reply;            /* ocmd_bulk refuses to grow out past it (HKV_ETOOBIG) */
     struct hkv_buf work;         /* strops scratch: new values, LCS tables */
     struct wire_watch *changes;  /* each key changed and the version it holds now, in
                                     the order made (keys into the request, valid for
                                     the loop turn); ocmd_changes_final dedupes */
     uint32_t nchanges, cap;
-    int status;                  /* HKV_OK, or the first HKV_ENOMEM of a reply helper */
+    int status;                  /* HKV_OK, or the first failure of a reply helper:
+                                    HKV_ENOMEM, HKV_ETOOBIG (past max_reply) */
     struct wire_slice missing;   /* HKV_EAGAIN: the key that is not resident */
 };
 

@@ -26,6 +26,8 @@ void ocmd_init(struct ocmd *c, struct owner *o, int proto, struct hkv_buf *out)
                        .out = out, .work = HKV_BUF_INIT, .status = HKV_OK};
     c->max_len = o->ctx->cfg->proto_max_bulk_len > 0 ? o->ctx->cfg->proto_max_bulk_len
                                                      : STROPS_MAX_LEN_DEFAULT;
+    /* half a frame: the other half is for the change list and the frame */
+    c->max_reply = (size_t)o->ctx->cfg->wire_max_frame / 2;
 }
 
 void ocmd_deinit(struct ocmd *c)
@@ -214,7 +216,13 @@ void ocmd_ok(struct ocmd *c) { keep(c, resp_add_simple(c->out, "OK")); }
 void ocmd_simple(struct ocmd *c, const char *s) { keep(c, resp_add_simple(c->out, s)); }
 void ocmd_error(struct ocmd *c, const char *text) { keep(c, resp_add_error(c->out, text)); }
 void ocmd_int(struct ocmd *c, int64_t v) { keep(c, resp_add_int(c->out, v)); }
-void ocmd_bulk(struct ocmd *c, const void *p, size_t n) { keep(c, resp_add_bulk(c->out, p, n)); }
+void ocmd_bulk(struct ocmd *c, const void *p, size_t n)
+{
+    if (c->max_reply != 0 && buf_unread(c->out) + n > c->max_reply)
+        keep(c, HKV_ETOOBIG); /* checked before the copy: MGET of many big values */
+    else
+        keep(c, resp_add_bulk(c->out, p, n));
+}
 void ocmd_null(struct ocmd *c) { keep(c, resp_add_null(c->out, c->proto)); }
 void ocmd_array(struct ocmd *c, int64_t n) { keep(c, resp_add_array(c->out, n)); }
 

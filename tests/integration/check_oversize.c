@@ -190,7 +190,7 @@ START_TEST(multi_owner_command_too_large_for_one_owner_applies_nowhere)
                                  "wire-max-frame 4mb\nproto-max-bulk-len 1mb\n"), 0);
     int fd = h_connect(d.port);
     ck_assert_int_ge(fd, 0);
-    char small[NSMALL][16];
+    char small[NSMALL][24];
     for (int i = 0; i < NSMALL; i++) {
         snprintf(small[i], sizeof(small[i]), "small%d", i);
         expect_ok(h_cmdv(fd, "SET", small[i], "v", NULL), "SET small");

@@ -655,6 +655,34 @@ START_TEST(scan_after_mass_deletes_is_not_mostly_empty_pages)
 }
 END_TEST
 
+/* FLUSHALL in memory: every key goes, a missing key reports the flush's
+ * version, a row older than the flush loaded later is a deleted key, and
+ * the next write is newer than the flush. */
+START_TEST(flush_drops_everything_and_orders_after_it)
+{
+    hkv_stamp va = put("a", "1");
+    put("b", "2");
+    ck_assert_int_eq(setx("t", "v", 0, rel(5000), NULL, NULL), HKV_OK);
+    hkv_stamp v = 0;
+    ck_assert_int_eq(ledger_flush(L, NOW, &v), HKV_OK);
+    ck_assert_uint_gt(v, va);
+    struct ledger_stats s = stats();
+    ck_assert_uint_eq(s.keys, 0);
+    ck_assert_uint_eq(s.expires, 0);
+    ck_assert_uint_eq(s.dirty_keys, 0);
+    assert_missing("a", v);
+    /* a row written before the flush, read from a file the flush has not reached */
+    struct persist_row r = row("a", "1", va, 0);
+    ck_assert_int_eq(ledger_load(L, &r, NOW), HKV_OK);
+    struct ledger_view view;
+    ck_assert_int_eq(get("a", &view), HKV_ENOENT);
+    ck_assert_uint_ge(view.stamp, v);
+    hkv_stamp vn = put("a", "new");
+    ck_assert_uint_gt(vn, v);
+    assert_value("a", "new", vn);
+}
+END_TEST
+
 START_TEST(expiry_uses_monotonic_clock)
 {
     struct ledger_view v;
@@ -1218,6 +1246,7 @@ Suite *ledger_suite(void)
         {"delete_leaves_a_tombstone_with_its_version", delete_leaves_a_tombstone_with_its_version},
         {"tombstone_collected_after_horizon", tombstone_collected_after_horizon},
         {"expiry_uses_monotonic_clock", expiry_uses_monotonic_clock},
+        {"flush_drops_everything_and_orders_after_it", flush_drops_everything_and_orders_after_it},
         {"scan_after_mass_deletes_is_not_mostly_empty_pages",
          scan_after_mass_deletes_is_not_mostly_empty_pages},
         {"rmw_computes_over_the_live_value_and_keeps_the_ttl",

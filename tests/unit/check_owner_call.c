@@ -450,8 +450,8 @@ START_TEST(set_options_follow_redis_7_rules_and_errors)
     call_rid(&A, 3, next_rid(&A), "SET nothere v XX", &m);
     assert_resp(&m, "_\r\n");
     ck_assert_uint_eq(expect("GET", "-ERR wrong number of arguments for 'get' command\r\n"), 0);
-    ck_assert_uint_eq(expect("NOSUCH a b",
-                             "-ERR unknown command 'NOSUCH', with args beginning with: 'a' 'b' \r\n"),
+    ck_assert_uint_eq(expect("NOSUCH a b", "-ERR unknown command 'NOSUCH', with args beginning "
+                                           "with: 'a' 'b' \r\n"),
                       0);
     ck_assert_uint_eq(expect("EXPIRE x 10 NX GT", "-ERR NX and XX, GT or LT options at the same "
                                                   "time are not compatible\r\n"),
@@ -637,6 +637,63 @@ START_TEST(foreign_key_is_moved_and_nothing_runs)
 }
 END_TEST
 
+/* ---- bounds ---- */
+
+static void setup_small_frames(void)
+{
+    log_setup(CFG_LOG_WARNING, NULL);
+    h_tmpdir(dir, sizeof(dir));
+    start_owner(1, "proto-max-bulk-len 1mb\nwire-max-frame 3mb\n");
+}
+
+#define BIGV (600 * 1000)
+
+START_TEST(reply_over_half_a_frame_is_an_error_and_writes_still_apply)
+{
+    hello(&A);
+    hello(&B);
+    char *val = malloc(BIGV + 1);
+    ck_assert_ptr_nonnull(val);
+    memset(val, 'b', BIGV);
+    val[BIGV] = '\0';
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct wire_msg m;
+    const char *keys[] = {"b1", "b2", "b3"};
+    for (int i = 0; i < 3; i++) {
+        struct wire_expiry none = {WIRE_EXP_NONE, 0};
+        ck_assert_int_eq(wire_put_set(&b, ++A.id, wire_cstr(keys[i]), wire_cstr(val),
+                                      next_rid(&A), none, 0, 0),
+                         HKV_OK);
+        send_req(&A, &b);
+        pump();
+        ck_assert(take_reply(&A, &m));
+        ck_assert_uint_eq(m.type, WIRE_OK);
+    }
+    /* 1.8 MB of values: over half of the 3 MB frame, refused before it is
+     * built; two of them fit */
+    ck_assert_uint_eq(expect("MGET b1 b2 b3",
+                             "-ERR the reply is larger than wire-max-frame allows\r\n"), 0);
+    call(&A, "MGET b1 b2", &m);
+    ck_assert_uint_eq(m.type, WIRE_RESP);
+    ck_assert_uint_eq(m.u.resp.reply.len, 4 + 2 * (9 + BIGV + 2)); /* *2, $600000 */
+    const char *tx[] = {"MGET b1 b2 b3", "GETSET b1 small", "SET after 1"};
+    send_exec(&A, 2, next_rid(&A), NULL, 0, tx, 3);
+    pump();
+    ck_assert(take_reply(&A, &m));
+    char want[256];
+    snprintf(want, sizeof(want), "*3\r\n-ERR the reply is larger than wire-max-frame allows\r\n"
+                                 "$%d\r\n", BIGV);
+    ck_assert_uint_eq(m.type, WIRE_RESP);
+    ck_assert_msg(m.u.resp.reply.len > strlen(want) &&
+                      memcmp(m.u.resp.reply.p, want, strlen(want)) == 0,
+                  "reply starts '%.60s'", m.u.resp.reply.p);
+    ck_assert_uint_eq(m.u.resp.nchanges, 2);
+    ck_assert_uint_eq(expect("MGET b1 after", "*2\r\n$5\r\nsmall\r\n$1\r\n1\r\n"), 0);
+    buf_deinit(&b);
+    free(val);
+}
+END_TEST
+
 /* ---- keys on disk only ---- */
 
 #define NKEYS 200
@@ -766,6 +823,9 @@ Suite *owner_call_suite(void)
           exec_with_a_stale_watch_answers_nil_and_changes_nothing,
           exec_with_durable_keys_answers_after_one_commit}},
         {"moved", setup_two_owners, {foreign_key_is_moved_and_nothing_runs}},
+        {"bounds",
+         setup_small_frames,
+         {reply_over_half_a_frame_is_an_error_and_writes_still_apply}},
         {"disk",
          setup_incomplete,
          {key_on_disk_only_is_loaded_then_the_command_runs,

@@ -803,6 +803,39 @@ START_TEST(disk_full_reported_and_service_resumes)
 }
 END_TEST
 
+/* FLUSHALL on disk: a batch with flush_below deletes every older row and
+ * records the floor in the same transaction; its own rows (newer) stay;
+ * the floor survives a reopen. */
+START_TEST(flush_batch_deletes_older_rows_and_records_the_floor)
+{
+    struct persister *p = open_p(NULL);
+    hkv_stamp floor = 1;
+    ck_assert_int_eq(persister_flush_floor(p, &floor), HKV_OK);
+    ck_assert_uint_eq(floor, 0);
+    ck_assert_int_eq(persister_start(p), HKV_OK);
+    ck_assert_int_eq(persister_submit(p, batch1(0, "a", "1", 100, 0)), HKV_OK);
+    ck_assert_int_eq(persister_submit(p, batch1(0, "b", NULL, 150, 1)), HKV_OK);
+    wait_done(p, 2, HKV_OK);
+    struct persist_batch *f = batch1(0, "c", "after", 300, 0);
+    f->flush_below = 200;
+    ck_assert_int_eq(persister_submit(p, f), HKV_OK);
+    wait_done(p, 1, HKV_OK);
+    struct persister_stats st;
+    persister_stats(p, &st);
+    ck_assert_uint_ge(st.fsync_commits, 1); /* a flush is durable */
+    persister_destroy(&p);
+
+    struct loaded *l = reload();
+    ck_assert_uint_eq(l->n, 1);
+    ck_assert_ptr_nonnull(find(l, "c"));
+    loaded_free(l);
+    p = open_p(NULL);
+    ck_assert_int_eq(persister_flush_floor(p, &floor), HKV_OK);
+    ck_assert_uint_eq(floor, 200);
+    persister_destroy(&p);
+}
+END_TEST
+
 static TCase *tc(const char *name, const TTest *t)
 {
     TCase *c = tcase_create(name);
@@ -832,5 +865,6 @@ Suite *persister_suite(void)
     suite_add_tcase(s, tc("reader", reader_returns_row_and_not_found));
     suite_add_tcase(s, tc("stop", stop_drains_queue));
     suite_add_tcase(s, tc("disk_full", disk_full_reported_and_service_resumes));
+    suite_add_tcase(s, tc("flush", flush_batch_deletes_older_rows_and_records_the_floor));
     return s;
 }
