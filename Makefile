@@ -114,7 +114,7 @@ FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I.
 build/fuzz/fuzz_resp: tests/fuzz/fuzz_resp.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_FLAGS) -o $@ $< proto/resp.c proto/resp_encode.c proto/resp_reply.c proto/buf.c proto/hkv.c
+	clang $(FUZZ_FLAGS) -o $@ $< proto/resp.c proto/resp_encode.c proto/resp_reply.c proto/buf.c proto/hkv.c proto/num.c
 build/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) -o $@ $< proto/wire.c proto/wire_decode.c proto/wire_call.c proto/buf.c proto/hkv.c

@@ -113,6 +113,8 @@ struct cfg {
     int64_t client_output_soft;
     int64_t client_output_soft_ms;
     int64_t client_max_pending;  /* replies owed to one client before its input pauses */
+    int64_t multi_max_commands;  /* commands one MULTI queues (edge_tx.c) */
+    int64_t multi_max_bytes;     /* bytes of the words one MULTI queues */
     /* security (reloadable) */
     int protected_mode;          /* no password: serve loopback clients only */
     /* users in file order.  `requirepass` is the password of the user

@@ -13,7 +13,7 @@ static const struct cmd_def cmd_table[CMD_COUNT] = {
 #undef X
 };
 
-#define CMD_SLOTS 256 /* power of two, several times CMD_COUNT */
+#define CMD_SLOTS 512 /* power of two, several times CMD_COUNT */
 static int cmd_slots[CMD_SLOTS]; /* index + 1, 0 = empty */
 static int cmd_built;
 

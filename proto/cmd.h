@@ -67,6 +67,34 @@
     X(DECR, "decr", 2, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)                \
     X(INCRBY, "incrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)            \
     X(DECRBY, "decrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)          \
+    /* run by the key's owner from its own command table (WIRE_CALL,     \
+     * edge_call.c); several keys must share an owner */                 \
+    X(APPEND, "append", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)            \
+    X(SETRANGE, "setrange", 4, CMD_F_WRITE, 1, 1, 1)                     \
+    X(SETBIT, "setbit", 4, CMD_F_WRITE, 1, 1, 1)                         \
+    X(INCRBYFLOAT, "incrbyfloat", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)  \
+    X(MSETNX, "msetnx", -3, CMD_F_WRITE, 1, -1, 2)                       \
+    X(RENAME, "rename", 3, CMD_F_WRITE, 1, 2, 1)                         \
+    X(RENAMENX, "renamenx", 3, CMD_F_WRITE | CMD_F_FAST, 1, 2, 1)        \
+    X(COPY, "copy", -3, CMD_F_WRITE, 1, 2, 1)                            \
+    X(TOUCH, "touch", -2, CMD_F_READ | CMD_F_FAST, 1, -1, 1)             \
+    X(EXPIRETIME, "expiretime", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)     \
+    X(PEXPIRETIME, "pexpiretime", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)   \
+    /* computed at the edge over the value the read path returns         \
+     * (edge_strread.c, proto/strops.h) */                               \
+    X(GETRANGE, "getrange", 4, CMD_F_READ, 1, 1, 1)                      \
+    X(SUBSTR, "substr", 4, CMD_F_READ, 1, 1, 1)                          \
+    X(GETBIT, "getbit", 3, CMD_F_READ | CMD_F_FAST, 1, 1, 1)             \
+    X(BITCOUNT, "bitcount", -2, CMD_F_READ, 1, 1, 1)                     \
+    X(BITPOS, "bitpos", -3, CMD_F_READ, 1, 1, 1)                         \
+    X(LCS, "lcs", -3, CMD_F_READ, 1, 2, 1)                               \
+    /* transactions, queued at the edge (edge_tx.c, edge_exec.c); WATCH  \
+     * reads its keys' versions */                                       \
+    X(MULTI, "multi", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)               \
+    X(EXEC, "exec", 1, CMD_F_CONN, 0, 0, 0)                              \
+    X(DISCARD, "discard", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)           \
+    X(WATCH, "watch", -2, CMD_F_READ | CMD_F_FAST, 1, -1, 1)             \
+    X(UNWATCH, "unwatch", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)         \
     /* keyspace administration (edge_keyspace.c, edge_keys.c) */         \
     X(FLUSHALL, "flushall", -1, CMD_F_ADMIN, 0, 0, 0)                    \
     X(FLUSHDB, "flushdb", -1, CMD_F_ADMIN, 0, 0, 0)                      \
@@ -97,6 +125,22 @@ const struct cmd_def *cmd_get(enum cmd_id id);
 static inline int cmd_arity_ok(const struct cmd_def *c, int argc)
 {
     return c->arity >= 0 ? argc == c->arity : argc >= -c->arity;
+}
+/* Where the keys of argc words (arity satisfied) are: argv[*first],
+ * argv[*first + step] ... up to argv[*last] included.  Returns the number of
+ * keys (0: none; then *first and *last are 0). */
+static inline int cmd_key_range(const struct cmd_def *c, int argc, int *first, int *last)
+{
+    int l = c->last_key < 0 ? argc + c->last_key : c->last_key;
+    if (l >= argc)
+        l = argc - 1;
+    if (c->first_key <= 0 || c->step <= 0 || l < c->first_key) {
+        *first = *last = 0;
+        return 0;
+    }
+    *first = c->first_key;
+    *last = l;
+    return (l - c->first_key) / c->step + 1;
 }
 
 #endif

@@ -23,6 +23,7 @@
  * first byte arrives.
  */
 #include "proto/resp.h"
+#include "proto/num.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -125,45 +126,6 @@ static void trim_memory(struct resp_parser *p)
     }
 }
 
-/* Redis's string2ll: optional '-', no leading zeros, no '+', no overflow. */
-static int parse_ll(const char *s, size_t n, int64_t *out)
-{
-    if (n == 0 || n > 20)
-        return 0;
-    if (n == 1 && s[0] == '0') {
-        *out = 0;
-        return 1;
-    }
-    size_t i = 0;
-    int neg = 0;
-    if (s[0] == '-') {
-        neg = 1;
-        i = 1;
-        if (n == 1)
-            return 0;
-    }
-    if (s[i] < '1' || s[i] > '9')
-        return 0;
-    uint64_t v = 0;
-    for (; i < n; i++) {
-        unsigned d = (unsigned char)s[i] - '0';
-        if (d > 9)
-            return 0;
-        if (v > (UINT64_MAX - d) / 10)
-            return 0;
-        v = v * 10 + d;
-    }
-    if (neg) {
-        if (v > (uint64_t)INT64_MAX + 1)
-            return 0;
-        *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
-    } else {
-        if (v > (uint64_t)INT64_MAX)
-            return 0;
-        *out = (int64_t)v;
-    }
-    return 1;
-}
 
 /* Finds the CRLF ending the header line that starts at `ls`.  HKV_OK with
  * *cr at the '\r' (the '\n' after it is present but not checked);
@@ -442,7 +404,7 @@ int resp_parse(struct resp_parser *p, const char *buf, size_t len, size_t *consu
             }
             if (rc != HKV_OK)
                 return rc;
-            if (buf[cr + 1] != '\n' || !parse_ll(buf + 1, cr - 1, &v) || v < -1 ||
+            if (buf[cr + 1] != '\n' || !num_parse_ll(buf + 1, cr - 1, &v) || v < -1 ||
                 v > INT_MAX) {
                 *errmsg = E_MBULK_LEN;
                 return HKV_EPROTO;
@@ -477,7 +439,7 @@ int resp_parse(struct resp_parser *p, const char *buf, size_t len, size_t *consu
             }
             if (rc != HKV_OK)
                 return rc;
-            if (buf[cr + 1] != '\n' || !parse_ll(buf + p->pos + 1, cr - p->pos - 1, &v) ||
+            if (buf[cr + 1] != '\n' || !num_parse_ll(buf + p->pos + 1, cr - p->pos - 1, &v) ||
                 v < 0) {
                 *errmsg = E_BULK_LEN;
                 return HKV_EPROTO;

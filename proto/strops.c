@@ -12,6 +12,7 @@
  * is that text, so a later GET and the reply agree byte for byte.
  */
 #include "proto/strops_int.h"
+#include "proto/num.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -31,36 +32,7 @@
 
 int strops_parse_ll(const char *s, size_t n, int64_t *out)
 {
-    if (n == 0 || n > 20)
-        return 0;
-    if (n == 1 && s[0] == '0') {
-        *out = 0;
-        return 1;
-    }
-    size_t i = 0;
-    int neg = s[0] == '-';
-    if (neg && n == 1)
-        return 0;
-    i = (size_t)neg;
-    if (s[i] < '1' || s[i] > '9')
-        return 0;
-    uint64_t v = 0;
-    for (; i < n; i++) {
-        unsigned d = (unsigned)(unsigned char)s[i] - '0';
-        if (d > 9 || v > (UINT64_MAX - d) / 10)
-            return 0;
-        v = v * 10 + d;
-    }
-    if (neg) {
-        if (v > (uint64_t)INT64_MAX + 1)
-            return 0;
-        *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
-    } else {
-        if (v > (uint64_t)INT64_MAX)
-            return 0;
-        *out = (int64_t)v;
-    }
-    return 1;
+    return num_parse_ll(s, n, out);
 }
 
 /* Would a value of `len` bytes with `add` more pass proto-max-bulk-len?

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "proto/hkv.h"
+#include "proto/num.h"
 #include "storage/ledger.h"
 #include "storage/ledger_int.h"
 
@@ -149,43 +150,6 @@ int ledger_del(struct ledger *l, const char *key, size_t klen, struct ledger_clo
     return rc;
 }
 
-/* Redis's string2ll: base 10, optional '-', no '+', spaces or leading zeros. */
-static int parse_i64(const char *s, size_t len, int64_t *out)
-{
-    if (len == 0 || len > 20)
-        return 0;
-    if (len == 1 && s[0] == '0') {
-        *out = 0;
-        return 1;
-    }
-    size_t i = 0;
-    int neg = 0;
-    if (s[0] == '-') {
-        neg = 1;
-        if (++i == len)
-            return 0;
-    }
-    if (s[i] < '1' || s[i] > '9')
-        return 0;
-    uint64_t v = 0;
-    for (; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-        if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
-            return 0;
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    if (neg) {
-        if (v > (uint64_t)INT64_MAX + 1)
-            return 0;
-        *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
-    } else {
-        if (v > (uint64_t)INT64_MAX)
-            return 0;
-        *out = (int64_t)v;
-    }
-    return 1;
-}
 
 int ledger_incrby(struct ledger *l, const char *key, size_t klen, int64_t delta,
                   uint16_t class_id, struct ledger_clock now, int64_t *result,
@@ -198,7 +162,7 @@ int ledger_incrby(struct ledger *l, const char *key, size_t klen, int64_t delta,
         return rc;
     int live = e != NULL && entry_live(e, now.mono_ms);
     int64_t cur = 0, sum;
-    if (live && !parse_i64(e->val, e->vlen, &cur))
+    if (live && !num_parse_ll(e->val, e->vlen, &cur))
         return HKV_EINVAL;
     if (__builtin_add_overflow(cur, delta, &sum))
         return HKV_EINVAL;

@@ -251,7 +251,7 @@ static enum rd read_slot(const struct cache *c, uint32_t s, uint64_t w, const ch
     memcpy(m, &sl->m, sizeof(*m));
     uint64_t sum = __atomic_load_n(&sl->sum, __ATOMIC_RELAXED);
     int mine = (m->flags & SF_LIVE) && m->khash == khash && m->klen == klen && klen <= room &&
-               m->vlen <= room - klen && memcmp(sl->data, key, klen) == 0;
+               m->vlen <= room - klen && (klen == 0 || memcmp(sl->data, key, klen) == 0);
     if (mine && !(m->flags & SF_GONE) && m->vlen > 0) {
         if (buf_reserve(value, m->vlen, 0) != HKV_OK)
             return RD_NOMEM;

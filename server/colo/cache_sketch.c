@@ -121,7 +121,8 @@ static void topk_offer(struct cache *c, const char *key, size_t klen, uint64_t k
         struct topk_ent *t = &sk->top[victim];
         __atomic_store_n(&t->khash, 0, __ATOMIC_RELAXED);
         t->klen = (uint32_t)(klen > UINT32_MAX ? UINT32_MAX : klen);
-        memcpy(t->key, key, klen < TOPK_KEY ? klen : TOPK_KEY);
+        if (klen > 0) /* the empty key may come as NULL */
+            memcpy(t->key, key, klen < TOPK_KEY ? klen : TOPK_KEY);
         __atomic_store_n(&t->khash, kh, __ATOMIC_RELEASE);
     }
     uint32_t floor = UINT32_MAX;

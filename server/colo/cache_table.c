@@ -171,7 +171,8 @@ struct slot *table_find(struct cache *c, uint32_t s, uint64_t mh, const char *ke
             if (cls < c->nclasses && iw_slot(w) < cls_slots(c, cls)) {
                 struct slot *sl = slot_at(c, s, iw_page(w), cls, iw_slot(w));
                 if ((sl->m.flags & SF_LIVE) && sl->m.khash == khash && sl->m.klen == klen &&
-                    klen <= cls_size(cls) - SLOT_HDR && memcmp(sl->data, key, klen) == 0) {
+                    klen <= cls_size(cls) - SLOT_HDR &&
+                    (klen == 0 || memcmp(sl->data, key, klen) == 0)) { /* "" may come as NULL */
                     if (!slot_sound(sl, cls)) { /* scribbled: forget it, as if absent */
                         seg_count(&c->seg, CACHE_CTR_cache_corrupt_entries, 1);
                         table_drop(c, s, pos, sl, cls);

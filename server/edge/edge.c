@@ -4,7 +4,8 @@
  *
  * This file is where the layers meet, and the only one that knows them all:
  * it gives the connection layer its hooks (a new client's session, the
- * command registry's dispatch pipeline, the op engine's "client gone"), the
+ * command registry's dispatch pipeline, the op engine's "client gone" and
+ * the transaction's end), the
  * owners their hooks (pushes to the colo cache, drained links to the
  * connections held behind them) and the flights their answer callback (the
  * read family's renderer).  The modules themselves only call down; see the
@@ -33,6 +34,7 @@
 #include "server/edge/edge_registry.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_rl.h"
+#include "server/edge/edge_tx.h"
 
 #define CRON_MS 100
 #define FAST_STOP_MS 500
@@ -75,10 +77,16 @@ static void on_accepted(struct conn *c, const struct sockaddr *peer)
     edge_auth_accepted(c, peer);
 }
 
+static void on_closing(struct conn *c)
+{
+    op_conn_gone(c);
+    edge_tx_conn_gone(c);
+}
+
 static const struct conn_hooks conn_hooks = {
     .accepted = on_accepted,
     .dispatch = edge_dispatch,
-    .closing = op_conn_gone,
+    .closing = on_closing,
 };
 
 /* Accepts on the TLS port's sockets (the last ntls inherited ones). */

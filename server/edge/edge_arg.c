@@ -5,6 +5,7 @@
  * it.
  */
 #include "server/edge/edge_arg.h"
+#include "proto/num.h"
 
 #include <limits.h>
 #include <string.h>
@@ -18,39 +19,9 @@ int slice_is(const struct resp_slice *s, const char *lit)
 
 int arg_ll(const struct resp_slice *s, long long *out)
 {
-    const char *p = s->p;
-    size_t n = s->len, i = 0;
-    int neg = 0;
-    if (n == 0 || n > 20)
+    int64_t v;
+    if (!num_parse_ll(s->p, s->len, &v))
         return -1;
-    if (n == 1 && p[0] == '0') {
-        *out = 0;
-        return 0;
-    }
-    if (p[0] == '-') {
-        neg = 1;
-        i = 1;
-        if (n == 1)
-            return -1;
-    }
-    if (p[i] < '1' || p[i] > '9')
-        return -1;
-    unsigned long long v = 0;
-    for (; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return -1;
-        if (v > (ULLONG_MAX - (unsigned)(p[i] - '0')) / 10)
-            return -1;
-        v = v * 10 + (unsigned)(p[i] - '0');
-    }
-    if (neg) {
-        if (v > (unsigned long long)LLONG_MAX + 1)
-            return -1;
-        *out = v == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN : -(long long)v;
-    } else {
-        if (v > LLONG_MAX)
-            return -1;
-        *out = (long long)v;
-    }
+    *out = (long long)v;
     return 0;
 }

@@ -32,6 +32,7 @@
 #include "server/colo/ratelimit.h"
 #include "server/edge/edge_int.h"
 
+struct edge_tx;
 struct rslot;
 struct op;
 struct ssl_st;                    /* OpenSSL's SSL */
@@ -80,6 +81,8 @@ struct conn {
     char lib_ver[32];
     struct op *ops;               /* ops answering this client (edge_op.c) */
     uint32_t writes_inflight;     /* its write ops not finished */
+    struct edge_tx *tx;           /* MULTI and WATCH state, NULL until used (edge_tx.c) */
+    int watching;                 /* it WATCHes keys: its reads ask the owner (edge_tx.c) */
 };
 
 /* What the layers above plug into every connection (set before the edge

@@ -14,10 +14,14 @@
  *   edge_cache                      what goes into the colo cache
  *   edge_op, edge_op_send           the op engine (families: encode, answer, done)
  *   edge_flight                     single-flight fetches (answers through a callback)
- *   edge_read, edge_write_op,
- *   edge_write, edge_scan,
- *   edge_keys, edge_keyspace        the data command families
+ *   edge_read, edge_mread,
+ *   edge_write_op, edge_write,
+ *   edge_scan, edge_call,
+ *   edge_keys, edge_keyspace        the data command families (edge_call, edge_keyspace:
+ *                                   run by the owner)
+ *   edge_strread                    reads computed over the value read (GETRANGE ... LCS)
  *   info, edge_cmd                  INFO; the connection and server commands
+ *   edge_tx, edge_exec              MULTI/WATCH state and the queue; EXEC
  *   edge_registry                   the command table and the dispatch pipeline
  *   edge                            the process: wires the hooks, runs the loop
  */

@@ -161,7 +161,8 @@ static void keys_done(struct op *op)
         op_start(op);
 }
 
-static const struct op_family keys_ops = {0, keys_encode, keys_answer, keys_done, NULL};
+static const struct op_family keys_ops = {
+    .flags = 0, .encode = keys_encode, .answer = keys_answer, .done = keys_done};
 
 void edge_cmd_keys(struct conn *c, int argc, const struct resp_slice *argv)
 {
@@ -302,7 +303,8 @@ static void random_done(struct op *op)
     op_start(op);
 }
 
-static const struct op_family random_ops = {0, random_encode, random_answer, random_done, NULL};
+static const struct op_family random_ops = {
+    .flags = 0, .encode = random_encode, .answer = random_answer, .done = random_done};
 
 void edge_cmd_randomkey(struct conn *c, int argc, const struct resp_slice *argv)
 {

@@ -163,8 +163,8 @@ void edge_cache_forgotten(void *arg)
     }
 }
 
-static const struct op_family flush_ops = {OP_F_WRITE, call_encode, flush_answer, flush_done,
-                                           NULL};
+static const struct op_family flush_ops = {
+    .flags = OP_F_WRITE, .encode = call_encode, .answer = flush_answer, .done = flush_done};
 
 void edge_cmd_flushall(struct conn *c, int argc, const struct resp_slice *argv)
 {
@@ -212,8 +212,8 @@ static void object_done(struct op *op)
 
 /* A numbered request (a CALL is one), though OBJECT changes nothing: the
  * owner runs a CALL of reads again on a retry rather than recording it. */
-static const struct op_family object_ops = {OP_F_WRITE, call_encode, object_answer, object_done,
-                                            NULL};
+static const struct op_family object_ops = {
+    .flags = OP_F_WRITE, .encode = call_encode, .answer = object_answer, .done = object_done};
 
 void edge_cmd_object(struct conn *c, int argc, const struct resp_slice *argv)
 {

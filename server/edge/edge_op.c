@@ -80,6 +80,8 @@ static void op_unlink(struct op *op)
 static void op_release(struct op *op)
 {
     struct edge *e = op->e;
+    if (op->fam->end != NULL)
+        op->fam->end(op);
     op_unlink(op);
     if (op->timer_on)
         evtimer_del(&op->timer);
@@ -87,7 +89,11 @@ static void op_release(struct op *op)
     if (op->is_write)
         e->nops_writing--;
     op->is_write = 0;
+    /* Its arguments and results are done with: emptied, so a large request
+     * (a MULTI/EXEC of megabytes) does not stay pinned in the freelist. */
+    buf_reset(&op->store);
     buf_shrink(&op->store, 4096);
+    buf_reset(&op->res);
     buf_shrink(&op->res, 4096);
     op->next = e->free_ops;
     e->free_ops = op;

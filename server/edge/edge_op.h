@@ -79,6 +79,11 @@ struct op_family {
      * whose op waits on something other than owner requests ends it here
      * (op_finish); without it the op runs on and its answer is dropped. */
     void (*cancel)(struct op *op);
+    /* Optional: the op ends, whatever the outcome (done, its error reply,
+     * or its client gone); called as it is released, op->c still set unless
+     * the client is gone.  For a family that keeps state outside the op
+     * (WATCH's pending count, edge_tx.c). */
+    void (*end)(struct op *op);
 };
 
 /* One key's result, for a family that assembles answers from many owners. */

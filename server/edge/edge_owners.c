@@ -34,6 +34,23 @@ struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, str
     return edge_owner_at(e, g);
 }
 
+int edge_same_owner(struct edge *e, const char *key, size_t len, struct owner_ref **o,
+                    const char **err)
+{
+    struct route rt;
+    struct owner_ref *k = edge_owner_of(e, key, len, &rt);
+    if (k == NULL) {
+        *err = "ERR no owner serves this key's pool";
+        return -1;
+    }
+    if (*o != NULL && *o != k) {
+        *err = EDGE_ERR_CROSSSLOT;
+        return -1;
+    }
+    *o = k;
+    return 0;
+}
+
 void owner_take_stats(const struct wire_msg *m, int64_t *v)
 {
     ctr_owner_take(m->u.stats_reply.stats, m->u.stats_reply.nstats, v);

@@ -14,6 +14,7 @@
 #ifndef HKV_EDGE_OWNERS_H
 #define HKV_EDGE_OWNERS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config/cfg.h"
@@ -53,6 +54,17 @@ void owners_teardown(struct edge *e);
 
 /* The owner of key (rt filled by the router), or NULL if its pool has none. */
 struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt);
+/* Redis Cluster's refusal of a command over keys that do not live
+ * together (here: on one owner), as an error reply's text. */
+#define EDGE_ERR_CROSSSLOT "CROSSSLOT Keys in request don't hash to the same slot"
+/* Folds key[0..len) into *o, the one owner of the keys seen so far (NULL
+ * before the first): 0, or -1 with *err the error reply's text (without
+ * '-'): EDGE_ERR_CROSSSLOT when the key lives elsewhere, or the key's pool
+ * has no owner.  Owners are compared, not Redis's 16384 slots: keys on one
+ * owner may be used together whatever their slots; hash tags
+ * (server/core/router.h) put related keys on one owner. */
+int edge_same_owner(struct edge *e, const char *key, size_t len, struct owner_ref **o,
+                    const char **err);
 /* Owner number g (hot owners first, then cold), or NULL. */
 struct owner_ref *edge_owner_at(struct edge *e, int g);
 

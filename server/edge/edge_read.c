@@ -35,14 +35,16 @@
  *   - The owners' pushes only make values arrive sooner; the bound does not
  *     count on them, so a missed push (owner restart, a push link down)
  *     costs at most fresh + A.
- *   - MGET and multi-key EXISTS answer from the segment under the same rule
- *     and otherwise ask the owners (as for a miss, without miss-wait).
+ *   - MGET, multi-key EXISTS and LCS answer from the segment under the same
+ *     rule and otherwise ask the owners (as for a miss, without miss-wait):
+ *     edge_mread.c.
  *   - A client's reads behind its own writes go to the owner.
  * With pushes on, a write is normally in every colo within milliseconds;
  * the bound is what holds when one is missed.  Default config: fresh + 1.2 s.
  *
  * One key (GET, STRLEN, TYPE, EXISTS of one key, TTL, PTTL, GETEX without
- * options):
+ * options, and the replies computed over the value: GETRANGE ...,
+ * edge_strread.c):
  *   fresh in the segment   answered from it, no owner call;
  *   stale by less than A   answered from it now; whichever edge of the colo
  *                          takes the key's refresh lock refreshes it in the
@@ -65,9 +67,11 @@
  *
  * Order within one client: a client that pipelines "SET k v; GET k" must see
  * its write.  While a client has a write in flight, its reads of one key go
- * to the owner on the WRITE link, behind its writes (the one case where a
- * read does not look at the segment first, because the segment cannot yet
- * hold that client's write).
+ * to the owner on the WRITE link, behind its writes (a case where a read
+ * does not look at the segment first, because the segment cannot yet hold
+ * that client's write).  The other case: while a client WATCHes keys, its
+ * reads ask the owner (read-modify-write under WATCH must read values no
+ * older than the versions WATCH read: edge_tx.h).
  */
 #include "server/edge/edge_read.h"
 
@@ -81,12 +85,19 @@
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
 
-/* A read op's arguments and results (in the op's args block). */
+/* A read op's arguments (in the op's args block). */
 struct read_args {
     enum cmd_id cmd;              /* the form of the answer (render) */
-    int rendered;                 /* MGET: the reply is written already */
-    int64_t found;                /* EXISTS: keys found */
+    int nargs;                    /* a computed reply: its arguments follow the key in op->keys */
+    edge_read_fn fn;              /* a computed reply's renderer, or NULL */
     struct flight_waiter w;       /* a one-key read waiting on the key's flight */
+};
+
+/* A computed reply: its renderer and the words after the key. */
+struct read_calc {
+    edge_read_fn fn;
+    const struct resp_slice *args;
+    int nargs;
 };
 _Static_assert(sizeof(struct read_args) <= OP_ARGS_MAX, "read_args too large for an op");
 #define R(op) OP_ARGS(op, struct read_args)
@@ -107,10 +118,17 @@ static struct op *read_op(struct conn *c, const struct op_family *fam, enum cmd_
     return op;
 }
 
-/* Writes one key's answer in the form its command wants. */
-static void render(enum cmd_id cmd, int proto, struct hkv_buf *out, int found, const char *v,
-                   size_t n, int64_t expire_at)
+/* Writes one key's answer in the form its command wants (k: computed by
+ * its renderer). */
+static void render(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
+                   struct hkv_buf *out, int found, const char *v, size_t n, int64_t expire_at)
 {
+    int proto = c->proto;
+    if (k != NULL) {
+        struct resp_slice val = {v, n};
+        k->fn(c, out, found ? &val : NULL, k->args, k->nargs);
+        return;
+    }
     switch (cmd) {
     case CMD_GET:
     case CMD_GETEX:
@@ -163,7 +181,22 @@ static void meta(const struct conn *c, struct hkv_buf *out, int64_t age_ms, hkv_
 static void render_one(struct op *op, struct hkv_buf *out, int found, const char *v, size_t n,
                        int64_t expire_at)
 {
-    render(R(op)->cmd, op->c->proto, out, found, v, n, expire_at);
+    if (R(op)->fn == NULL) {
+        render(op->c, R(op)->cmd, NULL, out, found, v, n, expire_at);
+        return;
+    }
+    struct resp_slice small[8] = {{NULL, 0}}, *a = small;
+    int na = R(op)->nargs;
+    if (na > 8 && (a = malloc((size_t)na * sizeof(*a))) == NULL) {
+        resp_add_error(out, "ERR out of memory");
+        return;
+    }
+    for (int i = 0; i < na; i++)
+        a[i] = (struct resp_slice){op->keys[1 + i].p, op->keys[1 + i].len};
+    struct read_calc k = {R(op)->fn, a, na};
+    render(op->c, R(op)->cmd, &k, out, found, v, n, expire_at);
+    if (a != small)
+        free(a);
 }
 
 /* ---- single-key reads ------------------------------------------------------ */
@@ -188,7 +221,7 @@ static void finish(struct op *op)
 }
 
 /* GET (and the other one-key reads) behind the client's own writes. */
-static const struct op_family one_ops = {0, read_encode, one_answer, finish, NULL};
+static const struct op_family one_ops = {0, read_encode, one_answer, finish, NULL, NULL};
 /* A one-key read waiting on its key's flight: no owner request of its own;
  * the flight answers it (edge_read_answer) unless its client goes first. */
 void edge_read_answer(struct flight_waiter *w, const struct flight_answer *a)
@@ -216,13 +249,13 @@ static void waiter_cancel(struct op *op)
     op_finish(op);
 }
 
-static const struct op_family wait_ops = {0, NULL, NULL, NULL, waiter_cancel};
+static const struct op_family wait_ops = {0, NULL, NULL, NULL, waiter_cancel, NULL};
 
 /* Answers from the segment if it can.  Returns 1 when answered. */
 /* The hottest path of the daemon: it needs only the key's hash; the class
  * (glob matching) and the owner are looked up when the entry is stale. */
-static int from_cache(struct conn *c, enum cmd_id cmd, const struct resp_slice *key,
-                      uint64_t hash)
+static int from_cache(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
+                      const struct resp_slice *key, uint64_t hash)
 {
     struct edge *e = c->e;
     struct cache_hit hit;
@@ -254,7 +287,7 @@ static int from_cache(struct conn *c, enum cmd_id cmd, const struct resp_slice *
     /* Answered synchronously: c->out is already this command's place in the
      * client's reply order (dispatch points it at a slot when needed). */
     meta(c, &c->out, now - hit.stored_at, hit.stamp, stale, 0);
-    render(cmd, c->proto, &c->out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval),
+    render(c, cmd, k, &c->out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval),
            hit.expire_at);
     if (stale && flight_find(e, hash, key->p, key->len) == NULL) {
         /* Stale: one edge of the colo refreshes it; the others keep serving. */
@@ -266,23 +299,49 @@ static int from_cache(struct conn *c, enum cmd_id cmd, const struct resp_slice *
     return 1;
 }
 
-/* GET, STRLEN, TYPE, one-key EXISTS, TTL, PTTL and GETEX without options. */
-void edge_read_one(struct conn *c, enum cmd_id cmd, const struct resp_slice *key)
+/* An op of family fam answering cmd for key (k: computed, its arguments
+ * copied after the key); NULL if none could be made (an error is written). */
+static struct op *key_op(struct conn *c, const struct op_family *fam, enum cmd_id cmd,
+                         const struct read_calc *k, const struct resp_slice *key)
+{
+    struct op *op = read_op(c, fam, cmd);
+    if (op == NULL)
+        return NULL;
+    if (k != NULL) {
+        R(op)->fn = k->fn;
+        R(op)->nargs = k->nargs;
+    }
+    /* the arguments follow the key in the client's words (edge_read_calc) */
+    if (op_copy_keys(op, 1 + (k != NULL ? k->nargs : 0), key, 1, NULL) != 0) {
+        op_finish_error(op);
+        return NULL;
+    }
+    op->nkeys = 1; /* the key; its arguments stay after it in op->keys */
+    return op;
+}
+
+/* Every one-key read: GET, STRLEN, TYPE, one-key EXISTS, TTL, PTTL, GETEX
+ * without options, and the computed ones (k). */
+static void read_key(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
+                     const struct resp_slice *key)
 {
     struct edge *e = c->e;
-    if (c->writes_inflight > 0) {
-        /* Behind this client's writes, on the write link: no flight. */
-        struct op *op = read_op(c, &one_ops, cmd);
+    if (c->writes_inflight > 0 || c->watching) {
+        /* Behind this client's writes, on the write link, or, while it
+         * WATCHes keys, from the owner (no cache, no flight): a value older
+         * than the version WATCH read would let its transaction commit over
+         * a write it never saw.  No flight. */
+        struct op *op = key_op(c, &one_ops, cmd, k, key);
         if (op == NULL)
             return;
-        if (op_copy_keys(op, 1, key, 1, NULL) != 0 || op_single(op, WIRE_GET, WIRE_ROLE_READ) == NULL) {
+        if (op_single(op, WIRE_GET, WIRE_ROLE_READ) == NULL) {
             op_finish_error(op);
             return;
         }
         op_start(op);
         return;
     }
-    if (e->cache != NULL && from_cache(c, cmd, key, router_hash(key->p, key->len)))
+    if (e->cache != NULL && from_cache(c, cmd, k, key, router_hash(key->p, key->len)))
         return;
     struct route rt;
     struct owner_ref *o = edge_owner_of(e, key->p, key->len, &rt);
@@ -295,11 +354,23 @@ void edge_read_one(struct conn *c, enum cmd_id cmd, const struct resp_slice *key
         reply_error(c, "ERR out of memory");
         return;
     }
-    struct op *op = read_op(c, &wait_ops, cmd);
+    struct op *op = key_op(c, &wait_ops, cmd, k, key);
     if (op == NULL)
         return; /* the flight goes on for its other waiters, or alone */
     R(op)->w.arg = op;
     flight_wait(f, &R(op)->w);
+}
+
+void edge_read_one(struct conn *c, enum cmd_id cmd, const struct resp_slice *key)
+{
+    read_key(c, cmd, NULL, key);
+}
+
+void edge_read_calc(struct conn *c, enum cmd_id cmd, int argc, const struct resp_slice *argv,
+                    edge_read_fn fn)
+{
+    struct read_calc k = {fn, argv + 2, argc - 2};
+    read_key(c, cmd, &k, &argv[1]);
 }
 
 void edge_cmd_get(struct conn *c, int argc, const struct resp_slice *argv)
@@ -327,235 +398,3 @@ void edge_cmd_pttl(struct conn *c, int argc, const struct resp_slice *argv)
     edge_read_one(c, CMD_PTTL, &argv[1]);
 }
 
-/* ---- MGET, EXISTS ----------------------------------------------------------- */
-
-/* The i-th key's answer inside one owner's reply (VALUE/NOTFOUND for a
- * one-key GET, VALUES otherwise). */
-static int item(const struct wire_msg *m, uint32_t i, struct wire_slice *v)
-{
-    if (m->type == WIRE_VALUE && i == 0) {
-        *v = m->u.value.value;
-        return 1;
-    }
-    if (m->type == WIRE_VALUES && i < m->u.values.nitems && m->u.values.items[i].found) {
-        *v = m->u.values.items[i].value;
-        return 1;
-    }
-    return 0;
-}
-
-/* Fills the segment from one owner's answer to a multi-key GET. */
-static void fill_items(struct op *op, struct oreq *r, const struct wire_msg *m)
-{
-    struct edge *e = op->e;
-    if (e->cache == NULL)
-        return;
-    for (uint32_t i = 0; i < r->nk; i++) {
-        const struct wire_slice *k = &op->keys[op->kidx[r->k0 + i]];
-        struct route rt;
-        router_route(e->router, k->p, k->len, &rt);
-        struct wire_msg one = {.type = WIRE_NOTFOUND};
-        if (m->type == WIRE_VALUE) {
-            one = *m;
-        } else if (m->type == WIRE_VALUES && m->u.values.items[i].found) {
-            one.type = WIRE_VALUE;
-            one.u.value.value = m->u.values.items[i].value;
-            one.u.value.stamp = m->u.values.items[i].stamp;
-            one.u.value.expire_ms = m->u.values.items[i].expire_ms;
-        }
-        edge_cache_fill(e, k->p, k->len, &rt, &one, op->start_ms);
-    }
-}
-
-static int shape_ok(const struct oreq *r, const struct wire_msg *m)
-{
-    if (m->type == WIRE_VALUES)
-        return m->u.values.nitems == r->nk;
-    return r->nk == 1 && (m->type == WIRE_VALUE || m->type == WIRE_NOTFOUND);
-}
-
-static void mget_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
-{
-    if (!shape_ok(r, m)) {
-        op_error(op, "ERR unexpected answer from owner %s/%d", topo_pool_name(r->owner->pool),
-                 r->owner->index);
-        return;
-    }
-    fill_items(op, r, m);
-    if (op->nreqs == 1) {
-        /* One owner holds every key: the reply is written straight away. */
-        struct hkv_buf *out = op_out(op);
-        R(op)->rendered = 1;
-        if (out == NULL)
-            return;
-        resp_add_array(out, r->nk);
-        for (uint32_t i = 0; i < r->nk; i++) {
-            struct wire_slice v;
-            if (item(m, i, &v))
-                resp_add_bulk(out, v.p, v.len);
-            else
-                resp_add_null(out, op->c->proto);
-        }
-        return;
-    }
-    for (uint32_t i = 0; i < r->nk; i++) {
-        struct op_item *x = &op->items[op->kidx[r->k0 + i]];
-        struct wire_slice v;
-        x->found = item(m, i, &v);
-        if (x->found) {
-            x->off = buf_unread(&op->res);
-            x->len = v.len;
-            if (buf_append(&op->res, v.p, v.len) != HKV_OK)
-                op_error(op, "ERR out of memory");
-        }
-    }
-}
-
-static void mget_done(struct op *op)
-{
-    struct hkv_buf *out = op_out(op);
-    if (out != NULL && !R(op)->rendered) {
-        resp_add_array(out, op->nkeys);
-        for (uint32_t k = 0; k < op->nkeys; k++) {
-            struct op_item *x = &op->items[k];
-            if (x->found)
-                resp_add_bulk(out, buf_head(&op->res) + x->off, x->len);
-            else
-                resp_add_null(out, op->c->proto);
-        }
-    }
-    op_finish(op);
-}
-
-static void exists_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
-{
-    if (!shape_ok(r, m)) {
-        op_error(op, "ERR unexpected answer from owner %s/%d", topo_pool_name(r->owner->pool),
-                 r->owner->index);
-        return;
-    }
-    fill_items(op, r, m);
-    struct wire_slice v;
-    for (uint32_t i = 0; i < r->nk; i++)
-        R(op)->found += item(m, i, &v);
-}
-
-static void acc_done(struct op *op)
-{
-    struct hkv_buf *out = op_out(op);
-    if (out != NULL)
-        resp_add_int(out, R(op)->found);
-    op_finish(op);
-}
-
-static const struct op_family mget_ops = {0, read_encode, mget_answer, mget_done, NULL};
-static const struct op_family exists_ops = {0, read_encode, exists_answer, acc_done, NULL};
-
-/* MGET / EXISTS answered from the segment when every key is there (fresh,
- * or stale within keep: those are refreshed in the background).  Otherwise
- * the whole request goes to the owners and their answers fill the segment.
- * Returns 1 when answered. */
-static int multi_from_cache(struct conn *c, enum cmd_id cmd, int n, const struct resp_slice *keys)
-{
-    struct edge *e = c->e;
-    struct { size_t off, len; int found, stale; uint64_t hash; } small[32], *k = small;
-    if (n > 32 && (k = malloc((size_t)n * sizeof(*k))) == NULL)
-        return 0;
-    struct hkv_buf *vals = &e->scratch;
-    buf_reset(vals);
-    int64_t now = clock_mono_ms(), unix_now = clock_unix_ms();
-    int ok = 1;
-    for (int i = 0; i < n && ok; i++) {
-        struct cache_hit hit;
-        k[i].hash = router_hash(keys[i].p, keys[i].len);
-        cache_sketch_read(e->cache, keys[i].p, keys[i].len, k[i].hash, now);
-        ok = cache_get(e->cache, keys[i].p, keys[i].len, k[i].hash, now, &e->cval, &hit) == HKV_OK &&
-             !(hit.expire_at != 0 && hit.expire_at <= unix_now);
-        if (ok && !flight_servable(e, hit.fresh_until, now)) {
-            /* stale by A or more (top of file): served only while this edge's
-             * fetch of it has been out for A; otherwise the owners are asked,
-             * and a refresh starts so that during an outage the next reads
-             * find that fetch */
-            struct flight *f = flight_find(e, k[i].hash, keys[i].p, keys[i].len);
-            if (f == NULL || now - flight_started(f) < flight_allowance(e)) {
-                ok = 0;
-                struct route rt;
-                struct owner_ref *o = f == NULL ? edge_owner_of(e, keys[i].p, keys[i].len, &rt)
-                                                : NULL;
-                if (o != NULL)
-                    flight_start(e, keys[i].p, keys[i].len, &rt, o, 1);
-            }
-        }
-        ok = ok && buf_append(vals, buf_head(&e->cval), buf_unread(&e->cval)) == HKV_OK;
-        if (ok) {
-            k[i].found = !hit.negative;
-            k[i].len = buf_unread(&e->cval);
-            k[i].off = buf_unread(vals) - k[i].len;
-            k[i].stale = now >= hit.fresh_until;
-        }
-    }
-    if (!ok) {
-        cache_count(e->cache, CACHE_CTR_cache_misses, 1);
-        if (k != small)
-            free(k);
-        return 0;
-    }
-    int64_t found = 0;
-    if (cmd == CMD_MGET)
-        resp_add_array(&c->out, n);
-    for (int i = 0; i < n; i++) {
-        found += k[i].found;
-        cache_count(e->cache, !k[i].found ? CACHE_CTR_cache_negative_hits
-                              : k[i].stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits, 1);
-        if (cmd == CMD_MGET) {
-            if (k[i].found)
-                resp_add_bulk(&c->out, buf_head(vals) + k[i].off, k[i].len);
-            else
-                resp_add_null(&c->out, c->proto);
-        }
-    }
-    if (cmd == CMD_EXISTS)
-        resp_add_int(&c->out, found);
-    for (int i = 0; i < n; i++) {
-        if (!k[i].stale)
-            continue;
-        if (flight_find(e, k[i].hash, keys[i].p, keys[i].len) != NULL)
-            continue;
-        struct route rt;
-        struct owner_ref *o = edge_owner_of(e, keys[i].p, keys[i].len, &rt);
-        if (o != NULL)
-            flight_start(e, keys[i].p, keys[i].len, &rt, o, 1);
-    }
-    if (k != small)
-        free(k);
-    return 1;
-}
-
-static void multi_read(struct conn *c, enum cmd_id cmd, int n, const struct resp_slice *keys)
-{
-    if (c->e->cache != NULL && c->writes_inflight == 0 && multi_from_cache(c, cmd, n, keys))
-        return;
-    struct op *op = read_op(c, cmd == CMD_MGET ? &mget_ops : &exists_ops, cmd);
-    if (op == NULL)
-        return;
-    /* op_start sets op->start_ms: the fetches' send time, for fill_items */
-    if (op_copy_keys(op, n, keys, 1, NULL) != 0 || op_split(op, WIRE_GET, WIRE_ROLE_READ, 0) != 0 ||
-        (cmd == CMD_MGET && op->nreqs > 1 && op_items(op, (uint32_t)n) == NULL)) {
-        op_finish_error(op);
-        return;
-    }
-    op_start(op);
-}
-
-void edge_cmd_mget(struct conn *c, int argc, const struct resp_slice *argv)
-{
-    multi_read(c, CMD_MGET, argc - 1, argv + 1);
-}
-
-void edge_cmd_exists(struct conn *c, int argc, const struct resp_slice *argv)
-{
-    if (argc == 2)
-        edge_read_one(c, CMD_EXISTS, &argv[1]);
-    else
-        multi_read(c, CMD_EXISTS, argc - 1, argv + 1);
-}

@@ -16,12 +16,17 @@
 
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
+#include "server/edge/edge_call.h"
 #include "server/edge/edge_cmd.h"
+#include "server/edge/edge_exec.h"
 #include "server/edge/edge_keys.h"
 #include "server/edge/edge_keyspace.h"
+#include "server/edge/edge_mread.h"
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_rl.h"
 #include "server/edge/edge_scan.h"
+#include "server/edge/edge_strread.h"
+#include "server/edge/edge_tx.h"
 #include "server/edge/edge_write.h"
 
 #define ROW(ID, handler, family) [CMD_##ID] = {#ID, handler, EDGE_FAM_##family},
@@ -33,7 +38,7 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(AUTH,      edge_cmd_auth,      CONN)
     ROW(SELECT,    edge_cmd_select,    CONN)
     ROW(QUIT,      edge_cmd_quit,      CONN)
-    ROW(RESET,     edge_cmd_reset,     CONN)
+    ROW(RESET,     edge_tx_reset,      CONN)
     ROW(CLIENT,    edge_cmd_client,    CONN)
     ROW(TIME,      edge_cmd_time,      SERVER)
     ROW(COMMAND,   edge_cmd_command,   SERVER)
@@ -66,6 +71,28 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(DECR,      edge_cmd_decr,      WRITE)
     ROW(INCRBY,    edge_cmd_incrby,    WRITE)
     ROW(DECRBY,    edge_cmd_decrby,    WRITE)
+    ROW(APPEND,    edge_cmd_call,      CALL)
+    ROW(SETRANGE,  edge_cmd_call,      CALL)
+    ROW(SETBIT,    edge_cmd_call,      CALL)
+    ROW(INCRBYFLOAT, edge_cmd_call,    CALL)
+    ROW(MSETNX,    edge_cmd_call,      CALL)
+    ROW(RENAME,    edge_cmd_call,      CALL)
+    ROW(RENAMENX,  edge_cmd_call,      CALL)
+    ROW(COPY,      edge_cmd_call,      CALL)
+    ROW(TOUCH,     edge_cmd_call,      CALL)
+    ROW(EXPIRETIME, edge_cmd_call,     CALL)
+    ROW(PEXPIRETIME, edge_cmd_call,    CALL)
+    ROW(GETRANGE,  edge_cmd_getrange,  STRREAD)
+    ROW(SUBSTR,    edge_cmd_substr,    STRREAD)
+    ROW(GETBIT,    edge_cmd_getbit,    STRREAD)
+    ROW(BITCOUNT,  edge_cmd_bitcount,  STRREAD)
+    ROW(BITPOS,    edge_cmd_bitpos,    STRREAD)
+    ROW(LCS,       edge_cmd_lcs,       STRREAD)
+    ROW(MULTI,     edge_cmd_multi,     TX)
+    ROW(EXEC,      edge_cmd_exec,      TX)
+    ROW(DISCARD,   edge_cmd_discard,   TX)
+    ROW(WATCH,     edge_cmd_watch,     TX)
+    ROW(UNWATCH,   edge_cmd_unwatch,   TX)
     ROW(SCAN,      edge_cmd_scan,      KEYSPACE)
     ROW(DBSIZE,    edge_cmd_dbsize,    KEYSPACE)
     ROW(FLUSHALL,  edge_cmd_flushall,  KEYSPACE)
@@ -102,20 +129,36 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     c->ncmds++;
     if (h == NULL) {
         unknown_command(c, argc, argv);
+        edge_tx_flag(c); /* inside MULTI: EXEC answers EXECABORT */
         return;
     }
     c->last_cmd = d->name;
     if (!cmd_arity_ok(d, argc)) {
+        if (d->id == CMD_EXEC) {
+            /* Redis's execCommandAbort: the transaction ends, and says why */
+            edge_tx_end(c);
+            resp_add_errorf(&c->out, "EXECABORT Transaction discarded because of: wrong number "
+                            "of arguments for 'exec' command");
+            return;
+        }
         resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", d->name);
+        edge_tx_flag(c);
         return;
     }
-    if (c->gated && edge_auth_gate(c, d, argc, argv) != 0) /* NOAUTH, NOPERM */
+    if (c->gated && edge_auth_gate(c, d, argc, argv) != 0) { /* NOAUTH, NOPERM */
+        edge_tx_flag(c);
         return;
+    }
     /* Rate limit (server/colo/ratelimit.h, edge_rl.c).  A command without a
      * limit costs this one branch; one over its limit is answered
      * "-RATELIMITED retry in N ms" and not run, and the connection stays
      * open. */
-    if (c->e->rl_map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv))
+    if (c->e->rl_map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv)) {
+        edge_tx_flag(c);
+        return;
+    }
+    /* Inside MULTI a command is queued instead (edge_tx.h). */
+    if (c->tx != NULL && edge_tx_queue(c, d, argc, argv))
         return;
     h(c, argc, argv);
 }

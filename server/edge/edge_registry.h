@@ -27,10 +27,13 @@ typedef void (*edge_handler)(struct conn *c, int argc, const struct resp_slice *
 enum edge_family {
     EDGE_FAM_CONN,                /* the connection itself: edge_cmd.c */
     EDGE_FAM_SERVER,              /* server administration: edge_cmd.c (COMMAND: edge_registry.c) */
-    EDGE_FAM_READ,                /* reads through the colo cache: edge_read.c */
+    EDGE_FAM_READ,                /* reads through the colo cache: edge_read.c, edge_mread.c */
     EDGE_FAM_WRITE,               /* writes to owners: edge_write.c */
     EDGE_FAM_KEYSPACE,            /* the whole keyspace: edge_scan.c, edge_keyspace.c,
                                    * edge_keys.c */
+    EDGE_FAM_CALL,                /* run by the keys' owner from its table: edge_call.c */
+    EDGE_FAM_STRREAD,             /* computed over the value read: edge_strread.c */
+    EDGE_FAM_TX,                  /* transactions: edge_tx.c, edge_exec.c (RESET too) */
 };
 
 struct edge_command {

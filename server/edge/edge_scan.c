@@ -104,7 +104,7 @@ static void finish(struct op *op)
     op_finish(op);
 }
 
-static const struct op_family scan_ops = {0, scan_encode, scan_answer, finish, NULL};
+static const struct op_family scan_ops = {0, scan_encode, scan_answer, finish, NULL, NULL};
 
 void edge_cmd_scan(struct conn *c, int argc, const struct resp_slice *argv)
 {
@@ -191,7 +191,7 @@ static void dbsize_done(struct op *op)
     op_finish(op);
 }
 
-static const struct op_family dbsize_ops = {0, scan_encode, dbsize_answer, dbsize_done, NULL};
+static const struct op_family dbsize_ops = {0, scan_encode, dbsize_answer, dbsize_done, NULL, NULL};
 
 void edge_cmd_dbsize(struct conn *c, int argc, const struct resp_slice *argv)
 {

@@ -138,7 +138,8 @@ static void set_done(struct op *op)
     op_finish(op);
 }
 
-static const struct op_family set_ops = {OP_F_WRITE, write_encode, set_answer, set_done, NULL};
+static const struct op_family set_ops = {OP_F_WRITE, write_encode, set_answer, set_done,
+                                        NULL, NULL};
 
 /* A new write op for cmd, with its arguments; NULL if none could be made
  * (the error reply is written). */
@@ -197,7 +198,8 @@ static void ok_done(struct op *op)
     op_finish(op);
 }
 
-static const struct op_family mset_ops = {OP_F_WRITE, write_encode, mset_answer, ok_done, NULL};
+static const struct op_family mset_ops = {OP_F_WRITE, write_encode, mset_answer, ok_done,
+                                        NULL, NULL};
 
 /* Keeps, for a key named more than once, only its last pair, in place and
  * in order.  Two sends of one key could be applied in either order after a
@@ -281,7 +283,8 @@ static void int_done(struct op *op)
     op_finish(op);
 }
 
-static const struct op_family int_ops = {OP_F_WRITE, write_encode, int_answer, int_done, NULL};
+static const struct op_family int_ops = {OP_F_WRITE, write_encode, int_answer, int_done,
+                                        NULL, NULL};
 
 void write_del(struct conn *c, enum cmd_id cmd, int n, const struct resp_slice *keys)
 {
@@ -356,7 +359,8 @@ static void gtw_done(struct op *op)
     op_finish(op);
 }
 
-static const struct op_family gtw_ops = {OP_F_WRITE, write_encode, gtw_answer, gtw_done, NULL};
+static const struct op_family gtw_ops = {OP_F_WRITE, write_encode, gtw_answer, gtw_done,
+                                        NULL, NULL};
 
 void write_getex(struct conn *c, const struct resp_slice *key, struct wire_expiry exp)
 {

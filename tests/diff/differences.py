@@ -30,8 +30,10 @@ import resp
 #
 # - TTL / PTTL: two non-negative answers within 2 s (TTL) or 2000 ms (PTTL) of
 #   each other are equal: the same step reaches the two servers moments apart.
-#   -1 and -2 compare exactly.  (Every expiry the generator sets is past or a
-#   day or more ahead, so no key expires between the two servers.)
+#   -1 and -2 compare exactly.  EXPIRETIME / PEXPIRETIME likewise (a relative
+#   expiry becomes an absolute time on each server's clock).  (Every expiry
+#   the generator sets is past or a day or more ahead, so no key expires
+#   between the two servers.)
 # - TIME: two arrays of two digit strings, seconds within 5 s: equal.
 # - SCAN with cursor 0: the runner follows the cursor to the end (at most
 #   10,000 calls, same options) on each server; the reply compared is the
@@ -168,9 +170,9 @@ def _info(text):
 def normalise(words, r, h):
     """The pair (r, h) after the rules above."""
     n = _name(words)
-    if n in (b"TTL", b"PTTL"):
+    if n in (b"TTL", b"PTTL", b"EXPIRETIME", b"PEXPIRETIME"):
         a, b = _int(r), _int(h)
-        tol = 2 if n == b"TTL" else 2000
+        tol = 2 if n in (b"TTL", b"EXPIRETIME") else 2000
         if a is not None and b is not None and a >= 0 and b >= 0 and abs(a - b) <= tol:
             return r, r
     elif n == b"TIME":
@@ -444,7 +446,8 @@ def _command_info_fields(words, r, h):
 # name: (Redis 7.0's flags, hotkvd's), among BASIC_FLAGS, sorted.
 FLAG_DIFFS = {b"config": (b"flags=", b"flags=admin"),
               b"dbsize": (b"flags=fast,readonly", b"flags=readonly"),
-              b"ping": (b"flags=fast", b"flags=fast,no_auth")}
+              b"ping": (b"flags=fast", b"flags=fast,no_auth"),
+              b"watch": (b"flags=fast", b"flags=fast,readonly")}
 
 
 def _command_info_flags(words, r, h):
@@ -467,6 +470,68 @@ def _command_info_null(words, r, h):
         return r, h
     return r, (b"*", [(b"$", None) if a == (b"$", None) and b == (b"*", None) else b
                       for a, b in zip(r[1], h[1])])
+
+
+def _placement(key):
+    """Where hotkvd (servers.HOTKVD_FIXTURE) puts a key: its pool ("h:*" hot,
+    every other class cold) and its hash tag as Redis Cluster reads it, else
+    the whole key.  Keys of one placement always share an owner."""
+    pool = b"hot" if key.startswith(b"h:") else b"cold"
+    s = key.find(b"{")
+    if s >= 0:
+        e = key.find(b"}", s + 1)
+        if e > s + 1:
+            return (pool, key[s + 1:e])
+    return (pool, key)
+
+
+# Key positions (first, last, step; last -1 = the last word) of the commands
+# with several keys that the generator sends; any other command with
+# arguments has its key at 1, except the key-less ones.
+KEY_POS = {b"MSETNX": (1, -1, 2), b"MSET": (1, -1, 2), b"RENAME": (1, 2, 1),
+           b"RENAMENX": (1, 2, 1), b"COPY": (1, 2, 1), b"LCS": (1, 2, 1), b"TOUCH": (1, -1, 1),
+           b"MGET": (1, -1, 1), b"DEL": (1, -1, 1), b"UNLINK": (1, -1, 1),
+           b"EXISTS": (1, -1, 1), b"WATCH": (1, -1, 1)}
+KEYLESS = {b"PING", b"ECHO", b"TIME", b"MULTI", b"EXEC", b"DISCARD", b"UNWATCH"}
+
+
+def _keys(words):
+    n = _name(words)
+    if n in KEYLESS or len(words) < 2:
+        return []
+    first, last, step = KEY_POS.get(n, (1, 1, 1))
+    last = len(words) + last if last < 0 else min(last, len(words) - 1)
+    return words[first:last + 1:step]
+
+
+def _spans_owners(keys):
+    return len({_placement(k) for k in keys}) > 1
+
+
+def _raw_commands(payload):
+    """The commands of a raw step that gen.g_tx encoded (multibulk only)."""
+    out, i = [], 0
+    try:
+        while i < len(payload) and payload[i:i + 1] == b"*":
+            e = payload.index(b"\r\n", i)
+            n, i, words = int(payload[i + 1:e]), e + 2, []
+            for _ in range(n):
+                e = payload.index(b"\r\n", i)
+                ln = int(payload[i + 1:e])
+                words.append(payload[e + 2:e + 2 + ln])
+                i = e + 4 + ln
+            out.append(words)
+    except ValueError:
+        return []
+    return out
+
+
+def _tx_spans_owners(words, r, h):
+    """A raw transaction whose keys (watched ones included) do not share an
+    owner."""
+    if len(words) != 2:
+        return False
+    return _spans_owners([k for w in _raw_commands(words[1]) for k in _keys(w)])
 
 
 # ============================================================================
@@ -520,6 +585,23 @@ design("FLUSHALL and FLUSHDB are admin commands (ACL +@admin; Redis: write, @key
 design("COMMAND COUNT counts the commands hotkvd implements",
        cmd=r"COMMAND COUNT", redis=r":\d+", hotkvd=r":\d+",
        example=("COMMAND COUNT", ":240", ":41"))
+
+CROSSSLOT = r"-CROSSSLOT Keys in request don't hash to the same slot"
+design("a command over several keys that do not share an owner answers Redis Cluster's "
+       "CROSSSLOT (hotkvd is atomic per owner; a hash tag puts keys on one owner)",
+       cmd=r"(MSETNX|RENAME|RENAMENX|COPY|LCS|TOUCH) .*", hotkvd=CROSSSLOT,
+       check=lambda w, r, h: _spans_owners(_keys(w)),
+       example=("RENAME a h:1", "+OK", CROSSSLOT))
+design("a transaction whose commands (or watched keys) do not share an owner: CROSSSLOT, for "
+       "its multi-key command when queued or for EXEC, and nothing runs",
+       cmd=r"<raw> .*", hotkvd=r"\[.*" + CROSSSLOT + r".*\]", check=_tx_spans_owners,
+       example=("<raw> MULTI; SET a 1; SET h:1 2; EXEC", "[+OK, +QUEUED, +QUEUED, [+OK, +OK]]",
+                "[+OK, +QUEUED, +QUEUED, " + CROSSSLOT + "]"))
+design("LCS's table is bounded by proto-max-bulk-len, hotkvd's default 16mb (Redis's 512mb)",
+       cmd=r"LCS .*", hotkvd=r"-ERR Insufficient memory, transient memory for LCS exceeds "
+       r"proto-max-bulk-len",
+       example=("LCS k1 k2   (two values of 3000 bytes)", '"BBB..."',
+                "-ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"))
 
 
 # ============================================================================
@@ -666,7 +748,7 @@ tofix("COMMAND INFO entries have only the write/readonly/admin/fast/no_auth flag
                '"find_keys", ["type", "range", "spec", ["lastkey", :0, "keystep", :1, "limit", :0]]]], []]]',
                '[["get", :2, [+readonly, +fast], :1, :1, :1, [], [], [], []]]'))
 tofix("COMMAND INFO flags: config has admin (Redis: none, its subcommands have it), dbsize "
-      "lacks fast, ping has no_auth",
+      "lacks fast, ping has no_auth, watch has readonly (its keys are checked as reads by ACLs)",
       cmd=r"COMMAND INFO.*", rewrite=_command_info_flags,
       example=("COMMAND INFO ping",
                '[["ping", :-1, [+fast], :0, :0, :0, [+@fast, +@connection], '
@@ -709,10 +791,7 @@ tofix("SCAN refuses the cursors \"\" and -1, which Redis reads as 0 and 2^64-1",
 # them.  When hotkvd gains one, add it to gen.py and remove it from here.
 NOT_IMPLEMENTED = {
     # asked for by issue 13
-    "string": "APPEND GETRANGE SETRANGE SUBSTR INCRBYFLOAT MSETNX LCS",
-    "bitmap": "SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO",
-    "keyspace": "RENAME RENAMENX COPY TOUCH EXPIRETIME PEXPIRETIME",
-    "transactions": "MULTI EXEC DISCARD WATCH UNWATCH",
+    "bitmap": "BITOP BITFIELD BITFIELD_RO",
     "server": "MONITOR WAIT",
     "CLIENT subcommands": "KILL PAUSE UNPAUSE NO-EVICT REPLY TRACKING TRACKINGINFO CACHING "
                           "GETREDIR UNBLOCK HELP",
@@ -734,6 +813,11 @@ NOT_PLANNED = {
     "pub/sub": "SUBSCRIBE PSUBSCRIBE SSUBSCRIBE PUBLISH SPUBLISH PUBSUB and the UNSUBSCRIBEs",
     "CONFIG REWRITE": "README: edit the file (CONFIG SET is lost at the next reload)",
 }
+
+# Inside MULTI hotkvd queues only commands with keys (run by their owner)
+# and PING ECHO TIME UNWATCH; any other command is refused ("ERR Command not
+# allowed inside a transaction: ...") and the transaction aborted (README):
+# the generator's transactions (gen.g_tx) hold only what hotkvd queues.
 
 # hotkvd's own commands and options (Redis 7.0 has none of them): not sent.
 HOTKVD_ONLY = {

@@ -19,6 +19,8 @@ the two servers would make the comparison depend on timing.
 import random
 import time
 
+import resp
+
 # The key pool.  "h:*" is hotkvd's hot class, "d:*" its durable class, the
 # rest its cold default (servers.HOTKVD_FIXTURE); "{t}" keys share a hash tag.
 KEYS = [b"a", b"b", b"c", b"h:1", b"h:2", b"h:3", b"d:1", b"d:2", b"",
@@ -41,6 +43,22 @@ TTL_BAD = [b"0", b"-1", b"-100", b"abc", b"", b"1.5", b"9223372036854775807",
 WORDS = [b"v", b"hello", b"OK", b"nil", b"*", b"x y", b"\r\n", b"\x00", b"\xff\xfe",
          b"-ERR fake", b"+OK", b":1", b"$3", b"\t", b"NX", b"EX"]
 
+# Keys that share a hash tag (one owner on hotkvd): what commands over
+# several keys and transactions mostly use, so they run rather than answer
+# CROSSSLOT (differences.py lists that answer for keys that do not share).
+TAGGED = [b"{t}1", b"{t}2"]
+
+# INCRBYFLOAT increments: floats, almost floats, infinities, huge exponents.
+FLOATS = [b"1.5", b"-0.25", b"0", b"1e3", b"-1e-3", b"inf", b"-inf", b"nan", b"1e308",
+          b"-1e308", b"3.0e2", b"0x10", b".5", b"5.", b" 1", b"1 ", b"", b"abc", b"10.50",
+          b"-0", b"1e400", b"1.7976931348623157e308", b"0.1", b"100", b"-100", b"1e-320"]
+
+# Bit and byte offsets: small, malformed, or past both servers' bounds (never
+# between hotkvd's proto-max-bulk-len, 16mb, and Redis's, 512mb: a by-design
+# difference of configuration, not of behaviour).
+OFFSETS_BAD = [b"-1", b"abc", b"", b"1.5", b"4294967296", b"9223372036854775807",
+               b"-9223372036854775808", b"18446744073709551616", b" 1", b"+1", b"01"]
+
 
 class Gen:
     def __init__(self, seed, now=None):
@@ -56,6 +74,27 @@ class Gen:
 
     def keys(self, lo=1, hi=5):
         return [self.key() for _ in range(self.rng.randint(lo, hi))]
+
+    def related(self, n):
+        """n keys for a command that needs them on one owner: mostly keys that
+        share a hash tag, sometimes one key n times, sometimes any keys."""
+        r = self.rng.random()
+        if r < 0.6:
+            return [self.rng.choice(TAGGED) for _ in range(n)]
+        if r < 0.75:
+            return [self.key()] * n
+        return [self.key() for _ in range(n)]
+
+    def offset(self):
+        if self.rng.random() < 0.75:
+            return str(self.rng.randint(0, 300)).encode()
+        return self.rng.choice(OFFSETS_BAD)
+
+    def index(self):
+        """A GETRANGE/BITCOUNT/BITPOS index: small, negative, or any number."""
+        if self.rng.random() < 0.7:
+            return str(self.rng.randint(-40, 40)).encode()
+        return self.num()
 
     def value(self):
         r = self.rng.random()
@@ -234,6 +273,119 @@ class Gen:
     def g_dbsize(self):
         return [b"DBSIZE"]
 
+    # ---- issue 13: run by the owner (CALL) --------------------------------
+
+    def g_append(self):
+        return [b"APPEND", self.key(), self.value()]
+
+    def g_setrange(self):
+        return [b"SETRANGE", self.key(), self.offset(), self.value()]
+
+    def g_setbit(self):
+        return [b"SETBIT", self.key(), self.offset(),
+                self.rng.choice([b"0", b"1", b"0", b"1", b"2", b"-1", b"a", b"", b"01"])]
+
+    def g_incrbyfloat(self):
+        inc = self.rng.choice(FLOATS) if self.rng.random() < 0.7 else self.num()
+        return [b"INCRBYFLOAT", self.key(), inc]
+
+    def g_msetnx(self):
+        n = self.rng.randint(1, 3)
+        w = [b"MSETNX"]
+        for k in self.related(n):
+            w += [k, self.value()]
+        return w
+
+    def g_rename(self):
+        return [self.rng.choice([b"RENAME", b"RENAMENX"])] + self.related(2)
+
+    def g_copy(self):
+        w = [b"COPY"] + self.related(2)
+        for _ in range(self.rng.choice([0, 0, 1, 1, 2])):
+            w += self.rng.choice([[b"REPLACE"], [b"DB", b"0"], [b"DB", b"1"], [b"DB", b"abc"],
+                                  [b"BOGUS"], [b"DB"]])
+        return w
+
+    def g_touch(self):
+        return [b"TOUCH"] + self.related(self.rng.randint(1, 3))
+
+    def g_expiretime(self):
+        return [self.rng.choice([b"EXPIRETIME", b"PEXPIRETIME"]), self.key()]
+
+    # ---- issue 13: computed at the edge over the value read --------------
+
+    def g_getrange(self):
+        return [self.rng.choice([b"GETRANGE", b"SUBSTR"]), self.key(), self.index(), self.index()]
+
+    def g_getbit(self):
+        return [b"GETBIT", self.key(), self.offset()]
+
+    def g_bitcount(self):
+        w = [b"BITCOUNT", self.key()]
+        if self.rng.random() < 0.7:
+            w += [self.index(), self.index()]
+            if self.rng.random() < 0.5:
+                w.append(self.case(self.rng.choice([b"BYTE", b"BIT", b"BYTE", b"BIT", b"WORD"])))
+        elif self.rng.random() < 0.3:
+            w.append(self.index())
+        return w
+
+    def g_bitpos(self):
+        w = [b"BITPOS", self.key(), self.rng.choice([b"0", b"1", b"0", b"1", b"2", b"-1", b"x"])]
+        for _ in range(self.rng.choice([0, 1, 2, 2, 3])):
+            w.append(self.index())
+        if len(w) == 5 and self.rng.random() < 0.7:
+            w.append(self.case(self.rng.choice([b"BYTE", b"BIT", b"WORD"])))
+        return w
+
+    def g_lcs(self):
+        w = [b"LCS"] + self.related(2)
+        for _ in range(self.rng.choice([0, 0, 1, 1, 2, 3])):
+            w += self.rng.choice([[b"LEN"], [b"IDX"], [b"WITHMATCHLEN"],
+                                  [b"MINMATCHLEN", self.rng.choice([b"0", b"1", b"2", b"4", b"-1",
+                                                                   b"abc"])],
+                                  [b"MINMATCHLEN"], [b"BOGUS"]])
+        return w
+
+    # ---- issue 13: transactions -------------------------------------------
+
+    def g_txcmd(self):
+        """EXEC, DISCARD or UNWATCH on their own (outside MULTI: errors or OK)."""
+        return [self.rng.choice([b"EXEC", b"DISCARD", b"UNWATCH"])]
+
+    def txkey(self):
+        return self.rng.choice(TAGGED) if self.rng.random() < 0.85 else self.key()
+
+    def tx_body(self):
+        k = self.txkey()
+        return self.rng.choice([
+            lambda: [b"SET", k, self.value()], lambda: [b"GET", k], lambda: [b"INCR", k],
+            lambda: [b"APPEND", k, self.value()], lambda: [b"GETRANGE", k, self.index(), self.index()],
+            lambda: [b"MGET", k, self.txkey()], lambda: [b"DEL", k], lambda: [b"PING"],
+            lambda: [b"ECHO", self.value()], lambda: [b"EXPIRE", k, self.ttl_s()],
+            lambda: [b"SETBIT", k, self.offset(), b"1"], lambda: [b"BITCOUNT", k],
+            lambda: [b"INCRBYFLOAT", k, self.rng.choice(FLOATS)], lambda: [b"EXISTS", k],
+            lambda: [b"MSETNX", k, self.value(), self.txkey(), self.value()],
+            lambda: [b"GETDEL", k], lambda: [b"STRLEN", k],
+            lambda: [b"FOOBAR"], lambda: [b"GET"]])()
+
+    def g_tx(self):
+        """A whole transaction as one raw step (the servers stay in step:
+        nothing of it is left on the connection): [WATCH k [SET k v]] MULTI
+        body... EXEC|DISCARD, at most 7 replies.  The SET after WATCH is the
+        client's own write, which fails the EXEC on both servers."""
+        cmds = []
+        if self.rng.random() < 0.3:
+            k = self.rng.choice(TAGGED)
+            cmds.append([b"WATCH", k])
+            if self.rng.random() < 0.5:
+                cmds.append([b"SET", k, self.value()])
+        cmds.append([b"MULTI"])
+        for _ in range(self.rng.randint(0, 6 - len(cmds))):
+            cmds.append(self.tx_body())
+        cmds.append([b"EXEC" if self.rng.random() < 0.85 else b"DISCARD"])
+        return b"".join(resp.encode(c) for c in cmds)
+
     def g_scan(self):
         cursor = b"0" if self.rng.random() < 0.8 else \
             self.rng.choice([b"abc", b"-1", b"", b"1.5", b"18446744073709551616", b" 0", b"00"])
@@ -387,8 +539,10 @@ CMD_NAMES = [b"get", b"set", b"mget", b"mset", b"del", b"unlink", b"exists", b"s
              b"getex", b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist", b"incr",
              b"decr", b"incrby", b"decrby", b"dbsize", b"ping", b"echo", b"select", b"time",
              b"info", b"client", b"config", b"command", b"hello", b"auth", b"reset", b"quit",
-             b"flushall", b"flushdb", b"keys", b"randomkey",
-             b"GET", b"Set"]
+             b"append", b"setrange", b"setbit", b"incrbyfloat", b"msetnx", b"rename",
+             b"renamenx", b"copy", b"touch", b"expiretime", b"pexpiretime", b"getrange", b"substr",
+             b"getbit", b"bitcount", b"bitpos", b"lcs", b"multi", b"exec", b"discard", b"watch",
+             b"unwatch", b"flushall", b"flushdb", b"keys", b"randomkey", b"GET", b"Set"]
 # (OBJECT is not asked: Redis describes it as a container with no flags and
 # no key, hotkvd with its key position, which its ACL check reads.)
 
@@ -406,5 +560,8 @@ WEIGHTS = [
     ("scan", 2), ("ping", 1), ("echo", 1), ("select", 0.7), ("time", 0.3), ("command", 0.7),
     ("client", 1), ("config", 0.7), ("info", 0.5), ("hello", 0.8), ("auth", 0.4),
     ("reset", 0.3), ("quit", 0.2), ("unknown", 0.5), ("raw", 0.5),
+    ("append", 3), ("setrange", 2), ("setbit", 2), ("incrbyfloat", 2), ("msetnx", 2),
+    ("rename", 2), ("copy", 1.5), ("touch", 1), ("expiretime", 1.5), ("getrange", 3),
+    ("getbit", 2), ("bitcount", 2), ("bitpos", 2), ("lcs", 1.5), ("txcmd", 0.5), ("tx", 4),
     ("flushall", 0.3), ("keys", 1.5), ("randomkey", 1), ("object", 3),
 ]

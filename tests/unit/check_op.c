@@ -40,6 +40,9 @@ static struct {
     uint64_t set_seqs[8];         /* rid.seq of each SET the owners saw */
     int nsets;
     int peer;
+    int ends;                     /* ENDS ops released (the end hook) */
+    int ends_with_client;         /* ... of them while their client was there */
+    int ends_with_error;          /* ... of them with an error recorded */
 } T;
 
 /* ---- a test family: GETS k... (a multi-key read), SETS k v (a write) ---- */
@@ -91,8 +94,19 @@ static void sets_done(struct op *op)
     op_finish(op);
 }
 
-static const struct op_family gets_ops = {0, t_encode, gets_answer, gets_done, NULL};
-static const struct op_family sets_ops = {OP_F_WRITE, t_encode, sets_answer, sets_done, NULL};
+static const struct op_family gets_ops = {0, t_encode, gets_answer, gets_done, NULL, NULL};
+static const struct op_family sets_ops = {OP_F_WRITE, t_encode, sets_answer, sets_done, NULL, NULL};
+
+/* ENDS k: a write like SETS whose family counts how its ops end. */
+static void t_end(struct op *op)
+{
+    T.ends++;
+    T.ends_with_client += op->c != NULL;
+    T.ends_with_error += op->err != 0;
+}
+
+static const struct op_family ends_ops = {OP_F_WRITE, t_encode, sets_answer, sets_done, NULL,
+                                          t_end};
 
 static void t_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
 {
@@ -106,8 +120,9 @@ static void t_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
             return;
         }
         op_start(op);
-    } else if (argc == 3 && argv[0].len == 4 && memcmp(argv[0].p, "SETS", 4) == 0) {
-        struct op *op = op_new(c, &sets_ops, "sets");
+    } else if (argc == 3 && argv[0].len == 4 &&
+               (memcmp(argv[0].p, "SETS", 4) == 0 || memcmp(argv[0].p, "ENDS", 4) == 0)) {
+        struct op *op = op_new(c, argv[0].p[0] == 'S' ? &sets_ops : &ends_ops, "sets");
         ck_assert_ptr_nonnull(op);
         if (op_copy_keys(op, 1, &argv[1], 1, &argv[2]) != 0 ||
             op_single(op, WIRE_SET, WIRE_ROLE_WRITE) == NULL) {
@@ -428,6 +443,7 @@ START_TEST(write_unacknowledged_past_its_deadline_fails_explicitly)
 END_TEST
 
 static int no_writes(void) { return T.e.nops_writing == 0; }
+static int one_held(void) { return T.fo[0].nheld + T.fo[1].nheld >= 1; }
 
 START_TEST(client_gone_drops_the_answer_and_the_write_still_ends)
 {
@@ -452,6 +468,54 @@ START_TEST(client_gone_drops_the_answer_and_the_write_still_ends)
 }
 END_TEST
 
+/* The end hook runs once per op, whatever the outcome: the answer, the
+ * owner's error, or a client gone (then without it). */
+START_TEST(end_hook_runs_once_whatever_the_outcome)
+{
+    send_str("ENDS a 1\r\n");
+    expect_reply("+OK\r\n", 3000);
+    ck_assert_int_eq(T.ends, 1);
+    ck_assert_int_eq(T.ends_with_client, 1);
+    ck_assert_int_eq(T.ends_with_error, 0);
+    T.mode = FAIL;
+    send_str("ENDS a 1\r\n");
+    expect_reply("-ERR boom from the owner\r\n", 3000);
+    ck_assert_int_eq(T.ends, 2);
+    ck_assert_int_eq(T.ends_with_client, 2);
+    ck_assert_int_eq(T.ends_with_error, 1);
+    T.mode = HOLD;
+    send_str("ENDS a 1\r\n");
+    ck_assert(run_until(one_held, 3000));
+    conn_close(T.e.conns);
+    ck_assert_int_eq(T.ends, 2); /* a write runs to its end */
+    for (int o = 0; o < 2; o++)
+        for (int i = 0; i < T.fo[o].nheld; i++)
+            release_held(&T.fo[o], i);
+    ck_assert(run_until(no_writes, 3000));
+    ck_assert_int_eq(T.ends, 3);
+    ck_assert_int_eq(T.ends_with_client, 2);
+}
+END_TEST
+
+/* An op that carried a large argument does not keep its memory in the
+ * freelist (a 32mb MULTI/EXEC must not pin 32mb per recycled op). */
+START_TEST(recycled_op_keeps_no_large_buffer)
+{
+    size_t n = 100 * 1024;
+    char *req = malloc(n + 64);
+    ck_assert_ptr_nonnull(req);
+    int h = snprintf(req, 64, "*3\r\n$4\r\nSETS\r\n$3\r\nbig\r\n$%zu\r\n", n);
+    memset(req + h, 'v', n);
+    memcpy(req + h + n, "\r\n", 3);
+    send_str(req);
+    free(req);
+    expect_reply("+OK\r\n", 3000);
+    ck_assert_ptr_nonnull(T.e.free_ops);
+    ck_assert_uint_le(T.e.free_ops->store.cap, 4096);
+    ck_assert_uint_le(T.e.free_ops->res.cap, 4096);
+}
+END_TEST
+
 Suite *op_suite(void)
 {
     Suite *s = suite_create("op");
@@ -466,6 +530,8 @@ Suite *op_suite(void)
         {"retry", unanswered_write_is_resent_with_the_same_request_id},
         {"deadline", write_unacknowledged_past_its_deadline_fails_explicitly},
         {"cancel", client_gone_drops_the_answer_and_the_write_still_ends},
+        {"end", end_hook_runs_once_whatever_the_outcome},
+        {"memory", recycled_op_keeps_no_large_buffer},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
