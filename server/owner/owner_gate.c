@@ -29,7 +29,10 @@ uint16_t owner_key_tag(struct owner *o, struct wire_slice key)
 
 int owner_is_durable(struct owner *o, struct wire_slice key)
 {
-    return owner_key_tag(o, key) == OWNER_TAG_DURABLE;
+    struct ledger_view v;
+    if (ledger_get(o->ledger, key.p, key.len, owner_clock(), &v) == HKV_EAGAIN)
+        return owner_key_tag(o, key) == OWNER_TAG_DURABLE;
+    return v.class_id == OWNER_TAG_DURABLE;
 }
 
 int owner_ours(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key)

@@ -294,6 +294,12 @@ void owner_stats_reset(void *arg);
 const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen);
 /* The ledger tag of a key written now: its durability, fixed at write time. */
 uint16_t owner_key_tag(struct owner *o, struct wire_slice key);
+/* After a write applied to key: 1 if what it left is durable, by the tag of
+ * the key's entry (its class when its value was written; a delete keeps
+ * the tag of what it deleted, and the tombstone of a key the owner did not
+ * hold is not durable), since the tag is what decides which batches
+ * persist it, so the only thing a commit ticket may wait for; the live
+ * config's class when the key is not resident. */
 int owner_is_durable(struct owner *o, struct wire_slice key);
 /* 1 if key routes to this owner; otherwise appends MOVED for request id to
  * l->out (and counts it) and returns 0. */

@@ -428,8 +428,11 @@ class Gen:
         return [b"RANDOMKEY"]
 
     def g_object(self):
+        # No subcommand with a NUL byte: Redis finds "encoding\0" or not
+        # depending on its per-process hash seed (it hashes every byte and
+        # compares as a C string), so its own answer is not reproducible.
         sub = self.rng.choice([b"ENCODING"] * 5 + [b"REFCOUNT"] * 3 +
-                              [b"FREQ", b"IDLETIME", b"HELP", b"BOGUS", b"", b"encoding\x00"])
+                              [b"FREQ", b"IDLETIME", b"HELP", b"BOGUS", b"", b"ENCODINGS"])
         w = [b"OBJECT", self.case(sub)]
         if sub != b"HELP" or self.rng.random() < 0.2:
             w.append(self.key())

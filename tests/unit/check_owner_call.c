@@ -931,6 +931,54 @@ START_TEST(flushall_removes_keys_on_disk_only)
 }
 END_TEST
 
+/* Only durable batches settle commit tickets, and a key's ledger tag says
+ * which batches take it: so every key a ticket waits for must be tagged
+ * durable, or an interval batch can take it and the ticket never completes.
+ * A DEL of a durable-class key the owner does not hold (after a FLUSHALL
+ * every key is such a key) makes a tombstone tagged ledger. */
+static void assert_tickets_wait_for_durable_keys(const char *when)
+{
+    for (struct ticket *t = own.tickets; t != NULL; t = t->next)
+        for (size_t k = 0; k < t->nkeys; k++) {
+            struct ledger_view v;
+            ledger_get(own.ledger, t->keys[k].key, t->keys[k].klen, owner_clock(), &v);
+            ck_assert_msg(t->keys[k].done || v.class_id == OWNER_TAG_DURABLE,
+                          "%s: a ticket waits for %.*s, tagged %u: only an interval batch "
+                          "takes it", when, (int)t->keys[k].klen, t->keys[k].key, v.class_id);
+        }
+}
+
+START_TEST(del_of_a_missing_durable_key_leaves_no_ticket_an_interval_batch_can_strand)
+{
+    hello(&A);
+    hello(&B);
+    struct wire_msg m;
+    send_call(&A, 2, next_rid(&A), "FLUSHALL");
+    wait_reply(&A, &m);
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct wire_slice keys[2] = {wire_cstr("d:gone"), wire_cstr("plain")};
+    ck_assert_int_eq(wire_put_del(&b, ++A.id, keys, 2, next_rid(&A)), HKV_OK);
+    send_req(&A, &b);
+    pump();
+    assert_tickets_wait_for_durable_keys("DEL of keys never written");
+    wait_reply(&A, &m);
+    ck_assert_uint_eq(m.type, WIRE_INT);
+    ck_assert_int_eq(m.u.integer.value, 0);
+    /* a durable key that exists: its tombstone is durable, and waited for */
+    send_call(&A, 2, next_rid(&A), "SET d:1 x");
+    wait_reply(&A, &m);
+    keys[0] = wire_cstr("d:1");
+    ck_assert_int_eq(wire_put_del(&b, ++A.id, keys, 1, next_rid(&A)), HKV_OK);
+    send_req(&A, &b);
+    pump();
+    ck_assert_msg(!take_reply(&A, &m), "the DEL of a durable key answered before its commit");
+    assert_tickets_wait_for_durable_keys("DEL of a durable key");
+    wait_reply(&A, &m);
+    ck_assert_int_eq(m.u.integer.value, 1);
+    buf_deinit(&b);
+}
+END_TEST
+
 /* ---- OBJECT ---- */
 
 /* Encodings and refcounts as redis-server 7.0.15 answered the same
@@ -1038,7 +1086,8 @@ Suite *owner_call_suite(void)
          setup,
          {flushall_answers_after_its_commit_with_its_version,
           flushall_completes_the_durable_writes_it_supersedes,
-          flushall_runs_once_per_request_and_never_inside_exec}},
+          flushall_runs_once_per_request_and_never_inside_exec,
+          del_of_a_missing_durable_key_leaves_no_ticket_an_interval_batch_can_strand}},
         {"object", setup, {object_reports_how_redis_would_hold_the_value}},
         {"bounds",
          setup_small_frames,
