@@ -293,6 +293,7 @@ START_TEST(flushall_arguments_and_admin_category)
     start(&d, "edge-workers 1\nhot-owners 1\ncold-owners 1\n"
               "user default on nopass ~* +@all\n"
               "user writer on >pw ~* +@read +@write\n"
+              "user some on >pw3 ~k:* +@read\n"
               "user boss on >pw2 ~* +@admin +@read\n");
     int a = conn(&d);
     EXPECT_RAW(a, "-ERR syntax error\r\n", "FLUSHALL", "now");
@@ -316,6 +317,17 @@ START_TEST(flushall_arguments_and_admin_category)
     EXPECT_RAW(a, "+OK\r\n", "AUTH", "boss", "pw2");
     EXPECT_RAW(a, "+OK\r\n", "FLUSHDB");
     EXPECT_RAW(a, "$-1\r\n", "GET", "x");
+    /* KEYS and RANDOMKEY list keys: like SCAN, only for a user allowed every key */
+    EXPECT_RAW(a, "+OK\r\n", "AUTH", "some", "pw3");
+    const char *listing[][2] = {{"KEYS", "k:*"}, {"RANDOMKEY", NULL}};
+    for (int i = 0; i < 2; i++) {
+        r = cmd(a, listing[i][0], listing[i][1], NULL);
+        noperm = r->v->type == RESP_ERROR && strncmp(r->raw, "-NOPERM", 7) == 0;
+        snprintf(got, sizeof(got), "%s", raw(r));
+        h_free(r);
+        EXPECT(noperm, "%s by a user allowed k:* only: %s", listing[i][0], got);
+    }
+    EXPECT_RAW(a, "$-1\r\n", "OBJECT", "ENCODING", "k:1");
     close(a);
     stop(&d);
 }
