@@ -222,7 +222,8 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
         int existed = 0;
         hkv_stamp v = 0;
         struct wire_slice k = m->u.del.keys[i];
-        if (ledger_del(o->ledger, k.p, k.len, now, &existed, NULL, &v) != HKV_OK)
+        if (ledger_del(o->ledger, k.p, k.len, owner_key_tag(o, k), now, &existed, NULL, &v) !=
+            HKV_OK)
             continue; /* ENOMEM: that key keeps its value; the count says so */
         o->st.owner_writes++;
         r.value += existed;
@@ -264,7 +265,8 @@ static void op_getdel(struct owner *o, struct olink *l, const struct wire_msg *m
     int existed = 0;
     struct ledger_view old = {0};
     struct rifl_result r = {.type = WIRE_OK};
-    int rc = ledger_del(o->ledger, key.p, key.len, owner_clock(), &existed, &old, &r.version);
+    int rc = ledger_del(o->ledger, key.p, key.len, owner_key_tag(o, key), owner_clock(), &existed,
+                        &old, &r.version);
     if (!write_outcome(o, l, m, key, rc, payload, plen))
         return;
     r.applied = existed != 0;
