@@ -22,7 +22,9 @@
 #include "server/core/tls.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_cache.h"
+#include "server/edge/edge_client.h"
 #include "server/edge/edge_cmd.h"
+#include "server/edge/edge_config.h"
 #include "server/edge/edge_conn.h"
 #include "server/edge/edge_flight.h"
 #include "server/edge/edge_int.h"
@@ -74,10 +76,16 @@ static void on_accepted(struct conn *c, const struct sockaddr *peer)
     edge_auth_accepted(c, peer);
 }
 
+static void on_closing(struct conn *c)
+{
+    op_conn_gone(c);
+    client_gone(c);
+}
+
 static const struct conn_hooks conn_hooks = {
     .accepted = on_accepted,
     .dispatch = edge_dispatch,
-    .closing = op_conn_gone,
+    .closing = on_closing,
 };
 
 /* Accepts on the TLS port's sockets (the last ntls inherited ones). */

@@ -359,6 +359,8 @@ static void tls_flush(struct conn *c)
 
 void conn_flush(struct conn *c)
 {
+    if (buf_unread(&c->out) > c->out_peak)
+        c->out_peak = buf_unread(&c->out);
     if (c->ssl != NULL) {
         tls_flush(c);
         return;

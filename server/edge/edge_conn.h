@@ -53,6 +53,7 @@ struct conn {
     int64_t created_ms;
     int64_t last_ms;              /* last byte received */
     int64_t soft_since_ms;        /* output over the soft limit since, 0 = not */
+    size_t out_peak;              /* most output bytes waiting at a flush (CLIENT LIST rbp) */
     char addr[64];
     char laddr[64];
     struct conn *prev, *next;
@@ -74,8 +75,8 @@ struct conn {
     int proto;                    /* 2 or 3 (HELLO) */
     int meta;                     /* CLIENT META ON: RESP3 attributes on reads */
     uint64_t ncmds;               /* commands run (edge_registry.c) */
-    const char *last_cmd;
-    char name[128];               /* CLIENT SETNAME / SETINFO (edge_cmd.c) */
+    const char *last_cmd;         /* full name ("client|info"); NULL after an unknown one */
+    char *name;                   /* CLIENT SETNAME, HELLO SETNAME; NULL = none (edge_client.c) */
     char lib_name[64];
     char lib_ver[32];
     struct op *ops;               /* ops answering this client (edge_op.c) */

@@ -6,7 +6,9 @@
  *
  * The modules, bottom up (a module calls only those before it; anything
  * that flows up is a hook given at setup):
- *   edge_arg, edge_link, auth       words and integers; one owner link; ACLs
+ *   edge_arg, edge_link, auth,
+ *   edge_subcmd                     words and integers; one owner link; ACLs;
+ *                                   the subcommands and the command stat ids
  *   edge_reply, edge_conn_tls       reply slots; TLS on a connection
  *   edge_conn                       connections (hooks: accepted, dispatch, closing)
  *   edge_auth, edge_rl              the auth gate; the rate gate
@@ -16,7 +18,9 @@
  *   edge_flight                     single-flight fetches (answers through a callback)
  *   edge_read, edge_write_op,
  *   edge_write, edge_scan           the data command families
- *   info, edge_cmd                  INFO; the connection and server commands
+ *   info, edge_cmd, edge_client,
+ *   edge_config                     INFO; the connection and server commands; CLIENT;
+ *                                   CONFIG
  *   edge_registry                   the command table and the dispatch pipeline
  *   edge                            the process: wires the hooks, runs the loop
  */

@@ -13,13 +13,17 @@
 #include "server/edge/edge_registry.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
+#include "server/edge/edge_client.h"
 #include "server/edge/edge_cmd.h"
+#include "server/edge/edge_config.h"
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_rl.h"
 #include "server/edge/edge_scan.h"
+#include "server/edge/edge_subcmd.h"
 #include "server/edge/edge_write.h"
 
 #define ROW(ID, handler, family) [CMD_##ID] = {#ID, handler, EDGE_FAM_##family},
@@ -72,19 +76,35 @@ const struct edge_command edge_commands[CMD_COUNT] = {
 
 /* ---- the pipeline ------------------------------------------------------------ */
 
+/* Redis's text: the name cut at 128 bytes, then the arguments, quoted,
+ * while the list is under 128 bytes, each cut to what is left of the 128.
+ * Both are printed as C strings (a NUL ends one), as Redis prints them. */
 static void unknown_command(struct conn *c, int argc, const struct resp_slice *argv)
 {
     char args[256] = "";
     size_t n = 0;
     for (int i = 1; i < argc && n < 128; i++) {
-        int w = snprintf(args + n, sizeof(args) - n, "'%.*s' ", (int)(argv[i].len > 64 ? 64 : argv[i].len),
-                         argv[i].p);
+        size_t budget = 128 - n;
+        int w = snprintf(args + n, sizeof(args) - n, "'%.*s' ",
+                         (int)(argv[i].len < budget ? argv[i].len : budget), argv[i].p);
         if (w < 0 || (size_t)w >= sizeof(args) - n)
             break;
-        n += (size_t)w;
+        n += strnlen(args + n, (size_t)w);
     }
     resp_add_errorf(&c->out, "ERR unknown command '%.*s', with args beginning with: %s",
-                    (int)(argv[0].len > 64 ? 64 : argv[0].len), argv[0].p, args);
+                    (int)(argv[0].len > 128 ? 128 : argv[0].len), argv[0].p, args);
+}
+
+static void unknown_subcommand(struct conn *c, const struct cmd_def *d,
+                               const struct resp_slice *sub)
+{
+    char upper[16];
+    size_t i = 0;
+    for (; d->name[i] && i < sizeof(upper) - 1; i++)
+        upper[i] = (char)(d->name[i] >= 'a' && d->name[i] <= 'z' ? d->name[i] - 32 : d->name[i]);
+    upper[i] = '\0';
+    resp_add_errorf(&c->out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
+                    (int)(sub->len > 128 ? 128 : sub->len), sub->p, upper);
 }
 
 void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
@@ -94,12 +114,27 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     board_add(&c->e->stats->total_commands_processed, 1);
     c->ncmds++;
     if (h == NULL) {
+        c->last_cmd = NULL; /* Redis: cmd=NULL after an unknown command */
         unknown_command(c, argc, argv);
         return;
     }
-    c->last_cmd = d->name;
-    if (!cmd_arity_ok(d, argc)) {
-        resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", d->name);
+    /* A container's subcommand is looked up and its arity checked here,
+     * before the gates, as Redis does (edge_subcmd.h). */
+    const char *name = d->name;
+    int arity_ok = cmd_arity_ok(d, argc);
+    if (argc >= 2 && subcmd_is_container(d->id)) {
+        const struct edge_subcmd *s = subcmd_lookup(d->id, &argv[1]);
+        if (s == NULL) {
+            c->last_cmd = NULL;
+            unknown_subcommand(c, d, &argv[1]);
+            return;
+        }
+        name = s->fullname;
+        arity_ok = s->arity >= 0 ? argc == s->arity : argc >= -s->arity;
+    }
+    c->last_cmd = name;
+    if (!arity_ok) {
+        resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", name);
         return;
     }
     if (c->gated && edge_auth_gate(c, d, argc, argv) != 0) /* NOAUTH, NOPERM */
@@ -158,18 +193,25 @@ void edge_cmd_command(struct conn *c, int argc, const struct resp_slice *argv)
     } else if (slice_is(&argv[1], "count") && argc == 2) {
         resp_add_int(&c->out, total);
     } else if (slice_is(&argv[1], "info")) {
+        if (argc == 2) { /* every command, as Redis */
+            resp_add_array(&c->out, total);
+            for (int i = 0; i < CMD_COUNT; i++)
+                if (served(cmd_get((enum cmd_id)i)))
+                    command_info(c, cmd_get((enum cmd_id)i));
+            return;
+        }
         resp_add_array(&c->out, argc - 2);
         for (int i = 2; i < argc; i++) {
             const struct cmd_def *d = cmd_lookup(argv[i].p, argv[i].len);
             if (d != NULL && served(d))
                 command_info(c, d);
             else
-                resp_add_null_array(&c->out, c->proto);
+                resp_add_null(&c->out, c->proto);
         }
     } else if (slice_is(&argv[1], "docs")) {
         resp_add_map(&c->out, c->proto, 0); /* redis-cli only uses docs for hints */
     } else {
-        resp_add_errorf(&c->out, "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",
-                        (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].p);
+        resp_add_errorf(&c->out, "ERR COMMAND %.*s is not supported by hotkvd",
+                        (int)argv[1].len, argv[1].p);
     }
 }

@@ -1,0 +1,329 @@
+/*
+ * check_compat.c - Redis 7.0 compatibility of what issue 13 lists beyond the
+ * data commands, against the real daemon: the protocol and error texts
+ * (each expected reply here was read from redis-server 7.0.15), CLIENT
+ * LIST / INFO / KILL across edges, INFO's Redis sections summed over
+ * processes, WAIT, MONITOR and CLIENT META / GETMETA.  The fixture runs two
+ * edges, so what spans edges is tested across them (h_edge_pair).
+ */
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/harness.h"
+
+#define FIXTURE "edge-workers 2\nhot-owners 1\ncold-owners 1\n"
+
+static struct daemon d;
+static int fd = -1;
+
+static void up(void)
+{
+    ck_assert_int_eq(h_start(&d, FIXTURE), 0);
+    fd = h_connect(d.port);
+    ck_assert_int_ge(fd, 0);
+}
+
+static void down(void)
+{
+    if (fd >= 0)
+        close(fd);
+    fd = -1;
+    ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
+}
+
+/* Sends words (NULL-terminated) on fd and returns the raw reply; the caller
+ * frees it.  Fails the test when nothing comes back. */
+static struct h_reply *on(int cfd, const char *first, ...)
+{
+    const char *w[64];
+    int n = 0;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *s = first; s != NULL && n < 64; s = va_arg(ap, const char *))
+        w[n++] = s;
+    va_end(ap);
+    struct h_reply *r = h_cmd(cfd, n, w);
+    ck_assert_msg(r != NULL, "no reply to %s", first);
+    return r;
+}
+
+/* The reply to words on fd must be exactly `raw`. */
+#define EXPECT_ON(cfd, want_, ...)                                                \
+    do {                                                                          \
+        struct h_reply *r_ = on(cfd, __VA_ARGS__, NULL);                          \
+        ck_assert_msg(strcmp(r_->raw, want_) == 0, "%s: expected %s, got %s", #__VA_ARGS__, \
+                      want_, r_->raw);                                            \
+        h_free(r_);                                                               \
+    } while (0)
+#define EXPECT(want_, ...) EXPECT_ON(fd, want_, __VA_ARGS__)
+
+/* Sends raw bytes and returns the next reply (NULL if the connection
+ * closed or nothing came). */
+static struct h_reply *raw_cmd(int cfd, const char *bytes, size_t n)
+{
+    ck_assert_int_eq(h_send(cfd, bytes, n), 0);
+    return h_read(cfd);
+}
+
+#define EXPECT_RAW(bytes, want_)                                                  \
+    do {                                                                          \
+        struct h_reply *r_ = raw_cmd(fd, bytes, sizeof(bytes) - 1);               \
+        ck_assert_msg(r_ != NULL, "no reply to %s", #bytes);                      \
+        ck_assert_msg(strcmp(r_->raw, want_) == 0, "%s: expected %s, got %s", #bytes, want_, \
+                      r_->raw);                                                   \
+        h_free(r_);                                                               \
+    } while (0)
+
+/* ---- the protocol ------------------------------------------------------------- */
+
+START_TEST(negative_multibulk_count_is_skipped)
+{
+    up();
+    EXPECT_RAW("*-10\r\n*1\r\n$4\r\nPING\r\n", "+PONG\r\n");
+    EXPECT_RAW("*-2147483648\r\nPING\r\n", "+PONG\r\n");
+    down();
+}
+END_TEST
+
+START_TEST(errors_quote_arguments_as_redis)
+{
+    up();
+    char l300[301], want[512];
+    memset(l300, 'L', 300);
+    l300[300] = '\0';
+    /* unknown command: the arguments while the text is under 128 bytes */
+    snprintf(want, sizeof(want),
+             "-ERR unknown command 'FOOBAR', with args beginning with: '%.128s' \r\n", l300);
+    EXPECT(want, "FOOBAR", l300, "x");
+    /* an argument quoted at the end loses its line ending (Redis trims) */
+    EXPECT_RAW("*4\r\n$6\r\nEXPIRE\r\n$1\r\nk\r\n$3\r\n100\r\n$3\r\nx\r\n\r\n",
+               "-ERR Unsupported option x\r\n");
+    /* and is quoted whole */
+    snprintf(want, sizeof(want), "-ERR Unsupported option %s\r\n", l300);
+    EXPECT(want, "EXPIRE", "k", "100", l300);
+    down();
+}
+END_TEST
+
+/* ---- connection commands ---------------------------------------------------------- */
+
+START_TEST(select_answers_redis_errors)
+{
+    up();
+    EXPECT("+OK\r\n", "SELECT", "0");
+    EXPECT("-ERR value is not an integer or out of range\r\n", "SELECT", "abc");
+    EXPECT("-ERR value is not an integer or out of range\r\n", "SELECT", "");
+    EXPECT("-ERR value is not an integer or out of range\r\n", "SELECT", "00");
+    EXPECT("-ERR value is out of range, value must between -2147483648 and 2147483647\r\n",
+           "SELECT", "99999999999");
+    EXPECT("-ERR DB index is out of range\r\n", "SELECT", "1");
+    EXPECT("-ERR DB index is out of range\r\n", "SELECT", "-1");
+    down();
+}
+END_TEST
+
+START_TEST(hello_runs_its_options_in_order)
+{
+    up();
+    EXPECT("-ERR Protocol version is not an integer or out of range\r\n", "HELLO", "abc");
+    EXPECT("-ERR Protocol version is not an integer or out of range\r\n", "HELLO", "02");
+    EXPECT("-NOPROTO unsupported protocol version\r\n", "HELLO", "4");
+    EXPECT("-NOPROTO unsupported protocol version\r\n", "HELLO", "-1");
+    /* AUTH is tried as it is read: a bad password before a bad option */
+    EXPECT("-WRONGPASS invalid username-password pair or user is disabled.\r\n", "HELLO", "2",
+           "AUTH", "nobody", "pw", "h:3");
+    EXPECT("-ERR Syntax error in HELLO option 'h:3'\r\n", "HELLO", "2", "h:3", "AUTH", "nobody",
+           "pw");
+    /* a name set before a bad option stays set, as in Redis */
+    EXPECT("-ERR Syntax error in HELLO option 'bogus'\r\n", "HELLO", "3", "SETNAME", "early",
+           "bogus");
+    EXPECT("$5\r\nearly\r\n", "CLIENT", "GETNAME");
+    down();
+}
+END_TEST
+
+START_TEST(client_setname_takes_any_length)
+{
+    up();
+    char name[1001];
+    memset(name, 'x', 1000);
+    name[1000] = '\0';
+    EXPECT("+OK\r\n", "CLIENT", "SETNAME", name);
+    struct h_reply *r = on(fd, "CLIENT", "GETNAME", NULL);
+    ck_assert_int_eq(r->v->len, 1000);
+    h_free(r);
+    EXPECT("-ERR Client names cannot contain spaces, newlines or special characters.\r\n",
+           "CLIENT", "SETNAME", "a b");
+    EXPECT("+OK\r\n", "CLIENT", "SETNAME", "");
+    EXPECT("$-1\r\n", "CLIENT", "GETNAME");
+    down();
+}
+END_TEST
+
+/* ---- subcommands ------------------------------------------------------------------ */
+
+START_TEST(subcommand_errors_are_redis_texts)
+{
+    up();
+    EXPECT("-ERR wrong number of arguments for 'config|get' command\r\n", "CONFIG", "GET");
+    EXPECT("-ERR wrong number of arguments for 'config' command\r\n", "CONFIG");
+    EXPECT("-ERR wrong number of arguments for 'client' command\r\n", "CLIENT");
+    EXPECT("-ERR wrong number of arguments for 'client|setname' command\r\n", "CLIENT",
+           "SETNAME");
+    EXPECT("-ERR wrong number of arguments for 'client|id' command\r\n", "CLIENT", "ID", "x");
+    EXPECT("-ERR wrong number of arguments for 'command|count' command\r\n", "COMMAND", "COUNT",
+           "x");
+    EXPECT("-ERR unknown subcommand 'bogus'. Try CONFIG HELP.\r\n", "CONFIG", "bogus");
+    EXPECT("-ERR unknown subcommand 'BOGUS'. Try CLIENT HELP.\r\n", "client", "BOGUS");
+    EXPECT("-ERR unknown subcommand 'bogus'. Try COMMAND HELP.\r\n", "COMMAND", "bogus", "x");
+    EXPECT("-ERR syntax error\r\n", "CLIENT", "LIST", "x");
+    EXPECT("-ERR Unknown client type 'bogus'\r\n", "CLIENT", "LIST", "TYPE", "bogus");
+    EXPECT("-ERR Invalid client ID\r\n", "CLIENT", "LIST", "ID", "1", "abc");
+    EXPECT("-ERR syntax error\r\n", "CONFIG", "SET", "timeout", "0", "bogus");
+    down();
+}
+END_TEST
+
+START_TEST(config_set_refuses_with_redis_texts)
+{
+    up();
+    EXPECT("-ERR Unknown option or number of arguments for CONFIG SET - 'nonexistent'\r\n",
+           "CONFIG", "SET", "nonexistent", "1");
+    EXPECT("-ERR Unknown option or number of arguments for CONFIG SET - ''\r\n", "CONFIG", "SET",
+           "", "");
+    /* every name is checked before any value */
+    EXPECT("-ERR Unknown option or number of arguments for CONFIG SET - 'bogus'\r\n", "CONFIG",
+           "SET", "timeout", "abc", "bogus", "1");
+    EXPECT("-ERR CONFIG SET failed (possibly related to argument 'TIMEOUT') - duplicate "
+           "parameter\r\n", "CONFIG", "SET", "timeout", "1", "TIMEOUT", "2");
+    EXPECT("-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't "
+           "be parsed into an integer\r\n", "CONFIG", "SET", "TIMEOUT", "abc");
+    EXPECT("-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't "
+           "be parsed into an integer\r\n", "CONFIG", "SET", "timeout", "abc");
+    EXPECT("-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument must be "
+           "between 0 and 2147483647 inclusive\r\n", "CONFIG", "SET", "timeout", "-1");
+    EXPECT("-ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument "
+           "couldn't be parsed into an integer\r\n", "CONFIG", "SET", "maxclients", "abc");
+    EXPECT("-ERR CONFIG SET failed (possibly related to argument 'protected-mode') - argument "
+           "must be 'yes' or 'no'\r\n", "CONFIG", "SET", "protected-mode", "maybe");
+    EXPECT("-ERR CONFIG SET failed (possibly related to argument 'client-query-buffer-limit') - "
+           "argument must be a memory value\r\n", "CONFIG", "SET", "client-query-buffer-limit",
+           "abc");
+    EXPECT("+OK\r\n", "CONFIG", "SET", "TIMEOUT", "0");
+    down();
+}
+END_TEST
+
+START_TEST(config_get_echoes_the_name_asked)
+{
+    up();
+    EXPECT("*2\r\n$10\r\nMAXCLIENTS\r\n$5\r\n10000\r\n", "CONFIG", "GET", "MAXCLIENTS");
+    EXPECT("*2\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n", "CONFIG", "GET", "MAXCLI*");
+    /* a directive asked twice is listed once, as first asked */
+    EXPECT("*2\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n", "CONFIG", "GET", "maxclients",
+           "MAXCLIENTS");
+    EXPECT("*2\r\n$7\r\ntimeout\r\n$1\r\n0\r\n", "CONFIG", "GET", "timeout");
+    down();
+}
+END_TEST
+
+/* ---- string commands' edge cases ------------------------------------------------- */
+
+START_TEST(repeated_expiry_option_takes_the_last)
+{
+    up();
+    EXPECT("+OK\r\n", "SET", "k", "v", "EX", "100", "EX", "5000");
+    struct h_reply *r = on(fd, "TTL", "k", NULL);
+    ck_assert_msg(r->v->integer > 4000 && r->v->integer <= 5000, "TTL %s", r->raw);
+    h_free(r);
+    EXPECT("-ERR syntax error\r\n", "SET", "k", "v", "EX", "100", "PX", "200");
+    EXPECT("$1\r\nv\r\n", "GETEX", "k", "PX", "100000", "PX", "9000000");
+    r = on(fd, "TTL", "k", NULL);
+    ck_assert_msg(r->v->integer > 8000 && r->v->integer <= 9000, "TTL %s", r->raw);
+    h_free(r);
+    down();
+}
+END_TEST
+
+START_TEST(getex_of_a_missing_key_is_nil_before_its_expiry_is_checked)
+{
+    up();
+    EXPECT("$-1\r\n", "GETEX", "missing", "EX", "abc");
+    EXPECT("$-1\r\n", "GETEX", "missing", "EX", "0");
+    EXPECT("+OK\r\n", "SET", "kk", "v");
+    EXPECT("-ERR value is not an integer or out of range\r\n", "GETEX", "kk", "EX", "abc");
+    EXPECT("-ERR invalid expire time in 'getex' command\r\n", "GETEX", "kk", "EX", "0");
+    EXPECT(":-1\r\n", "TTL", "kk");
+    EXPECT("-ERR syntax error\r\n", "GETEX", "missing", "EX");
+    down();
+}
+END_TEST
+
+START_TEST(incr_of_a_value_with_a_nul_is_not_an_integer)
+{
+    up();
+    EXPECT_RAW("*3\r\n$3\r\nSET\r\n$1\r\nn\r\n$2\r\n3\0\r\n", "+OK\r\n");
+    EXPECT("-ERR value is not an integer or out of range\r\n", "INCR", "n");
+    EXPECT("+OK\r\n", "SET", "m", "-0");
+    EXPECT("-ERR value is not an integer or out of range\r\n", "INCRBY", "m", "1");
+    EXPECT("+OK\r\n", "SET", "o", "9223372036854775807");
+    EXPECT("-ERR increment or decrement would overflow\r\n", "INCR", "o");
+    down();
+}
+END_TEST
+
+START_TEST(scan_reads_its_cursor_as_redis)
+{
+    up();
+    EXPECT("+OK\r\n", "SET", "a", "1");
+    EXPECT("*2\r\n$1\r\n0\r\n*0\r\n", "SCAN", "-1");
+    struct h_reply *r = on(fd, "SCAN", "", "COUNT", "1000", NULL);
+    ck_assert_msg(r->v->type == RESP_ARRAY && r->v->n == 2, "SCAN \"\": %s", r->raw);
+    h_free(r);
+    r = on(fd, "SCAN", "+0", NULL);
+    ck_assert_msg(r->v->type == RESP_ARRAY && r->v->n == 2, "SCAN +0: %s", r->raw);
+    h_free(r);
+    EXPECT("-ERR invalid cursor\r\n", "SCAN", " 0");
+    EXPECT("-ERR invalid cursor\r\n", "SCAN", "1.5");
+    EXPECT("-ERR invalid cursor\r\n", "SCAN", "18446744073709551616");
+    down();
+}
+END_TEST
+
+Suite *compat_suite(void)
+{
+    Suite *s = suite_create("compat");
+    struct {
+        const char *name;
+        const TTest *t;
+    } cases[] = {
+        {"protocol", negative_multibulk_count_is_skipped},
+        {"protocol", errors_quote_arguments_as_redis},
+        {"connection", select_answers_redis_errors},
+        {"connection", hello_runs_its_options_in_order},
+        {"connection", client_setname_takes_any_length},
+        {"subcommands", subcommand_errors_are_redis_texts},
+        {"subcommands", config_set_refuses_with_redis_texts},
+        {"subcommands", config_get_echoes_the_name_asked},
+        {"strings", repeated_expiry_option_takes_the_last},
+        {"strings", getex_of_a_missing_key_is_nil_before_its_expiry_is_checked},
+        {"strings", incr_of_a_value_with_a_nul_is_not_an_integer},
+        {"strings", scan_reads_its_cursor_as_redis},
+    };
+    TCase *tc = NULL;
+    const char *cur = "";
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (strcmp(cases[i].name, cur) != 0) {
+            tc = tcase_create(cases[i].name);
+            tcase_set_timeout(tc, 60);
+            suite_add_tcase(s, tc);
+            cur = cases[i].name;
+        }
+        tcase_add_test(tc, cases[i].t);
+    }
+    return s;
+}
