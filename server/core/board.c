@@ -8,28 +8,48 @@
 #include <time.h>
 #include <unistd.h>
 
-static size_t board_size(uint32_t nslots)
+static size_t table_size(uint32_t cap)
 {
-    return sizeof(struct board) + (size_t)nslots * sizeof(struct board_slot);
+    return sizeof(struct board_clients) + (size_t)cap * sizeof(struct board_client);
 }
 
-struct board *board_create(uint32_t nslots)
+static size_t slots_end(uint32_t nslots)
 {
-    size_t size = board_size(nslots);
+    size_t n = sizeof(struct board) + (size_t)nslots * sizeof(struct board_slot);
+    return (n + 63) & ~(size_t)63;
+}
+
+static size_t board_size(uint32_t nslots, uint32_t cap)
+{
+    return slots_end(nslots) + (size_t)nslots * table_size(cap);
+}
+
+struct board *board_create_clients(uint32_t nslots, uint32_t clients)
+{
+    uint32_t cap = clients < BOARD_CLIENTS_MIN ? BOARD_CLIENTS_MIN
+                   : clients > BOARD_CLIENTS_MAX ? BOARD_CLIENTS_MAX : clients;
+    size_t size = board_size(nslots, cap);
     struct board *b = shm_map("hotkvd-board", size);
     if (b == NULL)
         return NULL;
     b->magic = BOARD_MAGIC;
     b->version = BOARD_VERSION;
     b->nslots = nslots;
+    b->clients_cap = cap;
+    b->clients_off = slots_end(nslots);
     return b;
+}
+
+struct board *board_create(uint32_t nslots)
+{
+    return board_create_clients(nslots, BOARD_CLIENTS_MIN);
 }
 
 void board_destroy(struct board **bp)
 {
     if (bp == NULL || *bp == NULL)
         return;
-    shm_unmap(*bp, board_size((*bp)->nslots));
+    shm_unmap(*bp, board_size((*bp)->nslots, (*bp)->clients_cap));
     *bp = NULL;
 }
 
@@ -44,8 +64,27 @@ void board_reset_counters(struct board_slot *s)
 
 hkv_status board_check(const struct board *b)
 {
-    if (b == NULL || b->magic != BOARD_MAGIC || b->version != BOARD_VERSION || b->nslots > 65536)
+    if (b == NULL || b->magic != BOARD_MAGIC || b->version != BOARD_VERSION || b->nslots > 65536 ||
+        b->clients_cap < BOARD_CLIENTS_MIN || b->clients_cap > BOARD_CLIENTS_MAX ||
+        b->clients_off != slots_end(b->nslots))
         return HKV_ECORRUPT;
     return HKV_OK;
+}
+
+struct board_clients *board_clients(struct board *b, uint32_t slot)
+{
+    return (struct board_clients *)((char *)b + b->clients_off +
+                                    (size_t)slot * table_size(b->clients_cap));
+}
+
+struct board_client *board_client_row(struct board *b, uint32_t slot, uint32_t i)
+{
+    return (struct board_client *)((char *)board_clients(b, slot) +
+                                   sizeof(struct board_clients)) + i;
+}
+
+uint64_t board_client_id(struct board *b)
+{
+    return atomic_fetch_add_explicit(&b->next_client_id, 1, memory_order_relaxed) + 1;
 }
 

@@ -10,6 +10,19 @@
  * readers only need each number to be whole, not a consistent snapshot.
  * A slot is written by its one process (and reset by the master when that
  * process is replaced), so there are no locks.
+ *
+ * Clients.  After the slots, every slot has a table of client rows (the
+ * "clients board"): an edge publishes one row per client connection, so
+ * any edge can answer CLIENT LIST for the whole host, and asks another
+ * edge to close one of its clients (CLIENT KILL) by writing the client's
+ * id into the row's kill_id.  A row has one writer, the edge that owns the
+ * client, which brackets every change with `seq` (odd while it writes);
+ * a reader copies the row and keeps the copy only if `seq` was even and
+ * unchanged around it.  A table is trusted only while its owner_pid is the
+ * slot's live pid: an edge that died leaves rows nobody lists, and its
+ * successor clears them (up to used) before it sets owner_pid.  Client ids
+ * come from one counter in the header, so they are unique on the host and
+ * grow with time, as Redis's.
  */
 #ifndef HKV_BOARD_H
 #define HKV_BOARD_H
@@ -22,7 +35,11 @@
 #include "server/core/counters.h"
 
 #define BOARD_MAGIC 0x686b76626f617264ULL /* "hkvboard" */
-#define BOARD_VERSION 1
+#define BOARD_VERSION 2
+
+#define BOARD_CLIENTS_MIN 64      /* rows per slot at least (board_create) */
+#define BOARD_CLIENTS_MAX 65536   /* and at most */
+#define BOARD_CLIENT_NAME 256     /* bytes of a client's name another edge sees */
 
 enum board_role { BOARD_EMPTY = 0, BOARD_EDGE = 1, BOARD_OWNER = 2 };
 
@@ -40,10 +57,43 @@ struct board_slot {
 #undef X
 };
 
+/* One client connection of an edge, as every other edge sees it.  Only its
+ * edge writes it (under seq), except kill_id, which any edge may set. */
+struct board_client {
+    _Atomic uint32_t seq;         /* odd while the owning edge writes the row */
+    uint32_t resp;                /* 2 or 3 */
+    _Atomic uint64_t id;          /* 0: the row is free */
+    _Atomic uint64_t kill_id;     /* set by any edge: close the client with this id */
+    int64_t created_ms, last_ms;  /* CLOCK_MONOTONIC (the same clock in every process) */
+    int32_t fd;
+    uint16_t cmd;                 /* its last command's stat id; 0xffff: none */
+    char events[2];               /* "r", "w", "rw" or "" (not NUL-terminated at 2) */
+    uint64_t qbuf, qbuf_free, rbs, rbp, obl, oll, omem, tot_mem;
+    uint32_t flags;               /* BOARD_CLIENT_F_* */
+    uint32_t name_len;            /* the whole name's length (name[] holds the first part) */
+    char addr[48], laddr[48];
+    char user[64];
+    char name[BOARD_CLIENT_NAME];
+};
+
+#define BOARD_CLIENT_F_MONITOR 0x1  /* flags=O */
+
+/* The header of one slot's client table. */
+struct board_clients {
+    _Atomic int32_t owner_pid;    /* the edge that publishes here; 0 = none */
+    _Atomic uint32_t used;        /* rows [0, used) may be in use */
+    _Atomic uint32_t kills;       /* kill requests since the owner last looked */
+    uint32_t pad;
+};
+
 struct board {
     uint64_t magic;
     uint32_t version;
     uint32_t nslots;
+    uint32_t clients_cap;         /* rows per slot */
+    uint32_t pad;
+    uint64_t clients_off;         /* from the board's start: nslots tables */
+    _Atomic uint64_t next_client_id; /* the host's last client id */
     _Atomic int32_t master_pid;
     _Atomic uint64_t config_generation;
     _Atomic uint64_t config_reload_failures;
@@ -51,14 +101,23 @@ struct board {
     struct board_slot slots[];
 };
 
-/* Maps a new anonymous shared board with `nslots` slots (memfd + MAP_SHARED:
- * it is inherited across fork and survives no exec).  NULL on failure. */
+/* Maps a new anonymous shared board with `nslots` slots and `clients` client
+ * rows per slot (clamped to BOARD_CLIENTS_MIN..MAX; memfd + MAP_SHARED: it is
+ * inherited across fork and survives no exec; untouched rows cost no
+ * memory).  board_create: the minimum of rows.  NULL on failure. */
+struct board *board_create_clients(uint32_t nslots, uint32_t clients);
 struct board *board_create(uint32_t nslots);
 void board_destroy(struct board **b);
 /* Validates a board's header before use; HKV_OK or HKV_ECORRUPT. */
 hkv_status board_check(const struct board *b);
 /* Zeroes the slot's CTR_COUNTER fields (CONFIG RESETSTAT); gauges stay. */
 void board_reset_counters(struct board_slot *s);
+
+/* Slot `slot`'s client table header and its row i (i < clients_cap). */
+struct board_clients *board_clients(struct board *b, uint32_t slot);
+struct board_client *board_client_row(struct board *b, uint32_t slot, uint32_t i);
+/* A new client id, unique on the host (1, 2, ...). */
+uint64_t board_client_id(struct board *b);
 
 static inline uint64_t board_load(_Atomic uint64_t *v)
 {

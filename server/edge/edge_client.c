@@ -10,6 +10,8 @@
 #include "server/core/clock.h"
 #include "server/edge/auth.h"
 #include "server/edge/edge_arg.h"
+#include "server/edge/edge_clients.h"
+#include "server/edge/edge_op.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_subcmd.h"
 
@@ -36,6 +38,7 @@ int client_set_name(struct conn *c, const struct resp_slice *v)
     }
     free(c->name);
     c->name = name;
+    clients_publish(c); /* other edges see the new name at once */
     return 0;
 }
 
@@ -47,36 +50,114 @@ void client_gone(struct conn *c)
 
 /* ---- CLIENT INFO / LIST lines ----------------------------------------------- */
 
-/* One line of CLIENT LIST for x, asked by c (whose own argv is argv). */
-static void line(struct conn *c, struct conn *x, int argc, const struct resp_slice *argv,
-                 struct hkv_buf *b, int64_t now)
+/* One line, from a row of the clients board (this edge's clients are
+ * rendered from a row filled just now, with the whole name). */
+static void render(struct hkv_buf *b, const struct board_client *r, const char *name,
+                   size_t name_len, uint64_t argv_mem, int64_t now)
 {
-    size_t argv_mem = 0;
+    const char *cmd = r->cmd != 0xffff ? subcmd_stat_name(r->cmd) : NULL;
+    char events[3] = {r->events[0], r->events[0] ? r->events[1] : '\0', '\0'};
+    buf_printf(b,
+               "id=%llu addr=%s laddr=%s fd=%d name=%.*s age=%lld idle=%lld flags=%s db=0 sub=0 "
+               "psub=0 ssub=0 multi=-1 qbuf=%llu qbuf-free=%llu argv-mem=%llu multi-mem=0 "
+               "rbs=%llu rbp=%llu obl=%llu oll=%llu omem=%llu tot-mem=%llu events=%s cmd=%s "
+               "user=%s redir=-1 resp=%u\n",
+               (unsigned long long)r->id, r->addr, r->laddr, (int)r->fd, (int)name_len, name,
+               (long long)(now - r->created_ms) / 1000, (long long)(now - r->last_ms) / 1000,
+               r->flags & BOARD_CLIENT_F_MONITOR ? "O" : "N", (unsigned long long)r->qbuf,
+               (unsigned long long)r->qbuf_free, (unsigned long long)argv_mem,
+               (unsigned long long)r->rbs, (unsigned long long)r->rbp,
+               (unsigned long long)r->obl, (unsigned long long)r->oll,
+               (unsigned long long)r->omem, (unsigned long long)(r->tot_mem + argv_mem), events,
+               cmd != NULL ? cmd : "NULL", r->user, r->resp);
+}
+
+/* x's line, asked by c (whose own argv counts as its argv-mem). */
+static void local_line(struct conn *c, struct conn *x, int argc, const struct resp_slice *argv,
+                       struct hkv_buf *b, int64_t now)
+{
+    struct board_client r;
+    memset(&r, 0, sizeof(r));
+    clients_fill(x, &r);
+    r.id = x->id;
+    uint64_t argv_mem = 0;
     if (x == c)
         for (int i = 0; i < argc; i++)
             argv_mem += argv[i].len;
-    size_t omem = 0;
-    uint32_t oll = 0;
-    for (struct rslot *s = x->sq_head; s != NULL; s = s->next, oll++)
-        omem += s->buf.cap;
-    int writing = event_pending(x->wev, EV_WRITE, NULL) != 0;
-    buf_printf(b,
-               "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=0 sub=0 "
-               "psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=%zu multi-mem=0 rbs=%zu "
-               "rbp=%zu obl=%zu oll=%u omem=%zu tot-mem=%zu events=%s cmd=%s user=%s redir=-1 "
-               "resp=%d\n",
-               (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name ? x->name : "",
-               (long long)(now - x->created_ms) / 1000, (long long)(now - x->last_ms) / 1000,
-               buf_unread(&x->in), x->in.cap - x->in.len, argv_mem, x->out.cap, x->out_peak,
-               buf_unread(&x->out), oll, omem,
-               sizeof(*x) + x->in.cap + x->out.cap + omem + argv_mem,
-               x->paused ? (writing ? "w" : "") : (writing ? "rw" : "r"),
-               x->last_cmd ? x->last_cmd : "NULL",
-               x->user >= 0 ? auth_user_name(c->e->auth, x->user) : "default", x->proto);
+    render(b, &r, x->name ? x->name : "", x->name ? strlen(x->name) : 0, argv_mem, now);
 }
 
-/* CLIENT LIST [TYPE type | ID id...]: every hotkvd client is of type
- * normal (no replicas, masters or pub/sub). */
+/* The lines of a listing, sorted by id (creation order, as Redis lists). */
+struct listing {
+    struct hkv_buf text;
+    struct line { uint64_t id; size_t off, len; } *lines;
+    size_t n, cap;
+    int64_t now;
+    uint64_t only_id;             /* 0: every client */
+};
+
+static void listing_mark(struct listing *l, uint64_t id, size_t off)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        struct line *p = realloc(l->lines, cap * sizeof(*p));
+        if (p == NULL) {
+            l->text.len = off; /* dropped: out of memory */
+            return;
+        }
+        l->lines = p;
+        l->cap = cap;
+    }
+    l->lines[l->n++] = (struct line){id, off, l->text.len - off};
+}
+
+static void listing_other(const struct board_client *r, uint32_t slot, uint32_t idx, void *arg)
+{
+    struct listing *l = arg;
+    uint64_t id = atomic_load_explicit(&r->id, memory_order_relaxed);
+    if (l->only_id != 0 && id != l->only_id)
+        return;
+    size_t off = l->text.len;
+    uint32_t n = r->name_len < BOARD_CLIENT_NAME ? r->name_len : BOARD_CLIENT_NAME;
+    render(&l->text, r, r->name, n, 0, l->now);
+    listing_mark(l, id, off);
+}
+
+static int by_id(const void *a, const void *b)
+{
+    const struct line *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Every client of the host (only_id 0) or the one with that id. */
+static void listing_fill(struct listing *l, struct conn *c, int argc,
+                         const struct resp_slice *argv)
+{
+    for (struct conn *x = c->e->conns; x != NULL; x = x->next) {
+        if (l->only_id != 0 && x->id != l->only_id)
+            continue;
+        size_t off = l->text.len;
+        local_line(c, x, argc, argv, &l->text, l->now);
+        listing_mark(l, x->id, off);
+    }
+    clients_each_other(c->e, listing_other, l);
+}
+
+static void listing_reply(struct conn *c, struct listing *l)
+{
+    qsort(l->lines, l->n, sizeof(*l->lines), by_id);
+    struct hkv_buf out = HKV_BUF_INIT;
+    for (size_t i = 0; i < l->n; i++)
+        buf_append(&out, l->text.data + l->lines[i].off, l->lines[i].len);
+    resp_add_verbatim(&c->out, c->proto, buf_head(&out), buf_unread(&out));
+    buf_deinit(&out);
+    buf_deinit(&l->text);
+    free(l->lines);
+}
+
+/* CLIENT LIST [TYPE type | ID id...]: the clients of every edge of the
+ * host.  Every hotkvd client is of type normal (no replicas, masters or
+ * pub/sub). */
 static void client_list(struct conn *c, int argc, const struct resp_slice *argv)
 {
     int all = 1;
@@ -100,22 +181,247 @@ static void client_list(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_error(&c->out, "ERR syntax error");
         return;
     }
-    struct hkv_buf b = HKV_BUF_INIT;
-    int64_t now = clock_mono_ms();
+    struct listing l = {.text = HKV_BUF_INIT, .now = clock_mono_ms()};
     if (argc > 3 && slice_is(&argv[2], "id")) {
+        /* in the order asked, as Redis */
+        struct hkv_buf out = HKV_BUF_INIT;
         for (int j = 3; j < argc; j++) {
             long long id;
             arg_ll(&argv[j], &id);
-            for (struct conn *x = c->e->conns; x != NULL; x = x->next)
-                if ((long long)x->id == id)
-                    line(c, x, argc, argv, &b, now);
+            l.only_id = (uint64_t)id;
+            l.n = 0;
+            buf_reset(&l.text);
+            if (id > 0)
+                listing_fill(&l, c, argc, argv);
+            if (l.n > 0)
+                buf_append(&out, l.text.data + l.lines[0].off, l.lines[0].len);
         }
-    } else if (all) {
-        for (struct conn *x = c->e->conns; x != NULL; x = x->next)
-            line(c, x, argc, argv, &b, now);
+        resp_add_verbatim(&c->out, c->proto, buf_head(&out), buf_unread(&out));
+        buf_deinit(&out);
+        buf_deinit(&l.text);
+        free(l.lines);
+        return;
     }
-    resp_add_verbatim(&c->out, c->proto, buf_head(&b), buf_unread(&b));
-    buf_deinit(&b);
+    if (all)
+        listing_fill(&l, c, argc, argv);
+    listing_reply(c, &l);
+}
+
+/* ---- CLIENT KILL ------------------------------------------------------------------ */
+
+/* What CLIENT KILL matches (Redis's filters; empty: not given). */
+struct kill_filter {
+    const struct resp_slice *addr, *laddr, *user;
+    uint64_t id;
+    int other_type;               /* TYPE master/replica/pubsub: no hotkvd client */
+    int skipme;
+};
+
+/* A client of another edge asked to close, waited for. */
+struct kill_target {
+    uint32_t slot, idx;
+    uint64_t id;
+};
+
+struct kill_args {
+    int64_t killed;
+    int64_t deadline_ms;
+    struct kill_target *targets;
+    uint32_t n, cap;
+    int old_form;
+    int close_self;
+};
+_Static_assert(sizeof(struct kill_args) <= OP_ARGS_MAX, "kill_args too large for an op");
+#define K(op) OP_ARGS(op, struct kill_args)
+
+#define KILL_WAIT_MS 1000         /* an edge that does not act by then is not waited for */
+
+static int str_is(const char *s, const struct resp_slice *v)
+{
+    return v == NULL || (strlen(s) == v->len && memcmp(s, v->p, v->len) == 0);
+}
+
+static int kill_matches(const struct kill_filter *f, uint64_t id, const char *addr,
+                        const char *laddr, const char *user)
+{
+    return !f->other_type && (f->id == 0 || f->id == id) && str_is(addr, f->addr) &&
+           str_is(laddr, f->laddr) && str_is(user, f->user);
+}
+
+struct kill_scan {
+    const struct kill_filter *f;
+    struct kill_args *k;
+    struct edge *e;
+};
+
+static void kill_other(const struct board_client *r, uint32_t slot, uint32_t idx, void *arg)
+{
+    struct kill_scan *ks = arg;
+    uint64_t id = atomic_load_explicit(&r->id, memory_order_relaxed);
+    if (!kill_matches(ks->f, id, r->addr, r->laddr, r->user))
+        return;
+    struct kill_args *k = ks->k;
+    if (k->n == k->cap) {
+        uint32_t cap = k->cap ? k->cap * 2 : 8;
+        struct kill_target *t = realloc(k->targets, cap * sizeof(*t));
+        if (t == NULL)
+            return;
+        k->targets = t;
+        k->cap = cap;
+    }
+    clients_kill_other(ks->e, slot, idx, id);
+    k->targets[k->n++] = (struct kill_target){slot, idx, id};
+    k->killed++;
+}
+
+/* Redis's CLIENT KILL parser.  0, or -1 with the error written. */
+static int kill_parse(struct conn *c, int argc, const struct resp_slice *argv,
+                      struct kill_filter *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->skipme = 1;
+    if (argc == 3) { /* the old form, ADDR only: may kill the caller */
+        f->addr = &argv[2];
+        f->skipme = 0;
+        return 0;
+    }
+    for (int i = 2; i < argc; i += 2) {
+        if (i + 1 >= argc) {
+            resp_add_error(&c->out, "ERR syntax error");
+            return -1;
+        }
+        const struct resp_slice *o = &argv[i], *v = &argv[i + 1];
+        long long n;
+        if (slice_is(o, "id")) {
+            if (arg_ll(v, &n) != 0 || n < 1) {
+                resp_add_error(&c->out, "ERR client-id should be greater than 0");
+                return -1;
+            }
+            f->id = (uint64_t)n;
+        } else if (slice_is(o, "type")) {
+            if (!slice_is(v, "normal") && !slice_is(v, "master") && !slice_is(v, "replica") &&
+                !slice_is(v, "slave") && !slice_is(v, "pubsub")) {
+                resp_add_errorf(&c->out, "ERR Unknown client type '%.*s'", (int)v->len, v->p);
+                return -1;
+            }
+            f->other_type = !slice_is(v, "normal");
+        } else if (slice_is(o, "addr")) {
+            f->addr = v;
+        } else if (slice_is(o, "laddr")) {
+            f->laddr = v;
+        } else if (slice_is(o, "user")) {
+            if (auth_user_find(c->e->auth, v->p, v->len) < 0) {
+                resp_add_errorf(&c->out, "ERR No such user '%.*s'", (int)v->len, v->p);
+                return -1;
+            }
+            f->user = v;
+        } else if (slice_is(o, "skipme")) {
+            if (!slice_is(v, "yes") && !slice_is(v, "no")) {
+                resp_add_error(&c->out, "ERR syntax error");
+                return -1;
+            }
+            f->skipme = slice_is(v, "yes");
+        } else {
+            resp_add_error(&c->out, "ERR syntax error");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void kill_reply(struct op *op)
+{
+    struct kill_args *k = K(op);
+    struct hkv_buf *out = op_out(op);
+    if (out != NULL) {
+        if (!k->old_form)
+            resp_add_int(out, k->killed);
+        else if (k->killed == 0)
+            resp_add_error(out, "ERR No such client");
+        else
+            resp_add_simple(out, "OK");
+        if (k->close_self)
+            op->c->close_after_write = 1;
+    }
+    free(k->targets);
+    k->targets = NULL;
+    op_finish(op);
+}
+
+static void kill_unlink(struct op *op)
+{
+    struct edge *e = op->e;
+    for (struct op **p = &e->kill_waits; *p != NULL; p = &(*p)->next)
+        if (*p == op) {
+            *p = op->next;
+            op->next = NULL;
+            return;
+        }
+}
+
+static void kill_cancel(struct op *op)
+{
+    kill_unlink(op);
+    free(K(op)->targets);
+    K(op)->targets = NULL;
+    op_finish(op);
+}
+
+static const struct op_family kill_family = {.cancel = kill_cancel};
+
+void client_kill_cron(struct edge *e, int64_t now_ms)
+{
+    struct op *op = e->kill_waits;
+    while (op != NULL) {
+        struct op *next = op->next;
+        struct kill_args *k = K(op);
+        int waiting = 0;
+        for (uint32_t i = 0; i < k->n && !waiting; i++)
+            waiting = clients_still_there(e, k->targets[i].slot, k->targets[i].idx,
+                                          k->targets[i].id);
+        if (!waiting || now_ms >= k->deadline_ms) {
+            kill_unlink(op);
+            kill_reply(op);
+        }
+        op = next;
+    }
+}
+
+/* CLIENT KILL: this edge's matching clients are closed now (the caller
+ * after its reply), other edges' are asked to close theirs and waited for
+ * (edge_clients.h), bounded by KILL_WAIT_MS. */
+static void client_kill(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    struct kill_filter f;
+    if (kill_parse(c, argc, argv, &f) != 0)
+        return;
+    struct op *op = op_new(c, &kill_family, "client|kill");
+    if (op == NULL)
+        return;
+    struct kill_args *k = K(op);
+    k->old_form = argc == 3;
+    k->deadline_ms = clock_mono_ms() + KILL_WAIT_MS;
+    struct conn *x = c->e->conns;
+    while (x != NULL) {
+        struct conn *next = x->next;
+        const char *user = x->user >= 0 ? auth_user_name(c->e->auth, x->user) : "default";
+        if (kill_matches(&f, x->id, x->addr, x->laddr, user) && !(x == c && f.skipme)) {
+            k->killed++;
+            if (x == c)
+                k->close_self = 1;
+            else
+                conn_close(x);
+        }
+        x = next;
+    }
+    struct kill_scan ks = {&f, k, c->e};
+    clients_each_other(c->e, kill_other, &ks);
+    if (k->n == 0) {
+        kill_reply(op);
+        return;
+    }
+    op->next = c->e->kill_waits;
+    c->e->kill_waits = op;
 }
 
 /* ---- the rest ------------------------------------------------------------------ */
@@ -242,11 +548,13 @@ void edge_cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
         }
     } else if (slice_is(sub, "info")) {
         struct hkv_buf b = HKV_BUF_INIT;
-        line(c, c, argc, argv, &b, clock_mono_ms());
+        local_line(c, c, argc, argv, &b, clock_mono_ms());
         resp_add_verbatim(&c->out, c->proto, buf_head(&b), buf_unread(&b));
         buf_deinit(&b);
     } else if (slice_is(sub, "list")) {
         client_list(c, argc, argv);
+    } else if (slice_is(sub, "kill")) {
+        client_kill(c, argc, argv);
     } else if (slice_is(sub, "no-evict")) {
         /* hotkvd never evicts clients for memory: on and off are both true */
         if (slice_is(&argv[2], "on") || slice_is(&argv[2], "off"))

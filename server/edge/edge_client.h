@@ -23,5 +23,8 @@ void edge_cmd_client(struct conn *c, int argc, const struct resp_slice *argv);
 int client_set_name(struct conn *c, const struct resp_slice *name);
 /* The closing hook's part: frees what the session holds (its name). */
 void client_gone(struct conn *c);
+/* Every 100 ms: CLIENT KILLs waiting for other edges answer once those
+ * clients are gone (or after a second). */
+void client_kill_cron(struct edge *e, int64_t now_ms);
 
 #endif

@@ -20,6 +20,7 @@
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_client.h"
+#include "server/edge/edge_clients.h"
 #include "server/edge/info.h"
 
 void edge_cmd_ping(struct conn *c, int argc, const struct resp_slice *argv)
@@ -132,6 +133,7 @@ void edge_cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
     }
     if (ver != 0)
         c->proto = (int)ver;
+    clients_publish(c);
     hello_reply(c);
 }
 
@@ -141,6 +143,7 @@ void edge_cmd_reset(struct conn *c, int argc, const struct resp_slice *argv)
     c->meta = 0;
     client_set_name(c, &(struct resp_slice){"", 0});
     edge_auth_set_user(c, auth_initial_user(c->e->auth), 1); /* as Redis: logged out */
+    clients_publish(c);
     resp_add_simple(&c->out, "RESET");
 }
 
@@ -158,8 +161,10 @@ void edge_cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
                                 "correct?");
         return;
     }
-    if (edge_auth_login(c, argc == 2 ? &dflt : &argv[1], &argv[argc - 1]) == 0)
+    if (edge_auth_login(c, argc == 2 ? &dflt : &argv[1], &argv[argc - 1]) == 0) {
+        clients_publish(c);
         resp_add_simple(&c->out, "OK");
+    }
 }
 
 void edge_cmd_info(struct conn *c, int argc, const struct resp_slice *argv)

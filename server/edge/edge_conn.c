@@ -108,7 +108,7 @@ void conn_accept(struct edge *e, int fd, int tls)
     }
     c->e = e;
     c->fd = fd;
-    c->id = e->next_client_id++;
+    c->id = board_client_id(e->ctx->board); /* unique on the host (CLIENT KILL ID) */
     c->created_ms = c->last_ms = clock_mono_ms();
     resp_parser_init(&c->parser, &e->limits);
     struct sockaddr_storage peer, ss;

@@ -76,6 +76,10 @@ struct conn {
     int meta;                     /* CLIENT META ON: RESP3 attributes on reads */
     uint64_t ncmds;               /* commands run (edge_registry.c) */
     const char *last_cmd;         /* full name ("client|info"); NULL after an unknown one */
+    uint16_t last_stat;           /* its command stat id (edge_subcmd.h); 0xffff: none */
+    int monitor;                  /* MONITOR: gets the host's commands (edge_monitor.c) */
+    int32_t board_row;            /* its row in the clients board; -1: none (edge_clients.c) */
+    uint64_t board_ncmds;         /* ncmds when the row was last written */
     char *name;                   /* CLIENT SETNAME, HELLO SETNAME; NULL = none (edge_client.c) */
     char lib_name[64];
     char lib_ver[32];

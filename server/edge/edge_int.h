@@ -11,6 +11,7 @@
  *                                   the subcommands and the command stat ids
  *   edge_reply, edge_conn_tls       reply slots; TLS on a connection
  *   edge_conn                       connections (hooks: accepted, dispatch, closing)
+ *   edge_clients                    this edge's rows in the clients board (CLIENT LIST/KILL)
  *   edge_auth, edge_rl              the auth gate; the rate gate
  *   edge_owners, edge_diag          owners, routing, links, STATS; the failed-write report
  *   edge_cache                      what goes into the colo cache
@@ -71,10 +72,16 @@ struct edge {
     const struct conn_hooks *conn_hooks; /* what each connection calls (edge_conn.h) */
     struct conn *conns;           /* every open connection, a doubly linked list */
     uint64_t nconns;
-    uint64_t next_client_id;
     struct resp_limits limits;
     struct ssl_ctx_st *tls_ctx;   /* the TLS port's context (rebuilt on reload); NULL: no TLS */
     struct rslot *free_slots;
+
+    /* the clients board: this edge's rows (edge_clients.c) */
+    struct conn **board_conns;    /* row -> connection (board->clients_cap entries) */
+    uint32_t *board_free;         /* rows freed, a stack */
+    uint32_t board_nfree;
+    uint32_t board_used;          /* rows [0, used) were handed out */
+    int board_tick;               /* cron ticks, for the full refresh */
 
     /* users (edge_auth.c) */
     struct auth *auth;            /* users and ACLs (auth.h), rebuilt on reload */
@@ -90,7 +97,8 @@ struct edge {
     uint64_t next_seq;            /* the last write request number given */
     struct op *free_ops;
     struct op *rs_head, *rs_tail; /* CONFIG RESETSTATs waiting for the master, oldest first
-                                   * (edge_cmd.c) */
+                                   * (edge_config.c) */
+    struct op *kill_waits;        /* CLIENT KILLs waiting for other edges (edge_client.c) */
     struct op *all_ops;           /* every op ever made, for teardown */
     uint64_t nops_writing;        /* write ops not finished (stop waits) */
     int *op_owner_req;            /* op_split's owner -> request table (nowners) */

@@ -115,24 +115,29 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     c->ncmds++;
     if (h == NULL) {
         c->last_cmd = NULL; /* Redis: cmd=NULL after an unknown command */
+        c->last_stat = 0xffff;
         unknown_command(c, argc, argv);
         return;
     }
     /* A container's subcommand is looked up and its arity checked here,
      * before the gates, as Redis does (edge_subcmd.h). */
     const char *name = d->name;
+    unsigned stat = (unsigned)d->id;
     int arity_ok = cmd_arity_ok(d, argc);
     if (argc >= 2 && subcmd_is_container(d->id)) {
         const struct edge_subcmd *s = subcmd_lookup(d->id, &argv[1]);
         if (s == NULL) {
             c->last_cmd = NULL;
+            c->last_stat = 0xffff;
             unknown_subcommand(c, d, &argv[1]);
             return;
         }
         name = s->fullname;
+        stat = subcmd_stat_id(s);
         arity_ok = s->arity >= 0 ? argc == s->arity : argc >= -s->arity;
     }
     c->last_cmd = name;
+    c->last_stat = (uint16_t)stat;
     if (!arity_ok) {
         resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", name);
         return;

@@ -262,24 +262,6 @@ def tofix(reason, **kw):
 
 # ---- helpers for the patterns and rewrites ---------------------------------
 
-def _map_lines(reply, fn):
-    """A normalised CLIENT INFO/LIST reply with fn applied to each line."""
-    if reply[0] != b"*" or reply[1] is None:
-        return reply
-    return (b"*", [reply[1][0]] + [(b"+", fn(x[1])) for x in reply[1][1:]])
-
-
-def _client_list_edge(words, r, h):
-    if r[0] != b"*" or h[0] != b"*" or r[1] is None or h[1] is None:
-        return r, h
-    rest = list(r[1][1:])
-    for x in h[1][1:]:
-        if x not in rest:
-            return r, h
-        rest.remove(x)
-    return h, h
-
-
 def _config_pairs(words, r, h, fix):
     """fix(name, rv, hv) -> new (name, hv) for hotkvd's pair, applied to
     pairs at the same position of two CONFIG GET replies of equal length."""
@@ -418,12 +400,6 @@ design("CONFIG GET tls-protocols prints the versions hotkvd accepts by default (
 # (example: command, redis, hotkvd), and a pattern that covers the random
 # variants of it.  Fixing one removes its entry.
 
-# -- CLIENT
-tofix("CLIENT LIST shows only the clients of the edge that answers",
-      cmd=r"CLIENT LIST", rewrite=_client_list_edge,
-      example=("CLIENT LIST   (normalised)",
-               "[+lines=2, +fields=id,addr,...,resp | name= ..., +fields=id,addr,...,resp | name=n1 ...]",
-               "[+lines=1, +fields=id,addr,...,resp | name= ...]"))
 # -- INFO
 tofix("INFO has no Memory, Persistence, Replication, CPU, Modules, Errorstats, Commandstats, "
       "Latencystats or Cluster section",

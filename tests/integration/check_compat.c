@@ -294,6 +294,121 @@ START_TEST(scan_reads_its_cursor_as_redis)
 }
 END_TEST
 
+/* ---- CLIENT across edges -------------------------------------------------------- */
+
+/* The value of `field` in a CLIENT INFO / LIST line (copied into out). */
+static const char *field_of(const char *line, const char *field, char *out, size_t len)
+{
+    char key[64];
+    snprintf(key, sizeof(key), " %s=", field);
+    const char *p = strstr(line, key);
+    if (p == NULL && strncmp(line, key + 1, strlen(key) - 1) == 0)
+        p = line - 1;
+    ck_assert_msg(p != NULL, "no %s= in %s", field, line);
+    p += strlen(key);
+    size_t n = strcspn(p, " \n");
+    snprintf(out, len, "%.*s", (int)n, p);
+    return out;
+}
+
+/* Two connections on different edges, named alpha and beta. */
+static void named_pair(int *a, int *b)
+{
+    ck_assert_int_eq(h_edge_pair(&d, a, b), 0);
+    EXPECT_ON(*a, "+OK\r\n", "CLIENT", "SETNAME", "alpha");
+    EXPECT_ON(*b, "+OK\r\n", "CLIENT", "SETNAME", "beta");
+}
+
+START_TEST(client_list_shows_the_clients_of_every_edge)
+{
+    up();
+    int a, b;
+    named_pair(&a, &b);
+    struct h_reply *r = on(a, "CLIENT", "LIST", NULL);
+    ck_assert_msg(strstr(r->raw, "name=alpha") && strstr(r->raw, "name=beta"),
+                  "CLIENT LIST on one edge misses the other's client: %s", r->raw);
+    /* Redis 7.0's fields, in its order, on every line */
+    static const char fields[] =
+        "id= addr= laddr= fd= name= age= idle= flags= db= sub= psub= ssub= multi= qbuf= "
+        "qbuf-free= argv-mem= multi-mem= rbs= rbp= obl= oll= omem= tot-mem= events= cmd= "
+        "user= redir= resp=";
+    for (const char *line = r->v->str; line < r->v->str + r->v->len;) {
+        const char *nl = memchr(line, '\n', (size_t)(r->v->str + r->v->len - line));
+        ck_assert_ptr_nonnull(nl);
+        char got[1024] = "", *g = got;
+        for (const char *p = line; p < nl;) {
+            const char *eq = memchr(p, '=', (size_t)(nl - p));
+            const char *sp = memchr(p, ' ', (size_t)(nl - p));
+            ck_assert_ptr_nonnull(eq);
+            g += snprintf(g, sizeof(got) - (size_t)(g - got), "%s%.*s", g == got ? "" : " ",
+                          (int)(eq - p + 1), p);
+            p = sp != NULL ? sp + 1 : nl;
+        }
+        ck_assert_str_eq(got, fields);
+        line = nl + 1;
+    }
+    h_free(r);
+    char id_a[32], id_b[32];
+    r = on(b, "CLIENT", "INFO", NULL);
+    ck_assert_str_eq(field_of(r->v->str, "cmd", id_a, sizeof(id_a)), "client|info");
+    ck_assert_str_eq(field_of(r->v->str, "name", id_a, sizeof(id_a)), "beta");
+    field_of(r->v->str, "id", id_b, sizeof(id_b));
+    h_free(r);
+    r = on(a, "CLIENT", "ID", NULL);
+    snprintf(id_a, sizeof(id_a), "%lld", (long long)r->v->integer);
+    h_free(r);
+    ck_assert_str_ne(id_a, id_b); /* ids are unique on the host */
+    /* CLIENT LIST ID finds the other edge's client */
+    r = on(a, "CLIENT", "LIST", "ID", id_b, NULL);
+    ck_assert_msg(strstr(r->raw, "name=beta") && !strstr(r->raw, "name=alpha"), "%s", r->raw);
+    h_free(r);
+    close(a);
+    close(b);
+    down();
+}
+END_TEST
+
+START_TEST(client_kill_closes_a_client_of_another_edge)
+{
+    up();
+    int a, b;
+    named_pair(&a, &b);
+    char id_b[32], addr_b[64];
+    struct h_reply *r = on(b, "CLIENT", "INFO", NULL);
+    field_of(r->v->str, "id", id_b, sizeof(id_b));
+    field_of(r->v->str, "addr", addr_b, sizeof(addr_b));
+    h_free(r);
+    EXPECT_ON(a, ":0\r\n", "CLIENT", "KILL", "ID", "999999");
+    EXPECT_ON(a, ":1\r\n", "CLIENT", "KILL", "ID", id_b);
+    /* answered once it is done: b is closed, and gone from every list */
+    ck_assert_msg(h_cmdv(b, "PING", NULL) == NULL, "the killed client still answers");
+    r = on(a, "CLIENT", "LIST", NULL);
+    ck_assert_msg(strstr(r->raw, "name=beta") == NULL, "killed client still listed: %s", r->raw);
+    h_free(r);
+    close(b);
+    /* the old form, by address, and USER with SKIPME */
+    ck_assert_int_eq(h_edge_pair(&d, &b, &fd), 0);
+    close(fd);
+    fd = h_connect(d.port);
+    r = on(b, "CLIENT", "INFO", NULL);
+    field_of(r->v->str, "addr", addr_b, sizeof(addr_b));
+    h_free(r);
+    EXPECT_ON(a, "+OK\r\n", "CLIENT", "KILL", addr_b);
+    ck_assert_msg(h_cmdv(b, "PING", NULL) == NULL, "killed by address, still answers");
+    close(b);
+    EXPECT_ON(a, "-ERR No such client\r\n", "CLIENT", "KILL", addr_b);
+    EXPECT_ON(a, "-ERR No such user 'nobody'\r\n", "CLIENT", "KILL", "USER", "nobody");
+    EXPECT_ON(a, "-ERR client-id should be greater than 0\r\n", "CLIENT", "KILL", "ID", "abc");
+    r = on(a, "CLIENT", "KILL", "USER", "default", "SKIPME", "yes", NULL);
+    ck_assert_msg(r->v->type == RESP_INT && r->v->integer >= 1, "%s", r->raw);
+    h_free(r);
+    EXPECT_ON(a, "+PONG\r\n", "PING"); /* skipped itself */
+    ck_assert_msg(h_cmdv(fd, "PING", NULL) == NULL, "USER default left a client open");
+    close(a);
+    down();
+}
+END_TEST
+
 Suite *compat_suite(void)
 {
     Suite *s = suite_create("compat");
@@ -313,6 +428,8 @@ Suite *compat_suite(void)
         {"strings", getex_of_a_missing_key_is_nil_before_its_expiry_is_checked},
         {"strings", incr_of_a_value_with_a_nul_is_not_an_integer},
         {"strings", scan_reads_its_cursor_as_redis},
+        {"clients", client_list_shows_the_clients_of_every_edge},
+        {"clients", client_kill_closes_a_client_of_another_edge},
     };
     TCase *tc = NULL;
     const char *cur = "";
