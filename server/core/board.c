@@ -60,6 +60,15 @@ void board_reset_counters(struct board_slot *s)
         atomic_store_explicit(&s->name, 0, memory_order_relaxed);
     CTR_EDGE(X)
 #undef X
+    for (size_t i = 0; i < BOARD_CMDSTATS; i++) {
+        atomic_store_explicit(&s->cmdstats[i].calls, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->cmdstats[i].nsec, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->cmdstats[i].rejected, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->cmdstats[i].failed, 0, memory_order_relaxed);
+    }
+    /* the prefixes stay (an entry is never moved); a count of 0 is not shown */
+    for (size_t i = 0; i < BOARD_ERRSTATS; i++)
+        atomic_store_explicit(&s->errstats[i].count, 0, memory_order_relaxed);
 }
 
 hkv_status board_check(const struct board *b)

@@ -43,6 +43,22 @@
 
 enum board_role { BOARD_EMPTY = 0, BOARD_EDGE = 1, BOARD_OWNER = 2 };
 
+/* INFO commandstats: an edge's counts per command stat id (the edge's own
+ * numbering, the same in every edge: server/edge/edge_subcmd.h). */
+#define BOARD_CMDSTATS 192
+struct board_cmdstat {
+    _Atomic uint64_t calls, nsec, rejected, failed; /* nsec: their time, ns */
+};
+
+/* INFO errorstats: an edge's error replies by prefix ("ERR", "WRONGTYPE").
+ * An entry's prefix is written once, before errstats_n counts it. */
+#define BOARD_ERRSTATS 32
+#define BOARD_ERRPREFIX 24
+struct board_errstat {
+    char prefix[BOARD_ERRPREFIX];  /* NUL-terminated */
+    _Atomic uint64_t count;
+};
+
 struct board_slot {
     _Atomic int32_t pid;
     _Atomic uint32_t role;         /* enum board_role */
@@ -51,10 +67,16 @@ struct board_slot {
     _Atomic int64_t started_ms;    /* CLOCK_MONOTONIC ms */
     _Atomic int64_t heartbeat_ms;  /* CLOCK_MONOTONIC ms, bumped by the process's loop */
     _Atomic uint64_t config_generation; /* the generation this process runs */
+    _Atomic uint64_t heap_bytes;   /* bytes allocated (mallinfo2), each heartbeat */
+    _Atomic uint32_t colo;         /* an edge: its colo's index + 1 */
+    _Atomic uint64_t colo_bytes;   /* an edge: bytes its colo's cache holds */
     /* an edge's own counters (counters.h): INFO sums them over every edge */
 #define X(name, kind, help) _Atomic uint64_t name;
     CTR_EDGE(X)
 #undef X
+    struct board_cmdstat cmdstats[BOARD_CMDSTATS];
+    _Atomic uint32_t errstats_n;
+    struct board_errstat errstats[BOARD_ERRSTATS];
 };
 
 /* One client connection of an edge, as every other edge sees it.  Only its
@@ -98,6 +120,7 @@ struct board {
     _Atomic uint64_t config_generation;
     _Atomic uint64_t config_reload_failures;
     _Atomic int64_t start_unix_ms;
+    _Atomic uint64_t used_memory_peak; /* INFO memory: the most any INFO has seen */
     struct board_slot slots[];
 };
 
@@ -110,7 +133,8 @@ struct board *board_create(uint32_t nslots);
 void board_destroy(struct board **b);
 /* Validates a board's header before use; HKV_OK or HKV_ECORRUPT. */
 hkv_status board_check(const struct board *b);
-/* Zeroes the slot's CTR_COUNTER fields (CONFIG RESETSTAT); gauges stay. */
+/* Zeroes the slot's CTR_COUNTER fields, command stats and error stats
+ * (CONFIG RESETSTAT); gauges stay. */
 void board_reset_counters(struct board_slot *s);
 
 /* Slot `slot`'s client table header and its row i (i < clients_cap). */
@@ -126,6 +150,14 @@ static inline uint64_t board_load(_Atomic uint64_t *v)
 static inline void board_add(_Atomic uint64_t *v, int64_t d)
 {
     atomic_fetch_add_explicit(v, (uint64_t)d, memory_order_relaxed);
+}
+/* board_add for a field only the calling process writes (its own slot's
+ * command and error stats): a plain load and store, no locked instruction
+ * on the command path. */
+static inline void board_bump(_Atomic uint64_t *v, uint64_t d)
+{
+    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + d,
+                          memory_order_relaxed);
 }
 
 

@@ -35,6 +35,7 @@
 #include "server/edge/edge_registry.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_rl.h"
+#include "server/edge/info_redis.h"
 
 #define CRON_MS 100
 #define FAST_STOP_MS 500
@@ -74,7 +75,8 @@ static void on_link_drained(struct elink *l, void *arg)
 static void on_accepted(struct conn *c, const struct sockaddr *peer)
 {
     c->proto = 2;
-    c->last_stat = 0xffff;
+    c->last_stat = 0xffff; /* STATS_NONE: no command yet */
+    c->cur_stat = 0xffff;
     edge_auth_accepted(c, peer);
     clients_accepted(c);
 }
@@ -156,6 +158,7 @@ static void on_cron(evutil_socket_t fd, short what, void *arg)
     conns_cron(e, now);
     clients_cron(e, now);
     client_kill_cron(e, now);
+    info_publish(e);
     uint64_t total = board_load(&e->stats->total_commands_processed);
     if (now - e->ops_sample_ms >= 1000) {
         e->ops_per_sec = (total - e->ops_sample_cmds) * 1000 / (uint64_t)(now - e->ops_sample_ms);

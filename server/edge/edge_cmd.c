@@ -169,10 +169,7 @@ void edge_cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
 
 void edge_cmd_info(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    struct hkv_buf b = HKV_BUF_INIT;
-    info_render(&b, c->e, argc - 1, argv + 1);
-    resp_add_verbatim(&c->out, c->proto, buf_head(&b), buf_unread(&b));
-    buf_deinit(&b);
+    info_command(c, argc, argv);
 }
 
 /* HOTKEYS [COUNT n]: the hottest keys of the colo with their measured

@@ -77,6 +77,9 @@ struct conn {
     uint64_t ncmds;               /* commands run (edge_registry.c) */
     const char *last_cmd;         /* full name ("client|info"); NULL after an unknown one */
     uint16_t last_stat;           /* its command stat id (edge_subcmd.h); 0xffff: none */
+    uint16_t cur_stat;            /* the request being dispatched: its stat id, when it */
+    int64_t cur_t0_ns;            /* began, and whether an op took over its stats */
+    int stat_taken;               /* (edge_registry.c, edge_op.c) */
     int monitor;                  /* MONITOR: gets the host's commands (edge_monitor.c) */
     int32_t board_row;            /* its row in the clients board; -1: none (edge_clients.c) */
     uint64_t board_ncmds;         /* ncmds when the row was last written */

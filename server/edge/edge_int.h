@@ -11,7 +11,8 @@
  *                                   the subcommands and the command stat ids
  *   edge_reply, edge_conn_tls       reply slots; TLS on a connection
  *   edge_conn                       connections (hooks: accepted, dispatch, closing)
- *   edge_clients                    this edge's rows in the clients board (CLIENT LIST/KILL)
+ *   edge_clients, edge_stats        this edge's rows in the clients board (CLIENT LIST/KILL);
+ *                                   its command and error stats
  *   edge_auth, edge_rl              the auth gate; the rate gate
  *   edge_owners, edge_diag          owners, routing, links, STATS; the failed-write report
  *   edge_cache                      what goes into the colo cache
@@ -19,7 +20,7 @@
  *   edge_flight                     single-flight fetches (answers through a callback)
  *   edge_read, edge_write_op,
  *   edge_write, edge_scan           the data command families
- *   info, edge_cmd, edge_client,
+ *   info_redis, info, edge_cmd, edge_client,
  *   edge_config                     INFO; the connection and server commands; CLIENT;
  *                                   CONFIG
  *   edge_registry                   the command table and the dispatch pipeline

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/core/clock.h"
+
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_client.h"
@@ -23,6 +25,7 @@
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_rl.h"
 #include "server/edge/edge_scan.h"
+#include "server/edge/edge_stats.h"
 #include "server/edge/edge_subcmd.h"
 #include "server/edge/edge_write.h"
 
@@ -107,16 +110,26 @@ static void unknown_subcommand(struct conn *c, const struct cmd_def *d,
                     (int)(sub->len > 128 ? 128 : sub->len), sub->p, upper);
 }
 
+/* The error reply the pipeline just wrote (from `before` on), for the
+ * stats. */
+static void refused(struct conn *c, unsigned stat, size_t before)
+{
+    size_t n = buf_unread(&c->out) > before ? buf_unread(&c->out) - before : 0;
+    stats_rejected(c->e, stat, buf_head(&c->out) + before, n);
+}
+
 void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
 {
     const struct cmd_def *d = cmd_lookup(argv[0].p, argv[0].len);
     edge_handler h = d != NULL ? edge_commands[d->id].handler : NULL;
+    size_t before = buf_unread(&c->out);
     board_add(&c->e->stats->total_commands_processed, 1);
     c->ncmds++;
     if (h == NULL) {
         c->last_cmd = NULL; /* Redis: cmd=NULL after an unknown command */
-        c->last_stat = 0xffff;
+        c->last_stat = STATS_NONE;
         unknown_command(c, argc, argv);
+        refused(c, STATS_NONE, before);
         return;
     }
     /* A container's subcommand is looked up and its arity checked here,
@@ -128,8 +141,9 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
         const struct edge_subcmd *s = subcmd_lookup(d->id, &argv[1]);
         if (s == NULL) {
             c->last_cmd = NULL;
-            c->last_stat = 0xffff;
+            c->last_stat = STATS_NONE;
             unknown_subcommand(c, d, &argv[1]);
+            refused(c, STATS_NONE, before);
             return;
         }
         name = s->fullname;
@@ -140,17 +154,29 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     c->last_stat = (uint16_t)stat;
     if (!arity_ok) {
         resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", name);
+        refused(c, stat, before);
         return;
     }
-    if (c->gated && edge_auth_gate(c, d, argc, argv) != 0) /* NOAUTH, NOPERM */
+    if ((c->gated && edge_auth_gate(c, d, argc, argv) != 0) || /* NOAUTH, NOPERM */
+        /* Rate limit (server/colo/ratelimit.h, edge_rl.c).  A command
+         * without a limit costs this one branch; one over its limit is
+         * answered "-RATELIMITED retry in N ms" and not run, and the
+         * connection stays open. */
+        (c->e->rl_map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv))) {
+        refused(c, stat, before);
         return;
-    /* Rate limit (server/colo/ratelimit.h, edge_rl.c).  A command without a
-     * limit costs this one branch; one over its limit is answered
-     * "-RATELIMITED retry in N ms" and not run, and the connection stays
-     * open. */
-    if (c->e->rl_map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv))
-        return;
+    }
+    /* INFO commandstats: an op the handler starts takes the count over
+     * (op_new) and counts it when it answers. */
+    c->cur_stat = (uint16_t)stat;
+    c->cur_t0_ns = clock_mono_ns();
+    c->stat_taken = 0;
     h(c, argc, argv);
+    if (!c->stat_taken) {
+        size_t n = buf_unread(&c->out) > before ? buf_unread(&c->out) - before : 0;
+        stats_call(c->e, stat, clock_mono_ns() - c->cur_t0_ns, buf_head(&c->out) + before, n);
+    }
+    c->cur_stat = STATS_NONE;
 }
 
 /* ---- COMMAND -------------------------------------------------------------- */

@@ -294,8 +294,7 @@ def _config_tls_protocols(words, r, h):
     return _config_pairs(words, r, h, fix)
 
 
-MISSING_SECTIONS = [b"Memory", b"Persistence", b"Replication", b"CPU", b"Modules", b"Errorstats",
-                    b"Commandstats", b"Latencystats", b"Cluster"]
+MISSING_SECTIONS = [b"Latencystats"]
 
 
 def _info_sections(words, r, h):
@@ -305,15 +304,6 @@ def _info_sections(words, r, h):
     for s in MISSING_SECTIONS:
         t = t.replace(b" # " + s, b"")
     return (r[0], t), h
-
-
-def _info_keyspace(words, r, h):
-    def strip(x):
-        t = _text(x)
-        if t is None or not t.startswith(b"<info>"):
-            return x
-        return (x[0], re.sub(rb" db\d+:keys=\d+,expires=\d+", b"", t))
-    return strip(r), strip(h)
 
 
 BASIC_FLAGS = {b"write", b"readonly", b"admin", b"fast", b"no_auth"}
@@ -400,17 +390,10 @@ design("CONFIG GET tls-protocols prints the versions hotkvd accepts by default (
 # (example: command, redis, hotkvd), and a pattern that covers the random
 # variants of it.  Fixing one removes its entry.
 
-# -- INFO
-tofix("INFO has no Memory, Persistence, Replication, CPU, Modules, Errorstats, Commandstats, "
-      "Latencystats or Cluster section",
+tofix("INFO has no Latencystats section (INFO all / everything / latencystats)",
       cmd=r"INFO.*", rewrite=_info_sections,
-      example=("INFO", "+<info> # Server # Clients # Memory # Persistence # Stats # Replication "
-               "# CPU # Modules # Errorstats # Cluster # Keyspace db0:keys=7,expires=2",
-               "+<info> # Server # Clients # Stats # Keyspace db0:keys=7,expires=0"))
-tofix("INFO keyspace: keys= lags the writes by up to ~1 s and expires= is always 0",
-      cmd=r"INFO.*", rewrite=_info_keyspace,
-      example=("INFO keyspace", "+<info> # Keyspace db0:keys=12,expires=1",
-               "+<info> # Keyspace db0:keys=15,expires=0"))
+      example=("INFO all", "+<info> # Server ... # Commandstats # Errorstats # Latencystats # Cluster "
+               "# Keyspace", "+<info> # Server ... # Commandstats # Errorstats # Cluster # Keyspace"))
 
 # -- COMMAND
 tofix("COMMAND INFO entries have only the write/readonly/admin/fast/no_auth flags and no ACL "

@@ -409,6 +409,120 @@ START_TEST(client_kill_closes_a_client_of_another_edge)
 }
 END_TEST
 
+/* ---- INFO ------------------------------------------------------------------------ */
+
+/* INFO [section] on cfd as a NUL-terminated string (the caller frees). */
+static char *info_on(int cfd, const char *section)
+{
+    struct h_reply *r = section ? on(cfd, "INFO", section, NULL) : on(cfd, "INFO", NULL);
+    ck_assert_msg(r->v->type == RESP_BULK, "INFO: %s", r->raw);
+    char *t = strndup(r->v->str, r->v->len);
+    h_free(r);
+    return t;
+}
+
+/* The value of "field:" in an INFO text, as a number (-1 if absent). */
+static double info_num(const char *text, const char *field)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "\n%s:", field);
+    const char *p = strstr(text, key);
+    return p != NULL ? atof(p + strlen(key)) : -1;
+}
+
+START_TEST(info_has_redis_sections_in_redis_order)
+{
+    up();
+    char *t = info_on(fd, NULL);
+    static const char *const order[] = {"# Server", "# Clients", "# Memory", "# Persistence",
+                                        "# Stats", "# Replication", "# CPU", "# Modules",
+                                        "# Errorstats", "# Cluster", "# Keyspace"};
+    const char *at = t;
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+        const char *p = strstr(at, order[i]);
+        ck_assert_msg(p != NULL, "INFO: no %s after the sections before it:\n%s", order[i], t);
+        at = p;
+    }
+    ck_assert_ptr_null(strstr(t, "# Commandstats")); /* only with all or by name */
+    ck_assert_msg(info_num(t, "used_memory") > 100000, "used_memory: %s", t);
+    ck_assert_msg(info_num(t, "used_memory_rss") > info_num(t, "used_memory") / 2, "rss: %s", t);
+    ck_assert_msg(info_num(t, "used_memory_peak") >= info_num(t, "used_memory"), "peak: %s", t);
+    ck_assert_msg(info_num(t, "used_cpu_user") >= 0 && info_num(t, "used_cpu_sys") >= 0, "%s", t);
+    ck_assert_msg(info_num(t, "used_cpu_user_children") == 0, "%s", t);
+    ck_assert_msg(strstr(t, "\nrole:master\r\n") && strstr(t, "\nconnected_slaves:0\r\n") &&
+                  strstr(t, "\nloading:0\r\n") && strstr(t, "\naof_enabled:0\r\n") &&
+                  strstr(t, "\ncluster_enabled:0\r\n") && strstr(t, "\nmaxmemory_policy:"),
+                  "Redis's fields: %s", t);
+    free(t);
+    t = info_on(fd, "all");
+    ck_assert_msg(strstr(t, "# Commandstats\r\n") != NULL, "INFO all: %s", t);
+    free(t);
+    down();
+}
+END_TEST
+
+START_TEST(info_keyspace_counts_keys_and_expires_at_once)
+{
+    up();
+    EXPECT("+OK\r\n", "SET", "a", "1", "EX", "100");
+    EXPECT("+OK\r\n", "SET", "b", "2");
+    EXPECT("+OK\r\n", "SET", "c", "3", "PX", "50000");
+    char *t = info_on(fd, "keyspace");
+    char keys[64];
+    const char *db = strstr(t, "db0:");
+    ck_assert_msg(db != NULL, "%s", t);
+    snprintf(keys, sizeof(keys), "%.*s", (int)strcspn(db, ",\r"), db);
+    ck_assert_str_eq(keys, "db0:keys=3");
+    ck_assert_ptr_nonnull(strstr(db, ",expires=2,avg_ttl="));
+    long ttl = atol(strstr(db, "avg_ttl=") + 8);
+    ck_assert_msg(ttl > 60000 && ttl <= 75000, "avg_ttl %ld (keys of 100 s and 50 s)", ttl);
+    free(t);
+    down();
+}
+END_TEST
+
+START_TEST(info_commandstats_sum_both_edges_and_resetstat_zeroes_them)
+{
+    up();
+    int a, b;
+    ck_assert_int_eq(h_edge_pair(&d, &a, &b), 0);
+    for (int i = 0; i < 3; i++)
+        EXPECT_ON(a, "+OK\r\n", "SET", "k", "v");
+    EXPECT_ON(a, "-ERR wrong number of arguments for 'set' command\r\n", "SET", "k");
+    EXPECT_ON(b, "$1\r\nv\r\n", "GET", "k");
+    EXPECT_ON(b, "$1\r\nv\r\n", "GET", "k");
+    EXPECT_ON(b, "-ERR value is not an integer or out of range\r\n", "INCR", "k");
+    EXPECT_ON(b, "+OK\r\n", "CLIENT", "SETNAME", "x");
+    EXPECT_ON(b, "-NOPROTO unsupported protocol version\r\n", "HELLO", "4");
+    char *t = info_on(a, "commandstats");
+    ck_assert_msg(strstr(t, "cmdstat_set:calls=3,") && strstr(t, "rejected_calls=1,failed_calls=0"),
+                  "SET on edge a: %s", t);
+    ck_assert_msg(strstr(t, "cmdstat_get:calls=2,"), "GET on edge b: %s", t);
+    const char *incr = strstr(t, "cmdstat_incr:calls=1,");
+    ck_assert_msg(incr && strstr(incr, "rejected_calls=0,failed_calls=1"), "INCR: %s", t);
+    ck_assert_msg(strstr(t, "cmdstat_client|setname:calls=1,"), "CLIENT SETNAME: %s", t);
+    free(t);
+    t = info_on(b, "errorstats");
+    ck_assert_msg(strstr(t, "errorstat_ERR:count=2\r\n") && strstr(t, "errorstat_NOPROTO:count=1"),
+                  "errorstats: %s", t);
+    free(t);
+    t = info_on(a, "stats");
+    ck_assert_msg(info_num(t, "total_error_replies") == 3, "%s", t);
+    free(t);
+    EXPECT_ON(b, "+OK\r\n", "CONFIG", "RESETSTAT");
+    t = info_on(a, "commandstats");
+    ck_assert_msg(!strstr(t, "cmdstat_set:") && !strstr(t, "cmdstat_get:") &&
+                  !strstr(t, "cmdstat_incr:"), "after RESETSTAT: %s", t);
+    free(t);
+    t = info_on(a, "errorstats");
+    ck_assert_msg(!strstr(t, "errorstat_"), "after RESETSTAT: %s", t);
+    free(t);
+    close(a);
+    close(b);
+    down();
+}
+END_TEST
+
 Suite *compat_suite(void)
 {
     Suite *s = suite_create("compat");
@@ -430,6 +544,9 @@ Suite *compat_suite(void)
         {"strings", scan_reads_its_cursor_as_redis},
         {"clients", client_list_shows_the_clients_of_every_edge},
         {"clients", client_kill_closes_a_client_of_another_edge},
+        {"info", info_has_redis_sections_in_redis_order},
+        {"info", info_keyspace_counts_keys_and_expires_at_once},
+        {"info", info_commandstats_sum_both_edges_and_resetstat_zeroes_them},
     };
     TCase *tc = NULL;
     const char *cur = "";
