@@ -66,7 +66,12 @@
     X(INCR, "incr", 2, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)                \
     X(DECR, "decr", 2, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)                \
     X(INCRBY, "incrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)            \
-    X(DECRBY, "decrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)
+    X(DECRBY, "decrby", 3, CMD_F_WRITE | CMD_F_FAST, 1, 1, 1)            \
+    /* server commands answered by the edge (edge_cmd.c, edge_monitor.c) \
+     * and GETMETA, GET with the cache's facts (edge_read.c) */          \
+    X(WAIT, "wait", 3, CMD_F_CONN, 0, 0, 0)                              \
+    X(MONITOR, "monitor", 1, CMD_F_ADMIN, 0, 0, 0)                       \
+    X(GETMETA, "getmeta", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)
 
 enum cmd_id {
 #define X(id, name, arity, flags, fk, lk, st) CMD_##id,

@@ -19,9 +19,15 @@ static size_t slots_end(uint32_t nslots)
     return (n + 63) & ~(size_t)63;
 }
 
+static size_t rings_start(uint32_t nslots, uint32_t cap)
+{
+    size_t n = slots_end(nslots) + (size_t)nslots * table_size(cap);
+    return (n + 63) & ~(size_t)63;
+}
+
 static size_t board_size(uint32_t nslots, uint32_t cap)
 {
-    return slots_end(nslots) + (size_t)nslots * table_size(cap);
+    return rings_start(nslots, cap) + (size_t)nslots * sizeof(struct board_ring);
 }
 
 struct board *board_create_clients(uint32_t nslots, uint32_t clients)
@@ -37,6 +43,7 @@ struct board *board_create_clients(uint32_t nslots, uint32_t clients)
     b->nslots = nslots;
     b->clients_cap = cap;
     b->clients_off = slots_end(nslots);
+    b->rings_off = rings_start(nslots, cap);
     return b;
 }
 
@@ -75,7 +82,8 @@ hkv_status board_check(const struct board *b)
 {
     if (b == NULL || b->magic != BOARD_MAGIC || b->version != BOARD_VERSION || b->nslots > 65536 ||
         b->clients_cap < BOARD_CLIENTS_MIN || b->clients_cap > BOARD_CLIENTS_MAX ||
-        b->clients_off != slots_end(b->nslots))
+        b->clients_off != slots_end(b->nslots) ||
+        b->rings_off != rings_start(b->nslots, b->clients_cap))
         return HKV_ECORRUPT;
     return HKV_OK;
 }
@@ -90,6 +98,11 @@ struct board_client *board_client_row(struct board *b, uint32_t slot, uint32_t i
 {
     return (struct board_client *)((char *)board_clients(b, slot) +
                                    sizeof(struct board_clients)) + i;
+}
+
+struct board_ring *board_ring(struct board *b, uint32_t slot)
+{
+    return (struct board_ring *)((char *)b + b->rings_off) + slot;
 }
 
 uint64_t board_client_id(struct board *b)

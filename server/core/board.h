@@ -23,6 +23,13 @@
  * successor clears them (up to used) before it sets owner_pid.  Client ids
  * come from one counter in the header, so they are unique on the host and
  * grow with time, as Redis's.
+ *
+ * Monitor rings.  While a MONITOR client is open anywhere on the host
+ * (`monitors` > 0), each edge appends a line per command to its slot's ring
+ * (records [u32 length][bytes], `head` counting every byte ever written,
+ * published with release), and the edges with MONITOR clients read every
+ * ring from where they left it.  One writer per ring; a reader that falls
+ * more than the ring's size behind has lost lines, and knows it.
  */
 #ifndef HKV_BOARD_H
 #define HKV_BOARD_H
@@ -100,6 +107,13 @@ struct board_client {
 
 #define BOARD_CLIENT_F_MONITOR 0x1  /* flags=O */
 
+#define BOARD_RING (256u * 1024) /* bytes of one slot's monitor ring */
+
+struct board_ring {
+    _Atomic uint64_t head;        /* bytes ever written; data[head % BOARD_RING] is next */
+    char data[BOARD_RING];
+};
+
 /* The header of one slot's client table. */
 struct board_clients {
     _Atomic int32_t owner_pid;    /* the edge that publishes here; 0 = none */
@@ -116,6 +130,9 @@ struct board {
     uint32_t pad;
     uint64_t clients_off;         /* from the board's start: nslots tables */
     _Atomic uint64_t next_client_id; /* the host's last client id */
+    uint64_t rings_off;           /* from the board's start: nslots monitor rings */
+    _Atomic uint32_t monitors;    /* MONITOR clients open on the host */
+    uint32_t pad2;
     _Atomic int32_t master_pid;
     _Atomic uint64_t config_generation;
     _Atomic uint64_t config_reload_failures;
@@ -142,6 +159,8 @@ struct board_clients *board_clients(struct board *b, uint32_t slot);
 struct board_client *board_client_row(struct board *b, uint32_t slot, uint32_t i);
 /* A new client id, unique on the host (1, 2, ...). */
 uint64_t board_client_id(struct board *b);
+/* Slot `slot`'s monitor ring. */
+struct board_ring *board_ring(struct board *b, uint32_t slot);
 
 static inline uint64_t board_load(_Atomic uint64_t *v)
 {

@@ -28,6 +28,7 @@
 #include "server/edge/edge_config.h"
 #include "server/edge/edge_conn.h"
 #include "server/edge/edge_flight.h"
+#include "server/edge/edge_monitor.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
@@ -84,6 +85,7 @@ static void on_accepted(struct conn *c, const struct sockaddr *peer)
 static void on_closing(struct conn *c)
 {
     op_conn_gone(c);
+    monitor_stop(c);
     clients_gone(c);
     client_gone(c);
 }
@@ -296,6 +298,7 @@ out:
     buf_deinit(&e->scratch);
     edge_auth_teardown(e);
     clients_teardown(e);
+    monitor_teardown(e);
     buf_deinit(&e->cval);
     if (e->cron)
         event_free(e->cron);

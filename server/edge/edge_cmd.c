@@ -21,6 +21,7 @@
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_client.h"
 #include "server/edge/edge_clients.h"
+#include "server/edge/edge_monitor.h"
 #include "server/edge/info.h"
 
 void edge_cmd_ping(struct conn *c, int argc, const struct resp_slice *argv)
@@ -141,6 +142,7 @@ void edge_cmd_reset(struct conn *c, int argc, const struct resp_slice *argv)
 {
     c->proto = 2;
     c->meta = 0;
+    monitor_stop(c);
     client_set_name(c, &(struct resp_slice){"", 0});
     edge_auth_set_user(c, auth_initial_user(c->e->auth), 1); /* as Redis: logged out */
     clients_publish(c);
@@ -165,6 +167,28 @@ void edge_cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
         clients_publish(c);
         resp_add_simple(&c->out, "OK");
     }
+}
+
+/* WAIT numreplicas timeout: hotkvd has no replicas, so the answer is 0, at
+ * once (Redis, with none, makes a client asking for one or more wait out
+ * its timeout; a durable-class write is on disk before its OK anyway).
+ * Redis's argument errors. */
+void edge_cmd_wait(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    long long n;
+    if (arg_ll(&argv[1], &n) != 0) {
+        resp_add_error(&c->out, "ERR value is not an integer or out of range");
+        return;
+    }
+    if (arg_ll(&argv[2], &n) != 0) {
+        resp_add_error(&c->out, "ERR timeout is not an integer or out of range");
+        return;
+    }
+    if (n < 0) {
+        resp_add_error(&c->out, "ERR timeout is negative");
+        return;
+    }
+    resp_add_int(&c->out, 0);
 }
 
 void edge_cmd_info(struct conn *c, int argc, const struct resp_slice *argv)

@@ -7,15 +7,18 @@
  * The modules, bottom up (a module calls only those before it; anything
  * that flows up is a hook given at setup):
  *   edge_arg, edge_link, auth,
- *   edge_subcmd                     words and integers; one owner link; ACLs;
- *                                   the subcommands and the command stat ids
+ *   edge_subcmd, edge_cmdinfo,
+ *   edge_command                    words and integers; one owner link; ACLs;
+ *                                   the subcommands and the command stat ids;
+ *                                   Redis's COMMAND entries
  *   edge_reply, edge_conn_tls       reply slots; TLS on a connection
  *   edge_conn                       connections (hooks: accepted, dispatch, closing)
- *   edge_clients, edge_stats        this edge's rows in the clients board (CLIENT LIST/KILL);
- *                                   its command and error stats
+ *   edge_clients, edge_stats,
+ *   edge_monitor                    this edge's rows in the clients board (CLIENT LIST/KILL);
+ *                                   its command and error stats; MONITOR
  *   edge_auth, edge_rl              the auth gate; the rate gate
  *   edge_owners, edge_diag          owners, routing, links, STATS; the failed-write report
- *   edge_cache                      what goes into the colo cache
+ *   edge_cache, edge_render         what goes into the colo cache; one-key reads' replies
  *   edge_op, edge_op_send           the op engine (families: encode, answer, done)
  *   edge_flight                     single-flight fetches (answers through a callback)
  *   edge_read, edge_write_op,
@@ -83,6 +86,13 @@ struct edge {
     uint32_t board_nfree;
     uint32_t board_used;          /* rows [0, used) were handed out */
     int board_tick;               /* cron ticks, for the full refresh */
+
+    /* MONITOR (edge_monitor.c) */
+    int nmonitors;                /* this edge's MONITOR clients */
+    struct event *mon_timer;      /* reads the rings while nmonitors > 0 */
+    uint64_t *mon_pos;            /* per slot: the ring position read up to */
+    struct hkv_buf mon_line;      /* the line being written */
+    struct hkv_buf mon_in;        /* lines being read */
 
     /* users (edge_auth.c) */
     struct auth *auth;            /* users and ACLs (auth.h), rebuilt on reload */

@@ -42,7 +42,7 @@
  * the bound is what holds when one is missed.  Default config: fresh + 1.2 s.
  *
  * One key (GET, STRLEN, TYPE, EXISTS of one key, TTL, PTTL, GETEX without
- * options):
+ * options, GETMETA):
  *   fresh in the segment   answered from it, no owner call;
  *   stale by less than A   answered from it now; whichever edge of the colo
  *                          takes the key's refresh lock refreshes it in the
@@ -80,6 +80,7 @@
 #include "server/edge/edge_flight.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/edge_render.h"
 
 /* A read op's arguments and results (in the op's args block). */
 struct read_args {
@@ -107,63 +108,10 @@ static struct op *read_op(struct conn *c, const struct op_family *fam, enum cmd_
     return op;
 }
 
-/* Writes one key's answer in the form its command wants. */
-static void render(enum cmd_id cmd, int proto, struct hkv_buf *out, int found, const char *v,
-                   size_t n, int64_t expire_at)
-{
-    switch (cmd) {
-    case CMD_GET:
-    case CMD_GETEX:
-        if (found)
-            resp_add_bulk(out, v, n);
-        else
-            resp_add_null(out, proto);
-        break;
-    case CMD_STRLEN:
-        resp_add_int(out, found ? (int64_t)n : 0);
-        break;
-    case CMD_TYPE:
-        resp_add_simple(out, found ? "string" : "none");
-        break;
-    case CMD_TTL:
-    case CMD_PTTL: {
-        int64_t ms = !found ? -2 : expire_at == 0 ? -1 : expire_at - clock_unix_ms();
-        if (found && expire_at != 0 && ms < 0)
-            ms = 0;
-        if (cmd == CMD_TTL && ms >= 0)
-            ms = (ms + 500) / 1000; /* Redis rounds */
-        resp_add_int(out, ms);
-        break;
-    }
-    default: /* EXISTS of one key */
-        resp_add_int(out, found ? 1 : 0);
-        break;
-    }
-}
-
-/* CLIENT META ON, RESP3 only: an attribute before the reply saying how old
- * the value is, its stamp, and whether it was served stale or degraded.
- * Everyone else sees plain Redis replies. */
-static void meta(const struct conn *c, struct hkv_buf *out, int64_t age_ms, hkv_stamp stamp,
-                 int stale, int degraded)
-{
-    if (!c->meta || c->proto != 3)
-        return;
-    resp_add_attr(out, 4);
-    resp_add_bulk_str(out, "age_ms");
-    resp_add_int(out, age_ms < 0 ? 0 : age_ms);
-    resp_add_bulk_str(out, "stamp");
-    resp_add_int(out, (int64_t)stamp);
-    resp_add_bulk_str(out, "stale");
-    resp_add_bool(out, 3, stale);
-    resp_add_bulk_str(out, "degraded");
-    resp_add_bool(out, 3, degraded);
-}
-
 static void render_one(struct op *op, struct hkv_buf *out, int found, const char *v, size_t n,
                        int64_t expire_at)
 {
-    render(R(op)->cmd, op->c->proto, out, found, v, n, expire_at);
+    read_render(R(op)->cmd, op->c->proto, out, found, v, n, expire_at);
 }
 
 /* ---- single-key reads ------------------------------------------------------ */
@@ -173,9 +121,15 @@ static void one_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
     struct hkv_buf *out = op_out(op);
     if (out == NULL)
         return;
-    if (m->type == WIRE_VALUE)
+    /* the owner's own answer (behind this client's writes): current */
+    struct read_facts f = {0, m->type == WIRE_VALUE ? m->u.value.stamp : 0, 0, 0};
+    if (m->type == WIRE_VALUE && R(op)->cmd == CMD_GETMETA)
+        read_answer(op->c, CMD_GETMETA, out, 1, m->u.value.value.p, m->u.value.value.len, 0, &f);
+    else if (m->type == WIRE_VALUE)
         render_one(op, out, 1, m->u.value.value.p, m->u.value.value.len,
                    (int64_t)m->u.value.expire_ms);
+    else if (m->type == WIRE_NOTFOUND && R(op)->cmd == CMD_GETMETA)
+        read_answer(op->c, CMD_GETMETA, out, 0, NULL, 0, 0, &f);
     else if (m->type == WIRE_NOTFOUND)
         render_one(op, out, 0, NULL, 0, 0);
     else
@@ -197,8 +151,8 @@ void edge_read_answer(struct flight_waiter *w, const struct flight_answer *a)
     struct hkv_buf *out = op_out(op);
     if (out != NULL) {
         if (a->kind == FLIGHT_DATA) {
-            meta(op->c, out, a->age_ms, a->stamp, a->stale, a->degraded);
-            render_one(op, out, a->found, a->v, a->n, a->expire_at);
+            struct read_facts f = {a->age_ms, a->stamp, a->stale, a->degraded};
+            read_answer(op->c, R(op)->cmd, out, a->found, a->v, a->n, a->expire_at, &f);
         } else if (a->kind == FLIGHT_ERROR) {
             resp_add_error(out, a->err);
         } else {
@@ -253,9 +207,9 @@ static int from_cache(struct conn *c, enum cmd_id cmd, const struct resp_slice *
                 1);
     /* Answered synchronously: c->out is already this command's place in the
      * client's reply order (dispatch points it at a slot when needed). */
-    meta(c, &c->out, now - hit.stored_at, hit.stamp, stale, 0);
-    render(cmd, c->proto, &c->out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval),
-           hit.expire_at);
+    struct read_facts f = {now - hit.stored_at, hit.stamp, stale, 0};
+    read_answer(c, cmd, &c->out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval),
+           hit.expire_at, &f);
     if (stale && flight_find(e, hash, key->p, key->len) == NULL) {
         /* Stale: one edge of the colo refreshes it; the others keep serving. */
         struct route rt;
@@ -325,6 +279,11 @@ void edge_cmd_ttl(struct conn *c, int argc, const struct resp_slice *argv)
 void edge_cmd_pttl(struct conn *c, int argc, const struct resp_slice *argv)
 {
     edge_read_one(c, CMD_PTTL, &argv[1]);
+}
+
+void edge_cmd_getmeta(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    edge_read_one(c, CMD_GETMETA, &argv[1]);
 }
 
 /* ---- MGET, EXISTS ----------------------------------------------------------- */

@@ -15,13 +15,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config/cfg.h"
 #include "server/core/clock.h"
 
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_client.h"
+#include "server/edge/edge_command.h"
 #include "server/edge/edge_cmd.h"
 #include "server/edge/edge_config.h"
+#include "server/edge/edge_monitor.h"
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_rl.h"
 #include "server/edge/edge_scan.h"
@@ -73,6 +76,9 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(DECRBY,    edge_cmd_decrby,    WRITE)
     ROW(SCAN,      edge_cmd_scan,      KEYSPACE)
     ROW(DBSIZE,    edge_cmd_dbsize,    KEYSPACE)
+    ROW(WAIT,      edge_cmd_wait,      SERVER)
+    ROW(MONITOR,   edge_cmd_monitor,   SERVER)
+    ROW(GETMETA,   edge_cmd_getmeta,   READ)
 };
 
 #undef ROW
@@ -136,6 +142,7 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
      * before the gates, as Redis does (edge_subcmd.h). */
     const char *name = d->name;
     unsigned stat = (unsigned)d->id;
+    int admin = (d->flags & CMD_F_ADMIN) != 0;
     int arity_ok = cmd_arity_ok(d, argc);
     if (argc >= 2 && subcmd_is_container(d->id)) {
         const struct edge_subcmd *s = subcmd_lookup(d->id, &argv[1]);
@@ -148,6 +155,7 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
         }
         name = s->fullname;
         stat = subcmd_stat_id(s);
+        admin = s->admin;
         arity_ok = s->arity >= 0 ? argc == s->arity : argc >= -s->arity;
     }
     c->last_cmd = name;
@@ -166,6 +174,13 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
         refused(c, stat, before);
         return;
     }
+    if (c->monitor && (d->flags & (CMD_F_READ | CMD_F_WRITE))) {
+        resp_add_error(&c->out, "ERR Replica can't interact with the keyspace");
+        refused(c, stat, before);
+        return;
+    }
+    if (monitor_on(c->e))
+        monitor_feed(c, argc, argv, admin);
     /* INFO commandstats: an op the handler starts takes the count over
      * (op_new) and counts it when it answers. */
     c->cur_stat = (uint16_t)stat;
@@ -181,66 +196,139 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
 
 /* ---- COMMAND -------------------------------------------------------------- */
 
-static void command_info(struct conn *c, const struct cmd_def *d)
-{
-    static const struct { uint32_t bit; const char *name; } flags[] = {
-        {CMD_F_WRITE, "write"}, {CMD_F_READ, "readonly"}, {CMD_F_ADMIN, "admin"},
-        {CMD_F_FAST, "fast"},   {CMD_F_NOAUTH, "no_auth"},
-    };
-    resp_add_array(&c->out, 10);
-    resp_add_bulk_str(&c->out, d->name);
-    resp_add_int(&c->out, d->arity);
-    int n = 0;
-    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
-        n += (d->flags & flags[i].bit) != 0;
-    resp_add_set(&c->out, c->proto, n);
-    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
-        if (d->flags & flags[i].bit)
-            resp_add_simple(&c->out, flags[i].name);
-    resp_add_int(&c->out, d->first_key);
-    resp_add_int(&c->out, d->last_key);
-    resp_add_int(&c->out, d->step);
-    resp_add_set(&c->out, c->proto, 0); /* ACL categories */
-    resp_add_set(&c->out, c->proto, 0); /* tips */
-    resp_add_array(&c->out, 0);         /* key specs */
-    resp_add_array(&c->out, 0);         /* subcommands */
-}
-
 static int served(const struct cmd_def *d)
 {
     return edge_commands[d->id].handler != NULL;
 }
+
+/* COMMAND GETKEYS cmd args...: Redis's checks, then the keys by the
+ * command's first/last/step. */
+static void command_getkeys(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    const struct cmd_def *d = cmd_lookup(argv[2].p, argv[2].len);
+    int n = argc - 2;
+    if (d == NULL || !served(d)) {
+        resp_add_error(&c->out, "ERR Invalid command specified");
+        return;
+    }
+    if (d->first_key <= 0) {
+        resp_add_error(&c->out, "ERR The command has no key arguments");
+        return;
+    }
+    if (!cmd_arity_ok(d, n)) {
+        resp_add_error(&c->out, "ERR Invalid number of arguments specified for command");
+        return;
+    }
+    const struct resp_slice *w = argv + 2;
+    int last = d->last_key < 0 ? n + d->last_key : d->last_key;
+    int count = 0;
+    for (int i = d->first_key; i <= last && i < n; i += d->step)
+        count++;
+    resp_add_array(&c->out, count);
+    for (int i = d->first_key; i <= last && i < n; i += d->step)
+        resp_add_bulk(&c->out, w[i].p, w[i].len);
+}
+
+/* COMMAND LIST [FILTERBY MODULE name | ACLCAT cat | PATTERN glob]: every
+ * served command and subcommand. */
+static void command_list(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    int by = 0; /* 0 all, 1 module, 2 aclcat, 3 pattern */
+    if (argc == 5 && slice_is(&argv[2], "filterby")) {
+        by = slice_is(&argv[3], "module") ? 1 : slice_is(&argv[3], "aclcat") ? 2
+             : slice_is(&argv[3], "pattern") ? 3 : -1;
+    } else if (argc != 2) {
+        by = -1;
+    }
+    if (by < 0) {
+        resp_add_error(&c->out, "ERR syntax error");
+        return;
+    }
+    struct hkv_buf b = HKV_BUF_INIT;
+    int n = 0;
+    for (unsigned id = 0; id < EDGE_STAT_IDS && by != 1; id++) {
+        const char *name = subcmd_stat_name(id);
+        if (name == NULL)
+            continue;
+        const struct cmd_def *d = id < (unsigned)CMD_COUNT ? cmd_get((enum cmd_id)id)
+                                  : cmd_get(edge_subcmds[id - CMD_COUNT].parent);
+        if (!served(d) || (id >= (unsigned)CMD_COUNT && !edge_subcmds[id - CMD_COUNT].served))
+            continue;
+        if (by == 2 && !command_in_category(d, argv[4].p, argv[4].len))
+            continue;
+        if (by == 3 && !cfg_glob_match(argv[4].p, argv[4].len, name, strlen(name), 1))
+            continue;
+        resp_add_bulk_str(&b, name);
+        n++;
+    }
+    resp_add_array(&c->out, n);
+    buf_append(&c->out, buf_head(&b), buf_unread(&b));
+    buf_deinit(&b);
+}
+
+static const char *const command_help[] = {
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Return details about all commands hotkvd serves.",
+    "COUNT",
+    "    Return the total number of commands hotkvd serves.",
+    "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+    "    Return a list of all commands hotkvd serves.",
+    "INFO [<command-name> ...]",
+    "    Return details about multiple commands (all of them with none).",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about multiple commands (all of them with none).",
+    "GETKEYS <full-command>",
+    "    Return the keys from a full command.",
+    "HELP",
+    "    Prints this help.",
+};
 
 void edge_cmd_command(struct conn *c, int argc, const struct resp_slice *argv)
 {
     int total = 0;
     for (int i = 0; i < CMD_COUNT; i++)
         total += served(cmd_get((enum cmd_id)i));
-    if (argc == 1) {
+    if (argc == 1 || (slice_is(&argv[1], "info") && argc == 2)) {
         resp_add_array(&c->out, total);
         for (int i = 0; i < CMD_COUNT; i++)
             if (served(cmd_get((enum cmd_id)i)))
-                command_info(c, cmd_get((enum cmd_id)i));
-    } else if (slice_is(&argv[1], "count") && argc == 2) {
+                command_info_entry(&c->out, c->proto, cmd_get((enum cmd_id)i));
+    } else if (slice_is(&argv[1], "count")) {
         resp_add_int(&c->out, total);
     } else if (slice_is(&argv[1], "info")) {
-        if (argc == 2) { /* every command, as Redis */
-            resp_add_array(&c->out, total);
-            for (int i = 0; i < CMD_COUNT; i++)
-                if (served(cmd_get((enum cmd_id)i)))
-                    command_info(c, cmd_get((enum cmd_id)i));
-            return;
-        }
         resp_add_array(&c->out, argc - 2);
         for (int i = 2; i < argc; i++) {
             const struct cmd_def *d = cmd_lookup(argv[i].p, argv[i].len);
             if (d != NULL && served(d))
-                command_info(c, d);
+                command_info_entry(&c->out, c->proto, d);
             else
                 resp_add_null(&c->out, c->proto);
         }
     } else if (slice_is(&argv[1], "docs")) {
-        resp_add_map(&c->out, c->proto, 0); /* redis-cli only uses docs for hints */
+        /* a map of the names known (all served ones without names) */
+        struct hkv_buf b = HKV_BUF_INIT;
+        int n = 0;
+        for (int i = 0; i < (argc == 2 ? CMD_COUNT : argc - 2); i++) {
+            const struct cmd_def *d = argc == 2 ? cmd_get((enum cmd_id)i)
+                                                : cmd_lookup(argv[i + 2].p, argv[i + 2].len);
+            if (d == NULL || !served(d))
+                continue;
+            resp_add_bulk_str(&b, d->name);
+            command_docs_entry(&b, c->proto, d);
+            n++;
+        }
+        resp_add_map(&c->out, c->proto, n);
+        buf_append(&c->out, buf_head(&b), buf_unread(&b));
+        buf_deinit(&b);
+    } else if (slice_is(&argv[1], "list")) {
+        command_list(c, argc, argv);
+    } else if (slice_is(&argv[1], "getkeys")) {
+        command_getkeys(c, argc, argv);
+    } else if (slice_is(&argv[1], "help")) {
+        resp_add_array(&c->out, (int64_t)(sizeof(command_help) / sizeof(command_help[0])));
+        for (size_t i = 0; i < sizeof(command_help) / sizeof(command_help[0]); i++)
+            resp_add_simple(&c->out, command_help[i]);
     } else {
         resp_add_errorf(&c->out, "ERR COMMAND %.*s is not supported by hotkvd",
                         (int)argv[1].len, argv[1].p);

@@ -31,6 +31,7 @@ struct edge_subcmd {
     const char *fullname;         /* "client|list" */
     int arity;                    /* Redis's, counted from the container's name */
     int served;                   /* 0: known to Redis, refused by hotkvd */
+    int admin;                    /* Redis flags it admin: never shown to MONITOR */
 };
 
 extern const struct edge_subcmd edge_subcmds[];

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "tests/harness.h"
@@ -523,6 +524,162 @@ START_TEST(info_commandstats_sum_both_edges_and_resetstat_zeroes_them)
 }
 END_TEST
 
+/* ---- WAIT, MONITOR, GETMETA -------------------------------------------------------- */
+
+START_TEST(wait_answers_no_replicas_at_once)
+{
+    up();
+    int64_t t0 = h_now_ms();
+    EXPECT(":0\r\n", "WAIT", "1", "0"); /* Redis with no replica would block for ever */
+    EXPECT(":0\r\n", "WAIT", "3", "5000");
+    EXPECT(":0\r\n", "WAIT", "-1", "10");
+    ck_assert_msg(h_now_ms() - t0 < 2000, "WAIT waited");
+    EXPECT("-ERR value is not an integer or out of range\r\n", "WAIT", "x", "0");
+    EXPECT("-ERR timeout is not an integer or out of range\r\n", "WAIT", "0", "x");
+    EXPECT("-ERR timeout is negative\r\n", "WAIT", "1", "-1");
+    EXPECT("-ERR wrong number of arguments for 'wait' command\r\n", "WAIT", "1");
+    down();
+}
+END_TEST
+
+/* Reads from a MONITOR connection until `want` shows up (or 5 s). */
+static int monitor_sees(int m, char *acc, size_t cap, size_t *len, const char *want)
+{
+    int64_t end = h_now_ms() + 5000;
+    while (strstr(acc, want) == NULL && h_now_ms() < end && *len + 1 < cap) {
+        struct h_reply *r = h_read(m);
+        if (r == NULL)
+            return 0;
+        *len += (size_t)snprintf(acc + *len, cap - *len, "%s", r->raw);
+        h_free(r);
+    }
+    return strstr(acc, want) != NULL;
+}
+
+START_TEST(monitor_shows_the_commands_of_every_edge)
+{
+    up();
+    int m, b;
+    ck_assert_int_eq(h_edge_pair(&d, &m, &b), 0);
+    EXPECT_ON(m, "+OK\r\n", "MONITOR");
+    EXPECT_ON(b, "+OK\r\n", "SET", "mon:key", "a\"b\n");
+    EXPECT_ON(b, "-WRONGPASS invalid username-password pair or user is disabled.\r\n", "AUTH",
+              "someone", "secret");
+    EXPECT_ON(b, "*2\r\n$7\r\ntimeout\r\n$1\r\n0\r\n", "CONFIG", "GET", "timeout");
+    EXPECT_ON(b, "+PONG\r\n", "PING");
+    EXPECT_ON(fd, "$7\r\nfrom-fd\r\n", "PING", "from-fd");
+    static char acc[65536];
+    size_t len = 0;
+    acc[0] = '\0';
+    ck_assert_msg(monitor_sees(m, acc, sizeof(acc), &len, "\"PING\"\r\n"), "MONITOR: %s", acc);
+    ck_assert_msg(monitor_sees(m, acc, sizeof(acc), &len, "\"from-fd\""), "MONITOR: %s", acc);
+    /* Redis's line: +secs.usecs [0 addr] then each argument quoted and escaped */
+    const char *set = strstr(acc, "] \"SET\" \"mon:key\" \"a\\\"b\\n\"\r\n");
+    ck_assert_msg(set != NULL && acc[0] == '+' && strstr(acc, " [0 127.0.0.1:"), "%s", acc);
+    ck_assert_msg(strstr(acc, "\"AUTH\" \"(redacted)\" \"(redacted)\"") != NULL, "%s", acc);
+    ck_assert_msg(strstr(acc, "secret") == NULL && strstr(acc, "CONFIG") == NULL, "%s", acc);
+    /* a MONITOR client may not touch keys, and is listed with flags=O */
+    EXPECT_ON(m, "-ERR Replica can't interact with the keyspace\r\n", "GET", "mon:key");
+    struct h_reply *r = on(b, "CLIENT", "LIST", NULL);
+    ck_assert_msg(strstr(r->raw, "flags=O") != NULL, "%s", r->raw);
+    h_free(r);
+    close(m);
+    close(b);
+    down();
+}
+END_TEST
+
+START_TEST(monitor_client_past_its_output_limit_is_closed)
+{
+    ck_assert_int_eq(h_start(&d, FIXTURE "client-output-buffer-limit 64kb 32kb 1s\n"), 0);
+    fd = h_connect(d.port);
+    int m = h_connect(d.port);
+    ck_assert_int_ge(m, 0);
+    int small = 4096;
+    setsockopt(m, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    EXPECT_ON(m, "+OK\r\n", "MONITOR");
+    /* never read: a few MB of monitored traffic fills the limit */
+    char val[4096];
+    memset(val, 'v', sizeof(val) - 1);
+    val[sizeof(val) - 1] = '\0';
+    int closed = 0;
+    for (int i = 0; i < 2000 && !closed; i++) {
+        EXPECT("+OK\r\n", "SET", "mon:big", val);
+        if (i % 100 == 99) {
+            struct h_reply *r = on(fd, "CLIENT", "LIST", NULL);
+            closed = strstr(r->raw, "flags=O") == NULL;
+            h_free(r);
+        }
+    }
+    ck_assert_msg(closed, "a MONITOR client that never reads is still open");
+    close(m);
+    down();
+}
+END_TEST
+
+START_TEST(getmeta_gives_the_value_and_its_facts)
+{
+    up();
+    EXPECT("+OK\r\n", "SET", "gm", "hello");
+    /* RESP2: a flat array [value, v, age_ms, n, stamp, n, stale, 0/1, degraded, 0/1] */
+    struct h_reply *r = on(fd, "GETMETA", "gm", NULL);
+    ck_assert_msg(r->v->type == RESP_ARRAY && r->v->n == 10, "%s", r->raw);
+    static const char head2[] = "*10\r\n$5\r\nvalue\r\n$5\r\nhello\r\n$6\r\nage_ms\r\n:";
+    ck_assert_msg(strncmp(r->raw, head2, strlen(head2)) == 0, "%s", r->raw);
+    ck_assert_msg(strstr(r->raw, "$5\r\nstamp\r\n:") && strstr(r->raw, "$5\r\nstale\r\n:0\r\n") &&
+                  strstr(r->raw, "$8\r\ndegraded\r\n:0\r\n"), "%s", r->raw);
+    ck_assert_int_gt(r->v->elems[5].integer, 0); /* the owner's stamp */
+    h_free(r);
+    /* RESP3: a map; a missing key's value is null */
+    r = on(fd, "HELLO", "3", NULL);
+    h_free(r);
+    r = on(fd, "GETMETA", "missing", NULL);
+    static const char head3[] = "%5\r\n$5\r\nvalue\r\n_\r\n$6\r\nage_ms\r\n:";
+    ck_assert_msg(strncmp(r->raw, head3, strlen(head3)) == 0, "%s", r->raw);
+    ck_assert_msg(strstr(r->raw, "$5\r\nstale\r\n#f\r\n") != NULL, "%s", r->raw);
+    h_free(r);
+    /* CLIENT META ON: the same facts as an attribute before a GET's reply */
+    EXPECT("+OK\r\n", "CLIENT", "META", "ON");
+    r = on(fd, "GET", "gm", NULL);
+    ck_assert_msg(r->v->attr != NULL && strstr(r->raw, "age_ms") && strstr(r->raw, "stamp"),
+                  "%s", r->raw);
+    h_free(r);
+    EXPECT("-ERR wrong number of arguments for 'getmeta' command\r\n", "GETMETA");
+    down();
+}
+END_TEST
+
+/* ---- COMMAND ------------------------------------------------------------------------ */
+
+START_TEST(command_describes_commands_as_redis)
+{
+    up();
+    /* redis-server 7.0.15's own bytes (RESP2) */
+    EXPECT("*1\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n"
+           "*3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n"
+           "+RO\r\n+access\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n"
+           "$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n"
+           "$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n"
+           "$5\r\nlimit\r\n:0\r\n*0\r\n", "COMMAND", "INFO", "get");
+    EXPECT("*1\r\n$-1\r\n", "COMMAND", "INFO", "bogus");
+    EXPECT("*2\r\n$3\r\nget\r\n*10\r\n$7\r\nsummary\r\n$22\r\nGet the value of a key\r\n"
+           "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n"
+           "$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\n"
+           "type\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n", "COMMAND", "DOCS", "get");
+    EXPECT("*2\r\n$1\r\na\r\n$1\r\nb\r\n", "COMMAND", "GETKEYS", "mset", "a", "1", "b", "2");
+    EXPECT("-ERR Invalid command specified\r\n", "COMMAND", "GETKEYS", "foo", "x");
+    EXPECT("-ERR The command has no key arguments\r\n", "COMMAND", "GETKEYS", "config", "get", "x");
+    EXPECT("-ERR Invalid number of arguments specified for command\r\n", "COMMAND", "GETKEYS",
+           "set", "a");
+    EXPECT("*2\r\n$10\r\nconfig|get\r\n$10\r\nconfig|set\r\n", "COMMAND", "LIST", "FILTERBY",
+           "PATTERN", "config|?et");
+    struct h_reply *r = on(fd, "COMMAND", "INFO", "getmeta", NULL);
+    ck_assert_msg(strstr(r->raw, "$7\r\ngetmeta\r\n:2\r\n") != NULL, "%s", r->raw);
+    h_free(r);
+    down();
+}
+END_TEST
+
 Suite *compat_suite(void)
 {
     Suite *s = suite_create("compat");
@@ -547,6 +704,11 @@ Suite *compat_suite(void)
         {"info", info_has_redis_sections_in_redis_order},
         {"info", info_keyspace_counts_keys_and_expires_at_once},
         {"info", info_commandstats_sum_both_edges_and_resetstat_zeroes_them},
+        {"wait", wait_answers_no_replicas_at_once},
+        {"monitor", monitor_shows_the_commands_of_every_edge},
+        {"monitor", monitor_client_past_its_output_limit_is_closed},
+        {"getmeta", getmeta_gives_the_value_and_its_facts},
+        {"command", command_describes_commands_as_redis},
     };
     TCase *tc = NULL;
     const char *cur = "";
