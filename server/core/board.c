@@ -68,6 +68,11 @@ void board_reset_counters(struct board_slot *s)
     CTR_EDGE(X)
 #undef X
     for (size_t i = 0; i < BOARD_CMDSTATS; i++) {
+        /* a histogram has samples only where calls were counted: the others
+         * are not touched (their pages may never have been) */
+        if (atomic_load_explicit(&s->cmdstats[i].calls, memory_order_relaxed) != 0)
+            for (size_t k = 0; k < BOARD_LAT_BUCKETS; k++)
+                atomic_store_explicit(&s->latency[i].n[k], 0, memory_order_relaxed);
         atomic_store_explicit(&s->cmdstats[i].calls, 0, memory_order_relaxed);
         atomic_store_explicit(&s->cmdstats[i].nsec, 0, memory_order_relaxed);
         atomic_store_explicit(&s->cmdstats[i].rejected, 0, memory_order_relaxed);

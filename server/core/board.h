@@ -57,6 +57,15 @@ struct board_cmdstat {
     _Atomic uint64_t calls, nsec, rejected, failed; /* nsec: their time, ns */
 };
 
+/* INFO latencystats: an edge's command durations per command stat id, a
+ * log-linear histogram in ns: bucket 0 holds everything under 128 ns, then
+ * 8 buckets per power of two (each 1/8 of its octave wide, so a percentile
+ * is known within 12.5%), the last one everything from ~2^37 ns (137 s) on. */
+#define BOARD_LAT_BUCKETS 241
+struct board_latency {
+    _Atomic uint64_t n[BOARD_LAT_BUCKETS];
+};
+
 /* INFO errorstats: an edge's error replies by prefix ("ERR", "WRONGTYPE").
  * An entry's prefix is written once, before errstats_n counts it. */
 #define BOARD_ERRSTATS 32
@@ -84,6 +93,8 @@ struct board_slot {
     struct board_cmdstat cmdstats[BOARD_CMDSTATS];
     _Atomic uint32_t errstats_n;
     struct board_errstat errstats[BOARD_ERRSTATS];
+    /* last: most of the slot, and only its used commands' pages are touched */
+    struct board_latency latency[BOARD_CMDSTATS];
 };
 
 /* One client connection of an edge, as every other edge sees it.  Only its
@@ -169,6 +180,23 @@ static inline uint64_t board_load(_Atomic uint64_t *v)
 static inline void board_add(_Atomic uint64_t *v, int64_t d)
 {
     atomic_fetch_add_explicit(v, (uint64_t)d, memory_order_relaxed);
+}
+/* The latency bucket of a duration of ns nanoseconds, and the largest
+ * duration bucket b holds (board_latency). */
+static inline unsigned board_lat_bucket(uint64_t ns)
+{
+    if (ns < 128)
+        return 0;
+    unsigned e = 63u - (unsigned)__builtin_clzll(ns); /* 7 and up */
+    unsigned b = 1 + (e - 7) * 8 + (unsigned)((ns >> (e - 3)) & 7);
+    return b < BOARD_LAT_BUCKETS ? b : BOARD_LAT_BUCKETS - 1;
+}
+static inline uint64_t board_lat_upper(unsigned b)
+{
+    if (b == 0)
+        return 127;
+    unsigned e = 7 + (b - 1) / 8, sub = (b - 1) % 8;
+    return ((8ull + sub + 1) << (e - 3)) - 1;
 }
 /* board_add for a field only the calling process writes (its own slot's
  * command and error stats): a plain load and store, no locked instruction

@@ -42,8 +42,10 @@ void stats_call(struct edge *e, unsigned stat, int64_t nsec, const char *reply, 
     if (stat >= BOARD_CMDSTATS)
         return;
     struct board_cmdstat *c = &e->stats->cmdstats[stat];
+    uint64_t ns = nsec > 0 ? (uint64_t)nsec : 0;
     board_bump(&c->calls, 1);
-    board_bump(&c->nsec, nsec > 0 ? (uint64_t)nsec : 0);
+    board_bump(&c->nsec, ns);
+    board_bump(&e->stats->latency[stat].n[board_lat_bucket(ns)], 1);
     if (len > 0 && reply[0] == '-') {
         board_bump(&c->failed, 1);
         count_error(e, reply, len);

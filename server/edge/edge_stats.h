@@ -1,6 +1,6 @@
 /*
- * edge_stats.h - INFO commandstats and errorstats, counted by this edge in
- * its scoreboard slot (board.h: cmdstats, errstats), so that any edge's INFO
+ * edge_stats.h - INFO commandstats, latencystats and errorstats, counted by
+ * this edge in its scoreboard slot (board.h: cmdstats, latency, errstats), so that any edge's INFO
  * sums every edge and CONFIG RESETSTAT zeroes them with the other counters.
  *
  * As Redis 7.0 counts them: a command that ran is one call, its time in

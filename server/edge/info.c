@@ -258,6 +258,7 @@ static const struct {
     {"modules", info_modules, 1, 0},
     {"commandstats", info_commandstats, 0, 0},
     {"errorstats", info_errorstats, 1, 0},
+    {"latencystats", info_latencystats, 0, 0},
     {"cluster", info_cluster, 1, 0},
     {"keyspace", sec_keyspace, 1, 1},
     {"owners", sec_owners, 1, 1},

@@ -125,12 +125,13 @@ void info_publish(struct edge *e)
     atomic_store_explicit(&e->stats->colo_bytes, bytes, memory_order_relaxed);
 }
 
-/* The shared segments, once: the scoreboard's slots and each colo's cache
- * bytes in use (as the colo's edges last published them). */
+/* The shared segments, once: the scoreboard's slots (but their latency
+ * histograms, mostly never touched) and each colo's cache bytes in use (as
+ * the colo's edges last published them). */
 static uint64_t shared_bytes(struct edge *e)
 {
     struct board *b = e->ctx->board;
-    uint64_t n = sizeof(*b) + (uint64_t)b->nslots * sizeof(struct board_slot);
+    uint64_t n = sizeof(*b) + (uint64_t)b->nslots * offsetof(struct board_slot, latency);
     uint32_t seen[64];
     int nseen = 0;
     info_publish(e);
@@ -351,6 +352,39 @@ void info_commandstats(struct hkv_buf *b, struct edge *e)
                    calls ? (double)sum_cmd(bd, id, offsetof(struct board_cmdstat, nsec)) / 1000 /
                                (double)calls : 0.0, (unsigned long long)rejected,
                    (unsigned long long)failed);
+    }
+    buf_printf(b, "\r\n");
+}
+
+/* The duration (us) at percentile p of command id over every edge: the
+ * upper end of the bucket the p-th sample falls in. */
+static double percentile(struct board *bd, unsigned id, uint64_t total, double p)
+{
+    uint64_t rank = (uint64_t)(p / 100 * (double)total + 0.999999), seen = 0;
+    if (rank == 0)
+        rank = 1;
+    for (unsigned k = 0; k < BOARD_LAT_BUCKETS; k++) {
+        for (uint32_t i = 0; i < bd->nslots; i++)
+            if (atomic_load_explicit(&bd->slots[i].role, memory_order_relaxed) == BOARD_EDGE)
+                seen += board_load(&bd->slots[i].latency[id].n[k]);
+        if (seen >= rank)
+            return (double)board_lat_upper(k) / 1000;
+    }
+    return (double)board_lat_upper(BOARD_LAT_BUCKETS - 1) / 1000;
+}
+
+void info_latencystats(struct hkv_buf *b, struct edge *e)
+{
+    struct board *bd = e->ctx->board;
+    buf_printf(b, "# Latencystats\r\n");
+    for (unsigned id = 0; id < EDGE_STAT_IDS; id++) {
+        const char *name = subcmd_stat_name(id);
+        uint64_t calls = name ? sum_cmd(bd, id, offsetof(struct board_cmdstat, calls)) : 0;
+        if (calls == 0)
+            continue;
+        buf_printf(b, "latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n", name,
+                   percentile(bd, id, calls, 50), percentile(bd, id, calls, 99),
+                   percentile(bd, id, calls, 99.9));
     }
     buf_printf(b, "\r\n");
 }

@@ -19,6 +19,8 @@
  *                 (/proc), *_children 0, *_main_thread this edge's own.
  *   Modules, Cluster   none; cluster_enabled:0.
  *   Commandstats, Errorstats   summed over every edge's slot (edge_stats.h).
+ *   Latencystats  p50, p99 and p99.9 per command, in us, from every edge's
+ *                 histograms (each within 12.5%: board.h).
  *
  * Each renders "# Name\r\n" and its lines, then a blank line.
  */
@@ -35,6 +37,7 @@ void info_cpu(struct hkv_buf *b, struct edge *e);
 void info_modules(struct hkv_buf *b, struct edge *e);
 void info_commandstats(struct hkv_buf *b, struct edge *e);
 void info_errorstats(struct hkv_buf *b, struct edge *e);
+void info_latencystats(struct hkv_buf *b, struct edge *e);
 void info_cluster(struct hkv_buf *b, struct edge *e);
 
 /* Publishes this edge's colo cache bytes in its slot (for the Memory

@@ -330,18 +330,6 @@ def _config_tls_protocols(words, r, h):
     return _config_pairs(words, r, h, fix)
 
 
-MISSING_SECTIONS = [b"Latencystats"]
-
-
-def _info_sections(words, r, h):
-    t = _text(r)
-    if t is None or not t.startswith(b"<info>"):
-        return r, h
-    for s in MISSING_SECTIONS:
-        t = t.replace(b" # " + s, b"")
-    return (r[0], t), h
-
-
 def _command_info_ping(words, r, h):
     """hotkvd's PING entry without its no_auth flag."""
     def entry(e):
@@ -407,10 +395,7 @@ design("CONFIG GET tls-protocols prints the versions hotkvd accepts by default (
 # (example: command, redis, hotkvd), and a pattern that covers the random
 # variants of it.  Fixing one removes its entry.
 
-tofix("INFO has no Latencystats section (INFO all / everything / latencystats)",
-      cmd=r"INFO.*", rewrite=_info_sections,
-      example=("INFO all", "+<info> # Server ... # Commandstats # Errorstats # Latencystats # Cluster "
-               "# Keyspace", "+<info> # Server ... # Commandstats # Errorstats # Cluster # Keyspace"))
+# (none left)
 
 
 # ============================================================================

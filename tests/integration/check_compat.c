@@ -456,7 +456,17 @@ START_TEST(info_has_redis_sections_in_redis_order)
                   "Redis's fields: %s", t);
     free(t);
     t = info_on(fd, "all");
-    ck_assert_msg(strstr(t, "# Commandstats\r\n") != NULL, "INFO all: %s", t);
+    ck_assert_msg(strstr(t, "# Commandstats\r\n") != NULL && strstr(t, "# Latencystats\r\n"),
+                  "INFO all: %s", t);
+    free(t);
+    for (int i = 0; i < 50; i++)
+        EXPECT("+PONG\r\n", "PING");
+    t = info_on(fd, "latencystats");
+    const char *l = strstr(t, "latency_percentiles_usec_ping:p50=");
+    ck_assert_msg(l != NULL, "%s", t);
+    double p50 = atof(l + strlen("latency_percentiles_usec_ping:p50="));
+    double p99 = atof(strstr(l, ",p99=") + 5), p999 = atof(strstr(l, ",p99.9=") + 7);
+    ck_assert_msg(p50 > 0 && p50 <= p99 && p99 <= p999 && p999 < 1e6, "%s", l);
     free(t);
     down();
 }
