@@ -298,13 +298,6 @@ static void render(struct hkv_buf *out, struct edge *e, const uint8_t *want)
         out->len -= 2;
 }
 
-void info_render(struct hkv_buf *out, struct edge *e, int n, const struct resp_slice *names)
-{
-    uint8_t want[NSECTIONS];
-    wanted(n, names, want);
-    render(out, e, want);
-}
-
 /* ---- the INFO command: the owners asked first ---------------------------------- */
 
 /* An INFO that waits for the owners' STATS (at most INFO_ASK_MS: an owner

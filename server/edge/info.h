@@ -18,11 +18,8 @@
 #include "proto/resp.h"
 #include "server/edge/edge_int.h"
 
-/* Renders the requested sections ("" or "default", "all", or names) from
- * what this edge knows now. */
-void info_render(struct hkv_buf *out, struct edge *e, int nsections,
-                 const struct resp_slice *sections);
-/* The INFO command (argv[0] "info"): asks the owners when a section needs
+/* The INFO command (argv[0] "info"; the sections asked: none or "default",
+ * "all", "everything", or names): asks the owners when a section needs
  * them, then answers (edge_conn.h: the reply may come later). */
 struct conn;
 void info_command(struct conn *c, int argc, const struct resp_slice *argv);

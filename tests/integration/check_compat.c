@@ -441,23 +441,28 @@ START_TEST(info_has_redis_sections_in_redis_order)
     const char *at = t;
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         const char *p = strstr(at, order[i]);
-        ck_assert_msg(p != NULL, "INFO: no %s after the sections before it:\n%s", order[i], t);
+        ck_assert_msg(p != NULL, "INFO: no %s after the sections before it", order[i]);
         at = p;
     }
     ck_assert_ptr_null(strstr(t, "# Commandstats")); /* only with all or by name */
-    ck_assert_msg(info_num(t, "used_memory") > 100000, "used_memory: %s", t);
-    ck_assert_msg(info_num(t, "used_memory_rss") > info_num(t, "used_memory") / 2, "rss: %s", t);
-    ck_assert_msg(info_num(t, "used_memory_peak") >= info_num(t, "used_memory"), "peak: %s", t);
-    ck_assert_msg(info_num(t, "used_cpu_user") >= 0 && info_num(t, "used_cpu_sys") >= 0, "%s", t);
-    ck_assert_msg(info_num(t, "used_cpu_user_children") == 0, "%s", t);
+    /* (under ASan, malloc is not glibc's: the heaps read 0, the segments remain) */
+    double used = info_num(t, "used_memory"), rss = info_num(t, "used_memory_rss");
+    ck_assert_msg(used > 10000, "used_memory %.0f", used);
+    ck_assert_msg(rss > used / 2 && rss > 1000000, "used_memory_rss %.0f (used %.0f)", rss, used);
+    ck_assert_msg(info_num(t, "used_memory_peak") >= used, "used_memory_peak %.0f, used %.0f",
+                  info_num(t, "used_memory_peak"), used);
+    ck_assert_msg(info_num(t, "used_cpu_user") >= 0 && info_num(t, "used_cpu_sys") >= 0,
+                  "used_cpu_user %f, used_cpu_sys %f", info_num(t, "used_cpu_user"),
+                  info_num(t, "used_cpu_sys"));
+    ck_assert_msg(info_num(t, "used_cpu_user_children") == 0, "used_cpu_user_children");
     ck_assert_msg(strstr(t, "\nrole:master\r\n") && strstr(t, "\nconnected_slaves:0\r\n") &&
                   strstr(t, "\nloading:0\r\n") && strstr(t, "\naof_enabled:0\r\n") &&
                   strstr(t, "\ncluster_enabled:0\r\n") && strstr(t, "\nmaxmemory_policy:"),
-                  "Redis's fields: %s", t);
+                  "Redis's fields missing from INFO");
     free(t);
     t = info_on(fd, "all");
     ck_assert_msg(strstr(t, "# Commandstats\r\n") != NULL && strstr(t, "# Latencystats\r\n"),
-                  "INFO all: %s", t);
+                  "INFO all without Commandstats or Latencystats");
     free(t);
     for (int i = 0; i < 50; i++)
         EXPECT("+PONG\r\n", "PING");
@@ -518,7 +523,8 @@ START_TEST(info_commandstats_sum_both_edges_and_resetstat_zeroes_them)
                   "errorstats: %s", t);
     free(t);
     t = info_on(a, "stats");
-    ck_assert_msg(info_num(t, "total_error_replies") == 3, "%s", t);
+    ck_assert_msg(info_num(t, "total_error_replies") == 3, "total_error_replies %.0f",
+                  info_num(t, "total_error_replies"));
     free(t);
     EXPECT_ON(b, "+OK\r\n", "CONFIG", "RESETSTAT");
     t = info_on(a, "commandstats");
