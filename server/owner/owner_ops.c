@@ -67,19 +67,26 @@ static int uncommitted(struct owner *o, struct olink *l, const struct ledger_vie
     return 1;
 }
 
-/* A base-10 int64 as Redis accepts it. */
+/* A base-10 int64 as Redis's string2ll accepts it, over the value's bytes
+ * (a NUL inside, "3\0", is not a number: Redis reads the whole value). */
 static int is_int64(const char *p, size_t n)
 {
-    char buf[24];
-    if (n == 0 || n >= sizeof(buf))
+    size_t i = 0;
+    if (n == 0 || n > 20)
         return 0;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    char *end;
-    errno = 0;
-    strtoll(buf, &end, 10);
-    return errno == 0 && *end == '\0' && !(buf[0] == '0' && n > 1) && buf[0] != '+' &&
-           buf[0] != ' ';
+    if (n == 1 && p[0] == '0')
+        return 1;
+    if (p[0] == '-' && ++i == n)
+        return 0;
+    if (p[i] < '1' || p[i] > '9')
+        return 0;
+    uint64_t v = 0;
+    for (; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9' || v > (UINT64_MAX - (uint64_t)(p[i] - '0')) / 10)
+            return 0;
+        v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    return p[0] == '-' ? v <= (uint64_t)INT64_MAX + 1 : v <= (uint64_t)INT64_MAX;
 }
 
 static void op_get(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
