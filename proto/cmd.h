@@ -94,7 +94,12 @@
     X(EXEC, "exec", 1, CMD_F_CONN, 0, 0, 0)                              \
     X(DISCARD, "discard", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)           \
     X(WATCH, "watch", -2, CMD_F_READ | CMD_F_FAST, 1, -1, 1)             \
-    X(UNWATCH, "unwatch", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)         \
+    X(UNWATCH, "unwatch", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0) \
+    /* server commands answered by the edge (edge_cmd.c, edge_monitor.c) \
+     * and GETMETA, GET with the cache's facts (edge_read.c) */          \
+    X(WAIT, "wait", 3, CMD_F_CONN, 0, 0, 0)                              \
+    X(MONITOR, "monitor", 1, CMD_F_ADMIN, 0, 0, 0)                       \
+    X(GETMETA, "getmeta", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)         \
     /* keyspace administration (edge_keyspace.c, edge_keys.c) */         \
     X(FLUSHALL, "flushall", -1, CMD_F_ADMIN, 0, 0, 0)                    \
     X(FLUSHDB, "flushdb", -1, CMD_F_ADMIN, 0, 0, 0)                      \

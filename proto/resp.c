@@ -17,10 +17,10 @@
  * dropped at the start of the next request after an unusually large one.
  *
  * Behaviour follows Redis 7.0 processMultibulkBuffer/processInlineBuffer and
- * its error texts, with three deliberate differences: `*-N` other than -1 is
- * an error (Redis treats it as empty), a bulk not followed by CRLF is an error
- * (Redis skips two bytes blindly), and a `$` header is checked as soon as its
- * first byte arrives.
+ * its error texts (a count `*0` or below is an empty request, skipped), with
+ * two deliberate differences: a bulk not followed by CRLF is an error (Redis
+ * skips two bytes blindly), and a `$` header is checked as soon as its first
+ * byte arrives.
  */
 #include "proto/resp.h"
 #include "proto/num.h"
@@ -404,8 +404,7 @@ int resp_parse(struct resp_parser *p, const char *buf, size_t len, size_t *consu
             }
             if (rc != HKV_OK)
                 return rc;
-            if (buf[cr + 1] != '\n' || !num_parse_ll(buf + 1, cr - 1, &v) || v < -1 ||
-                v > INT_MAX) {
+            if (buf[cr + 1] != '\n' || !num_parse_ll(buf + 1, cr - 1, &v) || v > INT_MAX) {
                 *errmsg = E_MBULK_LEN;
                 return HKV_EPROTO;
             }

@@ -67,7 +67,7 @@ void resp_parser_reset(struct resp_parser *p);
 
 /* Parses one request from buf[0..len); buf is always the request's first byte.
  *   HKV_OK      a whole request: *req filled, *consumed = its byte length.
- *               An empty inline line or `*0`/`*-1` gives argc == 0 (skip it).
+ *               An empty inline line or a count `*0` or below gives argc == 0 (skip it).
  *   HKV_EAGAIN  incomplete; call again when more bytes are appended.
  *   HKV_EPROTO  malformed: *errmsg is Redis's reply text (without the leading
  *               '-' and CRLF), e.g. "ERR Protocol error: invalid bulk length".

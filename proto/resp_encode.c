@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define INT_CHARS 21    /* "-9223372036854775808" plus one */
@@ -135,6 +136,10 @@ hkv_status resp_add_error(struct hkv_buf *b, const char *s)
     return st;
 }
 
+/* As Redis's addReplyErrorFormat: CR and LF at either end of the formatted
+ * text are trimmed, those inside become spaces (so an argument quoted last,
+ * "Unsupported option x\r\n", loses its line ending rather than showing it
+ * as blanks). */
 hkv_status resp_add_errorf(struct hkv_buf *b, const char *fmt, ...)
 {
     char small[256];
@@ -144,23 +149,26 @@ hkv_status resp_add_errorf(struct hkv_buf *b, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return HKV_EINVAL;
-    if ((size_t)n < sizeof(small))
-        return resp_add_error(b, small);
-
-    /* Long message: format straight into the buffer. */
-    hkv_status s = buf_reserve(b, (size_t)n + 4, 0);
-    if (s != HKV_OK)
-        return s;
-    char *t = buf_tail(b);
-    t[0] = '-';
-    va_start(ap, fmt);
-    vsnprintf(t + 1, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    flatten(t + 1, (size_t)n);
-    t[n + 1] = '\r';
-    t[n + 2] = '\n';
-    b->len += (size_t)n + 3;
-    return HKV_OK;
+    char *t = small;
+    if ((size_t)n >= sizeof(small)) {
+        t = malloc((size_t)n + 1);
+        if (t == NULL)
+            return HKV_ENOMEM;
+        va_start(ap, fmt);
+        vsnprintf(t, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    size_t from = 0, to = (size_t)n;
+    while (from < to && (t[from] == '\r' || t[from] == '\n'))
+        from++;
+    while (to > from && (t[to - 1] == '\r' || t[to - 1] == '\n'))
+        to--;
+    hkv_status st = add_line(b, '-', t + from, to - from);
+    if (st == HKV_OK) /* buf_reserve may have compacted: index from the end */
+        flatten(b->data + b->len - (to - from) - 2, to - from);
+    if (t != small)
+        free(t);
+    return st;
 }
 
 hkv_status resp_add_int(struct hkv_buf *b, int64_t v)

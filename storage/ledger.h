@@ -200,9 +200,14 @@ int ledger_set(struct ledger *l, const char *key, size_t klen, const char *val, 
  * was missing (a cache orders it after every earlier write).  *existed (may
  * be NULL) = 1 if a live key was deleted; with old non-NULL, *old receives
  * the deleted live value (GETDEL), valid as described under "Pointers".
+ * class_id replaces the key's class tag, as for ledger_set: a delete is a
+ * write, and the tombstone must be collected as the class the caller
+ * decides now (a durable delete of a key with no entry must not be a
+ * tombstone of class 0 that any collect filter takes).
  * HKV_OK, HKV_EAGAIN, HKV_ENOMEM. */
-int ledger_del(struct ledger *l, const char *key, size_t klen, struct ledger_clock now,
-               int *existed, struct ledger_view *old, hkv_stamp *version);
+int ledger_del(struct ledger *l, const char *key, size_t klen, uint16_t class_id,
+               struct ledger_clock now, int *existed, struct ledger_view *old,
+               hkv_stamp *version);
 
 /* INCRBY with Redis semantics: the value must be a base-10 int64 string
  * ("-12", no spaces, no '+', no leading zeros); a missing key counts as 0;

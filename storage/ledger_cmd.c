@@ -122,8 +122,9 @@ int ledger_set(struct ledger *l, const char *key, size_t klen, const char *val, 
     return rc;
 }
 
-int ledger_del(struct ledger *l, const char *key, size_t klen, struct ledger_clock now,
-               int *existed, struct ledger_view *old, hkv_stamp *version)
+int ledger_del(struct ledger *l, const char *key, size_t klen, uint16_t class_id,
+               struct ledger_clock now, int *existed, struct ledger_view *old,
+               hkv_stamp *version)
 {
     uint64_t h;
     struct lentry *e;
@@ -138,7 +139,7 @@ int ledger_del(struct ledger *l, const char *key, size_t klen, struct ledger_clo
         *existed = live;
     if (live && old != NULL)
         fill_view(e, now.mono_ms, old);
-    struct ledger_put_args a = {.tomb = 1, .class_id = e ? e->class_id : 0, .dirty = 1,
+    struct ledger_put_args a = {.tomb = 1, .class_id = class_id, .dirty = 1,
                                 .hold_old = live && old != NULL};
     a.stamp = ledger_next_version(l, e, now);
     rc = ledger_put(l, e, h, key, klen, &a, now.mono_ms);

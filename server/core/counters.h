@@ -43,7 +43,8 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(write_failures, CTR_COUNTER, "Writes that failed explicitly")                            \
     X(auth_failures, CTR_COUNTER, "AUTH and HELLO AUTH attempts refused")                      \
     X(tls_connections, CTR_GAUGE, "Client connections open on the TLS port")                   \
-    X(tls_handshake_failures, CTR_COUNTER, "TLS handshakes that failed")
+    X(tls_handshake_failures, CTR_COUNTER, "TLS handshakes that failed")                       \
+    X(total_error_replies, CTR_COUNTER, "Error replies sent (INFO errorstats by prefix)")
 
 /* The first fourteen are INFO's "# Owners" lines since before this list;
  * new fields go at the end, so INFO's existing lines keep their order. */
@@ -78,7 +79,9 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(persist_backlog_age_ms, CTR_GAUGE, "Age of the oldest unfinished batch, ms")             \
     X(persist_queued_batches, CTR_GAUGE, "Batches queued or in a transaction")                 \
     X(owner_durable_waiting, CTR_GAUGE, "Replies waiting for a durable commit")                \
-    X(owner_completions_dropped, CTR_COUNTER, "Completion records dropped by the bound")
+    X(owner_completions_dropped, CTR_COUNTER, "Completion records dropped by the bound")       \
+    X(owner_expires, CTR_GAUGE, "Resident live keys with an expiry (INFO keyspace expires)")  \
+    X(owner_avg_ttl_ms, CTR_GAUGE, "Their average time to live, ms (INFO keyspace avg_ttl)")
 
 enum ctr_edge_id {
 #define X(name, kind, help) CTR_EDGE_##name,

@@ -9,6 +9,7 @@
  */
 #include "worker.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,9 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
     struct worker *w = arg;
     struct board_slot *s = &w->ctx->board->slots[w->ctx->slot];
     atomic_store_explicit(&s->heartbeat_ms, clock_mono_ms(), memory_order_relaxed);
+    struct mallinfo2 mi = mallinfo2(); /* INFO memory's used_memory, summed by any edge */
+    atomic_store_explicit(&s->heap_bytes, (uint64_t)(mi.uordblks + mi.hblkhd),
+                          memory_order_relaxed);
     if (master_gone(w)) {
         log_warning("master %d is gone, exiting", (int)w->ctx->master_pid);
         begin_stop(w, 1);

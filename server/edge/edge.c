@@ -23,9 +23,13 @@
 #include "server/core/tls.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_cache.h"
+#include "server/edge/edge_client.h"
+#include "server/edge/edge_clients.h"
 #include "server/edge/edge_cmd.h"
+#include "server/edge/edge_config.h"
 #include "server/edge/edge_conn.h"
 #include "server/edge/edge_flight.h"
+#include "server/edge/edge_monitor.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_keyspace.h"
 #include "server/edge/edge_op.h"
@@ -35,6 +39,7 @@
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_rl.h"
 #include "server/edge/edge_tx.h"
+#include "server/edge/info_redis.h"
 
 #define CRON_MS 100
 #define FAST_STOP_MS 500
@@ -74,13 +79,19 @@ static void on_link_drained(struct elink *l, void *arg)
 static void on_accepted(struct conn *c, const struct sockaddr *peer)
 {
     c->proto = 2;
+    c->last_stat = 0xffff; /* STATS_NONE: no command yet */
+    c->cur_stat = 0xffff;
     edge_auth_accepted(c, peer);
+    clients_accepted(c);
 }
 
 static void on_closing(struct conn *c)
 {
     op_conn_gone(c);
     edge_tx_conn_gone(c);
+    monitor_stop(c);
+    clients_gone(c);
+    client_gone(c);
 }
 
 static const struct conn_hooks conn_hooks = {
@@ -151,6 +162,9 @@ static void on_cron(evutil_socket_t fd, short what, void *arg)
     struct edge *e = arg;
     int64_t now = clock_mono_ms();
     conns_cron(e, now);
+    clients_cron(e, now);
+    client_kill_cron(e, now);
+    info_publish(e);
     uint64_t total = board_load(&e->stats->total_commands_processed);
     if (now - e->ops_sample_ms >= 1000) {
         e->ops_per_sec = (total - e->ops_sample_cmds) * 1000 / (uint64_t)(now - e->ops_sample_ms);
@@ -211,7 +225,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     snprintf(title, sizeof(title), "edge %s/%d", ectx->colo_name, ctx->index);
     if (worker_prepare(ctx, title) != 0)
         return 1;
-    struct edge edge = {.ctx = ctx, .ectx = ectx, .next_client_id = 1};
+    struct edge edge = {.ctx = ctx, .ectx = ectx};
     struct edge *e = &edge;
     int code = 1;
     e->stats = &ctx->board->slots[ctx->slot];
@@ -240,6 +254,8 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
         goto out;
     }
     edge_rl_setup(e); /* the colo's rate limiter; never fails (it fails open) */
+    if (clients_setup(e) != 0)
+        log_warning("no memory for the clients board: this edge's clients are listed by it only");
     struct owner_hooks oh = {.push = edge_cache_pushed, .drained = on_link_drained};
     if (edge_cache_setup(e) != 0 || owners_setup(e, &oh) != 0 ||
         flights_setup(e, edge_read_answer) != 0) {
@@ -286,6 +302,8 @@ out:
     slots_teardown(e);
     buf_deinit(&e->scratch);
     edge_auth_teardown(e);
+    clients_teardown(e);
+    monitor_teardown(e);
     buf_deinit(&e->cval);
     if (e->cron)
         event_free(e->cron);

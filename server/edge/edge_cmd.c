@@ -1,12 +1,13 @@
 /*
  * edge_cmd.c - the connection and server commands an edge answers itself:
- * PING ECHO HELLO AUTH SELECT QUIT RESET TIME CLIENT CONFIG INFO HOTKEYS.
- * Data commands live in edge_read.c, edge_write.c and edge_scan.c, COMMAND
- * with the table it describes (edge_registry.c); this file never talks to
- * an owner.
+ * PING ECHO HELLO AUTH SELECT QUIT RESET TIME INFO HOTKEYS.  CLIENT and
+ * CONFIG have their own files (edge_client.c, edge_config.c), data commands
+ * live in edge_read.c, edge_write.c and edge_scan.c, COMMAND with the table
+ * it describes (edge_registry.c); this file never talks to an owner.
  */
 #include "server/edge/edge_cmd.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,9 @@
 #include "server/edge/auth.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
-#include "server/edge/edge_op.h"
+#include "server/edge/edge_client.h"
+#include "server/edge/edge_clients.h"
+#include "server/edge/edge_monitor.h"
 #include "server/edge/info.h"
 
 void edge_cmd_ping(struct conn *c, int argc, const struct resp_slice *argv)
@@ -44,12 +47,20 @@ void edge_cmd_quit(struct conn *c, int argc, const struct resp_slice *argv)
     c->close_after_write = 1;
 }
 
+/* One database, 0, as a Redis with `databases 1`: Redis's errors for a
+ * non-number, a number beyond an int, and another index. */
 void edge_cmd_select(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    if (argv[1].len == 1 && argv[1].p[0] == '0')
-        resp_add_simple(&c->out, "OK");
-    else
+    long long id;
+    if (arg_ll(&argv[1], &id) != 0)
+        resp_add_error(&c->out, "ERR value is not an integer or out of range");
+    else if (id < INT_MIN || id > INT_MAX)
+        resp_add_error(&c->out, "ERR value is out of range, value must between -2147483648 and "
+                                "2147483647");
+    else if (id != 0)
         resp_add_error(&c->out, "ERR DB index is out of range");
+    else
+        resp_add_simple(&c->out, "OK");
 }
 
 void edge_cmd_time(struct conn *c, int argc, const struct resp_slice *argv)
@@ -61,24 +72,6 @@ void edge_cmd_time(struct conn *c, int argc, const struct resp_slice *argv)
     resp_add_array(&c->out, 2);
     resp_add_bulk(&c->out, s, (size_t)n1);
     resp_add_bulk(&c->out, us, (size_t)n2);
-}
-
-static void set_name(struct conn *c, const struct resp_slice *v)
-{
-    size_t n = v->len < sizeof(c->name) - 1 ? v->len : sizeof(c->name) - 1;
-    memcpy(c->name, v->p, n);
-    c->name[n] = '\0';
-}
-
-/* Redis refuses names with spaces or non-printable bytes. */
-static int name_ok(const struct resp_slice *v)
-{
-    if (v->len >= 128)
-        return 0;
-    for (size_t i = 0; i < v->len; i++)
-        if (v->p[i] < '!' || v->p[i] > '~')
-            return 0;
-    return 1;
 }
 
 static void hello_reply(struct conn *c)
@@ -100,39 +93,38 @@ static void hello_reply(struct conn *c)
     resp_add_array(&c->out, 0);
 }
 
+/* HELLO [protover [AUTH user pass] [SETNAME name]], as Redis 7.0 runs it:
+ * the options in order, each taking effect as it is read (a bad password
+ * before a bad option is WRONGPASS; a name set before a bad option stays
+ * set), then the authentication check, then the protocol switch. */
 void edge_cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    int proto = c->proto;
-    int i = 1;
+    long long ver = 0;
     if (argc >= 2) {
-        if (argv[1].len == 1 && (argv[1].p[0] == '2' || argv[1].p[0] == '3')) {
-            proto = argv[1].p[0] - '0';
-        } else {
+        if (arg_ll(&argv[1], &ver) != 0) {
+            resp_add_error(&c->out, "ERR Protocol version is not an integer or out of range");
+            return;
+        }
+        if (ver < 2 || ver > 3) {
             resp_add_error(&c->out, "NOPROTO unsupported protocol version");
             return;
         }
-        i = 2;
     }
-    const struct resp_slice *name = NULL, *user = NULL, *pass = NULL;
-    for (; i < argc; i++) {
-        if (slice_is(&argv[i], "auth") && i + 2 < argc) {
-            user = &argv[i + 1];
-            pass = &argv[i + 2];
-            i += 2;
-        } else if (slice_is(&argv[i], "setname") && i + 1 < argc) {
-            name = &argv[++i];
-            if (!name_ok(name)) {
-                resp_add_error(&c->out, "ERR Client names cannot contain spaces, newlines or special characters.");
+    for (int i = argc >= 2 ? 2 : 1; i < argc; i++) {
+        int more = argc - 1 - i;
+        if (slice_is(&argv[i], "auth") && more >= 2) {
+            if (edge_auth_login(c, &argv[i + 1], &argv[i + 2]) != 0)
                 return;
-            }
+            i += 2;
+        } else if (slice_is(&argv[i], "setname") && more >= 1) {
+            if (client_set_name(c, &argv[++i]) != 0)
+                return;
         } else {
-            resp_add_errorf(&c->out, "ERR Syntax error in HELLO option '%.*s'",
-                            (int)(argv[i].len > 64 ? 64 : argv[i].len), argv[i].p);
+            resp_add_errorf(&c->out, "ERR Syntax error in HELLO option '%.*s'", (int)argv[i].len,
+                            argv[i].p);
             return;
         }
     }
-    if (user != NULL && edge_auth_login(c, user, pass) != 0)
-        return;
     if (c->user < 0) {
         resp_add_error(&c->out, "NOAUTH HELLO must be called with the client already "
                                 "authenticated, otherwise the HELLO <proto> AUTH <user> <pass> "
@@ -140,9 +132,9 @@ void edge_cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
                                 "RESP protocol version at the same time");
         return;
     }
-    c->proto = proto;
-    if (name != NULL)
-        set_name(c, name);
+    if (ver != 0)
+        c->proto = (int)ver;
+    clients_publish(c);
     hello_reply(c);
 }
 
@@ -150,8 +142,10 @@ void edge_cmd_reset(struct conn *c, int argc, const struct resp_slice *argv)
 {
     c->proto = 2;
     c->meta = 0;
-    c->name[0] = '\0';
+    monitor_stop(c);
+    client_set_name(c, &(struct resp_slice){"", 0});
     edge_auth_set_user(c, auth_initial_user(c->e->auth), 1); /* as Redis: logged out */
+    clients_publish(c);
     resp_add_simple(&c->out, "RESET");
 }
 
@@ -169,208 +163,37 @@ void edge_cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
                                 "correct?");
         return;
     }
-    if (edge_auth_login(c, argc == 2 ? &dflt : &argv[1], &argv[argc - 1]) == 0)
+    if (edge_auth_login(c, argc == 2 ? &dflt : &argv[1], &argv[argc - 1]) == 0) {
+        clients_publish(c);
         resp_add_simple(&c->out, "OK");
-}
-
-/* ---- CLIENT --------------------------------------------------------------- */
-
-static void client_line(struct conn *c, struct conn *x, struct hkv_buf *b, int64_t now)
-{
-    buf_printf(b,
-               "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=0 sub=0 "
-               "psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 "
-               "oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=%s redir=-1 resp=%d "
-               "lib-name=%s lib-ver=%s\n",
-               (unsigned long long)x->id, x->addr, x->laddr, x->fd, x->name,
-               (long long)(now - x->created_ms) / 1000, (long long)(now - x->last_ms) / 1000,
-               buf_unread(&x->in), x->in.cap - x->in.len, buf_unread(&x->out),
-               x->in.cap + x->out.cap, x == c ? "client|list" : (x->last_cmd ? x->last_cmd : "NULL"),
-               x->user >= 0 ? auth_user_name(c->e->auth, x->user) : "default", x->proto, x->lib_name, x->lib_ver);
-}
-
-void edge_cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
-{
-    const struct resp_slice *sub = &argv[1];
-    if (slice_is(sub, "id") && argc == 2) {
-        resp_add_int(&c->out, (int64_t)c->id);
-    } else if (slice_is(sub, "getname") && argc == 2) {
-        if (c->name[0])
-            resp_add_bulk_str(&c->out, c->name);
-        else
-            resp_add_null(&c->out, c->proto);
-    } else if (slice_is(sub, "setname") && argc == 3) {
-        if (!name_ok(&argv[2])) {
-            resp_add_error(&c->out, "ERR Client names cannot contain spaces, newlines or special characters.");
-            return;
-        }
-        set_name(c, &argv[2]);
-        resp_add_simple(&c->out, "OK");
-    } else if (slice_is(sub, "setinfo") && argc == 4) {
-        char *dst = slice_is(&argv[2], "lib-name") ? c->lib_name
-                    : slice_is(&argv[2], "lib-ver") ? c->lib_ver : NULL;
-        size_t cap = dst == c->lib_name ? sizeof(c->lib_name) : sizeof(c->lib_ver);
-        if (dst == NULL || !name_ok(&argv[3]) || argv[3].len >= cap) {
-            resp_add_errorf(&c->out, "ERR Unrecognized option '%.*s' or invalid value",
-                            (int)(argv[2].len > 32 ? 32 : argv[2].len), argv[2].p);
-            return;
-        }
-        memcpy(dst, argv[3].p, argv[3].len);
-        dst[argv[3].len] = '\0';
-        resp_add_simple(&c->out, "OK");
-    } else if (slice_is(sub, "meta") && argc == 3 &&
-               (slice_is(&argv[2], "on") || slice_is(&argv[2], "off"))) {
-        c->meta = slice_is(&argv[2], "on");
-        resp_add_simple(&c->out, "OK");
-    } else if ((slice_is(sub, "list") && argc == 2) || (slice_is(sub, "info") && argc == 2)) {
-        struct hkv_buf b = HKV_BUF_INIT;
-        int64_t now = clock_mono_ms();
-        if (slice_is(sub, "info"))
-            client_line(c, c, &b, now);
-        else
-            for (struct conn *x = c->e->conns; x != NULL; x = x->next)
-                client_line(c, x, &b, now);
-        resp_add_verbatim(&c->out, c->proto, buf_head(&b), buf_unread(&b));
-        buf_deinit(&b);
-    } else {
-        resp_add_errorf(&c->out, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try CLIENT HELP.",
-                        (int)(sub->len > 32 ? 32 : sub->len), sub->p);
     }
 }
 
-/* ---- CONFIG --------------------------------------------------------------- */
-
-/* CONFIG SET name value [name value ...]: validated here (the same table
- * and checks as a file: paths and restart-only directives are refused), in
- * effect in this edge before it answers OK, and sent to the master, which
- * applies it daemon-wide as a new config generation. */
-static void config_set(struct conn *c, int argc, const struct resp_slice *argv)
+/* WAIT numreplicas timeout: hotkvd has no replicas, so the answer is 0, at
+ * once (Redis, with none, makes a client asking for one or more wait out
+ * its timeout; a durable-class write is on disk before its OK anyway).
+ * Redis's argument errors. */
+void edge_cmd_wait(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    struct edge *e = c->e;
-    struct cfg *next = cfg_dup(e->ctx->cfg);
-    struct hkv_buf msg = HKV_BUF_INIT;
-    struct cfg_error err = {"out of memory"};
-    int ok = next != NULL; /* 1 go on, 0 failed (generic reply), -1 failed (replied) */
-    for (int i = 2; ok && i + 1 < argc; i += 2) {
-        char name[128], value[4096];
-        if (argv[i].len >= sizeof(name) || argv[i + 1].len >= sizeof(value) ||
-            memchr(argv[i + 1].p, '\0', argv[i + 1].len) != NULL) {
-            snprintf(err.msg, sizeof(err.msg), "argument too long or not text");
-            ok = 0;
-            break;
-        }
-        memcpy(name, argv[i].p, argv[i].len);
-        name[argv[i].len] = '\0';
-        memcpy(value, argv[i + 1].p, argv[i + 1].len);
-        value[argv[i + 1].len] = '\0';
-        for (char *q = name; *q; q++)
-            *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
-        if (cfg_set(next, name, value, &err) != HKV_OK) {
-            resp_add_errorf(&c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
-                            name, err.msg);
-            ok = -1;
-            break;
-        }
-        buf_append(&msg, name, strlen(name) + 1);
-        buf_append(&msg, value, strlen(value) + 1);
-    }
-    if (ok == 1 && cfg_validate(next, &err) != HKV_OK)
-        ok = 0;
-    if (ok == 1 && worker_send(e->worker, CTL_SET, buf_head(&msg), buf_unread(&msg)) != HKV_OK) {
-        snprintf(err.msg, sizeof(err.msg), "the master cannot be reached");
-        ok = 0;
-    }
-    if (ok == 1) {
-        worker_install(e->worker, next);
-        next = NULL;
-        resp_add_simple(&c->out, "OK");
-    } else if (ok == 0) {
-        resp_add_errorf(&c->out, "ERR CONFIG SET failed - %s", err.msg);
-    }
-    cfg_destroy(&next);
-    buf_deinit(&msg);
-}
-
-/* CONFIG RESETSTAT: daemon-wide, through the master, which has every
- * process zero its counters (this edge's too: edge_stats_reset) and zeroes
- * the colo segments' own.  The reply waits for the master's word that all
- * of it is done (edge_resetstat_done), so the OK means it.  The op waits on
- * the master, not on owners: its family has nothing to send. */
-static const struct op_family resetstat_family = {0};
-
-static void config_resetstat(struct conn *c)
-{
-    struct edge *e = c->e;
-    struct op *op = op_new(c, &resetstat_family, "config|resetstat");
-    if (op == NULL)
-        return;
-    if (worker_send(e->worker, CTL_RESETSTAT, NULL, 0) != HKV_OK) {
-        op_error(op, "ERR CONFIG RESETSTAT failed - the master cannot be reached");
-        op_finish_error(op);
+    long long n;
+    if (arg_ll(&argv[1], &n) != 0) {
+        resp_add_error(&c->out, "ERR value is not an integer or out of range");
         return;
     }
-    op->next = NULL;
-    if (e->rs_tail != NULL)
-        e->rs_tail->next = op;
-    else
-        e->rs_head = op;
-    e->rs_tail = op;
-}
-
-void edge_resetstat_done(void *arg)
-{
-    struct edge *e = arg;
-    struct op *op = e->rs_head;
-    if (op == NULL)
+    if (arg_ll(&argv[2], &n) != 0) {
+        resp_add_error(&c->out, "ERR timeout is not an integer or out of range");
         return;
-    e->rs_head = op->next;
-    if (e->rs_head == NULL)
-        e->rs_tail = NULL;
-    op->next = NULL;
-    struct hkv_buf *out = op_out(op);
-    if (out != NULL)
-        resp_add_simple(out, "OK");
-    op_finish(op);
-}
-
-void edge_cmd_config(struct conn *c, int argc, const struct resp_slice *argv)
-{
-    const struct cfg *cfg = c->e->ctx->cfg;
-    if (slice_is(&argv[1], "get") && argc >= 3) {
-        size_t n = cfg_option_count();
-        struct hkv_buf b = HKV_BUF_INIT;
-        int pairs = 0;
-        char val[4096];
-        for (size_t i = 0; i < n; i++) {
-            const char *name = cfg_option_name(i);
-            int match = 0;
-            for (int a = 2; a < argc && !match; a++)
-                match = cfg_glob_match(argv[a].p, argv[a].len, name, strlen(name), 1);
-            if (!match || cfg_get(cfg, name, val, sizeof(val)) != HKV_OK)
-                continue;
-            resp_add_bulk_str(&b, name);
-            resp_add_bulk_str(&b, val);
-            pairs++;
-        }
-        resp_add_map(&c->out, c->proto, pairs);
-        buf_append(&c->out, buf_head(&b), buf_unread(&b));
-        buf_deinit(&b);
-    } else if (slice_is(&argv[1], "resetstat") && argc == 2) {
-        config_resetstat(c);
-    } else if (slice_is(&argv[1], "set") && argc >= 4 && argc % 2 == 0) {
-        config_set(c, argc, argv);
-    } else {
-        resp_add_errorf(&c->out, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try CONFIG HELP.",
-                        (int)(argv[1].len > 32 ? 32 : argv[1].len), argv[1].p);
     }
+    if (n < 0) {
+        resp_add_error(&c->out, "ERR timeout is negative");
+        return;
+    }
+    resp_add_int(&c->out, 0);
 }
 
 void edge_cmd_info(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    struct hkv_buf b = HKV_BUF_INIT;
-    info_render(&b, c->e, argc - 1, argv + 1);
-    resp_add_verbatim(&c->out, c->proto, buf_head(&b), buf_unread(&b));
-    buf_deinit(&b);
+    info_command(c, argc, argv);
 }
 
 /* HOTKEYS [COUNT n]: the hottest keys of the colo with their measured

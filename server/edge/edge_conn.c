@@ -108,7 +108,7 @@ void conn_accept(struct edge *e, int fd, int tls)
     }
     c->e = e;
     c->fd = fd;
-    c->id = e->next_client_id++;
+    c->id = board_client_id(e->ctx->board); /* unique on the host (CLIENT KILL ID) */
     c->created_ms = c->last_ms = clock_mono_ms();
     resp_parser_init(&c->parser, &e->limits);
     struct sockaddr_storage peer, ss;
@@ -359,6 +359,8 @@ static void tls_flush(struct conn *c)
 
 void conn_flush(struct conn *c)
 {
+    if (buf_unread(&c->out) > c->out_peak)
+        c->out_peak = buf_unread(&c->out);
     if (c->ssl != NULL) {
         tls_flush(c);
         return;

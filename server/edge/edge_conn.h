@@ -54,6 +54,7 @@ struct conn {
     int64_t created_ms;
     int64_t last_ms;              /* last byte received */
     int64_t soft_since_ms;        /* output over the soft limit since, 0 = not */
+    size_t out_peak;              /* most output bytes waiting at a flush (CLIENT LIST rbp) */
     char addr[64];
     char laddr[64];
     struct conn *prev, *next;
@@ -75,8 +76,15 @@ struct conn {
     int proto;                    /* 2 or 3 (HELLO) */
     int meta;                     /* CLIENT META ON: RESP3 attributes on reads */
     uint64_t ncmds;               /* commands run (edge_registry.c) */
-    const char *last_cmd;
-    char name[128];               /* CLIENT SETNAME / SETINFO (edge_cmd.c) */
+    const char *last_cmd;         /* full name ("client|info"); NULL after an unknown one */
+    uint16_t last_stat;           /* its command stat id (edge_subcmd.h); 0xffff: none */
+    uint16_t cur_stat;            /* the request being dispatched: its stat id, when it */
+    int64_t cur_t0_ns;            /* began, and whether an op took over its stats */
+    int stat_taken;               /* (edge_registry.c, edge_op.c) */
+    int monitor;                  /* MONITOR: gets the host's commands (edge_monitor.c) */
+    int32_t board_row;            /* its row in the clients board; -1: none (edge_clients.c) */
+    uint64_t board_ncmds;         /* ncmds when the row was last written */
+    char *name;                   /* CLIENT SETNAME, HELLO SETNAME; NULL = none (edge_client.c) */
     char lib_name[64];
     char lib_ver[32];
     struct op *ops;               /* ops answering this client (edge_op.c) */

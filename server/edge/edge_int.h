@@ -6,12 +6,19 @@
  *
  * The modules, bottom up (a module calls only those before it; anything
  * that flows up is a hook given at setup):
- *   edge_arg, edge_link, auth       words and integers; one owner link; ACLs
+ *   edge_arg, edge_link, auth,
+ *   edge_subcmd, edge_cmdinfo,
+ *   edge_command                    words and integers; one owner link; ACLs;
+ *                                   the subcommands and the command stat ids;
+ *                                   Redis's COMMAND entries
  *   edge_reply, edge_conn_tls       reply slots; TLS on a connection
  *   edge_conn                       connections (hooks: accepted, dispatch, closing)
+ *   edge_clients, edge_stats,
+ *   edge_monitor                    this edge's rows in the clients board (CLIENT LIST/KILL);
+ *                                   its command and error stats; MONITOR
  *   edge_auth, edge_rl              the auth gate; the rate gate
  *   edge_owners, edge_diag          owners, routing, links, STATS; the failed-write report
- *   edge_cache                      what goes into the colo cache
+ *   edge_cache, edge_render         what goes into the colo cache; one-key reads' replies
  *   edge_op, edge_op_send           the op engine (families: encode, answer, done)
  *   edge_flight                     single-flight fetches (answers through a callback)
  *   edge_read, edge_mread,
@@ -20,7 +27,9 @@
  *   edge_keys, edge_keyspace        the data command families (edge_call, edge_keyspace:
  *                                   run by the owner)
  *   edge_strread                    reads computed over the value read (GETRANGE ... LCS)
- *   info, edge_cmd                  INFO; the connection and server commands
+ *   info_redis, info, edge_cmd, edge_client,
+ *   edge_config                     INFO; the connection and server commands; CLIENT;
+ *                                   CONFIG
  *   edge_tx, edge_exec              MULTI/WATCH state and the queue; EXEC
  *   edge_registry                   the command table and the dispatch pipeline
  *   edge                            the process: wires the hooks, runs the loop
@@ -72,10 +81,23 @@ struct edge {
     const struct conn_hooks *conn_hooks; /* what each connection calls (edge_conn.h) */
     struct conn *conns;           /* every open connection, a doubly linked list */
     uint64_t nconns;
-    uint64_t next_client_id;
     struct resp_limits limits;
     struct ssl_ctx_st *tls_ctx;   /* the TLS port's context (rebuilt on reload); NULL: no TLS */
     struct rslot *free_slots;
+
+    /* the clients board: this edge's rows (edge_clients.c) */
+    struct conn **board_conns;    /* row -> connection (board->clients_cap entries) */
+    uint32_t *board_free;         /* rows freed, a stack */
+    uint32_t board_nfree;
+    uint32_t board_used;          /* rows [0, used) were handed out */
+    int board_tick;               /* cron ticks, for the full refresh */
+
+    /* MONITOR (edge_monitor.c) */
+    int nmonitors;                /* this edge's MONITOR clients */
+    struct event *mon_timer;      /* reads the rings while nmonitors > 0 */
+    uint64_t *mon_pos;            /* per slot: the ring position read up to */
+    struct hkv_buf mon_line;      /* the line being written */
+    struct hkv_buf mon_in;        /* lines being read */
 
     /* users (edge_auth.c) */
     struct auth *auth;            /* users and ACLs (auth.h), rebuilt on reload */
@@ -91,7 +113,8 @@ struct edge {
     uint64_t next_seq;            /* the last write request number given */
     struct op *free_ops;
     struct op *rs_head, *rs_tail; /* CONFIG RESETSTATs waiting for the master, oldest first
-                                   * (edge_cmd.c) */
+                                   * (edge_config.c) */
+    struct op *kill_waits;        /* CLIENT KILLs waiting for other edges (edge_client.c) */
     struct op *all_ops;           /* every op ever made, for teardown */
     uint64_t nops_writing;        /* write ops not finished (stop waits) */
     int *op_owner_req;            /* op_split's owner -> request table (nowners) */

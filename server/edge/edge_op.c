@@ -17,7 +17,9 @@
 #include <string.h>
 
 #include "server/core/topo.h"
+#include "server/core/clock.h"
 #include "server/edge/edge_reply.h"
+#include "server/edge/edge_stats.h"
 
 struct op *op_new(struct conn *c, const struct op_family *fam, const char *label)
 {
@@ -49,6 +51,9 @@ struct op *op_new(struct conn *c, const struct op_family *fam, const char *label
     op->fam = fam;
     op->label = label;
     op->c = c;
+    op->stat = c->cur_stat; /* the op counts the request when it answers */
+    op->t0_ns = c->cur_t0_ns;
+    c->stat_taken = 1;
     op->cnext = c->ops;
     if (c->ops)
         c->ops->cprev = op;
@@ -116,13 +121,24 @@ void op_conn_gone(struct conn *c)
 
 struct hkv_buf *op_out(struct op *op)
 {
-    return op->c != NULL ? slot_out(op->c, op->slot) : NULL;
+    struct hkv_buf *out = op->c != NULL ? slot_out(op->c, op->slot) : NULL;
+    if (out != NULL && op->out_buf == NULL) {
+        op->out_buf = out;
+        op->out_mark = buf_unread(out);
+    }
+    return out;
 }
 
 void op_finish(struct op *op)
 {
     struct conn *c = op->c;
     struct rslot *s = op->slot;
+    if (op->stat != STATS_NONE) {
+        struct hkv_buf *o = c != NULL ? op->out_buf : NULL;
+        size_t n = o != NULL && buf_unread(o) > op->out_mark ? buf_unread(o) - op->out_mark : 0;
+        stats_call(op->e, op->stat, clock_mono_ns() - op->t0_ns,
+                   n > 0 ? buf_head(o) + op->out_mark : NULL, n);
+    }
     op_release(op);
     if (c != NULL)
         conn_slot_done(c, s); /* may close c */

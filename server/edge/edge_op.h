@@ -129,6 +129,10 @@ struct op {
     uint32_t nreqs;
     int pending;
     int err;
+    uint16_t stat;                /* the request's command stat id (edge_stats.h) */
+    int64_t t0_ns;                /* its dispatch */
+    struct hkv_buf *out_buf;      /* where its reply went, from out_mark on (op_out) */
+    size_t out_mark;
     alignas(max_align_t) unsigned char args[OP_ARGS_MAX]; /* the family's: OP_ARGS */
 };
 
@@ -165,7 +169,9 @@ void op_start(struct op *op);
 void op_error(struct op *op, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The buffer to write the reply into, NULL if the client is gone. */
 struct hkv_buf *op_out(struct op *op);
-/* Sends the reply written so far and frees the op. */
+/* Sends the reply written so far and frees the op; the request is counted
+ * in INFO commandstats (edge_stats.h: its time from dispatch, failed if
+ * the reply is an error). */
 void op_finish(struct op *op);
 /* Replies the recorded error and frees the op. */
 void op_finish_error(struct op *op);

@@ -43,7 +43,7 @@
  * the bound is what holds when one is missed.  Default config: fresh + 1.2 s.
  *
  * One key (GET, STRLEN, TYPE, EXISTS of one key, TTL, PTTL, GETEX without
- * options, and the replies computed over the value: GETRANGE ...,
+ * options, GETMETA, and the replies computed over the value: GETRANGE ...,
  * edge_strread.c):
  *   fresh in the segment   answered from it, no owner call;
  *   stale by less than A   answered from it now; whichever edge of the colo
@@ -74,6 +74,7 @@
  * older than the versions WATCH read: edge_tx.h).
  */
 #include "server/edge/edge_read.h"
+#include "server/edge/edge_render.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -118,71 +119,26 @@ static struct op *read_op(struct conn *c, const struct op_family *fam, enum cmd_
     return op;
 }
 
-/* Writes one key's answer in the form its command wants (k: computed by
- * its renderer). */
+/* Writes one key's answer in the form its command wants: computed by k's
+ * renderer (GETRANGE ...), or the read's own reply with its facts (GETMETA,
+ * CLIENT META's attribute: edge_render.h). */
 static void render(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
-                   struct hkv_buf *out, int found, const char *v, size_t n, int64_t expire_at)
+                   struct hkv_buf *out, int found, const char *v, size_t n, int64_t expire_at,
+                   const struct read_facts *f)
 {
-    int proto = c->proto;
     if (k != NULL) {
         struct resp_slice val = {v, n};
         k->fn(c, out, found ? &val : NULL, k->args, k->nargs);
         return;
     }
-    switch (cmd) {
-    case CMD_GET:
-    case CMD_GETEX:
-        if (found)
-            resp_add_bulk(out, v, n);
-        else
-            resp_add_null(out, proto);
-        break;
-    case CMD_STRLEN:
-        resp_add_int(out, found ? (int64_t)n : 0);
-        break;
-    case CMD_TYPE:
-        resp_add_simple(out, found ? "string" : "none");
-        break;
-    case CMD_TTL:
-    case CMD_PTTL: {
-        int64_t ms = !found ? -2 : expire_at == 0 ? -1 : expire_at - clock_unix_ms();
-        if (found && expire_at != 0 && ms < 0)
-            ms = 0;
-        if (cmd == CMD_TTL && ms >= 0)
-            ms = (ms + 500) / 1000; /* Redis rounds */
-        resp_add_int(out, ms);
-        break;
-    }
-    default: /* EXISTS of one key */
-        resp_add_int(out, found ? 1 : 0);
-        break;
-    }
-}
-
-/* CLIENT META ON, RESP3 only: an attribute before the reply saying how old
- * the value is, its stamp, and whether it was served stale or degraded.
- * Everyone else sees plain Redis replies. */
-static void meta(const struct conn *c, struct hkv_buf *out, int64_t age_ms, hkv_stamp stamp,
-                 int stale, int degraded)
-{
-    if (!c->meta || c->proto != 3)
-        return;
-    resp_add_attr(out, 4);
-    resp_add_bulk_str(out, "age_ms");
-    resp_add_int(out, age_ms < 0 ? 0 : age_ms);
-    resp_add_bulk_str(out, "stamp");
-    resp_add_int(out, (int64_t)stamp);
-    resp_add_bulk_str(out, "stale");
-    resp_add_bool(out, 3, stale);
-    resp_add_bulk_str(out, "degraded");
-    resp_add_bool(out, 3, degraded);
+    read_answer(c, cmd, out, found, v, n, expire_at, f);
 }
 
 static void render_one(struct op *op, struct hkv_buf *out, int found, const char *v, size_t n,
-                       int64_t expire_at)
+                       int64_t expire_at, const struct read_facts *f)
 {
     if (R(op)->fn == NULL) {
-        render(op->c, R(op)->cmd, NULL, out, found, v, n, expire_at);
+        render(op->c, R(op)->cmd, NULL, out, found, v, n, expire_at, f);
         return;
     }
     struct resp_slice small[8] = {{NULL, 0}}, *a = small;
@@ -194,7 +150,7 @@ static void render_one(struct op *op, struct hkv_buf *out, int found, const char
     for (int i = 0; i < na; i++)
         a[i] = (struct resp_slice){op->keys[1 + i].p, op->keys[1 + i].len};
     struct read_calc k = {R(op)->fn, a, na};
-    render(op->c, R(op)->cmd, &k, out, found, v, n, expire_at);
+    render(op->c, R(op)->cmd, &k, out, found, v, n, expire_at, f);
     if (a != small)
         free(a);
 }
@@ -206,11 +162,13 @@ static void one_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
     struct hkv_buf *out = op_out(op);
     if (out == NULL)
         return;
+    /* the owner's own answer (behind this client's writes): current */
+    struct read_facts f = {0, m->type == WIRE_VALUE ? m->u.value.stamp : 0, 0, 0};
     if (m->type == WIRE_VALUE)
         render_one(op, out, 1, m->u.value.value.p, m->u.value.value.len,
-                   (int64_t)m->u.value.expire_ms);
+                   (int64_t)m->u.value.expire_ms, &f);
     else if (m->type == WIRE_NOTFOUND)
-        render_one(op, out, 0, NULL, 0, 0);
+        render_one(op, out, 0, NULL, 0, 0, &f);
     else
         resp_add_error(out, "ERR unexpected answer from the owner");
 }
@@ -230,8 +188,8 @@ void edge_read_answer(struct flight_waiter *w, const struct flight_answer *a)
     struct hkv_buf *out = op_out(op);
     if (out != NULL) {
         if (a->kind == FLIGHT_DATA) {
-            meta(op->c, out, a->age_ms, a->stamp, a->stale, a->degraded);
-            render_one(op, out, a->found, a->v, a->n, a->expire_at);
+            struct read_facts f = {a->age_ms, a->stamp, a->stale, a->degraded};
+            render_one(op, out, a->found, a->v, a->n, a->expire_at, &f);
         } else if (a->kind == FLIGHT_ERROR) {
             resp_add_error(out, a->err);
         } else {
@@ -286,9 +244,9 @@ static int from_cache(struct conn *c, enum cmd_id cmd, const struct read_calc *k
                 1);
     /* Answered synchronously: c->out is already this command's place in the
      * client's reply order (dispatch points it at a slot when needed). */
-    meta(c, &c->out, now - hit.stored_at, hit.stamp, stale, 0);
+    struct read_facts f = {now - hit.stored_at, hit.stamp, stale, 0};
     render(c, cmd, k, &c->out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval),
-           hit.expire_at);
+           hit.expire_at, &f);
     if (stale && flight_find(e, hash, key->p, key->len) == NULL) {
         /* Stale: one edge of the colo refreshes it; the others keep serving. */
         struct route rt;
@@ -398,3 +356,7 @@ void edge_cmd_pttl(struct conn *c, int argc, const struct resp_slice *argv)
     edge_read_one(c, CMD_PTTL, &argv[1]);
 }
 
+void edge_cmd_getmeta(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    edge_read_one(c, CMD_GETMETA, &argv[1]);
+}

@@ -13,19 +13,29 @@
 #include "server/edge/edge_registry.h"
 
 #include <stdio.h>
+#include <string.h>
+
+#include "config/cfg.h"
+#include "server/core/clock.h"
 
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_call.h"
+#include "server/edge/edge_client.h"
+#include "server/edge/edge_command.h"
 #include "server/edge/edge_cmd.h"
+#include "server/edge/edge_config.h"
 #include "server/edge/edge_exec.h"
 #include "server/edge/edge_keys.h"
 #include "server/edge/edge_keyspace.h"
+#include "server/edge/edge_monitor.h"
 #include "server/edge/edge_mread.h"
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_rl.h"
 #include "server/edge/edge_scan.h"
+#include "server/edge/edge_stats.h"
 #include "server/edge/edge_strread.h"
+#include "server/edge/edge_subcmd.h"
 #include "server/edge/edge_tx.h"
 #include "server/edge/edge_write.h"
 
@@ -95,6 +105,9 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(UNWATCH,   edge_cmd_unwatch,   TX)
     ROW(SCAN,      edge_cmd_scan,      KEYSPACE)
     ROW(DBSIZE,    edge_cmd_dbsize,    KEYSPACE)
+    ROW(WAIT,      edge_cmd_wait,      SERVER)
+    ROW(MONITOR,   edge_cmd_monitor,   SERVER)
+    ROW(GETMETA,   edge_cmd_getmeta,   READ)
     ROW(FLUSHALL,  edge_cmd_flushall,  KEYSPACE)
     ROW(FLUSHDB,   edge_cmd_flushall,  KEYSPACE)
     ROW(KEYS,      edge_cmd_keys,      KEYSPACE)
@@ -106,120 +119,266 @@ const struct edge_command edge_commands[CMD_COUNT] = {
 
 /* ---- the pipeline ------------------------------------------------------------ */
 
+/* Redis's text: the name cut at 128 bytes, then the arguments, quoted,
+ * while the list is under 128 bytes, each cut to what is left of the 128.
+ * Both are printed as C strings (a NUL ends one), as Redis prints them. */
 static void unknown_command(struct conn *c, int argc, const struct resp_slice *argv)
 {
     char args[256] = "";
     size_t n = 0;
     for (int i = 1; i < argc && n < 128; i++) {
-        int w = snprintf(args + n, sizeof(args) - n, "'%.*s' ", (int)(argv[i].len > 64 ? 64 : argv[i].len),
-                         argv[i].p);
+        size_t budget = 128 - n;
+        int w = snprintf(args + n, sizeof(args) - n, "'%.*s' ",
+                         (int)(argv[i].len < budget ? argv[i].len : budget), argv[i].p);
         if (w < 0 || (size_t)w >= sizeof(args) - n)
             break;
-        n += (size_t)w;
+        n += strnlen(args + n, (size_t)w);
     }
     resp_add_errorf(&c->out, "ERR unknown command '%.*s', with args beginning with: %s",
-                    (int)(argv[0].len > 64 ? 64 : argv[0].len), argv[0].p, args);
+                    (int)(argv[0].len > 128 ? 128 : argv[0].len), argv[0].p, args);
+}
+
+static void unknown_subcommand(struct conn *c, const struct cmd_def *d,
+                               const struct resp_slice *sub)
+{
+    char upper[16];
+    size_t i = 0;
+    for (; d->name[i] && i < sizeof(upper) - 1; i++)
+        upper[i] = (char)(d->name[i] >= 'a' && d->name[i] <= 'z' ? d->name[i] - 32 : d->name[i]);
+    upper[i] = '\0';
+    resp_add_errorf(&c->out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
+                    (int)(sub->len > 128 ? 128 : sub->len), sub->p, upper);
+}
+
+/* The error reply the pipeline just wrote (from `before` on), for the
+ * stats. */
+static void refused(struct conn *c, unsigned stat, size_t before)
+{
+    size_t n = buf_unread(&c->out) > before ? buf_unread(&c->out) - before : 0;
+    stats_rejected(c->e, stat, buf_head(&c->out) + before, n);
 }
 
 void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
 {
     const struct cmd_def *d = cmd_lookup(argv[0].p, argv[0].len);
     edge_handler h = d != NULL ? edge_commands[d->id].handler : NULL;
+    size_t before = buf_unread(&c->out);
     board_add(&c->e->stats->total_commands_processed, 1);
     c->ncmds++;
     if (h == NULL) {
+        c->last_cmd = NULL; /* Redis: cmd=NULL after an unknown command */
+        c->last_stat = STATS_NONE;
         unknown_command(c, argc, argv);
+        refused(c, STATS_NONE, before);
         edge_tx_flag(c); /* inside MULTI: EXEC answers EXECABORT */
         return;
     }
-    c->last_cmd = d->name;
-    if (!cmd_arity_ok(d, argc)) {
+    /* A container's subcommand is looked up and its arity checked here,
+     * before the gates, as Redis does (edge_subcmd.h). */
+    const char *name = d->name;
+    unsigned stat = (unsigned)d->id;
+    int admin = (d->flags & CMD_F_ADMIN) != 0;
+    int arity_ok = cmd_arity_ok(d, argc);
+    if (argc >= 2 && subcmd_is_container(d->id)) {
+        const struct edge_subcmd *s = subcmd_lookup(d->id, &argv[1]);
+        if (s == NULL) {
+            c->last_cmd = NULL;
+            c->last_stat = STATS_NONE;
+            unknown_subcommand(c, d, &argv[1]);
+            refused(c, STATS_NONE, before);
+            edge_tx_flag(c);
+            return;
+        }
+        name = s->fullname;
+        stat = subcmd_stat_id(s);
+        admin = s->admin;
+        arity_ok = s->arity >= 0 ? argc == s->arity : argc >= -s->arity;
+    }
+    c->last_cmd = name;
+    c->last_stat = (uint16_t)stat;
+    if (!arity_ok) {
         if (d->id == CMD_EXEC) {
             /* Redis's execCommandAbort: the transaction ends, and says why */
             edge_tx_end(c);
             resp_add_errorf(&c->out, "EXECABORT Transaction discarded because of: wrong number "
                             "of arguments for 'exec' command");
-            return;
+        } else {
+            resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", name);
+            edge_tx_flag(c);
         }
-        resp_add_errorf(&c->out, "ERR wrong number of arguments for '%s' command", d->name);
+        refused(c, stat, before);
+        return;
+    }
+    if ((c->gated && edge_auth_gate(c, d, argc, argv) != 0) || /* NOAUTH, NOPERM */
+        /* Rate limit (server/colo/ratelimit.h, edge_rl.c).  A command
+         * without a limit costs this one branch; one over its limit is
+         * answered "-RATELIMITED retry in N ms" and not run, and the
+         * connection stays open. */
+        (c->e->rl_map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv))) {
+        refused(c, stat, before);
         edge_tx_flag(c);
         return;
     }
-    if (c->gated && edge_auth_gate(c, d, argc, argv) != 0) { /* NOAUTH, NOPERM */
-        edge_tx_flag(c);
+    if (c->monitor && (d->flags & (CMD_F_READ | CMD_F_WRITE))) {
+        resp_add_error(&c->out, "ERR Replica can't interact with the keyspace");
+        refused(c, stat, before);
         return;
     }
-    /* Rate limit (server/colo/ratelimit.h, edge_rl.c).  A command without a
-     * limit costs this one branch; one over its limit is answered
-     * "-RATELIMITED retry in N ms" and not run, and the connection stays
-     * open. */
-    if (c->e->rl_map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv)) {
-        edge_tx_flag(c);
-        return;
-    }
+    if (monitor_on(c->e))
+        monitor_feed(c, argc, argv, admin);
     /* Inside MULTI a command is queued instead (edge_tx.h). */
     if (c->tx != NULL && edge_tx_queue(c, d, argc, argv))
         return;
+    /* INFO commandstats: an op the handler starts takes the count over
+     * (op_new) and counts it when it answers. */
+    c->cur_stat = (uint16_t)stat;
+    c->cur_t0_ns = clock_mono_ns();
+    c->stat_taken = 0;
     h(c, argc, argv);
+    if (!c->stat_taken) {
+        size_t n = buf_unread(&c->out) > before ? buf_unread(&c->out) - before : 0;
+        stats_call(c->e, stat, clock_mono_ns() - c->cur_t0_ns, buf_head(&c->out) + before, n);
+    }
+    c->cur_stat = STATS_NONE;
 }
 
 /* ---- COMMAND -------------------------------------------------------------- */
-
-static void command_info(struct conn *c, const struct cmd_def *d)
-{
-    static const struct { uint32_t bit; const char *name; } flags[] = {
-        {CMD_F_WRITE, "write"}, {CMD_F_READ, "readonly"}, {CMD_F_ADMIN, "admin"},
-        {CMD_F_FAST, "fast"},   {CMD_F_NOAUTH, "no_auth"},
-    };
-    resp_add_array(&c->out, 10);
-    resp_add_bulk_str(&c->out, d->name);
-    resp_add_int(&c->out, d->arity);
-    int n = 0;
-    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
-        n += (d->flags & flags[i].bit) != 0;
-    resp_add_set(&c->out, c->proto, n);
-    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
-        if (d->flags & flags[i].bit)
-            resp_add_simple(&c->out, flags[i].name);
-    resp_add_int(&c->out, d->first_key);
-    resp_add_int(&c->out, d->last_key);
-    resp_add_int(&c->out, d->step);
-    resp_add_set(&c->out, c->proto, 0); /* ACL categories */
-    resp_add_set(&c->out, c->proto, 0); /* tips */
-    resp_add_array(&c->out, 0);         /* key specs */
-    resp_add_array(&c->out, 0);         /* subcommands */
-}
 
 static int served(const struct cmd_def *d)
 {
     return edge_commands[d->id].handler != NULL;
 }
 
+/* COMMAND GETKEYS cmd args...: Redis's checks, then the keys by the
+ * command's first/last/step. */
+static void command_getkeys(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    const struct cmd_def *d = cmd_lookup(argv[2].p, argv[2].len);
+    int n = argc - 2;
+    if (d == NULL || !served(d)) {
+        resp_add_error(&c->out, "ERR Invalid command specified");
+        return;
+    }
+    if (d->first_key <= 0) {
+        resp_add_error(&c->out, "ERR The command has no key arguments");
+        return;
+    }
+    if (!cmd_arity_ok(d, n)) {
+        resp_add_error(&c->out, "ERR Invalid number of arguments specified for command");
+        return;
+    }
+    const struct resp_slice *w = argv + 2;
+    int last = d->last_key < 0 ? n + d->last_key : d->last_key;
+    int count = 0;
+    for (int i = d->first_key; i <= last && i < n; i += d->step)
+        count++;
+    resp_add_array(&c->out, count);
+    for (int i = d->first_key; i <= last && i < n; i += d->step)
+        resp_add_bulk(&c->out, w[i].p, w[i].len);
+}
+
+/* COMMAND LIST [FILTERBY MODULE name | ACLCAT cat | PATTERN glob]: every
+ * served command and subcommand. */
+static void command_list(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    int by = 0; /* 0 all, 1 module, 2 aclcat, 3 pattern */
+    if (argc == 5 && slice_is(&argv[2], "filterby")) {
+        by = slice_is(&argv[3], "module") ? 1 : slice_is(&argv[3], "aclcat") ? 2
+             : slice_is(&argv[3], "pattern") ? 3 : -1;
+    } else if (argc != 2) {
+        by = -1;
+    }
+    if (by < 0) {
+        resp_add_error(&c->out, "ERR syntax error");
+        return;
+    }
+    struct hkv_buf b = HKV_BUF_INIT;
+    int n = 0;
+    for (unsigned id = 0; id < EDGE_STAT_IDS && by != 1; id++) {
+        const char *name = subcmd_stat_name(id);
+        if (name == NULL)
+            continue;
+        const struct cmd_def *d = id < (unsigned)CMD_COUNT ? cmd_get((enum cmd_id)id)
+                                  : cmd_get(edge_subcmds[id - CMD_COUNT].parent);
+        if (!served(d) || (id >= (unsigned)CMD_COUNT && !edge_subcmds[id - CMD_COUNT].served))
+            continue;
+        if (by == 2 && !command_in_category(d, argv[4].p, argv[4].len))
+            continue;
+        if (by == 3 && !cfg_glob_match(argv[4].p, argv[4].len, name, strlen(name), 1))
+            continue;
+        resp_add_bulk_str(&b, name);
+        n++;
+    }
+    resp_add_array(&c->out, n);
+    buf_append(&c->out, buf_head(&b), buf_unread(&b));
+    buf_deinit(&b);
+}
+
+static const char *const command_help[] = {
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Return details about all commands hotkvd serves.",
+    "COUNT",
+    "    Return the total number of commands hotkvd serves.",
+    "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+    "    Return a list of all commands hotkvd serves.",
+    "INFO [<command-name> ...]",
+    "    Return details about multiple commands (all of them with none).",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about multiple commands (all of them with none).",
+    "GETKEYS <full-command>",
+    "    Return the keys from a full command.",
+    "HELP",
+    "    Prints this help.",
+};
+
 void edge_cmd_command(struct conn *c, int argc, const struct resp_slice *argv)
 {
     int total = 0;
     for (int i = 0; i < CMD_COUNT; i++)
         total += served(cmd_get((enum cmd_id)i));
-    if (argc == 1) {
+    if (argc == 1 || (slice_is(&argv[1], "info") && argc == 2)) {
         resp_add_array(&c->out, total);
         for (int i = 0; i < CMD_COUNT; i++)
             if (served(cmd_get((enum cmd_id)i)))
-                command_info(c, cmd_get((enum cmd_id)i));
-    } else if (slice_is(&argv[1], "count") && argc == 2) {
+                command_info_entry(&c->out, c->proto, cmd_get((enum cmd_id)i));
+    } else if (slice_is(&argv[1], "count")) {
         resp_add_int(&c->out, total);
     } else if (slice_is(&argv[1], "info")) {
         resp_add_array(&c->out, argc - 2);
         for (int i = 2; i < argc; i++) {
             const struct cmd_def *d = cmd_lookup(argv[i].p, argv[i].len);
             if (d != NULL && served(d))
-                command_info(c, d);
+                command_info_entry(&c->out, c->proto, d);
             else
-                resp_add_null_array(&c->out, c->proto);
+                resp_add_null(&c->out, c->proto);
         }
     } else if (slice_is(&argv[1], "docs")) {
-        resp_add_map(&c->out, c->proto, 0); /* redis-cli only uses docs for hints */
+        /* a map of the names known (all served ones without names) */
+        struct hkv_buf b = HKV_BUF_INIT;
+        int n = 0;
+        for (int i = 0; i < (argc == 2 ? CMD_COUNT : argc - 2); i++) {
+            const struct cmd_def *d = argc == 2 ? cmd_get((enum cmd_id)i)
+                                                : cmd_lookup(argv[i + 2].p, argv[i + 2].len);
+            if (d == NULL || !served(d))
+                continue;
+            resp_add_bulk_str(&b, d->name);
+            command_docs_entry(&b, c->proto, d);
+            n++;
+        }
+        resp_add_map(&c->out, c->proto, n);
+        buf_append(&c->out, buf_head(&b), buf_unread(&b));
+        buf_deinit(&b);
+    } else if (slice_is(&argv[1], "list")) {
+        command_list(c, argc, argv);
+    } else if (slice_is(&argv[1], "getkeys")) {
+        command_getkeys(c, argc, argv);
+    } else if (slice_is(&argv[1], "help")) {
+        resp_add_array(&c->out, (int64_t)(sizeof(command_help) / sizeof(command_help[0])));
+        for (size_t i = 0; i < sizeof(command_help) / sizeof(command_help[0]); i++)
+            resp_add_simple(&c->out, command_help[i]);
     } else {
-        resp_add_errorf(&c->out, "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",
-                        (int)(argv[1].len > 64 ? 64 : argv[1].len), argv[1].p);
+        resp_add_errorf(&c->out, "ERR COMMAND %.*s is not supported by hotkvd",
+                        (int)argv[1].len, argv[1].p);
     }
 }

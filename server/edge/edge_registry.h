@@ -49,7 +49,9 @@ extern const struct edge_command edge_commands[CMD_COUNT];
  * pipeline. */
 void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv);
 
-/* COMMAND [COUNT | INFO name... | DOCS]: what this table serves. */
+/* COMMAND [COUNT | LIST | INFO name... | DOCS name... | GETKEYS cmd... |
+ * HELP]: what this table serves, each command described as Redis 7.0
+ * describes it (edge_command.h). */
 void edge_cmd_command(struct conn *c, int argc, const struct resp_slice *argv);
 
 #endif

@@ -11,6 +11,8 @@
  */
 #include "server/edge/edge_scan.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,20 +47,27 @@ static int scan_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
     return wire_put_scan(b, id, S(op)->cursor, S(op)->count, S(op)->has_match ? &op->value : NULL);
 }
 
-/* Redis's parseScanCursorOrReply: decimal digits only. */
+/* Redis's parseScanCursorOrReply: strtoul() over the argument as a C
+ * string, refused only for a leading blank, a non-digit before the end or
+ * ERANGE.  So "" is 0, "-1" is 2^64-1 (past every owner: an empty last
+ * page), "+5" is 5, and what follows a NUL is not read. */
 static int parse_cursor(const struct resp_slice *s, uint64_t *out)
 {
-    if (s->len == 0 || s->len > 20)
+    char small[64];
+    size_t n = strnlen(s->p, s->len);
+    char *buf = n < sizeof(small) ? small : malloc(n + 1);
+    if (buf == NULL)
         return -1;
-    uint64_t v = 0;
-    for (size_t i = 0; i < s->len; i++) {
-        if (s->p[i] < '0' || s->p[i] > '9')
-            return -1;
-        uint64_t d = (uint64_t)(s->p[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -1;
-        v = v * 10 + d;
-    }
+    memcpy(buf, s->p, n);
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(buf, &end, 10);
+    int ok = !isspace((unsigned char)buf[0]) && *end == '\0' && errno != ERANGE;
+    if (buf != small)
+        free(buf);
+    if (!ok)
+        return -1;
     *out = v;
     return 0;
 }

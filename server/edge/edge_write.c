@@ -20,6 +20,8 @@
 
 #define ERR_INT "ERR value is not an integer or out of range"
 #define ERR_SYNTAX "ERR syntax error"
+static const char err_int[] = ERR_INT;
+static const char err_getex_time[] = "ERR invalid expire time in 'getex' command";
 
 /* ---- SET and friends ---------------------------------------------------------- */
 
@@ -35,43 +37,51 @@
 #define F_ANYEXP (F_EX | F_PX | F_EXAT | F_PXAT)
 
 /* Turns an expire argument into a wire expiry, as Redis's
- * getExpireMillisecondsOrReply.  Writes the error reply and returns -1. */
+ * getExpireMillisecondsOrReply.  NULL, or the error text (in buf). */
+static const char *expire_ms(const struct resp_slice *v, int unit_flag, const char *cmd,
+                             struct wire_expiry *out, char *buf, size_t len)
+{
+    long long ms;
+    if (arg_ll(v, &ms) != 0)
+        return err_int;
+    int seconds = unit_flag == F_EX || unit_flag == F_EXAT;
+    int rel = unit_flag == F_EX || unit_flag == F_PX;
+    if (ms <= 0 || (seconds && ms > LLONG_MAX / 1000) ||
+        (rel && (seconds ? ms * 1000 : ms) > LLONG_MAX - clock_unix_ms())) {
+        snprintf(buf, len, "ERR invalid expire time in '%s' command", cmd);
+        return buf;
+    }
+    out->kind = rel ? WIRE_EXP_REL : WIRE_EXP_ABS;
+    out->ms = seconds ? ms * 1000 : ms;
+    return NULL;
+}
+
+/* expire_ms, its error written as the reply: 0 or -1. */
 static int expire_arg(struct conn *c, const struct resp_slice *v, int unit_flag, const char *cmd,
                       struct wire_expiry *out)
 {
-    long long ms;
-    if (arg_ll(v, &ms) != 0) {
-        reply_error(c, ERR_INT);
-        return -1;
-    }
-    int seconds = unit_flag == F_EX || unit_flag == F_EXAT;
-    if (ms <= 0 || (seconds && ms > LLONG_MAX / 1000)) {
-        resp_add_errorf(&c->out, "ERR invalid expire time in '%s' command", cmd);
-        return -1;
-    }
-    if (seconds)
-        ms *= 1000;
-    int rel = unit_flag == F_EX || unit_flag == F_PX;
-    if (rel && ms > LLONG_MAX - clock_unix_ms()) {
-        resp_add_errorf(&c->out, "ERR invalid expire time in '%s' command", cmd);
-        return -1;
-    }
-    out->kind = rel ? WIRE_EXP_REL : WIRE_EXP_ABS;
-    out->ms = ms;
-    return 0;
+    char buf[64];
+    const char *err = expire_ms(v, unit_flag, cmd, out, buf, sizeof(buf));
+    if (err != NULL)
+        reply_error(c, err);
+    return err != NULL ? -1 : 0;
 }
 
-/* Redis's parseExtendedStringArgumentsOrReply for SET (is_set) and GETEX.
- * Returns the flags, or -1 with the error written. */
-static int parse_ext(struct conn *c, int argc, const struct resp_slice *argv, int from, int is_set,
-                     const char *cmd, struct wire_expiry *exp)
+/* Redis's parseExtendedStringArgumentsOrReply for SET (is_set) and GETEX:
+ * an option excludes the others of its kind but not itself, so a repeated
+ * expiry (EX 1 EX 2) takes the last.  Returns the flags (expv: the expiry's
+ * number, unit: which of F_EX ... it is), or -1 with the error written. */
+static int parse_opts(struct conn *c, int argc, const struct resp_slice *argv, int from,
+                      int is_set, const struct resp_slice **expv, int *unit)
 {
     int flags = 0;
-    const struct resp_slice *expv = NULL;
-    int unit = 0;
+    *expv = NULL;
+    *unit = 0;
     for (int j = from; j < argc; j++) {
         const struct resp_slice *o = &argv[j];
         int has_next = j + 1 < argc;
+        int u = slice_is(o, "ex") ? F_EX : slice_is(o, "px") ? F_PX
+                : slice_is(o, "exat") ? F_EXAT : slice_is(o, "pxat") ? F_PXAT : 0;
         if (is_set && slice_is(o, "nx") && !(flags & F_XX)) {
             flags |= F_NX;
         } else if (is_set && slice_is(o, "xx") && !(flags & F_NX)) {
@@ -82,18 +92,28 @@ static int parse_ext(struct conn *c, int argc, const struct resp_slice *argv, in
             flags |= F_KEEPTTL;
         } else if (!is_set && slice_is(o, "persist") && !(flags & (F_KEEPTTL | F_ANYEXP))) {
             flags |= F_PERSIST;
-        } else if (has_next && !(flags & (F_KEEPTTL | F_PERSIST | F_ANYEXP)) &&
-                   (slice_is(o, "ex") || slice_is(o, "px") || slice_is(o, "exat") ||
-                    slice_is(o, "pxat"))) {
-            unit = slice_is(o, "ex") ? F_EX : slice_is(o, "px") ? F_PX
-                   : slice_is(o, "exat") ? F_EXAT : F_PXAT;
-            flags |= unit;
-            expv = &argv[++j];
+        } else if (u != 0 && has_next && !(flags & (F_KEEPTTL | F_PERSIST | (F_ANYEXP & ~u)))) {
+            flags |= u;
+            *unit = u;
+            *expv = &argv[++j];
         } else {
             reply_error(c, ERR_SYNTAX);
             return -1;
         }
     }
+    return flags;
+}
+
+/* SET's options: parsed, then the expiry checked (SET checks it before
+ * anything else runs). */
+static int parse_ext(struct conn *c, int argc, const struct resp_slice *argv, const char *cmd,
+                     struct wire_expiry *exp)
+{
+    const struct resp_slice *expv;
+    int unit;
+    int flags = parse_opts(c, argc, argv, 3, 1, &expv, &unit);
+    if (flags < 0)
+        return -1;
     *exp = (struct wire_expiry){WIRE_EXP_NONE, 0};
     if (flags & F_KEEPTTL)
         exp->kind = WIRE_EXP_KEEP;
@@ -105,7 +125,7 @@ static int parse_ext(struct conn *c, int argc, const struct resp_slice *argv, in
 void edge_cmd_set(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct wire_expiry exp;
-    int f = parse_ext(c, argc, argv, 3, 1, "set", &exp);
+    int f = parse_ext(c, argc, argv, "set", &exp);
     if (f < 0)
         return;
     uint32_t w = (f & F_NX ? WIRE_SET_NX : 0) | (f & F_XX ? WIRE_SET_XX : 0) |
@@ -180,8 +200,8 @@ static void expire(struct conn *c, enum cmd_id cmd, int argc, const struct resp_
         else if (slice_is(&argv[j], "lt"))
             flags |= WIRE_EXPIRE_LT;
         else {
-            resp_add_errorf(&c->out, "ERR Unsupported option %.*s",
-                            (int)(argv[j].len > 64 ? 64 : argv[j].len), argv[j].p);
+            resp_add_errorf(&c->out, "ERR Unsupported option %.*s", (int)argv[j].len,
+                            argv[j].p);
             return;
         }
     }
@@ -288,15 +308,22 @@ void edge_cmd_getdel(struct conn *c, int argc, const struct resp_slice *argv)
     write_getdel(c, &argv[1]);
 }
 
+/* As Redis: the options parsed, then the key looked up (a missing key is
+ * nil whatever the expiry says), and only then the expiry checked: an
+ * invalid one is the answer for a key that exists (write_getex). */
 void edge_cmd_getex(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    struct wire_expiry exp;
-    int f = parse_ext(c, argc, argv, 2, 0, "getex", &exp);
+    const struct resp_slice *expv;
+    int unit;
+    int f = parse_opts(c, argc, argv, 2, 0, &expv, &unit);
     if (f < 0)
         return;
     if (f == 0) {
         edge_read_one(c, CMD_GET, &argv[1]); /* no option: a plain GET */
         return;
     }
-    write_getex(c, &argv[1], exp);
+    struct wire_expiry exp = {WIRE_EXP_NONE, 0};
+    char buf[64];
+    const char *err = expv != NULL ? expire_ms(expv, unit, "getex", &exp, buf, sizeof(buf)) : NULL;
+    write_getex(c, &argv[1], exp, err == NULL ? NULL : err == err_int ? err_int : err_getex_time);
 }

@@ -37,6 +37,7 @@ struct write_args {
     int step;                     /* GETEX: 0 the read, 1 the write */
     int has_old;                  /* SET ... GET, GETDEL: the old value is in op->res */
     int64_t acc;                  /* applied (SET), the sum of INT answers, found (GETEX) */
+    const char *bad_exp;          /* GETEX: the (static) error for an invalid expiry, or NULL */
 };
 _Static_assert(sizeof(struct write_args) <= OP_ARGS_MAX, "write_args too large for an op");
 #define W(op) OP_ARGS(op, struct write_args)
@@ -338,6 +339,11 @@ static void gtw_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 
 static void gtw_done(struct op *op)
 {
+    if (W(op)->step == 0 && W(op)->acc && W(op)->bad_exp != NULL) {
+        op_error(op, "%s", W(op)->bad_exp); /* Redis checks the expiry once the key is found */
+        op_finish_error(op);
+        return;
+    }
     if (W(op)->step == 0 && W(op)->acc) {
         /* The key exists: now the write, numbered and retried like any. */
         W(op)->step = 1;
@@ -362,12 +368,14 @@ static void gtw_done(struct op *op)
 static const struct op_family gtw_ops = {OP_F_WRITE, write_encode, gtw_answer, gtw_done,
                                         NULL, NULL};
 
-void write_getex(struct conn *c, const struct resp_slice *key, struct wire_expiry exp)
+void write_getex(struct conn *c, const struct resp_slice *key, struct wire_expiry exp,
+                 const char *bad_exp)
 {
     struct op *op = write_op(c, &gtw_ops, CMD_GETEX);
     if (op == NULL)
         return;
     W(op)->exp = exp;
+    W(op)->bad_exp = bad_exp;
     if (op_copy_keys(op, 1, key, 1, NULL) != 0 || op_single(op, WIRE_GET, WIRE_ROLE_READ) == NULL) {
         op_finish_error(op);
         return;

@@ -27,7 +27,11 @@ void write_single(struct conn *c, enum cmd_id cmd, uint8_t type, const struct re
                   struct wire_expiry exp, uint32_t wflags, int64_t delta);
 /* GETDEL: the old value, the key deleted (one owner operation). */
 void write_getdel(struct conn *c, const struct resp_slice *key);
-/* GETEX with an option: GET, then EXPIRE (exp) or PERSIST (exp NONE). */
-void write_getex(struct conn *c, const struct resp_slice *key, struct wire_expiry exp);
+/* GETEX with an option: GET, then EXPIRE (exp) or PERSIST (exp NONE).
+ * bad_exp (static text, or NULL): the expiry was invalid; a missing key is
+ * still nil, a present one gets this error and is not changed (Redis's
+ * order). */
+void write_getex(struct conn *c, const struct resp_slice *key, struct wire_expiry exp,
+                 const char *bad_exp);
 
 #endif

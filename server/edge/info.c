@@ -4,6 +4,7 @@
  * every edge), so any edge answers the same thing.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -13,7 +14,10 @@
 
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_int.h"
+#include "server/edge/edge_link.h"
+#include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/info_redis.h"
 #include "server/core/version.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
@@ -91,6 +95,10 @@ static void sec_stats(struct hkv_buf *b, struct edge *e)
                    (unsigned long long)sum_edges(e, offsetof(struct board_slot, name)));
     CTR_EDGE(X)
 #undef X
+    int64_t expired = 0;
+    for (int g = 0; g < e->nowners; g++)
+        expired += e->owners[g].stats[CTR_OWNER_owner_expired];
+    buf_printf(b, "expired_keys:%lld\r\nevicted_keys:0\r\n", (long long)expired);
     buf_printf(b, "tls_connections:%llu\r\n",
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, tls_connections)));
     buf_printf(b, "instantaneous_ops_per_sec:%llu\r\n\r\n", (unsigned long long)e->ops_per_sec);
@@ -155,15 +163,22 @@ static void sec_owners(struct hkv_buf *b, struct edge *e)
     buf_printf(b, "\r\n");
 }
 
-/* As Redis: no db0 line when the keyspace is empty. */
+/* As Redis: no db0 line when the keyspace is empty.  avg_ttl: the owners'
+ * averages weighted by their keys with an expiry, in ms. */
 static void sec_keyspace(struct hkv_buf *b, struct edge *e)
 {
-    int64_t keys = 0;
-    for (int g = 0; g < e->nowners; g++)
-        keys += e->owners[g].stats[CTR_OWNER_owner_keys];
+    int64_t keys = 0, expires = 0;
+    double ttl = 0;
+    for (int g = 0; g < e->nowners; g++) {
+        const int64_t *v = e->owners[g].stats;
+        keys += v[CTR_OWNER_owner_keys];
+        expires += v[CTR_OWNER_owner_expires];
+        ttl += (double)v[CTR_OWNER_owner_avg_ttl_ms] * (double)v[CTR_OWNER_owner_expires];
+    }
     buf_printf(b, "# Keyspace\r\n");
     if (keys > 0)
-        buf_printf(b, "db0:keys=%lld,expires=0,avg_ttl=0\r\n", (long long)keys);
+        buf_printf(b, "db0:keys=%lld,expires=%lld,avg_ttl=%lld\r\n", (long long)keys,
+                   (long long)expires, expires > 0 ? (long long)(ttl / (double)expires) : 0LL);
     buf_printf(b, "\r\n");
 }
 
@@ -225,42 +240,183 @@ static void sec_ratelimit(struct hkv_buf *b, struct edge *e)
                (unsigned long long)st.buckets, (unsigned long long)st.capacity, st.rules);
 }
 
+/* Redis's sections in Redis's order (commandstats and latencystats only
+ * when asked, or with "all"), then hotkvd's own. */
 static const struct {
     const char *name;
     info_section_fn fn;
     int in_default;
+    int owners;                   /* rendered from the owners' STATS */
 } sections[] = {
-    {"server", sec_server, 1},
-    {"clients", sec_clients, 1},
-    {"stats", sec_stats, 1},
-    {"owners", sec_owners, 1},
-    {"processes", sec_processes, 0},
-    {"keyspace", sec_keyspace, 1},
-    {"cache", sec_cache, 1},
-    {"hotkeys", sec_hotkeys, 1},
-    {"ratelimit", sec_ratelimit, 1},
+    {"server", sec_server, 1, 0},
+    {"clients", sec_clients, 1, 0},
+    {"memory", info_memory, 1, 1},
+    {"persistence", info_persistence, 1, 1},
+    {"stats", sec_stats, 1, 0},
+    {"replication", info_replication, 1, 0},
+    {"cpu", info_cpu, 1, 0},
+    {"modules", info_modules, 1, 0},
+    {"commandstats", info_commandstats, 0, 0},
+    {"errorstats", info_errorstats, 1, 0},
+    {"latencystats", info_latencystats, 0, 0},
+    {"cluster", info_cluster, 1, 0},
+    {"keyspace", sec_keyspace, 1, 1},
+    {"owners", sec_owners, 1, 1},
+    {"cache", sec_cache, 1, 0},
+    {"hotkeys", sec_hotkeys, 1, 0},
+    {"ratelimit", sec_ratelimit, 1, 0},
+    {"processes", sec_processes, 0, 0},
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
-void info_render(struct hkv_buf *out, struct edge *e, int n, const struct resp_slice *names)
+/* Which sections the arguments ask for (Redis: none or "default" the
+ * default ones, "all" and "everything" every one, else those named). */
+static void wanted(int n, const struct resp_slice *names, uint8_t *want)
 {
-    int want[NSECTIONS] = {0};
+    memset(want, 0, NSECTIONS);
     if (n == 0)
         for (size_t i = 0; i < NSECTIONS; i++)
-            want[i] = sections[i].in_default;
+            want[i] = (uint8_t)sections[i].in_default;
     for (int a = 0; a < n; a++)
         for (size_t i = 0; i < NSECTIONS; i++) {
             if (slice_is(&names[a], "all") || slice_is(&names[a], "everything"))
                 want[i] = 1;
             else if (slice_is(&names[a], "default"))
-                want[i] |= sections[i].in_default;
+                want[i] |= (uint8_t)sections[i].in_default;
             else if (slice_is(&names[a], sections[i].name))
                 want[i] = 1;
         }
+}
+
+static void render(struct hkv_buf *out, struct edge *e, const uint8_t *want)
+{
     for (size_t i = 0; i < NSECTIONS; i++)
         if (want[i])
             sections[i].fn(out, e);
     /* Redis ends the reply without the last blank line. */
     if (buf_unread(out) >= 2)
         out->len -= 2;
+}
+
+/* ---- the INFO command: the owners asked first ---------------------------------- */
+
+/* An INFO that waits for the owners' STATS (at most INFO_ASK_MS: an owner
+ * that has not answered by then is shown from its last answer). */
+struct info_ask {
+    struct op *op;
+    struct event *timer;
+    int pending;
+    uint8_t want[NSECTIONS];
+    struct info_req {
+        struct info_ask *ask;
+        struct owner_ref *o;
+        uint64_t id;
+        int sent;
+    } reqs[];
+};
+
+struct info_args {
+    struct info_ask *ask;
+};
+#define I(op) OP_ARGS(op, struct info_args)
+
+#define INFO_ASK_MS 300
+
+static void ask_end(struct info_ask *a, int reply)
+{
+    struct edge *e = a->op->e;
+    for (int g = 0; g < e->nowners; g++)
+        if (a->reqs[g].sent)
+            elink_cancel(a->reqs[g].o->link[WIRE_ROLE_READ], a->reqs[g].id);
+    event_free(a->timer);
+    struct op *op = a->op;
+    if (reply) {
+        struct hkv_buf *out = op_out(op);
+        if (out != NULL) {
+            struct hkv_buf b = HKV_BUF_INIT;
+            render(&b, e, a->want);
+            resp_add_verbatim(out, op->c->proto, buf_head(&b), buf_unread(&b));
+            buf_deinit(&b);
+        }
+    }
+    I(op)->ask = NULL;
+    free(a);
+    op_finish(op);
+}
+
+static void ask_cb(void *arg, int status, const struct wire_msg *m)
+{
+    struct info_req *r = arg;
+    struct info_ask *a = r->ask;
+    r->sent = 0;
+    if (status == HKV_OK && m->type == WIRE_STATS_REPLY && !r->o->stats_drop) {
+        owner_take_stats(m, r->o->stats);
+        r->o->stats_at_ms = clock_mono_ms();
+    }
+    if (--a->pending == 0)
+        ask_end(a, 1);
+}
+
+static void ask_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    ask_end(arg, 1);
+}
+
+static void ask_cancel(struct op *op)
+{
+    if (I(op)->ask != NULL)
+        ask_end(I(op)->ask, 0);
+}
+
+static const struct op_family info_family = {.cancel = ask_cancel};
+
+void info_command(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    struct edge *e = c->e;
+    uint8_t want[NSECTIONS];
+    wanted(argc - 1, argv + 1, want);
+    int owners = 0;
+    for (size_t i = 0; i < NSECTIONS; i++)
+        owners |= want[i] && sections[i].owners;
+    struct hkv_buf b = HKV_BUF_INIT;
+    if (!owners || e->nowners == 0) {
+        render(&b, e, want);
+        resp_add_verbatim(&c->out, c->proto, buf_head(&b), buf_unread(&b));
+        buf_deinit(&b);
+        return;
+    }
+    struct info_ask *a = calloc(1, sizeof(*a) + (size_t)e->nowners * sizeof(a->reqs[0]));
+    if (a == NULL || (a->timer = evtimer_new(e->base, ask_timeout, a)) == NULL) {
+        free(a);
+        resp_add_error(&c->out, "ERR out of memory");
+        return;
+    }
+    struct op *op = op_new(c, &info_family, "info");
+    if (op == NULL) { /* the error is written */
+        event_free(a->timer);
+        free(a);
+        return;
+    }
+    a->op = op;
+    I(op)->ask = a;
+    memcpy(a->want, want, sizeof(want));
+    for (int g = 0; g < e->nowners; g++) {
+        struct info_req *r = &a->reqs[g];
+        r->ask = a;
+        r->o = &e->owners[g];
+        struct elink *l = r->o->link[WIRE_ROLE_READ];
+        if (!elink_is_up(l) || elink_congested(l))
+            continue; /* not reachable now: its last answer is shown */
+        struct hkv_buf *out = elink_out(l, &r->id);
+        if (wire_put_stats(out, r->id) == HKV_OK && elink_commit(l, r->id, ask_cb, r) == HKV_OK) {
+            r->sent = 1;
+            a->pending++;
+        }
+    }
+    if (a->pending == 0) {
+        ask_end(a, 1);
+        return;
+    }
+    struct timeval tv = {0, INFO_ASK_MS * 1000};
+    evtimer_add(a->timer, &tv);
 }

@@ -123,7 +123,8 @@ static int open_sockets(struct master *m, char *err, size_t len)
 static int map_segments(struct master *m, char *err, size_t len)
 {
     const struct cfg *cfg = m->cfg;
-    m->board = board_create((uint32_t)m->nchildren);
+    /* one edge may hold every client: each slot gets maxclients rows */
+    m->board = board_create_clients((uint32_t)m->nchildren, (uint32_t)cfg->maxclients);
     if (m->board == NULL) {
         snprintf(err, len, "shared memory: %s", strerror(errno));
         return -1;

@@ -61,6 +61,11 @@ static void stats_now(struct owner *o, struct owner_counters *v)
     v->owner_memory_bytes = ls.memory_bytes;
     v->owner_evictions = ls.evictions;
     v->owner_expired = ls.expired;
+    v->owner_expires = ls.expires;
+    /* the average deadline, less now: what Redis's avg_ttl estimates */
+    uint64_t now = owner_clock().mono_ms;
+    uint64_t avg = ls.expires > 0 ? ls.expire_mono_sum / ls.expires : 0;
+    v->owner_avg_ttl_ms = avg > now ? avg - now : 0;
     v->owner_links = 0;
     for (struct olink *x = o->links; x != NULL; x = x->next)
         v->owner_links++;

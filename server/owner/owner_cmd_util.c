@@ -146,7 +146,8 @@ int ocmd_del(struct ocmd *c, struct wire_slice key, int *existed, struct ledger_
     if (rc != HKV_OK)
         return rc == HKV_ENOENT ? HKV_OK : rc;
     hkv_stamp ver = 0;
-    rc = ledger_del(c->ledger, key.p, key.len, c->now, existed, old, &ver);
+    rc = ledger_del(c->ledger, key.p, key.len, owner_key_tag(c->o, key), c->now, existed, old,
+                    &ver);
     if (rc == HKV_EAGAIN)
         return not_resident(c, key);
     return rc == HKV_OK ? note(c, key, ver) : rc;

@@ -128,6 +128,9 @@ struct parked {
     struct olink *link;      /* NULL once the link closed */
     char *payload;           /* a copy of the frame's payload, replayed */
     size_t plen;
+    char *key;               /* disk waits: the key being read (a copy) */
+    size_t klen;
+    int reading;             /* disk waits: this one's read is in flight */
     struct parked *next;
 };
 
@@ -150,7 +153,7 @@ struct owner {
     struct event *flush_now;      /* a zero-delay event: commit durable writes */
     struct ticket *tickets;       /* pending commit tickets, newest first */
     uint64_t next_ticket;
-    struct parked *parked;
+    struct parked *parked, *parked_tail; /* disk waits, in arrival order */
     struct parked *commit_parked; /* reads waiting for a durable commit */
     owner_request_fn replay;      /* owner_persist.c runs parked requests again through it */
     struct rifl *rifl;            /* completion records (exactly-once retries) */

@@ -67,19 +67,26 @@ static int uncommitted(struct owner *o, struct olink *l, const struct ledger_vie
     return 1;
 }
 
-/* A base-10 int64 as Redis accepts it. */
+/* A base-10 int64 as Redis's string2ll accepts it, over the value's bytes
+ * (a NUL inside, "3\0", is not a number: Redis reads the whole value). */
 static int is_int64(const char *p, size_t n)
 {
-    char buf[24];
-    if (n == 0 || n >= sizeof(buf))
+    size_t i = 0;
+    if (n == 0 || n > 20)
         return 0;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    char *end;
-    errno = 0;
-    strtoll(buf, &end, 10);
-    return errno == 0 && *end == '\0' && !(buf[0] == '0' && n > 1) && buf[0] != '+' &&
-           buf[0] != ' ';
+    if (n == 1 && p[0] == '0')
+        return 1;
+    if (p[0] == '-' && ++i == n)
+        return 0;
+    if (p[i] < '1' || p[i] > '9')
+        return 0;
+    uint64_t v = 0;
+    for (; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9' || v > (UINT64_MAX - (uint64_t)(p[i] - '0')) / 10)
+            return 0;
+        v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    return p[0] == '-' ? v <= (uint64_t)INT64_MAX + 1 : v <= (uint64_t)INT64_MAX;
 }
 
 static void op_get(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
@@ -222,7 +229,8 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
         int existed = 0;
         hkv_stamp v = 0;
         struct wire_slice k = m->u.del.keys[i];
-        if (ledger_del(o->ledger, k.p, k.len, now, &existed, NULL, &v) != HKV_OK)
+        if (ledger_del(o->ledger, k.p, k.len, owner_key_tag(o, k), now, &existed, NULL, &v) !=
+            HKV_OK)
             continue; /* ENOMEM: that key keeps its value; the count says so */
         o->st.owner_writes++;
         r.value += existed;
@@ -264,7 +272,8 @@ static void op_getdel(struct owner *o, struct olink *l, const struct wire_msg *m
     int existed = 0;
     struct ledger_view old = {0};
     struct rifl_result r = {.type = WIRE_OK};
-    int rc = ledger_del(o->ledger, key.p, key.len, owner_clock(), &existed, &old, &r.version);
+    int rc = ledger_del(o->ledger, key.p, key.len, owner_key_tag(o, key), owner_clock(), &existed,
+                        &old, &r.version);
     if (!write_outcome(o, l, m, key, rc, payload, plen))
         return;
     r.applied = existed != 0;

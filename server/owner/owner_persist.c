@@ -198,6 +198,45 @@ static void replay(struct owner *o, struct parked *p, int status)
     olink_flush(p->link);
 }
 
+static void parked_free(struct parked *p)
+{
+    free(p->payload);
+    free(p->key);
+    free(p);
+}
+
+static int same_key(const struct parked *p, const char *key, size_t klen)
+{
+    return p->klen == klen && (klen == 0 || memcmp(p->key, key, klen) == 0);
+}
+
+/* Takes every disk wait on key off the list (keeping arrival order) and
+ * replays them; a replay that parks again goes to the tail. */
+static void replay_key(struct owner *o, const char *key, size_t klen, int status)
+{
+    struct parked *run = NULL, **rt = &run;
+    struct parked **pp = &o->parked, *prev = NULL;
+    while (*pp != NULL) {
+        struct parked *p = *pp;
+        if (same_key(p, key, klen)) {
+            *pp = p->next;
+            p->next = NULL;
+            *rt = p;
+            rt = &p->next;
+        } else {
+            prev = p;
+            pp = &p->next;
+        }
+    }
+    o->parked_tail = prev;
+    while (run != NULL) {
+        struct parked *next = run->next;
+        replay(o, run, status);
+        parked_free(run);
+        run = next;
+    }
+}
+
 static void take_reads(struct owner *o)
 {
     struct persister_read *r = persister_take_reads(o->persister);
@@ -213,15 +252,10 @@ static void take_reads(struct owner *o)
         } else if (r->status == HKV_ENOENT) {
             ledger_load_absent(o->ledger, r->key, r->klen, now);
         }
-        /* Unlink p from the parked list, then replay it. */
-        for (struct parked **pp = &o->parked; *pp != NULL; pp = &(*pp)->next)
-            if (*pp == p) {
-                *pp = p->next;
-                break;
-            }
-        replay(o, p, r->status);
-        free(p->payload);
-        free(p);
+        /* Every request parked on this key, in arrival order, runs now: a
+         * key's requests are applied in the order they came, so none may
+         * pass one that still waits for this same read. */
+        replay_key(o, p->key, p->klen, r->status);
         persister_read_free(&r);
         r = next;
     }
@@ -231,8 +265,18 @@ static void take_reads(struct owner *o)
  * key is still not committed). */
 static void replay_commit_parked(struct owner *o)
 {
-    struct parked *p = o->commit_parked;
+    struct parked *p = o->commit_parked, *fifo = NULL;
     o->commit_parked = NULL;
+    /* Parked newest first: run them in the order they arrived, since the
+     * owner orders a key's writes by arrival (a request parked again goes
+     * back on the list, still in order). */
+    while (p != NULL) {
+        struct parked *next = p->next;
+        p->next = fifo;
+        fifo = p;
+        p = next;
+    }
+    p = fifo;
     while (p != NULL) {
         struct parked *next = p->next;
         replay(o, p, HKV_OK);
@@ -331,10 +375,17 @@ void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
 {
     struct parked *p = calloc(1, sizeof(*p));
     char *copy = malloc(plen ? plen : 1);
-    if (p == NULL || copy == NULL ||
-        persister_read_async(o->persister, key, klen, p) != HKV_OK) {
+    char *kcopy = malloc(klen ? klen : 1);
+    /* One read per key: a request behind another on the same key waits for
+     * that read and runs right after it (replay_key). */
+    int reading = 0;
+    for (struct parked *x = o->parked; x != NULL && !reading; x = x->next)
+        reading = x->reading && same_key(x, key, klen);
+    if (p == NULL || copy == NULL || kcopy == NULL ||
+        (!reading && persister_read_async(o->persister, key, klen, p) != HKV_OK)) {
         free(p);
         free(copy);
+        free(kcopy);
         struct wire_msg m;
         const char *why;
         if (wire_decode(&o->dec, payload, plen, &m, &why) == HKV_OK)
@@ -342,11 +393,18 @@ void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
         return;
     }
     memcpy(copy, payload, plen);
+    memcpy(kcopy, key, klen);
     p->link = l;
     p->payload = copy;
     p->plen = plen;
-    p->next = o->parked;
-    o->parked = p;
+    p->key = kcopy;
+    p->klen = klen;
+    p->reading = !reading;
+    if (o->parked_tail != NULL)
+        o->parked_tail->next = p;
+    else
+        o->parked = p;
+    o->parked_tail = p;
 }
 
 void owner_forget_link(struct owner *o, struct olink *l)
@@ -523,9 +581,9 @@ void owner_persist_teardown(struct owner *o)
         while (*lists[i] != NULL) {
             struct parked *p = *lists[i];
             *lists[i] = p->next;
-            free(p->payload);
-            free(p);
+            parked_free(p);
         }
+    o->parked_tail = NULL;
     persister_destroy(&o->persister);
     ledger_destroy(&o->ledger);
 }

@@ -259,6 +259,9 @@ START_TEST(keys_expire_and_ttls_follow_redis)
     EXPECT_NIL("GETEX", "gx", "EX", "10");
     EXPECT_ERR("ERR syntax error", "GETEX", "gx", "NX");
     EXPECT_ERR("ERR syntax error", "GETEX", "gx", "EX", "1", "PERSIST");
+    /* Redis checks the expiry once the key is found (a missing key is nil) */
+    EXPECT_NIL("GETEX", "gx", "EX", "0");
+    EXPECT_SIMPLE("OK", "SET", "gx", "val");
     EXPECT_ERR("ERR invalid expire time in 'getex' command", "GETEX", "gx", "EX", "0");
     down();
 }

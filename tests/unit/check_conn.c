@@ -110,7 +110,6 @@ static void setup(void)
     F.e.limits = (struct resp_limits){F.ctx.cfg->proto_max_bulk_len, F.ctx.cfg->proto_max_args,
                                       64 * 1024};
     F.e.conn_hooks = &hooks;
-    F.e.next_client_id = 1;
     F.peer = -1;
 }
 

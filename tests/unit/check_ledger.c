@@ -75,7 +75,7 @@ static hkv_stamp put(const char *k, const char *v)
 static hkv_stamp del(const char *k, int *existed)
 {
     hkv_stamp ver = UNSET;
-    ck_assert_int_eq(ledger_del(L, k, strlen(k), NOW, existed, NULL, &ver), HKV_OK);
+    ck_assert_int_eq(ledger_del(L, k, strlen(k), 0, NOW, existed, NULL, &ver), HKV_OK);
     ck_assert_uint_ne(ver, UNSET);
     ck_assert_uint_ne(ver, 0);
     return ver;
@@ -225,7 +225,7 @@ START_TEST(versions_increase_across_every_kind_of_write)
     ck_assert_uint_eq(ver, last); /* INCRBY of a non-integer: nothing applied */
     assert_value("k", "abc", last);
     ver = UNSET;
-    ck_assert_int_eq(ledger_del(L, "k", 1, NOW, &existed, &old, &ver), HKV_OK);
+    ck_assert_int_eq(ledger_del(L, "k", 1, 0, NOW, &existed, &old, &ver), HKV_OK);
     ck_assert_int_eq(existed, 1);
     newer(&last, ver); /* GETDEL */
     ver = UNSET;
@@ -335,7 +335,7 @@ START_TEST(getdel_returns_the_old_value_and_leaves_a_tombstone)
     int existed = -1;
     hkv_stamp v1 = UNSET, ver = UNSET;
     ck_assert_int_eq(setx("k", "hello", 0, rel(5000), NULL, &v1), HKV_OK);
-    ck_assert_int_eq(ledger_del(L, "k", 1, NOW, &existed, &old, &ver), HKV_OK);
+    ck_assert_int_eq(ledger_del(L, "k", 1, 0, NOW, &existed, &old, &ver), HKV_OK);
     ck_assert_int_eq(existed, 1);
     ck_assert_int_eq(old.found, 1);
     ck_assert_uint_eq(old.vlen, 5);
@@ -351,7 +351,7 @@ START_TEST(getdel_returns_the_old_value_and_leaves_a_tombstone)
 
     /* a missing key: no old value, and still a tombstone with a new version */
     hkv_stamp v2 = UNSET;
-    ck_assert_int_eq(ledger_del(L, "k", 1, NOW, &existed, &old, &v2), HKV_OK);
+    ck_assert_int_eq(ledger_del(L, "k", 1, 0, NOW, &existed, &old, &v2), HKV_OK);
     ck_assert_int_eq(existed, 0);
     ck_assert_int_eq(old.found, 0);
     ck_assert_ptr_null(old.val);
@@ -362,7 +362,7 @@ START_TEST(getdel_returns_the_old_value_and_leaves_a_tombstone)
     ck_assert_int_eq(setx("e", "soon", 0, rel(100), NULL, NULL), HKV_OK);
     NOW.mono_ms += 100;
     hkv_stamp v3 = UNSET;
-    ck_assert_int_eq(ledger_del(L, "e", 1, NOW, &existed, &old, &v3), HKV_OK);
+    ck_assert_int_eq(ledger_del(L, "e", 1, 0, NOW, &existed, &old, &v3), HKV_OK);
     ck_assert_int_eq(existed, 0);
     ck_assert_int_eq(old.found, 0);
     ck_assert_uint_gt(v3, v2);
@@ -370,7 +370,7 @@ START_TEST(getdel_returns_the_old_value_and_leaves_a_tombstone)
     /* a value replaced many times: GETDEL sees the latest one */
     for (int i = 0; i < 10; i++)
         put("m", i % 2 ? "odd" : "even");
-    ck_assert_int_eq(ledger_del(L, "m", 1, NOW, &existed, &old, NULL), HKV_OK);
+    ck_assert_int_eq(ledger_del(L, "m", 1, 0, NOW, &existed, &old, NULL), HKV_OK);
     ck_assert_int_eq(old.found, 1);
     ck_assert_uint_eq(old.vlen, 3);
     ck_assert_mem_eq(old.val, "odd", 4);
@@ -386,7 +386,7 @@ START_TEST(versions_carry_the_writer_bits)
     ck_assert_int_eq(ledger_incrby(L, "k", 1, 1, 0, NOW, &r, &vs[n++]), HKV_OK);
     ck_assert_int_eq(ledger_expire(L, "k", 1, rel(100), NOW, &flag, &vs[n++]), HKV_OK);
     ck_assert_int_eq(ledger_persist(L, "k", 1, NOW, &flag, &vs[n++]), HKV_OK);
-    ck_assert_int_eq(ledger_del(L, "k", 1, NOW, NULL, NULL, &vs[n++]), HKV_OK);
+    ck_assert_int_eq(ledger_del(L, "k", 1, 0, NOW, NULL, NULL, &vs[n++]), HKV_OK);
     /* after a row from a writer with greater writer bits, same ms and counter */
     hkv_stamp theirs = stamp_at(WALL0 + 1, 3, STAMP_WRITER_MAX);
     struct persist_row rw = row("o", "x", theirs, 0);
@@ -1071,7 +1071,7 @@ START_TEST(eviction_keeps_dirty_entries_and_marks_incomplete)
         snprintf(k, sizeof(k), "d%d", i);
         if (get(k, &v) == HKV_EAGAIN) {
             ck_assert_int_eq(setx(k, "w", 0, NOEXP, NULL, NULL), HKV_EAGAIN);
-            ck_assert_int_eq(ledger_del(L, k, strlen(k), NOW, NULL, NULL, NULL), HKV_EAGAIN);
+            ck_assert_int_eq(ledger_del(L, k, strlen(k), 0, NOW, NULL, NULL, NULL), HKV_EAGAIN);
             int64_t t;
             ck_assert_int_eq(ledger_ttl(L, k, strlen(k), NOW, &t), HKV_EAGAIN);
             break;
@@ -1124,7 +1124,7 @@ START_TEST(incomplete_ledger_answers_not_resident)
     ck_assert_int_eq(get("k", &v), HKV_EAGAIN);
     ck_assert_int_eq(ledger_ttl(L, "k", 1, NOW, &t), HKV_EAGAIN);
     ck_assert_int_eq(setx("k", "v", 0, NOEXP, NULL, NULL), HKV_EAGAIN);
-    ck_assert_int_eq(ledger_del(L, "k", 1, NOW, NULL, NULL, NULL), HKV_EAGAIN);
+    ck_assert_int_eq(ledger_del(L, "k", 1, 0, NOW, NULL, NULL, NULL), HKV_EAGAIN);
     ck_assert_int_eq(ledger_incrby(L, "k", 1, 1, 0, NOW, NULL, NULL), HKV_EAGAIN);
     ck_assert_int_eq(ledger_expire(L, "k", 1, rel(10), NOW, NULL, NULL), HKV_EAGAIN);
     ck_assert_int_eq(ledger_persist(L, "k", 1, NOW, NULL, NULL), HKV_EAGAIN);

@@ -255,7 +255,6 @@ static void setup(void)
     T.e.stats = &T.board->slots[0];
     T.e.limits = (struct resp_limits){cfg->proto_max_bulk_len, cfg->proto_max_args, 64 * 1024};
     T.e.conn_hooks = &hooks;
-    T.e.next_client_id = 1;
     for (int i = 0; i < 2; i++) {
         char path[TOPO_PATH_MAX];
         topo_owner_socket(cfg, CFG_POOL_COLD, i, path, sizeof(path));

@@ -467,6 +467,39 @@ START_TEST(durable_write_is_answered_after_its_commit)
 }
 END_TEST
 
+/* Requests parked on an uncommitted durable key are applied in the order
+ * they arrived once it commits (the owner orders writes by arrival). */
+START_TEST(writes_parked_on_a_durable_commit_apply_in_arrival_order)
+{
+    hello(&A);
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct wire_msg m;
+    put_set(&A, &b, "d:2", "1", next_rid(&A));
+    send_req(&A, &b);
+    uint64_t first = A.id;
+    /* while it is uncommitted: INCRBY then SET, both wait for the commit */
+    ck_assert_int_eq(wire_put_incrby(&b, ++A.id, wire_cstr("d:2"), 10, next_rid(&A)), HKV_OK);
+    send_req(&A, &b);
+    put_set(&A, &b, "d:2", "500", next_rid(&A));
+    send_req(&A, &b);
+    uint64_t last = A.id;
+    int seen = 0;
+    for (int i = 0; i < 3; i++) {
+        wait_reply(&A, &m);
+        seen += m.id == first || m.id == last || m.id == last - 1;
+    }
+    ck_assert_int_eq(seen, 3);
+    /* arrival order: 1, +10 = 11, then 500; the other order leaves 510 */
+    put_get(&A, &b, "d:2");
+    call(&A, &b, &m);
+    ck_assert_uint_eq(m.type, WIRE_VALUE);
+    ck_assert_msg(m.u.value.value.len == 3 && memcmp(m.u.value.value.p, "500", 3) == 0,
+                  "parked writes applied out of order: d:2 = %.*s", (int)m.u.value.value.len,
+                  m.u.value.value.p);
+    buf_deinit(&b);
+}
+END_TEST
+
 START_TEST(durable_retry_waits_for_the_first_attempts_commit)
 {
     hello(&A);
@@ -601,7 +634,8 @@ Suite *owner_exec_suite(void)
          setup,
          {durable_write_is_answered_after_its_commit,
           durable_retry_waits_for_the_first_attempts_commit,
-          durable_reply_is_dropped_when_its_link_closes_first}},
+          durable_reply_is_dropped_when_its_link_closes_first,
+          writes_parked_on_a_durable_commit_apply_in_arrival_order}},
         {"moved", setup_two_owners, {key_of_another_owner_is_moved_and_not_applied}},
         {"backlog", setup, {writes_refused_busy_over_persist_max_dirty_reads_still_served}},
     };

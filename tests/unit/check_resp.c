@@ -329,8 +329,8 @@ END_TEST
 START_TEST(bad_multibulk_counts_are_rejected)
 {
     const char *e = "ERR Protocol error: invalid multibulk length";
-    EXPECT_ERR(NULL, "*-5\r\n", HKV_EPROTO, e);
-    EXPECT_ERR(NULL, "*-2\r\n", HKV_EPROTO, e);
+    EXPECT_ERR(NULL, "*-\r\n", HKV_EPROTO, e);
+    EXPECT_ERR(NULL, "*-0\r\n", HKV_EPROTO, e);
     EXPECT_ERR(NULL, "*abc\r\n", HKV_EPROTO, e);
     EXPECT_ERR(NULL, "*\r\n", HKV_EPROTO, e);
     EXPECT_ERR(NULL, "*+1\r\n", HKV_EPROTO, e);
@@ -485,6 +485,9 @@ START_TEST(empty_requests_give_argc_zero)
     static const struct { const char *in; size_t len, consumed; } cases[] = {
         { "*0\r\n", 4, 4 },
         { "*-1\r\n", 5, 5 },
+        { "*-2\r\n", 5, 5 },          /* Redis skips any count below 1 */
+        { "*-10\r\n", 6, 6 },
+        { "*-2147483648\r\n", 14, 14 },
         { "\r\n", 2, 2 },
         { "\n", 1, 1 },
         { "  \t \r\n", 6, 6 },

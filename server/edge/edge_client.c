@@ -1,0 +1,576 @@
+/*
+ * edge_client.c - CLIENT (edge_client.h).
+ */
+#include "server/edge/edge_client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/core/clock.h"
+#include "server/edge/auth.h"
+#include "server/edge/edge_arg.h"
+#include "server/edge/edge_clients.h"
+#include "server/edge/edge_op.h"
+#include "server/edge/edge_reply.h"
+#include "server/edge/edge_subcmd.h"
+
+#define ERR_NAME "ERR Client names cannot contain spaces, newlines or special characters."
+
+int client_set_name(struct conn *c, const struct resp_slice *v)
+{
+    /* Redis checks the bytes as (signed) chars: anything outside '!'..'~'
+     * would break CLIENT LIST's space-separated fields. */
+    for (size_t i = 0; i < v->len; i++)
+        if (v->p[i] < '!' || v->p[i] > '~') {
+            resp_add_error(&c->out, ERR_NAME);
+            return -1;
+        }
+    char *name = NULL;
+    if (v->len > 0) {
+        name = malloc(v->len + 1);
+        if (name == NULL) {
+            resp_add_error(&c->out, "ERR out of memory");
+            return -1;
+        }
+        memcpy(name, v->p, v->len);
+        name[v->len] = '\0';
+    }
+    free(c->name);
+    c->name = name;
+    clients_publish(c); /* other edges see the new name at once */
+    return 0;
+}
+
+void client_gone(struct conn *c)
+{
+    free(c->name);
+    c->name = NULL;
+}
+
+/* ---- CLIENT INFO / LIST lines ----------------------------------------------- */
+
+/* One line, from a row of the clients board (this edge's clients are
+ * rendered from a row filled just now, with the whole name). */
+static void render(struct hkv_buf *b, const struct board_client *r, const char *name,
+                   size_t name_len, uint64_t argv_mem, int64_t now)
+{
+    const char *cmd = r->cmd != 0xffff ? subcmd_stat_name(r->cmd) : NULL;
+    char events[3] = {r->events[0], r->events[0] ? r->events[1] : '\0', '\0'};
+    buf_printf(b,
+               "id=%llu addr=%s laddr=%s fd=%d name=%.*s age=%lld idle=%lld flags=%s db=0 sub=0 "
+               "psub=0 ssub=0 multi=-1 qbuf=%llu qbuf-free=%llu argv-mem=%llu multi-mem=0 "
+               "rbs=%llu rbp=%llu obl=%llu oll=%llu omem=%llu tot-mem=%llu events=%s cmd=%s "
+               "user=%s redir=-1 resp=%u\n",
+               (unsigned long long)r->id, r->addr, r->laddr, (int)r->fd, (int)name_len, name,
+               (long long)(now - r->created_ms) / 1000, (long long)(now - r->last_ms) / 1000,
+               r->flags & BOARD_CLIENT_F_MONITOR ? "O" : "N", (unsigned long long)r->qbuf,
+               (unsigned long long)r->qbuf_free, (unsigned long long)argv_mem,
+               (unsigned long long)r->rbs, (unsigned long long)r->rbp,
+               (unsigned long long)r->obl, (unsigned long long)r->oll,
+               (unsigned long long)r->omem, (unsigned long long)(r->tot_mem + argv_mem), events,
+               cmd != NULL ? cmd : "NULL", r->user, r->resp);
+}
+
+/* x's line, asked by c (whose own argv counts as its argv-mem). */
+static void local_line(struct conn *c, struct conn *x, int argc, const struct resp_slice *argv,
+                       struct hkv_buf *b, int64_t now)
+{
+    struct board_client r;
+    memset(&r, 0, sizeof(r));
+    clients_fill(x, &r);
+    r.id = x->id;
+    uint64_t argv_mem = 0;
+    if (x == c)
+        for (int i = 0; i < argc; i++)
+            argv_mem += argv[i].len;
+    render(b, &r, x->name ? x->name : "", x->name ? strlen(x->name) : 0, argv_mem, now);
+}
+
+/* The lines of a listing, sorted by id (creation order, as Redis lists). */
+struct listing {
+    struct hkv_buf text;
+    struct line { uint64_t id; size_t off, len; } *lines;
+    size_t n, cap;
+    int64_t now;
+    uint64_t only_id;             /* 0: every client */
+};
+
+static void listing_mark(struct listing *l, uint64_t id, size_t off)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        struct line *p = realloc(l->lines, cap * sizeof(*p));
+        if (p == NULL) {
+            l->text.len = off; /* dropped: out of memory */
+            return;
+        }
+        l->lines = p;
+        l->cap = cap;
+    }
+    l->lines[l->n++] = (struct line){id, off, l->text.len - off};
+}
+
+static void listing_other(const struct board_client *r, uint32_t slot, uint32_t idx, void *arg)
+{
+    struct listing *l = arg;
+    uint64_t id = atomic_load_explicit(&r->id, memory_order_relaxed);
+    if (l->only_id != 0 && id != l->only_id)
+        return;
+    size_t off = l->text.len;
+    uint32_t n = r->name_len < BOARD_CLIENT_NAME ? r->name_len : BOARD_CLIENT_NAME;
+    render(&l->text, r, r->name, n, 0, l->now);
+    listing_mark(l, id, off);
+}
+
+static int by_id(const void *a, const void *b)
+{
+    const struct line *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Every client of the host (only_id 0) or the one with that id. */
+static void listing_fill(struct listing *l, struct conn *c, int argc,
+                         const struct resp_slice *argv)
+{
+    for (struct conn *x = c->e->conns; x != NULL; x = x->next) {
+        if (l->only_id != 0 && x->id != l->only_id)
+            continue;
+        size_t off = l->text.len;
+        local_line(c, x, argc, argv, &l->text, l->now);
+        listing_mark(l, x->id, off);
+    }
+    clients_each_other(c->e, listing_other, l);
+}
+
+static void listing_reply(struct conn *c, struct listing *l)
+{
+    qsort(l->lines, l->n, sizeof(*l->lines), by_id);
+    struct hkv_buf out = HKV_BUF_INIT;
+    for (size_t i = 0; i < l->n; i++)
+        buf_append(&out, l->text.data + l->lines[i].off, l->lines[i].len);
+    resp_add_verbatim(&c->out, c->proto, buf_head(&out), buf_unread(&out));
+    buf_deinit(&out);
+    buf_deinit(&l->text);
+    free(l->lines);
+}
+
+/* CLIENT LIST [TYPE type | ID id...]: the clients of every edge of the
+ * host.  Every hotkvd client is of type normal (no replicas, masters or
+ * pub/sub). */
+static void client_list(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    int all = 1;
+    if (argc == 4 && slice_is(&argv[2], "type")) {
+        const struct resp_slice *t = &argv[3];
+        if (!slice_is(t, "normal") && !slice_is(t, "master") && !slice_is(t, "replica") &&
+            !slice_is(t, "slave") && !slice_is(t, "pubsub")) {
+            resp_add_errorf(&c->out, "ERR Unknown client type '%.*s'", (int)t->len, t->p);
+            return;
+        }
+        all = slice_is(t, "normal");
+    } else if (argc > 3 && slice_is(&argv[2], "id")) {
+        for (int j = 3; j < argc; j++) {
+            long long id;
+            if (arg_ll(&argv[j], &id) != 0) {
+                resp_add_error(&c->out, "ERR Invalid client ID");
+                return;
+            }
+        }
+    } else if (argc != 2) {
+        resp_add_error(&c->out, "ERR syntax error");
+        return;
+    }
+    struct listing l = {.text = HKV_BUF_INIT, .now = clock_mono_ms()};
+    if (argc > 3 && slice_is(&argv[2], "id")) {
+        /* in the order asked, as Redis */
+        struct hkv_buf out = HKV_BUF_INIT;
+        for (int j = 3; j < argc; j++) {
+            long long id;
+            arg_ll(&argv[j], &id);
+            l.only_id = (uint64_t)id;
+            l.n = 0;
+            buf_reset(&l.text);
+            if (id > 0)
+                listing_fill(&l, c, argc, argv);
+            if (l.n > 0)
+                buf_append(&out, l.text.data + l.lines[0].off, l.lines[0].len);
+        }
+        resp_add_verbatim(&c->out, c->proto, buf_head(&out), buf_unread(&out));
+        buf_deinit(&out);
+        buf_deinit(&l.text);
+        free(l.lines);
+        return;
+    }
+    if (all)
+        listing_fill(&l, c, argc, argv);
+    listing_reply(c, &l);
+}
+
+/* ---- CLIENT KILL ------------------------------------------------------------------ */
+
+/* What CLIENT KILL matches (Redis's filters; empty: not given). */
+struct kill_filter {
+    const struct resp_slice *addr, *laddr, *user;
+    uint64_t id;
+    int other_type;               /* TYPE master/replica/pubsub: no hotkvd client */
+    int skipme;
+};
+
+/* A client of another edge asked to close, waited for. */
+struct kill_target {
+    uint32_t slot, idx;
+    uint64_t id;
+};
+
+struct kill_args {
+    int64_t killed;
+    int64_t deadline_ms;
+    struct kill_target *targets;
+    uint32_t n, cap;
+    int old_form;
+    int close_self;
+};
+_Static_assert(sizeof(struct kill_args) <= OP_ARGS_MAX, "kill_args too large for an op");
+#define K(op) OP_ARGS(op, struct kill_args)
+
+#define KILL_WAIT_MS 1000         /* an edge that does not act by then is not waited for */
+
+static int str_is(const char *s, const struct resp_slice *v)
+{
+    return v == NULL || (strlen(s) == v->len && memcmp(s, v->p, v->len) == 0);
+}
+
+static int kill_matches(const struct kill_filter *f, uint64_t id, const char *addr,
+                        const char *laddr, const char *user)
+{
+    return !f->other_type && (f->id == 0 || f->id == id) && str_is(addr, f->addr) &&
+           str_is(laddr, f->laddr) && str_is(user, f->user);
+}
+
+struct kill_scan {
+    const struct kill_filter *f;
+    struct kill_args *k;
+    struct edge *e;
+};
+
+static void kill_other(const struct board_client *r, uint32_t slot, uint32_t idx, void *arg)
+{
+    struct kill_scan *ks = arg;
+    uint64_t id = atomic_load_explicit(&r->id, memory_order_relaxed);
+    if (!kill_matches(ks->f, id, r->addr, r->laddr, r->user))
+        return;
+    struct kill_args *k = ks->k;
+    if (k->n == k->cap) {
+        uint32_t cap = k->cap ? k->cap * 2 : 8;
+        struct kill_target *t = realloc(k->targets, cap * sizeof(*t));
+        if (t == NULL)
+            return;
+        k->targets = t;
+        k->cap = cap;
+    }
+    clients_kill_other(ks->e, slot, idx, id);
+    k->targets[k->n++] = (struct kill_target){slot, idx, id};
+    k->killed++;
+}
+
+/* Redis's CLIENT KILL parser.  0, or -1 with the error written. */
+static int kill_parse(struct conn *c, int argc, const struct resp_slice *argv,
+                      struct kill_filter *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->skipme = 1;
+    if (argc == 3) { /* the old form, ADDR only: may kill the caller */
+        f->addr = &argv[2];
+        f->skipme = 0;
+        return 0;
+    }
+    for (int i = 2; i < argc; i += 2) {
+        if (i + 1 >= argc) {
+            resp_add_error(&c->out, "ERR syntax error");
+            return -1;
+        }
+        const struct resp_slice *o = &argv[i], *v = &argv[i + 1];
+        long long n;
+        if (slice_is(o, "id")) {
+            if (arg_ll(v, &n) != 0 || n < 1) {
+                resp_add_error(&c->out, "ERR client-id should be greater than 0");
+                return -1;
+            }
+            f->id = (uint64_t)n;
+        } else if (slice_is(o, "type")) {
+            if (!slice_is(v, "normal") && !slice_is(v, "master") && !slice_is(v, "replica") &&
+                !slice_is(v, "slave") && !slice_is(v, "pubsub")) {
+                resp_add_errorf(&c->out, "ERR Unknown client type '%.*s'", (int)v->len, v->p);
+                return -1;
+            }
+            f->other_type = !slice_is(v, "normal");
+        } else if (slice_is(o, "addr")) {
+            f->addr = v;
+        } else if (slice_is(o, "laddr")) {
+            f->laddr = v;
+        } else if (slice_is(o, "user")) {
+            if (auth_user_find(c->e->auth, v->p, v->len) < 0) {
+                resp_add_errorf(&c->out, "ERR No such user '%.*s'", (int)v->len, v->p);
+                return -1;
+            }
+            f->user = v;
+        } else if (slice_is(o, "skipme")) {
+            if (!slice_is(v, "yes") && !slice_is(v, "no")) {
+                resp_add_error(&c->out, "ERR syntax error");
+                return -1;
+            }
+            f->skipme = slice_is(v, "yes");
+        } else {
+            resp_add_error(&c->out, "ERR syntax error");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void kill_reply(struct op *op)
+{
+    struct kill_args *k = K(op);
+    struct hkv_buf *out = op_out(op);
+    if (out != NULL) {
+        if (!k->old_form)
+            resp_add_int(out, k->killed);
+        else if (k->killed == 0)
+            resp_add_error(out, "ERR No such client");
+        else
+            resp_add_simple(out, "OK");
+        if (k->close_self)
+            op->c->close_after_write = 1;
+    }
+    free(k->targets);
+    k->targets = NULL;
+    op_finish(op);
+}
+
+static void kill_unlink(struct op *op)
+{
+    struct edge *e = op->e;
+    for (struct op **p = &e->kill_waits; *p != NULL; p = &(*p)->next)
+        if (*p == op) {
+            *p = op->next;
+            op->next = NULL;
+            return;
+        }
+}
+
+static void kill_cancel(struct op *op)
+{
+    kill_unlink(op);
+    free(K(op)->targets);
+    K(op)->targets = NULL;
+    op_finish(op);
+}
+
+static const struct op_family kill_family = {.cancel = kill_cancel};
+
+void client_kill_cron(struct edge *e, int64_t now_ms)
+{
+    struct op *op = e->kill_waits;
+    while (op != NULL) {
+        struct op *next = op->next;
+        struct kill_args *k = K(op);
+        int waiting = 0;
+        for (uint32_t i = 0; i < k->n && !waiting; i++)
+            waiting = clients_still_there(e, k->targets[i].slot, k->targets[i].idx,
+                                          k->targets[i].id);
+        if (!waiting || now_ms >= k->deadline_ms) {
+            kill_unlink(op);
+            kill_reply(op);
+        }
+        op = next;
+    }
+}
+
+/* CLIENT KILL: this edge's matching clients are closed now (the caller
+ * after its reply), other edges' are asked to close theirs and waited for
+ * (edge_clients.h), bounded by KILL_WAIT_MS. */
+static void client_kill(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    struct kill_filter f;
+    if (kill_parse(c, argc, argv, &f) != 0)
+        return;
+    struct op *op = op_new(c, &kill_family, "client|kill");
+    if (op == NULL)
+        return;
+    struct kill_args *k = K(op);
+    k->old_form = argc == 3;
+    k->deadline_ms = clock_mono_ms() + KILL_WAIT_MS;
+    struct conn *x = c->e->conns;
+    while (x != NULL) {
+        struct conn *next = x->next;
+        const char *user = x->user >= 0 ? auth_user_name(c->e->auth, x->user) : "default";
+        if (kill_matches(&f, x->id, x->addr, x->laddr, user) && !(x == c && f.skipme)) {
+            k->killed++;
+            if (x == c)
+                k->close_self = 1;
+            else
+                conn_close(x);
+        }
+        x = next;
+    }
+    struct kill_scan ks = {&f, k, c->e};
+    clients_each_other(c->e, kill_other, &ks);
+    if (k->n == 0) {
+        kill_reply(op);
+        return;
+    }
+    op->next = c->e->kill_waits;
+    c->e->kill_waits = op;
+}
+
+/* ---- the rest ------------------------------------------------------------------ */
+
+static const char *const help[] = {
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections, on every edge of this host. Options are:",
+    "    * ADDR <ip:port>",
+    "      Kill connections made from the specified address",
+    "    * LADDR <ip:port>",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * ID <client-id>",
+    "      Kill the connection with that ID.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "LIST [options ...]",
+    "    Return information about client connections on every edge of this host. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "    * ID <client-id> [<client-id> ...]",
+    "      Return clients with the given IDs.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "META (ON|OFF)",
+    "    RESP3: precede each read reply with an attribute (age_ms, stamp, stale, degraded).",
+    "HELP",
+    "    Prints this help.",
+};
+
+static void simple_help(struct conn *c)
+{
+    resp_add_array(&c->out, (int64_t)(sizeof(help) / sizeof(help[0])));
+    for (size_t i = 0; i < sizeof(help) / sizeof(help[0]); i++)
+        resp_add_simple(&c->out, help[i]);
+}
+
+static void setinfo(struct conn *c, const struct resp_slice *argv)
+{
+    char *dst = slice_is(&argv[2], "lib-name") ? c->lib_name
+                : slice_is(&argv[2], "lib-ver") ? c->lib_ver : NULL;
+    size_t cap = dst == c->lib_name ? sizeof(c->lib_name) : sizeof(c->lib_ver);
+    int ok = dst != NULL && argv[3].len < cap;
+    for (size_t i = 0; ok && i < argv[3].len; i++)
+        ok = argv[3].p[i] >= '!' && argv[3].p[i] <= '~';
+    if (!ok) {
+        resp_add_errorf(&c->out, "ERR Unrecognized option '%.*s' or invalid value",
+                        (int)argv[2].len, argv[2].p);
+        return;
+    }
+    memcpy(dst, argv[3].p, argv[3].len);
+    dst[argv[3].len] = '\0';
+    resp_add_simple(&c->out, "OK");
+}
+
+static void trackinginfo(struct conn *c)
+{
+    resp_add_map(&c->out, c->proto, 3);
+    resp_add_bulk_str(&c->out, "flags");
+    resp_add_set(&c->out, c->proto, 1);
+    resp_add_bulk_str(&c->out, "off");
+    resp_add_bulk_str(&c->out, "redirect");
+    resp_add_int(&c->out, -1);
+    resp_add_bulk_str(&c->out, "prefixes");
+    resp_add_array(&c->out, 0);
+}
+
+/* CLIENT UNBLOCK id [TIMEOUT|ERROR]: no hotkvd client ever blocks, so 0. */
+static void unblock(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    if (argc > 4) {
+        resp_add_errorf(&c->out, "ERR unknown subcommand or wrong number of arguments for "
+                                 "'%.*s'. Try CLIENT HELP.", (int)argv[1].len, argv[1].p);
+        return;
+    }
+    if (argc == 4 && !slice_is(&argv[3], "timeout") && !slice_is(&argv[3], "error")) {
+        resp_add_error(&c->out, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+        return;
+    }
+    long long id;
+    if (arg_ll(&argv[2], &id) != 0) {
+        resp_add_error(&c->out, "ERR value is not an integer or out of range");
+        return;
+    }
+    resp_add_int(&c->out, 0);
+}
+
+void edge_cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    const struct resp_slice *sub = &argv[1];
+    const struct edge_subcmd *s = subcmd_lookup(CMD_CLIENT, sub);
+    if (s != NULL && !s->served) {
+        resp_add_errorf(&c->out, "ERR CLIENT %s is not supported by hotkvd", s->name);
+    } else if (slice_is(sub, "id")) {
+        resp_add_int(&c->out, (int64_t)c->id);
+    } else if (slice_is(sub, "getname")) {
+        if (c->name != NULL)
+            resp_add_bulk_str(&c->out, c->name);
+        else
+            resp_add_null(&c->out, c->proto);
+    } else if (slice_is(sub, "setname")) {
+        if (client_set_name(c, &argv[2]) == 0)
+            resp_add_simple(&c->out, "OK");
+    } else if (slice_is(sub, "setinfo")) {
+        setinfo(c, argv);
+    } else if (slice_is(sub, "meta")) {
+        if (slice_is(&argv[2], "on") || slice_is(&argv[2], "off")) {
+            c->meta = slice_is(&argv[2], "on");
+            resp_add_simple(&c->out, "OK");
+        } else {
+            resp_add_error(&c->out, "ERR syntax error");
+        }
+    } else if (slice_is(sub, "info")) {
+        struct hkv_buf b = HKV_BUF_INIT;
+        local_line(c, c, argc, argv, &b, clock_mono_ms());
+        resp_add_verbatim(&c->out, c->proto, buf_head(&b), buf_unread(&b));
+        buf_deinit(&b);
+    } else if (slice_is(sub, "list")) {
+        client_list(c, argc, argv);
+    } else if (slice_is(sub, "kill")) {
+        client_kill(c, argc, argv);
+    } else if (slice_is(sub, "no-evict")) {
+        /* hotkvd never evicts clients for memory: on and off are both true */
+        if (slice_is(&argv[2], "on") || slice_is(&argv[2], "off"))
+            resp_add_simple(&c->out, "OK");
+        else
+            resp_add_error(&c->out, "ERR syntax error");
+    } else if (slice_is(sub, "getredir")) {
+        resp_add_int(&c->out, -1); /* no tracking */
+    } else if (slice_is(sub, "trackinginfo")) {
+        trackinginfo(c);
+    } else if (slice_is(sub, "unblock")) {
+        unblock(c, argc, argv);
+    } else if (slice_is(sub, "help")) {
+        simple_help(c);
+    } else {
+        resp_add_errorf(&c->out, "ERR CLIENT %.*s is not supported by hotkvd", (int)sub->len,
+                        sub->p);
+    }
+}

@@ -1,0 +1,256 @@
+/*
+ * edge_clients.c - the clients board, this edge's side (edge_clients.h).
+ *
+ * Rows are written seqlock-style by this edge only: seq goes odd, the
+ * fields change, seq goes even (release); a reader copies the row between
+ * two reads of seq and keeps the copy only if both were the same even
+ * number, retrying a few times (a row that keeps changing is skipped, not
+ * waited for).  kill_id is the one field others write.
+ */
+#include "server/edge/edge_clients.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/edge/auth.h"
+#include "server/edge/edge_reply.h"
+
+#define NO_ROW (-1)
+#define READ_TRIES 8
+#define FULL_REFRESH_TICKS 10     /* every row once a second (cron: 100 ms) */
+
+static struct board_clients *my_table(struct edge *e)
+{
+    return board_clients(e->ctx->board, (uint32_t)e->ctx->slot);
+}
+
+int clients_setup(struct edge *e)
+{
+    struct board *b = e->ctx->board;
+    struct board_clients *t = my_table(e);
+    /* A predecessor's rows: nobody lists them (owner_pid is not ours yet);
+     * clear them before claiming the table. */
+    atomic_store_explicit(&t->owner_pid, 0, memory_order_release);
+    uint32_t used = atomic_load_explicit(&t->used, memory_order_relaxed);
+    if (used > b->clients_cap)
+        used = b->clients_cap;
+    for (uint32_t i = 0; i < used; i++) {
+        struct board_client *r = board_client_row(b, (uint32_t)e->ctx->slot, i);
+        atomic_store_explicit(&r->id, 0, memory_order_relaxed);
+        atomic_store_explicit(&r->kill_id, 0, memory_order_relaxed);
+    }
+    atomic_store_explicit(&t->used, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->kills, 0, memory_order_relaxed);
+    e->board_conns = calloc(b->clients_cap, sizeof(*e->board_conns));
+    e->board_free = calloc(b->clients_cap, sizeof(*e->board_free));
+    e->board_nfree = 0;
+    e->board_used = 0;
+    if (e->board_conns == NULL || e->board_free == NULL) {
+        clients_teardown(e);
+        return -1;
+    }
+    atomic_store_explicit(&t->owner_pid, (int32_t)getpid(), memory_order_release);
+    return 0;
+}
+
+void clients_teardown(struct edge *e)
+{
+    if (e->ctx != NULL && e->ctx->board != NULL)
+        atomic_store_explicit(&my_table(e)->owner_pid, 0, memory_order_release);
+    free(e->board_conns);
+    free(e->board_free);
+    e->board_conns = NULL;
+    e->board_free = NULL;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    size_t n = src != NULL ? strlen(src) : 0;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+void clients_fill(const struct conn *c, struct board_client *r)
+{
+    /* omem: what client-output-buffer-limit counts (the bytes waiting to be
+     * sent, replies owed included); obl: those in the reply buffer; oll:
+     * the replies owed behind it */
+    size_t omem = buf_unread(&c->out), oll = 0;
+    for (const struct rslot *s = c->sq_head; s != NULL; s = s->next, oll++)
+        omem += buf_unread(&s->buf);
+    int writing = event_pending(c->wev, EV_WRITE, NULL) != 0;
+    r->resp = (uint32_t)c->proto;
+    r->created_ms = c->created_ms;
+    r->last_ms = c->last_ms;
+    r->fd = c->fd;
+    r->cmd = c->last_stat;
+    r->events[0] = c->paused ? (writing ? 'w' : '\0') : 'r';
+    r->events[1] = !c->paused && writing ? 'w' : '\0';
+    r->qbuf = buf_unread(&c->in);
+    r->qbuf_free = c->in.cap - c->in.len;
+    r->rbs = c->out.cap;
+    r->rbp = c->out_peak;
+    r->obl = buf_unread(&c->out);
+    r->oll = oll;
+    r->omem = omem;
+    r->tot_mem = sizeof(*c) + c->in.cap + c->out.cap + omem + (c->name ? strlen(c->name) : 0);
+    r->flags = c->monitor ? BOARD_CLIENT_F_MONITOR : 0;
+    copy_str(r->addr, sizeof(r->addr), c->addr);
+    copy_str(r->laddr, sizeof(r->laddr), c->laddr);
+    copy_str(r->user, sizeof(r->user),
+             c->user >= 0 ? auth_user_name(c->e->auth, c->user) : "default");
+    size_t n = c->name != NULL ? strlen(c->name) : 0;
+    r->name_len = (uint32_t)n;
+    memcpy(r->name, c->name != NULL ? c->name : "", n < sizeof(r->name) ? n : sizeof(r->name));
+}
+
+static void write_row(struct conn *c)
+{
+    struct board_client *r = board_client_row(c->e->ctx->board, (uint32_t)c->e->ctx->slot,
+                                              (uint32_t)c->board_row);
+    uint32_t s = atomic_load_explicit(&r->seq, memory_order_relaxed);
+    atomic_store_explicit(&r->seq, s | 1u, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    clients_fill(c, r);
+    atomic_store_explicit(&r->id, c->id, memory_order_relaxed);
+    atomic_store_explicit(&r->seq, (s | 1u) + 1, memory_order_release);
+    c->board_ncmds = c->ncmds;
+}
+
+void clients_accepted(struct conn *c)
+{
+    struct edge *e = c->e;
+    c->board_row = NO_ROW;
+    if (e->board_conns == NULL)
+        return;
+    uint32_t i;
+    if (e->board_nfree > 0)
+        i = e->board_free[--e->board_nfree];
+    else if (e->board_used < e->ctx->board->clients_cap)
+        i = e->board_used++;
+    else
+        return; /* past the table: listed by this edge only */
+    struct board_clients *t = my_table(e);
+    if (atomic_load_explicit(&t->used, memory_order_relaxed) < e->board_used)
+        atomic_store_explicit(&t->used, e->board_used, memory_order_relaxed);
+    struct board_client *r = board_client_row(e->ctx->board, (uint32_t)e->ctx->slot, i);
+    atomic_store_explicit(&r->kill_id, 0, memory_order_relaxed);
+    e->board_conns[i] = c;
+    c->board_row = (int32_t)i;
+    write_row(c);
+}
+
+void clients_publish(struct conn *c)
+{
+    if (c->board_row != NO_ROW)
+        write_row(c);
+}
+
+void clients_gone(struct conn *c)
+{
+    struct edge *e = c->e;
+    if (c->board_row == NO_ROW)
+        return;
+    uint32_t i = (uint32_t)c->board_row;
+    struct board_client *r = board_client_row(e->ctx->board, (uint32_t)e->ctx->slot, i);
+    uint32_t s = atomic_load_explicit(&r->seq, memory_order_relaxed);
+    atomic_store_explicit(&r->seq, s | 1u, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&r->id, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->seq, (s | 1u) + 1, memory_order_release);
+    e->board_conns[i] = NULL;
+    e->board_free[e->board_nfree++] = i;
+    c->board_row = NO_ROW;
+}
+
+void clients_cron(struct edge *e, int64_t now_ms)
+{
+    if (e->board_conns == NULL)
+        return;
+    struct board_clients *t = my_table(e);
+    if (atomic_exchange_explicit(&t->kills, 0, memory_order_acq_rel) != 0) {
+        for (uint32_t i = 0; i < e->board_used; i++) {
+            struct conn *c = e->board_conns[i];
+            struct board_client *r = board_client_row(e->ctx->board, (uint32_t)e->ctx->slot, i);
+            if (c != NULL && atomic_load_explicit(&r->kill_id, memory_order_acquire) == c->id)
+                conn_close(c); /* clients_gone frees the row: the asker sees it go */
+        }
+    }
+    int full = ++e->board_tick % FULL_REFRESH_TICKS == 0;
+    for (uint32_t i = 0; i < e->board_used; i++) {
+        struct conn *c = e->board_conns[i];
+        if (c != NULL && (full || c->ncmds != c->board_ncmds))
+            write_row(c);
+    }
+}
+
+/* A consistent copy of row r into out: 1, or 0 (free, or never still). */
+static int read_row(const struct board_client *r, struct board_client *out)
+{
+    for (int t = 0; t < READ_TRIES; t++) {
+        uint32_t s1 = atomic_load_explicit(&r->seq, memory_order_acquire);
+        if (s1 & 1u)
+            continue;
+        memcpy(out, (const void *)r, sizeof(*out));
+        atomic_thread_fence(memory_order_acquire);
+        uint32_t s2 = atomic_load_explicit(&r->seq, memory_order_relaxed);
+        if (s1 == s2)
+            return atomic_load_explicit(&out->id, memory_order_relaxed) != 0;
+    }
+    return 0;
+}
+
+/* The table of slot s if a live edge other than this one publishes in it. */
+static struct board_clients *live_table(struct edge *e, uint32_t s)
+{
+    struct board *b = e->ctx->board;
+    if (s == (uint32_t)e->ctx->slot ||
+        atomic_load_explicit(&b->slots[s].role, memory_order_relaxed) != BOARD_EDGE)
+        return NULL;
+    struct board_clients *t = board_clients(b, s);
+    int32_t pid = atomic_load_explicit(&t->owner_pid, memory_order_acquire);
+    if (pid == 0 || pid != atomic_load_explicit(&b->slots[s].pid, memory_order_relaxed))
+        return NULL;
+    return t;
+}
+
+void clients_each_other(struct edge *e, clients_fn fn, void *arg)
+{
+    struct board *b = e->ctx->board;
+    struct board_client copy;
+    for (uint32_t s = 0; s < b->nslots; s++) {
+        struct board_clients *t = live_table(e, s);
+        if (t == NULL)
+            continue;
+        uint32_t used = atomic_load_explicit(&t->used, memory_order_relaxed);
+        if (used > b->clients_cap)
+            used = b->clients_cap;
+        for (uint32_t i = 0; i < used; i++)
+            if (read_row(board_client_row(b, s, i), &copy)) {
+                copy.addr[sizeof(copy.addr) - 1] = '\0'; /* nothing read is trusted */
+                copy.laddr[sizeof(copy.laddr) - 1] = '\0';
+                copy.user[sizeof(copy.user) - 1] = '\0';
+                fn(&copy, s, i, arg);
+            }
+    }
+}
+
+void clients_kill_other(struct edge *e, uint32_t slot, uint32_t idx, uint64_t id)
+{
+    struct board *b = e->ctx->board;
+    if (slot >= b->nslots || idx >= b->clients_cap)
+        return;
+    atomic_store_explicit(&board_client_row(b, slot, idx)->kill_id, id, memory_order_release);
+    atomic_fetch_add_explicit(&board_clients(b, slot)->kills, 1, memory_order_acq_rel);
+}
+
+int clients_still_there(struct edge *e, uint32_t slot, uint32_t idx, uint64_t id)
+{
+    struct board *b = e->ctx->board;
+    if (slot >= b->nslots || idx >= b->clients_cap || live_table(e, slot) == NULL)
+        return 0;
+    return atomic_load_explicit(&board_client_row(b, slot, idx)->id, memory_order_acquire) == id;
+}
