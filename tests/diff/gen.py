@@ -523,7 +523,11 @@ class Gen:
         return [b"QUIT"]
 
     def g_unknown(self):
-        return [self.rng.choice([b"FOOBAR", b"GETT", b"\x00", b"", b"SET\x00"])] + \
+        # Not "SET\0": Redis hashes every byte of a command name but compares
+        # it as a C string, so whether "SET\0" finds SET depends on its
+        # per-process hash seed (about one start in 256 it does: seed
+        # 792268730), and its answer is not reproducible.
+        return [self.rng.choice([b"FOOBAR", b"GETT", b"\x00", b"", b"SETX"])] + \
             [self.word() for _ in range(self.rng.randint(0, 3))]
 
     def g_raw(self):
