@@ -481,6 +481,20 @@ design("LCS's table is bounded by proto-max-bulk-len, hotkvd's default 16mb (Red
        r"proto-max-bulk-len",
        example=("LCS k1 k2   (two values of 3000 bytes)", '"BBB..."',
                 "-ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"))
+def _config_wide_glob(words):
+    """CONFIG GET with a glob that is not one of the generated names (those
+    match only directives both servers have): an extra random word such as
+    "*" matches each server's whole table."""
+    return _sub(words) == b"GET" and any(
+        any(c in w for c in b"*?[") and w not in (b"nonexistent*", b"max?lients")
+        for w in words[2:])
+
+
+design("CONFIG GET of a glob that matches directives one server has and the other has not "
+       "(a random extra word such as '*') lists each server's own",
+       cmd=r"CONFIG GET .*", when=_config_wide_glob, redis=r"\[.*\]", hotkvd=r"\[.*\]",
+       example=("CONFIG GET maxclients *", '["acl-pubsub-default", "resetchannels", ...]',
+                '["bind", "127.0.0.1", "cache-max-value", ...]'))
 design("CONFIG GET client-output-buffer-limit is one 'hard soft seconds' triple: hotkvd has one "
        "client class (no replicas, no pub/sub), with a limit by default (256mb 64mb 60), where "
        "Redis prints 'normal 0 0 0 slave ... pubsub ...'",
