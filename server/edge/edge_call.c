@@ -44,18 +44,25 @@ static int call_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
     return wire_put_call(b, id, rid, (uint8_t)C(op)->proto, op->keys, op->nkeys);
 }
 
-static void call_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
+int edge_call_taken(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
     if (m->type != WIRE_RESP) {
         op_error(op, "ERR unexpected answer from owner %s/%d", topo_pool_name(r->owner->pool),
                  r->owner->index);
-        return;
+        return -1;
     }
     /* applied after its first send (op->start_ms), so no older */
     for (uint32_t i = 0; i < m->u.resp.nchanges; i++) {
         const struct wire_watch *ch = &m->u.resp.changes[i];
         edge_cache_wrote(op->e, ch->key.p, ch->key.len, NULL, 0, ch->version, op->start_ms);
     }
+    return 0;
+}
+
+static void call_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
+{
+    if (edge_call_taken(op, r, m) != 0)
+        return;
     struct hkv_buf *out = op_out(op);
     if (out != NULL)
         buf_append(out, m->u.resp.reply.p, m->u.resp.reply.len);

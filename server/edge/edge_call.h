@@ -25,6 +25,12 @@
 #include "server/edge/edge_conn.h"
 #include "server/edge/edge_owners.h"
 
+struct op;
+struct oreq;
+/* An owner's WIRE_RESP to a CALL or EXEC: orders the colo cache by its change
+ * list (each key tombstoned at its new version) and returns 0, so the caller
+ * can pass the reply bytes on; anything else is the op's error (-1). */
+int edge_call_taken(struct op *op, struct oreq *r, const struct wire_msg *m);
 /* The handler of every command above (edge_registry.h's edge_handler). */
 void edge_cmd_call(struct conn *c, int argc, const struct resp_slice *argv);
 

@@ -29,6 +29,7 @@
 #include "server/core/clock.h"
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"
+#include "server/edge/edge_call.h"
 #include "server/edge/edge_cmd.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
@@ -185,16 +186,8 @@ static int splice(struct op *op, struct hkv_buf *out, struct wire_slice reply)
 
 static void exec_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
-    if (m->type != WIRE_RESP) {
-        op_error(op, "ERR unexpected answer from owner %s/%d", topo_pool_name(r->owner->pool),
-                 r->owner->index);
+    if (edge_call_taken(op, r, m) != 0)
         return;
-    }
-    /* applied after its first send (op->start_ms), so no older */
-    for (uint32_t i = 0; i < m->u.resp.nchanges; i++) {
-        const struct wire_watch *ch = &m->u.resp.changes[i];
-        edge_cache_wrote(op->e, ch->key.p, ch->key.len, NULL, 0, ch->version, op->start_ms);
-    }
     struct hkv_buf *out = op_out(op);
     if (out == NULL)
         return;
