@@ -136,9 +136,9 @@ static hkv_status validate_classes(const struct cfg *c, struct cfg_error *err)
             return invalid(err, "class '%s': keep (%s) must be at least fresh (%s)", k->name, kp,
                            f);
         }
-        if (k->pool == CFG_POOL_HOT && c->hot_owners == 0)
+        if (k->pool == CFG_POOL_HOT && c->hot_owners == 0 && c->cluster[0] == '\0')
             return invalid(err, "class '%s' uses the hot pool but hot-owners is 0", k->name);
-        if (k->pool == CFG_POOL_COLD && c->cold_owners == 0)
+        if (k->pool == CFG_POOL_COLD && c->cold_owners == 0 && c->cluster[0] == '\0')
             return invalid(err, "class '%s' uses the cold pool but cold-owners is 0", k->name);
     }
     return HKV_OK;
@@ -184,8 +184,21 @@ hkv_status cfg_validate(const struct cfg *c, struct cfg_error *err)
         return invalid(err, "at least one bind address is needed");
     if (c->edge_workers < 1)
         return invalid(err, "edge-workers must be at least 1");
-    if (c->hot_owners + c->cold_owners < 1)
-        return invalid(err, "hot-owners + cold-owners must be at least 1");
+    if (c->hot_owners + c->cold_owners < 1 && c->cluster[0] == '\0')
+        return invalid(err, "hot-owners + cold-owners must be at least 1 (0 only in a cluster)");
+    if (c->cluster[0] != '\0') {
+        if (c->host[0] == '\0')
+            return invalid(err, "cluster needs host (this host's name in it)");
+        if (c->owner_port != 0 && c->advertise_addr[0] == '\0')
+            return invalid(err, "owner-port needs advertise-addr");
+        if (c->owner_port != 0 && (c->cluster_tls_cert_file[0] == '\0' ||
+                                   c->cluster_tls_key_file[0] == '\0' ||
+                                   c->cluster_tls_ca_file[0] == '\0'))
+            return invalid(err, "owner-port needs cluster-tls-cert-file, cluster-tls-key-file "
+                                "and cluster-tls-ca-file (links between hosts are mutual TLS)");
+        if (c->owner_port != 0 && c->owner_port + c->hot_owners + c->cold_owners > 65536)
+            return invalid(err, "owner-port + owners does not fit in a port number");
+    }
     if (c->write_deadline_ms < c->write_timeout_ms) {
         cfg_render_duration(c->write_deadline_ms, a, sizeof(a));
         cfg_render_duration(c->write_timeout_ms, b, sizeof(b));

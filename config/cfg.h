@@ -158,6 +158,21 @@ struct cfg {
     struct cfg_rate_cmd *ratelimit_cmds;       /* per command, file order (reloadable) */
     size_t nratelimit_cmds;
     int64_t ratelimit_buckets;                 /* bucket table size (restart-only) */
+    /* the cluster (../shared/CLUSTER.md); off while `cluster` is "" */
+    char *cluster;               /* cluster name (restart-only); "" = single host, no etcd */
+    char *host;                  /* this host's name in the cluster (restart-only) */
+    char **etcd_endpoints;       /* "http[s]://ADDR:PORT", tried in order (reloadable) */
+    size_t netcd_endpoints;
+    char *etcd_user;             /* "" = no etcd auth (reloadable) */
+    char *etcd_password;
+    char *etcd_ca_file;          /* CA for https endpoints; "" = the system's */
+    int64_t etcd_lease_ttl_ms;   /* the host lease (restart-only) */
+    int64_t etcd_timeout_ms;     /* one unary etcd call (reloadable) */
+    int owner_port;              /* owner k of this host listens on owner-port + k; 0 = none */
+    char *advertise_addr;        /* what other hosts dial for this host's owners */
+    char *cluster_tls_cert_file; /* mutual TLS between hosts (edges <-> owners) */
+    char *cluster_tls_key_file;
+    char *cluster_tls_ca_file;
     /* classes, in file order; "default" is always present */
     struct cfg_class *classes;
     size_t nclasses;

@@ -30,6 +30,11 @@ static const char *check_colo(const char *s)
     return cfg_name_ok(s, 32) ? NULL : "needs 1 to 32 characters of [A-Za-z0-9_-]";
 }
 
+static const char *check_cluster(const char *s)
+{
+    return s[0] == '\0' || cfg_name_ok(s, 32) ? NULL : "needs 0 to 32 characters of [A-Za-z0-9_-]";
+}
+
 const char *const cfg_tls_auth_names[] = { "no", "yes", "optional", NULL };
 
 /* tls-protocols: one or more of TLSv1.2 TLSv1.3, space-separated. */
@@ -167,6 +172,32 @@ static const char *check_tls_protocols(const char *s)
       .check = check_tls_protocols, "TLS versions accepted: TLSv1.2 and/or TLSv1.3")           \
     X("tls-handshake-timeout", DURATION, tls_handshake_timeout_ms, tls_handshake_timeout_ms,     \
       "5s", 1, CFG_HOUR, R, NOX, "close a TLS client whose handshake has not finished by then") \
+    X("cluster", STRING, cluster, cluster, "\"\"", 0, 0, 0, .check = check_cluster,              \
+      "cluster name, [A-Za-z0-9_-]{0,32}; \"\" = a single host, no etcd")                         \
+    X("host", STRING, host, host, "\"\"", 0, 0, 0, .check = check_cluster,                        \
+      "this host's name in the cluster, [A-Za-z0-9_-]{1,32} (needed with cluster)")             \
+    X("etcd-endpoints", STRLIST, etcd_endpoints, netcd_endpoints, "http://127.0.0.1:2379", 1, 16, \
+      R, .check = check_nonempty, "etcd client URLs (http:// or https://), tried in order")      \
+    X("etcd-user", STRING, etcd_user, etcd_user, "\"\"", 0, 0, R, NOX,                           \
+      "etcd user name; \"\" = etcd without authentication")                                    \
+    X("etcd-password", STRING, etcd_password, etcd_password, "\"\"", 0, 0, R | S, NOX,           \
+      "password of etcd-user")                                                                  \
+    X("etcd-ca-file", PATH, etcd_ca_file, etcd_ca_file, "\"\"", 0, 0, R | P, NOX,                \
+      "CA certificates for https etcd endpoints; \"\" = the system's")                          \
+    X("etcd-lease-ttl", DURATION, etcd_lease_ttl_ms, etcd_lease_ttl_ms, "6s", 2000, CFG_HOUR, 0,  \
+      NOX, "the host lease: its registrations vanish this long after the host stops")           \
+    X("etcd-timeout", DURATION, etcd_timeout_ms, etcd_timeout_ms, "2s", 10, CFG_HOUR, R, NOX,    \
+      "one etcd request (not the watch) gives up after this")                                   \
+    X("owner-port", INT, owner_port, owner_port, "0", 0, 65535, 0, NOX,                          \
+      "owner k of this host listens on TCP owner-port + k for other hosts; 0 = none")           \
+    X("advertise-addr", STRING, advertise_addr, advertise_addr, "\"\"", 0, 0, 0, NOX,            \
+      "the address other hosts reach this host's owners at (needed with owner-port)")           \
+    X("cluster-tls-cert-file", PATH, cluster_tls_cert_file, cluster_tls_cert_file, "\"\"", 0, 0, \
+      R | P, NOX, "this host's certificate for links between hosts (PEM, from the cluster CA)")  \
+    X("cluster-tls-key-file", PATH, cluster_tls_key_file, cluster_tls_key_file, "\"\"", 0, 0,    \
+      R | P, NOX, "private key of cluster-tls-cert-file (PEM, unencrypted)")                    \
+    X("cluster-tls-ca-file", PATH, cluster_tls_ca_file, cluster_tls_ca_file, "\"\"", 0, 0,       \
+      R | P, NOX, "the cluster CA: peers between hosts must present a certificate it signed")   \
     X("class", SPECIAL, classes, nclasses, "default", 0, 0, R | M,                               \
       .special = &cfg_class_special, "NAME [pattern GLOB]... [pool hot|cold] [fresh D] [keep D] " \
       "[durability ledger|durable] [on-timeout degrade|error]")

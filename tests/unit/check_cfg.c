@@ -784,7 +784,7 @@ START_TEST(validation_catches_cross_directive_mistakes)
         { "hot-owners 0\nclass live pattern a pool hot\n",
           "class 'live' uses the hot pool but hot-owners is 0" },
         { "cold-owners 0\n", "class 'default' uses the cold pool but cold-owners is 0" },
-        { "hot-owners 0\ncold-owners 0\n", "hot-owners + cold-owners must be at least 1" },
+        { "hot-owners 0\ncold-owners 0\n", "hot-owners + cold-owners must be at least 1 (0 only in a cluster)" },
         { "write-timeout 30s\n", "write-deadline (28500ms) must be at least write-timeout (30s)" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
