@@ -8,10 +8,13 @@ set -eu
 # clang and its runtime (the libFuzzer pass and the clang build), valgrind.
 # Packaging (make deb and its test): dpkg-dev (dpkg-shlibdeps names the
 # library packages), lintian checks the .deb, man-db and groff-base the man
-# pages, logrotate the rotation snippet.
+# pages, logrotate the rotation snippet.  Cluster tests: etcd-server and
+# etcd-client (the tests start their own etcd; the package's service is
+# stopped and disabled below), iproute2 and nftables (network namespaces and
+# one-way cuts between them).
 PKGS="libevent-dev libsqlite3-dev libssl-dev libmsgpack-dev check pkg-config \
 redis-tools redis-server python3-redis clang libclang-rt-14-dev valgrind \
-dpkg-dev lintian man-db groff-base logrotate"
+dpkg-dev lintian man-db groff-base logrotate etcd-server etcd-client iproute2 nftables"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -26,16 +29,18 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq >&2
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing >&2
-# Debian starts redis-server as a service when it installs it; the tests
-# never use that one (they start their own, with no persistence, on a free
-# port), so stop it and keep it from starting at boot.
-case " $missing " in
-*" redis-server "*)
-    if [ -d /run/systemd/system ]; then
-        $SUDO systemctl disable --now redis-server.service >&2 || true
-    else
-        $SUDO invoke-rc.d redis-server stop >&2 || true
-        $SUDO update-rc.d redis-server disable >&2 || true
-    fi
-    ;;
-esac
+# Debian starts redis-server and etcd as services when it installs them; the
+# tests never use those (they start their own on free ports, under temporary
+# directories), so stop them and keep them from starting at boot.
+for svc in redis-server etcd; do
+    case " $missing " in
+    *" $svc "* | *" $svc-server "*)
+        if [ -d /run/systemd/system ]; then
+            $SUDO systemctl disable --now "$svc.service" >&2 || true
+        else
+            $SUDO invoke-rc.d "$svc" stop >&2 || true
+            $SUDO update-rc.d "$svc" disable >&2 || true
+        fi
+        ;;
+    esac
+done

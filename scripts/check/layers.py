@@ -27,7 +27,7 @@ ROOMS = {
     'config': 1, 'storage': 1,
     'server/core': 2,
     'server/colo': 3,
-    'server/edge': 4, 'server/owner': 4,
+    'server/edge': 4, 'server/owner': 4, 'server/agent': 4,
     'server/master': 5,
     'server': 6,            # server/main.c: assembles the roles
 }
