@@ -11,10 +11,13 @@ set -eu
 # pages, logrotate the rotation snippet.  Cluster tests: etcd-server and
 # etcd-client (the tests start their own etcd; the package's service is
 # stopped and disabled below), iproute2 and nftables (network namespaces and
-# one-way cuts between them).
+# one-way cuts between them).  Metrics tests: prometheus (promtool checks the
+# Prometheus exposition hotkvd writes; the package's service is stopped and
+# disabled below).
 PKGS="libevent-dev libsqlite3-dev libssl-dev libmsgpack-dev check pkg-config \
 redis-tools redis-server python3-redis clang libclang-rt-14-dev valgrind \
-dpkg-dev lintian man-db groff-base logrotate etcd-server etcd-client iproute2 nftables"
+dpkg-dev lintian man-db groff-base logrotate etcd-server etcd-client iproute2 nftables \
+prometheus"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -29,10 +32,10 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq >&2
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing >&2
-# Debian starts redis-server and etcd as services when it installs them; the
-# tests never use those (they start their own on free ports, under temporary
-# directories), so stop them and keep them from starting at boot.
-for svc in redis-server etcd; do
+# Debian starts redis-server, etcd and prometheus as services when it installs
+# them; the tests never use those (they start their own on free ports, under
+# temporary directories), so stop them and keep them from starting at boot.
+for svc in redis-server etcd prometheus; do
     case " $missing " in
     *" $svc "* | *" $svc-server "*)
         if [ -d /run/systemd/system ]; then
