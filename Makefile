@@ -46,6 +46,8 @@ LIB_SRC  := $(filter-out server/main.c,$(wildcard $(LIBSRC)))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libhotkvd.a
 BIN      := $(if $(filter release,$(VARIANT)),bin/hotkvd,$(BUILD)/hotkvd)
+# hotkvd-admin: a cluster's status from etcd (server/hotkvd_admin.c)
+ADMIN_BIN := $(if $(filter release,$(VARIANT)),bin/hotkvd-admin,$(BUILD)/hotkvd-admin)
 
 TEST_GLOB := $(if $(ONLY),$(foreach o,$(ONLY),tests/*/check_$(o).c),tests/unit/check_*.c tests/integration/check_*.c tests/fault/check_*.c)
 TEST_SRC := $(wildcard $(TEST_GLOB))
@@ -56,7 +58,7 @@ SHIM     := $(BUILD)/tests/fault/stallfs.so
 CLOCKSHIM := $(BUILD)/tests/history/clockshift.so
 
 .PHONY: all deps run test unit integration asan valgrind clean clang fuzz torture difftest layers FORCE
-all: $(DEPS_OK) $(BIN)
+all: $(DEPS_OK) $(BIN) $(ADMIN_BIN)
 
 include scripts/packaging/package.mk
 
@@ -73,6 +75,10 @@ $(LIB): $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BIN): $(BUILD)/server/main.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(ADMIN_BIN): $(BUILD)/server/hotkvd_admin.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -142,11 +148,11 @@ fuzz: $(FUZZ_BINS)
 TEST_MAN := $(if $(filter %/check_cfg.c,$(TEST_SRC)),$(MAN_PAGES))
 TEST_DEB := $(if $(filter %/check_package.c,$(TEST_SRC)),$(DEB_FILE))
 TEST_SHIMS := $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard tests/history/clockshift.c),$(CLOCKSHIM))
-TEST_ENV = HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) \
+TEST_ENV = HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_ADMIN_BIN=$(abspath $(ADMIN_BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) \
            HOTKVD_CLOCKSHIM=$(abspath $(CLOCKSHIM)) \
            HOTKVD_CONF_MAN=$(abspath $(MAN_DIR)/hotkvd.conf.5) HOTKVD_DEB=$(abspath $(DEB_FILE)) \
            HOTKVD_VARIANT=$(VARIANT)
-test: $(DEPS_OK) $(BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_SHIMS)
+test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_SHIMS)
 	@$(MAKE) --no-print-directory layers
 	@$(MAKE) --no-print-directory fuzz
 	$(TEST_ENV) $(TEST_BIN) all
@@ -154,7 +160,7 @@ test: $(DEPS_OK) $(BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_SHIMS)
 unit: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
 	$(TEST_ENV) $(TEST_BIN) unit
 
-integration: $(DEPS_OK) $(BIN) $(TEST_BIN) $(TEST_DEB) $(TEST_SHIMS)
+integration: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(TEST_BIN) $(TEST_DEB) $(TEST_SHIMS)
 	$(TEST_ENV) $(TEST_BIN) integration
 
 asan:
@@ -234,5 +240,5 @@ bench: $(BENCH_DEPS)
 bench-quick: $(BENCH_DEPS)
 	$(BENCH_CMD) --quick $(BENCH_ARGS)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(STORM_OBJ:.o=.d) \
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(BUILD)/server/hotkvd_admin.d $(STORM_OBJ:.o=.d) \
          $(BUILD)/scripts/packaging/mkconfman.d
