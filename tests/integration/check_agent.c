@@ -9,8 +9,8 @@
  * etcd stopped the host keeps its map, from memory and, across a restart of
  * the whole daemon, from disk; the same owner id on a second hotkvd is
  * refused with a clear error; a watch whose revision was compacted away
- * recovers with a full read.  A single host has no agent and no cluster
- * lines.  Every process is stopped by PID, every wait is bounded.
+ * recovers with a full read; a host still waiting for its first map stops
+ * cleanly on SIGTERM.  A single host has no agent and no cluster lines.  Every process is stopped by PID, every wait is bounded.
  */
 #include <check.h>
 #include <signal.h>
@@ -189,6 +189,38 @@ START_TEST(single_host_has_no_agent_and_no_cluster_lines)
 }
 END_TEST
 
+START_TEST(sigterm_while_waiting_for_the_map_stops_cleanly)
+{
+    /* etcd on a port nobody listens on, nothing saved: the host waits */
+    struct daemon d;
+    memset(&d, 0, sizeof(d));
+    h_tmpdir(d.dir, sizeof(d.dir));
+    d.port = h_free_port();
+    snprintf(d.conf, sizeof(d.conf), "%s/hotkvd.conf", d.dir);
+    snprintf(d.log, sizeof(d.log), "%s/hotkvd.log", d.dir);
+    char extra[512];
+    snprintf(extra, sizeof(extra), "cluster t\nhost h1\netcd-endpoints http://127.0.0.1:%d\n"
+             "etcd-timeout 300ms\nhot-owners 1\nedge-workers 1\n", h_free_port());
+    h_write_conf(&d, extra);
+    char *argv[] = {"hotkvd", d.conf, NULL};
+    d.pid = h_spawn(argv, NULL);
+    for (int i = 0; i < 100 && !h_log_has(&d, "waiting", "for the agent", NULL); i++)
+        h_sleep_ms(100);
+    ck_assert_msg(h_log_has(&d, "waiting", "for the agent", "etcd"), "no waiting line");
+    ck_assert(!h_ping(d.port));
+    kill(d.pid, SIGTERM);
+    int status = h_wait(d.pid, 10000);
+    if (status == -1)
+        h_stop(&d);
+    ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d",
+                  status);
+    d.pid = 0;
+    ck_assert(!h_log_has(&d, "owner hot/0 started", NULL, NULL));
+    ck_assert(h_log_has(&d, "stopped", NULL, NULL));
+    h_rmtree(d.dir);
+}
+END_TEST
+
 START_TEST(init_then_info_and_admin_show_the_map)
 {
     etcd_start();
@@ -201,6 +233,14 @@ START_TEST(init_then_info_and_admin_show_the_map)
     ck_assert_int_ge(info_int(&d, "lease_ttl_ms"), 2000);
     ck_assert_int_eq(wait_info(&d, "owners_live", 3, 5000), 3);
     ck_assert_int_eq(info_int(&d, "leaves_hot"), 0); /* not initialised: no map yet */
+    /* the registrations, under the host lease: the edge (slot 3, after the
+     * three owners) has edge id 1 << 12 | 4 */
+    char keys[4096];
+    ck_assert_int_eq(ctl(keys, sizeof(keys), "get", "--prefix", "/hotkvd/t/"), 0);
+    ck_assert_msg(strstr(keys, "/hotkvd/t/writers/4100\n") != NULL, "%s", keys);
+    ck_assert_msg(strstr(keys, "/hotkvd/t/hostnums/1\n{\"host\":\"h1\"}") != NULL, "%s", keys);
+    ck_assert_msg(strstr(keys, "/hotkvd/t/members/h1/cold/0\n{\"number\":3,") != NULL, "%s", keys);
+    ck_assert_msg(strstr(keys, "/hotkvd/t/owners/2\n{\"id\":\"h1/hot/1\"}") != NULL, "%s", keys);
     init_cluster(&d);
     ck_assert_int_gt(info_int(&d, "map_revision"), 0);
     ck_assert_int_eq(info_int(&d, "map_from_disk"), 0);
@@ -421,6 +461,7 @@ Suite *agent_suite(void)
     TCase *tc = tcase_create("single_host");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, single_host_has_no_agent_and_no_cluster_lines);
+    tcase_add_test(tc, sigterm_while_waiting_for_the_map_stops_cleanly);
     suite_add_tcase(s, tc);
     tc = tcase_create("cluster");
     tcase_set_timeout(tc, 90);
