@@ -51,6 +51,7 @@ START_TEST(dead_endpoint_first_fails_over)
     struct got p = put(e, "/t/fo/a", "1", 0);
     ck_assert_msg(p.status == HKV_OK, "%d %s", p.status, p.message);
     ck_assert_int_lt(h_now_ms() - t0, 3000);
+    ck_assert_str_eq(etcd_endpoint(e), etcd.url); /* later calls go there directly */
     ck_assert_str_eq(get(e, "/t/fo/a", NULL).vals[0], "1");
     /* a watch finds the live endpoint too */
     etcd_destroy(&e);
