@@ -18,6 +18,7 @@
 
 #include "proto/stamp.h"
 #include "server/core/clock.h"
+#include "server/core/cmap.h"
 #include "server/core/topo.h"
 
 struct owner_ref *edge_owner_at(struct edge *e, int g)
@@ -106,7 +107,10 @@ static void on_stats_poll(evutil_socket_t fd, short what, void *arg)
 int owners_setup(struct edge *e, const struct owner_hooks *hooks)
 {
     const struct cfg *cfg = e->ctx->cfg;
-    uint32_t writer = ((uint32_t)e->ctx->slot + 1) & STAMP_WRITER_MAX;
+    struct cmap_health ch = {0};
+    if (e->ctx->cmap != NULL)
+        cmap_health_get(e->ctx->cmap, &ch); /* the master forks edges once it is set */
+    uint32_t writer = worker_edge_id(ch.host_number, e->ctx->slot);
     while (e->incarnation == 0 || e->incarnation == WIRE_PREV_UNKNOWN)
         if (getrandom(&e->incarnation, sizeof(e->incarnation), 0) != sizeof(e->incarnation))
             e->incarnation = ((uint64_t)getpid() << 32) ^ (uint64_t)clock_unix_ms();
