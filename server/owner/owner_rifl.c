@@ -6,8 +6,11 @@
  * most requests arrive in order, so forgetting "everything below ack" pops
  * the FIFO's head while it is below ack; a record that arrived out of order
  * (a retry whose first attempt was lost) waits behind a newer one until
- * that one goes, which only delays its release.  The writer table is direct:
- * writer ids are small (proto/stamp.h, 12 bits).
+ * that one goes, which only delays its release.  The writer table is an
+ * open-addressed hash on the whole 32-bit writer id: in a cluster an edge id
+ * is host_number << 12 | slot (server/core/worker.h), so edges of two hosts
+ * share their low bits, and a table indexed by them would let one host's new
+ * incarnation wipe the other's records (a retry then applied twice).
  */
 #include "server/owner/owner_rifl.h"
 
@@ -17,8 +20,8 @@
 #include "proto/hkv.h"
 #include "proto/wire.h"
 
-#define WRITERS (STAMP_WRITER_MAX + 1)
 #define MIN_BUCKETS 64
+#define MIN_WRITERS 64
 
 struct rec {
     struct rec *hnext;   /* hash chain */
@@ -30,6 +33,8 @@ struct rec {
 };
 
 struct wstate {
+    uint32_t writer;
+    uint8_t used;
     uint64_t inc;
     struct rec *head, *tail;
     size_t n;
@@ -39,7 +44,8 @@ struct rifl {
     struct rec **b;
     size_t nb, n, max;
     uint64_t dropped;
-    struct wstate w[WRITERS];
+    struct wstate *w;    /* open addressing by writer id, nw slots (a power of 2) */
+    size_t nw, nwused;
 };
 
 static uint64_t mix(uint32_t writer, uint64_t inc, uint64_t seq)
@@ -61,6 +67,13 @@ int rifl_create(size_t max, struct rifl **out)
         return HKV_ENOMEM;
     }
     r->nb = MIN_BUCKETS;
+    r->w = calloc(MIN_WRITERS, sizeof(*r->w));
+    if (r->w == NULL) {
+        free(r->b);
+        free(r);
+        return HKV_ENOMEM;
+    }
+    r->nw = MIN_WRITERS;
     r->max = max ? max : 1;
     *out = r;
     return HKV_OK;
@@ -126,8 +139,44 @@ void rifl_destroy(struct rifl **rp)
             rec_free(x);
         }
     free(r->b);
+    free(r->w);
     free(r);
     *rp = NULL;
+}
+
+static size_t wslot(const struct wstate *w, size_t nw, uint32_t writer)
+{
+    size_t i = (size_t)((writer * 0x9e3779b97f4a7c15ULL) >> 32) & (nw - 1);
+    while (w[i].used && w[i].writer != writer)
+        i = (i + 1) & (nw - 1);
+    return i;
+}
+
+/* Writer `writer`'s state, made on first sight; NULL only when the table
+ * is full and cannot grow (then the caller keeps no record: the reply is
+ * still given, a retry of it is answered "outcome unknown"). */
+static struct wstate *wstate_of(struct rifl *r, uint32_t writer)
+{
+    size_t i = wslot(r->w, r->nw, writer);
+    if (r->w[i].used)
+        return &r->w[i];
+    if (2 * (r->nwused + 1) > r->nw) {
+        size_t nw = r->nw * 2;
+        struct wstate *w = calloc(nw, sizeof(*w));
+        if (w == NULL)
+            return NULL;
+        for (size_t k = 0; k < r->nw; k++)
+            if (r->w[k].used)
+                w[wslot(w, nw, r->w[k].writer)] = r->w[k];
+        free(r->w);
+        r->w = w;
+        r->nw = nw;
+        i = wslot(r->w, r->nw, writer);
+    }
+    r->w[i].used = 1;
+    r->w[i].writer = writer;
+    r->nwused++;
+    return &r->w[i];
 }
 
 void rifl_set_max(struct rifl *r, size_t max) { r->max = max ? max : 1; }
@@ -157,7 +206,9 @@ static void pop_head(struct rifl *r, struct wstate *w)
 
 void rifl_ack(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t ack)
 {
-    struct wstate *w = &r->w[writer % WRITERS];
+    struct wstate *w = wstate_of(r, writer);
+    if (w == NULL)
+        return;
     if (w->inc != inc) {
         while (w->head != NULL)
             pop_head(r, w);
@@ -211,7 +262,12 @@ int rifl_put(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq,
         free(mem);
         return HKV_ENOMEM;
     }
-    struct wstate *w = &r->w[writer % WRITERS];
+    struct wstate *w = wstate_of(r, writer);
+    if (w == NULL) {
+        free(x);
+        free(mem);
+        return HKV_ENOMEM;
+    }
     if (w->inc != inc)
         rifl_ack(r, writer, inc, 0); /* a new incarnation: the old one's records go */
     while (w->n >= r->max && w->head != NULL) {

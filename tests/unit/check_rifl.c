@@ -80,6 +80,31 @@ START_TEST(new_incarnation_forgets_the_old_process)
 }
 END_TEST
 
+/* In a cluster an edge id is host_number << 12 | slot: edges of two hosts
+ * share the low bits.  One host's restarted edge must not take the other
+ * host's records with it (its retry would then be applied twice), and
+ * hundreds of writers each keep their own. */
+START_TEST(writers_of_other_hosts_with_the_same_slot_are_apart)
+{
+    struct rifl *r = NULL;
+    ck_assert_int_eq(rifl_create(100, &r), HKV_OK);
+    struct rifl_result res = ok_result(1, NULL);
+    uint32_t h1 = 1u << 12 | 1, h2 = 2u << 12 | 1;
+    ck_assert_int_eq(rifl_put(r, h1, 5, 1, &res), HKV_OK);
+    ck_assert_int_eq(rifl_put(r, h2, 9, 1, &res), HKV_OK);
+    ck_assert_int_eq(rifl_put(r, h2, 10, 2, &res), HKV_OK); /* h2's edge restarted */
+    ck_assert_ptr_nonnull(rifl_get(r, h1, 5, 1));
+    rifl_ack(r, h2, 10, 100);
+    ck_assert_ptr_nonnull(rifl_get(r, h1, 5, 1));
+    for (uint32_t h = 1; h <= 300; h++)
+        ck_assert_int_eq(rifl_put(r, h << 12 | 7, h, 1, &res), HKV_OK);
+    for (uint32_t h = 1; h <= 300; h++)
+        ck_assert_ptr_nonnull(rifl_get(r, h << 12 | 7, h, 1));
+    ck_assert_ptr_nonnull(rifl_get(r, h1, 5, 1));
+    rifl_destroy(&r);
+}
+END_TEST
+
 START_TEST(bound_evicts_the_flooding_writers_oldest)
 {
     struct rifl *r = NULL;
@@ -138,6 +163,7 @@ Suite *rifl_suite(void)
         {"retry", retry_finds_the_recorded_result},
         {"ack", ack_forgets_finished_requests_only},
         {"incarnation", new_incarnation_forgets_the_old_process},
+        {"hosts", writers_of_other_hosts_with_the_same_slot_are_apart},
         {"bound", bound_evicts_the_flooding_writers_oldest},
         {"order", out_of_order_and_replaced_records},
     };
