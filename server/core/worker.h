@@ -25,6 +25,8 @@
 #include "config/cfg.h"
 #include "server/core/board.h"
 
+struct cmap;
+
 struct worker_ctx {
     enum board_role role;
     int index;              /* the process's number in its group (colo or pool) */
@@ -35,6 +37,8 @@ struct worker_ctx {
     struct board *board;
     int ctl_fd;             /* child end of the control socketpair */
     pid_t master_pid;
+    struct cmap *cmap;      /* the cluster map (server/core/cmap.h); NULL on a
+                             * single host */
 };
 
 struct worker_hooks {
