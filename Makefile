@@ -24,7 +24,7 @@ endif
 
 # msgpack-c 6 renamed its pkg-config module from msgpack to msgpack-c.
 MSGPACK_PC := $(shell pkg-config --exists msgpack-c 2>/dev/null && echo msgpack-c || echo msgpack)
-PKGS     := libevent libevent_pthreads sqlite3 openssl $(MSGPACK_PC)
+PKGS     := libevent libevent_pthreads libevent_openssl sqlite3 openssl $(MSGPACK_PC)
 
 BASE_CFLAGS := -std=gnu11 -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
                -D_GNU_SOURCE -I. -MMD -MP
