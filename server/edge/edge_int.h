@@ -6,7 +6,8 @@
  *
  * The modules, bottom up (a module calls only those before it; anything
  * that flows up is a hook given at setup):
- *   edge_arg, edge_link, auth,
+ *   edge_arg, edge_link_io,
+ *   edge_link, edge_link_make, auth
  *   edge_subcmd, edge_cmdinfo,
  *   edge_command                    words and integers; one owner link; ACLs;
  *                                   the subcommands and the command stat ids;
