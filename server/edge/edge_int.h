@@ -56,6 +56,7 @@
 struct auth;
 struct conn;
 struct conn_hooks;
+struct elink;
 struct flights;
 struct op;
 struct owner_ref;
@@ -106,8 +107,13 @@ struct edge {
     /* owners and routing (edge_owners.c) */
     struct router *router;
     uint64_t incarnation;         /* this process, in HELLO (exactly-once retries) */
-    struct owner_ref *owners;     /* hot owners, then cold owners */
+    struct owner_ref *owners;     /* hot owners, then cold owners (a cluster: by number - 1) */
     int nowners;
+    struct ssl_ctx_st *cluster_tls; /* a cluster: the client context of links to other
+                                     * hosts (NULL: none can be made) */
+    uint32_t writer;              /* the edge id in HELLO */
+    void (*link_push)(void *arg, const struct wire_msg *m); /* what links call up */
+    void (*link_drained)(struct elink *l, void *arg);      /* (owners_setup's hooks) */
     struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
 
     /* ops (edge_op.c, edge_op_send.c) */
