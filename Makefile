@@ -109,7 +109,7 @@ $(CLOCKSHIM): tests/history/clockshift.c
 # Fuzz targets: libFuzzer with clang, each run for FUZZ_SECONDS on a scratch
 # copy of its corpus (libFuzzer writes new inputs into its first directory).
 FUZZ_SECONDS ?= 15
-FUZZ_TARGETS := resp wire
+FUZZ_TARGETS := resp wire json
 FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I.
 build/fuzz/fuzz_resp: tests/fuzz/fuzz_resp.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
@@ -118,6 +118,9 @@ build/fuzz/fuzz_resp: tests/fuzz/fuzz_resp.c $(wildcard proto/*.c proto/*.h) | $
 build/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) -o $@ $< proto/wire.c proto/wire_decode.c proto/wire_call.c proto/buf.c proto/hkv.c
+build/fuzz/fuzz_json: tests/fuzz/fuzz_json.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -o $@ $< proto/json.c proto/b64.c proto/hkv.c
 fuzz: $(FUZZ_BINS)
 	@for t in $(FUZZ_TARGETS); do \
 	  scratch=$$(mktemp -d); \

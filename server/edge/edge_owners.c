@@ -266,7 +266,10 @@ static int cluster_setup(struct edge *e)
 int owners_setup(struct edge *e, const struct owner_hooks *hooks)
 {
     const struct cfg *cfg = e->ctx->cfg;
-    uint32_t writer = ((uint32_t)e->ctx->slot + 1) & STAMP_WRITER_MAX;
+    struct cmap_health ch = {0};
+    if (e->ctx->cmap != NULL)
+        cmap_health_get(e->ctx->cmap, &ch); /* the master forks edges once it is set */
+    uint32_t writer = worker_edge_id(ch.host_number, e->ctx->slot);
     while (e->incarnation == 0 || e->incarnation == WIRE_PREV_UNKNOWN)
         if (getrandom(&e->incarnation, sizeof(e->incarnation), 0) != sizeof(e->incarnation))
             e->incarnation = ((uint64_t)getpid() << 32) ^ (uint64_t)clock_unix_ms();
