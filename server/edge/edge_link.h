@@ -104,6 +104,8 @@ void elink_set_timeout(struct elink *l, int64_t timeout_ms);
 void elink_set_tls(struct elink *l, SSL_CTX *ctx);
 int elink_congested(const struct elink *l);
 int elink_is_up(const struct elink *l);
+/* 1 for a TCP link (to an owner of another host). */
+int elink_is_remote(const struct elink *l);
 /* Requests waiting for an answer. */
 uint64_t elink_pending(const struct elink *l);
 const char *elink_name(const struct elink *l);

@@ -15,6 +15,7 @@
 const char *elink_name(const struct elink *l) { return l->name; }
 int elink_congested(const struct elink *l) { return l->congested; }
 int elink_is_up(const struct elink *l) { return l->state == LINK_UP; }
+int elink_is_remote(const struct elink *l) { return l->addr != NULL; }
 uint64_t elink_pending(const struct elink *l) { return l->npending; }
 void elink_set_timeout(struct elink *l, int64_t ms) { l->timeout_ms = ms > 0 ? ms : 1; }
 

@@ -68,6 +68,16 @@ int edge_owners_count(struct edge *e)
     return n;
 }
 
+int edge_remote_links_up(struct edge *e)
+{
+    int n = 0;
+    for (int g = 0; e->owners != NULL && g < e->nowners; g++) {
+        struct elink *l = e->owners[g].link[WIRE_ROLE_WRITE];
+        n += l != NULL && elink_is_remote(l) && elink_is_up(l);
+    }
+    return n;
+}
+
 struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt)
 {
     struct rmap *m = router_map(e->router);
