@@ -146,6 +146,8 @@ static void link_break(struct elink *l, const char *why)
     }
     SSL_free(l->ssl);
     l->ssl = NULL;
+    l->want = 0;
+    l->read_wants_write = 0;
     if (l->fd >= 0)
         close(l->fd);
     l->fd = -1;
@@ -319,8 +321,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     if (n < 0) {
         if (errno != EAGAIN && errno != EINTR)
             link_break(l, errno == EPROTO ? "TLS error" : strerror(errno));
-        else if (want == EV_WRITE) /* TLS: the read needs the socket writable */
+        else if (want == EV_WRITE) { /* TLS: the read needs the socket writable */
+            l->read_wants_write = 1;
             event_add(l->wev, NULL);
+        }
         return;
     }
     l->in.len += (size_t)n;
@@ -378,8 +382,10 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     }
     if (l->state != LINK_UP)
         return;
-    if (l->ssl != NULL)
-        event_active(l->rev, EV_READ, 1); /* a TLS read may have waited for writable */
+    if (l->read_wants_write) { /* a TLS read waited for writable */
+        l->read_wants_write = 0;
+        event_active(l->rev, EV_READ, 1);
+    }
     while (buf_unread(&l->out) > 0) {
         short want;
         ssize_t n = eio_write(fd, l->ssl, buf_head(&l->out), buf_unread(&l->out), &want);

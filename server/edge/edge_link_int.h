@@ -33,7 +33,8 @@ struct elink {
     SSL_CTX *tls;             /* TCP: the client context (a reference) */
     char *peer_host;          /* TCP: the host the owner's certificate must name */
     SSL *ssl;                 /* the current connection's TLS session */
-    short want;               /* TLS: the event a blocked read/write waits for */
+    short want;               /* TLS: EV_READ while a write waits for readable */
+    int read_wants_write;     /* TLS: a read waits for writable */
     char cluster[64], host[64];
     uint32_t want_owner;
     char name[64];

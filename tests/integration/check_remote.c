@@ -300,7 +300,8 @@ static struct answer ping_owner(int port, const char *cluster, uint32_t want, co
     ck_assert_ptr_nonnull(l);
     struct answer a = {0};
     uint64_t id;
-    ck_assert_int_eq(wire_put_ping(elink_out(l, &id), id), HKV_OK);
+    struct hkv_buf *b = elink_out(l, &id); /* sets id: not in the same call */
+    ck_assert_int_eq(wire_put_ping(b, id), HKV_OK);
     ck_assert_int_eq(elink_commit(l, id, answer_cb, &a), HKV_OK);
     int64_t end = h_now_ms() + 8000;
     while (!a.done && h_now_ms() < end) {

@@ -157,6 +157,27 @@ static void answer_cb(void *arg, int status, const struct wire_msg *m)
     a->type = m != NULL ? m->type : 0;
 }
 
+static size_t got_len;
+static uint64_t got_sum;
+
+static uint64_t sum(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)p[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* answer_cb, keeping a VALUE's length and checksum */
+static void value_cb(void *arg, int status, const struct wire_msg *m)
+{
+    answer_cb(arg, status, m);
+    if (m != NULL && m->type == WIRE_VALUE) {
+        got_len = m->u.value.value.len;
+        got_sum = sum(m->u.value.value.p, m->u.value.value.len);
+    }
+}
+
 /* An edge link to the owner as host `host` wanting owner `want` of cluster
  * `cluster`, expecting the owner's certificate to name `peer`, at `addr`. */
 static void open_link(const char *addr, const char *peer, const char *cluster, uint32_t want,
@@ -219,6 +240,55 @@ START_TEST(good_certificates_carry_requests_both_ways)
     ck_assert_int_eq(hello, 1);
     a = ping(); /* and again on the same connection */
     ck_assert_uint_eq(a.type, WIRE_PONG);
+}
+END_TEST
+
+/* Requests sent while the link is still connecting, many at once and one
+ * of several MB each way, cross TLS whole (partial writes, records the
+ * socket no longer signals). */
+START_TEST(pipelined_and_large_requests_cross_tls_whole)
+{
+    start_owner("h2");
+    client_ctx("h1", "ca");
+    open_link("127.0.0.1", "h2", "prod", ME, "h1");
+    enum { N = 200, BIG = 3 << 20 };
+    static struct answer pings[N];
+    memset(pings, 0, sizeof(pings));
+    for (int i = 0; i < N; i++) {
+        uint64_t id;
+        struct hkv_buf *b = elink_out(link_, &id); /* sets id: not in the same call */
+        ck_assert_int_eq(wire_put_ping(b, id), HKV_OK);
+        ck_assert_int_eq(elink_commit(link_, id, answer_cb, &pings[i]), HKV_OK);
+    }
+    char *big = malloc(BIG);
+    ck_assert_ptr_nonnull(big);
+    for (int i = 0; i < BIG; i++)
+        big[i] = (char)('a' + i % 26);
+    struct answer set = {0}, get = {0};
+    uint64_t id;
+    struct wire_rid rid = {1, 1, 0};
+    struct hkv_buf *out = elink_out(link_, &id);
+    ck_assert_int_eq(wire_put_set(out, id, wire_cstr("big"),
+                                  wire_slice(big, BIG), rid, (struct wire_expiry){0, 0}, 0, 0),
+                     HKV_OK);
+    ck_assert_int_eq(elink_commit(link_, id, answer_cb, &set), HKV_OK);
+    struct wire_slice k = wire_cstr("big");
+    out = elink_out(link_, &id);
+    ck_assert_int_eq(wire_put_get(out, id, &k, 1), HKV_OK);
+    ck_assert_int_eq(elink_commit(link_, id, value_cb, &get), HKV_OK);
+    int64_t end = h_now_ms() + WAIT_MS;
+    for (int i = 0; i < 100000 && !get.done; i++) {
+        ck_assert_msg(h_now_ms() < end, "the large GET not answered within %d ms", WAIT_MS);
+        event_base_loop(own.base, EVLOOP_NONBLOCK);
+    }
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(pings[i].done && pings[i].type == WIRE_PONG, "PING %d: done %d status %d type %d", i,
+                      pings[i].done, pings[i].status, pings[i].type);
+    ck_assert_uint_eq(set.type, WIRE_OK);
+    ck_assert_uint_eq(get.type, WIRE_VALUE);
+    ck_assert_int_eq(got_len, BIG);
+    ck_assert_int_eq(got_sum, sum(big, BIG));
+    free(big);
 }
 END_TEST
 
@@ -312,6 +382,7 @@ Suite *elink_tls_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, good_certificates_carry_requests_both_ways);
+    tcase_add_test(tc, pipelined_and_large_requests_cross_tls_whole);
     tcase_add_test(tc, owner_certificate_naming_the_host_in_san_is_accepted);
     tcase_add_test(tc, owner_certificate_for_another_host_is_refused);
     tcase_add_test(tc, owner_certificate_from_an_untrusted_ca_is_refused);
