@@ -313,8 +313,8 @@ void owners_reload(struct edge *e, const struct cfg *cfg)
 {
     if (e->router != NULL)
         router_set_config(e->router, cfg);
-    if (e->cluster_tls != NULL) {
-        char err[512];
+    if (e->router != NULL && router_map(e->router) != NULL && cfg->cluster_tls_cert_file[0]) {
+        char err[512]; /* new links use the files as they are now; a bad file keeps the old */
         SSL_CTX *ctx = tls_cluster_ctx_new(cfg, 0, err, sizeof(err));
         if (ctx == NULL) {
             log_warning("cluster TLS not reloaded, keeping the previous files: %s", err);
