@@ -196,7 +196,7 @@ int agent_state_load(const char *path, struct agent_state *st)
         if (sscanf(line, "hotkvd-agent-state %d", &version) == 1)
             continue;
         if (strncmp(line, "host ", 5) == 0 && strlen(line + 5) < sizeof(st->host)) {
-            snprintf(st->host, sizeof(st->host), "%s", line + 5);
+            memcpy(st->host, line + 5, strlen(line + 5) + 1);
             have |= 1;
         } else if (sscanf(line, "host_number %u", &h) == 1 && h <= 4095) {
             st->host_number = h;

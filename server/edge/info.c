@@ -113,7 +113,8 @@ static void sec_processes(struct hkv_buf *b, struct edge *e)
         struct board_slot *s = &bd->slots[i];
         uint32_t role = atomic_load_explicit(&s->role, memory_order_relaxed);
         buf_printf(b, "slot%u:role=%s,pid=%d,ready=%u,restarts=%u,heartbeat_age_ms=%lld,config_generation=%llu\r\n",
-                   i, role == BOARD_EDGE ? "edge" : role == BOARD_OWNER ? "owner" : "none",
+                   i, role == BOARD_EDGE ? "edge" : role == BOARD_OWNER ? "owner"
+                      : role == BOARD_AGENT ? "agent" : "none",
                    (int)atomic_load_explicit(&s->pid, memory_order_relaxed),
                    atomic_load_explicit(&s->ready, memory_order_relaxed),
                    atomic_load_explicit(&s->restarts, memory_order_relaxed),

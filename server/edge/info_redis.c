@@ -12,6 +12,7 @@
 
 #include "server/core/clock.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/info_cluster.h"
 #include "server/edge/edge_subcmd.h"
 
 /* ---- the processes ---------------------------------------------------------- */
@@ -318,7 +319,9 @@ void info_modules(struct hkv_buf *b, struct edge *e)
 
 void info_cluster(struct hkv_buf *b, struct edge *e)
 {
-    buf_printf(b, "# Cluster\r\ncluster_enabled:0\r\n\r\n");
+    buf_printf(b, "# Cluster\r\ncluster_enabled:0\r\n");
+    info_cluster_lines(b, e); /* a hotkvd cluster host's own (info_cluster.h) */
+    buf_printf(b, "\r\n");
 }
 
 /* ---- Commandstats, Errorstats -------------------------------------------------------- */
