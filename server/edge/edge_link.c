@@ -100,6 +100,11 @@ static void hello_cb(void *arg, int status, const struct wire_msg *m)
             log_notice("owner link %s is up again", l->name);
         l->logged_down = 0;
     } else if (m->type == WIRE_ERROR) {
+        /* The owner read nothing after a HELLO it refused (it closes the
+         * link): no request of this connection was applied, so a retry of
+         * one is a first attempt (incarnation 0 below: rid.prev 0). */
+        l->owners[l->conn % 8].conn = l->conn;
+        l->owners[l->conn % 8].inc = 0;
         log_warning("owner link %s: HELLO refused: %.*s", l->name, (int)m->u.error.text.len,
                     m->u.error.text.p);
     }
