@@ -177,7 +177,7 @@ void info_memory(struct hkv_buf *b, struct edge *e)
     if (used > peak)
         peak = used;
     uint64_t dataset = (uint64_t)owners_sum(e, CTR_OWNER_owner_memory_bytes);
-    uint64_t maxmem = (uint64_t)e->ctx->cfg->owner_maxmemory * (uint64_t)e->nowners;
+    uint64_t maxmem = (uint64_t)e->ctx->cfg->owner_maxmemory * (uint64_t)edge_owners_count(e);
     struct sysinfo si;
     uint64_t total = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
     char h1[32], h2[32], h3[32], h4[32], h5[32];

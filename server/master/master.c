@@ -135,6 +135,7 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
         if (m->children[i].role == BOARD_OWNER && &m->children[i] != c)
             close(m->children[i].link_fd);
     }
+    master_owner_tcp_close(m, c);
 
     struct worker_ctx ctx = {
         .role = c->role,
@@ -173,7 +174,7 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
             cache_destroy(&m->caches[k]); /* owners never read a colo segment */
         for (int k = 0; k < m->cfg->colos; k++)
             rl_destroy(&m->limiters[k]);
-        struct owner_ctx octx = {.pool = c->pool, .link_fd = c->link_fd};
+        struct owner_ctx octx = {.pool = c->pool, .link_fd = c->link_fd, .tcp_fd = c->tcp_fd};
         code = owner_main(&ctx, &octx);
     }
     exit(code);

@@ -121,7 +121,7 @@ static int open_sockets(struct master *m, char *err, size_t len)
         if (c->link_fd < 0)
             return -1;
     }
-    return 0;
+    return master_owner_tcp_open(m, err, len);
 }
 
 /* The scoreboard and, per colo, the cache and the rate limiter. */
@@ -219,6 +219,7 @@ int master_build_children(struct master *m, event_callback_fn on_restart)
         c->m = m;
         c->slot = i;
         c->link_fd = -1;
+        c->tcp_fd = -1;
         c->backoff_ms = BACKOFF_MIN_MS;
         c->restart = evtimer_new(m->base, on_restart, c);
         if (c->restart == NULL)
@@ -242,6 +243,7 @@ void master_teardown(struct master *m)
             unlink(path);
         }
     }
+    master_owner_tcp_close(m, NULL);
     free(m->children);
     for (size_t i = 0; i < m->nlisten; i++)
         close(m->listen_fds[i]);

@@ -48,6 +48,8 @@ struct child {
     struct bufferevent *ctl;
     struct event *restart;
     int link_fd;              /* owners: the listening socket edges connect to */
+    int tcp_fd;               /* cluster owners: the TCP socket other hosts' edges
+                               * connect to (master_owner_tcp.c); -1 = none */
     int rs_asked;             /* RESETSTATs it asked for, not yet in a round */
     int rs_round;             /* RESETSTATs it asked for, answered when this round ends */
     int rs_pending;           /* told to reset in this phase, not confirmed yet */
@@ -103,6 +105,16 @@ int master_boot(struct master *m, char *err, size_t len);
 /* Frees what master_build_children and master_boot made (partial or not),
  * and the master's events and loop. */
 void master_teardown(struct master *m);
+
+/* ---- master_owner_tcp.c ---- */
+
+/* A cluster host with owner-port: each owner's TCP listener (owner-port +
+ * its host-wide index, on advertise-addr resolved now) into c->tcp_fd, after
+ * checking the cluster TLS files load.  0 (also when there is nothing to
+ * open), or -1 with why in err. */
+int master_owner_tcp_open(struct master *m, char *err, size_t len);
+/* Closes every owner's TCP listener except keep's (NULL: all). */
+void master_owner_tcp_close(struct master *m, const struct child *keep);
 
 /* ---- master_reload.c ---- */
 
