@@ -204,6 +204,56 @@ START_TEST(new_options_move_later_calls)
 }
 END_TEST
 
+START_TEST(etcd_down_and_back_the_client_reconnects)
+{
+    NEED_ETCD();
+    struct etcd *e = local_client();
+    ck_assert_int_eq(put(e, "/t/down/a", "1", 0).status, HKV_OK);
+    struct wrec w = {0};
+    struct etcd_watch *h = watch_prefix(e, "/t/down/", 0, 5000, &w);
+    ck_assert(run_until(&w.created, 8000));
+    harness_etcd_halt(&etcd);
+    /* the watch ends (the stream broke), calls fail fast: nothing listens */
+    ck_assert(run_until(&w.over, 8000));
+    ck_assert_int_eq(w.kind[w.n - 1], ETCD_W_BROKEN);
+    ck_assert_int_eq(w.status[w.n - 1], HKV_EIO);
+    etcd_watch_cancel(&h);
+    ck_assert_int_eq(get(e, "/t/down/a", NULL).status, HKV_EIO);
+    ck_assert_int_eq(harness_etcd_restart(&etcd), 0);
+    struct got r = get(e, "/t/down/a", NULL);
+    ck_assert_msg(r.status == HKV_OK, "%d %s", r.status, r.message);
+    ck_assert_str_eq(r.vals[0], "1"); /* same data */
+    etcd_destroy(&e);
+}
+END_TEST
+
+START_TEST(a_test_that_dies_leaves_no_etcd_behind)
+{
+    ck_assert_msg(harness_etcd_available(), "etcd-server/etcd-client not installed");
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        struct h_etcd x;
+        if (harness_etcd_start(&x, NULL) != 0)
+            _exit(2);
+        (void)!write(p[1], &x, sizeof(x));
+        _exit(1); /* as a failed assertion would: no harness_etcd_stop */
+    }
+    close(p[1]);
+    struct h_etcd x;
+    ck_assert_int_eq(read(p[0], &x, sizeof(x)), (ssize_t)sizeof(x));
+    close(p[0]);
+    h_wait(child, 5000);
+    int64_t end = h_now_ms() + 8000;
+    while ((h_alive(x.pid) || access(x.dir, F_OK) == 0) && h_now_ms() < end)
+        h_sleep_ms(50);
+    ck_assert_msg(!h_alive(x.pid), "etcd %d outlived its test", (int)x.pid);
+    ck_assert_msg(access(x.dir, F_OK) != 0, "%s left behind", x.dir);
+}
+END_TEST
+
 /* ---- auth ---- */
 
 static void auth_setup(void)
@@ -427,6 +477,8 @@ Suite *etcd_net_suite(void)
     tcase_add_test(tc, timeouts_fire_against_a_listener_that_never_answers);
     tcase_add_test(tc, garbled_or_oversized_answers_are_protocol_errors);
     tcase_add_test(tc, new_options_move_later_calls);
+    tcase_add_test(tc, etcd_down_and_back_the_client_reconnects);
+    tcase_add_test(tc, a_test_that_dies_leaves_no_etcd_behind);
     suite_add_tcase(s, tc);
     tc = tcase_create("auth");
     tcase_add_unchecked_fixture(tc, auth_setup, etcd_teardown);
