@@ -199,7 +199,8 @@ struct olink {
 };
 
 /* The writer bits of the versions this owner issues: unique per owner of a
- * host (hot owners 1.., cold owners 2049..). */
+ * host (hot owners 1.., cold owners 2049..).  In a cluster, see
+ * owner_own_writer. */
 static inline uint32_t owner_writer_id(const struct owner *o)
 {
     return (uint32_t)(1 + (o->pool == CFG_POOL_HOT ? 0 : 2048) + o->index) & STAMP_WRITER_MAX;
@@ -220,6 +221,12 @@ void owner_own_teardown(struct owner *o);
 /* This owner's cluster number (0: not known yet), the map revision it
  * follows (0: none yet), and how many leaves it serves. */
 unsigned owner_own_number(const struct owner *o);
+/* The writer bits of this owner's versions: on a single host
+ * owner_writer_id; in a cluster its cluster number (1..CMAP_MAX_OWNERS),
+ * read from the map at start, since owner k of one host and owner k of
+ * another would otherwise issue the same versions (colo caches order and
+ * floor by them).  Reads the whole map: call once, at start. */
+uint32_t owner_own_writer(const struct owner *o);
 int64_t owner_own_revision(const struct owner *o);
 size_t owner_own_leaves(const struct owner *o);
 /* Takes the cluster map now if its revision moved since the last poll (a

@@ -223,6 +223,26 @@ void owner_own_refresh(struct owner *o)
         poll_map(o);
 }
 
+uint32_t owner_own_writer(const struct owner *o)
+{
+    const struct cfg *cfg = o->ctx->cfg;
+    if (o->ctx->cmap == NULL)
+        return owner_writer_id(o);
+    struct cmap_table *t = malloc(sizeof(*t));
+    unsigned n = 0;
+    if (t != NULL && cmap_snapshot(o->ctx->cmap, t) > 0)
+        n = cmap_owner_by_id(t, cfg->host, o->pool, o->index);
+    free(t);
+    if (n == 0) {
+        /* The master starts owners once the map names them; this is a map
+         * being rewritten at that instant.  Above every cluster number. */
+        log_warning("no cluster number in the map yet: versions carry writer %u",
+                    (unsigned)(CMAP_MAX_OWNERS + 1 + owner_writer_id(o)) & STAMP_WRITER_MAX);
+        return (uint32_t)(CMAP_MAX_OWNERS + 1 + owner_writer_id(o)) & STAMP_WRITER_MAX;
+    }
+    return n;
+}
+
 int owner_own_load(struct owner *o)
 {
     const struct cfg *cfg = o->ctx->cfg;

@@ -478,7 +478,7 @@ int owner_persist_setup(struct owner *o, owner_request_fn run_again)
     topo_owner_db(cfg, o->pool, o->index, path, sizeof(path));
     struct ledger_options lo = {.maxmemory = (size_t)cfg->owner_maxmemory,
                                 .tombstone_ttl_ms = (uint64_t)cfg->tombstone_ttl_ms,
-                                .writer = owner_writer_id(o)};
+                                .writer = owner_own_writer(o)};
     if (ledger_create(&lo, &o->ledger) != HKV_OK) {
         log_warning("cannot create the ledger");
         return -1;
