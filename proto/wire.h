@@ -8,8 +8,10 @@
  * messages (PUSH, INVALIDATE) carry id 0; every other kind needs id != 0,
  * except ERROR, whose id 0 means "about the connection" (HELLO refused, a
  * frame whose id could not be read).  Kinds are numbered by direction:
- * requests 1..63, replies 64..95, push 96..; a new kind takes the next free
- * number of its range, so the range tests below stay ranges.
+ * requests 1..63, replies 64..95, push 96..127; a new kind takes the next free
+ * number of its range, so the range tests below stay ranges.  Kinds 128.. are
+ * the leaf move's (hand-off links and the agent's control channel,
+ * proto/wire_hand.h): same framing, a decoder of their own.
  *
  * Handshake.  Every link opens with HELLO (protocol version, edge id, colo,
  * link role, and since version 3 the cluster, the owner number the edge

@@ -9,7 +9,10 @@
  * accepted message also keeps the rules the owner relies on: a write request's
  * rid has seq != 0, a HELLO or HELLO_OK has incarnation != 0, the id rule holds,
  * a CALL or EXEC has proto 2 or 3 and no empty argv, EXEC's watch entries + args
- * and RESP's changes stay within max_items, a RESP reply is not empty.
+ * and RESP's changes stay within max_items, a RESP reply is not empty.  The
+ * same payload goes through the move's decoder (proto/wire_hand.h) with the
+ * same round-trip rules; a payload both accept is a bug (their kinds are
+ * disjoint).
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
  *     $(pkg-config --cflags msgpack) tests/fuzz/fuzz_wire.c proto/wire*.c \
@@ -21,6 +24,7 @@
 #include <string.h>
 
 #include "proto/wire.h"
+#include "proto/wire_hand.h"
 
 #define FUZZ_MAX_FRAME (1u << 20)
 #define FUZZ_MAX_ITEMS 1024
@@ -96,11 +100,47 @@ static void accepted_rules(const struct wire_msg *m)
     }
 }
 
+static void hand_roundtrip(const struct hand_msg *m)
+{
+    const char *p;
+    size_t plen, used;
+    struct hand_msg m2;
+
+    buf_reset(&out);
+    CHECK(hand_put(&out, m) == HKV_OK);
+    CHECK(wire_next_frame(out.data, out.len, 0, &p, &plen, &used) == HKV_OK);
+    CHECK(used == out.len);
+    CHECK(hand_decode(&dec2, p, plen, &m2, NULL) == HKV_OK);
+    CHECK(hand_msg_equal(m, &m2));
+    buf_reset(&out2);
+    CHECK(hand_put(&out2, &m2) == HKV_OK);
+    CHECK(out2.len == out.len && memcmp(out.data, out2.data, out.len) == 0);
+}
+
+/* The move's decoder on the same payload: disjoint from wire_decode. */
+static int hand_one(const char *payload, size_t plen)
+{
+    struct hand_msg h;
+    const char *why = NULL;
+    int rc = hand_decode(&dec, payload, plen, &h, &why);
+    if (rc == HKV_OK) {
+        CHECK(why == NULL && h.id != 0 && hand_type_name(h.type) != NULL);
+        CHECK(hand_peek_type(payload, plen) == h.type);
+        hand_roundtrip(&h);
+        return 1;
+    }
+    CHECK(rc == HKV_EPROTO || rc == HKV_ETOOBIG);
+    CHECK(why != NULL && why[0] != '\0');
+    return 0;
+}
+
 static void one(const char *payload, size_t plen)
 {
     struct wire_msg m;
     const char *why = NULL;
+    int hand = hand_one(payload, plen);
     int rc = wire_decode(&dec, payload, plen, &m, &why);
+    CHECK(!(hand && rc == HKV_OK));
     if (rc == HKV_OK) {
         CHECK(why == NULL);
         CHECK(wire_type_name(m.type) != NULL);
