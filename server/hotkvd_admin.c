@@ -1,7 +1,7 @@
 /*
  * hotkvd_admin.c - `hotkvd-admin CONFIG status`: the cluster as etcd holds
- * it (hosts, owners, leaves per owner, leases), for operators; the lines
- * are listed in server/agent/agent_admin.h.  A second program built from
+ * it (hosts, owners, leaves per owner, leases), for operators; and `leaf
+ * list|split|move`; the lines are listed in server/agent/agent_admin.h.  A second program built from
  * the same library as the daemon; it only reads etcd.
  */
 #include <stdio.h>
@@ -15,8 +15,12 @@
 static void usage(FILE *f)
 {
     fprintf(f, "Usage: hotkvd-admin CONFIG status\n"
+               "       hotkvd-admin CONFIG leaf list\n"
+               "       hotkvd-admin CONFIG leaf split POOL LEAF\n"
+               "       hotkvd-admin CONFIG leaf move POOL LEAF TO [--wait MS]\n"
                "       hotkvd-admin --version | --help\n\n"
                "CONFIG is the hotkvd.conf of a cluster host (cluster, etcd-endpoints, etcd-*).\n"
+               "LEAF is BITS-PREFIX as `leaf list` prints it (6-0000002c); TO an owner number or id.\n"
                "Exit status 0, or 1 with the reason when etcd cannot be reached.\n");
 }
 
@@ -30,7 +34,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (argc != 3 || strcmp(argv[2], "status") != 0) {
+    int leaf = argc >= 4 && strcmp(argv[2], "leaf") == 0;
+    if (!leaf && (argc != 3 || strcmp(argv[2], "status") != 0)) {
         usage(stderr);
         return 1;
     }
@@ -47,7 +52,8 @@ int main(int argc, char **argv)
                 "status\n", argv[1]);
         code = 1;
     } else {
-        code = agent_admin_status(cfg, stdout, stderr);
+        code = leaf ? agent_admin_leaf(cfg, argc - 3, argv + 3, stdout, stderr)
+                    : agent_admin_status(cfg, stdout, stderr);
     }
     cfg_destroy(&cfg);
     return code;

@@ -22,7 +22,18 @@
  *         map ok | map INVALID: <why>
  *         leases <registered hosts> live
  *
- * Both print their result on `out` and return the exit code: 0, or 1 with
+ *   hotkvd-admin CONFIG leaf list
+ *       leaf <pool> <bits>-<prefix> owner <n> <id> state serving|moving [to <m>]
+ *       epoch <e>, one line per leaf (after "revision <r>")
+ *   hotkvd-admin CONFIG leaf split POOL LEAF
+ *       the split txn (agent_txn.h) at the epoch read: "split ... into ..."
+ *   hotkvd-admin CONFIG leaf move POOL LEAF TO [--wait MS]
+ *       puts requests/move/POOL/LEAF {"to":TO} (TO an owner number or id);
+ *       the source host's agent hands it to the owner, which deletes it when
+ *       the move ended; --wait waits for that and exits 0 if TO serves the
+ *       leaf, 2 if not (aborted, or not over within MS)
+ *
+ * All print their result on `out` and return the exit code: 0, or 1 with
  * a one-line reason on `err` (etcd not reached within etcd-timeout, a
  * refused key, a bad argument).
  */
@@ -40,5 +51,7 @@
 int agent_cluster_init(const struct cfg *cfg, const char *owners, int bits, FILE *out,
                        FILE *err);
 int agent_admin_status(const struct cfg *cfg, FILE *out, FILE *err);
+/* argv[0..argc): "list" | "split" POOL LEAF | "move" POOL LEAF TO [--wait MS]. */
+int agent_admin_leaf(const struct cfg *cfg, int argc, char **argv, FILE *out, FILE *err);
 
 #endif
