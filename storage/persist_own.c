@@ -1,12 +1,14 @@
 /*
  * persist_own.c - the ownership table in SQL (see persist_own.h): table
- * own(pool, start, bits, epoch) and three meta rows (own_cluster,
+ * own(pool, start, bits, epoch, state, e1, e2, peer) and three meta rows (own_cluster,
  * own_number, own_revision).  Saving replaces the whole table inside the
  * caller's transaction (the persister's), so a crash leaves either the old
  * table or the new one, never a mix; the table is small (at most a few
  * thousand leaves per owner), so a replace is cheaper to reason about than
  * a diff.  `CREATE TABLE IF NOT EXISTS` on first use keeps files of a single
- * host (and files written before this table existed) valid as they are.
+ * host (and files written before this table existed) valid as they are;
+ * the move columns are added the same way to a table made before them
+ * (ALTER TABLE ... DEFAULT 0: every old row reads back OWNED).
  */
 #include "storage/persist_own.h"
 
@@ -21,6 +23,36 @@ static const char SQL_OWN_TABLE[] =
     "CREATE TABLE IF NOT EXISTS own(pool INTEGER NOT NULL, start INTEGER NOT NULL,"
     " bits INTEGER NOT NULL, epoch INTEGER NOT NULL, PRIMARY KEY(pool, start, bits))"
     " WITHOUT ROWID";
+/* The move columns (a table made before moves existed gets them, as OWNED). */
+static const char *const OWN_MOVE_COLS[] = {"state", "e1", "e2", "peer"};
+
+/* Creates the table if needed and adds the move columns it lacks. */
+static int own_table(sqlite3 *db)
+{
+    int rc = sqlite3_exec(db, SQL_OWN_TABLE, NULL, NULL, NULL);
+    int have[4] = {0};
+    sqlite3_stmt *s = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info('own')", -1, &s, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        rc = SQLITE_OK;
+        const char *name = (const char *)sqlite3_column_text(s, 0);
+        for (int i = 0; i < 4 && name != NULL; i++)
+            have[i] |= strcmp(name, OWN_MOVE_COLS[i]) == 0;
+    }
+    sqlite3_finalize(s);
+    if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    for (int i = 0; i < 4 && rc == SQLITE_OK; i++) {
+        char sql[96];
+        if (have[i])
+            continue;
+        snprintf(sql, sizeof(sql), "ALTER TABLE own ADD COLUMN %s INTEGER NOT NULL DEFAULT 0",
+                 OWN_MOVE_COLS[i]);
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    }
+    return rc;
+}
 
 struct persist_own *persist_own_new(size_t n)
 {
@@ -77,18 +109,22 @@ static int exec_meta(sqlite3 *db, const char *name, sqlite3_int64 iv, const char
 int pdb_own_save(struct pdb *d, const struct persist_own *o)
 {
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_exec(d->db, SQL_OWN_TABLE, NULL, NULL, NULL);
+    int rc = own_table(d->db);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(d->db, "DELETE FROM own", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(d->db, "INSERT INTO own(pool, start, bits, epoch) "
-                                       "VALUES(?1, ?2, ?3, ?4)", -1, &s, NULL);
+        rc = sqlite3_prepare_v2(d->db, "INSERT INTO own(pool, start, bits, epoch, state, e1, e2, "
+                                       "peer) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", -1, &s, NULL);
     for (size_t i = 0; rc == SQLITE_OK && i < o->n; i++) {
         const struct persist_own_leaf *l = &o->leaves[i];
         sqlite3_bind_int64(s, 1, o->pool);
         sqlite3_bind_int64(s, 2, l->start);
         sqlite3_bind_int64(s, 3, l->bits);
         sqlite3_bind_int64(s, 4, l->epoch);
+        sqlite3_bind_int64(s, 5, l->state);
+        sqlite3_bind_int64(s, 6, l->e1);
+        sqlite3_bind_int64(s, 7, l->e2);
+        sqlite3_bind_int64(s, 8, l->peer);
         rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(d->db);
         sqlite3_reset(s);
     }
@@ -131,7 +167,7 @@ int pdb_own_load(struct pdb *d, uint8_t pool, struct persist_own **out)
     *out = NULL;
     sqlite3_stmt *s = NULL;
     size_t n = 0;
-    int rc = sqlite3_exec(d->db, SQL_OWN_TABLE, NULL, NULL, NULL);
+    int rc = own_table(d->db);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(d->db, "SELECT count(*) FROM own WHERE pool=?1", -1, &s, NULL);
     if (rc == SQLITE_OK) {
@@ -147,20 +183,24 @@ int pdb_own_load(struct pdb *d, uint8_t pool, struct persist_own **out)
     if (o == NULL)
         return SQLITE_NOMEM;
     o->pool = pool;
-    rc = sqlite3_prepare_v2(d->db, "SELECT start, bits, epoch FROM own WHERE pool=?1 "
-                                   "ORDER BY start", -1, &s, NULL);
+    rc = sqlite3_prepare_v2(d->db, "SELECT start, bits, epoch, state, e1, e2, peer FROM own "
+                                   "WHERE pool=?1 ORDER BY start", -1, &s, NULL);
     size_t i = 0;
     if (rc == SQLITE_OK)
         sqlite3_bind_int64(s, 1, pool);
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         rc = SQLITE_OK;
         sqlite3_int64 start = sqlite3_column_int64(s, 0), bits = sqlite3_column_int64(s, 1);
-        if (i == n || start < 0 || start > UINT32_MAX || bits < 0 || bits > 32) {
+        sqlite3_int64 state = sqlite3_column_int64(s, 3), peer = sqlite3_column_int64(s, 6);
+        if (i == n || start < 0 || start > UINT32_MAX || bits < 0 || bits > 32 || state < 0 ||
+            state > PERSIST_GONE || peer < 0 || peer > UINT32_MAX) {
             rc = SQLITE_CORRUPT; /* a row the saver never writes */
             break;
         }
-        o->leaves[i++] = (struct persist_own_leaf){(uint32_t)start, (uint8_t)bits,
-                                                   sqlite3_column_int64(s, 2)};
+        o->leaves[i++] = (struct persist_own_leaf){
+            .start = (uint32_t)start, .bits = (uint8_t)bits, .state = (uint8_t)state,
+            .epoch = sqlite3_column_int64(s, 2), .e1 = sqlite3_column_int64(s, 4),
+            .e2 = sqlite3_column_int64(s, 5), .peer = (uint32_t)peer};
     }
     sqlite3_finalize(s);
     if (rc == SQLITE_DONE)

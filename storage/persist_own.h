@@ -14,6 +14,10 @@
  * transaction, committed with synchronous=FULL.  At start, before the
  * persister's threads run, persister_own_load reads it back.
  *
+ * Each leaf row carries its move state (enum persist_own_state): a table
+ * written before moves existed has no such columns and is read as OWNED
+ * everywhere (the columns are added on first use).
+ *
  * A leaf is the prefix of the top `bits` bits of a key's placement hash
  * (server/core/router.h), stored as `start` = prefix << (32 - bits), as the
  * cluster map (server/core/cmap.h) keeps it.
@@ -26,10 +30,28 @@
 
 #define PERSIST_OWN_NAME_MAX 64
 
+/* A leaf's state in the owner's durable table (../shared/CLUSTER.md §5, the
+ * names of the Spin model in tests/model/).  OWNED: served (the map gives it
+ * to this owner).  HANDING_OFF(e1): this owner is the source of a move whose
+ * intent made epoch e1; it serves the leaf until the move ends, and after a
+ * restart not before the map says how it ended.  RECEIVING(e1): this owner
+ * is the target of that move; it holds a copy it does not serve.  GONE: the
+ * move committed (at epoch e2, to `peer`); the leaf is not served. */
+enum persist_own_state {
+    PERSIST_OWNED = 0,
+    PERSIST_HANDING_OFF = 1,
+    PERSIST_RECEIVING = 2,
+    PERSIST_GONE = 3,
+};
+
 struct persist_own_leaf {
     uint32_t start;           /* prefix << (32 - bits) */
     uint8_t bits;             /* 0..32 */
+    uint8_t state;            /* enum persist_own_state */
     int64_t epoch;            /* the leaf's epoch (etcd mod_revision of its map key) */
+    int64_t e1;               /* HANDING_OFF, RECEIVING, GONE: the move's intent epoch */
+    int64_t e2;               /* GONE: the epoch its commit gave the leaf */
+    uint32_t peer;            /* the other owner of the move (T for a source, S for a target) */
 };
 
 struct persist_own {

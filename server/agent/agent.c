@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "proto/hkv.h"
+#include "server/agent/agent_ctl.h"
 #include "server/agent/agent_int.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
@@ -88,6 +89,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     int64_t now = clock_mono_ms();
     agent_watch_tick(a, now);
     agent_reg_tick(a, now);
+    agent_ctl_tick(a->ctl, now);
     int last;
     uint64_t n = agent_saver_failures(a->saver, &last);
     if (n > 0)
@@ -189,6 +191,7 @@ int agent_main(struct worker_ctx *ctx)
     a->saver = a->w != NULL ? agent_saver_start(map_path, state_path) : NULL;
     if (a->saver == NULL)
         goto out;
+    a->ctl = agent_ctl_start(a); /* NULL: logged; the host serves, moves nothing */
     struct timeval tv = {0, TICK_MS * 1000};
     event_add(a->tick, &tv);
     log_verbose("agent for cluster %s, host %s: %d owner(s), %d edge(s), etcd %s%s", ctx->cfg->cluster,
@@ -203,7 +206,8 @@ out:
     if (a != NULL) {
         agent_watch_stop(a);
         if (a->etcd != NULL)
-            etcd_destroy(&a->etcd);
+            etcd_destroy(&a->etcd); /* no etcd callback runs after this */
+        agent_ctl_stop(&a->ctl);
         agent_saver_stop(&a->saver);
         if (a->tick != NULL)
             event_free(a->tick);

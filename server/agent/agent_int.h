@@ -10,9 +10,13 @@
  *   agent_core.c   what both of those call: etcd up/down bookkeeping,
  *                  commit + publish + save of a revision, health
  *   agent_map.c    keys -> table (pure);  agent_save.c  the disk thread
+ *   agent_ctl.c    the owners' control channel (agent_ctl.h), over
+ *   agent_leaf.c   the leaf txns owners ask for, operators' move requests
+ *   agent_txn.c    the txns themselves (pure, shared with hotkvd-admin)
  *
- * The calls go one way: agent.c calls the others; agent_reg.c and
- * agent_watch.c call agent_core.c; nothing calls agent.c.
+ * The calls go one way: agent.c calls the others; agent_reg.c,
+ * agent_watch.c and agent_leaf.c call agent_core.c; agent_ctl.c calls
+ * agent_leaf.c, which answers through a callback; nothing calls agent.c.
  *
  * One etcd call per activity is in flight at a time (the registration, the
  * full read, the keepalive each have a flag); a failed call leaves its
@@ -43,6 +47,8 @@ struct agent_retry {
     int64_t backoff_ms;
 };
 
+struct agent_ctl;
+
 struct agent {
     struct worker_ctx *ctx;
     struct event_base *base;
@@ -51,6 +57,7 @@ struct agent {
     struct agent_map *map;
     struct agent_saver *saver;
     struct cmap_table *scratch;    /* a heap table for loads and snapshots */
+    struct agent_ctl *ctl;         /* the owners' control channel (agent_ctl.h); NULL: none */
     struct event *tick;
     int stopping;
     uint64_t incarnation;          /* this agent process */

@@ -28,3 +28,8 @@ void topo_owner_db(const struct cfg *cfg, enum cfg_pool pool, int index, char *b
 {
     snprintf(buf, len, "%s/owner-%s-%d.db", cfg->dir, topo_pool_name(pool), index);
 }
+
+void topo_agent_socket(const struct cfg *cfg, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/agent.sock", cfg->dir);
+}

@@ -27,5 +27,8 @@ void topo_owner_socket(const struct cfg *cfg, enum cfg_pool pool, int index, cha
                        size_t len);
 /* Its SQLite file: "<dir>/owner-<pool>-<index>.db". */
 void topo_owner_db(const struct cfg *cfg, enum cfg_pool pool, int index, char *buf, size_t len);
+/* A cluster host's agent control channel (server/agent/agent_ctl.h), the
+ * socket owners ask for leaf txns on: "<dir>/agent.sock". */
+void topo_agent_socket(const struct cfg *cfg, char *buf, size_t len);
 
 #endif

@@ -242,6 +242,47 @@ void owner_own_test_stop_poll(struct owner *o);
 /* The persister finished a batch carrying ownership table t (status). */
 void owner_own_saved(struct owner *o, const struct persist_own *t, int status);
 
+/* Marks: the leaves a move is about (owner_own.c has the rules).  state is
+ * a storage/persist_own.h enum persist_own_state; block says which requests
+ * on the leaf wait (owner_own_blocks).  At most OWN_MAX_MARKS: one outgoing
+ * move, two incoming, and what a restart found. */
+#define OWN_MAX_MARKS 8
+enum own_block { OWN_BLOCK_NONE = 0, OWN_BLOCK_WRITES = 1, OWN_BLOCK_ALL = 2 };
+struct own_mark {
+    int used;
+    uint32_t start;
+    uint8_t bits;
+    uint8_t state;        /* PERSIST_HANDING_OFF, PERSIST_RECEIVING, PERSIST_GONE */
+    uint8_t block;        /* enum own_block */
+    uint8_t unresolved;   /* read back at start: settle it from the map first */
+    uint8_t adopted;      /* RECEIVING: the commit is known, served (stored as OWNED) */
+    int64_t e1, e2;       /* the intent's epoch; GONE: the commit's */
+    uint32_t peer;        /* the other owner of the move */
+};
+/* The mark covering place, or the one on leaf (start, bits); NULL if none. */
+struct own_mark *owner_own_mark_at(const struct owner *o, uint64_t place);
+struct own_mark *owner_own_mark(const struct owner *o, uint32_t start, uint8_t bits);
+/* A new mark (or the leaf's, replaced); NULL when all are taken.  Changes
+ * to a mark's durable fields (state, e1, e2, peer, adopted) are followed by
+ * owner_own_changed; block and unresolved are memory only. */
+struct own_mark *owner_own_mark_add(struct owner *o, uint32_t start, uint8_t bits, uint8_t state,
+                                    int64_t e1, uint32_t peer);
+void owner_own_mark_del(struct owner *o, struct own_mark *m);
+/* The OWN_MAX_MARKS marks (check `used`), NULL on a single host. */
+struct own_mark *owner_own_marks(const struct owner *o);
+/* The table changed: it is saved at the next poll, or now with
+ * owner_own_save_now.  owner_own_gen counts changes; owner_own_saved_gen
+ * is the count the last committed save held (a change is durable once
+ * owner_own_saved_gen reaches the owner_own_gen read after it). */
+void owner_own_changed(struct owner *o);
+void owner_own_save_now(struct owner *o);
+uint64_t owner_own_gen(const struct owner *o);
+uint64_t owner_own_saved_gen(const struct owner *o);
+/* The map copy (NULL: none yet), valid until the next poll or refresh. */
+const struct cmap_table *owner_own_map(const struct owner *o);
+/* 1 if requests on place must wait (a mark blocks it: all, or writes). */
+int owner_own_blocks(const struct owner *o, uint64_t place, int write);
+
 /* ---- owner_link.c: edge links ---- */
 /* Sets the hooks (copied) every link of o calls up through. */
 void olink_setup(struct owner *o, const struct olink_hooks *hooks);

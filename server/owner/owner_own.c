@@ -21,6 +21,17 @@
  * bits, its epoch (the etcd mod_revision of its map key) and the owner
  * number serving it; an edge follows it only if that epoch is newer than
  * what it holds (server/core/router_map.h).
+ *
+ * Moves (CLUSTER.md §5) put marks on leaves: a few (OWN_MAX_MARKS) records
+ * beside the map-derived list, each with its durable state (HANDING_OFF,
+ * RECEIVING, GONE: storage/persist_own.h) and how requests on it wait
+ * (block: none, writes, all).  A mark decides before the list does: a GONE
+ * leaf is not served (MOVED names the target at the commit's epoch until
+ * the map copy says as much), a RECEIVING one is served only once adopted
+ * (the commit is known) or once the map gives it to this owner.  The saved
+ * table is the list with the marks merged in, so a restart finds them; a
+ * mark read back at start is `unresolved`: the move modules settle it from
+ * the map before its leaf is served again (step 10).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +48,11 @@ struct owner_own {
     struct cmap_table *spare;    /* the next copy is made here */
     int64_t seen;                /* the segment revision last copied (or refused) */
     unsigned number;             /* this owner's cluster number; 0 = not known */
-    struct persist_own *serving; /* the ownership table: the leaves served now */
+    struct persist_own *serving; /* the leaves the map gives this owner */
+    struct own_mark marks[OWN_MAX_MARKS];
     int saving;                  /* a save is with the persister */
     int dirty;                   /* serving changed since the last save was handed over */
+    uint64_t gen, gen_saving, gen_saved; /* changes made, handed over, committed */
     struct event *poll;
 };
 
@@ -63,8 +76,94 @@ size_t owner_own_leaves(const struct owner *o)
     return o->own != NULL ? o->own->serving->n : 0;
 }
 
+static int covers(uint32_t start, uint8_t bits, uint64_t place)
+{
+    return (uint64_t)(uint32_t)(place >> 32) - start < span(bits);
+}
+
+struct own_mark *owner_own_mark_at(const struct owner *o, uint64_t place)
+{
+    for (int i = 0; o->own != NULL && i < OWN_MAX_MARKS; i++) {
+        struct own_mark *m = &o->own->marks[i];
+        if (m->used && covers(m->start, m->bits, place))
+            return m;
+    }
+    return NULL;
+}
+
+struct own_mark *owner_own_mark(const struct owner *o, uint32_t start, uint8_t bits)
+{
+    for (int i = 0; o->own != NULL && i < OWN_MAX_MARKS; i++) {
+        struct own_mark *m = &o->own->marks[i];
+        if (m->used && m->start == start && m->bits == bits)
+            return m;
+    }
+    return NULL;
+}
+
+struct own_mark *owner_own_mark_add(struct owner *o, uint32_t start, uint8_t bits, uint8_t state,
+                                    int64_t e1, uint32_t peer)
+{
+    struct own_mark *m = owner_own_mark(o, start, bits);
+    for (int i = 0; m == NULL && o->own != NULL && i < OWN_MAX_MARKS; i++)
+        if (!o->own->marks[i].used)
+            m = &o->own->marks[i];
+    if (m == NULL)
+        return NULL;
+    *m = (struct own_mark){.used = 1, .start = start, .bits = bits, .state = state, .e1 = e1,
+                           .peer = peer};
+    owner_own_changed(o);
+    return m;
+}
+
+void owner_own_mark_del(struct owner *o, struct own_mark *m)
+{
+    m->used = 0;
+    owner_own_changed(o);
+}
+
+struct own_mark *owner_own_marks(const struct owner *o)
+{
+    return o->own != NULL ? o->own->marks : NULL;
+}
+
+void owner_own_changed(struct owner *o)
+{
+    o->own->dirty = 1;
+    o->own->gen++;
+}
+
+uint64_t owner_own_gen(const struct owner *o) { return o->own != NULL ? o->own->gen : 0; }
+uint64_t owner_own_saved_gen(const struct owner *o) { return o->own != NULL ? o->own->gen_saved : 0; }
+
+const struct cmap_table *owner_own_map(const struct owner *o)
+{
+    return o->own != NULL && o->own->snap->revision != 0 ? o->own->snap : NULL;
+}
+
+int owner_own_blocks(const struct owner *o, uint64_t place, int write)
+{
+    const struct own_mark *m = owner_own_mark_at(o, place);
+    return m != NULL && (m->block == OWN_BLOCK_ALL || (write && m->block == OWN_BLOCK_WRITES));
+}
+
+/* The map copy gives the leaf of place to this owner at an epoch after e. */
+static int map_gives(const struct owner *o, uint64_t place, int64_t e)
+{
+    const struct cmap_leaf *l = owner_own_map(o) != NULL ? cmap_lookup(o->own->snap, o->pool, place)
+                                                         : NULL;
+    return l != NULL && l->owner == o->own->number && l->state == CMAP_SERVING && l->epoch > e;
+}
+
 int owner_own_has(const struct owner *o, uint64_t place)
 {
+    const struct own_mark *m = owner_own_mark_at(o, place);
+    if (m != NULL && m->state == PERSIST_GONE)
+        return map_gives(o, place, m->e2);
+    if (m != NULL && m->state == PERSIST_RECEIVING)
+        return m->adopted || map_gives(o, place, m->e1);
+    if (m != NULL) /* HANDING_OFF: the source serves until the move ends */
+        return 1;
     const struct persist_own *t = o->own->serving;
     uint32_t h = (uint32_t)(place >> 32);
     size_t lo = 0, hi = t->n;
@@ -99,6 +198,13 @@ int owner_own_ours(struct owner *o, struct olink *l, uint64_t id, uint64_t place
                                  "this key's leaf"));
         return 0;
     }
+    const struct own_mark *m = owner_own_mark_at(o, place);
+    if (m != NULL && m->state == PERSIST_GONE && m->e2 > leaf->epoch) {
+        /* the commit is known here before the map copy shows it */
+        uint32_t p = m->bits ? m->start >> (32 - m->bits) : 0;
+        wire_put_moved(&l->out, id, p, m->bits, (uint64_t)m->e2, m->peer);
+        return 0;
+    }
     uint32_t prefix = leaf->bits ? leaf->start >> (32 - leaf->bits) : 0;
     wire_put_moved(&l->out, id, prefix, leaf->bits, (uint64_t)leaf->epoch, leaf->owner);
     return 0;
@@ -115,7 +221,8 @@ static struct persist_own *derive(const struct owner *o, const struct cmap_table
     for (uint32_t i = 0; number != 0 && i < n; i++) {
         const struct cmap_leaf *l = &t->leaves[o->pool][i];
         if (l->owner == number)
-            d->leaves[k++] = (struct persist_own_leaf){l->start, l->bits, l->epoch};
+            d->leaves[k++] = (struct persist_own_leaf){.start = l->start, .bits = l->bits,
+                                                       .epoch = l->epoch};
     }
     d->n = k;
     d->number = number;
@@ -136,6 +243,43 @@ static int same_leaves(const struct persist_own *a, const struct persist_own *b)
     return 1;
 }
 
+static int by_start(const void *a, const void *b)
+{
+    const struct persist_own_leaf *x = a, *y = b;
+    return x->start != y->start ? (x->start < y->start ? -1 : 1) : (int)x->bits - (int)y->bits;
+}
+
+/* The table to store: the served leaves with the marks merged in (a mark
+ * on a served leaf gives it its state; the others are rows of their own). */
+static struct persist_own *to_store(const struct owner_own *w)
+{
+    struct persist_own *t = persist_own_new(w->serving->n + OWN_MAX_MARKS);
+    if (t == NULL)
+        return NULL;
+    struct persist_own_leaf *l = t->leaves;
+    *t = *w->serving;
+    t->leaves = l;
+    memcpy(l, w->serving->leaves, w->serving->n * sizeof(*l));
+    size_t n = w->serving->n;
+    for (int i = 0; i < OWN_MAX_MARKS; i++) {
+        const struct own_mark *m = &w->marks[i];
+        if (!m->used)
+            continue;
+        size_t k = 0;
+        while (k < n && !(l[k].start == m->start && l[k].bits == m->bits))
+            k++;
+        if (k == n)
+            l[n++] = (struct persist_own_leaf){.start = m->start, .bits = m->bits, .epoch = m->e1};
+        l[k].state = m->adopted ? PERSIST_OWNED : m->state;
+        l[k].e1 = m->e1;
+        l[k].e2 = m->e2;
+        l[k].peer = m->peer;
+    }
+    t->n = n;
+    qsort(l, n, sizeof(*l), by_start);
+    return t;
+}
+
 /* Hands a copy of the table to the persister (one save at a time). */
 static void save(struct owner *o)
 {
@@ -143,7 +287,7 @@ static void save(struct owner *o)
     if (!w->dirty || w->saving || o->persister == NULL)
         return;
     struct persist_batch *b = persist_batch_new(0);
-    if (b == NULL || (b->own = persist_own_copy(w->serving)) == NULL) {
+    if (b == NULL || (b->own = to_store(w)) == NULL) {
         persist_batch_free(&b);
         return; /* tried again at the next poll */
     }
@@ -153,6 +297,13 @@ static void save(struct owner *o)
     }
     w->saving = 1;
     w->dirty = 0;
+    w->gen_saving = w->gen;
+}
+
+void owner_own_save_now(struct owner *o)
+{
+    if (o->own != NULL)
+        save(o);
 }
 
 void owner_own_saved(struct owner *o, const struct persist_own *t, int status)
@@ -164,7 +315,10 @@ void owner_own_saved(struct owner *o, const struct persist_own *t, int status)
         log_warning("cannot store the ownership table (%zu leaves, map revision %lld): %s; "
                     "trying again", t->n, (long long)t->revision, hkv_strstatus(status));
         o->own->dirty = 1;
+        return;
     }
+    o->own->gen_saved = o->own->gen_saving;
+    save(o); /* a change made while this one was being written */
 }
 
 /* A new map copy is in w->snap: the number and the leaves it gives. */
@@ -189,7 +343,22 @@ static void apply_map(struct owner *o)
                w->serving->n);
     persist_own_free(&w->serving);
     w->serving = d;
-    w->dirty = 1;
+    owner_own_changed(o);
+}
+
+/* GONE marks the map copy has caught up with go (the move modules settle
+ * the others). */
+static void forget_gone(struct owner *o)
+{
+    struct owner_own *w = o->own;
+    for (int i = 0; i < OWN_MAX_MARKS; i++) {
+        struct own_mark *m = &w->marks[i];
+        if (!m->used || m->state != PERSIST_GONE)
+            continue;
+        const struct cmap_leaf *l = cmap_lookup(w->snap, o->pool, (uint64_t)m->start << 32);
+        if (l != NULL && l->epoch >= m->e2)
+            owner_own_mark_del(o, m);
+    }
 }
 
 static void poll_map(struct owner *o)
@@ -205,6 +374,7 @@ static void poll_map(struct owner *o)
             w->snap = w->spare;
             w->spare = t;
             apply_map(o);
+            forget_gone(o);
         } else {
             log_warning("cluster map revision %lld refused: %s", (long long)rev, why);
         }
@@ -268,6 +438,32 @@ int owner_own_load(struct owner *o)
         w->serving->number = 0;
     }
     w->number = w->serving->number;
+    /* rows with a move state become marks, unresolved until the move
+     * modules have read the map (step 10); only OWNED and HANDING_OFF rows
+     * are leaves the map gave this owner */
+    size_t k = 0;
+    for (size_t i = 0; i < w->serving->n; i++) {
+        const struct persist_own_leaf *l = &w->serving->leaves[i];
+        if (l->state != PERSIST_OWNED) {
+            struct own_mark *m = owner_own_mark_add(o, l->start, l->bits, l->state, l->e1, l->peer);
+            if (m != NULL) {
+                m->e2 = l->e2;
+                m->unresolved = l->state != PERSIST_GONE;
+                m->block = l->state == PERSIST_HANDING_OFF ? OWN_BLOCK_ALL : OWN_BLOCK_NONE;
+                log_notice("leaf %u-%08x was %s (epoch %lld, owner %u) when this owner stopped: "
+                           "%s", l->bits, l->bits ? l->start >> (32 - l->bits) : 0,
+                           l->state == PERSIST_HANDING_OFF ? "handing off"
+                           : l->state == PERSIST_RECEIVING ? "receiving" : "gone",
+                           (long long)l->e1, l->peer,
+                           m->unresolved ? "not served until the map says how the move ended"
+                                         : "not served");
+            }
+        }
+        if (l->state == PERSIST_OWNED || l->state == PERSIST_HANDING_OFF)
+            w->serving->leaves[k++] = *l;
+    }
+    w->serving->n = k;
+    w->dirty = 0;
     if (w->serving->n > 0)
         log_notice("owner %u of cluster %s: %zu leaves from the stored ownership table (map "
                    "revision %lld) until the map is read", w->number, cfg->cluster,
