@@ -334,6 +334,41 @@ int ledger_load(struct ledger *l, const struct persist_row *row, struct ledger_c
  * (resident already), HKV_ENOMEM. */
 int ledger_load_absent(struct ledger *l, const char *key, size_t klen, struct ledger_clock now);
 
+/* ---- a leaf moving (ledger_move.c) ---- */
+
+/* One resident entry as a walk sees it; pointers valid during the call. */
+struct ledger_item {
+    const char *key;
+    size_t klen;
+    const char *val;       /* NULL for a tombstone */
+    size_t vlen;
+    hkv_stamp stamp;
+    int64_t expire_at_ms;  /* wall-clock unix ms, 0 = none */
+    uint16_t class_id;
+    int tomb;
+    int dirty;
+};
+#define LEDGER_WALK_KEEP 0
+#define LEDGER_WALK_DROP 1
+/* fn returns LEDGER_WALK_KEEP, or LEDGER_WALK_DROP to free the entry (clean
+ * or dirty: a dirty one is forgotten, never persisted).  It must not call
+ * into the ledger. */
+typedef int (*ledger_walk_fn)(void *arg, const struct ledger_item *it);
+/* Visits every resident entry, tombstones and expired ones included, with
+ * SCAN's reverse-binary cursor: start with 0, pass back the returned
+ * cursor, done when it returns 0; each call visits up to `buckets` buckets
+ * (>= 1).  Every entry resident for the whole walk is visited at least once
+ * (some twice).  A mutating call (fn may drop entries). */
+uint64_t ledger_walk(struct ledger *l, uint64_t cursor, size_t buckets, ledger_walk_fn fn,
+                     void *arg);
+/* Inserts a clean entry that another owner wrote (a row of a leaf moving
+ * here): as ledger_load, except that the row keeps its own version (no
+ * floor raises it, the flush floor does not judge it), so of two rows of a
+ * key the newer one stays, whatever order they come in.  The clock moves
+ * past the row's version.  HKV_OK, HKV_EEXIST (a resident version as new or
+ * newer: ignored), HKV_ENOMEM. */
+int ledger_load_moved(struct ledger *l, const struct persist_row *row, struct ledger_clock now);
+
 /* Expires keys whose deadline has passed, up to `budget` deadlines from the
  * active-expiry heap (so DBSIZE converges within one call of a key's
  * deadline, whatever the table size): each becomes a dirty tombstone with

@@ -34,7 +34,7 @@ ROOMS = {
 # module name -> file stems that form it (one private header, one idea).
 GROUPS = {
     'storage/ledger': ['storage/ledger', 'storage/ledger_scan', 'storage/ledger_cmd',
-                       'storage/ledger_expire', 'storage/ledger_more'],
+                       'storage/ledger_expire', 'storage/ledger_more', 'storage/ledger_move'],
 }
 
 

@@ -155,6 +155,13 @@ struct owner {
     struct ssl_ctx_st *cluster_tls; /* its server context (tls_cluster.h); rebuilt on reload */
     struct owner_own *own;        /* cluster: number and leaves (owner_own.c); NULL on a
                                    * single host */
+    /* leaf moves (owner_move_int.h); all NULL on a single host */
+    struct oagent *agent;         /* the agent's control channel */
+    struct ohlinks *hlinks;       /* hand-off links */
+    struct opark *park;           /* requests waiting for a leaf */
+    struct opurge *purge;         /* leaves being dropped */
+    struct orecv *recv;           /* the target's side of incoming moves */
+    struct omove *move;           /* the source's side of the outgoing move */
     struct olink *links;
     struct olink_hooks link_hooks; /* owner_link.c calls up through these */
     struct event *persist_tick;
