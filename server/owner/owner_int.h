@@ -75,9 +75,15 @@ typedef void (*owner_link_gone_fn)(struct owner *o, struct olink *l);
 
 /* The link layer's calls up, set once with olink_setup() before the first
  * link is attached. */
+/* A connection whose first frame is a leaf move's (proto/wire_hand.h), not
+ * an edge's HELLO: bev (taken, the frame still in its input) becomes a
+ * hand-off link; tls says it came in over TCP + TLS. */
+typedef void (*owner_handoff_fn)(struct owner *o, struct bufferevent *bev, int tls);
+
 struct olink_hooks {
     owner_request_fn on_request;  /* a request after the handshake */
     owner_link_gone_fn on_close;  /* may be NULL */
+    owner_handoff_fn on_handoff;  /* may be NULL: such a link is refused */
 };
 
 /* The class tag the ledger keeps with each key (ledger.h class_id): the

@@ -23,6 +23,11 @@
  * verified certificate names the host the HELLO claims.  A refusal is an
  * ERROR to the HELLO's id with the reason, and the link closes.  A TCP link
  * that has not said HELLO within OLINK_HELLO_TIMEOUT_S is closed.
+ *
+ * A connection whose first frame is a leaf move's (proto/wire_hand.h kinds)
+ * is another owner's hand-off link, not an edge's: it is handed over whole
+ * to the on_handoff hook (the same sockets serve both, so a target needs no
+ * listener of its own, and over TCP the same mutual TLS covers it).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,6 +42,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
 
+#include "proto/wire_hand.h"
 #include "server/core/log.h"
 #include "server/core/tls.h"
 #include "server/core/tls_cluster.h"
@@ -165,6 +171,25 @@ static void hello(struct olink *l, const struct wire_msg *m)
                       o->incarnation);
 }
 
+/* The link is a leaf move's hand-off link, not an edge's: its connection
+ * (the first frame still in the input) goes to the on_handoff hook and
+ * this link goes, with no on_close (it carried no request). */
+static void handoff(struct olink *l)
+{
+    struct owner *o = l->o;
+    struct bufferevent *bev = l->bev;
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        o->links = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    buf_deinit(&l->out);
+    int tls = l->tls;
+    free(l);
+    o->link_hooks.on_handoff(o, bev, tls);
+}
+
 /* Decodes and runs every whole frame in the input.  Returns 0 if the link
  * was closed. */
 static int process(struct olink *l)
@@ -190,6 +215,11 @@ static int process(struct olink *l)
         rc = wire_next_frame(p, used, max, &payload, &plen, &used);
         if (rc != HKV_OK) {
             link_error_close(l, "bad frame");
+            return 0;
+        }
+        if (!l->hello && o->link_hooks.on_handoff != NULL &&
+            hand_is_kind(hand_peek_type(payload, plen))) {
+            handoff(l);
             return 0;
         }
         struct wire_msg m;

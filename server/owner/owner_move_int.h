@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "proto/wire_hand.h"
+#include "server/core/cmap.h"
 #include "server/owner/owner_int.h"
 
 /* ---- owner_agent.c: the control channel ---- */
@@ -55,5 +56,48 @@ int owner_agent_call(struct owner *o, uint8_t type, struct hand_leaf leaf, int64
 void owner_agent_done(struct owner *o, uint64_t order, int status, const char *text);
 /* 1 while the channel is connected. */
 int owner_agent_up(const struct owner *o);
+
+/* ---- owner_hlink.c: hand-off links ---- */
+
+#define OHLINK_HIGH_WATER (8u << 20)  /* the source stops copying above this backlog */
+#define OHLINK_LOW_WATER (2u << 20)   /* ... and goes on below this */
+struct hlink;
+struct cmap_owner;
+struct bufferevent;
+/* A message arrived (valid during the call). */
+typedef void (*hlink_msg_fn)(struct owner *o, void *arg, struct hlink *h, const struct hand_msg *m);
+/* The link went away by itself (peer closed, error, bad frame): h is freed
+ * after this returns. */
+typedef void (*hlink_gone_fn)(struct owner *o, void *arg, struct hlink *h, const char *why);
+/* The output fell under OHLINK_LOW_WATER. */
+typedef void (*hlink_drained_fn)(struct owner *o, void *arg, struct hlink *h);
+/* A new incoming link's first message: the callee sets the handlers
+ * (owner_hlink_set) or closes it. */
+typedef void (*hlink_accept_fn)(struct owner *o, struct hlink *h, const struct hand_msg *first);
+/* In a cluster (nothing on a single host): 0, or -1. */
+int owner_hlink_setup(struct owner *o, hlink_accept_fn on_accept);
+void owner_hlink_teardown(struct owner *o);
+/* The source's end, to owner t of the map (its own Unix socket on this
+ * host; TCP + TLS to t->addr:t->port on another, t->host checked).  NULL
+ * with a reason when it cannot even start; a connection that fails later
+ * is reported through on_gone.  Messages sent before it is up wait. */
+struct hlink *owner_hlink_connect(struct owner *o, const struct cmap_owner *t, hlink_msg_fn on_msg,
+                                  hlink_gone_fn on_gone, hlink_drained_fn on_drained, void *arg,
+                                  char *why, size_t len);
+/* The target's end: an edge listener's connection whose first frame is a
+ * move message (taken; the owner link layer's on_handoff hook). */
+void owner_hlink_adopt(struct owner *o, struct bufferevent *bev, int tls);
+void owner_hlink_set(struct hlink *h, hlink_msg_fn on_msg, hlink_gone_fn on_gone,
+                     hlink_drained_fn on_drained, void *arg);
+/* HKV_OK, or HKV_EIO (the link is going), an encoding error. */
+int owner_hlink_send(struct hlink *h, const struct hand_msg *m);
+/* Bytes queued, not yet written. */
+size_t owner_hlink_backlog(const struct hlink *h);
+/* 1 if the peer may speak for host: a Unix link (this host), or a TLS peer
+ * whose certificate names it; else 0 with why. */
+int owner_hlink_peer_is(struct hlink *h, const char *host, char *why, size_t len);
+/* Closes h with no callback; flush_first: after what is queued is written
+ * (reads stop at once). */
+void owner_hlink_close(struct hlink *h, int flush_first);
 
 #endif
