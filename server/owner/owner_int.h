@@ -384,13 +384,13 @@ void owner_persist_flush(struct owner *o, hkv_stamp floor);
 void owner_persist_flush_all(struct owner *o);
 /* 1 if the persist backlog is over persist-max-dirty. */
 int owner_backlog_full(struct owner *o);
-/* Fills the persist_* fields of v and those of the durable waiters and
- * completion records. */
-void owner_persist_stats(struct owner *o, struct owner_counters *v);
 
 /* ---- owner_admin.c: SCAN and STATS, answered into l->out ---- */
 void owner_op_scan(struct owner *o, struct olink *l, const struct wire_msg *m);
 void owner_op_stats(struct owner *o, struct olink *l, const struct wire_msg *m);
+/* Fills the persist_* fields of v and those of the durable waiters and
+ * completion records. */
+void owner_persist_stats(struct owner *o, struct owner_counters *v);
 /* CONFIG RESETSTAT (the worker's resetstat hook, arg the owner): STATS
  * answers its CTR_COUNTER fields from 0 again; gauges are untouched. */
 void owner_stats_reset(void *arg);
