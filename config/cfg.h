@@ -168,6 +168,7 @@ struct cfg {
     char *etcd_ca_file;          /* CA for https endpoints; "" = the system's */
     int64_t etcd_lease_ttl_ms;   /* the host lease (restart-only) */
     int64_t etcd_timeout_ms;     /* one unary etcd call (reloadable) */
+    int64_t move_fence_timeout_ms; /* a leaf move's fence deadline (reloadable) */
     int owner_port;              /* owner k of this host listens on owner-port + k; 0 = none */
     char *advertise_addr;        /* what other hosts dial for this host's owners */
     char *cluster_tls_cert_file; /* mutual TLS between hosts (edges <-> owners) */

@@ -188,6 +188,9 @@ static const char *check_tls_protocols(const char *s)
       NOX, "the host lease: its registrations vanish this long after the host stops")           \
     X("etcd-timeout", DURATION, etcd_timeout_ms, etcd_timeout_ms, "2s", 10, CFG_HOUR, R, NOX,    \
       "one etcd request (not the watch) gives up after this")                                   \
+    X("move-fence-timeout", DURATION, move_fence_timeout_ms, move_fence_timeout_ms, "500ms", 10, \
+      CFG_HOUR, R, NOX, "a leaf move's fence: writes to the leaf wait at most this long for the "  \
+      "target's acknowledgment, then the move aborts")                                          \
     X("owner-port", INT, owner_port, owner_port, "0", 0, 65535, 0, NOX,                          \
       "owner k of this host listens on TCP owner-port + k for other hosts; 0 = none")           \
     X("advertise-addr", STRING, advertise_addr, advertise_addr, "\"\"", 0, 0, 0, NOX,            \

@@ -39,6 +39,7 @@ GROUPS = {
     'storage/persist_db': ['storage/persist_db', 'storage/persist_db_file',
                            'storage/persist_db_migrate'],
     'storage/persister': ['storage/persister', 'storage/persister_read', 'storage/persister_job'],
+    'server/owner/owner_move': ['server/owner/owner_move', 'server/owner/owner_move_ctl'],
 }
 
 

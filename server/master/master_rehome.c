@@ -2,7 +2,8 @@
  * master_rehome.c - runs persist_rehome() for each pool with the router's
  * placement (router_place: hash tags) and logs what moved.  The layout
  * marker names everything placement depends on, so a file is scanned again
- * only when one of them changed.
+ * only when one of them changed.  A single host only: a cluster's leaves
+ * are where its map says.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,12 @@ out:
 
 int master_rehome(const struct cfg *cfg, char *err, size_t len)
 {
+    /* In a cluster the map in etcd says which owner serves a leaf, not the
+     * router's fixed map: rehoming by it moved keys away from the owners
+     * the map names (they were then not found), and a leaf moves with its
+     * rows by the move protocol (CLUSTER.md §5), never at start. */
+    if (cfg->cluster[0] != '\0')
+        return 0;
     struct router *r = router_create(cfg);
     if (r == NULL) {
         snprintf(err, len, "out of memory");

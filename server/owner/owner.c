@@ -21,6 +21,7 @@
 #include "server/core/log.h"
 #include "server/core/tls_cluster.h"
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_move_int.h"
 #include "server/core/topo.h"
 
 static void on_stop(void *arg, int fast)
@@ -90,16 +91,17 @@ int owner_init(struct owner *o, struct worker_ctx *ctx, const struct owner_ctx *
         return -1;
     /* The request executor sits above the links and the persister; they
      * reach it through these callbacks. */
-    struct olink_hooks links = {.on_request = owner_execute, .on_close = owner_forget_link};
+    struct olink_hooks links = {.on_request = owner_execute, .on_close = owner_forget_link,
+                                .on_handoff = owner_hlink_adopt};
     olink_setup(o, &links);
     return 0;
 }
 
 int owner_open(struct owner *o)
 {
-    if (owner_persist_setup(o, owner_execute) != 0)
+    if (owner_persist_setup(o, owner_execute) != 0 || owner_own_start(o) != 0)
         return -1;
-    return owner_own_start(o);
+    return owner_move_setup(o); /* a cluster's leaf moves (owner_move_int.h) */
 }
 
 void owner_deinit(struct owner *o)
@@ -108,8 +110,10 @@ void owner_deinit(struct owner *o)
     if (o->tcp_listener != NULL)
         evconnlistener_free(o->tcp_listener);
     o->tcp_listener = NULL;
+    owner_move_teardown(o);
     owner_own_teardown(o);
     owner_persist_teardown(o);
+    owner_purge_teardown(o); /* after the persister handed its jobs back */
     SSL_CTX_free(o->cluster_tls);
     o->cluster_tls = NULL;
     worker_destroy(&o->worker);

@@ -53,7 +53,8 @@ struct oagent {
 
 static void answer(struct owner *o, struct oreq *q, const struct hand_msg *r)
 {
-    q->cb(o, q->arg, r);
+    if (q->cb != NULL)
+        q->cb(o, q->arg, r);
     free(q);
 }
 

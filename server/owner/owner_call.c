@@ -210,6 +210,8 @@ static void conclude(struct owner *o, struct olink *l, const struct job *j, stru
         owner_finish_flush(o, l, j->id, j->rid, &r, c->flushed);
         return;
     }
+    for (uint32_t i = 0; i < c->nchanges; i++)
+        owner_applied(o, c->changes[i].key); /* before anything can fail: it applied */
     struct wire_slice small[16], *dk = c->nchanges <= 16 ? small
                                                           : calloc(c->nchanges, sizeof(*dk));
     if (dk == NULL) {

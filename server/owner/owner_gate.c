@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_move_int.h"
 
 const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen)
 {
@@ -114,6 +115,8 @@ void owner_finish(struct owner *o, struct olink *l, uint64_t id, struct wire_rid
 void owner_finish_flush(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid,
                         struct rifl_result *r, hkv_stamp floor)
 {
+    if (o->move != NULL)
+        owner_move_flushed(o); /* the leaves moving out or in lost their rows here */
     r->ticket = owner_ticket_flush(o, floor);
     if (r->ticket == 0) {
         wire_put_error(&l->out, id, HKV_ENOMEM,
@@ -136,8 +139,15 @@ int owner_backlog_refused(struct owner *o, struct olink *l, uint64_t id)
 
 void owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version)
 {
+    owner_applied(o, key);
     if (!owner_is_durable(o, key))
         owner_push(o, key.p, key.len, version);
+}
+
+void owner_applied(struct owner *o, struct wire_slice key)
+{
+    if (o->move != NULL)
+        owner_move_applied(o, key.p, key.len); /* a leaf being copied: its result travels */
 }
 
 int owner_durable_pending(struct owner *o, struct wire_slice key)

@@ -295,6 +295,8 @@ uint64_t owner_own_saved_gen(const struct owner *o);
 const struct cmap_table *owner_own_map(const struct owner *o);
 /* 1 if requests on place must wait (a mark blocks it: all, or writes). */
 int owner_own_blocks(const struct owner *o, uint64_t place, int write);
+/* 1 if some mark blocks requests now (the fence gate's fast check). */
+int owner_own_any_block(const struct owner *o);
 
 /* ---- owner_link.c: edge links ---- */
 /* Sets the hooks (copied) every link of o calls up through. */
@@ -432,6 +434,9 @@ int owner_backlog_refused(struct owner *o, struct olink *l, uint64_t id);
  * a durable write is seen by nobody before its commit (reads of the key wait
  * for it, owner_park_commit), so its push goes out when its ticket is done. */
 void owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version);
+/* A write applied to key (owner_push_applied calls it; so does every other
+ * path that applies one): a leaf move sends its result to the target. */
+void owner_applied(struct owner *o, struct wire_slice key);
 /* 1 if key holds a durable write not yet committed: every request on it
  * waits (owner_park_commit) until that commit, reads and writes alike, since
  * a write's answer (EXPIRE 0, SET NX refused, INCR's result ...) would

@@ -31,6 +31,8 @@
 
 #include "proto/wire_hand.h"
 #include "server/core/cmap.h"
+#include "server/core/topo.h"
+#include "storage/persist_own.h"
 #include "server/owner/owner_int.h"
 
 /* ---- owner_agent.c: the control channel ---- */
@@ -46,10 +48,10 @@ typedef void (*oagent_order_fn)(struct owner *o, const struct hand_msg *order);
 #define OAGENT_RETRY_MS 200
 int owner_agent_start(struct owner *o, oagent_order_fn on_order);
 void owner_agent_stop(struct owner *o);
-/* Sends a LEAF_INTENT/COMMIT/ABORT/READ/SPLIT about leaf; cb is called
- * exactly once, from the loop (never from inside this call), with the
- * reply or UNKNOWN after timeout_ms.  0, or -1 (not in a cluster, out of
- * memory: cb is never called). */
+/* Sends a LEAF_INTENT/COMMIT/ABORT/READ/SPLIT about leaf; cb (NULL: no
+ * one listens) is called exactly once, from the loop (never from inside
+ * this call), with the reply or UNKNOWN after timeout_ms.  0, or -1 (not
+ * in a cluster, out of memory: cb is never called). */
 int owner_agent_call(struct owner *o, uint8_t type, struct hand_leaf leaf, int64_t epoch,
                      uint32_t to, int64_t timeout_ms, oagent_reply_fn cb, void *arg);
 /* An order ended (LEAF_DONE). */
@@ -99,5 +101,129 @@ int owner_hlink_peer_is(struct hlink *h, const char *host, char *why, size_t len
 /* Closes h with no callback; flush_first: after what is queued is written
  * (reads stop at once). */
 void owner_hlink_close(struct hlink *h, int flush_first);
+
+/* ---- owner_park.c: requests waiting for a leaf ---- */
+
+#define OPARK_MAX 100000              /* requests parked at once */
+#define OPARK_MAX_BYTES (256u << 20)  /* ... and their frames */
+#define OPARK_WAIT_MS 10000           /* longest wait, then TRYAGAIN */
+#define OPARK_HIST 16                 /* wait histogram: bucket b counts waits < 2^b ms */
+struct opark_stats {
+    uint64_t parked, parked_writes;   /* requests parked */
+    uint64_t released;                /* run again or answered */
+    uint64_t timed_out;               /* answered TRYAGAIN after OPARK_WAIT_MS */
+    uint64_t refused;                 /* TRYAGAIN at once: the bound */
+    uint64_t wait_max_ms;
+    uint64_t hist[OPARK_HIST];
+};
+int owner_park_setup(struct owner *o);
+void owner_park_teardown(struct owner *o);
+/* Keeps the request (payload copied) on link l until place no longer
+ * blocks it (owner_own_blocks(place, write)); TRYAGAIN now when the bound
+ * is reached, or after OPARK_WAIT_MS. */
+void owner_park_leaf(struct owner *o, struct olink *l, uint64_t place, int write,
+                     const char *payload, size_t plen);
+/* A leaf's wait changed: runs again what no longer waits. */
+void owner_park_release(struct owner *o);
+void owner_park_forget_link(struct owner *o, struct olink *l);
+size_t owner_park_count(const struct owner *o);
+void owner_park_stats(const struct owner *o, struct opark_stats *out);
+
+/* ---- owner_purge.c: dropping a leaf's rows ---- */
+
+/* status HKV_OK (the ledger and the file hold nothing of the leaf), or the
+ * persister's failure; entries and rows: how many went. */
+typedef void (*opurge_done_fn)(struct owner *o, void *arg, int status, uint64_t entries,
+                               uint64_t rows);
+/* Starts dropping leaf (start, bits) of this owner's pool; done is called
+ * once, from the loop.  0, or -1 (out of memory: done is never called). */
+int owner_purge_leaf(struct owner *o, uint32_t start, uint8_t bits, opurge_done_fn done,
+                     void *arg);
+/* The purges started with arg go on, but tell nobody. */
+void owner_purge_cancel(struct owner *o, void *arg);
+/* After the persister is gone (its jobs have been handed back). */
+void owner_purge_teardown(struct owner *o);
+
+/* ---- owner_recv.c: the target's side ---- */
+
+#define OWN_RECV_MAX 2                 /* moves coming in at once (etcd's slots) */
+#define OWNER_BATCH_MOVE (1ULL << 62)  /* a persister batch of received rows */
+struct orecv_stats {
+    uint64_t begun, adopted, dropped, nacks, records;
+    uint64_t incoming;                 /* moves coming in now */
+};
+/* In a cluster: takes incoming hand-off links (owner_hlink_setup). */
+int owner_recv_setup(struct owner *o);
+void owner_recv_teardown(struct owner *o);
+/* A batch of received rows (id & OWNER_BATCH_MOVE) is done. */
+void owner_recv_batch_done(struct owner *o, const struct persist_batch *b);
+/* A FLUSHALL applied here: incoming copies are dropped, their sources told. */
+void owner_recv_flushed(struct owner *o);
+void owner_recv_stats(const struct owner *o, struct orecv_stats *out);
+
+/* ---- owner_copy.c: the source's stream ---- */
+
+struct ocopy;
+struct ocopy_stats {
+    uint64_t rows, bytes, frames;     /* rows copied (ledger and file) */
+    uint64_t writes, records;         /* write results and completion records sent */
+    int64_t started_ms, walked_ms, ended_ms;
+};
+/* status HKV_OK: every row of the leaf has been sent (writes go on until
+ * the fence); else the copy failed (the move aborts). */
+typedef void (*ocopy_done_fn)(struct owner *o, int status);
+/* Starts streaming leaf to h (HANDOFF_ROW, then HANDOFF_WRITE for every
+ * write reported by owner_copy_applied).  NULL on allocation failure. */
+struct ocopy *owner_copy_start(struct owner *o, struct hlink *h, struct hand_leaf leaf,
+                               int64_t e1, ocopy_done_fn done);
+/* A write applied to key: its result travels if key is in the leaf. */
+void owner_copy_applied(struct ocopy *c, const char *key, size_t klen);
+/* The fence (writes to the leaf wait from now on): every completion record,
+ * then HANDOFF_FENCE; returns its last sequence number. */
+uint64_t owner_copy_fence(struct ocopy *c);
+/* The link's backlog fell: a paused copy goes on. */
+void owner_copy_drained(struct ocopy *c);
+void owner_copy_stats(const struct ocopy *c, struct ocopy_stats *out);
+void owner_copy_stop(struct ocopy **c);
+
+/* ---- owner_move.c, owner_move_ctl.c: the source's side ---- */
+
+struct omove_stats {
+    uint64_t started, committed, aborted, refused, in_doubt;
+    uint64_t splits, splits_failed;
+    uint64_t fence_ms_last, fence_ms_max;   /* FENCE sent to the commit's news */
+    uint64_t copy_rows, copy_bytes, copy_writes, copy_ms_last, copy_bytes_per_s_last;
+    int phase;                              /* the outgoing move's (owner_move_phase_name) */
+    int outgoing;                           /* a move is under way */
+};
+/* In a cluster: the move modules (park, recv, links, the agent channel)
+ * and the tick.  0, or -1. */
+int owner_move_setup(struct owner *o);
+void owner_move_teardown(struct owner *o);
+/* Moves leaf (of this owner's pool, served by it) to owner `to`; order: the
+ * agent's order to answer when it ends (0: none).  0 started, or -1 with
+ * why (busy, not this owner's leaf, no such target ...). */
+int owner_move_start(struct owner *o, struct hand_leaf leaf, uint32_t to, uint64_t order,
+                     char *why, size_t len);
+/* A write applied to key (owner_gate.c): its result travels if key is in
+ * the leaf being copied. */
+void owner_move_applied(struct owner *o, const char *key, size_t klen);
+/* A FLUSHALL applied here: moves out and in abort. */
+void owner_move_flushed(struct owner *o);
+void owner_move_stats(const struct owner *o, struct omove_stats *out);
+const char *owner_move_phase_name(int phase);
+
+/* ---- owner_fence.c: the gate of a leaf that waits ---- */
+/* 1 if one of the request's keys lies in a leaf that waits (it is parked
+ * and runs again later); 0: go on.  The executor's first call. */
+int owner_fence(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
+                size_t plen);
+
+/* ---- owner_move_hook.c: stopping at a named step, for tests ---- */
+/* Reads HOTKVD_MOVE_HOOK=<pool>/<index>:<step>:kill|pause=<ms> once. */
+void owner_move_hook_setup(struct owner *o);
+/* At step: kill -9 itself, or stall its loop, if the hook names this owner
+ * and step (once per data directory: a restarted owner does not fire again). */
+void owner_move_hook(struct owner *o, const char *step);
 
 #endif

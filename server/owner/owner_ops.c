@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_move_int.h"
 
 static void reply_error(struct olink *l, uint64_t id, int code, const char *text)
 {
@@ -421,6 +422,8 @@ static void op_ttl(struct owner *o, struct olink *l, const struct wire_msg *m, c
 void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
                    size_t plen)
 {
+    if (o->own != NULL && owner_fence(o, l, m, payload, plen))
+        return; /* its leaf waits (a move): parked, run again when the wait ends */
     switch (m->type) {
     case WIRE_GET: op_get(o, l, m, payload, plen); break;
     case WIRE_SET: op_set(o, l, m, payload, plen); break;

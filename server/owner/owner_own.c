@@ -141,6 +141,14 @@ const struct cmap_table *owner_own_map(const struct owner *o)
     return o->own != NULL && o->own->snap->revision != 0 ? o->own->snap : NULL;
 }
 
+int owner_own_any_block(const struct owner *o)
+{
+    for (int i = 0; o->own != NULL && i < OWN_MAX_MARKS; i++)
+        if (o->own->marks[i].used && o->own->marks[i].block != OWN_BLOCK_NONE)
+            return 1;
+    return 0;
+}
+
 int owner_own_blocks(const struct owner *o, uint64_t place, int write)
 {
     const struct own_mark *m = owner_own_mark_at(o, place);

@@ -57,6 +57,7 @@
 #include "server/core/log.h"
 #include "server/owner/owner.h"
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_move_int.h"
 #include "server/core/topo.h"
 
 #define SWEEP_MS 100
@@ -296,6 +297,14 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
     int fatal = 0, durable_done = 0, durable_ok = 1;
     while (b != NULL) {
         struct persist_batch *next = b->next;
+        if (b->id & OWNER_BATCH_MOVE) {
+            /* a leaf's rows received from another owner (owner_recv.c) */
+            owner_recv_batch_done(o, b);
+            fatal |= b->status == HKV_EIO;
+            persist_batch_free(&b);
+            b = next;
+            continue;
+        }
         ledger_batch_done(o->ledger, b);
         if (b->own != NULL)
             owner_own_saved(o, b->own, b->status); /* an ownership table, no rows */
@@ -322,6 +331,7 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
         b = next;
     }
     take_reads(o);
+    persister_jobs_done(o->persister); /* their done callbacks (a move's pages, purges) */
     if (fatal) {
         log_warning("persist: I/O error on commit (fsync cannot be retried safely); exiting so "
                     "the master restarts this owner from its file");
@@ -418,6 +428,7 @@ void owner_forget_link(struct owner *o, struct olink *l)
     for (struct parked *p = o->commit_parked; p != NULL; p = p->next)
         if (p->link == l)
             p->link = NULL;
+    owner_park_forget_link(o, l);
 }
 
 int owner_backlog_full(struct owner *o)

@@ -298,3 +298,29 @@ void rifl_stats(const struct rifl *r, struct rifl_stats *out)
     out->records = r->n;
     out->dropped = r->dropped;
 }
+
+void rifl_each(const struct rifl *r, rifl_each_fn fn, void *arg)
+{
+    for (size_t i = 0; i < r->nw; i++) {
+        const struct wstate *w = &r->w[i];
+        for (const struct rec *x = w->used ? w->head : NULL; x != NULL; x = x->fnext)
+            fn(arg, x->writer, x->inc, x->seq, &x->res);
+    }
+}
+
+int rifl_merge(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq,
+               const struct rifl_result *res, uint64_t live_inc)
+{
+    size_t i = wslot(r->w, r->nw, writer);
+    if (r->w[i].used && r->w[i].inc != inc) {
+        /* which incarnation lives: the one the writer's links here name;
+         * without a link, the sender's (it served the writer just now) */
+        if (live_inc != 0 && live_inc != inc)
+            return HKV_EEXIST;
+    } else if (r->w[i].used && rifl_get(r, writer, inc, seq) != NULL) {
+        return HKV_EEXIST;
+    }
+    struct rifl_result copy = *res;
+    copy.ticket = 0; /* the receiver committed what it acknowledged */
+    return rifl_put(r, writer, inc, seq, &copy);
+}

@@ -82,4 +82,21 @@ int rifl_put(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq,
              const struct rifl_result *res);
 void rifl_stats(const struct rifl *r, struct rifl_stats *out);
 
+/* Every record, writer by writer in arrival order (a leaf move sends them
+ * to its target: requests on the leaf's keys retried there must find
+ * them).  fn must not change the table. */
+typedef void (*rifl_each_fn)(void *arg, uint32_t writer, uint64_t inc, uint64_t seq,
+                             const struct rifl_result *res);
+void rifl_each(const struct rifl *r, rifl_each_fn fn, void *arg);
+/* Takes a record from another owner's table (its ticket dropped: it was
+ * committed here).  A record this table has already is kept.  If this
+ * table knows the writer under another incarnation, only one can be the
+ * live process: live_inc (the incarnation the writer's links to this owner
+ * name, 0 if none) decides, and with no link the sender's record wins
+ * (it served that writer during the move); taking it forgets the other
+ * incarnation's records, as any new incarnation does.  HKV_OK, HKV_EEXIST
+ * (not taken), HKV_ENOMEM. */
+int rifl_merge(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq,
+               const struct rifl_result *res, uint64_t live_inc);
+
 #endif

@@ -1,0 +1,566 @@
+/*
+ * owner_recv.c - the target's side of a leaf move (CLUSTER.md §5, steps 2,
+ * 3, 5, 7, 9, 10; the Spin model's Target in tests/model/).
+ *
+ *   BEGIN     the map must say the leaf is moving from the sender to this
+ *             owner at e1 (a map copy that has not reached e1 yet is waited
+ *             for, briefly); RECEIVING(e1) is recorded durably, every
+ *             leftover row of the leaf is dropped (owner_purge.c: else a
+ *             deleted key whose tombstone the source has purged comes back),
+ *             then READY.
+ *   ROW/WRITE rows go into the ledger keeping, per key, the higher version
+ *             (ledger_load_moved: order and duplicates do not matter) and
+ *             into persister batches (committed with fsync: they may hold
+ *             durable writes the source acknowledged); sequence numbers
+ *             must come without a gap.  RECORD: a completion record,
+ *             merged (owner_rifl.h rifl_merge).
+ *   FENCE     acknowledged only when every sequence number up to `last`
+ *             came, with no gap, and every batch holding them committed;
+ *             else NACK.  From the acknowledgment on, requests on the leaf
+ *             wait here (owner_park.c): the commit may be known to edges
+ *             (the source's MOVED) before it is known here.
+ *   COMMITTED the leaf is adopted (served; stored OWNED); its waiting
+ *             requests run.  The version clock is already past every
+ *             received version (ledger_load_moved observes each).
+ *   ABORT     the copy is dropped.  So is it when the map shows the leaf
+ *             with the source again (or moving at another epoch), and it is
+ *             adopted when the map gives it to this owner.  A broken link
+ *             alone changes nothing: after an acknowledgment the outcome is
+ *             the map's (the model's DROP_ON_LINK_LOSS mutant loses writes).
+ * A RECEIVING mark read back at start is settled the same way, from the
+ * map (step 10).  At most OWN_RECV_MAX moves come in at once (etcd's slots
+ * say the same).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/core/clock.h"
+#include "server/core/log.h"
+#include "server/core/router.h"
+#include "server/owner/owner_move_int.h"
+
+#define RECV_TICK_MS 20
+#define RECV_BEGIN_WAIT_MS 3000   /* a map copy that has not reached e1 yet */
+#define RECV_BATCH_ROWS 8192
+
+enum rphase { R_FREE = 0, R_WAIT_MAP, R_PREPARING, R_RECEIVING, R_ACKED, R_DROPPING };
+
+struct rmove {
+    enum rphase phase;
+    struct hlink *h;              /* NULL once the link is gone */
+    struct hand_leaf leaf;
+    int64_t e1;
+    uint32_t from;
+    uint64_t next_seq;            /* the next sequence number expected */
+    uint64_t gen;                 /* tags its batches (a slot is reused) */
+    int gap, failed;
+    int fence_pending;            /* a FENCE waits for commits */
+    uint64_t fence_last;
+    uint64_t batches_out;         /* batches submitted, not done */
+    uint64_t seq_committed;       /* every seq up to it is in a committed batch */
+    uint64_t seq_in_batches;      /* the last seq handed to a batch */
+    struct persist_batch *cur;    /* rows not submitted yet */
+    uint64_t cur_seq;
+    uint64_t gen_wait;            /* the own table generation holding RECEIVING */
+    int purged;
+    int64_t deadline_ms;          /* R_WAIT_MAP */
+    int64_t started_ms;
+    uint64_t rows, bytes;
+};
+
+struct orecv {
+    struct rmove m[OWN_RECV_MAX];
+    struct event *tick, *flush;
+    uint64_t next_batch;
+    struct orecv_stats st;
+};
+
+static const char *leaf_name(const struct hand_leaf *l, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s %u-%08x", topo_pool_name((enum cfg_pool)l->pool), l->bits,
+             l->bits ? l->start >> (32 - l->bits) : 0);
+    return buf;
+}
+
+static void send_why(struct rmove *r, uint8_t type, const char *why)
+{
+    struct hand_msg m = {.type = type, .id = 1, .u.why = {r->e1, wire_cstr(why)}};
+    if (r->h != NULL)
+        owner_hlink_send(r->h, &m);
+}
+
+/* ---- the end of a move here ----------------------------------------------- */
+
+static void purge_done(struct owner *o, void *arg, int status, uint64_t entries, uint64_t rows)
+{
+    struct rmove *r = arg;
+    char name[48];
+    if (status != HKV_OK) {
+        log_warning("dropping the copy of leaf %s failed (%s); trying again",
+                    leaf_name(&r->leaf, name, sizeof(name)), hkv_strstatus(status));
+        if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, purge_done, r) == 0)
+            return;
+    }
+    if (r->phase == R_DROPPING) {
+        struct own_mark *m = owner_own_mark(o, r->leaf.start, r->leaf.bits);
+        if (m != NULL && m->state == PERSIST_RECEIVING)
+            owner_own_mark_del(o, m);
+        log_notice("leaf %s: the copy from owner %u is dropped (%llu entries, %llu rows)",
+                   leaf_name(&r->leaf, name, sizeof(name)), r->from,
+                   (unsigned long long)entries, (unsigned long long)rows);
+        memset(r, 0, sizeof(*r));
+        return;
+    }
+    r->purged = 1; /* R_PREPARING: READY once RECEIVING is durable too */
+}
+
+static void release(struct owner *o, struct rmove *r)
+{
+    persist_batch_free(&r->cur);
+    if (r->h != NULL)
+        owner_hlink_close(r->h, 1);
+    r->h = NULL;
+    owner_park_release(o);
+}
+
+/* The copy goes (ABORT, or the map shows the leaf elsewhere). */
+static void drop(struct owner *o, struct rmove *r, const char *why)
+{
+    char name[48];
+    struct own_mark *m = owner_own_mark(o, r->leaf.start, r->leaf.bits);
+    if (m != NULL)
+        m->block = OWN_BLOCK_NONE;
+    log_notice("leaf %s: move from owner %u at epoch %lld ends without this owner: %s",
+               leaf_name(&r->leaf, name, sizeof(name)), r->from, (long long)r->e1, why);
+    o->recv->st.dropped++;
+    r->phase = R_DROPPING;
+    release(o, r);
+    owner_purge_cancel(o, r);
+    if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, purge_done, r) != 0)
+        log_warning("cannot drop leaf %s's copy now (out of memory)", name);
+}
+
+/* The leaf is this owner's now (COMMITTED, or the map says so). */
+static void adopt(struct owner *o, struct rmove *r, int64_t e2)
+{
+    char name[48];
+    struct own_mark *m = owner_own_mark(o, r->leaf.start, r->leaf.bits);
+    if (m != NULL) {
+        m->adopted = 1;
+        m->e2 = e2;
+        m->block = OWN_BLOCK_NONE;
+        owner_own_changed(o);
+        owner_own_save_now(o);
+    }
+    o->recv->st.adopted++;
+    log_notice("leaf %s is served here from epoch %lld (from owner %u: %llu rows, %llu bytes in "
+               "%lld ms)", leaf_name(&r->leaf, name, sizeof(name)), (long long)e2, r->from,
+               (unsigned long long)r->rows, (unsigned long long)r->bytes,
+               (long long)(clock_mono_ms() - r->started_ms));
+    release(o, r);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ---- batches ---------------------------------------------------------------- */
+
+static void submit(struct owner *o, struct rmove *r)
+{
+    if (r->cur == NULL || r->cur->n == 0)
+        return;
+    struct persist_batch *b = r->cur;
+    r->cur = NULL;
+    b->id = OWNER_BATCH_MOVE | ((uint64_t)(r - o->recv->m) << 56) | (r->gen & ((1ULL << 56) - 1));
+    if (persister_submit(o->persister, b) != HKV_OK) {
+        persist_batch_free(&b);
+        r->failed = 1;
+        return;
+    }
+    r->batches_out++;
+    r->seq_in_batches = r->cur_seq;
+}
+
+static void try_ack(struct owner *o, struct rmove *r)
+{
+    if (!r->fence_pending || r->phase != R_RECEIVING)
+        return;
+    if (r->gap || r->failed || r->next_seq != r->fence_last + 1) {
+        send_why(r, HANDOFF_FENCE_NACK, r->gap ? "a sequence number is missing"
+                                        : r->failed ? "a batch failed to commit"
+                                                    : "the fence is past the last row received");
+        o->recv->st.nacks++;
+        r->fence_pending = 0;
+        return;
+    }
+    if (r->batches_out > 0 || (r->cur != NULL && r->cur->n > 0))
+        return; /* once the commits are in */
+    struct hand_msg ack = {.type = HANDOFF_FENCE_ACK, .id = 1, .u.fence = {r->e1, r->fence_last}};
+    r->fence_pending = 0;
+    r->phase = R_ACKED;
+    struct own_mark *m = owner_own_mark(o, r->leaf.start, r->leaf.bits);
+    if (m != NULL)
+        m->block = OWN_BLOCK_ALL; /* edges may hear of the commit before this owner */
+    owner_hlink_send(r->h, &ack);
+}
+
+void owner_recv_batch_done(struct owner *o, const struct persist_batch *b)
+{
+    if (o->recv == NULL)
+        return;
+    struct rmove *r = &o->recv->m[((b->id >> 56) & 0x3f) % OWN_RECV_MAX];
+    if ((r->phase != R_RECEIVING && r->phase != R_ACKED) ||
+        r->gen != (b->id & ((1ULL << 56) - 1)))
+        return; /* the move ended meanwhile */
+    if (r->batches_out > 0)
+        r->batches_out--;
+    if (b->status != HKV_OK)
+        r->failed = 1;
+    try_ack(o, r);
+}
+
+/* ---- messages ----------------------------------------------------------------- */
+
+static int add_row(struct rmove *r, const struct hand_row *w, struct ledger *l)
+{
+    struct persist_row row = {(char *)w->key.p, w->key.len, (char *)w->value.p, w->value.len,
+                              w->stamp, w->expire_ms, w->class_id, w->tomb};
+    ledger_load_moved(l, &row, owner_clock());
+    if (r->cur == NULL && (r->cur = persist_batch_new(1)) == NULL)
+        return -1;
+    r->rows++;
+    r->bytes += w->key.len + w->value.len;
+    return persist_batch_add(r->cur, w->key.p, w->key.len, w->value.p, w->value.len, w->stamp,
+                             w->expire_ms, w->class_id, w->tomb) == HKV_OK ? 0 : -1;
+}
+
+static void take_seq(struct rmove *r, uint64_t seq)
+{
+    if (seq != r->next_seq)
+        r->gap = 1;
+    if (seq >= r->next_seq)
+        r->next_seq = seq + 1;
+    r->cur_seq = seq;
+}
+
+/* The live incarnation of writer w on this owner's links (0: none). */
+static uint64_t live_inc(const struct owner *o, uint32_t w)
+{
+    for (const struct olink *l = o->links; l != NULL; l = l->next)
+        if (l->hello && l->edge_id == w && l->role == WIRE_ROLE_WRITE)
+            return l->edge_inc;
+    return 0;
+}
+
+static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct hand_msg *m)
+{
+    struct rmove *r = arg;
+    int streaming = r->phase == R_RECEIVING;
+    switch (m->type) {
+    case HANDOFF_ROW:
+        if (!streaming)
+            return;
+        take_seq(r, m->u.row.seq);
+        for (uint32_t i = 0; i < m->u.row.nrows && !r->failed; i++)
+            r->failed |= add_row(r, &m->u.row.rows[i], o->ledger) != 0;
+        break;
+    case HANDOFF_WRITE:
+        if (!streaming)
+            return;
+        take_seq(r, m->u.write.seq);
+        r->failed |= add_row(r, &m->u.write.r, o->ledger) != 0;
+        break;
+    case HANDOFF_RECORD: {
+        if (!streaming)
+            return;
+        take_seq(r, m->u.record.seq);
+        struct rifl_result res = {
+            .type = m->u.record.rtype, .applied = m->u.record.applied,
+            .has_old = m->u.record.has_old, .value = m->u.record.value,
+            .version = m->u.record.version, .old = m->u.record.old.p,
+            .oldlen = m->u.record.old.len, .resp = m->u.record.resp.p,
+            .resplen = m->u.record.resp.len, .changes = m->u.record.changes,
+            .nchanges = m->u.record.nchanges};
+        if (rifl_merge(o->rifl, m->u.record.writer, m->u.record.inc, m->u.record.rseq, &res,
+                       live_inc(o, m->u.record.writer)) == HKV_OK)
+            o->recv->st.records++;
+        break;
+    }
+    case HANDOFF_FENCE:
+        if (!streaming || m->u.fence.e1 != r->e1)
+            return;
+        r->fence_pending = 1;
+        r->fence_last = m->u.fence.last;
+        submit(o, r);
+        try_ack(o, r);
+        return;
+    case HANDOFF_COMMITTED:
+        if (m->u.committed.e1 == r->e1 && r->phase == R_ACKED)
+            adopt(o, r, m->u.committed.e2);
+        return;
+    case HANDOFF_ABORT:
+        if (m->u.why.e1 == r->e1 && r->phase != R_DROPPING)
+            drop(o, r, "the source aborted");
+        return;
+    default:
+        return;
+    }
+    event_active(o->recv->flush, EV_TIMEOUT, 0); /* one batch per loop turn */
+}
+
+static void on_gone(struct owner *o, void *arg, struct hlink *h, const char *why)
+{
+    struct rmove *r = arg;
+    r->h = NULL;
+    char name[48];
+    log_notice("leaf %s: the hand-off link from owner %u went (%s); the map decides now",
+               leaf_name(&r->leaf, name, sizeof(name)), r->from, why);
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    struct owner *o = arg;
+    for (int i = 0; i < OWN_RECV_MAX; i++)
+        if (o->recv->m[i].phase == R_RECEIVING || o->recv->m[i].phase == R_ACKED)
+            submit(o, &o->recv->m[i]);
+}
+
+/* ---- BEGIN ------------------------------------------------------------------ */
+
+/* What the map copy says of BEGIN's leaf: 1 moving from `from` to this
+ * owner at e1; 0 not yet known (the copy is older than e1); -1 no. */
+static int map_says_moving(struct owner *o, const struct rmove *r)
+{
+    owner_own_refresh(o);
+    const struct cmap_table *t = owner_own_map(o);
+    if (t == NULL || t->revision < r->e1)
+        return 0;
+    const struct cmap_leaf *l = cmap_lookup(t, o->pool, (uint64_t)r->leaf.start << 32);
+    if (l == NULL || l->start != r->leaf.start || l->bits != r->leaf.bits)
+        return -1;
+    if (l->epoch == r->e1 && l->state == CMAP_MOVING && l->owner == r->from &&
+        l->to == owner_own_number(o))
+        return 1;
+    return l->epoch < r->e1 ? 0 : -1;
+}
+
+/* Step 2 once the map agrees: RECEIVING(e1) durable, leftovers dropped. */
+static void prepare(struct owner *o, struct rmove *r)
+{
+    char name[48];
+    struct own_mark *m = owner_own_mark_add(o, r->leaf.start, r->leaf.bits, PERSIST_RECEIVING,
+                                            r->e1, r->from);
+    if (m == NULL || owner_purge_leaf(o, r->leaf.start, r->leaf.bits, purge_done, r) != 0) {
+        if (m != NULL)
+            owner_own_mark_del(o, m);
+        send_why(r, HANDOFF_ABORT, "the target cannot take the leaf now");
+        release(o, r);
+        memset(r, 0, sizeof(*r));
+        return;
+    }
+    owner_own_save_now(o);
+    r->gen_wait = owner_own_gen(o);
+    r->phase = R_PREPARING;
+    log_notice("leaf %s: receiving from owner %u at epoch %lld",
+               leaf_name(&r->leaf, name, sizeof(name)), r->from, (long long)r->e1);
+}
+
+static void on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
+{
+    const struct cfg *cfg = o->ctx->cfg;
+    char why[200] = "", host[64];
+    struct orecv *rv = o->recv;
+    if (m->type != HANDOFF_BEGIN || rv == NULL) {
+        owner_hlink_close(h, 0);
+        return;
+    }
+    snprintf(host, sizeof(host), "%.*s", (int)(m->u.begin.host.len > 63 ? 63 : m->u.begin.host.len),
+             m->u.begin.host.p);
+    struct rmove *r = NULL;
+    for (int i = 0; i < OWN_RECV_MAX; i++) {
+        struct rmove *x = &rv->m[i];
+        if (x->phase != R_FREE && x->leaf.start == m->u.begin.leaf.start &&
+            x->leaf.bits == m->u.begin.leaf.bits)
+            r = x; /* an older move of the same leaf: replaced */
+    }
+    for (int i = 0; i < OWN_RECV_MAX && r == NULL; i++)
+        if (rv->m[i].phase == R_FREE)
+            r = &rv->m[i];
+    if (m->u.begin.cluster.len != strlen(cfg->cluster) ||
+        memcmp(m->u.begin.cluster.p, cfg->cluster, m->u.begin.cluster.len) != 0)
+        snprintf(why, sizeof(why), "BEGIN for another cluster");
+    else if (!owner_hlink_peer_is(h, host, why + 20, sizeof(why) - 20))
+        memcpy(why, "peer not its host: ", 20);
+    else if (m->u.begin.to != owner_own_number(o) || m->u.begin.leaf.pool != o->pool)
+        snprintf(why, sizeof(why), "BEGIN for owner %u, this is %u", m->u.begin.to,
+                 owner_own_number(o));
+    else if (r == NULL)
+        snprintf(why, sizeof(why), "%d moves are coming in already", OWN_RECV_MAX);
+    else if (r->phase == R_ACKED || r->phase == R_DROPPING)
+        snprintf(why, sizeof(why), "the leaf's previous move is not over here");
+    if (why[0] != '\0') {
+        log_notice("hand-off refused: %s", why);
+        struct hand_msg a = {.type = HANDOFF_ABORT, .id = 1,
+                             .u.why = {m->u.begin.e1, wire_cstr(why)}};
+        owner_hlink_send(h, &a);
+        owner_hlink_close(h, 1);
+        return;
+    }
+    if (r->phase != R_FREE) {
+        release(o, r);
+        owner_purge_cancel(o, r);
+    }
+    *r = (struct rmove){.phase = R_WAIT_MAP, .h = h, .leaf = m->u.begin.leaf, .e1 = m->u.begin.e1,
+                        .from = m->u.begin.from, .next_seq = 1, .gen = ++rv->next_batch,
+                        .deadline_ms = clock_mono_ms() + RECV_BEGIN_WAIT_MS,
+                        .started_ms = clock_mono_ms()};
+    owner_hlink_set(h, on_msg, on_gone, NULL, r);
+    rv->st.begun++;
+}
+
+/* ---- the map and the clock ---------------------------------------------------- */
+
+/* A RECEIVING leaf with no live move here (the link broke, or a restart):
+ * the map says how its move ended.  1 if it did (adopted or dropped). */
+static int settle(struct owner *o, struct own_mark *m, struct rmove *r)
+{
+    const struct cmap_table *t = owner_own_map(o);
+    if (t == NULL)
+        return 0;
+    const struct cmap_leaf *l = cmap_lookup(t, o->pool, (uint64_t)m->start << 32);
+    if (l == NULL)
+        return 0;
+    if (l->owner == owner_own_number(o) && l->state == CMAP_SERVING && l->epoch > m->e1) {
+        if (r != NULL && r->phase == R_ACKED) {
+            adopt(o, r, l->epoch);
+        } else if (r == NULL || r->phase == R_ACKED) {
+            owner_own_mark_del(o, m); /* a restart: what was acknowledged is on disk */
+            owner_park_release(o);
+        } else {
+            return 0; /* not acknowledged: cannot be (the commit needs the ack) */
+        }
+        return 1;
+    }
+    int moving_here = l->state == CMAP_MOVING && l->epoch == m->e1 &&
+                      l->to == owner_own_number(o);
+    if (moving_here || (l->epoch < m->e1 && t->revision < m->e1))
+        return 0; /* the move is still on, or the copy is behind it */
+    struct rmove tmp = {.leaf = {(uint8_t)o->pool, m->bits, m->start}, .e1 = m->e1,
+                        .from = m->peer};
+    if (r == NULL) {
+        for (int i = 0; i < OWN_RECV_MAX && r == NULL; i++)
+            if (o->recv->m[i].phase == R_FREE)
+                r = &o->recv->m[i];
+        if (r == NULL)
+            return 0;
+        *r = tmp;
+    }
+    drop(o, r, "the map shows the leaf elsewhere");
+    return 1;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct owner *o = arg;
+    struct orecv *rv = o->recv;
+    int64_t now = clock_mono_ms();
+    for (int i = 0; i < OWN_RECV_MAX; i++) {
+        struct rmove *r = &rv->m[i];
+        if (r->phase == R_WAIT_MAP) {
+            int says = map_says_moving(o, r);
+            if (says > 0) {
+                prepare(o, r);
+            } else if (says < 0 || now > r->deadline_ms) {
+                send_why(r, HANDOFF_ABORT, "the map does not say the leaf moves here at that epoch");
+                release(o, r);
+                memset(r, 0, sizeof(*r));
+            }
+        } else if (r->phase == R_PREPARING && r->purged &&
+                   owner_own_saved_gen(o) >= r->gen_wait) {
+            struct hand_msg ready = {.type = HANDOFF_READY, .id = 1, .u.ready = {r->e1}};
+            r->phase = R_RECEIVING;
+            if (r->h == NULL || owner_hlink_send(r->h, &ready) != HKV_OK)
+                drop(o, r, "the link went before READY");
+        }
+    }
+    /* marks with no live move (a broken link after the ack, a restart) */
+    struct own_mark *marks = owner_own_marks(o);
+    for (int i = 0; marks != NULL && i < OWN_MAX_MARKS; i++) {
+        struct own_mark *m = &marks[i];
+        if (!m->used || m->state != PERSIST_RECEIVING || m->adopted)
+            continue;
+        struct rmove *r = NULL;
+        for (int k = 0; k < OWN_RECV_MAX; k++)
+            if (rv->m[k].phase != R_FREE && rv->m[k].leaf.start == m->start &&
+                rv->m[k].leaf.bits == m->bits && rv->m[k].e1 == m->e1)
+                r = &rv->m[k];
+        if (r == NULL || ((r->phase == R_RECEIVING || r->phase == R_ACKED) && r->h == NULL) ||
+            r->phase == R_ACKED)
+            settle(o, m, r);
+    }
+    /* adopted marks go once the map copy says as much */
+    for (int i = 0; marks != NULL && i < OWN_MAX_MARKS; i++) {
+        struct own_mark *m = &marks[i];
+        if (m->used && m->state == PERSIST_RECEIVING && m->adopted) {
+            const struct cmap_table *t = owner_own_map(o);
+            const struct cmap_leaf *l = t ? cmap_lookup(t, o->pool, (uint64_t)m->start << 32) : NULL;
+            if (l != NULL && l->epoch >= m->e2)
+                owner_own_mark_del(o, m);
+        }
+    }
+}
+
+void owner_recv_flushed(struct owner *o)
+{
+    for (int i = 0; o->recv != NULL && i < OWN_RECV_MAX; i++) {
+        struct rmove *r = &o->recv->m[i];
+        if (r->phase == R_WAIT_MAP || r->phase == R_PREPARING || r->phase == R_RECEIVING) {
+            send_why(r, HANDOFF_ABORT, "FLUSHALL on the target");
+            drop(o, r, "FLUSHALL");
+        }
+    }
+}
+
+void owner_recv_stats(const struct owner *o, struct orecv_stats *out)
+{
+    if (o->recv != NULL) {
+        *out = o->recv->st;
+        out->incoming = 0;
+        for (int i = 0; i < OWN_RECV_MAX; i++)
+            out->incoming += o->recv->m[i].phase != R_FREE;
+    } else {
+        memset(out, 0, sizeof(*out));
+    }
+}
+
+int owner_recv_setup(struct owner *o)
+{
+    if (o->ctx->cfg->cluster[0] == '\0')
+        return 0;
+    o->recv = calloc(1, sizeof(*o->recv));
+    if (o->recv == NULL || owner_hlink_setup(o, on_accept) != 0)
+        return -1;
+    o->recv->tick = event_new(o->base, -1, EV_PERSIST, on_tick, o);
+    o->recv->flush = event_new(o->base, -1, 0, on_flush, o);
+    if (o->recv->tick == NULL || o->recv->flush == NULL)
+        return -1;
+    struct timeval tv = {0, RECV_TICK_MS * 1000};
+    event_add(o->recv->tick, &tv);
+    return 0;
+}
+
+void owner_recv_teardown(struct owner *o)
+{
+    struct orecv *rv = o->recv;
+    if (rv == NULL)
+        return;
+    for (int i = 0; i < OWN_RECV_MAX; i++) {
+        persist_batch_free(&rv->m[i].cur);
+        owner_purge_cancel(o, &rv->m[i]);
+    }
+    if (rv->tick != NULL)
+        event_free(rv->tick);
+    if (rv->flush != NULL)
+        event_free(rv->flush);
+    free(rv);
+    o->recv = NULL;
+}
