@@ -4,7 +4,7 @@
  * stall them): HOTKVD_MOVE_HOOK=<pool>/<index>:<step>:kill or
  * ...:pause=<ms>, read once at start.  Steps: intent, recorded, ready,
  * copied, fenced, acked, commit, committed (the source's, owner_move.c);
- * t_ready, t_acked (the target's, owner_recv.c).  A hook fires once per
+ * t_ready, t_fence, t_acked (the target's, owner_recv.c).  A hook fires once per
  * data directory (a marker file, so the restarted owner goes on); without
  * the variable nothing here does anything.
  */

@@ -201,6 +201,7 @@ static void try_ack(struct owner *o, struct rmove *r)
     if (m != NULL)
         m->block = OWN_BLOCK_ALL; /* edges may hear of the commit before this owner */
     owner_hlink_send(r->h, &ack);
+    owner_move_hook(o, "t_acked");
 }
 
 void owner_recv_batch_done(struct owner *o, const struct persist_batch *b)
@@ -288,6 +289,7 @@ static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct han
     case HANDOFF_FENCE:
         if (!streaming || m->u.fence.e1 != r->e1)
             return;
+        owner_move_hook(o, "t_fence");
         r->fence_pending = 1;
         r->fence_last = m->u.fence.last;
         submit(o, r);
@@ -480,6 +482,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             r->phase = R_RECEIVING;
             if (r->h == NULL || owner_hlink_send(r->h, &ready) != HKV_OK)
                 drop(o, r, "the link went before READY");
+            else
+                owner_move_hook(o, "t_ready");
         }
     }
     /* marks with no live move (a broken link after the ack, a restart) */

@@ -87,6 +87,156 @@ START_TEST(keys_stay_with_the_owners_the_map_names_across_a_restart)
 }
 END_TEST
 
+/* Moves leaf to owner `to` with the admin tool, waiting for the end: its
+ * exit code (0 moved, 2 not moved). */
+static int move_wait(const char *leaf, unsigned to, char *out, size_t len)
+{
+    char t[16];
+    snprintf(t, sizeof(t), "%u", to);
+    const char *admin = getenv("HOTKVD_ADMIN_BIN");
+    const char *argv[] = {admin, h1.conf, "leaf", "move", "hot", leaf, t, "--wait", "30000", NULL};
+    return mc_run(argv, out, len, 40000);
+}
+
+START_TEST(a_split_changes_nothing_a_client_sees)
+{
+    char leaf[32], keys[40][32], out[4096], v[32];
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "s", keys, 40);
+    int fd = h_connect(h1.port);
+    for (int i = 0; i < 40; i++) {
+        snprintf(v, sizeof(v), "a%d", i);
+        set_ok(fd, keys[i], v);
+    }
+    struct h_reply *r = h_cmdv(fd, "DBSIZE", NULL);
+    long long before = r->v->integer;
+    h_free(r);
+    int rc = mc_admin(&h1, out, sizeof(out), 20000, "leaf", "split", "hot", leaf, NULL, NULL);
+    ck_assert_msg(rc == 0, "leaf split: %s", out);
+    ck_assert_ptr_nonnull(strstr(out, "split hot"));
+    /* both halves are owner 1's, at a new epoch */
+    char half0[32], half1[32], state[16] = "";
+    snprintf(half0, sizeof(half0), "%d-%08x", bits + 1, start >> (31 - bits));
+    snprintf(half1, sizeof(half1), "%d-%08x", bits + 1, (start >> (31 - bits)) + 1);
+    ck_assert_uint_eq(mc_leaf_owner(&h1, half0, state), 1);
+    ck_assert_str_eq(state, "serving");
+    ck_assert_uint_eq(mc_leaf_owner(&h1, half1, state), 1);
+    for (int i = 0; i < 40; i++) {
+        snprintf(v, sizeof(v), "a%d", i);
+        get_is(fd, keys[i], v);
+        snprintf(v, sizeof(v), "b%d", i);
+        set_ok(fd, keys[i], v);
+        get_is(fd, keys[i], v);
+    }
+    r = h_cmdv(fd, "DBSIZE", NULL);
+    ck_assert_int_eq(r->v->integer, before);
+    h_free(r);
+    /* a split of a moving or missing leaf is refused */
+    rc = mc_admin(&h1, out, sizeof(out), 20000, "leaf", "split", "hot", leaf, NULL, NULL);
+    ck_assert_int_ne(rc, 0);
+    close(fd);
+}
+END_TEST
+
+START_TEST(a_leaf_moves_between_two_owners_under_a_steady_writer)
+{
+    char leaf[32], keys[MC_KEYS][32], out[4096], state[16] = "";
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "w", keys, MC_KEYS);
+    /* some bulk in the leaf, persisted and resident */
+    int fd = h_connect(h1.port);
+    char bulk[64][32], v[32];
+    mc_keys_in(start, bits, "bulk", bulk, 64);
+    for (int i = 0; i < 64; i++) {
+        snprintf(v, sizeof(v), "b%d", i);
+        set_ok(fd, bulk[i], v);
+    }
+    static struct mc_load L;
+    mc_load_start(&L, h1.port, keys, MC_KEYS, 200);
+    h_sleep_ms(1000);
+    int rc = move_wait(leaf, 2, out, sizeof(out));
+    h_sleep_ms(1000);
+    mc_load_stop(&L);
+    ck_assert_msg(rc == 0, "leaf move: %s", out);
+    ck_assert_uint_eq(mc_leaf_owner(&h1, leaf, state), 2);
+    ck_assert_str_eq(state, "serving");
+    ck_assert_msg(atomic_load(&L.failures) == 0, "%lld of %lld writes failed, first: %s",
+                  (long long)atomic_load(&L.failures), (long long)atomic_load(&L.writes),
+                  L.first_failure);
+    ck_assert_msg(atomic_load(&L.backwards) == 0, "a read went back: %s", L.first_backwards);
+    ck_assert_int_gt(atomic_load(&L.writes), 100);
+    mc_check_acked(&L, h1.port);
+    for (int i = 0; i < 64; i++) {
+        snprintf(v, sizeof(v), "b%d", i);
+        get_is(fd, bulk[i], v);
+    }
+    fprintf(stderr, "move one_host: %lld writes, %lld reads, max write %lld ms\n",
+            (long long)atomic_load(&L.writes), (long long)atomic_load(&L.reads),
+            L.max_write_us / 1000);
+    /* and back: the leaf returns to owner 1 with everything */
+    rc = move_wait(leaf, 1, out, sizeof(out));
+    ck_assert_msg(rc == 0, "leaf move back: %s", out);
+    mc_check_acked(&L, h1.port);
+    close(fd);
+}
+END_TEST
+
+START_TEST(a_deleted_key_does_not_come_back_with_its_leaf)
+{
+    char leaf[32], keys[8][32], out[4096];
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "d", keys, 8);
+    int fd = h_connect(h1.port);
+    for (int i = 0; i < 8; i++)
+        set_ok(fd, keys[i], "old");
+    h_sleep_ms(1500); /* the values are on disk at the source */
+    for (int i = 0; i < 4; i++) {
+        struct h_reply *r = h_cmdv(fd, "DEL", keys[i], NULL);
+        ck_assert_int_eq(r->v->integer, 1);
+        h_free(r);
+    }
+    ck_assert_int_eq(move_wait(leaf, 2, out, sizeof(out)), 0);
+    for (int i = 0; i < 8; i++)
+        get_is(fd, keys[i], i < 4 ? NULL : "old");
+    /* and back to owner 1, whose file still has the old rows */
+    ck_assert_int_eq(move_wait(leaf, 1, out, sizeof(out)), 0);
+    for (int i = 0; i < 8; i++)
+        get_is(fd, keys[i], i < 4 ? NULL : "old");
+    close(fd);
+}
+END_TEST
+
+static void up_stalled_target(void) { up_env("HOTKVD_MOVE_HOOK=hot/1:t_fence:pause=4000"); }
+
+START_TEST(a_fence_past_its_deadline_aborts_and_the_writes_apply_at_the_source)
+{
+    char leaf[32], keys[MC_KEYS][32], out[4096], state[16] = "";
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "f", keys, MC_KEYS);
+    static struct mc_load L;
+    mc_load_start(&L, h1.port, keys, MC_KEYS, 500);
+    h_sleep_ms(500);
+    int rc = move_wait(leaf, 2, out, sizeof(out));
+    h_sleep_ms(500);
+    mc_load_stop(&L);
+    ck_assert_msg(rc == 2, "the move should have aborted (exit 2): %d %s", rc, out);
+    ck_assert_uint_eq(mc_leaf_owner(&h1, leaf, state), 1);
+    ck_assert_str_eq(state, "serving");
+    ck_assert_msg(atomic_load(&L.failures) == 0, "%lld writes failed, first: %s",
+                  (long long)atomic_load(&L.failures), L.first_failure);
+    mc_check_acked(&L, h1.port);
+    ck_assert(h_log_has(&h1, "fence deadline", NULL, NULL));
+}
+END_TEST
+
 Suite *move_suite(void)
 {
     Suite *s = suite_create("move");
@@ -94,6 +244,14 @@ Suite *move_suite(void)
     tcase_add_checked_fixture(tc, up, down);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, keys_stay_with_the_owners_the_map_names_across_a_restart);
+    tcase_add_test(tc, a_split_changes_nothing_a_client_sees);
+    tcase_add_test(tc, a_leaf_moves_between_two_owners_under_a_steady_writer);
+    tcase_add_test(tc, a_deleted_key_does_not_come_back_with_its_leaf);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("fence_deadline");
+    tcase_add_checked_fixture(tc, up_stalled_target, down);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, a_fence_past_its_deadline_aborts_and_the_writes_apply_at_the_source);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -248,7 +248,7 @@ static inline void mc_load_start(struct mc_load *L, int port, char keys[][32], i
     L->nkeys = n;
     L->interval_us = us;
     for (int i = 0; i < n; i++)
-        snprintf(L->keys[i], sizeof(L->keys[i]), "%s", keys[i]);
+        memcpy(L->keys[i], keys[i], sizeof(L->keys[i]));
     ck_assert_int_eq(pthread_create(&L->wt, NULL, mc_writer, L), 0);
     ck_assert_int_eq(pthread_create(&L->rt, NULL, mc_reader, L), 0);
 }
