@@ -81,7 +81,29 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(owner_durable_waiting, CTR_GAUGE, "Replies waiting for a durable commit")                \
     X(owner_completions_dropped, CTR_COUNTER, "Completion records dropped by the bound")       \
     X(owner_expires, CTR_GAUGE, "Resident live keys with an expiry (INFO keyspace expires)")  \
-    X(owner_avg_ttl_ms, CTR_GAUGE, "Their average time to live, ms (INFO keyspace avg_ttl)")
+    X(owner_avg_ttl_ms, CTR_GAUGE, "Their average time to live, ms (INFO keyspace avg_ttl)")  \
+    X(leaf_moves_started, CTR_COUNTER, "Leaf moves started from this owner")                   \
+    X(leaf_moves_committed, CTR_COUNTER, "Leaf moves from this owner that committed")         \
+    X(leaf_moves_aborted, CTR_COUNTER, "Leaf moves from this owner that aborted (leaf stayed)") \
+    X(leaf_moves_refused, CTR_COUNTER, "Leaf moves whose intent was refused or lost")          \
+    X(leaf_moves_in_doubt, CTR_COUNTER, "Leaf move commits whose outcome was unknown at first") \
+    X(leaf_moves_outgoing, CTR_GAUGE, "A leaf move from this owner is under way (0 or 1)")     \
+    X(leaf_moves_incoming, CTR_GAUGE, "Leaf moves coming in now")                              \
+    X(leaf_moves_received, CTR_COUNTER, "Leaves adopted from another owner")                   \
+    X(leaf_moves_dropped, CTR_COUNTER, "Incoming leaf copies dropped (their move aborted)")    \
+    X(leaf_splits, CTR_COUNTER, "Leaf splits this owner asked for that applied")               \
+    X(leaf_fence_ms_last, CTR_GAUGE, "The last committed move's fence, ms (writes waited)")    \
+    X(leaf_fence_ms_max, CTR_GAUGE, "The longest committed move's fence, ms")                  \
+    X(leaf_copy_rows, CTR_COUNTER, "Rows sent by leaf moves (ledger and SQLite)")              \
+    X(leaf_copy_bytes, CTR_COUNTER, "Key and value bytes sent by leaf moves")                  \
+    X(leaf_copy_ms_last, CTR_GAUGE, "The last move's copy, ms")                                \
+    X(leaf_copy_bytes_per_s, CTR_GAUGE, "The last move's copy rate, bytes/s")                  \
+    X(leaf_parked, CTR_COUNTER, "Requests that waited for a moving leaf")                      \
+    X(leaf_parked_writes, CTR_COUNTER, "Writes among them")                                    \
+    X(leaf_parked_now, CTR_GAUGE, "Requests waiting for a moving leaf now")                    \
+    X(leaf_parked_ms_max, CTR_GAUGE, "The longest wait of a parked request, ms")               \
+    X(leaf_parked_ms_p99, CTR_GAUGE, "The 99th percentile of parked waits, ms (upper bound)")  \
+    X(leaf_parked_timeouts, CTR_COUNTER, "Parked requests answered TRYAGAIN (wait too long)")
 
 enum ctr_edge_id {
 #define X(name, kind, help) CTR_EDGE_##name,

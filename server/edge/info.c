@@ -17,6 +17,7 @@
 #include "server/edge/edge_link.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/info_leaves.h"
 #include "server/edge/info_redis.h"
 #include "server/core/version.h"
 #include "server/core/clock.h"
@@ -269,6 +270,7 @@ static const struct {
     {"cluster", info_cluster, 1, 0},
     {"keyspace", sec_keyspace, 1, 1},
     {"owners", sec_owners, 1, 1},
+    {"leaves", info_leaves, 1, 1},
     {"cache", sec_cache, 1, 0},
     {"hotkeys", sec_hotkeys, 1, 0},
     {"ratelimit", sec_ratelimit, 1, 0},

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_move_int.h"
 
 struct scan_acc {
     const struct owner *o;        /* cluster: keep only keys of its leaves; else NULL */
@@ -102,6 +103,7 @@ static void stats_now(struct owner *o, struct owner_counters *v)
     for (struct olink *x = o->links; x != NULL; x = x->next)
         v->owner_links++;
     owner_persist_stats(o, v);
+    owner_move_counters(o, v);
 }
 
 /* Every field of the list (server/core/counters.h), counters from the last

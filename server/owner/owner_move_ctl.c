@@ -300,3 +300,45 @@ void owner_move_teardown(struct owner *o)
     owner_hlink_teardown(o);
     owner_park_teardown(o);
 }
+
+void owner_move_counters(const struct owner *o, struct owner_counters *v)
+{
+    struct omove_stats m;
+    struct orecv_stats r;
+    struct opark_stats p;
+    owner_move_stats(o, &m);
+    owner_recv_stats(o, &r);
+    owner_park_stats(o, &p);
+    v->leaf_moves_started = m.started;
+    v->leaf_moves_committed = m.committed;
+    v->leaf_moves_aborted = m.aborted;
+    v->leaf_moves_refused = m.refused;
+    v->leaf_moves_in_doubt = m.in_doubt;
+    v->leaf_moves_outgoing = (uint64_t)m.outgoing;
+    v->leaf_moves_incoming = r.incoming;
+    v->leaf_moves_received = r.adopted;
+    v->leaf_moves_dropped = r.dropped;
+    v->leaf_splits = m.splits;
+    v->leaf_fence_ms_last = m.fence_ms_last;
+    v->leaf_fence_ms_max = m.fence_ms_max;
+    v->leaf_copy_rows = m.copy_rows;
+    v->leaf_copy_bytes = m.copy_bytes;
+    v->leaf_copy_ms_last = m.copy_ms_last;
+    v->leaf_copy_bytes_per_s = m.copy_bytes_per_s_last;
+    v->leaf_parked = p.parked;
+    v->leaf_parked_writes = p.parked_writes;
+    v->leaf_parked_now = owner_park_count(o);
+    v->leaf_parked_ms_max = p.wait_max_ms;
+    v->leaf_parked_timeouts = p.timed_out;
+    uint64_t total = 0, seen = 0;
+    for (int b = 0; b < OPARK_HIST; b++)
+        total += p.hist[b];
+    v->leaf_parked_ms_p99 = 0;
+    for (int b = 0; b < OPARK_HIST && total > 0; b++) {
+        seen += p.hist[b];
+        if (seen * 100 >= total * 99) {
+            v->leaf_parked_ms_p99 = b == 0 ? 0 : (1ULL << b) - 1;
+            break;
+        }
+    }
+}

@@ -211,6 +211,8 @@ void owner_move_applied(struct owner *o, const char *key, size_t klen);
 /* A FLUSHALL applied here: moves out and in abort. */
 void owner_move_flushed(struct owner *o);
 void owner_move_stats(const struct owner *o, struct omove_stats *out);
+/* The leaf_* fields of STATS (server/core/counters.h). */
+void owner_move_counters(const struct owner *o, struct owner_counters *v);
 const char *owner_move_phase_name(int phase);
 
 /* ---- owner_fence.c: the gate of a leaf that waits ---- */
