@@ -35,7 +35,7 @@
 
 #define AGENT_LEAF_QUEUE 64
 #define AGENT_LEAF_POLL_MS 500
-#define AGENT_LEAF_ORDER_MS 30000
+#define AGENT_LEAF_ORDER_MS 5000
 
 struct agent;
 struct agent_leaf;

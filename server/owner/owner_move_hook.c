@@ -1,8 +1,9 @@
 /*
  * owner_move_hook.c - a test's way to stop an owner at a named step of a
  * move (the fault tests kill -9 the source or the target at each step, and
- * stall them): HOTKVD_MOVE_HOOK=<pool>/<index>:<step>:kill or
- * ...:pause=<ms>, read once at start.  Steps: intent, recorded, ready,
+ * stall them, or cut their hand-off link): HOTKVD_MOVE_HOOK=
+ * <pool>/<index>:<step>:kill, ...:pause=<ms> or ...:cut, read once at
+ * start.  Steps: intent, recorded, ready,
  * copied, fenced, acked, commit, committed (the source's, owner_move.c);
  * t_ready, t_fence, t_acked (the target's, owner_recv.c).  A hook fires once per
  * data directory (a marker file, so the restarted owner goes on); without
@@ -18,7 +19,7 @@
 #include "server/owner/owner_move_int.h"
 
 static char hook_step[32];
-static int hook_kill;
+static int hook_kill, hook_cut;
 static int hook_pause_ms;
 
 void owner_move_hook_setup(struct owner *o)
@@ -33,26 +34,31 @@ void owner_move_hook_setup(struct owner *o)
     if (strcmp(who, me) != 0)
         return;
     hook_kill = strcmp(act, "kill") == 0;
-    if (!hook_kill && sscanf(act, "pause=%d", &hook_pause_ms) != 1)
+    hook_cut = strcmp(act, "cut") == 0;
+    if (!hook_kill && !hook_cut && sscanf(act, "pause=%d", &hook_pause_ms) != 1)
         return;
     snprintf(hook_step, sizeof(hook_step), "%s", step);
 }
 
-void owner_move_hook(struct owner *o, const char *step)
+int owner_move_hook(struct owner *o, const char *step)
 {
     if (hook_step[0] == '\0' || strcmp(step, hook_step) != 0)
-        return;
+        return 0;
     char path[TOPO_PATH_MAX];
     snprintf(path, sizeof(path), "%s/move-hook-%s-%d-%s.fired", o->ctx->cfg->dir,
              topo_pool_name(o->pool), o->index, step);
     if (access(path, F_OK) == 0)
-        return;
+        return 0;
     FILE *f = fopen(path, "w");
     if (f != NULL)
         fclose(f);
     hook_step[0] = '\0';
-    log_warning("HOTKVD_MOVE_HOOK: %s at step %s", hook_kill ? "killed" : "paused", step);
+    log_warning("HOTKVD_MOVE_HOOK: %s at step %s",
+                hook_kill ? "killed" : hook_cut ? "link cut" : "paused", step);
     if (hook_kill)
         raise(SIGKILL);
+    if (hook_cut)
+        return 1;
     usleep((useconds_t)hook_pause_ms * 1000);
+    return 0;
 }

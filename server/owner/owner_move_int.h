@@ -225,7 +225,8 @@ int owner_fence(struct owner *o, struct olink *l, const struct wire_msg *m, cons
 /* Reads HOTKVD_MOVE_HOOK=<pool>/<index>:<step>:kill|pause=<ms> once. */
 void owner_move_hook_setup(struct owner *o);
 /* At step: kill -9 itself, or stall its loop, if the hook names this owner
- * and step (once per data directory: a restarted owner does not fire again). */
-void owner_move_hook(struct owner *o, const char *step);
+ * and step (once per data directory: a restarted owner does not fire again).
+ * 1 when the hook says "cut": the caller drops its hand-off link. */
+int owner_move_hook(struct owner *o, const char *step);
 
 #endif
