@@ -101,6 +101,9 @@ void omove_gone(struct owner *o, int64_t e2)
             m->st.fence_ms_max = m->st.fence_ms_last;
     }
     m->st.committed++;
+    /* the leaf is not served here any more: its copy goes (not what still
+     * waits for its commit here: durable acknowledgments wait for those) */
+    owner_purge_leaf(o, m->leaf.start, m->leaf.bits, 1, NULL, NULL);
     owner_move_hook(o, "committed");
     omove_finish(o, LEAF_ST_OK, "committed");
 }

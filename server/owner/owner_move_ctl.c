@@ -53,6 +53,7 @@ static void on_settle_abort(struct owner *o, void *arg, const struct hand_msg *r
         k->block = OWN_BLOCK_NONE;
         k->unresolved = 0;
         owner_own_changed(o);
+        owner_purge_leaf(o, k->start, k->bits, 1, NULL, NULL);
         settled(o, k, "its commit had applied: gone");
     }
     free(s);
@@ -73,6 +74,7 @@ static void on_settle_read(struct owner *o, void *arg, const struct hand_msg *r)
         k->block = OWN_BLOCK_NONE;
         k->unresolved = 0;
         owner_own_changed(o);
+        owner_purge_leaf(o, k->start, k->bits, 1, NULL, NULL);
         settled(o, k, "its commit had applied: gone");
         free(s);
     } else if (is_mine(o, r)) {

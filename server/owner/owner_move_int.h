@@ -135,10 +135,12 @@ void owner_park_stats(const struct owner *o, struct opark_stats *out);
  * persister's failure; entries and rows: how many went. */
 typedef void (*opurge_done_fn)(struct owner *o, void *arg, int status, uint64_t entries,
                                uint64_t rows);
-/* Starts dropping leaf (start, bits) of this owner's pool; done is called
- * once, from the loop.  0, or -1 (out of memory: done is never called). */
-int owner_purge_leaf(struct owner *o, uint32_t start, uint8_t bits, opurge_done_fn done,
-                     void *arg);
+/* Starts dropping leaf (start, bits) of this owner's pool (keep_dirty: not
+ * the ledger entries still waiting for their commit); done (may be NULL)
+ * is called once, from the loop.  0, or -1 (out of memory: done is never
+ * called). */
+int owner_purge_leaf(struct owner *o, uint32_t start, uint8_t bits, int keep_dirty,
+                     opurge_done_fn done, void *arg);
 /* The purges started with arg go on, but tell nobody. */
 void owner_purge_cancel(struct owner *o, void *arg);
 /* After the persister is gone (its jobs have been handed back). */

@@ -13,6 +13,10 @@
  * cut later can carry a row of it, and batches submitted before run before
  * the writer's next job, so when the last job is done the file holds
  * nothing of the leaf.  The caller hears of it once (done).
+ *
+ * A source that gave a leaf away keeps the leaf's dirty entries (keep_dirty):
+ * their commits are what its clients' durable acknowledgments wait for; the
+ * rows they leave behind are leftovers a later target purges anyway.
  */
 #include <stdlib.h>
 
@@ -31,6 +35,7 @@ struct ptask {
     uint8_t bits;
     uint64_t cursor;
     int walking, orphan;
+    int keep_dirty;             /* a source's clean-up: its unpersisted writes stay */
     uint64_t deleted, entries;
     opurge_done_fn done;
     void *arg;
@@ -100,7 +105,8 @@ static int in_leaf(void *arg, const struct ledger_item *it)
 {
     struct ptask *t = arg;
     uint64_t place = router_place(it->key, it->klen);
-    if ((uint64_t)(uint32_t)(place >> 32) - t->start >= (1ULL << (32 - t->bits)))
+    if ((uint64_t)(uint32_t)(place >> 32) - t->start >= (1ULL << (32 - t->bits)) ||
+        (t->keep_dirty && it->dirty))
         return LEDGER_WALK_KEEP;
     t->entries++;
     return LEDGER_WALK_DROP;
@@ -120,8 +126,8 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
         finish(t, HKV_EINVAL);
 }
 
-int owner_purge_leaf(struct owner *o, uint32_t start, uint8_t bits, opurge_done_fn done,
-                     void *arg)
+int owner_purge_leaf(struct owner *o, uint32_t start, uint8_t bits, int keep_dirty,
+                     opurge_done_fn done, void *arg)
 {
     if (o->purge == NULL) {
         o->purge = calloc(1, sizeof(*o->purge));
@@ -136,6 +142,7 @@ int owner_purge_leaf(struct owner *o, uint32_t start, uint8_t bits, opurge_done_
     t->bits = bits;
     t->done = done;
     t->arg = arg;
+    t->keep_dirty = keep_dirty;
     t->walking = 1;
     t->step = event_new(o->base, -1, 0, on_step, t);
     if (t->step == NULL) {

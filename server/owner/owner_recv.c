@@ -99,7 +99,7 @@ static void purge_done(struct owner *o, void *arg, int status, uint64_t entries,
     if (status != HKV_OK) {
         log_warning("dropping the copy of leaf %s failed (%s); trying again",
                     leaf_name(&r->leaf, name, sizeof(name)), hkv_strstatus(status));
-        if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, purge_done, r) == 0)
+        if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, purge_done, r) == 0)
             return;
     }
     if (r->phase == R_DROPPING) {
@@ -137,7 +137,7 @@ static void drop(struct owner *o, struct rmove *r, const char *why)
     r->phase = R_DROPPING;
     release(o, r);
     owner_purge_cancel(o, r);
-    if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, purge_done, r) != 0)
+    if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, purge_done, r) != 0)
         log_warning("cannot drop leaf %s's copy now (out of memory)", name);
 }
 
@@ -358,7 +358,7 @@ static void prepare(struct owner *o, struct rmove *r)
     char name[48];
     struct own_mark *m = owner_own_mark_add(o, r->leaf.start, r->leaf.bits, PERSIST_RECEIVING,
                                             r->e1, r->from);
-    if (m == NULL || owner_purge_leaf(o, r->leaf.start, r->leaf.bits, purge_done, r) != 0) {
+    if (m == NULL || owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, purge_done, r) != 0) {
         if (m != NULL)
             owner_own_mark_del(o, m);
         send_why(r, HANDOFF_ABORT, "the target cannot take the leaf now");
