@@ -16,6 +16,9 @@
  *     hook) leaves the leaf at the source, writes applied there.
  * The two-host moves and the kill -9 faults are in check_move_hosts.c.
  */
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include "tests/integration/move_cluster.h"
 
 static struct daemon h1;
@@ -212,6 +215,81 @@ START_TEST(a_deleted_key_does_not_come_back_with_its_leaf)
 }
 END_TEST
 
+/* A write link to owner `index` of h1 (cluster owner number `number`) as
+ * edge `writer` incarnation `inc`: HELLO v3 of cluster mv. */
+static void wire_open(struct h_wire *w, int index, uint32_t number, uint32_t writer, uint64_t inc)
+{
+    memset(w, 0, sizeof(*w));
+    wire_decoder_init(&w->dec, 0);
+    w->next_id = 1;
+    w->writer = writer;
+    w->incarnation = inc;
+    struct sockaddr_un un = {.sun_family = AF_UNIX};
+    char path[400];
+    snprintf(path, sizeof(path), "%s/owner-hot-%d.sock", h1.dir, index);
+    ck_assert_uint_lt(strlen(path), sizeof(un.sun_path));
+    memcpy(un.sun_path, path, strlen(path) + 1);
+    w->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_eq(connect(w->fd, (struct sockaddr *)&un, sizeof(un)), 0);
+    struct hkv_buf b = HKV_BUF_INIT;
+    uint64_t id = h_wire_id(w);
+    struct wire_hello_cluster cl = {wire_cstr("mv"), number, wire_cstr("h1")};
+    wire_put_hello_cluster(&b, id, WIRE_VERSION, writer, wire_cstr("t"), WIRE_ROLE_WRITE, inc, &cl);
+    struct wire_msg m;
+    ck_assert_int_eq(h_wire_call(w, &b, id, 5000, &m), 0);
+    ck_assert_msg(m.type == WIRE_HELLO_OK, "HELLO to owner %u: %s", number,
+                  m.type == WIRE_ERROR ? m.u.error.text.p : wire_type_name(m.type));
+    w->owner_inc = m.u.hello_ok.incarnation;
+    buf_deinit(&b);
+}
+
+static int64_t incrby(struct h_wire *w, const char *key, struct wire_rid rid, char *err,
+                      size_t len)
+{
+    struct hkv_buf b = HKV_BUF_INIT;
+    uint64_t id = h_wire_id(w);
+    wire_put_incrby(&b, id, wire_cstr(key), 5, rid);
+    struct wire_msg m;
+    ck_assert_int_eq(h_wire_call(w, &b, id, 5000, &m), 0);
+    buf_deinit(&b);
+    if (m.type != WIRE_INT) {
+        snprintf(err, len, "%s %.*s", wire_type_name(m.type),
+                 m.type == WIRE_ERROR ? (int)m.u.error.text.len : 0,
+                 m.type == WIRE_ERROR ? m.u.error.text.p : "");
+        return INT64_MIN;
+    }
+    return m.u.integer.value;
+}
+
+START_TEST(a_retry_after_the_move_is_answered_from_the_travelled_record)
+{
+    char leaf[32], keys[1][32], out[4096], err[256] = "";
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "once", keys, 1);
+    struct h_wire s, t;
+    wire_open(&s, 0, 1, 3999, 0x5eed);
+    /* applied at the source; its answer is "lost" (the test retries) */
+    ck_assert_int_eq(incrby(&s, keys[0], (struct wire_rid){1, 1, 0}, err, sizeof(err)), 5);
+    uint64_t s_inc = s.owner_inc;
+    h_wire_close(&s);
+    ck_assert_int_eq(move_wait(leaf, 2, out, sizeof(out)), 0);
+    /* the retry goes to the new owner, naming the one its first try reached */
+    wire_open(&t, 1, 2, 3999, 0x5eed);
+    int64_t v = incrby(&t, keys[0], (struct wire_rid){1, 1, s_inc}, err, sizeof(err));
+    ck_assert_msg(v == 5, "the retry at the new owner answered %lld (%s), not the record's 5",
+                  (long long)v, err);
+    /* and it applied once */
+    int fd = h_connect(h1.port);
+    get_is(fd, keys[0], "5");
+    close(fd);
+    /* a new request applies */
+    ck_assert_int_eq(incrby(&t, keys[0], (struct wire_rid){2, 2, 0}, err, sizeof(err)), 10);
+    h_wire_close(&t);
+}
+END_TEST
+
 static void up_stalled_target(void) { up_env("HOTKVD_MOVE_HOOK=hot/1:t_fence:pause=4000"); }
 
 START_TEST(a_fence_past_its_deadline_aborts_and_the_writes_apply_at_the_source)
@@ -247,6 +325,7 @@ Suite *move_suite(void)
     tcase_add_test(tc, a_split_changes_nothing_a_client_sees);
     tcase_add_test(tc, a_leaf_moves_between_two_owners_under_a_steady_writer);
     tcase_add_test(tc, a_deleted_key_does_not_come_back_with_its_leaf);
+    tcase_add_test(tc, a_retry_after_the_move_is_answered_from_the_travelled_record);
     suite_add_tcase(s, tc);
     tc = tcase_create("fence_deadline");
     tcase_add_checked_fixture(tc, up_stalled_target, down);
