@@ -88,4 +88,8 @@ typedef void (*changes_fn)(void *arg, uint64_t hash, hkv_stamp version);
 int changes_read(struct changes *ch, uint64_t *cursor, changes_fn fn, void *arg);
 void changes_skip(struct changes *ch, uint64_t *cursor);
 
+/* Test hook: claims the next position and leaves it half-written, as a
+ * writer killed inside changes_note would (tests/unit/check_changes.c). */
+void changes_test_abandon(struct changes *ch);
+
 #endif

@@ -41,9 +41,11 @@
  * on the colo's push link before the write, read by the edge's loop in the
  * same round or the next, far inside the horizon.
  *
- * Every write and push applied here is also noted in the colo's change ring
- * (server/colo/changes.h), after the segment holds it, so that readers held
- * on the key on any edge of the colo (HTTP long polls and watches) wake.
+ * Every write, push and value fill applied here is also noted in the colo's
+ * change ring (server/colo/changes.h), after the segment holds it, so that
+ * readers held on the key on any edge of the colo (HTTP long polls and
+ * watches) wake; a record carries the version, so a fill that only
+ * refreshes a version the readers have wakes none of them.
  */
 #include "server/edge/edge_cache.h"
 
@@ -134,6 +136,8 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
                            0, m->u.value.stamp, fu, ku, (int64_t)m->u.value.expire_ms, now);
         if (rc == HKV_ETOOBIG)
             cache_count(e->cache, CACHE_CTR_cache_not_cached_too_big, 1);
+        if (rc == HKV_OK) /* a version a missed push never brought wakes its readers too */
+            changes_note(e->changes, rt->hash, m->u.value.stamp);
     } else if (m->type == WIRE_NOTFOUND) {
         int64_t ttl = e->ctx->cfg->negative_ttl_ms;
         /* The owner's stamp for the absence (its tombstone's) orders this
