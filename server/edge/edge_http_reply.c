@@ -64,7 +64,7 @@ void hr_status(struct conn *c, struct hkv_buf *out, int status, int minor, int k
     board_add(ctr, 1);
     buf_printf(out, "HTTP/1.1 %d %s\r\nServer: hotkvd\r\n%s", status, hr_reason(status),
                date_line());
-    if (!keep_alive)
+    if (!keep_alive || c->e->stopping) /* a stopping edge closes after what is owed */
         buf_append_str(out, "Connection: close\r\n");
     else if (minor == 0)
         buf_append_str(out, "Connection: keep-alive\r\n");
