@@ -483,15 +483,18 @@ void edge_http_cron(struct edge *e, int64_t now)
             c = next;
             continue;
         }
-        if (hs->req_start_ms != 0 && now - hs->req_start_ms >= cfg->http_header_timeout_ms) {
-            /* Slowloris: a header section that does not finish in time. */
+        int64_t idle_from = c->last_ms > hs->answered_ms ? c->last_ms : hs->answered_ms;
+        if (hs->req_start_ms != 0 && !c->paused && c->hold == NULL &&
+            now - hs->req_start_ms >= cfg->http_header_timeout_ms) {
+            /* Slowloris: a header section that does not finish in time (while
+             * the connection is read: not behind its own pipeline's bound). */
             c->close_after_write = 1;
             if (conn_run(c, run_timeout, NULL) == 0)
                 conn_flush(c); /* may close c */
             else
                 conn_close(c);
         } else if (hs->req_start_ms == 0 && c->sq_head == NULL && buf_unread(&c->out) == 0 &&
-                   now - c->last_ms >= cfg->http_keepalive_timeout_ms) {
+                   now - idle_from >= cfg->http_keepalive_timeout_ms) {
             conn_close(c);
         } else {
             for (struct hreq *r = hs->reqs; r != NULL; r = r->cnext)

@@ -66,6 +66,7 @@ struct http_edge {
 struct http_sess {
     struct http_req_parser parser;
     int64_t req_start_ms;         /* the first byte of the request being read; 0: none */
+    int64_t answered_ms;          /* its last response began (keep-alive idle runs from here) */
     int denied;                   /* protected mode: every request gets 403, then close */
     struct hreq *reqs;            /* its heap requests, for the closing hook */
     struct sockaddr_storage peer; /* for /metrics' allow list */

@@ -62,6 +62,8 @@ void hr_status(struct conn *c, struct hkv_buf *out, int status, int minor, int k
                             : status >= 300 ? &st->http_requests_3xx
                                             : &st->http_requests_2xx;
     board_add(ctr, 1);
+    if (c->http != NULL)
+        c->http->answered_ms = clock_mono_ms();
     buf_printf(out, "HTTP/1.1 %d %s\r\nServer: hotkvd\r\n%s", status, hr_reason(status),
                date_line());
     if (!keep_alive || c->e->stopping) /* a stopping edge closes after what is owed */
