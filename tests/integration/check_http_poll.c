@@ -7,6 +7,8 @@
  *   (the owner's push to that colo);
  * - a write of another key never wakes it: it is answered when its wait
  *   passes, with the same index;
+ * - a client that saw a version in one colo and polls another whose cache
+ *   still holds an older one gets the refreshed version, never the older;
  * - a client that hangs up frees its poll at once (counted), and past
  *   http-max-polls a poll is refused 503;
  * - an SSE stream resumed with Last-Event-ID starts after that version and
@@ -178,6 +180,44 @@ START_TEST(a_poll_wakes_on_a_write_through_another_colo)
 }
 END_TEST
 
+START_TEST(a_poll_from_another_colo_never_gets_an_older_version)
+{
+    struct daemon d;
+    int hp;
+    /* no pushes and a long fresh: colo a-1 keeps v1 while a-0 writes v2 */
+    ck_assert_int_eq(start(&d, &hp, "colos 2\nedge-workers 1\nowner-push no\n"
+                                    "class slow pattern m:* fresh 60s keep 120s\n"), 0);
+    pid_t a0 = h_child(&d, "hotkvd: edge a-0", 0), a1 = h_child(&d, "hotkvd: edge a-1", 0);
+    ck_assert(a0 > 0 && a1 > 0);
+    int guard = h_sigcont_guard(a0, a1, NULL);
+    set_key(d.port, "m:k", "v1");
+    kill(a0, SIGSTOP);
+    uint64_t i1 = index_of(hp, "m:k"); /* cached in a-1 */
+    kill(a0, SIGCONT);
+    int wf = resp_on(&d, a0, a1);
+    set_on(wf, "m:k", "v2");
+    kill(a1, SIGSTOP);
+    uint64_t i2 = index_of(hp, "m:k"); /* the client saw v2 in a-0 */
+    kill(a1, SIGCONT);
+    ck_assert_uint_gt(i2, i1);
+    kill(a0, SIGSTOP);
+    ck_assert_uint_eq(index_of(hp, "m:k"), i1); /* a plain GET in a-1: its fresh v1 */
+    /* the client moves to a-1 and polls with v2's index: a-1 refreshes the key
+     * from its owner and holds; the wait's end answers v2, never v1 */
+    int pf = h_connect(hp);
+    send_poll(pf, "m:k", i2, "1s");
+    memset(&P, 0, sizeof(P));
+    int rc = hx_read(pf, &P, 0, 10000);
+    kill(a0, SIGCONT);
+    ck_assert_msg(rc == 0 && P.status == 200 && hx_index(&P) == i2 && strcmp(P.body, "v2") == 0,
+                  "%s %s", P.head, P.body);
+    close(pf);
+    close(wf);
+    close(guard);
+    h_stop(&d);
+}
+END_TEST
+
 START_TEST(a_client_that_hangs_up_frees_its_poll_and_the_bound_refuses_more)
 {
     struct daemon d;
@@ -288,6 +328,7 @@ Suite *http_poll_suite(void)
     } cases[] = {
         {"edges", a_poll_wakes_on_a_write_through_another_edge_and_not_on_another_key},
         {"colos", a_poll_wakes_on_a_write_through_another_colo},
+        {"moved_colo", a_poll_from_another_colo_never_gets_an_older_version},
         {"hangup", a_client_that_hangs_up_frees_its_poll_and_the_bound_refuses_more},
         {"sse", an_sse_stream_resumes_after_last_event_id_in_order},
         {"stop", a_held_poll_is_answered_when_the_daemon_stops},
