@@ -479,12 +479,12 @@ void edge_http_cron(struct edge *e, int64_t now)
     while (c != NULL) {
         struct conn *next = c->next;
         struct http_sess *hs = c->http;
-        if (hs == NULL || c->close_after_write) {
+        if (hs == NULL) {
             c = next;
             continue;
         }
         int64_t idle_from = c->last_ms > hs->answered_ms ? c->last_ms : hs->answered_ms;
-        if (hs->req_start_ms != 0 && !c->paused && c->hold == NULL &&
+        if (!c->close_after_write && hs->req_start_ms != 0 && !c->paused && c->hold == NULL &&
             now - hs->req_start_ms >= cfg->http_header_timeout_ms) {
             /* Slowloris: a header section that does not finish in time (while
              * the connection is read: not behind its own pipeline's bound). */
@@ -493,10 +493,12 @@ void edge_http_cron(struct edge *e, int64_t now)
                 conn_flush(c); /* may close c */
             else
                 conn_close(c);
-        } else if (hs->req_start_ms == 0 && c->sq_head == NULL && buf_unread(&c->out) == 0 &&
-                   now - idle_from >= cfg->http_keepalive_timeout_ms) {
+        } else if (!c->close_after_write && hs->req_start_ms == 0 && c->sq_head == NULL &&
+                   buf_unread(&c->out) == 0 && now - idle_from >= cfg->http_keepalive_timeout_ms) {
             conn_close(c);
         } else {
+            /* A watch whose reader was slow sends the latest once it has room
+             * (an HTTP/1.0 stream closes after it: close_after_write is set). */
             for (struct hreq *r = hs->reqs; r != NULL; r = r->cnext)
                 if (r->kind == HREQ_WATCH && r->dirty) {
                     http_watch_cron(r); /* one per connection and tick: it may close c */

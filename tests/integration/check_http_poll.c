@@ -12,15 +12,21 @@
  * - a client that hangs up frees its poll at once (counted), and past
  *   http-max-polls a poll is refused 503;
  * - an SSE stream resumed with Last-Event-ID starts after that version and
- *   then carries the next write, ids only growing; NDJSON by Accept;
+ *   then carries the next write, ids only growing; NDJSON by Accept; a
+ *   reader too slow for the writes skips versions, never sees one go back,
+ *   and ends on the last;
  * - a held poll is answered when the daemon stops.
  * Latency bounds are generous (the machine is loaded); the target (p99 <=
  * 20 ms) is measured by scripts/bench/http_wakeup.py, not asserted.  Every
  * wait is bounded; stopped edges are resumed by a guardian whatever
  * happens; daemons are stopped by pid.
  */
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,6 +302,76 @@ START_TEST(an_sse_stream_resumes_after_last_event_id_in_order)
 }
 END_TEST
 
+START_TEST(a_slow_watch_reader_skips_versions_but_never_goes_back)
+{
+    struct daemon d;
+    int hp;
+    ck_assert_int_eq(start(&d, &hp, "edge-workers 1\n"), 0);
+    set_key(d.port, "slow:k", "n=0;");
+    /* a reader with a tiny receive buffer that does not read for a while;
+     * HTTP/1.0: the stream is not chunked, the SSE lines come as they are */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)hp),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&to, sizeof(to)), 0);
+    ck_assert_int_eq(hx_send(fd, "GET /v1/watch/slow:k HTTP/1.0\r\n\r\n"), 0);
+    ck_assert(hx_info_wait(&d, "http_watch_streams", 1, 5000));
+    int wf = h_connect(d.port);
+    static char v[16384 + 32];
+    const int writes = 1000;
+    for (int i = 1; i <= writes; i++) {
+        int n = sprintf(v, "n=%d;", i);
+        memset(v + n, 'x', 16384);
+        v[n + 16384] = '\0';
+        set_on(wf, "slow:k", v);
+    }
+    close(wf);
+    /* now read: ids only grow, the last event is the last write, and versions
+     * were skipped (16 MB of events never piled up in the edge) */
+    static char buf[1 << 16];
+    static char line[1 << 15];
+    size_t ll = 0;
+    int events = 0, last_n = -1;
+    uint64_t last_id = 0;
+    int64_t end = h_now_ms() + 20000;
+    while (last_n != writes && h_now_ms() < end) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 1000) != 1)
+            continue;
+        ssize_t n = read(fd, buf, sizeof(buf));
+        ck_assert_int_gt(n, 0);
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] != '\n') {
+                if (ll < sizeof(line) - 1)
+                    line[ll++] = buf[i];
+                continue;
+            }
+            line[ll] = '\0';
+            ll = 0;
+            if (strncmp(line, "id: ", 4) == 0) {
+                uint64_t id = strtoull(line + 4, NULL, 10);
+                ck_assert_msg(id > last_id, "event %llu after %llu", (unsigned long long)id,
+                              (unsigned long long)last_id);
+                last_id = id;
+                events++;
+            } else if (strncmp(line, "data: ", 6) == 0) {
+                const char *at = strstr(line, "\"value\":\"n=");
+                ck_assert_ptr_nonnull(at);
+                int nv = atoi(at + 11);
+                ck_assert_msg(nv > last_n, "value n=%d after n=%d", nv, last_n);
+                last_n = nv;
+            }
+        }
+    }
+    close(fd);
+    ck_assert_msg(last_n == writes, "the last value seen was n=%d", last_n);
+    ck_assert_msg(events < writes, "%d events for %d writes: nothing was skipped", events, writes);
+    h_stop(&d);
+}
+END_TEST
+
 START_TEST(a_held_poll_is_answered_when_the_daemon_stops)
 {
     struct daemon d;
@@ -331,6 +407,7 @@ Suite *http_poll_suite(void)
         {"moved_colo", a_poll_from_another_colo_never_gets_an_older_version},
         {"hangup", a_client_that_hangs_up_frees_its_poll_and_the_bound_refuses_more},
         {"sse", an_sse_stream_resumes_after_last_event_id_in_order},
+        {"slow_watch", a_slow_watch_reader_skips_versions_but_never_goes_back},
         {"stop", a_held_poll_is_answered_when_the_daemon_stops},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
