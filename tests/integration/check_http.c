@@ -46,7 +46,7 @@ static int start_http(struct daemon *d, int *hp, const char *extra)
     *hp = h_free_port();
     snprintf(conf, sizeof(conf),
              FIXTURE "http-port %d\nclass cfg pattern cfg:* fresh 2s keep 60s content-type "
-                     "\"application/json\"\n%s",
+                     "\"application/json\"\nclass nc pattern nc:* fresh 0 keep 0\n%s",
              *hp, extra != NULL ? extra : "");
     return h_start(d, conf);
 }
@@ -117,6 +117,18 @@ START_TEST(values_come_with_their_headers_and_304_on_a_second_request)
     ck_assert_int_eq(R.status, 200);
     ck_assert(hx_hdr(&R, "Content-Type", ct, sizeof(ct)) &&
               strcmp(ct, "application/octet-stream") == 0);
+    /* an uncached class: every read is a fetch through the key's flight, and
+     * If-None-Match still gives 304 (the request waited on the heap) */
+    resp_set(d.port, "nc:a", "fetched");
+    ck_assert_int_eq(hx_get(hp, "GET", "/v1/kv/nc:a", NULL, &R), 0);
+    ck_assert_int_eq(R.status, 200);
+    char etag[64], inm[128];
+    ck_assert(hx_hdr(&R, "ETag", etag, sizeof(etag)));
+    snprintf(inm, sizeof(inm), "If-None-Match: W/\"1\", %s\r\n", etag);
+    ck_assert_int_eq(hx_get(hp, "GET", "/v1/kv/nc:a", inm, &R), 0);
+    ck_assert_msg(R.status == 304 && R.blen == 0, "%s", R.head);
+    ck_assert_int_eq(hx_get(hp, "GET", "/v1/kv/nc:a", "If-None-Match: \"1\"\r\n", &R), 0);
+    ck_assert_msg(R.status == 200 && strcmp(R.body, "fetched") == 0, "%s", R.head);
     h_stop(&d);
 }
 END_TEST
