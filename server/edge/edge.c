@@ -124,6 +124,8 @@ static const struct conn_hooks http_hooks = {
     .closing = on_http_closing,
     .input = edge_http_input,
     .hangup = edge_http_hangup,
+    .refusal = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+               "Connection: close\r\n\r\n",
 };
 
 static void on_accept_http(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,

@@ -97,9 +97,10 @@ void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *
 {
     const struct cfg *cfg = e->ctx->cfg;
     if (e->stopping || clients_now(e) >= (uint64_t)cfg->maxclients) {
-        static const char msg[] = "-ERR max number of clients reached\r\n";
+        const char *msg = hooks->refusal != NULL ? hooks->refusal
+                                                 : "-ERR max number of clients reached\r\n";
         if (!tls) { /* a TLS client could not read it */
-            ssize_t w = write(fd, msg, sizeof(msg) - 1);
+            ssize_t w = write(fd, msg, strlen(msg));
             (void)w;
         }
         close(fd);

@@ -122,6 +122,10 @@ struct conn_hooks {
      * now (what is owed is dropped: a held request only it was waiting
      * for); 0: answer what was asked, then close (RESP's way). */
     int (*hangup)(struct conn *c);
+    /* Optional: what a connection refused at accept (maxclients, a stop)
+     * is sent before it is closed; NULL: RESP's "-ERR max number of clients
+     * reached". */
+    const char *refusal;
 };
 
 /* Accepts a client socket (tls: from the TLS port, through e->tls_ctx);
