@@ -27,9 +27,10 @@
  *   edge_keys, edge_keyspace        the data command families (edge_call, edge_keyspace:
  *                                   run by the owner)
  *   edge_strread                    reads computed over the value read (GETRANGE ... LCS)
- *   info_redis, info, edge_cmd, edge_client,
- *   edge_config                     INFO; the connection and server commands; CLIENT;
- *                                   CONFIG
+ *   info_redis, edge_http_info, info,
+ *   edge_cmd, edge_client,
+ *   edge_config                     INFO (# HTTP from the scoreboard only); the connection
+ *                                   and server commands; CLIENT; CONFIG
  *   edge_tx, edge_exec              MULTI/WATCH state and the queue; EXEC
  *   edge_http_reply, edge_http_wake,
  *   edge_http_kv, edge_http_watch,
