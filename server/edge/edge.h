@@ -12,6 +12,7 @@
 #include "server/core/worker.h"
 
 struct cache;
+struct changes;
 struct rl;
 
 /* What the master hands an edge at fork besides the worker context: the colo
@@ -31,6 +32,10 @@ struct edge_ctx {
     const int *listen_fds;  /* the client listening sockets */
     size_t nlisten;
     size_t ntls;            /* the last ntls of listen_fds are tls-port's */
+    const int *http_fds;    /* the HTTP listening sockets (edge_http.h) */
+    size_t nhttp;           /* all of them */
+    size_t nhttps;          /* the last nhttps of http_fds are https-port's */
+    struct changes *changes; /* the colo's change ring (server/colo/changes.h); NULL: none */
 };
 
 /* Runs the edge until it is stopped; returns the exit code.  ectx must stay

@@ -16,6 +16,7 @@
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_link.h"
 #include "server/edge/edge_op.h"
+#include "server/edge/edge_http.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/info_redis.h"
 #include "server/core/version.h"
@@ -265,6 +266,7 @@ static const struct {
     {"cache", sec_cache, 1, 0},
     {"hotkeys", sec_hotkeys, 1, 0},
     {"ratelimit", sec_ratelimit, 1, 0},
+    {"http", info_http, 1, 0},
     {"processes", sec_processes, 0, 0},
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))

@@ -141,6 +141,7 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
             .ntls = m->ntls,
         };
         topo_colo_name(m->cfg, c->colo, ectx.colo_name, sizeof(ectx.colo_name));
+        master_http_child(m, c->colo, &ectx);
         code = edge_main(&ctx, &ectx);
     } else {
         for (size_t i = 0; i < m->nlisten; i++)
@@ -149,6 +150,7 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
             cache_destroy(&m->caches[k]); /* owners never read a colo segment */
         for (int k = 0; k < m->cfg->colos; k++)
             rl_destroy(&m->limiters[k]);
+        master_http_child(m, -1, NULL);
         struct owner_ctx octx = {.pool = c->pool, .link_fd = c->link_fd};
         code = owner_main(&ctx, &octx);
     }

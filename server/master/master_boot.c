@@ -160,7 +160,7 @@ static int map_segments(struct master *m, char *err, size_t len)
 int master_boot(struct master *m, char *err, size_t len)
 {
     if (check_dir(m->cfg->dir, err, len) != 0 || open_sockets(m, err, len) != 0 ||
-        write_pidfile(m->cfg->pidfile, err, len) != 0 || master_rehome(m->cfg, err, len) != 0)
+        master_http_boot(m, err, len) != 0 || write_pidfile(m->cfg->pidfile, err, len) != 0 || master_rehome(m->cfg, err, len) != 0)
         return -1;
     return map_segments(m, err, len);
 }
@@ -230,4 +230,5 @@ void master_teardown(struct master *m)
         for (int k = 0; k < m->cfg->colos; k++)
             rl_destroy(&m->limiters[k]);
     free(m->limiters);
+    master_http_teardown(m);
 }
