@@ -3,8 +3,9 @@
  * - its body passes Prometheus's own `promtool check metrics` (format and
  *   naming lint), is served as text format 0.0.4, covers the whole host from
  *   any edge (both colos, every owner by pool and index, the latency
- *   histograms by kind and class counting exactly the commands sent) and
- *   never shows a key or a client address;
+ *   histograms by kind and class counting exactly the commands sent), never
+ *   shows a key or a client address, and names no family README's Metrics
+ *   section does not list;
  * - Debian's Prometheus server, started on a free port with a temp config
  *   that scrapes the daemon every second, answers a PromQL query over its
  *   HTTP API with the count of the commands the test ran.
@@ -174,6 +175,30 @@ START_TEST(promtool_passes_on_a_running_daemons_metrics)
     ck_assert_ptr_null(strstr(T.body, "s3cret"));
     ck_assert_ptr_null(strstr(T.body, "live:"));
     ck_assert_ptr_null(strstr(T.body, "127.0.0.1"));
+
+    /* every family is documented in README's Metrics section */
+    FILE *rf = fopen("README.md", "r");
+    ck_assert_msg(rf != NULL, "README.md (the tests run from the source tree)");
+    char *readme = calloc(1, 1 << 20);
+    ck_assert_ptr_nonnull(readme);
+    size_t rn = fread(readme, 1, (1 << 20) - 1, rf);
+    fclose(rf);
+    readme[rn] = '\0';
+    char *sec = strstr(readme, "\n## Metrics (Prometheus)\n");
+    ck_assert_ptr_nonnull(sec);
+    char *sec_end = strstr(sec + 1, "\n## ");
+    if (sec_end != NULL)
+        *sec_end = '\0';
+    int families = 0;
+    for (const char *t = T.body; (t = strstr(t, "# TYPE ")) != NULL; t++) {
+        char fam[128], quoted[140];
+        ck_assert_int_eq(sscanf(t + 7, "%127s", fam), 1);
+        snprintf(quoted, sizeof(quoted), "`%s`", fam);
+        ck_assert_msg(strstr(sec, quoted) != NULL, "%s is not in README's Metrics section", fam);
+        families++;
+    }
+    ck_assert_int_gt(families, 40);
+    free(readme);
 
     /* served as the text format 0.0.4 */
     char url[128];
