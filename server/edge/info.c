@@ -193,7 +193,7 @@ static void sec_cache(struct hkv_buf *b, struct edge *e)
     }
     cache_stats(e->cache, &st);
     buf_printf(b, "cache_enabled:1\r\n");
-#define X(name) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[CACHE_CTR_##name]);
+#define X(name, help) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[CACHE_CTR_##name]);
     CACHE_COUNTERS(X)
 #undef X
     buf_printf(b, "cache_used_memory:%llu\r\ncache_entries:%llu\r\ncache_capacity:%llu\r\n\r\n",
@@ -233,7 +233,7 @@ static void sec_ratelimit(struct hkv_buf *b, struct edge *e)
     struct rl_stats st;
     rl_stats(e->rl, rl_now(), &st);
     buf_printf(b, "# Ratelimit\r\n");
-#define X(name) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[RL_CTR_##name]);
+#define X(name, help) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[RL_CTR_##name]);
     RL_COUNTERS(X)
 #undef X
     buf_printf(b, "ratelimit_buckets:%llu\r\nratelimit_buckets_capacity:%llu\r\n"

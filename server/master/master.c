@@ -133,6 +133,9 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
             .cache = m->caches[c->colo],
             .rl = m->limiters[c->colo], /* per colo: limits are not global */
             .colo_index = c->colo,
+            .colo_caches = m->caches,
+            .colo_limiters = m->limiters,
+            .ncolos = m->cfg->colos,
             .listen_fds = m->listen_fds,
             .nlisten = m->nlisten,
             .ntls = m->ntls,
