@@ -46,8 +46,9 @@ def place(key):
 
 class Cluster:
     def __init__(self, bin_path, log=print, force_loopback=None, keep=False,
-                 host_names=("h1", "h2", "h3")):
+                 host_names=("h1", "h2", "h3"), extra_nodes=("dup",), clockshim=None):
         self.bin = os.path.abspath(bin_path)
+        self.clockshim = os.path.abspath(clockshim) if clockshim else None
         self.log = log
         self.keep = keep
         self.failed = False
@@ -65,8 +66,9 @@ class Cluster:
         try:
             self.net = netns.make_net(log, force_loopback)
             self.net.add("etcd")
-            for h in self.host_names:
+            for h in self.host_names + list(extra_nodes):
                 self.net.add(h)
+            self.clock_file = os.path.join(self.tmp, "clockshift")
             self.certs = Certs(self.tmp)
             self.etcd = Etcd(self.procs, self.net, "etcd", self.tmp, log)
         except BaseException:
@@ -115,6 +117,22 @@ class Cluster:
                 h.wait_ready()
         return self
 
+    def host_env(self):
+        """Environment for every hotkvd of the cluster: the clock shim, when
+        given, preloaded everywhere (no control file: real clocks) so a
+        test can shift one host's processes by writing their pids."""
+        if not self.clockshim:
+            return {}
+        from run_daemon import asan_runtime, needs_asan
+        pre = []
+        if needs_asan(self.bin):
+            rt = asan_runtime()
+            if rt is None:
+                raise RuntimeError("hotkvd needs the ASan runtime before the clock shim")
+            pre.append(rt)
+        pre.append(self.clockshim)
+        return {"LD_PRELOAD": ":".join(pre), "HKV_CLOCKSHIFT_FILE": self.clock_file}
+
     def admin_bin(self):
         for name in ("hotkvd-admin",):
             p = os.path.join(os.path.dirname(self.bin), name)
@@ -137,13 +155,13 @@ class Cluster:
     def read_map(self):
         """{pool: [(bits, prefix, owner number, mod_revision)]}, {n: owner id}."""
         leaves = {}
-        for k, v, rev in self.etcd.get_prefix(PREFIX + "map/"):
+        for k, v, rev, _ in self.etcd.get_prefix(PREFIX + "map/"):
             pool, leaf = k[len(PREFIX + "map/"):].split("/", 1)
             bits, prefix = leaf.split("-", 1)
             leaves.setdefault(pool, []).append((int(bits), int(prefix, 16),
                                                 int(json.loads(v)["owner"]), rev))
         owners = {}
-        for k, v, rev in self.etcd.get_prefix(PREFIX + "owners/"):
+        for k, v, _, _ in self.etcd.get_prefix(PREFIX + "owners/"):
             owners[int(k.rsplit("/", 1)[1])] = json.loads(v)["id"]
         self.map_cache = (leaves, owners)
         return self.map_cache

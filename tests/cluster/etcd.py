@@ -117,13 +117,13 @@ class Etcd:
         return int(st[0]["Status"]["header"]["revision"])
 
     def get_prefix(self, prefix):
-        """[(key, value, mod_revision)] of the keys under prefix."""
+        """[(key, value, mod_revision, lease)] of the keys under prefix."""
         out = json.loads(self.ctl("get", "--prefix", prefix, "-w", "json"))
         res = []
         for kv in out.get("kvs", []):
             res.append((base64.b64decode(kv["key"]).decode(),
                         base64.b64decode(kv.get("value", "")).decode(),
-                        int(kv.get("mod_revision", 0))))
+                        int(kv.get("mod_revision", 0)), int(kv.get("lease", 0))))
         return res
 
     def put(self, key, value):

@@ -148,6 +148,7 @@ class Host:
     def start(self, wait=True, timeout=30.0):
         env = dict(os.environ)
         env.pop("LD_PRELOAD", None)
+        env.update(self.cl.host_env())
         if self.env:
             env.update(self.env)
         argv = self.net.prefix(self.node) + [self.cl.bin, self.conf]
