@@ -8,7 +8,7 @@ loop stops on an event and every reconnect backs off."""
 import threading
 import time
 
-from run_resp import RespError, Transport
+from run_resp import Transport
 
 
 class Loader(threading.Thread):

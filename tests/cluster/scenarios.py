@@ -366,7 +366,6 @@ def _cut_owner_host(ctx, cut, heal, what):
         expect(time.monotonic() - t_cut < KEEP_MS / 1000.0, "the checks outlasted keep")
     finally:
         heal()
-    t_heal = time.monotonic()
     ok, rec = wait_until(lambda: call(a, "SET", hl[2], "after") == "OK", 30, 0.2)
     expect(ok, "writes to h2's keys through h1 still fail 30 s after the cut healed: %r"
            % call(a, "SET", hl[2], "after"))
@@ -418,7 +417,6 @@ def agent_kill9_restarted(ctx):
     try:
         time.sleep(1.0)
         os.kill(old, signal.SIGKILL)
-        t0 = time.monotonic()
         new, dt = wait_until(lambda: (lambda p: p if p and p != old else None)(
             h.child("hotkvd: agent")), 10, 0.02)
         expect(new, "no new agent 10 s after kill -9 of pid %d" % old)
