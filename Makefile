@@ -24,7 +24,7 @@ endif
 
 # msgpack-c 6 renamed its pkg-config module from msgpack to msgpack-c.
 MSGPACK_PC := $(shell pkg-config --exists msgpack-c 2>/dev/null && echo msgpack-c || echo msgpack)
-PKGS     := libevent libevent_pthreads sqlite3 openssl $(MSGPACK_PC)
+PKGS     := libevent libevent_pthreads libevent_openssl sqlite3 openssl $(MSGPACK_PC)
 
 BASE_CFLAGS := -std=gnu11 -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
                -D_GNU_SOURCE -I. -MMD -MP
@@ -46,6 +46,8 @@ LIB_SRC  := $(filter-out server/main.c,$(wildcard $(LIBSRC)))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libhotkvd.a
 BIN      := $(if $(filter release,$(VARIANT)),bin/hotkvd,$(BUILD)/hotkvd)
+# hotkvd-admin: a cluster's status from etcd (server/hotkvd_admin.c)
+ADMIN_BIN := $(if $(filter release,$(VARIANT)),bin/hotkvd-admin,$(BUILD)/hotkvd-admin)
 
 TEST_GLOB := $(if $(ONLY),$(foreach o,$(ONLY),tests/*/check_$(o).c),tests/unit/check_*.c tests/integration/check_*.c tests/fault/check_*.c)
 TEST_SRC := $(wildcard $(TEST_GLOB))
@@ -55,8 +57,8 @@ TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 SHIM     := $(BUILD)/tests/fault/stallfs.so
 CLOCKSHIM := $(BUILD)/tests/history/clockshift.so
 
-.PHONY: all deps run test unit integration asan valgrind clean clang fuzz torture difftest layers cluster-test FORCE
-all: $(DEPS_OK) $(BIN)
+.PHONY: all deps run test unit integration asan valgrind clean clang fuzz torture difftest layers FORCE
+all: $(DEPS_OK) $(BIN) $(ADMIN_BIN)
 
 include scripts/packaging/package.mk
 
@@ -73,6 +75,10 @@ $(LIB): $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BIN): $(BUILD)/server/main.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(ADMIN_BIN): $(BUILD)/server/hotkvd_admin.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -109,7 +115,7 @@ $(CLOCKSHIM): tests/history/clockshift.c
 # Fuzz targets: libFuzzer with clang, each run for FUZZ_SECONDS on a scratch
 # copy of its corpus (libFuzzer writes new inputs into its first directory).
 FUZZ_SECONDS ?= 15
-FUZZ_TARGETS := resp wire
+FUZZ_TARGETS := resp wire json http
 FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I.
 build/fuzz/fuzz_resp: tests/fuzz/fuzz_resp.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
@@ -118,6 +124,12 @@ build/fuzz/fuzz_resp: tests/fuzz/fuzz_resp.c $(wildcard proto/*.c proto/*.h) | $
 build/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) -o $@ $< proto/wire.c proto/wire_decode.c proto/wire_call.c proto/buf.c proto/hkv.c
+build/fuzz/fuzz_json: tests/fuzz/fuzz_json.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -o $@ $< proto/json.c proto/b64.c proto/hkv.c
+build/fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(wildcard proto/*.c proto/*.h server/agent/*.c server/agent/*.h) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -o $@ $< server/agent/http_resp.c server/agent/etcd_msg.c proto/json.c proto/b64.c proto/buf.c proto/hkv.c
 fuzz: $(FUZZ_BINS)
 	@for t in $(FUZZ_TARGETS); do \
 	  scratch=$$(mktemp -d); \
@@ -136,11 +148,11 @@ fuzz: $(FUZZ_BINS)
 TEST_MAN := $(if $(filter %/check_cfg.c,$(TEST_SRC)),$(MAN_PAGES))
 TEST_DEB := $(if $(filter %/check_package.c,$(TEST_SRC)),$(DEB_FILE))
 TEST_SHIMS := $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard tests/history/clockshift.c),$(CLOCKSHIM))
-TEST_ENV = HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) \
+TEST_ENV = HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_ADMIN_BIN=$(abspath $(ADMIN_BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) \
            HOTKVD_CLOCKSHIM=$(abspath $(CLOCKSHIM)) \
            HOTKVD_CONF_MAN=$(abspath $(MAN_DIR)/hotkvd.conf.5) HOTKVD_DEB=$(abspath $(DEB_FILE)) \
            HOTKVD_VARIANT=$(VARIANT)
-test: $(DEPS_OK) $(BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_SHIMS)
+test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_SHIMS)
 	@$(MAKE) --no-print-directory layers
 	@$(MAKE) --no-print-directory fuzz
 	$(TEST_ENV) $(TEST_BIN) all
@@ -148,7 +160,7 @@ test: $(DEPS_OK) $(BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_SHIMS)
 unit: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
 	$(TEST_ENV) $(TEST_BIN) unit
 
-integration: $(DEPS_OK) $(BIN) $(TEST_BIN) $(TEST_DEB) $(TEST_SHIMS)
+integration: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(TEST_BIN) $(TEST_DEB) $(TEST_SHIMS)
 	$(TEST_ENV) $(TEST_BIN) integration
 
 asan:
@@ -209,8 +221,9 @@ difftest: $(DEPS_OK) $(BIN)
 # ones (a 30 s etcd outage, a 60 s history run).
 #   make cluster-test CLUSTER_ARGS="--only a,b --keep"
 CLUSTER_ARGS ?=
-cluster-test: $(DEPS_OK) all $(CLOCKSHIM)
-	/usr/bin/python3 tests/cluster/run.py --bin $(BIN) --clockshim $(CLOCKSHIM) $(CLUSTER_ARGS)
+.PHONY: cluster-test
+cluster-test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(CLOCKSHIM)
+	/usr/bin/python3 tests/cluster/run.py --bin $(BIN) --admin $(ADMIN_BIN) --clockshim $(CLOCKSHIM) $(CLUSTER_ARGS)
 
 # Benchmarks (scripts/bench): storm, the hot-key load generator, and compare,
 # which runs the same workloads against hotkvd and redis-server side by side.
@@ -237,5 +250,5 @@ bench: $(BENCH_DEPS)
 bench-quick: $(BENCH_DEPS)
 	$(BENCH_CMD) --quick $(BENCH_ARGS)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(STORM_OBJ:.o=.d) \
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(BUILD)/server/hotkvd_admin.d $(STORM_OBJ:.o=.d) \
          $(BUILD)/scripts/packaging/mkconfman.d

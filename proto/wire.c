@@ -27,18 +27,25 @@
 
 /* ---- requests ---- */
 
-int wire_put_hello(struct hkv_buf *b, uint64_t id, uint32_t version, uint32_t edge_id,
-                   struct wire_slice colo, uint8_t role, uint64_t incarnation)
+int wire_put_hello_cluster(struct hkv_buf *b, uint64_t id, uint32_t version, uint32_t edge_id,
+                           struct wire_slice colo, uint8_t role, uint64_t incarnation,
+                           const struct wire_hello_cluster *cl)
 {
+    static const struct wire_hello_cluster single = {{NULL, 0}, 0, {NULL, 0}};
+    if (cl == NULL)
+        cl = &single;
     if (role > WIRE_ROLE_PUSH || incarnation == 0)
         return HKV_EINVAL;
     struct wr w;
-    wr_begin(&w, b, HINT(colo.len), WIRE_HELLO, id, 5);
+    wr_begin(&w, b, HINT(colo.len + cl->cluster.len + cl->host.len), WIRE_HELLO, id, 8);
     w_uint(&w, version);
     w_uint(&w, edge_id);
     w_str(&w, colo);
     w_uint(&w, role);
     w_uint(&w, incarnation);
+    w_str(&w, cl->cluster);
+    w_uint(&w, cl->want_owner);
+    w_str(&w, cl->host);
     return wr_end(&w);
 }
 
@@ -321,9 +328,11 @@ int wire_put_msg(struct hkv_buf *b, const struct wire_msg *m)
 {
     uint64_t id = m->id;
     switch (m->type) {
-    case WIRE_HELLO:
-        return wire_put_hello(b, id, m->u.hello.version, m->u.hello.edge_id, m->u.hello.colo,
-                              m->u.hello.role, m->u.hello.incarnation);
+    case WIRE_HELLO: {
+        struct wire_hello_cluster cl = {m->u.hello.cluster, m->u.hello.want_owner, m->u.hello.host};
+        return wire_put_hello_cluster(b, id, m->u.hello.version, m->u.hello.edge_id,
+                                      m->u.hello.colo, m->u.hello.role, m->u.hello.incarnation, &cl);
+    }
     case WIRE_GET:
         return wire_put_get(b, id, m->u.get.keys, m->u.get.nkeys);
     case WIRE_SET:
@@ -482,7 +491,9 @@ bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
     case WIRE_HELLO: {
         const typeof(a->u.hello) *x = &a->u.hello, *y = &b->u.hello;
         return x->version == y->version && x->edge_id == y->edge_id && seq(x->colo, y->colo) &&
-               x->role == y->role && x->incarnation == y->incarnation;
+               x->role == y->role && x->incarnation == y->incarnation &&
+               seq(x->cluster, y->cluster) && x->want_owner == y->want_owner &&
+               seq(x->host, y->host);
     }
     case WIRE_GET:
         return keys_eq(a->u.get.keys, a->u.get.nkeys, b->u.get.keys, b->u.get.nkeys);

@@ -12,17 +12,23 @@
  * number of its range, so the range tests below stay ranges.
  *
  * Handshake.  Every link opens with HELLO (protocol version, edge id, colo,
- * link role) answered by HELLO_OK (version, owner id, pool, leaf-map
- * generation) or ERROR.  Links are single-role: read, write or push.  This
- * module does not judge versions or roles: an owner that does not speak the
- * edge's version answers ERROR (code HKV_EPROTO, id of the HELLO) and closes.
+ * link role, and since version 3 the cluster, the owner number the edge
+ * wants and the edge's host) answered by HELLO_OK (version, owner id, pool,
+ * leaf-map generation) or ERROR.  Links are single-role: read, write or push.
+ * This module does not judge versions, roles or names: an owner that does
+ * not speak the edge's version, or is not the owner the HELLO asks for (see
+ * HELLO below), answers ERROR (code HKV_EPROTO, id of the HELLO) and closes.
  *
  * Schemas (after type and id; `bytes` is msgpack bin, and str is accepted
  * too; `text` is msgpack str, and bin is accepted too):
  *
  *   requests (edge -> owner)
  *   HELLO       version u32, edge_id u32, colo text, role u8 (WIRE_ROLE_*),
- *               incarnation u64 (this edge process; != 0)
+ *               incarnation u64 (this edge process; != 0),
+ *               cluster text ("" on a single host), want_owner u32 (the
+ *               cluster owner number the edge means to reach; 0 = any, a
+ *               single host), host text (the edge's host name; over TCP
+ *               the owner checks that the peer's certificate names it)
  *   GET         [key bytes, ...]  (1..max_items keys)
  *   SET         key, value, rid, exp_kind u8, exp_ms i64, flags u32,
  *               class_id u32
@@ -43,7 +49,9 @@
  *               1.. args each); watch entries + all args <= max_items
  *
  *   replies (owner -> edge)
- *   HELLO_OK    version u32, owner_id u32, pool text, map_gen u64,
+ *   HELLO_OK    version u32, owner_id u32 (the index in its pool; in a
+ *               cluster the cluster owner number), pool text, map_gen u64
+ *               (in a cluster: the map revision the owner follows),
  *               incarnation u64 (this owner process; != 0)
  *   VALUE       value, stamp, expire_ms u64
  *   VALUES      [nil | [value, stamp, expire_ms], ...] one per GET key, in
@@ -60,6 +68,9 @@
  *                     0 for a read or a write that changed nothing)
  *   MOVED       leaf u32, leaf_bits u8 (<= 32, leaf < 2^bits), map_gen u64,
  *               owner u32 (the owner index in the pool that holds the leaf)
+ *               In a cluster map_gen is the leaf's epoch (the etcd
+ *               mod_revision of its map key, server/core/cmap.h) and owner
+ *               the cluster owner number serving it (0: not known)
  *   ERROR       code i32 (an hkv_status), text
  *   SCAN_REPLY  next cursor u64 (0 = done), [key, ...]
  *   STATS_REPLY {name text: i64, ...}
@@ -160,7 +171,7 @@
 #include "proto/hkv.h"
 #include "proto/stamp.h"
 
-#define WIRE_VERSION 2
+#define WIRE_VERSION 3
 #define WIRE_HEADER_LEN 4
 #define WIRE_MAX_FRAME_DEFAULT (64u * 1024 * 1024)  /* wire-max-frame */
 #define WIRE_MAX_ITEMS_DEFAULT 65536                /* keys per message */
@@ -284,6 +295,9 @@ struct wire_msg {
             struct wire_slice colo;
             uint8_t role;
             uint64_t incarnation;
+            struct wire_slice cluster;
+            uint32_t want_owner;
+            struct wire_slice host;
         } hello;
         struct {
             uint32_t version, owner_id;
@@ -442,8 +456,23 @@ bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b);
 
 /* ---- encoding: each appends one frame; returns as described at the top ---- */
 
-int wire_put_hello(struct hkv_buf *b, uint64_t id, uint32_t version, uint32_t edge_id,
-                   struct wire_slice colo, uint8_t role, uint64_t incarnation);
+/* HELLO's cluster fields (version 3). */
+struct wire_hello_cluster {
+    struct wire_slice cluster;
+    uint32_t want_owner;
+    struct wire_slice host;
+};
+/* Any HELLO; cl NULL is a single host's: cluster "", want_owner 0, host "". */
+int wire_put_hello_cluster(struct hkv_buf *b, uint64_t id, uint32_t version, uint32_t edge_id,
+                           struct wire_slice colo, uint8_t role, uint64_t incarnation,
+                           const struct wire_hello_cluster *cl);
+/* A single host's HELLO. */
+static inline int wire_put_hello(struct hkv_buf *b, uint64_t id, uint32_t version,
+                                 uint32_t edge_id, struct wire_slice colo, uint8_t role,
+                                 uint64_t incarnation)
+{
+    return wire_put_hello_cluster(b, id, version, edge_id, colo, role, incarnation, NULL);
+}
 int wire_put_get(struct hkv_buf *b, uint64_t id, const struct wire_slice *keys, uint32_t nkeys);
 int wire_put_set(struct hkv_buf *b, uint64_t id, struct wire_slice key, struct wire_slice value,
                  struct wire_rid rid, struct wire_expiry exp, uint32_t flags, uint32_t class_id);

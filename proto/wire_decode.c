@@ -123,7 +123,7 @@ static int rd_stats(struct wire_decoder *d, struct cur *c, const struct wire_sta
 static int nfields(unsigned type)
 {
     switch (type) {
-    case WIRE_HELLO: return 5;
+    case WIRE_HELLO: return 8;
     case WIRE_GET: return 1;
     case WIRE_SET: return 9;
     case WIRE_DEL: return 4;
@@ -167,7 +167,11 @@ static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg 
         if (m->u.hello.role > WIRE_ROLE_PUSH)
             return fail(c, "unknown link role");
         TRY(rd_uint(c, UINT64_MAX, &m->u.hello.incarnation));
-        return m->u.hello.incarnation == 0 ? fail(c, "incarnation 0") : HKV_OK;
+        if (m->u.hello.incarnation == 0)
+            return fail(c, "incarnation 0");
+        TRY(rd_bytes(c, &m->u.hello.cluster));
+        TRY(rd_u32(c, &m->u.hello.want_owner));
+        return rd_bytes(c, &m->u.hello.host);
     case WIRE_GET:
         return rd_keys(d, c, true, &m->u.get.keys, &m->u.get.nkeys);
     case WIRE_SET:

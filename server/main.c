@@ -1,6 +1,8 @@
 /*
  * main.c - the command line: `hotkvd [CONFIG] [--directive value ...]`,
- * `hotkvd --test-config CONFIG [--directive value ...]`, --version, --help.
+ * `hotkvd --test-config CONFIG [--directive value ...]`, --version, --help,
+ * and a cluster's bootstrap, `hotkvd --cluster-init CONFIG [--owners
+ * ID,...] [--bits N]` (server/agent/agent_admin.h).
  * Command-line directives override the file, as redis-server's do, and are
  * replayed on every reload.
  */
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "config/cfg.h"
+#include "server/agent/agent_admin.h"
 #include "server/master/master.h"
 #include "server/core/proctitle.h"
 #include "server/core/version.h"
@@ -18,6 +21,7 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: hotkvd [CONFIG] [--directive value ...]\n"
             "       hotkvd --test-config CONFIG [--directive value ...]\n"
+            "       hotkvd --cluster-init CONFIG [--owners HOST/POOL/K,...] [--bits N]\n"
             "       hotkvd --version | --help\n\n"
             "Examples:\n"
             "       hotkvd /etc/hotkvd/hotkvd.conf\n"
@@ -25,6 +29,55 @@ static void usage(FILE *f)
             "       hotkvd --port 6380 --dir /var/lib/hotkvd\n\n"
             "Directives are those of hotkvd.conf.example.  SIGHUP reloads the file,\n"
             "SIGTERM stops.\n");
+}
+
+/* --cluster-init CONFIG [--owners LIST] [--bits N]: the cluster's keys in
+ * etcd (agent_admin.h); the config names the cluster, etcd and the host. */
+static int cluster_init(int argc, char **argv)
+{
+    const char *owners = NULL;
+    int bits = AGENT_INIT_BITS;
+    if (argc < 3 || strncmp(argv[2], "--", 2) == 0) {
+        fprintf(stderr, "hotkvd: --cluster-init needs a config file\n");
+        return 1;
+    }
+    for (int i = 3; i < argc; i += 2) {
+        if (i + 1 >= argc) {
+            fprintf(stderr, "hotkvd: --cluster-init: %s needs a value\n", argv[i]);
+            return 1;
+        }
+        if (strcmp(argv[i], "--owners") == 0) {
+            owners = argv[i + 1];
+        } else if (strcmp(argv[i], "--bits") == 0) {
+            char *end;
+            long b = strtol(argv[i + 1], &end, 10);
+            if (*end != '\0' || end == argv[i + 1] || b < 0 || b > 14) {
+                fprintf(stderr, "hotkvd: --bits '%s': a leaf depth, 0..14\n", argv[i + 1]);
+                return 1;
+            }
+            bits = (int)b;
+        } else {
+            fprintf(stderr, "hotkvd: --cluster-init: unknown option '%s' (--owners, --bits)\n",
+                    argv[i]);
+            return 1;
+        }
+    }
+    struct master_opts o = {.config_path = argv[2]};
+    struct cfg_error err;
+    struct cfg *cfg = master_load_config(&o, &err);
+    if (cfg == NULL) {
+        fprintf(stderr, "hotkvd: %s\n", err.msg);
+        return 1;
+    }
+    int code;
+    if (cfg->cluster == NULL || cfg->cluster[0] == '\0') {
+        fprintf(stderr, "hotkvd: --cluster-init: '%s' names no `cluster`\n", argv[2]);
+        code = 1;
+    } else {
+        code = agent_cluster_init(cfg, owners, bits, stdout, stderr);
+    }
+    cfg_destroy(&cfg);
+    return code;
 }
 
 int main(int argc, char **argv)
@@ -42,6 +95,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (argc >= 2 && strcmp(argv[1], "--cluster-init") == 0)
+        return cluster_init(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "--test-config") == 0) {
         if (argc < 3 || strncmp(argv[2], "--", 2) == 0) {
             fprintf(stderr, "hotkvd: --test-config needs a config file\n");

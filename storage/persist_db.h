@@ -82,6 +82,14 @@ int pdb_flush_floor(struct pdb *d, hkv_stamp *floor);
  * finishing. */
 int pdb_checkpoint(struct pdb *d);
 
+/* The ownership table (persist_own.c; storage/persist_own.h): replaces the
+ * stored table with o inside the open transaction; loads the rows of pool
+ * and the meta rows into a new table (*out, an empty one when nothing was
+ * stored).  SQLite result codes. */
+struct persist_own;
+int pdb_own_save(struct pdb *d, const struct persist_own *o);
+int pdb_own_load(struct pdb *d, uint8_t pool, struct persist_own **out);
+
 /* SQLite result code -> hkv_status: SQLITE_FULL -> HKV_EFULL, SQLITE_NOMEM ->
  * HKV_ENOMEM, CORRUPT/NOTADB -> HKV_ECORRUPT, anything else -> HKV_EIO. */
 int pdb_status(int rc);

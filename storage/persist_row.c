@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "proto/hkv.h"
+#include "storage/persist_own.h"
 
 struct persist_batch *persist_batch_new(int durable)
 {
@@ -72,6 +73,7 @@ void persist_batch_free(struct persist_batch **bp)
         free(b->rows[i].val);
     }
     free(b->rows);
+    persist_own_free(&b->own);
     free(b);
     *bp = NULL;
 }

@@ -34,6 +34,9 @@ struct persist_batch {
     hkv_stamp flush_below;/* FLUSHALL: first delete every row with an older stamp and
                            * record the floor (meta flush_floor) in the same
                            * transaction; 0 = none */
+    struct persist_own *own; /* a cluster owner's ownership table (persist_own.h): replaces
+                              * the stored one in the same transaction, committed with
+                              * synchronous=FULL; NULL = none.  Owned by the batch */
     uint64_t id;          /* assigned by the owner, echoed when done */
     int status;           /* hkv_status, set by the persister when done */
     int64_t commit_ms;    /* how long the commit took, set when done */

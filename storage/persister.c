@@ -116,7 +116,7 @@ static void commit_list(struct persister *p, struct persist_batch *list)
     int full = 0, rc = SQLITE_OK, status, attempted = 0;
 
     for (struct persist_batch *b = list; b != NULL; b = b->next)
-        full |= b->durable || b->flush_below != 0;
+        full |= b->durable || b->flush_below != 0 || b->own != NULL;
     if (!full &&
         t0 - p->last_sync_ms >= (int64_t)atomic_load_explicit(&p->interval_ms, memory_order_relaxed))
         full = 1;
@@ -130,6 +130,8 @@ static void commit_list(struct persister *p, struct persist_batch *list)
         goto failed;
     for (struct persist_batch *b = list; b != NULL; b = b->next) {
         if (b->flush_below != 0 && (rc = pdb_flush_below(&p->w, b->flush_below)) != SQLITE_OK)
+            goto failed;
+        if (b->own != NULL && (rc = pdb_own_save(&p->w, b->own)) != SQLITE_OK)
             goto failed;
         for (size_t i = 0; i < b->n; i++) {
             const struct persist_row *r = &b->rows[i];
@@ -443,6 +445,16 @@ int persister_flush_floor(struct persister *p, hkv_stamp *floor)
     if (started)
         return HKV_EINVAL;
     return pdb_status(pdb_flush_floor(&p->w, floor));
+}
+
+int persister_own_load(struct persister *p, uint8_t pool, struct persist_own **out)
+{
+    pthread_mutex_lock(&p->mu);
+    int started = p->started || p->stopping;
+    pthread_mutex_unlock(&p->mu);
+    if (started)
+        return HKV_EINVAL;
+    return pdb_status(pdb_own_load(&p->w, pool, out));
 }
 
 int persister_start(struct persister *p)

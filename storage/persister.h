@@ -145,6 +145,12 @@ int persister_load(struct persister *p, persister_load_fn fn, void *arg);
  * returns below it is a deleted key.  Only before persister_start.
  * HKV_OK / HKV_EIO / HKV_EINVAL. */
 int persister_flush_floor(struct persister *p, hkv_stamp *floor);
+/* A cluster owner's ownership table of `pool` as last saved (a batch's
+ * `own`, storage/persist_own.h): *out is a new table (n == 0 and number 0
+ * when none was saved; free it with persist_own_free).  Only before
+ * persister_start.  HKV_OK / HKV_EIO / HKV_ECORRUPT / HKV_ENOMEM / HKV_EINVAL. */
+struct persist_own;
+int persister_own_load(struct persister *p, uint8_t pool, struct persist_own **out);
 /* Starts the writer and reader threads (they block every signal, so
  * handlers run on the caller's threads).  HKV_OK; HKV_EINVAL if already
  * started or stopped; HKV_ENOMEM if a thread cannot be created (then the

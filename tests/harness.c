@@ -692,3 +692,142 @@ int h_run(char *const argv[], const char *in, char *out, size_t len, int ms)
         return -1;
     return WEXITSTATUS(status);
 }
+
+/* ---- a real etcd ---- */
+
+#define ETCD_BIN "/usr/bin/etcd"
+#define ETCDCTL_BIN "/usr/bin/etcdctl"
+
+int harness_etcd_available(void)
+{
+    return access(ETCD_BIN, X_OK) == 0 && access(ETCDCTL_BIN, X_OK) == 0;
+}
+
+/* 1 when GET /health on port answers {"health":"true"...}. */
+static int etcd_healthy(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    int ok = 0;
+    if (connect(fd, (struct sockaddr *)&in, sizeof(in)) == 0) {
+        const char *req = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        char buf[1024];
+        size_t n = 0;
+        ssize_t r;
+        if (write(fd, req, strlen(req)) == (ssize_t)strlen(req)) {
+            while (n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)
+                n += (size_t)r;
+            buf[n] = '\0';
+            ok = strstr(buf, "\"health\":\"true\"") != NULL;
+        }
+    }
+    close(fd);
+    return ok;
+}
+
+static int etcd_log_has(const char *log, const char *text)
+{
+    FILE *f = fopen(log, "r");
+    char line[2048];
+    int hit = 0;
+    while (f != NULL && !hit && fgets(line, sizeof(line), f))
+        hit = strstr(line, text) != NULL;
+    if (f != NULL)
+        fclose(f);
+    return hit;
+}
+
+int harness_etcd_start(struct h_etcd *e, const char *const *extra)
+{
+    memset(e, 0, sizeof(*e));
+    h_tmpdir(e->dir, sizeof(e->dir));
+    e->port = h_free_port();
+    do
+        e->peer_port = h_free_port();
+    while (e->peer_port == e->port);
+    int tls = 0;
+    for (int k = 0; extra != NULL && extra[k] != NULL; k++)
+        tls |= strncmp(extra[k], "--cert-file", 11) == 0;
+    snprintf(e->url, sizeof(e->url), "%s://127.0.0.1:%d", tls ? "https" : "http", e->port);
+    char data[320], log[320], peer[64], cluster[96];
+    snprintf(data, sizeof(data), "%s/data", e->dir);
+    snprintf(log, sizeof(log), "%s/etcd.log", e->dir);
+    snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", e->peer_port);
+    snprintf(cluster, sizeof(cluster), "t=%s", peer);
+    const char *argv[40] = {ETCD_BIN, "--name", "t", "--data-dir", data,
+                            "--listen-client-urls", e->url, "--advertise-client-urls", e->url,
+                            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                            "--initial-cluster", cluster,
+                            "--experimental-watch-progress-notify-interval=1s"};
+    int argc = 16;
+    for (int k = 0; extra != NULL && extra[k] != NULL && argc < 39; k++)
+        argv[argc++] = extra[k];
+    argv[argc] = NULL;
+    e->pid = fork();
+    ck_assert_int_ge(e->pid, 0);
+    if (e->pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        execv(ETCD_BIN, (char *const *)argv);
+        _exit(127);
+    }
+    int64_t end = h_now_ms() + 20000;
+    while (h_now_ms() < end) {
+        if (tls ? etcd_log_has(log, "ready to serve client requests") : etcd_healthy(e->port))
+            return 0;
+        if (waitpid(e->pid, NULL, WNOHANG) == e->pid) {
+            e->pid = 0;
+            break;
+        }
+        h_sleep_ms(100);
+    }
+    FILE *f = fopen(log, "r");
+    char line[1024];
+    fprintf(stderr, "---- etcd did not start: %s\n", log);
+    while (f != NULL && fgets(line, sizeof(line), f))
+        fputs(line, stderr);
+    if (f != NULL)
+        fclose(f);
+    harness_etcd_stop(e);
+    return -1;
+}
+
+int harness_etcd_stop(struct h_etcd *e)
+{
+    int status = -1;
+    if (e->pid > 0) {
+        kill(e->pid, SIGTERM);
+        status = h_wait(e->pid, 10000);
+        if (status == -1) {
+            kill(e->pid, SIGKILL);
+            status = h_wait(e->pid, 5000);
+        }
+        e->pid = 0;
+    }
+    if (e->dir[0] != '\0')
+        h_rmtree(e->dir);
+    e->dir[0] = '\0';
+    return status;
+}
+
+int harness_etcdctl(const struct h_etcd *e, char *out, size_t len, ...)
+{
+    char ep[96];
+    snprintf(ep, sizeof(ep), "--endpoints=%s", e->url);
+    char *argv[32] = {ETCDCTL_BIN, ep};
+    int argc = 2;
+    va_list ap;
+    va_start(ap, len);
+    const char *w;
+    while ((w = va_arg(ap, const char *)) != NULL && argc < 31)
+        argv[argc++] = (char *)w;
+    va_end(ap);
+    argv[argc] = NULL;
+    return h_run(argv, NULL, out, len, 20000);
+}

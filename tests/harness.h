@@ -144,3 +144,29 @@ struct wire_rid h_wire_rid(struct h_wire *w);
 /* SET key=value (a new request id, no expiry) and wait for OK. */
 int h_wire_set(struct h_wire *w, const char *key, const char *val, int timeout_ms,
                struct wire_msg *out);
+
+/* ---- a real etcd (/usr/bin/etcd, Debian's etcd-server) for cluster tests ---- */
+#ifndef HKV_HARNESS_ETCD_H
+#define HKV_HARNESS_ETCD_H
+struct h_etcd {
+    pid_t pid;
+    int port;              /* client port on 127.0.0.1 */
+    int peer_port;
+    char dir[256];         /* temp dir: data/ and etcd.log */
+    char url[64];          /* "http://127.0.0.1:<port>" (https with --cert-file) */
+};
+/* 1 if /usr/bin/etcd and /usr/bin/etcdctl are installed. */
+int harness_etcd_available(void);
+/* Starts a one-member etcd on free loopback ports in a new temp dir, with a
+ * 1 s progress-notify interval and `extra` arguments (NULL-terminated, or
+ * NULL), and waits (up to 20 s) until /health answers (with "--cert-file" in
+ * extra, client URLs are https and the wait is for etcd's "ready to serve"
+ * log line).  0, or -1 (the log is printed to stderr and nothing is left
+ * running). */
+int harness_etcd_start(struct h_etcd *e, const char *const *extra);
+/* SIGTERM, wait up to 10 s, SIGKILL; removes the temp dir.  The exit status. */
+int harness_etcd_stop(struct h_etcd *e);
+/* Runs etcdctl against e with the words given (NULL-terminated), 20 s at
+ * most; its output in out.  The exit code, or -1. */
+int harness_etcdctl(const struct h_etcd *e, char *out, size_t len, ...);
+#endif

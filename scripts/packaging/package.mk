@@ -1,6 +1,7 @@
 # Installing and packaging hotkvd; included by the Makefile.
 #
-#   make install [PREFIX=/usr/local] [DESTDIR=...]   binary, unit, man pages,
+#   make install [PREFIX=/usr/local] [DESTDIR=...]   binaries (hotkvd,
+#        hotkvd-admin), unit, man pages,
 #        docs, sysusers.d entry; the config and the logrotate snippet only
 #        when none is there yet (an existing one is never replaced)
 #   make uninstall [PREFIX=...] [DESTDIR=...]         removes what install put;
@@ -86,11 +87,12 @@ define uninstall_keep
  else rm -f $(2); fi
 endef
 
-install: $(BIN) $(MAN_PAGES) $(PKG_CONF)
+install: $(BIN) $(ADMIN_BIN) $(MAN_PAGES) $(PKG_CONF)
 	install -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MANDIR)/man8 \
 	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(SYSCONFDIR)/hotkvd \
 	    $(DESTDIR)$(SYSCONFDIR)/logrotate.d
 	install -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/hotkvd
+	install -m 0755 $(ADMIN_BIN) $(DESTDIR)$(BINDIR)/hotkvd-admin
 	$(PKG_PATHS) scripts/hotkvd.service > $(DESTDIR)$(UNITDIR)/hotkvd.service
 	$(PKG_PATHS) $(MAN_DIR)/hotkvd.8 > $(DESTDIR)$(MANDIR)/man8/hotkvd.8
 	$(PKG_PATHS) $(MAN_DIR)/hotkvd.conf.5 > $(DESTDIR)$(MANDIR)/man5/hotkvd.conf.5
@@ -104,7 +106,8 @@ install: $(BIN) $(MAN_PAGES) $(PKG_CONF)
 	$(call install_keep,$(PKG_DIR)/hotkvd.logrotate,$(DESTDIR)$(SYSCONFDIR)/logrotate.d/hotkvd)
 
 uninstall: $(PKG_CONF)
-	rm -f $(DESTDIR)$(BINDIR)/hotkvd $(DESTDIR)$(UNITDIR)/hotkvd.service \
+	rm -f $(DESTDIR)$(BINDIR)/hotkvd $(DESTDIR)$(BINDIR)/hotkvd-admin \
+	    $(DESTDIR)$(UNITDIR)/hotkvd.service \
 	    $(DESTDIR)$(MANDIR)/man8/hotkvd.8 $(DESTDIR)$(MANDIR)/man5/hotkvd.conf.5 \
 	    $(DESTDIR)$(DOCDIR)/README.md $(DESTDIR)$(DOCDIR)/examples/hotkvd.conf.example \
 	    $(if $(SYSUSERSDIR),$(DESTDIR)$(SYSUSERSDIR)/hotkvd.conf)
@@ -123,13 +126,13 @@ deb: $(DEB_FILE)
 	cp $(DEB_FILE) .
 	@echo "built ./$(notdir $(DEB_FILE))"
 
-$(DEB_FILE): $(BIN) $(MAN_PAGES) $(PKG_CONF) $(PKG_FILES)
+$(DEB_FILE): $(BIN) $(ADMIN_BIN) $(MAN_PAGES) $(PKG_CONF) $(PKG_FILES)
 	rm -rf $(PKG_ROOT)
 	@mkdir -p $(PKG_STAGE)
 	umask 022 && $(MAKE) --no-print-directory install DESTDIR=$(abspath $(PKG_STAGE)) \
 	    PREFIX=/usr UNITDIR=/lib/systemd/system SYSUSERSDIR= >/dev/null
 	strip --strip-unneeded --remove-section=.comment --remove-section=.note \
-	    $(PKG_STAGE)/usr/bin/hotkvd
+	    $(PKG_STAGE)/usr/bin/hotkvd $(PKG_STAGE)/usr/bin/hotkvd-admin
 	gzip -9n $(PKG_STAGE)/usr/share/man/man8/hotkvd.8 $(PKG_STAGE)/usr/share/man/man5/hotkvd.conf.5
 	sed -e 's/@VERSION@/$(VERSION)/g' \
 	    -e "s/@RFC2822DATE@/$$(date -u -R -d @$(SOURCE_DATE_EPOCH))/" $(PKG_DIR)/changelog.in \
@@ -139,7 +142,8 @@ $(DEB_FILE): $(BIN) $(MAN_PAGES) $(PKG_CONF) $(PKG_FILES)
 	install -m 0755 $(PKG_DIR)/postinst $(PKG_DIR)/prerm $(PKG_DIR)/postrm $(PKG_STAGE)/DEBIAN/
 	install -m 0644 $(PKG_DIR)/conffiles $(PKG_STAGE)/DEBIAN/conffiles
 	printf 'Source: hotkvd\n\nPackage: hotkvd\nArchitecture: any\n' > $(PKG_ROOT)/debian/control
-	cd $(PKG_ROOT) && dpkg-shlibdeps -O debian/hotkvd/usr/bin/hotkvd > shlibs.txt
+	cd $(PKG_ROOT) && dpkg-shlibdeps -O debian/hotkvd/usr/bin/hotkvd \
+	    debian/hotkvd/usr/bin/hotkvd-admin > shlibs.txt
 	sed -e 's/@VERSION@/$(VERSION)/' -e 's/@ARCH@/$(DEB_ARCH)/' \
 	    -e "s/@DEPENDS@/$$(sed -n 's/^shlibs:Depends=//p' $(PKG_ROOT)/shlibs.txt)/" \
 	    -e "s/@SIZE@/$$(du -sk --apparent-size --exclude=DEBIAN $(PKG_STAGE) | cut -f1)/" \

@@ -38,8 +38,8 @@ struct etcd_opts {
     const char *user;              /* "" or NULL = no auth */
     const char *password;
     const char *ca_file;           /* https: CA file, "" or NULL = the system's */
-    int64_t timeout_ms;            /* one unary call, connect included */
-    size_t max_body;               /* largest answer (and watch line) accepted */
+    int64_t timeout_ms;            /* one unary call, connect included (<= 0: 2000) */
+    size_t max_body;               /* largest answer (and watch line) accepted (0: 4 MiB) */
 };
 
 struct etcd_kv {
@@ -52,7 +52,10 @@ struct etcd_kv {
 
 /* status: HKV_OK; HKV_ETIMEDOUT; HKV_EIO (no connection, broken stream);
  * HKV_EPROTO (an answer that is not what etcd sends); HKV_EINVAL (etcd said
- * no: `code` and `message` are its gRPC code and text). */
+ * no: `code` and `message` are its gRPC code and text).  For the other
+ * failures `message` (when not NULL) says why, for a log line ("connect
+ * 10.0.0.1:2379: Connection refused", "TLS ...: certificate verify failed").
+ * Keys and values are NUL-terminated (beyond their length) for convenience. */
 struct etcd_result {
     int status;
     int code;
@@ -73,14 +76,18 @@ struct etcd_result {
 };
 typedef void (*etcd_cb)(void *arg, const struct etcd_result *r);
 
+/* NULL on a bad option (etcd_opts_check says which) or out of memory. */
 struct etcd *etcd_create(struct event_base *base, const struct etcd_opts *o);
+/* HKV_OK, or HKV_EINVAL with a one-line reason in err (an endpoint that is
+ * not http(s)://host[:port], no endpoint, a CA file that does not load). */
+int etcd_opts_check(const struct etcd_opts *o, char *err, size_t errlen);
 /* Frees the client; no pending callback runs. */
 void etcd_destroy(struct etcd **e);
 /* New options (a reload); calls in flight finish under the old ones. */
 int etcd_set_opts(struct etcd *e, const struct etcd_opts *o);
 
 /* The end of the range of every key starting with prefix (etcd's range_end
- * for a prefix), into out (room for plen bytes); its length. */
+ * for a prefix), into out (room for plen bytes, at least 1); its length. */
 size_t etcd_prefix_end(const char *prefix, size_t plen, char *out);
 
 /* Unary calls: 0, or HKV_ENOMEM / HKV_EINVAL (bad arguments) and then cb is
@@ -131,7 +138,11 @@ int etcd_lease_revoke(struct etcd *e, int64_t id, etcd_cb cb, void *arg);
  * ETCD_W_BROKEN: the stream ended, failed or was idle past idle_timeout_ms;
  * it is over (no callback follows): start a new one from the last revision
  * seen + 1.  The caller frees the handle (etcd_watch_cancel) in any case,
- * from the callback or later. */
+ * from the callback or later.  ETCD_W_BROKEN with HKV_EINVAL: etcd refused
+ * or cancelled the watch for another reason than compaction (permission).
+ * For ETCD_W_EVENTS, `revision` is the events' mod_revision (one message per
+ * revision), so "last revision seen" is always the last message's revision.
+ * idle_timeout_ms <= 0: 15 s.  NULL on bad arguments or out of memory. */
 enum etcd_ev_type { ETCD_EV_PUT, ETCD_EV_DELETE };
 struct etcd_event {
     enum etcd_ev_type type;
@@ -142,7 +153,7 @@ enum etcd_wkind { ETCD_W_CREATED, ETCD_W_EVENTS, ETCD_W_PROGRESS, ETCD_W_CANCELE
 struct etcd_watch_msg {
     enum etcd_wkind kind;
     int status;                    /* ETCD_W_BROKEN: why (HKV_EIO, HKV_ETIMEDOUT, HKV_EPROTO) */
-    int64_t revision;              /* header.revision */
+    int64_t revision;              /* header.revision (EVENTS: their mod_revision) */
     int64_t compact_revision;
     const struct etcd_event *events;
     size_t nevents;

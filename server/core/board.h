@@ -48,7 +48,7 @@
 #define BOARD_CLIENTS_MAX 65536   /* and at most */
 #define BOARD_CLIENT_NAME 256     /* bytes of a client's name another edge sees */
 
-enum board_role { BOARD_EMPTY = 0, BOARD_EDGE = 1, BOARD_OWNER = 2 };
+enum board_role { BOARD_EMPTY = 0, BOARD_EDGE = 1, BOARD_OWNER = 2, BOARD_AGENT = 3 };
 
 /* INFO commandstats: an edge's counts per command stat id (the edge's own
  * numbering, the same in every edge: server/edge/edge_subcmd.h). */

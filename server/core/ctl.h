@@ -4,7 +4,8 @@
  * type][payload].  The master sends validated configs; a child reports that it
  * serves; CONFIG RESETSTAT goes up to the master and back down to everyone;
  * FLUSHALL's "forget what each owner stamped before its flush" goes up to the
- * master, which applies it to every colo segment.
+ * master, which applies it to every colo segment; in a cluster, the agent
+ * tells the master when the host must not start.
  * The channel doubles as the child's lifeline: EOF on it means the
  * master is gone, which a child notices at once without polling.
  */
@@ -38,6 +39,10 @@ enum ctl_type {
      * done in every colo; payload empty (one per request, in order). */
     CTL_CACHE_FORGET = 7,
     CTL_CACHE_FORGOTTEN = 8,
+    /* agent -> master (a cluster host only): this host must not start; the
+     * payload is the one-line reason (another live hotkvd holds the host
+     * name or an owner id).  The master logs it and exits with status 1. */
+    CTL_REFUSED = 9,
 };
 
 #define CTL_MAX_MSG (64u << 20)

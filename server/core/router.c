@@ -1,10 +1,13 @@
-/* router.c - key routing; see router.h. */
+/* router.c - key routing; see router.h.  A single host routes from the
+ * fixed leaf maps below; a cluster process from its copy of the cluster map
+ * (router_map.c), which every routing call hands over to when it is set. */
 #include "router.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "proto/siphash.h"
+#include "server/core/router_map.h"
 
 /* Fixed and public on purpose: routing must agree everywhere. */
 static const uint8_t ROUTE_KEY[SIPHASH_KEY_LEN] = {'h', 'o', 't', 'k', 'v', 'd', '-', 'r',
@@ -20,6 +23,7 @@ struct leafmap {
 struct router {
     const struct cfg *cfg;
     struct leafmap pools[2];
+    struct rmap *map;   /* cluster mode; NULL on a single host */
 };
 
 uint64_t router_hash(const char *key, size_t len)
@@ -83,6 +87,7 @@ void router_destroy(struct router **rp)
         return;
     free((*rp)->pools[0].owner);
     free((*rp)->pools[1].owner);
+    rmap_destroy(&(*rp)->map);
     free(*rp);
     *rp = NULL;
 }
@@ -92,6 +97,17 @@ void router_set_config(struct router *r, const struct cfg *cfg)
     r->cfg = cfg;
 }
 
+void router_use_map(struct router *r, struct rmap *m)
+{
+    rmap_destroy(&r->map);
+    r->map = m;
+}
+
+struct rmap *router_map(const struct router *r)
+{
+    return r->map;
+}
+
 static inline uint32_t prefix(uint64_t hash, uint8_t bits)
 {
     return bits == 0 ? 0 : (uint32_t)(hash >> (64 - bits));
@@ -99,6 +115,11 @@ static inline uint32_t prefix(uint64_t hash, uint8_t bits)
 
 int router_owner(const struct router *r, enum cfg_pool pool, uint64_t hash)
 {
+    if (r->map != NULL) {
+        struct rmap_route rr;
+        unsigned n = rmap_owner(r->map, pool, hash, &rr);
+        return n != 0 ? (int)n : -1;
+    }
     const struct leafmap *m = &r->pools[pool];
     if (m->nowners == 0)
         return -1;
@@ -108,6 +129,13 @@ int router_owner(const struct router *r, enum cfg_pool pool, uint64_t hash)
 void router_leaf(const struct router *r, enum cfg_pool pool, uint64_t hash, uint32_t *leaf,
                  uint8_t *bits)
 {
+    if (r->map != NULL) {
+        struct rmap_route rr;
+        rmap_owner(r->map, pool, hash, &rr);
+        *bits = rr.bits;
+        *leaf = rr.leaf;
+        return;
+    }
     const struct leafmap *m = &r->pools[pool];
     *bits = m->bits;
     *leaf = prefix(hash, m->bits);
@@ -115,6 +143,8 @@ void router_leaf(const struct router *r, enum cfg_pool pool, uint64_t hash, uint
 
 uint64_t router_generation(const struct router *r, enum cfg_pool pool)
 {
+    if (r->map != NULL)
+        return (uint64_t)rmap_revision(r->map);
     return r->pools[pool].generation;
 }
 
@@ -126,6 +156,14 @@ void router_route(const struct router *r, const char *key, size_t len, struct ro
     out->cls = cls;
     out->class_id = (uint32_t)(cls - r->cfg->classes);
     out->pool = cls->pool;
+    if (r->map != NULL) {
+        struct rmap_route rr;
+        unsigned n = rmap_owner(r->map, cls->pool, out->place, &rr);
+        out->leaf = rr.leaf;
+        out->bits = rr.bits;
+        out->owner = n != 0 ? (int)n : -1;
+        return;
+    }
     router_leaf(r, cls->pool, out->place, &out->leaf, &out->bits);
     out->owner = router_owner(r, cls->pool, out->place);
 }
@@ -133,6 +171,9 @@ void router_route(const struct router *r, const char *key, size_t len, struct ro
 int router_moved(struct router *r, enum cfg_pool pool, uint32_t leaf, uint8_t bits, int owner,
                  uint64_t gen)
 {
+    if (r->map != NULL)
+        return owner < 0 ? HKV_EINVAL
+                         : rmap_moved(r->map, pool, leaf, bits, (int64_t)gen, (unsigned)owner);
     struct leafmap *m = &r->pools[pool];
     if (owner < 0 || owner >= m->nowners || bits > m->bits || bits > 32 ||
         (bits < 32 && (leaf >> bits) != 0))

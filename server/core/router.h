@@ -21,6 +21,11 @@
  * "{user:1}:a" and "{user:1}:b" live on one owner (and a command over both
  * can be atomic).  The key's identity hash (router_hash: colo cache, tables)
  * stays the hash of the whole key, so one tag does not crowd one bucket.
+ *
+ * In a cluster the fixed maps are not used: a router given a cluster map
+ * (router_use_map, server/core/router_map.h) routes from it, and `owner`
+ * is then a cluster owner number (1..CMAP_MAX_OWNERS), the generation the
+ * map's revision, and router_moved takes MOVED's epoch and owner number.
  */
 #ifndef HKV_ROUTER_H
 #define HKV_ROUTER_H
@@ -43,7 +48,8 @@ struct route {
     enum cfg_pool pool;
     uint32_t leaf;           /* the hash's top `bits` bits */
     uint8_t bits;
-    int owner;               /* owner index within the pool, -1 if the pool is empty */
+    int owner;               /* owner index within the pool, -1 if the pool is empty
+                              * (in a cluster: the cluster owner number, -1 if none) */
 };
 
 /* The stable hash of a whole key. */
@@ -71,9 +77,15 @@ void router_leaf(const struct router *r, enum cfg_pool pool, uint64_t hash, uint
                  uint8_t *bits);
 uint64_t router_generation(const struct router *r, enum cfg_pool pool);
 
+/* Cluster mode: routes from m from now on (the router takes it and frees
+ * it with itself); router_map gives it back (NULL on a single host). */
+struct rmap;
+void router_use_map(struct router *r, struct rmap *m);
+struct rmap *router_map(const struct router *r);
+
 /* Applies "leaf/bits belongs to owner, as of generation gen".  Returns 1 if the
  * map changed, 0 if gen was not newer, HKV_EINVAL for a leaf or owner out of
- * range. */
+ * range.  (Cluster mode: rmap_moved with gen as the epoch.) */
 int router_moved(struct router *r, enum cfg_pool pool, uint32_t leaf, uint8_t bits, int owner,
                  uint64_t gen);
 

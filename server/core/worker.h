@@ -14,6 +14,19 @@
  * hooks take part in CONFIG RESETSTAT (ctl.h): the worker zeroes the
  * process's scoreboard counters itself, the role its own.  One more optional
  * hook hears that the master applied a FLUSHALL's cache forget (ctl.h).
+ *
+ * In a cluster (`cluster` set) every child also sees the cluster map
+ * (ctx->cmap, mapped by the master before it forks; NULL on a single host),
+ * and a third role runs beside edges and owners: the agent, the host's one
+ * etcd client and the map's one writer (server/agent/agent.h).
+ *
+ * Edge ids.  The id an edge gives its owner links (HELLO edge_id, the
+ * writer prefix of its request ids) is its board slot + 1 on a single
+ * host; in a cluster it is prefixed with the host's number, so it is unique
+ * in the whole cluster (the agent registers writers/<edge_id> for each).
+ * Edges take the slots after the owners, colo by colo (the master's child
+ * table), and the agent the one after the edges; worker_edge_slot and
+ * worker_edge_id say it once for the master, the edges and the agent.
  */
 #ifndef HKV_WORKER_H
 #define HKV_WORKER_H
@@ -23,7 +36,10 @@
 #include <event2/event.h>
 
 #include "config/cfg.h"
+#include "proto/stamp.h"
 #include "server/core/board.h"
+
+struct cmap;
 
 struct worker_ctx {
     enum board_role role;
@@ -35,7 +51,22 @@ struct worker_ctx {
     struct board *board;
     int ctl_fd;             /* child end of the control socketpair */
     pid_t master_pid;
+    struct cmap *cmap;      /* the cluster map (server/core/cmap.h); NULL on a
+                             * single host */
 };
+
+/* The board slot of edge i of colo k (owners take the slots before). */
+static inline int worker_edge_slot(const struct cfg *cfg, int colo, int i)
+{
+    return cfg->hot_owners + cfg->cold_owners + colo * cfg->edge_workers + i;
+}
+
+/* The edge id of the edge in `slot`: slot + 1, prefixed in a cluster by the
+ * host's number (host_number << STAMP_WRITER_BITS; 0 on a single host). */
+static inline uint32_t worker_edge_id(uint32_t host_number, int slot)
+{
+    return host_number << STAMP_WRITER_BITS | (((uint32_t)slot + 1) & STAMP_WRITER_MAX);
+}
 
 struct worker_hooks {
     void (*reload)(void *arg, const struct cfg *next);

@@ -63,10 +63,10 @@ void edge_write_failed_report(struct owner_ref *o, const char *what)
         return;
     d->o = o;
     snprintf(d->what, sizeof(d->what), "%s", what);
-    d->link = o->link[WIRE_ROLE_READ];
-    d->timer = evtimer_new(o->e->base, diag_timeout, d);
+    d->link = owner_link(o, WIRE_ROLE_READ);
+    d->timer = d->link != NULL ? evtimer_new(o->e->base, diag_timeout, d) : NULL;
     uint64_t id;
-    struct hkv_buf *b = elink_out(d->link, &id);
+    struct hkv_buf *b = d->timer != NULL ? elink_out(d->link, &id) : NULL;
     if (d->timer == NULL || wire_put_stats(b, id) != HKV_OK ||
         elink_commit(d->link, id, diag_cb, d) != HKV_OK) {
         log_warning("%s; could not ask owner %s/%d for STATS", what, topo_pool_name(o->pool), o->index);

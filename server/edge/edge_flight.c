@@ -244,7 +244,9 @@ static void flight_timer(evutil_socket_t fd, short what, void *arg);
 
 static int flight_send(struct flight *f)
 {
-    struct elink *l = f->owner->link[WIRE_ROLE_READ];
+    struct elink *l = owner_link(f->owner, WIRE_ROLE_READ);
+    if (l == NULL)
+        return -1;
     uint64_t id;
     struct hkv_buf *b = elink_out(l, &id);
     struct wire_slice k = wire_slice(buf_head(&f->key), buf_unread(&f->key));

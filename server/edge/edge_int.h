@@ -6,7 +6,8 @@
  *
  * The modules, bottom up (a module calls only those before it; anything
  * that flows up is a hook given at setup):
- *   edge_arg, edge_link, auth,
+ *   edge_arg, edge_link_io,
+ *   edge_link, edge_link_make, auth
  *   edge_subcmd, edge_cmdinfo,
  *   edge_command                    words and integers; one owner link; ACLs;
  *                                   the subcommands and the command stat ids;
@@ -55,6 +56,7 @@
 struct auth;
 struct conn;
 struct conn_hooks;
+struct elink;
 struct flights;
 struct op;
 struct owner_ref;
@@ -105,8 +107,13 @@ struct edge {
     /* owners and routing (edge_owners.c) */
     struct router *router;
     uint64_t incarnation;         /* this process, in HELLO (exactly-once retries) */
-    struct owner_ref *owners;     /* hot owners, then cold owners */
+    struct owner_ref *owners;     /* hot owners, then cold owners (a cluster: by number - 1) */
     int nowners;
+    struct ssl_ctx_st *cluster_tls; /* a cluster: the client context of links to other
+                                     * hosts (NULL: none can be made) */
+    uint32_t writer;              /* the edge id in HELLO */
+    void (*link_push)(void *arg, const struct wire_msg *m); /* what links call up */
+    void (*link_drained)(struct elink *l, void *arg);      /* (owners_setup's hooks) */
     struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
 
     /* ops (edge_op.c, edge_op_send.c) */

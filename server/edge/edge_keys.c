@@ -150,7 +150,7 @@ static void keys_done(struct op *op)
 {
     struct edge *e = op->e;
     op->nreqs = 0;
-    for (int g = 0; g < e->nowners; g++)
+    for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g))
         if (!op->items[g].found && op_to_owner(op, &e->owners[g], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
             op_finish_error(op);
             return;
@@ -167,7 +167,7 @@ static const struct op_family keys_ops = {
 void edge_cmd_keys(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct edge *e = c->e;
-    if (e->nowners == 0) {
+    if (edge_owner_next(e, -1) < 0) {
         resp_add_array(&c->out, 0);
         return;
     }
@@ -309,7 +309,7 @@ static const struct op_family random_ops = {
 void edge_cmd_randomkey(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct edge *e = c->e;
-    if (e->nowners == 0) {
+    if (edge_owner_next(e, -1) < 0) {
         resp_add_null(&c->out, c->proto);
         return;
     }
@@ -320,7 +320,7 @@ void edge_cmd_randomkey(struct conn *c, int argc, const struct resp_slice *argv)
         op_finish_error(op);
         return;
     }
-    for (int g = 0; g < e->nowners; g++) {
+    for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
         if (op_to_owner(op, &e->owners[g], WIRE_STATS, WIRE_ROLE_READ) != 0) {
             op_finish_error(op);
             return;

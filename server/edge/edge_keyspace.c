@@ -173,14 +173,14 @@ void edge_cmd_flushall(struct conn *c, int argc, const struct resp_slice *argv)
         reply_error(c, "ERR syntax error");
         return;
     }
-    if (e->nowners == 0) {
+    if (edge_owner_next(e, -1) < 0) {
         resp_add_simple(&c->out, "OK");
         return;
     }
     struct op *op = op_new(c, &flush_ops, slice_is(&argv[0], "flushdb") ? "flushdb" : "flushall");
     if (op == NULL || take_words(op, c, argc, argv) != 0)
         return;
-    for (int g = 0; g < e->nowners; g++) {
+    for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
         if (op_to_owner(op, &e->owners[g], WIRE_CALL, WIRE_ROLE_WRITE) != 0) {
             op_finish_error(op);
             return;
@@ -218,7 +218,7 @@ static const struct op_family object_ops = {
 void edge_cmd_object(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct edge *e = c->e;
-    if (e->nowners == 0) {
+    if (edge_owner_next(e, -1) < 0) {
         reply_error(c, "ERR no owner serves this keyspace");
         return;
     }
@@ -229,7 +229,7 @@ void edge_cmd_object(struct conn *c, int argc, const struct resp_slice *argv)
      * key: the owner answers the arity error) any owner answers */
     struct route rt;
     struct owner_ref *o = argc >= 3 ? edge_owner_of(e, argv[2].p, argv[2].len, &rt)
-                                    : edge_owner_at(e, 0);
+                                    : edge_owner_at(e, edge_owner_next(e, -1));
     if (o == NULL) {
         op_error(op, "ERR no owner serves the '%s' pool", topo_pool_name(rt.pool));
         op_finish_error(op);

@@ -3,7 +3,11 @@
  *
  * Plain events and our own buffers (as the client side does): the request is
  * encoded straight into the link's output buffer by wire_put_*, with no
- * intermediate copy.  The pending table is a power-of-two ring indexed by
+ * intermediate copy.  The bytes travel over a Unix socket or, to an owner of
+ * another host, TCP with mutual TLS (edge_link_io.c): a TLS link has one
+ * more state, HANDSHAKE, between CONNECTING and UP, and connecting plus the
+ * handshake are bounded by the link's timeout (the reconnect timer doubles
+ * as that deadline while the link is not up).  The pending table is a power-of-two ring indexed by
  * request id; ids [lo, next) may be pending, a free entry has cb == NULL.  A
  * request that blocks `lo` (an owner that never answers it) only grows the
  * ring until its timeout, which the single per-link timer enforces.
@@ -14,76 +18,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "server/core/board.h"
 #include "server/core/log.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
-
-#define RING_MIN 256
-#define READ_CHUNK (64 * 1024)
-#define IDLE_KEEP (64 * 1024)
-
-enum link_state { LINK_DOWN, LINK_CONNECTING, LINK_UP };
-
-struct pend {
-    uint64_t id;
-    elink_cb cb;
-    void *arg;
-    int64_t deadline_ms;
-};
-
-struct elink {
-    struct event_base *base;
-    char *path;
-    char name[64];
-    char colo[TOPO_COLO_NAME_MAX];
-    uint32_t edge_id;
-    uint64_t incarnation;     /* this edge process, in HELLO */
-    uint8_t role;
-    int64_t timeout_ms;
-    size_t max_frame;
-    elink_drained_fn drained;
-    void *drained_arg;
-    elink_push_fn push;
-    void *push_arg;
-
-    enum link_state state;
-    int fd;
-    struct event *rev, *wev;
-    struct event *reconnect;
-    struct event *timer;
-    int timer_on;
-    int write_scheduled;
-    int congested;
-    int64_t backoff_ms;
-    int logged_down;
-    int need_hello;           /* the next connection must open with HELLO */
-    uint64_t conn;            /* connections made so far (the current one's number) */
-    struct { uint64_t conn, inc; } owners[8]; /* owner incarnation per recent connection */
-
-    struct hkv_buf out, in;
-    size_t frame_at;          /* unread bytes of out before the frame being encoded */
-    struct wire_decoder dec;
-
-    struct pend *ring;
-    uint64_t mask;
-    uint64_t lo, next;
-    uint64_t npending;
-};
+#include "server/edge/edge_link_int.h"
+#include "server/edge/edge_link_io.h"
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
 static void link_connect(struct elink *l);
-
-const char *elink_name(const struct elink *l) { return l->name; }
-int elink_congested(const struct elink *l) { return l->congested; }
-int elink_is_up(const struct elink *l) { return l->state == LINK_UP; }
-uint64_t elink_pending(const struct elink *l) { return l->npending; }
-void elink_set_timeout(struct elink *l, int64_t ms) { l->timeout_ms = ms > 0 ? ms : 1; }
 
 static void arm_timer(struct elink *l, int64_t deadline)
 {
@@ -164,8 +110,9 @@ static void put_hello(struct elink *l)
 {
     uint64_t id;
     struct hkv_buf *b = elink_out(l, &id);
-    if (wire_put_hello(b, id, WIRE_VERSION, l->edge_id, wire_cstr(l->colo), l->role,
-                       l->incarnation) == HKV_OK)
+    struct wire_hello_cluster cl = {wire_cstr(l->cluster), l->want_owner, wire_cstr(l->host)};
+    if (wire_put_hello_cluster(b, id, WIRE_VERSION, l->edge_id, wire_cstr(l->colo), l->role,
+                               l->incarnation, &cl) == HKV_OK)
         elink_commit(l, id, hello_cb, l);
 }
 
@@ -197,6 +144,10 @@ static void link_break(struct elink *l, const char *why)
         event_free(l->wev);
         l->wev = NULL;
     }
+    SSL_free(l->ssl);
+    l->ssl = NULL;
+    l->want = 0;
+    l->read_wants_write = 0;
     if (l->fd >= 0)
         close(l->fd);
     l->fd = -1;
@@ -220,23 +171,62 @@ static void link_break(struct elink *l, const char *why)
 
 static void on_reconnect(evutil_socket_t fd, short what, void *arg)
 {
-    link_connect(arg);
+    struct elink *l = arg;
+    if (l->state == LINK_DOWN)
+        link_connect(l);
+    else /* the deadline of a connect or a handshake */
+        link_break(l, l->state == LINK_HANDSHAKE ? "TLS handshake timed out" : "connect timed out");
+}
+
+static void link_up(struct elink *l)
+{
+    l->state = LINK_UP;
+    evtimer_del(l->reconnect);
+    if (buf_unread(&l->out) > 0)
+        schedule_write(l);
+    else
+        event_del(l->wev);
+}
+
+/* Drives the TLS handshake; the link is UP once it is done. */
+static void handshake(struct elink *l)
+{
+    char why[256];
+    short want = EV_READ;
+    int rc = eio_handshake(l->ssl, &want, why, sizeof(why));
+    if (rc < 0) {
+        link_break(l, why);
+    } else if (rc > 0) {
+        link_up(l);
+    } else if (want & EV_WRITE) {
+        event_add(l->wev, NULL);
+    } else {
+        event_del(l->wev);
+    }
+}
+
+/* The socket is connected: UP, or TLS first. */
+static void link_connected(struct elink *l)
+{
+    if (l->addr == NULL || l->tls == NULL) {
+        link_up(l);
+        return;
+    }
+    char why[256];
+    l->ssl = eio_tls_new(l->tls, l->fd, l->peer_host, why, sizeof(why));
+    if (l->ssl == NULL) {
+        link_break(l, why);
+        return;
+    }
+    l->state = LINK_HANDSHAKE;
+    handshake(l);
 }
 
 static void link_connect(struct elink *l)
 {
-    struct sockaddr_un un = {.sun_family = AF_UNIX};
-    snprintf(un.sun_path, sizeof(un.sun_path), "%s", l->path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        link_break(l, strerror(errno));
-        return;
-    }
-    int rc = connect(fd, (struct sockaddr *)&un, sizeof(un));
-    if (rc != 0 && errno != EINPROGRESS) {
-        char why[128];
-        snprintf(why, sizeof(why), "connect %s: %s", l->path, strerror(errno));
-        close(fd);
+    char why[256];
+    int fd, rc = eio_connect(l->path, l->addr, l->port, &fd, why, sizeof(why));
+    if (rc < 0) {
         link_break(l, why);
         return;
     }
@@ -257,10 +247,12 @@ static void link_connect(struct elink *l)
     event_priority_set(l->rev, 0);
     event_priority_set(l->wev, 0);
     event_add(l->rev, NULL);
+    if (l->addr != NULL) { /* a host away may not answer at all */
+        struct timeval tv = {l->timeout_ms / 1000, (l->timeout_ms % 1000) * 1000};
+        evtimer_add(l->reconnect, &tv);
+    }
     if (rc == 0) {
-        l->state = LINK_UP;
-        if (buf_unread(&l->out) > 0)
-            schedule_write(l);
+        link_connected(l);
     } else {
         l->state = LINK_CONNECTING;
         event_add(l->wev, NULL);
@@ -306,18 +298,33 @@ static void dispatch(struct elink *l, const struct wire_msg *m)
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
     struct elink *l = arg;
+    if (l->state == LINK_HANDSHAKE) {
+        handshake(l);
+        return;
+    }
+    if (l->state != LINK_UP)
+        return;
+    if (l->want == EV_READ) { /* a TLS write was waiting for this */
+        l->want = 0;
+        schedule_write(l);
+    }
     if (buf_reserve(&l->in, READ_CHUNK, 0) != HKV_OK) {
         link_break(l, "out of memory");
         return;
     }
-    ssize_t n = read(fd, buf_tail(&l->in), buf_room(&l->in));
+    short want;
+    ssize_t n = eio_read(fd, l->ssl, buf_tail(&l->in), buf_room(&l->in), &want);
     if (n == 0) {
         link_break(l, "owner closed the connection");
         return;
     }
     if (n < 0) {
         if (errno != EAGAIN && errno != EINTR)
-            link_break(l, strerror(errno));
+            link_break(l, errno == EPROTO ? "TLS error" : strerror(errno));
+        else if (want == EV_WRITE) { /* TLS: the read needs the socket writable */
+            l->read_wants_write = 1;
+            event_add(l->wev, NULL);
+        }
         return;
     }
     l->in.len += (size_t)n;
@@ -353,6 +360,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     }
     buf_compact(&l->in);
     buf_shrink(&l->in, IDLE_KEEP);
+    if (eio_pending(l->ssl) > 0) /* decrypted bytes the socket will not signal */
+        event_active(l->rev, EV_READ, 1);
 }
 
 static void on_write(evutil_socket_t fd, short what, void *arg)
@@ -360,16 +369,26 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     struct elink *l = arg;
     l->write_scheduled = 0;
     if (l->state == LINK_CONNECTING) {
-        int err = 0;
-        socklen_t len = sizeof(err);
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
-            link_break(l, strerror(err != 0 ? err : errno));
-            return;
-        }
-        l->state = LINK_UP;
+        char why[200];
+        if (eio_connected(fd, why, sizeof(why)) != 0)
+            link_break(l, why);
+        else
+            link_connected(l);
+        return;
+    }
+    if (l->state == LINK_HANDSHAKE) {
+        handshake(l);
+        return;
+    }
+    if (l->state != LINK_UP)
+        return;
+    if (l->read_wants_write) { /* a TLS read waited for writable */
+        l->read_wants_write = 0;
+        event_active(l->rev, EV_READ, 1);
     }
     while (buf_unread(&l->out) > 0) {
-        ssize_t n = write(fd, buf_head(&l->out), buf_unread(&l->out));
+        short want;
+        ssize_t n = eio_write(fd, l->ssl, buf_head(&l->out), buf_unread(&l->out), &want);
         if (n > 0) {
             buf_consume(&l->out, (size_t)n);
             continue;
@@ -377,10 +396,15 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            event_add(l->wev, NULL);
+            if (want == EV_READ) { /* TLS: on_read schedules the write again */
+                l->want = EV_READ;
+                event_del(l->wev);
+            } else {
+                event_add(l->wev, NULL);
+            }
             goto check;
         }
-        link_break(l, n < 0 ? strerror(errno) : "short write");
+        link_break(l, n < 0 ? (errno == EPROTO ? "TLS error" : strerror(errno)) : "short write");
         return;
     }
     event_del(l->wev);
@@ -441,74 +465,13 @@ void elink_cancel(struct elink *l, uint64_t id)
     take(l, id, &p);
 }
 
-struct elink *elink_create(struct event_base *base, const struct elink_opts *o)
+int elink_start(struct elink *l)
 {
-    struct elink *l = calloc(1, sizeof(*l));
-    if (l == NULL)
-        return NULL;
-    l->base = base;
-    l->fd = -1;
-    l->path = strdup(o->path);
-    snprintf(l->name, sizeof(l->name), "%s", o->name);
-    snprintf(l->colo, sizeof(l->colo), "%s", o->colo != NULL ? o->colo : "");
-    l->edge_id = o->edge_id;
-    l->incarnation = o->incarnation;
-    l->role = o->role;
-    l->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 1;
-    l->max_frame = o->max_frame;
-    l->drained = o->drained;
-    l->drained_arg = o->drained_arg;
-    l->push = o->push;
-    l->push_arg = o->push_arg;
-    l->backoff_ms = ELINK_BACKOFF_MIN_MS;
-    l->ring = calloc(RING_MIN, sizeof(*l->ring));
-    l->mask = RING_MIN - 1;
-    l->lo = l->next = 1; /* id 0 is reserved */
-    l->reconnect = evtimer_new(base, on_reconnect, l);
-    l->timer = evtimer_new(base, on_timer, l);
-    wire_decoder_init(&l->dec, 0);
-    if (l->path == NULL || l->ring == NULL || l->reconnect == NULL || l->timer == NULL) {
-        elink_destroy(&l);
-        return NULL;
-    }
+    l->reconnect = evtimer_new(l->base, on_reconnect, l);
+    l->timer = evtimer_new(l->base, on_timer, l);
+    if (l->reconnect == NULL || l->timer == NULL)
+        return -1;
     put_hello(l);
     link_connect(l);
-    return l;
-}
-
-void elink_destroy(struct elink **lp)
-{
-    struct elink *l = *lp;
-    if (l == NULL)
-        return;
-    if (l->rev)
-        event_free(l->rev);
-    if (l->wev)
-        event_free(l->wev);
-    if (l->fd >= 0)
-        close(l->fd);
-    if (l->reconnect)
-        event_free(l->reconnect);
-    if (l->timer)
-        event_free(l->timer);
-    wire_decoder_deinit(&l->dec);
-    buf_deinit(&l->out);
-    buf_deinit(&l->in);
-    free(l->ring);
-    free(l->path);
-    free(l);
-    *lp = NULL;
-}
-
-uint64_t elink_next_conn(const struct elink *l)
-{
-    /* Bytes queued while down go out on the next connection. */
-    return l->state == LINK_DOWN ? l->conn + 1 : l->conn;
-}
-
-uint64_t elink_owner_of(const struct elink *l, uint64_t conn)
-{
-    if (conn != 0 && l->owners[conn % 8].conn == conn)
-        return l->owners[conn % 8].inc;
-    return WIRE_PREV_UNKNOWN;
+    return 0;
 }

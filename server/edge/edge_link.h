@@ -1,7 +1,9 @@
 /*
- * edge_link.h - the edge's client of one shard owner: one Unix-socket
- * connection of one role (READ or WRITE; a write never queues behind reads
- * because each owner gets two links).
+ * edge_link.h - the edge's client of one shard owner: one connection of one
+ * role (READ, WRITE or PUSH; a write never queues behind reads because each
+ * owner gets separate links), over the owner's Unix socket on this host or,
+ * in a cluster, over TCP with mutual TLS to an owner of another host
+ * (edge_link_io.h; the owner's certificate must name its host).
  *
  * A link is always usable: a request made while the link is down or still
  * connecting is buffered and goes out, after HELLO, once the connection is up.
@@ -35,6 +37,7 @@
 #include <stdint.h>
 
 #include <event2/event.h>
+#include <openssl/ssl.h>
 
 #include "proto/buf.h"
 #include "proto/wire.h"
@@ -53,10 +56,19 @@ typedef void (*elink_drained_fn)(struct elink *l, void *arg);
 typedef void (*elink_push_fn)(void *arg, const struct wire_msg *m);
 
 struct elink_opts {
-    const char *path;         /* the owner's Unix socket */
+    const char *path;         /* the owner's Unix socket (when addr is NULL) */
+    const char *addr;         /* an owner of another host: its IP literal (a name is
+                               * refused: no DNS on the loop); NULL = Unix socket */
+    int port;                 /* ... its TCP port */
+    SSL_CTX *tls;             /* ... the client context (tls_cluster.h; the link takes a
+                               * reference); required with addr */
+    const char *peer_host;    /* ... the host name its certificate must carry */
     const char *name;         /* "hot/0 write" for logs */
     uint32_t edge_id;
     uint64_t incarnation;     /* this edge process (HELLO), != 0 */
+    const char *cluster;      /* HELLO v3: the cluster (NULL or "" on a single host) */
+    uint32_t want_owner;      /* ... the owner number meant (0 on a single host) */
+    const char *host;         /* ... this edge's host name */
     const char *colo;
     uint8_t role;             /* WIRE_ROLE_READ, WIRE_ROLE_WRITE or WIRE_ROLE_PUSH */
     int64_t timeout_ms;
@@ -67,7 +79,8 @@ struct elink_opts {
     void *push_arg;
 };
 
-/* A link that starts connecting at once.  NULL on allocation failure. */
+/* A link that starts connecting at once.  NULL on allocation failure (or a
+ * TCP link without a TLS context). */
 struct elink *elink_create(struct event_base *base, const struct elink_opts *o);
 /* Frees the link without calling any pending callback (process exit). */
 void elink_destroy(struct elink **l);
@@ -86,8 +99,13 @@ int elink_commit(struct elink *l, uint64_t id, elink_cb cb, void *arg);
 void elink_cancel(struct elink *l, uint64_t id);
 
 void elink_set_timeout(struct elink *l, int64_t timeout_ms);
+/* A TCP link's TLS context for its next connections (a reload); the link
+ * takes a reference.  Nothing for a Unix-socket link. */
+void elink_set_tls(struct elink *l, SSL_CTX *ctx);
 int elink_congested(const struct elink *l);
 int elink_is_up(const struct elink *l);
+/* 1 for a TCP link (to an owner of another host). */
+int elink_is_remote(const struct elink *l);
 /* Requests waiting for an answer. */
 uint64_t elink_pending(const struct elink *l);
 const char *elink_name(const struct elink *l);

@@ -121,7 +121,13 @@ static void oreq_send(struct oreq *r)
     /* A read from a client with writes in flight travels behind them. */
     int role = r->role == WIRE_ROLE_READ && op->c != NULL && op->c->writes_inflight > 0
                    ? WIRE_ROLE_WRITE : r->role;
-    struct elink *l = r->owner->link[role];
+    struct elink *l = owner_link(r->owner, role);
+    if (l == NULL) { /* a cluster owner with no link and none to be made: never sent */
+        op_error(op, "TRYAGAIN owner %s/%d cannot be reached now (not applied)",
+                 topo_pool_name(r->owner->pool), r->owner->index);
+        oreq_done(r);
+        return;
+    }
     struct wire_rid rid = {0, 0, 0};
     if (r->seq != 0)
         rid = next_rid(op->e, r, l);

@@ -7,6 +7,13 @@
  * ops, flights and the cache call down into it, and what owners send unasked
  * (pushes) or what the links report (drained) goes up through the hooks the
  * edge gives at setup, so nothing here names a module above it.
+ *
+ * A cluster changes three things, all here: the owner slots are the
+ * cluster's owner numbers (a fixed array, so a pointer to a slot or its
+ * index stays valid whatever the map does), routing syncs the router's copy
+ * of the map on every lookup (one atomic load when nothing changed), and
+ * links are made on first use, to the Unix socket of an owner of this host
+ * or over TCP + TLS to the address the map gives for another host's.
  */
 #include "server/edge/edge_owners.h"
 
@@ -18,18 +25,69 @@
 
 #include "proto/stamp.h"
 #include "server/core/clock.h"
+#include "server/core/cmap.h"
+#include "server/core/log.h"
+#include "server/core/router_map.h"
+#include "server/core/tls_cluster.h"
 #include "server/core/topo.h"
+
+static void on_stats_poll(evutil_socket_t fd, short what, void *arg);
 
 struct owner_ref *edge_owner_at(struct edge *e, int g)
 {
-    return g >= 0 && g < e->nowners ? &e->owners[g] : NULL;
+    if (g < 0 || g >= e->nowners)
+        return NULL;
+    struct rmap *m = router_map(e->router);
+    if (m == NULL)
+        return &e->owners[g];
+    const struct cmap_owner *row = cmap_owner(rmap_table(m), (unsigned)g + 1);
+    if (!rmap_serves(m, (unsigned)g + 1) || row == NULL)
+        return NULL;
+    struct owner_ref *o = &e->owners[g];
+    if (o->number == 0) { /* first seen: its name for logs and INFO */
+        o->number = (unsigned)g + 1;
+        o->pool = row->pool == CFG_POOL_COLD ? CFG_POOL_COLD : CFG_POOL_HOT;
+        o->index = row->index;
+    }
+    return o;
+}
+
+int edge_owner_next(struct edge *e, int after)
+{
+    for (int g = after < 0 ? 0 : after + 1; g < e->nowners; g++)
+        if (edge_owner_at(e, g) != NULL)
+            return g;
+    return -1;
+}
+
+int edge_owners_count(struct edge *e)
+{
+    int n = 0;
+    for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g))
+        n++;
+    return n;
+}
+
+int edge_remote_links_up(struct edge *e)
+{
+    int n = 0;
+    for (int g = 0; e->owners != NULL && g < e->nowners; g++) {
+        struct elink *l = e->owners[g].link[WIRE_ROLE_WRITE];
+        n += l != NULL && elink_is_remote(l) && elink_is_up(l);
+    }
+    return n;
 }
 
 struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt)
 {
+    struct rmap *m = router_map(e->router);
+    if (m != NULL)
+        rmap_sync(m, e->ctx->cmap);
     router_route(e->router, key, len, rt);
     if (rt->owner < 0)
         return NULL;
+    if (m != NULL)
+        return edge_owner_at(e, rt->owner - 1);
     int g = rt->pool == CFG_POOL_HOT ? rt->owner : e->ctx->cfg->hot_owners + rt->owner;
     return edge_owner_at(e, g);
 }
@@ -89,11 +147,15 @@ static void poll_cb(void *arg, int status, const struct wire_msg *m)
 static void on_stats_poll(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
-    for (int g = 0; g < e->nowners; g++) {
+    if (router_map(e->router) != NULL)
+        rmap_sync(router_map(e->router), e->ctx->cmap);
+    for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
         struct owner_ref *o = &e->owners[g];
         if (o->stats_inflight)
             continue;
-        struct elink *l = o->link[WIRE_ROLE_READ];
+        struct elink *l = owner_link(o, WIRE_ROLE_READ);
+        if (l == NULL)
+            continue;
         uint64_t id;
         struct hkv_buf *b = elink_out(l, &id);
         if (wire_put_stats(b, id) == HKV_OK && elink_commit(l, id, poll_cb, o) == HKV_OK)
@@ -101,42 +163,146 @@ static void on_stats_poll(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* ---- links -------------------------------------------------------------------- */
+
+static const char *const roles[] = {"read", "write", "push"};
+
+/* Where o's links go, in a cluster: 1 (lo filled: path, or addr/port/tls/
+ * peer_host), or 0 with why. */
+static int cluster_target(struct owner_ref *o, struct elink_opts *lo, char *path, size_t plen,
+                          char *why, size_t wlen)
+{
+    struct edge *e = o->e;
+    const struct cfg *cfg = e->ctx->cfg;
+    const struct cmap_owner *row = cmap_owner(rmap_table(router_map(e->router)), o->number);
+    if (row == NULL) {
+        snprintf(why, wlen, "not in the cluster map");
+        return 0;
+    }
+    lo->cluster = cfg->cluster;
+    lo->host = cfg->host;
+    lo->want_owner = o->number;
+    if (strncmp(row->host, cfg->host, sizeof(row->host)) == 0) { /* this host: its socket */
+        topo_owner_socket(cfg, o->pool, o->index, path, plen);
+        lo->path = path;
+        return 1;
+    }
+    if (!row->live) {
+        snprintf(why, wlen, "not live (its host's registration is gone)");
+        return 0;
+    }
+    if (row->port == 0 || row->addr[0] == '\0' || e->cluster_tls == NULL) {
+        snprintf(why, wlen, "%s", e->cluster_tls == NULL ? "no cluster TLS context (cluster-tls-*)"
+                                                         : "no address in the map");
+        return 0;
+    }
+    lo->addr = row->addr;
+    lo->port = row->port;
+    lo->tls = e->cluster_tls;
+    lo->peer_host = row->host;
+    return 1;
+}
+
+/* Makes o's three links. */
+static int make_links(struct owner_ref *o)
+{
+    struct edge *e = o->e;
+    const struct cfg *cfg = e->ctx->cfg;
+    char path[TOPO_PATH_MAX], name[64], why[128];
+    struct elink_opts lo = {
+        .edge_id = e->writer, .incarnation = e->incarnation, .colo = e->ectx->colo_name,
+        .timeout_ms = cfg->write_timeout_ms, .max_frame = (size_t)cfg->wire_max_frame,
+        .drained = e->link_drained, .drained_arg = e, .push = e->link_push,
+        .push_arg = o,
+    };
+    if (o->number == 0) {
+        topo_owner_socket(cfg, o->pool, o->index, path, sizeof(path));
+        lo.path = path;
+    } else if (!cluster_target(o, &lo, path, sizeof(path), why, sizeof(why))) {
+        if (!o->refused)
+            log_warning("no link to owner %u (%s/%d): %s", o->number, topo_pool_name(o->pool),
+                        o->index, why);
+        o->refused = 1;
+        return -1;
+    }
+    o->refused = 0;
+    for (int role = WIRE_ROLE_READ; role <= WIRE_ROLE_PUSH; role++) {
+        if (o->number != 0)
+            snprintf(name, sizeof(name), "%u %s/%d %s", o->number, topo_pool_name(o->pool),
+                     o->index, roles[role]);
+        else
+            snprintf(name, sizeof(name), "%s/%d %s", topo_pool_name(o->pool), o->index,
+                     roles[role]);
+        lo.name = name;
+        lo.role = (uint8_t)role;
+        o->link[role] = elink_create(e->base, &lo);
+        if (o->link[role] == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+struct elink *owner_link(struct owner_ref *o, int role)
+{
+    if (o->link[role] == NULL && make_links(o) != 0) {
+        for (int r = 0; r < 3; r++)
+            elink_destroy(&o->link[r]);
+        return NULL;
+    }
+    return o->link[role];
+}
+
 /* ---- setup -------------------------------------------------------------------- */
+
+/* A cluster: the owner slots by number and the router on the map. */
+static int cluster_setup(struct edge *e)
+{
+    const struct cfg *cfg = e->ctx->cfg;
+    struct rmap *m = rmap_create();
+    if (m == NULL)
+        return -1;
+    router_use_map(e->router, m);
+    rmap_sync(m, e->ctx->cmap);
+    e->nowners = CMAP_MAX_OWNERS;
+    if (cfg->cluster_tls_cert_file[0] != '\0') {
+        char err[512];
+        e->cluster_tls = tls_cluster_ctx_new(cfg, 0, err, sizeof(err));
+        if (e->cluster_tls == NULL)
+            log_warning("no links to other hosts' owners: %s", err);
+    }
+    return 0;
+}
 
 int owners_setup(struct edge *e, const struct owner_hooks *hooks)
 {
     const struct cfg *cfg = e->ctx->cfg;
-    uint32_t writer = ((uint32_t)e->ctx->slot + 1) & STAMP_WRITER_MAX;
+    struct cmap_health ch = {0};
+    if (e->ctx->cmap != NULL)
+        cmap_health_get(e->ctx->cmap, &ch); /* the master forks edges once it is set */
+    uint32_t writer = worker_edge_id(ch.host_number, e->ctx->slot);
     while (e->incarnation == 0 || e->incarnation == WIRE_PREV_UNKNOWN)
         if (getrandom(&e->incarnation, sizeof(e->incarnation), 0) != sizeof(e->incarnation))
             e->incarnation = ((uint64_t)getpid() << 32) ^ (uint64_t)clock_unix_ms();
+    e->writer = writer;
+    e->link_push = hooks->push;
+    e->link_drained = hooks->drained;
     e->router = router_create(cfg);
     e->nowners = cfg->hot_owners + cfg->cold_owners;
+    if (e->router == NULL || (e->ctx->cmap != NULL && cluster_setup(e) != 0))
+        return -1;
     e->owners = calloc((size_t)(e->nowners > 0 ? e->nowners : 1), sizeof(*e->owners));
     e->stats_poll = event_new(e->base, -1, EV_PERSIST, on_stats_poll, e);
-    if (e->router == NULL || e->owners == NULL || e->stats_poll == NULL)
+    if (e->owners == NULL || e->stats_poll == NULL)
         return -1;
     for (int g = 0; g < e->nowners; g++) {
         struct owner_ref *o = &e->owners[g];
         o->e = e;
+        if (router_map(e->router) != NULL)
+            continue; /* a cluster: filled on first sight, links on first use */
         o->pool = g < cfg->hot_owners ? CFG_POOL_HOT : CFG_POOL_COLD;
         o->index = g < cfg->hot_owners ? g : g - cfg->hot_owners;
-        char path[TOPO_PATH_MAX], name[64];
-        topo_owner_socket(cfg, o->pool, o->index, path, sizeof(path));
-        for (int role = WIRE_ROLE_READ; role <= WIRE_ROLE_PUSH; role++) {
-            static const char *const roles[] = {"read", "write", "push"};
-            snprintf(name, sizeof(name), "%s/%d %s", topo_pool_name(o->pool), o->index, roles[role]);
-            struct elink_opts lo = {
-                .path = path, .name = name, .edge_id = writer,
-                .incarnation = e->incarnation, .colo = e->ectx->colo_name,
-                .role = (uint8_t)role, .timeout_ms = cfg->write_timeout_ms,
-                .max_frame = (size_t)cfg->wire_max_frame, .drained = hooks->drained,
-                .drained_arg = e, .push = hooks->push, .push_arg = o,
-            };
-            o->link[role] = elink_create(e->base, &lo);
-            if (o->link[role] == NULL)
-                return -1;
-        }
+        if (owner_link(o, WIRE_ROLE_READ) == NULL)
+            return -1;
     }
     struct timeval tv = {1, 0};
     event_add(e->stats_poll, &tv);
@@ -147,10 +313,22 @@ void owners_reload(struct edge *e, const struct cfg *cfg)
 {
     if (e->router != NULL)
         router_set_config(e->router, cfg);
-    for (int g = 0; g < e->nowners; g++)
+    if (e->router != NULL && router_map(e->router) != NULL && cfg->cluster_tls_cert_file[0]) {
+        char err[512]; /* new links use the files as they are now; a bad file keeps the old */
+        SSL_CTX *ctx = tls_cluster_ctx_new(cfg, 0, err, sizeof(err));
+        if (ctx == NULL) {
+            log_warning("cluster TLS not reloaded, keeping the previous files: %s", err);
+        } else {
+            SSL_CTX_free(e->cluster_tls);
+            e->cluster_tls = ctx;
+        }
+    }
+    for (int g = 0; e->owners != NULL && g < e->nowners; g++)
         for (int role = 0; role < 3; role++)
-            if (e->owners[g].link[role] != NULL)
+            if (e->owners[g].link[role] != NULL) {
                 elink_set_timeout(e->owners[g].link[role], cfg->write_timeout_ms);
+                elink_set_tls(e->owners[g].link[role], e->cluster_tls);
+            }
 }
 
 void owners_teardown(struct edge *e)
@@ -165,4 +343,6 @@ void owners_teardown(struct edge *e)
     e->owners = NULL;
     e->nowners = 0;
     router_destroy(&e->router);
+    SSL_CTX_free(e->cluster_tls);
+    e->cluster_tls = NULL;
 }

@@ -5,6 +5,17 @@
  * (polled every second on its READ link, for INFO and the failed-write
  * report).
  *
+ * In a cluster (ctx->cmap set) owners are the cluster's, by number: e->owners
+ * has a slot per possible owner number (g = number - 1), routing reads the
+ * edge's own copy of the cluster map (server/core/router_map.h, taken again
+ * whenever the map's revision moves), and a slot gets its links on first
+ * use (owner_link): an owner of this host over its Unix socket, one of
+ * another host over TCP with mutual TLS to the address the map gives (its
+ * certificate must name its host).  An owner the map shows not live (its
+ * members/ key gone) gets no new link; one it already has stays in use.
+ * Walks over every owner (SCAN, KEYS, DBSIZE, FLUSHALL, RANDOMKEY, the STATS
+ * poll, INFO) go over the owners that serve a leaf (edge_owner_next).
+ *
  * This is the bottom of the edge's data path: it knows no op, no command and
  * no cache.  What arrives unasked goes up through the hooks given to
  * owners_setup: an owner's push (PUSH / INVALIDATE, for the colo cache) and
@@ -29,13 +40,15 @@ struct oreq;
 struct owner_ref {
     struct edge *e;
     enum cfg_pool pool;
-    int index;
+    int index;                    /* its index in its pool (on its host, in a cluster) */
+    unsigned number;              /* cluster: its owner number; 0 on a single host */
     struct elink *link[3];        /* [WIRE_ROLE_READ], [WIRE_ROLE_WRITE], [WIRE_ROLE_PUSH] */
     int64_t stats[CTR_OWNER_COUNT]; /* by CTR_OWNER_<name> (server/core/counters.h) */
     int64_t stats_at_ms;          /* 0 = never answered */
     int stats_inflight;
     int stats_drop;               /* drop the answer in flight (asked before a RESETSTAT) */
     struct oreq *wq_head, *wq_tail; /* unfinished write requests to it, in seq order (edge_op_send.c) */
+    int refused;                  /* cluster: its links could not be made (logged once) */
 };
 
 struct owner_hooks {
@@ -43,8 +56,9 @@ struct owner_hooks {
     elink_drained_fn drained;     /* a congested link drained; arg is the edge */
 };
 
-/* e->router, e->incarnation and e->owners (links connecting at once) from
- * the config, and the 1 s STATS poll.  0, or -1 on allocation failure (call
+/* e->router, e->incarnation and e->owners (links connecting at once on a
+ * single host; on first use in a cluster) from the config, and the 1 s
+ * STATS poll.  0, or -1 on allocation failure (call
  * owners_teardown either way). */
 int owners_setup(struct edge *e, const struct owner_hooks *hooks);
 /* Routing rules and link timeouts from a new config. */
@@ -65,8 +79,22 @@ struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, str
  * (server/core/router.h) put related keys on one owner. */
 int edge_same_owner(struct edge *e, const char *key, size_t len, struct owner_ref **o,
                     const char **err);
-/* Owner number g (hot owners first, then cold), or NULL. */
+/* Owner number g (hot owners first, then cold; in a cluster the owner
+ * numbered g + 1), or NULL if there is none (in a cluster: it serves no
+ * leaf). */
 struct owner_ref *edge_owner_at(struct edge *e, int g);
+/* Walks every owner: the first g after `after` (-1 to start) that
+ * edge_owner_at gives, or -1 when there is none. */
+int edge_owner_next(struct edge *e, int after);
+/* How many owners a walk visits. */
+int edge_owners_count(struct edge *e);
+/* Cluster: links of this edge to owners of other hosts that are up now (an
+ * owner counts once, by its WRITE link); 0 on a single host. */
+int edge_remote_links_up(struct edge *e);
+/* o's link of role, made (all three of its links) on first use.  NULL if
+ * it cannot be made: an owner of another host that is not live, has no
+ * address, or no cluster TLS context; or no memory (logged once). */
+struct elink *owner_link(struct owner_ref *o, int role);
 
 /* Stores the counters of a STATS_REPLY (server/core/counters.h, CTR_OWNER)
  * into v[CTR_OWNER_*]; the others are left as they were. */

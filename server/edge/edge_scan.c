@@ -101,8 +101,10 @@ static void scan_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
     uint64_t cur;
     if (next != 0)
         cur = g << SCAN_OWNER_SHIFT | next;
-    else
-        cur = g + 1 < (uint64_t)op->e->nowners ? (g + 1) << SCAN_OWNER_SHIFT : 0;
+    else {
+        int n = edge_owner_next(op->e, (int)g); /* the next owner, from its start */
+        cur = n >= 0 ? (uint64_t)n << SCAN_OWNER_SHIFT : 0;
+    }
     struct hkv_buf *out = op_out(op);
     if (out != NULL)
         scan_reply(out, cur, m->u.scan_reply.keys, m->u.scan_reply.nkeys);
@@ -157,6 +159,12 @@ void edge_cmd_scan(struct conn *c, int argc, const struct resp_slice *argv)
         }
     }
     uint64_t g = cursor >> SCAN_OWNER_SHIFT;
+    if (g < (uint64_t)e->nowners && edge_owner_at(e, (int)g) == NULL) {
+        /* (a cluster) an owner that serves no leaf now: the next one, from its start */
+        int n = edge_owner_next(e, (int)g);
+        g = n >= 0 ? (uint64_t)n : (uint64_t)e->nowners;
+        cursor = 0;
+    }
     if (other_type || g >= (uint64_t)e->nowners) {
         scan_reply(&c->out, 0, NULL, 0);
         return;
@@ -205,14 +213,14 @@ static const struct op_family dbsize_ops = {0, scan_encode, dbsize_answer, dbsiz
 void edge_cmd_dbsize(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct edge *e = c->e;
-    if (e->nowners == 0) {
+    if (edge_owner_next(e, -1) < 0) {
         resp_add_int(&c->out, 0);
         return;
     }
     struct op *op = op_new(c, &dbsize_ops, "dbsize");
     if (op == NULL)
         return;
-    for (int g = 0; g < e->nowners; g++) {
+    for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
         if (op_to_owner(op, &e->owners[g], WIRE_STATS, WIRE_ROLE_READ) != 0) {
             op_finish_error(op);
             return;

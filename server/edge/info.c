@@ -113,7 +113,8 @@ static void sec_processes(struct hkv_buf *b, struct edge *e)
         struct board_slot *s = &bd->slots[i];
         uint32_t role = atomic_load_explicit(&s->role, memory_order_relaxed);
         buf_printf(b, "slot%u:role=%s,pid=%d,ready=%u,restarts=%u,heartbeat_age_ms=%lld,config_generation=%llu\r\n",
-                   i, role == BOARD_EDGE ? "edge" : role == BOARD_OWNER ? "owner" : "none",
+                   i, role == BOARD_EDGE ? "edge" : role == BOARD_OWNER ? "owner"
+                      : role == BOARD_AGENT ? "agent" : "none",
                    (int)atomic_load_explicit(&s->pid, memory_order_relaxed),
                    atomic_load_explicit(&s->ready, memory_order_relaxed),
                    atomic_load_explicit(&s->restarts, memory_order_relaxed),
@@ -140,15 +141,20 @@ static void sec_owners(struct hkv_buf *b, struct edge *e)
     buf_printf(b, "# Owners\r\nowners_answering:%d\r\n", answered);
     for (int i = 0; i < CTR_OWNER_COUNT; i++)
         buf_printf(b, "%s:%lld\r\n", ctr_owner_defs[i].name, (long long)sum[i]);
-    for (int g = 0; g < e->nowners; g++) {
+    for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
         struct owner_ref *o = &e->owners[g];
         const int64_t *v = o->stats;
+        if (o->number != 0) /* a cluster: pools and indexes repeat across hosts */
+            buf_printf(b, "owner_%u:host_index=%s/%d,", o->number, topo_pool_name(o->pool),
+                       o->index);
+        else
+            buf_printf(b, "owner_%s_%d:", topo_pool_name(o->pool), o->index);
         buf_printf(b,
-                   "owner_%s_%d:reads=%lld,writes=%lld,idempotent_retries=%lld,keys=%lld,"
+                   "reads=%lld,writes=%lld,idempotent_retries=%lld,keys=%lld,"
                    "dirty_keys=%lld,persist_batches=%lld,persist_rows=%lld,"
                    "persist_last_commit_ms=%lld,persist_stall_ms_max=%lld,persist_errors=%lld,"
                    "queue_depth=%lld,persist_backlog_bytes=%lld,stats_age_ms=%lld,link=%s\r\n",
-                   topo_pool_name(o->pool), o->index, (long long)v[CTR_OWNER_owner_reads],
+                   (long long)v[CTR_OWNER_owner_reads],
                    (long long)v[CTR_OWNER_owner_writes],
                    (long long)v[CTR_OWNER_owner_idempotent_retries],
                    (long long)v[CTR_OWNER_owner_keys], (long long)v[CTR_OWNER_persist_dirty_keys],
@@ -158,7 +164,8 @@ static void sec_owners(struct hkv_buf *b, struct edge *e)
                    (long long)v[CTR_OWNER_persist_errors], (long long)v[CTR_OWNER_owner_queue_depth],
                    (long long)v[CTR_OWNER_persist_backlog_bytes],
                    o->stats_at_ms ? (long long)(now - o->stats_at_ms) : -1LL,
-                   elink_is_up(o->link[WIRE_ROLE_WRITE]) ? "up" : "down");
+                   o->link[WIRE_ROLE_WRITE] != NULL && elink_is_up(o->link[WIRE_ROLE_WRITE])
+                       ? "up" : "down");
     }
     buf_printf(b, "\r\n");
 }
@@ -379,7 +386,7 @@ void info_command(struct conn *c, int argc, const struct resp_slice *argv)
     for (size_t i = 0; i < NSECTIONS; i++)
         owners |= want[i] && sections[i].owners;
     struct hkv_buf b = HKV_BUF_INIT;
-    if (!owners || e->nowners == 0) {
+    if (!owners || edge_owner_next(e, -1) < 0) {
         render(&b, e, want);
         resp_add_verbatim(&c->out, c->proto, buf_head(&b), buf_unread(&b));
         buf_deinit(&b);
@@ -400,12 +407,12 @@ void info_command(struct conn *c, int argc, const struct resp_slice *argv)
     a->op = op;
     I(op)->ask = a;
     memcpy(a->want, want, sizeof(want));
-    for (int g = 0; g < e->nowners; g++) {
+    for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
         struct info_req *r = &a->reqs[g];
         r->ask = a;
         r->o = &e->owners[g];
         struct elink *l = r->o->link[WIRE_ROLE_READ];
-        if (!elink_is_up(l) || elink_congested(l))
+        if (l == NULL || !elink_is_up(l) || elink_congested(l))
             continue; /* not reachable now: its last answer is shown */
         struct hkv_buf *out = elink_out(l, &r->id);
         if (wire_put_stats(out, r->id) == HKV_OK && elink_commit(l, r->id, ask_cb, r) == HKV_OK) {

@@ -12,6 +12,7 @@
 
 #include "server/core/clock.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/info_cluster.h"
 #include "server/edge/edge_subcmd.h"
 
 /* ---- the processes ---------------------------------------------------------- */
@@ -176,7 +177,7 @@ void info_memory(struct hkv_buf *b, struct edge *e)
     if (used > peak)
         peak = used;
     uint64_t dataset = (uint64_t)owners_sum(e, CTR_OWNER_owner_memory_bytes);
-    uint64_t maxmem = (uint64_t)e->ctx->cfg->owner_maxmemory * (uint64_t)e->nowners;
+    uint64_t maxmem = (uint64_t)e->ctx->cfg->owner_maxmemory * (uint64_t)edge_owners_count(e);
     struct sysinfo si;
     uint64_t total = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
     char h1[32], h2[32], h3[32], h4[32], h5[32];
@@ -318,7 +319,9 @@ void info_modules(struct hkv_buf *b, struct edge *e)
 
 void info_cluster(struct hkv_buf *b, struct edge *e)
 {
-    buf_printf(b, "# Cluster\r\ncluster_enabled:0\r\n\r\n");
+    buf_printf(b, "# Cluster\r\ncluster_enabled:0\r\n");
+    info_cluster_lines(b, e); /* a hotkvd cluster host's own (info_cluster.h) */
+    buf_printf(b, "\r\n");
 }
 
 /* ---- Commandstats, Errorstats -------------------------------------------------------- */

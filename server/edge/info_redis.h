@@ -17,7 +17,8 @@
  *   Replication   role:master, no replicas.
  *   CPU           user and system time of the master and every child
  *                 (/proc), *_children 0, *_main_thread this edge's own.
- *   Modules, Cluster   none; cluster_enabled:0.
+ *   Modules, Cluster   none; cluster_enabled:0 (a hotkvd cluster host adds
+ *                 its own lines: info_cluster.h).
  *   Commandstats, Errorstats   summed over every edge's slot (edge_stats.h).
  *   Latencystats  p50, p99 and p99.9 per command, in us, from every edge's
  *                 histograms (each within 12.5%: board.h).

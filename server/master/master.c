@@ -15,6 +15,14 @@
  * Stop order matters: edges stop first (they finish what clients asked,
  * including writes still waiting on owners), then owners (they flush their
  * dirty keys to disk), so no acknowledged write is cut off mid-way.
+ *
+ * A cluster host (`cluster` set) has one more child, the agent, forked
+ * first: owners and edges are forked only once the agent has published a
+ * cluster map and the host's number (from etcd, or from the map saved in
+ * `dir` when etcd does not answer), since they route from it.  If the agent
+ * finds this host's name or an owner id held by another live hotkvd, it
+ * says so (CTL_REFUSED) and the master stops with status 1.  The agent
+ * stops with the owners.
  */
 #include "master.h"
 
@@ -34,7 +42,9 @@
 
 #include "server/colo/cache.h"
 #include "server/colo/ratelimit.h"
+#include "server/agent/agent.h"
 #include "server/core/clock.h"
+#include "server/core/cmap.h"
 #include "server/core/ctl.h"
 #include "server/core/log.h"
 #include "server/core/notify.h"
@@ -48,6 +58,10 @@
 
 #define BACKOFF_MAX_MS 5000
 #define STABLE_MS 10000 /* a child up this long has its backoff reset */
+#define CLUSTER_POLL_MS 100   /* how often a cluster host checks for its map */
+#define CLUSTER_LOG_MS 5000   /* and says it is still waiting */
+
+static void begin_stop(struct master *m, const char *why);
 
 static int alive(const struct master *m, enum board_role role)
 {
@@ -74,6 +88,10 @@ static void on_ctl_msg(void *arg, uint8_t type, const char *payload, size_t len)
         master_resetstat_confirmed(c);
     } else if (type == CTL_CACHE_FORGET) {
         master_cache_forget(c, payload, len);
+    } else if (type == CTL_REFUSED && c->role == BOARD_AGENT && !c->m->stopping) {
+        log_warning("cannot start: %.*s", (int)(len < 1024 ? len : 1024), payload);
+        c->m->exit_code = 1;
+        begin_stop(c->m, "the cluster refused this host");
     }
 }
 
@@ -117,6 +135,7 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
         if (m->children[i].role == BOARD_OWNER && &m->children[i] != c)
             close(m->children[i].link_fd);
     }
+    master_owner_tcp_close(m, c);
 
     struct worker_ctx ctx = {
         .role = c->role,
@@ -126,9 +145,18 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
         .board = m->board,
         .ctl_fd = ctl_fd,
         .master_pid = getppid(),
+        .cmap = m->cmap,
     };
     int code;
-    if (c->role == BOARD_EDGE) {
+    if (c->role == BOARD_AGENT) {
+        for (size_t i = 0; i < m->nlisten; i++)
+            close(m->listen_fds[i]);
+        for (int k = 0; k < m->cfg->colos; k++)
+            cache_destroy(&m->caches[k]);
+        for (int k = 0; k < m->cfg->colos; k++)
+            rl_destroy(&m->limiters[k]);
+        code = agent_main(&ctx);
+    } else if (c->role == BOARD_EDGE) {
         struct edge_ctx ectx = {
             .cache = m->caches[c->colo],
             .rl = m->limiters[c->colo], /* per colo: limits are not global */
@@ -146,7 +174,7 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
             cache_destroy(&m->caches[k]); /* owners never read a colo segment */
         for (int k = 0; k < m->cfg->colos; k++)
             rl_destroy(&m->limiters[k]);
-        struct owner_ctx octx = {.pool = c->pool, .link_fd = c->link_fd};
+        struct owner_ctx octx = {.pool = c->pool, .link_fd = c->link_fd, .tcp_fd = c->tcp_fd};
         code = owner_main(&ctx, &octx);
     }
     exit(code);
@@ -230,7 +258,8 @@ static void stop_owners(struct master *m)
 {
     m->stopping = 2;
     for (int i = 0; i < m->nchildren; i++)
-        if (m->children[i].role == BOARD_OWNER && m->children[i].pid > 0)
+        if ((m->children[i].role == BOARD_OWNER || m->children[i].role == BOARD_AGENT) &&
+            m->children[i].pid > 0)
             kill(m->children[i].pid, SIGTERM);
     if (alive(m, BOARD_EMPTY) == 0)
         finish_stop(m);
@@ -353,6 +382,48 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
     notify_send("WATCHDOG=1");
 }
 
+/* ---- a cluster host: owners and edges wait for the map -------------------- */
+
+static int spawn_members(struct master *m)
+{
+    m->members_started = 1;
+    for (int i = 0; i < m->nchildren; i++)
+        if (&m->children[i] != m->agent && spawn(m, &m->children[i]) != 0)
+            return -1;
+    return 0;
+}
+
+static void on_cluster_wait(evutil_socket_t fd, short what, void *arg)
+{
+    struct master *m = arg;
+    if (m->stopping || m->members_started) {
+        event_del(m->cluster_wait);
+        return;
+    }
+    struct cmap_health h;
+    cmap_health_get(m->cmap, &h);
+    int64_t rev = cmap_revision(m->cmap);
+    int64_t now = clock_mono_ms();
+    if (rev > 0 && h.host_number != 0) {
+        event_del(m->cluster_wait);
+        log_notice("cluster %s: host %s is host number %u, map revision %lld%s; starting owners "
+                   "and edges", m->cfg->cluster, m->cfg->host, h.host_number, (long long)rev,
+                   h.from_disk ? " (saved in dir: etcd did not answer)" : "");
+        if (spawn_members(m) != 0) {
+            m->exit_code = 1;
+            begin_stop(m, "cannot fork");
+        }
+        return;
+    }
+    if (now - m->wait_logged_ms >= CLUSTER_LOG_MS) {
+        m->wait_logged_ms = now;
+        log_notice("cluster %s: waiting %lld s for the agent (map revision %lld, host number %u, "
+                   "etcd %s); owners and edges start once both are known", m->cfg->cluster,
+                   (long long)((now - m->wait_since_ms) / 1000), (long long)rev, h.host_number,
+                   h.etcd_up ? "up" : h.etcd_ok_ms ? "down" : "not reached yet");
+    }
+}
+
 int master_run(const struct master_opts *o, struct cfg *cfg)
 {
     struct master mst = {.opts = o, .cfg = cfg, .generation = 1};
@@ -403,11 +474,20 @@ int master_run(const struct master_opts *o, struct cfg *cfg)
     log_notice("hotkvd %s starting: %d colo(s) named %s, %d edges each, %d hot + %d cold owners, "
                "dir %s", HOTKVD_VERSION, cfg->colos, cfg->colo, cfg->edge_workers, cfg->hot_owners,
                cfg->cold_owners, cfg->dir);
-    for (int i = 0; i < m->nchildren; i++)
-        if (spawn(m, &m->children[i]) != 0)
+    if (m->agent == NULL) {
+        if (spawn_members(m) != 0)
             goto out;
+    } else {
+        /* a cluster host: the agent first, the others once it has a map */
+        m->cluster_wait = event_new(m->base, -1, EV_PERSIST, on_cluster_wait, m);
+        if (m->cluster_wait == NULL || spawn(m, m->agent) != 0)
+            goto out;
+        m->wait_since_ms = m->wait_logged_ms = clock_mono_ms();
+        struct timeval tv = {0, CLUSTER_POLL_MS * 1000};
+        event_add(m->cluster_wait, &tv);
+    }
     event_base_dispatch(m->base);
-    code = 0;
+    code = m->exit_code;
 out:
     if (code != 0 && m->base != NULL) {
         for (int i = 0; i < m->nchildren; i++)
@@ -417,7 +497,7 @@ out:
             if (m->children[i].pid > 0)
                 waitpid(m->children[i].pid, NULL, 0);
     }
-    if (m->cfg->pidfile && m->cfg->pidfile[0] && code == 0)
+    if (m->cfg->pidfile && m->cfg->pidfile[0] && (code == 0 || m->exit_code != 0))
         unlink(m->cfg->pidfile);
     master_teardown(m);
     cfg_destroy(&m->cfg);

@@ -6,7 +6,8 @@
  * and a port in use is one error line at start, not a restart loop), each
  * owner's link socket (so edges reach a restarted owner at the same path),
  * the scoreboard, and per colo the cache and rate-limit segments (nginx's
- * shared zones: made before fork, inherited, never named).  Checks that
+ * shared zones: made before fork, inherited, never named); in a cluster,
+ * the cluster map the agent writes and every child reads.  Checks that
  * would otherwise fail in every child (a data dir that is not writable, a
  * certificate that does not load) are made here too, so the daemon refuses
  * to start instead.
@@ -20,8 +21,10 @@
 #include <unistd.h>
 
 #include "server/colo/cache.h"
+#include "server/agent/etcd.h"
 #include "server/colo/ratelimit.h"
 #include "server/core/clock.h"
+#include "server/core/cmap.h"
 #include "server/core/listen.h"
 #include "server/core/log.h"
 #include "server/core/tls.h"
@@ -31,13 +34,15 @@
 
 const char *master_child_name(const struct child *c, const struct cfg *cfg, char *buf, size_t len)
 {
-    if (c->role == BOARD_EDGE) {
+    if (c->role == BOARD_AGENT) {
+        snprintf(buf, len, "agent");
+    } else if (c->role == BOARD_EDGE) {
         char colo[TOPO_COLO_NAME_MAX];
         topo_colo_name(cfg, c->colo, colo, sizeof(colo));
         snprintf(buf, len, "edge %.40s/%d", colo, c->index);
-    }
-    else
+    } else {
         snprintf(buf, len, "owner %s/%d", topo_pool_name(c->pool), c->index);
+    }
     return buf;
 }
 
@@ -116,7 +121,7 @@ static int open_sockets(struct master *m, char *err, size_t len)
         if (c->link_fd < 0)
             return -1;
     }
-    return 0;
+    return master_owner_tcp_open(m, err, len);
 }
 
 /* The scoreboard and, per colo, the cache and the rate limiter. */
@@ -151,15 +156,36 @@ static int map_segments(struct master *m, char *err, size_t len)
         if (rl_create(&ro, &m->limiters[k]) != HKV_OK)
             log_warning("colo %d: no rate-limit segment (%lld buckets): %s; its clients are not "
                         "rate limited", k, (long long)cfg->ratelimit_buckets, strerror(errno));
+    if (master_cluster(cfg) && (m->cmap = cmap_create()) == NULL) {
+        snprintf(err, len, "cluster map segment: %s", strerror(errno));
+        return -1;
+    }
     atomic_store_explicit(&m->board->master_pid, getpid(), memory_order_relaxed);
     atomic_store_explicit(&m->board->config_generation, m->generation, memory_order_relaxed);
     atomic_store_explicit(&m->board->start_unix_ms, clock_unix_ms(), memory_order_relaxed);
     return 0;
 }
 
+/* A cluster host: etcd settings the agent could never use refuse the start
+ * (the agent would fail the same way at every restart). */
+static int check_cluster(const struct cfg *cfg, char *err, size_t len)
+{
+    if (!master_cluster(cfg))
+        return 0;
+    struct etcd_opts o = {.endpoints = cfg->etcd_endpoints, .nendpoints = cfg->netcd_endpoints,
+                          .user = cfg->etcd_user, .password = cfg->etcd_password,
+                          .ca_file = cfg->etcd_ca_file, .timeout_ms = cfg->etcd_timeout_ms};
+    char why[256];
+    if (etcd_opts_check(&o, why, sizeof(why)) != HKV_OK) {
+        snprintf(err, len, "etcd settings: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
 int master_boot(struct master *m, char *err, size_t len)
 {
-    if (check_dir(m->cfg->dir, err, len) != 0 || open_sockets(m, err, len) != 0 ||
+    if (check_cluster(m->cfg, err, len) != 0 || check_dir(m->cfg->dir, err, len) != 0 || open_sockets(m, err, len) != 0 ||
         write_pidfile(m->cfg->pidfile, err, len) != 0 || master_rehome(m->cfg, err, len) != 0)
         return -1;
     return map_segments(m, err, len);
@@ -168,7 +194,8 @@ int master_boot(struct master *m, char *err, size_t len)
 int master_build_children(struct master *m, event_callback_fn on_restart)
 {
     const struct cfg *cfg = m->cfg;
-    m->nchildren = cfg->colos * cfg->edge_workers + cfg->hot_owners + cfg->cold_owners;
+    m->nchildren = cfg->colos * cfg->edge_workers + cfg->hot_owners + cfg->cold_owners +
+                   (master_cluster(cfg) ? 1 : 0);
     m->children = calloc((size_t)m->nchildren, sizeof(struct child));
     if (m->children == NULL)
         return -1;
@@ -179,14 +206,20 @@ int master_build_children(struct master *m, event_callback_fn on_restart)
         for (int i = 0; i < n; i++, k++)
             m->children[k] = (struct child){.role = BOARD_OWNER, .pool = pool, .index = i};
     }
+    /* then edges in the slots worker_edge_slot says, then the agent */
     for (int colo = 0; colo < cfg->colos; colo++)
         for (int i = 0; i < cfg->edge_workers; i++, k++)
             m->children[k] = (struct child){.role = BOARD_EDGE, .index = i, .colo = colo};
+    if (master_cluster(cfg)) {
+        m->children[k] = (struct child){.role = BOARD_AGENT};
+        m->agent = &m->children[k++];
+    }
     for (int i = 0; i < m->nchildren; i++) {
         struct child *c = &m->children[i];
         c->m = m;
         c->slot = i;
         c->link_fd = -1;
+        c->tcp_fd = -1;
         c->backoff_ms = BACKOFF_MIN_MS;
         c->restart = evtimer_new(m->base, on_restart, c);
         if (c->restart == NULL)
@@ -210,18 +243,20 @@ void master_teardown(struct master *m)
             unlink(path);
         }
     }
+    master_owner_tcp_close(m, NULL);
     free(m->children);
     for (size_t i = 0; i < m->nlisten; i++)
         close(m->listen_fds[i]);
     free(m->listen_fds);
     struct event **evs[] = {&m->sig_term, &m->sig_int, &m->sig_hup, &m->sig_chld, &m->watchdog,
-                            &m->deadline, &m->rs_timer};
+                            &m->deadline, &m->rs_timer, &m->cluster_wait};
     for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
         if (*evs[i])
             event_free(*evs[i]);
     if (m->base)
         event_base_free(m->base);
     board_destroy(&m->board);
+    cmap_destroy(&m->cmap);
     if (m->caches != NULL)
         for (int k = 0; k < m->cfg->colos; k++)
             cache_destroy(&m->caches[k]);

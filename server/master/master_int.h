@@ -48,6 +48,8 @@ struct child {
     struct bufferevent *ctl;
     struct event *restart;
     int link_fd;              /* owners: the listening socket edges connect to */
+    int tcp_fd;               /* cluster owners: the TCP socket other hosts' edges
+                               * connect to (master_owner_tcp.c); -1 = none */
     int rs_asked;             /* RESETSTATs it asked for, not yet in a round */
     int rs_round;             /* RESETSTATs it asked for, answered when this round ends */
     int rs_pending;           /* told to reset in this phase, not confirmed yet */
@@ -71,23 +73,48 @@ struct master {
     struct event *sig_term, *sig_int, *sig_hup, *sig_chld, *watchdog, *deadline;
     int rs_phase;             /* RESETSTAT round: 0 none, 1 owners, 2 edges */
     struct event *rs_timer;   /* the phase's bound (master_resetstat_timeout) */
+    /* a cluster host (cfg->cluster set); all NULL/0 on a single host */
+    struct cmap *cmap;        /* the cluster map, written by the agent */
+    struct child *agent;      /* the last slot of the child table */
+    struct event *cluster_wait; /* until the map and the host number are there */
+    int64_t wait_since_ms, wait_logged_ms;
+    int members_started;      /* owners and edges were forked */
+    int exit_code;            /* 1 once the agent refused the host */
 };
+
+/* A cluster host: `cluster` is set. */
+static inline int master_cluster(const struct cfg *cfg)
+{
+    return cfg->cluster != NULL && cfg->cluster[0] != '\0';
+}
 
 /* ---- master_boot.c ---- */
 
-/* "edge a/0", "owner hot/1": how logs name a child. */
+/* "edge a/0", "owner hot/1", "agent": how logs name a child. */
 const char *master_child_name(const struct child *c, const struct cfg *cfg, char *buf, size_t len);
-/* The child table: owners first (edges connect to them), then edges, each
- * with its restart timer (on_restart, arg the child).  0, or -1 (memory). */
+/* The child table: owners first (edges connect to them), then edges, then
+ * in a cluster the agent, each with its restart timer (on_restart, arg the
+ * child).  0, or -1 (memory). */
 int master_build_children(struct master *m, event_callback_fn on_restart);
 /* Everything the children inherit, before the first fork: checks the data
  * dir, opens the listening sockets and the owners' link sockets, writes the
- * pidfile, maps the board, the colo caches and the rate limiters.  0, or -1
+ * pidfile, maps the board, the colo caches and the rate limiters (and in a
+ * cluster the cluster map).  0, or -1
  * with why in err ("cannot start: " is the caller's). */
 int master_boot(struct master *m, char *err, size_t len);
 /* Frees what master_build_children and master_boot made (partial or not),
  * and the master's events and loop. */
 void master_teardown(struct master *m);
+
+/* ---- master_owner_tcp.c ---- */
+
+/* A cluster host with owner-port: each owner's TCP listener (owner-port +
+ * its host-wide index, on advertise-addr resolved now) into c->tcp_fd, after
+ * checking the cluster TLS files load.  0 (also when there is nothing to
+ * open), or -1 with why in err. */
+int master_owner_tcp_open(struct master *m, char *err, size_t len);
+/* Closes every owner's TCP listener except keep's (NULL: all). */
+void master_owner_tcp_close(struct master *m, const struct child *keep);
 
 /* ---- master_reload.c ---- */
 

@@ -3,9 +3,12 @@
  * lifecycle only: recover the ledger from SQLite, serve edge links, and on
  * stop refuse new links, then flush every dirty key before exiting.  Links
  * are in owner_link.c, requests in owner_ops.c, persistence in
- * owner_persist.c.  This file also assembles them: the request executor
- * sits above the links and the persister, which reach it only through the
- * callbacks wired in owner_init and owner_open (owner_int.h has the map).
+ * owner_persist.c, a cluster owner's leaves in owner_own.c.  This file also
+ * assembles them: the request executor sits above the links and the
+ * persister, which reach it only through the callbacks wired in owner_init
+ * and owner_open (owner_int.h has the map).  In a cluster it also listens
+ * for other hosts' edges on the TCP socket the master opened, with the
+ * cluster's mutual TLS (server/core/tls_cluster.h), rebuilt on reload.
  */
 #include "owner.h"
 
@@ -16,6 +19,7 @@
 #include <unistd.h>
 
 #include "server/core/log.h"
+#include "server/core/tls_cluster.h"
 #include "server/owner/owner_int.h"
 #include "server/core/topo.h"
 
@@ -31,6 +35,10 @@ static void on_stop(void *arg, int fast)
         evconnlistener_free(o->listener);
         o->listener = NULL;
     }
+    if (o->tcp_listener != NULL) {
+        evconnlistener_free(o->tcp_listener);
+        o->tcp_listener = NULL;
+    }
     worker_quiesce(o->worker);
     event_base_loopexit(o->base, NULL);
 }
@@ -41,6 +49,17 @@ static void on_reload(void *arg, const struct cfg *next)
     router_set_config(o->router, next);
     rifl_set_max(o->rifl, (size_t)next->write_completions_max);
     owner_persist_reload(o, next);
+    if (o->cluster_tls != NULL) {
+        /* New links use the files as they are now; a bad file keeps the old. */
+        char err[512];
+        SSL_CTX *ctx = tls_cluster_ctx_new(next, 1, err, sizeof(err));
+        if (ctx == NULL) {
+            log_warning("cluster TLS not reloaded, keeping the previous files: %s", err);
+        } else {
+            SSL_CTX_free(o->cluster_tls);
+            o->cluster_tls = ctx;
+        }
+    }
 }
 
 /* A nonzero number no earlier run of this owner used (HELLO_OK): edges
@@ -78,13 +97,21 @@ int owner_init(struct owner *o, struct worker_ctx *ctx, const struct owner_ctx *
 
 int owner_open(struct owner *o)
 {
-    return owner_persist_setup(o, owner_execute);
+    if (owner_persist_setup(o, owner_execute) != 0)
+        return -1;
+    return owner_own_start(o);
 }
 
 void owner_deinit(struct owner *o)
 {
     olink_close_all(o);
+    if (o->tcp_listener != NULL)
+        evconnlistener_free(o->tcp_listener);
+    o->tcp_listener = NULL;
+    owner_own_teardown(o);
     owner_persist_teardown(o);
+    SSL_CTX_free(o->cluster_tls);
+    o->cluster_tls = NULL;
     worker_destroy(&o->worker);
     router_destroy(&o->router);
     rifl_destroy(&o->rifl);
@@ -113,6 +140,17 @@ int owner_main(struct worker_ctx *ctx, const struct owner_ctx *octx)
     if (olink_listen(o, octx->link_fd) != 0) {
         log_warning("cannot listen for edge links");
         goto out;
+    }
+    if (octx->tcp_fd >= 0) {
+        char err[512];
+        o->cluster_tls = tls_cluster_ctx_new(ctx->cfg, 1, err, sizeof(err));
+        int fd = octx->tcp_fd;
+        if (o->cluster_tls == NULL || olink_listen_tls(o, fd) != 0) {
+            log_warning("cannot listen for other hosts' edges: %s",
+                        o->cluster_tls == NULL ? err : "out of memory");
+            close(fd);
+            goto out;
+        }
     }
     worker_ready(o->worker);
     event_base_dispatch(o->base);

@@ -1,7 +1,9 @@
 /*
  * owner_admin.c - the owner's requests that touch no key's value: SCAN (a
- * bounded page of resident live keys) and STATS (every counter, for the
- * edges' INFO).  Kept apart from owner_ops.c, which is the data path.
+ * bounded page of resident live keys; in a cluster only keys of the leaves
+ * it serves, since a leaf it gave away may still have rows here) and STATS
+ * (every counter, for the edges' INFO).  Kept apart from owner_ops.c, which
+ * is the data path.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 #include "server/owner/owner_int.h"
 
 struct scan_acc {
+    const struct owner *o;        /* cluster: keep only keys of its leaves; else NULL */
     struct wire_slice *keys;
     char *arena;
     size_t n, cap, used, arena_cap;
@@ -17,6 +20,8 @@ struct scan_acc {
 static void scan_one(const char *key, size_t klen, void *arg)
 {
     struct scan_acc *a = arg;
+    if (a->o != NULL && !owner_own_has(a->o, router_place(key, klen)))
+        return;
     if (a->n == a->cap || a->used + klen > a->arena_cap)
         return; /* bounded: the cursor still advances past what was seen */
     memcpy(a->arena + a->used, key, klen);
@@ -30,6 +35,7 @@ void owner_op_scan(struct owner *o, struct olink *l, const struct wire_msg *m)
     if (count > 10000)
         count = 10000;
     struct scan_acc a = {0};
+    a.o = o->own != NULL ? o : NULL;
     a.cap = (size_t)count * 4 + 64;
     a.arena_cap = 4u << 20;
     a.keys = calloc(a.cap, sizeof(*a.keys));

@@ -38,6 +38,8 @@ int owner_is_durable(struct owner *o, struct wire_slice key)
 int owner_ours(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key)
 {
     uint64_t h = router_place(key.p, key.len);
+    if (o->own != NULL)
+        return owner_own_ours(o, l, id, h); /* a cluster: the ownership table decides */
     int owner = router_owner(o->router, o->pool, h);
     if (owner == o->index)
         return 1;

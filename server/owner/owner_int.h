@@ -8,8 +8,12 @@
  *
  *   owner_clock.c    the ledger's clock
  *   owner_rifl.c     completion records: exactly-once retries
- *   owner_link.c     edge links: framing, handshake, sending, pushes; the
- *                    requests go up through struct olink_hooks
+ *   owner_own.c      in a cluster: this owner's number and leaves (from the
+ *                    cluster map, kept durable), MOVED for the rest
+ *   owner_link.c     edge links: framing, handshake (HELLO's cluster, owner
+ *                    number and, over TCP+TLS, the peer's host checked),
+ *                    sending, pushes; the requests go up through struct
+ *                    olink_hooks
  *   owner_ticket.c   commit tickets: durable replies held until their commit
  *   owner_persist.c  the write-behind glue: batches, parked requests (run
  *                    again through a replay callback), recovery
@@ -53,6 +57,9 @@
 
 struct olink;
 struct owner;
+struct owner_own;
+struct persist_own;
+struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
 
 /* Runs one decoded request that arrived on l (payload is its frame, for a
  * request that must wait and run again): appends the reply to l->out, or
@@ -144,6 +151,10 @@ struct owner {
     struct ledger *ledger;
     struct persister *persister;
     struct evconnlistener *listener;
+    struct evconnlistener *tcp_listener; /* cluster: other hosts' edges, TCP + mutual TLS */
+    struct ssl_ctx_st *cluster_tls; /* its server context (tls_cluster.h); rebuilt on reload */
+    struct owner_own *own;        /* cluster: number and leaves (owner_own.c); NULL on a
+                                   * single host */
     struct olink *links;
     struct olink_hooks link_hooks; /* owner_link.c calls up through these */
     struct event *persist_tick;
@@ -178,10 +189,12 @@ struct olink {
     struct hkv_buf out;           /* replies of the current read batch */
     int hello;                    /* handshake done */
     int closing;                  /* close once the output is written */
+    int tls;                      /* a TCP + TLS link from another host */
     uint8_t role;
     uint32_t edge_id;
     uint64_t edge_inc;            /* the edge process's incarnation (HELLO) */
-    char colo[TOPO_COLO_NAME_MAX];                /* push links: the colo this edge serves */
+    char colo[2 * TOPO_COLO_NAME_MAX]; /* push links: the colo this edge serves ("<host>/<colo>"
+                                        * in a cluster: colo names repeat across hosts) */
     struct olink *prev, *next;
 };
 
@@ -196,11 +209,35 @@ static inline uint32_t owner_writer_id(const struct owner *o)
 /* Now, for the ledger (monotonic and wall). */
 struct ledger_clock owner_clock(void);
 
+/* ---- owner_own.c: a cluster owner's number and leaves ---- */
+/* In a cluster (cfg->cluster set): makes o->own and loads the stored
+ * ownership table (before the persister starts: owner_persist_setup calls
+ * it).  0 (nothing to do on a single host), or -1 (logged). */
+int owner_own_load(struct owner *o);
+/* Follows the cluster map from now on (a 20 ms poll of its revision).  0/-1. */
+int owner_own_start(struct owner *o);
+void owner_own_teardown(struct owner *o);
+/* This owner's cluster number (0: not known yet), the map revision it
+ * follows (0: none yet), and how many leaves it serves. */
+unsigned owner_own_number(const struct owner *o);
+int64_t owner_own_revision(const struct owner *o);
+size_t owner_own_leaves(const struct owner *o);
+/* 1 if placement hash `place` is in a leaf this owner serves.  o->own set. */
+int owner_own_has(const struct owner *o, uint64_t place);
+/* owner_own_has, else appends MOVED (what the map says of the leaf) or, with
+ * no map yet, ERROR TRYAGAIN for request id to l->out, counts it, returns 0. */
+int owner_own_ours(struct owner *o, struct olink *l, uint64_t id, uint64_t place);
+/* The persister finished a batch carrying ownership table t (status). */
+void owner_own_saved(struct owner *o, const struct persist_own *t, int status);
+
 /* ---- owner_link.c: edge links ---- */
 /* Sets the hooks (copied) every link of o calls up through. */
 void olink_setup(struct owner *o, const struct olink_hooks *hooks);
 /* Accepts edge links on the listening socket fd (the master's).  0 or -1. */
 int olink_listen(struct owner *o, int fd);
+/* Accepts other hosts' edges on the TCP socket fd (the master's), TLS with
+ * o->cluster_tls (set before).  0 or -1. */
+int olink_listen_tls(struct owner *o, int fd);
 /* A new link over bev (taken on success; freed with the link): its requests
  * go to the hooks once it has said HELLO.  NULL on allocation failure (bev
  * is left to the caller).  olink_listen's accepted sockets come here; a test

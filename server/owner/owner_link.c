@@ -14,31 +14,55 @@
  *
  * Framing errors (a frame over wire-max-frame, an undecodable payload) get
  * an ERROR with id 0 and the link is closed: the stream cannot be trusted.
+ *
+ * HELLO decides whether a link may speak at all: the protocol version, the
+ * cluster (this owner's, "" on a single host), the owner number the edge
+ * wants (0 on a single host; this owner's number in a cluster: a link meant
+ * for another owner is refused, so a stale address never writes to the
+ * wrong owner) and, on a TCP link from another host, that the peer's
+ * verified certificate names the host the HELLO claims.  A refusal is an
+ * ERROR to the HELLO's id with the reason, and the link closes.  A TCP link
+ * that has not said HELLO within OLINK_HELLO_TIMEOUT_S is closed.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 
 #include "server/core/log.h"
+#include "server/core/tls.h"
+#include "server/core/tls_cluster.h"
 #include "server/owner/owner_int.h"
 #include "server/core/topo.h"
 
 #define LINK_HIGH_WATER (16u << 20) /* stop reading while replies back up */
+#define OLINK_HELLO_TIMEOUT_S 10
 
-/* Answers ERROR id 0 and closes once that reply is written: the stream
- * cannot be trusted after a framing error. */
-static void link_error_close(struct olink *l, const char *why)
+/* Answers ERROR (to id; 0 = about the link) and closes once that reply is
+ * written: the stream cannot be trusted after a framing error, nor a link
+ * whose HELLO was refused. */
+static void link_refuse(struct olink *l, uint64_t id, const char *why)
 {
     l->o->st.owner_protocol_errors++;
     log_verbose("edge link: %s; closing it", why);
-    wire_put_error(&l->out, 0, HKV_EPROTO, wire_cstr(why));
+    wire_put_error(&l->out, id, HKV_EPROTO, wire_cstr(why));
     olink_flush(l);
     l->closing = 1;
     bufferevent_disable(l->bev, EV_READ);
     bufferevent_setwatermark(l->bev, EV_WRITE, 0, 0);
+}
+
+static void link_error_close(struct olink *l, const char *why)
+{
+    link_refuse(l, 0, why);
 }
 
 void olink_flush(struct olink *l)
@@ -52,27 +76,89 @@ void olink_flush(struct olink *l)
         bufferevent_disable(l->bev, EV_READ);
 }
 
+/* Refuses (returns 0, with why) a HELLO not meant for this owner: another
+ * cluster, another owner number, or over TLS a peer whose certificate does
+ * not name the host it claims. */
+static int hello_for_us(struct olink *l, const struct wire_msg *m, char *why, size_t whylen)
+{
+    struct owner *o = l->o;
+    const struct cfg *cfg = o->ctx->cfg;
+    const struct wire_slice *cl = &m->u.hello.cluster, *host = &m->u.hello.host;
+    if (cl->len != strlen(cfg->cluster) || memcmp(cl->p, cfg->cluster, cl->len) != 0) {
+        snprintf(why, whylen, "HELLO for cluster '%.*s': this owner is in %s%s%s",
+                 (int)(cl->len > 64 ? 64 : cl->len), cl->p, cfg->cluster[0] ? "cluster '" : "",
+                 cfg->cluster[0] ? cfg->cluster : "no cluster", cfg->cluster[0] ? "'" : "");
+        return 0;
+    }
+    uint32_t want = m->u.hello.want_owner;
+    if (cfg->cluster[0] == '\0') {
+        if (want != 0) {
+            snprintf(why, whylen, "HELLO wants owner %u: this owner is not in a cluster", want);
+            return 0;
+        }
+        return 1;
+    }
+    unsigned me = owner_own_number(o);
+    if (me == 0) {
+        snprintf(why, whylen, "HELLO wants owner %u: this owner does not know its number yet "
+                              "(no cluster map)", want);
+        return 0;
+    }
+    if (want != me) {
+        snprintf(why, whylen, "HELLO wants owner %u: this is owner %u", want, me);
+        return 0;
+    }
+    if (l->tls) {
+        char name[64], bad[160];
+        snprintf(name, sizeof(name), "%.*s", (int)(host->len > 63 ? 63 : host->len), host->p);
+        SSL *ssl = bufferevent_openssl_get_ssl(l->bev);
+        if (host->len == 0 || host->len > 63 || ssl == NULL ||
+            !tls_cluster_peer_is(ssl, name, bad, sizeof(bad))) {
+            snprintf(why, whylen, "HELLO from host '%s' refused: %s", name,
+                     host->len == 0 ? "no host name" : ssl == NULL ? "not TLS" : bad);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static void hello(struct olink *l, const struct wire_msg *m)
 {
     struct owner *o = l->o;
+    char why[256];
     if (m->type != WIRE_HELLO) {
         link_error_close(l, "the first frame must be HELLO");
         return;
     }
     if (m->u.hello.version != WIRE_VERSION) {
-        link_error_close(l, "unsupported protocol version");
+        link_refuse(l, m->id, "unsupported protocol version");
+        return;
+    }
+    if (!hello_for_us(l, m, why, sizeof(why))) {
+        log_notice("edge link refused: %s", why);
+        link_refuse(l, m->id, why);
         return;
     }
     l->hello = 1;
     l->role = m->u.hello.role;
     l->edge_id = m->u.hello.edge_id;
     l->edge_inc = m->u.hello.incarnation;
-    size_t n = m->u.hello.colo.len < sizeof(l->colo) - 1 ? m->u.hello.colo.len : sizeof(l->colo) - 1;
-    memcpy(l->colo, m->u.hello.colo.p, n);
-    l->colo[n] = '\0';
-    wire_put_hello_ok(&l->out, m->id, WIRE_VERSION, (uint32_t)o->index,
+    /* Pushes go once per colo; colo names repeat across hosts. */
+    const struct wire_slice *c = &m->u.hello.colo, *h = &m->u.hello.host;
+    if (h->len > 0)
+        snprintf(l->colo, sizeof(l->colo), "%.*s/%.*s", (int)(h->len > 64 ? 64 : h->len), h->p,
+                 (int)(c->len > 64 ? 64 : c->len), c->p);
+    else
+        snprintf(l->colo, sizeof(l->colo), "%.*s", (int)(c->len > 64 ? 64 : c->len), c->p);
+    if (l->tls)
+        bufferevent_set_timeouts(l->bev, NULL, NULL);
+    int cluster = o->own != NULL;
+    wire_put_hello_ok(&l->out, m->id, WIRE_VERSION,
+                      cluster ? owner_own_number(o) : (uint32_t)o->index,
                       wire_cstr(topo_pool_name(o->pool)),
-                      router_generation(o->router, o->pool), o->incarnation);
+                      cluster ? (uint64_t)owner_own_revision(o)
+                              : router_generation(o->router, o->pool),
+                      o->incarnation);
 }
 
 /* Decodes and runs every whole frame in the input.  Returns 0 if the link
@@ -140,8 +226,14 @@ static void on_write(struct bufferevent *bev, void *arg)
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
-    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-        olink_close(arg);
+    struct olink *l = arg;
+    if ((what & BEV_EVENT_ERROR) && l->tls && !l->hello) {
+        char why[160];
+        tls_error_text(why, sizeof(why), "connection failed");
+        log_notice("edge link over TLS failed before HELLO: %s", why);
+    }
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+        olink_close(l);
 }
 
 void olink_setup(struct owner *o, const struct olink_hooks *hooks)
@@ -181,6 +273,43 @@ static void on_accept(struct evconnlistener *lst, evutil_socket_t fd, struct soc
     }
     if (olink_attach(o, bev) == NULL)
         bufferevent_free(bev); /* closes fd */
+}
+
+/* A TCP link from another host: TLS from the first byte, HELLO within
+ * OLINK_HELLO_TIMEOUT_S. */
+static void on_accept_tls(struct evconnlistener *lst, evutil_socket_t fd, struct sockaddr *sa,
+                          int salen, void *arg)
+{
+    struct owner *o = arg;
+    SSL *ssl = o->stopping || o->cluster_tls == NULL ? NULL : SSL_new(o->cluster_tls);
+    if (ssl == NULL) {
+        close(fd);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    struct bufferevent *bev = bufferevent_openssl_socket_new(
+        o->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+    if (bev == NULL) {
+        close(fd);
+        return;
+    }
+    bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    struct olink *l = olink_attach(o, bev);
+    if (l == NULL) {
+        bufferevent_free(bev);
+        return;
+    }
+    l->tls = 1;
+    struct timeval tv = {OLINK_HELLO_TIMEOUT_S, 0};
+    bufferevent_set_timeouts(bev, &tv, NULL);
+}
+
+int olink_listen_tls(struct owner *o, int fd)
+{
+    o->tcp_listener = evconnlistener_new(o->base, on_accept_tls, o, LEV_OPT_CLOSE_ON_FREE, 0, fd);
+    return o->tcp_listener != NULL ? 0 : -1;
 }
 
 int olink_listen(struct owner *o, int fd)

@@ -297,6 +297,8 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
     while (b != NULL) {
         struct persist_batch *next = b->next;
         ledger_batch_done(o->ledger, b);
+        if (b->own != NULL)
+            owner_own_saved(o, b->own, b->status); /* an ownership table, no rows */
         if (b->flush_below != 0) {
             o->flush_inflight--;
             if (b->status == HKV_OK && b->flush_below >= o->flush_pending)
@@ -309,7 +311,7 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
             owner_tickets_settle(o, b);
             if (b->status != HKV_OK)
                 o->durable_orphans = 1; /* its keys stay dirty: retried by the tick */
-        } else {
+        } else if (b->own == NULL) {
             o->ledger_inflight--;
         }
         if (b->status == HKV_EIO)
@@ -508,6 +510,8 @@ int owner_persist_setup(struct owner *o, owner_request_fn run_again)
      * wall clock that stepped back across the restart by less than it. */
     ledger_set_floor(o->ledger, owner_clock(), RECOVERY_FLOOR_MARGIN_MS);
     ledger_mark_complete(o->ledger);
+    if (owner_own_load(o) != 0) /* a cluster's ownership table, before the threads */
+        return -1;
     struct ledger_stats ls;
     ledger_stats(o->ledger, &ls);
     log_notice("recovered %llu keys (%llu tombstones) from %s in %lld ms%s",

@@ -46,8 +46,10 @@ def place(key):
 
 class Cluster:
     def __init__(self, bin_path, log=print, force_loopback=None, keep=False,
-                 host_names=("h1", "h2", "h3"), extra_nodes=("dup",), clockshim=None):
+                 host_names=("h1", "h2", "h3"), extra_nodes=("dup",), clockshim=None,
+                 admin=None):
         self.bin = os.path.abspath(bin_path)
+        self.admin = admin
         self.clockshim = os.path.abspath(clockshim) if clockshim else None
         self.log = log
         self.keep = keep
@@ -134,11 +136,13 @@ class Cluster:
         return {"LD_PRELOAD": ":".join(pre), "HKV_CLOCKSHIFT_FILE": self.clock_file}
 
     def admin_bin(self):
-        for name in ("hotkvd-admin",):
-            p = os.path.join(os.path.dirname(self.bin), name)
-            if os.access(p, os.X_OK):
-                return p
-        raise RuntimeError("hotkvd-admin not found beside %s" % self.bin)
+        """--admin, else $HOTKVD_ADMIN_BIN, else hotkvd-admin beside hotkvd."""
+        for p in (self.admin, os.environ.get("HOTKVD_ADMIN_BIN"),
+                  os.path.join(os.path.dirname(self.bin), "hotkvd-admin")):
+            if p and os.access(p, os.X_OK):
+                return os.path.abspath(p)
+        raise RuntimeError("hotkvd-admin not found (--admin, $HOTKVD_ADMIN_BIN, or beside %s)"
+                           % self.bin)
 
     def run_cmd(self, argv, timeout):
         try:

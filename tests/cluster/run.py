@@ -73,6 +73,8 @@ class Ctx:
 def main(argv=None):
     ap = argparse.ArgumentParser(description="hotkvd cluster tests (issue 14)")
     ap.add_argument("--bin", required=True, help="path of hotkvd (hotkvd-admin beside it)")
+    ap.add_argument("--admin", default=None, help="path of hotkvd-admin (default: "
+                    "$HOTKVD_ADMIN_BIN, or beside --bin)")
     ap.add_argument("--clockshim", default=None, help="clockshift.so (scenario g, history)")
     ap.add_argument("--quick", action="store_true",
                     help="the make-test settings: shorter outage and history run")
@@ -138,7 +140,7 @@ def main(argv=None):
     try:
         t0 = time.monotonic()
         cl = Cluster(args.bin, log=log, force_loopback=args.loopback, keep=args.keep,
-                     clockshim=args.clockshim)
+                     clockshim=args.clockshim, admin=args.admin)
         if cl.net.mode == "netns":
             log("cluster: network namespaces %s-{br,etcd,h1,h2,h3,dup} on %s.0/24"
                 % (cl.net.tag, cl.net.subnet))

@@ -130,6 +130,41 @@ START_TEST(hello_and_hello_ok_round_trip)
 }
 END_TEST
 
+START_TEST(hello_carries_cluster_wanted_owner_and_host)
+{
+    struct wire_msg m;
+    /* a single host's HELLO: empty cluster and host, any owner */
+    ck_assert_int_eq(wire_put_hello(&buf, 1, WIRE_VERSION, 9, S("a"), WIRE_ROLE_READ, 5), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.hello.cluster.len, 0);
+    ck_assert_uint_eq(m.u.hello.want_owner, 0);
+    ck_assert_uint_eq(m.u.hello.host.len, 0);
+
+    buf_reset(&buf);
+    struct wire_hello_cluster cl = {S("prod-eu"), 256, S("h2")};
+    ck_assert_int_eq(wire_put_hello_cluster(&buf, 3, WIRE_VERSION, (7u << 12) | 2, S("a"),
+                                            WIRE_ROLE_WRITE, 77, &cl), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_HELLO);
+    ck_assert_uint_eq(m.u.hello.version, 3);
+    ck_assert_uint_eq(m.u.hello.edge_id, (7u << 12) | 2);
+    SLICE_IS(m.u.hello.cluster, "prod-eu");
+    ck_assert_uint_eq(m.u.hello.want_owner, 256);
+    SLICE_IS(m.u.hello.host, "h2");
+    reencode_equal(&m);
+
+    /* MOVED with a cluster epoch (an etcd revision) and owner number */
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_moved(&buf, 4, 0x2a, 6, 123456789, 200), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.u.moved.leaf, 0x2a);
+    ck_assert_uint_eq(m.u.moved.leaf_bits, 6);
+    ck_assert_uint_eq(m.u.moved.map_gen, 123456789);
+    ck_assert_uint_eq(m.u.moved.owner, 200);
+    reencode_equal(&m);
+}
+END_TEST
+
 START_TEST(get_one_and_many_keys_round_trip_in_order)
 {
     struct wire_msg m;
@@ -652,7 +687,7 @@ END_TEST
 
 START_TEST(wrong_field_types_refused)
 {
-    static const struct { uint8_t b[16]; size_t n; const char *why; } cases[] = {
+    static const struct { uint8_t b[20]; size_t n; const char *why; } cases[] = {
         /* key is an int */
         { { 0x93, WIRE_TTL, 0x01, 0x05 }, 4, "expected bytes" },
         /* type is a string */
@@ -673,12 +708,22 @@ START_TEST(wrong_field_types_refused)
         /* DEL rid prev is nil */
         { { 0x96, WIRE_DEL, 0x01, 0x91, 0xa1, 'k', 0x01, 0x00, 0xc0 }, 9, "expected integer" },
         /* HELLO role 3 */
-        { { 0x97, WIRE_HELLO, 0x01, 0x01, 0x01, 0xa0, 0x03, 0x01 }, 8, "unknown link role" },
+        { { 0x9a, WIRE_HELLO, 0x01, 0x01, 0x01, 0xa0, 0x03, 0x01, 0xa0, 0x00, 0xa0 }, 11,
+          "unknown link role" },
         /* HELLO version over u32 */
-        { { 0x97, WIRE_HELLO, 0x01, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0, 0x01, 0xa0, 0x00, 0x01 }, 16,
-          "integer out of range" },
+        { { 0x9a, WIRE_HELLO, 0x01, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0, 0x01, 0xa0, 0x00, 0x01, 0xa0,
+            0x00, 0xa0 }, 19, "integer out of range" },
         /* HELLO incarnation is a string */
-        { { 0x97, WIRE_HELLO, 0x01, 0x01, 0x01, 0xa0, 0x00, 0xa1, '1' }, 9, "expected integer" },
+        { { 0x9a, WIRE_HELLO, 0x01, 0x01, 0x01, 0xa0, 0x00, 0xa1, '1', 0xa0, 0x00, 0xa0 }, 12,
+          "expected integer" },
+        /* HELLO of version 2 (no cluster fields): refused on its field count */
+        { { 0x97, WIRE_HELLO, 0x01, 0x02, 0x01, 0xa0, 0x00, 0x01 }, 8, "missing fields" },
+        /* HELLO want_owner over u32 */
+        { { 0x9a, WIRE_HELLO, 0x01, 0x03, 0x01, 0xa0, 0x00, 0x01, 0xa0, 0xcf, 0, 0, 0, 1, 0, 0,
+            0, 0, 0xa0 }, 19, "integer out of range" },
+        /* HELLO host is an integer */
+        { { 0x9a, WIRE_HELLO, 0x01, 0x03, 0x01, 0xa0, 0x00, 0x01, 0xa0, 0x00, 0x07 }, 11,
+          "expected bytes" },
         /* INT stamp is negative */
         { { 0x94, WIRE_INT, 0x01, 0x05, 0xff }, 5, "negative where unsigned expected" },
         /* ERROR code over i32 */
@@ -922,14 +967,15 @@ START_TEST(incarnation_zero_refused_both_ways)
 {
     struct wire_msg m;
     const char *why = NULL;
-    uint8_t hello[] = { 0x97, WIRE_HELLO, 0x01, 0x02, 0x03, 0xa1, 'c', 0x01, 0x01 };
+    uint8_t hello[] = { 0x9a, WIRE_HELLO, 0x01, 0x02, 0x03, 0xa1, 'c', 0x01, 0x01,
+                        0xa0, 0x00, 0xa0 };
     uint8_t hello_ok[] = { 0x97, WIRE_HELLO_OK, 0x01, 0x02, 0x03, 0xa1, 'p', 0x04, 0x01 };
     ck_assert_int_eq(decode_raw(hello, sizeof hello, &m, &why), HKV_OK);
     ck_assert_uint_eq(m.u.hello.incarnation, 1);
     ck_assert_int_eq(decode_raw(hello_ok, sizeof hello_ok, &m, &why), HKV_OK);
     ck_assert_uint_eq(m.u.hello_ok.incarnation, 1);
     ck_assert_uint_eq(m.u.hello_ok.map_gen, 4);
-    hello[sizeof hello - 1] = 0x00;
+    hello[8] = 0x00;
     hello_ok[sizeof hello_ok - 1] = 0x00;
     ck_assert_int_eq(decode_raw(hello, sizeof hello, &m, &why), HKV_EPROTO);
     ck_assert_str_eq(why, "incarnation 0");
@@ -992,7 +1038,7 @@ START_TEST(changed_kinds_refuse_one_field_fewer_or_more)
     ck_assert_int_eq(wire_put_persist(&buf, 7, k, rid(1, 0, 0)), HKV_OK);
     ck_assert_int_eq(wire_put_getdel(&buf, 8, k, rid(1, 0, 0)), HKV_OK);
     ck_assert_int_eq(wire_put_int(&buf, 9, -300, 1), HKV_OK);
-    static const int nfields[] = { 5, 5, 9, 4, 5, 7, 4, 4, 2 };  /* after type and id */
+    static const int nfields[] = { 8, 5, 9, 4, 5, 7, 4, 4, 2 };  /* after type and id */
     const char *at = buf.data, *end = buf.data + buf.len;
     size_t frames = 0;
     while (at < end) {
@@ -1111,7 +1157,7 @@ START_TEST(msgpack_c_reads_our_frames_and_we_read_its_output)
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, 7);
+    msgpack_pack_array(&pk, 10);
     msgpack_pack_int64(&pk, WIRE_HELLO);
     msgpack_pack_uint64(&pk, 123456789012ULL);
     msgpack_pack_int32(&pk, WIRE_VERSION);
@@ -1119,6 +1165,9 @@ START_TEST(msgpack_c_reads_our_frames_and_we_read_its_output)
     msgpack_pack_str_with_body(&pk, "colo-b", 6);
     msgpack_pack_uint8(&pk, WIRE_ROLE_WRITE);
     msgpack_pack_int64(&pk, 42);  /* incarnation, packed as a signed int */
+    msgpack_pack_str_with_body(&pk, "prod", 4);
+    msgpack_pack_uint16(&pk, 7);
+    msgpack_pack_str_with_body(&pk, "h1", 2);
     struct wire_msg m;
     ck_assert_int_eq(wire_decode(&dec, sb.data, sb.size, &m, NULL), HKV_OK);
     ck_assert_uint_eq(m.type, WIRE_HELLO);
@@ -1128,6 +1177,9 @@ START_TEST(msgpack_c_reads_our_frames_and_we_read_its_output)
     SLICE_IS(m.u.hello.colo, "colo-b");
     ck_assert_uint_eq(m.u.hello.role, WIRE_ROLE_WRITE);
     ck_assert_uint_eq(m.u.hello.incarnation, 42);
+    SLICE_IS(m.u.hello.cluster, "prod");
+    ck_assert_uint_eq(m.u.hello.want_owner, 7);
+    SLICE_IS(m.u.hello.host, "h1");
     msgpack_sbuffer_destroy(&sb);
 }
 END_TEST
@@ -1860,6 +1912,7 @@ Suite *wire_suite(void)
           { frames_split_at_every_byte_boundary_reassemble,
             encoding_into_a_partly_consumed_buffer_keeps_frames_intact } },
         { "oversized_frames", { frame_length_over_max_refused_from_header_alone } },
+        { "hello_v3", { hello_carries_cluster_wanted_owner_and_host } },
         { "lying_counts",
           { array32_claiming_16m_elements_refused_without_allocation,
             str32_longer_than_frame_refused, key_count_over_decoder_limit_is_etoobig } },

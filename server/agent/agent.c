@@ -1,0 +1,219 @@
+/*
+ * agent.c - the agent process; see agent.h (what it does) and agent_int.h
+ * (how its files divide the work).
+ *
+ * Everything but the disk runs on one loop, driven by etcd's answers and a
+ * tick (TICK_MS) that restarts whatever is due: the full read, the watch,
+ * the registration, the keepalive.  The saved map is read once, before the
+ * loop starts (the loop does not exist yet, so nothing waits on it); later
+ * writes go through the saver thread.
+ *
+ * Stop: the watch goes, the lease is revoked (this host's members/,
+ * hosts/ and writers/ keys vanish at once rather than a TTL later), bounded
+ * by STOP_MS whatever etcd does, and the saver writes what is still waiting.
+ */
+#include "server/agent/agent.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/hkv.h"
+#include "server/agent/agent_int.h"
+#include "server/core/clock.h"
+#include "server/core/log.h"
+
+#define TICK_MS 100
+#define STOP_MS 1000
+#define MAX_BODY (16u << 20)
+
+static uint64_t new_incarnation(void)
+{
+    uint64_t v = 0;
+    while (v == 0)
+        if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+            v = ((uint64_t)time(NULL) << 32) ^ ((uint64_t)getpid() << 8) ^ (uint64_t)clock();
+    return v;
+}
+
+static struct etcd_opts opts_of(const struct cfg *cfg)
+{
+    return (struct etcd_opts){
+        .endpoints = cfg->etcd_endpoints,
+        .nendpoints = cfg->netcd_endpoints,
+        .user = cfg->etcd_user,
+        .password = cfg->etcd_password,
+        .ca_file = cfg->etcd_ca_file,
+        .timeout_ms = cfg->etcd_timeout_ms,
+        .max_body = MAX_BODY,
+    };
+}
+
+/* ---- the saved map, before the loop ------------------------------------------- */
+
+static void load_saved(struct agent *a, const char *map_path, const char *state_path)
+{
+    const struct cfg *cfg = a->ctx->cfg;
+    struct agent_state st;
+    int have_state = agent_state_load(state_path, &st) == HKV_OK && strcmp(st.host, cfg->host) == 0;
+    if (have_state && a->h.lease_id == 0)
+        a->h.lease_id = st.lease_id; /* taken over if etcd still keeps it */
+    if (cmap_revision(a->ctx->cmap) != 0)
+        return; /* a restarted agent: the segment is newer than any file */
+    int rc = cmap_load(a->scratch, map_path);
+    if (rc == HKV_ENOENT)
+        return;
+    if (rc != HKV_OK) {
+        log_warning("saved cluster map %s not used: %s", map_path, hkv_strstatus(rc));
+        return;
+    }
+    if (cmap_publish(a->ctx->cmap, a->scratch) != HKV_OK)
+        return;
+    a->h.from_disk = 1;
+    if (have_state && a->h.host_number == 0 && st.host_number != 0)
+        a->h.host_number = st.host_number;
+    log_notice("cluster map revision %lld read from %s (host number %u); etcd is asked next",
+               (long long)a->scratch->revision, map_path, a->h.host_number);
+}
+
+/* ---- the loop ----------------------------------------------------------------- */
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct agent *a = arg;
+    int64_t now = clock_mono_ms();
+    agent_watch_tick(a, now);
+    agent_reg_tick(a, now);
+    int last;
+    uint64_t n = agent_saver_failures(a->saver, &last);
+    if (n > 0)
+        log_warning("could not save the cluster map or the agent state in %s (%llu failures, "
+                    "last: %s); the map in memory is unaffected", a->ctx->cfg->dir,
+                    (unsigned long long)n, hkv_strstatus(last));
+}
+
+static void on_reload(void *arg, const struct cfg *next)
+{
+    struct agent *a = arg;
+    struct etcd_opts o = opts_of(next);
+    if (etcd_set_opts(a->etcd, &o) != HKV_OK)
+        log_warning("etcd settings not applied; the previous ones stay");
+}
+
+static void stop_now(void *arg)
+{
+    struct agent *a = arg;
+    event_base_loopexit(a->base, NULL);
+}
+
+static void on_stop_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    stop_now(arg);
+}
+
+static void on_stop(void *arg, int fast)
+{
+    struct agent *a = arg;
+    if (a->stopping)
+        return;
+    a->stopping = 1;
+    worker_quiesce(a->w);
+    event_del(a->tick);
+    agent_watch_stop(a);
+    if (!agent_reg_revoke(a, stop_now, a)) {
+        stop_now(a);
+        return;
+    }
+    int64_t ms = fast ? STOP_MS / 3 : STOP_MS;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    event_base_once(a->base, -1, EV_TIMEOUT, on_stop_timeout, a, &tv);
+}
+
+static int setup(struct agent *a, struct worker_ctx *ctx, char *map_path, char *state_path,
+                 size_t len)
+{
+    const struct cfg *cfg = ctx->cfg;
+    a->ctx = ctx;
+    a->incarnation = new_incarnation();
+    a->nowners = cfg->hot_owners + cfg->cold_owners;
+    a->nedges = cfg->colos * cfg->edge_workers;
+    if (a->nowners + a->nedges > AGENT_MAX_LOCAL) {
+        log_warning("cannot start: %d owners and edges on one host, at most %d in a cluster",
+                    a->nowners + a->nedges, AGENT_MAX_LOCAL);
+        return -1;
+    }
+    int n = agent_key(a->prefix, sizeof(a->prefix), cfg->cluster, "%s", "");
+    if (n < 0)
+        return -1;
+    a->plen = (size_t)n;
+    a->elen = etcd_prefix_end(a->prefix, a->plen, a->prefix_end);
+    snprintf(map_path, len, "%s/%s", cfg->dir, AGENT_MAP_FILE);
+    snprintf(state_path, len, "%s/%s", cfg->dir, AGENT_STATE_FILE);
+    a->base = event_base_new();
+    a->map = agent_map_create(cfg->cluster);
+    a->scratch = calloc(1, sizeof(*a->scratch));
+    if (a->base == NULL || a->map == NULL || a->scratch == NULL)
+        return -1;
+    cmap_health_get(ctx->cmap, &a->h); /* a restarted agent goes on from there */
+    a->h.etcd_up = 0;
+    load_saved(a, map_path, state_path);
+    agent_health_push(a);
+    a->reading = 1;
+    a->tick = event_new(a->base, -1, EV_PERSIST, on_tick, a);
+    struct etcd_opts o = opts_of(cfg);
+    a->etcd = etcd_create(a->base, &o);
+    if (a->tick == NULL || a->etcd == NULL)
+        return -1;
+    return 0;
+}
+
+int agent_main(struct worker_ctx *ctx)
+{
+    if (worker_prepare(ctx, "agent") != 0)
+        return 1;
+    struct agent *a = calloc(1, sizeof(*a));
+    char map_path[TOPO_PATH_MAX], state_path[TOPO_PATH_MAX];
+    int code = 1;
+    if (a == NULL)
+        goto out;
+    if (setup(a, ctx, map_path, state_path, sizeof(map_path)) != 0) {
+        log_warning("agent: cannot start (out of memory or a bad setting)");
+        goto out;
+    }
+    struct worker_hooks hooks = {.reload = on_reload, .stop = on_stop, .arg = a};
+    a->w = worker_create(ctx, a->base, &hooks);
+    a->saver = a->w != NULL ? agent_saver_start(map_path, state_path) : NULL;
+    if (a->saver == NULL)
+        goto out;
+    struct timeval tv = {0, TICK_MS * 1000};
+    event_add(a->tick, &tv);
+    log_verbose("agent for cluster %s, host %s: %d owner(s), %d edge(s), etcd %s%s", ctx->cfg->cluster,
+                ctx->cfg->host, a->nowners, a->nedges,
+                ctx->cfg->netcd_endpoints > 0 ? ctx->cfg->etcd_endpoints[0] : "(none)",
+                ctx->cfg->netcd_endpoints > 1 ? " ..." : "");
+    worker_ready(a->w);
+    on_tick(-1, 0, a);
+    event_base_dispatch(a->base);
+    code = 0;
+out:
+    if (a != NULL) {
+        agent_watch_stop(a);
+        if (a->etcd != NULL)
+            etcd_destroy(&a->etcd);
+        agent_saver_stop(&a->saver);
+        if (a->tick != NULL)
+            event_free(a->tick);
+        worker_destroy(&a->w);
+        agent_map_destroy(&a->map);
+        free(a->scratch);
+        if (a->base != NULL)
+            event_base_free(a->base);
+        free(a);
+    }
+    cfg_destroy(&ctx->cfg);
+    return code;
+}

@@ -1,0 +1,44 @@
+/*
+ * agent_admin.h - the cluster's two operator commands, run by a command
+ * line program (not by the agent process), each its own short-lived etcd
+ * client on a private loop:
+ *
+ *   hotkvd --cluster-init CONFIG [--owners ID,ID,...] [--bits N]
+ *       creates the cluster's keys (CLUSTER.md §2): `cluster`, owners/<n>
+ *       for each owner id (default: the config's host's own owners; an id
+ *       that already has a number keeps it), 2^N leaves per pool (N = 6 by
+ *       default) dealt round-robin to the pool's owners in number order,
+ *       and pools/<pool> last, in txns of at most AGENT_INIT_BATCH keys,
+ *       each key created only if absent (create_revision == 0).  On a
+ *       cluster already initialised it says so and changes nothing.
+ *
+ *   hotkvd-admin CONFIG status
+ *       prints what etcd holds, one fact a line:
+ *         cluster <name> revision <etcd revision> etcd <endpoint>
+ *         host <name> number <h> addr <addr> lease <id>        (registered)
+ *         host <name> number <h> down                          (hostnums only)
+ *         owner <n> <id> live|down <addr>:<port> leaves <hot+cold count>
+ *         pool <pool> leaves <count> ready|not-ready min_bits <b>
+ *         map ok | map INVALID: <why>
+ *         leases <registered hosts> live
+ *
+ * Both print their result on `out` and return the exit code: 0, or 1 with
+ * a one-line reason on `err` (etcd not reached within etcd-timeout, a
+ * refused key, a bad argument).
+ */
+#ifndef HKV_AGENT_ADMIN_H
+#define HKV_AGENT_ADMIN_H
+
+#include <stdio.h>
+
+#include "config/cfg.h"
+
+#define AGENT_INIT_BATCH 64        /* keys per txn: 64 compares + 64 puts */
+#define AGENT_INIT_BITS 6          /* 64 leaves per pool */
+
+/* owners: "ID,ID,..." or NULL for the config's own; bits: leaf depth. */
+int agent_cluster_init(const struct cfg *cfg, const char *owners, int bits, FILE *out,
+                       FILE *err);
+int agent_admin_status(const struct cfg *cfg, FILE *out, FILE *err);
+
+#endif

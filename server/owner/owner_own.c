@@ -1,0 +1,270 @@
+/*
+ * owner_own.c - a cluster owner's number and leaves: which part of the hash
+ * space it serves, and the MOVED answer for the rest (../shared/CLUSTER.md
+ * §1, §4).  Nothing here runs on a single host (o->own is NULL there and the
+ * fixed router maps decide, owner_gate.c).
+ *
+ * Where the leaves come from.  The cluster map in shared memory (ctx->cmap)
+ * is the truth; the owner polls its revision every OWN_POLL_MS and, when it
+ * moved, copies the table, finds its own number (cmap_owner_by_id: "<host>/
+ * <pool>/<k>") and takes the leaves of its pool that name it (serving, or
+ * moving away from it: a source serves until the move ends).  That list is
+ * the ownership table: it decides every request (owner_own_ours), and it is
+ * kept durable in the owner's SQLite file (storage/persist_own.h), handed
+ * to the persister's writer thread in a batch whenever it changes, so the
+ * loop never writes.  At start, before the persister's threads run, the
+ * stored table is loaded: an owner restarted while the agent has not
+ * published a map serves exactly the leaves it served before, and answers
+ * TRYAGAIN for everything else until a map arrives.
+ *
+ * MOVED carries what the map copy says about the key's leaf: its prefix and
+ * bits, its epoch (the etcd mod_revision of its map key) and the owner
+ * number serving it; an edge follows it only if that epoch is newer than
+ * what it holds (server/core/router_map.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/core/cmap.h"
+#include "server/core/log.h"
+#include "server/owner/owner_int.h"
+#include "storage/persist_own.h"
+
+#define OWN_POLL_MS 20
+
+struct owner_own {
+    struct cmap_table *snap;     /* the last map copy (revision 0: none yet) */
+    struct cmap_table *spare;    /* the next copy is made here */
+    int64_t seen;                /* the segment revision last copied (or refused) */
+    unsigned number;             /* this owner's cluster number; 0 = not known */
+    struct persist_own *serving; /* the ownership table: the leaves served now */
+    int saving;                  /* a save is with the persister */
+    int dirty;                   /* serving changed since the last save was handed over */
+    struct event *poll;
+};
+
+static uint64_t span(uint8_t bits)
+{
+    return 1ULL << (32 - bits);
+}
+
+unsigned owner_own_number(const struct owner *o)
+{
+    return o->own != NULL ? o->own->number : 0;
+}
+
+int64_t owner_own_revision(const struct owner *o)
+{
+    return o->own != NULL ? o->own->snap->revision : 0;
+}
+
+size_t owner_own_leaves(const struct owner *o)
+{
+    return o->own != NULL ? o->own->serving->n : 0;
+}
+
+int owner_own_has(const struct owner *o, uint64_t place)
+{
+    const struct persist_own *t = o->own->serving;
+    uint32_t h = (uint32_t)(place >> 32);
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) { /* the first leaf starting after h */
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->leaves[mid].start <= h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && (uint64_t)h - t->leaves[lo - 1].start < span(t->leaves[lo - 1].bits);
+}
+
+int owner_own_ours(struct owner *o, struct olink *l, uint64_t id, uint64_t place)
+{
+    if (owner_own_has(o, place))
+        return 1;
+    o->st.owner_moved++;
+    const struct cmap_leaf *leaf = o->own->snap->revision != 0
+                                       ? cmap_lookup(o->own->snap, o->pool, place)
+                                       : NULL;
+    if (leaf == NULL) {
+        wire_put_error(&l->out, id, HKV_EAGAIN,
+                       wire_cstr("TRYAGAIN this owner has no cluster map yet and does not serve "
+                                 "this key's leaf"));
+        return 0;
+    }
+    uint32_t prefix = leaf->bits ? leaf->start >> (32 - leaf->bits) : 0;
+    wire_put_moved(&l->out, id, prefix, leaf->bits, (uint64_t)leaf->epoch, leaf->owner);
+    return 0;
+}
+
+/* The leaves of o's pool that name number in t, as a new table. */
+static struct persist_own *derive(const struct owner *o, const struct cmap_table *t,
+                                  unsigned number)
+{
+    uint32_t n = t->nleaves[o->pool], k = 0;
+    struct persist_own *d = persist_own_new(number != 0 ? n : 0);
+    if (d == NULL)
+        return NULL;
+    for (uint32_t i = 0; number != 0 && i < n; i++) {
+        const struct cmap_leaf *l = &t->leaves[o->pool][i];
+        if (l->owner == number)
+            d->leaves[k++] = (struct persist_own_leaf){l->start, l->bits, l->epoch};
+    }
+    d->n = k;
+    d->number = number;
+    d->pool = (uint8_t)o->pool;
+    d->revision = t->revision;
+    snprintf(d->cluster, sizeof(d->cluster), "%s", o->ctx->cfg->cluster);
+    return d;
+}
+
+static int same_leaves(const struct persist_own *a, const struct persist_own *b)
+{
+    if (a->number != b->number || a->n != b->n)
+        return 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->leaves[i].start != b->leaves[i].start || a->leaves[i].bits != b->leaves[i].bits ||
+            a->leaves[i].epoch != b->leaves[i].epoch)
+            return 0;
+    return 1;
+}
+
+/* Hands a copy of the table to the persister (one save at a time). */
+static void save(struct owner *o)
+{
+    struct owner_own *w = o->own;
+    if (!w->dirty || w->saving || o->persister == NULL)
+        return;
+    struct persist_batch *b = persist_batch_new(0);
+    if (b == NULL || (b->own = persist_own_copy(w->serving)) == NULL) {
+        persist_batch_free(&b);
+        return; /* tried again at the next poll */
+    }
+    if (persister_submit(o->persister, b) != HKV_OK) {
+        persist_batch_free(&b);
+        return;
+    }
+    w->saving = 1;
+    w->dirty = 0;
+}
+
+void owner_own_saved(struct owner *o, const struct persist_own *t, int status)
+{
+    if (o->own == NULL)
+        return;
+    o->own->saving = 0;
+    if (status != HKV_OK) {
+        log_warning("cannot store the ownership table (%zu leaves, map revision %lld): %s; "
+                    "trying again", t->n, (long long)t->revision, hkv_strstatus(status));
+        o->own->dirty = 1;
+    }
+}
+
+/* A new map copy is in w->snap: the number and the leaves it gives. */
+static void apply_map(struct owner *o)
+{
+    struct owner_own *w = o->own;
+    const struct cfg *cfg = o->ctx->cfg;
+    unsigned number = cmap_owner_by_id(w->snap, cfg->host, o->pool, o->index);
+    if (number != w->number && w->number != 0)
+        log_warning("the cluster map names this owner %u, not %u as before", number, w->number);
+    struct persist_own *d = derive(o, w->snap, number);
+    if (d == NULL)
+        return; /* out of memory: the next revision tries again */
+    w->number = number;
+    if (same_leaves(d, w->serving)) {
+        w->serving->revision = d->revision;
+        persist_own_free(&d);
+        return;
+    }
+    log_notice("owner %u of cluster %s: %zu leaves of pool %s at map revision %lld (was %zu)",
+               number, cfg->cluster, d->n, topo_pool_name(o->pool), (long long)d->revision,
+               w->serving->n);
+    persist_own_free(&w->serving);
+    w->serving = d;
+    w->dirty = 1;
+}
+
+static void poll_map(struct owner *o)
+{
+    struct owner_own *w = o->own;
+    const struct cmap *seg = o->ctx->cmap;
+    int64_t rev = seg != NULL ? cmap_revision(seg) : 0;
+    if (rev != 0 && rev != w->seen && cmap_snapshot(seg, w->spare) != 0) {
+        char why[200];
+        w->seen = rev;
+        if (cmap_validate(w->spare, why, sizeof(why)) == HKV_OK) {
+            struct cmap_table *t = w->snap;
+            w->snap = w->spare;
+            w->spare = t;
+            apply_map(o);
+        } else {
+            log_warning("cluster map revision %lld refused: %s", (long long)rev, why);
+        }
+    }
+    save(o);
+}
+
+static void on_poll(evutil_socket_t fd, short what, void *arg)
+{
+    poll_map(arg);
+}
+
+int owner_own_load(struct owner *o)
+{
+    const struct cfg *cfg = o->ctx->cfg;
+    if (cfg->cluster[0] == '\0')
+        return 0;
+    struct owner_own *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return -1;
+    o->own = w;
+    w->snap = calloc(1, sizeof(*w->snap));
+    w->spare = calloc(1, sizeof(*w->spare));
+    if (w->snap == NULL || w->spare == NULL)
+        return -1;
+    int rc = persister_own_load(o->persister, (uint8_t)o->pool, &w->serving);
+    if (rc != HKV_OK) {
+        log_warning("cannot read the ownership table: %s", hkv_strstatus(rc));
+        return -1;
+    }
+    if (w->serving->n > 0 && strcmp(w->serving->cluster, cfg->cluster) != 0) {
+        log_warning("the stored ownership table is of cluster '%s', not '%s': not served",
+                    w->serving->cluster, cfg->cluster);
+        w->serving->n = 0;
+        w->serving->number = 0;
+    }
+    w->number = w->serving->number;
+    if (w->serving->n > 0)
+        log_notice("owner %u of cluster %s: %zu leaves from the stored ownership table (map "
+                   "revision %lld) until the map is read", w->number, cfg->cluster,
+                   w->serving->n, (long long)w->serving->revision);
+    return 0;
+}
+
+int owner_own_start(struct owner *o)
+{
+    if (o->own == NULL)
+        return 0;
+    poll_map(o); /* the map may be there already */
+    o->own->poll = event_new(o->base, -1, EV_PERSIST, on_poll, o);
+    if (o->own->poll == NULL)
+        return -1;
+    struct timeval tv = {0, OWN_POLL_MS * 1000};
+    event_add(o->own->poll, &tv);
+    return 0;
+}
+
+void owner_own_teardown(struct owner *o)
+{
+    struct owner_own *w = o->own;
+    if (w == NULL)
+        return;
+    if (w->poll != NULL)
+        event_free(w->poll);
+    persist_own_free(&w->serving);
+    free(w->snap);
+    free(w->spare);
+    free(w);
+    o->own = NULL;
+}

@@ -1,0 +1,473 @@
+/*
+ * check_owner_cluster.c - an owner in a cluster (server/owner/owner_own.c,
+ * the HELLO checks of owner_link.c): it finds its number in the cluster map
+ * and serves only the leaves the map gives it, answering MOVED {leaf, bits,
+ * epoch, owner number} for the rest (plain requests and CALL alike); SCAN
+ * shows only keys of its leaves; a map change takes effect within the poll;
+ * the ownership table is stored through the persister and a restart with no
+ * map serves from it; HELLO for another cluster, another owner number, or a
+ * single host's HELLO is refused; a single-host owner refuses a cluster's
+ * HELLO.
+ *
+ * Built like check_owner_call.c: a real owner (owner_init + owner_open on a
+ * temp dir) whose worker context points at a real cluster map segment the
+ * test publishes to, and fake edge links (bufferevent pairs).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "config/cfg.h"
+#include "proto/wire.h"
+#include "server/core/cmap.h"
+#include "server/core/log.h"
+#include "server/core/router.h"
+#include "server/owner/owner_int.h"
+#include "tests/harness.h"
+#include "tests/unit/cluster_fixture.h"
+
+#define WAIT_MS 5000
+#define ME 7      /* this owner: h2/hot/0 */
+#define OTHER 8   /* h3/hot/0 */
+
+static char dir[256];
+static struct worker_ctx ctx;
+static struct owner own;
+static int have_owner;
+static struct cmap *seg;
+
+struct fake {
+    struct bufferevent *edge;
+    struct olink *l;
+    uint64_t id, seq;
+    struct wire_decoder dec;
+    char *payload;
+};
+
+static struct fake F;
+
+/* The map at revision rev: hot in 2^6 leaves dealt ME, OTHER, ME, OTHER ...
+ * (or all to `all` if not 0). */
+static struct cmap_table *map(int64_t rev, unsigned all)
+{
+    struct cmap_table *t = cf_new(rev);
+    cf_owner(t, ME, CFG_POOL_HOT, 0, "h2", "10.0.0.2", 7100);
+    cf_owner(t, OTHER, CFG_POOL_HOT, 0, "h3", "10.0.0.3", 7100);
+    unsigned two[] = {ME, OTHER}, one[] = {all};
+    cf_deal(t, CFG_POOL_HOT, 6, all ? one : two, all ? 1 : 2, rev);
+    cf_valid(t);
+    return t;
+}
+
+static void publish(struct cmap_table *t)
+{
+    ck_assert_int_eq(cmap_publish(seg, t), HKV_OK);
+    free(t);
+}
+
+static void fake_close(struct fake *f);
+
+/* A new link (the old one, if any, is closed first). */
+static void fake_open(struct fake *f)
+{
+    fake_close(f);
+    memset(f, 0, sizeof(*f));
+    wire_decoder_init(&f->dec, 0);
+    struct bufferevent *pair[2];
+    ck_assert_int_eq(bufferevent_pair_new(own.base, 0, pair), 0);
+    f->l = olink_attach(&own, pair[0]);
+    ck_assert_ptr_nonnull(f->l);
+    f->edge = pair[1];
+    bufferevent_enable(f->edge, EV_READ | EV_WRITE);
+}
+
+static void fake_close(struct fake *f)
+{
+    if (f->edge != NULL)
+        bufferevent_free(f->edge);
+    f->edge = NULL;
+    free(f->payload);
+    f->payload = NULL;
+    wire_decoder_deinit(&f->dec);
+}
+
+/* An owner of cluster "prod" on host h2 (hot owner 0), following `seg`
+ * (NULL: no map segment at all). */
+static void start_owner(const char *cluster, struct cmap *with)
+{
+    char text[1024], named[128] = "";
+    if (cluster[0] != '\0')
+        snprintf(named, sizeof(named), "cluster %s\nhost h2\n", cluster);
+    snprintf(text, sizeof(text),
+             "dir %s\n%shot-owners 1\ncold-owners 0\npersist-interval 50ms\n"
+             "class default pool hot fresh 1s keep 60s durability ledger\n",
+             dir, named);
+    struct cfg *c = cfg_create();
+    struct cfg_error err = {{0}};
+    ck_assert_ptr_nonnull(c);
+    ck_assert_msg(cfg_load_text(c, text, strlen(text), "own.conf", &err) == HKV_OK, "%s", err.msg);
+    ck_assert_msg(cfg_validate(c, &err) == HKV_OK, "%s", err.msg);
+    ctx = (struct worker_ctx){.index = 0, .cfg = c, .cmap = with};
+    struct owner_ctx octx = {.pool = CFG_POOL_HOT, .link_fd = -1, .tcp_fd = -1};
+    ck_assert_int_eq(owner_init(&own, &ctx, &octx), 0);
+    ck_assert_int_eq(owner_open(&own), 0);
+    have_owner = 1;
+    memset(&F, 0, sizeof(F));
+    fake_open(&F);
+}
+
+static void stop_owner(void)
+{
+    if (!have_owner)
+        return;
+    fake_close(&F);
+    owner_deinit(&own);
+    cfg_destroy(&ctx.cfg);
+    have_owner = 0;
+}
+
+static void setup(void)
+{
+    log_setup(CFG_LOG_WARNING, NULL);
+    h_tmpdir(dir, sizeof(dir));
+    seg = cmap_create();
+    ck_assert_ptr_nonnull(seg);
+}
+
+static void teardown(void)
+{
+    stop_owner();
+    cmap_destroy(&seg);
+    h_rmtree(dir);
+}
+
+static int take_reply(struct fake *f, struct wire_msg *m)
+{
+    struct evbuffer *in = bufferevent_get_input(f->edge);
+    size_t have = evbuffer_get_length(in);
+    if (have < WIRE_HEADER_LEN)
+        return 0;
+    const char *p = (const char *)evbuffer_pullup(in, (ssize_t)have);
+    const char *payload;
+    size_t plen, used;
+    if (wire_next_frame(p, have, 0, &payload, &plen, &used) != HKV_OK)
+        return 0;
+    free(f->payload);
+    f->payload = malloc(plen ? plen : 1);
+    ck_assert_ptr_nonnull(f->payload);
+    memcpy(f->payload, payload, plen);
+    evbuffer_drain(in, used);
+    const char *why = NULL;
+    ck_assert_msg(wire_decode(&f->dec, f->payload, plen, m, &why) == HKV_OK, "bad reply: %s",
+                  why ? why : "?");
+    return 1;
+}
+
+static void wait_reply(struct fake *f, struct wire_msg *m)
+{
+    int64_t end = h_now_ms() + WAIT_MS;
+    for (int i = 0; i < 100000 && !take_reply(f, m); i++) {
+        ck_assert_msg(h_now_ms() < end, "no reply within %d ms", WAIT_MS);
+        event_base_loop(own.base, EVLOOP_NONBLOCK);
+        if (evbuffer_get_length(bufferevent_get_input(f->edge)) == 0)
+            usleep(500);
+    }
+}
+
+/* Runs the owner's loop for ms (its 20 ms map poll included). */
+static void run_ms(int ms)
+{
+    int64_t end = h_now_ms() + ms;
+    for (int i = 0; i < 100000 && h_now_ms() < end; i++) {
+        event_base_loop(own.base, EVLOOP_NONBLOCK);
+        usleep(1000);
+    }
+}
+
+static void send_buf(struct fake *f, struct hkv_buf *b)
+{
+    ck_assert_int_eq(bufferevent_write(f->edge, buf_head(b), buf_unread(b)), 0);
+    buf_reset(b);
+}
+
+static void hello_as(struct fake *f, const char *cluster, uint32_t want, struct wire_msg *m)
+{
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct wire_hello_cluster cl = {wire_cstr(cluster), want, wire_cstr("h1")};
+    ck_assert_int_eq(wire_put_hello_cluster(&b, ++f->id, WIRE_VERSION, (3u << 12) | 1,
+                                            wire_cstr("a"), WIRE_ROLE_WRITE, 55, &cl),
+                     HKV_OK);
+    send_buf(f, &b);
+    buf_deinit(&b);
+    wait_reply(f, m);
+    ck_assert_uint_eq(m->id, f->id);
+}
+
+static void hello_ok(struct fake *f)
+{
+    struct wire_msg m;
+    hello_as(f, "prod", ME, &m);
+    ck_assert_msg(m.type == WIRE_HELLO_OK, "HELLO answered %s: %.*s", wire_type_name(m.type),
+                  m.type == WIRE_ERROR ? (int)m.u.error.text.len : 0,
+                  m.type == WIRE_ERROR ? m.u.error.text.p : "");
+    ck_assert_uint_eq(m.u.hello_ok.owner_id, ME);
+}
+
+static void assert_refused(struct fake *f, const struct wire_msg *m, const char *text)
+{
+    ck_assert_uint_eq(m->type, WIRE_ERROR);
+    ck_assert_int_eq(m->u.error.code, HKV_EPROTO);
+    char got[256];
+    snprintf(got, sizeof(got), "%.*s", (int)m->u.error.text.len, m->u.error.text.p);
+    ck_assert_msg(strstr(got, text) != NULL, "refusal '%s' does not say '%s'", got, text);
+    run_ms(50);
+    int open = 0; /* (a bufferevent pair tells the other end nothing when one is freed) */
+    for (struct olink *x = own.links; x != NULL; x = x->next)
+        open |= x == f->l;
+    ck_assert_msg(!open, "the refused link stays open");
+}
+
+/* A key whose hot leaf (6 bits) is dealt to `owner` by map(). */
+static const char *key_of(unsigned owner, int nth)
+{
+    static char k[32];
+    for (int i = 0, seen = 0; i < 100000; i++) {
+        snprintf(k, sizeof(k), "k%d", i);
+        uint32_t leaf = (uint32_t)(router_place(k, strlen(k)) >> 58);
+        if ((leaf % 2 == 0 ? ME : OTHER) == owner && seen++ == nth)
+            return k;
+    }
+    ck_abort_msg("no key found");
+    return NULL;
+}
+
+static void set(struct fake *f, const char *key, struct wire_msg *m)
+{
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct wire_rid rid = {++f->seq, 1, 0};
+    ck_assert_int_eq(wire_put_set(&b, ++f->id, wire_cstr(key), wire_cstr("v"), rid,
+                                  (struct wire_expiry){0, 0}, 0, 0), HKV_OK);
+    send_buf(f, &b);
+    buf_deinit(&b);
+    wait_reply(f, m);
+    ck_assert_uint_eq(m->id, f->id);
+}
+
+static void get(struct fake *f, const char *key, struct wire_msg *m)
+{
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct wire_slice k = wire_cstr(key);
+    ck_assert_int_eq(wire_put_get(&b, ++f->id, &k, 1), HKV_OK);
+    send_buf(f, &b);
+    buf_deinit(&b);
+    wait_reply(f, m);
+    ck_assert_uint_eq(m->id, f->id);
+}
+
+static void assert_moved(const struct wire_msg *m, const char *key, int64_t epoch, unsigned to)
+{
+    ck_assert_msg(m->type == WIRE_MOVED, "expected MOVED, got %s", wire_type_name(m->type));
+    ck_assert_uint_eq(m->u.moved.leaf, (uint32_t)(router_place(key, strlen(key)) >> 58));
+    ck_assert_uint_eq(m->u.moved.leaf_bits, 6);
+    ck_assert_uint_eq(m->u.moved.map_gen, (uint64_t)epoch);
+    ck_assert_uint_eq(m->u.moved.owner, to);
+}
+
+START_TEST(serves_its_leaves_and_answers_moved_with_epoch_and_owner_for_others)
+{
+    publish(map(40, 0));
+    start_owner("prod", seg);
+    hello_ok(&F);
+    struct wire_msg m;
+    const char *mine = key_of(ME, 0);
+    set(&F, mine, &m);
+    ck_assert_uint_eq(m.type, WIRE_OK);
+    get(&F, mine, &m);
+    ck_assert_uint_eq(m.type, WIRE_VALUE);
+    char other[32];
+    snprintf(other, sizeof(other), "%s", key_of(OTHER, 0));
+    set(&F, other, &m);
+    assert_moved(&m, other, 40, OTHER);
+    get(&F, other, &m);
+    assert_moved(&m, other, 40, OTHER);
+    /* a Redis command carried by CALL is routed by its keys too */
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct wire_slice args[] = {wire_cstr("APPEND"), wire_cstr(other), wire_cstr("x")};
+    ck_assert_int_eq(wire_put_call(&b, ++F.id, (struct wire_rid){++F.seq, 1, 0}, 2, args, 3),
+                     HKV_OK);
+    send_buf(&F, &b);
+    buf_deinit(&b);
+    wait_reply(&F, &m);
+    assert_moved(&m, other, 40, OTHER);
+    ck_assert_uint_eq(owner_own_number(&own), ME);
+    ck_assert_uint_eq(owner_own_leaves(&own), 32);
+}
+END_TEST
+
+START_TEST(a_map_change_moves_leaves_within_the_poll)
+{
+    publish(map(40, ME)); /* every leaf is ours */
+    start_owner("prod", seg);
+    hello_ok(&F);
+    struct wire_msg m;
+    char other[32];
+    snprintf(other, sizeof(other), "%s", key_of(OTHER, 0));
+    set(&F, other, &m);
+    ck_assert_uint_eq(m.type, WIRE_OK);
+    /* revision 45 gives half of them (epoch 45) to OTHER */
+    publish(map(45, 0));
+    run_ms(200);
+    get(&F, other, &m);
+    assert_moved(&m, other, 45, OTHER);
+    ck_assert_int_eq(owner_own_revision(&own), 45);
+}
+END_TEST
+
+START_TEST(scan_shows_only_keys_of_its_leaves)
+{
+    publish(map(40, ME));
+    start_owner("prod", seg);
+    hello_ok(&F);
+    struct wire_msg m;
+    char mine[32], other[32];
+    snprintf(mine, sizeof(mine), "%s", key_of(ME, 1));
+    snprintf(other, sizeof(other), "%s", key_of(OTHER, 1));
+    set(&F, mine, &m);
+    set(&F, other, &m);
+    publish(map(41, 0));
+    run_ms(200);
+    struct hkv_buf b = HKV_BUF_INIT;
+    ck_assert_int_eq(wire_put_scan(&b, ++F.id, 0, 1000, NULL), HKV_OK);
+    send_buf(&F, &b);
+    buf_deinit(&b);
+    wait_reply(&F, &m);
+    ck_assert_uint_eq(m.type, WIRE_SCAN_REPLY);
+    ck_assert_uint_eq(m.u.scan_reply.nkeys, 1);
+    ck_assert_uint_eq(m.u.scan_reply.keys[0].len, strlen(mine));
+    ck_assert(memcmp(m.u.scan_reply.keys[0].p, mine, strlen(mine)) == 0);
+}
+END_TEST
+
+START_TEST(restart_without_a_map_serves_from_the_stored_ownership_table)
+{
+    publish(map(50, 0));
+    start_owner("prod", seg);
+    hello_ok(&F);
+    struct wire_msg m;
+    char mine[32], other[32];
+    snprintf(mine, sizeof(mine), "%s", key_of(ME, 2));
+    snprintf(other, sizeof(other), "%s", key_of(OTHER, 2));
+    set(&F, mine, &m);
+    ck_assert_uint_eq(m.type, WIRE_OK);
+    run_ms(300); /* the table is committed by the persister */
+    stop_owner();
+
+    /* the agent has not published anything yet */
+    struct cmap *empty = cmap_create();
+    ck_assert_ptr_nonnull(empty);
+    start_owner("prod", empty);
+    ck_assert_uint_eq(owner_own_number(&own), ME);
+    ck_assert_uint_eq(owner_own_leaves(&own), 32);
+    hello_ok(&F); /* its number comes from the stored table */
+    get(&F, mine, &m);
+    ck_assert_uint_eq(m.type, WIRE_VALUE);
+    get(&F, other, &m);
+    ck_assert_uint_eq(m.type, WIRE_ERROR);
+    ck_assert_int_eq(m.u.error.code, HKV_EAGAIN);
+    /* the map arrives: MOVED from then on */
+    struct cmap_table *t = map(51, 0);
+    ck_assert_int_eq(cmap_publish(empty, t), HKV_OK);
+    free(t);
+    run_ms(200);
+    get(&F, other, &m);
+    assert_moved(&m, other, 51, OTHER);
+    stop_owner();
+    cmap_destroy(&empty);
+}
+END_TEST
+
+START_TEST(a_stored_table_of_another_cluster_is_not_served)
+{
+    publish(map(50, 0));
+    start_owner("prod", seg);
+    run_ms(300);
+    stop_owner();
+    start_owner("test", NULL);
+    ck_assert_uint_eq(owner_own_leaves(&own), 0);
+    struct wire_msg m;
+    hello_as(&F, "test", ME, &m);
+    assert_refused(&F, &m, "does not know its number");
+}
+END_TEST
+
+START_TEST(hello_for_another_cluster_is_refused)
+{
+    publish(map(40, 0));
+    start_owner("prod", seg);
+    struct wire_msg m;
+    hello_as(&F, "staging", ME, &m);
+    assert_refused(&F, &m, "cluster 'staging'");
+}
+END_TEST
+
+START_TEST(hello_for_another_owner_number_is_refused)
+{
+    publish(map(40, 0));
+    start_owner("prod", seg);
+    struct wire_msg m;
+    hello_as(&F, "prod", OTHER, &m);
+    assert_refused(&F, &m, "this is owner 7");
+    fake_open(&F);
+    hello_as(&F, "prod", 0, &m); /* a single host's HELLO */
+    assert_refused(&F, &m, "wants owner 0");
+}
+END_TEST
+
+START_TEST(single_host_owner_refuses_a_cluster_hello)
+{
+    start_owner("", NULL);
+    ck_assert_ptr_null(own.own);
+    struct wire_msg m;
+    hello_as(&F, "prod", 0, &m);
+    assert_refused(&F, &m, "no cluster");
+    fake_open(&F);
+    hello_as(&F, "", 3, &m);
+    assert_refused(&F, &m, "not in a cluster");
+    fake_open(&F);
+    hello_as(&F, "", 0, &m);
+    ck_assert_uint_eq(m.type, WIRE_HELLO_OK);
+    ck_assert_uint_eq(m.u.hello_ok.owner_id, 0);
+}
+END_TEST
+
+Suite *owner_cluster_suite(void)
+{
+    Suite *s = suite_create("owner_cluster");
+    struct {
+        const char *name;
+        const TTest *t;
+    } cases[] = {
+        {"moved", serves_its_leaves_and_answers_moved_with_epoch_and_owner_for_others},
+        {"map_change", a_map_change_moves_leaves_within_the_poll},
+        {"scan", scan_shows_only_keys_of_its_leaves},
+        {"stored_table", restart_without_a_map_serves_from_the_stored_ownership_table},
+        {"stored_other_cluster", a_stored_table_of_another_cluster_is_not_served},
+        {"hello_cluster", hello_for_another_cluster_is_refused},
+        {"hello_number", hello_for_another_owner_number_is_refused},
+        {"hello_single_host", single_host_owner_refuses_a_cluster_hello},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 30);
+        tcase_add_test(tc, cases[i].t);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
