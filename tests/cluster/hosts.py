@@ -114,6 +114,7 @@ class Host:
             "edge-workers %d" % self.edges,
             "hot-owners %d" % self.hot,
             "cold-owners %d" % self.cold,
+            "protected-mode no",        # clients come from other addresses of the test net
             "shutdown-timeout 5s",
             "write-timeout %dms" % WRITE_TIMEOUT_MS,
             "write-retry-backoff 200ms 400ms",

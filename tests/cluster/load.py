@@ -80,13 +80,14 @@ class Loader(threading.Thread):
 
 
 def start_loaders(cl, per_host_keys=2, cls="hl", think=0.005):
-    """One loader per host, each over keys owned by every host."""
-    keys = []
-    for h in cl.host_names:
-        keys += cl.keys_on(h, cls, per_host_keys, tag="load")
+    """One loader per host, each over keys of its own (a loader reads its own
+    writes back) owned by every host."""
     out = []
     for name, h in cl.hosts.items():
-        ld = Loader(h, keys[:], "load@" + name, think=think)
+        keys = []
+        for owner_host in cl.host_names:
+            keys += cl.keys_on(owner_host, cls, per_host_keys, tag="load-" + name)
+        ld = Loader(h, keys, "load@" + name, think=think)
         ld.start()
         out.append(ld)
     return out

@@ -57,6 +57,7 @@ SCENARIOS = [
     ("b", S.etcd_outage_no_errors),
     ("c", S.owner_host_cut_off),
     ("c", S.owner_host_one_way_cut),
+    ("c", S.retry_after_lost_reply_applied_once),
     ("g", S.clock_skew_changes_nothing),
     ("h", history_across_cluster),
 ]
