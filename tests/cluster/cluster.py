@@ -218,7 +218,15 @@ class Cluster:
         if self.net is not None:
             self.net.close()
         if self.keep or self.failed:
-            self.log("cluster files kept in %s" % self.tmp)
+            # Renamed out of the leftovers' pattern: the next run removes
+            # only what is more than a day old.
+            kept = self.tmp.replace("/hkv-cluster-", "/hkv-cluster-kept-", 1)
+            try:
+                os.rename(self.tmp, kept)
+            except OSError:
+                kept = self.tmp
+            self.log("cluster files kept in %s (logs of every host, etcd, proxies, history)"
+                     % kept)
         else:
             shutil.rmtree(self.tmp, ignore_errors=True)
         for s, h in self._old.items():

@@ -44,7 +44,10 @@ class HostHistory:
         self.h.crash("%s/%s" % (self.host, owner), pid, t)
 
 
-def run_history(ctx, seconds, clients_per_host=2, seed=None):
+FAULTS = ["kill_agent", "clock_shift", "kill_etcd", "link_down", "cut_one_way"]
+
+
+def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
     """Returns (summary line, details); raises AssertionError on anomalies."""
     H = _load_history_runner()
     from run_nemesis import reconcile_log
@@ -124,7 +127,8 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None):
 
     rng = random.Random(seed)
     netns_ok = cl.net.mode == "netns"
-    skipped = []
+    faults = FAULTS if faults is None else faults
+    skipped = ["%s (not asked for)" % f for f in FAULTS if f not in faults]
     err = None
     try:
         for c in clients:
@@ -135,12 +139,14 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None):
         h = rng.choice(hosts)
         pid = h.child("hotkvd: agent")
         t0 = time.monotonic()
-        if pid:
+        if pid and "kill_agent" in faults:
             os.kill(pid, signal.SIGKILL)
             fault("kill_agent", h.name, t0, None, {"pid": pid})
         # 2. one host's clock 10 s off for a while
         until(0.15 * D)
-        if cl.clockshim:
+        if "clock_shift" not in faults:
+            pass
+        elif cl.clockshim:
             h = rng.choice(hosts)
             off = rng.choice([-10000, 10000])
             t0 = time.monotonic()
@@ -151,26 +157,30 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None):
             skipped.append("clock_shift (no clock shim)")
         # 3. etcd killed, then back
         until(0.35 * D)
-        t0 = time.monotonic()
-        cl.etcd.kill9()
-        time.sleep(max(2.0, 0.15 * D))
-        cl.etcd.start()
-        fault("kill_etcd", "etcd", t0, time.monotonic())
+        if "kill_etcd" in faults:
+            t0 = time.monotonic()
+            cl.etcd.kill9()
+            time.sleep(max(2.0, 0.15 * D))
+            cl.etcd.start()
+            fault("kill_etcd", "etcd", t0, time.monotonic())
         # 4. an owner host cut off, then back
         until(0.6 * D)
         if netns_ok:
             h = rng.choice(hosts)
-            t0 = time.monotonic()
-            cl.net.link_down(h.node)
-            try:
-                time.sleep(max(2.0, 0.12 * D))
-            finally:
-                cl.net.link_up(h.node)
-            fault("link_down", h.name, t0, time.monotonic())
+            if "link_down" in faults:
+                t0 = time.monotonic()
+                cl.net.link_down(h.node)
+                try:
+                    time.sleep(max(2.0, 0.12 * D))
+                finally:
+                    cl.net.link_up(h.node)
+                fault("link_down", h.name, t0, time.monotonic())
             # 5. a one-way cut between two hosts
             until(0.8 * D)
             a, b = rng.sample(hosts, 2)
-            if cl.net.nft_ok:
+            if "cut_one_way" not in faults:
+                pass
+            elif cl.net.nft_ok:
                 t0 = time.monotonic()
                 cl.net.cut(a.node, b.node)
                 try:
@@ -181,7 +191,8 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None):
             else:
                 skipped.append("cut_one_way (%s)" % cl.net.nft_reason)
         else:
-            skipped.append("link_down, cut_one_way (no namespaces: %s)" % cl.net.reason)
+            skipped += ["%s (no namespaces: %s)" % (f, cl.net.reason)
+                        for f in ("link_down", "cut_one_way") if f in faults]
         until(D)
     except Exception as e:  # a harness failure: reported, the run fails
         err = "%s: %s" % (type(e).__name__, e)
@@ -220,7 +231,8 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None):
     if history.surprises:
         problems.append("unexpected reply shapes: %s" % history.surprises[:3])
     if code != 0:
-        problems.append("checker exit %s (0 = no anomaly): see %s/checker.txt" % (code, outdir))
+        problems.append("checker exit %s (0 = no anomaly): history/history.jsonl and "
+                        "history/checker.txt in the kept cluster dir (below)" % code)
     if total < 300:
         problems.append("only %d operations recorded" % total)
     return summary, details, problems, outdir

@@ -135,6 +135,15 @@ def cleanup_leftovers(log=print):
         removed += 1
     tmp = "/tmp"
     for name in os.listdir(tmp):
+        path = os.path.join(tmp, name)
+        if name.startswith("hkv-cluster-kept-"):
+            try:
+                if time.time() - os.stat(path).st_mtime > 86400:
+                    shutil.rmtree(path, ignore_errors=True)
+                    removed += 1
+            except OSError:
+                pass
+            continue
         m = re.match(r"^hkv-cluster-(\d+)-", name)
         if not m:
             continue

@@ -35,13 +35,15 @@ from selftest import SelfTestFailure, run_selftest  # noqa: E402
 
 def history_across_cluster(ctx):
     """(h) the history checker over the cluster, faults included."""
+    faults = None if ctx.args.history_faults == "all" else \
+        [f for f in ctx.args.history_faults.split(",") if f]
     summary, details, problems, outdir = run_history(ctx, ctx.args.history_seconds,
-                                                     seed=ctx.args.seed)
+                                                     seed=ctx.args.seed, faults=faults)
     ctx.notes.append("history: " + summary)
     if problems:
         ctx.cl.failed = True
-        raise S.Fail("; ".join(problems) + ("\n    | " + "\n    | ".join(details)
-                                            if details else ""))
+        raise S.Fail("; ".join(problems) + "\n    " + summary +
+                     ("\n    | " + "\n    | ".join(details) if details else ""))
     return summary
 
 
@@ -89,6 +91,8 @@ def main(argv=None):
     ap.add_argument("--latency-requests", type=int, default=None)
     ap.add_argument("--traffic-seconds", type=float, default=None)
     ap.add_argument("--twice-seconds", type=float, default=None)
+    ap.add_argument("--history-faults", default="all",
+                    help="all, or some of kill_agent,clock_shift,kill_etcd,link_down,cut_one_way")
     ap.add_argument("--seed", type=int, default=None, help="history seed (default: the time)")
     ap.add_argument("--budget", type=float, default=0, help="s; 0 = none.  A scenario that "
                     "would start past it is not run: a failure, named")
