@@ -47,6 +47,11 @@ SSL_CTX *tls_cluster_ctx_new(const struct cfg *cfg, int server, char *err, size_
     if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
         return fail(ctx, err, errlen, "TLS 1.2 or newer", NULL);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+    /* A peer that closes without close_notify is an end of stream: frames are
+     * length-prefixed, so a cut one is seen at the frame level anyway. */
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
     /* The edge's links write from a buffer that may move between a
      * WANT_WRITE and the retry (same unsent bytes), and partially. */
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |

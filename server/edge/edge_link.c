@@ -100,6 +100,11 @@ static void hello_cb(void *arg, int status, const struct wire_msg *m)
             log_notice("owner link %s is up again", l->name);
         l->logged_down = 0;
     } else if (m->type == WIRE_ERROR) {
+        /* The owner read nothing after a HELLO it refused (it closes the
+         * link): no request of this connection was applied, so a retry of
+         * one is a first attempt (incarnation 0 below: rid.prev 0). */
+        l->owners[l->conn % 8].conn = l->conn;
+        l->owners[l->conn % 8].inc = 0;
         log_warning("owner link %s: HELLO refused: %.*s", l->name, (int)m->u.error.text.len,
                     m->u.error.text.p);
     }
@@ -313,14 +318,15 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     short want;
-    ssize_t n = eio_read(fd, l->ssl, buf_tail(&l->in), buf_room(&l->in), &want);
+    char err[256] = "TLS error";
+    ssize_t n = eio_read(fd, l->ssl, buf_tail(&l->in), buf_room(&l->in), &want, err, sizeof(err));
     if (n == 0) {
         link_break(l, "owner closed the connection");
         return;
     }
     if (n < 0) {
         if (errno != EAGAIN && errno != EINTR)
-            link_break(l, errno == EPROTO ? "TLS error" : strerror(errno));
+            link_break(l, errno == EPROTO ? err : strerror(errno));
         else if (want == EV_WRITE) { /* TLS: the read needs the socket writable */
             l->read_wants_write = 1;
             event_add(l->wev, NULL);
@@ -386,9 +392,11 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
         l->read_wants_write = 0;
         event_active(l->rev, EV_READ, 1);
     }
+    char why[256] = "TLS error";
     while (buf_unread(&l->out) > 0) {
         short want;
-        ssize_t n = eio_write(fd, l->ssl, buf_head(&l->out), buf_unread(&l->out), &want);
+        ssize_t n = eio_write(fd, l->ssl, buf_head(&l->out), buf_unread(&l->out), &want, why,
+                              sizeof(why));
         if (n > 0) {
             buf_consume(&l->out, (size_t)n);
             continue;
@@ -404,7 +412,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
             }
             goto check;
         }
-        link_break(l, n < 0 ? (errno == EPROTO ? "TLS error" : strerror(errno)) : "short write");
+        link_break(l, n < 0 ? (errno == EPROTO ? why : strerror(errno)) : "short write");
         return;
     }
     event_del(l->wev);

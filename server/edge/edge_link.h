@@ -113,8 +113,9 @@ const char *elink_name(const struct elink *l);
 /* Owner incarnations, for exactly-once retries (proto/wire.h, rid.prev).
  * elink_next_conn: the number of the connection a request sent now travels
  * on.  elink_owner_of: the incarnation of the owner that answered HELLO on
- * connection `conn`, or WIRE_PREV_UNKNOWN if it never did (or it is too old
- * to be remembered: the last 8 connections are). */
+ * connection `conn`; 0 if the owner refused that HELLO (then it applied
+ * nothing sent on that connection); WIRE_PREV_UNKNOWN if it never answered
+ * (or it is too old to be remembered: the last 8 connections are). */
 uint64_t elink_next_conn(const struct elink *l);
 uint64_t elink_owner_of(const struct elink *l, uint64_t conn);
 

@@ -150,7 +150,7 @@ int eio_handshake(SSL *ssl, short *want, char *why, size_t len)
     return ssl_fail(ssl, rc, want, why, len);
 }
 
-ssize_t eio_read(int fd, SSL *ssl, void *buf, size_t n, short *want)
+ssize_t eio_read(int fd, SSL *ssl, void *buf, size_t n, short *want, char *why, size_t len)
 {
     *want = EV_READ;
     if (ssl == NULL)
@@ -161,11 +161,12 @@ ssize_t eio_read(int fd, SSL *ssl, void *buf, size_t n, short *want)
         return rc;
     if (SSL_get_error(ssl, rc) == SSL_ERROR_ZERO_RETURN)
         return 0;
-    ssl_fail(ssl, rc, want, NULL, 0);
+    ssl_fail(ssl, rc, want, why, len);
     return -1;
 }
 
-ssize_t eio_write(int fd, SSL *ssl, const void *buf, size_t n, short *want)
+ssize_t eio_write(int fd, SSL *ssl, const void *buf, size_t n, short *want, char *why,
+                  size_t len)
 {
     *want = EV_WRITE;
     if (ssl == NULL)
@@ -174,7 +175,7 @@ ssize_t eio_write(int fd, SSL *ssl, const void *buf, size_t n, short *want)
     int rc = SSL_write(ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
     if (rc > 0)
         return rc;
-    ssl_fail(ssl, rc, want, NULL, 0);
+    ssl_fail(ssl, rc, want, why, len);
     return -1;
 }
 

@@ -41,8 +41,11 @@ SSL *eio_tls_new(SSL_CTX *ctx, int fd, const char *peer_host, char *why, size_t 
  * that refused our certificate ...). */
 int eio_handshake(SSL *ssl, short *want, char *why, size_t len);
 
-ssize_t eio_read(int fd, SSL *ssl, void *buf, size_t n, short *want);
-ssize_t eio_write(int fd, SSL *ssl, const void *buf, size_t n, short *want);
+/* A fatal TLS failure (errno EPROTO) leaves its reason in why (an alert the
+ * owner sent, such as a refused certificate); why may be NULL. */
+ssize_t eio_read(int fd, SSL *ssl, void *buf, size_t n, short *want, char *why, size_t len);
+ssize_t eio_write(int fd, SSL *ssl, const void *buf, size_t n, short *want, char *why,
+                  size_t len);
 /* Decrypted bytes waiting inside ssl (0 for a plain socket). */
 int eio_pending(SSL *ssl);
 

@@ -222,11 +222,16 @@ void owner_own_teardown(struct owner *o);
 unsigned owner_own_number(const struct owner *o);
 int64_t owner_own_revision(const struct owner *o);
 size_t owner_own_leaves(const struct owner *o);
+/* Takes the cluster map now if its revision moved since the last poll (a
+ * HELLO or a key this owner's last copy does not give it). */
+void owner_own_refresh(struct owner *o);
 /* 1 if placement hash `place` is in a leaf this owner serves.  o->own set. */
 int owner_own_has(const struct owner *o, uint64_t place);
 /* owner_own_has, else appends MOVED (what the map says of the leaf) or, with
  * no map yet, ERROR TRYAGAIN for request id to l->out, counts it, returns 0. */
 int owner_own_ours(struct owner *o, struct olink *l, uint64_t id, uint64_t place);
+/* TEST-ONLY: stops the periodic poll, so only owner_own_refresh takes a map. */
+void owner_own_test_stop_poll(struct owner *o);
 /* The persister finished a batch carrying ownership table t (status). */
 void owner_own_saved(struct owner *o, const struct persist_own *t, int status);
 

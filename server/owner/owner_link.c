@@ -99,6 +99,10 @@ static int hello_for_us(struct olink *l, const struct wire_msg *m, char *why, si
         return 1;
     }
     unsigned me = owner_own_number(o);
+    if (me == 0 || want != me) {
+        owner_own_refresh(o); /* the edge may route from a newer revision */
+        me = owner_own_number(o);
+    }
     if (me == 0) {
         snprintf(why, whylen, "HELLO wants owner %u: this owner does not know its number yet "
                               "(no cluster map)", want);

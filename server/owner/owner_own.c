@@ -78,8 +78,15 @@ int owner_own_has(const struct owner *o, uint64_t place)
     return lo > 0 && (uint64_t)h - t->leaves[lo - 1].start < span(t->leaves[lo - 1].bits);
 }
 
+static void poll_map(struct owner *o);
+
 int owner_own_ours(struct owner *o, struct olink *l, uint64_t id, uint64_t place)
 {
+    if (owner_own_has(o, place))
+        return 1;
+    /* The edge routed here from the same map, maybe from a newer revision
+     * than the last poll took: look again before saying no. */
+    owner_own_refresh(o);
     if (owner_own_has(o, place))
         return 1;
     o->st.owner_moved++;
@@ -210,6 +217,12 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
     poll_map(arg);
 }
 
+void owner_own_refresh(struct owner *o)
+{
+    if (o->own != NULL && o->ctx->cmap != NULL && cmap_revision(o->ctx->cmap) != o->own->seen)
+        poll_map(o);
+}
+
 int owner_own_load(struct owner *o)
 {
     const struct cfg *cfg = o->ctx->cfg;
@@ -253,6 +266,12 @@ int owner_own_start(struct owner *o)
     struct timeval tv = {0, OWN_POLL_MS * 1000};
     event_add(o->own->poll, &tv);
     return 0;
+}
+
+void owner_own_test_stop_poll(struct owner *o)
+{
+    if (o->own != NULL && o->own->poll != NULL)
+        event_del(o->own->poll);
 }
 
 void owner_own_teardown(struct owner *o)

@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,9 +41,8 @@
 #define UP_MS 30000      /* a daemon serving keys of the other host (agent, map, links) */
 #define PUSH_MS 3000     /* a write through h2 visible through h1 */
 
-static char certs[256], etcd_dir[256];
-static pid_t etcd_pid;
-static int etcd_port;
+static char certs[256];
+static struct h_etcd etcd;
 static struct daemon h1, h2, h3;
 
 static void make_certs(void)
@@ -55,56 +56,41 @@ static void remove_certs(void)
     h_rmtree(certs);
 }
 
-/* etcd on a private client and peer port; dies with the test process. */
 static void start_etcd(void)
 {
-    h_tmpdir(etcd_dir, sizeof(etcd_dir));
-    etcd_port = h_free_port();
-    int peer = h_free_port();
-    char url[64], purl[64], data[300], init[96], logf[300];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d", etcd_port);
-    snprintf(purl, sizeof(purl), "http://127.0.0.1:%d", peer);
-    snprintf(init, sizeof(init), "hkv=%s", purl);
-    snprintf(data, sizeof(data), "%s/data", etcd_dir);
-    snprintf(logf, sizeof(logf), "%s/etcd.log", etcd_dir);
-    etcd_pid = fork();
-    ck_assert_int_ge(etcd_pid, 0);
-    if (etcd_pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        FILE *f = freopen(logf, "w", stderr);
-        (void)f;
-        execl("/usr/bin/etcd", "etcd", "--name", "hkv", "--data-dir", data,
-              "--listen-client-urls", url, "--advertise-client-urls", url,
-              "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
-              "--initial-cluster", init, "--initial-cluster-state", "new",
-              "--experimental-watch-progress-notify-interval", "1s", "--log-level", "warn",
-              (char *)NULL);
-        _exit(127);
-    }
-    /* healthy: a TCP connect to the client port succeeds */
-    int64_t end = h_now_ms() + 15000;
-    int fd = -1;
-    while (h_now_ms() < end && (fd = h_connect(etcd_port)) < 0) {
-        ck_assert_msg(waitpid(etcd_pid, NULL, WNOHANG) == 0, "etcd exited; see %s", logf);
-        h_sleep_ms(50);
-    }
-    ck_assert_msg(fd >= 0, "etcd did not listen within 15 s; see %s", logf);
-    close(fd);
+    ck_assert_msg(harness_etcd_available(), "etcd is not installed (scripts/install-deps.sh)");
+    ck_assert_int_eq(harness_etcd_start(&etcd, NULL), 0);
 }
 
 static void stop_etcd(void)
 {
-    if (etcd_pid > 0) {
-        kill(etcd_pid, SIGTERM);
-        if (h_wait(etcd_pid, 5000) < 0) {
-            kill(etcd_pid, SIGKILL);
-            h_wait(etcd_pid, 5000);
-        }
+    if (etcd.pid > 0)
+        harness_etcd_stop(&etcd);
+    memset(&etcd, 0, sizeof(etcd));
+}
+
+/* Two consecutive free loopback ports (owner-port + 0 and + 1) that none
+ * of the daemons already prepared uses. */
+static int port_pair(void)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        int p = h_free_port(), ok = 1;
+        const struct daemon *ds[] = {&h1, &h2, &h3};
+        for (size_t i = 0; i < 3; i++)
+            ok &= ds[i]->port != p && ds[i]->port != p + 1;
+        if (!ok || p + 1 > 65535)
+            continue;
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)(p + 1)),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (ok)
+            return p;
     }
-    etcd_pid = 0;
-    if (etcd_dir[0])
-        h_rmtree(etcd_dir);
-    etcd_dir[0] = '\0';
+    ck_abort_msg("no two consecutive free ports");
+    return 0;
 }
 
 /* d's dir, port and config for host `host` of `cluster` (owners when
@@ -130,7 +116,7 @@ static void prepare(struct daemon *d, const char *cluster, const char *host, int
              "cluster-tls-ca-file %s/ca.crt\n"
              "class cold pattern \"c:*\" pool cold fresh 60s keep 120s\n"
              "class default pool hot fresh 60s keep 120s\n",
-             cluster, host, etcd_port, owners, certs, host, certs, host, certs);
+             cluster, host, etcd.port, owners, certs, host, certs, host, certs);
     h_write_conf(d, extra);
 }
 
@@ -174,7 +160,8 @@ static struct h_reply *cmd(const struct daemon *d, const char *a, const char *b,
 
 static int is(const struct h_reply *r, enum resp_type type, const char *s)
 {
-    return r->v->type == type && r->v->str != NULL && strcmp(r->v->str, s) == 0;
+    return r->v->type == type && r->v->str != NULL && r->v->len == strlen(s) &&
+           memcmp(r->v->str, s, r->v->len) == 0;
 }
 
 /* SET through d until it is answered OK (the first ones may meet links
@@ -186,7 +173,8 @@ static void set_ok(const struct daemon *d, const char *key, const char *val, int
     while (h_now_ms() < end) {
         struct h_reply *r = cmd(d, "SET", key, val);
         int ok = is(r, RESP_SIMPLE, "OK");
-        snprintf(last, sizeof(last), "%s", r->v->str != NULL ? r->v->str : "?");
+        snprintf(last, sizeof(last), "%.*s", r->v->str != NULL ? (int)r->v->len : 1,
+                 r->v->str != NULL ? r->v->str : "?");
         h_free(r);
         if (ok)
             return;
@@ -207,9 +195,8 @@ static int get_is(const struct daemon *d, const char *key, const char *val)
 static void up(void)
 {
     start_etcd();
-    int oport = h_free_port();
-    prepare(&h2, "test", "h2", oport);
     prepare(&h1, "test", "h1", 0);
+    prepare(&h2, "test", "h2", port_pair());
     cluster_init(&h2, "h2/hot/0,h2/cold/0");
     start(&h2);
     start(&h1);
@@ -359,7 +346,7 @@ END_TEST
 START_TEST(an_owner_of_another_cluster_refuses_a_hello_for_this_one)
 {
     set_ok(&h1, "k:other", "x", UP_MS);
-    int oport = h_free_port();
+    int oport = port_pair();
     prepare(&h3, "other", "h2", oport); /* a host of cluster "other" (certificate h2) */
     cluster_init(&h3, "h2/hot/0,h2/cold/0");
     start(&h3);

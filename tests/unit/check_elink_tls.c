@@ -357,6 +357,9 @@ START_TEST(hello_for_another_cluster_or_owner_is_refused_over_tls)
     client_ctx("h1", "ca");
     open_link("127.0.0.1", "h2", "staging", ME, "h1");
     assert_refused();
+    /* nothing sent on a connection whose HELLO was refused was applied: a
+     * retry of it is a first attempt (rid.prev 0), not "outcome unknown" */
+    ck_assert_uint_eq(elink_owner_of(link_, 1), 0);
     elink_destroy(&link_);
     open_link("127.0.0.1", "h2", "prod", ME + 1, "h1");
     assert_refused();

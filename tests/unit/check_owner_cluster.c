@@ -329,6 +329,25 @@ START_TEST(a_map_change_moves_leaves_within_the_poll)
 }
 END_TEST
 
+/* An edge may route from a revision newer than the owner's last poll: the
+ * owner looks at the map again before it refuses a HELLO or a key. */
+START_TEST(a_map_newer_than_the_last_poll_is_read_before_refusing)
+{
+    struct cmap_table *t = map(40, OTHER); /* every leaf is OTHER's; ME has none */
+    publish(t);
+    start_owner("prod", seg);
+    owner_own_test_stop_poll(&own);
+    hello_ok(&F);
+    ck_assert_uint_eq(owner_own_leaves(&own), 0);
+    publish(map(41, ME)); /* now every leaf is ours; the poll will not see it */
+    struct wire_msg m;
+    set(&F, key_of(OTHER, 3), &m);
+    ck_assert_msg(m.type == WIRE_OK, "a key of a leaf the map gives the owner was answered %s",
+                  wire_type_name(m.type));
+    ck_assert_int_eq(owner_own_revision(&own), 41);
+}
+END_TEST
+
 START_TEST(scan_shows_only_keys_of_its_leaves)
 {
     publish(map(40, ME));
@@ -455,6 +474,7 @@ Suite *owner_cluster_suite(void)
     } cases[] = {
         {"moved", serves_its_leaves_and_answers_moved_with_epoch_and_owner_for_others},
         {"map_change", a_map_change_moves_leaves_within_the_poll},
+        {"map_before_refusal", a_map_newer_than_the_last_poll_is_read_before_refusing},
         {"scan", scan_shows_only_keys_of_its_leaves},
         {"stored_table", restart_without_a_map_serves_from_the_stored_ownership_table},
         {"stored_other_cluster", a_stored_table_of_another_cluster_is_not_served},
