@@ -239,6 +239,8 @@ int agent_map_commit(struct agent_map *m, int64_t rev, const struct cmap_table *
     for (int p = 0; p < CMAP_NPOOLS; p++) {
         if (m->overflow[p] > 0) {
             snprintf(why, whylen, "pool %d: more than %u leaves", p, CMAP_MAX_LEAVES);
+            t->nleaves[0] = t->nleaves[1] = 0;
+            *out = t;
             return HKV_EINVAL;
         }
         t->nleaves[p] = m->ready[p] ? m->cand->nleaves[p] : 0;
@@ -247,10 +249,8 @@ int agent_map_commit(struct agent_map *m, int64_t rev, const struct cmap_table *
     for (unsigned n = 0; n <= CMAP_MAX_OWNERS; n++)
         owner_row(m, n, &t->owners[n]);
     memset(&t->owners[0], 0, sizeof(t->owners[0]));
-    int rc = cmap_validate(t, why, whylen);
-    if (rc == HKV_OK)
-        *out = t;
-    return rc;
+    *out = t;
+    return cmap_validate(t, why, whylen);
 }
 
 /* ---- numbers ------------------------------------------------------------------ */

@@ -49,7 +49,8 @@ enum agent_key_kind agent_map_apply(struct agent_map *m, const char *key, size_t
 
 /* Every event of revision rev is in: HKV_OK and *out = the table to publish
  * (owned by the map, valid until the next call on it), or HKV_EINVAL with
- * the reason in why: the leaves do not partition the hash space. */
+ * the reason in why: the leaves do not partition the hash space (then *out
+ * is the table as the keys say, to show, never to publish). */
 int agent_map_commit(struct agent_map *m, int64_t rev, const struct cmap_table **out, char *why,
                      size_t whylen);
 

@@ -417,6 +417,7 @@ static void on_revoke(void *arg, const struct etcd_result *r)
                     a->h.lease_id);
     a->h.lease_id = 0;
     agent_health_push(a);
+    save_state(a); /* the next start has no lease to take over */
     revoke_cb.done(revoke_cb.arg);
 }
 

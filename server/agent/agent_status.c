@@ -132,15 +132,14 @@ int agent_admin_status(const struct cfg *cfg, FILE *out, FILE *err)
     const struct cmap_table *t;
     /* a map that does not validate is still shown, as the keys say */
     int valid = agent_map_commit(m, r.revision, &t, why, sizeof(why)) == HKV_OK;
-    if (valid) {
-        print_table(out, t);
-        for (int p = 0; p < CMAP_NPOOLS; p++)
-            fprintf(out, "pool %s leaves %u %s min_bits %d\n", topo_pool_name((enum cfg_pool)p),
-                    t->nleaves[p], ready[p] ? "ready" : "not-ready", bits[p]);
+    print_table(out, t);
+    for (int p = 0; p < CMAP_NPOOLS; p++)
+        fprintf(out, "pool %s leaves %u %s min_bits %d\n", topo_pool_name((enum cfg_pool)p),
+                t->nleaves[p], ready[p] ? "ready" : "not-ready", bits[p]);
+    if (valid)
         fprintf(out, "map ok\n");
-    } else {
+    else
         fprintf(out, "map INVALID: %s\n", why);
-    }
     code = 0;
 out:
     agent_sync_free(&r);

@@ -235,6 +235,11 @@ int etcd_set_opts(struct etcd *e, const struct etcd_opts *o)
     return HKV_OK;
 }
 
+const char *etcd_endpoint(const struct etcd *e)
+{
+    return e->endpoints[e->cur];
+}
+
 /* ---- the queue ---- */
 
 void etcd_submit(struct etcd *e, struct etcd_call *c)

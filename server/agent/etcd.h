@@ -85,6 +85,8 @@ int etcd_opts_check(const struct etcd_opts *o, char *err, size_t errlen);
 void etcd_destroy(struct etcd **e);
 /* New options (a reload); calls in flight finish under the old ones. */
 int etcd_set_opts(struct etcd *e, const struct etcd_opts *o);
+/* The endpoint later calls go to (for log lines and INFO). */
+const char *etcd_endpoint(const struct etcd *e);
 
 /* The end of the range of every key starting with prefix (etcd's range_end
  * for a prefix), into out (room for plen bytes, at least 1); its length. */

@@ -199,6 +199,8 @@ static void on_ready(void *arg, int status, int code, const char *why)
         finish(w, ETCD_W_BROKEN, status, 0, 0);
         return;
     }
+    if (w->ep >= e->nendpoints)
+        w->ep = e->cur; /* new options with fewer endpoints came meanwhile */
     struct hkv_buf body = HKV_BUF_INIT;
     int rc = etcd_req_watch(&body, w->key, w->klen, w->end, w->elen, w->start_revision);
     if (rc == HKV_OK) {
@@ -213,8 +215,8 @@ static void on_ready(void *arg, int status, int code, const char *why)
         finish(w, ETCD_W_BROKEN, HKV_EIO, 0, 0);
 }
 
-/* Queues the token step that opens the stream. */
-static void open_stream(struct etcd_watch *w)
+/* Queues the token step (made by the caller) that opens the stream. */
+static void open_with(struct etcd_watch *w, struct etcd_call *step)
 {
     struct etcd *e = w->e;
     w->http_status = 0;
@@ -223,14 +225,19 @@ static void open_stream(struct etcd_watch *w)
     buf_reset(&w->errbody);
     if (w->tried == 0)
         w->ep = e->cur;
-    w->pending = etcd_call_new(ETCD_K_RANGE, NULL);
-    if (w->pending == NULL) {
-        finish(w, ETCD_W_BROKEN, HKV_EIO, 0, 0);
-        return;
-    }
-    w->pending->ready = on_ready;
-    w->pending->arg = w;
-    etcd_submit(e, w->pending);
+    w->pending = step;
+    step->ready = on_ready;
+    step->arg = w;
+    etcd_submit(e, step);
+}
+
+static void open_stream(struct etcd_watch *w)
+{
+    struct etcd_call *step = etcd_call_new(ETCD_K_RANGE, NULL);
+    if (step == NULL)
+        finish(w, ETCD_W_BROKEN, HKV_EIO, 0, 0); /* on the loop: a callback is fine */
+    else
+        open_with(w, step);
 }
 
 struct etcd_watch *etcd_watch(struct etcd *e, const char *key, size_t klen, const char *end,
@@ -240,15 +247,19 @@ struct etcd_watch *etcd_watch(struct etcd *e, const char *key, size_t klen, cons
     if (key == NULL || klen == 0 || start_revision < 0 || cb == NULL)
         return NULL;
     struct etcd_watch *w = calloc(1, sizeof(*w));
-    if (w == NULL)
-        return NULL;
-    w->key = malloc(klen);
-    w->end = end != NULL ? malloc(elen + 1) : NULL;
-    if (w->key == NULL || (end != NULL && w->end == NULL)) {
-        free(w->key);
-        free(w->end);
+    struct etcd_call *step = etcd_call_new(ETCD_K_RANGE, NULL);
+    if (w != NULL) {
+        w->key = malloc(klen);
+        w->end = end != NULL ? malloc(elen + 1) : NULL;
+    }
+    if (w == NULL || step == NULL || w->key == NULL || (end != NULL && w->end == NULL)) {
+        if (w != NULL) {
+            free(w->key);
+            free(w->end);
+        }
         free(w);
-        return NULL;
+        etcd_call_free(step);
+        return NULL; /* never a callback from inside this call */
     }
     memcpy(w->key, key, klen);
     if (end != NULL)
@@ -265,7 +276,7 @@ struct etcd_watch *etcd_watch(struct etcd *e, const char *key, size_t klen, cons
     w->link.prev = &e->watches;
     e->watches.next->prev = &w->link;
     e->watches.next = &w->link;
-    open_stream(w);
+    open_with(w, step);
     return w;
 }
 

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "tests/integration/etcd_loop.h"
@@ -51,6 +53,7 @@ START_TEST(dead_endpoint_first_fails_over)
     struct got p = put(e, "/t/fo/a", "1", 0);
     ck_assert_msg(p.status == HKV_OK, "%d %s", p.status, p.message);
     ck_assert_int_lt(h_now_ms() - t0, 3000);
+    ck_assert_str_eq(etcd_endpoint(e), etcd.url); /* later calls go there directly */
     ck_assert_str_eq(get(e, "/t/fo/a", NULL).vals[0], "1");
     /* a watch finds the live endpoint too */
     etcd_destroy(&e);
@@ -122,6 +125,82 @@ START_TEST(timeouts_fire_against_a_listener_that_never_answers)
     ck_assert_msg(p.status == HKV_OK, "%d %s", p.status, p.message);
     etcd_destroy(&e);
     close(fd);
+}
+END_TEST
+
+/* A server that answers each of its first n connections with one canned
+ * reply (after reading the request) and closes it; its pid. */
+static pid_t canned_server(int fd, const char *const *replies, int n)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        for (int k = 0; k < n; k++) {
+            int c = accept(fd, NULL, NULL);
+            if (c < 0)
+                _exit(1);
+            char buf[4096];
+            struct timeval tv = {0, 300000};
+            setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+            (void)!read(c, buf, sizeof(buf));
+            (void)!write(c, replies[k], strlen(replies[k]));
+            usleep(100000);
+            close(c);
+        }
+        _exit(0);
+    }
+    return pid;
+}
+
+START_TEST(garbled_or_oversized_answers_are_protocol_errors)
+{
+    int port;
+    int fd = mute_listener(&port);
+    const char *replies[] = {
+        "HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n{",   /* over max_body */
+        "SSH-2.0-OpenSSH_9.2\r\n",                                 /* not HTTP */
+        "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 9\r\n\r\nnot json!",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n", /* bad chunk */
+        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n{}",         /* cut short */
+    };
+    pid_t srv = canned_server(fd, replies, 5);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+    const char *eps[] = {url};
+    struct etcd *e = client(eps, 1, NULL, NULL, NULL, 2000);
+    const int want[] = {HKV_EPROTO, HKV_EPROTO, HKV_EPROTO, HKV_EPROTO, HKV_EIO};
+    for (int k = 0; k < 5; k++) {
+        int64_t t0 = h_now_ms();
+        struct got g = get(e, "/t/x", NULL);
+        ck_assert_msg(g.status == want[k], "reply %d: %d %s", k, g.status, g.message);
+        ck_assert_int_lt(h_now_ms() - t0, 1500); /* refused, not timed out */
+    }
+    etcd_destroy(&e);
+    kill(srv, SIGKILL);
+    h_wait(srv, 5000);
+    close(fd);
+}
+END_TEST
+
+START_TEST(new_options_move_later_calls)
+{
+    NEED_ETCD();
+    char dead[64];
+    snprintf(dead, sizeof(dead), "http://127.0.0.1:%d", dead_port());
+    const char *eps[] = {dead};
+    struct etcd *e = client(eps, 1, NULL, NULL, NULL, 2000);
+    ck_assert_int_eq(put(e, "/t/reload/a", "1", 0).status, HKV_EIO);
+    const char *live[] = {etcd.url};
+    struct etcd_opts o = {(char *const *)live, 1, NULL, NULL, NULL, 2000, 0};
+    ck_assert_int_eq(etcd_set_opts(e, &o), HKV_OK);
+    ck_assert_str_eq(etcd_endpoint(e), etcd.url);
+    ck_assert_int_eq(put(e, "/t/reload/a", "1", 0).status, HKV_OK);
+    /* bad new options are refused and the old ones stay */
+    const char *bad[] = {"tcp://x"};
+    struct etcd_opts ob = {(char *const *)bad, 1, NULL, NULL, NULL, 2000, 0};
+    ck_assert_int_eq(etcd_set_opts(e, &ob), HKV_EINVAL);
+    ck_assert_str_eq(get(e, "/t/reload/a", NULL).vals[0], "1");
+    etcd_destroy(&e);
 }
 END_TEST
 
@@ -346,6 +425,8 @@ Suite *etcd_net_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, dead_endpoint_first_fails_over);
     tcase_add_test(tc, timeouts_fire_against_a_listener_that_never_answers);
+    tcase_add_test(tc, garbled_or_oversized_answers_are_protocol_errors);
+    tcase_add_test(tc, new_options_move_later_calls);
     suite_add_tcase(s, tc);
     tc = tcase_create("auth");
     tcase_add_unchecked_fixture(tc, auth_setup, etcd_teardown);
