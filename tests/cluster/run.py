@@ -50,6 +50,7 @@ def history_across_cluster(ctx):
 # (letter, function), in the order they run on the one cluster.
 SCENARIOS = [
     ("a", S.push_visible_across_hosts),
+    ("adm", S.admin_status_and_info),
     ("fig", S.figures_latency),
     ("fig", S.figures_map_change),
     ("fig", S.figures_etcd_traffic),
@@ -81,7 +82,7 @@ def main(argv=None):
     ap.add_argument("--clockshim", default=None, help="clockshift.so (scenario g, history)")
     ap.add_argument("--quick", action="store_true",
                     help="the make-test settings: shorter outage and history run")
-    ap.add_argument("--only", default="", help="letters to run: a,b,c,d,e,f,g,h,fig "
+    ap.add_argument("--only", default="", help="letters to run: a,adm,b,c,d,e,f,g,h,fig "
                     "(default: all)")
     ap.add_argument("--etcd-outage", type=float, default=None, help="s (default 30; quick 8)")
     ap.add_argument("--history-seconds", type=float, default=None,
@@ -140,7 +141,7 @@ def main(argv=None):
             "`make cluster-test` runs the full ones" % (args.etcd_outage, args.history_seconds))
 
     results = []
-    figures = {}
+    figures, notes = {}, []
     cl = None
     try:
         t0 = time.monotonic()
@@ -186,7 +187,7 @@ def main(argv=None):
             dt = time.monotonic() - ts
             results.append((name, status, detail, dt))
             log("scenario %s: %s (%.1f s): %s" % (name, status, dt, detail))
-        figures = ctx.figures
+        figures, notes = ctx.figures, ctx.notes
     except KeyboardInterrupt as e:
         log("cluster: interrupted (%s)" % e)
         results.append(("setup", "FAIL", "interrupted", 0))
@@ -202,6 +203,8 @@ def main(argv=None):
         if cl is not None:
             cl.close()
 
+    for n in notes:
+        log(n)
     log("figures:")
     for k, v in figures.items():
         log("  %s: %s" % (k, v))

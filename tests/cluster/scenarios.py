@@ -671,3 +671,58 @@ def retry_after_lost_reply_applied_once(ctx):
         notes.append("%s: h1's SET answered %r after %.1f s; every host reads B" % (
             "busy" if busy else "alone", res.get("r"), res.get("dt", -1)))
     return "; ".join(notes)
+
+
+# ---- operator's view ----------------------------------------------------------------
+
+INFO_CLUSTER_FIELDS = ("cluster", "host", "host_number", "map_revision", "map_from_disk",
+                       "etcd_up", "etcd_last_ok_ms_ago", "lease_id", "lease_ttl_ms",
+                       "lease_renewed_ms_ago", "watch_revision", "watch_compactions",
+                       "refused_maps", "owners_known", "owners_live", "leaves_hot",
+                       "leaves_cold", "remote_links_up")
+
+
+def admin_status_and_info(ctx):
+    """`hotkvd-admin CONFIG status` names every host and owner, live, with
+    its leaves (exit 0); INFO cluster on every host has the contract's
+    fields and agrees on the map; --cluster-init run again changes nothing;
+    with etcd stopped, status exits 1 with a one-line reason."""
+    cl = ctx.cl
+    h1 = cl.hosts["h1"]
+    code, out = h1.admin("status")
+    expect(code == 0, "hotkvd-admin status exited %d:\n%s" % (code, out))
+    for h in cl.hosts.values():
+        expect(h.name in out, "status does not name host %s:\n%s" % (h.name, out))
+        for o in h.owner_ids():
+            expect(o in out, "status does not name owner %s:\n%s" % (o, out))
+    revs = set()
+    for h in cl.hosts.values():
+        f = h.info("cluster")
+        missing = [k for k in INFO_CLUSTER_FIELDS if k not in f]
+        expect(not missing, "INFO cluster on %s lacks %s: %s" % (h.tag, missing, f))
+        expect(f["cluster"] == "hkvtest" and f["host"] == h.name and f["etcd_up"] == "1",
+               "INFO cluster on %s: %s" % (h.tag, f))
+        expect(int(f["owners_live"]) == int(f["owners_known"]) == 6,
+               "INFO cluster on %s: owners_known %s, owners_live %s (6 owners)" %
+               (h.tag, f["owners_known"], f["owners_live"]))
+        expect(int(f["leaves_hot"]) == 64 and int(f["leaves_cold"]) == 64,
+               "INFO cluster on %s: leaves %s/%s" % (h.tag, f["leaves_hot"], f["leaves_cold"]))
+        revs.add(f["map_revision"])
+    code2, out2 = h1.cluster_init([o for h in cl.host_names for o in cl.hosts[h].owner_ids()])
+    expect(code2 == 0 and "already" in out2, "--cluster-init on an initialised cluster: exit %d: "
+           "%s" % (code2, out2))
+    cl.etcd.kill9()
+    try:
+        code3, out3 = h1.admin("status", timeout=30)
+    finally:
+        cl.etcd.start()
+    lines = [x for x in out3.strip().splitlines() if x.strip()]
+    expect(code3 == 1 and len(lines) == 1, "hotkvd-admin status with etcd down: exit %d, "
+           "%d lines:\n%s" % (code3, len(lines), out3))
+    ok, _ = wait_until(lambda: all(info_int(h, "etcd_up") == 1 for h in cl.hosts.values()),
+                       15, 0.1)
+    expect(ok, "agents not back on etcd 15 s after it restarted")
+    ctx.notes.append("hotkvd-admin status:\n" + out)
+    return "status names 3 hosts, 6 owners (exit 0); INFO cluster complete on every host " \
+           "(map revisions %s); init again: %r; etcd down: exit 1, %r" % (
+               sorted(revs), out2.strip()[:70], lines[0][:100] if lines else "")
