@@ -16,10 +16,12 @@ from run_resp import RespError, Transport
 
 from clock import ClockShift, observed_offset_ms
 from cluster import PREFIX, wait_until
-from hosts import KEEP_MS, MISS_WAIT_MS, WRITE_DEADLINE_MS, Host
+from hosts import KEEP_MS, MISS_WAIT_MS, WRITE_DEADLINE_MS, WRITE_TIMEOUT_MS, Host
 from load import Loader, start_loaders, stop_loaders
 
 PUSH_BOUND_S = 1.0        # pf keys are fresh for 10 s: seeing a write sooner is a push
+# write-timeout + the longest write-retry-backoff + margin, < write-deadline
+RESEND_AFTER_S = (WRITE_TIMEOUT_MS + 400 + 300) / 1000.0
 
 
 class Fail(AssertionError):
@@ -637,6 +639,7 @@ def retry_after_lost_reply_applied_once(ctx):
         res = {}
         w0 = (info_int(b, "owner_writes", "owners"), info_int(b, "owner_idempotent_retries",
                                                                "owners"))
+        r0 = info_int(a, "write_retries", "stats")
         bg = Loader(a, others, "bg@h1", think=0.01) if busy else None
         cl.net.cut("h2", "h1")
         try:
@@ -648,11 +651,14 @@ def retry_after_lost_reply_applied_once(ctx):
                 res["r"] = call(a, "SET", k, "A", timeout=WRITE_DEADLINE_MS / 1000.0 + 6)
                 res["dt"] = time.monotonic() - t0
             th = threading.Thread(target=first)
+            t_set = time.monotonic()
             th.start()
-            got, _ = wait_until(lambda: call(c, "GET", k) == "A", 1.5, 0.02)
+            got, _ = wait_until(lambda: call(c, "GET", k) == "A", 1.0, 0.02)
             expect(got, "h1's SET never reached h2's owner (h3 reads %r)" % call(c, "GET", k))
             expect(call(c, "SET", k, "B") == "OK", "SET %s via h3" % k)
-            time.sleep(0.3)
+            # Past write-timeout plus the longest backoff, so h1's edge has
+            # resent at least once, and well before write-deadline.
+            time.sleep(max(0.0, t_set + RESEND_AFTER_S - time.monotonic()))
         finally:
             cl.net.heal("h2")
         th.join(WRITE_DEADLINE_MS / 1000.0 + 8)
@@ -662,14 +668,18 @@ def retry_after_lost_reply_applied_once(ctx):
         reads = {h.tag: call(h, "GET", k) for h in (a, b, c)}
         w1 = (info_int(b, "owner_writes", "owners"), info_int(b, "owner_idempotent_retries",
                                                                "owners"))
+        resent = (info_int(a, "write_retries", "stats") or 0) - (r0 or 0)
+        expect(resent >= 1, "harness: h1's edge resent nothing during the %.1f s cut "
+               "(write_retries %s -> %s): the scenario tested no resend" % (
+                   RESEND_AFTER_S, r0, info_int(a, "write_retries", "stats")))
         expect(all(v == "B" for v in reads.values()),
                "%s: h1's SET %s A (answered %r after %.1f s) was applied again after h3's SET B: "
                "reads after the heal %s; h2's INFO owners: owner_writes %s -> %s, "
                "owner_idempotent_retries %s -> %s" % (
                    "with other writes from h1 meanwhile" if busy else "alone", k, res.get("r"),
                    res.get("dt", -1), reads, w0[0], w1[0], w0[1], w1[1]))
-        notes.append("%s: h1's SET answered %r after %.1f s; every host reads B" % (
-            "busy" if busy else "alone", res.get("r"), res.get("dt", -1)))
+        notes.append("%s: h1's SET answered %r after %.1f s, %d resend(s); every host reads B"
+                     % ("busy" if busy else "alone", res.get("r"), res.get("dt", -1), resent))
     return "; ".join(notes)
 
 
