@@ -219,7 +219,9 @@ class Cluster:
             self.net.close()
         if self.keep or self.failed:
             # Renamed out of the leftovers' pattern: the next run removes
-            # only what is more than a day old.
+            # only what is more than a day old.  etcd's data (a 64 MB
+            # preallocated WAL) goes; its log stays.
+            shutil.rmtree(os.path.join(self.tmp, "etcd", "data"), ignore_errors=True)
             kept = self.tmp.replace("/hkv-cluster-", "/hkv-cluster-kept-", 1)
             try:
                 os.rename(self.tmp, kept)
