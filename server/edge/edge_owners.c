@@ -68,7 +68,7 @@ int edge_owners_count(struct edge *e)
     return n;
 }
 
-int edge_remote_links_up(struct edge *e)
+int edge_remote_links_up(const struct edge *e)
 {
     int n = 0;
     for (int g = 0; e->owners != NULL && g < e->nowners; g++) {

@@ -90,7 +90,7 @@ int edge_owner_next(struct edge *e, int after);
 int edge_owners_count(struct edge *e);
 /* Cluster: links of this edge to owners of other hosts that are up now (an
  * owner counts once, by its WRITE link); 0 on a single host. */
-int edge_remote_links_up(struct edge *e);
+int edge_remote_links_up(const struct edge *e);
 /* o's link of role, made (all three of its links) on first use.  NULL if
  * it cannot be made: an owner of another host that is not live, has no
  * address, or no cluster TLS context; or no memory (logged once). */

@@ -11,14 +11,14 @@
 
 #include "server/core/clock.h"
 #include "server/core/cmap.h"
+#include "server/edge/edge_owners.h"
 
 static struct cmap_table *seen; /* this process's copy, for INFO only */
 static int64_t seen_rev;
 
 int info_remote_links_up(const struct edge *e)
 {
-    (void)e;
-    return 0;
+    return edge_remote_links_up(e);
 }
 
 static long long ago(int64_t now, int64_t then)

@@ -21,9 +21,8 @@
 /* Appends the lines (nothing on a single host). */
 void info_cluster_lines(struct hkv_buf *b, struct edge *e);
 
-/* The hook for remote links: how many of this edge's links to owners on
- * other hosts are up.  0 until edges have such links (server/edge/
- * edge_link*: count them here). */
+/* How many of this edge's links to owners on other hosts are up (one per
+ * owner: edge_remote_links_up, server/edge/edge_owners.h). */
 int info_remote_links_up(const struct edge *e);
 
 #endif

@@ -227,6 +227,9 @@ START_TEST(writes_through_h1_land_on_h2s_owners_and_read_back)
     ck_assert_int_eq(r->v->type, RESP_INT);
     ck_assert_int_eq(r->v->integer, 2);
     h_free(r);
+    /* h1's one edge reaches both of h2's owners over TCP (INFO # Cluster) */
+    ck_assert_int_eq(h_info_int(h1.port, "remote_links_up"), 2);
+    ck_assert_int_eq(h_info_int(h2.port, "remote_links_up"), 0);
 }
 END_TEST
 
