@@ -73,6 +73,7 @@ struct cache_hit {
     X(cache_corrupt_entries, "Torn or corrupt entries found and not served")                    \
     X(cache_lock_repairs, "Cache stripe locks recovered from a process that died holding one") \
     X(cache_not_cached_too_big, "Values not cached: larger than cache-max-value")              \
+    X(cache_not_cached_unpushed, "Values not cached: the owner did not know the push link yet") \
     X(degraded_replies, "Reads answered by their class's on-timeout rule")                      \
     X(pushes_received, "Owner pushes and invalidations applied to the colo cache")
 

@@ -41,6 +41,14 @@
  * on the colo's push link before the write, read by the edge's loop in the
  * same round or the next, far inside the horizon.
  *
+ * A fill needs this edge's push link to the key's owner greeted (when owners
+ * push): an owner pushes a write only to the push links it knows, so a value
+ * read over the read link of an owner that has not yet taken this edge's
+ * push link (both are opened together, the first time an edge of another
+ * host needs that owner, or after the owner restarted) could stay cached,
+ * unpushed, for its whole fresh time.  Such an answer still answers its
+ * readers; it is just not cached.
+ *
  * Every write, push and value fill applied here is also noted in the colo's
  * change ring (server/colo/changes.h), after the segment holds it, so that
  * readers held on the key on any edge of the colo (HTTP long polls and
@@ -120,6 +128,21 @@ static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash
     return 1;
 }
 
+/* Whether the owner of key pushes its writes to this edge now (see above). */
+static int push_ready(struct edge *e, const char *key, size_t klen)
+{
+    if (!e->ctx->cfg->owner_push)
+        return 1;
+    struct route rt;
+    struct owner_ref *o = edge_owner_of(e, key, klen, &rt);
+    if (o == NULL || o->link[WIRE_ROLE_PUSH] == NULL)
+        return 0;
+    if (elink_greeted(o->link[WIRE_ROLE_PUSH]))
+        return 1;
+    cache_count(e->cache, CACHE_CTR_cache_not_cached_unpushed, 1);
+    return 0;
+}
+
 void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct route *rt,
                      const struct wire_msg *m, int64_t sent_ms)
 {
@@ -128,6 +151,8 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
     int64_t now = now_ms(), fu, ku;
     if (now - sent_ms >= EDGE_FILL_HORIZON_MS)
         return; /* a tombstone made since it was sent may be gone: not stored */
+    if (!push_ready(e, key, klen))
+        return;
     if (m->type == WIRE_VALUE) {
         if (!lifetimes(e, rt->cls, rt->hash, sent_ms, now, (int64_t)m->u.value.expire_ms, &fu,
                        &ku))
