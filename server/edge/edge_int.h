@@ -123,6 +123,8 @@ struct edge {
     void (*link_push)(void *arg, const struct wire_msg *m); /* what links call up */
     void (*link_drained)(struct elink *l, void *arg);      /* (owners_setup's hooks) */
     struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
+    int64_t push_checked_ms;      /* edge_push_gap: when every push link was last looked at */
+    int push_all_greeted;         /* and whether each was greeted then */
 
     /* ops (edge_op.c, edge_op_send.c) */
     uint64_t next_seq;            /* the last write request number given */

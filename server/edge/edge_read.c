@@ -226,6 +226,8 @@ int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash,
         cache_count(e->cache, CACHE_CTR_cache_misses, 1); /* the key itself expired */
         return 0;
     }
+    if (now < hit.fresh_until && edge_push_gap(e, key, len, now))
+        hit.fresh_until = now; /* its pushes may have been lost: stale, refreshed */
     int stale = now >= hit.fresh_until;
     if (stale && !flight_servable(e, hit.fresh_until, now)) {
         /* Stale by A or more: wait for the owner like a miss, unless this
