@@ -47,7 +47,8 @@
  * push link (both are opened together, the first time an edge of another
  * host needs that owner, or after the owner restarted) could stay cached,
  * unpushed, for its whole fresh time.  Such an answer still answers its
- * readers; it is just not cached.
+ * readers; it is not cached, but it leaves a tombstone at its version, so
+ * that an older value the segment held is not served after it.
  *
  * Every write, push and value fill applied here is also noted in the colo's
  * change ring (server/colo/changes.h), after the segment holds it, so that
@@ -151,8 +152,15 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
     int64_t now = now_ms(), fu, ku;
     if (now - sent_ms >= EDGE_FILL_HORIZON_MS)
         return; /* a tombstone made since it was sent may be gone: not stored */
-    if (!push_ready(e, key, klen))
+    if (!push_ready(e, key, klen)) {
+        /* Not cached, but no older value stays servable either. */
+        hkv_stamp v = m->type == WIRE_VALUE      ? m->u.value.stamp
+                      : m->type == WIRE_NOTFOUND ? m->u.notfound.stamp
+                                                 : 0;
+        if (v != 0)
+            cache_invalidate(e->cache, key, klen, rt->hash, v, now + EDGE_FILL_HORIZON_MS, now);
         return;
+    }
     if (m->type == WIRE_VALUE) {
         if (!lifetimes(e, rt->cls, rt->hash, sent_ms, now, (int64_t)m->u.value.expire_ms, &fu,
                        &ku))

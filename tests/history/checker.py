@@ -112,8 +112,7 @@ class BadHistory(ValueError):
 class Op:
     """One operation line, as recorded."""
     __slots__ = ("line", "id", "client", "colo", "edge", "f", "keys", "args",
-                 "value", "error", "outcome", "t0", "t1", "stale", "degraded",
-                 "prev_t1")
+                 "value", "error", "outcome", "t0", "t1", "stale", "degraded")
 
     def to_dict(self, t_zero):
         d = {"id": self.id, "client": self.client, "f": self.f,
@@ -312,7 +311,6 @@ def _parse_op(obj, n, hist):
         raise BadHistory(n, "outcome fail needs an error string")
     op.stale = bool(obj.get("stale", False))
     op.degraded = bool(obj.get("degraded", False))
-    op.prev_t1 = {}
     return op
 
 
@@ -349,20 +347,6 @@ def load_history(src):
     times = [o.t0 for o in hist.ops] + [c[0] for c in hist.crashes] + \
         [f["t0"] for f in hist.faults]
     hist.t_zero = min(times) if times else 0.0
-    # t1 of each client's previous op ON EACH KEY of the op: a read sees at
-    # least that client's own earlier operations of the key (read-your-writes
-    # is promised per key; nothing orders a client's reads of different keys
-    # against each other beyond real time, which a read delta relaxes).
-    by_client = {}
-    for op in hist.ops:
-        by_client.setdefault(op.client, []).append(op)
-    for ops in by_client.values():
-        ops.sort(key=lambda o: (o.t0, o.line))
-        last = {}
-        for op in ops:
-            op.prev_t1 = {k: last.get(k, -INF) for k in op.keys}
-            for k in op.keys:
-                last[k] = max(last.get(k, -INF), op.t1)
     return hist
 
 
@@ -726,6 +710,20 @@ def model_ops(items):
     return res
 
 
+def _sets_floor(u):
+    """Whether a client's later reads of u's key must not see a state older
+    than u's: reads, and writes that changed the key or may have.  A write
+    that changed nothing (PERSIST, EXPIRE or DEL answered 0, an INCRBY of a
+    value that is not an integer) leaves the colo cache as it was: hotkvd
+    promises read-your-writes and monotonic reads, not that a no-op makes
+    the cache catch up with the owner."""
+    if u.mode == "ok" and u.f in ("persist", "expire", "del") and u.out == 0:
+        return False
+    if u.mode == "err":
+        return u.is_read
+    return True
+
+
 def build_keys(hist):
     """Splits the history per key; returns {key: KeyHistory} for keys with
     at least one op that carries information."""
@@ -743,7 +741,7 @@ def build_keys(hist):
     for t, owner, _ in sorted(hist.crashes):
         crash_times.setdefault(owner, []).append(t)
     seq = 0
-    last_sub = {}       # (client, key) -> that client's latest Sub of the key
+    last_floor = {}     # (client, key) -> its latest Sub of the key that _sets_floor
     for op in sorted(hist.ops, key=lambda o: (o.t0, o.line)):
         f = op.f
         is_read = f in READ_FS
@@ -776,23 +774,25 @@ def build_keys(hist):
             pred = None
             if is_read:
                 delta = cls["stale_delta"] if op.stale else cls["read_delta"]
-                prev_t1 = op.prev_t1[k]
                 # A read may be as old as delta, but not older than its
-                # client's previous op of the key.  When that op is in the
-                # model (determinate), the read is ordered after it in the
-                # search (Sub.pred) and may start where it started: two
-                # reads of one client through a cache that is behind may
-                # both see the old value (each within delta), but never the
-                # second an older one than the first, and a read still sees
-                # its client's own write.  Otherwise (an info, ghost or
-                # uninformative op before it) the read starts after it ended.
-                p = last_sub.get((op.client, k))
-                if (p is not None and p.op is not None and p.op.t1 == prev_t1
-                        and p.mode in ("ok", "err")):
+                # client's previous op of the key that fixed a floor for it
+                # (_sets_floor).  When that op is in the model (determinate),
+                # the read is ordered after it in the search (Sub.pred) and
+                # may start where it started: two reads of one client
+                # through a cache that is behind (a push delayed by TCP
+                # after a cut between hosts) may both see the old value,
+                # each within delta, but never the second an older one than
+                # the first, and a read still sees its client's own write.
+                # After an indeterminate or failed op, the read starts after
+                # that op ended.
+                p = last_floor.get((op.client, k))
+                if p is None:
+                    call = op.t0 - delta
+                elif p.mode in ("ok", "err"):
                     pred = p
                     call = max(op.t0 - delta, p.call)
                 else:
-                    call = max(op.t0 - delta, prev_t1)
+                    call = max(op.t0 - delta, p.t1())
                 # Within crash_read_delta after a crash of the key's owner a
                 # read may be answered by a cache that still holds a value the
                 # crash lost, or by the restarted owner: reads through
@@ -805,7 +805,8 @@ def build_keys(hist):
                 call = min(call, op.t0)
             u = _new_sub(kh, seq, op, sf, a, out, mode, call, op.t1)
             u.pred = pred
-            last_sub[(op.client, k)] = u
+            if _sets_floor(u):
+                last_floor[(op.client, k)] = u
             seq += 1
             if mode == "ok" and (sf in ("get", "getdel") or
                                  (sf == "set" and a.get("get"))):

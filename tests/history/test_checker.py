@@ -364,6 +364,25 @@ class CorrectHistories(CheckerCase):
         h.get(2, "hf:0", 2.2, 2.3, "a").get(2, "hf:0", 2.4, 2.5, "a")
         self.assertPasses(h)
 
+    def test_a_no_op_write_does_not_make_the_cache_catch_up(self):
+        # PERSIST answered 0 changed nothing: the client's next read may
+        # still come from a cache that is behind, within the delta.
+        h = Hist()
+        h.set(1, "hf:0", "a", 1.0, 1.1).set(1, "hf:0", "b", 2.0, 2.1)
+        h.op(2, "persist", "hf:0", 2.2, 2.3, value=0)
+        h.get(2, "hf:0", 2.4, 2.5, "a")
+        self.assertPasses(h)
+
+    def test_a_write_that_changed_the_key_is_a_floor(self):
+        h = Hist()
+        h.set(1, "hf:0", "a", 1.0, 1.1).set(1, "hf:0", "b", 2.0, 2.1, px=60000)
+        h.op(2, "persist", "hf:0", 2.2, 2.3, value=1)
+        h.get(2, "hf:0", 2.4, 2.5, "b")
+        self.assertPasses(h)     # b had a TTL: the PERSIST took it away
+        h.get(2, "hf:0", 2.6, 2.7, "a")
+        res = h.check()
+        self.assertEqual(res.exit_code, checker.EXIT_ANOMALY, res.report())
+
     def test_one_clients_second_read_older_than_its_first_is_flagged(self):
         h = Hist()
         h.set(1, "hf:0", "a", 1.0, 1.1).set(1, "hf:0", "b", 2.0, 2.1)
