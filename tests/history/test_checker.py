@@ -375,7 +375,7 @@ class CorrectHistories(CheckerCase):
 
     def test_a_write_that_changed_the_key_is_a_floor(self):
         h = Hist()
-        h.set(1, "hf:0", "a", 1.0, 1.1).set(1, "hf:0", "b", 2.0, 2.1, px=60000)
+        h.set(1, "hf:0", "a", 1.0, 1.1).set(1, "hf:0", "b", 2.0, 2.1, px=7200000)
         h.op(2, "persist", "hf:0", 2.2, 2.3, value=1)
         h.get(2, "hf:0", 2.4, 2.5, "b")
         self.assertPasses(h)     # b had a TTL: the PERSIST took it away
