@@ -219,6 +219,16 @@ DIFFTEST_ARGS ?=
 difftest: $(DEPS_OK) $(BIN)
 	/usr/bin/python3 tests/diff/difftest.py --hotkvd $(BIN) --seed $(SEED) --count $(COUNT) $(DIFFTEST_ARGS)
 
+# The cluster tests (tests/cluster, issue 14): etcd and three hosts in network
+# namespaces on this machine, every scenario, the figures.  `make test` runs
+# the quick settings (tests/integration/check_cluster.c); this runs the full
+# ones (a 30 s etcd outage, a 60 s history run).
+#   make cluster-test CLUSTER_ARGS="--only a,b --keep"
+CLUSTER_ARGS ?=
+.PHONY: cluster-test
+cluster-test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(CLOCKSHIM)
+	/usr/bin/python3 tests/cluster/run.py --bin $(BIN) --admin $(ADMIN_BIN) --clockshim $(CLOCKSHIM) $(CLUSTER_ARGS)
+
 # Benchmarks (scripts/bench): storm, the hot-key load generator, and compare,
 # which runs the same workloads against hotkvd and redis-server side by side.
 #   make bench                  defaults, under 10 minutes

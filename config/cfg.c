@@ -177,6 +177,27 @@ static hkv_status validate_frame(const struct cfg *c, struct cfg_error *err)
                    where != NULL ? where : "", where != NULL ? ": " : "", bulk, qb, frame, want);
 }
 
+/* The HTTP ports: distinct from each other and from the RESP ports; HTTPS
+ * takes tls-port's certificate (and its client checks). */
+static hkv_status validate_http(const struct cfg *c, struct cfg_error *err)
+{
+    const int ports[] = {c->port, c->tls_port, c->http_port, c->https_port};
+    const char *names[] = {"port", "tls-port", "http-port", "https-port"};
+    for (int i = 2; i < 4; i++)
+        for (int j = 0; j < i; j++)
+            if (ports[i] != 0 && ports[i] == ports[j])
+                return invalid(err, "%s and %s must differ (both %d)", names[i], names[j],
+                               ports[i]);
+    if (c->https_port != 0) {
+        if (c->tls_cert_file[0] == '\0' || c->tls_key_file[0] == '\0')
+            return invalid(err, "https-port needs tls-cert-file and tls-key-file");
+        if (c->tls_auth_clients != CFG_TLS_AUTH_NO && c->tls_ca_cert_file[0] == '\0')
+            return invalid(err, "tls-auth-clients %s needs tls-ca-cert-file",
+                           cfg_tls_auth_name(c->tls_auth_clients));
+    }
+    return HKV_OK;
+}
+
 hkv_status cfg_validate(const struct cfg *c, struct cfg_error *err)
 {
     char a[32], b[32];
@@ -213,6 +234,8 @@ hkv_status cfg_validate(const struct cfg *c, struct cfg_error *err)
             return invalid(err, "tls-auth-clients %s needs tls-ca-cert-file",
                            cfg_tls_auth_name(c->tls_auth_clients));
     }
+    if (validate_http(c, err) != HKV_OK)
+        return HKV_EINVAL;
     if (validate_frame(c, err) != HKV_OK)
         return HKV_EINVAL;
     return validate_classes(c, err);

@@ -38,6 +38,9 @@ enum cfg_loglevel { CFG_LOG_DEBUG = 0, CFG_LOG_VERBOSE, CFG_LOG_NOTICE, CFG_LOG_
 /* tls-auth-clients: whether a TLS client must present a certificate. */
 enum cfg_tls_auth { CFG_TLS_AUTH_NO = 0, CFG_TLS_AUTH_YES = 1, CFG_TLS_AUTH_OPTIONAL = 2 };
 
+#define CFG_CTYPE_MAX 128       /* a class's content-type, NUL included */
+#define CFG_CTYPE_DEFAULT "application/octet-stream"
+
 /* A key class: which pool holds its keys and how they are cached and stored.
  * `patterns` are globs (Redis glob syntax: * ? [a-z] [^x] \x); the class named
  * "default" has none and catches every key no other class matches. */
@@ -50,6 +53,7 @@ struct cfg_class {
     int64_t keep_ms;
     enum cfg_durability durability;
     enum cfg_on_timeout on_timeout;
+    char content_type[CFG_CTYPE_MAX]; /* HTTP Content-Type of its values */
 };
 
 /* A user, as `user NAME on|off [rule]...` states it (cfg_user.c).  Passwords
@@ -153,6 +157,16 @@ struct cfg {
     enum cfg_tls_auth tls_auth_clients;
     char *tls_protocols;         /* "TLSv1.2 TLSv1.3": the versions allowed */
     int64_t tls_handshake_timeout_ms;
+    /* the HTTP front door (server/edge/edge_http*.c); off while both ports are 0 */
+    int http_port;               /* restart-only */
+    int https_port;              /* restart-only; the TLS context of tls-port's files */
+    char **http_metrics_allow;   /* who may GET /metrics: CIDRs, or "any" */
+    size_t nhttp_metrics_allow;
+    int64_t http_max_polls;      /* held long polls + watch streams per edge */
+    int64_t http_poll_max_wait_ms;
+    int64_t http_header_timeout_ms;    /* a request's header section, first byte to last */
+    int64_t http_keepalive_timeout_ms; /* idle between requests */
+    int64_t http_heartbeat_ms;   /* watch streams: a comment line this often */
     /* rate limiting (server/colo/ratelimit.c), per colo */
     struct cfg_rate ratelimit[CFG_RL_NCLASS];  /* per command class (reloadable) */
     struct cfg_rate_cmd *ratelimit_cmds;       /* per command, file order (reloadable) */
@@ -301,6 +315,21 @@ int cfg_glob_match(const char *pat, size_t patlen, const char *s, size_t slen, i
 const struct cfg_user *cfg_user_named(const struct cfg *c, const char *name);
 /* out = SHA-256(p[0..len)), the form every password is stored and compared in. */
 void cfg_password_digest(const void *p, size_t len, unsigned char out[CFG_DIGEST_LEN]);
+
+/* An address range as http-metrics-allow states it (cfg_cidr.c): "any",
+ * an IPv4 or IPv6 address, or one with /prefix. */
+struct cfg_cidr {
+    int any;
+    int family;                  /* AF_INET or AF_INET6 */
+    unsigned char addr[16];
+    int prefix;                  /* bits */
+};
+/* HKV_OK, or HKV_EINVAL for text that is none of those. */
+hkv_status cfg_cidr_parse(const char *s, struct cfg_cidr *out);
+/* 1 if the address sa (AF_INET or AF_INET6; an IPv4-mapped IPv6 address
+ * matches IPv4 ranges) is in the range, else 0. */
+struct sockaddr;
+int cfg_cidr_match(const struct cfg_cidr *c, const struct sockaddr *sa);
 
 /* Names for the enums, for logs and CONFIG GET. */
 const char *cfg_loglevel_name(enum cfg_loglevel l);

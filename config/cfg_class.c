@@ -2,7 +2,7 @@
  * cfg_class.c - the `class` directive and the key -> class lookup.
  *
  * `class NAME [pattern GLOB]... [pool hot|cold] [fresh D] [keep D]
- *  [durability ledger|durable] [on-timeout degrade|error]`
+ *  [durability ledger|durable] [on-timeout degrade|error] [content-type TYPE]`
  * One line states a whole class: a field it omits takes the documented
  * default, never the value of an earlier line for that name, so a reader sees
  * a class's full meaning on one line.  A line with a new name adds a class; a
@@ -10,7 +10,10 @@
  * (file order, first match wins) never changes behind the reader's back.  The
  * class "default" always exists (cfg_create makes it from the table's default
  * text "default") and always stays last: it has no patterns and catches every
- * key no other class matches.
+ * key no other class matches.  content-type is what the HTTP front door
+ * sends as Content-Type for the class's values (default
+ * application/octet-stream); it is rendered only when it is not the default,
+ * so a class line that never names it reads as it always did.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +73,19 @@ static int is_default(const char *name)
     return strcmp(name, "default") == 0;
 }
 
+/* A Content-Type value: printable ASCII (no CR, LF or other control that
+ * could end a header line), a type/subtype slash, bounded. */
+static int ctype_ok(const char *v)
+{
+    size_t n = strlen(v);
+    if (n < 3 || n >= CFG_CTYPE_MAX || strchr(v, '/') == NULL || v[0] == ' ')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
 /* Parses the keyword/value pairs after the name into k (patterns malloc'd). */
 static hkv_status class_parse(struct cfg_class *k, int argc, char **argv, char *why)
 {
@@ -78,15 +94,15 @@ static hkv_status class_parse(struct cfg_class *k, int argc, char **argv, char *
     for (int i = 1; i < argc; i += 2) {
         const char *kw = argv[i];
         static const char *const kws[] = { "pattern", "pool", "fresh", "keep", "durability",
-                                           "on-timeout" };
+                                           "on-timeout", "content-type" };
         int which = -1;
-        for (int j = 0; j < 6; j++)
+        for (int j = 0; j < 7; j++)
             if (strcasecmp(kw, kws[j]) == 0)
                 which = j;
         if (which < 0) {
             snprintf(why, CFG_WHY,
                      "class '%s': unknown keyword '%s' (pattern, pool, fresh, keep, durability, "
-                     "on-timeout)", k->name, cfg_show(kw, g, sizeof(g)));
+                     "on-timeout, content-type)", k->name, cfg_show(kw, g, sizeof(g)));
             return HKV_EINVAL;
         }
         if (i + 1 >= argc) {
@@ -150,6 +166,15 @@ static hkv_status class_parse(struct cfg_class *k, int argc, char **argv, char *
             else
                 goto bad_enum;
             break;
+        case 6:
+            if (!ctype_ok(v)) {
+                snprintf(why, CFG_WHY, "%s needs a media type of 3 to %d printable characters "
+                         "with a '/' (text/plain; charset=utf-8), got '%s'", what,
+                         CFG_CTYPE_MAX - 1, cfg_show(v, g, sizeof(g)));
+                return HKV_EINVAL;
+            }
+            snprintf(k->content_type, sizeof(k->content_type), "%s", v);
+            break;
         }
         continue;
 bad_enum:
@@ -174,7 +199,8 @@ static hkv_status class_apply(struct cfg *c, int argc, char **argv, char *why)
         return HKV_EINVAL;
     }
     struct cfg_class k = { .pool = CFG_POOL_COLD, .fresh_ms = CFG_SEC, .keep_ms = 60 * CFG_SEC,
-                           .durability = CFG_DUR_LEDGER, .on_timeout = CFG_ONTO_DEGRADE };
+                           .durability = CFG_DUR_LEDGER, .on_timeout = CFG_ONTO_DEGRADE,
+                           .content_type = CFG_CTYPE_DEFAULT };
     snprintf(k.name, sizeof(k.name), "%s", argv[0]);
     hkv_status st = class_parse(&k, argc, argv, why);
     if (st != HKV_OK)
@@ -249,6 +275,10 @@ static void class_render(const struct cfg *c, const struct cfg_option *o, struct
         }
         out_printf(out, " pool %s fresh %s keep %s durability %s on-timeout %s",
                    pools[k->pool], f, kp, durs[k->durability], ontos[k->on_timeout]);
+        if (strcmp(k->content_type, CFG_CTYPE_DEFAULT) != 0) {
+            out_puts(out, " content-type ");
+            out_word(out, k->content_type);
+        }
         if (mode == CFG_R_FILE)
             out_putc(out, '\n');
     }
@@ -258,7 +288,8 @@ static int class_eq(const struct cfg_class *a, const struct cfg_class *b)
 {
     if (strcmp(a->name, b->name) != 0 || a->pool != b->pool || a->fresh_ms != b->fresh_ms ||
         a->keep_ms != b->keep_ms || a->durability != b->durability ||
-        a->on_timeout != b->on_timeout || a->npatterns != b->npatterns)
+        a->on_timeout != b->on_timeout || a->npatterns != b->npatterns ||
+        strcmp(a->content_type, b->content_type) != 0)
         return 0;
     for (size_t i = 0; i < a->npatterns; i++)
         if (strcmp(a->patterns[i], b->patterns[i]) != 0)

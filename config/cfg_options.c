@@ -35,6 +35,13 @@ static const char *check_cluster(const char *s)
     return s[0] == '\0' || cfg_name_ok(s, 32) ? NULL : "needs 0 to 32 characters of [A-Za-z0-9_-]";
 }
 
+static const char *check_cidr(const char *s)
+{
+    struct cfg_cidr c;
+    return cfg_cidr_parse(s, &c) == HKV_OK ? NULL
+                                           : "needs addresses or CIDR ranges (10.0.0.0/8, ::1), or any";
+}
+
 const char *const cfg_tls_auth_names[] = { "no", "yes", "optional", NULL };
 
 /* tls-protocols: one or more of TLSv1.2 TLSv1.3, space-separated. */
@@ -172,6 +179,23 @@ static const char *check_tls_protocols(const char *s)
       .check = check_tls_protocols, "TLS versions accepted: TLSv1.2 and/or TLSv1.3")           \
     X("tls-handshake-timeout", DURATION, tls_handshake_timeout_ms, tls_handshake_timeout_ms,     \
       "5s", 1, CFG_HOUR, R, NOX, "close a TLS client whose handshake has not finished by then") \
+    X("http-port", INT, http_port, http_port, "0", 0, 65535, 0, NOX,                             \
+      "HTTP port (GET /v1/kv, /v1/watch, /healthz, /metrics), on the bind addresses; 0 = off")  \
+    X("https-port", INT, https_port, https_port, "0", 0, 65535, 0, NOX,                          \
+      "HTTPS port, with tls-port's certificate and client checks; 0 = off")                     \
+    X("http-metrics-allow", STRLIST, http_metrics_allow, nhttp_metrics_allow,                     \
+      "127.0.0.0/8 ::1", 1, 64, R, .check = check_cidr,                                          \
+      "who may GET /metrics: addresses or CIDR ranges, or any")                                 \
+    X("http-max-polls", INT, http_max_polls, http_max_polls, "10000", 0, 10000000, R, NOX,       \
+      "long polls and watch streams one edge holds at once; past it 503 Retry-After")           \
+    X("http-poll-max-wait", DURATION, http_poll_max_wait_ms, http_poll_max_wait_ms, "5m", 100,   \
+      CFG_HOUR, R, NOX, "the longest wait= a long poll holds (plus up to 1/16 of jitter)")      \
+    X("http-header-timeout", DURATION, http_header_timeout_ms, http_header_timeout_ms, "10s",    \
+      100, CFG_HOUR, R, NOX, "a request's header section must arrive within this (slowloris)")  \
+    X("http-keepalive-timeout", DURATION, http_keepalive_timeout_ms, http_keepalive_timeout_ms,  \
+      "60s", 100, CFG_DAY, R, NOX, "close an HTTP connection idle this long between requests")   \
+    X("http-heartbeat", DURATION, http_heartbeat_ms, http_heartbeat_ms, "5s", 100, CFG_HOUR, R,  \
+      NOX, "watch streams send a heartbeat (SSE comment, NDJSON empty line) this often")        \
     X("cluster", STRING, cluster, cluster, "\"\"", 0, 0, 0, .check = check_cluster,              \
       "cluster name, [A-Za-z0-9_-]{0,32}; \"\" = a single host, no etcd")                         \
     X("host", STRING, host, host, "\"\"", 0, 0, 0, .check = check_cluster,                        \
@@ -203,7 +227,7 @@ static const char *check_tls_protocols(const char *s)
       R | P, NOX, "the cluster CA: peers between hosts must present a certificate it signed")   \
     X("class", SPECIAL, classes, nclasses, "default", 0, 0, R | M,                               \
       .special = &cfg_class_special, "NAME [pattern GLOB]... [pool hot|cold] [fresh D] [keep D] " \
-      "[durability ledger|durable] [on-timeout degrade|error]")
+      "[durability ledger|durable] [on-timeout degrade|error] [content-type TYPE]")
 
 #define CFG_ROW(n, t, f, cnt, d, lo, hi, fl, x, dc)                                             \
     { .name = n, .type = CFG_T_##t, .off = offsetof(struct cfg, f),                             \

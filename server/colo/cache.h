@@ -60,23 +60,25 @@ struct cache_hit {
     int64_t expire_at;     /* the key's own expiry, unix ms, 0 = none */
 };
 
-/* Counters, declared once.  X(name) */
-#define CACHE_COUNTERS(X)            \
-    X(cache_hits)                    \
-    X(cache_stale_hits)              \
-    X(cache_misses)                  \
-    X(cache_refreshes)               \
-    X(cache_refresh_lock_waits)      \
-    X(cache_negative_hits)           \
-    X(cache_evictions)               \
-    X(cache_corrupt_entries)         \
-    X(cache_lock_repairs)            \
-    X(cache_not_cached_too_big)      \
-    X(degraded_replies)              \
-    X(pushes_received)
+/* Counters, declared once.  X(name, help): INFO's "# Cache" lines and the
+ * /metrics families (hotkvd_<name>_total, per colo) come from this list. */
+#define CACHE_COUNTERS(X)                                                                       \
+    X(cache_hits, "Reads answered from the colo cache, fresh")                                 \
+    X(cache_stale_hits, "Reads answered from the colo cache with a stale value")               \
+    X(cache_misses, "Reads the colo cache could not answer")                                    \
+    X(cache_refreshes, "Fetches from an owner to fill or refresh the colo cache")               \
+    X(cache_refresh_lock_waits, "Reads that waited for another edge's refresh of the key")      \
+    X(cache_negative_hits, "Reads answered from a cached absence")                              \
+    X(cache_evictions, "Entries evicted from the colo cache to make room")                      \
+    X(cache_corrupt_entries, "Torn or corrupt entries found and not served")                    \
+    X(cache_lock_repairs, "Cache stripe locks recovered from a process that died holding one") \
+    X(cache_not_cached_too_big, "Values not cached: larger than cache-max-value")              \
+    X(cache_not_cached_unpushed, "Values not cached: the owner did not know the push link yet") \
+    X(degraded_replies, "Reads answered by their class's on-timeout rule")                      \
+    X(pushes_received, "Owner pushes and invalidations applied to the colo cache")
 
 enum cache_counter {
-#define X(name) CACHE_CTR_##name,
+#define X(name, help) CACHE_CTR_##name,
     CACHE_COUNTERS(X)
 #undef X
     CACHE_CTR_COUNT

@@ -79,19 +79,19 @@ struct rl_key {
     size_t ulen;
 };
 
-/* Counters, declared once.  X(name)  Every rl_check counts exactly one of
+/* Counters, declared once.  X(name, help)  Every rl_check counts exactly one of
  * allowed / rejected / failopen; the failopen_* and lock_repairs counters
  * say why, for diagnosis. */
-#define RL_COUNTERS(X)              \
-    X(ratelimit_allowed)            \
-    X(ratelimit_rejected)           \
-    X(ratelimit_failopen)           \
-    X(ratelimit_failopen_full)      \
-    X(ratelimit_failopen_busy)      \
-    X(ratelimit_lock_repairs)
+#define RL_COUNTERS(X)                                                                          \
+    X(ratelimit_allowed, "Rate-limited commands allowed")                                      \
+    X(ratelimit_rejected, "Commands refused over their rate limit (RATELIMITED)")              \
+    X(ratelimit_failopen, "Commands allowed without a check (the limiter could not decide)")   \
+    X(ratelimit_failopen_full, "Fail-opens because the bucket table was full")                 \
+    X(ratelimit_failopen_busy, "Fail-opens because a bucket's lock was busy")                  \
+    X(ratelimit_lock_repairs, "Limiter locks recovered from a process that died holding one")
 
 enum rl_counter {
-#define X(name) RL_CTR_##name,
+#define X(name, help) RL_CTR_##name,
     RL_COUNTERS(X)
 #undef X
     RL_CTR_COUNT

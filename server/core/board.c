@@ -81,6 +81,18 @@ void board_reset_counters(struct board_slot *s)
     /* the prefixes stay (an entry is never moved); a count of 0 is not shown */
     for (size_t i = 0; i < BOARD_ERRSTATS; i++)
         atomic_store_explicit(&s->errstats[i].count, 0, memory_order_relaxed);
+    /* the class rows keep their names, as the prefixes do */
+    uint32_t nc = atomic_load_explicit(&s->classlat_n, memory_order_relaxed);
+    for (uint32_t i = 0; i < BOARD_CLASSLAT && (i == 0 || i < nc); i++)
+        for (size_t k = 0; k < BOARD_KINDS; k++) {
+            struct board_classlat *r = &s->classlat[i];
+            if (atomic_load_explicit(&r->nsec[k], memory_order_relaxed) == 0 &&
+                atomic_load_explicit(&r->lat[k].n[0], memory_order_relaxed) == 0)
+                continue; /* never counted: its pages stay untouched */
+            atomic_store_explicit(&r->nsec[k], 0, memory_order_relaxed);
+            for (size_t j = 0; j < BOARD_LAT_BUCKETS; j++)
+                atomic_store_explicit(&r->lat[k].n[j], 0, memory_order_relaxed);
+        }
 }
 
 hkv_status board_check(const struct board *b)

@@ -42,7 +42,7 @@
 #include "server/core/counters.h"
 
 #define BOARD_MAGIC 0x686b76626f617264ULL /* "hkvboard" */
-#define BOARD_VERSION 2
+#define BOARD_VERSION 3
 
 #define BOARD_CLIENTS_MIN 64      /* rows per slot at least (board_create) */
 #define BOARD_CLIENTS_MAX 65536   /* and at most */
@@ -75,6 +75,22 @@ struct board_errstat {
     _Atomic uint64_t count;
 };
 
+/* /metrics: an edge's command durations by kind and by the class of the
+ * command's first key (hotkvd_command_duration_seconds), in the buckets of
+ * board_latency.  Row 0 is the commands without a key (name ""); a class
+ * gets the next free row the first time one of its commands is counted, its
+ * name written before classlat_n counts the row, and keeps it (rows are
+ * named, not numbered by the config, so a reload that reorders the classes
+ * moves nothing).  Classes past the last row are not counted here. */
+#define BOARD_CLASSLAT 32
+#define BOARD_CLASS_NAME 64        /* CFG_NAME_MAX */
+enum board_kind { BOARD_KIND_READ = 0, BOARD_KIND_WRITE = 1, BOARD_KIND_ADMIN = 2, BOARD_KINDS = 3 };
+struct board_classlat {
+    char name[BOARD_CLASS_NAME];   /* NUL-terminated */
+    _Atomic uint64_t nsec[BOARD_KINDS];
+    struct board_latency lat[BOARD_KINDS];
+};
+
 struct board_slot {
     _Atomic int32_t pid;
     _Atomic uint32_t role;         /* enum board_role */
@@ -95,6 +111,8 @@ struct board_slot {
     struct board_errstat errstats[BOARD_ERRSTATS];
     /* last: most of the slot, and only its used commands' pages are touched */
     struct board_latency latency[BOARD_CMDSTATS];
+    _Atomic uint32_t classlat_n;   /* rows [0, classlat_n) are named (row 0: always usable) */
+    struct board_classlat classlat[BOARD_CLASSLAT];
 };
 
 /* One client connection of an edge, as every other edge sees it.  Only its

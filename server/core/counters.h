@@ -44,7 +44,18 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(auth_failures, CTR_COUNTER, "AUTH and HELLO AUTH attempts refused")                      \
     X(tls_connections, CTR_GAUGE, "Client connections open on the TLS port")                   \
     X(tls_handshake_failures, CTR_COUNTER, "TLS handshakes that failed")                       \
-    X(total_error_replies, CTR_COUNTER, "Error replies sent (INFO errorstats by prefix)")
+    X(total_error_replies, CTR_COUNTER, "Error replies sent (INFO errorstats by prefix)")   \
+    X(http_requests_2xx, CTR_COUNTER, "HTTP responses with a 2xx status")                     \
+    X(http_requests_3xx, CTR_COUNTER, "HTTP responses with a 3xx status (304)")               \
+    X(http_requests_4xx, CTR_COUNTER, "HTTP responses with a 4xx status")                     \
+    X(http_requests_5xx, CTR_COUNTER, "HTTP responses with a 5xx status")                     \
+    X(http_polls_held, CTR_GAUGE, "HTTP long polls held now")                                 \
+    X(http_watch_streams, CTR_GAUGE, "HTTP watch streams open now")                           \
+    X(http_polls_hangup, CTR_COUNTER, "Held long polls and watches freed: their client left")  \
+    X(http_polls_woken, CTR_COUNTER, "Long polls answered because their key changed")         \
+    X(http_polls_expired, CTR_COUNTER, "Long polls answered when their wait passed")          \
+    X(http_polls_refused, CTR_COUNTER, "Long polls and watches refused (http-max-polls)")     \
+    X(http_wakeups, CTR_COUNTER, "Change-ring signals read (writes seen by held readers)")
 
 /* The first fourteen are INFO's "# Owners" lines since before this list;
  * new fields go at the end, so INFO's existing lines keep their order. */

@@ -29,6 +29,7 @@
 #include "server/edge/edge_config.h"
 #include "server/edge/edge_conn.h"
 #include "server/edge/edge_flight.h"
+#include "server/edge/edge_http.h"
 #include "server/edge/edge_monitor.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_keyspace.h"
@@ -100,21 +101,70 @@ static const struct conn_hooks conn_hooks = {
     .closing = on_closing,
 };
 
-/* Accepts on the TLS port's sockets (the last ntls inherited ones). */
+/* An HTTP connection (edge_http.h): its own session and parser on the same
+ * connection layer, listed by CLIENT LIST like any client, and let go the
+ * same way. */
+static void on_http_accepted(struct conn *c, const struct sockaddr *peer)
+{
+    c->proto = 2;
+    c->last_stat = 0xffff;
+    c->cur_stat = 0xffff;
+    edge_http_accepted(c, peer);
+    clients_accepted(c);
+}
+
+static void on_http_closing(struct conn *c)
+{
+    edge_http_closing(c);
+    on_closing(c);
+}
+
+static const struct conn_hooks http_hooks = {
+    .accepted = on_http_accepted,
+    .closing = on_http_closing,
+    .input = edge_http_input,
+    .hangup = edge_http_hangup,
+    .refusal = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+               "Connection: close\r\n\r\n",
+};
+
+static void on_accept_http(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                           int len, void *arg)
+{
+    conn_accept_with(arg, fd, 0, &http_hooks);
+}
+
+static void on_accept_https(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                            int len, void *arg)
+{
+    conn_accept_with(arg, fd, 1, &http_hooks);
+}
+
+static int listen_on(struct edge *e, int fd, evconnlistener_cb cb)
+{
+    /* Backlog 0: the master called listen(511); libevent's -1 would call
+     * listen() again with 128. */
+    struct evconnlistener *l = evconnlistener_new(e->base, cb, e, LEV_OPT_CLOSE_ON_FREE, 0, fd);
+    if (l == NULL) {
+        log_warning("cannot listen on inherited socket %d", fd);
+        return -1;
+    }
+    evconnlistener_set_error_cb(l, on_accept_error);
+    e->listeners[e->nlisteners++] = l;
+    return 0;
+}
+
+/* Accepts on the TLS port's sockets (the last ntls inherited ones) and the
+ * HTTPS port's (the last nhttps HTTP ones): one context for both. */
 static int tls_listen(struct edge *e)
 {
     const struct edge_ctx *ctx = e->ectx;
-    for (size_t i = ctx->nlisten - ctx->ntls; i < ctx->nlisten; i++) {
-        struct evconnlistener *l = evconnlistener_new(e->base, on_accept_tls, e,
-                                                      LEV_OPT_CLOSE_ON_FREE, 0,
-                                                      ctx->listen_fds[i]);
-        if (l == NULL) {
-            log_warning("cannot listen on inherited socket %d", ctx->listen_fds[i]);
+    for (size_t i = ctx->nlisten - ctx->ntls; i < ctx->nlisten; i++)
+        if (listen_on(e, ctx->listen_fds[i], on_accept_tls) != 0)
             return -1;
-        }
-        evconnlistener_set_error_cb(l, on_accept_error);
-        e->listeners[e->nlisteners++] = l;
-    }
+    for (size_t i = ctx->nhttp - ctx->nhttps; i < ctx->nhttp; i++)
+        if (listen_on(e, ctx->http_fds[i], on_accept_https) != 0)
+            return -1;
     return 0;
 }
 
@@ -162,6 +212,7 @@ static void on_cron(evutil_socket_t fd, short what, void *arg)
     struct edge *e = arg;
     int64_t now = clock_mono_ms();
     conns_cron(e, now);
+    edge_http_cron(e, now);
     clients_cron(e, now);
     client_kill_cron(e, now);
     info_publish(e);
@@ -198,6 +249,7 @@ static void on_stop(void *arg, int fast)
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     evtimer_add(e->deadline, &tv);
     e->stopping = 1;
+    edge_http_stop(e); /* held polls answered, streams ended, on their timers */
     /* A connection with nothing owed is closed now; the others as soon as
      * their replies, including writes in flight, are written: a write ends
      * acknowledged by its owner or failed explicitly, never dropped. */
@@ -213,8 +265,9 @@ static void on_reload(void *arg, const struct cfg *next)
     for (; c != NULL; c = c->next)
         c->parser.lim = e->limits;
     edge_auth_reload(e, next); /* users; narrows unauthenticated parsers again */
-    if (e->ectx->ntls > 0 && !e->stopping)
+    if (e->ectx->ntls + e->ectx->nhttps > 0 && !e->stopping)
         tls_reload(e, next);
+    edge_http_reload(e, next);
     edge_rl_reload(e, next); /* rate limits: new rules, same buckets */
     owners_reload(e, next);
 }
@@ -246,7 +299,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     e->worker = worker_create(ctx, e->base, &hooks);
     e->cron = event_new(e->base, -1, EV_PERSIST, on_cron, e);
     e->deadline = evtimer_new(e->base, on_deadline, e);
-    e->listeners = calloc(ectx->nlisten ? ectx->nlisten : 1, sizeof(*e->listeners));
+    e->listeners = calloc(ectx->nlisten + ectx->nhttp + 1, sizeof(*e->listeners));
     if (e->worker == NULL || e->cron == NULL || e->deadline == NULL || e->listeners == NULL)
         goto out;
     if (edge_auth_setup(e) != 0) {
@@ -258,23 +311,17 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
         log_warning("no memory for the clients board: this edge's clients are listed by it only");
     struct owner_hooks oh = {.push = edge_cache_pushed, .drained = on_link_drained};
     if (edge_cache_setup(e) != 0 || owners_setup(e, &oh) != 0 ||
-        flights_setup(e, edge_read_answer) != 0) {
+        flights_setup(e, edge_read_answer) != 0 || edge_http_setup(e) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }
-    for (size_t i = 0; i < ectx->nlisten - ectx->ntls; i++) {
-        struct evconnlistener *l =
-            /* Backlog 0: the master called listen(511); libevent's -1 would
-             * call listen() again with 128. */
-            evconnlistener_new(e->base, on_accept, e, LEV_OPT_CLOSE_ON_FREE, 0, ectx->listen_fds[i]);
-        if (l == NULL) {
-            log_warning("cannot listen on inherited socket %d", ectx->listen_fds[i]);
+    for (size_t i = 0; i < ectx->nlisten - ectx->ntls; i++)
+        if (listen_on(e, ectx->listen_fds[i], on_accept) != 0)
             goto out;
-        }
-        evconnlistener_set_error_cb(l, on_accept_error);
-        e->listeners[e->nlisteners++] = l;
-    }
-    if (ectx->ntls > 0) {
+    for (size_t i = 0; i < ectx->nhttp - ectx->nhttps; i++)
+        if (listen_on(e, ectx->http_fds[i], on_accept_http) != 0)
+            goto out;
+    if (ectx->ntls + ectx->nhttps > 0) {
         char err[512];
         e->tls_ctx = tls_ctx_new(ctx->cfg, err, sizeof(err));
         if (e->tls_ctx == NULL)
@@ -291,6 +338,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     code = 0;
 out:
     conns_close_all(e);
+    edge_http_teardown(e);
     for (size_t i = 0; i < e->nlisteners; i++)
         evconnlistener_free(e->listeners[i]);
     free(e->listeners);

@@ -12,6 +12,7 @@
 #include "server/core/worker.h"
 
 struct cache;
+struct changes;
 struct rl;
 
 /* What the master hands an edge at fork besides the worker context: the colo
@@ -21,10 +22,20 @@ struct edge_ctx {
     struct cache *cache;    /* the colo segment; NULL: every read asks the owner */
     struct rl *rl;          /* the colo's rate-limit segment; NULL: none (fails open) */
     int colo_index;         /* which colo of this host */
+    /* every colo's segments, [colo_index] being the two above: /metrics
+     * reports the whole host from any edge (edge_metrics.h).  NULL: this
+     * colo's only. */
+    struct cache *const *colo_caches;
+    struct rl *const *colo_limiters;
+    int ncolos;
     char colo_name[TOPO_COLO_NAME_MAX];     /* its name, as owners and INFO see it */
     const int *listen_fds;  /* the client listening sockets */
     size_t nlisten;
     size_t ntls;            /* the last ntls of listen_fds are tls-port's */
+    const int *http_fds;    /* the HTTP listening sockets (edge_http.h) */
+    size_t nhttp;           /* all of them */
+    size_t nhttps;          /* the last nhttps of http_fds are https-port's */
+    struct changes *changes; /* the colo's change ring (server/colo/changes.h); NULL: none */
 };
 
 /* Runs the edge until it is stopped; returns the exit code.  ectx must stay

@@ -40,12 +40,28 @@
  * cached.  Pushes carry no send time: an older push is one the owner wrote
  * on the colo's push link before the write, read by the edge's loop in the
  * same round or the next, far inside the horizon.
+ *
+ * A fill needs this edge's push link to the key's owner greeted (when owners
+ * push): an owner pushes a write only to the push links it knows, so a value
+ * read over the read link of an owner that has not yet taken this edge's
+ * push link (both are opened together, the first time an edge of another
+ * host needs that owner, or after the owner restarted) could stay cached,
+ * unpushed, for its whole fresh time.  Such an answer still answers its
+ * readers; it is not cached, but it leaves a tombstone at its version, so
+ * that an older value the segment held is not served after it.
+ *
+ * Every write, push and value fill applied here is also noted in the colo's
+ * change ring (server/colo/changes.h), after the segment holds it, so that
+ * readers held on the key on any edge of the colo (HTTP long polls and
+ * watches) wake; a record carries the version, so a fill that only
+ * refreshes a version the readers have wakes none of them.
  */
 #include "server/edge/edge_cache.h"
 
 #include <string.h>
 #include <unistd.h>
 
+#include "server/colo/changes.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/edge/edge_owners.h"
@@ -65,6 +81,14 @@ int edge_cache_setup(struct edge *e)
         e->cache = NULL;
     }
     e->lock_seq = 0;
+    /* The change ring: notes from here (writes, pushes), read by the HTTP
+     * front door's held readers (edge_http_wake.c).  Without it nothing is
+     * noted and held readers wait for their deadlines. */
+    e->changes = e->ectx->changes;
+    if (e->changes != NULL && changes_attach(e->changes, (uint32_t)e->ctx->index) != HKV_OK) {
+        log_warning("the colo change ring failed validation; long polls wake at their deadline");
+        e->changes = NULL;
+    }
     return 0;
 }
 
@@ -105,6 +129,21 @@ static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash
     return 1;
 }
 
+/* Whether the owner of key pushes its writes to this edge now (see above). */
+static int push_ready(struct edge *e, const char *key, size_t klen)
+{
+    if (!e->ctx->cfg->owner_push)
+        return 1;
+    struct route rt;
+    struct owner_ref *o = edge_owner_of(e, key, klen, &rt);
+    if (o == NULL || o->link[WIRE_ROLE_PUSH] == NULL)
+        return 0;
+    if (elink_greeted(o->link[WIRE_ROLE_PUSH]))
+        return 1;
+    cache_count(e->cache, CACHE_CTR_cache_not_cached_unpushed, 1);
+    return 0;
+}
+
 void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct route *rt,
                      const struct wire_msg *m, int64_t sent_ms)
 {
@@ -113,6 +152,15 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
     int64_t now = now_ms(), fu, ku;
     if (now - sent_ms >= EDGE_FILL_HORIZON_MS)
         return; /* a tombstone made since it was sent may be gone: not stored */
+    if (!push_ready(e, key, klen)) {
+        /* Not cached, but no older value stays servable either. */
+        hkv_stamp v = m->type == WIRE_VALUE      ? m->u.value.stamp
+                      : m->type == WIRE_NOTFOUND ? m->u.notfound.stamp
+                                                 : 0;
+        if (v != 0)
+            cache_invalidate(e->cache, key, klen, rt->hash, v, now + EDGE_FILL_HORIZON_MS, now);
+        return;
+    }
     if (m->type == WIRE_VALUE) {
         if (!lifetimes(e, rt->cls, rt->hash, sent_ms, now, (int64_t)m->u.value.expire_ms, &fu,
                        &ku))
@@ -121,6 +169,8 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
                            0, m->u.value.stamp, fu, ku, (int64_t)m->u.value.expire_ms, now);
         if (rc == HKV_ETOOBIG)
             cache_count(e->cache, CACHE_CTR_cache_not_cached_too_big, 1);
+        if (rc == HKV_OK) /* a version a missed push never brought wakes its readers too */
+            changes_note(e->changes, rt->hash, m->u.value.stamp);
     } else if (m->type == WIRE_NOTFOUND) {
         int64_t ttl = e->ctx->cfg->negative_ttl_ms;
         /* The owner's stamp for the absence (its tombstone's) orders this
@@ -141,11 +191,11 @@ void edge_cache_wrote(struct edge *e, const char *key, size_t klen, const struct
     struct route rt;
     router_route(e->router, key, klen, &rt);
     int64_t fu, ku;
-    if (v != NULL && lifetimes(e, rt.cls, rt.hash, base_ms, now, expire_at, &fu, &ku) &&
-        cache_put(e->cache, key, klen, rt.hash, v->p, v->len, 0, version, fu, ku, expire_at,
-                  now) == HKV_OK)
-        return;
-    cache_invalidate(e->cache, key, klen, rt.hash, version, now + EDGE_FILL_HORIZON_MS, now);
+    if (!(v != NULL && lifetimes(e, rt.cls, rt.hash, base_ms, now, expire_at, &fu, &ku) &&
+          cache_put(e->cache, key, klen, rt.hash, v->p, v->len, 0, version, fu, ku, expire_at,
+                    now) == HKV_OK))
+        cache_invalidate(e->cache, key, klen, rt.hash, version, now + EDGE_FILL_HORIZON_MS, now);
+    changes_note(e->changes, rt.hash, version); /* wakes the key's readers in the colo */
 }
 
 void edge_cache_pushed(void *arg, const struct wire_msg *m)
@@ -158,18 +208,23 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
     if (m->type == WIRE_INVALIDATE) {
         struct wire_slice k = m->u.invalidate.key;
         int64_t now = now_ms();
-        cache_invalidate(e->cache, k.p, k.len, router_hash(k.p, k.len), m->u.invalidate.stamp,
+        uint64_t h = router_hash(k.p, k.len);
+        cache_invalidate(e->cache, k.p, k.len, h, m->u.invalidate.stamp,
                          now + EDGE_FILL_HORIZON_MS, now);
+        changes_note(e->changes, h, m->u.invalidate.stamp);
         return;
     }
     struct wire_slice k = m->u.push.key;
     struct route rt;
     router_route(e->router, k.p, k.len, &rt);
     int64_t now = now_ms(), fu, ku;
+    int rc;
     if (lifetimes(e, rt.cls, rt.hash, now, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
-        cache_put(e->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len, 0,
-                  m->u.push.stamp, fu, ku, (int64_t)m->u.push.expire_ms, now);
+        rc = cache_put(e->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len, 0,
+                       m->u.push.stamp, fu, ku, (int64_t)m->u.push.expire_ms, now);
     else
-        cache_invalidate(e->cache, k.p, k.len, rt.hash, m->u.push.stamp,
-                         now + EDGE_FILL_HORIZON_MS, now);
+        rc = cache_invalidate(e->cache, k.p, k.len, rt.hash, m->u.push.stamp,
+                              now + EDGE_FILL_HORIZON_MS, now);
+    if (rc != HKV_ESTALE) /* an older push changes nothing */
+        changes_note(e->changes, rt.hash, m->u.push.stamp);
 }

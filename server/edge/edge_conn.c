@@ -90,11 +90,17 @@ static uint64_t clients_now(struct edge *e)
 
 void conn_accept(struct edge *e, int fd, int tls)
 {
+    conn_accept_with(e, fd, tls, e->conn_hooks);
+}
+
+void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *hooks)
+{
     const struct cfg *cfg = e->ctx->cfg;
     if (e->stopping || clients_now(e) >= (uint64_t)cfg->maxclients) {
-        static const char msg[] = "-ERR max number of clients reached\r\n";
+        const char *msg = hooks->refusal != NULL ? hooks->refusal
+                                                 : "-ERR max number of clients reached\r\n";
         if (!tls) { /* a TLS client could not read it */
-            ssize_t w = write(fd, msg, sizeof(msg) - 1);
+            ssize_t w = write(fd, msg, strlen(msg));
             (void)w;
         }
         close(fd);
@@ -107,6 +113,7 @@ void conn_accept(struct edge *e, int fd, int tls)
         return;
     }
     c->e = e;
+    c->hooks = hooks;
     c->fd = fd;
     c->id = board_client_id(e->ctx->board); /* unique on the host (CLIENT KILL ID) */
     c->created_ms = c->last_ms = clock_mono_ms();
@@ -143,7 +150,7 @@ void conn_accept(struct edge *e, int fd, int tls)
     e->nconns++;
     board_add(&e->stats->connected_clients, 1);
     board_add(&e->stats->total_connections_received, 1);
-    e->conn_hooks->accepted(c, (const struct sockaddr *)&peer);
+    c->hooks->accepted(c, (const struct sockaddr *)&peer);
     if (buf_unread(&c->out) > 0) /* refused at once (protected mode) */
         conn_flush(c);
 }
@@ -151,7 +158,7 @@ void conn_accept(struct edge *e, int fd, int tls)
 void conn_close(struct conn *c)
 {
     struct edge *e = c->e;
-    e->conn_hooks->closing(c);
+    c->hooks->closing(c);
     slots_release(c);
     event_free(c->rev);
     event_free(c->wev);
@@ -171,10 +178,11 @@ void conn_close(struct conn *c)
     free(c);
 }
 
-/* Runs one request through the dispatch hook.  When replies are owed
+/* Runs one request (fn, or the dispatch hook).  When replies are owed
  * already, the request gets a slot and c->out is that slot's buffer while it
  * runs. */
-static int dispatch(struct conn *c, int argc, const struct resp_slice *argv)
+static int run(struct conn *c, void (*fn)(struct conn *, void *), void *arg, int argc,
+               const struct resp_slice *argv)
 {
     struct rslot *s = NULL;
     if (c->sq_head != NULL) {
@@ -187,7 +195,10 @@ static int dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     }
     c->cur = s;
     c->cur_deferred = 0;
-    c->e->conn_hooks->dispatch(c, argc, argv);
+    if (fn != NULL)
+        fn(c, arg);
+    else
+        c->hooks->dispatch(c, argc, argv);
     if (s != NULL) {
         struct hkv_buf t = c->out;
         c->out = s->buf;
@@ -196,6 +207,11 @@ static int dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     if (c->cur != NULL)
         slots_after_dispatch(c, c->cur);
     return 0;
+}
+
+int conn_run(struct conn *c, void (*fn)(struct conn *c, void *arg), void *arg)
+{
+    return run(c, fn, arg, 0, NULL);
 }
 
 static void conn_pause(struct conn *c)
@@ -216,6 +232,13 @@ static void process_input(struct conn *c)
             conn_pause(c);
             break;
         }
+        if (c->hooks->input != NULL) {
+            long n = c->hooks->input(c, buf_head(&c->in), buf_unread(&c->in));
+            if (n <= 0)
+                break;
+            buf_consume(&c->in, (size_t)n);
+            continue;
+        }
         struct resp_req req;
         size_t used = 0;
         const char *why = NULL;
@@ -235,7 +258,7 @@ static void process_input(struct conn *c)
             log_verbose("client %s: %s; closing", c->addr, why != NULL ? why : "protocol error");
             break;
         }
-        if (req.argc > 0 && dispatch(c, req.argc, req.argv) != 0) {
+        if (req.argc > 0 && run(c, NULL, NULL, req.argc, req.argv) != 0) {
             c->close_after_write = 1; /* out of memory */
             break;
         }
@@ -425,6 +448,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     ssize_t n;
     if (c->ssl == NULL) {
         n = read(fd, buf_tail(&c->in), buf_room(&c->in));
+        if (n == 0 && c->sq_head != NULL && c->hooks->hangup != NULL && c->hooks->hangup(c)) {
+            conn_close(c); /* a held request only this client waited for */
+            return;
+        }
         if (n == 0 && (c->sq_head != NULL || buf_unread(&c->out) > 0)) {
             /* Half-closed (`printf ... | nc -N`): answer what was asked, then
              * close, as Redis does. */

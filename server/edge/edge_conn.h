@@ -16,6 +16,11 @@
  * until half of them are sent; nor is one held by a layer above
  * (conn_hold: an owner link over its high mark) until conn_release.
  *
+ * Another protocol (HTTP, edge_http.c) plugs in the same way with its own
+ * hooks: an input hook replaces the RESP parser and runs each request
+ * through conn_run, so reply slots, flow control, output limits and TLS are
+ * the same for both.
+ *
  * Ownership: the edge owns every struct conn (e->conns); conn_close frees
  * one, after the closing hook has let the layers above forget it.
  */
@@ -33,6 +38,7 @@
 #include "server/edge/edge_int.h"
 
 struct edge_tx;
+struct http_sess;
 struct rslot;
 struct op;
 struct ssl_st;                    /* OpenSSL's SSL */
@@ -40,6 +46,7 @@ struct ssl_st;                    /* OpenSSL's SSL */
 struct conn {
     /* ---- the connection layer's (edge_conn.c, edge_conn_tls.c, edge_reply.c) ---- */
     struct edge *e;
+    const struct conn_hooks *hooks; /* its protocol's (RESP: e->conn_hooks; HTTP: edge_http.h) */
     int fd;
     uint64_t id;
     struct event *rev;
@@ -91,6 +98,7 @@ struct conn {
     uint32_t writes_inflight;     /* its write ops not finished */
     struct edge_tx *tx;           /* MULTI and WATCH state, NULL until used (edge_tx.c) */
     int watching;                 /* it WATCHes keys: its reads ask the owner (edge_tx.c) */
+    struct http_sess *http;       /* an HTTP connection's session (edge_http.c); NULL: RESP */
 };
 
 /* What the layers above plug into every connection (set before the edge
@@ -104,11 +112,31 @@ struct conn_hooks {
     void (*dispatch)(struct conn *c, int argc, const struct resp_slice *argv);
     /* c is about to be freed (its unsent output dropped): forget it. */
     void (*closing)(struct conn *c);
+    /* Optional: another protocol than RESP (HTTP).  Parses one request at
+     * p[0..n) (the head of c->in) and runs it with conn_run.  Returns the
+     * bytes it used (> 0), 0 when the request is not whole yet, or -1 to
+     * stop reading (it set close_after_write).  With it, dispatch is not
+     * called. */
+    long (*input)(struct conn *c, const char *p, size_t n);
+    /* Optional: the peer closed its side while replies are owed.  1: close
+     * now (what is owed is dropped: a held request only it was waiting
+     * for); 0: answer what was asked, then close (RESP's way). */
+    int (*hangup)(struct conn *c);
+    /* Optional: what a connection refused at accept (maxclients, a stop)
+     * is sent before it is closed; NULL: RESP's "-ERR max number of clients
+     * reached". */
+    const char *refusal;
 };
 
 /* Accepts a client socket (tls: from the TLS port, through e->tls_ctx);
- * refuses it past maxclients or while stopping; closes fd on failure. */
+ * refuses it past maxclients or while stopping; closes fd on failure.  Its
+ * hooks are e->conn_hooks (RESP), or `hooks` (conn_accept_with). */
 void conn_accept(struct edge *e, int fd, int tls);
+void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *hooks);
+/* Runs one request of an input hook in request order: fn(c, arg) appends
+ * its answer to c->out, or keeps its slot (slot_defer) and answers later,
+ * as a dispatch hook does.  0, or -1 (out of memory: close the client). */
+int conn_run(struct conn *c, void (*fn)(struct conn *c, void *arg), void *arg);
 /* Closes now, dropping unsent output; c is freed. */
 void conn_close(struct conn *c);
 /* Sends what is buffered (may close c: a peer that is gone). */

@@ -112,6 +112,14 @@ static void flight_free(struct flight *f)
 
 /* ---- waiters -------------------------------------------------------------------- */
 
+/* Answers one waiter (out of the list already) through its own callback, or
+ * the flights'. */
+static void deliver(struct flight *f, struct flight_waiter *w, const struct flight_answer *a)
+{
+    flight_answer_fn fn = w->fn != NULL ? w->fn : f->e->flights->answer;
+    fn(w, a);
+}
+
 static void rearm(struct flight *f);
 
 void flight_wait(struct flight *f, struct flight_waiter *w)
@@ -205,7 +213,6 @@ static void late_answer(struct flight *f, struct flight_answer *a, char *err, si
  * with late_answer.  The flight is out of the table already. */
 static void answer_waiters(struct flight *f, const struct wire_msg *m, const char *err)
 {
-    flight_answer_fn answer = f->e->flights->answer;
     struct flight_waiter *w;
     while ((w = pop(f)) != NULL) {
         struct flight_answer a = {.kind = FLIGHT_DATA};
@@ -222,8 +229,11 @@ static void answer_waiters(struct flight *f, const struct wire_msg *m, const cha
             a.n = m->u.value.value.len;
             a.expire_at = (int64_t)m->u.value.expire_ms;
             a.stamp = m->u.value.stamp;
+            a.from_owner = 1;
         } else if (m->type == WIRE_NOTFOUND) {
             a.found = 0;
+            a.stamp = m->u.notfound.stamp; /* the delete's version (0: never held) */
+            a.from_owner = 1;
         } else if (m->type == WIRE_ERROR) {
             a.kind = FLIGHT_OWNER_ERROR;
             a.err = m->u.error.text.p;
@@ -233,7 +243,7 @@ static void answer_waiters(struct flight *f, const struct wire_msg *m, const cha
             a.err = "ERR unexpected answer from the owner";
             a.errlen = strlen(a.err);
         }
-        answer(w, &a);
+        deliver(f, w, &a);
     }
 }
 
@@ -366,7 +376,7 @@ static int colo_poll(struct flight *f)
         flight_unlink(f);
         struct flight_waiter *w;
         while ((w = pop(f)) != NULL)
-            e->flights->answer(w, &a);
+            deliver(f, w, &a);
         flight_free(f);
         return 1;
     }
@@ -396,7 +406,7 @@ static void flight_timer(evutil_socket_t fd, short what, void *arg)
         struct flight_answer a;
         char text[160];
         late_answer(f, &a, text, sizeof(text));
-        f->e->flights->answer(w, &a);
+        deliver(f, w, &a);
     }
     if (!f->fetching && f->poll_until > 0) {
         if (colo_poll(f))

@@ -27,6 +27,11 @@
 #include "server/edge/edge_owners.h"
 
 struct flight;
+struct flight_waiter;
+struct flight_answer;
+
+/* Called once per waiter, which is no longer waiting (w->f is NULL). */
+typedef void (*flight_answer_fn)(struct flight_waiter *w, const struct flight_answer *a);
 
 /* A reader waiting on a flight; the caller owns the memory and keeps it
  * until the answer or flight_leave. */
@@ -35,6 +40,7 @@ struct flight_waiter {
     struct flight *f;             /* NULL while not waiting */
     int64_t start_ms;             /* when it began to wait: its miss-wait runs from here */
     void *arg;                    /* the caller's */
+    flight_answer_fn fn;          /* its answer; NULL: the flights' (flights_setup) */
 };
 
 enum flight_kind {
@@ -55,12 +61,10 @@ struct flight_answer {
     hkv_stamp stamp;
     int stale;                    /* an entry past its fresh time */
     int degraded;                 /* the class's degraded answer: no value */
+    int from_owner;               /* the owner's answer to this flight's own fetch */
     const char *err;
     size_t errlen;
 };
-
-/* Called once per waiter, which is no longer waiting (w->f is NULL). */
-typedef void (*flight_answer_fn)(struct flight_waiter *w, const struct flight_answer *a);
 
 /* e->flights with the answer callback; 0, or -1 on allocation failure. */
 int flights_setup(struct edge *e, flight_answer_fn answer);
@@ -76,7 +80,7 @@ struct flight *flight_find(struct edge *e, uint64_t hash, const char *key, size_
  * (allocation failure, or background and the lock is taken). */
 struct flight *flight_start(struct edge *e, const char *key, size_t len, const struct route *rt,
                             struct owner_ref *o, int background);
-/* w waits on f from now. */
+/* w waits on f from now (w->fn: NULL unless the caller set it since). */
 void flight_wait(struct flight *f, struct flight_waiter *w);
 /* w stops waiting (no answer will come); nothing if it is not waiting. */
 void flight_leave(struct flight_waiter *w);

@@ -28,10 +28,16 @@
  *   edge_keys, edge_keyspace        the data command families (edge_call, edge_keyspace:
  *                                   run by the owner)
  *   edge_strread                    reads computed over the value read (GETRANGE ... LCS)
- *   info_redis, info, edge_cmd, edge_client,
- *   edge_config                     INFO; the connection and server commands; CLIENT;
- *                                   CONFIG
+ *   info_redis, edge_http_info, info,
+ *   edge_cmd, edge_client,
+ *   edge_config                     INFO (# HTTP from the scoreboard only); the connection
+ *                                   and server commands; CLIENT; CONFIG
  *   edge_tx, edge_exec              MULTI/WATCH state and the queue; EXEC
+ *   edge_http_reply, edge_http_wake,
+ *   edge_http_kv, edge_http_watch,
+ *   edge_http                       the HTTP front door: replies; held readers and the
+ *                                   change ring; GET /v1/kv and long polls; watch
+ *                                   streams; connections, routing and gates
  *   edge_registry                   the command table and the dispatch pipeline
  *   edge                            the process: wires the hooks, runs the loop
  */
@@ -54,10 +60,12 @@
 #include "server/edge/edge.h"
 
 struct auth;
+struct changes;
 struct conn;
 struct conn_hooks;
 struct elink;
 struct flights;
+struct http_edge;
 struct op;
 struct owner_ref;
 struct rslot;
@@ -115,6 +123,8 @@ struct edge {
     void (*link_push)(void *arg, const struct wire_msg *m); /* what links call up */
     void (*link_drained)(struct elink *l, void *arg);      /* (owners_setup's hooks) */
     struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
+    int64_t push_checked_ms;      /* edge_push_gap: when every push link was last looked at */
+    int push_all_greeted;         /* and whether each was greeted then */
 
     /* ops (edge_op.c, edge_op_send.c) */
     uint64_t next_seq;            /* the last write request number given */
@@ -138,9 +148,14 @@ struct edge {
 
     /* the colo cache (edge_cache.c; looked up by edge_read.c, edge_flight.c) */
     struct cache *cache;          /* NULL: every read asks the owner */
+    struct changes *changes;      /* the colo's change ring: noted here, read by held
+                                   * HTTP readers (edge_http_wake.c); NULL: none */
     uint64_t lock_seq;            /* refresh-lock tokens */
     struct hkv_buf cval;          /* a looked-up value, copied out of the segment */
     struct hkv_buf scratch;       /* MGET from the segment: the values (edge_read.c) */
+
+    /* the HTTP front door (edge_http*.c): held readers, the change ring's reader */
+    struct http_edge *http;       /* NULL: no HTTP port */
 
     /* the rate limiter (edge_rl.c) */
     struct rl *rl;                /* the colo's limiter; NULL: none */

@@ -104,6 +104,9 @@ void elink_set_timeout(struct elink *l, int64_t timeout_ms);
 void elink_set_tls(struct elink *l, SSL_CTX *ctx);
 int elink_congested(const struct elink *l);
 int elink_is_up(const struct elink *l);
+/* Up, and the owner answered this connection's HELLO (HELLO_OK): from then
+ * on the owner knows the link (a push link gets its pushes). */
+int elink_greeted(const struct elink *l);
 /* 1 for a TCP link (to an owner of another host). */
 int elink_is_remote(const struct elink *l);
 /* Requests waiting for an answer. */

@@ -15,6 +15,11 @@
 const char *elink_name(const struct elink *l) { return l->name; }
 int elink_congested(const struct elink *l) { return l->congested; }
 int elink_is_up(const struct elink *l) { return l->state == LINK_UP; }
+int elink_greeted(const struct elink *l)
+{
+    uint64_t inc = l->state == LINK_UP ? elink_owner_of(l, l->conn) : 0;
+    return inc != 0 && inc != WIRE_PREV_UNKNOWN;
+}
 int elink_is_remote(const struct elink *l) { return l->addr != NULL; }
 uint64_t elink_pending(const struct elink *l) { return l->npending; }
 void elink_set_timeout(struct elink *l, int64_t ms) { l->timeout_ms = ms > 0 ? ms : 1; }

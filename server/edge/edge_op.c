@@ -136,8 +136,9 @@ void op_finish(struct op *op)
     if (op->stat != STATS_NONE) {
         struct hkv_buf *o = c != NULL ? op->out_buf : NULL;
         size_t n = o != NULL && buf_unread(o) > op->out_mark ? buf_unread(o) - op->out_mark : 0;
-        stats_call(op->e, op->stat, clock_mono_ns() - op->t0_ns,
-                   n > 0 ? buf_head(o) + op->out_mark : NULL, n);
+        stats_call_key(op->e, op->stat, clock_mono_ns() - op->t0_ns,
+                       n > 0 ? buf_head(o) + op->out_mark : NULL, n,
+                       op->nkeys > 0 ? op->keys[0].p : NULL, op->nkeys > 0 ? op->keys[0].len : 0);
     }
     op_release(op);
     if (c != NULL)

@@ -242,6 +242,27 @@ static int make_links(struct owner_ref *o)
     return 0;
 }
 
+int edge_push_gap(struct edge *e, const char *key, size_t len, int64_t now_ms)
+{
+    if (!e->ctx->cfg->owner_push)
+        return 0;
+    if (now_ms - e->push_checked_ms >= EDGE_PUSH_CHECK_MS) {
+        e->push_checked_ms = now_ms;
+        e->push_all_greeted = 1;
+        for (int g = edge_owner_next(e, -1); g >= 0 && e->push_all_greeted;
+             g = edge_owner_next(e, g)) {
+            struct elink *l = e->owners[g].link[WIRE_ROLE_PUSH];
+            e->push_all_greeted = l != NULL && elink_greeted(l);
+        }
+    }
+    if (e->push_all_greeted)
+        return 0;
+    struct route rt;
+    struct owner_ref *o = edge_owner_of(e, key, len, &rt);
+    return o == NULL || o->link[WIRE_ROLE_PUSH] == NULL ||
+           !elink_greeted(o->link[WIRE_ROLE_PUSH]);
+}
+
 struct elink *owner_link(struct owner_ref *o, int role)
 {
     if (o->link[role] == NULL && make_links(o) != 0) {

@@ -86,6 +86,14 @@ struct owner_ref *edge_owner_at(struct edge *e, int g);
 /* Walks every owner: the first g after `after` (-1 to start) that
  * edge_owner_at gives, or -1 when there is none. */
 int edge_owner_next(struct edge *e, int after);
+/* Whether the colo cache may be behind the owner of key because this
+ * edge's push link to that owner is not greeted (down, reconnecting, not
+ * made yet): pushes sent meanwhile were lost, so a cached value of that
+ * owner is served as stale (and refreshed), not as fresh.  0 when owners
+ * do not push.  Cheap while every push link is greeted (looked at once per
+ * EDGE_PUSH_CHECK_MS); otherwise it routes the key. */
+#define EDGE_PUSH_CHECK_MS 10
+int edge_push_gap(struct edge *e, const char *key, size_t len, int64_t now_ms);
 /* How many owners a walk visits. */
 int edge_owners_count(struct edge *e);
 /* Cluster: links of this edge to owners of other hosts that are up now (an

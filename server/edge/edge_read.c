@@ -209,30 +209,31 @@ static void waiter_cancel(struct op *op)
 
 static const struct op_family wait_ops = {0, NULL, NULL, NULL, waiter_cancel, NULL};
 
-/* Answers from the segment if it can.  Returns 1 when answered. */
 /* The hottest path of the daemon: it needs only the key's hash; the class
  * (glob matching) and the owner are looked up when the entry is stale. */
-static int from_cache(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
-                      const struct resp_slice *key, uint64_t hash)
+int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash, hkv_stamp min,
+                     struct edge_read_hit *h)
 {
-    struct edge *e = c->e;
     struct cache_hit hit;
     int64_t now = clock_mono_ms();
-    cache_sketch_read(e->cache, key->p, key->len, hash, now);
-    if (cache_get(e->cache, key->p, key->len, hash, now, &e->cval, &hit) != HKV_OK) {
-        cache_count(e->cache, CACHE_CTR_cache_misses, 1);
+    cache_sketch_read(e->cache, key, len, hash, now);
+    if (cache_get(e->cache, key, len, hash, now, &e->cval, &hit) != HKV_OK ||
+        (min != 0 && hit.stamp < min)) {
+        cache_count(e->cache, CACHE_CTR_cache_misses, 1); /* (or older than the reader knows) */
         return 0;
     }
     if (hit.expire_at != 0 && hit.expire_at <= clock_unix_ms()) {
         cache_count(e->cache, CACHE_CTR_cache_misses, 1); /* the key itself expired */
         return 0;
     }
+    if (now < hit.fresh_until && edge_push_gap(e, key, len, now))
+        hit.fresh_until = now; /* its pushes may have been lost: stale, refreshed */
     int stale = now >= hit.fresh_until;
     if (stale && !flight_servable(e, hit.fresh_until, now)) {
         /* Stale by A or more: wait for the owner like a miss, unless this
          * edge's fetch of the key has been out for A already (the owner is
          * not answering: then the stale value, at once). */
-        struct flight *f = flight_find(e, hash, key->p, key->len);
+        struct flight *f = flight_find(e, hash, key, len);
         if (f == NULL || now - flight_started(f) < flight_allowance(e)) {
             cache_count(e->cache, CACHE_CTR_cache_misses, 1);
             return 0;
@@ -242,19 +243,46 @@ static int from_cache(struct conn *c, enum cmd_id cmd, const struct read_calc *k
                 hit.negative ? CACHE_CTR_cache_negative_hits
                              : stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits,
                 1);
-    /* Answered synchronously: c->out is already this command's place in the
-     * client's reply order (dispatch points it at a slot when needed). */
-    struct read_facts f = {now - hit.stored_at, hit.stamp, stale, 0};
-    render(c, cmd, k, &c->out, !hit.negative, buf_head(&e->cval), buf_unread(&e->cval),
-           hit.expire_at, &f);
-    if (stale && flight_find(e, hash, key->p, key->len) == NULL) {
-        /* Stale: one edge of the colo refreshes it; the others keep serving. */
+    *h = (struct edge_read_hit){
+        .found = !hit.negative, .v = buf_head(&e->cval), .n = buf_unread(&e->cval),
+        .expire_at = hit.expire_at, .f = {now - hit.stored_at, hit.stamp, stale, 0},
+    };
+    if (stale && flight_find(e, hash, key, len) == NULL) {
+        /* Stale: one edge of the colo refreshes it; the others keep serving.
+         * (Starting the fetch leaves e->cval alone.) */
         struct route rt;
-        struct owner_ref *o = edge_owner_of(e, key->p, key->len, &rt);
+        struct owner_ref *o = edge_owner_of(e, key, len, &rt);
         if (o != NULL)
-            flight_start(e, key->p, key->len, &rt, o, 1);
+            flight_start(e, key, len, &rt, o, 1);
     }
     return 1;
+}
+
+/* Answers from the segment if it can.  Returns 1 when answered (synchronously:
+ * c->out is already this command's place in the client's reply order;
+ * dispatch points it at a slot when needed). */
+static int from_cache(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
+                      const struct resp_slice *key, uint64_t hash)
+{
+    struct edge_read_hit h;
+    if (!edge_read_cached(c->e, key->p, key->len, hash, 0, &h))
+        return 0;
+    render(c, cmd, k, &c->out, h.found, h.v, h.n, h.expire_at, &h.f);
+    return 1;
+}
+
+struct flight *edge_read_flight(struct edge *e, const char *key, size_t len, const char **err)
+{
+    struct route rt;
+    struct owner_ref *o = edge_owner_of(e, key, len, &rt);
+    if (o == NULL) {
+        *err = "ERR no owner serves this key's pool";
+        return NULL;
+    }
+    struct flight *f = flight_find(e, rt.hash, key, len);
+    if (f == NULL && (f = flight_start(e, key, len, &rt, o, 0)) == NULL)
+        *err = "ERR out of memory";
+    return f;
 }
 
 /* An op of family fam answering cmd for key (k: computed, its arguments
@@ -301,15 +329,10 @@ static void read_key(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
     }
     if (e->cache != NULL && from_cache(c, cmd, k, key, router_hash(key->p, key->len)))
         return;
-    struct route rt;
-    struct owner_ref *o = edge_owner_of(e, key->p, key->len, &rt);
-    if (o == NULL) {
-        reply_error(c, "ERR no owner serves this key's pool");
-        return;
-    }
-    struct flight *f = flight_find(e, rt.hash, key->p, key->len);
-    if (f == NULL && (f = flight_start(e, key->p, key->len, &rt, o, 0)) == NULL) {
-        reply_error(c, "ERR out of memory");
+    const char *err = NULL;
+    struct flight *f = edge_read_flight(e, key->p, key->len, &err);
+    if (f == NULL) {
+        reply_error(c, err);
         return;
     }
     struct op *op = key_op(c, &wait_ops, cmd, k, key);

@@ -14,6 +14,7 @@
 #include "proto/cmd.h"
 #include "proto/resp.h"
 #include "server/edge/edge_conn.h"
+#include "server/edge/edge_render.h"
 
 #define EDGE_READ_HANDLERS(X) X(get) X(strlen) X(type) X(ttl) X(pttl) X(getmeta)
 #define X(fn) void edge_cmd_##fn(struct conn *c, int argc, const struct resp_slice *argv);
@@ -41,5 +42,28 @@ typedef void (*edge_read_fn)(struct conn *c, struct hkv_buf *out, const struct r
  * with argv[2..argc) as its arguments; cmd names it. */
 void edge_read_calc(struct conn *c, enum cmd_id cmd, int argc, const struct resp_slice *argv,
                     edge_read_fn fn);
+
+/* The read path's two halves, for a front door that renders its own replies
+ * (HTTP, edge_http_kv.c): the same rules, counters and refreshes as the
+ * commands above, with the answer handed back instead of written.
+ *
+ * What a one-key read found in the colo cache. */
+struct edge_read_hit {
+    int found;                    /* 0: a cached authoritative absence */
+    const char *v;                /* the value: valid until the next lookup (e->cval) */
+    size_t n;
+    int64_t expire_at;            /* unix ms, 0 = none */
+    struct read_facts f;          /* age, the owner's stamp, stale (degraded: never here) */
+};
+/* The key in the colo cache (e->cache not NULL), under the staleness rules
+ * at the top of edge_read.c (a stale entry starts the colo's one refresh).
+ * min != 0: an entry stamped below min counts as a miss (the reader knows a
+ * newer version exists).  1 = answered (*h), 0 = wait on the key's flight. */
+int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash, hkv_stamp min,
+                     struct edge_read_hit *h);
+/* The key's flight in this process, joined or started (single flight per
+ * edge, refresh lock per colo); NULL with *err the error reply's text (no
+ * owner for its pool, out of memory). */
+struct flight *edge_read_flight(struct edge *e, const char *key, size_t len, const char **err);
 
 #endif

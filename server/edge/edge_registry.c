@@ -237,7 +237,10 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     h(c, argc, argv);
     if (!c->stat_taken) {
         size_t n = buf_unread(&c->out) > before ? buf_unread(&c->out) - before : 0;
-        stats_call(c->e, stat, clock_mono_ns() - c->cur_t0_ns, buf_head(&c->out) + before, n);
+        int first = 0, last = 0; /* the first key, for its class (edge_stats.h) */
+        int nk = cmd_key_range(d, argc, &first, &last);
+        stats_call_key(c->e, stat, clock_mono_ns() - c->cur_t0_ns, buf_head(&c->out) + before, n,
+                       nk > 0 ? argv[first].p : NULL, nk > 0 ? argv[first].len : 0);
     }
     c->cur_stat = STATS_NONE;
 }

@@ -34,6 +34,7 @@ static struct rslot *slot_new(struct edge *e)
     }
     s->next = NULL;
     s->ready = 0;
+    s->partial = 0;
     return s;
 }
 
@@ -92,6 +93,11 @@ static void pump(struct conn *c)
             c->sq_tail = NULL;
         c->nslots--;
         slot_free(c->e, s);
+    }
+    /* A stream now at the head: what it wrote behind the others goes first. */
+    if (s != NULL && s->partial && !s->ready && s != c->cur && buf_unread(&s->buf) > 0) {
+        buf_append(&c->out, buf_head(&s->buf), buf_unread(&s->buf));
+        buf_reset(&s->buf);
     }
 }
 

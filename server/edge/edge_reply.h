@@ -8,7 +8,10 @@
  * nothing.  Once one request waits (slot_defer), every later one gets a slot
  * of its own; dispatch points c->out at the current slot's buffer while the
  * request runs, so handlers never need to know.  Slots come from a per-edge
- * freelist and keep a little storage.
+ * freelist and keep a little storage.  A streaming reply (partial) never
+ * becomes ready until it ends; what it wrote while it waited behind earlier
+ * replies goes out the moment it reaches the head, and from then on
+ * slot_out gives it c->out itself.
  */
 #ifndef HKV_EDGE_REPLY_H
 #define HKV_EDGE_REPLY_H
@@ -22,6 +25,8 @@ struct rslot {
     struct rslot *next;
     struct hkv_buf buf;
     uint8_t ready;
+    uint8_t partial;              /* a stream: its bytes leave as soon as it is the head,
+                                   * before it is ready (an HTTP watch, edge_http_watch.c) */
 };
 
 /* A new slot at the tail of c's queue; NULL on allocation failure. */

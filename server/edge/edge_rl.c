@@ -50,7 +50,6 @@ void edge_rl_reload(struct edge *e, const struct cfg *next)
 int edge_rl_refuse(struct conn *c, const struct cmd_def *d, int argc,
                    const struct resp_slice *argv)
 {
-    struct edge *e = c->e;
     if (d->id == CMD_HELLO) { /* charged to AUTH's limit only when it tries a password */
         int auth = 0;
         for (int i = 1; i < argc && !auth; i++)
@@ -58,6 +57,16 @@ int edge_rl_refuse(struct conn *c, const struct cmd_def *d, int argc,
         if (!auth)
             return 0;
     }
+    int64_t retry_ms = 0;
+    if (!edge_rl_over(c, d, &retry_ms))
+        return 0;
+    resp_add_errorf(&c->out, "RATELIMITED retry in %lld ms", (long long)retry_ms);
+    return 1;
+}
+
+int edge_rl_over(struct conn *c, const struct cmd_def *d, int64_t *retry_ms)
+{
+    struct edge *e = c->e;
     if (!c->rl_addr_ok) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
@@ -72,9 +81,5 @@ int edge_rl_refuse(struct conn *c, const struct cmd_def *d, int argc,
         k.user = auth_user_name(e->auth, c->user);
         k.ulen = k.user != NULL ? strlen(k.user) : 0;
     }
-    int64_t retry_ms = 0;
-    if (rl_check(e->rl, &k, e->rl_map[d->id], rl_now(), &retry_ms) == RL_ALLOW)
-        return 0;
-    resp_add_errorf(&c->out, "RATELIMITED retry in %lld ms", (long long)retry_ms);
-    return 1;
+    return rl_check(e->rl, &k, e->rl_map[d->id], rl_now(), retry_ms) != RL_ALLOW;
 }

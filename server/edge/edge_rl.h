@@ -20,5 +20,9 @@ void edge_rl_reload(struct edge *e, const struct cfg *next);
  * (-RATELIMITED written: do not run it), else 0. */
 int edge_rl_refuse(struct conn *c, const struct cmd_def *d, int argc,
                    const struct resp_slice *argv);
+/* The charge itself, for a front door that answers in its own form (HTTP):
+ * 1 when c (its address, and its user once named) is over d's limit (*retry_ms:
+ * when the next token comes), else 0.  Writes nothing. */
+int edge_rl_over(struct conn *c, const struct cmd_def *d, int64_t *retry_ms);
 
 #endif

@@ -4,11 +4,14 @@
  */
 #include "server/edge/edge_stats.h"
 
+#include <stdio.h>
 #include <string.h>
 
+#include "config/cfg.h"
 #include "server/edge/edge_subcmd.h"
 
 _Static_assert(EDGE_STAT_IDS <= BOARD_CMDSTATS, "the scoreboard has no room for every command");
+_Static_assert(BOARD_CLASS_NAME >= CFG_NAME_MAX, "the scoreboard cannot hold a class name");
 
 /* Redis's afterErrorReply: the prefix is what precedes the first space
  * within the first 32 bytes of "-PREFIX text"; otherwise "ERR". */
@@ -37,7 +40,50 @@ static void count_error(struct edge *e, const char *text, size_t len)
     atomic_store_explicit(&s->errstats_n, have + 1, memory_order_release);
 }
 
+enum board_kind stats_kind(unsigned stat)
+{
+    if (stat >= CMD_COUNT)
+        return BOARD_KIND_ADMIN;
+    uint32_t f = cmd_get((enum cmd_id)stat)->flags;
+    return (f & CMD_F_WRITE) ? BOARD_KIND_WRITE : (f & CMD_F_READ) ? BOARD_KIND_READ
+                                                                   : BOARD_KIND_ADMIN;
+}
+
+/* The slot's row for the class of key (row 0 without a key, or for a
+ * command that takes none), naming a new
+ * row the first time a class is seen; NULL once the rows are all named. */
+static struct board_classlat *class_row(struct edge *e, unsigned stat, const char *key,
+                                        size_t klen)
+{
+    struct board_slot *s = e->stats;
+    const struct cfg *cfg = e->ctx != NULL ? e->ctx->cfg : NULL;
+    if (key == NULL || cfg == NULL || cfg->nclasses == 0 || stat >= CMD_COUNT ||
+        cmd_get((enum cmd_id)stat)->first_key == 0)
+        return &s->classlat[0];
+    const struct cfg_class *k = cfg->nclasses == 1 ? &cfg->classes[0]
+                                                   : cfg_class_for(cfg, key, klen);
+    if (k == NULL)
+        return &s->classlat[0];
+    uint32_t n = atomic_load_explicit(&s->classlat_n, memory_order_relaxed);
+    for (uint32_t i = 1; i < n; i++)
+        if (strcmp(s->classlat[i].name, k->name) == 0)
+            return &s->classlat[i];
+    if (n == 0)
+        n = 1; /* row 0 is the keyless commands' */
+    if (n >= BOARD_CLASSLAT)
+        return NULL;
+    snprintf(s->classlat[n].name, sizeof(s->classlat[n].name), "%s", k->name);
+    atomic_store_explicit(&s->classlat_n, n + 1, memory_order_release);
+    return &s->classlat[n];
+}
+
 void stats_call(struct edge *e, unsigned stat, int64_t nsec, const char *reply, size_t len)
+{
+    stats_call_key(e, stat, nsec, reply, len, NULL, 0);
+}
+
+void stats_call_key(struct edge *e, unsigned stat, int64_t nsec, const char *reply, size_t len,
+                    const char *key, size_t klen)
 {
     if (stat >= BOARD_CMDSTATS)
         return;
@@ -46,6 +92,12 @@ void stats_call(struct edge *e, unsigned stat, int64_t nsec, const char *reply, 
     board_bump(&c->calls, 1);
     board_bump(&c->nsec, ns);
     board_bump(&e->stats->latency[stat].n[board_lat_bucket(ns)], 1);
+    struct board_classlat *row = class_row(e, stat, key, klen);
+    if (row != NULL) {
+        enum board_kind kind = stats_kind(stat);
+        board_bump(&row->nsec[kind], ns);
+        board_bump(&row->lat[kind].n[board_lat_bucket(ns)], 1);
+    }
     if (len > 0 && reply[0] == '-') {
         board_bump(&c->failed, 1);
         count_error(e, reply, len);

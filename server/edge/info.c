@@ -16,6 +16,7 @@
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_link.h"
 #include "server/edge/edge_op.h"
+#include "server/edge/edge_http.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/info_leaves.h"
 #include "server/edge/info_redis.h"
@@ -200,7 +201,7 @@ static void sec_cache(struct hkv_buf *b, struct edge *e)
     }
     cache_stats(e->cache, &st);
     buf_printf(b, "cache_enabled:1\r\n");
-#define X(name) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[CACHE_CTR_##name]);
+#define X(name, help) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[CACHE_CTR_##name]);
     CACHE_COUNTERS(X)
 #undef X
     buf_printf(b, "cache_used_memory:%llu\r\ncache_entries:%llu\r\ncache_capacity:%llu\r\n\r\n",
@@ -240,7 +241,7 @@ static void sec_ratelimit(struct hkv_buf *b, struct edge *e)
     struct rl_stats st;
     rl_stats(e->rl, rl_now(), &st);
     buf_printf(b, "# Ratelimit\r\n");
-#define X(name) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[RL_CTR_##name]);
+#define X(name, help) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[RL_CTR_##name]);
     RL_COUNTERS(X)
 #undef X
     buf_printf(b, "ratelimit_buckets:%llu\r\nratelimit_buckets_capacity:%llu\r\n"
@@ -274,6 +275,7 @@ static const struct {
     {"cache", sec_cache, 1, 0},
     {"hotkeys", sec_hotkeys, 1, 0},
     {"ratelimit", sec_ratelimit, 1, 0},
+    {"http", info_http, 1, 0},
     {"processes", sec_processes, 0, 0},
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))

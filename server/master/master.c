@@ -155,17 +155,22 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
             cache_destroy(&m->caches[k]);
         for (int k = 0; k < m->cfg->colos; k++)
             rl_destroy(&m->limiters[k]);
+        master_http_child(m, -1, NULL);
         code = agent_main(&ctx);
     } else if (c->role == BOARD_EDGE) {
         struct edge_ctx ectx = {
             .cache = m->caches[c->colo],
             .rl = m->limiters[c->colo], /* per colo: limits are not global */
             .colo_index = c->colo,
+            .colo_caches = m->caches,
+            .colo_limiters = m->limiters,
+            .ncolos = m->cfg->colos,
             .listen_fds = m->listen_fds,
             .nlisten = m->nlisten,
             .ntls = m->ntls,
         };
         topo_colo_name(m->cfg, c->colo, ectx.colo_name, sizeof(ectx.colo_name));
+        master_http_child(m, c->colo, &ectx);
         code = edge_main(&ctx, &ectx);
     } else {
         for (size_t i = 0; i < m->nlisten; i++)
@@ -174,6 +179,7 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
             cache_destroy(&m->caches[k]); /* owners never read a colo segment */
         for (int k = 0; k < m->cfg->colos; k++)
             rl_destroy(&m->limiters[k]);
+        master_http_child(m, -1, NULL);
         struct owner_ctx octx = {.pool = c->pool, .link_fd = c->link_fd, .tcp_fd = c->tcp_fd};
         code = owner_main(&ctx, &octx);
     }

@@ -185,7 +185,8 @@ static int check_cluster(const struct cfg *cfg, char *err, size_t len)
 
 int master_boot(struct master *m, char *err, size_t len)
 {
-    if (check_cluster(m->cfg, err, len) != 0 || check_dir(m->cfg->dir, err, len) != 0 || open_sockets(m, err, len) != 0 ||
+    if (check_cluster(m->cfg, err, len) != 0 || check_dir(m->cfg->dir, err, len) != 0 ||
+        open_sockets(m, err, len) != 0 || master_http_boot(m, err, len) != 0 ||
         write_pidfile(m->cfg->pidfile, err, len) != 0 || master_rehome(m->cfg, err, len) != 0)
         return -1;
     return map_segments(m, err, len);
@@ -265,4 +266,5 @@ void master_teardown(struct master *m)
         for (int k = 0; k < m->cfg->colos; k++)
             rl_destroy(&m->limiters[k]);
     free(m->limiters);
+    master_http_teardown(m);
 }

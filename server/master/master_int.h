@@ -11,6 +11,7 @@
  *                    the broadcast to every child, READY to systemd
  *   master_stats.c   CONFIG RESETSTAT: every process's counters zeroed
  *   master_forget.c  FLUSHALL: every colo segment forgets older versions
+ *   master_http.c    the HTTP front door's sockets and change rings
  *
  * The calls go one way: master.c calls the others, which call at most
  * master_boot.c, and nothing calls master.c (a timer's callback is handed
@@ -65,6 +66,10 @@ struct master {
     int *listen_fds;          /* the port's sockets, then tls-port's */
     size_t nlisten;
     size_t ntls;              /* the last ntls of listen_fds are tls-port's */
+    int *http_fds;            /* http-port's sockets, then https-port's (master_http.c) */
+    size_t nhttp;             /* all of them */
+    size_t nhttps;            /* the last nhttps are https-port's */
+    struct changes **changes; /* per colo: its change ring (NULL: no HTTP port) */
     struct child *children;
     int nchildren;
     uint64_t generation;
@@ -115,6 +120,19 @@ void master_teardown(struct master *m);
 int master_owner_tcp_open(struct master *m, char *err, size_t len);
 /* Closes every owner's TCP listener except keep's (NULL: all). */
 void master_owner_tcp_close(struct master *m, const struct child *keep);
+
+/* ---- master_http.c ---- */
+
+struct edge_ctx;
+/* The HTTP front door's part of the boot (after the RESP sockets): its
+ * listening sockets and, per colo, the change ring with an eventfd per
+ * edge.  Nothing when both ports are 0.  0, or -1 with why in err. */
+int master_http_boot(struct master *m, char *err, size_t len);
+/* In a child just forked: an edge of colo `colo` gets its part in ectx; an
+ * owner (ectx NULL) closes the sockets and unmaps the rings. */
+void master_http_child(struct master *m, int colo, struct edge_ctx *ectx);
+/* Frees what master_http_boot made. */
+void master_http_teardown(struct master *m);
 
 /* ---- master_reload.c ---- */
 

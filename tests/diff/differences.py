@@ -62,10 +62,11 @@ import resp
 #   seed changes with every start.
 # - INFO: compared as the list of its section headers, plus the keyspace
 #   lines; field values are counters and clocks.  hotkvd's own sections
-#   (Owners, Cache, Hotkeys, Ratelimit, Processes) are dropped: see BY DESIGN.
+#   (Owners, Cache, Hotkeys, Ratelimit, HTTP, Processes) are dropped: see BY
+#   DESIGN.
 
 SCAN_MAX_CALLS = 10000
-HOTKVD_SECTIONS = {b"Owners", b"Cache", b"Hotkeys", b"Ratelimit", b"Processes"}
+HOTKVD_SECTIONS = {b"Owners", b"Cache", b"Hotkeys", b"Ratelimit", b"HTTP", b"Processes"}
 CLIENT_KEEP = [b"name", b"db", b"sub", b"psub", b"ssub", b"multi", b"flags", b"user", b"redir",
                b"resp"]
 
@@ -430,7 +431,7 @@ def _tx_spans_owners(words, r, h):
 # ============================================================================
 
 # Also by design, and therefore not generated or normalised away above:
-# hotkvd's own INFO sections (Owners, Cache, Hotkeys, Ratelimit, Processes),
+# hotkvd's own INFO sections (Owners, Cache, Hotkeys, Ratelimit, HTTP, Processes),
 # HELLO's server/version/id, CONFIG GET values each test config sets its own
 # way (port, dir, logfile, loglevel) or that are hotkvd's own defaults
 # (proto-max-bulk-len 16mb), and redis-server running with one database

@@ -112,8 +112,7 @@ class BadHistory(ValueError):
 class Op:
     """One operation line, as recorded."""
     __slots__ = ("line", "id", "client", "colo", "edge", "f", "keys", "args",
-                 "value", "error", "outcome", "t0", "t1", "stale", "degraded",
-                 "prev_t1")
+                 "value", "error", "outcome", "t0", "t1", "stale", "degraded")
 
     def to_dict(self, t_zero):
         d = {"id": self.id, "client": self.client, "f": self.f,
@@ -312,7 +311,6 @@ def _parse_op(obj, n, hist):
         raise BadHistory(n, "outcome fail needs an error string")
     op.stale = bool(obj.get("stale", False))
     op.degraded = bool(obj.get("degraded", False))
-    op.prev_t1 = {}
     return op
 
 
@@ -349,20 +347,6 @@ def load_history(src):
     times = [o.t0 for o in hist.ops] + [c[0] for c in hist.crashes] + \
         [f["t0"] for f in hist.faults]
     hist.t_zero = min(times) if times else 0.0
-    # t1 of each client's previous op ON EACH KEY of the op: a read sees at
-    # least that client's own earlier operations of the key (read-your-writes
-    # is promised per key; nothing orders a client's reads of different keys
-    # against each other beyond real time, which a read delta relaxes).
-    by_client = {}
-    for op in hist.ops:
-        by_client.setdefault(op.client, []).append(op)
-    for ops in by_client.values():
-        ops.sort(key=lambda o: (o.t0, o.line))
-        last = {}
-        for op in ops:
-            op.prev_t1 = {k: last.get(k, -INF) for k in op.keys}
-            for k in op.keys:
-                last[k] = max(last.get(k, -INF), op.t1)
     return hist
 
 
@@ -536,7 +520,7 @@ class Sub:
     restore.  ck/rk are the sort keys of the call and return events."""
     __slots__ = ("seq", "op", "key", "f", "a", "out", "mode", "call", "ret",
                  "ck", "rk", "info", "reads", "writes", "is_read", "crash",
-                 "fixed", "pure")
+                 "fixed", "pure", "pred")
 
     def t0(self):
         return self.op.t0 if self.op else self.call
@@ -580,6 +564,7 @@ def _new_sub(kh, seq, op, f, a, out, mode, call, ret):
     u.reads = None      # the value string this op's answer names
     u.writes = None     # the value string this op may leave in the key
     u.pure = _pure(f, a, out, mode)
+    u.pred = None       # a read: the same client's op of the key just before
     if mode == "info":
         u.rk = (INF, 0, seq)
     elif ret > call:
@@ -625,7 +610,8 @@ def _pure(f, a, out, mode):
 class MOp:
     """What the search needs of one op: the sort keys of its call and return
     events, its step function and flags (see linearizable())."""
-    __slots__ = ("ck", "rk", "step", "info", "pure", "blind", "icls", "multi")
+    __slots__ = ("ck", "rk", "step", "info", "pure", "blind", "icls", "multi",
+                 "pred")
 
 
 def _info_class(f, a, mval):
@@ -676,6 +662,7 @@ def model_ops(items):
         if not rel and u.reads is not None and u.mode == "ok":
             read.add(u.reads)
     res = []
+    mop_of = {}
     for u, rel in items:
         mode = u.mode
         if rel and not u.fixed:
@@ -712,8 +699,29 @@ def model_ops(items):
             m.rk = u.rk
             m.icls = None
             m.blind = False
+        m.pred = u.pred
+        mop_of[id(u)] = m
         res.append(m)
+    # A read follows its client's previous op of the key (see build_keys)
+    # only while that op is determinate here: relaxing it drops the order.
+    for m in res:
+        p = mop_of.get(id(m.pred)) if m.pred is not None else None
+        m.pred = p if p is not None and not p.info else None
     return res
+
+
+def _sets_floor(u):
+    """Whether a client's later reads of u's key must not see a state older
+    than u's: reads, and writes that changed the key or may have.  A write
+    that changed nothing (PERSIST, EXPIRE or DEL answered 0, an INCRBY of a
+    value that is not an integer) leaves the colo cache as it was: hotkvd
+    promises read-your-writes and monotonic reads, not that a no-op makes
+    the cache catch up with the owner."""
+    if u.mode == "ok" and u.f in ("persist", "expire", "del") and u.out == 0:
+        return False
+    if u.mode == "err":
+        return u.is_read
+    return True
 
 
 def build_keys(hist):
@@ -733,6 +741,7 @@ def build_keys(hist):
     for t, owner, _ in sorted(hist.crashes):
         crash_times.setdefault(owner, []).append(t)
     seq = 0
+    last_floor = {}     # (client, key) -> its latest Sub of the key that _sets_floor
     for op in sorted(hist.ops, key=lambda o: (o.t0, o.line)):
         f = op.f
         is_read = f in READ_FS
@@ -762,10 +771,28 @@ def build_keys(hist):
             kh = kh_of(k)
             cls = hist.classes[kh.cls]
             call = op.t0
+            pred = None
             if is_read:
                 delta = cls["stale_delta"] if op.stale else cls["read_delta"]
-                prev_t1 = op.prev_t1[k]
-                call = max(op.t0 - delta, prev_t1)
+                # A read may be as old as delta, but not older than its
+                # client's previous op of the key that fixed a floor for it
+                # (_sets_floor).  When that op is in the model (determinate),
+                # the read is ordered after it in the search (Sub.pred) and
+                # may start where it started: two reads of one client
+                # through a cache that is behind (a push delayed by TCP
+                # after a cut between hosts) may both see the old value,
+                # each within delta, but never the second an older one than
+                # the first, and a read still sees its client's own write.
+                # After an indeterminate or failed op, the read starts after
+                # that op ended.
+                p = last_floor.get((op.client, k))
+                if p is None:
+                    call = op.t0 - delta
+                elif p.mode in ("ok", "err"):
+                    pred = p
+                    call = max(op.t0 - delta, p.call)
+                else:
+                    call = max(op.t0 - delta, p.t1())
                 # Within crash_read_delta after a crash of the key's owner a
                 # read may be answered by a cache that still holds a value the
                 # crash lost, or by the restarted owner: reads through
@@ -777,6 +804,9 @@ def build_keys(hist):
                     continue
                 call = min(call, op.t0)
             u = _new_sub(kh, seq, op, sf, a, out, mode, call, op.t1)
+            u.pred = pred
+            if _sets_floor(u):
+                last_floor[(op.client, k)] = u
             seq += 1
             if mode == "ok" and (sf in ("get", "getdel") or
                                  (sf == "set" and a.get("get"))):
@@ -896,6 +926,14 @@ def linearizable(subs, budget, stats=None):
         else:
             bits[call_node[i]] = 1 << i
 
+    # A read runs only after its client's previous op of the key (MOp.pred).
+    index_of = {id(u): i for i, u in enumerate(subs)}
+    need = {}
+    for i, u in enumerate(subs):
+        if u.pred is not None and id(u.pred) in index_of:
+            need[call_node[i]] = 1 << index_of[id(u.pred)]
+    lin_now = [0]       # lin of the configuration candidates() is asked for
+
     front = [-INF]      # the latest return that stopped a scan
 
     def candidates(state, after_info):
@@ -911,6 +949,10 @@ def linearizable(subs, budget, stats=None):
                     front[0] = ev_time[node]
                 break
             u = node_op[node]
+            nd = need.get(node)
+            if nd is not None and not lin_now[0] & nd:
+                node = nxt[node]
+                continue
             if after_info and u.blind:
                 # Right after an info op, a blind info op gives a state the
                 # parent reaches with that first op still pending.  Inside a
@@ -1037,6 +1079,7 @@ def linearizable(subs, budget, stats=None):
             if remaining == 0:
                 result = True
                 break
+        lin_now[0] = lin
         frames.append([candidates(state, info), 0])
         steps += 1
         if steps & 1023 == 0:
@@ -1140,6 +1183,7 @@ def _init_sub(kh, start):
     u.crash = None
     u.fixed = True
     u.pure = False
+    u.pred = None
     return u
 
 
@@ -1421,6 +1465,12 @@ def _clone_sub(u):
     return c
 
 
+def _rcall(r):
+    """When a read began for the naming rules: its call, or the end of its
+    client's previous op of the key, which the search orders before it."""
+    return max(r.call, r.pred.t1()) if r.pred is not None else r.call
+
+
 def name_anomaly(kh, core, start, cut, hist_classes):
     """A name for what the core (see minimize) shows; heuristics, in order."""
     ops = list(core)
@@ -1480,22 +1530,22 @@ def name_anomaly(kh, core, start, cut, hist_classes):
         wv = writer(v)
         v_t0 = wv.t0() if wv else -INF
         v_t1 = (wv.t1() if wv.mode == "ok" else INF) if wv else -INF
-        if v is not None and any(d.t1() <= r.call and d.t0() > v_t0
+        if v is not None and any(d.t1() <= _rcall(r) and d.t0() > v_t0
                                  for d in deletes):
             return A_READ_DELETED
         if v is not None and any(
-                x is not r and x.t1() <= r.call and x.call > v_t1 and (
+                x is not r and x.t1() <= _rcall(r) and x.call > v_t1 and (
                     x in readers and x.out is None
                     or x.f == "exists" and x.out == 0) for x in ops):
             return A_READ_DELETED
         newer = [(w, _written(w)) for w in ops
                  if w is not r and _written(w) is not None
-                 and _written(w) != v and w.t1() <= r.call and w.t0() > v_t1]
+                 and _written(w) != v and w.t1() <= _rcall(r) and w.t0() > v_t1]
         for r2, v2 in seen:
             # v2 is newer than v when its write began after v's was
             # acknowledged, or when r2 saw it after that acknowledgment.
             w2 = writer(v2)
-            if r2 is not r and r2.t1() <= r.call and v2 != v and \
+            if r2 is not r and r2.t1() <= _rcall(r) and v2 != v and \
                     w2 is not None and (w2.t0() > v_t1 or r2.call >= v_t1):
                 newer.append((w2, v2))
         if not newer:

@@ -355,6 +355,41 @@ class CorrectHistories(CheckerCase):
         h.get(2, "hf:0", 1.5, 1.6, "a").get(2, "hf:0", 1.7, 1.8, "b")
         self.assertPasses(h)
 
+    def test_one_clients_reads_through_a_cache_behind_may_repeat_the_old_value(self):
+        # A push delayed (another host's colo): both reads are within hf's
+        # 1 s delta of b's write, so both may see a.  The second read's
+        # window starts where the first one's did, not where it ended.
+        h = Hist()
+        h.set(1, "hf:0", "a", 1.0, 1.1).set(1, "hf:0", "b", 2.0, 2.1)
+        h.get(2, "hf:0", 2.2, 2.3, "a").get(2, "hf:0", 2.4, 2.5, "a")
+        self.assertPasses(h)
+
+    def test_a_no_op_write_does_not_make_the_cache_catch_up(self):
+        # PERSIST answered 0 changed nothing: the client's next read may
+        # still come from a cache that is behind, within the delta.
+        h = Hist()
+        h.set(1, "hf:0", "a", 1.0, 1.1).set(1, "hf:0", "b", 2.0, 2.1)
+        h.op(2, "persist", "hf:0", 2.2, 2.3, value=0)
+        h.get(2, "hf:0", 2.4, 2.5, "a")
+        self.assertPasses(h)
+
+    def test_a_write_that_changed_the_key_is_a_floor(self):
+        h = Hist()
+        h.set(1, "hf:0", "a", 1.0, 1.1).set(1, "hf:0", "b", 2.0, 2.1, px=7200000)
+        h.op(2, "persist", "hf:0", 2.2, 2.3, value=1)
+        h.get(2, "hf:0", 2.4, 2.5, "b")
+        self.assertPasses(h)     # b had a TTL: the PERSIST took it away
+        h.get(2, "hf:0", 2.6, 2.7, "a")
+        res = h.check()
+        self.assertEqual(res.exit_code, checker.EXIT_ANOMALY, res.report())
+
+    def test_one_clients_second_read_older_than_its_first_is_flagged(self):
+        h = Hist()
+        h.set(1, "hf:0", "a", 1.0, 1.1).set(1, "hf:0", "b", 2.0, 2.1)
+        h.get(2, "hf:0", 2.2, 2.3, "b").get(2, "hf:0", 2.4, 2.5, "a")
+        res = h.check()
+        self.assertEqual(res.exit_code, checker.EXIT_ANOMALY, res.report())
+
     def test_read_beyond_delta_is_stale(self):
         h = Hist()
         h.set(1, "hf:0", "a", 1.0, 1.1).set(1, "hf:0", "b", 1.2, 1.3)
@@ -822,20 +857,27 @@ def generate(seed, n_ops, n_keys, n_clients, info_frac=0.02, crashes=0,
 def brute_force(lines):
     """{key: linearizable?} by the definitions alone, for small histories:
     every order of the ops that respects real time (a return at the time of
-    a call precedes it), each determinate op with its answer, each info op
+    a call precedes it) and puts each read after its client's previous op of
+    the key, each determinate op with its answer, each info op
     anywhere after its call or never, each crash a snapshot somewhere in its
     window followed by a restore.  Memoized on (ops done, state) only."""
     hist = checker.load_history(lines)
     out = {}
     for key, kh in checker.build_keys(hist).items():
         ops = []
+        index = {}
+        preds = []
         for u in kh.subs:
             if u.mode == "ghost" or u.fixed:
                 continue
             mval = u.a.get("value") if u.f in ("set", "mset") else None
+            index[id(u)] = len(ops)
+            preds.append(u.pred)
             ops.append((u.call, checker.INF if u.mode == "info" else u.t1(),
                         checker._mk_step(u.f, u.a, u.out, u.mode, mval),
                         u.mode == "info"))
+        # A read comes after its client's previous op of the key (Sub.pred).
+        after = [index.get(id(p)) if p is not None else None for p in preds]
         w = hist.classes[kh.cls]["persist_window"]
         prev = None
         for t, _ in kh.crashes:
@@ -857,6 +899,8 @@ def brute_force(lines):
             for i, (call, _, step, _) in enumerate(ops):
                 if i in done or any(j != i and j not in done and
                                     ops[j][1] <= call for j in det):
+                    continue
+                if i < len(after) and after[i] is not None and after[i] not in done:
                     continue
                 new = step(state)
                 if new is not None and rec(done | {i}, new):

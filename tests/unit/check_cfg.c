@@ -7,6 +7,7 @@
  * that made them; expected error messages are compared whole, location
  * included, because the message is what a user fixing a file reads.
  */
+#include <arpa/inet.h>
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -757,7 +758,7 @@ START_TEST(class_errors_are_reported_at_their_line)
                       "1: class 'x': 'pool' needs hot or cold, got 'warm'");
     expect_file_error("class x pattern a colour red\n",
                       "1: class 'x': unknown keyword 'colour' (pattern, pool, fresh, keep, "
-                      "durability, on-timeout)");
+                      "durability, on-timeout, content-type)");
     expect_file_error("class x pattern a pool\n", "1: class 'x': 'pool' needs a value");
     expect_file_error("class x pattern a pool hot pool cold\n",
                       "1: class 'x': 'pool' given twice");
@@ -1196,6 +1197,100 @@ START_TEST(config_lives_until_its_last_reference_goes)
 }
 END_TEST
 
+/* ---- the HTTP front door's directives ---------------------------------------- */
+
+START_TEST(class_content_type_is_parsed_rendered_and_checked)
+{
+    struct cfg *c = cfg_create();
+    struct cfg_error err = { "" };
+    ck_assert_int_eq(load_str(c, "class j pattern j:* content-type \"application/json; "
+                                 "charset=utf-8\"\n", &err), HKV_OK);
+    ck_assert_str_eq(cfg_class_for(c, "j:1", 3)->content_type, "application/json; charset=utf-8");
+    ck_assert_str_eq(cfg_class_for(c, "other", 5)->content_type, "application/octet-stream");
+    char buf[512];
+    ck_assert_int_eq(cfg_get(c, "class", buf, sizeof(buf)), HKV_OK);
+    /* named only when it is not the default, so older lines read as before */
+    ck_assert_str_eq(buf, "j pattern j:* pool cold fresh 1000ms keep 60000ms durability ledger "
+                          "on-timeout degrade content-type \"application/json; charset=utf-8\"\n"
+                          "default pool cold fresh 1000ms keep 60000ms durability ledger "
+                          "on-timeout degrade");
+    size_t len = 0;
+    char *text = cfg_serialize(c, &len);
+    struct cfg *back = cfg_create();
+    ck_assert_int_eq(cfg_load_text(back, text, len, "serialized", &err), HKV_OK);
+    ck_assert_int_eq(cfg_diff(c, back, NULL, NULL), 0);
+    free(text);
+    cfg_destroy(&back);
+    cfg_destroy(&c);
+    expect_file_error("class x pattern a content-type json\n",
+                      "1: class 'x': 'content-type' needs a media type of 3 to 127 printable "
+                      "characters with a '/' (text/plain; charset=utf-8), got 'json'");
+    expect_file_error("class x pattern a content-type \"text/plain\\r\\nX: y\"\n",
+                      "1: class 'x': 'content-type' needs a media type of 3 to 127 printable "
+                      "characters with a '/' (text/plain; charset=utf-8), got 'text/plain??X: y'");
+}
+END_TEST
+
+START_TEST(http_ports_differ_and_https_needs_a_certificate)
+{
+    struct {
+        const char *text;
+        const char *msg;
+    } cases[] = {
+        { "http-port 6380\n", "http-port and port must differ (both 6380)" },
+        { "http-port 7000\nhttps-port 7000\ntls-cert-file c\ntls-key-file k\n"
+          "tls-auth-clients no\n", "https-port and http-port must differ (both 7000)" },
+        { "https-port 7001\n", "https-port needs tls-cert-file and tls-key-file" },
+        { "https-port 7001\ntls-cert-file c\ntls-key-file k\n",
+          "tls-auth-clients yes needs tls-ca-cert-file" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cfg *c = cfg_create();
+        struct cfg_error err = { "" };
+        ck_assert_int_eq(load_str(c, cases[i].text, &err), HKV_OK);
+        ck_assert_int_eq(cfg_validate(c, &err), HKV_EINVAL);
+        ck_assert_str_eq(err.msg, cases[i].msg);
+        cfg_destroy(&c);
+    }
+    struct cfg *c = cfg_create();
+    struct cfg_error err = { "" };
+    ck_assert_int_eq(load_str(c, "http-port 7000\nhttp-metrics-allow 10.0.0.0/8 any\n", &err),
+                     HKV_OK);
+    ck_assert_int_eq(cfg_validate(c, &err), HKV_OK);
+    ck_assert_int_eq(load_str(c, "http-metrics-allow 10.0.0.0/33\n", &err), HKV_EINVAL);
+    ck_assert_int_eq(load_str(c, "http-metrics-allow localhost\n", &err), HKV_EINVAL);
+    cfg_destroy(&c);
+}
+END_TEST
+
+START_TEST(cidr_ranges_match_addresses)
+{
+    struct cfg_cidr r;
+    struct sockaddr_in in = {.sin_family = AF_INET};
+    struct sockaddr_in6 in6 = {.sin6_family = AF_INET6};
+    ck_assert_int_eq(cfg_cidr_parse("10.1.0.0/16", &r), HKV_OK);
+    inet_pton(AF_INET, "10.1.200.3", &in.sin_addr);
+    ck_assert_int_eq(cfg_cidr_match(&r, (struct sockaddr *)&in), 1);
+    inet_pton(AF_INET, "10.2.0.1", &in.sin_addr);
+    ck_assert_int_eq(cfg_cidr_match(&r, (struct sockaddr *)&in), 0);
+    /* an IPv4-mapped peer of a dual-stack socket is its IPv4 address */
+    inet_pton(AF_INET6, "::ffff:10.1.0.9", &in6.sin6_addr);
+    ck_assert_int_eq(cfg_cidr_match(&r, (struct sockaddr *)&in6), 1);
+    ck_assert_int_eq(cfg_cidr_parse("::1", &r), HKV_OK);
+    inet_pton(AF_INET6, "::1", &in6.sin6_addr);
+    ck_assert_int_eq(cfg_cidr_match(&r, (struct sockaddr *)&in6), 1);
+    ck_assert_int_eq(cfg_cidr_match(&r, (struct sockaddr *)&in), 0);
+    ck_assert_int_eq(cfg_cidr_parse("127.0.0.1/7", &r), HKV_OK);
+    inet_pton(AF_INET, "126.9.9.9", &in.sin_addr);
+    ck_assert_int_eq(cfg_cidr_match(&r, (struct sockaddr *)&in), 1);
+    ck_assert_int_eq(cfg_cidr_parse("any", &r), HKV_OK);
+    ck_assert_int_eq(cfg_cidr_match(&r, NULL), 1);
+    ck_assert_int_eq(cfg_cidr_parse("1.2.3.4/", &r), HKV_EINVAL);
+    ck_assert_int_eq(cfg_cidr_parse("/8", &r), HKV_EINVAL);
+    ck_assert_int_eq(cfg_cidr_parse("::1/129", &r), HKV_EINVAL);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t1, const TTest *t2, const TTest *t3)
 {
     TCase *tc = tcase_create(name);
@@ -1236,5 +1331,7 @@ Suite *cfg_suite(void)
     add(s, "references", config_lives_until_its_last_reference_goes, NULL, NULL);
     add(s, "frame", request_limits_must_fit_an_owner_frame,
         reload_merge_is_checked_against_the_running_frame, NULL);
+    add(s, "http", class_content_type_is_parsed_rendered_and_checked,
+        http_ports_differ_and_https_needs_a_certificate, cidr_ranges_match_addresses);
     return s;
 }

@@ -90,7 +90,8 @@ static void t_closing(struct conn *c)
     F.closing++;
 }
 
-static const struct conn_hooks hooks = {t_accepted, t_dispatch, t_closing};
+static const struct conn_hooks hooks = {.accepted = t_accepted, .dispatch = t_dispatch,
+                                       .closing = t_closing};
 
 static void setup(void)
 {

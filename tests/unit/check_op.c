@@ -140,7 +140,8 @@ static void t_accepted(struct conn *c, const struct sockaddr *peer)
     c->proto = 2;
 }
 
-static const struct conn_hooks hooks = {t_accepted, t_dispatch, op_conn_gone};
+static const struct conn_hooks hooks = {.accepted = t_accepted, .dispatch = t_dispatch,
+                                       .closing = op_conn_gone};
 
 /* ---- the owners' script -------------------------------------------------- */
 

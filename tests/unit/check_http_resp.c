@@ -1,5 +1,5 @@
 /*
- * check_http.c - the etcd client's HTTP/1.1 response parser and chunked
+ * check_http_resp.c - the etcd client's HTTP/1.1 response parser and chunked
  * decoder (server/agent/http_resp) on etcd's real answers split at every
  * point, and on the malformed or oversized heads and framings it must refuse.
  */
@@ -312,9 +312,9 @@ START_TEST(endpoint_urls)
 }
 END_TEST
 
-Suite *http_suite(void)
+Suite *http_resp_suite(void)
 {
-    Suite *s = suite_create("http");
+    Suite *s = suite_create("http_resp");
     TCase *tc = tcase_create("splits");
     tcase_add_test(tc, content_length_answer_at_every_split);
     tcase_add_test(tc, chunked_answer_with_trailer_at_every_split);

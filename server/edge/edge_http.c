@@ -1,0 +1,523 @@
+/*
+ * edge_http.c - the HTTP front door's connections (edge_http.h): parse,
+ * route, pass the gates, and hand each request to its endpoint.
+ *
+ * The design choice: HTTP is a second protocol on the RESP connection layer
+ * (edge_conn.h's input hook), not libevent's evhttp.  So a held request
+ * keeps the connection readable (a client that leaves frees its poll at
+ * once, which evhttp does not notice, libevent #78/#666), pipelined
+ * requests are answered in order by the same reply slots RESP uses, and
+ * every client bound (maxclients, output limits, client-max-pending, TLS)
+ * is the same code.  The parser is proto/http_req.h's, pure and fuzzed.
+ *
+ * The gates are RESP's own decisions, answered in HTTP's words: protected
+ * mode (auth_protected_refuses) -> 403 and close; Basic credentials
+ * (auth_check_password; a keep-alive client's last good credentials are
+ * remembered so it is not hashed on every request) -> 401; the user's ACL
+ * for GET of the key (auth_allowed) -> 403; the GET command's rate limit
+ * (edge_rl_over) -> 429 with Retry-After.
+ */
+#include "server/edge/edge_http.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/core/clock.h"
+#include "server/core/log.h"
+#include "server/edge/auth.h"
+#include "server/edge/edge_http_int.h"
+#include "server/edge/edge_link.h"
+#include "server/edge/edge_metrics.h"
+#include "server/edge/edge_owners.h"
+#include "server/edge/edge_rl.h"
+
+#define AUTH_HDR "WWW-Authenticate: Basic realm=\"hotkvd\", charset=\"UTF-8\"\r\n"
+
+/* ---- setup ---------------------------------------------------------------------- */
+
+static void load_allow(struct edge *e, const struct cfg *cfg)
+{
+    struct http_edge *he = e->http;
+    struct cfg_cidr *a = calloc(cfg->nhttp_metrics_allow ? cfg->nhttp_metrics_allow : 1,
+                                sizeof(*a));
+    if (a == NULL) {
+        log_warning("reload: out of memory for http-metrics-allow; the old list stays");
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < cfg->nhttp_metrics_allow; i++)
+        if (cfg_cidr_parse(cfg->http_metrics_allow[i], &a[n]) == HKV_OK)
+            n++;
+    free(he->allow);
+    he->allow = a;
+    he->nallow = n;
+}
+
+int edge_http_setup(struct edge *e)
+{
+    if (e->ectx->nhttp == 0)
+        return 0;
+    struct http_edge *he = calloc(1, sizeof(*he));
+    if (he == NULL)
+        return -1;
+    e->http = he;
+    he->rnd = (uint64_t)clock_mono_ns() ^ ((uint64_t)e->ctx->slot << 48);
+    atomic_store_explicit(&e->stats->http_polls_held, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->stats->http_watch_streams, 0, memory_order_relaxed);
+    load_allow(e, e->ctx->cfg);
+    return http_wake_setup(e);
+}
+
+void edge_http_teardown(struct edge *e)
+{
+    struct http_edge *he = e->http;
+    if (he == NULL)
+        return;
+    http_wake_teardown(e);
+    free(he->allow);
+    buf_deinit(&he->key);
+    free(he);
+    e->http = NULL;
+}
+
+void edge_http_reload(struct edge *e, const struct cfg *next)
+{
+    if (e->http != NULL)
+        load_allow(e, next);
+}
+
+/* ---- connections ------------------------------------------------------------------ */
+
+void edge_http_accepted(struct conn *c, const struct sockaddr *peer)
+{
+    struct http_sess *hs = calloc(1, sizeof(*hs));
+    if (hs == NULL) {
+        c->close_after_write = 1;
+        return;
+    }
+    c->http = hs;
+    http_req_parser_init(&hs->parser, NULL);
+    c->user = auth_initial_user(c->e->auth);
+    c->user_implicit = 1;
+    if (peer != NULL && (peer->sa_family == AF_INET || peer->sa_family == AF_INET6)) {
+        memcpy(&hs->peer, peer, peer->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                           : sizeof(struct sockaddr_in6));
+        hs->has_peer = 1;
+    }
+    hs->denied = auth_protected_refuses(c->e->auth, peer);
+}
+
+int edge_http_hangup(struct conn *c)
+{
+    for (struct hreq *r = c->http != NULL ? c->http->reqs : NULL; r != NULL; r = r->cnext)
+        if (r->kind != HREQ_GET)
+            return 1; /* a held poll or stream was for this client only */
+    return 0;
+}
+
+void edge_http_closing(struct conn *c)
+{
+    struct http_sess *hs = c->http;
+    if (hs == NULL)
+        return;
+    while (hs->reqs != NULL) {
+        struct hreq *r = hs->reqs;
+        if (r->kind != HREQ_GET && !c->e->stopping)
+            board_add(&c->e->stats->http_polls_hangup, 1);
+        hreq_free(r);
+    }
+    free(hs);
+    c->http = NULL;
+}
+
+/* ---- endpoints ---------------------------------------------------------------------- */
+
+struct run {
+    const struct http_req *req;
+    const struct http_error *err;
+    int keep_alive;
+};
+
+static int slice_is(struct http_slice s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s.len == n && memcmp(s.p, lit, n) == 0;
+}
+
+static int has_prefix(struct http_slice s, const char *lit, struct http_slice *rest)
+{
+    size_t n = strlen(lit);
+    if (s.len < n || memcmp(s.p, lit, n) != 0)
+        return 0;
+    *rest = (struct http_slice){s.p + n, s.len - n};
+    return 1;
+}
+
+static void healthz(struct conn *c, const struct run *x)
+{
+    struct edge *e = c->e;
+    struct http_edge *he = e->http;
+    const struct http_req *q = x->req;
+    if (!he->serving && !e->stopping) {
+        int up = e->nowners > 0;
+        for (int g = 0; g < e->nowners && up; g++)
+            up = elink_is_up(e->owners[g].link[WIRE_ROLE_READ]);
+        he->serving = up; /* once every owner was reached, an owner down is not "starting" */
+    }
+    const char *nocache = "Cache-Control: no-store\r\n";
+    if (e->stopping)
+        hr_simple(c, &c->out, 503, q->minor, x->keep_alive, q->method == HTTP_HEAD,
+                  "Cache-Control: no-store\r\nRetry-After: 1\r\n", "draining");
+    else if (!he->serving)
+        hr_simple(c, &c->out, 503, q->minor, x->keep_alive, q->method == HTTP_HEAD,
+                  "Cache-Control: no-store\r\nRetry-After: 1\r\n", "starting");
+    else
+        hr_simple(c, &c->out, 200, q->minor, x->keep_alive, q->method == HTTP_HEAD, nocache,
+                  "ok");
+}
+
+static void metrics(struct conn *c, const struct run *x)
+{
+    struct http_edge *he = c->e->http;
+    struct http_sess *hs = c->http;
+    const struct http_req *q = x->req;
+    int ok = 0;
+    for (size_t i = 0; i < he->nallow && !ok; i++)
+        ok = cfg_cidr_match(&he->allow[i], hs->has_peer ? (struct sockaddr *)&hs->peer : NULL);
+    if (!ok) {
+        hr_simple(c, &c->out, 403, q->minor, x->keep_alive, q->method == HTTP_HEAD, NULL,
+                  "not in http-metrics-allow");
+        return;
+    }
+    struct hkv_buf b = HKV_BUF_INIT;
+    if (edge_metrics_render(c->e, &b) != HKV_OK) {
+        hr_simple(c, &c->out, 500, q->minor, x->keep_alive, q->method == HTTP_HEAD, NULL,
+                  "metrics could not be rendered");
+    } else {
+        hr_status(c, &c->out, 200, q->minor, x->keep_alive);
+        buf_append_str(&c->out, "Cache-Control: no-store\r\n");
+        hr_body(&c->out, EDGE_METRICS_CONTENT_TYPE, buf_head(&b), buf_unread(&b),
+                q->method == HTTP_HEAD);
+    }
+    buf_deinit(&b);
+}
+
+/* The user for this request: its Basic credentials, else the initial user.
+ * -1: not logged in (401). */
+static int login(struct conn *c, const struct http_req *q)
+{
+    struct edge *e = c->e;
+    struct http_sess *hs = c->http;
+    char cred[512];
+    struct http_slice u, p;
+    int rc = http_req_basic(q, cred, sizeof(cred), &u, &p);
+    if (rc == HKV_ENOENT && q->authorization.p == NULL) {
+        c->user_implicit = 1;
+        return auth_initial_user(e->auth);
+    }
+    if (rc != HKV_OK) {
+        board_add(&e->stats->auth_failures, 1);
+        return -1;
+    }
+    struct http_slice a = q->authorization;
+    if (hs->cred_auth == e->auth && a.len == hs->cred_len && a.len <= sizeof(hs->cred) &&
+        memcmp(a.p, hs->cred, a.len) == 0) {
+        c->user_implicit = 0;
+        return hs->cred_user;
+    }
+    int id = auth_check_password(e->auth, u.p, u.len, p.p, p.len);
+    if (id < 0) {
+        board_add(&e->stats->auth_failures, 1);
+        return -1;
+    }
+    if (a.len <= sizeof(hs->cred)) {
+        memcpy(hs->cred, a.p, a.len);
+        hs->cred_len = a.len;
+        hs->cred_auth = e->auth;
+        hs->cred_user = id;
+    }
+    c->user_implicit = 0;
+    return id;
+}
+
+/* The gates every key endpoint passes; 0, or -1 with the refusal written.
+ * The decoded key is left in e->http->key. */
+static int gates(struct conn *c, const struct run *x, struct http_slice raw)
+{
+    struct edge *e = c->e;
+    struct http_edge *he = e->http;
+    const struct http_req *q = x->req;
+    int head = q->method == HTTP_HEAD;
+    size_t klen = 0;
+    buf_reset(&he->key);
+    int rc = buf_reserve(&he->key, raw.len + 1, 0) == HKV_OK
+                 ? http_pct_decode(raw.p, raw.len, buf_tail(&he->key), raw.len + 1, &klen)
+                 : HKV_ENOMEM;
+    if (rc != HKV_OK || klen == 0) {
+        hr_simple(c, &c->out, rc == HKV_ENOMEM ? 500 : 400, q->minor, x->keep_alive, head, NULL,
+                  rc == HKV_OK ? "empty key" : "bad percent-encoding in the key");
+        return -1;
+    }
+    he->key.len = klen;
+    int user = login(c, q);
+    if (user < 0) {
+        hr_simple(c, &c->out, 401, q->minor, x->keep_alive, head, AUTH_HDR,
+                  "authentication required");
+        return -1;
+    }
+    c->user = user;
+    const struct cmd_def *d = cmd_get(CMD_GET);
+    if (!auth_user_unrestricted(e->auth, user)) {
+        struct resp_slice argv[2] = {{"GET", 3}, {buf_head(&he->key), klen}};
+        if (auth_allowed(e->auth, user, d, 2, argv) != AUTH_OK) {
+            hr_simple(c, &c->out, 403, q->minor, x->keep_alive, head, NULL,
+                      "no permission to read this key");
+            return -1;
+        }
+    }
+    int64_t retry_ms = 0;
+    if (e->rl_map[CMD_GET] != RL_CLS_NONE && edge_rl_over(c, d, &retry_ms)) {
+        char extra[64];
+        snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
+                 (long long)(retry_ms <= 0 ? 1 : (retry_ms + 999) / 1000));
+        hr_simple(c, &c->out, 429, q->minor, x->keep_alive, head, extra, "rate limited");
+        return -1;
+    }
+    return 0;
+}
+
+/* A stack request for the key in e->http->key. */
+static void request(struct conn *c, const struct run *x, enum hreq_kind kind, struct hreq *r)
+{
+    struct http_edge *he = c->e->http;
+    memset(r, 0, sizeof(*r));
+    r->c = c;
+    r->kind = kind;
+    r->head = x->req->method == HTTP_HEAD;
+    r->minor = x->req->minor;
+    r->keep_alive = x->keep_alive;
+    r->key = buf_head(&he->key);
+    r->klen = buf_unread(&he->key);
+    r->hash = router_hash(r->key, r->klen);
+    r->inm = *x->req;
+}
+
+/* A query parameter: 0 absent, 1 present (*v), -1 malformed (400 written). */
+static int param(struct conn *c, const struct run *x, const char *name, struct http_slice *v)
+{
+    int rc = http_query_get(x->req->query, name, v);
+    if (rc == HKV_ENOENT)
+        return 0;
+    if (rc == HKV_OK)
+        return 1;
+    hr_simple(c, &c->out, 400, x->req->minor, x->keep_alive, x->req->method == HTTP_HEAD, NULL,
+              "a query parameter given twice");
+    return -1;
+}
+
+static int over_polls(struct conn *c, const struct run *x)
+{
+    struct edge *e = c->e;
+    if (e->http->nheld < (uint64_t)e->ctx->cfg->http_max_polls)
+        return 0;
+    board_add(&e->stats->http_polls_refused, 1);
+    hr_simple(c, &c->out, 503, x->req->minor, x->keep_alive, x->req->method == HTTP_HEAD,
+              "Retry-After: 1\r\n", "too many held requests (http-max-polls)");
+    return 1;
+}
+
+static void bad(struct conn *c, const struct run *x, const char *why)
+{
+    hr_simple(c, &c->out, 400, x->req->minor, x->keep_alive, x->req->method == HTTP_HEAD, NULL,
+              why);
+}
+
+static void kv(struct conn *c, const struct run *x, struct http_slice raw)
+{
+    struct edge *e = c->e;
+    struct http_slice iv, wv;
+    int has_i = param(c, x, "index", &iv), has_w;
+    if (has_i < 0 || (has_w = param(c, x, "wait", &wv)) < 0)
+        return;
+    uint64_t index = 0, wait = (uint64_t)e->ctx->cfg->http_poll_max_wait_ms;
+    if ((has_i && http_parse_u64(iv, &index) != HKV_OK) ||
+        (has_w && http_parse_wait(wv, &wait) != HKV_OK)) {
+        bad(c, x, "index needs a number, wait a duration (30s, 1500ms, 5m)");
+        return;
+    }
+    if (has_i && over_polls(c, x))
+        return;
+    if (gates(c, x, raw) != 0)
+        return;
+    struct hreq r;
+    request(c, x, has_i ? HREQ_POLL : HREQ_GET, &r);
+    r.index = index;
+    r.has_index = has_i;
+    int64_t cap = e->ctx->cfg->http_poll_max_wait_ms;
+    int64_t w = (int64_t)wait < cap ? (int64_t)wait : cap;
+    /* Jitter, up to 1/16 of the wait (Consul's): a crowd that began together
+     * does not come back together. */
+    struct http_edge *he = e->http;
+    he->rnd = he->rnd * 6364136223846793005ULL + 1442695040888963407ULL;
+    w += (int64_t)((he->rnd >> 33) % (uint64_t)(w / 16 + 1));
+    http_kv(&r, w);
+}
+
+static void watch(struct conn *c, const struct run *x, struct http_slice raw)
+{
+    const struct http_req *q = x->req;
+    struct http_slice fv, iv;
+    int has_f = param(c, x, "format", &fv), has_i;
+    if (has_f < 0 || (has_i = param(c, x, "index", &iv)) < 0)
+        return;
+    int fmt = q->has_accept && (q->accept & HTTP_ACCEPT_NDJSON) && !(q->accept & HTTP_ACCEPT_SSE)
+                  ? HTTP_FMT_NDJSON
+                  : HTTP_FMT_SSE;
+    if (has_f && (slice_is(fv, "ndjson") || slice_is(fv, "sse")))
+        fmt = slice_is(fv, "ndjson") ? HTTP_FMT_NDJSON : HTTP_FMT_SSE;
+    else if (has_f) {
+        bad(c, x, "format is sse or ndjson");
+        return;
+    }
+    uint64_t last = 0;
+    int has_last = q->last_event_id.p != NULL || has_i;
+    if ((q->last_event_id.p != NULL && http_parse_u64(q->last_event_id, &last) != HKV_OK) ||
+        (q->last_event_id.p == NULL && has_i && http_parse_u64(iv, &last) != HKV_OK)) {
+        bad(c, x, "Last-Event-ID and index need a number");
+        return;
+    }
+    if (q->method != HTTP_HEAD && over_polls(c, x))
+        return;
+    if (gates(c, x, raw) != 0)
+        return;
+    struct hreq r;
+    request(c, x, HREQ_WATCH, &r);
+    r.format = fmt;
+    r.index = last;
+    r.has_index = has_last;
+    r.first = !has_last;
+    http_watch(&r);
+}
+
+static void run_request(struct conn *c, void *arg)
+{
+    const struct run *x = arg;
+    const struct http_req *q = x->req;
+    struct http_slice rest;
+    c->ncmds++;
+    if (c->http->denied) {
+        hr_simple(c, &c->out, 403, q->minor, 0, q->method == HTTP_HEAD, NULL,
+                  "protected mode: hotkvd serves only loopback clients until a password is set "
+                  "for the default user or protected-mode is off");
+    } else if (slice_is(q->path, "/healthz")) {
+        healthz(c, x);
+    } else if (slice_is(q->path, "/metrics")) {
+        metrics(c, x);
+    } else if (has_prefix(q->path, "/v1/kv/", &rest)) {
+        kv(c, x, rest);
+    } else if (has_prefix(q->path, "/v1/watch/", &rest)) {
+        watch(c, x, rest);
+    } else {
+        hr_simple(c, &c->out, 404, q->minor, x->keep_alive, q->method == HTTP_HEAD, NULL,
+                  "no such endpoint (/v1/kv/KEY, /v1/watch/KEY, /healthz, /metrics)");
+    }
+}
+
+static void run_refusal(struct conn *c, void *arg)
+{
+    const struct run *x = arg;
+    const struct http_error *err = x->err;
+    hr_simple(c, &c->out, err->status, 1, !err->close, 0,
+              err->status == 405 ? "Allow: GET, HEAD\r\n" : NULL, err->reason);
+}
+
+static void run_timeout(struct conn *c, void *arg)
+{
+    hr_simple(c, &c->out, 408, 1, 0, 0, NULL, "the request's header section took too long");
+}
+
+long edge_http_input(struct conn *c, const char *p, size_t n)
+{
+    struct http_sess *hs = c->http;
+    if (hs == NULL) {
+        c->close_after_write = 1;
+        return -1;
+    }
+    int64_t now = clock_mono_ms();
+    if (hs->req_start_ms == 0)
+        hs->req_start_ms = now;
+    struct http_req req;
+    struct http_error err;
+    size_t used = 0;
+    int rc = http_req_parse(&hs->parser, p, n, &used, &req, &err);
+    if (rc == HKV_EAGAIN)
+        return 0;
+    hs->req_start_ms = used < n ? now : 0; /* a pipelined request's clock starts now */
+    if (rc != HKV_OK) {
+        struct run x = {.err = &err};
+        if (conn_run(c, run_refusal, &x) != 0 || err.close) {
+            c->close_after_write = 1;
+            return -1;
+        }
+        return (long)used;
+    }
+    struct run x = {.req = &req, .keep_alive = req.keep_alive && !hs->denied && !c->e->stopping};
+    if (conn_run(c, run_request, &x) != 0 || !x.keep_alive)
+        c->close_after_write = 1;
+    return (long)used;
+}
+
+/* ---- timeouts, the stop ---------------------------------------------------------- */
+
+void edge_http_cron(struct edge *e, int64_t now)
+{
+    if (e->http == NULL)
+        return;
+    const struct cfg *cfg = e->ctx->cfg;
+    struct conn *c = e->conns;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        struct http_sess *hs = c->http;
+        if (hs == NULL) {
+            c = next;
+            continue;
+        }
+        int64_t idle_from = c->last_ms > hs->answered_ms ? c->last_ms : hs->answered_ms;
+        if (!c->close_after_write && hs->req_start_ms != 0 && !c->paused && c->hold == NULL &&
+            now - hs->req_start_ms >= cfg->http_header_timeout_ms) {
+            /* Slowloris: a header section that does not finish in time (while
+             * the connection is read: not behind its own pipeline's bound). */
+            c->close_after_write = 1;
+            if (conn_run(c, run_timeout, NULL) == 0)
+                conn_flush(c); /* may close c */
+            else
+                conn_close(c);
+        } else if (!c->close_after_write && hs->req_start_ms == 0 && c->sq_head == NULL &&
+                   buf_unread(&c->out) == 0 && now - idle_from >= cfg->http_keepalive_timeout_ms) {
+            conn_close(c);
+        } else {
+            /* A watch whose reader was slow sends the latest once it has room
+             * (an HTTP/1.0 stream closes after it: close_after_write is set). */
+            for (struct hreq *r = hs->reqs; r != NULL; r = r->cnext)
+                if (r->kind == HREQ_WATCH && r->dirty) {
+                    http_watch_cron(r); /* one per connection and tick: it may close c */
+                    break;
+                }
+        }
+        c = next;
+    }
+}
+
+void edge_http_stop(struct edge *e)
+{
+    if (e->http == NULL)
+        return;
+    for (struct conn *c = e->conns; c != NULL; c = c->next)
+        for (struct hreq *r = c->http != NULL ? c->http->reqs : NULL; r != NULL; r = r->cnext) {
+            if (r->kind == HREQ_POLL)
+                http_kv_stop(r);
+            else if (r->kind == HREQ_WATCH)
+                http_watch_stop(r);
+        }
+}

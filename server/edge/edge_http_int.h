@@ -1,0 +1,206 @@
+/*
+ * edge_http_int.h - what the HTTP front door's files share (private to
+ * server/edge/edge_http*.c).  The files, bottom up (each calls only those
+ * before it; what flows up is a function pointer in struct hreq_ops):
+ *
+ *   edge_http_reply.c   the bytes of a response: status line, headers,
+ *                       bodies, stream framing, JSON; counts status classes
+ *   edge_http_wake.c    held readers (struct hreq): their life, their reads
+ *                       through the read path, the per-key table, and the
+ *                       colo change ring's signals that wake them
+ *   edge_http_kv.c      GET/HEAD /v1/kv/{key} and its long poll
+ *   edge_http_watch.c   GET /v1/watch/{key}: SSE and NDJSON streams
+ *   edge_http.c         connections, parsing, routing, the gates (auth, ACL,
+ *                       rate limit, protected mode), /healthz, /metrics,
+ *                       timeouts, the stop
+ *
+ * A request that cannot be answered within its dispatch becomes a struct
+ * hreq on the heap: it owns the request's reply slot (edge_reply.h) and a
+ * copy of what it still needs (the key, the If-None-Match fields).  During
+ * the dispatch the same struct lives on the stack (heap == 0) and writes
+ * straight into c->out; hreq_keep moves it to the heap the moment it must
+ * wait.
+ */
+#ifndef HKV_EDGE_HTTP_INT_H
+#define HKV_EDGE_HTTP_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+
+#include "config/cfg.h"
+#include "proto/buf.h"
+#include "proto/http_req.h"
+#include "proto/stamp.h"
+#include "server/edge/edge_conn.h"
+#include "server/edge/edge_flight.h"
+#include "server/edge/edge_int.h"
+#include "server/edge/edge_render.h"
+
+#define HTTP_TABLE_BUCKETS 4096       /* held readers by key hash */
+#define HTTP_STREAM_HIGH (64 * 1024)  /* a watch sends nothing new past this much unsent */
+
+struct hreq;
+
+/* The front door's part of one edge (e->http). */
+struct http_edge {
+    struct hreq *table[HTTP_TABLE_BUCKETS]; /* registered readers, by key hash */
+    uint64_t nregistered;         /* in the table: the ring is armed while > 0 */
+    uint64_t nheld;               /* polls and streams on the heap (http-max-polls) */
+    struct event *signal;         /* the change ring's eventfd */
+    struct event *retry;          /* a record still being written: look again soon */
+    uint64_t cursor;              /* the next ring position to read */
+    uint64_t pending_at;          /* a record being written, since pending_since */
+    int64_t pending_since;
+    int armed;
+    struct cfg_cidr *allow;       /* http-metrics-allow */
+    size_t nallow;
+    int serving;                  /* every owner link was up once (/healthz) */
+    uint64_t rnd;                 /* jitter */
+    struct hkv_buf key;           /* a request's key, percent-decoded */
+};
+
+/* One HTTP connection's session (c->http). */
+struct http_sess {
+    struct http_req_parser parser;
+    int64_t req_start_ms;         /* the first byte of the request being read; 0: none */
+    int64_t answered_ms;          /* its last response began (keep-alive idle runs from here) */
+    int denied;                   /* protected mode: every request gets 403, then close */
+    struct hreq *reqs;            /* its heap requests, for the closing hook */
+    struct sockaddr_storage peer; /* for /metrics' allow list */
+    int has_peer;
+    /* the last Basic credentials that logged in, so a keep-alive client is not
+     * hashed again on every request (reset when the users are rebuilt) */
+    const struct auth *cred_auth;
+    int cred_user;
+    size_t cred_len;
+    char cred[256];
+};
+
+enum hreq_kind { HREQ_GET, HREQ_POLL, HREQ_WATCH };
+
+/* What a read of a held reader's key found (sync from the cache, or a
+ * flight's answer). */
+struct hres {
+    int error;                    /* 1: no value; err says why (an "ERR ..."/"TRYAGAIN ..." text) */
+    int found;
+    const char *v;
+    size_t n;
+    int64_t expire_at;
+    struct read_facts f;          /* age, version (stamp), stale, degraded */
+    int confirmed;                /* the owner's answer to a fetch sent after the reader asked */
+    const char *err;
+    size_t errlen;
+};
+
+/* What kv and watch plug into a held reader. */
+struct hreq_ops {
+    /* A read of its key finished (r may be on the stack during dispatch). */
+    void (*result)(struct hreq *r, const struct hres *res);
+    /* A change-ring record for its key's hash: version v (0: records were
+     * lost, anything may have changed).  r is registered. */
+    void (*changed)(struct hreq *r, hkv_stamp v);
+    /* Its timer fired (deadline, heartbeat). */
+    void (*timer)(struct hreq *r);
+};
+
+struct hreq {
+    struct conn *c;
+    const struct hreq_ops *ops;
+    int heap;                     /* on the heap: owns slot, store, timer */
+    struct rslot *slot;
+    struct hreq *cnext, *cprev;   /* the session's list */
+    struct hreq *hnext, **hpprev; /* the table's bucket (or a wake batch) while registered */
+    enum hreq_kind kind;
+    int head;                     /* HEAD: headers only */
+    int minor;                    /* HTTP/1.minor */
+    int keep_alive;
+    uint64_t hash;
+    const char *key;              /* the key: into store (heap) or the request (stack) */
+    size_t klen;
+    struct http_req inm;          /* If-None-Match fields (its headers: into store or the request) */
+    char *store;
+    hkv_stamp index;              /* POLL: the client's index; WATCH: the last version sent */
+    int has_index;
+    int64_t deadline_ms;          /* POLL: when its wait passes */
+    int reading;                  /* waiting on the key's flight */
+    int rewake;                   /* its key changed while it was reading */
+    int held;                     /* POLL: it waited for a change (its deadline runs) */
+    int final;                    /* POLL: the wait passed (or the edge stops): answer what comes */
+    int fetch_after;              /* the flight it waits on was started for it */
+    struct flight_waiter w;
+    struct event *timer;
+    int format;                   /* WATCH: HTTP_FMT_* */
+    int chunked;                  /* WATCH: chunked framing (HTTP/1.1) */
+    int dirty;                    /* WATCH: a change not sent (its client reads slowly) */
+    int first;                    /* WATCH: no event sent yet and no Last-Event-ID */
+};
+
+#define HTTP_FMT_SSE 1
+#define HTTP_FMT_NDJSON 2
+
+/* ---- edge_http_reply.c ------------------------------------------------------------ */
+
+/* The status line and the headers every response has (Connection when it
+ * closes or is HTTP/1.0 keep-alive); counts the status class. */
+void hr_status(struct conn *c, struct hkv_buf *out, int status, int minor, int keep_alive);
+/* A whole short response: text/plain body (HEAD: none), close or not, with
+ * extra header lines (each ending CRLF) or NULL. */
+void hr_simple(struct conn *c, struct hkv_buf *out, int status, int minor, int keep_alive,
+               int head, const char *extra, const char *body);
+/* Content-Type, Content-Length, the blank line and (not HEAD) the body. */
+void hr_body(struct hkv_buf *out, const char *ctype, const char *body, size_t n, int head);
+/* A JSON string of p[0..n) (quotes included), or 0 if it is not UTF-8. */
+int hr_json_str(struct hkv_buf *out, const char *p, size_t n);
+/* Base64 of p[0..n), quoted. */
+void hr_json_b64(struct hkv_buf *out, const char *p, size_t n);
+/* One chunk of a chunked body (n > 0), or p as is when not chunked. */
+void hr_chunk(struct hkv_buf *out, int chunked, const char *p, size_t n);
+const char *hr_reason(int status);
+
+/* ---- edge_http_wake.c -------------------------------------------------------------- */
+
+int http_wake_setup(struct edge *e);
+void http_wake_teardown(struct edge *e);
+/* The heap copy of a stack request (its slot deferred, its key and
+ * If-None-Match fields copied, its timer made, linked to its session); the
+ * stack one must not be used again.  NULL on allocation failure (nothing
+ * changed: the caller answers 500). */
+struct hreq *hreq_keep(struct hreq *r);
+/* Reads r's key through the read path (edge_read.h): ops->result is called
+ * at once (an answer from the cache) or later (a flight; r is then kept on
+ * the heap and registered).  min: see edge_read_cached. */
+void hreq_read(struct hreq *r, hkv_stamp min);
+/* Registers r (heap) in the table: changes of its key reach ops->changed. */
+void hreq_register(struct hreq *r);
+/* r's reply is written (hreq_out): ends its slot and frees it. */
+void hreq_done(struct hreq *r);
+/* Frees r without answering (its client is gone, or the edge ends). */
+void hreq_free(struct hreq *r);
+/* Where r's reply goes now. */
+struct hkv_buf *hreq_out(struct hreq *r);
+/* Arms r's timer for ms from now. */
+void hreq_timer(struct hreq *r, int64_t ms);
+
+/* ---- edge_http_kv.c ------------------------------------------------------------------ */
+
+/* GET/HEAD /v1/kv/{key} (r on the stack, gates passed); wait_ms: the poll's
+ * wait, capped and jittered already. */
+void http_kv(struct hreq *r, int64_t wait_ms);
+/* The edge stops: a held poll is answered now with what the colo holds. */
+void http_kv_stop(struct hreq *r);
+
+/* ---- edge_http_watch.c --------------------------------------------------------------- */
+
+/* GET/HEAD /v1/watch/{key} (r on the stack, gates passed); last: the
+ * Last-Event-ID (has_index) to resume after. */
+void http_watch(struct hreq *r);
+/* The edge stops: the stream ends. */
+void http_watch_stop(struct hreq *r);
+/* Cron: a stream whose client was slow sends the latest value once it has
+ * room. */
+void http_watch_cron(struct hreq *r);
+
+#endif

@@ -1,0 +1,238 @@
+"""history_run.py - (h) the history checker across the cluster: the
+workload of tests/history/run.py (its operation generator, its clients'
+recording and reply classification, its History file and its checker) with
+clients spread over the three hosts' edges, keys owned by all six owners,
+and cluster faults on a schedule: agent kill -9, one host's clock 10 s off,
+etcd killed, an owner host cut off (link down) and a one-way cut (the last
+two only with namespaces).  The checker must find no anomaly."""
+
+import importlib.util
+import os
+import random
+import signal
+import threading
+import time
+
+from run_resp import RespError, Transport, info_fields
+
+from clock import ClockShift
+from hosts import CLASSES, KEEP_MS, MISS_WAIT_MS
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HIST = os.path.join(os.path.dirname(HERE), "history")
+PUSH_ALLOWANCE_MS = 500
+PERSIST_WINDOW_MS = 100 + 500      # persist-interval + commit allowance
+
+
+def _load_history_runner():
+    spec = importlib.util.spec_from_file_location("history_run_py", os.path.join(HIST, "run.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class HostHistory:
+    """What run_nemesis.reconcile_log needs of a History, naming owners
+    "<host>/<pool>/<k>" as the keys' header does."""
+
+    def __init__(self, history, host):
+        self.h = history
+        self.host = host
+        self.crash_pids = history.crash_pids
+
+    def crash(self, owner, pid, t):
+        self.h.crash("%s/%s" % (self.host, owner), pid, t)
+
+
+FAULTS = ["kill_agent", "clock_shift", "kill_etcd", "link_down", "cut_one_way"]
+
+
+def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
+    """Returns (summary line, details); raises AssertionError on anomalies."""
+    H = _load_history_runner()
+    from run_nemesis import reconcile_log
+    cl = ctx.cl
+    seed = seed if seed is not None else int(time.time()) % 1000000007
+    outdir = os.path.join(cl.tmp, "history")
+    os.makedirs(outdir, exist_ok=True)
+    history = H.History(os.path.join(outdir, "history.jsonl"))
+
+    # Keys: 3 per host per class, so every owner's faults touch the history.
+    wl = object.__new__(H.Workload)
+    wl.keys = {cls: [k for h in cl.host_names for k in cl.keys_on(h, cls, 3, tag="hist")]
+               for cls in ("hl", "hd")}
+    wl.all_keys = wl.keys["hl"] + wl.keys["hd"]
+    wl.ops = [n for n, _ in H.OP_WEIGHTS]
+    wl.weights = [w for _, w in H.OP_WEIGHTS]
+    classes = {}
+    for name, pool, fresh, keep, dur, _ in CLASSES:
+        if name not in wl.keys:
+            continue
+        fresh_max = max(c[2] for c in CLASSES if c[0] in wl.keys)
+        classes[name] = {
+            "durability": dur, "pool": pool, "fresh_ms": fresh, "keep_ms": keep,
+            "persist_window_ms": PERSIST_WINDOW_MS if dur == "ledger" else 0,
+            "read_delta_ms": fresh_max + MISS_WAIT_MS + PUSH_ALLOWANCE_MS,
+            "stale_delta_ms": KEEP_MS,
+            "crash_read_delta_ms": fresh_max + MISS_WAIT_MS + PUSH_ALLOWANCE_MS
+            if dur == "ledger" else 0,
+        }
+    keys = {k: {"class": cls, "owner": cl.owner_of(k)} for cls, ks in wl.keys.items()
+            for k in ks}
+    nclients = clients_per_host * len(cl.hosts)
+    history.write({"kind": "header", "version": 1, "seed": seed, "started": time.time(),
+                   "classes": classes, "keys": keys, "colos": list(cl.host_names),
+                   "clients": nclients})
+
+    class ClusterClient(H.Client):
+        def connect(self):
+            try:
+                c = self.chost.conn(timeout=2.0)
+            except OSError:
+                return False
+            try:
+                r = [c.call(w, timeout=2.0) for w in (["HELLO", "3"], ["CLIENT", "META", "ON"],
+                                                      ["INFO", "server"])]
+            except Transport:
+                c.close()
+                return False
+            if any(isinstance(x, RespError) for x in r):
+                c.close()
+                return False
+            fields = info_fields(r[2])
+            self.conn, self.colo = c, fields.get("colo", self.chost.name)
+            self.edge = "%s/%s" % (self.chost.name, fields.get("edge_pid", "?"))
+            self.client = self.history.client_id()
+            return True
+
+    stop = threading.Event()
+    clients = []
+    hosts = list(cl.hosts.values())
+    for i in range(nclients):
+        c = ClusterClient(i, seed, None, None, wl, history, stop, 10.0, 1)
+        c.chost = hosts[i % len(hosts)]
+        clients.append(c)
+    wall_minus_mono = time.time() - time.monotonic()
+    log = []
+    t_start = time.monotonic()
+
+    def fault(f, target, t0, t1, detail=None):
+        history.write({"kind": "fault", "f": f, "target": target, "t0": t0, "t1": t1,
+                       "detail": detail or {}})
+        log.append("%s %s at %.1f..%.1f s" % (f, target, t0 - t_start,
+                                              (t1 or t0) - t_start))
+
+    def until(t):
+        time.sleep(max(0.0, t_start + t - time.monotonic()))
+
+    rng = random.Random(seed)
+    netns_ok = cl.net.mode == "netns"
+    faults = FAULTS if faults is None else faults
+    skipped = ["%s (not asked for)" % f for f in FAULTS if f not in faults]
+    err = None
+    try:
+        for c in clients:
+            c.start()
+        D = float(seconds)
+        # 1. agent kill -9 on a random host
+        until(0.08 * D)
+        h = rng.choice(hosts)
+        pid = h.child("hotkvd: agent")
+        t0 = time.monotonic()
+        if pid and "kill_agent" in faults:
+            os.kill(pid, signal.SIGKILL)
+            fault("kill_agent", h.name, t0, None, {"pid": pid})
+        # 2. one host's clock 10 s off for a while
+        until(0.15 * D)
+        if "clock_shift" not in faults:
+            pass
+        elif cl.clockshim:
+            h = rng.choice(hosts)
+            off = rng.choice([-10000, 10000])
+            t0 = time.monotonic()
+            with ClockShift(cl, h, off):
+                time.sleep(max(1.0, 0.15 * D))
+            fault("clock_shift", h.name, t0, time.monotonic() + 0.05, {"offset_ms": off})
+        else:
+            skipped.append("clock_shift (no clock shim)")
+        # 3. etcd killed, then back
+        until(0.35 * D)
+        if "kill_etcd" in faults:
+            t0 = time.monotonic()
+            cl.etcd.kill9()
+            time.sleep(max(2.0, 0.15 * D))
+            cl.etcd.start()
+            fault("kill_etcd", "etcd", t0, time.monotonic())
+        # 4. an owner host cut off, then back
+        until(0.6 * D)
+        if netns_ok:
+            h = rng.choice(hosts)
+            if "link_down" in faults:
+                t0 = time.monotonic()
+                cl.net.link_down(h.node)
+                try:
+                    time.sleep(max(2.0, 0.12 * D))
+                finally:
+                    cl.net.link_up(h.node)
+                fault("link_down", h.name, t0, time.monotonic())
+            # 5. a one-way cut between two hosts
+            until(0.8 * D)
+            a, b = rng.sample(hosts, 2)
+            if "cut_one_way" not in faults:
+                pass
+            elif cl.net.nft_ok:
+                t0 = time.monotonic()
+                cl.net.cut(a.node, b.node)
+                try:
+                    time.sleep(max(1.5, 0.08 * D))
+                finally:
+                    cl.net.heal(a.node)
+                fault("cut_one_way", "%s->%s" % (a.name, b.name), t0, time.monotonic())
+            else:
+                skipped.append("cut_one_way (%s)" % cl.net.nft_reason)
+        else:
+            skipped += ["%s (no namespaces: %s)" % (f, cl.net.reason)
+                        for f in ("link_down", "cut_one_way") if f in faults]
+        until(D)
+    except Exception as e:  # a harness failure: reported, the run fails
+        err = "%s: %s" % (type(e).__name__, e)
+    finally:
+        stop.set()
+        for c in clients:
+            c.join(15)
+        if cl.net.mode == "netns":
+            for h in hosts:
+                if h.node in cl.net.down:
+                    cl.net.link_up(h.node)
+            cl.net.heal()
+        if not cl.etcd.running():
+            cl.etcd.start()
+    for h in hosts:
+        reconcile_log(h.log, HostHistory(history, h.name), set(), wall_minus_mono)
+    history.close()
+    errors = [c.error for c in clients if c.error]
+    total = sum(history.counts.values())
+    code, out, res = H.run_checker(os.path.join(outdir, "history.jsonl"), outdir,
+                                   max(60.0, 2 * seconds))
+    anomalies = len(res.get("anomalies", [])) if res else None
+    unknown = len(res.get("unknown", [])) if res else None
+    summary = ("%d ops (ok %d, fail %d, info %d) by %d clients on %d hosts in %.0f s; faults: "
+               "%s%s; checker exit %s, anomalies %s, unknown %s, crashes %s" % (
+                   total, history.counts["ok"], history.counts["fail"], history.counts["info"],
+                   nclients, len(hosts), seconds, ", ".join(log) or "none",
+                   ("; not run: " + ", ".join(skipped)) if skipped else "", code, anomalies,
+                   unknown, history.crashes or "none"))
+    details = out.rstrip("\n").split("\n")[-40:] if code else []
+    problems = []
+    if err:
+        problems.append("run error: " + err)
+    if errors:
+        problems.append("client errors: " + "; ".join(errors))
+    if history.surprises:
+        problems.append("unexpected reply shapes: %s" % history.surprises[:3])
+    if code != 0:
+        problems.append("checker exit %s (0 = no anomaly): history/history.jsonl and "
+                        "history/checker.txt in the kept cluster dir (below)" % code)
+    if total < 300:
+        problems.append("only %d operations recorded" % total)
+    return summary, details, problems, outdir
