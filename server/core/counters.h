@@ -108,7 +108,7 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(leaf_copy_rows, CTR_COUNTER, "Rows sent by leaf moves (ledger and SQLite)")              \
     X(leaf_copy_bytes, CTR_COUNTER, "Key and value bytes sent by leaf moves")                  \
     X(leaf_copy_ms_last, CTR_GAUGE, "The last move's copy, ms")                                \
-    X(leaf_copy_bytes_per_s, CTR_GAUGE, "The last move's copy rate, bytes/s")                  \
+    X(leaf_copy_bytes_per_second, CTR_GAUGE, "The last move's copy rate, bytes a second")      \
     X(leaf_parked, CTR_COUNTER, "Requests that waited for a moving leaf")                      \
     X(leaf_parked_writes, CTR_COUNTER, "Writes among them")                                    \
     X(leaf_parked_now, CTR_GAUGE, "Requests waiting for a moving leaf now")                    \

@@ -13,7 +13,7 @@
 /* Gauges that are a largest value, not an amount. */
 static int is_max(const char *name)
 {
-    static const char *const suffix[] = {"_last", "_max", "_p99", "_per_s"};
+    static const char *const suffix[] = {"_last", "_max", "_p99", "_per_second"};
     size_t n = strlen(name);
     for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
         size_t k = strlen(suffix[i]);

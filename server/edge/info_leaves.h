@@ -10,7 +10,7 @@
  *   leaf_moves_received, leaf_moves_dropped        the targets' side
  *   leaf_splits
  *   leaf_fence_ms_last, leaf_fence_ms_max          how long writes waited
- *   leaf_copy_rows, leaf_copy_bytes, leaf_copy_ms_last, leaf_copy_bytes_per_s
+ *   leaf_copy_rows, leaf_copy_bytes, leaf_copy_ms_last, leaf_copy_bytes_per_second
  *   leaf_parked, leaf_parked_writes, leaf_parked_now, leaf_parked_ms_max,
  *   leaf_parked_ms_p99, leaf_parked_timeouts       requests that waited
  */

@@ -326,7 +326,7 @@ void owner_move_counters(const struct owner *o, struct owner_counters *v)
     v->leaf_copy_rows = m.copy_rows;
     v->leaf_copy_bytes = m.copy_bytes;
     v->leaf_copy_ms_last = m.copy_ms_last;
-    v->leaf_copy_bytes_per_s = m.copy_bytes_per_s_last;
+    v->leaf_copy_bytes_per_second = m.copy_bytes_per_s_last;
     v->leaf_parked = p.parked;
     v->leaf_parked_writes = p.parked_writes;
     v->leaf_parked_now = owner_park_count(o);
