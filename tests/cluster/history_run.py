@@ -3,8 +3,10 @@ workload of tests/history/run.py (its operation generator, its clients'
 recording and reply classification, its History file and its checker) with
 clients spread over the three hosts' edges, keys owned by all six owners,
 and cluster faults on a schedule: agent kill -9, one host's clock 10 s off,
-etcd killed, an owner host cut off (link down) and a one-way cut (the last
-two only with namespaces).  The checker must find no anomaly."""
+etcd killed, leaves holding history keys moved to an owner of another host
+while the clients run (issue 15: `hotkvd-admin leaf move`, twice), an owner
+host cut off (link down) and a one-way cut (the last two only with
+namespaces).  The checker must find no anomaly."""
 
 import importlib.util
 import os
@@ -44,7 +46,36 @@ class HostHistory:
         self.h.crash("%s/%s" % (self.host, owner), pid, t)
 
 
-FAULTS = ["kill_agent", "clock_shift", "kill_etcd", "link_down", "cut_one_way"]
+FAULTS = ["kill_agent", "clock_shift", "kill_etcd", "move_leaves", "link_down", "cut_one_way"]
+
+
+def move_leaves(cl, hosts, keys, rng, n=2):
+    """Moves the leaves of n random history keys, each to an owner of its
+    pool on another host (the source host's agent runs the move); returns
+    [(key, leaf, from id, to id, exit code, last output line)]."""
+    from cluster import POOL_OF, place
+    leaves, owners = cl.read_map()
+    done = []
+    for key in rng.sample(keys, n):
+        pool = POOL_OF[key.split(":", 1)[0]]
+        h = place(key)
+        leaf = [(b, p, o) for b, p, o, _ in leaves.get(pool, [])
+                if (h >> (64 - b) if b else 0) == p]
+        if not leaf:
+            continue
+        bits, prefix, owner = leaf[0]
+        src = owners.get(owner, "")
+        targets = [n for n, oid in owners.items()
+                   if oid.split("/")[1] == pool and oid.split("/")[0] != src.split("/")[0]]
+        if not targets:
+            continue
+        to = rng.choice(targets)
+        name = "%d-%08x" % (bits, prefix)
+        code, out = hosts[0].admin("leaf", "move", pool, name, str(to), "--wait", "20000",
+                                   timeout=30)
+        done.append((key, name, src, owners[to], code, out.strip().split("\n")[-1][:120]))
+        leaves, owners = cl.read_map()
+    return done
 
 
 def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
@@ -163,6 +194,16 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
             time.sleep(max(2.0, 0.15 * D))
             cl.etcd.start()
             fault("kill_etcd", "etcd", t0, time.monotonic())
+        # 3b. leaves moving between hosts under the clients (issue 15)
+        until(0.52 * D)
+        if "move_leaves" in faults:
+            t0 = time.monotonic()
+            moved = move_leaves(cl, hosts, wl.all_keys, rng)
+            fault("move_leaves", ",".join(m[1] for m in moved), t0, time.monotonic(),
+                  {"moves": [list(m) for m in moved]})
+            for m in moved:
+                log.append("leaf %s (%s) %s -> %s: admin exit %d (%s)" % (
+                    m[1], m[0], m[2], m[3], m[4], m[5]))
         # 4. an owner host cut off, then back
         until(0.6 * D)
         if netns_ok:
