@@ -224,11 +224,19 @@ void owner_recv_batch_done(struct owner *o, const struct persist_batch *b)
 
 /* ---- messages ----------------------------------------------------------------- */
 
-static int add_row(struct rmove *r, const struct hand_row *w, struct ledger *l)
+static void submit(struct owner *o, struct rmove *r);
+
+/* One received row into the ledger (the higher version stays) and the
+ * batch; -1 when it cannot be kept (the fence is then refused: a key the
+ * ledger lost would read as absent in a ledger that holds every key). */
+static int add_row(struct owner *o, struct rmove *r, const struct hand_row *w)
 {
     struct persist_row row = {(char *)w->key.p, w->key.len, (char *)w->value.p, w->value.len,
                               w->stamp, w->expire_ms, w->class_id, w->tomb};
-    ledger_load_moved(l, &row, owner_clock());
+    if (ledger_load_moved(o->ledger, &row, owner_clock()) == HKV_ENOMEM)
+        return -1;
+    if (r->cur != NULL && r->cur->n >= RECV_BATCH_ROWS)
+        submit(o, r);
     if (r->cur == NULL && (r->cur = persist_batch_new(1)) == NULL)
         return -1;
     r->rows++;
@@ -265,13 +273,13 @@ static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct han
             return;
         take_seq(r, m->u.row.seq);
         for (uint32_t i = 0; i < m->u.row.nrows && !r->failed; i++)
-            r->failed |= add_row(r, &m->u.row.rows[i], o->ledger) != 0;
+            r->failed |= add_row(o, r, &m->u.row.rows[i]) != 0;
         break;
     case HANDOFF_WRITE:
         if (!streaming)
             return;
         take_seq(r, m->u.write.seq);
-        r->failed |= add_row(r, &m->u.write.r, o->ledger) != 0;
+        r->failed |= add_row(o, r, &m->u.write.r) != 0;
         break;
     case HANDOFF_RECORD: {
         if (!streaming)

@@ -180,6 +180,10 @@ START_TEST(a_leaf_moves_between_two_owners_under_a_steady_writer)
     fprintf(stderr, "move one_host: %lld writes, %lld reads, max write %lld ms\n",
             (long long)atomic_load(&L.writes), (long long)atomic_load(&L.reads),
             L.max_write_us / 1000);
+    mc_print_leaves(&h1, "move one_host");
+    ck_assert_int_eq(h_info_int(h1.port, "leaf_moves_committed"), 1);
+    ck_assert_int_eq(h_info_int(h1.port, "leaf_moves_received"), 1);
+    ck_assert_int_eq(h_info_int(h1.port, "leaf_parked_now"), 0);
     /* and back: the leaf returns to owner 1 with everything */
     rc = move_wait(leaf, 1, out, sizeof(out));
     ck_assert_msg(rc == 0, "leaf move back: %s", out);

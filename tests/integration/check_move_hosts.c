@@ -135,6 +135,8 @@ START_TEST(a_leaf_moves_to_another_host_under_a_steady_writer)
     char info[64];
     ck_assert_int_eq(h_info_field(h1.port, "remote_links_up", info, sizeof(info)), 0);
     ck_assert_int_ge(atoi(info), 1);
+    mc_print_leaves(&h1, "move two hosts");
+    ck_assert_int_eq(h_info_int(h1.port, "leaf_moves_committed"), 1);
     ck_assert(h_log_has(&h2, "is served here from epoch", NULL, NULL));
 }
 END_TEST

@@ -279,4 +279,23 @@ static inline void mc_check_acked(const struct mc_load *L, int port)
     close(fd);
 }
 
+/* Prints INFO # Leaves' fence and parked-request figures of d (the owners'
+ * STATS are polled every second: call a second after the move). */
+static inline void mc_print_leaves(const struct daemon *d, const char *what)
+{
+    h_sleep_ms(1200);
+    fprintf(stderr, "%s: fence last %lld ms max %lld ms; parked %lld (writes %lld), wait p99 <= "
+            "%lld ms, max %lld ms, timeouts %lld; copy %lld rows %lld bytes in %lld ms\n", what,
+            (long long)h_info_int(d->port, "leaf_fence_ms_last"),
+            (long long)h_info_int(d->port, "leaf_fence_ms_max"),
+            (long long)h_info_int(d->port, "leaf_parked"),
+            (long long)h_info_int(d->port, "leaf_parked_writes"),
+            (long long)h_info_int(d->port, "leaf_parked_ms_p99"),
+            (long long)h_info_int(d->port, "leaf_parked_ms_max"),
+            (long long)h_info_int(d->port, "leaf_parked_timeouts"),
+            (long long)h_info_int(d->port, "leaf_copy_rows"),
+            (long long)h_info_int(d->port, "leaf_copy_bytes"),
+            (long long)h_info_int(d->port, "leaf_copy_ms_last"));
+}
+
 #endif
