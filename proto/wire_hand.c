@@ -21,6 +21,7 @@ static const char *const NAMES[] = {
     [HANDOFF_RECORD - 128] = "HANDOFF_RECORD",       [HANDOFF_FENCE - 128] = "HANDOFF_FENCE",
     [HANDOFF_FENCE_ACK - 128] = "HANDOFF_FENCE_ACK", [HANDOFF_FENCE_NACK - 128] = "HANDOFF_FENCE_NACK",
     [HANDOFF_COMMITTED - 128] = "HANDOFF_COMMITTED", [HANDOFF_ABORT - 128] = "HANDOFF_ABORT",
+    [HANDOFF_PROGRESS - 128] = "HANDOFF_PROGRESS",
     [LEAF_HELLO - 128] = "LEAF_HELLO",               [LEAF_INTENT - 128] = "LEAF_INTENT",
     [LEAF_COMMIT - 128] = "LEAF_COMMIT",             [LEAF_ABORT - 128] = "LEAF_ABORT",
     [LEAF_READ - 128] = "LEAF_READ",                 [LEAF_SPLIT - 128] = "LEAF_SPLIT",
@@ -142,6 +143,7 @@ int hand_put(struct hkv_buf *b, const struct hand_msg *m)
     }
     case HANDOFF_FENCE:
     case HANDOFF_FENCE_ACK:
+    case HANDOFF_PROGRESS:
         wr_begin(&w, b, HINT(0), m->type, id, 2);
         w_int(&w, m->u.fence.e1);
         w_uint(&w, m->u.fence.last);
@@ -284,7 +286,8 @@ static int rd_fields(struct wire_decoder *d, struct cur *c, struct hand_msg *m, 
         [HANDOFF_BEGIN - 128] = 9,     [HANDOFF_READY - 128] = 1,  [HANDOFF_ROW - 128] = 2,
         [HANDOFF_WRITE - 128] = 2,     [HANDOFF_RECORD - 128] = 11, [HANDOFF_FENCE - 128] = 2,
         [HANDOFF_FENCE_ACK - 128] = 2, [HANDOFF_FENCE_NACK - 128] = 2,
-        [HANDOFF_COMMITTED - 128] = 2, [HANDOFF_ABORT - 128] = 2,  [LEAF_HELLO - 128] = 2,
+        [HANDOFF_COMMITTED - 128] = 2, [HANDOFF_ABORT - 128] = 2,  [HANDOFF_PROGRESS - 128] = 2,
+        [LEAF_HELLO - 128] = 2,
         [LEAF_INTENT - 128] = 5,       [LEAF_COMMIT - 128] = 5,    [LEAF_ABORT - 128] = 5,
         [LEAF_READ - 128] = 5,         [LEAF_SPLIT - 128] = 5,     [LEAF_REPLY - 128] = 8,
         [LEAF_ORDER - 128] = 5,        [LEAF_DONE - 128] = 3,
@@ -314,6 +317,7 @@ static int rd_fields(struct wire_decoder *d, struct cur *c, struct hand_msg *m, 
         return rd_record(d, c, m);
     case HANDOFF_FENCE:
     case HANDOFF_FENCE_ACK:
+    case HANDOFF_PROGRESS:
         TRY(rd_i64(c, &m->u.fence.e1));
         return rd_u64(c, &m->u.fence.last);
     case HANDOFF_FENCE_NACK:
@@ -437,6 +441,7 @@ bool hand_msg_equal(const struct hand_msg *a, const struct hand_msg *b)
         return record_eq(a, b);
     case HANDOFF_FENCE:
     case HANDOFF_FENCE_ACK:
+    case HANDOFF_PROGRESS:
         return a->u.fence.e1 == b->u.fence.e1 && a->u.fence.last == b->u.fence.last;
     case HANDOFF_FENCE_NACK:
     case HANDOFF_ABORT:

@@ -31,6 +31,9 @@
  *   HANDOFF_FENCE_NACK e1, text                                  (T -> S)
  *   HANDOFF_COMMITTED  e1, e2 i64 (the epoch the commit gave the leaf)
  *   HANDOFF_ABORT      e1, text                 (S -> T; T -> S: BEGIN refused)
+ *   HANDOFF_PROGRESS   e1, seq u64: every number up to it is committed at T
+ *                      (T -> S; flow control: S fences once T has caught up,
+ *                      so the fence waits for a short tail, not a backlog)
  *   where leaf = pool u8, start u32, bits u8 (start fits bits) and
  *   row = [key bytes, value bytes|nil (nil: a tombstone), stamp u64,
  *          expire_ms i64 (unix ms, 0 none), class u16]
@@ -74,6 +77,7 @@ enum hand_type {
     HANDOFF_FENCE_NACK = 135,
     HANDOFF_COMMITTED = 136,
     HANDOFF_ABORT = 137,
+    HANDOFF_PROGRESS = 138,
     LEAF_HELLO = 160,
     LEAF_INTENT = 161,
     LEAF_COMMIT = 162,
@@ -136,7 +140,7 @@ struct hand_msg {
             const struct wire_watch *changes;
             uint32_t nchanges;
         } record;
-        struct { int64_t e1; uint64_t last; } fence;       /* FENCE, FENCE_ACK */
+        struct { int64_t e1; uint64_t last; } fence;       /* FENCE, FENCE_ACK, PROGRESS */
         struct { int64_t e1; struct wire_slice text; } why; /* FENCE_NACK, ABORT */
         struct { int64_t e1, e2; } committed;
         struct { uint8_t pool; uint32_t index; } hello;

@@ -54,6 +54,7 @@ struct ocopy {
     int64_t e1;
     enum cphase phase;
     uint64_t seq;                   /* the last number taken */
+    uint64_t committed;             /* the target's last HANDOFF_PROGRESS */
     uint64_t cursor;                /* the ledger walk's */
     struct persist_batch *frame;    /* rows waiting for a frame */
     size_t frame_bytes;
@@ -254,6 +255,17 @@ void owner_copy_drained(struct ocopy *c)
 {
     if (c != NULL && c->paused && (c->phase == C_WALK || c->phase == C_DISK))
         next_step(c);
+}
+
+void owner_copy_progress(struct ocopy *c, uint64_t seq)
+{
+    if (c != NULL && seq > c->committed)
+        c->committed = seq;
+}
+
+int owner_copy_caught_up(const struct ocopy *c)
+{
+    return c->phase == C_DONE && c->committed + OCOPY_TAIL >= c->seq;
 }
 
 void owner_copy_applied(struct ocopy *c, const char *key, size_t klen)

@@ -323,6 +323,16 @@ int owner_hlink_send(struct hlink *h, const struct hand_msg *m)
     return HKV_OK;
 }
 
+void owner_hlink_pause(struct hlink *h, int pause)
+{
+    if (h == NULL || h->dead || h->flush_close)
+        return;
+    if (pause)
+        bufferevent_disable(h->bev, EV_READ);
+    else
+        bufferevent_enable(h->bev, EV_READ);
+}
+
 size_t owner_hlink_backlog(const struct hlink *h)
 {
     return h != NULL && h->bev != NULL ? evbuffer_get_length(bufferevent_get_output(h->bev)) : 0;

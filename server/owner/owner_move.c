@@ -101,6 +101,10 @@ void omove_gone(struct owner *o, int64_t e2)
             m->st.fence_ms_max = m->st.fence_ms_last;
     }
     m->st.committed++;
+    char n[48];
+    log_notice("move of leaf %s to owner %u committed at epoch %lld: writes waited %llu ms "
+               "(fence to commit), %zu requests are told MOVED now", name(&m->leaf, n, sizeof(n)),
+               m->to, (long long)e2, (unsigned long long)m->st.fence_ms_last, owner_park_count(o));
     /* the leaf is not served here any more: its copy goes (not what still
      * waits for its commit here: durable acknowledgments wait for those) */
     owner_purge_leaf(o, m->leaf.start, m->leaf.bits, 1, NULL, NULL);
@@ -226,6 +230,24 @@ void omove_on_intent_reply(struct owner *o, void *arg, const struct hand_msg *r)
 
 /* ---- messages from the target --------------------------------------------- */
 
+/* Step 4, once every row went and the target has committed all but a short
+ * tail (or after CATCHUP_MAX_MS: the fence's deadline decides then). */
+static void try_fence(struct owner *o, int64_t now)
+{
+    struct omove *m = mv(o);
+    if (m->phase != M_COPY || m->copied_ms == 0 ||
+        (!owner_copy_caught_up(m->copy) && now - m->copied_ms < CATCHUP_MAX_MS))
+        return;
+    struct own_mark *k = mark(o);
+    if (k != NULL)
+        k->block = OWN_BLOCK_WRITES; /* step 4: writes to the leaf wait */
+    owner_copy_fence(m->copy);
+    m->fence_at_ms = now;
+    m->deadline_ms = m->fence_at_ms + o->ctx->cfg->move_fence_timeout_ms;
+    m->phase = M_FENCED;
+    owner_move_hook(o, "fenced");
+}
+
 static void copied(struct owner *o, int status)
 {
     struct omove *m = mv(o);
@@ -236,14 +258,8 @@ static void copied(struct owner *o, int status)
         return;
     }
     owner_move_hook(o, "copied");
-    struct own_mark *k = mark(o);
-    if (k != NULL)
-        k->block = OWN_BLOCK_WRITES; /* step 4: writes to the leaf wait */
-    owner_copy_fence(m->copy);
-    m->fence_at_ms = clock_mono_ms();
-    m->deadline_ms = m->fence_at_ms + o->ctx->cfg->move_fence_timeout_ms;
-    m->phase = M_FENCED;
-    owner_move_hook(o, "fenced");
+    m->copied_ms = clock_mono_ms();
+    try_fence(o, m->copied_ms);
 }
 
 static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct hand_msg *msg)
@@ -262,6 +278,12 @@ static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct han
             return;
         }
         m->phase = M_COPY;
+        return;
+    case HANDOFF_PROGRESS:
+        if (m->phase == M_COPY && msg->u.fence.e1 == m->e1) {
+            owner_copy_progress(m->copy, msg->u.fence.last);
+            try_fence(o, clock_mono_ms());
+        }
         return;
     case HANDOFF_FENCE_ACK:
         if (m->phase != M_FENCED || msg->u.fence.e1 != m->e1)
@@ -344,6 +366,9 @@ void omove_tick(struct owner *o, int64_t now)
     case M_BEGIN:
         if (now >= m->deadline_ms)
             omove_abort(o, "the target did not answer BEGIN");
+        break;
+    case M_COPY:
+        try_fence(o, now);
         break;
     case M_FENCED:
         if (now >= m->deadline_ms)

@@ -95,6 +95,9 @@ void owner_hlink_set(struct hlink *h, hlink_msg_fn on_msg, hlink_gone_fn on_gone
 int owner_hlink_send(struct hlink *h, const struct hand_msg *m);
 /* Bytes queued, not yet written. */
 size_t owner_hlink_backlog(const struct hlink *h);
+/* Stops (1) or resumes (0) reading h: a target whose commits lag pushes
+ * back on the source through TCP. */
+void owner_hlink_pause(struct hlink *h, int pause);
 /* 1 if the peer may speak for host: a Unix link (this host), or a TLS peer
  * whose certificate names it; else 0 with why. */
 int owner_hlink_peer_is(struct hlink *h, const char *host, char *why, size_t len);
@@ -185,6 +188,12 @@ void owner_copy_applied(struct ocopy *c, const char *key, size_t klen);
 uint64_t owner_copy_fence(struct ocopy *c);
 /* The link's backlog fell: a paused copy goes on. */
 void owner_copy_drained(struct ocopy *c);
+/* HANDOFF_PROGRESS: the target has committed every number up to seq. */
+void owner_copy_progress(struct ocopy *c, uint64_t seq);
+/* 1 once every row is sent and the target has committed all but the last
+ * OCOPY_TAIL numbers: a fence now waits for a short tail only. */
+#define OCOPY_TAIL 8
+int owner_copy_caught_up(const struct ocopy *c);
 void owner_copy_stats(const struct ocopy *c, struct ocopy_stats *out);
 void owner_copy_stop(struct ocopy **c);
 

@@ -14,6 +14,7 @@
 #define MOVE_TICK_MS 10
 #define SETTLE_MS 250
 #define BEGIN_TIMEOUT_MS 5000
+#define CATCHUP_MAX_MS 30000      /* the fence waits no longer for the target to catch up */
 
 enum mphase { M_IDLE, M_INTENT, M_RECORDING, M_BEGIN, M_COPY, M_FENCED, M_COMMITTING,
               M_IN_DOUBT, M_ABORTING };
@@ -32,6 +33,8 @@ struct omove {
     uint64_t gen_wait;
     int64_t deadline_ms, fence_at_ms, started_ms, next_read_ms;
     int commit_sent;              /* a LEAF_COMMIT went out: only the map knows now */
+    int64_t copied_ms;            /* every row sent (0: not yet); the fence waits for the
+                                   * target to catch up (HANDOFF_PROGRESS) */
     int call_out;                 /* an agent call of this move is out */
     struct event *tick;
     int64_t settle_ms;

@@ -43,6 +43,8 @@
 #define RECV_TICK_MS 20
 #define RECV_BEGIN_WAIT_MS 3000   /* a map copy that has not reached e1 yet */
 #define RECV_BATCH_ROWS 8192
+#define RECV_MAX_OUT_BYTES (32u << 20) /* rows out to the persister before the link is not read */
+#define RECV_RING 256
 
 enum rphase { R_FREE = 0, R_WAIT_MAP, R_PREPARING, R_RECEIVING, R_ACKED, R_DROPPING };
 
@@ -59,7 +61,11 @@ struct rmove {
     uint64_t fence_last;
     uint64_t batches_out;         /* batches submitted, not done */
     uint64_t seq_committed;       /* every seq up to it is in a committed batch */
-    uint64_t seq_in_batches;      /* the last seq handed to a batch */
+    uint64_t ring[RECV_RING];     /* each batch out: the last seq it holds (done in order) */
+    uint64_t ring_head, ring_tail;
+    int paused;                   /* the link is not read: the commits lag */
+    uint64_t bytes_out;           /* bytes of the batches out */
+    uint64_t ring_bytes[RECV_RING];
     struct persist_batch *cur;    /* rows not submitted yet */
     uint64_t cur_seq;
     uint64_t gen_wait;            /* the own table generation holding RECEIVING */
@@ -166,8 +172,8 @@ static void adopt(struct owner *o, struct rmove *r, int64_t e2)
 
 static void submit(struct owner *o, struct rmove *r)
 {
-    if (r->cur == NULL || r->cur->n == 0)
-        return;
+    if (r->cur == NULL || r->cur->n == 0 || r->batches_out >= RECV_RING)
+        return; /* a full ring: the rows wait for the next submit */
     struct persist_batch *b = r->cur;
     r->cur = NULL;
     b->id = OWNER_BATCH_MOVE | ((uint64_t)(r - o->recv->m) << 56) | (r->gen & ((1ULL << 56) - 1));
@@ -176,8 +182,17 @@ static void submit(struct owner *o, struct rmove *r)
         r->failed = 1;
         return;
     }
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < b->n; i++)
+        bytes += b->rows[i].klen + b->rows[i].vlen + 64;
+    r->ring_bytes[r->ring_tail % RECV_RING] = bytes;
+    r->ring[r->ring_tail++ % RECV_RING] = r->cur_seq;
     r->batches_out++;
-    r->seq_in_batches = r->cur_seq;
+    r->bytes_out += bytes;
+    if (r->bytes_out >= RECV_MAX_OUT_BYTES && r->h != NULL && !r->paused) {
+        r->paused = 1; /* TCP pushes back on the source until the commits catch up */
+        owner_hlink_pause(r->h, 1);
+    }
 }
 
 static void try_ack(struct owner *o, struct rmove *r)
@@ -215,10 +230,23 @@ void owner_recv_batch_done(struct owner *o, const struct persist_batch *b)
     if ((r->phase != R_RECEIVING && r->phase != R_ACKED) ||
         r->gen != (b->id & ((1ULL << 56) - 1)))
         return; /* the move ended meanwhile */
-    if (r->batches_out > 0)
+    if (r->batches_out > 0) { /* batches are done in the order they were submitted */
+        r->bytes_out -= r->ring_bytes[r->ring_head % RECV_RING];
+        r->seq_committed = r->ring[r->ring_head++ % RECV_RING];
         r->batches_out--;
+    }
     if (b->status != HKV_OK)
         r->failed = 1;
+    submit(o, r); /* rows a full ring held back */
+    if (r->paused && r->bytes_out < RECV_MAX_OUT_BYTES / 2 && r->h != NULL) {
+        r->paused = 0;
+        owner_hlink_pause(r->h, 0);
+    }
+    if (b->status == HKV_OK && r->h != NULL && !r->gap) {
+        struct hand_msg p = {.type = HANDOFF_PROGRESS, .id = 1,
+                             .u.fence = {r->e1, r->seq_committed}};
+        owner_hlink_send(r->h, &p);
+    }
     try_ack(o, r);
 }
 

@@ -73,6 +73,7 @@ START_TEST(every_kind_round_trips)
         {.type = HANDOFF_FENCE_NACK, .id = 8, .u.why = {42, S("gap at 4")}},
         {.type = HANDOFF_COMMITTED, .id = 9, .u.committed = {42, 43}},
         {.type = HANDOFF_ABORT, .id = 10, .u.why = {42, S("fence deadline")}},
+        {.type = HANDOFF_PROGRESS, .id = 10, .u.fence = {42, 9}},
         {.type = LEAF_HELLO, .id = 11, .u.hello = {1, 3}},
         {.type = LEAF_INTENT, .id = 12, .u.leaf = {leaf, 41, 2}},
         {.type = LEAF_COMMIT, .id = 13, .u.leaf = {leaf, 42, 2}},
