@@ -40,6 +40,7 @@ GROUPS = {
                            'storage/persist_db_migrate'],
     'storage/persister': ['storage/persister', 'storage/persister_read', 'storage/persister_job'],
     'server/owner/owner_move': ['server/owner/owner_move', 'server/owner/owner_move_ctl'],
+    'server/owner/owner_recv': ['server/owner/owner_recv', 'server/owner/owner_recv_map'],
 }
 
 

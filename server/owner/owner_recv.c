@@ -28,7 +28,7 @@
  *             alone changes nothing: after an acknowledgment the outcome is
  *             the map's (the model's DROP_ON_LINK_LOSS mutant loses writes).
  * A RECEIVING mark read back at start is settled the same way, from the
- * map (step 10).  At most OWN_RECV_MAX moves come in at once (etcd's slots
+ * map (step 10: owner_recv_map.c).  At most OWN_RECV_MAX moves come in at once (etcd's slots
  * say the same).
  */
 #include <stdio.h>
@@ -38,58 +38,16 @@
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/core/router.h"
-#include "server/owner/owner_move_int.h"
+#include "server/owner/owner_recv_sm.h"
 
-#define RECV_TICK_MS 20
-#define RECV_BEGIN_WAIT_MS 3000   /* a map copy that has not reached e1 yet */
-#define RECV_BATCH_ROWS 8192
-#define RECV_MAX_OUT_BYTES (32u << 20) /* rows out to the persister before the link is not read */
-#define RECV_RING 256
-
-enum rphase { R_FREE = 0, R_WAIT_MAP, R_PREPARING, R_RECEIVING, R_ACKED, R_DROPPING };
-
-struct rmove {
-    enum rphase phase;
-    struct hlink *h;              /* NULL once the link is gone */
-    struct hand_leaf leaf;
-    int64_t e1;
-    uint32_t from;
-    uint64_t next_seq;            /* the next sequence number expected */
-    uint64_t gen;                 /* tags its batches (a slot is reused) */
-    int gap, failed;
-    int fence_pending;            /* a FENCE waits for commits */
-    uint64_t fence_last;
-    uint64_t batches_out;         /* batches submitted, not done */
-    uint64_t seq_committed;       /* every seq up to it is in a committed batch */
-    uint64_t ring[RECV_RING];     /* each batch out: the last seq it holds (done in order) */
-    uint64_t ring_head, ring_tail;
-    int paused;                   /* the link is not read: the commits lag */
-    uint64_t bytes_out;           /* bytes of the batches out */
-    uint64_t ring_bytes[RECV_RING];
-    struct persist_batch *cur;    /* rows not submitted yet */
-    uint64_t cur_seq;
-    uint64_t gen_wait;            /* the own table generation holding RECEIVING */
-    int purged;
-    int64_t deadline_ms;          /* R_WAIT_MAP */
-    int64_t started_ms;
-    uint64_t rows, bytes;
-};
-
-struct orecv {
-    struct rmove m[OWN_RECV_MAX];
-    struct event *tick, *flush;
-    uint64_t next_batch;
-    struct orecv_stats st;
-};
-
-static const char *leaf_name(const struct hand_leaf *l, char *buf, size_t len)
+const char *recv_leaf_name(const struct hand_leaf *l, char *buf, size_t len)
 {
     snprintf(buf, len, "%s %u-%08x", topo_pool_name((enum cfg_pool)l->pool), l->bits,
              l->bits ? l->start >> (32 - l->bits) : 0);
     return buf;
 }
 
-static void send_why(struct rmove *r, uint8_t type, const char *why)
+void recv_send_why(struct rmove *r, uint8_t type, const char *why)
 {
     struct hand_msg m = {.type = type, .id = 1, .u.why = {r->e1, wire_cstr(why)}};
     if (r->h != NULL)
@@ -104,7 +62,7 @@ static void purge_done(struct owner *o, void *arg, int status, uint64_t entries,
     char name[48];
     if (status != HKV_OK) {
         log_warning("dropping the copy of leaf %s failed (%s); trying again",
-                    leaf_name(&r->leaf, name, sizeof(name)), hkv_strstatus(status));
+                    recv_leaf_name(&r->leaf, name, sizeof(name)), hkv_strstatus(status));
         if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, purge_done, r) == 0)
             return;
     }
@@ -113,7 +71,7 @@ static void purge_done(struct owner *o, void *arg, int status, uint64_t entries,
         if (m != NULL && m->state == PERSIST_RECEIVING)
             owner_own_mark_del(o, m);
         log_notice("leaf %s: the copy from owner %u is dropped (%llu entries, %llu rows)",
-                   leaf_name(&r->leaf, name, sizeof(name)), r->from,
+                   recv_leaf_name(&r->leaf, name, sizeof(name)), r->from,
                    (unsigned long long)entries, (unsigned long long)rows);
         memset(r, 0, sizeof(*r));
         return;
@@ -121,7 +79,7 @@ static void purge_done(struct owner *o, void *arg, int status, uint64_t entries,
     r->purged = 1; /* R_PREPARING: READY once RECEIVING is durable too */
 }
 
-static void release(struct owner *o, struct rmove *r)
+void recv_release(struct owner *o, struct rmove *r)
 {
     persist_batch_free(&r->cur);
     if (r->h != NULL)
@@ -131,24 +89,24 @@ static void release(struct owner *o, struct rmove *r)
 }
 
 /* The copy goes (ABORT, or the map shows the leaf elsewhere). */
-static void drop(struct owner *o, struct rmove *r, const char *why)
+void recv_drop(struct owner *o, struct rmove *r, const char *why)
 {
     char name[48];
     struct own_mark *m = owner_own_mark(o, r->leaf.start, r->leaf.bits);
     if (m != NULL)
         m->block = OWN_BLOCK_NONE;
     log_notice("leaf %s: move from owner %u at epoch %lld ends without this owner: %s",
-               leaf_name(&r->leaf, name, sizeof(name)), r->from, (long long)r->e1, why);
+               recv_leaf_name(&r->leaf, name, sizeof(name)), r->from, (long long)r->e1, why);
     o->recv->st.dropped++;
     r->phase = R_DROPPING;
-    release(o, r);
+    recv_release(o, r);
     owner_purge_cancel(o, r);
     if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, purge_done, r) != 0)
         log_warning("cannot drop leaf %s's copy now (out of memory)", name);
 }
 
 /* The leaf is this owner's now (COMMITTED, or the map says so). */
-static void adopt(struct owner *o, struct rmove *r, int64_t e2)
+void recv_adopt(struct owner *o, struct rmove *r, int64_t e2)
 {
     char name[48];
     struct own_mark *m = owner_own_mark(o, r->leaf.start, r->leaf.bits);
@@ -161,10 +119,10 @@ static void adopt(struct owner *o, struct rmove *r, int64_t e2)
     }
     o->recv->st.adopted++;
     log_notice("leaf %s is served here from epoch %lld (from owner %u: %llu rows, %llu bytes in "
-               "%lld ms)", leaf_name(&r->leaf, name, sizeof(name)), (long long)e2, r->from,
+               "%lld ms)", recv_leaf_name(&r->leaf, name, sizeof(name)), (long long)e2, r->from,
                (unsigned long long)r->rows, (unsigned long long)r->bytes,
                (long long)(clock_mono_ms() - r->started_ms));
-    release(o, r);
+    recv_release(o, r);
     memset(r, 0, sizeof(*r));
 }
 
@@ -200,7 +158,7 @@ static void try_ack(struct owner *o, struct rmove *r)
     if (!r->fence_pending || r->phase != R_RECEIVING)
         return;
     if (r->gap || r->failed || r->next_seq != r->fence_last + 1) {
-        send_why(r, HANDOFF_FENCE_NACK, r->gap ? "a sequence number is missing"
+        recv_send_why(r, HANDOFF_FENCE_NACK, r->gap ? "a sequence number is missing"
                                         : r->failed ? "a batch failed to commit"
                                                     : "the fence is past the last row received");
         o->recv->st.nacks++;
@@ -340,11 +298,11 @@ static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct han
         return;
     case HANDOFF_COMMITTED:
         if (m->u.committed.e1 == r->e1 && r->phase == R_ACKED)
-            adopt(o, r, m->u.committed.e2);
+            recv_adopt(o, r, m->u.committed.e2);
         return;
     case HANDOFF_ABORT:
         if (m->u.why.e1 == r->e1 && r->phase != R_DROPPING)
-            drop(o, r, "the source aborted");
+            recv_drop(o, r, "the source aborted");
         return;
     default:
         return;
@@ -358,10 +316,10 @@ static void on_gone(struct owner *o, void *arg, struct hlink *h, const char *why
     r->h = NULL;
     char name[48];
     log_notice("leaf %s: the hand-off link from owner %u went (%s); the map decides now",
-               leaf_name(&r->leaf, name, sizeof(name)), r->from, why);
+               recv_leaf_name(&r->leaf, name, sizeof(name)), r->from, why);
 }
 
-static void on_flush(evutil_socket_t fd, short what, void *arg)
+void recv_on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct owner *o = arg;
     for (int i = 0; i < OWN_RECV_MAX; i++)
@@ -373,7 +331,7 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 
 /* What the map copy says of BEGIN's leaf: 1 moving from `from` to this
  * owner at e1; 0 not yet known (the copy is older than e1); -1 no. */
-static int map_says_moving(struct owner *o, const struct rmove *r)
+int recv_map_says_moving(struct owner *o, const struct rmove *r)
 {
     owner_own_refresh(o);
     const struct cmap_table *t = owner_own_map(o);
@@ -389,7 +347,7 @@ static int map_says_moving(struct owner *o, const struct rmove *r)
 }
 
 /* Step 2 once the map agrees: RECEIVING(e1) durable, leftovers dropped. */
-static void prepare(struct owner *o, struct rmove *r)
+void recv_prepare(struct owner *o, struct rmove *r)
 {
     char name[48];
     struct own_mark *m = owner_own_mark_add(o, r->leaf.start, r->leaf.bits, PERSIST_RECEIVING,
@@ -397,8 +355,8 @@ static void prepare(struct owner *o, struct rmove *r)
     if (m == NULL || owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, purge_done, r) != 0) {
         if (m != NULL)
             owner_own_mark_del(o, m);
-        send_why(r, HANDOFF_ABORT, "the target cannot take the leaf now");
-        release(o, r);
+        recv_send_why(r, HANDOFF_ABORT, "the target cannot take the leaf now");
+        recv_release(o, r);
         memset(r, 0, sizeof(*r));
         return;
     }
@@ -406,10 +364,10 @@ static void prepare(struct owner *o, struct rmove *r)
     r->gen_wait = owner_own_gen(o);
     r->phase = R_PREPARING;
     log_notice("leaf %s: receiving from owner %u at epoch %lld",
-               leaf_name(&r->leaf, name, sizeof(name)), r->from, (long long)r->e1);
+               recv_leaf_name(&r->leaf, name, sizeof(name)), r->from, (long long)r->e1);
 }
 
-static void on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
+void recv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
 {
     const struct cfg *cfg = o->ctx->cfg;
     char why[200] = "", host[64];
@@ -451,7 +409,7 @@ static void on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m
         return;
     }
     if (r->phase != R_FREE) {
-        release(o, r);
+        recv_release(o, r);
         owner_purge_cancel(o, r);
     }
     *r = (struct rmove){.phase = R_WAIT_MAP, .h = h, .leaf = m->u.begin.leaf, .e1 = m->u.begin.e1,
@@ -462,152 +420,3 @@ static void on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m
     rv->st.begun++;
 }
 
-/* ---- the map and the clock ---------------------------------------------------- */
-
-/* A RECEIVING leaf with no live move here (the link broke, or a restart):
- * the map says how its move ended.  1 if it did (adopted or dropped). */
-static int settle(struct owner *o, struct own_mark *m, struct rmove *r)
-{
-    const struct cmap_table *t = owner_own_map(o);
-    if (t == NULL)
-        return 0;
-    const struct cmap_leaf *l = cmap_lookup(t, o->pool, (uint64_t)m->start << 32);
-    if (l == NULL)
-        return 0;
-    if (l->owner == owner_own_number(o) && l->state == CMAP_SERVING && l->epoch > m->e1) {
-        if (r != NULL && r->phase == R_ACKED) {
-            adopt(o, r, l->epoch);
-        } else if (r == NULL || r->phase == R_ACKED) {
-            owner_own_mark_del(o, m); /* a restart: what was acknowledged is on disk */
-            owner_park_release(o);
-        } else {
-            return 0; /* not acknowledged: cannot be (the commit needs the ack) */
-        }
-        return 1;
-    }
-    int moving_here = l->state == CMAP_MOVING && l->epoch == m->e1 &&
-                      l->to == owner_own_number(o);
-    if (moving_here || (l->epoch < m->e1 && t->revision < m->e1))
-        return 0; /* the move is still on, or the copy is behind it */
-    struct rmove tmp = {.leaf = {(uint8_t)o->pool, m->bits, m->start}, .e1 = m->e1,
-                        .from = m->peer};
-    if (r == NULL) {
-        for (int i = 0; i < OWN_RECV_MAX && r == NULL; i++)
-            if (o->recv->m[i].phase == R_FREE)
-                r = &o->recv->m[i];
-        if (r == NULL)
-            return 0;
-        *r = tmp;
-    }
-    drop(o, r, "the map shows the leaf elsewhere");
-    return 1;
-}
-
-static void on_tick(evutil_socket_t fd, short what, void *arg)
-{
-    struct owner *o = arg;
-    struct orecv *rv = o->recv;
-    int64_t now = clock_mono_ms();
-    for (int i = 0; i < OWN_RECV_MAX; i++) {
-        struct rmove *r = &rv->m[i];
-        if (r->phase == R_WAIT_MAP) {
-            int says = map_says_moving(o, r);
-            if (says > 0) {
-                prepare(o, r);
-            } else if (says < 0 || now > r->deadline_ms) {
-                send_why(r, HANDOFF_ABORT, "the map does not say the leaf moves here at that epoch");
-                release(o, r);
-                memset(r, 0, sizeof(*r));
-            }
-        } else if (r->phase == R_PREPARING && r->purged &&
-                   owner_own_saved_gen(o) >= r->gen_wait) {
-            struct hand_msg ready = {.type = HANDOFF_READY, .id = 1, .u.ready = {r->e1}};
-            r->phase = R_RECEIVING;
-            if (r->h == NULL || owner_hlink_send(r->h, &ready) != HKV_OK)
-                drop(o, r, "the link went before READY");
-            else
-                owner_move_hook(o, "t_ready");
-        }
-    }
-    /* marks with no live move (a broken link after the ack, a restart) */
-    struct own_mark *marks = owner_own_marks(o);
-    for (int i = 0; marks != NULL && i < OWN_MAX_MARKS; i++) {
-        struct own_mark *m = &marks[i];
-        if (!m->used || m->state != PERSIST_RECEIVING || m->adopted)
-            continue;
-        struct rmove *r = NULL;
-        for (int k = 0; k < OWN_RECV_MAX; k++)
-            if (rv->m[k].phase != R_FREE && rv->m[k].leaf.start == m->start &&
-                rv->m[k].leaf.bits == m->bits && rv->m[k].e1 == m->e1)
-                r = &rv->m[k];
-        if (r == NULL || ((r->phase == R_RECEIVING || r->phase == R_ACKED) && r->h == NULL) ||
-            r->phase == R_ACKED)
-            settle(o, m, r);
-    }
-    /* adopted marks go once the map copy says as much */
-    for (int i = 0; marks != NULL && i < OWN_MAX_MARKS; i++) {
-        struct own_mark *m = &marks[i];
-        if (m->used && m->state == PERSIST_RECEIVING && m->adopted) {
-            const struct cmap_table *t = owner_own_map(o);
-            const struct cmap_leaf *l = t ? cmap_lookup(t, o->pool, (uint64_t)m->start << 32) : NULL;
-            if (l != NULL && l->epoch >= m->e2)
-                owner_own_mark_del(o, m);
-        }
-    }
-}
-
-void owner_recv_flushed(struct owner *o)
-{
-    for (int i = 0; o->recv != NULL && i < OWN_RECV_MAX; i++) {
-        struct rmove *r = &o->recv->m[i];
-        if (r->phase == R_WAIT_MAP || r->phase == R_PREPARING || r->phase == R_RECEIVING) {
-            send_why(r, HANDOFF_ABORT, "FLUSHALL on the target");
-            drop(o, r, "FLUSHALL");
-        }
-    }
-}
-
-void owner_recv_stats(const struct owner *o, struct orecv_stats *out)
-{
-    if (o->recv != NULL) {
-        *out = o->recv->st;
-        out->incoming = 0;
-        for (int i = 0; i < OWN_RECV_MAX; i++)
-            out->incoming += o->recv->m[i].phase != R_FREE;
-    } else {
-        memset(out, 0, sizeof(*out));
-    }
-}
-
-int owner_recv_setup(struct owner *o)
-{
-    if (o->ctx->cfg->cluster[0] == '\0')
-        return 0;
-    o->recv = calloc(1, sizeof(*o->recv));
-    if (o->recv == NULL || owner_hlink_setup(o, on_accept) != 0)
-        return -1;
-    o->recv->tick = event_new(o->base, -1, EV_PERSIST, on_tick, o);
-    o->recv->flush = event_new(o->base, -1, 0, on_flush, o);
-    if (o->recv->tick == NULL || o->recv->flush == NULL)
-        return -1;
-    struct timeval tv = {0, RECV_TICK_MS * 1000};
-    event_add(o->recv->tick, &tv);
-    return 0;
-}
-
-void owner_recv_teardown(struct owner *o)
-{
-    struct orecv *rv = o->recv;
-    if (rv == NULL)
-        return;
-    for (int i = 0; i < OWN_RECV_MAX; i++) {
-        persist_batch_free(&rv->m[i].cur);
-        owner_purge_cancel(o, &rv->m[i]);
-    }
-    if (rv->tick != NULL)
-        event_free(rv->tick);
-    if (rv->flush != NULL)
-        event_free(rv->flush);
-    free(rv);
-    o->recv = NULL;
-}

@@ -1,0 +1,72 @@
+/*
+ * owner_recv_sm.h - what the two files of the target's move module share
+ * (owner_recv.c: BEGIN, the stream, the fence's acknowledgment, adopting or
+ * dropping; owner_recv_map.c: settling a move from the map, the tick,
+ * setup).  Private to them: one module (scripts/check/layers.py GROUPS).
+ */
+#ifndef HKV_OWNER_RECV_SM_H
+#define HKV_OWNER_RECV_SM_H
+
+#include "server/owner/owner_move_int.h"
+
+#define RECV_TICK_MS 20
+#define RECV_BEGIN_WAIT_MS 3000   /* a map copy that has not reached e1 yet */
+#define RECV_BATCH_ROWS 8192
+#define RECV_MAX_OUT_BYTES (32u << 20) /* rows out to the persister before the link is not read */
+#define RECV_RING 256
+
+enum rphase { R_FREE = 0, R_WAIT_MAP, R_PREPARING, R_RECEIVING, R_ACKED, R_DROPPING };
+
+struct rmove {
+    enum rphase phase;
+    struct hlink *h;              /* NULL once the link is gone */
+    struct hand_leaf leaf;
+    int64_t e1;
+    uint32_t from;
+    uint64_t next_seq;            /* the next sequence number expected */
+    uint64_t gen;                 /* tags its batches (a slot is reused) */
+    int gap, failed;
+    int fence_pending;            /* a FENCE waits for commits */
+    uint64_t fence_last;
+    uint64_t batches_out;         /* batches submitted, not done */
+    uint64_t seq_committed;       /* every seq up to it is in a committed batch */
+    uint64_t ring[RECV_RING];     /* each batch out: the last seq it holds (done in order) */
+    uint64_t ring_head, ring_tail;
+    int paused;                   /* the link is not read: the commits lag */
+    uint64_t bytes_out;           /* bytes of the batches out */
+    uint64_t ring_bytes[RECV_RING];
+    struct persist_batch *cur;    /* rows not submitted yet */
+    uint64_t cur_seq;
+    uint64_t gen_wait;            /* the own table generation holding RECEIVING */
+    int purged;
+    int64_t deadline_ms;          /* R_WAIT_MAP */
+    int64_t started_ms;
+    uint64_t rows, bytes;
+};
+
+struct orecv {
+    struct rmove m[OWN_RECV_MAX];
+    struct event *tick, *flush;
+    uint64_t next_batch;
+    struct orecv_stats st;
+};
+
+/* ---- owner_recv.c ---- */
+const char *recv_leaf_name(const struct hand_leaf *l, char *buf, size_t len);
+void recv_send_why(struct rmove *r, uint8_t type, const char *why);
+/* Frees the move's batch and link and runs what waited for the leaf. */
+void recv_release(struct owner *o, struct rmove *r);
+/* The copy goes (ABORT, the map shows the leaf elsewhere). */
+void recv_drop(struct owner *o, struct rmove *r, const char *why);
+/* The leaf is this owner's from epoch e2. */
+void recv_adopt(struct owner *o, struct rmove *r, int64_t e2);
+/* A new incoming hand-off link (owner_hlink's accept callback). */
+void recv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m);
+/* Submits the received rows of every move (one batch per loop turn). */
+void recv_on_flush(evutil_socket_t fd, short what, void *arg);
+/* BEGIN's map check: 1 moving here at e1, 0 not known yet, -1 no. */
+int recv_map_says_moving(struct owner *o, const struct rmove *r);
+/* Step 2 once the map agrees. */
+void recv_prepare(struct owner *o, struct rmove *r);
+
+#endif
