@@ -52,7 +52,8 @@ ADMIN_BIN := $(if $(filter release,$(VARIANT)),bin/hotkvd-admin,$(BUILD)/hotkvd-
 TEST_GLOB := $(if $(ONLY),$(foreach o,$(ONLY),tests/*/check_$(o).c),tests/unit/check_*.c tests/integration/check_*.c tests/fault/check_*.c)
 TEST_SRC := $(wildcard $(TEST_GLOB))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/runner.o $(if $(wildcard tests/harness.c),$(BUILD)/tests/harness.o) \
-            $(if $(wildcard tests/harness_etcd.c),$(BUILD)/tests/harness_etcd.o)
+            $(if $(wildcard tests/harness_etcd.c),$(BUILD)/tests/harness_etcd.o) \
+            $(if $(wildcard tests/harness_shim.c),$(BUILD)/tests/harness_shim.o)
 TEST_BIN := $(BUILD)/hkvtest
 TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 SHIM     := $(BUILD)/tests/fault/stallfs.so
