@@ -57,7 +57,7 @@ struct http_edge {
     int armed;
     struct cfg_cidr *allow;       /* http-metrics-allow */
     size_t nallow;
-    int serving;                  /* every owner link was up once (/healthz) */
+    int serving;                  /* the host served once (/healthz: host_serving) */
     uint64_t rnd;                 /* jitter */
     struct hkv_buf key;           /* a request's key, percent-decoded */
 };
@@ -128,7 +128,8 @@ struct hreq {
     int reading;                  /* waiting on the key's flight */
     int rewake;                   /* its key changed while it was reading */
     int held;                     /* POLL: it waited for a change (its deadline runs) */
-    int final;                    /* POLL: the wait passed (or the edge stops): answer what comes */
+    int final;                    /* POLL: the wait passed (or the edge stops): answer what comes;
+                                   * WATCH: the edge stops: end at the next timer */
     int fetch_after;              /* the flight it waits on was started for it */
     struct flight_waiter w;
     struct event *timer;
