@@ -9,7 +9,8 @@
  *   edge draining; meanwhile the HTTP port still takes connections and
  *   /healthz says 503 "draining" (then closes), a GET of a cached key is
  *   answered (and closed), a long poll is answered at once instead of held,
- *   and the RESP port takes no new client; once the owner answers, the
+ *   a watch gets the colo's value and its end, and the RESP port takes no
+ *   new client; once the owner answers, the
  *   write is acknowledged and the daemon exits 0.
  * A raw HTTP client (http_test.h).  Every wait is bounded; stopped owners
  * are continued by a guardian whatever happens; the daemon is stopped by
@@ -122,6 +123,22 @@ START_TEST(healthz_says_draining_while_a_write_holds_the_stop)
     ck_assert_int_eq(ask(hp, path, 5000), 200);
     ck_assert_int_lt(h_now_ms() - t0, 3000);
     ck_assert_uint_eq(hx_index(&R), index);
+    /* a watch: the colo's value, then the stream's end and a close */
+    int w = h_connect(hp);
+    ck_assert_int_ge(w, 0);
+    ck_assert_int_eq(hx_send(w, "GET /v1/watch/k0 HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
+    memset(&R, 0, offsetof(struct hr, in));
+    R.inlen = 0;
+    ck_assert_int_eq(hx_read(w, &R, 1, 5000), 0);
+    ck_assert_int_eq(R.status, 200);
+    t0 = h_now_ms();
+    while (hx_fill(w, &R, 1000) > 0 && h_now_ms() - t0 < 5000)
+        ;
+    R.in[R.inlen < sizeof(R.in) ? R.inlen : sizeof(R.in) - 1] = '\0';
+    snprintf(path, sizeof(path), "id: %llu\n", (unsigned long long)index);
+    ck_assert_msg(strstr(R.in, path) != NULL && strstr(R.in, "\"value\":\"v0\"") != NULL &&
+                      strstr(R.in, "\r\n0\r\n\r\n") != NULL, "%s", R.in);
+    close(w);
     ck_assert(!h_ping(d.port)); /* the RESP port takes no new client */
     ck_assert(h_alive(d.pid));
     /* the owners answer: the write is acknowledged, the daemon exits 0 */
