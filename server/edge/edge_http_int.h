@@ -160,6 +160,10 @@ void hr_json_b64(struct hkv_buf *out, const char *p, size_t n);
 /* One chunk of a chunked body (n > 0), or p as is when not chunked. */
 void hr_chunk(struct hkv_buf *out, int chunked, const char *p, size_t n);
 const char *hr_reason(int status);
+/* v in decimal: into p (20 bytes at least; not terminated), its length;
+ * appended to out. */
+size_t hr_u64s(char *p, uint64_t v);
+void hr_u64(struct hkv_buf *out, uint64_t v);
 
 /* ---- edge_http_wake.c -------------------------------------------------------------- */
 
