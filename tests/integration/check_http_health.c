@@ -106,7 +106,8 @@ START_TEST(healthz_says_draining_while_a_write_holds_the_stop)
     int guard = h_sigcont_guard(hot, cold, NULL);
     kill(hot, SIGSTOP);
     kill(cold, SIGSTOP);
-    ck_assert_int_eq(h_send(fd, "*3\r\n$3\r\nSET\r\n$2\r\nk1\r\n$2\r\nv1\r\n", 31), 0);
+    const char *set = "*3\r\n$3\r\nSET\r\n$2\r\nk1\r\n$2\r\nv1\r\n";
+    ck_assert_int_eq(h_send(fd, set, strlen(set)), 0);
     h_sleep_ms(200);
     kill(d.pid, SIGTERM);
     ck_assert_int_eq(healthz_until(hp, 503, 5000), 503);
