@@ -147,8 +147,12 @@ static void poll_cb(void *arg, int status, const struct wire_msg *m)
 static void on_stats_poll(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
-    if (router_map(e->router) != NULL)
+    if (router_map(e->router) != NULL) {
         rmap_sync(router_map(e->router), e->ctx->cmap);
+        /* for /metrics, which answers for every edge of the host */
+        atomic_store_explicit(&e->stats->remote_links_up, (uint64_t)edge_remote_links_up(e),
+                              memory_order_relaxed);
+    }
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
         struct owner_ref *o = &e->owners[g];
         if (o->stats_inflight)

@@ -97,7 +97,9 @@ int edge_push_gap(struct edge *e, const char *key, size_t len, int64_t now_ms);
 /* How many owners a walk visits. */
 int edge_owners_count(struct edge *e);
 /* Cluster: links of this edge to owners of other hosts that are up now (an
- * owner counts once, by its WRITE link); 0 on a single host. */
+ * owner counts once, by its WRITE link); 0 on a single host.  Each STATS
+ * poll also stores it in the edge's board slot (remote_links_up), where
+ * /metrics sums it over the host's edges. */
 int edge_remote_links_up(const struct edge *e);
 /* o's link of role, made (all three of its links) on first use.  NULL if
  * it cannot be made: an owner of another host that is not live, has no
