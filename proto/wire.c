@@ -160,6 +160,21 @@ int wire_put_scan(struct hkv_buf *b, uint64_t id, uint64_t cursor, uint32_t coun
     return wr_end(&w);
 }
 
+int wire_put_scan_range(struct hkv_buf *b, uint64_t id, uint64_t from, uint64_t to, uint32_t count,
+                        const struct wire_slice *match)
+{
+    struct wr w;
+    wr_begin(&w, b, HINT(match ? match->len : 0), WIRE_SCAN_RANGE, id, 4);
+    w_uint(&w, from);
+    w_uint(&w, to);
+    w_uint(&w, count);
+    if (match != NULL)
+        w_str(&w, *match);
+    else
+        w_nil(&w);
+    return wr_end(&w);
+}
+
 static int put_bare(struct hkv_buf *b, unsigned type, uint64_t id)
 {
     struct wr w;
@@ -354,6 +369,10 @@ int wire_put_msg(struct hkv_buf *b, const struct wire_msg *m)
     case WIRE_SCAN:
         return wire_put_scan(b, id, m->u.scan.cursor, m->u.scan.count,
                              m->u.scan.has_match ? &m->u.scan.match : NULL);
+    case WIRE_SCAN_RANGE:
+        return wire_put_scan_range(b, id, m->u.scan_range.from, m->u.scan_range.to,
+                                   m->u.scan_range.count,
+                                   m->u.scan_range.has_match ? &m->u.scan_range.match : NULL);
     case WIRE_PING:
         return wire_put_ping(b, id);
     case WIRE_STATS:
@@ -453,6 +472,7 @@ const char *wire_type_name(unsigned type)
     case WIRE_PERSIST: return "PERSIST";
     case WIRE_TTL: return "TTL";
     case WIRE_SCAN: return "SCAN";
+    case WIRE_SCAN_RANGE: return "SCAN_RANGE";
     case WIRE_PING: return "PING";
     case WIRE_STATS: return "STATS";
     case WIRE_HELLO_OK: return "HELLO_OK";
@@ -523,6 +543,11 @@ bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
         const typeof(a->u.scan) *x = &a->u.scan, *y = &b->u.scan;
         return x->cursor == y->cursor && x->count == y->count && x->has_match == y->has_match &&
                (!x->has_match || seq(x->match, y->match));
+    }
+    case WIRE_SCAN_RANGE: {
+        const typeof(a->u.scan_range) *x = &a->u.scan_range, *y = &b->u.scan_range;
+        return x->from == y->from && x->to == y->to && x->count == y->count &&
+               x->has_match == y->has_match && (!x->has_match || seq(x->match, y->match));
     }
     case WIRE_NOTFOUND:
         return a->u.notfound.stamp == b->u.notfound.stamp;

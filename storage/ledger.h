@@ -317,6 +317,9 @@ int ledger_resident(struct ledger *l, const char *key, size_t klen);
  * at wall-clock time wall_ms: not a tombstone, not below the flush floor
  * (ledger_flush), not expired. */
 int ledger_row_live(const struct ledger *l, const struct persist_row *row, int64_t wall_ms);
+/* 1 if key matches SCAN's glob pattern (as ledger_scan and ledger_scan_pos
+ * match), for keys that do not come from the ledger. */
+int ledger_match(const char *pattern, size_t plen, const char *key, size_t klen);
 /* Resident live keys (tombstones excluded; expired keys not yet swept
  * included, as Redis's DBSIZE). */
 size_t ledger_count(const struct ledger *l);

@@ -75,6 +75,11 @@ int ledger_row_live(const struct ledger *l, const struct persist_row *row, int64
            (row->expire_at_ms == 0 || row->expire_at_ms > wall_ms);
 }
 
+int ledger_match(const char *pattern, size_t plen, const char *key, size_t klen)
+{
+    return ledger_glob(pattern, plen, key, klen);
+}
+
 uint64_t ledger_order_bytes(const struct ledger *l)
 {
     return postree_bytes(l->order);

@@ -322,6 +322,7 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
         b = next;
     }
     take_reads(o);
+    persister_jobs_done(o->persister); /* their done callbacks: SCAN pages (owner_scan.c) */
     if (fatal) {
         log_warning("persist: I/O error on commit (fsync cannot be retried safely); exiting so "
                     "the master restarts this owner from its file");
