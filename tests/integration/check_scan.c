@@ -13,6 +13,7 @@
  * process is stopped by PID.
  */
 #include <check.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,76 @@ START_TEST(keys_evicted_to_disk_are_returned)
 }
 END_TEST
 
+/* An owner file of schema 1 (as hotkvd before issue 15 wrote it, made here
+ * with that schema's SQL): the owner migrates it when it starts, says so in
+ * the log with rows/s, and then serves every row, SCAN included. */
+START_TEST(a_schema_1_file_is_migrated_when_its_owner_starts)
+{
+    enum { N = 20000 };
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, "hot-owners 1\ncold-owners 1\nedge-workers 1\n"), 0);
+    ck_assert_int_eq(h_halt(&d), 0);
+    static const char *const sfx[] = {"", "-wal", "-shm"};
+    char path[400], p2[420];
+    snprintf(path, sizeof(path), "%s/owner-cold-0.db", d.dir);
+    for (int i = 0; i < 3; i++) {
+        snprintf(p2, sizeof(p2), "%s%s", path, sfx[i]);
+        unlink(p2);
+    }
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  "PRAGMA application_id=1212896836;PRAGMA user_version=1;"
+                                  "PRAGMA journal_mode=WAL;BEGIN;"
+                                  "CREATE TABLE kv(k BLOB PRIMARY KEY, v BLOB, stamp INTEGER NOT "
+                                  "NULL, expire_at INTEGER NOT NULL DEFAULT 0, class INTEGER NOT "
+                                  "NULL, tomb INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+                                  "CREATE TABLE meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID;"
+                                  "INSERT INTO meta(name, value) VALUES('format','hotkvd'),"
+                                  "('schema',1);",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "INSERT INTO kv(k, v, stamp, class) VALUES(?1, 'old', "
+                                            "?2, 0)", -1, &st, NULL),
+                     SQLITE_OK);
+    char k[64];
+    for (int i = 0; i < N; i++) {
+        int n = snprintf(k, sizeof(k), "c:old:%d", i);
+        sqlite3_bind_blob(st, 1, k, n, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 2, 1000 + i);
+        ck_assert_int_eq(sqlite3_step(st), SQLITE_DONE);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    ck_assert_int_eq(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    ck_assert_int_eq(h_restart(&d), 0);
+    /* (PING is the edge's: the owner may still be migrating) */
+    for (int i = 0; i < 400 && !h_log_has(&d, "owner cold/0", "recovered 20000 keys", NULL); i++)
+        h_sleep_ms(50);
+    if (!h_log_has(&d, "owner cold/0", "schema migration 1 -> 2: done", "20000 of 20000"))
+        h_dump_log(&d);
+    ck_assert_msg(h_log_has(&d, "owner cold/0", "schema migration 1 -> 2: done", "20000 of 20000"),
+                  "no migration line in the log");
+    ck_assert(h_log_has(&d, "owner cold/0", "schema migration 1 -> 2: positions", "rows/s"));
+    int a = h_connect(d.port);
+    must(a, "GET", "c:old:4321", NULL, "$3\r\nold");
+    struct tally t = {calloc(N, sizeof(int)), N, 0};
+    char cur[32] = "0";
+    int calls = 0;
+    do {
+        scan_once(a, cur, sizeof(cur), "1000", NULL, count_key, &t);
+        ck_assert_int_lt(++calls, 5000);
+    } while (strcmp(cur, "0") != 0);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(t.seen[i], 1);
+    free(t.seen);
+    close(a);
+    ck_assert_int_eq(h_stop(&d), 0);
+}
+END_TEST
+
 /* ---- a cluster -------------------------------------------------------------------- */
 
 static struct h_etcd etcd;
@@ -330,6 +401,10 @@ Suite *scan_suite(void)
     tc = tcase_create("disk");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, keys_evicted_to_disk_are_returned);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("upgrade");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, a_schema_1_file_is_migrated_when_its_owner_starts);
     suite_add_tcase(s, tc);
     tc = tcase_create("cluster_moves");
     tcase_set_timeout(tc, 180);
