@@ -125,7 +125,7 @@ build/fuzz/fuzz_resp: tests/fuzz/fuzz_resp.c $(wildcard proto/*.c proto/*.h) | $
 	clang $(FUZZ_FLAGS) -o $@ $< proto/resp.c proto/resp_encode.c proto/resp_reply.c proto/buf.c proto/hkv.c proto/num.c
 build/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_FLAGS) -o $@ $< proto/wire.c proto/wire_decode.c proto/wire_call.c proto/buf.c proto/hkv.c
+	clang $(FUZZ_FLAGS) -o $@ $< proto/wire.c proto/wire_decode.c proto/wire_call.c proto/wire_msg.c proto/buf.c proto/hkv.c
 build/fuzz/fuzz_http_req: tests/fuzz/fuzz_http_req.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) -o $@ $< proto/http_req.c proto/http_req_util.c proto/hkv.c

@@ -1,5 +1,7 @@
 /*
- * persister.c - the owner's write-behind thread and its reader thread.
+ * persister.c - the owner's write-behind thread: lifecycle, batches, group
+ * commit and the idle housekeeping (the reader thread is persister_read.c,
+ * jobs persister_job.c; persister_int.h is what they share).
  *
  * The loop and the two threads share one mutex that guards only list links
  * and counters: submit and read_async append to a queue and signal a condvar
@@ -38,47 +40,14 @@
 
 #include "proto/hkv.h"
 #include "storage/persist_db.h"
+#include "storage/persister_int.h"
 
 #define DEFAULT_INTERVAL_MS 1000
 #define DEFAULT_BUSY_TIMEOUT_MS 5000
 #define MIN_IDLE_MS 50
 
-struct persister {
-    struct pdb w;                 /* writer's connection: writer thread (or caller before start) */
-    struct pdb r;                 /* reader's connection: reader thread only */
-    struct persister_options opt;
-    _Atomic uint32_t interval_ms; /* opt.interval_ms; persister_set_interval changes it */
-    int efd;
 
-    pthread_mutex_t mu;           /* guards everything below */
-    pthread_cond_t wcond;         /* writer: a batch, a purge request, or stop */
-    pthread_cond_t rcond;         /* reader: a lookup, or stop */
-    int started, stopping, stopped;
-    pthread_t wthr, rthr;
-
-    struct persist_batch *q_head, *q_tail;      /* submitted */
-    uint64_t q_batches, q_rows;
-    int64_t q_since_ms;           /* monotonic: when the oldest queued batch came */
-    uint64_t inflight;            /* batches in the running transaction */
-    int64_t inflight_since_ms;
-    struct persist_batch *d_head, *d_tail;      /* done, not yet taken */
-
-    struct persister_read *rq_head, *rq_tail;   /* lookups waiting */
-    uint64_t rq_n;
-    struct persister_read *rd_head, *rd_tail;   /* answered, not yet taken */
-
-    int purge_requested;
-    hkv_stamp purge_horizon;
-    struct persister_stats st;    /* queued_*, backlog_age filled by snapshot */
-
-    /* writer thread only */
-    int sticky;                   /* HKV_EIO once a fatal error happened */
-    int64_t last_sync_ms;         /* monotonic: last FULL commit or checkpoint */
-    int64_t last_work_ms;         /* monotonic: last transaction ended */
-    int dirty;                    /* written since the last checkpoint */
-};
-
-static int64_t mono_ms(void)
+int64_t persister_mono_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -92,7 +61,7 @@ static int64_t wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void notify(struct persister *p)
+void persister_notify(struct persister *p)
 {
     uint64_t one = 1;
     ssize_t n = write(p->efd, &one, sizeof(one)); /* EAGAIN: already readable */
@@ -111,7 +80,7 @@ static uint32_t idle_ms(const struct persister *p)
 /* One transaction for the whole list; sets every batch's status/commit_ms. */
 static void commit_list(struct persister *p, struct persist_batch *list)
 {
-    int64_t t0 = mono_ms();
+    int64_t t0 = persister_mono_ms();
     uint64_t rows = 0, stale = 0, rejected = 0;
     int full = 0, rc = SQLITE_OK, status, attempted = 0;
 
@@ -153,7 +122,7 @@ static void commit_list(struct persister *p, struct persist_batch *list)
     status = HKV_OK;
     p->dirty = 1;
     if (full)
-        p->last_sync_ms = mono_ms();
+        p->last_sync_ms = persister_mono_ms();
     goto report;
 failed:
     pdb_rollback(&p->w);
@@ -166,7 +135,7 @@ failed:
             status = HKV_EIO;
     }
 report:;
-    int64_t t1 = mono_ms();
+    int64_t t1 = persister_mono_ms();
     int64_t took = t1 - t0;
     uint64_t nb = 0;
     for (struct persist_batch *b = list; b != NULL; b = b->next) {
@@ -204,7 +173,7 @@ report:;
         last = last->next;
     p->d_tail = last;
     pthread_mutex_unlock(&p->mu);
-    notify(p);
+    persister_notify(p);
 }
 
 /* Idle work: tombstone purge (if asked or due), then checkpoint. */
@@ -223,7 +192,7 @@ static void housekeep(struct persister *p, int purge, hkv_stamp horizon)
         if (rc == SQLITE_OK) {
             ckpt = 1;
             p->dirty = 0;
-            p->last_sync_ms = mono_ms(); /* a checkpoint syncs WAL and database */
+            p->last_sync_ms = persister_mono_ms(); /* a checkpoint syncs WAL and database */
         } else if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
             busy = 1;
         } else if (pdb_rc_fatal(rc)) {
@@ -251,7 +220,7 @@ static void *writer_main(void *arg)
     for (;;) {
         if (p->q_head != NULL) {
             struct persist_batch *list = p->q_head;
-            int64_t now = mono_ms();
+            int64_t now = persister_mono_ms();
             if (now - p->q_since_ms > p->st.max_stall_ms)
                 p->st.max_stall_ms = now - p->q_since_ms;
             p->inflight = p->q_batches;
@@ -263,6 +232,10 @@ static void *writer_main(void *arg)
             pthread_mutex_lock(&p->mu);
             continue;
         }
+        if (p->jq[1][0] != NULL) { /* between transactions of batches */
+            persister_jobs_run(p, 1);
+            continue;
+        }
         if (p->stopping)
             break;
         int want = p->purge_requested || p->dirty;
@@ -271,7 +244,7 @@ static void *writer_main(void *arg)
             continue;
         }
         int64_t due = p->last_work_ms + idle_ms(p);
-        int64_t now = mono_ms();
+        int64_t now = persister_mono_ms();
         if (now < due) {
             struct timespec ts = {.tv_sec = due / 1000, .tv_nsec = (due % 1000) * 1000000};
             pthread_cond_timedwait(&p->wcond, &p->mu, &ts);
@@ -284,77 +257,8 @@ static void *writer_main(void *arg)
         p->purge_requested = 0;
         pthread_mutex_unlock(&p->mu);
         housekeep(p, purge, horizon);
-        p->last_work_ms = mono_ms();
+        p->last_work_ms = persister_mono_ms();
         pthread_mutex_lock(&p->mu);
-    }
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
-}
-
-/* ---- reader ------------------------------------------------------------ */
-
-static void serve_read(struct persister *p, struct persister_read *q)
-{
-    struct persist_row row;
-    int rc = pdb_get(&p->r, q->key, q->klen, &row);
-    if (rc == SQLITE_ROW) {
-        q->status = HKV_OK;
-        q->stamp = row.stamp;
-        q->expire_at_ms = row.expire_at_ms;
-        q->class_id = row.class_id;
-        q->tombstone = row.tombstone;
-        if (!row.tombstone) {
-            q->val = malloc(row.vlen ? row.vlen : 1);
-            if (q->val == NULL) {
-                q->status = HKV_ENOMEM;
-            } else {
-                memcpy(q->val, row.val, row.vlen);
-                q->vlen = row.vlen;
-            }
-        }
-    } else if (rc == SQLITE_DONE) {
-        q->status = HKV_ENOENT;
-    } else {
-        q->status = pdb_status(rc);
-    }
-    pdb_get_done(&p->r);
-}
-
-static void *reader_main(void *arg)
-{
-    struct persister *p = arg;
-    pthread_mutex_lock(&p->mu);
-    for (;;) {
-        if (p->rq_head != NULL) {
-            struct persister_read *list = p->rq_head, *last = NULL;
-            p->rq_head = p->rq_tail = NULL;
-            p->rq_n = 0;
-            pthread_mutex_unlock(&p->mu);
-            uint64_t n = 0, found = 0, errs = 0;
-            for (struct persister_read *q = list; q != NULL; q = q->next) {
-                serve_read(p, q);
-                n++;
-                found += q->status == HKV_OK;
-                errs += q->status != HKV_OK && q->status != HKV_ENOENT;
-                last = q;
-            }
-            pthread_mutex_lock(&p->mu);
-            if (p->rd_tail != NULL)
-                p->rd_tail->next = list;
-            else
-                p->rd_head = list;
-            p->rd_tail = last;
-            p->st.reads += n;
-            p->st.reads_found += found;
-            p->st.read_errors += errs;
-            pthread_mutex_unlock(&p->mu);
-            notify(p);
-            pthread_mutex_lock(&p->mu);
-            continue;
-        }
-        if (p->stopping)
-            break;
-        pthread_cond_wait(&p->rcond, &p->mu);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -391,9 +295,10 @@ int persister_create(struct persister **out, const char *path,
         status = errno == ENOMEM ? HKV_ENOMEM : HKV_EIO;
         goto fail;
     }
+    struct pdb_open_opts wo = {0, (int)p->opt.busy_timeout_ms, p->opt.max_db_bytes, 1,
+                               p->opt.migrate_progress, p->opt.migrate_arg};
     if ((status = pdb_prepare_file(path, why, whylen)) != HKV_OK ||
-        (status = pdb_open(&p->w, path, 0, (int)p->opt.busy_timeout_ms, p->opt.max_db_bytes,
-                           why, whylen)) != HKV_OK ||
+        (status = pdb_open_opts(&p->w, path, &wo, why, whylen)) != HKV_OK ||
         (status = pdb_open(&p->r, path, 1, (int)p->opt.busy_timeout_ms, 0, why, whylen)) !=
             HKV_OK)
         goto fail;
@@ -405,7 +310,7 @@ int persister_create(struct persister **out, const char *path,
     pthread_cond_init(&p->rcond, &ca);
     pthread_condattr_destroy(&ca);
     p->st.sticky_error = HKV_OK;
-    p->last_sync_ms = p->last_work_ms = mono_ms();
+    p->last_sync_ms = p->last_work_ms = persister_mono_ms();
     *out = p;
     return HKV_OK;
 fail:
@@ -472,7 +377,7 @@ int persister_start(struct persister *p)
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     rc = pthread_create(&p->wthr, NULL, writer_main, p);
-    if (rc == 0 && (rc = pthread_create(&p->rthr, NULL, reader_main, p)) != 0) {
+    if (rc == 0 && (rc = pthread_create(&p->rthr, NULL, persister_reader_main, p)) != 0) {
         pthread_mutex_lock(&p->mu);
         p->stopping = 1;
         pthread_cond_broadcast(&p->wcond);
@@ -503,45 +408,12 @@ int persister_submit(struct persister *p, struct persist_batch *b)
         p->q_tail->next = b;
     } else {
         p->q_head = b;
-        p->q_since_ms = mono_ms();
+        p->q_since_ms = persister_mono_ms();
     }
     p->q_tail = b;
     p->q_batches++;
     p->q_rows += b->n;
     pthread_cond_signal(&p->wcond);
-    pthread_mutex_unlock(&p->mu);
-    return HKV_OK;
-}
-
-int persister_read_async(struct persister *p, const void *key, size_t klen, void *cookie)
-{
-    if (p == NULL || (key == NULL && klen > 0))
-        return HKV_EINVAL;
-    struct persister_read *q = calloc(1, sizeof(*q));
-    if (q == NULL)
-        return HKV_ENOMEM;
-    q->key = malloc(klen ? klen : 1);
-    if (q->key == NULL) {
-        free(q);
-        return HKV_ENOMEM;
-    }
-    if (klen)
-        memcpy(q->key, key, klen);
-    q->klen = klen;
-    q->cookie = cookie;
-    pthread_mutex_lock(&p->mu);
-    if (p->stopping) {
-        pthread_mutex_unlock(&p->mu);
-        persister_read_free(&q);
-        return HKV_EINVAL;
-    }
-    if (p->rq_tail != NULL)
-        p->rq_tail->next = q;
-    else
-        p->rq_head = q;
-    p->rq_tail = q;
-    p->rq_n++;
-    pthread_cond_signal(&p->rcond);
     pthread_mutex_unlock(&p->mu);
     return HKV_OK;
 }
@@ -560,25 +432,6 @@ struct persist_batch *persister_take_done(struct persister *p)
     return list;
 }
 
-struct persister_read *persister_take_reads(struct persister *p)
-{
-    pthread_mutex_lock(&p->mu);
-    struct persister_read *list = p->rd_head;
-    p->rd_head = p->rd_tail = NULL;
-    pthread_mutex_unlock(&p->mu);
-    return list;
-}
-
-void persister_read_free(struct persister_read **r)
-{
-    if (r == NULL || *r == NULL)
-        return;
-    free((*r)->key);
-    free((*r)->val);
-    free(*r);
-    *r = NULL;
-}
-
 int persister_purge_tombstones(struct persister *p, hkv_stamp horizon)
 {
     pthread_mutex_lock(&p->mu);
@@ -593,7 +446,7 @@ void persister_stats(struct persister *p, struct persister_stats *st)
 {
     pthread_mutex_lock(&p->mu);
     *st = p->st;
-    int64_t now = mono_ms(), oldest = 0;
+    int64_t now = persister_mono_ms(), oldest = 0;
     st->queued_batches = p->q_batches;
     st->queued_rows = p->q_rows;
     st->inflight_batches = p->inflight;
@@ -612,7 +465,8 @@ int persister_stop(struct persister *p)
         return HKV_EINVAL;
     pthread_mutex_lock(&p->mu);
     int started = p->started, stopped = p->stopped;
-    if (!started && !stopped && p->q_head == NULL && p->rq_head == NULL) {
+    if (!started && !stopped && p->q_head == NULL && p->rq_head == NULL &&
+        p->jq[0][0] == NULL && p->jq[1][0] == NULL) {
         p->stopping = p->stopped = 1; /* nothing to drain: no threads needed */
         stopped = 1;
     }
@@ -655,14 +509,8 @@ void persister_destroy(struct persister **pp)
         n = b->next;
         persist_batch_free(&b);
     }
-    for (struct persister_read *r = p->rd_head, *n; r != NULL; r = n) {
-        n = r->next;
-        persister_read_free(&r);
-    }
-    for (struct persister_read *r = p->rq_head, *n; r != NULL; r = n) {
-        n = r->next;
-        persister_read_free(&r);
-    }
+    persister_reads_free(p);
+    persister_jobs_cancel(p);
     pdb_close(&p->r);
     pdb_close(&p->w); /* last connection: checkpoints and removes the WAL */
     close(p->efd);

@@ -62,6 +62,20 @@
 
 struct persister;
 
+/* Progress of a schema migration, handed to persister_options.migrate_progress
+ * (storage/persist_db.h pdb_migrate) after the count, after every batch of
+ * rows, when the index is begun and at the end. */
+enum persist_mig_phase { PERSIST_MIG_FILL = 1, PERSIST_MIG_INDEX, PERSIST_MIG_DONE };
+struct persist_migration {
+    uint32_t from_version;    /* the schema the file had when opened */
+    enum persist_mig_phase phase;
+    uint64_t rows_total;      /* rows of kv (counted at the start) */
+    uint64_t rows_done;       /* rows with their position: this run's and an earlier one's */
+    uint64_t rows_resumed;    /* of which an earlier, interrupted run did */
+    int64_t elapsed_ms;       /* since this run started */
+};
+typedef void (*persist_progress_fn)(void *arg, const struct persist_migration *m);
+
 struct persister_options {
     uint32_t interval_ms;     /* the owner's persist_interval (ledger batch cadence);
                                  bounds how long ledger commits skip fsync and sets
@@ -74,6 +88,10 @@ struct persister_options {
                                  now - tomb_keep_ms; 0 = only persister_purge_tombstones */
     uint64_t max_db_bytes;    /* quota (PRAGMA max_page_count); past it batches are
                                  reported HKV_EFULL like a full disk.  0 = none */
+    /* told how a schema migration of the file goes (struct persist_migration),
+       on persister_create's thread; NULL = not told */
+    persist_progress_fn migrate_progress;
+    void *migrate_arg;
 };
 
 /* A finished lookup (persister_read_async).  Owned by the loop once taken;
@@ -125,7 +143,10 @@ struct persister_stats {
  * the process that will use the persister (after fork).  An existing file is
  * checked first (header, application_id, user_version, schema, PRAGMA
  * quick_check) and a corrupt, truncated or foreign file is refused untouched;
- * a missing file is created fresh.  `opt` may be NULL (defaults).
+ * a missing file is created fresh; a file of the previous schema is
+ * migrated in place before this returns (persist_db.h pdb_migrate: it can
+ * take a while for a large file, crash-safe, progress told to
+ * opt->migrate_progress).  `opt` may be NULL (defaults).
  * HKV_OK (*out set); HKV_ECORRUPT (bad file); HKV_EIO (cannot open or create,
  * e.g. permissions); HKV_ENOMEM; HKV_EINVAL (bad arguments).  On error `why`
  * (if not NULL) holds a one-line reason and *out is NULL. */
@@ -184,6 +205,46 @@ struct persister_read *persister_take_reads(struct persister *p);
 /* Frees one read record (not its ->next) and sets *r = NULL.  NULL-safe. */
 void persister_read_free(struct persister_read **r);
 
+/* ---- jobs: a caller's own work on a persister thread's connection ----
+ *
+ * For what is more than rows and point lookups: a leaf's rows read in
+ * pages for a hand-off, a purge of a leaf's leftovers (storage/
+ * persist_leaf.h), a SCAN's page of keys that live only on disk.  A job is
+ * a struct the caller embeds in its own and owns; the persister holds it
+ * from submit until persister_jobs_done hands it back.  `run` runs on the
+ * persister's thread with that thread's connection: the reader's
+ * (read-only, sees committed rows) or the writer's (between the
+ * transactions of batches; it may write, in transactions of its own, which
+ * it must leave closed: one left open is rolled back).  Bounded work per
+ * job, since batches wait behind a writer job and lookups behind a reader
+ * one: a long task is a chain of jobs, each submitted from the previous
+ * one's done.  `run` must not touch anything of the loop's. */
+struct pdb;
+struct persister_job;
+/* Returns an hkv_status (persist_leaf.h's calls return what it needs).
+ * HKV_EIO or HKV_ECORRUPT from a writer job makes the persister's error
+ * sticky, as a failed batch does: the file is not written again. */
+typedef int (*persister_job_run_fn)(struct persister_job *j, struct pdb *db);
+/* On the loop, from persister_jobs_done; status says how run went. */
+typedef void (*persister_job_done_fn)(struct persister_job *j);
+struct persister_job {
+    persister_job_run_fn run;
+    persister_job_done_fn done;
+    int writer;               /* 1: the writer thread; 0: the reader thread */
+    int status;               /* set by the persister: what run returned, HKV_EIO
+                               * without running (a writer job after a
+                               * sticky error) or HKV_EINVAL (not run: the persister
+                               * was destroyed first; touch nothing of the loop) */
+    struct persister_job *next; /* the persister's while it holds the job */
+};
+/* Queues j for its thread (before start too).  HKV_OK; HKV_EINVAL if j has
+ * no run or done, or the persister is stopping (the caller keeps j). */
+int persister_job_submit(struct persister *p, struct persister_job *j);
+/* Hands back every job run since the last call, oldest first, through its
+ * done callback (call it when the notify fd is readable, like
+ * persister_take_done).  Returns how many. */
+size_t persister_jobs_done(struct persister *p);
+
 /* Asks the writer to delete tombstones with stamp < horizon the next time it
  * is idle (the latest request wins).  Only safe once no batch with an older
  * stamp for those keys can still arrive.  HKV_OK. */
@@ -207,7 +268,8 @@ int persister_stop(struct persister *p);
 
 /* Stops (if running), closes both connections (the last close checkpoints
  * and removes the WAL), frees every batch and read it still holds (done
- * but not taken), closes the notify fd; sets *pp = NULL.
+ * but not taken), hands every job it still holds to its done callback with
+ * HKV_EINVAL, closes the notify fd; sets *pp = NULL.
  * NULL-safe. */
 void persister_destroy(struct persister **pp);
 

@@ -34,7 +34,10 @@ ROOMS = {
 # module name -> file stems that form it (one private header, one idea).
 GROUPS = {
     'storage/ledger': ['storage/ledger', 'storage/ledger_scan', 'storage/ledger_cmd',
-                       'storage/ledger_expire', 'storage/ledger_more'],
+                       'storage/ledger_expire', 'storage/ledger_more', 'storage/ledger_pos'],
+    'storage/persist_db': ['storage/persist_db', 'storage/persist_db_file',
+                           'storage/persist_db_migrate'],
+    'storage/persister': ['storage/persister', 'storage/persister_read', 'storage/persister_job'],
 }
 
 

@@ -6,12 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/siphash.h"
+#include "proto/place.h"
 #include "server/core/router_map.h"
-
-/* Fixed and public on purpose: routing must agree everywhere. */
-static const uint8_t ROUTE_KEY[SIPHASH_KEY_LEN] = {'h', 'o', 't', 'k', 'v', 'd', '-', 'r',
-                                                    'o', 'u', 't', 'e', '-', 'v', '1', 0};
 
 struct leafmap {
     uint8_t bits;
@@ -28,29 +24,17 @@ struct router {
 
 uint64_t router_hash(const char *key, size_t len)
 {
-    return siphash24(ROUTE_KEY, key, len);
+    return place_ident(key, len);
 }
 
 int router_hash_tag(const char *key, size_t len, size_t *off, size_t *n)
 {
-    const char *open = memchr(key, '{', len);
-    if (open == NULL)
-        return 0;
-    size_t start = (size_t)(open - key) + 1;
-    const char *close = memchr(key + start, '}', len - start);
-    if (close == NULL || close == key + start)
-        return 0;   /* no '}', or "{}": Redis hashes the whole key */
-    *off = start;
-    *n = (size_t)(close - (key + start));
-    return 1;
+    return place_tag(key, len, off, n);
 }
 
 uint64_t router_place(const char *key, size_t len)
 {
-    size_t off, n;
-    if (router_hash_tag(key, len, &off, &n))
-        return router_hash(key + off, n);
-    return router_hash(key, len);
+    return place_hash(key, len);
 }
 
 static int map_init(struct leafmap *m, int nowners)

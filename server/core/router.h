@@ -1,7 +1,8 @@
 /*
  * router.h - where a key lives: key -> class -> pool -> leaf -> owner.
  *
- * The hash is SipHash-2-4 under a fixed, public key: the same on every
+ * The hash is SipHash-2-4 under a fixed, public key (computed in
+ * proto/place.h, so storage can place keys too): the same on every
  * process, host and restart (it must be: it is how the edge finds the owner
  * and how the owner recognises its keys).  It is not a defence against
  * chosen keys and does not need to be: a leaf is a routing unit, not a hash

@@ -92,6 +92,21 @@ struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, str
     return edge_owner_at(e, g);
 }
 
+struct owner_ref *edge_owner_of_place(struct edge *e, enum cfg_pool pool, uint64_t place,
+                                      uint32_t *leaf, uint8_t *bits)
+{
+    struct rmap *m = router_map(e->router);
+    if (m != NULL)
+        rmap_sync(m, e->ctx->cmap);
+    int owner = router_owner(e->router, pool, place);
+    router_leaf(e->router, pool, place, leaf, bits);
+    if (owner < 0)
+        return NULL;
+    if (m != NULL)
+        return edge_owner_at(e, owner - 1);
+    return edge_owner_at(e, pool == CFG_POOL_HOT ? owner : e->ctx->cfg->hot_owners + owner);
+}
+
 int edge_same_owner(struct edge *e, const char *key, size_t len, struct owner_ref **o,
                     const char **err)
 {

@@ -68,6 +68,10 @@ void owners_teardown(struct edge *e);
 
 /* The owner of key (rt filled by the router), or NULL if its pool has none. */
 struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt);
+/* The owner of placement hash `place` in pool, and its leaf as this edge's
+ * map has it (*leaf, *bits); NULL if the pool has no owner. */
+struct owner_ref *edge_owner_of_place(struct edge *e, enum cfg_pool pool, uint64_t place,
+                                      uint32_t *leaf, uint8_t *bits);
 /* Redis Cluster's refusal of a command over keys that do not live
  * together (here: on one owner), as an error reply's text. */
 #define EDGE_ERR_CROSSSLOT "CROSSSLOT Keys in request don't hash to the same slot"

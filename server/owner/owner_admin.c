@@ -54,6 +54,32 @@ out:
     free(a.arena);
 }
 
+void owner_persist_stats(struct owner *o, struct owner_counters *v)
+{
+    struct persister_stats ps;
+    size_t keys, bytes, waiting = owner_tickets_waiting(o);
+    persister_stats(o->persister, &ps);
+    ledger_dirty(o->ledger, &keys, &bytes);
+    struct rifl_stats rs;
+    rifl_stats(o->rifl, &rs);
+    int64_t stall = ps.backlog_age_ms > ps.max_stall_ms ? ps.backlog_age_ms : ps.max_stall_ms;
+    v->persist_dirty_keys = keys;
+    v->persist_backlog_bytes = bytes;
+    v->persist_batches = ps.batches;
+    v->persist_rows = ps.rows;
+    v->persist_transactions = ps.transactions;
+    v->persist_fsync_commits = ps.fsync_commits;
+    v->persist_last_commit_ms = (uint64_t)ps.last_commit_ms;
+    v->persist_stall_ms_max = (uint64_t)stall;
+    v->persist_backlog_age_ms = (uint64_t)ps.backlog_age_ms;
+    v->persist_errors = ps.errors;
+    v->persist_queued_batches = ps.queued_batches + ps.inflight_batches;
+    v->owner_queue_depth = waiting;
+    v->owner_durable_waiting = waiting;
+    v->owner_completion_records = rs.records;
+    v->owner_completions_dropped = rs.dropped;
+}
+
 /* Every STATS field as counted since the process started: what the loop
  * counts (o->st) and what the ledger, the links, the persister and the
  * completion records say now. */

@@ -322,6 +322,7 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
         b = next;
     }
     take_reads(o);
+    persister_jobs_done(o->persister); /* their done callbacks: SCAN pages (owner_scan.c) */
     if (fatal) {
         log_warning("persist: I/O error on commit (fsync cannot be retried safely); exiting so "
                     "the master restarts this owner from its file");
@@ -427,37 +428,34 @@ int owner_backlog_full(struct owner *o)
     return o->ctx->cfg->persist_max_dirty > 0 && bytes > (size_t)o->ctx->cfg->persist_max_dirty;
 }
 
-void owner_persist_stats(struct owner *o, struct owner_counters *v)
-{
-    struct persister_stats ps;
-    size_t keys, bytes, waiting = owner_tickets_waiting(o);
-    persister_stats(o->persister, &ps);
-    ledger_dirty(o->ledger, &keys, &bytes);
-    struct rifl_stats rs;
-    rifl_stats(o->rifl, &rs);
-    int64_t stall = ps.backlog_age_ms > ps.max_stall_ms ? ps.backlog_age_ms : ps.max_stall_ms;
-    v->persist_dirty_keys = keys;
-    v->persist_backlog_bytes = bytes;
-    v->persist_batches = ps.batches;
-    v->persist_rows = ps.rows;
-    v->persist_transactions = ps.transactions;
-    v->persist_fsync_commits = ps.fsync_commits;
-    v->persist_last_commit_ms = (uint64_t)ps.last_commit_ms;
-    v->persist_stall_ms_max = (uint64_t)stall;
-    v->persist_backlog_age_ms = (uint64_t)ps.backlog_age_ms;
-    v->persist_errors = ps.errors;
-    v->persist_queued_batches = ps.queued_batches + ps.inflight_batches;
-    v->owner_queue_depth = waiting;
-    v->owner_durable_waiting = waiting;
-    v->owner_completion_records = rs.records;
-    v->owner_completions_dropped = rs.dropped;
-}
-
 static int load_row(void *arg, const struct persist_row *row)
 {
     struct owner *o = arg;
     int rc = ledger_load(o->ledger, row, owner_clock());
     return rc == HKV_ENOMEM ? HKV_ENOMEM : HKV_OK;
+}
+
+/* A schema migration of the file (storage/persister.h), before the owner
+ * serves: for a large file a line as it starts, one a second while it
+ * fills and one as the index is made; one at the end for any file. */
+static void on_migrate(void *arg, const struct persist_migration *m)
+{
+    int64_t *last_ms = arg; /* -1 before the first line */
+    int large = m->rows_total >= 10000;
+    if (m->phase != PERSIST_MIG_DONE &&
+        (!large || (m->phase == PERSIST_MIG_FILL && *last_ms >= 0 &&
+                    m->elapsed_ms - *last_ms < 1000)))
+        return;
+    *last_ms = m->elapsed_ms;
+    uint64_t run = m->rows_done - m->rows_resumed;
+    log_notice("schema migration %u -> 2: %s, %llu of %llu rows (%llu by an earlier, interrupted "
+               "run), %lld ms, %.0f rows/s",
+               m->from_version,
+               m->phase == PERSIST_MIG_FILL ? "positions" : m->phase == PERSIST_MIG_INDEX
+                                                                ? "making the index" : "done",
+               (unsigned long long)m->rows_done, (unsigned long long)m->rows_total,
+               (unsigned long long)m->rows_resumed, (long long)m->elapsed_ms,
+               m->elapsed_ms > 0 ? (double)run * 1000.0 / (double)m->elapsed_ms : 0.0);
 }
 
 static struct event *timer(struct owner *o, int64_t ms, event_callback_fn fn)
@@ -483,8 +481,10 @@ int owner_persist_setup(struct owner *o, owner_request_fn run_again)
         log_warning("cannot create the ledger");
         return -1;
     }
+    int64_t mig_ms = -1;
     struct persister_options po = {.interval_ms = (uint32_t)cfg->persist_interval_ms,
-                                   .tomb_keep_ms = (uint32_t)cfg->tombstone_ttl_ms};
+                                   .tomb_keep_ms = (uint32_t)cfg->tombstone_ttl_ms,
+                                   .migrate_progress = on_migrate, .migrate_arg = &mig_ms};
     int rc = persister_create(&o->persister, path, &po, why, sizeof(why));
     if (rc != HKV_OK) {
         log_warning("refusing to start on %s: %s (the file is left untouched)", path,

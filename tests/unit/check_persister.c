@@ -505,7 +505,7 @@ START_TEST(missing_file_created_with_markers)
                      SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
     ck_assert_int_eq(sqlite3_column_int64(s, 0), HKVD_APP_ID);
-    ck_assert_int_eq(sqlite3_column_int(s, 1), 1);
+    ck_assert_int_eq(sqlite3_column_int(s, 1), 2); /* schema 2: kv.hpos */
     ck_assert_str_eq((const char *)sqlite3_column_text(s, 2), "wal");
     ck_assert_str_eq((const char *)sqlite3_column_text(s, 3), "hotkvd");
     sqlite3_finalize(s);
