@@ -47,8 +47,10 @@
  * push link (both are opened together, the first time an edge of another
  * host needs that owner, or after the owner restarted) could stay cached,
  * unpushed, for its whole fresh time.  Such an answer still answers its
- * readers; it is not cached, but it leaves a tombstone at its version, so
- * that an older value the segment held is not served after it.
+ * readers; it is not cached, but it leaves a tombstone at its version (or,
+ * for an absence that carries none, at the version the segment held), so
+ * that no edge of the colo serves an older value after it: the colo's
+ * other edges may have their push links and serve the segment as fresh.
  *
  * Every write, push and value fill applied here is also noted in the colo's
  * change ring (server/colo/changes.h), after the segment holds it, so that
@@ -157,6 +159,9 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         hkv_stamp v = m->type == WIRE_VALUE      ? m->u.value.stamp
                       : m->type == WIRE_NOTFOUND ? m->u.notfound.stamp
                                                  : 0;
+        struct cache_hit hit;
+        if (v == 0 && cache_get(e->cache, key, klen, rt->hash, now, &e->cval, &hit) == HKV_OK)
+            v = hit.stamp; /* an absence without a version (MGET's): no older entry either */
         if (v != 0)
             cache_invalidate(e->cache, key, klen, rt->hash, v, now + EDGE_FILL_HORIZON_MS, now);
         return;
