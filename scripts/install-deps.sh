@@ -13,11 +13,12 @@ set -eu
 # stopped and disabled below), iproute2 and nftables (network namespaces and
 # one-way cuts between them).  Metrics tests: prometheus (promtool checks the
 # Prometheus exposition hotkvd writes; the package's service is stopped and
-# disabled below).
+# disabled below).  Model checking: spin (Debian's 6.5.2 is what the leaf move
+# model, tests/model/move.pml, is checked with; gcc builds its verifier).
 PKGS="libevent-dev libsqlite3-dev libssl-dev libmsgpack-dev check pkg-config \
 redis-tools redis-server python3-redis clang libclang-rt-14-dev valgrind \
 dpkg-dev lintian man-db groff-base logrotate etcd-server etcd-client iproute2 nftables \
-prometheus"
+prometheus spin"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
