@@ -59,7 +59,7 @@ TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 SHIM     := $(BUILD)/tests/fault/stallfs.so
 CLOCKSHIM := $(BUILD)/tests/history/clockshift.so
 
-.PHONY: all deps run test unit integration asan valgrind clean clang fuzz torture difftest layers FORCE
+.PHONY: all deps run test unit integration asan valgrind clean clang fuzz torture difftest layers model FORCE
 all: $(DEPS_OK) $(BIN) $(ADMIN_BIN)
 
 include scripts/packaging/package.mk
@@ -161,6 +161,7 @@ TEST_ENV = HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_ADMIN_BIN=$(abspath $(ADMIN_BIN))
 test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_SHIMS)
 	@$(MAKE) --no-print-directory layers
 	@$(MAKE) --no-print-directory fuzz
+	@/usr/bin/python3 tests/model/run.py
 	$(TEST_ENV) $(TEST_BIN) all
 
 unit: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
@@ -190,6 +191,12 @@ layers: $(LIB)
 
 clang:
 	$(MAKE) VARIANT=clang CC=clang all $(BUILD:release=clang)/hkvtest
+
+# The Spin model of the leaf move protocol (tests/model, issue 15).  `make test` runs
+# the bounded configuration (the correct model and its broken variants, under 30 s);
+# `make model` the bigger bounds and the probes (a few minutes).
+model: $(DEPS_OK)
+	/usr/bin/python3 tests/model/run.py --long
 
 run: $(DEPS_OK) $(BIN)
 	@mkdir -p data
