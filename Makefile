@@ -52,13 +52,14 @@ ADMIN_BIN := $(if $(filter release,$(VARIANT)),bin/hotkvd-admin,$(BUILD)/hotkvd-
 TEST_GLOB := $(if $(ONLY),$(foreach o,$(ONLY),tests/*/check_$(o).c),tests/unit/check_*.c tests/integration/check_*.c tests/fault/check_*.c)
 TEST_SRC := $(wildcard $(TEST_GLOB))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/runner.o $(if $(wildcard tests/harness.c),$(BUILD)/tests/harness.o) \
-            $(if $(wildcard tests/harness_etcd.c),$(BUILD)/tests/harness_etcd.o)
+            $(if $(wildcard tests/harness_etcd.c),$(BUILD)/tests/harness_etcd.o) \
+            $(if $(wildcard tests/harness_shim.c),$(BUILD)/tests/harness_shim.o)
 TEST_BIN := $(BUILD)/hkvtest
 TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 SHIM     := $(BUILD)/tests/fault/stallfs.so
 CLOCKSHIM := $(BUILD)/tests/history/clockshift.so
 
-.PHONY: all deps run test unit integration asan valgrind clean clang fuzz torture difftest layers FORCE
+.PHONY: all deps run test unit integration asan valgrind clean clang fuzz torture difftest layers model FORCE
 all: $(DEPS_OK) $(BIN) $(ADMIN_BIN)
 
 include scripts/packaging/package.mk
@@ -124,7 +125,7 @@ build/fuzz/fuzz_resp: tests/fuzz/fuzz_resp.c $(wildcard proto/*.c proto/*.h) | $
 	clang $(FUZZ_FLAGS) -o $@ $< proto/resp.c proto/resp_encode.c proto/resp_reply.c proto/buf.c proto/hkv.c proto/num.c
 build/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_FLAGS) -o $@ $< proto/wire.c proto/wire_decode.c proto/wire_call.c proto/wire_hand.c proto/buf.c proto/hkv.c
+	clang $(FUZZ_FLAGS) -o $@ $< proto/wire.c proto/wire_decode.c proto/wire_call.c proto/wire_msg.c proto/wire_hand.c proto/buf.c proto/hkv.c
 build/fuzz/fuzz_http_req: tests/fuzz/fuzz_http_req.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) -o $@ $< proto/http_req.c proto/http_req_util.c proto/hkv.c
@@ -153,12 +154,14 @@ TEST_MAN := $(if $(filter %/check_cfg.c,$(TEST_SRC)),$(MAN_PAGES))
 TEST_DEB := $(if $(filter %/check_package.c,$(TEST_SRC)),$(DEB_FILE))
 TEST_SHIMS := $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard tests/history/clockshift.c),$(CLOCKSHIM))
 TEST_ENV = HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_ADMIN_BIN=$(abspath $(ADMIN_BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) \
+           HOTKVD_KVLOAD=$(abspath $(KVLOAD)) \
            HOTKVD_CLOCKSHIM=$(abspath $(CLOCKSHIM)) \
            HOTKVD_CONF_MAN=$(abspath $(MAN_DIR)/hotkvd.conf.5) HOTKVD_DEB=$(abspath $(DEB_FILE)) \
            HOTKVD_VARIANT=$(VARIANT)
 test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_SHIMS)
 	@$(MAKE) --no-print-directory layers
 	@$(MAKE) --no-print-directory fuzz
+	@/usr/bin/python3 tests/model/run.py
 	$(TEST_ENV) $(TEST_BIN) all
 
 unit: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
@@ -188,6 +191,12 @@ layers: $(LIB)
 
 clang:
 	$(MAKE) VARIANT=clang CC=clang all $(BUILD:release=clang)/hkvtest
+
+# The Spin model of the leaf move protocol (tests/model, issue 15).  `make test` runs
+# the bounded configuration (the correct model and its broken variants, under 30 s);
+# `make model` the bigger bounds and the probes (a few minutes).
+model: $(DEPS_OK)
+	/usr/bin/python3 tests/model/run.py --long
 
 run: $(DEPS_OK) $(BIN)
 	@mkdir -p data
@@ -230,29 +239,43 @@ cluster-test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(CLOCKSHIM)
 	/usr/bin/python3 tests/cluster/run.py --bin $(BIN) --admin $(ADMIN_BIN) --clockshim $(CLOCKSHIM) $(CLUSTER_ARGS)
 
 # Benchmarks (scripts/bench): storm, the hot-key load generator, and compare,
-# which runs the same workloads against hotkvd and redis-server side by side.
+# which runs the same workloads against hotkvd and redis-server side by side;
+# then http_compare: GET over RESP, over HTTP keep-alive and from nginx (a
+# static file of the same size), one load generator (kvload) for all three,
+# and the held-poll wakeup (http_wakeup.py).
 #   make bench                  defaults, under 10 minutes
 #   make bench-quick            tiny settings, under 1 minute
-#   make bench BENCH_ARGS="--rounds 5 --out bench-out"
+#   make bench BENCH_ARGS="--rounds 5 --out bench-out" HTTP_BENCH_ARGS="--rounds 5"
 STORM := $(BUILD)/storm
+KVLOAD := $(BUILD)/kvload
 BENCH_ARGS ?=
-BENCH_DEPS := $(DEPS_OK) $(BIN) $(STORM) $(if $(wildcard tests/fault/stallfs.c),$(SHIM))
+HTTP_BENCH_ARGS ?=
+BENCH_DEPS := $(DEPS_OK) $(BIN) $(STORM) $(KVLOAD) $(if $(wildcard tests/fault/stallfs.c),$(SHIM))
 BENCH_CMD = scripts/bench/compare --hotkvd $(BIN) --storm $(STORM) \
             $(if $(wildcard tests/fault/stallfs.c),--shim $(SHIM))
+HTTP_BENCH_CMD = scripts/bench/http_compare --hotkvd $(BIN) --kvload $(KVLOAD)
 .PHONY: bench bench-quick
 
 STORM_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard scripts/bench/storm*.c))
 $(STORM): $(STORM_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The bench smoke suite (tests/integration/check_bench.c) runs $(STORM).
-test integration: $(STORM)
+# kvload: its own main, no library (a client, not part of the daemon).
+$(KVLOAD): scripts/bench/kvload.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(OPT_LDFLAGS) -o $@ $<
+
+# The bench smoke suite (tests/integration/check_bench.c) runs $(STORM) and
+# $(KVLOAD).
+test integration: $(STORM) $(KVLOAD)
 
 bench: $(BENCH_DEPS)
 	$(BENCH_CMD) $(BENCH_ARGS)
+	$(HTTP_BENCH_CMD) $(HTTP_BENCH_ARGS)
 
 bench-quick: $(BENCH_DEPS)
 	$(BENCH_CMD) --quick $(BENCH_ARGS)
+	$(HTTP_BENCH_CMD) --quick $(HTTP_BENCH_ARGS)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(BUILD)/server/hotkvd_admin.d $(STORM_OBJ:.o=.d) \
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(BUILD)/server/hotkvd_admin.d $(STORM_OBJ:.o=.d) $(BUILD)/kvload.d \
          $(BUILD)/scripts/packaging/mkconfman.d

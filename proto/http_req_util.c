@@ -14,16 +14,7 @@
 
 #include <string.h>
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+#include "proto/num.h"
 
 int http_pct_decode(const char *in, size_t n, char *out, size_t cap, size_t *outlen)
 {
@@ -33,7 +24,8 @@ int http_pct_decode(const char *in, size_t n, char *out, size_t cap, size_t *out
         if (c == '%') {
             if (n - i < 3)
                 return HKV_EPROTO;
-            int h = hexval((unsigned char)in[i + 1]), l = hexval((unsigned char)in[i + 2]);
+            int h = num_hexval((unsigned char)in[i + 1]),
+                l = num_hexval((unsigned char)in[i + 2]);
             if (h < 0 || l < 0)
                 return HKV_EPROTO;
             c = (unsigned char)(h << 4 | l);

@@ -12,6 +12,7 @@
  * length is bounded but whose token count is not known.
  */
 #include "proto/json.h"
+#include "proto/num.h"
 
 #include <string.h>
 
@@ -30,22 +31,11 @@ static int is_ws(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static long hex4(const char *p)
 {
     long v = 0;
     for (int k = 0; k < 4; k++) {
-        int h = hexval(p[k]);
+        int h = num_hexval((unsigned char)p[k]);
         if (h < 0)
             return -1;
         v = v << 4 | h;

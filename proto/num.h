@@ -17,4 +17,16 @@
  * bytes.  1 with *out set, or 0 (not such an integer; *out untouched). */
 int num_parse_ll(const char *s, size_t n, int64_t *out);
 
+/* The value of one hexadecimal digit (either case), or -1. */
+static inline int num_hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 #endif

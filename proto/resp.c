@@ -162,17 +162,6 @@ static inline int ends_plain(unsigned char c)
     return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\0';
 }
 
-static inline int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* The line's byte i, or NUL past its end (sdssplitargs reads a C string). */
 #define AT(i) ((i) < n ? (unsigned char)s[i] : 0u)
 
@@ -189,9 +178,9 @@ static size_t decode_quoted(struct resp_parser *p, const char *s, size_t n, size
     for (;;) {
         unsigned char c = AT(i);
         if (inq) {
-            if (c == '\\' && AT(i + 1) == 'x' && hexval(AT(i + 2)) >= 0 &&
-                hexval(AT(i + 3)) >= 0) {
-                d[o++] = (char)(hexval(AT(i + 2)) * 16 + hexval(AT(i + 3)));
+            if (c == '\\' && AT(i + 1) == 'x' && num_hexval((unsigned char)AT(i + 2)) >= 0 &&
+                num_hexval((unsigned char)AT(i + 3)) >= 0) {
+                d[o++] = (char)(num_hexval((unsigned char)AT(i + 2)) * 16 + num_hexval((unsigned char)AT(i + 3)));
                 i += 4;
             } else if (c == '\\' && AT(i + 1) != 0) {
                 unsigned char e = AT(i + 1);

@@ -42,7 +42,14 @@
  *   GETDEL      key, rid                       (answered OK: applied = the
  *                                               key existed, old = its value)
  *   TTL         key
- *   SCAN        cursor u64, count u32, match text|nil
+ *   SCAN        cursor u64, count u32, match text|nil  (the owner's own walk
+ *               of its table, by a cursor only it understands: KEYS, RANDOMKEY)
+ *   SCAN_RANGE  from u64, to u64, count u32, match text|nil: the live keys
+ *               whose position (proto/place.h place_pos) is in [from, to),
+ *               in position order, about count of them; answered
+ *               SCAN_REPLY with the position to go on from (to: the range is
+ *               done, as far as the owner serves it), or MOVED when the owner
+ *               does not serve the leaf that holds `from` (SCAN, edge_scan.c)
  *   PING, STATS (no fields)
  *   CALL        rid, proto u8 (2|3), [arg bytes, ...] (1..max_items args)
  *   EXEC        rid, proto u8 (2|3),
@@ -195,6 +202,7 @@ enum wire_type {
     WIRE_GETDEL = 12,
     WIRE_CALL = 13,
     WIRE_EXEC = 14,
+    WIRE_SCAN_RANGE = 15,
     /* replies */
     WIRE_HELLO_OK = 64,
     WIRE_VALUE = 65,
@@ -320,6 +328,12 @@ struct wire_msg {
         struct { struct wire_slice key; struct wire_rid rid; } getdel;
         struct { struct wire_slice key; } ttl;
         struct { uint64_t cursor; uint32_t count; bool has_match; struct wire_slice match; } scan;
+        struct {
+            uint64_t from, to;
+            uint32_t count;
+            bool has_match;
+            struct wire_slice match;
+        } scan_range;
         struct { struct wire_slice value; hkv_stamp stamp; uint64_t expire_ms; } value;
         struct { hkv_stamp stamp; } notfound;
         struct { const struct wire_item *items; uint32_t nitems; } values;
@@ -361,7 +375,7 @@ struct wire_decoder {
 };
 
 /* Which direction a kind travels. */
-static inline bool wire_is_request(unsigned t) { return t >= WIRE_HELLO && t <= WIRE_EXEC; }
+static inline bool wire_is_request(unsigned t) { return t >= WIRE_HELLO && t <= WIRE_SCAN_RANGE; }
 /* The requests that change keys (they carry a rid and go on write links). */
 static inline bool wire_is_write(unsigned t)
 {
@@ -490,6 +504,9 @@ int wire_put_ttl(struct hkv_buf *b, uint64_t id, struct wire_slice key);
 /* match NULL = no MATCH pattern. */
 int wire_put_scan(struct hkv_buf *b, uint64_t id, uint64_t cursor, uint32_t count,
                   const struct wire_slice *match);
+/* match NULL = no MATCH pattern. */
+int wire_put_scan_range(struct hkv_buf *b, uint64_t id, uint64_t from, uint64_t to, uint32_t count,
+                        const struct wire_slice *match);
 int wire_put_ping(struct hkv_buf *b, uint64_t id);
 int wire_put_stats(struct hkv_buf *b, uint64_t id);
 /* args[0] is the command name; 1 <= nargs <= WIRE_MAX_ITEMS_DEFAULT. */

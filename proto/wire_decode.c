@@ -133,6 +133,7 @@ static int nfields(unsigned type)
     case WIRE_GETDEL: return 4;
     case WIRE_TTL: return 1;
     case WIRE_SCAN: return 3;
+    case WIRE_SCAN_RANGE: return 4;
     case WIRE_PING: return 0;
     case WIRE_STATS: return 0;
     case WIRE_HELLO_OK: return 5;
@@ -211,6 +212,11 @@ static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg 
         TRY(rd_uint(c, UINT64_MAX, &m->u.scan.cursor));
         TRY(rd_u32(c, &m->u.scan.count));
         return rd_bytes_or_nil(c, &m->u.scan.match, &m->u.scan.has_match);
+    case WIRE_SCAN_RANGE:
+        TRY(rd_uint(c, UINT64_MAX, &m->u.scan_range.from));
+        TRY(rd_uint(c, UINT64_MAX, &m->u.scan_range.to));
+        TRY(rd_u32(c, &m->u.scan_range.count));
+        return rd_bytes_or_nil(c, &m->u.scan_range.match, &m->u.scan_range.has_match);
     case WIRE_NOTFOUND:
         return rd_uint(c, UINT64_MAX, &m->u.notfound.stamp);
     case WIRE_PING:

@@ -13,11 +13,15 @@ set -eu
 # stopped and disabled below), iproute2 and nftables (network namespaces and
 # one-way cuts between them).  Metrics tests: prometheus (promtool checks the
 # Prometheus exposition hotkvd writes; the package's service is stopped and
-# disabled below).
+# disabled below).  Benchmarks: nginx (scripts/bench/http_compare serves a
+# static file with it next to hotkvd's HTTP GET, from a temp config on a free
+# port; the package's service is stopped and disabled below).  Model checking:
+# spin (Debian's 6.5.2 is what the leaf move model, tests/model/move.pml, is
+# checked with; gcc builds its verifier).
 PKGS="libevent-dev libsqlite3-dev libssl-dev libmsgpack-dev check pkg-config \
 redis-tools redis-server python3-redis clang libclang-rt-14-dev valgrind \
 dpkg-dev lintian man-db groff-base logrotate etcd-server etcd-client iproute2 nftables \
-prometheus"
+prometheus nginx spin"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -32,10 +36,10 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq >&2
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing >&2
-# Debian starts redis-server, etcd and prometheus as services when it installs
+# Debian starts redis-server, etcd, prometheus and nginx as services when it installs
 # them; the tests never use those (they start their own on free ports, under
 # temporary directories), so stop them and keep them from starting at boot.
-for svc in redis-server etcd prometheus; do
+for svc in redis-server etcd prometheus nginx; do
     case " $missing " in
     *" $svc "* | *" $svc-server "*)
         if [ -d /run/systemd/system ]; then

@@ -33,6 +33,7 @@
 
 #include "proto/hkv.h"
 #include "storage/ledger_int.h"
+#include "storage/postree.h"
 
 #define INITIAL_BUCKETS 16
 #define REHASH_EMPTY_VISITS 10
@@ -230,6 +231,7 @@ void ledger_drop(struct ledger *l, struct ltable *t, struct lentry **pp)
     l->xprev = NULL; /* freed: a new entry at this address is not its successor */
     if (e->state != D_CLEAN)
         dlist_remove(&e->dn);
+    ledger_order_del(l, e);
     free(e->val);
     free(e);
 }
@@ -281,6 +283,12 @@ int ledger_create(const struct ledger_options *opts, struct ledger **out)
         free(l);
         return HKV_ENOMEM;
     }
+    l->order = postree_create(&l->st.memory_bytes);
+    if (l->order == NULL) {
+        free(l->t[0].b);
+        free(l);
+        return HKV_ENOMEM;
+    }
     *out = l;
     return HKV_OK;
 }
@@ -305,6 +313,7 @@ void ledger_destroy(struct ledger **lp)
     }
     free(l->held);
     ledger_xheap_free(l);
+    postree_destroy(&l->order);
     free(l);
     *lp = NULL;
 }
@@ -366,6 +375,11 @@ int ledger_put(struct ledger *l, struct lentry *e, uint64_t h, const char *key, 
         e->klen = (uint32_t)klen;
         e->hash = h;
         e->dn.prev = e->dn.next = &e->dn;
+        if (ledger_order_add(l, e) != HKV_OK) {
+            free(e);
+            free(nv);
+            return HKV_ENOMEM;
+        }
         insert(l, e);
     } else {
         ledger_acct_sub(l, e);
@@ -447,6 +461,7 @@ size_t ledger_count(const struct ledger *l) { return (size_t)l->st.keys; }
 void ledger_stats(const struct ledger *l, struct ledger_stats *out)
 {
     *out = l->st;
+    out->order_bytes = ledger_order_bytes(l);
     out->rehashing = rehashing(l);
     out->complete = l->complete;
 }

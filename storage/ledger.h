@@ -46,7 +46,8 @@
  * ledger_collect_dirty; any write, load, sweep or persisted/failed call may
  * free or replace them.  Reads do not allocate.
  *
- * Memory.  Usage counts entries (header, key, value) and bucket arrays.  When
+ * Memory.  Usage counts entries (header, key, value), bucket arrays and the
+ * position order's nodes (ledger_scan_pos: about 24 bytes a key).  When
  * options.maxmemory is set and usage passes it after a write or load, clean
  * entries are evicted by a CLOCK hand (a referenced bit set on each access
  * gives an entry a second chance); dirty entries are never evicted.  If only
@@ -139,6 +140,7 @@ struct ledger_stats {
     uint64_t dirty_keys;
     uint64_t dirty_bytes;
     uint64_t buckets;              /* bucket slots, both tables while rehashing */
+    uint64_t order_bytes;          /* of memory_bytes, the position order's nodes */
     int rehashing;
     int complete;
 };
@@ -293,6 +295,31 @@ int ledger_ttl(struct ledger *l, const char *key, size_t klen, struct ledger_clo
 uint64_t ledger_scan(struct ledger *l, uint64_t cursor, size_t count, const char *pattern,
                      size_t plen, struct ledger_clock now, ledger_scan_fn fn, void *arg);
 
+/* Walks the live resident keys whose position (proto/place.h place_pos)
+ * is in [from, to), in position order, calling fn for each that `pattern`
+ * (NULL = all) matches, and returns where the walk stopped: `to` when it
+ * went through the whole range, else the position of the first entry it did
+ * not visit (every entry below it was visited), after at least `count`
+ * keys reported or `max_visits` entries visited (tombstones, expired and
+ * unmatched keys count as visits), but never between two entries of one
+ * position.  Returns at once (to) for from >= to.  This is SCAN's order:
+ * a key present for the whole of a walk that goes through its position is
+ * reported, whatever was written meanwhile; only resident keys are seen
+ * (an incomplete ledger's owner reads the rest from SQLite by position,
+ * storage/persist_leaf.h, and merges: ledger_resident, ledger_row_live). */
+uint64_t ledger_scan_pos(struct ledger *l, uint64_t from, uint64_t to, size_t count,
+                         size_t max_visits, const char *pattern, size_t plen,
+                         struct ledger_clock now, ledger_scan_fn fn, void *arg);
+/* 1 if the ledger holds an entry for key (live, expired or a tombstone):
+ * then it, not a row on disk, says what the key is. */
+int ledger_resident(struct ledger *l, const char *key, size_t klen);
+/* 1 if a row read from disk for a key that is not resident is a live key
+ * at wall-clock time wall_ms: not a tombstone, not below the flush floor
+ * (ledger_flush), not expired. */
+int ledger_row_live(const struct ledger *l, const struct persist_row *row, int64_t wall_ms);
+/* 1 if key matches SCAN's glob pattern (as ledger_scan and ledger_scan_pos
+ * match), for keys that do not come from the ledger. */
+int ledger_match(const char *pattern, size_t plen, const char *key, size_t klen);
 /* Resident live keys (tombstones excluded; expired keys not yet swept
  * included, as Redis's DBSIZE). */
 size_t ledger_count(const struct ledger *l);

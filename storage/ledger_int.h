@@ -1,8 +1,9 @@
 /*
  * ledger_int.h - the ledger's insides, shared by its own files only
  * (ledger.c: table, entry changes, persister side; ledger_cmd.c: the
- * commands; ledger_scan.c: the walks - scan, sweep, eviction).  Nothing
- * outside storage/ledger*.c includes this.
+ * commands; ledger_scan.c: the walks - scan, sweep, eviction; ledger_pos.c:
+ * the position order and the walks in it).  Nothing outside
+ * storage/ledger*.c includes this.
  */
 #ifndef HKV_LEDGER_INT_H
 #define HKV_LEDGER_INT_H
@@ -53,6 +54,7 @@ struct ltable {
 
 struct ledger {
     struct ltable t[2];     /* t[1] only while rehashing */
+    struct postree *order;  /* every entry by position (ledger_pos.c): walks in hash order */
     long rehashidx;         /* next t[0] bucket to move, -1 when not rehashing */
     uint8_t hkey[SIPHASH_KEY_LEN];
     size_t maxmemory;
@@ -141,6 +143,13 @@ void ledger_xheap_free(struct ledger *l);
  * buckets hold entries (after mass deletes: scans and memory follow the live
  * keys, as Redis's dict resize). */
 void ledger_shrink_if_sparse(struct ledger *l);
+/* The position order (ledger_pos.c): every entry that is in the table is
+ * in it, added before it enters the table (HKV_OK / HKV_ENOMEM: then it is
+ * not added) and taken out as it leaves. */
+int ledger_order_add(struct ledger *l, struct lentry *e);
+void ledger_order_del(struct ledger *l, struct lentry *e);
+uint64_t ledger_order_bytes(const struct ledger *l);
+
 /* Evicts clean entries while usage is over maxmemory (bounded work). */
 void ledger_evict(struct ledger *l);
 int ledger_glob(const char *p, size_t plen, const char *s, size_t slen);

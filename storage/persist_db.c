@@ -37,6 +37,14 @@ static const char SQL_UPSERT[] =
     "ON CONFLICT(k) DO UPDATE SET v=excluded.v, stamp=excluded.stamp, "
     "expire_at=excluded.expire_at, class=excluded.class, tomb=excluded.tomb "
     "WHERE excluded.stamp > kv.stamp";
+/* A file of schema 1 opened by a writer that does not migrate it (the
+ * master's rehome, before the owners start): rows without a position; the
+ * owner's migration fills them. */
+static const char SQL_UPSERT_V1[] =
+    "INSERT INTO kv(k, v, stamp, expire_at, class, tomb) VALUES(?1, ?2, ?3, ?4, ?5, ?6) "
+    "ON CONFLICT(k) DO UPDATE SET v=excluded.v, stamp=excluded.stamp, "
+    "expire_at=excluded.expire_at, class=excluded.class, tomb=excluded.tomb "
+    "WHERE excluded.stamp > kv.stamp";
 static const char SQL_GET[] = "SELECT k, v, stamp, expire_at, class, tomb FROM kv WHERE k=?1";
 static const char SQL_SCAN[] = "SELECT k, v, stamp, expire_at, class, tomb FROM kv";
 static const char SQL_PURGE[] = "DELETE FROM kv WHERE tomb=1 AND stamp < ?1";
@@ -55,7 +63,7 @@ int pdb_why(int status, char *why, size_t whylen, const char *fmt, ...)
 int pdb_open(struct pdb *d, const char *path, int readonly, int busy_timeout_ms,
              uint64_t max_db_bytes, char *why, size_t whylen)
 {
-    struct pdb_open_opts o = {readonly, busy_timeout_ms, max_db_bytes, NULL, NULL};
+    struct pdb_open_opts o = {readonly, busy_timeout_ms, max_db_bytes, 0, NULL, NULL};
     return pdb_open_opts(d, path, &o, why, whylen);
 }
 
@@ -110,13 +118,20 @@ int pdb_open_opts(struct pdb *d, const char *path, const struct pdb_open_opts *o
                 goto fail;
         }
         /* a file of the previous schema is brought up to date before any
-         * statement names the new column */
-        int status = pdb_migrate(d, o->progress, o->progress_arg, why, whylen);
+         * statement names the new column, or written as it is */
+        int status = o->migrate ? pdb_migrate(d, o->progress, o->progress_arg, why, whylen)
+                                : pdb_schema(d, &d->schema);
         if (status != HKV_OK) {
+            if (!o->migrate)
+                pdb_why(status, why, whylen, "cannot open %s: unknown or unreadable schema version",
+                        path);
             pdb_close(d);
             return status;
         }
-        if ((rc = sqlite3_prepare_v3(d->db, SQL_UPSERT, -1, SQLITE_PREPARE_PERSISTENT,
+        if (o->migrate)
+            d->schema = PDB_SCHEMA_VERSION;
+        if ((rc = sqlite3_prepare_v3(d->db, d->schema == PDB_SCHEMA_V1 ? SQL_UPSERT_V1 : SQL_UPSERT,
+                                     -1, SQLITE_PREPARE_PERSISTENT,
                                      &d->upsert, NULL)) != SQLITE_OK ||
             (rc = sqlite3_prepare_v3(d->db, SQL_PURGE, -1, SQLITE_PREPARE_PERSISTENT,
                                      &d->purge, NULL)) != SQLITE_OK)
@@ -195,7 +210,8 @@ int pdb_upsert(struct pdb *d, const struct persist_row *r, int *applied)
         (rc = sqlite3_bind_int64(s, 4, r->expire_at_ms)) != SQLITE_OK ||
         (rc = sqlite3_bind_int(s, 5, r->class_id)) != SQLITE_OK ||
         (rc = sqlite3_bind_int(s, 6, r->tombstone ? 1 : 0)) != SQLITE_OK ||
-        (rc = sqlite3_bind_int64(s, 7, (sqlite3_int64)place_pos(r->key, r->klen))) != SQLITE_OK)
+        (d->schema != PDB_SCHEMA_V1 &&
+         (rc = sqlite3_bind_int64(s, 7, (sqlite3_int64)place_pos(r->key, r->klen))) != SQLITE_OK))
         goto out;
     rc = sqlite3_step(s);
     if (rc == SQLITE_DONE) {

@@ -32,6 +32,8 @@ struct pdb {
     sqlite3 *db;
     sqlite3_stmt *upsert, *get, *scan, *purge;
     int sync_full;        /* current PRAGMA synchronous: 1 FULL, 0 NORMAL */
+    int schema;           /* a writer's file: PDB_SCHEMA_VERSION, or PDB_SCHEMA_V1 when it
+                           * was opened without migrating (rows get no position) */
 };
 
 /* Formats a reason into why (if not NULL) and returns status. */
@@ -51,19 +53,24 @@ struct pdb_open_opts {
     int readonly;             /* SQLITE_OPEN_READONLY; no statement that writes */
     int busy_timeout_ms;
     uint64_t max_db_bytes;    /* writer: a max_page_count quota; 0 = none */
-    persist_progress_fn progress; /* writer: told how a migration goes (may be NULL) */
+    int migrate;              /* writer: migrate a file of the previous schema first (the
+                               * persister: its owner logs it); 0: write it as it is */
+    persist_progress_fn progress; /* told how a migration goes (may be NULL) */
     void *progress_arg;
 };
 
 /* Opens a connection to a file pdb_prepare_file() accepted.  A writer gets
  * WAL mode, synchronous=FULL, the busy timeout, journal_size_limit and, when
- * max_db_bytes > 0, a max_page_count quota, and migrates a file of the
- * previous schema before anything else (pdb_migrate); a reader is
+ * max_db_bytes > 0, a max_page_count quota, and with o->migrate migrates a
+ * file of the previous schema before anything else (pdb_migrate; without,
+ * it writes such a file in its own schema, rows without positions, and the
+ * owner's migration fills them later: the master's rehome does that, so
+ * the migration runs in the owner that logs it); a reader is
  * SQLITE_OPEN_READONLY.  HKV_OK / HKV_EIO / HKV_ENOMEM / HKV_EFULL /
  * HKV_ECORRUPT (a failed migration) with `why`. */
 int pdb_open_opts(struct pdb *d, const char *path, const struct pdb_open_opts *o, char *why,
                   size_t whylen);
-/* pdb_open_opts without a progress callback. */
+/* pdb_open_opts without migrating and without a progress callback. */
 int pdb_open(struct pdb *d, const char *path, int readonly, int busy_timeout_ms,
              uint64_t max_db_bytes, char *why, size_t whylen);
 
@@ -79,6 +86,9 @@ int pdb_open(struct pdb *d, const char *path, int readonly, int busy_timeout_ms,
  * hkv_status with why. */
 #define PDB_MIGRATE_BATCH 20000
 int pdb_migrate(struct pdb *d, persist_progress_fn fn, void *arg, char *why, size_t whylen);
+/* The file's schema version (PRAGMA user_version) into *version: HKV_OK,
+ * or HKV_ECORRUPT for one this build does not know. */
+int pdb_schema(struct pdb *d, int *version);
 /* TEST-ONLY: rows per migration batch from now on (0: the default). */
 void pdb_migrate_test_batch(size_t rows);
 

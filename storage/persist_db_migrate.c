@@ -192,6 +192,18 @@ static void tell(persist_progress_fn fn, void *arg, struct persist_migration *m,
         fn(arg, m);
 }
 
+int pdb_schema(struct pdb *d, int *version)
+{
+    int64_t v = -1;
+    int rc = query_int(d->db, "PRAGMA user_version", NULL, 0, &v);
+    if (rc != SQLITE_OK)
+        return pdb_status(rc);
+    if (v != PDB_SCHEMA_VERSION && v != PDB_SCHEMA_V1)
+        return HKV_ECORRUPT;
+    *version = (int)v;
+    return HKV_OK;
+}
+
 int pdb_migrate(struct pdb *d, persist_progress_fn fn, void *arg, char *why, size_t whylen)
 {
     sqlite3 *db = d->db;

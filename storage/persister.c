@@ -295,7 +295,7 @@ int persister_create(struct persister **out, const char *path,
         status = errno == ENOMEM ? HKV_ENOMEM : HKV_EIO;
         goto fail;
     }
-    struct pdb_open_opts wo = {0, (int)p->opt.busy_timeout_ms, p->opt.max_db_bytes,
+    struct pdb_open_opts wo = {0, (int)p->opt.busy_timeout_ms, p->opt.max_db_bytes, 1,
                                p->opt.migrate_progress, p->opt.migrate_arg};
     if ((status = pdb_prepare_file(path, why, whylen)) != HKV_OK ||
         (status = pdb_open_opts(&p->w, path, &wo, why, whylen)) != HKV_OK ||

@@ -47,6 +47,14 @@ void h_write_conf(struct daemon *d, const char *extra);
  * and waits (up to 10 s) until PING answers.  Returns 0, or -1 if it exited or
  * did not answer (the log is printed to stderr). */
 int h_start(struct daemon *d, const char *extra);
+/* h_start in h_fixture_dir (the test case needs that fixture) with the
+ * daemon under the stall shim ($HOTKVD_SHIM, tests/fault/stallfs.c): its
+ * fsync, fdatasync and pwrite on regular files block while the flag file
+ * <h_fixture_dir>/stall exists (its path goes into flag[0..flen); create it
+ * before the call to stall the owners' first writes).  Waits (up to 20 s) for PING only, not for
+ * every child: an owner may be the one stalled.  0, or -1 (the log is
+ * printed).  tests/harness_shim.c. */
+int h_start_shim(struct daemon *d, const char *extra, char *flag, size_t flen);
 /* Starts the binary with argv (NULL-terminated, argv[0] ignored) and extra env
  * ("NAME=value", several separated by newlines, or NULL); returns the pid. */
 pid_t h_spawn(char *const argv[], const char *env);

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "proto/num.h"
+
 enum {
     C_SIZE,        /* hex digits of a chunk size */
     C_SIZE_WS,     /* white space after the digits */
@@ -28,17 +30,6 @@ enum {
     C_TRAILER_LF,
     C_DONE,
 };
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* A byte that may appear inside a header, trailer or extension line. */
 static int line_byte_ok(unsigned char c)
@@ -60,7 +51,7 @@ int http_chunked_step(struct http_chunked *c, const char *in, size_t len, size_t
         char ch = in[i];
         switch (c->state) {
         case C_SIZE: {
-            int h = hexval(ch);
+            int h = num_hexval((unsigned char)ch);
             if (h >= 0) {
                 if (c->digits >= 15)
                     return HKV_ETOOBIG; /* 2^60 bytes is no chunk of ours */

@@ -102,6 +102,8 @@ struct board_slot {
     _Atomic uint64_t heap_bytes;   /* bytes allocated (mallinfo2), each heartbeat */
     _Atomic uint32_t colo;         /* an edge: its colo's index + 1 */
     _Atomic uint64_t colo_bytes;   /* an edge: bytes its colo's cache holds */
+    _Atomic uint64_t remote_links_up; /* an edge in a cluster: its links up to other
+                                       * hosts' owners (each STATS poll, 1 s) */
     /* an edge's own counters (counters.h): INFO sums them over every edge */
 #define X(name, kind, help) _Atomic uint64_t name;
     CTR_EDGE(X)

@@ -45,7 +45,7 @@ static void protocol_range(const char *s, int *lo, int *hi)
     }
 }
 
-static SSL_CTX *fail(SSL_CTX *ctx, char *err, size_t errlen, const char *what, const char *path)
+SSL_CTX *tls_ctx_fail(SSL_CTX *ctx, char *err, size_t errlen, const char *what, const char *path)
 {
     char why[256];
     tls_error_text(why, sizeof(why), "failed");
@@ -62,11 +62,11 @@ SSL_CTX *tls_ctx_new(const struct cfg *cfg, char *err, size_t errlen)
     ERR_clear_error();
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     if (ctx == NULL)
-        return fail(NULL, err, errlen, "SSL_CTX_new", NULL);
+        return tls_ctx_fail(NULL, err, errlen, "SSL_CTX_new", NULL);
     int lo, hi;
     protocol_range(cfg->tls_protocols, &lo, &hi);
     if (SSL_CTX_set_min_proto_version(ctx, lo) != 1 || SSL_CTX_set_max_proto_version(ctx, hi) != 1)
-        return fail(ctx, err, errlen, "tls-protocols", cfg->tls_protocols);
+        return tls_ctx_fail(ctx, err, errlen, "tls-protocols", cfg->tls_protocols);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
                                  SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
     /* Partial writes: SSL_write returns after each record, like write(2);
@@ -82,20 +82,20 @@ SSL_CTX *tls_ctx_new(const struct cfg *cfg, char *err, size_t errlen)
     SSL_CTX_set_dh_auto(ctx, 1);
 
     if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert_file) != 1)
-        return fail(ctx, err, errlen, "tls-cert-file", cfg->tls_cert_file);
+        return tls_ctx_fail(ctx, err, errlen, "tls-cert-file", cfg->tls_cert_file);
     if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key_file, SSL_FILETYPE_PEM) != 1)
-        return fail(ctx, err, errlen, "tls-key-file", cfg->tls_key_file);
+        return tls_ctx_fail(ctx, err, errlen, "tls-key-file", cfg->tls_key_file);
     if (SSL_CTX_check_private_key(ctx) != 1)
-        return fail(ctx, err, errlen, "tls-key-file does not match tls-cert-file",
+        return tls_ctx_fail(ctx, err, errlen, "tls-key-file does not match tls-cert-file",
                     cfg->tls_key_file);
 
     int mode = SSL_VERIFY_NONE;
     if (cfg->tls_ca_cert_file[0] != '\0') {
         if (SSL_CTX_load_verify_locations(ctx, cfg->tls_ca_cert_file, NULL) != 1)
-            return fail(ctx, err, errlen, "tls-ca-cert-file", cfg->tls_ca_cert_file);
+            return tls_ctx_fail(ctx, err, errlen, "tls-ca-cert-file", cfg->tls_ca_cert_file);
         STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(cfg->tls_ca_cert_file);
         if (names == NULL)
-            return fail(ctx, err, errlen, "tls-ca-cert-file", cfg->tls_ca_cert_file);
+            return tls_ctx_fail(ctx, err, errlen, "tls-ca-cert-file", cfg->tls_ca_cert_file);
         SSL_CTX_set_client_CA_list(ctx, names);
         if (cfg->tls_auth_clients == CFG_TLS_AUTH_YES)
             mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;

@@ -24,5 +24,10 @@ SSL_CTX *tls_ctx_new(const struct cfg *cfg, char *err, size_t errlen);
 /* The oldest OpenSSL error queued, as text (then the queue is cleared);
  * `fallback` when the queue is empty. */
 void tls_error_text(char *buf, size_t len, const char *fallback);
+/* Frees ctx (NULL-safe) and writes "WHAT 'PATH': <OpenSSL's reason>" (or
+ * "WHAT: ..." with no path) into err; returns NULL, for the context builders'
+ * error paths. */
+struct ssl_ctx_st *tls_ctx_fail(struct ssl_ctx_st *ctx, char *err, size_t errlen,
+                                const char *what, const char *path);
 
 #endif

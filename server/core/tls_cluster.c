@@ -20,18 +20,6 @@
 
 #include "server/core/tls.h"
 
-static SSL_CTX *fail(SSL_CTX *ctx, char *err, size_t errlen, const char *what, const char *path)
-{
-    char why[256];
-    tls_error_text(why, sizeof(why), "failed");
-    if (path != NULL)
-        snprintf(err, errlen, "%s '%s': %s", what, path, why);
-    else
-        snprintf(err, errlen, "%s: %s", what, why);
-    SSL_CTX_free(ctx);
-    return NULL;
-}
-
 SSL_CTX *tls_cluster_ctx_new(const struct cfg *cfg, int server, char *err, size_t errlen)
 {
     ERR_clear_error();
@@ -43,9 +31,9 @@ SSL_CTX *tls_cluster_ctx_new(const struct cfg *cfg, int server, char *err, size_
     }
     SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
     if (ctx == NULL)
-        return fail(NULL, err, errlen, "SSL_CTX_new", NULL);
+        return tls_ctx_fail(NULL, err, errlen, "SSL_CTX_new", NULL);
     if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1)
-        return fail(ctx, err, errlen, "TLS 1.2 or newer", NULL);
+        return tls_ctx_fail(ctx, err, errlen, "TLS 1.2 or newer", NULL);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET);
 #ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
     /* A peer that closes without close_notify is an end of stream: frames are
@@ -60,18 +48,18 @@ SSL_CTX *tls_cluster_ctx_new(const struct cfg *cfg, int server, char *err, size_
     if (server)
         SSL_CTX_set_num_tickets(ctx, 0);
     if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cluster_tls_cert_file) != 1)
-        return fail(ctx, err, errlen, "cluster-tls-cert-file", cfg->cluster_tls_cert_file);
+        return tls_ctx_fail(ctx, err, errlen, "cluster-tls-cert-file", cfg->cluster_tls_cert_file);
     if (SSL_CTX_use_PrivateKey_file(ctx, cfg->cluster_tls_key_file, SSL_FILETYPE_PEM) != 1)
-        return fail(ctx, err, errlen, "cluster-tls-key-file", cfg->cluster_tls_key_file);
+        return tls_ctx_fail(ctx, err, errlen, "cluster-tls-key-file", cfg->cluster_tls_key_file);
     if (SSL_CTX_check_private_key(ctx) != 1)
-        return fail(ctx, err, errlen, "cluster-tls-key-file does not match cluster-tls-cert-file",
+        return tls_ctx_fail(ctx, err, errlen, "cluster-tls-key-file does not match cluster-tls-cert-file",
                     cfg->cluster_tls_key_file);
     if (SSL_CTX_load_verify_locations(ctx, cfg->cluster_tls_ca_file, NULL) != 1)
-        return fail(ctx, err, errlen, "cluster-tls-ca-file", cfg->cluster_tls_ca_file);
+        return tls_ctx_fail(ctx, err, errlen, "cluster-tls-ca-file", cfg->cluster_tls_ca_file);
     if (server) {
         STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(cfg->cluster_tls_ca_file);
         if (names == NULL)
-            return fail(ctx, err, errlen, "cluster-tls-ca-file", cfg->cluster_tls_ca_file);
+            return tls_ctx_fail(ctx, err, errlen, "cluster-tls-ca-file", cfg->cluster_tls_ca_file);
         SSL_CTX_set_client_CA_list(ctx, names);
     }
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | (server ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),

@@ -126,6 +126,7 @@ static const struct conn_hooks http_hooks = {
     .hangup = edge_http_hangup,
     .refusal = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
                "Connection: close\r\n\r\n",
+    .while_stopping = 1,
 };
 
 static void on_accept_http(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
@@ -239,12 +240,30 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     event_base_loopexit(e->base, NULL);
 }
 
+static int is_http_fd(const struct edge *e, evutil_socket_t fd)
+{
+    for (size_t i = 0; i < e->ectx->nhttp; i++)
+        if (e->ectx->http_fds[i] == fd)
+            return 1;
+    return 0;
+}
+
 static void on_stop(void *arg, int fast)
 {
     struct edge *e = arg;
-    for (size_t i = 0; i < e->nlisteners; i++)
-        evconnlistener_free(e->listeners[i]);
-    e->nlisteners = 0;
+    /* The RESP ports close now.  The HTTP ports accept while the edge
+     * drains, so that a load balancer's health check reads /healthz's 503
+     * "draining" (and takes the host out) rather than a refused or silent
+     * port; each of those requests is answered and closed, and the edge
+     * still exits as soon as nothing is owed (finish_if_drained). */
+    size_t kept = 0;
+    for (size_t i = 0; i < e->nlisteners; i++) {
+        if (!fast && is_http_fd(e, evconnlistener_get_fd(e->listeners[i])))
+            e->listeners[kept++] = e->listeners[i];
+        else
+            evconnlistener_free(e->listeners[i]);
+    }
+    e->nlisteners = kept;
     int64_t ms = fast ? FAST_STOP_MS : e->ctx->cfg->shutdown_timeout_ms;
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     evtimer_add(e->deadline, &tv);

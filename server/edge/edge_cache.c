@@ -47,8 +47,10 @@
  * push link (both are opened together, the first time an edge of another
  * host needs that owner, or after the owner restarted) could stay cached,
  * unpushed, for its whole fresh time.  Such an answer still answers its
- * readers; it is not cached, but it leaves a tombstone at its version, so
- * that an older value the segment held is not served after it.
+ * readers; it is not cached, but it leaves a tombstone at its version (or,
+ * for an absence that carries none, at the version the segment held), so
+ * that no edge of the colo serves an older value after it: the colo's
+ * other edges may have their push links and serve the segment as fresh.
  *
  * Every write, push and value fill applied here is also noted in the colo's
  * change ring (server/colo/changes.h), after the segment holds it, so that
@@ -129,6 +131,23 @@ static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash
     return 1;
 }
 
+/* The owner says key is absent but gives no version (an MGET's absent keys,
+ * an owner that holds no tombstone): the value the segment holds, if any,
+ * may be one a lost or delayed push should have removed (a delete through
+ * another host while this host's push link was cut), so it is made a
+ * tombstone at its own version: never served again, and any answer newer
+ * than it replaces it.  An answer older than that value costs one more
+ * fetch, never a wrong read. */
+static void forget_held(struct edge *e, const char *key, size_t klen, uint64_t hash, int64_t now)
+{
+    struct hkv_buf tmp = HKV_BUF_INIT;
+    struct cache_hit hit;
+    if (cache_get(e->cache, key, klen, hash, now, &tmp, &hit) == HKV_OK && !hit.negative &&
+        hit.stamp != 0)
+        cache_invalidate(e->cache, key, klen, hash, hit.stamp, now + EDGE_FILL_HORIZON_MS, now);
+    buf_deinit(&tmp);
+}
+
 /* Whether the owner of key pushes its writes to this edge now (see above). */
 static int push_ready(struct edge *e, const char *key, size_t klen)
 {
@@ -159,6 +178,8 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
                                                  : 0;
         if (v != 0)
             cache_invalidate(e->cache, key, klen, rt->hash, v, now + EDGE_FILL_HORIZON_MS, now);
+        else if (m->type == WIRE_NOTFOUND)
+            forget_held(e, key, klen, rt->hash, now);
         return;
     }
     if (m->type == WIRE_VALUE) {
@@ -176,6 +197,8 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         /* The owner's stamp for the absence (its tombstone's) orders this
          * "not found" after the delete it comes from, so it replaces the
          * delete's invalidation marker and a deleted hot key stays cached. */
+        if (m->u.notfound.stamp == 0)
+            forget_held(e, key, klen, rt->hash, now);
         if (ttl > 0 && sent_ms + ttl > now)
             cache_put(e->cache, key, klen, rt->hash, NULL, 0, 1, m->u.notfound.stamp,
                       sent_ms + ttl, sent_ms + ttl, 0, now);

@@ -96,7 +96,7 @@ void conn_accept(struct edge *e, int fd, int tls)
 void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *hooks)
 {
     const struct cfg *cfg = e->ctx->cfg;
-    if (e->stopping || clients_now(e) >= (uint64_t)cfg->maxclients) {
+    if ((e->stopping && !hooks->while_stopping) || clients_now(e) >= (uint64_t)cfg->maxclients) {
         const char *msg = hooks->refusal != NULL ? hooks->refusal
                                                  : "-ERR max number of clients reached\r\n";
         if (!tls) { /* a TLS client could not read it */

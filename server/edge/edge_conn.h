@@ -126,6 +126,9 @@ struct conn_hooks {
      * is sent before it is closed; NULL: RESP's "-ERR max number of clients
      * reached". */
     const char *refusal;
+    /* 1: accepted while the edge stops too (HTTP, whose /healthz then says
+     * "draining" to load balancers; the protocol closes after each answer). */
+    int while_stopping;
 };
 
 /* Accepts a client socket (tls: from the TLS port, through e->tls_ctx);

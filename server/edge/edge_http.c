@@ -25,11 +25,11 @@
 
 #include "server/core/clock.h"
 #include "server/core/log.h"
+#include "server/core/router.h"
+#include "server/core/router_map.h"
 #include "server/edge/auth.h"
 #include "server/edge/edge_http_int.h"
-#include "server/edge/edge_link.h"
 #include "server/edge/edge_metrics.h"
-#include "server/edge/edge_owners.h"
 #include "server/edge/edge_rl.h"
 
 #define AUTH_HDR "WWW-Authenticate: Basic realm=\"hotkvd\", charset=\"UTF-8\"\r\n"
@@ -154,27 +154,47 @@ static int has_prefix(struct http_slice s, const char *lit, struct http_slice *r
     return 1;
 }
 
+/* Whether the host serves, for /healthz: every owner process of the host is
+ * ready (its board slot: it opened its files and listens; a link connected
+ * to its socket says nothing, the master made the socket) and, in a
+ * cluster, the map gives the pools leaves (before `--cluster-init` no key
+ * can be served).  Latched by the caller: once serving, an owner that
+ * restarts later is the read path's business (stale or degraded answers),
+ * not "starting". */
+static int host_serving(struct edge *e)
+{
+    struct board *bd = e->ctx->board;
+    for (uint32_t i = 0; i < bd->nslots; i++) {
+        struct board_slot *s = &bd->slots[i];
+        if (atomic_load_explicit(&s->role, memory_order_relaxed) == BOARD_OWNER &&
+            !atomic_load_explicit(&s->ready, memory_order_relaxed))
+            return 0;
+    }
+    struct rmap *m = router_map(e->router);
+    if (m == NULL)
+        return 1;
+    rmap_sync(m, e->ctx->cmap);
+    const struct cmap_table *t = rmap_table(m);
+    return t != NULL && t->nleaves[CFG_POOL_HOT] + t->nleaves[CFG_POOL_COLD] > 0;
+}
+
 static void healthz(struct conn *c, const struct run *x)
 {
     struct edge *e = c->e;
     struct http_edge *he = e->http;
     const struct http_req *q = x->req;
-    if (!he->serving && !e->stopping) {
-        int up = e->nowners > 0;
-        for (int g = 0; g < e->nowners && up; g++)
-            up = elink_is_up(e->owners[g].link[WIRE_ROLE_READ]);
-        he->serving = up; /* once every owner was reached, an owner down is not "starting" */
-    }
-    const char *nocache = "Cache-Control: no-store\r\n";
-    if (e->stopping)
-        hr_simple(c, &c->out, 503, q->minor, x->keep_alive, q->method == HTTP_HEAD,
-                  "Cache-Control: no-store\r\nRetry-After: 1\r\n", "draining");
+    if (!he->serving && !e->stopping)
+        he->serving = host_serving(e);
+    const char *retry = "Cache-Control: no-store\r\nRetry-After: 1\r\n";
+    if (e->stopping) /* closed after it: keep_alive is off while stopping */
+        hr_simple(c, &c->out, 503, q->minor, x->keep_alive, q->method == HTTP_HEAD, retry,
+                  "draining");
     else if (!he->serving)
-        hr_simple(c, &c->out, 503, q->minor, x->keep_alive, q->method == HTTP_HEAD,
-                  "Cache-Control: no-store\r\nRetry-After: 1\r\n", "starting");
+        hr_simple(c, &c->out, 503, q->minor, x->keep_alive, q->method == HTTP_HEAD, retry,
+                  "starting");
     else
-        hr_simple(c, &c->out, 200, q->minor, x->keep_alive, q->method == HTTP_HEAD, nocache,
-                  "ok");
+        hr_simple(c, &c->out, 200, q->minor, x->keep_alive, q->method == HTTP_HEAD,
+                  "Cache-Control: no-store\r\n", "ok");
 }
 
 static void metrics(struct conn *c, const struct run *x)
@@ -356,6 +376,8 @@ static void kv(struct conn *c, const struct run *x, struct http_slice raw)
     r.has_index = has_i;
     int64_t cap = e->ctx->cfg->http_poll_max_wait_ms;
     int64_t w = (int64_t)wait < cap ? (int64_t)wait : cap;
+    if (e->stopping)
+        w = 0; /* a draining edge holds nothing new: answered as a held poll is at the stop */
     /* Jitter, up to 1/16 of the wait (Consul's): a crowd that began together
      * does not come back together. */
     struct http_edge *he = e->http;
@@ -397,6 +419,7 @@ static void watch(struct conn *c, const struct run *x, struct http_slice raw)
     r.index = last;
     r.has_index = has_last;
     r.first = !has_last;
+    r.final = c->e->stopping; /* draining: the current value, then the stream's end */
     http_watch(&r);
 }
 

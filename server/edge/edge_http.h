@@ -8,9 +8,15 @@
  *                     caching), with ETag/304, and a long poll with
  *                     ?index=N&wait=D (edge_http_kv.c)
  *   /v1/watch/{key}   a stream of its versions, SSE or NDJSON (edge_http_watch.c)
- *   /healthz          200 while serving, 503 while starting or draining
+ *   /healthz          200 while serving, 503 while starting (an owner
+ *                     process of the host not ready yet, or in a cluster a
+ *                     map without leaves) or draining (the edge stops)
  *   /metrics          Prometheus text (edge_metrics.h), to http-metrics-allow
  *
+ * While the edge stops (drains what it owes) its HTTP ports keep accepting,
+ * the RESP ports do not: each request is answered and its connection
+ * closed, /healthz with 503 "draining", a GET as always, a long poll at once
+ * (not held), a watch with the value the colo holds and then its end.
  * Users, ACLs, protected mode and rate limits are RESP's: HTTP Basic
  * credentials log in as the named user for that request (401 without a
  * valid one when the default user needs a password), a key the user may not
@@ -45,7 +51,8 @@ void edge_http_reload(struct edge *e, const struct cfg *next);
 /* Every 100 ms: header and keep-alive timeouts, slow watch readers. */
 void edge_http_cron(struct edge *e, int64_t now_ms);
 /* The edge stops: held polls are answered with what the colo holds, and
- * streams end (on their timers, so no callback runs from here). */
+ * streams end (on their timers, so no callback runs from here).  New
+ * requests are still taken (see the top). */
 void edge_http_stop(struct edge *e);
 
 /* Connection hooks (edge_conn.h). */

@@ -57,7 +57,7 @@ struct http_edge {
     int armed;
     struct cfg_cidr *allow;       /* http-metrics-allow */
     size_t nallow;
-    int serving;                  /* every owner link was up once (/healthz) */
+    int serving;                  /* the host served once (/healthz: host_serving) */
     uint64_t rnd;                 /* jitter */
     struct hkv_buf key;           /* a request's key, percent-decoded */
 };
@@ -128,7 +128,8 @@ struct hreq {
     int reading;                  /* waiting on the key's flight */
     int rewake;                   /* its key changed while it was reading */
     int held;                     /* POLL: it waited for a change (its deadline runs) */
-    int final;                    /* POLL: the wait passed (or the edge stops): answer what comes */
+    int final;                    /* POLL: the wait passed (or the edge stops): answer what comes;
+                                   * WATCH: the edge stops: end at the next timer */
     int fetch_after;              /* the flight it waits on was started for it */
     struct flight_waiter w;
     struct event *timer;
@@ -159,6 +160,10 @@ void hr_json_b64(struct hkv_buf *out, const char *p, size_t n);
 /* One chunk of a chunked body (n > 0), or p as is when not chunked. */
 void hr_chunk(struct hkv_buf *out, int chunked, const char *p, size_t n);
 const char *hr_reason(int status);
+/* v in decimal: into p (20 bytes at least; not terminated), its length;
+ * appended to out. */
+size_t hr_u64s(char *p, uint64_t v);
+void hr_u64(struct hkv_buf *out, uint64_t v);
 
 /* ---- edge_http_wake.c -------------------------------------------------------------- */
 

@@ -72,26 +72,42 @@ static void render(struct hreq *r, const struct hres *res)
         hr_body(out, cls->content_type, NULL, 0, r->head);
         return;
     }
-    unsigned long long v = (unsigned long long)res->f.stamp;
-    long long age = res->f.age_ms > 0 ? res->f.age_ms / 1000 : 0;
+    uint64_t v = res->f.stamp;
+    uint64_t age = res->f.age_ms > 0 ? (uint64_t)res->f.age_ms / 1000 : 0;
     if (!res->found) {
         char extra[160];
         snprintf(extra, sizeof(extra),
-                 "X-Hotkvd-Index: %llu\r\nX-Hotkvd-Stale: %d\r\nAge: %lld\r\n"
+                 "X-Hotkvd-Index: %llu\r\nX-Hotkvd-Stale: %d\r\nAge: %llu\r\n"
                  "Cache-Control: max-age=%lld\r\n",
-                 v, res->f.stale ? 1 : 0, age, (long long)(cfg->negative_ttl_ms / 1000));
+                 (unsigned long long)v, res->f.stale ? 1 : 0, (unsigned long long)age,
+                 (long long)(cfg->negative_ttl_ms / 1000));
         hr_simple(c, out, 404, r->minor, r->keep_alive, r->head, extra, "not found");
         return;
     }
-    char etag[32];
-    int en = snprintf(etag, sizeof(etag), "\"%llu\"", v);
-    int notmod = r->inm.if_none_match && http_req_inm_match(&r->inm, etag, (size_t)en);
-    long long fresh = cls->fresh_ms / 1000, keep = cls->keep_ms / 1000;
+    /* the hot path: appended, not printf'd (edge_http_reply.c) */
+    char etag[24];
+    size_t en = 0;
+    etag[en++] = '"';
+    en += hr_u64s(etag + en, v);
+    etag[en++] = '"';
+    int notmod = r->inm.if_none_match && http_req_inm_match(&r->inm, etag, en);
+    uint64_t fresh = cls->fresh_ms > 0 ? (uint64_t)cls->fresh_ms / 1000 : 0;
+    uint64_t keep = cls->keep_ms > 0 ? (uint64_t)cls->keep_ms / 1000 : 0;
     hr_status(c, out, notmod ? 304 : 200, r->minor, r->keep_alive);
-    buf_printf(out,
-               "ETag: %s\r\nX-Hotkvd-Index: %llu\r\nX-Hotkvd-Stale: %d\r\nAge: %lld\r\n"
-               "Cache-Control: max-age=%lld, stale-while-revalidate=%lld, stale-if-error=%lld\r\n",
-               etag, v, res->f.stale ? 1 : 0, age, fresh, keep > fresh ? keep - fresh : 0, keep);
+    buf_append_str(out, "ETag: ");
+    buf_append(out, etag, en);
+    buf_append_str(out, "\r\nX-Hotkvd-Index: ");
+    buf_append(out, etag + 1, en - 2);
+    buf_append_str(out, res->f.stale ? "\r\nX-Hotkvd-Stale: 1\r\nAge: "
+                                     : "\r\nX-Hotkvd-Stale: 0\r\nAge: ");
+    hr_u64(out, age);
+    buf_append_str(out, "\r\nCache-Control: max-age=");
+    hr_u64(out, fresh);
+    buf_append_str(out, ", stale-while-revalidate=");
+    hr_u64(out, keep > fresh ? keep - fresh : 0);
+    buf_append_str(out, ", stale-if-error=");
+    hr_u64(out, keep);
+    buf_append(out, "\r\n", 2);
     if (notmod)
         buf_append(out, "\r\n", 2); /* 304: no body, no length */
     else

@@ -7,7 +7,10 @@
  * counted by status class (INFO # Stats, /metrics), so a status can never
  * be sent uncounted.  Bodies always carry Content-Length (or, for a stream,
  * chunked framing or a close), so a pipelining client can always find where
- * one response ends.  The Date header is formatted once per second.
+ * one response ends.  The Date header is formatted once per second, and
+ * the headers of every response are appended as bytes and decimal digits,
+ * never through printf: a profile of an edge answering pipelined GETs put
+ * 40% of its time in vfprintf and its helpers.
  */
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +42,25 @@ const char *hr_reason(int status)
     }
 }
 
+size_t hr_u64s(char *p, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++)
+        p[i] = tmp[n - 1 - i];
+    return n;
+}
+
+void hr_u64(struct hkv_buf *out, uint64_t v)
+{
+    char d[20];
+    buf_append(out, d, hr_u64s(d, v));
+}
+
 /* "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n" (RFC 9110 5.6.7), per second. */
 static const char *date_line(void)
 {
@@ -64,8 +86,12 @@ void hr_status(struct conn *c, struct hkv_buf *out, int status, int minor, int k
     board_add(ctr, 1);
     if (c->http != NULL)
         c->http->answered_ms = clock_mono_ms();
-    buf_printf(out, "HTTP/1.1 %d %s\r\nServer: hotkvd\r\n%s", status, hr_reason(status),
-               date_line());
+    buf_append_str(out, "HTTP/1.1 ");
+    hr_u64(out, (uint64_t)(status > 0 ? status : 0));
+    buf_append(out, " ", 1);
+    buf_append_str(out, hr_reason(status));
+    buf_append_str(out, "\r\nServer: hotkvd\r\n");
+    buf_append_str(out, date_line());
     if (!keep_alive || c->e->stopping) /* a stopping edge closes after what is owed */
         buf_append_str(out, "Connection: close\r\n");
     else if (minor == 0)
@@ -74,9 +100,14 @@ void hr_status(struct conn *c, struct hkv_buf *out, int status, int minor, int k
 
 void hr_body(struct hkv_buf *out, const char *ctype, const char *body, size_t n, int head)
 {
-    if (ctype != NULL)
-        buf_printf(out, "Content-Type: %s\r\n", ctype);
-    buf_printf(out, "Content-Length: %zu\r\n\r\n", n);
+    if (ctype != NULL) {
+        buf_append_str(out, "Content-Type: ");
+        buf_append_str(out, ctype);
+        buf_append(out, "\r\n", 2);
+    }
+    buf_append_str(out, "Content-Length: ");
+    hr_u64(out, n);
+    buf_append(out, "\r\n\r\n", 4);
     if (!head && n > 0)
         buf_append(out, body, n);
 }
@@ -88,10 +119,11 @@ void hr_simple(struct conn *c, struct hkv_buf *out, int status, int minor, int k
     if (extra != NULL)
         buf_append_str(out, extra);
     char text[256];
-    int n = snprintf(text, sizeof(text), "%s\n", body != NULL ? body : hr_reason(status));
-    if (n < 0 || (size_t)n >= sizeof(text))
-        n = (int)sizeof(text) - 1;
-    hr_body(out, "text/plain; charset=utf-8", text, (size_t)n, head);
+    const char *b = body != NULL ? body : hr_reason(status);
+    size_t n = strnlen(b, sizeof(text) - 2);
+    memcpy(text, b, n);
+    text[n++] = '\n';
+    hr_body(out, "text/plain; charset=utf-8", text, n, head);
 }
 
 /* The length of the UTF-8 sequence at p[0..n) (RFC 3629: no overlong form,

@@ -183,7 +183,9 @@ void http_watch(struct hreq *r)
     if (k->format == HTTP_FMT_SSE)
         hr_chunk(out, k->chunked, "retry: 1000\n\n", 13);
     hreq_register(k);
-    hreq_timer(k, c->e->ctx->cfg->http_heartbeat_ms);
+    /* final (the edge stops): the read below, if the colo answers it at
+     * once, then the end */
+    hreq_timer(k, k->final ? 0 : c->e->ctx->cfg->http_heartbeat_ms);
     hreq_read(k, k->index);
 }
 

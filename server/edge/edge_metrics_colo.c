@@ -10,6 +10,9 @@
  * before forking), so one edge reads every colo's counter rows, which the
  * segments sum over their processes.  The cache's and limiter's counter
  * lists (CACHE_COUNTERS, RL_COUNTERS) name the families, as CTR_OWNER does.
+ * The cluster's families come from info_cluster_view, the numbers INFO #
+ * Cluster prints, except the links to other hosts' owners: INFO gives the
+ * answering edge's, /metrics every edge's (the host), from the board.
  */
 #include "server/edge/edge_metrics_colo.h"
 
@@ -24,6 +27,7 @@
 #include "server/core/topo.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/info_cluster.h"
 
 #define OWNER_UP_MS 3000           /* three STATS polls */
 #define MET_COLOS 16               /* the config's bound on colos */
@@ -160,22 +164,104 @@ hkv_status metrics_colos(struct edge *e, struct hkv_buf *out)
 
 /* ---- the cluster --------------------------------------------------------- */
 
+static double ms_to_s(int64_t ms)
+{
+    return (double)ms / 1000.0;
+}
+
+/* Every edge's links up to other hosts' owners (its board slot, stored at
+ * each STATS poll), summed per colo as the edge counters are. */
+static hkv_status remote_links(struct edge *e, struct hkv_buf *out)
+{
+    struct board *bd = e->ctx->board;
+    int ncolo = e->ctx->cfg->colos > 0 ? e->ctx->cfg->colos : 1;
+    if (ncolo > MET_COLOS)
+        ncolo = MET_COLOS;
+    uint64_t up[MET_COLOS] = {0};
+    for (uint32_t i = 0; i < bd->nslots; i++) {
+        struct board_slot *sl = &bd->slots[i];
+        if (atomic_load_explicit(&sl->role, memory_order_relaxed) != BOARD_EDGE)
+            continue;
+        uint32_t c = atomic_load_explicit(&sl->colo, memory_order_relaxed);
+        int k = c == 0 ? 0 : (int)c - 1;
+        up[k < ncolo ? k : ncolo - 1] += board_load(&sl->remote_links_up);
+    }
+    char names[MET_COLOS][TOPO_COLO_NAME_MAX];
+    struct prom_label labels[MET_COLOS];
+    for (int k = 0; k < ncolo; k++) {
+        topo_colo_name(e->ctx->cfg, k, names[k], sizeof(names[k]));
+        labels[k] = (struct prom_label){"colo", names[k]};
+    }
+    return gauges(out, "hotkvd_cluster_remote_links_up",
+                  "Links up from the colo's edges to other hosts' owners (one per edge and owner)",
+                  labels, up, ncolo);
+}
+
+/* One gauge or counter family with a single unlabelled sample (none when
+ * `have` is 0: a time that never happened). */
+static hkv_status one(struct hkv_buf *out, const char *name, enum prom_type type,
+                      const char *help, double v, int have)
+{
+    hkv_status s = prom_family(out, name, type, help);
+    return s == HKV_OK && have ? prom_sample(out, name, NULL, 0, v) : s;
+}
+
 hkv_status metrics_cluster(struct edge *e, struct hkv_buf *out)
 {
-    /* CLUSTER METRICS GO HERE.  This branch has server/core/cmap.h but not
-     * the map itself (ctx->cmap, cmap.c: branch h-agent).  Once it has,
-     * when e->ctx->cmap != NULL:
-     *   hotkvd_cluster_map_revision      gauge  cmap_revision()
-     *   hotkvd_cluster_etcd_up           gauge  cmap_health.etcd_up
-     *   hotkvd_cluster_etcd_last_ok_seconds gauge etcd_ok_ms / 1000 (unix)
-     *   hotkvd_cluster_lease_ttl_seconds gauge  lease_ttl_ms / 1000
-     *   hotkvd_cluster_lease_renewed_seconds gauge lease_renewed_ms / 1000
-     *   hotkvd_cluster_watch_restarts_total counter compactions
-     *   hotkvd_cluster_maps_refused_total counter refused_maps
-     *   hotkvd_cluster_leaves{pool}      gauge  nleaves[pool] (a snapshot,
-     *                                           taken only when the revision moved)
-     * and nothing on a single host (no family at all). */
-    (void)e;
-    (void)out;
-    return HKV_OK;
+    struct cluster_view v;
+    if (info_cluster_view(e, &v) != 0)
+        return HKV_OK; /* a single host: no cluster family at all */
+    const struct cmap_health *h = &v.h;
+    hkv_status s = one(out, "hotkvd_cluster_host_number", PROM_GAUGE,
+                       "This host's number in the cluster (0: not known yet)", h->host_number, 1);
+    if (s == HKV_OK)
+        s = one(out, "hotkvd_cluster_map_revision", PROM_GAUGE,
+                "The etcd revision the routing table in use reflects (0: none yet)",
+                (double)v.revision, 1);
+    if (s == HKV_OK)
+        s = one(out, "hotkvd_cluster_map_from_disk", PROM_GAUGE,
+                "1 while the table in use was loaded from dir, not (yet) read from etcd",
+                h->from_disk, 1);
+    if (s == HKV_OK)
+        s = one(out, "hotkvd_cluster_etcd_up", PROM_GAUGE,
+                "1 when the agent's last call reached etcd", h->etcd_up, 1);
+    if (s == HKV_OK)
+        s = one(out, "hotkvd_cluster_etcd_last_ok_timestamp_seconds", PROM_GAUGE,
+                "When etcd last answered the agent, seconds since the Unix epoch (none yet: "
+                "no sample)", ms_to_s(h->etcd_ok_ms), h->etcd_ok_ms > 0);
+    if (s == HKV_OK)
+        s = one(out, "hotkvd_cluster_lease_ttl_seconds", PROM_GAUGE,
+                "The host lease's TTL as etcd last granted or renewed it", ms_to_s(h->lease_ttl_ms),
+                1);
+    if (s == HKV_OK)
+        s = one(out, "hotkvd_cluster_lease_renewed_timestamp_seconds", PROM_GAUGE,
+                "When the host lease was last renewed, seconds since the Unix epoch (none yet: "
+                "no sample)", ms_to_s(h->lease_renewed_ms), h->lease_renewed_ms > 0);
+    if (s == HKV_OK)
+        s = one(out, "hotkvd_cluster_watch_revision", PROM_GAUGE,
+                "The last etcd revision the map's watch saw (events or progress)",
+                (double)h->watch_revision, 1);
+    if (s == HKV_OK)
+        s = one(out, "hotkvd_cluster_watch_restarts_total", PROM_COUNTER,
+                "Times the watch restarted from a full read (its revision was compacted)",
+                (double)h->compactions, 1);
+    if (s == HKV_OK)
+        s = one(out, "hotkvd_cluster_maps_refused_total", PROM_COUNTER,
+                "Map revisions not applied: their leaves did not partition the hash space",
+                (double)h->refused_maps, 1);
+    if (s == HKV_OK)
+        s = one(out, "hotkvd_cluster_owners_known", PROM_GAUGE, "Owners the map names",
+                v.owners_known, 1);
+    if (s == HKV_OK)
+        s = one(out, "hotkvd_cluster_owners_live", PROM_GAUGE,
+                "Owners the map names whose host's registration is alive", v.owners_live, 1);
+    if (s == HKV_OK)
+        s = prom_family(out, "hotkvd_cluster_leaves", PROM_GAUGE, "Leaves of the pool in the map");
+    for (int p = 0; s == HKV_OK && p < CMAP_NPOOLS; p++) {
+        struct prom_label l = {"pool", topo_pool_name((enum cfg_pool)p)};
+        s = prom_sample_u64(out, "hotkvd_cluster_leaves", &l, 1, v.leaves[p]);
+    }
+    if (s == HKV_OK)
+        s = remote_links(e, out);
+    return s;
 }

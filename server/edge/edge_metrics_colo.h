@@ -22,8 +22,10 @@ struct edge;
 hkv_status metrics_owners(struct edge *e, struct hkv_buf *out);
 /* CACHE_COUNTERS and RL_COUNTERS per colo, and their segments' levels. */
 hkv_status metrics_colos(struct edge *e, struct hkv_buf *out);
-/* The cluster map's gauges (revision, etcd up, lease); nothing yet: see the
- * marked spot in edge_metrics_colo.c. */
+/* A cluster host's hotkvd_cluster_* families (the map, the agent's link to
+ * etcd and its lease, the watch, owners and leaves of the table: INFO #
+ * Cluster's numbers, from info_cluster_view; the links up to other hosts'
+ * owners summed per colo); nothing at all on a single host. */
 hkv_status metrics_cluster(struct edge *e, struct hkv_buf *out);
 
 #endif

@@ -59,6 +59,9 @@ struct oreq {
 };
 
 #define OP_F_WRITE 0x1            /* numbered, retried until write-deadline; a stop waits for it */
+#define OP_F_MOVED 0x2            /* a MOVED to a request without keys goes to answer (after the
+                                   * router took it), for a family that routes by position
+                                   * (SCAN): the engine has no key to route it again by */
 
 /* What a family of commands plugs into the engine (one static table per
  * kind of op). */
@@ -69,8 +72,9 @@ struct op_family {
      * ("cannot send"). */
     int (*encode)(struct hkv_buf *b, uint64_t id, const struct oreq *r,
                   const struct wire_slice *keys, struct wire_rid rid);
-    /* One owner's answer to r (never MOVED or ERROR: the engine handles
-     * those).  May record an error (op_error). */
+    /* One owner's answer to r (never ERROR, and MOVED only with
+     * OP_F_MOVED: the engine handles those).  May record an error
+     * (op_error). */
     void (*answer)(struct op *op, struct oreq *r, const struct wire_msg *m);
     /* Every request finished and no error was recorded: write the reply
      * (op_out) and op_finish, or start another round (op_start). */

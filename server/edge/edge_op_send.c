@@ -333,6 +333,13 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
         oreq_done(r);
         return;
     }
+    if (m->type == WIRE_MOVED && r->nk == 0 && (op->fam->flags & OP_F_MOVED)) {
+        router_moved(e->router, r->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
+                     (int)m->u.moved.owner, m->u.moved.map_gen);
+        op->fam->answer(op, r, m); /* the family routes it again */
+        oreq_done(r);
+        return;
+    }
     if (m->type == WIRE_MOVED) {
         if (!r->moved) {
             r->moved = 1;

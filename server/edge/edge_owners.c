@@ -92,6 +92,21 @@ struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, str
     return edge_owner_at(e, g);
 }
 
+struct owner_ref *edge_owner_of_place(struct edge *e, enum cfg_pool pool, uint64_t place,
+                                      uint32_t *leaf, uint8_t *bits)
+{
+    struct rmap *m = router_map(e->router);
+    if (m != NULL)
+        rmap_sync(m, e->ctx->cmap);
+    int owner = router_owner(e->router, pool, place);
+    router_leaf(e->router, pool, place, leaf, bits);
+    if (owner < 0)
+        return NULL;
+    if (m != NULL)
+        return edge_owner_at(e, owner - 1);
+    return edge_owner_at(e, pool == CFG_POOL_HOT ? owner : e->ctx->cfg->hot_owners + owner);
+}
+
 int edge_same_owner(struct edge *e, const char *key, size_t len, struct owner_ref **o,
                     const char **err)
 {
@@ -147,8 +162,12 @@ static void poll_cb(void *arg, int status, const struct wire_msg *m)
 static void on_stats_poll(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
-    if (router_map(e->router) != NULL)
+    if (router_map(e->router) != NULL) {
         rmap_sync(router_map(e->router), e->ctx->cmap);
+        /* for /metrics, which answers for every edge of the host */
+        atomic_store_explicit(&e->stats->remote_links_up, (uint64_t)edge_remote_links_up(e),
+                              memory_order_relaxed);
+    }
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
         struct owner_ref *o = &e->owners[g];
         if (o->stats_inflight)

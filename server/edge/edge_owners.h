@@ -68,6 +68,10 @@ void owners_teardown(struct edge *e);
 
 /* The owner of key (rt filled by the router), or NULL if its pool has none. */
 struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt);
+/* The owner of placement hash `place` in pool, and its leaf as this edge's
+ * map has it (*leaf, *bits); NULL if the pool has no owner. */
+struct owner_ref *edge_owner_of_place(struct edge *e, enum cfg_pool pool, uint64_t place,
+                                      uint32_t *leaf, uint8_t *bits);
 /* Redis Cluster's refusal of a command over keys that do not live
  * together (here: on one owner), as an error reply's text. */
 #define EDGE_ERR_CROSSSLOT "CROSSSLOT Keys in request don't hash to the same slot"
@@ -97,7 +101,9 @@ int edge_push_gap(struct edge *e, const char *key, size_t len, int64_t now_ms);
 /* How many owners a walk visits. */
 int edge_owners_count(struct edge *e);
 /* Cluster: links of this edge to owners of other hosts that are up now (an
- * owner counts once, by its WRITE link); 0 on a single host. */
+ * owner counts once, by its WRITE link); 0 on a single host.  Each STATS
+ * poll also stores it in the edge's board slot (remote_links_up), where
+ * /metrics sums it over the host's edges. */
 int edge_remote_links_up(const struct edge *e);
 /* o's link of role, made (all three of its links) on first use.  NULL if
  * it cannot be made: an owner of another host that is not live, has no

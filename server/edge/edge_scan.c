@@ -2,12 +2,39 @@
  * edge_scan.c - commands over the whole keyspace (SCAN, DBSIZE) and the 1 s
  * keyspace size (DBSIZE) asked of every owner.
  *
- * SCAN's cursor walks the owners in turn: the top SCAN_OWNER_BITS bits are
- * the owner's number (hot owners first, then cold), the rest is that owner's
- * own cursor.  Cursor 0 starts at owner 0; an owner that reports 0 hands over
- * to the next; the last one ends the scan with 0.  As in Redis, a key present
- * for the whole scan is returned at least once, COUNT is a hint, and a page
- * may be empty.
+ * SCAN walks the hash space in order, so what a key's owner is does not
+ * matter to it: the cursor is a place in the space, not an owner's.
+ *
+ *   cursor = pool << 63 | position      (proto/place.h place_pos: the top 32
+ *            bits of the placement hash, then 31 of the identity hash)
+ *
+ * The hot pool's space from position 0 to its end, then the cold pool's;
+ * cursor 0 is the start and the end.  A call asks, for the position it is
+ * at, the owner of the leaf that holds it (by this edge's map: the fixed
+ * maps on a single host, the cluster map in a cluster) for the keys of
+ * [position, leaf end) in position order (SCAN_RANGE); the owner cuts the
+ * range to the leaf it serves there and answers the keys of [position,
+ * next) and next.  [position, next) is then done: every key present in it
+ * for the whole call was in the answer, because the owner that answered
+ * served all of it at that moment (CLUSTER.md §5: a leaf is served by one
+ * owner at a time, and a move commits only once the target holds every
+ * key).  So the walk never depends on where a range was before or after:
+ * a leaf that moved or split between calls, or between the routing and the
+ * answer, costs a MOVED (the map takes it and the same position is routed
+ * again) or a shorter range, never a key.  Within a call the walk goes on
+ * while it has fewer than COUNT keys: a leaf answered to its end leads to
+ * the next leaves, asked in parallel in windows that double while leaves
+ * come back complete (an empty keyspace of 2048 leaves takes about 16
+ * calls); an answer that stopped short continues from where it stopped.
+ * A call asks at most SCAN_LEAVES_MAX leaves.
+ *
+ * As in Redis: a key present for the whole scan is returned at least once
+ * (here: exactly once, unless it moved pools by a config reload), COUNT is
+ * a hint, a page may be empty, MATCH filters on the owner, TYPE is a
+ * filter on the edge (every key is a string).  Cursors differ from Redis's
+ * by design (tests/diff/differences.py compares a full SCAN's keys).
+ * Cursors of the old layout (owner number in the top bits) are read as
+ * positions: a scan that spans an upgrade may miss keys.
  */
 #include "server/edge/edge_scan.h"
 
@@ -17,26 +44,52 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/place.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
 
-#define SCAN_OWNER_BITS 10
-#define SCAN_OWNER_SHIFT (64 - SCAN_OWNER_BITS)
-#define SCAN_LOCAL_MASK ((1ULL << SCAN_OWNER_SHIFT) - 1)
+#define SCAN_POOL_BIT (1ULL << 63)
+#define SCAN_WINDOW_MAX 32        /* leaves asked at once */
+#define SCAN_LEAVES_MAX 128       /* leaves asked in one call, in all */
+#define SCAN_REROUTES 8           /* MOVED answers followed in one call */
+
+enum { LEAF_ASKED, LEAF_DONE, LEAF_MOVED };
+
+/* One leaf asked in this round. */
+struct scan_leaf {
+    uint64_t from, to;            /* the range asked: [position, leaf end) */
+    uint64_t next;                /* answered: [from, next) is done */
+    size_t off, len;              /* its keys in st->round: [u32 len][bytes] ... */
+    uint32_t n;
+    int state;
+};
+
+struct scan_state {
+    int pool;                     /* enum cfg_pool the walk is in */
+    uint64_t pos;                 /* the next position to ask for */
+    uint32_t count, found;        /* COUNT; keys accepted so far */
+    int window, asked, reroutes, stalled;
+    int has_match;                /* MATCH: the pattern is op->value */
+    int nleaves;                  /* this round's */
+    struct scan_leaf leaf[SCAN_WINDOW_MAX];
+    struct hkv_buf round;         /* this round's keys, as they came */
+};
 
 /* A keyspace op's arguments and results (in the op's args block). */
 struct scan_args {
-    uint64_t owner;               /* SCAN: the owner number the cursor is at */
-    uint64_t cursor;              /* SCAN: that owner's own cursor */
-    uint32_t count;
-    int has_match;                /* SCAN MATCH: the pattern is op->value */
+    struct scan_state *st;        /* SCAN: the walk (freed as the op ends) */
     int64_t keys;                 /* DBSIZE: the sum so far */
 };
 _Static_assert(sizeof(struct scan_args) <= OP_ARGS_MAX, "scan_args too large for an op");
 #define S(op) OP_ARGS(op, struct scan_args)
+
+static uint32_t req_index(struct op *op, const struct oreq *r)
+{
+    return r == &op->one ? 0 : (uint32_t)(r - op->reqs);
+}
 
 static int scan_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
                        const struct wire_slice *keys, struct wire_rid rid)
@@ -44,12 +97,15 @@ static int scan_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
     struct op *op = r->op;
     if (r->type == WIRE_STATS)
         return wire_put_stats(b, id);
-    return wire_put_scan(b, id, S(op)->cursor, S(op)->count, S(op)->has_match ? &op->value : NULL);
+    struct scan_state *st = S(op)->st;
+    const struct scan_leaf *lf = &st->leaf[req_index(op, r)];
+    uint32_t want = st->count > st->found ? st->count - st->found : 1;
+    return wire_put_scan_range(b, id, lf->from, lf->to, want, st->has_match ? &op->value : NULL);
 }
 
 /* Redis's parseScanCursorOrReply: strtoul() over the argument as a C
  * string, refused only for a leading blank, a non-digit before the end or
- * ERANGE.  So "" is 0, "-1" is 2^64-1 (past every owner: an empty last
+ * ERANGE.  So "" is 0, "-1" is 2^64-1 (past every key: an empty last
  * page), "+5" is 5, and what follows a NUL is not read. */
 static int parse_cursor(const struct resp_slice *s, uint64_t *out)
 {
@@ -72,54 +128,189 @@ static int parse_cursor(const struct resp_slice *s, uint64_t *out)
     return 0;
 }
 
-static void scan_reply(struct hkv_buf *out, uint64_t cursor, const struct wire_slice *keys,
-                       uint32_t n)
+/* ---- the walk ------------------------------------------------------------------------ */
+
+static void scan_reply_empty(struct hkv_buf *out, uint64_t cursor)
 {
     char num[32];
     int len = snprintf(num, sizeof(num), "%llu", (unsigned long long)cursor);
     resp_add_array(out, 2);
     resp_add_bulk(out, num, (size_t)len);
-    resp_add_array(out, n);
-    for (uint32_t i = 0; i < n; i++)
-        resp_add_bulk(out, keys[i].p, keys[i].len);
+    resp_add_array(out, 0);
+}
+
+/* Writes the page: the cursor where the walk is, and the keys accepted. */
+static void scan_finish(struct op *op)
+{
+    struct scan_state *st = S(op)->st;
+    struct hkv_buf *out = op_out(op);
+    if (out == NULL) {
+        op_finish(op);
+        return;
+    }
+    uint64_t cursor = 0;
+    if (st->pool <= CFG_POOL_COLD && st->pos < PLACE_POS_END)
+        cursor = (st->pool == CFG_POOL_COLD ? SCAN_POOL_BIT : 0) | st->pos;
+    else if (st->pool == CFG_POOL_HOT)
+        cursor = SCAN_POOL_BIT; /* the cold pool from its start */
+    if (cursor == 0 && st->pool == CFG_POOL_HOT && st->pos == 0) {
+        /* not one position done, and the first one cannot be written down */
+        op_error(op, "TRYAGAIN SCAN could not make progress: the owners are changing");
+        op_finish_error(op);
+        return;
+    }
+    char num[32];
+    int len = snprintf(num, sizeof(num), "%llu", (unsigned long long)cursor);
+    resp_add_array(out, 2);
+    resp_add_bulk(out, num, (size_t)len);
+    resp_add_array(out, st->found);
+    const char *p = buf_head(&op->res), *end = p + buf_unread(&op->res);
+    while (p < end) {
+        uint32_t n;
+        memcpy(&n, p, sizeof(n));
+        resp_add_bulk(out, p + sizeof(n), n);
+        p += sizeof(n) + n;
+    }
+    op_finish(op);
+}
+
+/* Asks the next window of leaves from st->pos on; the page is written when
+ * there is nothing left to ask. */
+static void scan_round(struct op *op)
+{
+    struct scan_state *st = S(op)->st;
+    struct edge *e = op->e;
+    op->nreqs = 0;
+    st->nleaves = 0;
+    buf_reset(&st->round);
+    while (st->nleaves < st->window && st->asked < SCAN_LEAVES_MAX && st->pool <= CFG_POOL_COLD) {
+        if (st->pos >= PLACE_POS_END) { /* the pool is done: the next one from its start */
+            if (st->nleaves > 0)
+                break; /* (a round stays in one pool) */
+            st->pool++;
+            st->pos = 0;
+            continue;
+        }
+        uint32_t prefix;
+        uint8_t bits;
+        struct owner_ref *o = edge_owner_of_place(e, (enum cfg_pool)st->pool,
+                                                  place_pos_hash(st->pos), &prefix, &bits);
+        if (o == NULL) { /* a pool with no owner holds no key */
+            if (st->nleaves > 0)
+                break;
+            st->pos = PLACE_POS_END;
+            continue;
+        }
+        struct scan_leaf *lf = &st->leaf[st->nleaves++];
+        *lf = (struct scan_leaf){.from = st->pos, .to = place_leaf_end(bits, prefix)};
+        lf->next = lf->from;
+        if (lf->to <= lf->from) /* cannot be: a leaf holds its positions */
+            lf->to = lf->from + 1;
+        if (op_to_owner(op, o, WIRE_SCAN_RANGE, WIRE_ROLE_READ) != 0) {
+            op_finish_error(op);
+            return;
+        }
+        st->asked++;
+        st->pos = lf->to;
+    }
+    if (st->nleaves == 0) {
+        scan_finish(op);
+        return;
+    }
+    op_start(op);
 }
 
 static void scan_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
+    struct scan_state *st = S(op)->st;
+    struct scan_leaf *lf = &st->leaf[req_index(op, r)];
+    if (m->type == WIRE_MOVED) {
+        lf->state = LEAF_MOVED;
+        return;
+    }
     if (m->type != WIRE_SCAN_REPLY) {
         op_error(op, "ERR unexpected answer from owner %s/%d", topo_pool_name(r->owner->pool),
                  r->owner->index);
         return;
     }
-    uint64_t g = S(op)->owner;
     uint64_t next = m->u.scan_reply.cursor;
-    if (next > SCAN_LOCAL_MASK) {
-        op_error(op, "ERR owner %s/%d returned a cursor too large to combine",
+    if (next < lf->from || next > lf->to) {
+        op_error(op, "ERR owner %s/%d answered a SCAN position outside the range asked",
                  topo_pool_name(r->owner->pool), r->owner->index);
         return;
     }
-    uint64_t cur;
-    if (next != 0)
-        cur = g << SCAN_OWNER_SHIFT | next;
-    else {
-        int n = edge_owner_next(op->e, (int)g); /* the next owner, from its start */
-        cur = n >= 0 ? (uint64_t)n << SCAN_OWNER_SHIFT : 0;
+    lf->next = next;
+    lf->off = buf_unread(&st->round);
+    for (uint32_t i = 0; i < m->u.scan_reply.nkeys; i++) {
+        const struct wire_slice *k = &m->u.scan_reply.keys[i];
+        uint32_t n = (uint32_t)k->len;
+        if (buf_append(&st->round, &n, sizeof(n)) != HKV_OK ||
+            buf_append(&st->round, k->p, k->len) != HKV_OK) {
+            op_error(op, "OOM edge out of memory");
+            return;
+        }
     }
-    struct hkv_buf *out = op_out(op);
-    if (out != NULL)
-        scan_reply(out, cur, m->u.scan_reply.keys, m->u.scan_reply.nkeys);
+    lf->len = buf_unread(&st->round) - lf->off;
+    lf->n = m->u.scan_reply.nkeys;
+    lf->state = LEAF_DONE;
 }
 
-static void finish(struct op *op)
+/* Every leaf of the round answered: take them in order up to the first
+ * that stopped short or moved, then ask on or write the page. */
+static void scan_done(struct op *op)
 {
-    op_finish(op);
+    struct scan_state *st = S(op)->st;
+    if (op->c == NULL) { /* the client went */
+        op_finish(op);
+        return;
+    }
+    int short_stop = 0, progress = 0;
+    for (int i = 0; i < st->nleaves; i++) {
+        struct scan_leaf *lf = &st->leaf[i];
+        if (lf->state == LEAF_MOVED) { /* the map took it: the same position again */
+            st->pos = lf->from;
+            st->reroutes++;
+            short_stop = 1;
+            break;
+        }
+        if (buf_append(&op->res, buf_head(&st->round) + lf->off, lf->len) != HKV_OK) {
+            op_error(op, "OOM edge out of memory");
+            op_finish_error(op);
+            return;
+        }
+        st->found += lf->n;
+        progress |= lf->next > lf->from;
+        st->pos = lf->next;
+        if (lf->next < lf->to) { /* the owner stopped short (COUNT, or its leaf ended) */
+            short_stop = 1;
+            break;
+        }
+    }
+    st->stalled += !progress;
+    st->window = short_stop ? 1 : (st->window * 2 > SCAN_WINDOW_MAX ? SCAN_WINDOW_MAX
+                                                                     : st->window * 2);
+    if (st->found >= st->count || st->asked >= SCAN_LEAVES_MAX ||
+        st->reroutes > SCAN_REROUTES || st->stalled > SCAN_REROUTES)
+        scan_finish(op);
+    else
+        scan_round(op);
 }
 
-static const struct op_family scan_ops = {0, scan_encode, scan_answer, finish, NULL, NULL};
+static void scan_end(struct op *op)
+{
+    struct scan_state *st = S(op)->st;
+    if (st != NULL) {
+        buf_deinit(&st->round);
+        free(st);
+        S(op)->st = NULL;
+    }
+}
+
+static const struct op_family scan_ops = {OP_F_MOVED, scan_encode, scan_answer, scan_done, NULL,
+                                          scan_end};
 
 void edge_cmd_scan(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    struct edge *e = c->e;
     uint64_t cursor;
     if (parse_cursor(&argv[1], &cursor) != 0) {
         reply_error(c, "ERR invalid cursor");
@@ -158,30 +349,32 @@ void edge_cmd_scan(struct conn *c, int argc, const struct resp_slice *argv)
             return;
         }
     }
-    uint64_t g = cursor >> SCAN_OWNER_SHIFT;
-    if (g < (uint64_t)e->nowners && edge_owner_at(e, (int)g) == NULL) {
-        /* (a cluster) an owner that serves no leaf now: the next one, from its start */
-        int n = edge_owner_next(e, (int)g);
-        g = n >= 0 ? (uint64_t)n : (uint64_t)e->nowners;
-        cursor = 0;
-    }
-    if (other_type || g >= (uint64_t)e->nowners) {
-        scan_reply(&c->out, 0, NULL, 0);
+    uint64_t pos = cursor & ~SCAN_POOL_BIT;
+    if (other_type || pos >= PLACE_POS_END - 1) { /* (the last position is no key's) */
+        scan_reply_empty(&c->out, 0);
         return;
     }
     struct op *op = op_new(c, &scan_ops, "scan");
     if (op == NULL)
         return;
-    S(op)->owner = g;
-    S(op)->cursor = cursor & SCAN_LOCAL_MASK;
-    S(op)->count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
-    S(op)->has_match = match != NULL;
-    if ((match != NULL && op_copy_keys(op, 0, NULL, 1, match) != 0) ||
-        op_to_owner(op, edge_owner_at(e, (int)g), WIRE_SCAN, WIRE_ROLE_READ) != 0) {
+    struct scan_state *st = calloc(1, sizeof(*st));
+    if (st == NULL) {
+        op_error(op, "OOM edge out of memory");
         op_finish_error(op);
         return;
     }
-    op_start(op);
+    S(op)->st = st;
+    st->pool = cursor & SCAN_POOL_BIT ? CFG_POOL_COLD : CFG_POOL_HOT;
+    st->pos = pos;
+    st->count = count > 10000 ? 10000 : (uint32_t)count;
+    st->window = 1;
+    st->has_match = match != NULL;
+    buf_reset(&op->res);
+    if (match != NULL && op_copy_keys(op, 0, NULL, 1, match) != 0) {
+        op_finish_error(op);
+        return;
+    }
+    scan_round(op);
 }
 
 /* ---- STATS: DBSIZE and the poll ------------------------------------------------ */

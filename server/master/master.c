@@ -350,6 +350,9 @@ static void begin_stop(struct master *m, const char *why)
         close(m->listen_fds[i]);
     m->nlisten = 0;
     m->ntls = 0;
+    /* The HTTP ports too: the draining edges hold them open (/healthz says
+     * "draining") until the last exits; then they are refused, not silent. */
+    master_http_close(m);
     for (int i = 0; i < m->nchildren; i++) {
         evtimer_del(m->children[i].restart);
         if (m->children[i].role == BOARD_EDGE && m->children[i].pid > 0)

@@ -76,10 +76,16 @@ void master_http_child(struct master *m, int colo, struct edge_ctx *ectx)
     master_http_teardown(m); /* an owner: serves no HTTP, reads no ring */
 }
 
-void master_http_teardown(struct master *m)
+void master_http_close(struct master *m)
 {
     for (size_t i = 0; i < m->nhttp; i++)
         close(m->http_fds[i]);
+    m->nhttp = m->nhttps = 0;
+}
+
+void master_http_teardown(struct master *m)
+{
+    master_http_close(m);
     free(m->http_fds);
     m->http_fds = NULL;
     m->nhttp = m->nhttps = 0;

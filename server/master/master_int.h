@@ -131,6 +131,9 @@ int master_http_boot(struct master *m, char *err, size_t len);
 /* In a child just forked: an edge of colo `colo` gets its part in ectx; an
  * owner (ectx NULL) closes the sockets and unmaps the rings. */
 void master_http_child(struct master *m, int colo, struct edge_ctx *ectx);
+/* The stop: the master's copies of the HTTP sockets closed (the edges'
+ * copies keep the ports open while they drain). */
+void master_http_close(struct master *m);
 /* Frees what master_http_boot made. */
 void master_http_teardown(struct master *m);
 

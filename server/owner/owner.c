@@ -63,6 +63,13 @@ static void on_reload(void *arg, const struct cfg *next)
     }
 }
 
+/* A link is going away: whatever waits to answer on it forgets it. */
+static void link_gone(struct owner *o, struct olink *l)
+{
+    owner_forget_link(o, l);
+    owner_scan_forget_link(o, l);
+}
+
 /* A nonzero number no earlier run of this owner used (HELLO_OK): edges
  * learn from it that a retry may go to a process that lost the first
  * attempt's result. */
@@ -91,7 +98,7 @@ int owner_init(struct owner *o, struct worker_ctx *ctx, const struct owner_ctx *
         return -1;
     /* The request executor sits above the links and the persister; they
      * reach it through these callbacks. */
-    struct olink_hooks links = {.on_request = owner_execute, .on_close = owner_forget_link,
+    struct olink_hooks links = {.on_request = owner_execute, .on_close = link_gone,
                                 .on_handoff = owner_hlink_adopt};
     olink_setup(o, &links);
     return 0;

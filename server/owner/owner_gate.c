@@ -38,7 +38,17 @@ int owner_is_durable(struct owner *o, struct wire_slice key)
 
 int owner_ours(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key)
 {
-    uint64_t h = router_place(key.p, key.len);
+    return owner_ours_place(o, l, id, router_place(key.p, key.len));
+}
+
+void owner_leaf_of(struct owner *o, uint64_t place, uint32_t *prefix, uint8_t *bits)
+{
+    if (o->own == NULL || !owner_own_leaf(o, place, prefix, bits))
+        router_leaf(o->router, o->pool, place, prefix, bits);
+}
+
+int owner_ours_place(struct owner *o, struct olink *l, uint64_t id, uint64_t h)
+{
     if (o->own != NULL)
         return owner_own_ours(o, l, id, h); /* a cluster: the ownership table decides */
     int owner = router_owner(o->router, o->pool, h);

@@ -17,7 +17,9 @@
  *   owner_ticket.c   commit tickets: durable replies held until their commit
  *   owner_persist.c  the write-behind glue: batches, parked requests (run
  *                    again through a replay callback), recovery
- *   owner_admin.c    SCAN and STATS
+ *   owner_admin.c    SCAN (the owner's table walk: KEYS, RANDOMKEY) and STATS
+ *   owner_scan.c     SCAN_RANGE: a range of positions' keys, from the ledger
+ *                    and, when it is incomplete, from SQLite (a persister job)
  *   owner_gate.c     the gates every request passes (ours, retry, backlog,
  *                    durable pending) and how a write is finished
  *                    (recorded, then sent or held for its commit)
@@ -57,6 +59,7 @@
 
 struct olink;
 struct owner;
+struct scan_wait;
 struct owner_own;
 struct persist_own;
 struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
@@ -179,6 +182,7 @@ struct owner {
     uint64_t next_ticket;
     struct parked *parked, *parked_tail; /* disk waits, in arrival order */
     struct parked *commit_parked; /* reads waiting for a durable commit */
+    struct scan_wait *scan_waits; /* SCAN_RANGE pages reading from disk (owner_scan.c) */
     owner_request_fn replay;      /* owner_persist.c runs parked requests again through it */
     struct rifl *rifl;            /* completion records (exactly-once retries) */
     uint64_t incarnation;         /* this process; in HELLO_OK, checked against rid.prev */
@@ -247,6 +251,9 @@ size_t owner_own_leaves(const struct owner *o);
 void owner_own_refresh(struct owner *o);
 /* 1 if placement hash `place` is in a leaf this owner serves.  o->own set. */
 int owner_own_has(const struct owner *o, uint64_t place);
+/* The leaf this owner serves that holds `place`: 1 with *prefix and *bits,
+ * or 0 if it serves none.  o->own set. */
+int owner_own_leaf(const struct owner *o, uint64_t place, uint32_t *prefix, uint8_t *bits);
 /* owner_own_has, else appends MOVED (what the map says of the leaf) or, with
  * no map yet, ERROR TRYAGAIN for request id to l->out, counts it, returns 0. */
 int owner_own_ours(struct owner *o, struct olink *l, uint64_t id, uint64_t place);
@@ -397,6 +404,14 @@ void owner_persist_stats(struct owner *o, struct owner_counters *v);
  * answers its CTR_COUNTER fields from 0 again; gauges are untouched. */
 void owner_stats_reset(void *arg);
 
+/* ---- owner_scan.c: SCAN_RANGE ---- */
+/* Answers a page of the keys of [from, to) cut to the leaf that holds from
+ * (SCAN_REPLY, or MOVED), now or, when the ledger is incomplete, once the
+ * disk rows are read (then sent and flushed on l). */
+void owner_op_scan_range(struct owner *o, struct olink *l, const struct wire_msg *m);
+/* l is going away: pages it waits for are dropped when they come. */
+void owner_scan_forget_link(struct owner *o, struct olink *l);
+
 /* ---- owner_gate.c: gates and the end of a write ---- */
 /* The class the live config gives key. */
 const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen);
@@ -412,6 +427,11 @@ int owner_is_durable(struct owner *o, struct wire_slice key);
 /* 1 if key routes to this owner; otherwise appends MOVED for request id to
  * l->out (and counts it) and returns 0. */
 int owner_ours(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key);
+/* owner_ours for a placement hash. */
+int owner_ours_place(struct owner *o, struct olink *l, uint64_t id, uint64_t place);
+/* The leaf that holds placement hash `place` as this owner sees it: in a
+ * cluster its own leaf if it serves one there, else the router's. */
+void owner_leaf_of(struct owner *o, uint64_t place, uint32_t *prefix, uint8_t *bits);
 /* Runs before every write: 1 = apply it; 0 = answered (a retry, from its
  * completion record; or "outcome unknown" when rid.prev names another run). */
 int owner_write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid);

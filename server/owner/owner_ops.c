@@ -434,6 +434,7 @@ void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, c
     case WIRE_GETDEL: op_getdel(o, l, m, payload, plen); break;
     case WIRE_TTL: op_ttl(o, l, m, payload, plen); break;
     case WIRE_SCAN: owner_op_scan(o, l, m); break;
+    case WIRE_SCAN_RANGE: owner_op_scan_range(o, l, m); break;
     case WIRE_PING: wire_put_pong(&l->out, m->id); break;
     case WIRE_STATS: owner_op_stats(o, l, m); break;
     case WIRE_CALL: owner_op_call(o, l, m, payload, plen); break;

@@ -185,6 +185,25 @@ int owner_own_has(const struct owner *o, uint64_t place)
     return lo > 0 && (uint64_t)h - t->leaves[lo - 1].start < span(t->leaves[lo - 1].bits);
 }
 
+int owner_own_leaf(const struct owner *o, uint64_t place, uint32_t *prefix, uint8_t *bits)
+{
+    const struct persist_own *t = o->own->serving;
+    uint32_t h = (uint32_t)(place >> 32);
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) { /* the first leaf starting after h */
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->leaves[mid].start <= h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || (uint64_t)h - t->leaves[lo - 1].start >= span(t->leaves[lo - 1].bits))
+        return 0;
+    *bits = t->leaves[lo - 1].bits;
+    *prefix = *bits ? t->leaves[lo - 1].start >> (32 - *bits) : 0;
+    return 1;
+}
+
 static void poll_map(struct owner *o);
 
 int owner_own_ours(struct owner *o, struct olink *l, uint64_t id, uint64_t place)

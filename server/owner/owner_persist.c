@@ -331,7 +331,7 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
         b = next;
     }
     take_reads(o);
-    persister_jobs_done(o->persister); /* their done callbacks (a move's pages, purges) */
+    persister_jobs_done(o->persister); /* their done callbacks: SCAN pages, a move's pages, purges */
     if (fatal) {
         log_warning("persist: I/O error on commit (fsync cannot be retried safely); exiting so "
                     "the master restarts this owner from its file");
@@ -446,12 +446,15 @@ static int load_row(void *arg, const struct persist_row *row)
 }
 
 /* A schema migration of the file (storage/persister.h), before the owner
- * serves: a line when it starts, one a second while it fills, one as the
- * index is made and one at the end, with rows/s. */
+ * serves: for a large file a line as it starts, one a second while it
+ * fills and one as the index is made; one at the end for any file. */
 static void on_migrate(void *arg, const struct persist_migration *m)
 {
-    int64_t *last_ms = arg;
-    if (m->phase == PERSIST_MIG_FILL && m->elapsed_ms > 0 && m->elapsed_ms - *last_ms < 1000)
+    int64_t *last_ms = arg; /* -1 before the first line */
+    int large = m->rows_total >= 10000;
+    if (m->phase != PERSIST_MIG_DONE &&
+        (!large || (m->phase == PERSIST_MIG_FILL && *last_ms >= 0 &&
+                    m->elapsed_ms - *last_ms < 1000)))
         return;
     *last_ms = m->elapsed_ms;
     uint64_t run = m->rows_done - m->rows_resumed;
@@ -488,7 +491,7 @@ int owner_persist_setup(struct owner *o, owner_request_fn run_again)
         log_warning("cannot create the ledger");
         return -1;
     }
-    int64_t mig_ms = 0;
+    int64_t mig_ms = -1;
     struct persister_options po = {.interval_ms = (uint32_t)cfg->persist_interval_ms,
                                    .tomb_keep_ms = (uint32_t)cfg->tombstone_ttl_ms,
                                    .migrate_progress = on_migrate, .migrate_arg = &mig_ms};

@@ -1,12 +1,16 @@
 /*
  * check_bench.c - a smoke test that the benchmark tools still work
- * (scripts/bench: storm and compare).  No timing assertions: only that the
- * tools run, talk to the servers and print what they promise.
+ * (scripts/bench: storm, compare, kvload and http_compare).  No timing
+ * assertions: only that the tools run, talk to the servers and print what
+ * they promise.
  *
  * storm ($HOTKVD_STORM, built by `make test`) runs for 1 s with 5 readers
  * against a daemon the harness starts, and against redis-server when Debian's
  * is installed (skipped with a printed note when it is not).  compare runs
  * `--quick --rounds 1 --no-redis` (about 25 s), which needs no redis-server.
+ * http_compare runs `--quick` (about 10 s): kvload ($HOTKVD_KVLOAD) against
+ * hotkvd's RESP and HTTP ports and, when Debian's nginx is installed, nginx
+ * (its row is then required), and http_wakeup.py.
  */
 #include <check.h>
 #include <errno.h>
@@ -228,6 +232,39 @@ START_TEST(compare_quick_runs_against_hotkvd)
 }
 END_TEST
 
+START_TEST(http_compare_quick_runs_resp_http_and_nginx)
+{
+    const char *kvload = getenv("HOTKVD_KVLOAD");
+    if (kvload == NULL)
+        kvload = "build/release/kvload";
+    ck_assert_msg(access("scripts/bench/http_compare", X_OK) == 0, "run from the source tree");
+    ck_assert_msg(access(kvload, X_OK) == 0, "no kvload at %s (make test builds it)", kvload);
+    char dir[256], csv[320];
+    h_tmpdir(dir, sizeof(dir));
+    char *argv[] = {"scripts/bench/http_compare", "--quick", "--hotkvd", (char *)h_bin(),
+                    "--kvload", (char *)kvload, "--out", dir, NULL};
+    static char out[OUT_MAX];
+    int64_t t0 = h_now_ms();
+    int st = run_capture(argv, 90000, out, sizeof(out));
+    printf("bench: http_compare --quick took %.1f s\n", (double)(h_now_ms() - t0) / 1000);
+    snprintf(csv, sizeof(csv), "%s/summary.csv", dir);
+    struct stat sb;
+    int have_csv = stat(csv, &sb) == 0 && sb.st_size > 0;
+    h_rmtree(dir);
+    ck_assert_msg(st != -1, "http_compare --quick did not finish within 90 s: %s", out);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "http_compare failed (status %d): %s", st,
+                  out);
+    ck_assert_msg(strstr(out, "== medians") != NULL && strstr(out, "get-P16-1024B  http  r1") &&
+                      strstr(out, "get-P1-64B     resp  r1") && strstr(out, "wakeup 50 polls r1"),
+                  "missing rows: %s", out);
+    if (access("/usr/sbin/nginx", X_OK) == 0)
+        ck_assert_msg(strstr(out, "get-P1-64B     nginx r1") != NULL, "no nginx row: %s", out);
+    else
+        printf("bench: nginx not installed (apt-get install -y nginx): its rows not checked\n");
+    ck_assert_msg(have_csv, "no summary.csv: %s", out);
+}
+END_TEST
+
 Suite *bench_suite(void)
 {
     Suite *s = suite_create("bench");
@@ -239,6 +276,10 @@ Suite *bench_suite(void)
     tc = tcase_create("compare");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, compare_quick_runs_against_hotkvd);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("http_compare");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, http_compare_quick_runs_resp_http_and_nginx);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -6,8 +6,10 @@
  * right seconds bound and add up across edges, class rows are found by name
  * across a reload that reorders the classes, owners are labelled by pool
  * and index (and left out when they stopped answering), each colo's cache
- * and limiter counters come from its own segment, and the whole exposition
- * passes Prometheus's `promtool check metrics` (format and naming lint).
+ * and limiter counters come from its own segment, a cluster host's
+ * hotkvd_cluster_* families say what INFO # Cluster says (and a single host
+ * has none), and the whole exposition passes Prometheus's `promtool check
+ * metrics` (format and naming lint).
  */
 #include <check.h>
 #include <stdio.h>
@@ -19,10 +21,12 @@
 #include "server/colo/ratelimit.h"
 #include "server/core/board.h"
 #include "server/core/clock.h"
+#include "server/core/cmap.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_metrics.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_stats.h"
+#include "server/edge/info_cluster.h"
 #include "tests/harness.h"
 
 static struct {
@@ -93,7 +97,7 @@ static int has_line(const char *text, const char *line)
     do {                                                                      \
         char line_[512];                                                      \
         snprintf(line_, sizeof(line_), __VA_ARGS__);                          \
-        ck_assert_msg(has_line(text, line_), "no line '%s' in:\n%s", line_, text); \
+        ck_assert_msg(has_line(text, line_), "no line '%s' in:\n%.2000s", line_, text); \
     } while (0)
 
 START_TEST(edge_counters_are_summed_over_every_edge_slot)
@@ -194,7 +198,12 @@ START_TEST(owners_are_labelled_by_pool_and_index)
     HAS(m, "hotkvd_persist_last_commit_seconds{pool=\"hot\",owner=\"0\"} 0.25");
     HAS(m, "hotkvd_owner_up{pool=\"hot\",owner=\"0\"} 1");
     HAS(m, "hotkvd_owner_up{pool=\"cold\",owner=\"3\"} 0");
-    HAS(m, "hotkvd_owner_stats_age_seconds{pool=\"cold\",owner=\"3\"} 60");
+    /* 60 s, and the few ms the render took after stats_at_ms was set */
+    const char *age_key = "hotkvd_owner_stats_age_seconds{pool=\"cold\",owner=\"3\"} ";
+    const char *age = strstr(m, age_key);
+    ck_assert_msg(age != NULL, "no %s in:\n%.2000s", age_key, m);
+    double secs = strtod(age + strlen(age_key), NULL);
+    ck_assert_msg(secs >= 60.0 && secs < 70.0, "owner stats age %f, want about 60", secs);
     ck_assert_ptr_null(strstr(m, "hotkvd_owner_reads_total{pool=\"cold\""));
     T.e[0].owners = NULL;
     T.e[0].nowners = 0;
@@ -288,6 +297,122 @@ START_TEST(promtool_accepts_the_whole_exposition)
 }
 END_TEST
 
+/* The README's "Metrics (Prometheus)" section, NUL-terminated, on the heap. */
+static char *readme_metrics(void)
+{
+    FILE *f = fopen("README.md", "r");
+    ck_assert_msg(f != NULL, "README.md (the tests run from the source tree)");
+    char *text = calloc(1, 1 << 20);
+    ck_assert_ptr_nonnull(text);
+    size_t n = fread(text, 1, (1 << 20) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *sec = strstr(text, "\n## Metrics (Prometheus)\n");
+    ck_assert_ptr_nonnull(sec);
+    char *end = strstr(sec + 1, "\n## ");
+    if (end != NULL)
+        *end = '\0';
+    memmove(text, sec, strlen(sec) + 1);
+    return text;
+}
+
+START_TEST(cluster_families_come_from_the_map_and_only_in_a_cluster)
+{
+    /* a single host: no cluster family at all */
+    ck_assert_ptr_null(strstr(render(), "hotkvd_cluster_"));
+    struct cmap *m = cmap_create();
+    ck_assert_ptr_nonnull(m);
+    struct cmap_table *t = calloc(1, sizeof(*t));
+    ck_assert_ptr_nonnull(t);
+    t->revision = 42;
+    t->owners[1] = (struct cmap_owner){.number = 1, .pool = CFG_POOL_HOT, .live = 1,
+                                       .id = "h1/hot/0", .host = "h1"};
+    t->owners[2] = (struct cmap_owner){.number = 2, .pool = CFG_POOL_HOT, .live = 0,
+                                       .index = 0, .id = "h2/hot/0", .host = "h2"};
+    t->owners[3] = (struct cmap_owner){.number = 3, .pool = CFG_POOL_COLD, .live = 1,
+                                       .id = "h1/cold/0", .host = "h1"};
+    t->nleaves[CFG_POOL_HOT] = 2;
+    t->leaves[CFG_POOL_HOT][0] = (struct cmap_leaf){.start = 0, .bits = 1, .owner = 1, .epoch = 7};
+    t->leaves[CFG_POOL_HOT][1] =
+        (struct cmap_leaf){.start = 0x80000000u, .bits = 1, .owner = 2, .epoch = 7};
+    t->nleaves[CFG_POOL_COLD] = 1;
+    t->leaves[CFG_POOL_COLD][0] = (struct cmap_leaf){.start = 0, .bits = 0, .owner = 3, .epoch = 7};
+    char why[256] = "";
+    ck_assert_msg(cmap_publish(m, t) == HKV_OK, "cmap_publish: %s",
+                  (cmap_validate(t, why, sizeof(why)), why));
+    struct cmap_health h = {.etcd_ok_ms = 1700000000500, .lease_id = 99, .lease_ttl_ms = 3000,
+                            .lease_renewed_ms = 0, .watch_revision = 43, .compactions = 2,
+                            .refused_maps = 1, .host_number = 1, .etcd_up = 1};
+    cmap_health_set(m, &h);
+    atomic_store(&T.e[0].stats->remote_links_up, 2);
+    atomic_store(&T.e[1].stats->remote_links_up, 1);
+    atomic_store(&T.board->slots[2].remote_links_up, 100); /* an owner's slot: not summed */
+    T.ctx.cmap = m;
+    const char *x = render();
+    HAS(x, "# TYPE hotkvd_cluster_map_revision gauge");
+    HAS(x, "hotkvd_cluster_map_revision 42");
+    HAS(x, "hotkvd_cluster_host_number 1");
+    HAS(x, "hotkvd_cluster_map_from_disk 0");
+    HAS(x, "hotkvd_cluster_etcd_up 1");
+    HAS(x, "hotkvd_cluster_etcd_last_ok_timestamp_seconds 1700000000.5");
+    HAS(x, "hotkvd_cluster_lease_ttl_seconds 3");
+    HAS(x, "hotkvd_cluster_watch_revision 43");
+    HAS(x, "# TYPE hotkvd_cluster_watch_restarts_total counter");
+    HAS(x, "hotkvd_cluster_watch_restarts_total 2");
+    HAS(x, "hotkvd_cluster_maps_refused_total 1");
+    HAS(x, "hotkvd_cluster_owners_known 3");
+    HAS(x, "hotkvd_cluster_owners_live 2");
+    HAS(x, "hotkvd_cluster_leaves{pool=\"hot\"} 2");
+    HAS(x, "hotkvd_cluster_leaves{pool=\"cold\"} 1");
+    HAS(x, "hotkvd_cluster_remote_links_up{colo=\"%s\"} 3", T.cfg->colo);
+    /* never renewed: the family, no sample */
+    HAS(x, "# TYPE hotkvd_cluster_lease_renewed_timestamp_seconds gauge");
+    ck_assert_ptr_null(strstr(x, "\nhotkvd_cluster_lease_renewed_timestamp_seconds "));
+    /* INFO # Cluster says the same: one source */
+    struct hkv_buf info = HKV_BUF_INIT;
+    info_cluster_lines(&info, &T.e[0]);
+    ck_assert_int_eq(buf_append(&info, "", 1), HKV_OK);
+    ck_assert_ptr_nonnull(strstr(buf_head(&info), "map_revision:42\r\n"));
+    ck_assert_ptr_nonnull(strstr(buf_head(&info), "owners_live:2\r\nleaves_hot:2\r\nleaves_cold:1\r\n"));
+    buf_deinit(&info);
+    /* a new revision is taken at the next scrape */
+    t->revision = 50;
+    t->nleaves[CFG_POOL_COLD] = 2;
+    t->leaves[CFG_POOL_COLD][0].bits = 1;
+    t->leaves[CFG_POOL_COLD][1] =
+        (struct cmap_leaf){.start = 0x80000000u, .bits = 1, .owner = 3, .epoch = 9};
+    ck_assert_int_eq(cmap_publish(m, t), HKV_OK);
+    x = render();
+    HAS(x, "hotkvd_cluster_map_revision 50");
+    HAS(x, "hotkvd_cluster_leaves{pool=\"cold\"} 2");
+    /* promtool accepts it, and README's Metrics section lists every family */
+    char dir[256], path[300], out[8192];
+    h_tmpdir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/metrics.txt", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fputs(x, f) >= 0, 1);
+    ck_assert_int_eq(fclose(f), 0);
+    int st = promtool(path, out, sizeof(out));
+    ck_assert_msg(st == 0, "promtool check metrics exited %d:\n%s", st, out);
+    h_rmtree(dir);
+    char *readme = readme_metrics();
+    int families = 0;
+    for (const char *p = x; (p = strstr(p, "# TYPE hotkvd_cluster_")) != NULL; p++) {
+        char fam[128], quoted[140];
+        ck_assert_int_eq(sscanf(p + 7, "%127s", fam), 1);
+        snprintf(quoted, sizeof(quoted), "`%s`", fam);
+        ck_assert_msg(strstr(readme, quoted) != NULL, "%s is not in README's Metrics section", fam);
+        families++;
+    }
+    ck_assert_int_eq(families, 14);
+    free(readme);
+    T.ctx.cmap = NULL;
+    cmap_destroy(&m);
+    free(t);
+}
+END_TEST
+
 Suite *metrics_suite(void)
 {
     Suite *s = suite_create("metrics");
@@ -303,6 +428,8 @@ Suite *metrics_suite(void)
         {"owners_are_labelled_by_pool_and_index", owners_are_labelled_by_pool_and_index},
         {"each_colo_reports_its_own_segments", each_colo_reports_its_own_segments},
         {"promtool_accepts_the_whole_exposition", promtool_accepts_the_whole_exposition},
+        {"cluster_families_come_from_the_map_and_only_in_a_cluster",
+         cluster_families_come_from_the_map_and_only_in_a_cluster},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

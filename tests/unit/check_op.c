@@ -23,10 +23,12 @@
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_reply.h"
+#include "server/edge/edge_scan.h"
+#include "proto/place.h"
 #include "tests/harness.h"
 #include "tests/unit/fake_owner.h"
 
-enum mode { ANSWER, HOLD, FAIL, SILENT, DROP_FIRST_SET };
+enum mode { ANSWER, HOLD, FAIL, SILENT, DROP_FIRST_SET, MOVE_FIRST_SCAN };
 
 static struct {
     char dir[256];
@@ -43,6 +45,9 @@ static struct {
     int ends;                     /* ENDS ops released (the end hook) */
     int ends_with_client;         /* ... of them while their client was there */
     int ends_with_error;          /* ... of them with an error recorded */
+    uint64_t scan_from[2][8];     /* SCAN_RANGE: the positions each owner was asked for */
+    int nscan[2];
+    int moved;                    /* MOVE_FIRST_SCAN: the MOVED went out */
 } T;
 
 /* ---- a test family: GETS k... (a multi-key read), SETS k v (a write) ---- */
@@ -130,6 +135,8 @@ static void t_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
             return;
         }
         op_start(op);
+    } else if (argc >= 2 && argv[0].len == 4 && memcmp(argv[0].p, "SCAN", 4) == 0) {
+        edge_cmd_scan(c, argc, argv);
     } else {
         resp_add_simple(&c->out, "PONG");
     }
@@ -163,6 +170,12 @@ static void answer_now(struct fake_owner *fo, struct fo_conn *fc, const struct w
         wire_put_ok(&b, m->id, 7, true, NULL);
     } else if (m->type == WIRE_STATS) {
         wire_put_stats_reply(&b, m->id, NULL, 0);
+    } else if (m->type == WIRE_SCAN_RANGE) { /* one key a range: "p<from>@<owner>" */
+        char k[64];
+        int n = snprintf(k, sizeof(k), "p%llu@%d", (unsigned long long)m->u.scan_range.from,
+                         fo->index);
+        struct wire_slice key = wire_slice(k, (size_t)n);
+        wire_put_scan_reply(&b, m->id, m->u.scan_range.to, &key, 1);
     }
     if (buf_unread(&b) > 0)
         fo_reply(fc, &b);
@@ -196,6 +209,19 @@ static void on_request(struct fake_owner *fo, struct fo_conn *fc, const struct w
     case DROP_FIRST_SET:
         if (!(m->type == WIRE_SET && T.nsets == 1))
             answer_now(fo, fc, m);
+        break;
+    case MOVE_FIRST_SCAN:
+        if (m->type == WIRE_SCAN_RANGE && T.nscan[fo->index] < 8)
+            T.scan_from[fo->index][T.nscan[fo->index]++] = m->u.scan_range.from;
+        if (m->type == WIRE_SCAN_RANGE && !T.moved) { /* "leaf 0 is owner 1's now" */
+            struct hkv_buf b = HKV_BUF_INIT;
+            wire_put_moved(&b, m->id, 0, 10, 2, 1);
+            fo_reply(fc, &b);
+            buf_deinit(&b);
+            T.moved = 1;
+            break;
+        }
+        answer_now(fo, fc, m);
         break;
     }
 }
@@ -362,6 +388,38 @@ START_TEST(keys_split_to_their_owners_and_answered_in_key_order)
 END_TEST
 
 static int two_held(void) { return T.fo[0].nheld + T.fo[1].nheld >= 2; }
+
+/* SCAN routes by position, not by key: a MOVED for the leaf it asked
+ * about makes it ask the new owner for the same position, in the same
+ * call (OP_F_MOVED), and the page is that owner's answer. */
+START_TEST(scan_moved_asks_the_new_owner_for_the_same_position)
+{
+    T.mode = MOVE_FIRST_SCAN;
+    send_str("SCAN 0 COUNT 1\r\n");
+    char want[128];
+    uint64_t cold = 1ULL << 63; /* (the owners are cold ones: the hot pool has none) */
+    uint64_t end = cold | place_leaf_end(10, 0);
+    char cur[32];
+    int cl = snprintf(cur, sizeof(cur), "%llu", (unsigned long long)end);
+    snprintf(want, sizeof(want), "*2\r\n$%d\r\n%s\r\n*1\r\n$4\r\np0@1\r\n", cl, cur);
+    expect_reply(want, 3000);
+    ck_assert(T.moved);
+    ck_assert_int_eq(T.nscan[0], 1); /* leaf 0 was owner 0's by the map... */
+    ck_assert_uint_eq(T.scan_from[0][0], 0);
+    ck_assert_int_eq(T.nscan[1], 1); /* ...and is asked of owner 1 after the MOVED */
+    ck_assert_uint_eq(T.scan_from[1][0], 0);
+    /* the cursor goes on from the leaf's end; the next leaf is owner 1's */
+    char req[96];
+    snprintf(req, sizeof(req), "SCAN %s COUNT 1\r\n", cur);
+    send_str(req);
+    int kl = snprintf(want, sizeof(want), "p%llu@1", (unsigned long long)place_leaf_end(10, 0));
+    char rest[320];
+    int cl2 = snprintf(cur, sizeof(cur), "%llu", (unsigned long long)(cold | place_leaf_end(10, 1)));
+    snprintf(rest, sizeof(rest), "*2\r\n$%d\r\n%s\r\n*1\r\n$%d\r\n%s\r\n", cl2, cur, kl,
+             want);
+    expect_reply(rest, 3000);
+}
+END_TEST
 
 START_TEST(replies_leave_in_request_order_whatever_order_owners_answer)
 {
@@ -532,6 +590,7 @@ Suite *op_suite(void)
         {"cancel", client_gone_drops_the_answer_and_the_write_still_ends},
         {"end", end_hook_runs_once_whatever_the_outcome},
         {"memory", recycled_op_keeps_no_large_buffer},
+        {"scan_moved", scan_moved_asks_the_new_owner_for_the_same_position},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

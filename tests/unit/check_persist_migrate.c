@@ -221,6 +221,36 @@ START_TEST(v1_file_migrated_in_place_with_every_position_right)
 }
 END_TEST
 
+/* A writer that does not migrate (the master's rehome, before the owners
+ * start) writes a schema 1 file as it is; the owner's persister migrates it
+ * later, rows written meanwhile included, and logs that, not the master. */
+START_TEST(a_writer_that_does_not_migrate_writes_schema_1_and_the_persister_migrates_later)
+{
+    make_v1(100);
+    char why[256] = "";
+    ck_assert_msg(pdb_prepare_file(dbpath, why, sizeof(why)) == HKV_OK, "%s", why);
+    struct pdb d;
+    ck_assert_msg(pdb_open(&d, dbpath, 0, 1000, 0, why, sizeof(why)) == HKV_OK, "%s", why);
+    ck_assert_int_eq(d.schema, PDB_SCHEMA_V1);
+    struct persist_row r = {.key = "rehomed", .klen = 7, .val = "x", .vlen = 1, .stamp = 5};
+    int applied = 0;
+    ck_assert_int_eq(pdb_begin(&d), SQLITE_OK);
+    ck_assert_int_eq(pdb_upsert(&d, &r, &applied), SQLITE_OK);
+    ck_assert_int_eq(applied, 1);
+    ck_assert_int_eq(pdb_commit(&d), SQLITE_OK);
+    pdb_close(&d);
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    ck_assert_int_eq(q_int(db, "PRAGMA user_version"), 1);
+    sqlite3_close(db);
+    struct seen seen = {0};
+    struct persister *p = open_p(&seen);
+    persister_destroy(&p);
+    ck_assert_int_eq(seen.phases[PERSIST_MIG_DONE], 1);
+    ck_assert_int_eq(assert_migrated(), 101);
+}
+END_TEST
+
 /* EXPLAIN QUERY PLAN of a leaf's range, on the migrated file: the index. */
 START_TEST(leaf_range_query_uses_the_index_after_migration)
 {
@@ -389,6 +419,7 @@ Suite *persist_migrate_suite(void)
     Suite *s = suite_create("persist_migrate");
     suite_add_tcase(s, tc("in_place", v1_file_migrated_in_place_with_every_position_right, 30));
     suite_add_tcase(s, tc("index_plan", leaf_range_query_uses_the_index_after_migration, 30));
+    suite_add_tcase(s, tc("no_migrate", a_writer_that_does_not_migrate_writes_schema_1_and_the_persister_migrates_later, 30));
     suite_add_tcase(s, tc("kill9", migration_killed_mid_way_resumes_on_the_next_open, 120));
     suite_add_tcase(s, tc("rate", migration_rate_of_a_large_file, 600));
     return s;

@@ -331,6 +331,24 @@ START_TEST(read_and_admin_requests_round_trip)
     reencode_equal(&m);
 
     buf_reset(&buf);
+    ck_assert_int_eq(wire_put_scan_range(&buf, 9, 5, (1ULL << 63), 7, &match), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_SCAN_RANGE);
+    ck_assert_uint_eq(m.u.scan_range.from, 5);
+    ck_assert_uint_eq(m.u.scan_range.to, 1ULL << 63);
+    ck_assert_uint_eq(m.u.scan_range.count, 7);
+    ck_assert(m.u.scan_range.has_match);
+    SLICE_IS(m.u.scan_range.match, "user:*");
+    ck_assert(wire_is_request(m.type) && !wire_is_write(m.type));
+    ck_assert_str_eq(wire_type_name(WIRE_SCAN_RANGE), "SCAN_RANGE");
+    reencode_equal(&m);
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_scan_range(&buf, 10, 0, 1, 1, NULL), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert(!m.u.scan_range.has_match);
+    reencode_equal(&m);
+
+    buf_reset(&buf);
     ck_assert_int_eq(wire_put_scan(&buf, 8, 0, 10, NULL), HKV_OK);
     ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
     ck_assert(!m.u.scan.has_match);
@@ -758,7 +776,7 @@ START_TEST(unknown_type_refused_keeping_the_id)
 {
     struct wire_msg m;
     const char *why;
-    const uint8_t t15[] = { 0x92, WIRE_EXEC + 1, 0x2a };  /* the first unused request kind */
+    const uint8_t t15[] = { 0x92, WIRE_SCAN_RANGE + 1, 0x2a };  /* the first unused request kind */
     ck_assert_int_eq(decode_raw(t15, sizeof t15, &m, &why), HKV_EPROTO);
     ck_assert_str_eq(why, "unknown message type");
     ck_assert_uint_eq(m.type, 0);
@@ -771,9 +789,9 @@ START_TEST(unknown_type_refused_keeping_the_id)
     const uint8_t t76[] = { 0x92, WIRE_RESP + 1, 0x2a };  /* the first unused reply kind */
     ck_assert_int_eq(decode_raw(t76, sizeof t76, &m, &why), HKV_EPROTO);
     ck_assert_str_eq(why, "unknown message type");
-    ck_assert_ptr_null(wire_type_name(WIRE_EXEC + 1));
+    ck_assert_ptr_null(wire_type_name(WIRE_SCAN_RANGE + 1));
     ck_assert_ptr_null(wire_type_name(WIRE_RESP + 1));
-    ck_assert(!wire_is_request(WIRE_EXEC + 1));
+    ck_assert(!wire_is_request(WIRE_SCAN_RANGE + 1));
     ck_assert(!wire_is_reply(WIRE_RESP + 1));
     ck_assert_str_eq(wire_type_name(WIRE_STATS_REPLY), "STATS_REPLY");
 }
