@@ -117,8 +117,6 @@ int h_ping(int port);
  * python client or openssl goes through here. */
 int h_run(char *const argv[], const char *in, char *out, size_t len, int ms);
 
-#endif
-
 /* ---- the owner's binary protocol, for owner-level tests ---- */
 #include "proto/wire.h"
 
@@ -152,6 +150,8 @@ struct wire_rid h_wire_rid(struct h_wire *w);
 /* SET key=value (a new request id, no expiry) and wait for OK. */
 int h_wire_set(struct h_wire *w, const char *key, const char *val, int timeout_ms,
                struct wire_msg *out);
+
+#endif /* HKV_HARNESS_H */
 
 /* ---- a real etcd (/usr/bin/etcd, Debian's etcd-server) for cluster tests ---- */
 #ifndef HKV_HARNESS_ETCD_H

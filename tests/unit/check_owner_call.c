@@ -26,6 +26,7 @@
 #include "server/core/router.h"
 #include "server/owner/owner_int.h"
 #include "tests/harness.h"
+#include "tests/unit/fake_edge.h"
 
 #define WAIT_MS 10000 /* a durable commit or a disk read on a loaded machine */
 #define MAXARGS 16
@@ -47,40 +48,7 @@ static struct worker_ctx ctx;
 static struct owner own;
 static int have_owner;
 
-struct fake {
-    struct bufferevent *edge;
-    struct olink *l;
-    uint32_t edge_id;
-    uint64_t inc, id, seq;
-    struct wire_decoder dec;
-    char *payload;
-};
-
-static struct fake A, B;
-
-static void fake_open(struct fake *f, uint32_t edge_id)
-{
-    memset(f, 0, sizeof(*f));
-    wire_decoder_init(&f->dec, 0);
-    struct bufferevent *pair[2];
-    ck_assert_int_eq(bufferevent_pair_new(own.base, 0, pair), 0);
-    f->l = olink_attach(&own, pair[0]);
-    ck_assert_ptr_nonnull(f->l);
-    f->edge = pair[1];
-    bufferevent_enable(f->edge, EV_READ | EV_WRITE);
-    f->edge_id = edge_id;
-    f->inc = 1000 + edge_id;
-}
-
-static void fake_close(struct fake *f)
-{
-    if (f->edge != NULL)
-        bufferevent_free(f->edge);
-    f->edge = NULL;
-    free(f->payload);
-    f->payload = NULL;
-    wire_decoder_deinit(&f->dec);
-}
+static struct fake_edge A, B;
 
 /* Starts an owner on dir (made by the caller) with `extra` config lines. */
 static void start_owner(int hot_owners, const char *extra)
@@ -97,16 +65,16 @@ static void start_owner(int hot_owners, const char *extra)
     ck_assert_int_eq(owner_init(&own, &ctx, &octx), 0);
     ck_assert_int_eq(owner_open(&own), 0);
     have_owner = 1;
-    fake_open(&A, 1);
-    fake_open(&B, 2);
+    fe_open(&own, &A, 1);
+    fe_open(&own, &B, 2);
 }
 
 static void stop_owner(void)
 {
     if (!have_owner)
         return;
-    fake_close(&A);
-    fake_close(&B);
+    fe_close(&A);
+    fe_close(&B);
     owner_deinit(&own);
     cfg_destroy(&ctx.cfg);
     have_owner = 0;
@@ -132,43 +100,10 @@ static void teardown(void)
     h_rmtree(dir);
 }
 
-static int take_reply(struct fake *f, struct wire_msg *m)
-{
-    struct evbuffer *in = bufferevent_get_input(f->edge);
-    size_t have = evbuffer_get_length(in);
-    if (have < WIRE_HEADER_LEN)
-        return 0;
-    const char *p = (const char *)evbuffer_pullup(in, (ssize_t)have);
-    const char *payload;
-    size_t plen, used;
-    if (wire_next_frame(p, have, 0, &payload, &plen, &used) != HKV_OK)
-        return 0;
-    free(f->payload);
-    f->payload = malloc(plen ? plen : 1);
-    ck_assert_ptr_nonnull(f->payload);
-    memcpy(f->payload, payload, plen);
-    evbuffer_drain(in, used);
-    const char *why = NULL;
-    ck_assert_msg(wire_decode(&f->dec, f->payload, plen, m, &why) == HKV_OK, "bad reply: %s",
-                  why ? why : "?");
-    return 1;
-}
-
-static void wait_reply(struct fake *f, struct wire_msg *m)
-{
-    int64_t end = h_now_ms() + WAIT_MS;
-    for (int i = 0; i < 1000000 && !take_reply(f, m); i++) {
-        ck_assert_msg(h_now_ms() < end, "no reply within %d ms", WAIT_MS);
-        event_base_loop(own.base, EVLOOP_NONBLOCK);
-        if (evbuffer_get_length(bufferevent_get_input(f->edge)) == 0)
-            usleep(1000);
-    }
-}
-
 /* Runs the loop until both links took in what was written (bounded). */
 static void pump(void)
 {
-    struct fake *all[] = {&A, &B};
+    struct fake_edge *all[] = {&A, &B};
     for (int pass = 0; pass < 100; pass++) {
         int pending = 0;
         for (size_t i = 0; i < 2; i++)
@@ -180,27 +115,21 @@ static void pump(void)
     }
 }
 
-static void send_req(struct fake *f, struct hkv_buf *req)
-{
-    ck_assert_int_eq(bufferevent_write(f->edge, buf_head(req), buf_unread(req)), 0);
-    buf_reset(req);
-}
-
-static void hello(struct fake *f)
+static void hello(struct fake_edge *f)
 {
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_msg m;
     ck_assert_int_eq(wire_put_hello(&b, ++f->id, WIRE_VERSION, f->edge_id, wire_cstr("c"),
                                     WIRE_ROLE_WRITE, f->inc),
                      HKV_OK);
-    send_req(f, &b);
+    fe_send(f, &b);
     pump();
-    ck_assert(take_reply(f, &m));
+    ck_assert(fe_take_reply(f, &m));
     ck_assert_uint_eq(m.type, WIRE_HELLO_OK);
     buf_deinit(&b);
 }
 
-static struct wire_rid next_rid(struct fake *f)
+static struct wire_rid next_rid(struct fake_edge *f)
 {
     return (struct wire_rid){.seq = ++f->seq, .ack = 1, .prev = 0};
 }
@@ -217,7 +146,7 @@ static uint32_t split(char *line, struct wire_slice *args)
 }
 
 /* Sends "CALL <line>" (words split on spaces) with rid; does not wait. */
-static void send_call(struct fake *f, int proto, struct wire_rid rid, const char *line)
+static void send_call(struct fake_edge *f, int proto, struct wire_rid rid, const char *line)
 {
     char copy[512];
     struct wire_slice args[MAXARGS];
@@ -225,21 +154,21 @@ static void send_call(struct fake *f, int proto, struct wire_rid rid, const char
     uint32_t n = split(copy, args);
     struct hkv_buf b = HKV_BUF_INIT;
     ck_assert_int_eq(wire_put_call(&b, ++f->id, rid, (uint8_t)proto, args, n), HKV_OK);
-    send_req(f, &b);
+    fe_send(f, &b);
     buf_deinit(&b);
 }
 
 /* CALL answered at once: its reply into *m (asserted to be for this id). */
-static void call_rid(struct fake *f, int proto, struct wire_rid rid, const char *line,
+static void call_rid(struct fake_edge *f, int proto, struct wire_rid rid, const char *line,
                      struct wire_msg *m)
 {
     send_call(f, proto, rid, line);
     pump();
-    ck_assert_msg(take_reply(f, m), "CALL %s not answered at once", line);
+    ck_assert_msg(fe_take_reply(f, m), "CALL %s not answered at once", line);
     ck_assert_uint_eq(m->id, f->id);
 }
 
-static void call(struct fake *f, const char *line, struct wire_msg *m)
+static void call(struct fake_edge *f, const char *line, struct wire_msg *m)
 {
     call_rid(f, 2, next_rid(f), line, m);
 }
@@ -280,8 +209,8 @@ static hkv_stamp version_of(const char *key, int *found)
     struct wire_msg m;
     struct wire_slice k = wire_cstr(key);
     ck_assert_int_eq(wire_put_get(&b, ++B.id, &k, 1), HKV_OK);
-    send_req(&B, &b);
-    wait_reply(&B, &m);
+    fe_send(&B, &b);
+    fe_wait_reply(&own, &B, &m, WAIT_MS);
     buf_deinit(&b);
     ck_assert_msg(m.type == WIRE_VALUE || m.type == WIRE_NOTFOUND, "GET %s: %s", key,
                   wire_type_name(m.type));
@@ -300,7 +229,7 @@ static void assert_changed_to_current(const struct wire_msg *m, const char *key,
 }
 
 /* An EXEC of `lines` (each split on spaces) watching watch[0..nwatch). */
-static void send_exec(struct fake *f, int proto, struct wire_rid rid,
+static void send_exec(struct fake_edge *f, int proto, struct wire_rid rid,
                       const struct wire_watch *watch, uint32_t nwatch, const char *const *lines,
                       uint32_t n)
 {
@@ -315,7 +244,7 @@ static void send_exec(struct fake *f, int proto, struct wire_rid rid,
     struct hkv_buf b = HKV_BUF_INIT;
     ck_assert_int_eq(wire_put_exec(&b, ++f->id, rid, (uint8_t)proto, watch, nwatch, cmds, n),
                      HKV_OK);
-    send_req(f, &b);
+    fe_send(f, &b);
     buf_deinit(&b);
 }
 
@@ -489,7 +418,7 @@ START_TEST(retried_call_gets_the_original_reply_and_applies_once)
     for (int i = 0; i < 2; i++) {
         send_exec(&A, 2, xr, NULL, 0, tx, 2);
         pump();
-        ck_assert(take_reply(&A, &m));
+        ck_assert(fe_take_reply(&A, &m));
         assert_resp(&m, "*2\r\n:1\r\n:2\r\n");
     }
     ck_assert_uint_eq(expect("GET n", "$2\r\n1x\r\n"), 0);
@@ -507,7 +436,7 @@ START_TEST(exec_runs_every_command_and_answers_one_array)
                         "SET b 2 GET"};
     send_exec(&A, 2, next_rid(&A), NULL, 0, tx, 7);
     pump();
-    ck_assert(take_reply(&A, &m));
+    ck_assert(fe_take_reply(&A, &m));
     /* a command's runtime error is its element; the others still run */
     assert_resp(&m, "*7\r\n+OK\r\n:2\r\n:2\r\n$2\r\n2x\r\n"
                     "-ERR value is not an integer or out of range\r\n:1\r\n$-1\r\n");
@@ -519,7 +448,7 @@ START_TEST(exec_runs_every_command_and_answers_one_array)
     const char *tx3[] = {"SET c 1", "NOPE", "GET nothere"};
     send_exec(&A, 3, next_rid(&A), NULL, 0, tx3, 3);
     pump();
-    ck_assert(take_reply(&A, &m));
+    ck_assert(fe_take_reply(&A, &m));
     assert_resp(&m, "*3\r\n+OK\r\n-ERR unknown command 'NOPE', with args beginning with: \r\n"
                     "_\r\n");
 }
@@ -539,7 +468,7 @@ START_TEST(exec_with_a_stale_watch_answers_nil_and_changes_nothing)
     const char *tx[] = {"SET w 2", "SET other 1"};
     send_exec(&A, 2, next_rid(&A), watch, 2, tx, 2);
     pump();
-    ck_assert(take_reply(&A, &m));
+    ck_assert(fe_take_reply(&A, &m));
     assert_resp(&m, "*2\r\n+OK\r\n+OK\r\n");
 
     /* the versions seen are stale now: nil, in both protocols, and no change */
@@ -547,12 +476,12 @@ START_TEST(exec_with_a_stale_watch_answers_nil_and_changes_nothing)
     const char *tx2[] = {"SET w 3", "SET fresh 1"};
     send_exec(&A, 2, next_rid(&A), watch, 2, tx2, 2);
     pump();
-    ck_assert(take_reply(&A, &m));
+    ck_assert(fe_take_reply(&A, &m));
     assert_resp(&m, "*-1\r\n");
     ck_assert_uint_eq(m.u.resp.nchanges, 0);
     send_exec(&A, 3, next_rid(&A), watch + 1, 1, tx2, 2);
     pump();
-    ck_assert(take_reply(&A, &m));
+    ck_assert(fe_take_reply(&A, &m));
     assert_resp(&m, "_\r\n");
     ck_assert_uint_eq(own.st.owner_writes, writes);
     ck_assert_uint_eq(expect("MGET w fresh", "*2\r\n$1\r\n2\r\n$-1\r\n"), 0);
@@ -567,12 +496,12 @@ START_TEST(exec_with_durable_keys_answers_after_one_commit)
     const char *tx[] = {"SET d:1 a", "MSET d:2 b plain c", "INCR d:3"};
     send_exec(&A, 2, next_rid(&A), NULL, 0, tx, 3);
     pump();
-    ck_assert_msg(!take_reply(&A, &m), "answered before the commit");
+    ck_assert_msg(!fe_take_reply(&A, &m), "answered before the commit");
     ck_assert_uint_eq(owner_tickets_waiting(&own), 1);
     struct ledger_view v;
     ck_assert_int_eq(ledger_get(own.ledger, "d:2", 3, owner_clock(), &v), HKV_OK);
     ck_assert(v.dirty); /* applied in memory, not yet on disk */
-    wait_reply(&A, &m);
+    fe_wait_reply(&own, &A, &m, WAIT_MS);
     assert_resp(&m, "*3\r\n+OK\r\n+OK\r\n:1\r\n");
     ck_assert_uint_eq(m.u.resp.nchanges, 4);
     const char *dk[] = {"d:1", "d:2", "d:3"};
@@ -629,7 +558,7 @@ START_TEST(foreign_key_is_moved_and_nothing_runs)
     const char *tx[] = {set2, get};
     send_exec(&A, 2, next_rid(&A), NULL, 0, tx, 2);
     pump();
-    ck_assert(take_reply(&A, &m));
+    ck_assert(fe_take_reply(&A, &m));
     ck_assert_uint_eq(m.type, WIRE_MOVED);
     snprintf(line, sizeof(line), "GET %s", mine);
     ck_assert_uint_eq(expect(line, "$1\r\n1\r\n"), 0); /* neither RENAME nor EXEC ran */
@@ -664,9 +593,9 @@ START_TEST(reply_over_half_a_frame_is_an_error_and_writes_still_apply)
         ck_assert_int_eq(wire_put_set(&b, ++A.id, wire_cstr(keys[i]), wire_cstr(val),
                                       next_rid(&A), none, 0, 0),
                          HKV_OK);
-        send_req(&A, &b);
+        fe_send(&A, &b);
         pump();
-        ck_assert(take_reply(&A, &m));
+        ck_assert(fe_take_reply(&A, &m));
         ck_assert_uint_eq(m.type, WIRE_OK);
     }
     /* 1.8 MB of values: over half of the 3 MB frame, refused before it is
@@ -679,7 +608,7 @@ START_TEST(reply_over_half_a_frame_is_an_error_and_writes_still_apply)
     const char *tx[] = {"MGET b1 b2 b3", "GETSET b1 small", "SET after 1"};
     send_exec(&A, 2, next_rid(&A), NULL, 0, tx, 3);
     pump();
-    ck_assert(take_reply(&A, &m));
+    ck_assert(fe_take_reply(&A, &m));
     char want[256];
     snprintf(want, sizeof(want), "*3\r\n-ERR the reply is larger than wire-max-frame allows\r\n"
                                  "$%d\r\n", BIGV);
@@ -721,15 +650,15 @@ static void setup_incomplete(void)
         ck_assert_int_eq(wire_put_set(&b, ++A.id, wire_cstr(key), wire_cstr(val), next_rid(&A),
                                       none, 0, 0),
                          HKV_OK);
-        send_req(&A, &b);
+        fe_send(&A, &b);
         pump();
-        ck_assert(take_reply(&A, &m));
+        ck_assert(fe_take_reply(&A, &m));
         ck_assert_uint_eq(m.type, WIRE_OK);
     }
     buf_deinit(&b);
     free(val);
-    fake_close(&A);
-    fake_close(&B);
+    fe_close(&A);
+    fe_close(&B);
     owner_persist_flush_all(&own);
     owner_deinit(&own);
     cfg_destroy(&ctx.cfg);
@@ -761,7 +690,7 @@ START_TEST(key_on_disk_only_is_loaded_then_the_command_runs)
     snprintf(line, sizeof(line), "APPEND %s xyz", key);
     send_call(&A, 2, next_rid(&A), line);
     pump();
-    wait_reply(&A, &m);
+    fe_wait_reply(&own, &A, &m, WAIT_MS);
     char want[32];
     snprintf(want, sizeof(want), ":%d\r\n", VLEN + 3);
     assert_resp(&m, want);
@@ -786,13 +715,13 @@ START_TEST(exec_parks_whole_until_every_key_is_loaded)
     const char *tx[] = {c1, c2, c3};
     send_exec(&A, 2, next_rid(&A), NULL, 0, tx, 3);
     pump();
-    if (!take_reply(&A, &m)) {
+    if (!fe_take_reply(&A, &m)) {
         /* parked (three disk reads to go): nothing ran, not even its first
          * command, whose key needs no disk read once known absent */
         struct ledger_view v;
         int rc = ledger_get(own.ledger, "fresh", 5, owner_clock(), &v);
         ck_assert_msg(rc == HKV_EAGAIN || rc == HKV_ENOENT, "a parked EXEC ran in part");
-        wait_reply(&A, &m);
+        fe_wait_reply(&own, &A, &m, WAIT_MS);
     }
     char want[64];
     snprintf(want, sizeof(want), "*3\r\n+OK\r\n+OK\r\n:%d\r\n", VLEN);
@@ -808,8 +737,8 @@ END_TEST
 /* Stops the owner in order and starts it again on the same file. */
 static void restart_owner(void)
 {
-    fake_close(&A);
-    fake_close(&B);
+    fe_close(&A);
+    fe_close(&B);
     owner_persist_flush_all(&own);
     owner_deinit(&own);
     cfg_destroy(&ctx.cfg);
@@ -827,7 +756,7 @@ START_TEST(flushall_answers_after_its_commit_with_its_version)
     int found;
     ck_assert_uint_eq(expect("SET a 1", "+OK\r\n"), 1);
     send_call(&A, 2, next_rid(&A), "SET d:1 x");
-    wait_reply(&A, &m);
+    fe_wait_reply(&own, &A, &m, WAIT_MS);
     assert_resp(&m, "+OK\r\n");
     hkv_stamp va = version_of("a", &found);
     ck_assert_uint_eq(expect("FLUSHALL now", "-ERR syntax error\r\n"), 0);
@@ -836,9 +765,9 @@ START_TEST(flushall_answers_after_its_commit_with_its_version)
 
     send_call(&A, 2, next_rid(&A), "FLUSHALL ASYNC");
     pump();
-    ck_assert_msg(!take_reply(&A, &m), "answered before the flush committed");
+    ck_assert_msg(!fe_take_reply(&A, &m), "answered before the flush committed");
     ck_assert(own.flush_pending != 0);
-    wait_reply(&A, &m);
+    fe_wait_reply(&own, &A, &m, WAIT_MS);
     assert_resp(&m, "+OK\r\n");
     /* one change: the empty key at the flush's version, newer than any before */
     ck_assert_uint_eq(m.u.resp.nchanges, 1);
@@ -870,9 +799,9 @@ START_TEST(flushall_completes_the_durable_writes_it_supersedes)
     send_call(&A, 2, next_rid(&A), "SET d:1 x");
     send_call(&B, 2, next_rid(&B), "FLUSHDB");
     pump();
-    wait_reply(&A, &m);
+    fe_wait_reply(&own, &A, &m, WAIT_MS);
     assert_resp(&m, "+OK\r\n");
-    wait_reply(&B, &m);
+    fe_wait_reply(&own, &B, &m, WAIT_MS);
     assert_resp(&m, "+OK\r\n");
     ck_assert_uint_eq(owner_tickets_waiting(&own), 0);
     ck_assert_uint_eq(expect("EXISTS d:1", ":0\r\n"), 0);
@@ -888,19 +817,19 @@ START_TEST(flushall_runs_once_per_request_and_never_inside_exec)
     const char *tx[] = {"SET a 1", "FLUSHALL", "SET b 2"};
     send_exec(&A, 2, next_rid(&A), NULL, 0, tx, 3);
     pump();
-    ck_assert(take_reply(&A, &m));
+    ck_assert(fe_take_reply(&A, &m));
     assert_resp(&m, "*3\r\n+OK\r\n-ERR flushall is not allowed in a transaction: it runs on "
                     "every owner, a transaction on one\r\n+OK\r\n");
     ck_assert_uint_eq(expect("EXISTS a b", ":2\r\n"), 0);
 
     struct wire_rid rid = next_rid(&A);
     send_call(&A, 2, rid, "FLUSHALL");
-    wait_reply(&A, &m);
+    fe_wait_reply(&own, &A, &m, WAIT_MS);
     assert_resp(&m, "+OK\r\n");
     hkv_stamp v = m.u.resp.changes[0].version;
     ck_assert_uint_eq(expect("SET c 3", "+OK\r\n"), 1);
     send_call(&A, 2, rid, "FLUSHALL"); /* a retry: answered from its record */
-    wait_reply(&A, &m);
+    fe_wait_reply(&own, &A, &m, WAIT_MS);
     assert_resp(&m, "+OK\r\n");
     ck_assert_uint_eq(m.u.resp.nchanges, 1);
     ck_assert_uint_eq(m.u.resp.changes[0].version, v);
@@ -918,7 +847,7 @@ START_TEST(flushall_removes_keys_on_disk_only)
     struct wire_msg m;
     on_disk_key(key, sizeof(key), "");
     send_call(&A, 2, next_rid(&A), "FLUSHALL");
-    wait_reply(&A, &m);
+    fe_wait_reply(&own, &A, &m, WAIT_MS);
     assert_resp(&m, "+OK\r\n");
     ck_assert(ledger_is_complete(own.ledger));
     snprintf(line, sizeof(line), "EXISTS %s k0 k1", key);
@@ -954,26 +883,26 @@ START_TEST(del_of_a_missing_durable_key_leaves_no_ticket_an_interval_batch_can_s
     hello(&B);
     struct wire_msg m;
     send_call(&A, 2, next_rid(&A), "FLUSHALL");
-    wait_reply(&A, &m);
+    fe_wait_reply(&own, &A, &m, WAIT_MS);
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_slice keys[2] = {wire_cstr("d:gone"), wire_cstr("plain")};
     ck_assert_int_eq(wire_put_del(&b, ++A.id, keys, 2, next_rid(&A)), HKV_OK);
-    send_req(&A, &b);
+    fe_send(&A, &b);
     pump();
     assert_tickets_wait_for_durable_keys("DEL of keys never written");
-    wait_reply(&A, &m);
+    fe_wait_reply(&own, &A, &m, WAIT_MS);
     ck_assert_uint_eq(m.type, WIRE_INT);
     ck_assert_int_eq(m.u.integer.value, 0);
     /* a durable key that exists: its tombstone is durable, and waited for */
     send_call(&A, 2, next_rid(&A), "SET d:1 x");
-    wait_reply(&A, &m);
+    fe_wait_reply(&own, &A, &m, WAIT_MS);
     keys[0] = wire_cstr("d:1");
     ck_assert_int_eq(wire_put_del(&b, ++A.id, keys, 1, next_rid(&A)), HKV_OK);
-    send_req(&A, &b);
+    fe_send(&A, &b);
     pump();
-    ck_assert_msg(!take_reply(&A, &m), "the DEL of a durable key answered before its commit");
+    ck_assert_msg(!fe_take_reply(&A, &m), "the DEL of a durable key answered before its commit");
     assert_tickets_wait_for_durable_keys("DEL of a durable key");
-    wait_reply(&A, &m);
+    fe_wait_reply(&own, &A, &m, WAIT_MS);
     ck_assert_int_eq(m.u.integer.value, 1);
     buf_deinit(&b);
 }

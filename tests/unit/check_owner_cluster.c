@@ -30,6 +30,7 @@
 #include "server/core/router.h"
 #include "server/owner/owner_int.h"
 #include "tests/harness.h"
+#include "tests/unit/fake_edge.h"
 #include "tests/unit/cluster_fixture.h"
 
 #define WAIT_MS 5000
@@ -42,15 +43,7 @@ static struct owner own;
 static int have_owner;
 static struct cmap *seg;
 
-struct fake {
-    struct bufferevent *edge;
-    struct olink *l;
-    uint64_t id, seq;
-    struct wire_decoder dec;
-    char *payload;
-};
-
-static struct fake F;
+static struct fake_edge F;
 
 /* The map at revision rev: hot in 2^6 leaves dealt ME, OTHER, ME, OTHER ...
  * (or all to `all` if not 0). */
@@ -71,31 +64,6 @@ static void publish(struct cmap_table *t)
     free(t);
 }
 
-static void fake_close(struct fake *f);
-
-/* A new link (the old one, if any, is closed first). */
-static void fake_open(struct fake *f)
-{
-    fake_close(f);
-    memset(f, 0, sizeof(*f));
-    wire_decoder_init(&f->dec, 0);
-    struct bufferevent *pair[2];
-    ck_assert_int_eq(bufferevent_pair_new(own.base, 0, pair), 0);
-    f->l = olink_attach(&own, pair[0]);
-    ck_assert_ptr_nonnull(f->l);
-    f->edge = pair[1];
-    bufferevent_enable(f->edge, EV_READ | EV_WRITE);
-}
-
-static void fake_close(struct fake *f)
-{
-    if (f->edge != NULL)
-        bufferevent_free(f->edge);
-    f->edge = NULL;
-    free(f->payload);
-    f->payload = NULL;
-    wire_decoder_deinit(&f->dec);
-}
 
 /* An owner of cluster "prod" on host h2 (hot owner 0), following `seg`
  * (NULL: no map segment at all). */
@@ -119,14 +87,15 @@ static void start_owner(const char *cluster, struct cmap *with)
     ck_assert_int_eq(owner_open(&own), 0);
     have_owner = 1;
     memset(&F, 0, sizeof(F));
-    fake_open(&F);
+    fe_close(&F);
+    fe_open(&own, &F, 1);
 }
 
 static void stop_owner(void)
 {
     if (!have_owner)
         return;
-    fake_close(&F);
+    fe_close(&F);
     owner_deinit(&own);
     cfg_destroy(&ctx.cfg);
     have_owner = 0;
@@ -147,39 +116,6 @@ static void teardown(void)
     h_rmtree(dir);
 }
 
-static int take_reply(struct fake *f, struct wire_msg *m)
-{
-    struct evbuffer *in = bufferevent_get_input(f->edge);
-    size_t have = evbuffer_get_length(in);
-    if (have < WIRE_HEADER_LEN)
-        return 0;
-    const char *p = (const char *)evbuffer_pullup(in, (ssize_t)have);
-    const char *payload;
-    size_t plen, used;
-    if (wire_next_frame(p, have, 0, &payload, &plen, &used) != HKV_OK)
-        return 0;
-    free(f->payload);
-    f->payload = malloc(plen ? plen : 1);
-    ck_assert_ptr_nonnull(f->payload);
-    memcpy(f->payload, payload, plen);
-    evbuffer_drain(in, used);
-    const char *why = NULL;
-    ck_assert_msg(wire_decode(&f->dec, f->payload, plen, m, &why) == HKV_OK, "bad reply: %s",
-                  why ? why : "?");
-    return 1;
-}
-
-static void wait_reply(struct fake *f, struct wire_msg *m)
-{
-    int64_t end = h_now_ms() + WAIT_MS;
-    for (int i = 0; i < 100000 && !take_reply(f, m); i++) {
-        ck_assert_msg(h_now_ms() < end, "no reply within %d ms", WAIT_MS);
-        event_base_loop(own.base, EVLOOP_NONBLOCK);
-        if (evbuffer_get_length(bufferevent_get_input(f->edge)) == 0)
-            usleep(500);
-    }
-}
-
 /* Runs the owner's loop for ms (its 20 ms map poll included). */
 static void run_ms(int ms)
 {
@@ -190,26 +126,20 @@ static void run_ms(int ms)
     }
 }
 
-static void send_buf(struct fake *f, struct hkv_buf *b)
-{
-    ck_assert_int_eq(bufferevent_write(f->edge, buf_head(b), buf_unread(b)), 0);
-    buf_reset(b);
-}
-
-static void hello_as(struct fake *f, const char *cluster, uint32_t want, struct wire_msg *m)
+static void hello_as(struct fake_edge *f, const char *cluster, uint32_t want, struct wire_msg *m)
 {
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_hello_cluster cl = {wire_cstr(cluster), want, wire_cstr("h1")};
     ck_assert_int_eq(wire_put_hello_cluster(&b, ++f->id, WIRE_VERSION, (3u << 12) | 1,
                                             wire_cstr("a"), WIRE_ROLE_WRITE, 55, &cl),
                      HKV_OK);
-    send_buf(f, &b);
+    fe_send(f, &b);
     buf_deinit(&b);
-    wait_reply(f, m);
+    fe_wait_reply(&own, f, m, WAIT_MS);
     ck_assert_uint_eq(m->id, f->id);
 }
 
-static void hello_ok(struct fake *f)
+static void hello_ok(struct fake_edge *f)
 {
     struct wire_msg m;
     hello_as(f, "prod", ME, &m);
@@ -219,7 +149,7 @@ static void hello_ok(struct fake *f)
     ck_assert_uint_eq(m.u.hello_ok.owner_id, ME);
 }
 
-static void assert_refused(struct fake *f, const struct wire_msg *m, const char *text)
+static void assert_refused(struct fake_edge *f, const struct wire_msg *m, const char *text)
 {
     ck_assert_uint_eq(m->type, WIRE_ERROR);
     ck_assert_int_eq(m->u.error.code, HKV_EPROTO);
@@ -247,26 +177,26 @@ static const char *key_of(unsigned owner, int nth)
     return NULL;
 }
 
-static void set(struct fake *f, const char *key, struct wire_msg *m)
+static void set(struct fake_edge *f, const char *key, struct wire_msg *m)
 {
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_rid rid = {++f->seq, 1, 0};
     ck_assert_int_eq(wire_put_set(&b, ++f->id, wire_cstr(key), wire_cstr("v"), rid,
                                   (struct wire_expiry){0, 0}, 0, 0), HKV_OK);
-    send_buf(f, &b);
+    fe_send(f, &b);
     buf_deinit(&b);
-    wait_reply(f, m);
+    fe_wait_reply(&own, f, m, WAIT_MS);
     ck_assert_uint_eq(m->id, f->id);
 }
 
-static void get(struct fake *f, const char *key, struct wire_msg *m)
+static void get(struct fake_edge *f, const char *key, struct wire_msg *m)
 {
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_slice k = wire_cstr(key);
     ck_assert_int_eq(wire_put_get(&b, ++f->id, &k, 1), HKV_OK);
-    send_buf(f, &b);
+    fe_send(f, &b);
     buf_deinit(&b);
-    wait_reply(f, m);
+    fe_wait_reply(&own, f, m, WAIT_MS);
     ck_assert_uint_eq(m->id, f->id);
 }
 
@@ -301,9 +231,9 @@ START_TEST(serves_its_leaves_and_answers_moved_with_epoch_and_owner_for_others)
     struct wire_slice args[] = {wire_cstr("APPEND"), wire_cstr(other), wire_cstr("x")};
     ck_assert_int_eq(wire_put_call(&b, ++F.id, (struct wire_rid){++F.seq, 1, 0}, 2, args, 3),
                      HKV_OK);
-    send_buf(&F, &b);
+    fe_send(&F, &b);
     buf_deinit(&b);
-    wait_reply(&F, &m);
+    fe_wait_reply(&own, &F, &m, WAIT_MS);
     assert_moved(&m, other, 40, OTHER);
     ck_assert_uint_eq(owner_own_number(&own), ME);
     ck_assert_uint_eq(owner_own_leaves(&own), 32);
@@ -363,9 +293,9 @@ START_TEST(scan_shows_only_keys_of_its_leaves)
     run_ms(200);
     struct hkv_buf b = HKV_BUF_INIT;
     ck_assert_int_eq(wire_put_scan(&b, ++F.id, 0, 1000, NULL), HKV_OK);
-    send_buf(&F, &b);
+    fe_send(&F, &b);
     buf_deinit(&b);
-    wait_reply(&F, &m);
+    fe_wait_reply(&own, &F, &m, WAIT_MS);
     ck_assert_uint_eq(m.type, WIRE_SCAN_REPLY);
     ck_assert_uint_eq(m.u.scan_reply.nkeys, 1);
     ck_assert_uint_eq(m.u.scan_reply.keys[0].len, strlen(mine));
@@ -442,7 +372,8 @@ START_TEST(hello_for_another_owner_number_is_refused)
     struct wire_msg m;
     hello_as(&F, "prod", OTHER, &m);
     assert_refused(&F, &m, "this is owner 7");
-    fake_open(&F);
+    fe_close(&F);
+    fe_open(&own, &F, 1);
     hello_as(&F, "prod", 0, &m); /* a single host's HELLO */
     assert_refused(&F, &m, "wants owner 0");
 }
@@ -455,10 +386,12 @@ START_TEST(single_host_owner_refuses_a_cluster_hello)
     struct wire_msg m;
     hello_as(&F, "prod", 0, &m);
     assert_refused(&F, &m, "no cluster");
-    fake_open(&F);
+    fe_close(&F);
+    fe_open(&own, &F, 1);
     hello_as(&F, "", 3, &m);
     assert_refused(&F, &m, "not in a cluster");
-    fake_open(&F);
+    fe_close(&F);
+    fe_open(&own, &F, 1);
     hello_as(&F, "", 0, &m);
     ck_assert_uint_eq(m.type, WIRE_HELLO_OK);
     ck_assert_uint_eq(m.u.hello_ok.owner_id, 0);

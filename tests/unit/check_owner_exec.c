@@ -27,6 +27,7 @@
 #include "server/core/router.h"
 #include "server/owner/owner_int.h"
 #include "tests/harness.h"
+#include "tests/unit/fake_edge.h"
 
 #define WAIT_MS 10000     /* a durable commit on a loaded machine */
 #define BIG (1200 * 1024) /* over persist-max-dirty 1mb */
@@ -50,42 +51,7 @@ static struct worker_ctx ctx;
 static struct owner own;
 
 /* An edge's end of one link. */
-struct fake {
-    struct bufferevent *edge;
-    struct olink *l;
-    uint32_t edge_id;
-    uint64_t inc;
-    uint64_t id;           /* the last request id used */
-    uint64_t seq;          /* the last write seq used */
-    struct wire_decoder dec;
-    char *payload;         /* the last reply's frame (its message points into it) */
-};
-
-static struct fake A, B;
-
-static void fake_open(struct fake *f, uint32_t edge_id)
-{
-    memset(f, 0, sizeof(*f));
-    wire_decoder_init(&f->dec, 0);
-    struct bufferevent *pair[2];
-    ck_assert_int_eq(bufferevent_pair_new(own.base, 0, pair), 0);
-    f->l = olink_attach(&own, pair[0]);
-    ck_assert_ptr_nonnull(f->l);
-    f->edge = pair[1];
-    bufferevent_enable(f->edge, EV_READ | EV_WRITE);
-    f->edge_id = edge_id;
-    f->inc = 1000 + edge_id;
-}
-
-static void fake_close(struct fake *f)
-{
-    if (f->edge != NULL)
-        bufferevent_free(f->edge);
-    f->edge = NULL;
-    free(f->payload);
-    f->payload = NULL;
-    wire_decoder_deinit(&f->dec);
-}
+static struct fake_edge A, B;
 
 static void setup_owners(int hot_owners)
 {
@@ -102,8 +68,8 @@ static void setup_owners(int hot_owners)
     struct owner_ctx octx = {.pool = CFG_POOL_HOT, .link_fd = -1};
     ck_assert_int_eq(owner_init(&own, &ctx, &octx), 0);
     ck_assert_int_eq(owner_open(&own), 0);
-    fake_open(&A, 1);
-    fake_open(&B, 2);
+    fe_open(&own, &A, 1);
+    fe_open(&own, &B, 2);
 }
 
 static void setup(void)
@@ -118,52 +84,15 @@ static void setup_two_owners(void)
 
 static void teardown(void)
 {
-    fake_close(&A);
-    fake_close(&B);
+    fe_close(&A);
+    fe_close(&B);
     owner_deinit(&own);
     cfg_destroy(&ctx.cfg);
     h_rmtree(dir);
 }
 
-/* Takes the next whole reply frame the owner sent on f into *m: 1, or 0 if
- * none is there. */
-static int take_reply(struct fake *f, struct wire_msg *m)
-{
-    struct evbuffer *in = bufferevent_get_input(f->edge);
-    size_t have = evbuffer_get_length(in);
-    if (have < WIRE_HEADER_LEN)
-        return 0;
-    const char *p = (const char *)evbuffer_pullup(in, (ssize_t)have);
-    const char *payload;
-    size_t plen, used;
-    if (wire_next_frame(p, have, 0, &payload, &plen, &used) != HKV_OK)
-        return 0;
-    free(f->payload);
-    f->payload = malloc(plen ? plen : 1);
-    ck_assert_ptr_nonnull(f->payload);
-    memcpy(f->payload, payload, plen);
-    evbuffer_drain(in, used);
-    const char *why = NULL;
-    ck_assert_msg(wire_decode(&f->dec, f->payload, plen, m, &why) == HKV_OK, "bad reply: %s",
-                  why ? why : "?");
-    ck_assert_msg(wire_is_reply(m->type), "not a reply: %s", wire_type_name(m->type));
-    return 1;
-}
-
-/* The next reply on f, running the owner's loop until it comes (bounded). */
-static void wait_reply(struct fake *f, struct wire_msg *m)
-{
-    int64_t end = h_now_ms() + WAIT_MS;
-    for (int i = 0; i < 1000000 && !take_reply(f, m); i++) {
-        ck_assert_msg(h_now_ms() < end, "no reply within %d ms", WAIT_MS);
-        event_base_loop(own.base, EVLOOP_NONBLOCK);
-        if (evbuffer_get_length(bufferevent_get_input(f->edge)) == 0)
-            usleep(1000);
-    }
-}
-
 /* 1 while the owner still has f's link. */
-static int link_open(const struct fake *f)
+static int link_open(const struct fake_edge *f)
 {
     for (const struct olink *l = own.links; l != NULL; l = l->next)
         if (l == f->l)
@@ -179,7 +108,7 @@ static int link_open(const struct fake *f)
  * polls only on a later pass. */
 static void pump(void)
 {
-    struct fake *all[] = {&A, &B};
+    struct fake_edge *all[] = {&A, &B};
     for (int pass = 0; pass < 100; pass++) {
         int pending = 0;
         for (size_t i = 0; i < 2; i++)
@@ -192,24 +121,17 @@ static void pump(void)
     }
 }
 
-/* Writes the frame in req to the owner (then empties it); see pump(). */
-static void send_req(struct fake *f, struct hkv_buf *req)
-{
-    ck_assert_int_eq(bufferevent_write(f->edge, buf_head(req), buf_unread(req)), 0);
-    buf_reset(req);
-}
-
 /* Sends req and takes the reply the owner sent at once. */
-static void call(struct fake *f, struct hkv_buf *req, struct wire_msg *m)
+static void call(struct fake_edge *f, struct hkv_buf *req, struct wire_msg *m)
 {
-    send_req(f, req);
+    fe_send(f, req);
     pump();
-    ck_assert_msg(take_reply(f, m), "request %llu not answered at once",
+    ck_assert_msg(fe_take_reply(f, m), "request %llu not answered at once",
                   (unsigned long long)f->id);
     ck_assert_uint_eq(m->id, f->id);
 }
 
-static void hello(struct fake *f)
+static void hello(struct fake_edge *f)
 {
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_msg m;
@@ -222,28 +144,28 @@ static void hello(struct fake *f)
     buf_deinit(&b);
 }
 
-static struct wire_rid next_rid(struct fake *f)
+static struct wire_rid next_rid(struct fake_edge *f)
 {
     return (struct wire_rid){.seq = ++f->seq, .ack = 1, .prev = 0};
 }
 
 static const struct wire_expiry NOEXP = {WIRE_EXP_NONE, 0};
 
-static void put_set(struct fake *f, struct hkv_buf *b, const char *k, const char *v,
+static void put_set(struct fake_edge *f, struct hkv_buf *b, const char *k, const char *v,
                     struct wire_rid rid)
 {
     ck_assert_int_eq(wire_put_set(b, ++f->id, wire_cstr(k), wire_cstr(v), rid, NOEXP, 0, 0),
                      HKV_OK);
 }
 
-static void put_get(struct fake *f, struct hkv_buf *b, const char *k)
+static void put_get(struct fake_edge *f, struct hkv_buf *b, const char *k)
 {
     struct wire_slice key = wire_cstr(k);
     ck_assert_int_eq(wire_put_get(b, ++f->id, &key, 1), HKV_OK);
 }
 
 /* SET k v on f: asserts OK applied, returns its version. */
-static hkv_stamp set_ok(struct fake *f, const char *k, const char *v)
+static hkv_stamp set_ok(struct fake_edge *f, const char *k, const char *v)
 {
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_msg m;
@@ -257,7 +179,7 @@ static hkv_stamp set_ok(struct fake *f, const char *k, const char *v)
 }
 
 /* GET k on f: asserts VALUE v at version `stamp`. */
-static void get_is(struct fake *f, const char *k, const char *v, hkv_stamp stamp)
+static void get_is(struct fake_edge *f, const char *k, const char *v, hkv_stamp stamp)
 {
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_msg m;
@@ -271,7 +193,7 @@ static void get_is(struct fake *f, const char *k, const char *v, hkv_stamp stamp
 }
 
 /* GET k on f: asserts NOTFOUND, returns its version (a tombstone's, or 0). */
-static hkv_stamp get_absent(struct fake *f, const char *k)
+static hkv_stamp get_absent(struct fake_edge *f, const char *k)
 {
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_msg m;
@@ -356,9 +278,9 @@ START_TEST(request_before_hello_closes_the_link)
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_msg m;
     put_get(&A, &b, "a");
-    send_req(&A, &b);
+    fe_send(&A, &b);
     pump();
-    ck_assert(take_reply(&A, &m));
+    ck_assert(fe_take_reply(&A, &m));
     assert_error(&m, HKV_EPROTO, "HELLO");
     ck_assert_uint_eq(own.st.owner_protocol_errors, 1);
     for (int i = 0; i < 100 && link_open(&A); i++)
@@ -438,26 +360,26 @@ START_TEST(durable_write_is_answered_after_its_commit)
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_msg m;
     put_set(&A, &b, "d:1", "100", next_rid(&A));
-    send_req(&A, &b);
+    fe_send(&A, &b);
     uint64_t set_id = A.id;
     /* a read of the key meanwhile waits for the same commit */
     put_get(&B, &b, "d:1");
-    send_req(&B, &b);
+    fe_send(&B, &b);
     pump();
-    ck_assert_msg(!take_reply(&A, &m), "a durable write was answered before its commit (%s)",
+    ck_assert_msg(!fe_take_reply(&A, &m), "a durable write was answered before its commit (%s)",
                   wire_type_name(m.type));
-    ck_assert_msg(!take_reply(&B, &m), "a read of an uncommitted durable write was answered");
+    ck_assert_msg(!fe_take_reply(&B, &m), "a read of an uncommitted durable write was answered");
     ck_assert_uint_eq(owner_tickets_waiting(&own), 1);
     ck_assert_uint_eq(dirty_keys(), 1);
 
-    wait_reply(&A, &m);
+    fe_wait_reply(&own, &A, &m, WAIT_MS);
     ck_assert_uint_eq(m.id, set_id);
     ck_assert_uint_eq(m.type, WIRE_OK);
     ck_assert(m.u.ok.applied);
     hkv_stamp v = m.u.ok.stamp;
     ck_assert_uint_eq(dirty_keys(), 0); /* it is in SQLite */
     ck_assert_uint_eq(owner_tickets_waiting(&own), 0);
-    wait_reply(&B, &m);
+    fe_wait_reply(&own, &B, &m, WAIT_MS);
     ck_assert_uint_eq(m.id, B.id);
     ck_assert_uint_eq(m.type, WIRE_VALUE);
     ck_assert_uint_eq(m.u.value.stamp, v);
@@ -475,17 +397,17 @@ START_TEST(writes_parked_on_a_durable_commit_apply_in_arrival_order)
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_msg m;
     put_set(&A, &b, "d:2", "1", next_rid(&A));
-    send_req(&A, &b);
+    fe_send(&A, &b);
     uint64_t first = A.id;
     /* while it is uncommitted: INCRBY then SET, both wait for the commit */
     ck_assert_int_eq(wire_put_incrby(&b, ++A.id, wire_cstr("d:2"), 10, next_rid(&A)), HKV_OK);
-    send_req(&A, &b);
+    fe_send(&A, &b);
     put_set(&A, &b, "d:2", "500", next_rid(&A));
-    send_req(&A, &b);
+    fe_send(&A, &b);
     uint64_t last = A.id;
     int seen = 0;
     for (int i = 0; i < 3; i++) {
-        wait_reply(&A, &m);
+        fe_wait_reply(&own, &A, &m, WAIT_MS);
         seen += m.id == first || m.id == last || m.id == last - 1;
     }
     ck_assert_int_eq(seen, 3);
@@ -507,20 +429,20 @@ START_TEST(durable_retry_waits_for_the_first_attempts_commit)
     struct wire_msg m;
     struct wire_rid rid = next_rid(&A);
     put_set(&A, &b, "d:2", "x", rid);
-    send_req(&A, &b);
+    fe_send(&A, &b);
     uint64_t first = A.id;
     put_set(&A, &b, "d:2", "x", rid);
-    send_req(&A, &b);
+    fe_send(&A, &b);
     uint64_t retry = A.id;
     pump();
-    ck_assert(!take_reply(&A, &m));
+    ck_assert(!fe_take_reply(&A, &m));
     ck_assert_uint_eq(owner_tickets_waiting(&own), 2);
     ck_assert_uint_eq(own.st.owner_idempotent_retries, 1);
 
     uint64_t got[2];
     hkv_stamp v[2];
     for (int i = 0; i < 2; i++) {
-        wait_reply(&A, &m);
+        fe_wait_reply(&own, &A, &m, WAIT_MS);
         ck_assert_uint_eq(m.type, WIRE_OK);
         got[i] = m.id;
         v[i] = m.u.ok.stamp;
@@ -539,7 +461,7 @@ START_TEST(durable_reply_is_dropped_when_its_link_closes_first)
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_msg m;
     put_set(&A, &b, "d:3", "y", next_rid(&A));
-    send_req(&A, &b);
+    fe_send(&A, &b);
     pump();
     ck_assert_uint_eq(owner_tickets_waiting(&own), 1);
     olink_close(A.l); /* the link goes: on_close makes the ticket forget it */

@@ -27,6 +27,7 @@
 #include "server/core/router.h"
 #include "server/owner/owner_int.h"
 #include "tests/harness.h"
+#include "tests/unit/fake_edge.h"
 
 #define WAIT_MS 10000
 
@@ -35,14 +36,7 @@ static struct worker_ctx ctx;
 static struct owner own;
 static int have_owner;
 
-struct fake {
-    struct bufferevent *edge;
-    struct olink *l;
-    uint64_t id, seq;
-    struct wire_decoder dec;
-    char *payload;
-};
-static struct fake F;
+static struct fake_edge F;
 
 static void start_owner(const char *extra)
 {
@@ -61,25 +55,14 @@ static void start_owner(const char *extra)
     ck_assert_int_eq(owner_init(&own, &ctx, &octx), 0);
     ck_assert_int_eq(owner_open(&own), 0);
     have_owner = 1;
-    memset(&F, 0, sizeof(F));
-    wire_decoder_init(&F.dec, 0);
-    struct bufferevent *pair[2];
-    ck_assert_int_eq(bufferevent_pair_new(own.base, 0, pair), 0);
-    F.l = olink_attach(&own, pair[0]);
-    ck_assert_ptr_nonnull(F.l);
-    F.edge = pair[1];
-    bufferevent_enable(F.edge, EV_READ | EV_WRITE);
+    fe_open(&own, &F, 1);
 }
 
 static void stop_owner(void)
 {
     if (!have_owner)
         return;
-    if (F.edge != NULL)
-        bufferevent_free(F.edge);
-    free(F.payload);
-    wire_decoder_deinit(&F.dec);
-    memset(&F, 0, sizeof(F));
+    fe_close(&F);
     owner_deinit(&own);
     cfg_destroy(&ctx.cfg);
     have_owner = 0;
@@ -97,39 +80,10 @@ static void teardown(void)
     h_rmtree(dir);
 }
 
-static int take_reply(struct wire_msg *m)
-{
-    struct evbuffer *in = bufferevent_get_input(F.edge);
-    size_t have = evbuffer_get_length(in);
-    if (have < WIRE_HEADER_LEN)
-        return 0;
-    const char *p = (const char *)evbuffer_pullup(in, (ssize_t)have);
-    const char *payload;
-    size_t plen, used;
-    if (wire_next_frame(p, have, 0, &payload, &plen, &used) != HKV_OK)
-        return 0;
-    free(F.payload);
-    F.payload = malloc(plen ? plen : 1);
-    ck_assert_ptr_nonnull(F.payload);
-    memcpy(F.payload, payload, plen);
-    evbuffer_drain(in, used);
-    const char *why = NULL;
-    ck_assert_msg(wire_decode(&F.dec, F.payload, plen, m, &why) == HKV_OK, "bad reply: %s",
-                  why ? why : "?");
-    return 1;
-}
-
 static void call(struct hkv_buf *b, struct wire_msg *m)
 {
-    ck_assert_int_eq(bufferevent_write(F.edge, buf_head(b), buf_unread(b)), 0);
-    buf_reset(b);
-    int64_t end = h_now_ms() + WAIT_MS;
-    for (int i = 0; i < 1000000 && !take_reply(m); i++) {
-        ck_assert_msg(h_now_ms() < end, "no reply within %d ms", WAIT_MS);
-        event_base_loop(own.base, EVLOOP_NONBLOCK);
-        if (evbuffer_get_length(bufferevent_get_input(F.edge)) == 0)
-            usleep(200);
-    }
+    fe_send(&F, b);
+    fe_wait_reply(&own, &F, m, WAIT_MS);
     ck_assert_uint_eq(m->id, F.id);
 }
 
