@@ -12,7 +12,8 @@
  * watches that start in the past and ranges at an older revision.
  *
  * A callback may call the store again, cancel any watch or destroy the
- * client: the `dead` flags below are how the loops notice.
+ * client: the `dead` flags below are how the loops notice.  Watches are
+ * etcd_local_watch.c.
  */
 #include "server/agent/etcd_local.h"
 
@@ -28,62 +29,6 @@
 #include "server/agent/etcd_local_int.h"
 #include "server/agent/etcd_msg.h"
 
-struct lans {
-    struct lans *next;
-    int64_t need;                 /* the revision the file must hold first */
-    etcd_cb cb;
-    void *arg;
-    struct etcd_result r;
-    struct lkv *kvs;              /* owned copies */
-    struct etcd_kv *ekvs;
-    size_t nkvs;
-};
-
-struct hev {
-    int64_t rev;
-    struct lchange c;
-};
-
-struct lease {
-    int64_t id, ttl;
-};
-
-struct etcd_lwatch {
-    struct etcd_lwatch *next, *prev;
-    struct etcd_local *l;         /* NULL once the store is gone */
-    char *key, *end;
-    size_t klen, elen;
-    int64_t next_rev;             /* the next revision to deliver */
-    int created, over;
-    uint64_t gen;                 /* the pump pass that last visited it */
-    etcd_watch_cb cb;
-    void *arg;
-    int *dead;
-};
-
-struct etcd_local {
-    struct event_base *base;
-    char *path;
-    struct ltable t;
-    struct lwriter *w;
-    int efd;
-    struct event *ev_notify, *kick, *progress;
-    int64_t durable;
-    int failed;
-    struct lans *head, **tail;
-    struct hev *hist;
-    size_t nhist, caphist;
-    int64_t hist_base;            /* the history holds every revision after it */
-    struct lease *leases;
-    size_t nleases, capleases;
-    int64_t next_lease;
-    struct etcd_lwatch watches;   /* list head */
-    uint64_t gen;
-    int64_t progress_ms;
-    int snapshot_pending;
-    int64_t snapshot_rev;
-    int *dead;
-};
 
 static void pump(struct etcd_local *l);
 
@@ -603,188 +548,6 @@ int etcd_local_lease_revoke(struct etcd_local *l, int64_t id, etcd_cb cb, void *
     return HKV_OK;
 }
 
-/* ---- watches ---- */
-
-struct etcd_lwatch *etcd_local_watch(struct etcd_local *l, const char *key, size_t klen,
-                                     const char *end, size_t elen, int64_t start_revision,
-                                     etcd_watch_cb cb, void *arg)
-{
-    if (key == NULL || cb == NULL)
-        return NULL;
-    struct etcd_lwatch *w = calloc(1, sizeof(*w));
-    if (w == NULL)
-        return NULL;
-    w->key = malloc(klen + 1);
-    w->end = malloc(elen + 1);
-    if (w->key == NULL || w->end == NULL) {
-        free(w->key);
-        free(w->end);
-        free(w);
-        return NULL;
-    }
-    memcpy(w->key, key, klen);
-    if (elen > 0)
-        memcpy(w->end, end, elen);
-    w->klen = klen;
-    w->elen = end != NULL ? elen : 0;
-    w->next_rev = start_revision > 0 ? start_revision : l->t.rev + 1;
-    w->cb = cb;
-    w->arg = arg;
-    w->l = l;
-    w->next = l->watches.next;
-    w->prev = &l->watches;
-    l->watches.next->prev = w;
-    l->watches.next = w;
-    event_active(l->kick, EV_TIMEOUT, 1);
-    return w;
-}
-
-static void unlink_watch(struct etcd_lwatch *w)
-{
-    w->prev->next = w->next;
-    w->next->prev = w->prev;
-    w->next = w->prev = w;
-}
-
-void etcd_local_watch_cancel(struct etcd_lwatch **wp)
-{
-    struct etcd_lwatch *w = *wp;
-    if (w == NULL)
-        return;
-    *wp = NULL;
-    unlink_watch(w);
-    if (w->dead != NULL)
-        *w->dead = 1;
-    free(w->key);
-    free(w->end);
-    free(w);
-}
-
-/* Hands m to w's owner; 1 if w (or the store) went away meanwhile. */
-static int wdeliver(struct etcd_lwatch *w, const struct etcd_watch_msg *m)
-{
-    struct etcd_local *l = w->l;
-    int wdead = 0, ldead = 0;
-    int *outer = l->dead;
-    w->dead = &wdead;
-    l->dead = &ldead;
-    w->cb(w->arg, m);
-    if (ldead) {
-        if (outer != NULL)
-            *outer = 1;
-        if (!wdead)
-            w->dead = NULL;
-        return 1;
-    }
-    l->dead = outer;
-    if (wdead)
-        return 1;
-    w->dead = NULL;
-    return 0;
-}
-
-/* The first history entry of revision >= rev. */
-static size_t hist_at(const struct etcd_local *l, int64_t rev)
-{
-    size_t lo = 0, hi = l->nhist;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (l->hist[mid].rev < rev)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Delivers what w may hear now (w may be gone after: the caller checks
- * its own dead flag). */
-static int pump_watch(struct etcd_local *l, struct etcd_lwatch *w, int progress)
-{
-    struct etcd_watch_msg m;
-    memset(&m, 0, sizeof(m));
-    if (!w->created) {
-        w->created = 1;
-        m.kind = ETCD_W_CREATED;
-        m.revision = l->durable;
-        if (wdeliver(w, &m))
-            return 0;
-    }
-    if (w->over)
-        return 0;
-    if (w->next_rev <= l->hist_base) {
-        w->over = 1;
-        m.kind = ETCD_W_CANCELED;
-        m.revision = l->durable;
-        m.compact_revision = l->hist_base;
-        wdeliver(w, &m);
-        return 0;
-    }
-    struct etcd_event ev[2 * ETCD_MAX_OPS + 16];
-    while (w->next_rev <= l->durable) {
-        size_t i = hist_at(l, w->next_rev);
-        if (i == l->nhist)
-            break;
-        int64_t rev = l->hist[i].rev;
-        if (rev > l->durable)
-            break;
-        size_t n = 0;
-        for (; i < l->nhist && l->hist[i].rev == rev; i++) {
-            const struct lchange *c = &l->hist[i].c;
-            if (n < sizeof(ev) / sizeof(ev[0]) &&
-                lt_in_range(c->kv.key, c->kv.klen, w->key, w->klen, w->elen ? w->end : NULL,
-                            w->elen))
-                ev[n++] = (struct etcd_event){c->del ? ETCD_EV_DELETE : ETCD_EV_PUT,
-                                              {c->kv.key, c->kv.klen, c->kv.val, c->kv.vlen,
-                                               c->kv.create, c->kv.mod, c->kv.version,
-                                               c->kv.lease}};
-        }
-        w->next_rev = rev + 1;
-        if (n == 0)
-            continue;
-        m.kind = ETCD_W_EVENTS;
-        m.revision = rev;
-        m.events = ev;
-        m.nevents = n;
-        if (wdeliver(w, &m))
-            return 0;
-    }
-    if (w->next_rev <= l->durable)
-        w->next_rev = l->durable + 1;
-    if (progress) {
-        memset(&m, 0, sizeof(m));
-        m.kind = ETCD_W_PROGRESS;
-        m.revision = l->durable;
-        wdeliver(w, &m);
-    }
-    return 0;
-}
-
-static void pump_watches(struct etcd_local *l, int progress)
-{
-    uint64_t gen = ++l->gen;
-    int dead = 0;
-    int *outer = l->dead;
-    l->dead = &dead;
-    for (;;) {
-        struct etcd_lwatch *w = l->watches.next;
-        while (w != &l->watches && w->gen == gen)
-            w = w->next;
-        if (w == &l->watches)
-            break;
-        w->gen = gen;
-        pump_watch(l, w, progress);
-        if (dead)
-            break;
-    }
-    if (dead) {
-        if (outer != NULL)
-            *outer = 1;
-        return;
-    }
-    l->dead = outer;
-}
-
 /* ---- the pump ---- */
 
 /* Answers a (out of the queue) and frees it; 1 if the store was destroyed
@@ -827,7 +590,7 @@ static void pump_progress(struct etcd_local *l, int progress)
         if (answer(l, a))
             return;
     }
-    pump_watches(l, progress);
+    etcd_lw_pump(l, progress);
 }
 
 static void pump(struct etcd_local *l)
@@ -950,7 +713,7 @@ void etcd_local_destroy(struct etcd_local **lp)
         *l->dead = 1;
     while (l->watches.next != &l->watches) {
         struct etcd_lwatch *w = l->watches.next;
-        unlink_watch(w);
+        etcd_lw_unlink(w);
         w->l = NULL;
     }
     lw_stop(&l->w);

@@ -6,8 +6,9 @@
  *                      set applied (pure: no loop, no disk)
  *   etcd_local_file.c  records (encode, decode, load with a torn tail cut)
  *                      and the writer thread
- *   etcd_local.c       calls, txns, leases, watches, answers held until
- *                      durable (the loop side)
+ *   etcd_local.c       calls, txns, leases, answers held until durable
+ *                      (the loop side)
+ *   etcd_local_watch.c watches
  */
 #ifndef HKV_ETCD_LOCAL_INT_H
 #define HKV_ETCD_LOCAL_INT_H
@@ -15,7 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <event2/event.h>
+
 #include "proto/buf.h"
+#include "server/agent/etcd.h"
 
 /* One key.  key and val are owned, NUL-terminated beyond their lengths. */
 struct lkv {
@@ -85,5 +89,69 @@ void lw_post(struct lwriter *w, struct hkv_buf *b, int64_t rev, int snapshot);
 int64_t lw_durable(struct lwriter *w, int *failed, size_t *since_snapshot, size_t *snapshot);
 /* Writes what is waiting and stops. */
 void lw_stop(struct lwriter **w);
+
+/* ---- etcd_local.c, etcd_local_watch.c ---- */
+/* An answer waiting for the file. */
+struct lans {
+    struct lans *next;
+    int64_t need;                 /* the revision the file must hold first */
+    etcd_cb cb;
+    void *arg;
+    struct etcd_result r;
+    struct lkv *kvs;              /* owned copies */
+    struct etcd_kv *ekvs;
+    size_t nkvs;
+};
+
+struct hev {
+    int64_t rev;
+    struct lchange c;
+};
+
+struct lease {
+    int64_t id, ttl;
+};
+
+struct etcd_lwatch {
+    struct etcd_lwatch *next, *prev;
+    struct etcd_local *l;         /* NULL once the store is gone */
+    char *key, *end;
+    size_t klen, elen;
+    int64_t next_rev;             /* the next revision to deliver */
+    int created, over;
+    uint64_t gen;                 /* the pump pass that last visited it */
+    etcd_watch_cb cb;
+    void *arg;
+    int *dead;
+};
+
+struct etcd_local {
+    struct event_base *base;
+    char *path;
+    struct ltable t;
+    struct lwriter *w;
+    int efd;
+    struct event *ev_notify, *kick, *progress;
+    int64_t durable;
+    int failed;
+    struct lans *head, **tail;
+    struct hev *hist;
+    size_t nhist, caphist;
+    int64_t hist_base;            /* the history holds every revision after it */
+    struct lease *leases;
+    size_t nleases, capleases;
+    int64_t next_lease;
+    struct etcd_lwatch watches;   /* list head */
+    uint64_t gen;
+    int64_t progress_ms;
+    int snapshot_pending;
+    int64_t snapshot_rev;
+    int *dead;
+};
+
+/* Delivers what each watch may hear now (progress: and a PROGRESS). */
+void etcd_lw_pump(struct etcd_local *l, int progress);
+/* Takes w out of its store's list. */
+void etcd_lw_unlink(struct etcd_lwatch *w);
 
 #endif
