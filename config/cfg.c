@@ -198,9 +198,43 @@ static hkv_status validate_http(const struct cfg *c, struct cfg_error *err)
     return HKV_OK;
 }
 
+int cfg_local_map(const struct cfg *c)
+{
+    return c->leaf_moves &&
+           (c->cluster[0] == '\0' || strcmp(c->cluster, CFG_LOCAL_CLUSTER) == 0);
+}
+
+hkv_status cfg_local_cluster(struct cfg *c)
+{
+    if (!cfg_local_map(c) || c->cluster[0] != '\0')
+        return HKV_OK;
+    char *cl = strdup(CFG_LOCAL_CLUSTER);
+    char *host = c->host[0] != '\0' ? NULL : strdup(c->colo);
+    if (cl == NULL || (c->host[0] == '\0' && host == NULL)) {
+        free(cl);
+        free(host);
+        return HKV_ENOMEM;
+    }
+    free(c->cluster);
+    c->cluster = cl;
+    if (host != NULL) {
+        free(c->host);
+        c->host = host;
+    }
+    return HKV_OK;
+}
+
 hkv_status cfg_validate(const struct cfg *c, struct cfg_error *err)
 {
     char a[32], b[32];
+    if (c->leaf_moves && !cfg_local_map(c))
+        return invalid(err, "leaf-moves is for a single host (no cluster): a cluster's leaves "
+                            "always move, its map is in etcd");
+    if (cfg_local_map(c) && c->hot_owners + c->cold_owners < 1)
+        return invalid(err, "hot-owners + cold-owners must be at least 1");
+    if (cfg_local_map(c) && c->owner_port != 0)
+        return invalid(err, "owner-port is for a cluster: with leaf-moves, every owner is on "
+                            "this host");
     if (c->nbind < 1)
         return invalid(err, "at least one bind address is needed");
     if (c->edge_workers < 1)

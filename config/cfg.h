@@ -175,6 +175,7 @@ struct cfg {
     /* the cluster (../shared/CLUSTER.md); off while `cluster` is "" */
     char *cluster;               /* cluster name (restart-only); "" = single host, no etcd */
     char *host;                  /* this host's name in the cluster (restart-only) */
+    int leaf_moves;              /* a single host moves leaves: the map in a local store */
     char **etcd_endpoints;       /* "http[s]://ADDR:PORT", tried in order (reloadable) */
     size_t netcd_endpoints;
     char *etcd_user;             /* "" = no etcd auth (reloadable) */
@@ -249,6 +250,18 @@ hkv_status cfg_apply(struct cfg *c, int argc, char **argv, const char *origin,
  * least one bind address, a default class, pools with owners for every class
  * that uses them ...).  HKV_OK or HKV_EINVAL with err filled. */
 hkv_status cfg_validate(const struct cfg *c, struct cfg_error *err);
+
+/* A single host that moves leaves (`leaf-moves yes` without a cluster): its
+ * map lives in a local store the agent owns (server/agent/etcd_local.h),
+ * not in etcd.  Such a host runs as a cluster of one, named
+ * CFG_LOCAL_CLUSTER, whose host is named after its colo:
+ * cfg_local_cluster() sets `cluster` and `host` so (the master and
+ * hotkvd-admin call it once the file is validated; the children receive the
+ * result), and cfg_local_map() says whether a config is such a host (the
+ * cluster's own name with `leaf-moves yes`). */
+#define CFG_LOCAL_CLUSTER "local"
+int cfg_local_map(const struct cfg *c);
+hkv_status cfg_local_cluster(struct cfg *c);
 
 /* The whole config as canonical text that cfg_load_text accepts and that
  * reproduces an equal config.  Returns a malloc'd NUL-terminated string the

@@ -200,6 +200,8 @@ static const char *check_tls_protocols(const char *s)
       "cluster name, [A-Za-z0-9_-]{0,32}; \"\" = a single host, no etcd")                         \
     X("host", STRING, host, host, "\"\"", 0, 0, 0, .check = check_cluster,                        \
       "this host's name in the cluster, [A-Za-z0-9_-]{1,32} (needed with cluster)")             \
+    X("leaf-moves", BOOL, leaf_moves, leaf_moves, "no", 0, 0, 0, NOX,                            \
+      "a single host moves and splits leaves (map in dir/leaf-map.store, no etcd)")             \
     X("etcd-endpoints", STRLIST, etcd_endpoints, netcd_endpoints, "http://127.0.0.1:2379", 1, 16, \
       R, .check = check_nonempty, "etcd client URLs (http:// or https://), tried in order")      \
     X("etcd-user", STRING, etcd_user, etcd_user, "\"\"", 0, 0, R, NOX,                           \

@@ -19,7 +19,8 @@ static void usage(FILE *f)
                "       hotkvd-admin CONFIG leaf split POOL LEAF\n"
                "       hotkvd-admin CONFIG leaf move POOL LEAF TO [--wait MS]\n"
                "       hotkvd-admin --version | --help\n\n"
-               "CONFIG is the hotkvd.conf of a cluster host (cluster, etcd-endpoints, etcd-*).\n"
+               "CONFIG is the hotkvd.conf of a cluster host (cluster, etcd-endpoints, etcd-*),\n"
+               "or of a single host with leaf-moves yes (its agent's store, via DIR/leaf-map.sock).\n"
                "LEAF is BITS-PREFIX as `leaf list` prints it (6-0000002c); TO an owner number or id.\n"
                "Exit status 0, or 1 with the reason when etcd cannot be reached.\n");
 }
@@ -48,7 +49,7 @@ int main(int argc, char **argv)
     }
     int code;
     if (cfg->cluster == NULL || cfg->cluster[0] == '\0') {
-        fprintf(stderr, "hotkvd-admin: '%s' names no `cluster`: a single host has no cluster "
+        fprintf(stderr, "hotkvd-admin: '%s' names no `cluster` (nor leaf-moves yes): a single host has no cluster "
                 "status\n", argv[1]);
         code = 1;
     } else {

@@ -73,6 +73,10 @@ static int cluster_init(int argc, char **argv)
     if (cfg->cluster == NULL || cfg->cluster[0] == '\0') {
         fprintf(stderr, "hotkvd: --cluster-init: '%s' names no `cluster`\n", argv[2]);
         code = 1;
+    } else if (cfg_local_map(cfg)) {
+        fprintf(stderr, "hotkvd: --cluster-init: '%s' is a single host with leaf-moves: its "
+                "agent makes the map at its first start\n", argv[2]);
+        code = 1;
     } else {
         code = agent_cluster_init(cfg, owners, bits, stdout, stderr);
     }

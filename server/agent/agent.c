@@ -23,7 +23,10 @@
 #include <unistd.h>
 
 #include "proto/hkv.h"
+#include "server/agent/agent_admin.h"
 #include "server/agent/agent_ctl.h"
+#include "server/agent/agent_sync.h"
+#include "server/agent/etcd_local.h"
 #include "server/agent/agent_int.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
@@ -41,9 +44,10 @@ static uint64_t new_incarnation(void)
     return v;
 }
 
-static struct etcd_opts opts_of(const struct cfg *cfg)
+static struct etcd_opts opts_of(const struct agent *a, const struct cfg *cfg)
 {
     return (struct etcd_opts){
+        .local_path = a->store_path[0] != '\0' ? a->store_path : NULL,
         .endpoints = cfg->etcd_endpoints,
         .nendpoints = cfg->netcd_endpoints,
         .user = cfg->etcd_user,
@@ -101,7 +105,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 static void on_reload(void *arg, const struct cfg *next)
 {
     struct agent *a = arg;
-    struct etcd_opts o = opts_of(next);
+    struct etcd_opts o = opts_of(a, next);
     if (etcd_set_opts(a->etcd, &o) != HKV_OK)
         log_warning("etcd settings not applied; the previous ones stay");
 }
@@ -135,6 +139,33 @@ static void on_stop(void *arg, int fast)
     event_base_once(a->base, -1, EV_TIMEOUT, on_stop_timeout, a, &tv);
 }
 
+/* A single host with leaf-moves: the store's map made at the first start,
+ * exactly as --cluster-init makes it for this host's owners (before the
+ * loop runs: the waits below run it themselves).  0, or -1 (logged). */
+static int init_local(struct agent *a)
+{
+    char *out = NULL, *err = NULL;
+    size_t olen = 0, elen = 0;
+    FILE *fo = open_memstream(&out, &olen), *fe = open_memstream(&err, &elen);
+    struct agent_sync *s = agent_sync_wrap(a->base, a->etcd, 10000);
+    int code = 1;
+    if (fo != NULL && fe != NULL && s != NULL)
+        code = agent_cluster_init_with(s, a->ctx->cfg, NULL, AGENT_INIT_BITS, fo, fe);
+    agent_sync_destroy(&s);
+    if (fo != NULL)
+        fclose(fo);
+    if (fe != NULL)
+        fclose(fe);
+    if (code == 0 && out != NULL && strstr(out, "already initialised") == NULL)
+        log_notice("leaf map made in %s: %s", a->store_path, out);
+    else if (code != 0)
+        log_warning("cannot make the leaf map in %s: %s", a->store_path,
+                    err != NULL && err[0] ? err : "out of memory");
+    free(out);
+    free(err);
+    return code == 0 ? 0 : -1;
+}
+
 static int setup(struct agent *a, struct worker_ctx *ctx, char *map_path, char *state_path,
                  size_t len)
 {
@@ -154,6 +185,8 @@ static int setup(struct agent *a, struct worker_ctx *ctx, char *map_path, char *
     a->plen = (size_t)n;
     a->elen = etcd_prefix_end(a->prefix, a->plen, a->prefix_end);
     snprintf(map_path, len, "%s/%s", cfg->dir, AGENT_MAP_FILE);
+    if (cfg_local_map(cfg))
+        snprintf(a->store_path, sizeof(a->store_path), "%s/%s", cfg->dir, ETCD_LOCAL_FILE);
     snprintf(state_path, len, "%s/%s", cfg->dir, AGENT_STATE_FILE);
     a->base = event_base_new();
     a->map = agent_map_create(cfg->cluster);
@@ -166,9 +199,11 @@ static int setup(struct agent *a, struct worker_ctx *ctx, char *map_path, char *
     agent_health_push(a);
     a->reading = 1;
     a->tick = event_new(a->base, -1, EV_PERSIST, on_tick, a);
-    struct etcd_opts o = opts_of(cfg);
+    struct etcd_opts o = opts_of(a, cfg);
     a->etcd = etcd_create(a->base, &o);
     if (a->tick == NULL || a->etcd == NULL)
+        return -1;
+    if (a->store_path[0] != '\0' && init_local(a) != 0)
         return -1;
     return 0;
 }
@@ -192,12 +227,18 @@ int agent_main(struct worker_ctx *ctx)
     if (a->saver == NULL)
         goto out;
     a->ctl = agent_ctl_start(a); /* NULL: logged; the host serves, moves nothing */
+    if (a->store_path[0] != '\0') {
+        char sock[TOPO_PATH_MAX + 32], why[256];
+        snprintf(sock, sizeof(sock), "%s/%s", ctx->cfg->dir, ETCD_REMOTE_SOCKET);
+        a->rserver = etcd_remote_serve(a->base, a->etcd, sock, why, sizeof(why));
+        if (a->rserver == NULL)
+            log_warning("agent: hotkvd-admin cannot reach the leaf map (%s): %s", sock, why);
+    }
     struct timeval tv = {0, TICK_MS * 1000};
     event_add(a->tick, &tv);
     log_verbose("agent for cluster %s, host %s: %d owner(s), %d edge(s), etcd %s%s", ctx->cfg->cluster,
-                ctx->cfg->host, a->nowners, a->nedges,
-                ctx->cfg->netcd_endpoints > 0 ? ctx->cfg->etcd_endpoints[0] : "(none)",
-                ctx->cfg->netcd_endpoints > 1 ? " ..." : "");
+                ctx->cfg->host, a->nowners, a->nedges, etcd_endpoint(a->etcd),
+                ctx->cfg->netcd_endpoints > 1 && a->store_path[0] == '\0' ? " ..." : "");
     worker_ready(a->w);
     on_tick(-1, 0, a);
     event_base_dispatch(a->base);
@@ -205,6 +246,7 @@ int agent_main(struct worker_ctx *ctx)
 out:
     if (a != NULL) {
         agent_watch_stop(a);
+        etcd_remote_serve_stop(&a->rserver);
         if (a->etcd != NULL)
             etcd_destroy(&a->etcd); /* no etcd callback runs after this */
         agent_ctl_stop(&a->ctl);

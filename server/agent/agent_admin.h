@@ -50,6 +50,11 @@
 /* owners: "ID,ID,..." or NULL for the config's own; bits: leaf depth. */
 int agent_cluster_init(const struct cfg *cfg, const char *owners, int bits, FILE *out,
                        FILE *err);
+/* The same through a client the caller made (agent_sync_wrap): the agent of
+ * a single host with leaf-moves runs it on its local store at first start. */
+struct agent_sync;
+int agent_cluster_init_with(struct agent_sync *s, const struct cfg *cfg, const char *owners,
+                            int bits, FILE *out, FILE *err);
 int agent_admin_status(const struct cfg *cfg, FILE *out, FILE *err);
 /* argv[0..argc): "list" | "split" POOL LEAF | "move" POOL LEAF TO [--wait MS]. */
 int agent_admin_leaf(const struct cfg *cfg, int argc, char **argv, FILE *out, FILE *err);

@@ -191,9 +191,17 @@ static int create_batch(struct agent_sync *s, const struct plan *p, size_t from,
 
 int agent_cluster_init(const struct cfg *cfg, const char *owners, int bits, FILE *out, FILE *err)
 {
+    struct agent_sync *s = agent_sync_create(cfg);
+    int code = agent_cluster_init_with(s, cfg, owners, bits, out, err);
+    agent_sync_destroy(&s);
+    return code;
+}
+
+int agent_cluster_init_with(struct agent_sync *s, const struct cfg *cfg, const char *owners,
+                            int bits, FILE *out, FILE *err)
+{
     char why[512], key[AGENT_KEY_MAX];
     struct plan *p = calloc(1, sizeof(*p));
-    struct agent_sync *s = agent_sync_create(cfg);
     struct sync_res r = {0};
     int code = 1;
     if (p == NULL || s == NULL) {
@@ -273,7 +281,6 @@ int agent_cluster_init(const struct cfg *cfg, const char *owners, int bits, FILE
     code = 0;
 out:
     agent_sync_free(&r);
-    agent_sync_destroy(&s);
     if (p != NULL)
         free(p->items);
     free(p);

@@ -33,6 +33,7 @@
 #include "server/agent/agent_map.h"
 #include "server/agent/agent_save.h"
 #include "server/agent/etcd.h"
+#include "server/agent/etcd_remote.h"
 #include "server/core/cmap.h"
 #include "server/core/topo.h"
 
@@ -58,6 +59,10 @@ struct agent {
     struct agent_saver *saver;
     struct cmap_table *scratch;    /* a heap table for loads and snapshots */
     struct agent_ctl *ctl;         /* the owners' control channel (agent_ctl.h); NULL: none */
+    /* a single host with leaf-moves (cfg_local_map): the map's local store
+     * and the socket hotkvd-admin reaches it through (etcd_remote.h) */
+    char store_path[TOPO_PATH_MAX];
+    struct etcd_rserver *rserver;
     struct event *tick;
     int stopping;
     uint64_t incarnation;          /* this agent process */

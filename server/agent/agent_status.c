@@ -127,7 +127,7 @@ int agent_admin_status(const struct cfg *cfg, FILE *out, FILE *err)
         }
     }
     fprintf(out, "cluster %s revision %lld etcd %s%s\n", cfg->cluster, (long long)r.revision,
-            cfg->netcd_endpoints ? cfg->etcd_endpoints[0] : "-", initialised ? "" : " (not initialised: hotkvd --cluster-init)");
+            etcd_endpoint(agent_sync_etcd(s)), initialised ? "" : " (not initialised: hotkvd --cluster-init)");
     print_hosts(out, hosts, nhosts);
     const struct cmap_table *t;
     /* a map that does not validate is still shown, as the keys say */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "proto/hkv.h"
+#include "server/agent/etcd_remote.h"
 
 #define PAGE 1000
 
@@ -19,6 +20,8 @@ struct agent_sync {
     struct etcd *etcd;
     int64_t guard_ms;
     int done;
+    int borrowed;                  /* base and etcd are the caller's */
+    char sock[4200];
     struct sync_res res;
 };
 
@@ -36,6 +39,10 @@ struct agent_sync *agent_sync_create(const struct cfg *cfg)
         .timeout_ms = cfg->etcd_timeout_ms,
         .max_body = 64u << 20,
     };
+    if (cfg_local_map(cfg)) { /* no etcd: the agent's local store, through its socket */
+        snprintf(s->sock, sizeof(s->sock), "%s/%s", cfg->dir, ETCD_REMOTE_SOCKET);
+        o.local_socket = s->sock;
+    }
     s->guard_ms = 2 * cfg->etcd_timeout_ms + 1000;
     s->base = event_base_new();
     if (s->base != NULL)
@@ -47,11 +54,27 @@ struct agent_sync *agent_sync_create(const struct cfg *cfg)
     return s;
 }
 
+struct agent_sync *agent_sync_wrap(struct event_base *base, struct etcd *e, int64_t guard_ms)
+{
+    struct agent_sync *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return NULL;
+    s->base = base;
+    s->etcd = e;
+    s->guard_ms = guard_ms;
+    s->borrowed = 1;
+    return s;
+}
+
 void agent_sync_destroy(struct agent_sync **sp)
 {
     struct agent_sync *s = *sp;
     if (s == NULL)
         return;
+    if (s->borrowed) {
+        s->etcd = NULL;
+        s->base = NULL;
+    }
     if (s->etcd != NULL)
         etcd_destroy(&s->etcd);
     if (s->base != NULL)

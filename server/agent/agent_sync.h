@@ -2,7 +2,7 @@
  * agent_sync.h - etcd calls that wait, for the command line tools only
  * (agent_admin.h): each call runs a private loop until its answer, which is
  * copied (keys, values, the txn's outcome) so it outlives the callback.
- * Never used in a daemon process: it blocks.  A call's wait is bounded by
+ * Never used in a daemon process once its loop runs: it blocks.  A call's wait is bounded by
  * the client's own deadline (etcd-timeout) and, whatever happens, by twice
  * that plus a second.
  */
@@ -33,6 +33,10 @@ struct sync_res {
 struct agent_sync;
 
 struct agent_sync *agent_sync_create(const struct cfg *cfg);
+/* The same over a client and loop the caller owns (and keeps: destroy
+ * frees only the wrapper); guard_ms bounds each wait.  The agent uses it
+ * once, before its loop runs, to make a local store's first map. */
+struct agent_sync *agent_sync_wrap(struct event_base *base, struct etcd *e, int64_t guard_ms);
 void agent_sync_destroy(struct agent_sync **s);
 /* The client, to issue a call with agent_sync_cb / the sync as cb/arg;
  * then agent_sync_wait. */

@@ -134,6 +134,11 @@ static int needs_dns(const struct etcd *e)
 
 int etcd_opts_check(const struct etcd_opts *o, char *err, size_t errlen)
 {
+    if (o->local_path != NULL || o->local_socket != NULL) {
+        if (errlen > 0)
+            err[0] = '\0';
+        return HKV_OK;
+    }
     struct etcd tmp;
     memset(&tmp, 0, sizeof(tmp));
     int rc = load_opts(&tmp, o, err, errlen);
@@ -148,6 +153,36 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     run(arg);
 }
 
+/* A client of the local store (o->local_path) or of an agent's
+ * (o->local_socket); NULL on failure. */
+static struct etcd *create_local(struct etcd *e, const struct etcd_opts *o)
+{
+    char err[512];
+    const char *where = o->local_path != NULL ? o->local_path : o->local_socket;
+    size_t len = strlen(where) + 8;
+    e->local_name = malloc(len);
+    if (e->local_name == NULL)
+        goto fail;
+    snprintf(e->local_name, len, "local:%s", where);
+    if (o->local_path != NULL) {
+        e->local = etcd_local_create(e->base, o->local_path, err, sizeof(err));
+        if (e->local == NULL) {
+            fprintf(stderr, "hotkvd: local leaf map store: %s\n", err);
+            goto fail;
+        }
+    } else {
+        e->remote = etcd_remote_create(e->base, o->local_socket,
+                                       o->timeout_ms > 0 ? o->timeout_ms : ETCD_DEFAULT_TIMEOUT_MS);
+        if (e->remote == NULL)
+            goto fail;
+    }
+    return e;
+fail:
+    free(e->local_name);
+    free(e);
+    return NULL;
+}
+
 struct etcd *etcd_create(struct event_base *base, const struct etcd_opts *o)
 {
     struct etcd *e = calloc(1, sizeof(*e));
@@ -155,6 +190,8 @@ struct etcd *etcd_create(struct event_base *base, const struct etcd_opts *o)
         return NULL;
     char err[256];
     e->base = base;
+    if (o->local_path != NULL || o->local_socket != NULL)
+        return create_local(e, o);
     TAILQ_INIT(&e->queue);
     e->watches.next = e->watches.prev = &e->watches;
     e->kick = event_new(base, -1, 0, on_kick, e);
@@ -175,6 +212,9 @@ void etcd_destroy(struct etcd **ep)
     *ep = NULL;
     if (e->dead != NULL)
         *e->dead = 1;
+    etcd_local_destroy(&e->local);
+    etcd_remote_destroy(&e->remote);
+    free(e->local_name);
     /* cut the watches loose first: they hold connections of their own */
     while (e->watches.next != NULL && e->watches.next != &e->watches) {
         struct etcd_wlink *l = e->watches.next;
@@ -201,6 +241,8 @@ void etcd_destroy(struct etcd **ep)
 
 int etcd_set_opts(struct etcd *e, const struct etcd_opts *o)
 {
+    if (e->local_name != NULL)
+        return HKV_OK; /* a local store has no option to change */
     struct etcd fresh;
     char err[256];
     memset(&fresh, 0, sizeof(fresh));
@@ -237,6 +279,8 @@ int etcd_set_opts(struct etcd *e, const struct etcd_opts *o)
 
 const char *etcd_endpoint(const struct etcd *e)
 {
+    if (e->local_name != NULL)
+        return e->local_name;
     return e->endpoints[e->cur];
 }
 
@@ -469,6 +513,15 @@ static int queue_call(struct etcd *e, struct etcd_call *c, int rc, etcd_cb cb, v
     return HKV_OK;
 }
 
+/* A call for an agent's store (etcd_remote.h), its body encoded in b. */
+static int forward(struct etcd *e, struct hkv_buf *b, int rc, etcd_cb cb, void *arg)
+{
+    if (rc == HKV_OK)
+        rc = etcd_remote_call(e->remote, b, cb, arg);
+    buf_deinit(b);
+    return rc;
+}
+
 size_t etcd_prefix_end(const char *prefix, size_t plen, char *out)
 {
     memcpy(out, prefix, plen);
@@ -487,6 +540,14 @@ size_t etcd_prefix_end(const char *prefix, size_t plen, char *out)
 int etcd_range(struct etcd *e, const char *key, size_t klen, const char *end, size_t elen,
                int64_t revision, int64_t limit, etcd_cb cb, void *arg)
 {
+    if (e->local != NULL)
+        return etcd_local_range(e->local, key, klen, end, elen, revision, limit, cb, arg);
+    if (e->remote != NULL) {
+        struct hkv_buf b = HKV_BUF_INIT;
+        int rc = cb == NULL ? HKV_EINVAL
+                            : etcd_remote_req_range(&b, key, klen, end, elen, revision, limit);
+        return forward(e, &b, rc, cb, arg);
+    }
     struct etcd_call *c = etcd_call_new(ETCD_K_RANGE, "/v3/kv/range");
     return queue_call(e, c, c ? etcd_req_range(&c->body, key, klen, end, elen, revision, limit) : 0,
                       cb, arg);
@@ -495,6 +556,13 @@ int etcd_range(struct etcd *e, const char *key, size_t klen, const char *end, si
 int etcd_put(struct etcd *e, const char *key, size_t klen, const char *val, size_t vlen,
              int64_t lease, etcd_cb cb, void *arg)
 {
+    if (e->local != NULL || e->remote != NULL) {
+        if (key == NULL || klen == 0)
+            return HKV_EINVAL;
+        struct etcd_op op = {.kind = ETCD_OP_PUT, .key = key, .klen = klen, .value = val,
+                             .vlen = vlen, .lease = lease};
+        return etcd_txn(e, NULL, 0, &op, 1, NULL, 0, cb, arg);
+    }
     struct etcd_call *c = etcd_call_new(ETCD_K_PUT, "/v3/kv/put");
     return queue_call(e, c, c ? etcd_req_put(&c->body, key, klen, val, vlen, lease) : 0, cb, arg);
 }
@@ -502,6 +570,13 @@ int etcd_put(struct etcd *e, const char *key, size_t klen, const char *val, size
 int etcd_delete(struct etcd *e, const char *key, size_t klen, const char *end, size_t elen,
                 etcd_cb cb, void *arg)
 {
+    if (e->local != NULL || e->remote != NULL) {
+        if (key == NULL || klen == 0)
+            return HKV_EINVAL;
+        struct etcd_op op = {.kind = ETCD_OP_DELETE, .key = key, .klen = klen, .end = end,
+                             .elen = elen};
+        return etcd_txn(e, NULL, 0, &op, 1, NULL, 0, cb, arg);
+    }
     struct etcd_call *c = etcd_call_new(ETCD_K_DELETE, "/v3/kv/deleterange");
     return queue_call(e, c, c ? etcd_req_delete(&c->body, key, klen, end, elen) : 0, cb, arg);
 }
@@ -509,6 +584,14 @@ int etcd_delete(struct etcd *e, const char *key, size_t klen, const char *end, s
 int etcd_txn(struct etcd *e, const struct etcd_cmp *cmp, size_t ncmp, const struct etcd_op *ok,
              size_t nok, const struct etcd_op *fail, size_t nfail, etcd_cb cb, void *arg)
 {
+    if (e->local != NULL)
+        return etcd_local_txn(e->local, cmp, ncmp, ok, nok, fail, nfail, cb, arg);
+    if (e->remote != NULL) {
+        struct hkv_buf b = HKV_BUF_INIT;
+        int rc = cb == NULL ? HKV_EINVAL
+                            : etcd_remote_req_txn(&b, cmp, ncmp, ok, nok, fail, nfail);
+        return forward(e, &b, rc, cb, arg);
+    }
     struct etcd_call *c = etcd_call_new(ETCD_K_TXN, "/v3/kv/txn");
     return queue_call(e, c, c ? etcd_req_txn(&c->body, cmp, ncmp, ok, nok, fail, nfail) : 0, cb,
                       arg);
@@ -516,6 +599,13 @@ int etcd_txn(struct etcd *e, const struct etcd_cmp *cmp, size_t ncmp, const stru
 
 int etcd_lease_grant(struct etcd *e, int64_t ttl_s, etcd_cb cb, void *arg)
 {
+    if (e->local != NULL)
+        return etcd_local_lease_grant(e->local, ttl_s, cb, arg);
+    if (e->remote != NULL) {
+        struct hkv_buf b = HKV_BUF_INIT;
+        int rc = cb == NULL || ttl_s <= 0 ? HKV_EINVAL : etcd_remote_req_int(&b, ETCD_R_GRANT, ttl_s);
+        return forward(e, &b, rc, cb, arg);
+    }
     struct etcd_call *c = etcd_call_new(ETCD_K_GRANT, "/v3/lease/grant");
     return queue_call(e, c, ttl_s <= 0 ? HKV_EINVAL : c ? etcd_req_int(&c->body, "TTL", ttl_s) : 0,
                       cb, arg);
@@ -523,6 +613,13 @@ int etcd_lease_grant(struct etcd *e, int64_t ttl_s, etcd_cb cb, void *arg)
 
 int etcd_lease_keepalive(struct etcd *e, int64_t id, etcd_cb cb, void *arg)
 {
+    if (e->local != NULL)
+        return etcd_local_lease_keepalive(e->local, id, cb, arg);
+    if (e->remote != NULL) {
+        struct hkv_buf b = HKV_BUF_INIT;
+        int rc = cb == NULL || id <= 0 ? HKV_EINVAL : etcd_remote_req_int(&b, ETCD_R_KEEPALIVE, id);
+        return forward(e, &b, rc, cb, arg);
+    }
     struct etcd_call *c = etcd_call_new(ETCD_K_KEEPALIVE, "/v3/lease/keepalive");
     return queue_call(e, c, id <= 0 ? HKV_EINVAL : c ? etcd_req_int(&c->body, "ID", id) : 0, cb,
                       arg);
@@ -530,6 +627,13 @@ int etcd_lease_keepalive(struct etcd *e, int64_t id, etcd_cb cb, void *arg)
 
 int etcd_lease_revoke(struct etcd *e, int64_t id, etcd_cb cb, void *arg)
 {
+    if (e->local != NULL)
+        return etcd_local_lease_revoke(e->local, id, cb, arg);
+    if (e->remote != NULL) {
+        struct hkv_buf b = HKV_BUF_INIT;
+        int rc = cb == NULL || id <= 0 ? HKV_EINVAL : etcd_remote_req_int(&b, ETCD_R_REVOKE, id);
+        return forward(e, &b, rc, cb, arg);
+    }
     struct etcd_call *c = etcd_call_new(ETCD_K_REVOKE, "/v3/lease/revoke");
     return queue_call(e, c, id <= 0 ? HKV_EINVAL : c ? etcd_req_int(&c->body, "ID", id) : 0, cb,
                       arg);

@@ -40,6 +40,13 @@ struct etcd_opts {
     const char *ca_file;           /* https: CA file, "" or NULL = the system's */
     int64_t timeout_ms;            /* one unary call, connect included (<= 0: 2000) */
     size_t max_body;               /* largest answer (and watch line) accepted (0: 4 MiB) */
+    /* Not NULL: no etcd at all, the local store in this file instead
+     * (etcd_local.h: a single host moving leaves); the endpoints and the
+     * rest are ignored.  The calls and watches below behave the same. */
+    const char *local_path;
+    /* Not NULL (and no local_path): the local store of the agent listening
+     * on this Unix socket (etcd_remote.h: hotkvd-admin on such a host). */
+    const char *local_socket;
 };
 
 struct etcd_kv {

@@ -22,6 +22,8 @@
 
 #include "proto/buf.h"
 #include "server/agent/etcd.h"
+#include "server/agent/etcd_local.h"
+#include "server/agent/etcd_remote.h"
 #include "server/agent/etcd_msg.h"
 #include "server/agent/http.h"
 
@@ -78,6 +80,9 @@ struct etcd {
     char *token;                  /* after authenticate */
     struct etcd_wlink watches;    /* list head */
     int *dead;                    /* set by etcd_destroy during a callback */
+    struct etcd_local *local;     /* not NULL: every call goes to the local store */
+    struct etcd_remote *remote;   /* not NULL: every call goes to an agent's store */
+    char *local_name;             /* "local:PATH": etcd_endpoint */
 };
 
 struct etcd_call *etcd_call_new(enum etcd_kind kind, const char *path);

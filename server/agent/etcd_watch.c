@@ -28,6 +28,7 @@
 
 struct etcd_watch {
     struct etcd_wlink link;          /* first: the client's list */
+    struct etcd_lwatch *lw;          /* a watch of the local store: all the rest unused */
     struct etcd *e;                  /* NULL once the client is gone */
     char *key, *end;
     size_t klen, elen;
@@ -244,8 +245,18 @@ struct etcd_watch *etcd_watch(struct etcd *e, const char *key, size_t klen, cons
                               size_t elen, int64_t start_revision, int64_t idle_timeout_ms,
                               etcd_watch_cb cb, void *arg)
 {
-    if (key == NULL || klen == 0 || start_revision < 0 || cb == NULL)
+    if (key == NULL || klen == 0 || start_revision < 0 || cb == NULL || e->remote != NULL)
         return NULL;
+    if (e->local != NULL) {
+        struct etcd_watch *w = calloc(1, sizeof(*w));
+        if (w != NULL)
+            w->lw = etcd_local_watch(e->local, key, klen, end, elen, start_revision, cb, arg);
+        if (w != NULL && w->lw == NULL) {
+            free(w);
+            w = NULL;
+        }
+        return w;
+    }
     struct etcd_watch *w = calloc(1, sizeof(*w));
     struct etcd_call *step = etcd_call_new(ETCD_K_RANGE, NULL);
     if (w != NULL) {
@@ -296,6 +307,11 @@ void etcd_watch_cancel(struct etcd_watch **wp)
     if (w == NULL)
         return;
     *wp = NULL;
+    if (w->lw != NULL) {
+        etcd_local_watch_cancel(&w->lw);
+        free(w);
+        return;
+    }
     if (w->dead != NULL)
         *w->dead = 1;
     if (w->e != NULL) {

@@ -38,6 +38,10 @@ struct cfg *master_load_config(const struct master_opts *o, struct cfg_error *er
             goto fail;
     if (cfg_validate(c, err) != HKV_OK)
         goto fail;
+    if (cfg_local_cluster(c) != HKV_OK) { /* leaf-moves: a cluster of one */
+        snprintf(err->msg, sizeof(err->msg), "out of memory");
+        goto fail;
+    }
     return c;
 fail:
     cfg_destroy(&c);

@@ -191,13 +191,13 @@ START_TEST(new_options_move_later_calls)
     struct etcd *e = client(eps, 1, NULL, NULL, NULL, 2000);
     ck_assert_int_eq(put(e, "/t/reload/a", "1", 0).status, HKV_EIO);
     const char *live[] = {etcd.url};
-    struct etcd_opts o = {(char *const *)live, 1, NULL, NULL, NULL, 2000, 0};
+    struct etcd_opts o = {(char *const *)live, 1, NULL, NULL, NULL, 2000, 0, NULL, NULL};
     ck_assert_int_eq(etcd_set_opts(e, &o), HKV_OK);
     ck_assert_str_eq(etcd_endpoint(e), etcd.url);
     ck_assert_int_eq(put(e, "/t/reload/a", "1", 0).status, HKV_OK);
     /* bad new options are refused and the old ones stay */
     const char *bad[] = {"tcp://x"};
-    struct etcd_opts ob = {(char *const *)bad, 1, NULL, NULL, NULL, 2000, 0};
+    struct etcd_opts ob = {(char *const *)bad, 1, NULL, NULL, NULL, 2000, 0, NULL, NULL};
     ck_assert_int_eq(etcd_set_opts(e, &ob), HKV_EINVAL);
     ck_assert_str_eq(get(e, "/t/reload/a", NULL).vals[0], "1");
     etcd_destroy(&e);
@@ -436,7 +436,7 @@ START_TEST(tls_with_the_right_ca_and_name_works_and_others_fail)
     etcd_destroy(&e);
     /* a CA file that does not exist is refused up front */
     char err[256];
-    struct etcd_opts o = {(char *const *)eps, 1, NULL, NULL, "/nonexistent/ca.crt", 3000, 0};
+    struct etcd_opts o = {(char *const *)eps, 1, NULL, NULL, "/nonexistent/ca.crt", 3000, 0, NULL, NULL};
     ck_assert_int_eq(etcd_opts_check(&o, err, sizeof(err)), HKV_EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "/nonexistent/ca.crt"));
     ck_assert_ptr_null(etcd_create(base, &o));

@@ -115,7 +115,7 @@ static inline struct got wait_got(struct got *g, int ms)
 static inline struct etcd *client(const char *const *eps, size_t n, const char *user, const char *pw,
                            const char *ca, int64_t timeout_ms)
 {
-    struct etcd_opts o = {(char *const *)eps, n, user, pw, ca, timeout_ms, 1 << 20};
+    struct etcd_opts o = {(char *const *)eps, n, user, pw, ca, timeout_ms, 1 << 20, NULL, NULL};
     char err[256];
     ck_assert_msg(etcd_opts_check(&o, err, sizeof(err)) == HKV_OK, "%s", err);
     struct etcd *e = etcd_create(base, &o);

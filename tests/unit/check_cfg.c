@@ -1291,6 +1291,48 @@ START_TEST(cidr_ranges_match_addresses)
 }
 END_TEST
 
+/* leaf-moves: a single host only; the cluster of one it runs as */
+START_TEST(leaf_moves_is_for_a_single_host_and_makes_a_cluster_of_one)
+{
+    struct cfg_error err;
+    struct cfg *c = cfg_create();
+    ck_assert_int_eq(c->leaf_moves, 0);
+    ck_assert_int_eq(cfg_local_map(c), 0);
+    ck_assert_int_eq(cfg_local_cluster(c), HKV_OK);
+    ck_assert_str_eq(c->cluster, ""); /* default: the fixed map, as always */
+    ck_assert_int_eq(load_str(c, "leaf-moves yes\ncolo east\nhot-owners 2\n", &err), HKV_OK);
+    ck_assert_int_eq(cfg_validate(c, &err), HKV_OK);
+    ck_assert_int_eq(cfg_local_map(c), 1);
+    ck_assert_int_eq(cfg_local_cluster(c), HKV_OK);
+    ck_assert_str_eq(c->cluster, CFG_LOCAL_CLUSTER);
+    ck_assert_str_eq(c->host, "east");
+    /* what the children receive says the same and validates */
+    ck_assert_int_eq(cfg_validate(c, &err), HKV_OK);
+    ck_assert_int_eq(cfg_local_map(c), 1);
+    cfg_destroy(&c);
+    /* not with a cluster of etcd's */
+    c = cfg_create();
+    ck_assert_int_eq(load_str(c, "leaf-moves yes\ncluster prod\nhost h1\n", &err), HKV_OK);
+    ck_assert_int_eq(cfg_validate(c, &err), HKV_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "leaf-moves is for a single host"));
+    cfg_destroy(&c);
+    /* no owner-port (every owner is local), and owners are needed */
+    c = cfg_create();
+    ck_assert_int_eq(load_str(c, "leaf-moves yes\nowner-port 7000\n", &err), HKV_OK);
+    ck_assert_int_eq(cfg_validate(c, &err), HKV_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "owner-port is for a cluster"));
+    cfg_destroy(&c);
+    c = cfg_create();
+    ck_assert_int_eq(load_str(c, "leaf-moves yes\nhot-owners 0\ncold-owners 0\n", &err), HKV_OK);
+    ck_assert_int_eq(cfg_validate(c, &err), HKV_EINVAL);
+    cfg_destroy(&c);
+    /* a bad value */
+    c = cfg_create();
+    ck_assert_int_eq(load_str(c, "leaf-moves maybe\n", &err), HKV_EINVAL);
+    cfg_destroy(&c);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t1, const TTest *t2, const TTest *t3)
 {
     TCase *tc = tcase_create(name);
@@ -1306,6 +1348,7 @@ static void add(Suite *s, const char *name, const TTest *t1, const TTest *t2, co
 Suite *cfg_suite(void)
 {
     Suite *s = suite_create("cfg");
+    add(s, "leaf_moves", leaf_moves_is_for_a_single_host_and_makes_a_cluster_of_one, NULL, NULL);
     add(s, "defaults", defaults_match_the_documented_values,
         option_table_lists_every_directive_once, NULL);
     add(s, "docs", option_syntax_states_type_and_bounds,

@@ -1,0 +1,212 @@
+/*
+ * check_move_local.c - leaf moves and splits on a single host WITHOUT etcd
+ * (`leaf-moves yes`, no cluster): the agent keeps the map in
+ * dir/leaf-map.store and hotkvd-admin reaches it through the agent's socket.
+ * One host, two hot owners, the map made by the agent at its first start.
+ *
+ *   - a split changes nothing a client sees, and both halves stay with the
+ *     owner;
+ *   - a leaf moves to the other owner and back while a writer writes to it
+ *     steadily and a reader reads it: no write fails, every acknowledged
+ *     write reads back, no read goes back;
+ *   - kill -9 of the whole daemon after a move, then a start on the same
+ *     dir: the leaf is still at the target and its keys read back.
+ * The same helpers as check_move.c (move_cluster.h), without the etcd.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "tests/integration/move_cluster.h"
+
+static struct daemon h1;
+
+static void up(void)
+{
+    memset(&h1, 0, sizeof(h1));
+    h_tmpdir(h1.dir, sizeof(h1.dir));
+    h1.port = h_free_port();
+    snprintf(h1.conf, sizeof(h1.conf), "%s/hotkvd.conf", h1.dir);
+    snprintf(h1.log, sizeof(h1.log), "%s/hotkvd.log", h1.dir);
+    h_write_conf(&h1, "edge-workers 1\nleaf-moves yes\nhot-owners 2\ncold-owners 0\n"
+                      "class default pool hot fresh 60s keep 120s\nmove-fence-timeout 2s\n");
+    mc_start(&h1, NULL);
+}
+
+static void down(void)
+{
+    if (h1.pid > 0)
+        h_stop(&h1);
+    else if (h1.dir[0])
+        h_rmtree(h1.dir);
+    memset(&h1, 0, sizeof(h1));
+}
+
+static void set_ok(int fd, const char *k, const char *v)
+{
+    struct h_reply *r = h_cmdv(fd, "SET", k, v, NULL);
+    ck_assert_msg(r != NULL && r->v->type == RESP_SIMPLE, "SET %s: %s", k,
+                  r != NULL && r->v->str ? r->v->str : "no reply");
+    h_free(r);
+}
+
+static void get_is(int fd, const char *k, const char *v)
+{
+    struct h_reply *r = h_cmdv(fd, "GET", k, NULL);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_msg(r->v->type == RESP_BULK && r->v->len == strlen(v) &&
+                  memcmp(r->v->str, v, r->v->len) == 0, "GET %s: %.*s, not %s", k,
+                  r->v->type == RESP_BULK ? (int)r->v->len : 14,
+                  r->v->type == RESP_BULK ? r->v->str : "(not a value)", v);
+    h_free(r);
+}
+
+static int move_wait(const char *leaf, unsigned to, char *out, size_t len)
+{
+    char t[16];
+    snprintf(t, sizeof(t), "%u", to);
+    const char *admin = getenv("HOTKVD_ADMIN_BIN");
+    const char *argv[] = {admin, h1.conf, "leaf", "move", "hot", leaf, t, "--wait", "30000", NULL};
+    return mc_run(argv, out, len, 40000);
+}
+
+START_TEST(the_map_is_made_at_first_start_without_etcd)
+{
+    char out[65536];
+    int rc = mc_admin(&h1, out, sizeof(out), 20000, "status", NULL, NULL, NULL, NULL, NULL);
+    ck_assert_msg(rc == 0, "status: %s", out);
+    ck_assert_msg(strstr(out, "cluster local ") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "map ok") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "owner 1 a/hot/0 live") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "owner 2 a/hot/1 live") != NULL, "%s", out);
+    char leaf[32];
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    ck_assert_int_eq(mc_leaf_of(&h1, 2, leaf, sizeof(leaf), &start, &bits), 0);
+}
+END_TEST
+
+START_TEST(a_split_changes_nothing_a_client_sees)
+{
+    char leaf[32], keys[40][32], out[4096], v[32];
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "s", keys, 40);
+    int fd = h_connect(h1.port);
+    for (int i = 0; i < 40; i++) {
+        snprintf(v, sizeof(v), "a%d", i);
+        set_ok(fd, keys[i], v);
+    }
+    struct h_reply *r = h_cmdv(fd, "DBSIZE", NULL);
+    long long before = r->v->integer;
+    h_free(r);
+    int rc = mc_admin(&h1, out, sizeof(out), 20000, "leaf", "split", "hot", leaf, NULL, NULL);
+    ck_assert_msg(rc == 0, "leaf split: %s", out);
+    char half0[32], half1[32], state[16] = "";
+    snprintf(half0, sizeof(half0), "%d-%08x", bits + 1, start >> (31 - bits));
+    snprintf(half1, sizeof(half1), "%d-%08x", bits + 1, (start >> (31 - bits)) + 1);
+    ck_assert_uint_eq(mc_leaf_owner(&h1, half0, state), 1);
+    ck_assert_str_eq(state, "serving");
+    ck_assert_uint_eq(mc_leaf_owner(&h1, half1, state), 1);
+    for (int i = 0; i < 40; i++) {
+        snprintf(v, sizeof(v), "a%d", i);
+        get_is(fd, keys[i], v);
+        snprintf(v, sizeof(v), "b%d", i);
+        set_ok(fd, keys[i], v);
+        get_is(fd, keys[i], v);
+    }
+    r = h_cmdv(fd, "DBSIZE", NULL);
+    ck_assert_int_eq(r->v->integer, before);
+    h_free(r);
+    close(fd);
+}
+END_TEST
+
+START_TEST(a_leaf_moves_and_back_under_a_steady_writer_and_stays_moved_after_kill_9)
+{
+    char leaf[32], keys[MC_KEYS][32], out[4096], state[16] = "", v[32];
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "w", keys, MC_KEYS);
+    char bulk[64][32];
+    mc_keys_in(start, bits, "bulk", bulk, 64);
+    int fd = h_connect(h1.port);
+    for (int i = 0; i < 64; i++) {
+        snprintf(v, sizeof(v), "b%d", i);
+        set_ok(fd, bulk[i], v);
+    }
+    close(fd);
+    static struct mc_load L;
+    mc_load_start(&L, h1.port, keys, MC_KEYS, 200);
+    h_sleep_ms(1000);
+    int rc = move_wait(leaf, 2, out, sizeof(out));
+    h_sleep_ms(500);
+    int back = rc == 0 ? move_wait(leaf, 1, out, sizeof(out)) : -1;
+    h_sleep_ms(500);
+    mc_load_stop(&L);
+    ck_assert_msg(rc == 0, "leaf move: %s", out);
+    ck_assert_msg(back == 0, "leaf move back: %s", out);
+    ck_assert_uint_eq(mc_leaf_owner(&h1, leaf, state), 1);
+    ck_assert_msg(atomic_load(&L.failures) == 0, "%lld of %lld writes failed, first: %s",
+                  (long long)atomic_load(&L.failures), (long long)atomic_load(&L.writes),
+                  L.first_failure);
+    ck_assert_msg(atomic_load(&L.backwards) == 0, "a read went back: %s", L.first_backwards);
+    ck_assert_int_gt(atomic_load(&L.writes), 100);
+    mc_check_acked(&L, h1.port);
+    fprintf(stderr, "move_local: %lld writes, %lld reads, max write %lld ms\n",
+            (long long)atomic_load(&L.writes), (long long)atomic_load(&L.reads),
+            L.max_write_us / 1000);
+    ck_assert_int_eq(h_info_int(h1.port, "leaf_moves_committed"), 2);
+
+    /* moved again, then the whole daemon killed: the map and the rows survive */
+    rc = move_wait(leaf, 2, out, sizeof(out));
+    ck_assert_msg(rc == 0, "leaf move: %s", out);
+    fd = h_connect(h1.port);
+    set_ok(fd, keys[0], "after-move");
+    close(fd);
+    pid_t kids[64];
+    int nk = h_children(&h1, kids, 64);
+    ck_assert_int_eq(kill(h1.pid, SIGKILL), 0);
+    ck_assert_int_ge(h_wait(h1.pid, 10000), 0);
+    h1.pid = 0;
+    int64_t end = h_now_ms() + 15000;
+    for (int i = 0; i < nk; i++)
+        while (h_alive(kids[i]) && h_now_ms() < end)
+            h_sleep_ms(20);
+    for (int i = 0; i < nk; i++)
+        ck_assert_msg(!h_alive(kids[i]), "child %d outlived its master", (int)kids[i]);
+    mc_start(&h1, NULL);
+    ck_assert_uint_eq(mc_leaf_owner(&h1, leaf, state), 2);
+    ck_assert_str_eq(state, "serving");
+    fd = h_connect(h1.port);
+    get_is(fd, keys[0], "after-move");
+    for (int i = 0; i < 64; i++) {
+        snprintf(v, sizeof(v), "b%d", i);
+        get_is(fd, bulk[i], v);
+    }
+    close(fd);
+    for (int k = 1; k < L.nkeys; k++) {
+        if (L.acked[k] == 0)
+            continue;
+        fd = h_connect(h1.port);
+        snprintf(v, sizeof(v), "%lld", L.acked[k]);
+        get_is(fd, L.keys[k], v);
+        close(fd);
+    }
+}
+END_TEST
+
+Suite *move_local_suite(void)
+{
+    Suite *s = suite_create("move_local");
+    TCase *tc = tcase_create("one_host_no_etcd");
+    tcase_add_checked_fixture(tc, up, down);
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, the_map_is_made_at_first_start_without_etcd);
+    tcase_add_test(tc, a_split_changes_nothing_a_client_sees);
+    tcase_add_test(tc, a_leaf_moves_and_back_under_a_steady_writer_and_stays_moved_after_kill_9);
+    suite_add_tcase(s, tc);
+    return s;
+}
