@@ -12,8 +12,10 @@
  *                    cluster map, kept durable), MOVED for the rest
  *   owner_link.c     edge links: framing, handshake (HELLO's cluster, owner
  *                    number and, over TCP+TLS, the peer's host checked),
- *                    sending, pushes; the requests go up through struct
+ *                    sending; the requests go up through struct
  *                    olink_hooks
+ *   owner_pushq.c    pushes: the keys written in a loop turn, sent once
+ *                    per colo at its end with their latest state
  *   owner_ticket.c   commit tickets: durable replies held until their commit
  *   owner_persist.c  the write-behind glue: batches, parked requests (run
  *                    again through a replay callback), recovery
@@ -60,6 +62,7 @@
 struct olink;
 struct owner;
 struct scan_wait;
+struct opushq;
 struct owner_own;
 struct persist_own;
 struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
@@ -172,6 +175,7 @@ struct owner {
     struct orecv *recv;           /* the target's side of incoming moves */
     struct omove *move;           /* the source's side of the outgoing move */
     struct olink *links;
+    struct opushq *pushq;         /* keys to push at the end of the turn (owner_pushq.c) */
     struct olink_hooks link_hooks; /* owner_link.c calls up through these */
     struct event *persist_tick;
     struct event *sweep_tick;
@@ -323,10 +327,17 @@ void olink_close(struct olink *l);
 void olink_close_all(struct owner *o);
 /* Sends what is in l->out. */
 void olink_flush(struct olink *l);
-/* After a write applied to key: sends its new state once per colo that has a
- * push link (hot pool: PUSH with the value, or INVALIDATE if it is gone; cold
- * pool: INVALIDATE), so colo caches see the write in milliseconds. */
+
+/* ---- owner_pushq.c: pushes, coalesced per loop turn ---- */
+/* After a write applied to key (giving it version `stamp`): queues the key;
+ * at the end of the loop turn its state then is sent once per colo that has
+ * a push link (hot pool: PUSH with the value and its stamp, or INVALIDATE
+ * with the newest stamp known if it is gone; cold pool: INVALIDATE), so colo
+ * caches see the write in milliseconds.  Several writes of a key in one turn
+ * make one push, of the latest state. */
 void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp);
+/* Frees the queue (whatever it holds is not sent). */
+void owner_pushq_teardown(struct owner *o);
 
 /* ---- owner_ticket.c: commit tickets ---- */
 /* A new ticket for a durable write that changed keys[0..n) to `version`

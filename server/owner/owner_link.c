@@ -369,36 +369,6 @@ void olink_close(struct olink *l)
     free(l);
 }
 
-void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp)
-{
-    if (!o->ctx->cfg->owner_push)
-        return;
-    const char *done[16];
-    int ndone = 0;
-    struct ledger_view v = {0};
-    int have = -1; /* looked up lazily: most owners have no push link yet */
-    for (struct olink *l = o->links; l != NULL && ndone < 16; l = l->next) {
-        if (l->role != WIRE_ROLE_PUSH || !l->hello || l->closing)
-            continue;
-        int seen = 0;
-        for (int i = 0; i < ndone && !seen; i++)
-            seen = strcmp(done[i], l->colo) == 0;
-        if (seen)
-            continue;
-        if (have < 0)
-            have = o->pool == CFG_POOL_HOT &&
-                   ledger_get(o->ledger, key, klen, owner_clock(), &v) == HKV_OK;
-        if (have)
-            wire_put_push(&l->out, wire_slice(key, klen), wire_slice(v.val, v.vlen), v.stamp,
-                          (uint64_t)v.expire_at_ms);
-        else
-            wire_put_invalidate(&l->out, wire_slice(key, klen), stamp);
-        olink_flush(l);
-        done[ndone++] = l->colo;
-        o->st.owner_pushes++;
-    }
-}
-
 void olink_close_all(struct owner *o)
 {
     while (o->links != NULL)
