@@ -228,8 +228,13 @@ static inline uint32_t owner_writer_id(const struct owner *o)
 }
 
 /* ---- owner_clock.c ---- */
-/* Now, for the ledger (monotonic and wall). */
+/* Now, for the ledger (monotonic and wall); while held, the time the hold
+ * began. */
 struct ledger_clock owner_clock(void);
+/* Holds the clock for one request (nests; every hold needs its release):
+ * the executor holds it around each request. */
+void owner_clock_hold(void);
+void owner_clock_release(void);
 
 /* ---- owner_own.c: a cluster owner's number and leaves ---- */
 /* In a cluster (cfg->cluster set): makes o->own and loads the stored

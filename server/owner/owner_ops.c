@@ -424,6 +424,7 @@ void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, c
 {
     if (o->own != NULL && owner_fence(o, l, m, payload, plen))
         return; /* its leaf waits (a move): parked, run again when the wait ends */
+    owner_clock_hold(); /* one request, one instant (owner_clock.c) */
     switch (m->type) {
     case WIRE_GET: op_get(o, l, m, payload, plen); break;
     case WIRE_SET: op_set(o, l, m, payload, plen); break;
@@ -443,4 +444,5 @@ void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, c
         reply_error(l, m->id, HKV_EPROTO, "ERR unexpected request on an owner link");
         break;
     }
+    owner_clock_release();
 }
