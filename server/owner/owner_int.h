@@ -468,8 +468,10 @@ void owner_finish_flush(struct owner *o, struct olink *l, uint64_t id, struct wi
 int owner_backlog_refused(struct owner *o, struct olink *l, uint64_t id);
 /* Pushes a write that applied to the colos now, unless the key is durable:
  * a durable write is seen by nobody before its commit (reads of the key wait
- * for it, owner_park_commit), so its push goes out when its ticket is done. */
-void owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version);
+ * for it, owner_park_commit), so its push goes out when its ticket is done.
+ * Returns 1 if the key is durable (what owner_is_durable says), for the
+ * caller's owner_finish. */
+int owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version);
 /* A write applied to key (owner_push_applied calls it; so does every other
  * path that applies one): a leaf move sends its result to the target. */
 void owner_applied(struct owner *o, struct wire_slice key);

@@ -188,10 +188,8 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
     r.has_old = (m->u.set.flags & WIRE_SET_GET) && old.found;
     r.old = old.val;
     r.oldlen = old.vlen;
-    if (r.applied)
-        owner_push_applied(o, key, r.version);
-    owner_finish(o, l, m->id, m->u.set.rid, &r, &key, r.applied && owner_is_durable(o, key),
-                 r.version);
+    int durable = r.applied && owner_push_applied(o, key, r.version);
+    owner_finish(o, l, m->id, m->u.set.rid, &r, &key, durable, r.version);
 }
 
 static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
