@@ -60,8 +60,9 @@ static void link_refuse(struct olink *l, uint64_t id, const char *why)
     l->o->st.owner_protocol_errors++;
     log_verbose("edge link: %s; closing it", why);
     wire_put_error(&l->out, id, HKV_EPROTO, wire_cstr(why));
+    l->closing = 1; /* before the flush: through the bufferevent, whose write
+                     * callback then closes the link */
     olink_flush(l);
-    l->closing = 1;
     bufferevent_disable(l->bev, EV_READ);
     bufferevent_setwatermark(l->bev, EV_WRITE, 0, 0);
 }
@@ -71,11 +72,36 @@ static void link_error_close(struct olink *l, const char *why)
     link_refuse(l, 0, why);
 }
 
+/* Writes what it can of l->out straight to the socket: a Unix-socket link
+ * (not TLS, not closing) whose bufferevent holds nothing unsent, so the
+ * order of the bytes is kept.  Handing every batch to the bufferevent cost
+ * an epoll_ctl to arm its write event and one to disarm it, plus a loop
+ * iteration before the writev (on SET -P16: two epoll_ctl per writev,
+ * 18% of the owner's cycles with the writev).  What is left (EAGAIN, an
+ * error) goes to the bufferevent, which reports a dead peer as before. */
+static void write_direct(struct olink *l)
+{
+    if (l->tls || l->closing || evbuffer_get_length(bufferevent_get_output(l->bev)) > 0)
+        return;
+    evutil_socket_t fd = bufferevent_getfd(l->bev);
+    while (fd >= 0 && buf_unread(&l->out) > 0) {
+        ssize_t n = send(fd, buf_head(&l->out), buf_unread(&l->out), MSG_NOSIGNAL);
+        if (n > 0)
+            buf_consume(&l->out, (size_t)n);
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else
+            return;
+    }
+}
+
 void olink_flush(struct olink *l)
 {
     if (buf_unread(&l->out) == 0)
         return;
-    bufferevent_write(l->bev, buf_head(&l->out), buf_unread(&l->out));
+    write_direct(l);
+    if (buf_unread(&l->out) > 0)
+        bufferevent_write(l->bev, buf_head(&l->out), buf_unread(&l->out));
     buf_reset(&l->out);
     buf_shrink(&l->out, 64 * 1024);
     if (evbuffer_get_length(bufferevent_get_output(l->bev)) > LINK_HIGH_WATER)
