@@ -6,7 +6,8 @@
  * the link layer, tickets and persistence read the clock without calling up.
  *
  * While a request runs the clock is held (owner_clock_hold): every reading
- * inside it is the one taken when it started.  A SET read the clock about ten
+ * inside it is the one taken when it started (the link layer holds it
+ * across up to 32 requests of one read batch).  A SET read the clock about ten
  * times (each ledger lookup, the push, the gates), two clock_gettime calls a
  * reading, 17% of the owner's cycles on SET -P16; one request is one
  * instant anyway (Redis, too, judges expiry by one time per command).

@@ -472,6 +472,9 @@ int owner_backlog_refused(struct owner *o, struct olink *l, uint64_t id);
  * Returns 1 if the key is durable (what owner_is_durable says), for the
  * caller's owner_finish. */
 int owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version);
+/* The same when the caller knows the key's durability (the class tag it
+ * just wrote): no ledger lookup. */
+void owner_push_written(struct owner *o, struct wire_slice key, hkv_stamp version, int durable);
 /* A write applied to key (owner_push_applied calls it; so does every other
  * path that applies one): a leaf move sends its result to the target. */
 void owner_applied(struct owner *o, struct wire_slice key);

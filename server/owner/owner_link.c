@@ -51,6 +51,7 @@
 
 #define LINK_HIGH_WATER (16u << 20) /* stop reading while replies back up */
 #define OLINK_HELLO_TIMEOUT_S 10
+#define CLOCK_FRAMES 32 /* requests of a batch that share one reading of the clock */
 
 /* Answers ERROR (to id; 0 = about the link) and closes once that reply is
  * written: the stream cannot be trusted after a framing error, nor a link
@@ -218,11 +219,12 @@ static void handoff(struct olink *l)
 
 /* Decodes and runs every whole frame in the input.  Returns 0 if the link
  * was closed. */
-static int process(struct olink *l)
+static int process_frames(struct olink *l)
 {
     struct owner *o = l->o;
     struct evbuffer *in = bufferevent_get_input(l->bev);
     size_t max = (size_t)o->ctx->cfg->wire_max_frame;
+    unsigned frames = 0;
     for (;;) {
         size_t have = evbuffer_get_length(in);
         if (have < WIRE_HEADER_LEN)
@@ -263,7 +265,22 @@ static int process(struct olink *l)
             o->link_hooks.on_request(o, l, &m, payload, plen);
         }
         evbuffer_drain(in, used);
+        if (++frames % CLOCK_FRAMES == 0) { /* a long batch reads the clock again */
+            owner_clock_release();
+            owner_clock_hold();
+        }
     }
+}
+
+/* process_frames with the clock held (owner_clock.c): one reading of the
+ * time for up to CLOCK_FRAMES requests of a batch instead of one per
+ * request (4% of the owner's cycles on SET -P16). */
+static int process(struct olink *l)
+{
+    owner_clock_hold();
+    int rc = process_frames(l);
+    owner_clock_release();
+    return rc;
 }
 
 static void on_read(struct bufferevent *bev, void *arg)
