@@ -9,8 +9,9 @@
  * pointed c->out at a reply slot when earlier replies are still owed: see
  * edge_reply.h).  One that waits for an owner takes its slot with
  * slot_defer() and writes nothing more; when the answer comes it writes into
- * slot_out() and calls conn_slot_done(), which sends every reply that is now
- * in order (and may close the connection).
+ * slot_out() and calls conn_slot_done(), which has every reply that is now
+ * in order written once this loop turn's owner answers are in (one write(2)
+ * for a pipeline's worth of answers; it may close the connection).
  *
  * Flow control.  A client with client-max-pending replies owed is not read
  * until half of them are sent; nor is one held by a layer above
@@ -151,7 +152,9 @@ void conn_hold(struct conn *c, const void *by);
 /* Resumes every connection held by `by` (those at their pending bound
  * resume when their replies are sent). */
 void conn_release(struct edge *e, const void *by);
-/* Slot s (slot_defer) is answered: sends what is now in order. */
+/* Slot s (slot_defer) is answered: what is now in order is written from the
+ * connection's write event, activated here (or at once when the connection
+ * resumes reading). */
 void conn_slot_done(struct conn *c, struct rslot *s);
 
 /* Every 100 ms: TLS handshake and idle timeouts, output limits. */

@@ -25,8 +25,9 @@
  * not have been applied).  A callback is called exactly once, from the event
  * loop, never from elink_out/elink_commit.  A callback may send on any link.
  *
- * Output is written once per event-loop round (an activated write event), so
- * a pipeline of client requests costs one write(2) per link.  Backpressure:
+ * Output is written once per event-loop round (a zero-delay event at the
+ * loop's lowest priority, after the client reads of the round), so the
+ * requests of every client read in a round cost one write(2) per link.  Backpressure:
  * elink_congested() is true while more than ELINK_HIGH_WATER bytes wait to be
  * written; the `drained` hook runs when it falls back under ELINK_LOW_WATER.
  */

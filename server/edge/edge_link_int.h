@@ -54,6 +54,7 @@ struct elink {
     struct event *rev, *wev;
     struct event *reconnect;
     struct event *timer;
+    struct event *flush;      /* zero-delay, the loop's lowest priority: writes `out` */
     int timer_on;
     int write_scheduled;
     int congested;

@@ -84,6 +84,8 @@ void elink_destroy(struct elink **lp)
         event_free(l->reconnect);
     if (l->timer)
         event_free(l->timer);
+    if (l->flush)
+        event_free(l->flush);
     wire_decoder_deinit(&l->dec);
     buf_deinit(&l->out);
     buf_deinit(&l->in);

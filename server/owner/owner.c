@@ -117,6 +117,7 @@ void owner_deinit(struct owner *o)
     if (o->tcp_listener != NULL)
         evconnlistener_free(o->tcp_listener);
     o->tcp_listener = NULL;
+    owner_pushq_teardown(o);
     owner_move_teardown(o);
     owner_own_teardown(o);
     owner_persist_teardown(o);

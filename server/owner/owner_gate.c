@@ -78,9 +78,13 @@ static void put_result(struct hkv_buf *b, uint64_t id, const struct rifl_result 
 
 void owner_answer(struct owner *o, struct olink *l, uint64_t id, const struct rifl_result *r)
 {
+    if (r->ticket == 0) { /* straight into the batch's replies: no buffer of its own */
+        put_result(&l->out, id, r);
+        return;
+    }
     struct hkv_buf reply = HKV_BUF_INIT;
     put_result(&reply, id, r);
-    if (r->ticket == 0 || owner_ticket_wait(o, r->ticket, l, id, &reply) != 0)
+    if (owner_ticket_wait(o, r->ticket, l, id, &reply) != 0)
         buf_append(&l->out, buf_head(&reply), buf_unread(&reply));
     buf_deinit(&reply);
 }
@@ -147,10 +151,17 @@ int owner_backlog_refused(struct owner *o, struct olink *l, uint64_t id)
     return 1;
 }
 
-void owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version)
+int owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version)
+{
+    int durable = owner_is_durable(o, key);
+    owner_push_written(o, key, version, durable);
+    return durable;
+}
+
+void owner_push_written(struct owner *o, struct wire_slice key, hkv_stamp version, int durable)
 {
     owner_applied(o, key);
-    if (!owner_is_durable(o, key))
+    if (!durable)
         owner_push(o, key.p, key.len, version);
 }
 

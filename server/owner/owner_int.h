@@ -12,8 +12,10 @@
  *                    cluster map, kept durable), MOVED for the rest
  *   owner_link.c     edge links: framing, handshake (HELLO's cluster, owner
  *                    number and, over TCP+TLS, the peer's host checked),
- *                    sending, pushes; the requests go up through struct
+ *                    sending; the requests go up through struct
  *                    olink_hooks
+ *   owner_pushq.c    pushes: the keys written in a loop turn, sent once
+ *                    per colo at its end with their latest state
  *   owner_ticket.c   commit tickets: durable replies held until their commit
  *   owner_persist.c  the write-behind glue: batches, parked requests (run
  *                    again through a replay callback), recovery
@@ -60,6 +62,7 @@
 struct olink;
 struct owner;
 struct scan_wait;
+struct opushq;
 struct owner_own;
 struct persist_own;
 struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
@@ -172,6 +175,7 @@ struct owner {
     struct orecv *recv;           /* the target's side of incoming moves */
     struct omove *move;           /* the source's side of the outgoing move */
     struct olink *links;
+    struct opushq *pushq;         /* keys to push at the end of the turn (owner_pushq.c) */
     struct olink_hooks link_hooks; /* owner_link.c calls up through these */
     struct event *persist_tick;
     struct event *sweep_tick;
@@ -224,8 +228,13 @@ static inline uint32_t owner_writer_id(const struct owner *o)
 }
 
 /* ---- owner_clock.c ---- */
-/* Now, for the ledger (monotonic and wall). */
+/* Now, for the ledger (monotonic and wall); while held, the time the hold
+ * began. */
 struct ledger_clock owner_clock(void);
+/* Holds the clock for one request (nests; every hold needs its release):
+ * the executor holds it around each request. */
+void owner_clock_hold(void);
+void owner_clock_release(void);
 
 /* ---- owner_own.c: a cluster owner's number and leaves ---- */
 /* In a cluster (cfg->cluster set): makes o->own and loads the stored
@@ -323,10 +332,17 @@ void olink_close(struct olink *l);
 void olink_close_all(struct owner *o);
 /* Sends what is in l->out. */
 void olink_flush(struct olink *l);
-/* After a write applied to key: sends its new state once per colo that has a
- * push link (hot pool: PUSH with the value, or INVALIDATE if it is gone; cold
- * pool: INVALIDATE), so colo caches see the write in milliseconds. */
+
+/* ---- owner_pushq.c: pushes, coalesced per loop turn ---- */
+/* After a write applied to key (giving it version `stamp`): queues the key;
+ * at the end of the loop turn its state then is sent once per colo that has
+ * a push link (hot pool: PUSH with the value and its stamp, or INVALIDATE
+ * with the newest stamp known if it is gone; cold pool: INVALIDATE), so colo
+ * caches see the write in milliseconds.  Several writes of a key in one turn
+ * make one push, of the latest state. */
 void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp);
+/* Frees the queue (whatever it holds is not sent). */
+void owner_pushq_teardown(struct owner *o);
 
 /* ---- owner_ticket.c: commit tickets ---- */
 /* A new ticket for a durable write that changed keys[0..n) to `version`
@@ -452,8 +468,13 @@ void owner_finish_flush(struct owner *o, struct olink *l, uint64_t id, struct wi
 int owner_backlog_refused(struct owner *o, struct olink *l, uint64_t id);
 /* Pushes a write that applied to the colos now, unless the key is durable:
  * a durable write is seen by nobody before its commit (reads of the key wait
- * for it, owner_park_commit), so its push goes out when its ticket is done. */
-void owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version);
+ * for it, owner_park_commit), so its push goes out when its ticket is done.
+ * Returns 1 if the key is durable (what owner_is_durable says), for the
+ * caller's owner_finish. */
+int owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version);
+/* The same when the caller knows the key's durability (the class tag it
+ * just wrote): no ledger lookup. */
+void owner_push_written(struct owner *o, struct wire_slice key, hkv_stamp version, int durable);
 /* A write applied to key (owner_push_applied calls it; so does every other
  * path that applies one): a leaf move sends its result to the target. */
 void owner_applied(struct owner *o, struct wire_slice key);

@@ -51,6 +51,7 @@
 
 #define LINK_HIGH_WATER (16u << 20) /* stop reading while replies back up */
 #define OLINK_HELLO_TIMEOUT_S 10
+#define CLOCK_FRAMES 32 /* requests of a batch that share one reading of the clock */
 
 /* Answers ERROR (to id; 0 = about the link) and closes once that reply is
  * written: the stream cannot be trusted after a framing error, nor a link
@@ -60,8 +61,9 @@ static void link_refuse(struct olink *l, uint64_t id, const char *why)
     l->o->st.owner_protocol_errors++;
     log_verbose("edge link: %s; closing it", why);
     wire_put_error(&l->out, id, HKV_EPROTO, wire_cstr(why));
+    l->closing = 1; /* before the flush: through the bufferevent, whose write
+                     * callback then closes the link */
     olink_flush(l);
-    l->closing = 1;
     bufferevent_disable(l->bev, EV_READ);
     bufferevent_setwatermark(l->bev, EV_WRITE, 0, 0);
 }
@@ -71,11 +73,36 @@ static void link_error_close(struct olink *l, const char *why)
     link_refuse(l, 0, why);
 }
 
+/* Writes what it can of l->out straight to the socket: a Unix-socket link
+ * (not TLS, not closing) whose bufferevent holds nothing unsent, so the
+ * order of the bytes is kept.  Handing every batch to the bufferevent cost
+ * an epoll_ctl to arm its write event and one to disarm it, plus a loop
+ * iteration before the writev (on SET -P16: two epoll_ctl per writev,
+ * 18% of the owner's cycles with the writev).  What is left (EAGAIN, an
+ * error) goes to the bufferevent, which reports a dead peer as before. */
+static void write_direct(struct olink *l)
+{
+    if (l->tls || l->closing || evbuffer_get_length(bufferevent_get_output(l->bev)) > 0)
+        return;
+    evutil_socket_t fd = bufferevent_getfd(l->bev);
+    while (fd >= 0 && buf_unread(&l->out) > 0) {
+        ssize_t n = send(fd, buf_head(&l->out), buf_unread(&l->out), MSG_NOSIGNAL);
+        if (n > 0)
+            buf_consume(&l->out, (size_t)n);
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else
+            return;
+    }
+}
+
 void olink_flush(struct olink *l)
 {
     if (buf_unread(&l->out) == 0)
         return;
-    bufferevent_write(l->bev, buf_head(&l->out), buf_unread(&l->out));
+    write_direct(l);
+    if (buf_unread(&l->out) > 0)
+        bufferevent_write(l->bev, buf_head(&l->out), buf_unread(&l->out));
     buf_reset(&l->out);
     buf_shrink(&l->out, 64 * 1024);
     if (evbuffer_get_length(bufferevent_get_output(l->bev)) > LINK_HIGH_WATER)
@@ -192,11 +219,12 @@ static void handoff(struct olink *l)
 
 /* Decodes and runs every whole frame in the input.  Returns 0 if the link
  * was closed. */
-static int process(struct olink *l)
+static int process_frames(struct olink *l)
 {
     struct owner *o = l->o;
     struct evbuffer *in = bufferevent_get_input(l->bev);
     size_t max = (size_t)o->ctx->cfg->wire_max_frame;
+    unsigned frames = 0;
     for (;;) {
         size_t have = evbuffer_get_length(in);
         if (have < WIRE_HEADER_LEN)
@@ -237,7 +265,22 @@ static int process(struct olink *l)
             o->link_hooks.on_request(o, l, &m, payload, plen);
         }
         evbuffer_drain(in, used);
+        if (++frames % CLOCK_FRAMES == 0) { /* a long batch reads the clock again */
+            owner_clock_release();
+            owner_clock_hold();
+        }
     }
+}
+
+/* process_frames with the clock held (owner_clock.c): one reading of the
+ * time for up to CLOCK_FRAMES requests of a batch instead of one per
+ * request (4% of the owner's cycles on SET -P16). */
+static int process(struct olink *l)
+{
+    owner_clock_hold();
+    int rc = process_frames(l);
+    owner_clock_release();
+    return rc;
 }
 
 static void on_read(struct bufferevent *bev, void *arg)
@@ -367,36 +410,6 @@ void olink_close(struct olink *l)
     bufferevent_free(l->bev);
     buf_deinit(&l->out);
     free(l);
-}
-
-void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp)
-{
-    if (!o->ctx->cfg->owner_push)
-        return;
-    const char *done[16];
-    int ndone = 0;
-    struct ledger_view v = {0};
-    int have = -1; /* looked up lazily: most owners have no push link yet */
-    for (struct olink *l = o->links; l != NULL && ndone < 16; l = l->next) {
-        if (l->role != WIRE_ROLE_PUSH || !l->hello || l->closing)
-            continue;
-        int seen = 0;
-        for (int i = 0; i < ndone && !seen; i++)
-            seen = strcmp(done[i], l->colo) == 0;
-        if (seen)
-            continue;
-        if (have < 0)
-            have = o->pool == CFG_POOL_HOT &&
-                   ledger_get(o->ledger, key, klen, owner_clock(), &v) == HKV_OK;
-        if (have)
-            wire_put_push(&l->out, wire_slice(key, klen), wire_slice(v.val, v.vlen), v.stamp,
-                          (uint64_t)v.expire_at_ms);
-        else
-            wire_put_invalidate(&l->out, wire_slice(key, klen), stamp);
-        olink_flush(l);
-        done[ndone++] = l->colo;
-        o->st.owner_pushes++;
-    }
 }
 
 void olink_close_all(struct owner *o)

@@ -175,9 +175,9 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
         flags |= LEDGER_GET;
     struct ledger_view old = {0};
     struct rifl_result r = {.type = WIRE_OK};
-    int rc = ledger_set(o->ledger, key.p, key.len, m->u.set.value.p, m->u.set.value.len,
-                        owner_key_tag(o, key), flags, to_ledger_exp(m->u.set.exp), owner_clock(),
-                        &old, &r.version);
+    uint16_t tag = owner_key_tag(o, key);
+    int rc = ledger_set(o->ledger, key.p, key.len, m->u.set.value.p, m->u.set.value.len, tag,
+                        flags, to_ledger_exp(m->u.set.exp), owner_clock(), &old, &r.version);
     if (!write_outcome(o, l, m, key, rc, payload, plen))
         return;
     if (rc == HKV_EINVAL) {
@@ -188,10 +188,12 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
     r.has_old = (m->u.set.flags & WIRE_SET_GET) && old.found;
     r.old = old.val;
     r.oldlen = old.vlen;
+    /* An applied SET left the key with the class tag it was given: its
+     * durability is known without another lookup. */
+    int durable = r.applied && tag == OWNER_TAG_DURABLE;
     if (r.applied)
-        owner_push_applied(o, key, r.version);
-    owner_finish(o, l, m->id, m->u.set.rid, &r, &key, r.applied && owner_is_durable(o, key),
-                 r.version);
+        owner_push_written(o, key, r.version, durable);
+    owner_finish(o, l, m->id, m->u.set.rid, &r, &key, durable, r.version);
 }
 
 static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
@@ -424,6 +426,7 @@ void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, c
 {
     if (o->own != NULL && owner_fence(o, l, m, payload, plen))
         return; /* its leaf waits (a move): parked, run again when the wait ends */
+    owner_clock_hold(); /* one request, one instant (owner_clock.c) */
     switch (m->type) {
     case WIRE_GET: op_get(o, l, m, payload, plen); break;
     case WIRE_SET: op_set(o, l, m, payload, plen); break;
@@ -443,4 +446,5 @@ void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, c
         reply_error(l, m->id, HKV_EPROTO, "ERR unexpected request on an owner link");
         break;
     }
+    owner_clock_release();
 }

@@ -46,7 +46,13 @@ struct rifl {
     uint64_t dropped;
     struct wstate *w;    /* open addressing by writer id, nw slots (a power of 2) */
     size_t nw, nwused;
+    struct rec *spare;   /* released records kept for the next put (chained by hnext) */
+    size_t nspare;
 };
+
+/* Records released and taken again at the write rate: up to SPARE_MAX are
+ * kept rather than freed, so a steady stream of writes allocates none. */
+#define SPARE_MAX 1024
 
 static uint64_t mix(uint32_t writer, uint64_t inc, uint64_t seq)
 {
@@ -83,6 +89,30 @@ static void rec_free(struct rec *x)
 {
     free(x->mem);
     free(x);
+}
+
+static void rec_release(struct rifl *r, struct rec *x)
+{
+    if (r->nspare >= SPARE_MAX) {
+        rec_free(x);
+        return;
+    }
+    free(x->mem);
+    x->mem = NULL;
+    x->hnext = r->spare;
+    r->spare = x;
+    r->nspare++;
+}
+
+static struct rec *rec_take(struct rifl *r)
+{
+    struct rec *x = r->spare;
+    if (x == NULL)
+        return calloc(1, sizeof(*x));
+    r->spare = x->hnext;
+    r->nspare--;
+    memset(x, 0, sizeof(*x));
+    return x;
 }
 
 /* One allocation holding what res points to (old; or the RESP reply, the
@@ -138,6 +168,11 @@ void rifl_destroy(struct rifl **rp)
             next = x->hnext;
             rec_free(x);
         }
+    while (r->spare != NULL) {
+        struct rec *x = r->spare;
+        r->spare = x->hnext;
+        free(x);
+    }
     free(r->b);
     free(r->w);
     free(r);
@@ -201,7 +236,7 @@ static void pop_head(struct rifl *r, struct wstate *w)
     if (*pp == x)
         *pp = x->hnext;
     r->n--;
-    rec_free(x);
+    rec_release(r, x);
 }
 
 void rifl_ack(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t ack)
@@ -257,14 +292,14 @@ int rifl_put(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq,
         (*pp)->res = copy;
         return HKV_OK;
     }
-    struct rec *x = calloc(1, sizeof(*x));
+    struct rec *x = rec_take(r);
     if (x == NULL) {
         free(mem);
         return HKV_ENOMEM;
     }
     struct wstate *w = wstate_of(r, writer);
     if (w == NULL) {
-        free(x);
+        rec_release(r, x);
         free(mem);
         return HKV_ENOMEM;
     }

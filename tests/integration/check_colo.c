@@ -1141,6 +1141,70 @@ START_TEST(write_reaches_the_other_colo_by_push_then_by_fresh)
 }
 END_TEST
 
+/* Pushes are coalesced per owner loop turn (owner_pushq.c): a pipeline of
+ * writes of one key through colo A reaches colo B as its latest value, never
+ * going back to an older one on the way, and with fewer pushes than writes
+ * (before, every write pushed to every colo: 2 x N). */
+START_TEST(pipelined_writes_reach_the_other_colo_latest_last)
+{
+    enum { N = 200 };
+    struct daemon d;
+    start(&d, "colos 2\nedge-workers 1\nhot-owners 1\ncold-owners 1\n"
+              "class live pattern \"live:*\" pool hot fresh 60s keep 60s\n");
+    int a, b, pa, pb;
+    edge_pair(&d, &a, &b, &pa, &pb); /* one edge per colo: different colos */
+    set(a, "live:p", "v-1");
+    struct h_reply *r = cmd(b, "GET", "live:p", NULL); /* colo B caches it for 60 s */
+    EXPECT(is_bulk(r, "v-1"), "colo B first read: %s", raw(r));
+    h_free(r);
+    int64_t pushes0 = info(&d, "owner_pushes");
+    /* N SETs in one write: the edge sends them in one batch on its link. */
+    static char req[N * 64];
+    size_t n = 0;
+    for (int i = 0; i < N; i++) {
+        char v[16];
+        int vl = snprintf(v, sizeof(v), "v%d", i);
+        n += (size_t)snprintf(req + n, sizeof(req) - n,
+                              "*3\r\n$3\r\nSET\r\n$6\r\nlive:p\r\n$%d\r\n%s\r\n", vl, v);
+    }
+    EXPECT(h_send(a, req, n) == 0, "pipeline not sent");
+    for (int i = 0; i < N; i++) {
+        r = h_read(a);
+        EXPECT(r != NULL && r->v->type == RESP_SIMPLE && str_is(r->v, "OK"),
+               "SET %d of the pipeline: %s", i, raw(r));
+        h_free(r);
+    }
+    /* Colo B: the values it serves only move forward, and end at the last. */
+    int last = -1, back = 0, reads = 0;
+    int64_t t0 = h_now_ms();
+    while (last != N - 1 && h_now_ms() - t0 < 2000 && reads < 2000) {
+        r = cmd(b, "GET", "live:p", NULL);
+        reads++;
+        int i = -2;
+        if (r != NULL && r->v->type == RESP_BULK && r->v->len > 1 && r->v->str[0] == 'v')
+            i = atoi(r->v->str + 1);
+        if (i < last)
+            back++;
+        else
+            last = i;
+        h_free(r);
+        if (last != N - 1)
+            h_sleep_ms(2);
+    }
+    int64_t pushes = info(&d, "owner_pushes") - pushes0;
+    note("pipeline of %d SETs through colo A: colo B served v%d after %lld ms (%d reads, "
+         "%d went back); %lld pushes", N, last, (long long)(h_now_ms() - t0), reads, back,
+         (long long)pushes);
+    EXPECT(back == 0, "colo B went back to an older value %d times", back);
+    EXPECT(last == N - 1, "colo B serves v%d, not the last write v%d", last, N - 1);
+    EXPECT(pushes > 0 && pushes < 2 * N, "%lld pushes for %d writes to 2 colos",
+           (long long)pushes, N);
+    close(a);
+    close(b);
+    stop(&d);
+}
+END_TEST
+
 /* A deleted hot key is cached as "not found" like any other absent key: the
  * owner's answer carries its tombstone's stamp, which orders it after the
  * delete's invalidation, so readers of a deleted key do not reach the owner
@@ -1420,6 +1484,7 @@ Suite *colo_suite(void)
         {"meta", client_meta_attributes_for_resp3_only},
         {"hotkeys", hotkeys_lists_the_hottest},
         {"two_colos", write_reaches_the_other_colo_by_push_then_by_fresh},
+        {"coalesced_pushes", pipelined_writes_reach_the_other_colo_latest_last},
         {"deleted_key", deleted_hot_key_reads_stay_off_the_owner},
         {"dead_lock_holder", dead_edge_lock_does_not_blank_a_key},
         {"stuck_lock_holder", stuck_edge_lock_does_not_blank_a_key},

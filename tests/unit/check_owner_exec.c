@@ -1,6 +1,6 @@
 /* check_owner_exec.c - the owner's request execution without a daemon
  * (server/owner: owner_ops.c over owner_link.c, owner_ticket.c,
- * owner_persist.c).
+ * owner_persist.c, owner_pushq.c).
  *
  * Each test builds a real owner context (owner_init + owner_open: a ledger,
  * a persister on a SQLite file in a temp directory, the link hooks) and
@@ -536,6 +536,106 @@ START_TEST(writes_refused_busy_over_persist_max_dirty_reads_still_served)
 }
 END_TEST
 
+/* f says HELLO as a push link of colo `colo`: the owner's pushes go to it. */
+static void hello_push(struct fake *f, const char *colo)
+{
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct wire_msg m;
+    ck_assert_int_eq(wire_put_hello(&b, ++f->id, WIRE_VERSION, f->edge_id, wire_cstr(colo),
+                                    WIRE_ROLE_PUSH, f->inc),
+                     HKV_OK);
+    call(f, &b, &m);
+    ck_assert_uint_eq(m.type, WIRE_HELLO_OK);
+    buf_deinit(&b);
+}
+
+/* The next PUSH or INVALIDATE on f into *m: 1, or 0 if none is there. */
+static int take_push(struct fake *f, struct wire_msg *m)
+{
+    struct evbuffer *in = bufferevent_get_input(f->edge);
+    size_t have = evbuffer_get_length(in);
+    const char *payload;
+    size_t plen, used;
+    if (have < WIRE_HEADER_LEN ||
+        wire_next_frame((const char *)evbuffer_pullup(in, (ssize_t)have), have, 0, &payload,
+                        &plen, &used) != HKV_OK)
+        return 0;
+    free(f->payload);
+    f->payload = malloc(plen ? plen : 1);
+    ck_assert_ptr_nonnull(f->payload);
+    memcpy(f->payload, payload, plen);
+    evbuffer_drain(in, used);
+    const char *why = NULL;
+    ck_assert_msg(wire_decode(&f->dec, f->payload, plen, m, &why) == HKV_OK, "bad push: %s",
+                  why ? why : "?");
+    ck_assert_msg(wire_is_push(m->type), "not a push: %s", wire_type_name(m->type));
+    return 1;
+}
+
+#define NKEYS 300 /* more keys than the push queue starts with: it grows mid-turn */
+
+/* One read batch of writes (owner_pushq.c): each key is pushed once, with the
+ * value and the version of its last write; five writes of "k" make one push
+ * of the fifth, 300 other keys one push each. */
+START_TEST(writes_of_a_batch_push_each_key_once_with_its_latest_value)
+{
+    hello(&A);
+    hello_push(&B, "p");
+    struct hkv_buf b = HKV_BUF_INIT;
+    char k[32];
+    for (int i = 0; i < 5; i++) {
+        snprintf(k, sizeof(k), "v%d", i);
+        put_set(&A, &b, "k", k, next_rid(&A));
+    }
+    for (int i = 0; i < NKEYS; i++) {
+        snprintf(k, sizeof(k), "m%d", i);
+        put_set(&A, &b, k, k, next_rid(&A));
+    }
+    send_req(&A, &b); /* one write: the owner reads it as one batch */
+    pump();
+    hkv_stamp last_k = 0, m_stamp[NKEYS];
+    struct wire_msg m;
+    for (int i = 0; i < 5 + NKEYS; i++) {
+        ck_assert_msg(take_reply(&A, &m), "reply %d of the batch missing", i);
+        ck_assert_msg(m.type == WIRE_OK && m.u.ok.applied, "reply %d: %s", i,
+                      wire_type_name(m.type));
+        if (i < 5)
+            last_k = m.u.ok.stamp;
+        else
+            m_stamp[i - 5] = m.u.ok.stamp;
+    }
+    int k_pushes = 0, m_pushes[NKEYS] = {0};
+    for (int n = 0; n < 10 * NKEYS && take_push(&B, &m); n++) {
+        ck_assert_msg(m.type == WIRE_PUSH, "%s, not PUSH", wire_type_name(m.type));
+        struct wire_slice key = m.u.push.key, val = m.u.push.value;
+        if (key.len == 1 && key.p[0] == 'k') {
+            k_pushes++;
+            ck_assert_msg(val.len == 2 && memcmp(val.p, "v4", 2) == 0, "k pushed as '%.*s'",
+                          (int)val.len, val.p);
+            ck_assert_uint_eq(m.u.push.stamp, last_k);
+            continue;
+        }
+        ck_assert_msg(key.len > 1 && key.p[0] == 'm', "push of '%.*s'", (int)key.len, key.p);
+        int i = atoi(key.p + 1);
+        ck_assert_msg(i >= 0 && i < NKEYS, "push of '%.*s'", (int)key.len, key.p);
+        m_pushes[i]++;
+        ck_assert_uint_eq(m.u.push.stamp, m_stamp[i]);
+        ck_assert(val.len == key.len && memcmp(val.p, key.p, key.len) == 0);
+    }
+    ck_assert_msg(k_pushes == 1, "k pushed %d times for 5 writes in one batch", k_pushes);
+    for (int i = 0; i < NKEYS; i++)
+        ck_assert_msg(m_pushes[i] == 1, "m%d pushed %d times", i, m_pushes[i]);
+    /* The next batch's write of k is pushed again, newer. */
+    hkv_stamp v5 = set_ok(&A, "k", "v5");
+    ck_assert_uint_gt(v5, last_k);
+    pump();
+    ck_assert_msg(take_push(&B, &m), "no push for the next batch's write");
+    ck_assert(m.type == WIRE_PUSH && m.u.push.stamp == v5);
+    ck_assert_msg(!take_push(&B, &m), "a second push for one write");
+    buf_deinit(&b);
+}
+END_TEST
+
 Suite *owner_exec_suite(void)
 {
     Suite *s = suite_create("owner_exec");
@@ -560,6 +660,7 @@ Suite *owner_exec_suite(void)
           writes_parked_on_a_durable_commit_apply_in_arrival_order}},
         {"moved", setup_two_owners, {key_of_another_owner_is_moved_and_not_applied}},
         {"backlog", setup, {writes_refused_busy_over_persist_max_dirty_reads_still_served}},
+        {"push", setup, {writes_of_a_batch_push_each_key_once_with_its_latest_value}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
