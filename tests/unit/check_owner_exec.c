@@ -537,7 +537,7 @@ START_TEST(writes_refused_busy_over_persist_max_dirty_reads_still_served)
 END_TEST
 
 /* f says HELLO as a push link of colo `colo`: the owner's pushes go to it. */
-static void hello_push(struct fake *f, const char *colo)
+static void hello_push(struct fake_edge *f, const char *colo)
 {
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_msg m;
@@ -550,7 +550,7 @@ static void hello_push(struct fake *f, const char *colo)
 }
 
 /* The next PUSH or INVALIDATE on f into *m: 1, or 0 if none is there. */
-static int take_push(struct fake *f, struct wire_msg *m)
+static int take_push(struct fake_edge *f, struct wire_msg *m)
 {
     struct evbuffer *in = bufferevent_get_input(f->edge);
     size_t have = evbuffer_get_length(in);
@@ -591,12 +591,12 @@ START_TEST(writes_of_a_batch_push_each_key_once_with_its_latest_value)
         snprintf(k, sizeof(k), "m%d", i);
         put_set(&A, &b, k, k, next_rid(&A));
     }
-    send_req(&A, &b); /* one write: the owner reads it as one batch */
+    fe_send(&A, &b); /* one write: the owner reads it as one batch */
     pump();
     hkv_stamp last_k = 0, m_stamp[NKEYS];
     struct wire_msg m;
     for (int i = 0; i < 5 + NKEYS; i++) {
-        ck_assert_msg(take_reply(&A, &m), "reply %d of the batch missing", i);
+        ck_assert_msg(fe_take_reply(&A, &m), "reply %d of the batch missing", i);
         ck_assert_msg(m.type == WIRE_OK && m.u.ok.applied, "reply %d: %s", i,
                       wire_type_name(m.type));
         if (i < 5)
