@@ -211,7 +211,7 @@ static void lane_join(struct conn *c)
  * leaves it; a batch of neither (PING, CLIENT ...) changes nothing. */
 static void lane_after_batch(struct conn *c)
 {
-    if (c->batch_reads || c->batch_n > CONN_LANE_BATCH)
+    if (c->batch_reads || c->batch_n > CONN_LANE_BATCH || c->batch_owed > CONN_LANE_BATCH)
         lane_leave(c);
     else if (c->batch_writes)
         lane_join(c);
@@ -231,14 +231,15 @@ static void lane_poll(struct edge *e)
 }
 
 /* After each client read: every CONN_POLL_EVERY, the owners' answers to
- * writes and the lane's requests. */
-static void conn_tick(struct edge *e)
+ * writes and the lane's requests (not after a lane connection's read: the
+ * loop is serving the lane already). */
+static void conn_tick(struct edge *e, int in_lane)
 {
     if (++e->conn_reads % CONN_POLL_EVERY != 0)
         return;
     if (e->conn_poll != NULL)
         e->conn_poll(e);
-    if (e->nlane > 0)
+    if (e->nlane > 0 && !in_lane)
         lane_poll(e);
 }
 
@@ -320,6 +321,7 @@ static void process_input(struct conn *c)
     c->in_process = 1;
     c->batch_writes = c->batch_reads = 0;
     c->batch_n = 0;
+    c->batch_owed = c->nslots;
     while (buf_unread(&c->in) > 0 && !c->close_after_write) {
         if (c->nslots >= c->e->ctx->cfg->client_max_pending || c->hold != NULL) {
             conn_pause(c);
@@ -530,8 +532,9 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
     struct edge *e = c->e; /* c may be freed by the read */
+    int in_lane = c->lane;
     read_client(fd, c);
-    conn_tick(e);
+    conn_tick(e, in_lane);
 }
 
 static void read_client(evutil_socket_t fd, struct conn *c)

@@ -22,10 +22,13 @@
  * has bytes (one epoll_wait on the lane's own small set) and, if so, has
  * the loop serve it before the rest of the turn; at the same point it calls
  * e->conn_poll (the edge: owners' answers to pending writes).  A batch with
- * a read, or of more than CONN_LANE_BATCH requests, leaves the lane (a bulk
- * loader or a mixed client waits its turn like a reader); at most
- * CONN_LANE_MAX connections are in it per edge.  Replies keep their order
- * per connection: the lane only changes which connection is served first.
+ * a read, of more than CONN_LANE_BATCH requests, or sent while more than
+ * CONN_LANE_BATCH replies were still owed, leaves the lane: a bulk loader
+ * or a mixed client waits its turn like a reader, and a lane connection
+ * gets at most CONN_LANE_BATCH requests ahead of the readers per owner
+ * round trip, so writers cannot starve readers; at most CONN_LANE_MAX
+ * connections are in it per edge.  Replies keep their order per
+ * connection: the lane only changes which connection is served first.
  *
  * Flow control.  A client with client-max-pending replies owed is not read
  * until half of them are sent; nor is one held by a layer above
@@ -91,7 +94,8 @@ struct conn {
     uint8_t lane;                 /* in the write lane (see above) */
     uint8_t batch_writes;         /* the batch being run: it had writes, */
     uint8_t batch_reads;          /* reads (conn_note_request), */
-    uint32_t batch_n;             /* and this many requests */
+    uint32_t batch_n;             /* and this many requests, */
+    uint32_t batch_owed;          /* sent while this many replies were owed */
 
     /* ---- the client session: kept by the layers above, never read here ---- */
     int user;                     /* auth user id; -1 = not authenticated (edge_auth.c) */
@@ -163,7 +167,7 @@ int conn_run(struct conn *c, void (*fn)(struct conn *c, void *arg), void *arg);
 void conn_close(struct conn *c);
 
 #define CONN_POLL_EVERY 16        /* client reads between looks at the lane and owners */
-#define CONN_LANE_BATCH 16        /* a larger batch of writes is not in the write lane */
+#define CONN_LANE_BATCH 8         /* a larger batch of writes is not in the write lane */
 #define CONN_LANE_MAX 64          /* write-lane connections per edge */
 /* The request being dispatched reads keys (is_write 0) or writes them (1);
  * requests that do neither are not noted.  Decides the write lane at the

@@ -70,6 +70,13 @@ static void t_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     }
     if (argv[0].len == 1 && (argv[0].p[0] == 'W' || argv[0].p[0] == 'R'))
         conn_note_request(c, argv[0].p[0] == 'W');
+    if (argv[0].len == 2 && memcmp(argv[0].p, "WD", 2) == 0) { /* a write answered later */
+        conn_note_request(c, 1);
+        struct rslot *s = slot_defer(c);
+        ck_assert_ptr_nonnull(s);
+        F.deferred[F.ndeferred++] = s;
+        return;
+    }
     if (argv[0].len == 1 && argv[0].p[0] == 'R' && F.trigger_fd >= 0) {
         int fd = F.trigger_fd;
         F.trigger_fd = -1;
@@ -457,6 +464,17 @@ START_TEST(writing_connection_joins_the_write_lane_and_a_read_takes_it_out)
     send_str(F.peer, "W a 3\r\n");
     run_for(50);
     ck_assert_int_eq(c->lane, 1);
+    /* a writer that keeps sending while its writes are not answered: in the
+     * lane while at most CONN_LANE_BATCH are owed, then out of it */
+    for (int i = 0; i <= CONN_LANE_BATCH; i++) {
+        send_str(F.peer, "WD\r\n");
+        run_for(5);
+        ck_assert_int_eq(c->lane, 1);
+    }
+    ck_assert_uint_eq(c->nslots, CONN_LANE_BATCH + 1);
+    send_str(F.peer, "W a 4\r\n");
+    run_for(50);
+    ck_assert_int_eq(c->lane, 0);
     close(F.peer); /* closing leaves the lane */
     F.peer = -1;
     ck_assert(run_until(closed_once, 2000));
