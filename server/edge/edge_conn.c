@@ -19,14 +19,8 @@
  * limit, or past the soft limit for longer than its seconds (a client that
  * never reads cannot hold memory).
  *
- * The write lane (edge_conn.h): lane connections' read events have priority
- * 0 and sit in a small epoll set of their own (e->lane_ep) as well as
- * libevent's; conn_tick, after each client read, looks at that set and at
- * the owners (e->conn_poll) every CONN_POLL_EVERY reads.  A lane connection
- * found readable is made active with event_active: its priority being above
- * the running one, libevent ends the turn's client callbacks there, serves
- * it, and then goes on with the clients still ready (nothing is skipped, the
- * turn is only reordered).  Cost when no connection writes: a counter.
+ * The write lane (edge_conn.h) is edge_conn_lane.c: process_input tells it
+ * how each batch went, on_read ticks it after each client read.
  *
  * TLS (edge_conn_tls.c): a connection accepted on the TLS port has c->ssl,
  * checked in on_read, on_write and conn_flush only.  conn_cron closes a
@@ -41,13 +35,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <openssl/ssl.h>
 
 #include "server/core/clock.h"
 #include "server/core/log.h"
+#include "server/edge/edge_conn_lane.h"
 #include "server/edge/edge_conn_tls.h"
 #include "server/edge/edge_reply.h"
 
@@ -165,91 +159,10 @@ void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *
         conn_flush(c);
 }
 
-/* ---- the write lane ---- */
-
-#define PRIO_LANE 0               /* the owner links' priority (edge.c) */
-#define PRIO_CLIENT 1
-
-static void lane_leave(struct conn *c)
-{
-    struct edge *e = c->e;
-    if (!c->lane)
-        return;
-    if (event_priority_set(c->rev, PRIO_CLIENT) != 0)
-        return; /* active right now: next batch */
-    epoll_ctl(e->lane_ep, EPOLL_CTL_DEL, c->fd, NULL);
-    c->lane = 0;
-    e->nlane--;
-}
-
-static void lane_join(struct conn *c)
-{
-    struct edge *e = c->e;
-    if (c->lane || e->nlane >= CONN_LANE_MAX)
-        return;
-    if (e->lane_ep <= 0) {
-        int fd = epoll_create1(EPOLL_CLOEXEC);
-        if (fd <= 0) { /* 0 would read as "none": keep stdin's slot out of it */
-            if (fd == 0)
-                close(fd);
-            return;
-        }
-        e->lane_ep = fd;
-    }
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-    if (epoll_ctl(e->lane_ep, EPOLL_CTL_ADD, c->fd, &ev) != 0)
-        return;
-    if (event_priority_set(c->rev, PRIO_LANE) != 0) {
-        epoll_ctl(e->lane_ep, EPOLL_CTL_DEL, c->fd, NULL);
-        return;
-    }
-    c->lane = 1;
-    e->nlane++;
-}
-
-/* The batch just run decides: writes only, and few, is the lane; any read
- * leaves it; a batch of neither (PING, CLIENT ...) changes nothing. */
-static void lane_after_batch(struct conn *c)
-{
-    if (c->batch_reads || c->batch_n > CONN_LANE_BATCH || c->batch_owed > CONN_LANE_BATCH)
-        lane_leave(c);
-    else if (c->batch_writes)
-        lane_join(c);
-}
-
-/* Lane connections with bytes to read are made active (they run before the
- * rest of the turn's clients: edge_conn.h). */
-static void lane_poll(struct edge *e)
-{
-    struct epoll_event evs[16];
-    int n = epoll_wait(e->lane_ep, evs, 16, 0);
-    for (int i = 0; i < n; i++) {
-        struct conn *c = evs[i].data.ptr;
-        if (!c->paused && !c->close_after_write && c->hold == NULL)
-            event_active(c->rev, EV_READ, 1);
-    }
-}
-
-/* After each client read: every CONN_POLL_EVERY, the owners' answers to
- * writes and the lane's requests (not after a lane connection's read: the
- * loop is serving the lane already). */
-static void conn_tick(struct edge *e, int in_lane)
-{
-    if (++e->conn_reads % CONN_POLL_EVERY != 0)
-        return;
-    if (e->conn_poll != NULL)
-        e->conn_poll(e);
-    if (e->nlane > 0 && !in_lane)
-        lane_poll(e);
-}
-
 void conn_close(struct conn *c)
 {
     struct edge *e = c->e;
-    if (c->lane) {
-        epoll_ctl(e->lane_ep, EPOLL_CTL_DEL, c->fd, NULL);
-        e->nlane--;
-    }
+    lane_forget(c);
     c->hooks->closing(c);
     slots_release(c);
     event_free(c->rev);
@@ -314,17 +227,25 @@ static void conn_pause(struct conn *c)
     }
 }
 
-/* Parses and runs every whole request in `in`.  Stops early when the client
- * is to be closed or paused. */
+/* Parses and runs the whole requests in `in`, at most CONN_TURN_MAX (then
+ * c->more_input is set and the read event made active: the rest runs at
+ * the connection's next callback, edge_conn.h).  Stops early when the
+ * client is to be closed or paused. */
 static void process_input(struct conn *c)
 {
     c->in_process = 1;
+    c->more_input = 0;
     c->batch_writes = c->batch_reads = 0;
     c->batch_n = 0;
     c->batch_owed = c->nslots;
-    while (buf_unread(&c->in) > 0 && !c->close_after_write) {
+    for (int ran = 0; buf_unread(&c->in) > 0 && !c->close_after_write; ran++) {
         if (c->nslots >= c->e->ctx->cfg->client_max_pending || c->hold != NULL) {
             conn_pause(c);
+            break;
+        }
+        if (ran >= CONN_TURN_MAX) {
+            c->more_input = 1;
+            event_active(c->rev, EV_READ, 1);
             break;
         }
         if (c->hooks->input != NULL) {
@@ -534,7 +455,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     struct edge *e = c->e; /* c may be freed by the read */
     int in_lane = c->lane;
     read_client(fd, c);
-    conn_tick(e, in_lane);
+    lane_tick(e, in_lane);
 }
 
 static void read_client(evutil_socket_t fd, struct conn *c)
@@ -549,6 +470,8 @@ static void read_client(evutil_socket_t fd, struct conn *c)
         conn_flush(c);
         return;
     }
+    if (c->more_input)
+        goto run; /* requests left at CONN_TURN_MAX: they run before more is read */
     if (buf_reserve(&c->in, READ_CHUNK, 0) != HKV_OK) {
         conn_close(c);
         return;
@@ -581,6 +504,7 @@ static void read_client(evutil_socket_t fd, struct conn *c)
     }
     c->in.len += (size_t)n;
     c->last_ms = clock_mono_ms();
+run:
     process_input(c);
     /* The bound after the requests ran: an AUTH among them may lift a cap. */
     size_t limit = (size_t)c->e->ctx->cfg->client_query_buffer_limit;
@@ -652,7 +576,5 @@ void conns_close_all(struct edge *e)
 {
     while (e->conns != NULL)
         conn_close(e->conns);
-    if (e->lane_ep > 0)
-        close(e->lane_ep);
-    e->lane_ep = 0;
+    lane_teardown(e);
 }

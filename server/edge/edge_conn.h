@@ -30,6 +30,13 @@
  * connections are in it per edge.  Replies keep their order per
  * connection: the lane only changes which connection is served first.
  *
+ * One connection's share of a turn.  A callback runs at most
+ * CONN_TURN_MAX requests of a connection's input; the rest waits for the
+ * connection's next callback, behind the other clients already ready (and
+ * nothing more is read from it until what it sent is run, so its input
+ * buffer does not grow): a client pipelining thousands of reads takes one
+ * slice at a time, not the loop.
+ *
  * Flow control.  A client with client-max-pending replies owed is not read
  * until half of them are sent; nor is one held by a layer above
  * (conn_hold: an owner link over its high mark) until conn_release.
@@ -96,6 +103,7 @@ struct conn {
     uint8_t batch_reads;          /* reads (conn_note_request), */
     uint32_t batch_n;             /* and this many requests, */
     uint32_t batch_owed;          /* sent while this many replies were owed */
+    uint8_t more_input;           /* stopped at CONN_TURN_MAX: run the rest before reading */
 
     /* ---- the client session: kept by the layers above, never read here ---- */
     int user;                     /* auth user id; -1 = not authenticated (edge_auth.c) */
@@ -166,6 +174,7 @@ int conn_run(struct conn *c, void (*fn)(struct conn *c, void *arg), void *arg);
 /* Closes now, dropping unsent output; c is freed. */
 void conn_close(struct conn *c);
 
+#define CONN_TURN_MAX 64          /* requests run per callback of one connection */
 #define CONN_POLL_EVERY 16        /* client reads between looks at the lane and owners */
 #define CONN_LANE_BATCH 8         /* a larger batch of writes is not in the write lane */
 #define CONN_LANE_MAX 64          /* write-lane connections per edge */

@@ -22,7 +22,7 @@
 #include "server/edge/edge_reply.h"
 #include "tests/harness.h"
 
-#define MAXLOG 128
+#define MAXLOG 160
 #define NREADERS 100           /* the lane tests' readers: more than an epoll batch (32) */
 
 static struct {
@@ -550,6 +550,48 @@ START_TEST(write_lane_request_arriving_mid_turn_is_served_within_the_poll_period
 }
 END_TEST
 
+static int nlog_is_hog_done(void) { return F.nlog >= 2 * CONN_TURN_MAX + 1; }
+
+START_TEST(pipelining_client_takes_a_bounded_share_and_keeps_its_order)
+{
+    F.peer = connect_client();
+    int other = connect_client();
+    F.readers[0] = other;
+    /* one client pipelines twice the per-callback bound, then another sends
+     * one request: it is run before the first one's last slice */
+    char big[2 * CONN_TURN_MAX * 16 + 1];
+    size_t n = 0;
+    for (int i = 0; i < 2 * CONN_TURN_MAX; i++)
+        n += (size_t)snprintf(big + n, sizeof(big) - n, "ECHO %d\r\n", i % 10);
+    send_str(F.peer, big);
+    send_str(other, "ECHO other\r\n");
+    ck_assert(run_until(nlog_is_hog_done, 5000));
+    int at = -1;
+    for (int i = 0; i < F.nlog; i++)
+        if (strcmp(F.log[i], "ECHO other") == 0)
+            at = i;
+    ck_assert_int_ge(at, 0);
+    ck_assert_msg(at <= CONN_TURN_MAX, "the other client ran after %d requests of the first", at);
+    /* the first client's requests ran, and are answered, in its order */
+    int k = 0;
+    for (int i = 0; i < F.nlog; i++) {
+        if (i == at)
+            continue;
+        char want[16];
+        snprintf(want, sizeof(want), "ECHO %d", k++ % 10);
+        ck_assert_str_eq(F.log[i], want);
+    }
+    char want[2 * CONN_TURN_MAX * 8 + 1], got[sizeof(want)];
+    n = 0;
+    for (int i = 0; i < 2 * CONN_TURN_MAX; i++)
+        n += (size_t)snprintf(want + n, sizeof(want) - n, "$1\r\n%d\r\n", i % 10);
+    int eof;
+    ck_assert_uint_eq(read_reply(F.peer, got, n, 3000, &eof), n);
+    ck_assert_str_eq(got, want);
+    ck_assert_int_eq(F.conn[0]->more_input, 0);
+}
+END_TEST
+
 Suite *conn_suite(void)
 {
     Suite *s = suite_create("conn");
@@ -571,6 +613,7 @@ Suite *conn_suite(void)
         {"lane", writing_connection_joins_the_write_lane_and_a_read_takes_it_out},
         {"lane_first", write_lane_request_is_served_before_ready_readers},
         {"lane_midturn", write_lane_request_arriving_mid_turn_is_served_within_the_poll_period},
+        {"share", pipelining_client_takes_a_bounded_share_and_keeps_its_order},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
