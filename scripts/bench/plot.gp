@@ -7,6 +7,8 @@
 # Makes, in dir:
 #   storm-latency.png   writer latency over time during the one-key storm,
 #                       Redis and hotkvd (round 1 of each)
+#   storm-pinned-latency.png  the same with the load generator and the
+#                       server pinned to different CPUs (when it ran)
 #   stall-latency.png   the same during the disk stall (when it ran)
 #   pipeline.png        GET/SET throughput vs pipeline depth (64 B values)
 #
@@ -36,6 +38,16 @@ if (have(r) && have(h)) {
 } else { if (have(h)) {
     plot h using 1:(ok($2)) with points pt 7 ps 0.4 lc rgb "#2471a3" title "hotkvd (ledger class)"
 } }
+
+# ---- the same, pinned ------------------------------------------------------------------
+r = dir . "/storm-pinned-redis-r1.log"
+h = dir . "/storm-pinned-hotkvd-r1.log"
+if (have(r) && have(h)) {
+    set output dir . "/storm-pinned-latency.png"
+    set title "Writer latency during the storm, load generator on one CPU, server on the other (taskset)"
+    plot r using 1:(ok($2)) with points pt 7 ps 0.4 lc rgb "#c0392b" title "redis-server (AOF everysec)", \
+         h using 1:(ok($2)) with points pt 7 ps 0.4 lc rgb "#2471a3" title "hotkvd (ledger class)"
+}
 
 # ---- writer latency during the disk stall -------------------------------------------
 r = dir . "/stall-redis-r1.log"

@@ -1,11 +1,16 @@
 /*
  * storm.c - the hot-key storm: a RESP load generator for hotkvd and Redis.
  *
- * One process, one epoll loop, non-blocking sockets, loopback only.  N reader
- * connections each keep P GETs in flight (one key, or K keys drawn with a
- * Zipf skew s, rank 0 being the hot key); one writer connection SETs the hot
- * key every I ms and times each write from the moment its bytes go out to the
- * moment its reply is parsed (CLOCK_MONOTONIC).  A write unanswered after T ms
+ * One process, non-blocking sockets, loopback only.  N reader connections
+ * each keep P GETs in flight (one key, or K keys drawn with a Zipf skew s,
+ * rank 0 being the hot key); one writer connection SETs the hot key every I
+ * ms and times each write from the moment its bytes go out to the moment its
+ * reply is parsed (CLOCK_MONOTONIC).  The readers share one epoll loop; the
+ * writer has its own loop on its own thread, so a write's time is the
+ * server's and not the time this process spends on the readers' replies
+ * that arrived with it (in one shared loop a reply waited behind up to 200
+ * reader events; pinned to one core the two threads still share it, as the
+ * kernel schedules them).  A write unanswered after T ms
  * counts as a timeout; if its reply comes later it is also counted late and
  * its real latency still enters the percentiles, so a stall shows in `max`
  * instead of vanishing.  Against hotkvd, --info-owner-reads samples INFO's
@@ -482,7 +487,7 @@ static void reconnect_due(struct storm *s, int64_t now)
 
 static struct conn *writer(struct storm *s)
 {
-    return s->o.write_interval_ms > 0 && s->o.load == 0 ? &s->conns[s->nconns - 1] : NULL;
+    return s->has_writer ? &s->conns[s->nconns - 1] : NULL;
 }
 
 /* Runs the loop until `until` (ns) or until done(s) is true. */
@@ -561,6 +566,59 @@ static void storm_free(struct storm *s)
         close(s->ep);
 }
 
+/* Opens every connection of x and runs its loop until all are up or the
+ * connect phase is over; returns how many are up. */
+static int connect_all(struct storm *x)
+{
+    x->phase = PH_CONNECT;
+    for (int i = 0; i < x->nconns; i++) {
+        struct conn *c = &x->conns[i];
+        c->kind = x->has_writer && i == x->nconns - 1 ? K_WRITER : K_READER;
+        c->fd = -1;
+        if (conn_open(x, c) != 0) {
+            c->retry_at = now_ns() + RECONNECT_NS;
+            x->pending_reconnects++;
+        }
+    }
+    loop(x, now_ns() + CONNECT_PHASE_NS, all_connected);
+    int connected = 0;
+    for (int i = 0; i < x->nconns; i++)
+        connected += x->conns[i].connected;
+    return connected;
+}
+
+/* The writer's thread: its own loop, from the common start to the common
+ * end, then a bounded grace period for its last writes.  Touches only w
+ * (main reads it after the join). */
+static void *writer_main(void *arg)
+{
+    struct storm *w = arg;
+    w->connected_n = connect_all(w);
+    pthread_barrier_wait(w->bar); /* connected */
+    pthread_barrier_wait(w->bar); /* main has set start and end */
+    w->phase = PH_RUN;
+    loop(w, w->end, NULL);
+    w->phase = PH_DRAIN;
+    int grace = w->o.write_timeout_ms < 1500 ? w->o.write_timeout_ms : 1500;
+    loop(w, now_ns() + (int64_t)grace * 1000000LL, writer_drained);
+    w->phase = PH_DONE;
+    return NULL;
+}
+
+/* Moves the writer's records from w into s for the report. */
+static void take_writes(struct storm *s, struct storm *w)
+{
+    s->w = w->w;
+    s->w_n = w->w_n;
+    s->w_cap = w->w_cap;
+    s->w_head = w->w_head;
+    s->w_seq = w->w_seq;
+    s->w_timeouts = w->w_timeouts;
+    s->w_conn_err = w->w_conn_err;
+    w->w = NULL;
+    w->w_n = w->w_cap = w->w_head = 0;
+}
+
 int main(int argc, char **argv)
 {
     struct storm st;
@@ -574,7 +632,7 @@ int main(int argc, char **argv)
     s->t0 = now_ns();
     s->hard = s->t0 + (int64_t)(s->o.duration * 1e9) + HARD_EXTRA_NS;
     s->rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)s->t0;
-    s->nconns = s->o.readers + (s->o.write_interval_ms > 0 && s->o.load == 0 ? 1 : 0);
+    s->nconns = s->o.readers;
 
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)s->nconns + 64) {
@@ -584,10 +642,28 @@ int main(int argc, char **argv)
             die("the open-file limit is too low for the connections (%s)", "ulimit -n");
     }
     s->value = malloc((size_t)s->o.value_size);
-    s->conns = calloc((size_t)s->nconns, sizeof(*s->conns));
+    s->conns = calloc((size_t)s->nconns + 1, sizeof(*s->conns));
     s->ep = epoll_create1(EPOLL_CLOEXEC);
     if (s->value == NULL || s->conns == NULL || s->ep < 0)
         die("setup failed: %s", strerror(errno));
+    struct storm wst;
+    struct storm *w = NULL;
+    if (s->o.write_interval_ms > 0 && s->o.load == 0) {
+        w = &wst;
+        memset(w, 0, sizeof(*w));
+        w->o = s->o;
+        w->addr = s->addr;
+        w->addrlen = s->addrlen;
+        w->t0 = s->t0;
+        w->hard = s->hard;
+        w->nconns = 1;
+        w->has_writer = 1;
+        w->value = malloc((size_t)s->o.value_size);
+        w->conns = calloc(1, sizeof(*w->conns));
+        w->ep = epoll_create1(EPOLL_CLOEXEC);
+        if (w->value == NULL || w->conns == NULL || w->ep < 0)
+            die("setup failed: %s", strerror(errno));
+    }
     zipf_setup(s);
     resp_add_array(&s->hotreq, 2);
     resp_add_bulk(&s->hotreq, "GET", 3);
@@ -599,27 +675,28 @@ int main(int argc, char **argv)
         info0 = info_owner_reads(s, 1000, &reads0);
 
     /* connect everything first, so the measurement covers a steady state */
-    s->phase = PH_CONNECT;
-    for (int i = 0; i < s->nconns; i++) {
-        struct conn *c = &s->conns[i];
-        c->kind = i < s->o.readers ? K_READER : K_WRITER;
-        c->fd = -1;
-        if (conn_open(s, c) != 0) {
-            c->retry_at = now_ns() + RECONNECT_NS;
-            s->pending_reconnects++;
-        }
+    pthread_barrier_t bar;
+    pthread_t wt;
+    int threaded = w != NULL;
+    if (threaded) {
+        if (pthread_barrier_init(&bar, NULL, 2) != 0)
+            die("pthread_barrier_init: %s", strerror(errno));
+        w->bar = &bar;
+        if (pthread_create(&wt, NULL, writer_main, w) != 0)
+            die("cannot start the writer's thread: %s", strerror(errno));
     }
-    loop(s, now_ns() + CONNECT_PHASE_NS, all_connected);
-    int connected = 0;
-    for (int i = 0; i < s->nconns; i++)
-        connected += s->conns[i].connected;
+    int connected = connect_all(s);
+    if (threaded)
+        pthread_barrier_wait(&bar); /* the writer is connected (or gave up) */
+    int total = s->nconns + (threaded ? w->nconns : 0);
+    connected += threaded ? w->connected_n : 0;
     if (connected == 0) {
         fprintf(stderr, "storm: could not connect to %s port %d\n", s->o.host, s->o.port);
         return 2;
     }
-    if (connected < s->nconns)
+    if (connected < total)
         fprintf(stderr, "storm: only %d of %d connections up after %.1f s; going on\n", connected,
-                s->nconns, CONNECT_PHASE_NS / 1e9);
+                total, CONNECT_PHASE_NS / 1e9);
 
     s->phase = PH_RUN;
     s->start = now_ns();
@@ -627,6 +704,12 @@ int main(int argc, char **argv)
     if (s->end > s->hard)
         s->end = s->hard;
     s->next_tick = s->start;
+    if (threaded) {
+        w->start = s->start;
+        w->end = s->end;
+        w->next_tick = s->start;
+        pthread_barrier_wait(&bar); /* go */
+    }
     for (int i = 0; i < s->o.readers; i++) {
         struct conn *c = &s->conns[i];
         if (c->connected) {
@@ -653,8 +736,11 @@ int main(int argc, char **argv)
             c->fd = -1;
         }
     }
-    int grace = s->o.write_timeout_ms < 1500 ? s->o.write_timeout_ms : 1500;
-    loop(s, now_ns() + (int64_t)grace * 1000000LL, writer_drained);
+    if (threaded) {
+        pthread_join(wt, NULL);
+        pthread_barrier_destroy(&bar);
+        take_writes(s, w);
+    }
     s->phase = PH_DONE;
 
     if (s->o.info_owner_reads) {
@@ -668,5 +754,7 @@ int main(int argc, char **argv)
         write_latency_log(s);
     report(s, secs, info0, reads0, info1, reads1);
     storm_free(s);
+    if (w != NULL)
+        storm_free(w);
     return 0;
 }

@@ -1,7 +1,7 @@
 /*
  * storm_int.h - what storm's files share: options, connections, the run's
  * state, and the functions each file offers the others.
- *   storm.c         the epoll loop, readers, the writer, main
+ *   storm.c         the epoll loop, readers, the writer (its own thread), main
  *   storm_report.c  INFO owner_reads, percentiles, the summary lines
  *   storm_cli.c     usage and option parsing
  */
@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,8 +83,11 @@ struct storm {
     int ep;
     enum phase phase;
     int64_t t0, start, end, hard;
-    struct conn *conns;       /* readers, then the writer last */
+    struct conn *conns;       /* readers, then the writer last (if has_writer) */
     int nconns;
+    int has_writer;           /* this loop runs the writer (storm.c: the writer's thread) */
+    pthread_barrier_t *bar;   /* the writer's thread and main meet at start */
+    int connected_n;          /* the writer's thread: connections up after connecting */
     int pending_reconnects;
     /* keys */
     double *cdf;              /* Zipf CDF over ranks, NULL for one key */

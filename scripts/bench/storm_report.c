@@ -142,7 +142,8 @@ void report(struct storm *s, double secs, int info_rc0, int64_t reads0, int info
             s->w_timeouts++;
     }
     qsort(lat, answered, sizeof(int64_t), cmp_i64);
-    double p50 = pct_us(lat, answered, 50), p99 = pct_us(lat, answered, 99);
+    double p50 = pct_us(lat, answered, 50), p90 = pct_us(lat, answered, 90);
+    double p99 = pct_us(lat, answered, 99);
     double p999 = pct_us(lat, answered, 99.9), mx = pct_us(lat, answered, 100);
     double rps = secs > 0 ? (double)s->r_ops / secs : 0;
     char orps[32] = "n/a", odelta[32] = "n/a";
@@ -159,12 +160,13 @@ void report(struct storm *s, double secs, int info_rc0, int64_t reads0, int info
            (unsigned long long)s->r_err, (unsigned long long)s->r_null,
            (unsigned long long)s->r_other, (unsigned long long)s->r_conn_err);
     printf("writer_count: %zu writes sent, %zu answered OK\n", s->w_n, answered);
-    char a[32], b[32], c[32], d[32];
+    char a[32], b[32], c[32], d[32], a9[32];
     fmt_num(a, sizeof(a), p50, "%.0f");
+    fmt_num(a9, sizeof(a9), p90, "%.0f");
     fmt_num(b, sizeof(b), p99, "%.0f");
     fmt_num(c, sizeof(c), p999, "%.0f");
     fmt_num(d, sizeof(d), mx, "%.0f");
-    printf("writer_latency_us: p50 %s p99 %s p99.9 %s max %s\n", a, b, c, d);
+    printf("writer_latency_us: p50 %s p90 %s p99 %s p99.9 %s max %s\n", a, a9, b, c, d);
     printf("writer_errors: %zu error replies, %zu lost with the connection (%llu drops)\n", errors,
            lost, (unsigned long long)s->w_conn_err);
     printf("writer_timeouts: %llu (no reply within %d ms: %zu answered late, %zu never)\n",
@@ -176,11 +178,12 @@ void report(struct storm *s, double secs, int info_rc0, int64_t reads0, int info
     printf("STORM readers=%d pipeline=%d keys=%ld zipf=%.2f duration_s=%.3f reader_ops=%llu "
            "reader_ops_per_s=%.0f reader_errors=%llu reader_nulls=%llu reader_conn_errors=%llu "
            "writes=%zu write_ok=%zu write_errors=%zu write_lost=%zu write_timeouts=%llu "
-           "write_p50_us=%s write_p99_us=%s write_p999_us=%s write_max_us=%s owner_reads_per_s=%s\n",
+           "write_p50_us=%s write_p90_us=%s write_p99_us=%s write_p999_us=%s write_max_us=%s "
+           "owner_reads_per_s=%s\n",
            s->o.readers, s->o.pipeline, s->o.keys, s->o.zipf, secs, (unsigned long long)s->r_ops,
            rps, (unsigned long long)s->r_err, (unsigned long long)s->r_null,
            (unsigned long long)s->r_conn_err, s->w_n, answered, errors, lost,
-           (unsigned long long)s->w_timeouts, a, b, c, d, orps);
+           (unsigned long long)s->w_timeouts, a, a9, b, c, d, orps);
     free(lat);
 }
 

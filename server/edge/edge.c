@@ -302,6 +302,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     int code = 1;
     e->stats = &ctx->board->slots[ctx->slot];
     e->conn_hooks = &conn_hooks;
+    e->conn_poll = owners_poll_writes; /* owners' answers between client reads */
     atomic_store_explicit(&e->stats->connected_clients, 0, memory_order_relaxed);
     atomic_store_explicit(&e->stats->tls_connections, 0, memory_order_relaxed);
     set_limits(e, ctx->cfg);

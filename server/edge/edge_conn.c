@@ -19,6 +19,9 @@
  * limit, or past the soft limit for longer than its seconds (a client that
  * never reads cannot hold memory).
  *
+ * The write lane (edge_conn.h) is edge_conn_lane.c: process_input tells it
+ * how each batch went, on_read ticks it after each client read.
+ *
  * TLS (edge_conn_tls.c): a connection accepted on the TLS port has c->ssl,
  * checked in on_read, on_write and conn_flush only.  conn_cron closes a
  * connection whose handshake has not finished within tls-handshake-timeout.
@@ -38,6 +41,7 @@
 
 #include "server/core/clock.h"
 #include "server/core/log.h"
+#include "server/edge/edge_conn_lane.h"
 #include "server/edge/edge_conn_tls.h"
 #include "server/edge/edge_reply.h"
 
@@ -163,6 +167,7 @@ void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *
 void conn_close(struct conn *c)
 {
     struct edge *e = c->e;
+    lane_forget(c);
     c->hooks->closing(c);
     slots_release(c);
     event_free(c->rev);
@@ -227,14 +232,25 @@ static void conn_pause(struct conn *c)
     }
 }
 
-/* Parses and runs every whole request in `in`.  Stops early when the client
- * is to be closed or paused. */
+/* Parses and runs the whole requests in `in`, at most CONN_TURN_MAX (then
+ * c->more_input is set and the read event made active: the rest runs at
+ * the connection's next callback, edge_conn.h).  Stops early when the
+ * client is to be closed or paused. */
 static void process_input(struct conn *c)
 {
     c->in_process = 1;
-    while (buf_unread(&c->in) > 0 && !c->close_after_write) {
+    c->more_input = 0;
+    c->batch_writes = c->batch_reads = 0;
+    c->batch_n = 0;
+    c->batch_owed = c->nslots;
+    for (int ran = 0; buf_unread(&c->in) > 0 && !c->close_after_write; ran++) {
         if (c->nslots >= c->e->ctx->cfg->client_max_pending || c->hold != NULL) {
             conn_pause(c);
+            break;
+        }
+        if (ran >= CONN_TURN_MAX) {
+            c->more_input = 1;
+            event_active(c->rev, EV_READ, 1);
             break;
         }
         if (c->hooks->input != NULL) {
@@ -263,6 +279,7 @@ static void process_input(struct conn *c)
             log_verbose("client %s: %s; closing", c->addr, why != NULL ? why : "protocol error");
             break;
         }
+        c->batch_n++;
         if (req.argc > 0 && run(c, NULL, NULL, req.argc, req.argv) != 0) {
             c->close_after_write = 1; /* out of memory */
             break;
@@ -270,6 +287,8 @@ static void process_input(struct conn *c)
         buf_consume(&c->in, used);
     }
     c->in_process = 0;
+    if (c->batch_n > 0)
+        lane_after_batch(c);
 }
 
 void conn_resume(struct conn *c)
@@ -438,9 +457,19 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
     conn_flush(c);
 }
 
+static void read_client(evutil_socket_t fd, struct conn *c);
+
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
+    struct edge *e = c->e; /* c may be freed by the read */
+    int in_lane = c->lane;
+    read_client(fd, c);
+    lane_tick(e, in_lane);
+}
+
+static void read_client(evutil_socket_t fd, struct conn *c)
+{
     if (c->ssl != NULL && (c->tls & CONN_TLS_WRITE_WANTS_READ)) {
         /* SSL_write waited for this; read again next round, unless paused. */
         c->tls &= (uint8_t)~CONN_TLS_WRITE_WANTS_READ;
@@ -451,6 +480,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         conn_flush(c);
         return;
     }
+    if (c->more_input)
+        goto run; /* requests left at CONN_TURN_MAX: they run before more is read */
     if (buf_reserve(&c->in, READ_CHUNK, 0) != HKV_OK) {
         conn_close(c);
         return;
@@ -483,6 +514,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     }
     c->in.len += (size_t)n;
     c->last_ms = clock_mono_ms();
+run:
     process_input(c);
     /* The bound after the requests ran: an AUTH among them may lift a cap. */
     size_t limit = (size_t)c->e->ctx->cfg->client_query_buffer_limit;
@@ -554,4 +586,5 @@ void conns_close_all(struct edge *e)
 {
     while (e->conns != NULL)
         conn_close(e->conns);
+    lane_teardown(e);
 }

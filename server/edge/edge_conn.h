@@ -13,6 +13,31 @@
  * in order written once this loop turn's owner answers are in (one write(2)
  * for a pipeline's worth of answers; it may close the connection).
  *
+ * The write lane.  A loop turn serves every ready client, one read each;
+ * under a read storm that is hundreds of reads, and a write would wait
+ * behind them twice (its request, then its owner's answer).  So: a
+ * connection whose last batch of requests held writes and no reads (the
+ * layer above says which with conn_note_request) is in the write lane: its
+ * read event has the owner links' priority (0, before clients), and every
+ * CONN_POLL_EVERY client reads the layer looks whether a lane connection
+ * has bytes (one epoll_wait on the lane's own small set) and, if so, has
+ * the loop serve it before the rest of the turn; at the same point it calls
+ * e->conn_poll (the edge: owners' answers to pending writes).  A batch with
+ * a read, of more than CONN_LANE_BATCH requests, or sent while more than
+ * CONN_LANE_BATCH replies were still owed, leaves the lane: a bulk loader
+ * or a mixed client waits its turn like a reader, and a lane connection
+ * gets at most CONN_LANE_BATCH requests ahead of the readers per owner
+ * round trip, so writers cannot starve readers; at most CONN_LANE_MAX
+ * connections are in it per edge.  Replies keep their order per
+ * connection: the lane only changes which connection is served first.
+ *
+ * One connection's share of a turn.  A callback runs at most
+ * CONN_TURN_MAX requests of a connection's input; the rest waits for the
+ * connection's next callback, behind the other clients already ready (and
+ * nothing more is read from it until what it sent is run, so its input
+ * buffer does not grow): a client pipelining thousands of reads takes one
+ * slice at a time, not the loop.
+ *
  * Flow control.  A client with client-max-pending replies owed is not read
  * until half of them are sent; nor is one held by a layer above
  * (conn_hold: an owner link over its high mark) until conn_release.
@@ -74,6 +99,12 @@ struct conn {
     int paused;                   /* input not read */
     const void *hold;             /* reading held by this until conn_release(e, hold) */
     int in_process;               /* requests are being run (no re-entry) */
+    uint8_t lane;                 /* in the write lane (see above) */
+    uint8_t batch_writes;         /* the batch being run: it had writes, */
+    uint8_t batch_reads;          /* reads (conn_note_request), */
+    uint32_t batch_n;             /* and this many requests, */
+    uint32_t batch_owed;          /* sent while this many replies were owed */
+    uint8_t more_input;           /* stopped at CONN_TURN_MAX: run the rest before reading */
 
     /* ---- the client session: kept by the layers above, never read here ---- */
     int user;                     /* auth user id; -1 = not authenticated (edge_auth.c) */
@@ -143,6 +174,21 @@ void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *
 int conn_run(struct conn *c, void (*fn)(struct conn *c, void *arg), void *arg);
 /* Closes now, dropping unsent output; c is freed. */
 void conn_close(struct conn *c);
+
+#define CONN_TURN_MAX 64          /* requests run per callback of one connection */
+#define CONN_POLL_EVERY 16        /* client reads between looks at the lane and owners */
+#define CONN_LANE_BATCH 8         /* a larger batch of writes is not in the write lane */
+#define CONN_LANE_MAX 64          /* write-lane connections per edge */
+/* The request being dispatched reads keys (is_write 0) or writes them (1);
+ * requests that do neither are not noted.  Decides the write lane at the
+ * end of the batch. */
+static inline void conn_note_request(struct conn *c, int is_write)
+{
+    if (is_write)
+        c->batch_writes = 1;
+    else
+        c->batch_reads = 1;
+}
 /* Sends what is buffered (may close c: a peer that is gone). */
 void conn_flush(struct conn *c);
 /* Reads again (after a pause or a hold) and runs what is buffered. */
@@ -162,7 +208,7 @@ void conns_cron(struct edge *e, int64_t now_ms);
 /* A stop: closes the connections with nothing owed now, the others once
  * their replies (writes in flight included) are written. */
 void conns_stop(struct edge *e);
-/* Closes every connection now. */
+/* Closes every connection now (and the write lane's epoll set). */
 void conns_close_all(struct edge *e);
 
 /* Writes an error reply now (no slot taken). */

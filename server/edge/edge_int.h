@@ -94,6 +94,10 @@ struct edge {
     struct resp_limits limits;
     struct ssl_ctx_st *tls_ctx;   /* the TLS port's context (rebuilt on reload); NULL: no TLS */
     struct rslot *free_slots;
+    void (*conn_poll)(struct edge *e); /* between client reads (edge_conn.h: the write lane) */
+    uint32_t conn_reads;          /* client read callbacks, for conn_poll's period */
+    int lane_ep;                  /* epoll set of the write lane's connections; 0 = none yet */
+    int nlane;                    /* connections in the write lane */
 
     /* the clients board: this edge's rows (edge_clients.c) */
     struct conn **board_conns;    /* row -> connection (board->clients_cap entries) */

@@ -385,6 +385,12 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     on_write(l->fd, EV_WRITE, l);
 }
 
+void elink_poll(struct elink *l)
+{
+    if (l->state == LINK_UP && l->npending > 0 && l->fd >= 0)
+        on_read(l->fd, EV_READ, l);
+}
+
 static void on_write(evutil_socket_t fd, short what, void *arg)
 {
     struct elink *l = arg;

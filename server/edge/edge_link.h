@@ -112,6 +112,13 @@ int elink_greeted(const struct elink *l);
 int elink_is_remote(const struct elink *l);
 /* Requests waiting for an answer. */
 uint64_t elink_pending(const struct elink *l);
+/* Reads and handles what the owner has sent, now, without waiting for the
+ * event loop to report it (one read(2), EAGAIN when nothing came): the
+ * edge calls it between client reads while requests are pending, so an
+ * answer is not left behind a whole loop turn of ready clients.  Nothing
+ * when the link is not up or nothing is pending.  Runs the answers'
+ * callbacks, as the read event does. */
+void elink_poll(struct elink *l);
 const char *elink_name(const struct elink *l);
 
 /* Owner incarnations, for exactly-once retries (proto/wire.h, rid.prev).

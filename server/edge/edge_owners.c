@@ -371,6 +371,15 @@ void owners_reload(struct edge *e, const struct cfg *cfg)
             }
 }
 
+void owners_poll_writes(struct edge *e)
+{
+    for (int g = 0; e->owners != NULL && g < e->nowners; g++) {
+        struct owner_ref *o = &e->owners[g];
+        if (o->wq_head != NULL && o->link[WIRE_ROLE_WRITE] != NULL)
+            elink_poll(o->link[WIRE_ROLE_WRITE]);
+    }
+}
+
 void owners_teardown(struct edge *e)
 {
     if (e->stats_poll)

@@ -65,6 +65,12 @@ int owners_setup(struct edge *e, const struct owner_hooks *hooks);
 void owners_reload(struct edge *e, const struct cfg *cfg);
 /* Frees links (no callback runs), owners and the router. */
 void owners_teardown(struct edge *e);
+/* Handles the answers owners have sent to this edge's unfinished writes
+ * (elink_poll on each write link with a write waiting), without waiting
+ * for the loop to report them: the connection layer calls it between
+ * client reads (e->conn_poll), so an acknowledgment does not queue behind a
+ * loop turn of ready readers.  No system call when no write is waiting. */
+void owners_poll_writes(struct edge *e);
 
 /* The owner of key (rt filled by the router), or NULL if its pool has none. */
 struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt);

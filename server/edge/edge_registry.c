@@ -234,6 +234,8 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     c->cur_stat = (uint16_t)stat;
     c->cur_t0_ns = clock_mono_ns();
     c->stat_taken = 0;
+    if (d->flags & (CMD_F_READ | CMD_F_WRITE)) /* the write lane (edge_conn.h) */
+        conn_note_request(c, (d->flags & CMD_F_WRITE) != 0);
     h(c, argc, argv);
     if (!c->stat_taken) {
         size_t n = buf_unread(&c->out) > before ? buf_unread(&c->out) - before : 0;

@@ -3,7 +3,8 @@
  * records each request, one event loop driven by the test.  Pipelined input
  * is parsed and dispatched in order, replies leave in request order and are
  * flushed, the closing hook runs, and the limits (pending bound, query
- * buffer, output buffer, maxclients) hold. */
+ * buffer, output buffer, maxclients) hold; a writing connection is in the
+ * write lane and served before ready readers, even mid-turn. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +22,8 @@
 #include "server/edge/edge_reply.h"
 #include "tests/harness.h"
 
-#define MAXLOG 64
+#define MAXLOG 160
+#define NREADERS 100           /* the lane tests' readers: more than an epoll batch (32) */
 
 static struct {
     struct event_base *base;
@@ -38,6 +40,9 @@ static struct {
     int refuse;                   /* the accepted hook refuses (as protected mode does) */
     size_t query_cap;             /* the accepted hook sets c->query_cap */
     int hold_token;
+    int trigger_fd;               /* the first R sends "W a 2" on it (once), mid-turn */
+    int polls;                    /* e->conn_poll calls */
+    int readers[NREADERS];        /* the lane tests' reader clients */
 } F;
 
 static void t_accepted(struct conn *c, const struct sockaddr *peer)
@@ -51,7 +56,8 @@ static void t_accepted(struct conn *c, const struct sockaddr *peer)
 }
 
 /* PING: +PONG; ECHO x: x; DEFER: the reply waits (F.deferred); HOLD: the
- * connection is held (F.hold_token); BIG n: an n-byte bulk; else +OK. */
+ * connection is held (F.hold_token); BIG n: an n-byte bulk; W: a write, R: a
+ * read (conn_note_request), +OK; else +OK. */
 static void t_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
 {
     if (F.nlog < MAXLOG) {
@@ -61,6 +67,20 @@ static void t_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
             n += (size_t)snprintf(l + n, sizeof(F.log[0]) - n, "%s%.*s", i ? " " : "",
                                   (int)argv[i].len, argv[i].p);
         F.conn[F.nlog++] = c;
+    }
+    if (argv[0].len == 1 && (argv[0].p[0] == 'W' || argv[0].p[0] == 'R'))
+        conn_note_request(c, argv[0].p[0] == 'W');
+    if (argv[0].len == 2 && memcmp(argv[0].p, "WD", 2) == 0) { /* a write answered later */
+        conn_note_request(c, 1);
+        struct rslot *s = slot_defer(c);
+        ck_assert_ptr_nonnull(s);
+        F.deferred[F.ndeferred++] = s;
+        return;
+    }
+    if (argv[0].len == 1 && argv[0].p[0] == 'R' && F.trigger_fd >= 0) {
+        int fd = F.trigger_fd;
+        F.trigger_fd = -1;
+        ck_assert_int_eq(write(fd, "W a 2\r\n", 7), 7);
     }
     if (argv[0].len == 4 && memcmp(argv[0].p, "PING", 4) == 0) {
         resp_add_simple(&c->out, "PONG");
@@ -105,6 +125,7 @@ static void setup(void)
     F.ctx.board = F.board;
     F.base = event_base_new();
     ck_assert_ptr_nonnull(F.base);
+    ck_assert_int_eq(event_base_priority_init(F.base, 2), 0); /* as the edge: links, clients */
     F.e.ctx = &F.ctx;
     F.e.base = F.base;
     F.e.stats = &F.board->slots[0];
@@ -112,6 +133,9 @@ static void setup(void)
                                       64 * 1024};
     F.e.conn_hooks = &hooks;
     F.peer = -1;
+    F.trigger_fd = -1;
+    for (int i = 0; i < NREADERS; i++)
+        F.readers[i] = -1;
 }
 
 static void teardown(void)
@@ -120,6 +144,9 @@ static void teardown(void)
     slots_teardown(&F.e);
     if (F.peer >= 0)
         close(F.peer);
+    for (int i = 0; i < NREADERS; i++)
+        if (F.readers[i] >= 0)
+            close(F.readers[i]);
     event_base_free(F.base);
     board_destroy(&F.board);
     cfg_destroy(&F.ctx.cfg);
@@ -409,6 +436,162 @@ START_TEST(held_connection_reads_again_once_released)
 }
 END_TEST
 
+static int nlog_is_lane_done(void) { return F.nlog >= NREADERS + 2; }
+
+START_TEST(writing_connection_joins_the_write_lane_and_a_read_takes_it_out)
+{
+    F.peer = connect_client();
+    send_str(F.peer, "W a 1\r\n");
+    ck_assert(run_until(nlog_is_1, 2000));
+    struct conn *c = F.conn[0];
+    ck_assert_int_eq(c->lane, 1);
+    ck_assert_int_eq(F.e.nlane, 1);
+    send_str(F.peer, "PING\r\n"); /* neither a read nor a write: no change */
+    ck_assert(run_until(nlog_is_2, 2000));
+    ck_assert_int_eq(c->lane, 1);
+    send_str(F.peer, "W a 2\r\nR a\r\n"); /* a batch with a read */
+    ck_assert(run_until(nlog_is_4, 2000));
+    ck_assert_int_eq(c->lane, 0);
+    ck_assert_int_eq(F.e.nlane, 0);
+    char big[CONN_LANE_BATCH * 8 + 16];
+    size_t n = 0;
+    for (int i = 0; i <= CONN_LANE_BATCH; i++) /* a bulk load of writes is no lane */
+        n += (size_t)snprintf(big + n, sizeof(big) - n, "W b %d\r\n", i % 10);
+    send_str(F.peer, big);
+    run_for(50);
+    ck_assert_int_eq(F.nlog, 4 + CONN_LANE_BATCH + 1);
+    ck_assert_int_eq(c->lane, 0);
+    send_str(F.peer, "W a 3\r\n");
+    run_for(50);
+    ck_assert_int_eq(c->lane, 1);
+    /* a writer that keeps sending while its writes are not answered: in the
+     * lane while at most CONN_LANE_BATCH are owed, then out of it */
+    for (int i = 0; i <= CONN_LANE_BATCH; i++) {
+        send_str(F.peer, "WD\r\n");
+        run_for(5);
+        ck_assert_int_eq(c->lane, 1);
+    }
+    ck_assert_uint_eq(c->nslots, CONN_LANE_BATCH + 1);
+    send_str(F.peer, "W a 4\r\n");
+    run_for(50);
+    ck_assert_int_eq(c->lane, 0);
+    close(F.peer); /* closing leaves the lane */
+    F.peer = -1;
+    ck_assert(run_until(closed_once, 2000));
+    ck_assert_int_eq(F.e.nlane, 0);
+}
+END_TEST
+
+/* A writer in the lane (its first write answered), then NREADERS readers
+ * with a read each ready; returns the writer's client end. */
+static int lane_and_readers(void)
+{
+    int w = connect_client();
+    send_str(w, "W a 1\r\n");
+    char buf[16];
+    int eof;
+    ck_assert_uint_eq(read_reply(w, buf, 5, 2000, &eof), 5);
+    ck_assert_int_eq(F.conn[0]->lane, 1);
+    for (int i = 0; i < NREADERS; i++)
+        F.readers[i] = connect_client();
+    for (int i = 0; i < NREADERS; i++) {
+        char r[32];
+        snprintf(r, sizeof(r), "R %d\r\n", i);
+        send_str(F.readers[i], r);
+    }
+    return w;
+}
+
+/* The reads dispatched before the writer's second write. */
+static int reads_before_second_write(void)
+{
+    for (int i = 1; i < F.nlog; i++)
+        if (strcmp(F.log[i], "W a 2") == 0)
+            return i - 1;
+    ck_abort_msg("the second write was not dispatched");
+    return -1;
+}
+
+START_TEST(write_lane_request_is_served_before_ready_readers)
+{
+    F.peer = lane_and_readers();
+    send_str(F.peer, "W a 2\r\n");
+    ck_assert(run_until(nlog_is_lane_done, 5000));
+    ck_assert_int_eq(reads_before_second_write(), 0);
+    char buf[16];
+    int eof;
+    ck_assert_uint_eq(read_reply(F.peer, buf, 5, 2000, &eof), 5);
+    ck_assert_str_eq(buf, "+OK\r\n");
+    for (int i = 0; i < NREADERS; i++) /* and every reader is answered */
+        ck_assert_uint_eq(read_reply(F.readers[i], buf, 5, 2000, &eof), 5);
+}
+END_TEST
+
+static void t_poll(struct edge *e)
+{
+    F.polls++;
+}
+
+START_TEST(write_lane_request_arriving_mid_turn_is_served_within_the_poll_period)
+{
+    F.peer = lane_and_readers();
+    F.e.conn_poll = t_poll;
+    F.trigger_fd = F.peer; /* sent while the turn serves the readers */
+    ck_assert(run_until(nlog_is_lane_done, 5000));
+    int before = reads_before_second_write();
+    /* without the look at the lane every CONN_POLL_EVERY reads it would wait
+     * for the readers of the turn and of the next epoll batch (> 32) */
+    ck_assert_msg(before <= CONN_POLL_EVERY + 1, "%d reads served before the write", before);
+    ck_assert_int_ge(F.polls, NREADERS / CONN_POLL_EVERY - 1);
+    char buf[16];
+    int eof;
+    ck_assert_uint_eq(read_reply(F.peer, buf, 5, 2000, &eof), 5);
+    ck_assert_str_eq(buf, "+OK\r\n");
+}
+END_TEST
+
+static int nlog_is_hog_done(void) { return F.nlog >= 2 * CONN_TURN_MAX + 1; }
+
+START_TEST(pipelining_client_takes_a_bounded_share_and_keeps_its_order)
+{
+    F.peer = connect_client();
+    int other = connect_client();
+    F.readers[0] = other;
+    /* one client pipelines twice the per-callback bound, then another sends
+     * one request: it is run before the first one's last slice */
+    char big[2 * CONN_TURN_MAX * 16 + 1];
+    size_t n = 0;
+    for (int i = 0; i < 2 * CONN_TURN_MAX; i++)
+        n += (size_t)snprintf(big + n, sizeof(big) - n, "ECHO %d\r\n", i % 10);
+    send_str(F.peer, big);
+    send_str(other, "ECHO other\r\n");
+    ck_assert(run_until(nlog_is_hog_done, 5000));
+    int at = -1;
+    for (int i = 0; i < F.nlog; i++)
+        if (strcmp(F.log[i], "ECHO other") == 0)
+            at = i;
+    ck_assert_int_ge(at, 0);
+    ck_assert_msg(at <= CONN_TURN_MAX, "the other client ran after %d requests of the first", at);
+    /* the first client's requests ran, and are answered, in its order */
+    int k = 0;
+    for (int i = 0; i < F.nlog; i++) {
+        if (i == at)
+            continue;
+        char want[16];
+        snprintf(want, sizeof(want), "ECHO %d", k++ % 10);
+        ck_assert_str_eq(F.log[i], want);
+    }
+    char want[2 * CONN_TURN_MAX * 8 + 1], got[sizeof(want)];
+    n = 0;
+    for (int i = 0; i < 2 * CONN_TURN_MAX; i++)
+        n += (size_t)snprintf(want + n, sizeof(want) - n, "$1\r\n%d\r\n", i % 10);
+    int eof;
+    ck_assert_uint_eq(read_reply(F.peer, got, n, 3000, &eof), n);
+    ck_assert_str_eq(got, want);
+    ck_assert_int_eq(F.conn[0]->more_input, 0);
+}
+END_TEST
+
 Suite *conn_suite(void)
 {
     Suite *s = suite_create("conn");
@@ -427,6 +610,10 @@ Suite *conn_suite(void)
         {"maxclients", maxclients_refuses_past_the_bound},
         {"refusal", refusal_written_by_the_accepted_hook_is_sent_before_closing},
         {"hold", held_connection_reads_again_once_released},
+        {"lane", writing_connection_joins_the_write_lane_and_a_read_takes_it_out},
+        {"lane_first", write_lane_request_is_served_before_ready_readers},
+        {"lane_midturn", write_lane_request_arriving_mid_turn_is_served_within_the_poll_period},
+        {"share", pipelining_client_takes_a_bounded_share_and_keeps_its_order},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
