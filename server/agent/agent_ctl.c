@@ -207,7 +207,7 @@ struct agent_ctl *agent_ctl_start(struct agent *a)
     if (c == NULL)
         return NULL;
     c->a = a;
-    wire_decoder_init(&c->dec, 16);
+    wire_decoder_init(&c->dec, HAND_LOAD_MAX); /* a LEAF_LOAD holds up to that many leaves */
     c->out = (struct hkv_buf)HKV_BUF_INIT;
     c->leaf = agent_leaf_create(a, on_reply, on_order, c);
     topo_agent_socket(a->ctx->cfg, path, sizeof(path));
