@@ -375,6 +375,7 @@ void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp)
         return;
     const char *done[16];
     int ndone = 0;
+    uint64_t bytes = 0;
     struct ledger_view v = {0};
     int have = -1; /* looked up lazily: most owners have no push link yet */
     for (struct olink *l = o->links; l != NULL && ndone < 16; l = l->next) {
@@ -396,7 +397,10 @@ void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp)
         olink_flush(l);
         done[ndone++] = l->colo;
         o->st.owner_pushes++;
+        bytes += klen + (have ? v.vlen : 0);
     }
+    if (ndone > 0)
+        owner_work_push(o, key, klen, (unsigned)ndone, bytes);
 }
 
 void olink_close_all(struct owner *o)
