@@ -273,7 +273,14 @@ static void decide(struct agent_policy *p, const struct cmap_table *t, unsigned 
                          cfg->move_hot_key_share};
     static struct apol_owner owners[CMAP_MAX_OWNERS];
     struct apol_leaf leaves[HAND_LOAD_MAX];
+    static uint8_t incoming[CMAP_MAX_OWNERS + 1];
     size_t no = 0, nl = 0, src = SIZE_MAX;
+    memset(incoming, 0, sizeof(incoming));
+    for (uint32_t i = 0; i < t->nleaves[pool]; i++) {
+        const struct cmap_leaf *l = &t->leaves[pool][i];
+        if (l->state == CMAP_MOVING && l->to <= CMAP_MAX_OWNERS && incoming[l->to] < UINT8_MAX)
+            incoming[l->to]++;
+    }
     for (unsigned k = 1; k <= CMAP_MAX_OWNERS; k++) {
         const struct cmap_owner *o = cmap_owner(t, k);
         if (o == NULL || o->pool != pool)
@@ -284,9 +291,8 @@ static void decide(struct agent_policy *p, const struct cmap_table *t, unsigned 
                                  .fresh = (uint8_t)fresh(p, w, now),
                                  .outgoing = w->order != 0 || w->follow_until != 0,
                                  .busy = w->busy, .backlog = w->backlog,
-                                 .backlog_prev = w->backlog_prev, .cool_until = w->cool_until};
-        for (uint32_t i = 0; i < t->nleaves[pool]; i++)
-            x->incoming += t->leaves[pool][i].state == CMAP_MOVING && t->leaves[pool][i].to == k;
+                                 .backlog_prev = w->backlog_prev, .cool_until = w->cool_until,
+                                 .incoming = incoming[k]};
         if (k == n)
             src = no;
         no++;

@@ -26,7 +26,10 @@
  * the owner's work is always in it, and (count - error) never overstates a
  * key's work, so a refusal is never made on a guess.  The busiest leaf of an
  * owner with L leaves carries >= 1/L of its work; a key with half of it has
- * >= 1/(2L), in the sketch for L <= OWORK_TOP / 2.
+ * >= 1/(2L), in the sketch for L <= OWORK_TOP / 2.  Keys are told apart by their
+ * placement hash: the keys of one hash tag ({tag}) count as one key, which
+ * is right for the policy (they cannot be split apart either); the sketch
+ * reports the first of them it saw.
  *
  * The module is plain data (unit-tested alone); owner_work_report.c is its
  * owner half: the hooks on the request path, the window timer, the report.
