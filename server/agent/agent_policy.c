@@ -9,8 +9,9 @@
  * cool-downs are a small table (POL_COOLS, the oldest entry reused).  A
  * decision is made when a local owner's report comes, from that report and
  * the map as this host holds it (a copy refreshed when its revision moves).
- * Nothing here blocks: a put of a load is fire-and-forget (a lost one is
- * replaced a window later), an order is one frame to the owner.
+ * Nothing here blocks: loads are put one at a time and only while etcd
+ * answers (publish_next: a lost one is replaced a window later), an order
+ * is one frame to the owner.
  */
 #include "server/agent/agent_policy.h"
 
@@ -24,6 +25,7 @@
 #include "server/core/log.h"
 
 #define POL_COOLS 128
+#define POL_PUT_BACKOFF_MS 5000     /* no load is put for this long after a put failed */
 
 struct pown {
     uint8_t known;              /* a load is known */
@@ -39,6 +41,7 @@ struct pown {
     unsigned to;
     int64_t follow_until;       /* the split applied: the half moves once the map shows it */
     int64_t cool_until;
+    uint8_t unpublished;        /* a local load not put to etcd yet */
 };
 
 struct lcool {
@@ -55,6 +58,8 @@ struct agent_policy {
     struct pown own[CMAP_MAX_OWNERS + 1];
     struct lcool cool[POL_COOLS];
     uint64_t next_order;
+    int putting;                /* a put of a load is out (one at a time) */
+    int64_t put_after;          /* monotonic ms: no put before (after a failed one) */
 };
 
 struct agent_policy *agent_policy_create(struct agent *a, agent_leaf_order_fn order, void *arg)
@@ -130,24 +135,45 @@ static void cool_leaf(struct agent_policy *p, struct hand_leaf l, int64_t until)
 
 /* ---- loads ------------------------------------------------------------------ */
 
+static void publish_next(struct agent_policy *p);
+
 static void on_put(void *arg, const struct etcd_result *r)
 {
-    (void)arg;
-    (void)r; /* a load lost is replaced at the next window */
+    struct agent_policy *p = arg;
+    p->putting = 0;
+    if (r->status != HKV_OK) {
+        p->put_after = clock_mono_ms() + POL_PUT_BACKOFF_MS; /* replaced at a later window */
+        return;
+    }
+    publish_next(p);
 }
 
-static void publish(struct agent_policy *p, unsigned n)
+/* Puts the next local load not yet in etcd.  One put at a time, none while
+ * etcd does not answer: the agent's etcd calls wait in one queue, and a put
+ * stuck behind an unreachable etcd would hold up the leaf txns of a move for
+ * its whole timeout.  A load not put is replaced by the next window's. */
+static void publish_next(struct agent_policy *p)
 {
     struct agent *a = p->a;
-    const struct pown *w = &p->own[n];
-    char key[AGENT_KEY_MAX], val[96];
-    if (a->h.lease_id == 0 || a->etcd == NULL)
+    if (p->putting || a->h.lease_id == 0 || a->etcd == NULL || !a->h.etcd_up ||
+        clock_mono_ms() < p->put_after)
         return;
-    int klen = agent_key(key, sizeof(key), cfg_of(p)->cluster, "load/%u", n);
-    int vlen = snprintf(val, sizeof(val), "%u %llu %llu", w->busy, (unsigned long long)w->backlog,
-                        (unsigned long long)w->backlog_prev);
-    if (klen > 0 && vlen > 0)
-        etcd_put(a->etcd, key, (size_t)klen, val, (size_t)vlen, a->h.lease_id, on_put, NULL);
+    for (unsigned n = 1; n <= CMAP_MAX_OWNERS; n++) {
+        struct pown *w = &p->own[n];
+        if (!w->unpublished)
+            continue;
+        w->unpublished = 0;
+        char key[AGENT_KEY_MAX], val[96];
+        int klen = agent_key(key, sizeof(key), cfg_of(p)->cluster, "load/%u", n);
+        int vlen = snprintf(val, sizeof(val), "%u %llu %llu", w->busy,
+                            (unsigned long long)w->backlog, (unsigned long long)w->backlog_prev);
+        if (klen > 0 && vlen > 0 &&
+            etcd_put(a->etcd, key, (size_t)klen, val, (size_t)vlen, a->h.lease_id, on_put, p) ==
+                HKV_OK) {
+            p->putting = 1;
+            return;
+        }
+    }
 }
 
 void agent_policy_watched(struct agent_policy *p, const char *key, size_t klen, const char *val,
@@ -338,7 +364,8 @@ void agent_policy_load(struct agent_policy *p, int pool, int index, const struct
     w->backlog = m->u.load.backlog;
     w->backlog_prev = m->u.load.backlog_prev;
     w->at_ms = now;
-    publish(p, n);
+    w->unpublished = 1;
+    publish_next(p);
     decide(p, t, n, m, now);
 }
 
