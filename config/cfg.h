@@ -184,6 +184,14 @@ struct cfg {
     int64_t etcd_lease_ttl_ms;   /* the host lease (restart-only) */
     int64_t etcd_timeout_ms;     /* one unary etcd call (reloadable) */
     int64_t move_fence_timeout_ms; /* a leaf move's fence deadline (reloadable) */
+    /* automatic moves and splits (server/agent/agent_policy.h), all reloadable */
+    int auto_moves;              /* the agent moves and splits leaves of busy owners */
+    int move_busy_threshold;     /* an owner's loop busy fraction, per mille, ... */
+    int64_t move_window_ms;      /* ... over this window (also the report period) */
+    int move_split_min_share;    /* % of a leaf's work each half must carry to split it */
+    int move_hot_key_share;      /* % of a leaf's work one key carries: refuse */
+    int64_t move_cooldown_leaf_ms;  /* a leaf moved or split is left alone this long */
+    int64_t move_cooldown_owner_ms; /* an owner a move left is left alone this long */
     int owner_port;              /* owner k of this host listens on owner-port + k; 0 = none */
     char *advertise_addr;        /* what other hosts dial for this host's owners */
     char *cluster_tls_cert_file; /* mutual TLS between hosts (edges <-> owners) */

@@ -59,6 +59,11 @@ void cfg_option_syntax(size_t i, char *buf, size_t len)
         cfg_render_duration(o->max, hi, sizeof(hi));
         range(buf, len, "a duration", lo, hi, o->max == INT64_MAX);
         break;
+    case CFG_T_RATIO:
+        cfg_render_ratio(o->min, lo, sizeof(lo));
+        cfg_render_ratio(o->max, hi, sizeof(hi));
+        range(buf, len, "a fraction", lo, hi, 0);
+        break;
     case CFG_T_STRING:
         snprintf(buf, len, "a string");
         break;

@@ -39,6 +39,8 @@ enum cfg_type {
     CFG_T_PATH,      /* char *, a filesystem path */
     CFG_T_ENUM,      /* int field holding the index into `enums` */
     CFG_T_BOOL,      /* int field, yes|no */
+    CFG_T_RATIO,     /* a fraction "0.7" (at most 3 decimals), stored per mille in an int,
+                      * min..max per mille */
     CFG_T_STRLIST,   /* char ** + size_t count; min..max words */
     CFG_T_DURLIST,   /* int64_t * + size_t count; min..max words */
     CFG_T_SPECIAL,   /* its own handler */
@@ -111,6 +113,10 @@ hkv_status cfg_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 hkv_status cfg_parse_size(const char *s, int64_t min, int64_t max, int64_t *out);
 hkv_status cfg_parse_duration(const char *s, int64_t min, int64_t max, int64_t *out);
 int cfg_parse_bool(const char *s);   /* 1, 0, or -1 */
+/* "0.7", ".25", "1", "0.125" -> per mille (700, 250, 1000, 125); at most 3
+ * decimals; HKV_EINVAL out of min..max (per mille) or malformed. */
+hkv_status cfg_parse_ratio(const char *s, int64_t min, int64_t max, int64_t *out);
+void cfg_render_ratio(int64_t permille, char *buf, size_t len);
 void cfg_render_size(int64_t v, char *buf, size_t len);
 void cfg_render_duration(int64_t ms, char *buf, size_t len);
 /* `s` shortened for an error message. */

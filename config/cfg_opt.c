@@ -97,6 +97,17 @@ static hkv_status apply_scalar(struct cfg *c, const struct cfg_option *o, const 
         }
         put_int(c, o, v);
         return HKV_OK;
+    case CFG_T_RATIO:
+        if (cfg_parse_ratio(arg, o->min, o->max, &v) != HKV_OK) {
+            char lo[16], hi[16];
+            cfg_render_ratio(o->min, lo, sizeof(lo));
+            cfg_render_ratio(o->max, hi, sizeof(hi));
+            snprintf(why, CFG_WHY, "'%s' needs a fraction between %s and %s (like 0.7), got '%s'",
+                     o->name, lo, hi, cfg_show(arg, g, sizeof(g)));
+            return HKV_EINVAL;
+        }
+        put_int(c, o, v);
+        return HKV_OK;
     case CFG_T_BOOL:
         if ((v = cfg_parse_bool(arg)) < 0) {
             snprintf(why, CFG_WHY, "'%s' needs yes or no, got '%s'", o->name,
@@ -235,6 +246,10 @@ static void render_value(const struct cfg *c, const struct cfg_option *o, struct
         break;
     case CFG_T_BOOL:
         out_puts(out, get_int(c, o) ? "yes" : "no");
+        break;
+    case CFG_T_RATIO:
+        cfg_render_ratio(get_int(c, o), tmp, sizeof(tmp));
+        out_puts(out, tmp);
         break;
     case CFG_T_ENUM:
         out_puts(out, o->enums[get_int(c, o)]);

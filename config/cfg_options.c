@@ -217,6 +217,20 @@ static const char *check_tls_protocols(const char *s)
     X("move-fence-timeout", DURATION, move_fence_timeout_ms, move_fence_timeout_ms, "500ms", 10, \
       CFG_HOUR, R, NOX, "a leaf move's fence: writes to the leaf wait at most this long for the "  \
       "target's acknowledgment, then the move aborts")                                          \
+    X("auto-moves", BOOL, auto_moves, auto_moves, "yes", 0, 0, R, NOX,                           \
+      "the agent moves (and splits) leaves away from owners busy for move-window")              \
+    X("move-busy-threshold", RATIO, move_busy_threshold, move_busy_threshold, "0.7", 10, 1000,  \
+      R, NOX, "an owner whose loop is busy more than this fraction of move-window sheds a leaf") \
+    X("move-window", DURATION, move_window_ms, move_window_ms, "10s", 100, CFG_HOUR, R, NOX,    \
+      "owners measure and report their load over this window; busy means busy for all of it")  \
+    X("move-split-min-share", INT, move_split_min_share, move_split_min_share, "25", 1, 50, R, \
+      NOX, "split the busiest leaf before moving it only if each half carries this % of its work") \
+    X("move-hot-key-share", INT, move_hot_key_share, move_hot_key_share, "50", 1, 100, R, NOX, \
+      "a leaf one key carries this % of is neither split nor moved (counted, key in INFO)")    \
+    X("move-cooldown-leaf", DURATION, move_cooldown_leaf_ms, move_cooldown_leaf_ms, "5m", 0,    \
+      CFG_DAY, R, NOX, "a leaf moved, split or refused automatically is left alone this long") \
+    X("move-cooldown-owner", DURATION, move_cooldown_owner_ms, move_cooldown_owner_ms, "30s", 0, \
+      CFG_DAY, R, NOX, "an owner that shed a leaf automatically sheds no other for this long")  \
     X("owner-port", INT, owner_port, owner_port, "0", 0, 65535, 0, NOX,                          \
       "owner k of this host listens on TCP owner-port + k for other hosts; 0 = none")           \
     X("advertise-addr", STRING, advertise_addr, advertise_addr, "\"\"", 0, 0, 0, NOX,            \

@@ -49,6 +49,44 @@ hkv_status cfg_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
     return HKV_OK;
 }
 
+hkv_status cfg_parse_ratio(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    int64_t whole = 0, frac = 0;
+    int n = s[0] == '.' ? 0 : digits(s, &whole);
+    if (n < 0 || (n == 0 && s[0] != '.') || whole > 1000)
+        return HKV_EINVAL;
+    const char *p = s + n;
+    int nd = 0;
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++, nd++) {
+            if (nd >= 3)
+                return HKV_EINVAL;
+            frac = frac * 10 + (*p - '0');
+        }
+        if (nd == 0 && n == 0)
+            return HKV_EINVAL;
+    }
+    if (*p != '\0')
+        return HKV_EINVAL;
+    for (int i = nd; i < 3; i++)
+        frac *= 10;
+    int64_t v = whole * 1000 + frac;
+    if (v < min || v > max)
+        return HKV_EINVAL;
+    *out = v;
+    return HKV_OK;
+}
+
+void cfg_render_ratio(int64_t permille, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%lld.%03lld", (long long)(permille / 1000),
+                     (long long)(permille % 1000));
+    while (n > 0 && (size_t)n < len && buf[n - 1] == '0')
+        buf[--n] = '\0';
+    if (n > 0 && (size_t)n < len && buf[n - 1] == '.')
+        buf[--n] = '\0';
+}
+
 hkv_status cfg_parse_size(const char *s, int64_t min, int64_t max, int64_t *out)
 {
     static const struct { const char *u; int64_t mul; } units[] = {

@@ -26,7 +26,7 @@ static const char *const NAMES[] = {
     [LEAF_COMMIT - 128] = "LEAF_COMMIT",             [LEAF_ABORT - 128] = "LEAF_ABORT",
     [LEAF_READ - 128] = "LEAF_READ",                 [LEAF_SPLIT - 128] = "LEAF_SPLIT",
     [LEAF_REPLY - 128] = "LEAF_REPLY",               [LEAF_ORDER - 128] = "LEAF_ORDER",
-    [LEAF_DONE - 128] = "LEAF_DONE",
+    [LEAF_DONE - 128] = "LEAF_DONE",                 [LEAF_LOAD - 128] = "LEAF_LOAD",
 };
 
 const char *hand_type_name(unsigned type)
@@ -197,6 +197,38 @@ int hand_put(struct hkv_buf *b, const struct hand_msg *m)
         w_int(&w, m->u.done.status);
         w_str(&w, m->u.done.text);
         break;
+    case LEAF_LOAD: {
+        const __typeof__(m->u.load) *L = &m->u.load;
+        size_t hint = 0;
+        for (uint32_t i = 0; L->leaves != NULL && i < L->nleaves; i++)
+            hint += L->leaves[i].key.len + 80;
+        wr_begin(&w, b, HINT(hint), m->type, id, 6);
+        w_uint(&w, L->window_ms);
+        w_uint(&w, L->busy);
+        w_uint(&w, L->backlog);
+        w_uint(&w, L->backlog_prev);
+        w_uint(&w, L->work);
+        if ((L->leaves == NULL && L->nleaves > 0) || L->nleaves > HAND_LOAD_MAX)
+            w.st = HKV_EINVAL;
+        w_array(&w, L->nleaves);
+        for (uint32_t i = 0; i < L->nleaves && w.st == HKV_OK; i++) {
+            const struct hand_load *x = &L->leaves[i];
+            if (x->has_key && x->key.len > HAND_KEY_MAX)
+                w.st = HKV_EINVAL;
+            w_array(&w, 12);
+            w_leaf(&w, x->leaf);
+            w_uint(&w, x->work);
+            w_uint(&w, x->writes);
+            w_uint(&w, x->pushes);
+            w_uint(&w, x->misses);
+            w_uint(&w, x->bytes);
+            w_uint(&w, x->half[0]);
+            w_uint(&w, x->half[1]);
+            w_opt(&w, x->has_key, x->key);
+            w_uint(&w, x->topwork);
+        }
+        break;
+    }
     default:
         return HKV_EINVAL;
     }
@@ -279,6 +311,41 @@ static int rd_record(struct wire_decoder *d, struct cur *c, struct hand_msg *m)
     return HKV_OK;
 }
 
+static int rd_loads(struct wire_decoder *d, struct cur *c, struct hand_msg *m)
+{
+    size_t n, nf;
+    void *mem;
+    TRY(rd_array(c, &n));
+    if (n > HAND_LOAD_MAX)
+        return fail(c, "too many leaves in a load");
+    TRY(arena(d, c, n, sizeof(struct hand_load), &mem));
+    struct hand_load *L = mem;
+    for (size_t i = 0; i < n; i++) {
+        struct hand_load *x = &L[i];
+        memset(x, 0, sizeof(*x));
+        TRY(rd_array(c, &nf));
+        if (nf != 12)
+            return fail(c, "a leaf's load has 12 fields");
+        TRY(rd_leaf(c, &x->leaf));
+        TRY(rd_u64(c, &x->work));
+        TRY(rd_u64(c, &x->writes));
+        TRY(rd_u64(c, &x->pushes));
+        TRY(rd_u64(c, &x->misses));
+        TRY(rd_u64(c, &x->bytes));
+        TRY(rd_u64(c, &x->half[0]));
+        TRY(rd_u64(c, &x->half[1]));
+        TRY(rd_bytes_or_nil(c, &x->key, &x->has_key));
+        if (x->has_key && x->key.len > HAND_KEY_MAX)
+            return fail(c, "a top key longer than HAND_KEY_MAX");
+        TRY(rd_u64(c, &x->topwork));
+        leave(c);
+    }
+    leave(c);
+    m->u.load.leaves = n > 0 ? L : NULL;
+    m->u.load.nleaves = (uint32_t)n;
+    return HKV_OK;
+}
+
 /* The fields after type and id; `nf` is how many the array said. */
 static int rd_fields(struct wire_decoder *d, struct cur *c, struct hand_msg *m, size_t nf)
 {
@@ -290,7 +357,7 @@ static int rd_fields(struct wire_decoder *d, struct cur *c, struct hand_msg *m, 
         [LEAF_HELLO - 128] = 2,
         [LEAF_INTENT - 128] = 5,       [LEAF_COMMIT - 128] = 5,    [LEAF_ABORT - 128] = 5,
         [LEAF_READ - 128] = 5,         [LEAF_SPLIT - 128] = 5,     [LEAF_REPLY - 128] = 8,
-        [LEAF_ORDER - 128] = 5,        [LEAF_DONE - 128] = 3,
+        [LEAF_ORDER - 128] = 5,        [LEAF_DONE - 128] = 3,      [LEAF_LOAD - 128] = 6,
     };
     if (!hand_is_kind(m->type) || NAMES[m->type - 128] == NULL)
         return fail(c, "unknown message kind");
@@ -353,6 +420,13 @@ static int rd_fields(struct wire_decoder *d, struct cur *c, struct hand_msg *m, 
         m->u.done.status = (int32_t)st;
         return rd_bytes(c, &m->u.done.text);
     }
+    case LEAF_LOAD:
+        TRY(rd_u32(c, &m->u.load.window_ms));
+        TRY(rd_u32(c, &m->u.load.busy));
+        TRY(rd_u64(c, &m->u.load.backlog));
+        TRY(rd_u64(c, &m->u.load.backlog_prev));
+        TRY(rd_u64(c, &m->u.load.work));
+        return rd_loads(d, c, m);
     default: /* INTENT COMMIT ABORT READ SPLIT */
         TRY(rd_leaf(c, &m->u.leaf.leaf));
         TRY(rd_i64(c, &m->u.leaf.epoch));
@@ -416,6 +490,23 @@ static bool record_eq(const struct hand_msg *a, const struct hand_msg *b)
     return true;
 }
 
+static bool load_eq(const struct hand_msg *a, const struct hand_msg *b)
+{
+    const __typeof__(a->u.load) *x = &a->u.load, *y = &b->u.load;
+    if (x->window_ms != y->window_ms || x->busy != y->busy || x->backlog != y->backlog ||
+        x->backlog_prev != y->backlog_prev || x->work != y->work || x->nleaves != y->nleaves)
+        return false;
+    for (uint32_t i = 0; i < x->nleaves; i++) {
+        const struct hand_load *p = &x->leaves[i], *q = &y->leaves[i];
+        if (!leaf_eq(p->leaf, q->leaf) || p->work != q->work || p->writes != q->writes ||
+            p->pushes != q->pushes || p->misses != q->misses || p->bytes != q->bytes ||
+            p->half[0] != q->half[0] || p->half[1] != q->half[1] || p->has_key != q->has_key ||
+            (p->has_key && !seq(p->key, q->key)) || p->topwork != q->topwork)
+            return false;
+    }
+    return true;
+}
+
 bool hand_msg_equal(const struct hand_msg *a, const struct hand_msg *b)
 {
     if (a->type != b->type || a->id != b->id)
@@ -461,6 +552,8 @@ bool hand_msg_equal(const struct hand_msg *a, const struct hand_msg *b)
     case LEAF_DONE:
         return a->u.done.order == b->u.done.order && a->u.done.status == b->u.done.status &&
                seq(a->u.done.text, b->u.done.text);
+    case LEAF_LOAD:
+        return load_eq(a, b);
     default:
         return leaf_eq(a->u.leaf.leaf, b->u.leaf.leaf) && a->u.leaf.epoch == b->u.leaf.epoch &&
                a->u.leaf.to == b->u.leaf.to;

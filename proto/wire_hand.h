@@ -46,13 +46,23 @@
  *   LEAF_READ          leaf, epoch 0, to 0          step 8: the truth
  *   LEAF_SPLIT         leaf, epoch (e0), to 0
  *   LEAF_DONE          order id u64, status i32, text   (an order finished)
+ *   LEAF_LOAD          window_ms u32, busy u32 (per mille of the window the
+ *                      owner's loop thread ran), backlog u64, backlog_prev u64
+ *                      (persist backlog now and a window ago), work u64 (the
+ *                      owner's whole work in the window), [load, ...] (its
+ *                      busiest leaves, at most HAND_LOAD_MAX), not answered;
+ *                      load = [leaf, work u64, writes u64, pushes u64,
+ *                      misses u64, bytes u64, half0 u64, half1 u64 (the
+ *                      work of the leaf's two halves by the next hash bit;
+ *                      both 0: not known), topkey bytes|nil, topwork u64
+ *                      (the hottest key seen and a lower bound of its work)]
  *   agent -> owner
  *   LEAF_REPLY         status i32 (LEAF_ST_*), epoch i64 (the new one, OK),
  *                      exists bool, owner u32, state u8, to u32, at i64 (the
  *                      leaf's truth: its value and mod_revision), text
  *   LEAF_ORDER         kind u8 (LEAF_ORDER_MOVE/SPLIT), leaf, to u32
  *
- * Decoded byte strings are slices into the payload; rows and changes live
+ * Decoded byte strings are slices into the payload; rows, changes and loads live
  * in the decoder's arena (struct wire_decoder), valid until its next call.
  */
 #ifndef HKV_WIRE_HAND_H
@@ -87,6 +97,7 @@ enum hand_type {
     LEAF_REPLY = 166,
     LEAF_ORDER = 167,
     LEAF_DONE = 168,
+    LEAF_LOAD = 169,
 };
 
 /* LEAF_REPLY status. */
@@ -98,7 +109,7 @@ enum leaf_status {
 };
 enum leaf_order_kind { LEAF_ORDER_MOVE = 1, LEAF_ORDER_SPLIT = 2 };
 
-static inline bool hand_is_kind(unsigned t) { return t >= HANDOFF_BEGIN && t <= LEAF_DONE; }
+static inline bool hand_is_kind(unsigned t) { return t >= HANDOFF_BEGIN && t <= LEAF_LOAD; }
 
 struct hand_leaf {
     uint8_t pool;          /* enum cfg_pool */
@@ -112,6 +123,18 @@ struct hand_row {
     hkv_stamp stamp;
     int64_t expire_ms;
     uint16_t class_id;
+};
+
+/* One leaf's work in a LEAF_LOAD (units: see server/owner/owner_work.h). */
+#define HAND_LOAD_MAX 64
+#define HAND_KEY_MAX 128           /* a top key longer than this is cut (and said so) */
+struct hand_load {
+    struct hand_leaf leaf;
+    uint64_t work, writes, pushes, misses, bytes;
+    uint64_t half[2];
+    bool has_key;
+    struct wire_slice key;
+    uint64_t topwork;
 };
 
 struct hand_msg {
@@ -157,6 +180,12 @@ struct hand_msg {
         } reply;
         struct { uint8_t kind; struct hand_leaf leaf; uint32_t to; } order;
         struct { uint64_t order; int32_t status; struct wire_slice text; } done;
+        struct {
+            uint32_t window_ms, busy;
+            uint64_t backlog, backlog_prev, work;
+            const struct hand_load *leaves;
+            uint32_t nleaves;
+        } load;
     } u;
 };
 

@@ -23,6 +23,7 @@
 #include "proto/wire_hand.h"
 #include "server/agent/agent_int.h"
 #include "server/agent/agent_leaf.h"
+#include "server/agent/agent_policy.h"
 #include "server/core/listen.h"
 #include "server/core/log.h"
 
@@ -127,7 +128,11 @@ static int handle(struct cconn *k, const struct hand_msg *m)
         agent_leaf_request(c->leaf, k->pool, k->index, m, k->gen);
         return 0;
     case LEAF_DONE:
-        agent_leaf_done(c->leaf, m->u.done.order, m->u.done.status);
+        if (!agent_policy_done(c->a->policy, m->u.done.order, m->u.done.status))
+            agent_leaf_done(c->leaf, m->u.done.order, m->u.done.status);
+        return 0;
+    case LEAF_LOAD:
+        agent_policy_load(c->a->policy, k->pool, k->index, m);
         return 0;
     default:
         return -1;
@@ -207,11 +212,12 @@ struct agent_ctl *agent_ctl_start(struct agent *a)
     if (c == NULL)
         return NULL;
     c->a = a;
-    wire_decoder_init(&c->dec, 16);
+    wire_decoder_init(&c->dec, HAND_LOAD_MAX); /* a LEAF_LOAD holds up to that many leaves */
     c->out = (struct hkv_buf)HKV_BUF_INIT;
     c->leaf = agent_leaf_create(a, on_reply, on_order, c);
+    a->policy = c->leaf != NULL ? agent_policy_create(a, on_order, c) : NULL;
     topo_agent_socket(a->ctx->cfg, path, sizeof(path));
-    int fd = c->leaf != NULL ? listen_unix(path, 64, err, sizeof(err)) : -1;
+    int fd = c->leaf != NULL && a->policy != NULL ? listen_unix(path, 64, err, sizeof(err)) : -1;
     if (fd >= 0)
         c->lst = evconnlistener_new(a->base, on_accept, c, LEV_OPT_CLOSE_ON_FREE, 0, fd);
     if (c->lst == NULL) {
@@ -235,6 +241,7 @@ void agent_ctl_stop(struct agent_ctl **cp)
     if (c->lst != NULL)
         evconnlistener_free(c->lst);
     agent_leaf_destroy(&c->leaf);
+    agent_policy_destroy(&c->a->policy);
     wire_decoder_deinit(&c->dec);
     buf_deinit(&c->out);
     free(c);
@@ -243,6 +250,8 @@ void agent_ctl_stop(struct agent_ctl **cp)
 
 void agent_ctl_tick(struct agent_ctl *c, int64_t now)
 {
-    if (c != NULL)
-        agent_leaf_tick(c->leaf, now);
+    if (c == NULL)
+        return;
+    agent_leaf_tick(c->leaf, now);
+    agent_policy_tick(c->a->policy, now);
 }

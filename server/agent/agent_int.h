@@ -12,6 +12,8 @@
  *   agent_map.c    keys -> table (pure);  agent_save.c  the disk thread
  *   agent_ctl.c    the owners' control channel (agent_ctl.h), over
  *   agent_leaf.c   the leaf txns owners ask for, operators' move requests
+ *   agent_policy.c automatic moves from the owners' load reports (its rule:
+ *                  agent_policy_decide.c, pure)
  *   agent_txn.c    the txns themselves (pure, shared with hotkvd-admin)
  *
  * The calls go one way: agent.c calls the others; agent_reg.c,
@@ -49,6 +51,7 @@ struct agent_retry {
 };
 
 struct agent_ctl;
+struct agent_policy;
 
 struct agent {
     struct worker_ctx *ctx;
@@ -63,6 +66,8 @@ struct agent {
      * and the socket hotkvd-admin reaches it through (etcd_remote.h) */
     char store_path[TOPO_PATH_MAX];
     struct etcd_rserver *rserver;
+    struct agent_policy *policy;   /* automatic moves (agent_policy.h), made by agent_ctl.c;
+                                    * NULL without a control channel */
     struct event *tick;
     int stopping;
     uint64_t incarnation;          /* this agent process */

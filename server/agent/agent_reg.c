@@ -412,12 +412,18 @@ static struct revoke revoke_cb;
 static void on_revoke(void *arg, const struct etcd_result *r)
 {
     struct agent *a = arg;
-    if (r->status == HKV_OK)
+    if (r->status == HKV_OK) {
         log_verbose("lease %" PRId64 " revoked: this host's registrations are gone",
                     a->h.lease_id);
-    a->h.lease_id = 0;
-    agent_health_push(a);
-    save_state(a); /* the next start has no lease to take over */
+        a->h.lease_id = 0;
+        agent_health_push(a);
+        save_state(a); /* the next start has no lease to take over */
+    }
+    /* Not revoked (etcd down): the saved state keeps the lease, which etcd
+     * may still hold when it comes back (a restarted etcd renews every
+     * lease's TTL).  The next start takes it over; forgetting it made the
+     * next start see its own registrations under a live lease as another
+     * hotkvd's, and refuse to start. */
     revoke_cb.done(revoke_cb.arg);
 }
 

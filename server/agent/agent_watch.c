@@ -21,6 +21,7 @@
 
 #include "proto/hkv.h"
 #include "server/agent/agent_int.h"
+#include "server/agent/agent_policy.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
 
@@ -114,6 +115,9 @@ static void on_watch(void *arg, const struct etcd_watch_msg *m)
                                 del ? 0 : kv->value_len, kv->mod_revision);
             changed |= k == AGENT_K_LEAF || k == AGENT_K_OWNER || k == AGENT_K_MEMBER ||
                        k == AGENT_K_POOL;
+            if (k == AGENT_K_OTHER && a->policy != NULL)
+                agent_policy_watched(a->policy, kv->key, kv->key_len, del ? NULL : kv->value,
+                                     del ? 0 : kv->value_len);
             if (kv->mod_revision > rev)
                 rev = kv->mod_revision;
         }

@@ -34,7 +34,7 @@
 #include "server/core/topo.h"
 
 #define CMAP_MAGIC 0x70616d63766b6801ULL /* "\x01hkvcmap" */
-#define CMAP_LAYOUT 1
+#define CMAP_LAYOUT 2
 #define SNAP_TRIES 200
 #define HEALTH_TRIES 1000
 

@@ -48,6 +48,7 @@
 #define CMAP_MAX_BITS 24           /* deepest leaf */
 #define CMAP_NAME_MAX 96           /* "<host>/<pool>/<k>", a host name, an address */
 #define CMAP_NPOOLS 2              /* CFG_POOL_HOT, CFG_POOL_COLD */
+#define CMAP_KEY_SHOWN 64          /* bytes of a refused hot key the health keeps */
 
 enum cmap_leaf_state { CMAP_SERVING = 0, CMAP_MOVING = 1 };
 
@@ -93,6 +94,12 @@ struct cmap_health {
     uint32_t host_number;          /* this host's number (writer prefixes); 0 = not yet */
     uint8_t etcd_up;               /* the last call reached etcd */
     uint8_t from_disk;             /* the table came from `dir`, not (yet) from etcd */
+    /* automatic moves (server/agent/agent_policy.h), since the agent started */
+    int64_t auto_moves;            /* moves ordered (a split's half included) */
+    int64_t auto_splits;           /* splits ordered */
+    int64_t auto_refused;          /* leaves left alone: one key carries most of their work */
+    int64_t auto_refused_key_len;  /* bytes of the last refused key kept below */
+    char auto_refused_key[CMAP_KEY_SHOWN];
 };
 
 struct cmap;

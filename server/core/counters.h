@@ -114,7 +114,8 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(leaf_parked_now, CTR_GAUGE, "Requests waiting for a moving leaf now")                    \
     X(leaf_parked_ms_max, CTR_GAUGE, "The longest wait of a parked request, ms")               \
     X(leaf_parked_ms_p99, CTR_GAUGE, "The 99th percentile of parked waits, ms (upper bound)")  \
-    X(leaf_parked_timeouts, CTR_COUNTER, "Parked requests answered TRYAGAIN (wait too long)")
+    X(leaf_parked_timeouts, CTR_COUNTER, "Parked requests answered TRYAGAIN (wait too long)")    \
+    X(owner_busy_permille, CTR_GAUGE, "Per mille of the last move-window the loop thread ran")
 
 enum ctr_edge_id {
 #define X(name, kind, help) CTR_EDGE_##name,

@@ -23,6 +23,7 @@
 #include "server/edge/edge_clients.h"
 #include "server/edge/edge_monitor.h"
 #include "server/edge/info.h"
+#include "server/edge/info_cluster.h"
 
 void edge_cmd_ping(struct conn *c, int argc, const struct resp_slice *argv)
 {
@@ -201,6 +202,23 @@ void edge_cmd_info(struct conn *c, int argc, const struct resp_slice *argv)
 void edge_cmd_hotkeys(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long n = 10;
+    if (argc == 2 && slice_is(&argv[1], "refused")) {
+        /* the last hot key automatic moves refused to split (agent_policy.h) */
+        struct cluster_view v;
+        if (info_cluster_view(c->e, &v) != 0 || v.h.auto_refused == 0) {
+            resp_add_array(&c->out, 0);
+            return;
+        }
+        size_t klen = v.h.auto_refused_key_len < 0 ? 0
+                      : (size_t)v.h.auto_refused_key_len > sizeof(v.h.auto_refused_key)
+                          ? sizeof(v.h.auto_refused_key)
+                          : (size_t)v.h.auto_refused_key_len;
+        resp_add_array(&c->out, 1);
+        resp_add_array(&c->out, 2);
+        resp_add_bulk(&c->out, v.h.auto_refused_key, klen);
+        resp_add_int(&c->out, v.h.auto_refused);
+        return;
+    }
     if (argc == 3 && slice_is(&argv[1], "count")) {
         char num[16] = "";
         memcpy(num, argv[2].p, argv[2].len < 15 ? argv[2].len : 15);

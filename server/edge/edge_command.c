@@ -162,8 +162,9 @@ static void own_info(struct hkv_buf *out, int proto, const struct cmd_def *d)
 }
 
 static const struct { const char *name, *summary, *complexity; } own_docs[] = {
-    {"hotkeys", "The hottest keys of this colo with their measured reads per second "
-                "(hotkvd)", "O(COUNT)"},
+    {"hotkeys", "The hottest keys of this colo with their measured reads per second; "
+                "HOTKEYS REFUSED: the last hot key automatic moves refused to split, with the "
+                "count of refusals (hotkvd)", "O(COUNT)"},
     {"getmeta", "Get a key's value with its age in the colo cache, its stamp (the owner's "
                 "version) and whether it was served stale or degraded (hotkvd)", "O(1)"},
 };

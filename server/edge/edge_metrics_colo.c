@@ -250,6 +250,18 @@ hkv_status metrics_cluster(struct edge *e, struct hkv_buf *out)
                 "Map revisions not applied: their leaves did not partition the hash space",
                 (double)h->refused_maps, 1);
     if (s == HKV_OK)
+        s = one(out, "hotkvd_leaf_auto_moves_total", PROM_COUNTER,
+                "Leaf moves this host's agent ordered by itself (busy owners)",
+                (double)h->auto_moves, 1);
+    if (s == HKV_OK)
+        s = one(out, "hotkvd_leaf_auto_splits_total", PROM_COUNTER,
+                "Leaf splits this host's agent ordered by itself (busy owners)",
+                (double)h->auto_splits, 1);
+    if (s == HKV_OK)
+        s = one(out, "hotkvd_leaf_auto_refused_total", PROM_COUNTER,
+                "Busy leaves left alone because one key carried most of their work",
+                (double)h->auto_refused, 1);
+    if (s == HKV_OK)
         s = one(out, "hotkvd_cluster_owners_known", PROM_GAUGE, "Owners the map names",
                 v.owners_known, 1);
     if (s == HKV_OK)

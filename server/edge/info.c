@@ -220,13 +220,7 @@ static void sec_hotkeys(struct hkv_buf *b, struct edge *e)
         for (int i = 0; i < n; i++) {
             buf_printf(b, "hotkey_%d:key=", i);
             size_t len = hk[i].klen < sizeof(hk[i].key) ? hk[i].klen : sizeof(hk[i].key);
-            for (size_t j = 0; j < len; j++) {
-                unsigned char ch = (unsigned char)hk[i].key[j];
-                if (ch > ' ' && ch < 127 && ch != ',' && ch != '\\')
-                    buf_append(b, &hk[i].key[j], 1);
-                else
-                    buf_printf(b, "\\x%02x", ch);
-            }
+            info_key_escaped(b, hk[i].key, len);
             buf_printf(b, ",reads_per_sec=%llu\r\n", (unsigned long long)hk[i].reads_per_sec);
         }
     }

@@ -9,6 +9,46 @@
 #include "server/core/cmap.h"
 #include "server/core/counters.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/info_cluster.h"
+
+void info_key_escaped(struct hkv_buf *b, const char *key, size_t len)
+{
+    for (size_t j = 0; j < len; j++) {
+        unsigned char ch = (unsigned char)key[j];
+        if (ch > ' ' && ch < 127 && ch != ',' && ch != '\\')
+            buf_append(b, &key[j], 1);
+        else
+            buf_printf(b, "\\x%02x", ch);
+    }
+}
+
+/* The automatic moves (the agent's, through the segment's health) and the
+ * busy fraction of every owner this edge polls. */
+static void auto_lines(struct hkv_buf *b, struct edge *e)
+{
+    struct cluster_view v;
+    if (info_cluster_view(e, &v) != 0)
+        return;
+    const struct cmap_health *h = &v.h;
+    size_t klen = h->auto_refused_key_len < 0 ? 0
+                  : (size_t)h->auto_refused_key_len > sizeof(h->auto_refused_key)
+                      ? sizeof(h->auto_refused_key)
+                      : (size_t)h->auto_refused_key_len;
+    buf_printf(b, "auto_moves_enabled:%d\r\nauto_moves_started:%lld\r\n"
+               "auto_splits_started:%lld\r\nauto_refused_hot_key:%lld\r\n"
+               "auto_refused_last_key:", e->ctx->cfg->auto_moves, (long long)h->auto_moves,
+               (long long)h->auto_splits, (long long)h->auto_refused);
+    info_key_escaped(b, h->auto_refused_key, klen);
+    buf_printf(b, "\r\n");
+    for (int g = 0; g < e->nowners; g++) {
+        const struct owner_ref *o = &e->owners[g];
+        if (o->stats_at_ms == 0)
+            continue;
+        int64_t pm = o->stats[CTR_OWNER_owner_busy_permille];
+        buf_printf(b, "owner_%u_busy:%lld.%03lld\r\n", o->number, (long long)(pm / 1000),
+                   (long long)(pm % 1000));
+    }
+}
 
 /* Gauges that are a largest value, not an amount. */
 static int is_max(const char *name)
@@ -43,5 +83,6 @@ void info_leaves(struct hkv_buf *b, struct edge *e)
     for (int i = 0; i < CTR_OWNER_COUNT; i++)
         if (strncmp(ctr_owner_defs[i].name, "leaf_", 5) == 0)
             buf_printf(b, "%s:%lld\r\n", ctr_owner_defs[i].name, (long long)v[i]);
+    auto_lines(b, e);
     buf_printf(b, "\r\n");
 }

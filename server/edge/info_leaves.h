@@ -13,6 +13,15 @@
  *   leaf_copy_rows, leaf_copy_bytes, leaf_copy_ms_last, leaf_copy_bytes_per_second
  *   leaf_parked, leaf_parked_writes, leaf_parked_now, leaf_parked_ms_max,
  *   leaf_parked_ms_p99, leaf_parked_timeouts       requests that waited
+ *
+ * and the automatic moves of this host's agent (server/agent/agent_policy.h,
+ * through the map segment's health):
+ *   auto_moves_enabled                             the auto-moves directive
+ *   auto_moves_started, auto_splits_started        orders given
+ *   auto_refused_hot_key, auto_refused_last_key    leaves left alone: one key
+ *                                                  carried most of their work
+ *   owner_<n>_busy                                 each polled owner's loop busy
+ *                                                  fraction over its last window
  */
 #ifndef HKV_INFO_LEAVES_H
 #define HKV_INFO_LEAVES_H
@@ -22,5 +31,7 @@
 
 /* The section (nothing on a single host). */
 void info_leaves(struct hkv_buf *b, struct edge *e);
+/* key with anything outside printable ASCII (and , \\) as \\xHH. */
+void info_key_escaped(struct hkv_buf *b, const char *key, size_t len);
 
 #endif

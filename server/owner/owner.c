@@ -106,7 +106,8 @@ int owner_init(struct owner *o, struct worker_ctx *ctx, const struct owner_ctx *
 
 int owner_open(struct owner *o)
 {
-    if (owner_persist_setup(o, owner_execute) != 0 || owner_own_start(o) != 0)
+    if (owner_persist_setup(o, owner_execute) != 0 || owner_own_start(o) != 0 ||
+        owner_work_setup(o) != 0)
         return -1;
     return owner_move_setup(o); /* a cluster's leaf moves (owner_move_int.h) */
 }
@@ -119,6 +120,7 @@ void owner_deinit(struct owner *o)
     o->tcp_listener = NULL;
     owner_pushq_teardown(o);
     owner_move_teardown(o);
+    owner_work_teardown(o);
     owner_own_teardown(o);
     owner_persist_teardown(o);
     owner_purge_teardown(o); /* after the persister handed its jobs back */

@@ -277,3 +277,13 @@ int owner_agent_up(const struct owner *o)
 {
     return o->agent != NULL && o->agent->up;
 }
+
+int owner_agent_load(struct owner *o, struct hand_msg *m)
+{
+    struct oagent *a = o->agent;
+    if (a == NULL || !a->up)
+        return -1;
+    m->type = LEAF_LOAD;
+    m->id = ++a->next_id;
+    return put(a, m);
+}

@@ -38,7 +38,11 @@ int owner_is_durable(struct owner *o, struct wire_slice key)
 
 int owner_ours(struct owner *o, struct olink *l, uint64_t id, struct wire_slice key)
 {
-    return owner_ours_place(o, l, id, router_place(key.p, key.len));
+    uint64_t place = router_place(key.p, key.len);
+    if (!owner_ours_place(o, l, id, place))
+        return 0;
+    owner_work_request(o, place, key);
+    return 1;
 }
 
 void owner_leaf_of(struct owner *o, uint64_t place, uint32_t *prefix, uint8_t *bits)
@@ -167,6 +171,7 @@ void owner_push_written(struct owner *o, struct wire_slice key, hkv_stamp versio
 
 void owner_applied(struct owner *o, struct wire_slice key)
 {
+    owner_work_write(o, key);
     if (o->move != NULL)
         owner_move_applied(o, key.p, key.len); /* a leaf being copied: its result travels */
 }

@@ -174,6 +174,7 @@ struct owner {
     struct opurge *purge;         /* leaves being dropped */
     struct orecv *recv;           /* the target's side of incoming moves */
     struct omove *move;           /* the source's side of the outgoing move */
+    struct owork_run *work;       /* load measured for automatic moves (owner_work_report.c) */
     struct olink *links;
     struct opushq *pushq;         /* keys to push at the end of the turn (owner_pushq.c) */
     struct olink_hooks link_hooks; /* owner_link.c calls up through these */
@@ -427,6 +428,18 @@ void owner_stats_reset(void *arg);
 void owner_op_scan_range(struct owner *o, struct olink *l, const struct wire_msg *m);
 /* l is going away: pages it waits for are dropped when they come. */
 void owner_scan_forget_link(struct owner *o, struct olink *l);
+
+/* ---- owner_work_report.c: the load automatic moves decide on (owner_work.h) ---- */
+/* Starts measuring (any owner: STATS owner_busy_permille) and, in a cluster,
+ * reporting a LEAF_LOAD to the agent every move-window.  0, or -1. */
+int owner_work_setup(struct owner *o);
+void owner_work_teardown(struct owner *o);
+/* The request path's hooks: a request for a key of this owner, a write
+ * applied, a result pushed to `colos` colos (`bytes` in all). */
+void owner_work_request(struct owner *o, uint64_t place, struct wire_slice key);
+void owner_work_write(struct owner *o, struct wire_slice key);
+void owner_work_push(struct owner *o, const char *key, size_t klen, unsigned colos,
+                     uint64_t bytes);
 
 /* ---- owner_gate.c: gates and the end of a write ---- */
 /* The class the live config gives key. */

@@ -58,6 +58,9 @@ int owner_agent_call(struct owner *o, uint8_t type, struct hand_leaf leaf, int64
 void owner_agent_done(struct owner *o, uint64_t order, int status, const char *text);
 /* 1 while the channel is connected. */
 int owner_agent_up(const struct owner *o);
+/* Sends a LEAF_LOAD (owner_work_report.c; not answered): 0, or -1 when the
+ * channel is down (the report is dropped: the next window sends a new one). */
+int owner_agent_load(struct owner *o, struct hand_msg *m);
 
 /* ---- owner_hlink.c: hand-off links ---- */
 

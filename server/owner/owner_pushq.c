@@ -185,6 +185,9 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
                                                           ? v.stamp : x->stamp);
             o->st.owner_pushes++;
         }
+        if (nto > 0) /* the leaf's work for the move policy (owner_work.h) */
+            owner_work_push(o, key.p, key.len, (unsigned)nto,
+                            (uint64_t)nto * (key.len + (rc == HKV_OK ? v.vlen : 0)));
     }
     for (int k = 0; k < nto; k++)
         olink_flush(to[k]);

@@ -378,6 +378,12 @@ START_TEST(etcd_down_keeps_the_map_in_memory_and_from_disk)
         h_sleep_ms(100);
     ck_assert_int_eq(info_int(&d, "map_from_disk"), 0);
     ck_assert_int_eq(wait_info(&d, "owners_live", 3, 10000), 3);
+    /* and it stays: the restarted agent took over its predecessor's lease
+     * (etcd kept it), it did not take it for another hotkvd's and stop */
+    h_sleep_ms(2000);
+    ck_assert_msg(h_ping(d.port), "the host stopped after etcd came back");
+    ck_assert_int_eq(info_int(&d, "host_number"), 1);
+    ck_assert(get_is(&d, "kept", "yes"));
     ck_assert_int_eq(h_stop(&d), 0);
     etcd_stop();
 }

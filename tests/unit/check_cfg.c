@@ -526,6 +526,35 @@ START_TEST(durations_take_units_and_decimals)
 }
 END_TEST
 
+START_TEST(ratios_take_a_fraction_with_three_decimals_at_most)
+{
+    struct cfg *c = cfg_create();
+    struct cfg_error err = { "" };
+    char buf[64];
+    ck_assert_int_eq(c->move_busy_threshold, 700);
+    ck_assert_int_eq(cfg_get(c, "move-busy-threshold", buf, sizeof(buf)), HKV_OK);
+    ck_assert_str_eq(buf, "0.7");
+    const struct { const char *in; int permille; } good[] = {
+        {"0.7", 700}, {".25", 250}, {"1", 1000}, {"0.125", 125}, {"1.0", 1000}, {"0.01", 10},
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        ck_assert_msg(set1(c, "move-busy-threshold", good[i].in, &err) == HKV_OK, "%s: %s",
+                      good[i].in, err.msg);
+        ck_assert_int_eq(c->move_busy_threshold, good[i].permille);
+    }
+    ck_assert_int_eq(cfg_get(c, "move-busy-threshold", buf, sizeof(buf)), HKV_OK);
+    ck_assert_str_eq(buf, "0.01");
+    const char *bad[] = {"0", "1.001", "0.1234", "x", ".", "", "-0.5", "0.5x", "2", "0.009"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_msg(set1(c, "move-busy-threshold", bad[i], &err) == HKV_EINVAL, "'%s' accepted",
+                      bad[i]);
+        ck_assert_int_eq(c->move_busy_threshold, 10); /* unchanged by the refusal */
+    }
+    ck_assert_ptr_nonnull(strstr(err.msg, "needs a fraction between 0.01 and 1"));
+    cfg_destroy(&c);
+}
+END_TEST
+
 /* ---- quotes ---- */
 
 START_TEST(quotes_and_escapes)
@@ -1360,6 +1389,7 @@ Suite *cfg_suite(void)
     add(s, "units", sizes_take_decimal_and_binary_units, durations_take_units_and_decimals,
         NULL);
     add(s, "quotes", quotes_and_escapes, NULL, NULL);
+    add(s, "ratios", ratios_take_a_fraction_with_three_decimals_at_most, NULL, NULL);
     add(s, "include", include_resolves_against_the_including_file,
         include_loop_and_depth_are_refused, NULL);
     add(s, "command_line", command_line_overrides_the_file, NULL, NULL);

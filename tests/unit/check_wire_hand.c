@@ -155,6 +155,95 @@ START_TEST(hostile_payloads_are_refused)
 }
 END_TEST
 
+START_TEST(a_load_report_round_trips)
+{
+    struct hand_load L[3] = {
+        {{0, 3, 0x20000000u}, 900, 100, 300, 400, 123456, {500, 400}, true, S("user:1"), 450},
+        {{0, 4, 0x10000000u}, 5, 1, 2, 3, 0, {0, 0}, false, {NULL, 0}, 0},
+        {{1, 0, 0}, UINT64_MAX, 0, 0, 0, 0, {UINT64_MAX, 0}, true, S(""), 1},
+    };
+    struct hand_msg m[] = {
+        {.type = LEAF_LOAD, .id = 20, .u.load = {1000, 812, 5000, 4000, 905, L, 3}},
+        {.type = LEAF_LOAD, .id = 21, .u.load = {10000, 0, 0, 0, 0, NULL, 0}},
+    };
+    for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+        roundtrip(&m[i]);
+    ck_assert_str_eq(hand_type_name(LEAF_LOAD), "LEAF_LOAD");
+    ck_assert(hand_is_kind(LEAF_LOAD));
+}
+END_TEST
+
+START_TEST(a_bad_load_report_is_refused_by_the_encoder)
+{
+    static struct hand_load many[HAND_LOAD_MAX + 1];
+    char longkey[HAND_KEY_MAX + 1];
+    memset(longkey, 'k', sizeof(longkey));
+    struct hand_msg m = {.type = LEAF_LOAD, .id = 1, .u.load = {1000, 1, 0, 0, 0, many,
+                                                                 HAND_LOAD_MAX + 1}};
+    ck_assert_int_eq(hand_put(&buf, &m), HKV_EINVAL);
+    struct hand_load one = {{0, 2, 0x40000000u}, 1, 0, 0, 0, 0, {0, 0}, true,
+                            wire_slice(longkey, sizeof(longkey)), 1};
+    m.u.load.leaves = &one;
+    m.u.load.nleaves = 1;
+    ck_assert_int_eq(hand_put(&buf, &m), HKV_EINVAL);
+    one.key.len = HAND_KEY_MAX;
+    one.leaf.start = 1; /* does not fit 2 bits */
+    ck_assert_int_eq(hand_put(&buf, &m), HKV_EINVAL);
+    m.u.load.leaves = NULL;
+    ck_assert_int_eq(hand_put(&buf, &m), HKV_EINVAL);
+    ck_assert_uint_eq(buf_unread(&buf), 0);
+}
+END_TEST
+
+START_TEST(a_hostile_load_report_is_refused)
+{
+    const char *why;
+    /* [169, 1, 1000, 5, 0, 0, 0, [[0, 0, 0, 1]]]: a leaf's load with 4 fields */
+    ck_assert_int_eq(raw("\x98\xcc\xa9\x01\xcd\x03\xe8\x05\x00\x00\x00\x91\x94\x00\x00\x00\x01",
+                         17, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "a leaf's load has 12 fields");
+    /* [169, 1, 1000, 5, 0, 0, 0, [65 entries claimed]] */
+    ck_assert_int_eq(raw("\x98\xcc\xa9\x01\xcd\x03\xe8\x05\x00\x00\x00\xdc\x00\x41", 14, &why),
+                     HKV_EPROTO);
+    /* [169, 1, 1000, 5, 0, 0] : a field short */
+    ck_assert_int_eq(raw("\x97\xcc\xa9\x01\xcd\x03\xe8\x05\x00\x00\x00", 11, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "wrong field count");
+    /* a busy figure that is not a u32: [169, 1, 1000, -1, 0, 0, 0, []] */
+    ck_assert_int_eq(raw("\x98\xcc\xa9\x01\xcd\x03\xe8\xff\x00\x00\x00\x90", 12, &why),
+                     HKV_EPROTO);
+    /* a leaf whose start does not fit its bits, and a key over HAND_KEY_MAX */
+    struct hand_load one = {{0, 2, 0x40000000u}, 1, 0, 0, 0, 0, {0, 0}, true, S("k"), 1};
+    struct hand_msg m = {.type = LEAF_LOAD, .id = 1, .u.load = {1000, 1, 0, 0, 0, &one, 1}};
+    ck_assert_int_eq(hand_put(&buf, &m), HKV_OK);
+    char *p = (char *)buf_head(&buf) + WIRE_HEADER_LEN;
+    size_t plen = buf_unread(&buf) - WIRE_HEADER_LEN;
+    char *at = memchr(p, 0x40, plen); /* start 0x40000000 as a u32: ce 40 00 00 00 */
+    ck_assert_ptr_nonnull(at);
+    at[0] = 0x41;
+    ck_assert_int_eq(raw(p, plen, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "leaf start does not fit its bits");
+    char longkey[HAND_KEY_MAX + 1];
+    memset(longkey, 'k', sizeof(longkey));
+    one.key = wire_slice(longkey, HAND_KEY_MAX);
+    buf_reset(&buf);
+    ck_assert_int_eq(hand_put(&buf, &m), HKV_OK);
+    /* grow the key's bin8 length by one, and the frame by one byte */
+    struct hkv_buf b2 = HKV_BUF_INIT;
+    p = (char *)buf_head(&buf) + WIRE_HEADER_LEN;
+    plen = buf_unread(&buf) - WIRE_HEADER_LEN;
+    at = memchr(p, 'k', plen);
+    ck_assert_ptr_nonnull(at);
+    ck_assert_uint_eq((unsigned char)at[-1], HAND_KEY_MAX);
+    at[-1] = (char)(HAND_KEY_MAX + 1);
+    buf_append(&b2, p, (size_t)(at - p));
+    buf_append(&b2, longkey, 1);
+    buf_append(&b2, at, plen - (size_t)(at - p));
+    ck_assert_int_eq(raw(buf_head(&b2), buf_unread(&b2), &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "a top key longer than HAND_KEY_MAX");
+    buf_deinit(&b2);
+}
+END_TEST
+
 Suite *wire_hand_suite(void)
 {
     Suite *s = suite_create("wire_hand");
@@ -164,6 +253,12 @@ Suite *wire_hand_suite(void)
     tcase_add_test(tc, an_edge_frame_is_not_a_hand_off_frame);
     tcase_add_test(tc, bad_messages_are_refused_by_the_encoder);
     tcase_add_test(tc, hostile_payloads_are_refused);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("load reports");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, a_load_report_round_trips);
+    tcase_add_test(tc, a_bad_load_report_is_refused_by_the_encoder);
+    tcase_add_test(tc, a_hostile_load_report_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }
