@@ -242,18 +242,24 @@ cluster-test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(CLOCKSHIM)
 # which runs the same workloads against hotkvd and redis-server side by side;
 # then http_compare: GET over RESP, over HTTP keep-alive and from nginx (a
 # static file of the same size), one load generator (kvload) for all three,
-# and the held-poll wakeup (http_wakeup.py).
-#   make bench                  defaults, under 10 minutes
-#   make bench-quick            tiny settings, under 1 minute
+# and the held-poll wakeup (http_wakeup.py); then move_bench: a leaf of
+# 128 MiB and of 1 GiB moving between two owners (etcd, one host) under
+# steady writes.
+#   make bench                  defaults, under 10 minutes; then the leaf moves,
+#                               about 18 minutes more (loading the 1 GiB leaf)
+#   make bench-quick            tiny settings, under 1 minute (and a 16 MiB leaf move)
 #   make bench BENCH_ARGS="--rounds 5 --out bench-out" HTTP_BENCH_ARGS="--rounds 5"
+#   make bench MOVE_BENCH_ARGS="--sizes 128M --out build/bench-move"
 STORM := $(BUILD)/storm
 KVLOAD := $(BUILD)/kvload
 BENCH_ARGS ?=
 HTTP_BENCH_ARGS ?=
-BENCH_DEPS := $(DEPS_OK) $(BIN) $(STORM) $(KVLOAD) $(if $(wildcard tests/fault/stallfs.c),$(SHIM))
+MOVE_BENCH_ARGS ?=
+BENCH_DEPS := $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(STORM) $(KVLOAD) $(if $(wildcard tests/fault/stallfs.c),$(SHIM))
 BENCH_CMD = scripts/bench/compare --hotkvd $(BIN) --storm $(STORM) \
             $(if $(wildcard tests/fault/stallfs.c),--shim $(SHIM))
 HTTP_BENCH_CMD = scripts/bench/http_compare --hotkvd $(BIN) --kvload $(KVLOAD)
+MOVE_BENCH_CMD = scripts/bench/move_bench --hotkvd $(BIN) --admin $(ADMIN_BIN)
 .PHONY: bench bench-quick
 
 STORM_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard scripts/bench/storm*.c))
@@ -272,10 +278,12 @@ test integration: $(STORM) $(KVLOAD)
 bench: $(BENCH_DEPS)
 	$(BENCH_CMD) $(BENCH_ARGS)
 	$(HTTP_BENCH_CMD) $(HTTP_BENCH_ARGS)
+	$(MOVE_BENCH_CMD) $(MOVE_BENCH_ARGS)
 
 bench-quick: $(BENCH_DEPS)
 	$(BENCH_CMD) --quick $(BENCH_ARGS)
 	$(HTTP_BENCH_CMD) --quick $(HTTP_BENCH_ARGS)
+	$(MOVE_BENCH_CMD) --quick $(MOVE_BENCH_ARGS)
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(BUILD)/server/hotkvd_admin.d $(STORM_OBJ:.o=.d) $(BUILD)/kvload.d \
          $(BUILD)/scripts/packaging/mkconfman.d

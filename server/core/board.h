@@ -99,7 +99,7 @@ struct board_slot {
     _Atomic int64_t started_ms;    /* CLOCK_MONOTONIC ms */
     _Atomic int64_t heartbeat_ms;  /* CLOCK_MONOTONIC ms, bumped by the process's loop */
     _Atomic uint64_t config_generation; /* the generation this process runs */
-    _Atomic uint64_t heap_bytes;   /* bytes allocated (mallinfo2), each heartbeat */
+    _Atomic uint64_t heap_bytes;   /* anonymous resident bytes, each heartbeat */
     _Atomic uint32_t colo;         /* an edge: its colo's index + 1 */
     _Atomic uint64_t colo_bytes;   /* an edge: bytes its colo's cache holds */
     _Atomic uint64_t remote_links_up; /* an edge in a cluster: its links up to other

@@ -111,4 +111,10 @@ int worker_stopping(const struct worker *w);
  * log role.  Returns -1 if the master already died (the caller exits). */
 int worker_prepare(struct worker_ctx *ctx, const char *title);
 
+/* The bytes this process holds for its heap, what each heartbeat publishes
+ * in its board slot (INFO used_memory, hotkvd_process_heap_bytes).  Called
+ * on the event loop every HEARTBEAT_MS: it must cost the same whatever the
+ * heap holds. */
+uint64_t worker_heap_bytes(void);
+
 #endif

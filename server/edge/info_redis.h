@@ -3,11 +3,12 @@
  * Redis's field names and hotkvd's honest values, for the whole host:
  *
  *   Memory        used_memory: bytes allocated by every process (each
- *                 publishes mallinfo2 in its scoreboard slot every 250 ms)
- *                 plus the shared segments once (the scoreboard, each colo's
- *                 cache bytes in use); used_memory_rss: the resident memory
- *                 of the master and every child less their shared pages, plus
- *                 the same shared segments once; maxmemory: the owners'
+ *                 publishes its anonymous resident bytes in its scoreboard
+ *                 slot every 250 ms) plus the shared segments once (the
+ *                 scoreboard, each colo's cache bytes in use);
+ *                 used_memory_rss: the resident memory of the master and
+ *                 every child less their shared pages, plus the same shared
+ *                 segments once; maxmemory: the owners'
  *                 owner-maxmemory summed (keys past it leave memory for disk,
  *                 none is deleted: maxmemory_policy noeviction).
  *   Persistence   no RDB or AOF: rdb_changes_since_last_save is the keys not

@@ -193,8 +193,13 @@ static void next_step(struct ocopy *c)
         return;
     }
     c->paused = 0;
-    if (c->phase == C_WALK)
-        event_active(c->step, EV_TIMEOUT, 0);
+    if (c->phase == C_WALK) {
+        /* after the loop polled its sockets (event_active from on_step would
+         * run again in the same pass: no request served until the link's
+         * backlog filled) */
+        static const struct timeval next_turn = {0, 0};
+        event_add(c->step, &next_turn);
+    }
     else if (c->phase == C_DISK && !c->job_out)
         submit_page(c);
 }

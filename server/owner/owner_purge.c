@@ -6,7 +6,8 @@
  *
  * Two steps, neither blocking the loop: the ledger's entries of the leaf
  * (ledger_walk, dirty ones too: they must never be written back),
- * OPURGE_BUCKETS buckets per loop turn; then the SQLite rows, by the
+ * OPURGE_BUCKETS buckets per loop turn (a zero timeout, not event_active:
+ * that runs again before the loop polls); then the SQLite rows, by the
  * position index (storage/persist_leaf.h), OPURGE_ROWS rows per job on the
  * persister's writer thread, each job submitted when the one before is
  * done.  The ledger goes first: once it holds nothing of the leaf, no batch
@@ -117,7 +118,11 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
     struct ptask *t = arg;
     t->cursor = ledger_walk(t->o->ledger, t->cursor, OPURGE_BUCKETS, in_leaf, t);
     if (t->cursor != 0) {
-        event_active(t->step, EV_TIMEOUT, 0);
+        /* The next slice after the loop has polled its sockets: an event
+         * re-activated from its own callback runs again in the same pass,
+         * and the whole leaf went before any request was read or answered. */
+        static const struct timeval next_turn = {0, 0};
+        event_add(t->step, &next_turn);
         return;
     }
     t->walking = 0;

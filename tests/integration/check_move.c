@@ -97,8 +97,8 @@ static int move_wait(const char *leaf, unsigned to, char *out, size_t len)
     char t[16];
     snprintf(t, sizeof(t), "%u", to);
     const char *admin = getenv("HOTKVD_ADMIN_BIN");
-    const char *argv[] = {admin, h1.conf, "leaf", "move", "hot", leaf, t, "--wait", "30000", NULL};
-    return mc_run(argv, out, len, 40000);
+    const char *argv[] = {admin, h1.conf, "leaf", "move", "hot", leaf, t, "--wait", "120000", NULL};
+    return mc_run(argv, out, len, 130000);
 }
 
 START_TEST(a_split_changes_nothing_a_client_sees)
@@ -319,6 +319,85 @@ START_TEST(a_fence_past_its_deadline_aborts_and_the_writes_apply_at_the_source)
 }
 END_TEST
 
+/* The second leaf `leaf list` shows served by owner n (mc_leaf_of gives the
+ * first): its start and bits; 0, or -1. */
+static int second_leaf_of(unsigned n, uint32_t *start, int *bits)
+{
+    char out[65536];
+    int seen = 0;
+    if (mc_admin(&h1, out, sizeof(out), 20000, "leaf", "list", NULL, NULL, NULL, NULL) != 0)
+        return -1;
+    for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        unsigned b, p, owner;
+        char state[16];
+        if (sscanf(line, "leaf hot %u-%x owner %u %*s state %15s", &b, &p, &owner, state) == 4 &&
+            owner == n && strcmp(state, "serving") == 0 && seen++ == 1) {
+            *bits = (int)b;
+            *start = b == 0 ? 0 : p << (32 - b);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+START_TEST(the_source_answers_while_it_drops_a_large_moved_leaf)
+{
+    /* Once a move commits, the source drops its copy of the leaf, ledger
+     * first, a slice of buckets per step.  Each step must let the loop poll
+     * its sockets: a step that re-activated itself (event_active from its own
+     * callback) ran in the same loop pass until the whole leaf was dropped,
+     * every other request of the owner waiting (writes to the source's
+     * other leaves, and the fenced writes' MOVED answers; with 500k keys a
+     * write to another leaf of the source waited 1757 ms). */
+    enum { N = 500000, VLEN = 16 };
+    static char keys[N][32];
+    static struct mc_load L;
+    char leaf[32], out[4096], wkeys[MC_KEYS][32];
+    uint32_t start, wstart;
+    int bits, wbits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    ck_assert_int_eq(second_leaf_of(1, &wstart, &wbits), 0);
+    mc_keys_in(start, bits, "big", keys, N);
+    mc_keys_in(wstart, wbits, "other", wkeys, MC_KEYS);
+    /* the leaf, pipelined 1000 SETs at a time */
+    int fd = h_connect(h1.port);
+    ck_assert_int_ge(fd, 0);
+    static char val[VLEN + 1], buf[1000 * (VLEN + 80)];
+    memset(val, 'v', VLEN);
+    for (int i = 0; i < N; i += 1000) {
+        size_t n = 0;
+        for (int k = i; k < i + 1000 && k < N; k++)
+            n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+                                  "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$%d\r\n%s\r\n", strlen(keys[k]),
+                                  keys[k], VLEN, val);
+        ck_assert_int_eq(h_send(fd, buf, n), 0);
+        for (int k = i; k < i + 1000 && k < N; k++) {
+            struct h_reply *r = h_read(fd);
+            ck_assert_msg(r != NULL && r->v->type == RESP_SIMPLE, "SET %s: %s", keys[k],
+                          r != NULL && r->v->str ? r->v->str : "no reply");
+            h_free(r);
+        }
+    }
+    close(fd);
+    /* a steady writer on the source's other leaf while the leaf moves and
+     * the source drops it */
+    mc_load_start(&L, h1.port, wkeys, MC_KEYS, 1000);
+    h_sleep_ms(1000);
+    int rc = move_wait(leaf, 2, out, sizeof(out));
+    h_sleep_ms(3000);
+    mc_load_stop(&L);
+    ck_assert_msg(rc == 0, "leaf move: %s", out);
+    ck_assert_msg(atomic_load(&L.failures) == 0, "%lld writes failed, first: %s",
+                  (long long)atomic_load(&L.failures), L.first_failure);
+    fprintf(stderr, "source_loop: %lld writes to the source's other leaf, the longest %lld ms\n",
+            (long long)atomic_load(&L.writes), L.max_write_us / 1000);
+    ck_assert_msg(L.max_write_us < 900000,
+                  "a write to the source's other leaf took %lld ms while the leaf of %d keys "
+                  "moved and was dropped", L.max_write_us / 1000, N);
+    mc_check_acked(&L, h1.port);
+}
+END_TEST
+
 Suite *move_suite(void)
 {
     Suite *s = suite_create("move");
@@ -335,6 +414,11 @@ Suite *move_suite(void)
     tcase_add_checked_fixture(tc, up_stalled_target, down);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, a_fence_past_its_deadline_aborts_and_the_writes_apply_at_the_source);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("source_loop");
+    tcase_add_checked_fixture(tc, up, down);
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, the_source_answers_while_it_drops_a_large_moved_leaf);
     suite_add_tcase(s, tc);
     return s;
 }
