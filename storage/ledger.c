@@ -152,7 +152,7 @@ static void rehash_step(struct ledger *l, int n)
         struct lentry *e = l->t[0].b[l->rehashidx];
         while (e != NULL) {
             struct lentry *next = e->next;
-            size_t i = e->hash & l->t[1].mask;
+            size_t i = ledger_hash(l, e->key, e->klen) & l->t[1].mask;
             e->next = l->t[1].b[i];
             l->t[1].b[i] = e;
             l->t[0].used--;
@@ -207,7 +207,7 @@ struct lentry *ledger_find(struct ledger *l, uint64_t h, const char *key, size_t
     for (int ti = 0; ti <= (rehashing(l) ? 1 : 0); ti++) {
         const struct ltable *t = &l->t[ti];
         for (struct lentry *e = t->b[h & t->mask]; e != NULL; e = e->next)
-            if (e->hash == h && e->klen == klen && memcmp(e->key, key, klen) == 0)
+            if (e->klen == klen && memcmp(e->key, key, klen) == 0)
                 return e;
     }
     return NULL;
@@ -221,11 +221,11 @@ static void val_free(struct lentry *e)
     e->val = NULL;
 }
 
-static void insert(struct ledger *l, struct lentry *e)
+static void insert(struct ledger *l, struct lentry *e, uint64_t h)
 {
     grow_if_needed(l);
     struct ltable *t = &l->t[rehashing(l) ? 1 : 0];
-    size_t i = e->hash & t->mask;
+    size_t i = h & t->mask;
     e->next = t->b[i];
     t->b[i] = e;
     t->used++;
@@ -380,7 +380,6 @@ int ledger_put(struct ledger *l, struct lentry *e, uint64_t h, const char *key, 
             return HKV_ENOMEM;
         memcpy(e->key, key, klen);
         e->klen = (uint32_t)klen;
-        e->hash = h;
         e->dn.prev = e->dn.next = &e->dn;
     }
     /* The new value: in place when it fits, unless the old value is in
@@ -425,7 +424,7 @@ int ledger_put(struct ledger *l, struct lentry *e, uint64_t h, const char *key, 
         }
     }
     if (fresh)
-        insert(l, e);
+        insert(l, e, h);
     e->val = nv;
     e->vlen = a->tomb ? 0 : (uint32_t)a->vlen;
     e->stamp = a->stamp;

@@ -28,13 +28,16 @@ struct dnode {
  * value with its NUL right after the key.  The value goes in place when it
  * fits what malloc gave the entry (malloc_usable_size), else in its own
  * allocation; val says where it is (entry_val_inline).  A live entry has
- * no tombstone time and a tombstone no expiry, so they share a word.  Per
- * key (a 16-byte key, a 64-byte value): one 176-byte chunk, where a header
- * of 96 bytes, a key chunk and a value chunk took 128 + 80. */
+ * no tombstone time and a tombstone no expiry, so they share a word.  The
+ * key's table hash is not kept (8 bytes a key): it is computed again from
+ * the key where it is needed without a lookup at hand (moving an entry to a
+ * grown table, the expiry heap), and a lookup compares lengths and keys.
+ * Per key (a 16-byte key, a 64-byte value): one 160-byte chunk (68 + 16 +
+ * 65 bytes asked), where a 96-byte header with the key and a separate value
+ * took 128 + 80. */
 struct lentry {
     struct lentry *next;   /* bucket chain */
     struct dnode dn;       /* pending or in-flight list while dirty */
-    uint64_t hash;
     hkv_stamp stamp;
     union {
         uint64_t expire_mono; /* live: deadline (0 = none) */
