@@ -377,9 +377,9 @@ static int guards(const struct slot *sl, hkv_stamp stamp, int64_t now)
  * one store of the index word publishes it, so readers of a hot key being
  * updated keep reading the old version instead of spinning on an odd seq. */
 static int store(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
-                 const struct slot_meta *m, int64_t expire_at, int64_t now)
+                 size_t vlen, const struct slot_meta *m, int64_t expire_at, int64_t now)
 {
-    uint32_t cls = class_for(SLOT_HDR + m_extra(m) + klen + m_vlen(m));
+    uint32_t cls = class_for(SLOT_HDR + m_extra(m) + klen + vlen);
     uint64_t mh = cache_mix(khash);
     uint32_t s = mix_stripe(c, mh), pos, ocls, page, j;
     int rc = stripe_lock(c, s);
@@ -393,7 +393,7 @@ static int store(struct cache *c, const char *key, size_t klen, uint64_t khash, 
     uint64_t *idx = index_of(c, s);
     uint64_t word = old != NULL ? __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) : 0;
     struct slot *sl = table_alloc(c, s, cls, &page, &j);
-    table_write(sl, m, expire_at, key, val);
+    table_write(sl, m, expire_at, key, klen, val, vlen);
     if (old != NULL && old != sl && __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) != word)
         old = table_find(c, s, mh, key, klen, &pos, &ocls); /* the index shifted */
     if (old != NULL && old != sl)
@@ -424,7 +424,7 @@ int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, con
                           .keep_d = delta_of(keep_until, now, 0),
                           .tf = mix_tag(mh) << 4 | fl,
                           .kv = (uint32_t)klen << VLEN_BITS | (uint32_t)vlen};
-    return store(c, key, klen, khash, val, &m, expire_at, now);
+    return store(c, key, klen, khash, val, vlen, &m, expire_at, now);
 }
 
 int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t khash,
@@ -441,7 +441,7 @@ int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t kha
                           .keep_d = delta_of(guard_until, now, 1),
                           .tf = mix_tag(cache_mix(khash)) << 4 | SF_LIVE | SF_GONE,
                           .kv = (uint32_t)klen << VLEN_BITS};
-    int rc = store(c, key, klen, khash, NULL, &m, 0, now);
+    int rc = store(c, key, klen, khash, NULL, 0, &m, 0, now);
     return rc == HKV_ESTALE ? HKV_OK : rc; /* a newer entry is left as it is */
 }
 

@@ -371,8 +371,11 @@ void stripe_unlock(struct cache *c, uint32_t s);
 /* cache_table.c: under the stripe lock. */
 struct slot *table_find(struct cache *c, uint32_t s, uint64_t m, const char *key, size_t klen,
                         uint32_t *pos, uint32_t *cls);
+/* klen and vlen are m's (passed as the caller's size_t, not m's narrow
+ * fields: a copy whose length the compiler sees bounded is inlined as
+ * rep movs, which costs more than memcpy for short keys and values). */
 void table_write(struct slot *sl, const struct slot_meta *m, int64_t expire_at, const void *key,
-                 const void *val);
+                 size_t klen, const void *val, size_t vlen);
 void table_drop(struct cache *c, uint32_t s, uint32_t pos, struct slot *sl, uint32_t cls);
 struct slot *table_alloc(struct cache *c, uint32_t s, uint32_t cls, uint32_t *page,
                          uint32_t *idx);

@@ -47,9 +47,9 @@ static inline uint32_t *live_of(const struct cache *c, uint32_t s, uint32_t p)
 }
 
 void table_write(struct slot *sl, const struct slot_meta *m, int64_t expire_at, const void *key,
-                 const void *val)
+                 size_t klen, const void *val, size_t vlen)
 {
-    uint32_t odd = seq_open(sl), x = m_extra(m), klen = m_klen(m), vlen = m_vlen(m);
+    uint32_t odd = seq_open(sl), x = m_extra(m);
     memcpy(&sl->m, m, sizeof(*m));
     if (x > 0)
         memcpy(sl->data, &expire_at, 8);
