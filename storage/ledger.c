@@ -29,6 +29,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <sys/random.h>
 
 #include "proto/hkv.h"
@@ -42,7 +43,7 @@
 
 static size_t entry_size(const struct lentry *e)
 {
-    return sizeof(*e) + e->klen + (e->val != NULL ? e->vlen + 1 : 0);
+    return LENTRY_HDR + e->klen + (e->val != NULL ? e->vlen + 1 : 0);
 }
 
 void ledger_acct_add(struct ledger *l, const struct lentry *e)
@@ -151,7 +152,7 @@ static void rehash_step(struct ledger *l, int n)
         struct lentry *e = l->t[0].b[l->rehashidx];
         while (e != NULL) {
             struct lentry *next = e->next;
-            size_t i = e->hash & l->t[1].mask;
+            size_t i = ledger_hash(l, e->key, e->klen) & l->t[1].mask;
             e->next = l->t[1].b[i];
             l->t[1].b[i] = e;
             l->t[0].used--;
@@ -206,17 +207,25 @@ struct lentry *ledger_find(struct ledger *l, uint64_t h, const char *key, size_t
     for (int ti = 0; ti <= (rehashing(l) ? 1 : 0); ti++) {
         const struct ltable *t = &l->t[ti];
         for (struct lentry *e = t->b[h & t->mask]; e != NULL; e = e->next)
-            if (e->hash == h && e->klen == klen && memcmp(e->key, key, klen) == 0)
+            if (e->klen == klen && memcmp(e->key, key, klen) == 0)
                 return e;
     }
     return NULL;
 }
 
-static void insert(struct ledger *l, struct lentry *e)
+/* Frees e's value if it has its own allocation. */
+static void val_free(struct lentry *e)
+{
+    if (e->val != NULL && !entry_val_inline(e))
+        free(e->val);
+    e->val = NULL;
+}
+
+static void insert(struct ledger *l, struct lentry *e, uint64_t h)
 {
     grow_if_needed(l);
     struct ltable *t = &l->t[rehashing(l) ? 1 : 0];
-    size_t i = e->hash & t->mask;
+    size_t i = h & t->mask;
     e->next = t->b[i];
     t->b[i] = e;
     t->used++;
@@ -232,7 +241,7 @@ void ledger_drop(struct ledger *l, struct ltable *t, struct lentry **pp)
     if (e->state != D_CLEAN)
         dlist_remove(&e->dn);
     ledger_order_del(l, e);
-    free(e->val);
+    val_free(e);
     free(e);
 }
 
@@ -304,7 +313,7 @@ void ledger_destroy(struct ledger **lp)
             struct lentry *e = t->b[i];
             while (e != NULL) {
                 struct lentry *next = e->next;
-                free(e->val);
+                val_free(e);
                 free(e);
                 e = next;
             }
@@ -349,56 +358,84 @@ void ledger_release_held(struct ledger *l)
     l->held = NULL;
 }
 
+/* Where a value of vlen bytes (and its NUL) can go in e's own allocation:
+ * 1 if it fits what malloc gave e. */
+static int fits_inline(const struct lentry *e, size_t vlen)
+{
+    size_t usable = malloc_usable_size((void *)e);
+    return usable >= LENTRY_HDR + e->klen && vlen < usable - LENTRY_HDR - e->klen;
+}
+
 int ledger_put(struct ledger *l, struct lentry *e, uint64_t h, const char *key, size_t klen,
                const struct ledger_put_args *a, uint64_t now_mono)
 {
-    char *nv = NULL;
-    if (!a->tomb) {
-        nv = malloc(a->vlen + 1);
-        if (nv == NULL)
-            return HKV_ENOMEM;
-        if (a->vlen)
-            memcpy(nv, a->val, a->vlen);
-        nv[a->vlen] = '\0';
-    }
-    if (e == NULL) {
-        if (klen > UINT32_MAX) {
-            free(nv);
+    if (!a->tomb && a->vlen >= UINT32_MAX)
+        return HKV_EINVAL;
+    int fresh = e == NULL;
+    if (fresh) {
+        if (klen > UINT32_MAX)
             return HKV_EINVAL;
-        }
-        e = calloc(1, sizeof(*e) + klen);
-        if (e == NULL) {
-            free(nv);
+        e = calloc(1, LENTRY_HDR + klen + (a->tomb ? 0 : a->vlen + 1));
+        if (e == NULL)
             return HKV_ENOMEM;
-        }
         memcpy(e->key, key, klen);
         e->klen = (uint32_t)klen;
-        e->hash = h;
         e->dn.prev = e->dn.next = &e->dn;
-        if (ledger_order_add(l, e) != HKV_OK) {
-            free(e);
-            free(nv);
-            return HKV_ENOMEM;
-        }
-        insert(l, e);
-    } else {
-        ledger_acct_sub(l, e);
-        if (a->hold_old) {
-            ledger_release_held(l);
-            l->held = e->val;
+    }
+    /* The new value: in place when it fits, unless the old value is in
+     * place and must stay readable (hold_old: a SET GET or DEL reply still
+     * points at it, until the next mutating call). */
+    char *nv = NULL, *inl = e->key + e->klen;
+    int hold_inline = !fresh && a->hold_old && e->val != NULL && entry_val_inline(e);
+    if (!a->tomb) {
+        if (!hold_inline && fits_inline(e, a->vlen)) {
+            nv = inl;
         } else {
-            free(e->val);
+            nv = malloc(a->vlen + 1);
+            if (nv == NULL) {
+                if (fresh)
+                    free(e);
+                return HKV_ENOMEM;
+            }
         }
     }
+    if (fresh && ledger_order_add(l, e) != HKV_OK) {
+        free(e);
+        return HKV_ENOMEM;
+    }
+    if (!fresh)
+        ledger_acct_sub(l, e);
+    /* Copied before the old value goes: a->val may point into it (memmove:
+     * into the very bytes it is copied to, when both are in place). */
+    if (nv != NULL) {
+        if (a->vlen)
+            memmove(nv, a->val, a->vlen);
+        nv[a->vlen] = '\0';
+    }
+    if (!fresh) {
+        char *old = e->val;
+        int own = old != NULL && !entry_val_inline(e);
+        if (a->hold_old) {
+            ledger_release_held(l);
+            if (own)
+                l->held = old; /* an in-place old value stays in e, untouched */
+        } else if (own) {
+            free(old);
+        }
+    }
+    if (fresh)
+        insert(l, e, h);
     e->val = nv;
-    e->vlen = a->tomb ? 0 : a->vlen;
+    e->vlen = a->tomb ? 0 : (uint32_t)a->vlen;
     e->stamp = a->stamp;
     e->class_id = a->class_id;
     e->flags = (uint8_t)((a->tomb ? E_TOMB : 0) | E_REF |
                          (((unsigned)a->enc << E_ENC_SHIFT) & E_ENC_MASK));
-    e->expire_mono = a->tomb ? 0 : a->expire_mono;
+    if (a->tomb)
+        e->tomb_mono = now_mono;
+    else
+        e->expire_mono = a->expire_mono;
     e->expire_wall = a->tomb ? 0 : a->expire_wall;
-    e->tomb_mono = a->tomb ? now_mono : 0;
     ledger_set_state(l, e, a->dirty ? D_PENDING : D_CLEAN);
     ledger_acct_add(l, e);
     if (a->dirty)
@@ -416,14 +453,12 @@ hkv_stamp ledger_next_version(struct ledger *l, const struct lentry *e, struct l
 void ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t now_mono)
 {
     ledger_acct_sub(l, e);
-    free(e->val);
-    e->val = NULL;
+    val_free(e);
     e->vlen = 0;
     e->flags |= E_TOMB;
     e->stamp = stamp;
-    e->expire_mono = 0;
     e->expire_wall = 0;
-    e->tomb_mono = now_mono;
+    e->tomb_mono = now_mono; /* shares the word of expire_mono */
     ledger_set_state(l, e, D_PENDING);
     ledger_acct_add(l, e);
 }

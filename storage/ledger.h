@@ -47,7 +47,7 @@
  * free or replace them.  Reads do not allocate.
  *
  * Memory.  Usage counts entries (header, key, value), bucket arrays and the
- * position order's nodes (ledger_scan_pos: about 24 bytes a key).  When
+ * position order's nodes (ledger_scan_pos: about 20 bytes a key).  When
  * options.maxmemory is set and usage passes it after a write or load, clean
  * entries are evicted by a CLOCK hand (a referenced bit set on each access
  * gives an entry a second chance); dirty entries are never evicted.  If only

@@ -98,7 +98,7 @@ void ledger_xnote_add(struct ledger *l, const struct lentry *e)
     l->st.expires++;
     l->st.expire_mono_sum += e->expire_mono;
     if (e->expire_mono != prev)
-        push(l, e->expire_mono, e->hash);
+        push(l, e->expire_mono, ledger_hash(l, e->key, e->klen));
 }
 
 static void rebuild(struct ledger *l)
@@ -110,7 +110,7 @@ static void rebuild(struct ledger *l)
         for (size_t i = 0; i < t->size; i++)
             for (const struct lentry *e = t->b[i]; e != NULL; e = e->next)
                 if (has_deadline(e))
-                    push(l, e->expire_mono, e->hash);
+                    push(l, e->expire_mono, ledger_hash(l, e->key, e->klen));
     }
 }
 
@@ -123,7 +123,8 @@ static size_t expire_hash(struct ledger *l, uint64_t h, uint64_t now_mono)
         if (t->size == 0)
             continue;
         for (struct lentry *e = t->b[h & t->mask]; e != NULL; e = e->next)
-            if (e->hash == h && has_deadline(e) && e->expire_mono <= now_mono) {
+            if (has_deadline(e) && e->expire_mono <= now_mono &&
+                ledger_hash(l, e->key, e->klen) == h) {
                 ledger_make_tomb(l, e, e->stamp, now_mono);
                 l->st.expired++;
                 n++;

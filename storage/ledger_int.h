@@ -24,22 +24,41 @@ struct dnode {
     struct dnode *prev, *next;
 };
 
+/* An entry is one allocation: this header, the key, and (usually) the
+ * value with its NUL right after the key.  The value goes in place when it
+ * fits what malloc gave the entry (malloc_usable_size), else in its own
+ * allocation; val says where it is (entry_val_inline).  A live entry has
+ * no tombstone time and a tombstone no expiry, so they share a word.  The
+ * key's table hash is not kept (8 bytes a key): it is computed again from
+ * the key where it is needed without a lookup at hand (moving an entry to a
+ * grown table, the expiry heap), and a lookup compares lengths and keys.
+ * Per key (a 16-byte key, a 64-byte value): one 160-byte chunk (68 + 16 +
+ * 65 bytes asked), where a 96-byte header with the key and a separate value
+ * took 128 + 80. */
 struct lentry {
     struct lentry *next;   /* bucket chain */
     struct dnode dn;       /* pending or in-flight list while dirty */
-    uint64_t hash;
     hkv_stamp stamp;
-    uint64_t expire_mono;  /* live: deadline (0 = none); tombstone: unused */
-    uint64_t tomb_mono;    /* tombstone: when it became one (horizon start) */
+    union {
+        uint64_t expire_mono; /* live: deadline (0 = none) */
+        uint64_t tomb_mono;   /* tombstone (E_TOMB): when it became one (horizon start) */
+    };
     int64_t expire_wall;   /* unix ms the deadline corresponds to, 0 = none */
     char *val;             /* vlen + 1 bytes, NUL-terminated; NULL for a tombstone */
-    size_t vlen;
+    uint32_t vlen;
     uint32_t klen;
     uint16_t class_id;
     uint8_t flags;         /* E_TOMB, E_REF, E_ENC_* */
     uint8_t state;         /* enum dstate */
     char key[];
 };
+#define LENTRY_HDR offsetof(struct lentry, key)
+
+/* Is e's value stored in e's own allocation, right after the key? */
+static inline int entry_val_inline(const struct lentry *e)
+{
+    return e->val == e->key + e->klen;
+}
 
 /* A deadline on the active-expiry heap (ledger_expire.c). */
 struct lexp {

@@ -44,7 +44,9 @@
 #include "server/colo/cache_int.h"
 
 _Static_assert(CACHE_CTR_COUNT <= SEG_ROW_U64, "a counter row holds every counter");
-_Static_assert(sizeof(struct slot) == 80, "entry header layout");
+_Static_assert(sizeof(struct slot) == 40, "entry header layout");
+_Static_assert(sizeof(struct slot_meta) == 32, "entry meta: no padding (all of it is summed)");
+_Static_assert(PAGE_MAX - 1 <= VLEN_MASK, "a value that fits a page fits vlen");
 _Static_assert(sizeof(struct cache_hdr) <= SEG_HDR_MAX, "the segment takes the header");
 
 #define ALIGN_UP(x, a) seg_align((x), (a))
@@ -227,11 +229,11 @@ void cache_destroy(struct cache **cp)
 
 enum rd { RD_HIT, RD_OTHER, RD_GONE, RD_RETRY, RD_CORRUPT, RD_NOMEM };
 
-/* One seqlocked read of the entry index word w points at.  RD_HIT: *m and
- * value hold a consistent, checksummed copy of key's entry. */
+/* One seqlocked read of the entry index word w points at.  RD_HIT: *m,
+ * *expire_at and value hold a consistent, checksummed copy of key's entry. */
 static enum rd read_slot(const struct cache *c, uint32_t s, uint64_t w, const char *key,
-                         size_t klen, uint64_t khash, struct hkv_buf *value, struct slot_meta *m,
-                         uint32_t *cls_out)
+                         size_t klen, uint32_t tag, struct hkv_buf *value, struct slot_meta *m,
+                         int64_t *expire_at, uint32_t *cls_out)
 {
     uint32_t p = iw_page(w), j = iw_slot(w);
     if (p >= c->pps)
@@ -245,17 +247,23 @@ static enum rd read_slot(const struct cache *c, uint32_t s, uint64_t w, const ch
         return RD_OTHER;
     struct slot *sl = slot_at(c, s, p, cls, j);
     uint32_t room = cls_size(cls) - SLOT_HDR;
-    uint64_t s1 = __atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE);
+    uint32_t s1 = __atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE);
     if (s1 & 1)
         return RD_RETRY;
     memcpy(m, &sl->m, sizeof(*m));
-    uint64_t sum = __atomic_load_n(&sl->sum, __ATOMIC_RELAXED);
-    int mine = (m->flags & SF_LIVE) && m->khash == khash && m->klen == klen && klen <= room &&
-               m->vlen <= room - klen && (klen == 0 || memcmp(sl->data, key, klen) == 0);
-    if (mine && !(m->flags & SF_GONE) && m->vlen > 0) {
-        if (buf_reserve(value, m->vlen, 0) != HKV_OK)
-            return RD_NOMEM;
-        memcpy(value->data, sl->data + klen, m->vlen);
+    uint32_t sum = __atomic_load_n(&sl->sum, __ATOMIC_RELAXED);
+    uint32_t fl = m_flags(m), x = m_extra(m);
+    char exp[8] = {0};
+    int mine = (fl & SF_LIVE) && m_tag(m) == tag && m_klen(m) == klen && m_fits(m, room) &&
+               (klen == 0 || memcmp(sl->data + x, key, klen) == 0);
+    if (mine && !(fl & SF_GONE)) {
+        if (x > 0)
+            memcpy(exp, sl->data, 8);
+        if (m_vlen(m) > 0) {
+            if (buf_reserve(value, m_vlen(m), 0) != HKV_OK)
+                return RD_NOMEM;
+            memcpy(value->data, sl->data + x + klen, m_vlen(m));
+        }
     }
     atomic_thread_fence(memory_order_acquire);
     if (__atomic_load_n(&sl->seq, __ATOMIC_RELAXED) != s1 ||
@@ -263,13 +271,14 @@ static enum rd read_slot(const struct cache *c, uint32_t s, uint64_t w, const ch
         return RD_RETRY;
     if (!mine)
         return RD_OTHER;
-    if (m->flags & SF_GONE)
+    if (fl & SF_GONE)
         return RD_GONE;
-    value->len = m->vlen;
-    if (entry_sum(m, key, value->data) != sum) {
+    value->len = m_vlen(m);
+    if (entry_sum(m, exp, key, value->data) != sum) {
         value->len = 0;
         return RD_CORRUPT;
     }
+    *expire_at = m_expire_at(m, exp);
     *cls_out = cls;
     return RD_HIT;
 }
@@ -285,6 +294,7 @@ int cache_get(struct cache *c, const char *key, size_t klen, uint64_t khash, int
     const uint64_t *idx = index_of(c, s);
     struct slot_meta m;
     uint64_t hw = 0;
+    int64_t expire_at = 0;
     uint32_t hcls = 0;
     int tries = READ_TRIES;
 restart:
@@ -293,7 +303,7 @@ restart:
         if (w == 0)
             return HKV_ENOENT;
         if ((w & IW_VALID) && iw_tag(w) == tag) {
-            switch (read_slot(c, s, w, key, klen, khash, value, &m, &hcls)) {
+            switch (read_slot(c, s, w, key, klen, tag, value, &m, &expire_at, &hcls)) {
             case RD_HIT:
                 hw = w;
                 goto hit;
@@ -326,18 +336,18 @@ restart:
     }
     return HKV_ENOENT;
 hit:
-    if (now >= m.keep_until || cache_forgotten(c, m.stamp)) {
+    if (now >= m_keep_until(&m) || cache_forgotten(c, m.stamp)) {
         value->len = 0;
         return HKV_ENOENT;
     }
     entry_touch(c, s, iw_page(hw), iw_slot(hw), hcls);
     if (hit != NULL) {
-        hit->negative = (m.flags & SF_NEG) != 0;
+        hit->negative = (m_flags(&m) & SF_NEG) != 0;
         hit->stamp = m.stamp;
-        hit->fresh_until = m.fresh_until;
-        hit->keep_until = m.keep_until;
+        hit->fresh_until = m_fresh_until(&m);
+        hit->keep_until = m_keep_until(&m);
         hit->stored_at = m.stored_at;
-        hit->expire_at = m.expire_at;
+        hit->expire_at = expire_at;
     }
     return HKV_OK;
 }
@@ -357,7 +367,7 @@ static uint32_t class_for(uint64_t need)
  * guards nothing: no fill that started before its delete can arrive now. */
 static int guards(const struct slot *sl, hkv_stamp stamp, int64_t now)
 {
-    if ((sl->m.flags & SF_GONE) && now >= sl->m.keep_until)
+    if ((m_flags(&sl->m) & SF_GONE) && now >= m_keep_until(&sl->m))
         return 0;
     return sl->m.stamp > stamp;
 }
@@ -367,15 +377,15 @@ static int guards(const struct slot *sl, hkv_stamp stamp, int64_t now)
  * one store of the index word publishes it, so readers of a hot key being
  * updated keep reading the old version instead of spinning on an odd seq. */
 static int store(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
-                 const struct slot_meta *m, int64_t now)
+                 size_t vlen, const struct slot_meta *m, int64_t expire_at, int64_t now)
 {
-    uint32_t cls = class_for(SLOT_HDR + klen + m->vlen);
+    uint32_t cls = class_for(SLOT_HDR + m_extra(m) + klen + vlen);
     uint64_t mh = cache_mix(khash);
     uint32_t s = mix_stripe(c, mh), pos, ocls, page, j;
     int rc = stripe_lock(c, s);
     if (rc != HKV_OK)
         return rc;
-    struct slot *old = table_find(c, s, mh, key, klen, khash, &pos, &ocls);
+    struct slot *old = table_find(c, s, mh, key, klen, &pos, &ocls);
     if (old != NULL && guards(old, m->stamp, now)) {
         stripe_unlock(c, s);
         return HKV_ESTALE;
@@ -383,9 +393,9 @@ static int store(struct cache *c, const char *key, size_t klen, uint64_t khash, 
     uint64_t *idx = index_of(c, s);
     uint64_t word = old != NULL ? __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) : 0;
     struct slot *sl = table_alloc(c, s, cls, &page, &j);
-    table_write(sl, m, key, val);
+    table_write(sl, m, expire_at, key, klen, val, vlen);
     if (old != NULL && old != sl && __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) != word)
-        old = table_find(c, s, mh, key, klen, khash, &pos, &ocls); /* the index shifted */
+        old = table_find(c, s, mh, key, klen, &pos, &ocls); /* the index shifted */
     if (old != NULL && old != sl)
         table_swap(c, s, pos, mh, page, j, old, ocls);
     else
@@ -401,21 +411,20 @@ int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, con
     if (c == NULL || (key == NULL && klen > 0) || (val == NULL && vlen > 0) ||
         (negative && vlen > 0))
         return HKV_EINVAL;
-    if (vlen > c->max_value || klen > c->page_size || vlen > c->page_size ||
-        SLOT_HDR + klen + vlen > c->page_size)
+    if (vlen > c->max_value || klen > KLEN_MAX || vlen > c->page_size ||
+        SLOT_HDR + 8 + klen + vlen > c->page_size)
         return HKV_ETOOBIG;
     if (cache_forgotten(c, stamp))
         return HKV_ESTALE; /* from before a FLUSHALL */
-    struct slot_meta m = {.khash = khash,
-                          .stamp = stamp,
-                          .fresh_until = fresh_until,
-                          .keep_until = keep_until,
+    uint64_t mh = cache_mix(khash);
+    uint32_t fl = SF_LIVE | (negative ? SF_NEG : 0) | (expire_at != 0 ? SF_EXP : 0);
+    struct slot_meta m = {.stamp = stamp,
                           .stored_at = now,
-                          .expire_at = expire_at,
-                          .klen = (uint32_t)klen,
-                          .vlen = (uint32_t)vlen,
-                          .flags = SF_LIVE | (negative ? SF_NEG : 0)};
-    return store(c, key, klen, khash, val, &m, now);
+                          .fresh_d = delta_of(fresh_until, now, 0),
+                          .keep_d = delta_of(keep_until, now, 0),
+                          .tf = mix_tag(mh) << 4 | fl,
+                          .kv = (uint32_t)klen << VLEN_BITS | (uint32_t)vlen};
+    return store(c, key, klen, khash, val, vlen, &m, expire_at, now);
 }
 
 int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t khash,
@@ -423,17 +432,16 @@ int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t kha
 {
     if (c == NULL || (key == NULL && klen > 0))
         return HKV_EINVAL;
-    if (klen > c->page_size || SLOT_HDR + klen > c->page_size)
+    if (klen > KLEN_MAX || SLOT_HDR + 8 + klen > c->page_size)
         return HKV_ETOOBIG;
     /* A tombstone: never served (SF_GONE), its stamp guards until
      * guard_until (kept in keep_until, which no reader looks at for it). */
-    struct slot_meta m = {.khash = khash,
-                          .stamp = stamp,
-                          .keep_until = guard_until,
+    struct slot_meta m = {.stamp = stamp,
                           .stored_at = now,
-                          .klen = (uint32_t)klen,
-                          .flags = SF_LIVE | SF_GONE};
-    int rc = store(c, key, klen, khash, NULL, &m, now);
+                          .keep_d = delta_of(guard_until, now, 1),
+                          .tf = mix_tag(cache_mix(khash)) << 4 | SF_LIVE | SF_GONE,
+                          .kv = (uint32_t)klen << VLEN_BITS};
+    int rc = store(c, key, klen, khash, NULL, 0, &m, 0, now);
     return rc == HKV_ESTALE ? HKV_OK : rc; /* a newer entry is left as it is */
 }
 

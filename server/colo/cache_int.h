@@ -49,7 +49,7 @@
 #include "server/colo/segment.h"
 
 #define CACHE_MAGIC 0x6f6c6f63766b6824ULL /* "$hkvcolo" */
-#define CACHE_LAYOUT_VERSION 4
+#define CACHE_LAYOUT_VERSION 5
 
 #define SLOT_MIN 128          /* smallest slot class; classes double */
 #define NCLASS_MAX 16
@@ -67,43 +67,111 @@
 #define TOPK_KEY 128
 #define SKETCH_DECAY_MS 1000
 
-/* ---- entries ---- */
+/* ---- entries ----
+ *
+ * An entry is a 40-byte header, then (only when the key has an expiry) the
+ * expiry as 8 bytes, then the key, then the value.  The header used to be
+ * 80 bytes (64-bit times, hash, lengths and checksum); at 80 a 64-byte value
+ * with a 16-byte key needed a 256-byte slot, at 40 it fits a 128-byte one.
+ * What was made narrower, and why it is enough:
+ * - seq and sum are 32 bits: seq only has to differ between the two loads of
+ *   one read (a wrap needs 2^31 writes of one slot during one memcpy), and a
+ *   32-bit checksum misses a scribble with probability 2^-32 (torn reads are
+ *   the seqlock's, not the checksum's, to catch);
+ * - fresh_until and keep_until are signed 32-bit ms offsets from stored_at
+ *   (+-24.8 days).  A value's offset past that is clamped down (the entry
+ *   goes stale or missing sooner: a refetch, never a too-old value); a
+ *   tombstone's becomes DELTA_NEVER (it guards forever: only newer stamps,
+ *   which always may, replace it), so clamping never ends a guard early;
+ * - the key's hash is kept as its 28-bit index tag (what the index word
+ *   holds and what finds the key's home): the key's bytes prove identity;
+ * - klen is 12 bits (keys up to KLEN_MAX bytes are cached; a longer key is
+ *   HKV_ETOOBIG, never cached, for puts and tombstones alike) and vlen 20
+ *   bits (a value never exceeds a page, at most 1 MB);
+ * - the expiry (unix ms) is stored only when there is one (SF_EXP). */
 
 /* Flags of an entry. */
 #define SF_LIVE 1u       /* holds a key (else the slot is free) */
 #define SF_NEG 2u        /* an authoritative "no such key" */
 #define SF_GONE 4u       /* a tombstone: never served, its stamp guards puts
                           * until its keep_until (cache_invalidate) */
+#define SF_EXP 8u        /* an 8-byte expiry precedes the key */
+#define SF_MASK 0xfu
 
-/* The checksummed part of an entry header (60 bytes) and 4 spare bytes.
- * Readers never write into an entry: its CLOCK bit is in the refs region. */
+#define TAG_BITS 28
+#define KLEN_MAX 4095u
+#define VLEN_BITS 20
+#define VLEN_MASK ((1u << VLEN_BITS) - 1)
+#define DELTA_NEVER INT32_MAX /* a tombstone's guard with no end */
+
+/* The checksummed header of an entry (32 bytes, all of it summed).  Readers
+ * never write into an entry: its CLOCK bit is in the refs region. */
 struct slot_meta {
-    uint64_t khash;
     uint64_t stamp;
-    int64_t fresh_until, keep_until, stored_at, expire_at;
-    uint32_t klen, vlen, flags;
-    uint32_t spare;      /* not checksummed, never read */
+    int64_t stored_at;       /* monotonic ms */
+    int32_t fresh_d, keep_d; /* fresh_until, keep_until - stored_at */
+    uint32_t tf;             /* index tag << 4 | flags */
+    uint32_t kv;             /* klen << VLEN_BITS | vlen */
 };
-#define META_SUMMED offsetof(struct slot_meta, spare)
 
-/* An entry: seq (odd while written), checksum, meta, then key and value. */
+/* An entry: seq (odd while written), checksum, meta, then [expiry] key value. */
 struct slot {
-    uint64_t seq;        /* only through __atomic builtins */
-    uint64_t sum;
+    uint32_t seq;        /* only through __atomic builtins */
+    uint32_t sum;
     struct slot_meta m;
     char data[];
 };
-#define SLOT_HDR ((uint32_t)sizeof(struct slot)) /* 80 */
+#define SLOT_HDR ((uint32_t)sizeof(struct slot)) /* 40 */
+
+static inline uint32_t m_flags(const struct slot_meta *m) { return m->tf & SF_MASK; }
+static inline uint32_t m_tag(const struct slot_meta *m) { return m->tf >> 4; }
+static inline uint32_t m_klen(const struct slot_meta *m) { return m->kv >> VLEN_BITS; }
+static inline uint32_t m_vlen(const struct slot_meta *m) { return m->kv & VLEN_MASK; }
+/* Bytes before the key: the expiry, when there is one. */
+static inline uint32_t m_extra(const struct slot_meta *m)
+{
+    return (m->tf & SF_EXP) ? 8u : 0u;
+}
+/* Do the expiry, key and value fit `room` bytes after the header? */
+static inline int m_fits(const struct slot_meta *m, uint32_t room)
+{
+    return m_extra(m) + m_klen(m) + m_vlen(m) <= room;
+}
+static inline int32_t delta_of(int64_t t, int64_t base, int never_ok)
+{
+    int64_t d;
+    if (__builtin_sub_overflow(t, base, &d))
+        d = t < base ? INT64_MIN : INT64_MAX;
+    if (d < INT32_MIN)
+        return INT32_MIN;
+    if (d >= DELTA_NEVER)
+        return never_ok ? DELTA_NEVER : DELTA_NEVER - 1;
+    return (int32_t)d;
+}
+static inline int64_t delta_at(const struct slot_meta *m, int32_t d)
+{
+    return d == DELTA_NEVER ? INT64_MAX : m->stored_at + d;
+}
+static inline int64_t m_fresh_until(const struct slot_meta *m) { return delta_at(m, m->fresh_d); }
+static inline int64_t m_keep_until(const struct slot_meta *m) { return delta_at(m, m->keep_d); }
+static inline int64_t m_expire_at(const struct slot_meta *m, const char *data)
+{
+    int64_t x = 0;
+    if (m->tf & SF_EXP)
+        memcpy(&x, data, 8);
+    return x;
+}
 
 /* ---- index words ----
- * bit 63 valid | bits 62-32 tag (31 bits of the mixed hash, which also give
- * the home position) | bits 31-16 page within the stripe | 15-0 slot. */
+ * bit 63 valid | bits 59-32 tag (TAG_BITS of the mixed hash, which also give
+ * the home position; the entry keeps the same tag) | bits 31-16 page within
+ * the stripe | 15-0 slot. */
 #define IW_VALID (1ULL << 63)
 static inline uint64_t iw_make(uint32_t tag, uint32_t page, uint32_t slot)
 {
     return IW_VALID | ((uint64_t)tag << 32) | ((uint64_t)page << 16) | slot;
 }
-static inline uint32_t iw_tag(uint64_t w) { return (uint32_t)(w >> 32) & 0x7fffffffu; }
+static inline uint32_t iw_tag(uint64_t w) { return (uint32_t)(w >> 32) & ((1u << TAG_BITS) - 1); }
 static inline uint32_t iw_page(uint64_t w) { return (uint32_t)(w >> 16) & 0xffffu; }
 static inline uint32_t iw_slot(uint64_t w) { return (uint32_t)w & 0xffffu; }
 
@@ -196,10 +264,10 @@ static inline uint32_t mix_stripe(const struct cache *c, uint64_t m)
 {
     return (uint32_t)m & (c->nstripes - 1);
 }
-static inline uint32_t mix_tag(uint64_t m) { return (uint32_t)(m >> 33); }
+static inline uint32_t mix_tag(uint64_t m) { return (uint32_t)(m >> (64 - TAG_BITS)); }
 static inline uint32_t tag_home(const struct cache *c, uint32_t tag)
 {
-    return (uint32_t)(((uint64_t)tag * c->nidx) >> 31);
+    return (uint32_t)(((uint64_t)tag * c->nidx) >> TAG_BITS);
 }
 
 static inline struct stripe *stripe_at(const struct cache *c, uint32_t s)
@@ -226,35 +294,39 @@ static inline struct slot *slot_at(const struct cache *c, uint32_t s, uint32_t p
                            (size_t)j * cls_size(cls));
 }
 
-/* The entry checksum (segment.h's), fed the meta, the key and the value in
- * turn, finalised once. */
-static inline uint64_t entry_sum(const struct slot_meta *m, const void *key, const void *val)
+/* The entry checksum (segment.h's, folded to 32 bits), fed the meta, the
+ * expiry when there is one (exp: 8 bytes), the key and the value in turn. */
+static inline uint32_t entry_sum(const struct slot_meta *m, const void *exp, const void *key,
+                                 const void *val)
 {
     struct seg_sum st = {0x686b7664ULL, 1, 2, 3};
-    seg_sum_feed(&st, m, META_SUMMED);
-    seg_sum_feed(&st, key, m->klen);
-    seg_sum_feed(&st, val, m->vlen);
-    return seg_sum_final(&st);
+    seg_sum_feed(&st, m, sizeof(*m));
+    if (m->tf & SF_EXP)
+        seg_sum_feed(&st, exp, 8);
+    seg_sum_feed(&st, key, m_klen(m));
+    seg_sum_feed(&st, val, m_vlen(m));
+    uint64_t h = seg_sum_final(&st);
+    return (uint32_t)(h ^ (h >> 32));
 }
 
 /* ---- the writer's side of an entry's seqlock (under the stripe mutex) ---- */
 
-static inline uint64_t seq_load(const struct slot *sl)
+static inline uint32_t seq_load(const struct slot *sl)
 {
     return __atomic_load_n(&sl->seq, __ATOMIC_RELAXED);
 }
 
 /* Opens a slot for writing: seq odd, then a release fence so no store of
  * the body can become visible before the odd seq. */
-static inline uint64_t seq_open(struct slot *sl)
+static inline uint32_t seq_open(struct slot *sl)
 {
-    uint64_t odd = (seq_load(sl) + 1) | 1;
+    uint32_t odd = (seq_load(sl) + 1) | 1;
     __atomic_store_n(&sl->seq, odd, __ATOMIC_RELAXED);
     atomic_thread_fence(memory_order_release);
     return odd;
 }
 
-static inline void seq_close(struct slot *sl, uint64_t odd)
+static inline void seq_close(struct slot *sl, uint32_t odd)
 {
     __atomic_store_n(&sl->seq, odd + 1, __ATOMIC_RELEASE);
 }
@@ -298,8 +370,12 @@ void stripe_unlock(struct cache *c, uint32_t s);
 
 /* cache_table.c: under the stripe lock. */
 struct slot *table_find(struct cache *c, uint32_t s, uint64_t m, const char *key, size_t klen,
-                        uint64_t khash, uint32_t *pos, uint32_t *cls);
-void table_write(struct slot *sl, const struct slot_meta *m, const void *key, const void *val);
+                        uint32_t *pos, uint32_t *cls);
+/* klen and vlen are m's (passed as the caller's size_t, not m's narrow
+ * fields: a copy whose length the compiler sees bounded is inlined as
+ * rep movs, which costs more than memcpy for short keys and values). */
+void table_write(struct slot *sl, const struct slot_meta *m, int64_t expire_at, const void *key,
+                 size_t klen, const void *val, size_t vlen);
 void table_drop(struct cache *c, uint32_t s, uint32_t pos, struct slot *sl, uint32_t cls);
 struct slot *table_alloc(struct cache *c, uint32_t s, uint32_t cls, uint32_t *page,
                          uint32_t *idx);

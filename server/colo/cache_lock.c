@@ -176,7 +176,7 @@ static struct slot *test_find(struct cache *c, const char *key, size_t klen, uin
     *s = mix_stripe(c, mh);
     if (stripe_lock(c, *s) != HKV_OK)
         return NULL;
-    struct slot *sl = table_find(c, *s, mh, key, klen, khash, &pos, &cls);
+    struct slot *sl = table_find(c, *s, mh, key, klen, &pos, &cls);
     if (sl == NULL)
         stripe_unlock(c, *s);
     return sl;
@@ -194,8 +194,9 @@ int cache_test_open_write(struct cache *c, const char *key, size_t klen, uint64_
     if (sl == NULL)
         return HKV_ENOENT;
     seq_open(sl);
-    if (sl->m.vlen > 0)
-        memset(sl->data + sl->m.klen, '#', sl->m.vlen / 2 + 1); /* half a new value */
+    uint32_t at = m_extra(&sl->m) + m_klen(&sl->m), vlen = m_vlen(&sl->m);
+    if (vlen > 0)
+        memset(sl->data + at, '#', vlen / 2 + 1); /* half a new value */
     stripe_at(c, s)->wip = 1;
     return HKV_OK; /* the stripe stays locked: the caller is meant to die */
 }
@@ -207,8 +208,8 @@ int cache_test_flip(struct cache *c, const char *key, size_t klen, uint64_t khas
     if (sl == NULL)
         return HKV_ENOENT;
     int rc = HKV_EINVAL;
-    if (off < sl->m.vlen) {
-        sl->data[sl->m.klen + off] ^= 0x20;
+    if (off < m_vlen(&sl->m)) {
+        sl->data[m_extra(&sl->m) + m_klen(&sl->m) + off] ^= 0x20;
         rc = HKV_OK;
     }
     stripe_unlock(c, s);
@@ -222,7 +223,7 @@ int cache_test_where(struct cache *c, const char *key, size_t klen, uint64_t kha
     uint32_t s = mix_stripe(c, mh), pos, cls;
     if (stripe_lock(c, s) != HKV_OK)
         return HKV_ENOENT;
-    struct slot *sl = table_find(c, s, mh, key, klen, khash, &pos, &cls);
+    struct slot *sl = table_find(c, s, mh, key, klen, &pos, &cls);
     if (sl != NULL) {
         uint64_t iw = __atomic_load_n(&index_of(c, s)[pos], __ATOMIC_RELAXED);
         w->stripe = s;

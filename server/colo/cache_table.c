@@ -46,24 +46,34 @@ static inline uint32_t *live_of(const struct cache *c, uint32_t s, uint32_t p)
     return &c->pagelive[(size_t)s * c->pps + p];
 }
 
-void table_write(struct slot *sl, const struct slot_meta *m, const void *key, const void *val)
+void table_write(struct slot *sl, const struct slot_meta *m, int64_t expire_at, const void *key,
+                 size_t klen, const void *val, size_t vlen)
 {
-    uint64_t odd = seq_open(sl);
-    memcpy(&sl->m, m, META_SUMMED);
-    if (m->klen > 0)
-        memcpy(sl->data, key, m->klen);
-    if (m->vlen > 0)
-        memcpy(sl->data + m->klen, val, m->vlen);
-    sl->sum = entry_sum(m, key, val);
+    uint32_t odd = seq_open(sl), x = m_extra(m);
+    memcpy(&sl->m, m, sizeof(*m));
+    if (x > 0)
+        memcpy(sl->data, &expire_at, 8);
+    if (klen > 0)
+        memcpy(sl->data + x, key, klen);
+    if (vlen > 0)
+        memcpy(sl->data + x + klen, val, vlen);
+    sl->sum = entry_sum(m, &expire_at, key, val);
     seq_close(sl, odd);
+}
+
+/* The key and the value of an entry (after its expiry, if any). */
+static inline const char *slot_key(const struct slot *sl)
+{
+    return sl->data + m_extra(&sl->m);
 }
 
 /* Is this a whole entry whose lengths fit its class and whose sum holds? */
 static int slot_sound(const struct slot *sl, uint32_t cls)
 {
-    uint32_t room = cls_size(cls) - SLOT_HDR;
-    return sl->m.klen <= room && sl->m.vlen <= room - sl->m.klen &&
-           entry_sum(&sl->m, sl->data, sl->data + sl->m.klen) == sl->sum;
+    if (!m_fits(&sl->m, cls_size(cls) - SLOT_HDR))
+        return 0;
+    const char *k = slot_key(sl);
+    return entry_sum(&sl->m, sl->data, k, k + m_klen(&sl->m)) == sl->sum;
 }
 
 /* ---- index ---- */
@@ -109,7 +119,7 @@ static void unlink_slot(struct cache *c, uint32_t s, const struct slot *sl, uint
                         uint32_t j)
 {
     uint64_t *idx = index_of(c, s);
-    uint32_t pos = tag_home(c, mix_tag(cache_mix(sl->m.khash)));
+    uint32_t pos = tag_home(c, m_tag(&sl->m));
     for (uint32_t n = 0; n < c->nidx; n++) {
         uint64_t w = __atomic_load_n(&idx[pos], __ATOMIC_RELAXED);
         if (w == 0)
@@ -134,8 +144,8 @@ static void slot_free(struct cache *c, uint32_t s, struct slot *sl, uint32_t cls
 {
     struct stripe *st = stripe_at(c, s);
     uint32_t p = slot_page(c, s, sl);
-    uint64_t odd = seq_open(sl);
-    sl->m.flags = 0;
+    uint32_t odd = seq_open(sl);
+    sl->m.tf = 0;
     seq_close(sl, odd);
     st->nfree[cls]++;
     st->hint[cls] = p << 16 | slot_index(c, sl, cls);
@@ -157,7 +167,7 @@ void table_swap(struct cache *c, uint32_t s, uint32_t pos, uint64_t mh, uint32_t
 }
 
 struct slot *table_find(struct cache *c, uint32_t s, uint64_t mh, const char *key, size_t klen,
-                        uint64_t khash, uint32_t *pos_out, uint32_t *cls_out)
+                        uint32_t *pos_out, uint32_t *cls_out)
 {
     uint64_t *idx = index_of(c, s);
     uint32_t tag = mix_tag(mh), pos = tag_home(c, tag);
@@ -170,9 +180,9 @@ struct slot *table_find(struct cache *c, uint32_t s, uint64_t mh, const char *ke
             uint32_t cls = pw_cls(pw);
             if (cls < c->nclasses && iw_slot(w) < cls_slots(c, cls)) {
                 struct slot *sl = slot_at(c, s, iw_page(w), cls, iw_slot(w));
-                if ((sl->m.flags & SF_LIVE) && sl->m.khash == khash && sl->m.klen == klen &&
-                    klen <= cls_size(cls) - SLOT_HDR &&
-                    (klen == 0 || memcmp(sl->data, key, klen) == 0)) { /* "" may come as NULL */
+                if ((m_flags(&sl->m) & SF_LIVE) && m_tag(&sl->m) == tag && m_klen(&sl->m) == klen &&
+                    m_fits(&sl->m, cls_size(cls) - SLOT_HDR) &&
+                    (klen == 0 || memcmp(slot_key(sl), key, klen) == 0)) { /* "" may come as NULL */
                     if (!slot_sound(sl, cls)) { /* scribbled: forget it, as if absent */
                         seg_count(&c->seg, CACHE_CTR_cache_corrupt_entries, 1);
                         table_drop(c, s, pos, sl, cls);
@@ -225,7 +235,7 @@ static void page_move(struct cache *c, uint32_t s, uint32_t p, uint32_t cls)
         uint32_t n = cls_slots(c, old), evicted = 0;
         for (uint32_t j = 0; j < n; j++) {
             struct slot *sl = slot_at(c, s, p, old, j);
-            if (sl->m.flags & SF_LIVE) {
+            if (m_flags(&sl->m) & SF_LIVE) {
                 unlink_slot(c, s, sl, p, j);
                 evicted++;
             } else if (st->nfree[old] > 0) {
@@ -244,8 +254,8 @@ static void page_move(struct cache *c, uint32_t s, uint32_t p, uint32_t cls)
     uint32_t n = cls_slots(c, cls);
     for (uint32_t j = 0; j < n; j++) {
         struct slot *sl = slot_at(c, s, p, cls, j);
-        __atomic_store_n(&sl->seq, ((ver | 1) + 1) << 1, __ATOMIC_RELAXED);
-        sl->m.flags = 0;
+        __atomic_store_n(&sl->seq, (uint32_t)(((ver | 1) + 1) << 1), __ATOMIC_RELAXED);
+        sl->m.tf = 0;
     }
     for (uint32_t u = 0; u < c->page_size / SLOT_MIN; u++) /* every byte: stray marks too */
         __atomic_store_n(ref_at(c, s, p, u, 0), 0, __ATOMIC_RELAXED);
@@ -328,7 +338,7 @@ static struct slot *find_free(struct cache *c, uint32_t s, uint32_t cls, uint32_
         p = q;
         for (; j < n; j++) {
             struct slot *sl = slot_at(c, s, p, cls, j);
-            if (!(sl->m.flags & SF_LIVE)) {
+            if (!(m_flags(&sl->m) & SF_LIVE)) {
                 st->hint[cls] = p << 16 | (j + 1);
                 *pg = p;
                 *ix = j;
@@ -363,7 +373,7 @@ static struct slot *clock_evict(struct cache *c, uint32_t s, uint32_t cls, uint3
             p = next_page(c, s, p + 1, cls);
         }
         st->hand[cls] = p << 16 | j;
-        if (!(sl->m.flags & SF_LIVE)) {
+        if (!(m_flags(&sl->m) & SF_LIVE)) {
             if (st->nfree[cls] > 0)
                 st->nfree[cls]--;
         } else if (__atomic_load_n(ref_at(c, s, cp, cj, cls), __ATOMIC_RELAXED) &&
@@ -470,24 +480,26 @@ void table_repair(struct cache *c, uint32_t s)
         uint32_t n = cls_slots(c, cls), live = 0;
         for (uint32_t j = 0; j < n; j++) {
             struct slot *sl = slot_at(c, s, p, cls, j);
-            if ((seq_load(sl) & 1) || ((sl->m.flags & SF_LIVE) && !slot_sound(sl, cls))) {
-                uint64_t odd = seq_load(sl) | 1;
+            if ((seq_load(sl) & 1) || ((m_flags(&sl->m) & SF_LIVE) && !slot_sound(sl, cls))) {
+                uint32_t odd = seq_load(sl) | 1;
                 __atomic_store_n(&sl->seq, odd, __ATOMIC_RELAXED);
                 atomic_thread_fence(memory_order_release);
-                sl->m.flags = 0;
+                sl->m.tf = 0;
                 seq_close(sl, odd);
             }
-            if (!(sl->m.flags & SF_LIVE)) {
+            if (!(m_flags(&sl->m) & SF_LIVE)) {
                 st->nfree[cls]++;
                 continue;
             }
-            /* one entry per key: a duplicate keeps the newer stamp */
+            /* one entry per key: a duplicate keeps the newer stamp.  The
+             * index is rebuilt from the entries' tags (the same bits the
+             * index words held), so a lookup by tag finds the duplicate. */
             uint32_t pos, ocls;
-            uint64_t mh = cache_mix(sl->m.khash);
-            struct slot *dup = table_find(c, s, mh, sl->data, sl->m.klen, sl->m.khash, &pos, &ocls);
+            uint64_t mh = (uint64_t)m_tag(&sl->m) << (64 - TAG_BITS);
+            struct slot *dup = table_find(c, s, mh, slot_key(sl), m_klen(&sl->m), &pos, &ocls);
             if (dup != NULL && dup->m.stamp >= sl->m.stamp) {
-                uint64_t odd = seq_open(sl);
-                sl->m.flags = 0;
+                uint32_t odd = seq_open(sl);
+                sl->m.tf = 0;
                 seq_close(sl, odd);
                 st->nfree[cls]++;
                 continue;
