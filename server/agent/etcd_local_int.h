@@ -6,8 +6,9 @@
  *                      set applied (pure: no loop, no disk)
  *   etcd_local_file.c  records (encode, decode, load with a torn tail cut)
  *                      and the writer thread
- *   etcd_local.c       calls, txns, leases, answers held until durable
- *                      (the loop side)
+ *   etcd_local.c       answers held until durable, the history, the pump,
+ *                      create and destroy (the loop side)
+ *   etcd_local_txn.c   the calls: txns, ranges, leases
  *   etcd_local_watch.c watches
  */
 #ifndef HKV_ETCD_LOCAL_INT_H
@@ -148,6 +149,22 @@ struct etcd_local {
     int64_t snapshot_rev;
     int *dead;
 };
+
+/* ---- etcd_local.c, for etcd_local_txn.c ---- */
+/* A new answer for cb (NULL: out of memory). */
+struct lans *lans_new(etcd_cb cb, void *arg);
+/* Queues a (its need and revision: the table's now) and schedules the pump;
+ * the queue owns a. */
+void lans_queue(struct etcd_local *l, struct lans *a);
+/* Changes c[0..n), already applied to the table, become revision t.rev + 1:
+ * kept and logged (the history takes c's contents).  HKV_OK or HKV_ENOMEM
+ * (the store is then poisoned). */
+int lstore_commit(struct etcd_local *l, struct lchange *c, size_t n);
+
+/* ---- etcd_local_txn.c, for etcd_local.c ---- */
+/* Deletes every key under lease id (0: under any lease, as at load); HKV_OK
+ * or the failure. */
+int lstore_drop_leased(struct etcd_local *l, int64_t id);
 
 /* Delivers what each watch may hear now (progress: and a PROGRESS). */
 void etcd_lw_pump(struct etcd_local *l, int progress);
