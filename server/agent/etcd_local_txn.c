@@ -331,6 +331,19 @@ int etcd_local_range(struct etcd_local *l, const char *key, size_t klen, const c
     return HKV_OK;
 }
 
+/* A store whose file failed a write answers a lease call with HKV_EIO too
+ * (queues a, returns 1): a keepalive that succeeded would tell the agent
+ * its store works again, and a lease granted there could hold no key. */
+static int poisoned(struct etcd_local *l, struct lans *a)
+{
+    if (!l->failed)
+        return 0;
+    a->r.status = HKV_EIO;
+    a->r.message = "the local store could not write its file";
+    lans_queue(l, a);
+    return 1;
+}
+
 int etcd_local_lease_grant(struct etcd_local *l, int64_t ttl_s, etcd_cb cb, void *arg)
 {
     if (ttl_s <= 0 || cb == NULL)
@@ -338,6 +351,8 @@ int etcd_local_lease_grant(struct etcd_local *l, int64_t ttl_s, etcd_cb cb, void
     struct lans *a = lans_new(cb, arg);
     if (a == NULL)
         return HKV_ENOMEM;
+    if (poisoned(l, a))
+        return HKV_OK;
     if (l->nleases == l->capleases) {
         size_t cap = l->capleases ? l->capleases * 2 : 8;
         struct lease *v = realloc(l->leases, cap * sizeof(*v));
@@ -363,6 +378,8 @@ int etcd_local_lease_keepalive(struct etcd_local *l, int64_t id, etcd_cb cb, voi
     struct lans *a = lans_new(cb, arg);
     if (a == NULL)
         return HKV_ENOMEM;
+    if (poisoned(l, a))
+        return HKV_OK;
     const struct lease *le = lease_find(l, id);
     a->r.lease_id = id;
     a->r.ttl_s = le != NULL ? le->ttl : 0; /* 0: gone, as etcd says it */
@@ -410,6 +427,8 @@ int etcd_local_lease_revoke(struct etcd_local *l, int64_t id, etcd_cb cb, void *
     struct lans *a = lans_new(cb, arg);
     if (a == NULL)
         return HKV_ENOMEM;
+    if (poisoned(l, a))
+        return HKV_OK;
     size_t i = 0;
     while (i < l->nleases && l->leases[i].id != id)
         i++;
