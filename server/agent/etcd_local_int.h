@@ -6,8 +6,10 @@
  *                      set applied (pure: no loop, no disk)
  *   etcd_local_file.c  records (encode, decode, load with a torn tail cut)
  *                      and the writer thread
- *   etcd_local.c       answers held until durable, the history, the pump,
- *                      create and destroy (the loop side)
+ *   etcd_local.c       the pump (answers and events released once
+ *                      durable), create and destroy (the loop side)
+ *   etcd_local_commit.c the answer queue; a change set made a revision
+ *                      (history, writer, snapshots)
  *   etcd_local_txn.c   the calls: txns, ranges, leases
  *   etcd_local_watch.c watches
  */
@@ -91,7 +93,7 @@ int64_t lw_durable(struct lwriter *w, int *failed, size_t *since_snapshot, size_
 /* Writes what is waiting and stops. */
 void lw_stop(struct lwriter **w);
 
-/* ---- etcd_local.c, etcd_local_watch.c ---- */
+/* ---- the store (etcd_local.c and the files below it) ---- */
 /* An answer waiting for the file. */
 struct lans {
     struct lans *next;
@@ -150,9 +152,10 @@ struct etcd_local {
     int *dead;
 };
 
-/* ---- etcd_local.c, for etcd_local_txn.c ---- */
-/* A new answer for cb (NULL: out of memory). */
+/* ---- etcd_local_commit.c ---- */
+/* A new answer for cb (NULL: out of memory); lans_free frees one. */
 struct lans *lans_new(etcd_cb cb, void *arg);
+void lans_free(struct lans *a);
 /* Queues a (its need and revision: the table's now) and schedules the pump;
  * the queue owns a. */
 void lans_queue(struct etcd_local *l, struct lans *a);
