@@ -117,7 +117,7 @@ $(CLOCKSHIM): tests/history/clockshift.c
 # Fuzz targets: libFuzzer with clang, each run for FUZZ_SECONDS on a scratch
 # copy of its corpus (libFuzzer writes new inputs into its first directory).
 FUZZ_SECONDS ?= 15
-FUZZ_TARGETS := resp wire http_req json http
+FUZZ_TARGETS := resp wire http_req json http etcd_remote
 FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I.
 build/fuzz/fuzz_resp: tests/fuzz/fuzz_resp.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
@@ -135,6 +135,9 @@ build/fuzz/fuzz_json: tests/fuzz/fuzz_json.c $(wildcard proto/*.c proto/*.h) | $
 build/fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(wildcard proto/*.c proto/*.h server/agent/*.c server/agent/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) -o $@ $< server/agent/http_resp.c server/agent/etcd_msg.c proto/json.c proto/b64.c proto/buf.c proto/hkv.c
+build/fuzz/fuzz_etcd_remote: tests/fuzz/fuzz_etcd_remote.c server/agent/etcd_remote_msg.c server/agent/etcd_remote.h server/agent/etcd.h $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -o $@ $< server/agent/etcd_remote_msg.c proto/buf.c proto/hkv.c
 fuzz: $(FUZZ_BINS)
 	@for t in $(FUZZ_TARGETS); do \
 	  scratch=$$(mktemp -d); \

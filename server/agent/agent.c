@@ -27,6 +27,7 @@
 #include "server/agent/agent_ctl.h"
 #include "server/agent/agent_sync.h"
 #include "server/agent/etcd_local.h"
+#include "server/core/router.h"
 #include "server/agent/agent_int.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
@@ -140,8 +141,13 @@ static void on_stop(void *arg, int fast)
 }
 
 /* A single host with leaf-moves: the store's map made at the first start,
- * exactly as --cluster-init makes it for this host's owners (before the
- * loop runs: the waits below run it themselves).  0, or -1 (logged). */
+ * as --cluster-init makes it for this host's owners, with the fixed map's
+ * leaves (ROUTER_LEAF_BITS): init deals leaf i to the pool's i % n-th owner
+ * number, and numbers go to hot/0.., cold/0.. in order, so every leaf is at
+ * the owner router.c's fixed map gives it and a dir that ran without
+ * leaf-moves keeps every key where it is (with fewer bits a leaf would span
+ * prefixes of several owners).  Before the loop runs: the waits below run it
+ * themselves.  0, or -1 (logged). */
 static int init_local(struct agent *a)
 {
     char *out = NULL, *err = NULL;
@@ -150,7 +156,7 @@ static int init_local(struct agent *a)
     struct agent_sync *s = agent_sync_wrap(a->base, a->etcd, 10000);
     int code = 1;
     if (fo != NULL && fe != NULL && s != NULL)
-        code = agent_cluster_init_with(s, a->ctx->cfg, NULL, AGENT_INIT_BITS, fo, fe);
+        code = agent_cluster_init_with(s, a->ctx->cfg, NULL, ROUTER_LEAF_BITS, fo, fe);
     agent_sync_destroy(&s);
     if (fo != NULL)
         fclose(fo);

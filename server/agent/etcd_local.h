@@ -33,8 +33,10 @@
  * temporary file, fsyncs and renames over the store.  A record cut short by
  * a crash (or failing its checksum) ends the file at load: it and anything
  * after it are dropped (the file is truncated there).  A write that fails
- * poisons the store: pending and later calls answer HKV_EIO (the agent sees
- * "etcd unreachable"); a restart reloads what the file holds.
+ * poisons the store: pending and later calls (leases too) answer HKV_EIO
+ * and watches break with HKV_EIO (the agent sees "etcd unreachable", and
+ * keeps routing with the map it has); a restart reloads what the file
+ * holds.
  *
  * Callbacks run on the loop, never from inside the call that registered
  * them, in the order the calls were made (the answers of one store are

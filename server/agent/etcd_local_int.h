@@ -6,8 +6,11 @@
  *                      set applied (pure: no loop, no disk)
  *   etcd_local_file.c  records (encode, decode, load with a torn tail cut)
  *                      and the writer thread
- *   etcd_local.c       calls, txns, leases, answers held until durable
- *                      (the loop side)
+ *   etcd_local.c       the pump (answers and events released once
+ *                      durable), create and destroy (the loop side)
+ *   etcd_local_commit.c the answer queue; a change set made a revision
+ *                      (history, writer, snapshots)
+ *   etcd_local_txn.c   the calls: txns, ranges, leases
  *   etcd_local_watch.c watches
  */
 #ifndef HKV_ETCD_LOCAL_INT_H
@@ -90,7 +93,7 @@ int64_t lw_durable(struct lwriter *w, int *failed, size_t *since_snapshot, size_
 /* Writes what is waiting and stops. */
 void lw_stop(struct lwriter **w);
 
-/* ---- etcd_local.c, etcd_local_watch.c ---- */
+/* ---- the store (etcd_local.c and the files below it) ---- */
 /* An answer waiting for the file. */
 struct lans {
     struct lans *next;
@@ -148,6 +151,23 @@ struct etcd_local {
     int64_t snapshot_rev;
     int *dead;
 };
+
+/* ---- etcd_local_commit.c ---- */
+/* A new answer for cb (NULL: out of memory); lans_free frees one. */
+struct lans *lans_new(etcd_cb cb, void *arg);
+void lans_free(struct lans *a);
+/* Queues a (its need and revision: the table's now) and schedules the pump;
+ * the queue owns a. */
+void lans_queue(struct etcd_local *l, struct lans *a);
+/* Changes c[0..n), already applied to the table, become revision t.rev + 1:
+ * kept and logged (the history takes c's contents).  HKV_OK or HKV_ENOMEM
+ * (the store is then poisoned). */
+int lstore_commit(struct etcd_local *l, struct lchange *c, size_t n);
+
+/* ---- etcd_local_txn.c, for etcd_local.c ---- */
+/* Deletes every key under lease id (0: under any lease, as at load); HKV_OK
+ * or the failure. */
+int lstore_drop_leased(struct etcd_local *l, int64_t id);
 
 /* Delivers what each watch may hear now (progress: and a PROGRESS). */
 void etcd_lw_pump(struct etcd_local *l, int progress);

@@ -2,7 +2,8 @@
  * etcd_local_watch.c - the local store's watches (etcd_local.h): each one
  * hears the history's revisions from its start up to the durable revision,
  * one message per revision, filtered by its range; CREATED first; CANCELED
- * when its start is older than the history; PROGRESS on the store's timer.
+ * when its start is older than the history; PROGRESS on the store's timer;
+ * BROKEN (HKV_EIO) once the store's file failed a write.
  * A callback may cancel any watch or destroy the store: the `dead` flags
  * and the pass number (`gen`: a watch is visited once a pass, whatever the
  * callbacks did to the list) keep the loop safe.
@@ -116,6 +117,18 @@ static int pump_watch(struct etcd_local *l, struct etcd_lwatch *w, int progress)
 {
     struct etcd_watch_msg m;
     memset(&m, 0, sizeof(m));
+    if (l->failed) {
+        /* the file failed a write: the stream breaks, as a connection
+         * would (a PROGRESS would tell its owner the store works) */
+        if (!w->over) {
+            w->over = 1;
+            m.kind = ETCD_W_BROKEN;
+            m.status = HKV_EIO;
+            m.revision = l->durable;
+            wdeliver(w, &m);
+        }
+        return 0;
+    }
     if (!w->created) {
         w->created = 1;
         m.kind = ETCD_W_CREATED;

@@ -33,7 +33,10 @@
  * A second flag, the same path with ".eio" appended, makes the disk fail
  * instead: while it exists, fsync and fdatasync on a regular file return -1
  * with errno EIO without syncing (what a dying disk or a lost write-back
- * looks like to SQLite).
+ * looks like to SQLite).  An empty ".eio" file fails every file; one that
+ * holds text fails only the files whose path (/proc/self/fd) contains that
+ * text, so one file of a process can fail while the rest of the disk works
+ * (check_local_store_eio: the leaf map store, not the owners' databases).
  *
  * With HOTKVD_STALL_FLAG unset or empty each wrapper is one load and one
  * branch in front of the real call.  Under AddressSanitizer the ASan runtime
@@ -42,6 +45,8 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -103,14 +108,40 @@ static void maybe_stall(int fd)
         __atomic_store_n(&real_##name, fn_##name, __ATOMIC_RELAXED);            \
     }
 
-/* 1 if syncs of fd must fail: the ".eio" flag exists and fd is a file. */
+/* 1 if fd's path contains the text the ".eio" flag holds (read through
+ * open/read/close, none of which is wrapped), or the flag is empty. */
+static int path_matches(int fd)
+{
+    char want[256], link[64], path[4096];
+    int f = open(eio_buf, O_RDONLY | O_CLOEXEC);
+    if (f < 0)
+        return 0;
+    ssize_t n = read(f, want, sizeof(want) - 1);
+    close(f);
+    if (n <= 0)
+        return 1;
+    want[n] = '\0';
+    want[strcspn(want, "\n")] = '\0';
+    if (want[0] == '\0')
+        return 1;
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t l = readlink(link, path, sizeof(path) - 1);
+    if (l < 0)
+        return 0;
+    path[l] = '\0';
+    return strstr(path, want) != NULL;
+}
+
+/* 1 if syncs of fd must fail: the ".eio" flag exists, fd is a file and its
+ * path is the one the flag names (if it names one). */
 static int must_fail(int fd)
 {
     if (flag_path == NULL)
         return 0;
     int saved = errno;
     struct stat st, fs;
-    int fail = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && stat(eio_buf, &fs) == 0;
+    int fail = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && stat(eio_buf, &fs) == 0 &&
+               path_matches(fd);
     errno = saved;
     return fail;
 }

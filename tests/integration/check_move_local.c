@@ -10,12 +10,16 @@
  *     steadily and a reader reads it: no write fails, every acknowledged
  *     write reads back, no read goes back;
  *   - kill -9 of the whole daemon after a move, then a start on the same
- *     dir: the leaf is still at the target and its keys read back.
+ *     dir: the leaf is still at the target and its keys read back;
+ *   - a host that ran with the fixed map (leaf-moves no), hot and cold
+ *     owners, restarted with leaf-moves yes: the map made then places every
+ *     key where the fixed map did, so every stored key reads back.
  * The same helpers as check_move.c (move_cluster.h), without the etcd.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "proto/place.h"
 #include "tests/integration/move_cluster.h"
 
 static struct daemon h1;
@@ -82,6 +86,7 @@ START_TEST(the_map_is_made_at_first_start_without_etcd)
     uint32_t start;
     int bits;
     ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    ck_assert_int_eq(bits, ROUTER_LEAF_BITS); /* the fixed map's leaves */
     ck_assert_int_eq(mc_leaf_of(&h1, 2, leaf, sizeof(leaf), &start, &bits), 0);
 }
 END_TEST
@@ -198,6 +203,81 @@ START_TEST(a_leaf_moves_and_back_under_a_steady_writer_and_stays_moved_after_kil
 }
 END_TEST
 
+/* ---- a single host switched from the fixed map to leaf-moves yes ---- */
+
+#define SW_KEYS 200
+#define SW_CONF "edge-workers 1\nhot-owners 2\ncold-owners 2\n" \
+                "class c pattern \"c:*\" pool cold fresh 60s keep 120s\n" \
+                "class default pool hot fresh 60s keep 120s\n"
+
+/* The owner the fixed map gives key in a pool of 2 (router.c: the leaf of
+ * ROUTER_LEAF_BITS bits, dealt round-robin). */
+static int fixed_owner(const char *key)
+{
+    uint64_t h = place_hash(key, strlen(key));
+    return (int)((uint32_t)(h >> (64 - ROUTER_LEAF_BITS)) % 2);
+}
+
+START_TEST(keys_stored_with_the_fixed_map_read_back_after_switching_to_leaf_moves)
+{
+    memset(&h1, 0, sizeof(h1));
+    h_tmpdir(h1.dir, sizeof(h1.dir));
+    h1.port = h_free_port();
+    snprintf(h1.conf, sizeof(h1.conf), "%s/hotkvd.conf", h1.dir);
+    snprintf(h1.log, sizeof(h1.log), "%s/hotkvd.log", h1.dir);
+    h_write_conf(&h1, SW_CONF "leaf-moves no\n");
+    mc_start(&h1, NULL);
+    static char keys[2 * SW_KEYS][32];
+    int per[2][2] = {{0, 0}, {0, 0}}; /* [pool: hot, cold][fixed owner] */
+    int fd = h_connect(h1.port);
+    ck_assert_int_ge(fd, 0);
+    for (int i = 0; i < 2 * SW_KEYS; i++) {
+        int cold = i >= SW_KEYS;
+        snprintf(keys[i], sizeof(keys[i]), "%s%d", cold ? "c:" : "h:", i);
+        per[cold][fixed_owner(keys[i])]++;
+        set_ok(fd, keys[i], keys[i] + 2);
+    }
+    close(fd);
+    for (int p = 0; p < 2; p++)
+        for (int o = 0; o < 2; o++)
+            ck_assert_msg(per[p][o] > 20, "pool %d owner %d holds %d keys only", p, o, per[p][o]);
+    ck_assert_int_eq(h_halt(&h1), 0);
+
+    h_write_conf(&h1, SW_CONF "leaf-moves yes\n");
+    mc_start(&h1, NULL);
+    /* the edges route from the map once the agent has published it */
+    int64_t end = h_now_ms() + 20000;
+    for (;;) {
+        fd = h_connect(h1.port);
+        struct h_reply *r = h_cmdv(fd, "GET", keys[0], NULL);
+        close(fd);
+        int ok = r != NULL && r->v->type == RESP_BULK;
+        h_free(r);
+        if (ok || h_now_ms() > end)
+            break;
+        h_sleep_ms(100);
+    }
+    int missing = 0;
+    char first[256] = "";
+    fd = h_connect(h1.port);
+    for (int i = 0; i < 2 * SW_KEYS; i++) {
+        struct h_reply *r = h_cmdv(fd, "GET", keys[i], NULL);
+        ck_assert_ptr_nonnull(r);
+        if (r->v->type != RESP_BULK || r->v->len != strlen(keys[i] + 2) ||
+            memcmp(r->v->str, keys[i] + 2, r->v->len) != 0) {
+            if (missing++ == 0)
+                snprintf(first, sizeof(first), "GET %.31s: %.*s", keys[i],
+                         r->v->str != NULL ? (int)(r->v->len < 64 ? r->v->len : 64) : 5,
+                         r->v->str != NULL ? r->v->str : "(nil)");
+        }
+        h_free(r);
+    }
+    close(fd);
+    ck_assert_msg(missing == 0, "%d of %d keys did not read back after the switch, first %s",
+                  missing, 2 * SW_KEYS, first);
+}
+END_TEST
+
 Suite *move_local_suite(void)
 {
     Suite *s = suite_create("move_local");
@@ -207,6 +287,11 @@ Suite *move_local_suite(void)
     tcase_add_test(tc, the_map_is_made_at_first_start_without_etcd);
     tcase_add_test(tc, a_split_changes_nothing_a_client_sees);
     tcase_add_test(tc, a_leaf_moves_and_back_under_a_steady_writer_and_stays_moved_after_kill_9);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("switch_from_the_fixed_map");
+    tcase_add_checked_fixture(tc, NULL, down);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, keys_stored_with_the_fixed_map_read_back_after_switching_to_leaf_moves);
     suite_add_tcase(s, tc);
     return s;
 }
