@@ -154,15 +154,16 @@ int owner_backlog_refused(struct owner *o, struct olink *l, uint64_t id)
 int owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version)
 {
     int durable = owner_is_durable(o, key);
-    owner_push_written(o, key, version, durable);
+    owner_push_written(o, key, router_place(key.p, key.len), version, durable);
     return durable;
 }
 
-void owner_push_written(struct owner *o, struct wire_slice key, hkv_stamp version, int durable)
+void owner_push_written(struct owner *o, struct wire_slice key, uint64_t place, hkv_stamp version,
+                        int durable)
 {
     owner_applied(o, key);
     if (!durable)
-        owner_push(o, key.p, key.len, version);
+        owner_push_at(o, key.p, key.len, place, version);
 }
 
 void owner_applied(struct owner *o, struct wire_slice key)

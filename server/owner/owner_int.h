@@ -341,6 +341,8 @@ void olink_flush(struct olink *l);
  * caches see the write in milliseconds.  Several writes of a key in one turn
  * make one push, of the latest state. */
 void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp);
+/* The same when the caller has the key's placement hash (router_place). */
+void owner_push_at(struct owner *o, const char *key, size_t klen, uint64_t place, hkv_stamp stamp);
 /* Frees the queue (whatever it holds is not sent). */
 void owner_pushq_teardown(struct owner *o);
 
@@ -474,7 +476,8 @@ int owner_backlog_refused(struct owner *o, struct olink *l, uint64_t id);
 int owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version);
 /* The same when the caller knows the key's durability (the class tag it
  * just wrote): no ledger lookup. */
-void owner_push_written(struct owner *o, struct wire_slice key, hkv_stamp version, int durable);
+void owner_push_written(struct owner *o, struct wire_slice key, uint64_t place, hkv_stamp version,
+                        int durable);
 /* A write applied to key (owner_push_applied calls it; so does every other
  * path that applies one): a leaf move sends its result to the target. */
 void owner_applied(struct owner *o, struct wire_slice key);
