@@ -194,6 +194,10 @@ struct owner {
     int ledger_inflight;          /* ledger batches submitted, not yet done */
     int durable_inflight;         /* durable batches submitted, not yet done */
     int durable_orphans;          /* durable keys dirty with no waiter to flush them */
+    int durable_tagged;           /* a write was durable (owner_key_tag, owner_is_durable)
+                                   * or keys came in by a leaf move: until then no key can
+                                   * hold an uncommitted durable write
+                                   * (owner_durable_pending) */
     hkv_stamp flush_pending;      /* FLUSHALL: a flush floor not committed yet (0: none);
                                    * the persist tick submits it again after a failure */
     int flush_inflight;           /* flush batches submitted, not yet done */
