@@ -206,11 +206,10 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
 }
 
 void edge_cache_wrote(struct edge *e, const char *key, size_t klen, const struct wire_slice *v,
-                      int64_t expire_at, hkv_stamp version, int64_t base_ms)
+                      int64_t expire_at, hkv_stamp version, int64_t base_ms, int64_t now)
 {
     if (e->cache == NULL || version == 0)
         return;
-    int64_t now = now_ms();
     struct route rt;
     router_route(e->router, key, klen, &rt);
     int64_t fu, ku;

@@ -341,6 +341,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     l->in.len += (size_t)n;
+    l->read_ns = clock_mono_ns();
     for (;;) {
         const char *payload;
         size_t plen, used;
@@ -466,6 +467,16 @@ struct hkv_buf *elink_out(struct elink *l, uint64_t *id)
 
 int elink_commit(struct elink *l, uint64_t id, elink_cb cb, void *arg)
 {
+    return elink_commit_at(l, id, cb, arg, clock_mono_ms());
+}
+
+int64_t elink_read_ns(const struct elink *l)
+{
+    return l->read_ns;
+}
+
+int elink_commit_at(struct elink *l, uint64_t id, elink_cb cb, void *arg, int64_t now_ms)
+{
     size_t max = l->max_frame != 0 ? l->max_frame : WIRE_MAX_FRAME_DEFAULT;
     if (buf_unread(&l->out) - l->frame_at > WIRE_HEADER_LEN + max) {
         /* The owner would close the link on it, failing everything else in
@@ -478,7 +489,7 @@ int elink_commit(struct elink *l, uint64_t id, elink_cb cb, void *arg)
         return HKV_ENOMEM; /* the ring could not grow */
     p->cb = cb;
     p->arg = arg;
-    p->deadline_ms = clock_mono_ms() + l->timeout_ms;
+    p->deadline_ms = now_ms + l->timeout_ms;
     l->npending++;
     if (!l->timer_on)
         arm_timer(l, p->deadline_ms);

@@ -96,6 +96,13 @@ struct hkv_buf *elink_out(struct elink *l, uint64_t *id);
  * (the caller answers "not applied"); HKV_ENOMEM (then the frame still goes
  * out and its reply is dropped; the caller answers an error). */
 int elink_commit(struct elink *l, uint64_t id, elink_cb cb, void *arg);
+/* The same with the caller's clock_mono_ms reading (taken before this call,
+ * so the request's timeout can only come early, never late): a clock read
+ * per request was 1.1% of the edge's cycles on SET -P16. */
+int elink_commit_at(struct elink *l, uint64_t id, elink_cb cb, void *arg, int64_t now_ms);
+/* Inside a reply callback: the clock_mono_ns reading taken when the read
+ * batch that holds the reply came in (one reading per batch, not per reply). */
+int64_t elink_read_ns(const struct elink *l);
 /* Forgets a pending request: its callback will not be called. */
 void elink_cancel(struct elink *l, uint64_t id);
 

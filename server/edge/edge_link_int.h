@@ -65,6 +65,7 @@ struct elink {
     struct { uint64_t conn, inc; } owners[8]; /* owner incarnation per recent connection */
 
     struct hkv_buf out, in;
+    int64_t read_ns;          /* clock_mono_ns when the current read batch came in */
     size_t frame_at;          /* unread bytes of out before the frame being encoded */
     struct wire_decoder dec;
 

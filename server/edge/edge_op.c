@@ -129,6 +129,11 @@ struct hkv_buf *op_out(struct op *op)
     return out;
 }
 
+int64_t op_answer_ms(const struct op *op)
+{
+    return op->answer_ns != 0 ? op->answer_ns / 1000000 : clock_mono_ms();
+}
+
 void op_finish(struct op *op)
 {
     struct conn *c = op->c;
@@ -136,7 +141,10 @@ void op_finish(struct op *op)
     if (op->stat != STATS_NONE) {
         struct hkv_buf *o = c != NULL ? op->out_buf : NULL;
         size_t n = o != NULL && buf_unread(o) > op->out_mark ? buf_unread(o) - op->out_mark : 0;
-        stats_call_key(op->e, op->stat, clock_mono_ns() - op->t0_ns,
+        /* The answer's batch time when there is one: a clock read per
+         * op was 1.7% of the edge's cycles on SET -P16. */
+        int64_t end = op->answer_ns != 0 ? op->answer_ns : clock_mono_ns();
+        stats_call_key(op->e, op->stat, end - op->t0_ns,
                        n > 0 ? buf_head(o) + op->out_mark : NULL, n,
                        op->nkeys > 0 ? op->keys[0].p : NULL, op->nkeys > 0 ? op->keys[0].len : 0);
     }

@@ -135,6 +135,8 @@ struct op {
     int err;
     uint16_t stat;                /* the request's command stat id (edge_stats.h) */
     int64_t t0_ns;                /* its dispatch */
+    int64_t answer_ns;            /* the owner link's read batch of its last answer (its
+                                   * elink_read_ns), 0 before: the op's end, for its stat */
     struct hkv_buf *out_buf;      /* where its reply went, from out_mark on (op_out) */
     size_t out_mark;
     alignas(max_align_t) unsigned char args[OP_ARGS_MAX]; /* the family's: OP_ARGS */
@@ -177,6 +179,9 @@ struct hkv_buf *op_out(struct op *op);
  * in INFO commandstats (edge_stats.h: its time from dispatch, failed if
  * the reply is an error). */
 void op_finish(struct op *op);
+/* clock_mono_ms when the op's last owner answer came in, or now if none
+ * has: for what the answer is stored with (edge_cache_wrote). */
+int64_t op_answer_ms(const struct op *op);
 /* Replies the recorded error and frees the op. */
 void op_finish_error(struct op *op);
 

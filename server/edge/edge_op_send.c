@@ -32,6 +32,7 @@
 #include "server/core/clock.h"
 #include "server/core/topo.h"
 #include "server/edge/edge_diag.h"
+#include "server/edge/edge_stats.h"
 
 /* ---- sending -------------------------------------------------------------- */
 
@@ -115,7 +116,8 @@ static struct wire_rid next_rid(struct edge *e, struct oreq *r, struct elink *l)
     return rid;
 }
 
-static void oreq_send(struct oreq *r)
+/* now_ms: the caller's clock_mono_ms reading, taken before the send. */
+static void oreq_send(struct oreq *r, int64_t now_ms)
 {
     struct op *op = r->op;
     /* A read from a client with writes in flight travels behind them. */
@@ -135,7 +137,7 @@ static void oreq_send(struct oreq *r)
     struct hkv_buf *b = elink_out(l, &id);
     int rc = encode(b, id, r, rid);
     if (rc == HKV_OK)
-        rc = elink_commit(l, id, oreq_cb, r);
+        rc = elink_commit_at(l, id, oreq_cb, r, now_ms);
     if (rc != HKV_OK) {
         op_error(op, "ERR cannot send to owner %s/%d: %s", topo_pool_name(r->owner->pool),
                  r->owner->index, rc == HKV_ETOOBIG
@@ -167,19 +169,35 @@ static void arm(struct op *op, int64_t ms, int deadline)
 }
 
 /* While requests are in flight, the op timer guards the overall deadline
- * when it comes before the link's own timeout. */
-static void guard_deadline(struct op *op)
+ * when it comes before the link's own timeout.  `now` is the caller's
+ * reading, taken before its sends (which do not wait): a clock read per
+ * write was 0.75% of the edge's cycles on SET -P16. */
+static void guard_deadline(struct op *op, int64_t now)
 {
     const struct cfg *cfg = op->e->ctx->cfg;
-    int64_t now = clock_mono_ms();
     if (!op->timer_on && now + cfg->write_timeout_ms > op->deadline_ms)
         arm(op, op->deadline_ms - now, 1);
+}
+
+/* op_start's clock: inside the dispatch of the command that made the op
+ * (its client's current command stat, and the dispatch reading it took,
+ * edge_registry.c), that reading, taken microseconds before; else a new
+ * one.  An earlier start only brings the write deadline and the cache's
+ * fresh-until base (edge_cache_wrote) earlier.  One clock read fewer per
+ * write: 1.9% of the edge's cycles on SET -P16. */
+static int64_t dispatch_ms(const struct op *op)
+{
+    const struct conn *c = op->c;
+    if (c != NULL && c->cur_stat != STATS_NONE && op->t0_ns != 0 && op->t0_ns == c->cur_t0_ns)
+        return op->t0_ns / 1000000;
+    return clock_mono_ms();
 }
 
 void op_start(struct op *op)
 {
     struct edge *e = op->e;
-    op->start_ms = clock_mono_ms();
+    op->start_ms = dispatch_ms(op);
+    op->answer_ns = 0;
     if (op->is_write)
         op->deadline_ms = op->start_ms + e->ctx->cfg->write_deadline_ms;
     for (uint32_t i = 0; i < op->nreqs; i++) {
@@ -195,9 +213,9 @@ void op_start(struct op *op)
      * while later ones are unsent. */
     op->pending++;
     for (uint32_t i = 0; i < op->nreqs; i++)
-        oreq_send(req_at(op, i));
+        oreq_send(req_at(op, i), op->start_ms);
     if (op->is_write && op->pending > 1)
-        guard_deadline(op);
+        guard_deadline(op, op->start_ms);
     op->pending--;
     if (op->pending == 0) {
         if (op->err)
@@ -292,7 +310,7 @@ static void op_timer_cb(evutil_socket_t fd, short what, void *arg)
                 write_fail(r);
             } else {
                 board_add(&op->e->stats->write_retries, 1);
-                oreq_send(r);
+                oreq_send(r, now);
             }
         } else if (r->state == OREQ_SENT && expired) {
             elink_cancel(r->link, r->id);
@@ -302,7 +320,7 @@ static void op_timer_cb(evutil_socket_t fd, short what, void *arg)
     if (!expired)
         op->attempt++;
     if (!expired && op->pending > 1)
-        guard_deadline(op);
+        guard_deadline(op, now);
     if (--op->pending == 0) {
         if (op->timer_on) {
             evtimer_del(&op->timer);
@@ -322,6 +340,8 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
     struct oreq *r = arg;
     struct op *op = r->op;
     struct edge *e = op->e;
+    if (status == HKV_OK && r->link != NULL)
+        op->answer_ns = elink_read_ns(r->link);
     r->state = OREQ_IDLE;
     if (status != HKV_OK) {
         if (r->role == WIRE_ROLE_WRITE) {
@@ -356,7 +376,7 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
                     }
                     r->owner = o;
                     r->tried = 0; /* MOVED: not applied; a new owner, a first attempt */
-                    oreq_send(r);
+                    oreq_send(r, clock_mono_ms());
                     return;
                 }
             }

@@ -195,6 +195,10 @@ struct owner {
     int ledger_inflight;          /* ledger batches submitted, not yet done */
     int durable_inflight;         /* durable batches submitted, not yet done */
     int durable_orphans;          /* durable keys dirty with no waiter to flush them */
+    int durable_tagged;           /* a write was durable (owner_key_tag, owner_is_durable)
+                                   * or keys came in by a leaf move: until then no key can
+                                   * hold an uncommitted durable write
+                                   * (owner_durable_pending) */
     hkv_stamp flush_pending;      /* FLUSHALL: a flush floor not committed yet (0: none);
                                    * the persist tick submits it again after a failure */
     int flush_inflight;           /* flush batches submitted, not yet done */
@@ -342,6 +346,8 @@ void olink_flush(struct olink *l);
  * caches see the write in milliseconds.  Several writes of a key in one turn
  * make one push, of the latest state. */
 void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp);
+/* The same when the caller has the key's placement hash (router_place). */
+void owner_push_at(struct owner *o, const char *key, size_t klen, uint64_t place, hkv_stamp stamp);
 /* Frees the queue (whatever it holds is not sent). */
 void owner_pushq_teardown(struct owner *o);
 
@@ -487,7 +493,8 @@ int owner_backlog_refused(struct owner *o, struct olink *l, uint64_t id);
 int owner_push_applied(struct owner *o, struct wire_slice key, hkv_stamp version);
 /* The same when the caller knows the key's durability (the class tag it
  * just wrote): no ledger lookup. */
-void owner_push_written(struct owner *o, struct wire_slice key, hkv_stamp version, int durable);
+void owner_push_written(struct owner *o, struct wire_slice key, uint64_t place, hkv_stamp version,
+                        int durable);
 /* A write applied to key (owner_push_applied calls it; so does every other
  * path that applies one): a leaf move sends its result to the target. */
 void owner_applied(struct owner *o, struct wire_slice key);

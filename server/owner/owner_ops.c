@@ -159,7 +159,9 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
                    size_t plen)
 {
     struct wire_slice key = m->u.set.key;
-    if (!owner_ours(o, l, m->id, key) || !owner_write_gate(o, l, m->id, m->u.set.rid) ||
+    /* Placed once: the ownership check and the push queue's index both take it. */
+    uint64_t place = router_place(key.p, key.len);
+    if (!owner_ours_place(o, l, m->id, place) || !owner_write_gate(o, l, m->id, m->u.set.rid) ||
         owner_backlog_refused(o, l, m->id))
         return;
     if (owner_durable_pending(o, key)) {
@@ -192,7 +194,7 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
      * durability is known without another lookup. */
     int durable = r.applied && tag == OWNER_TAG_DURABLE;
     if (r.applied)
-        owner_push_written(o, key, r.version, durable);
+        owner_push_written(o, key, place, r.version, durable);
     owner_finish(o, l, m->id, m->u.set.rid, &r, &key, durable, r.version);
 }
 

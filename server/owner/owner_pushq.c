@@ -98,12 +98,12 @@ static int grow(struct opushq *q)
 
 /* The queued entry of key, or a free index slot for it in *slot (NULL when
  * the probes found neither). */
-static struct qent *find(struct opushq *q, const char *key, size_t klen, uint32_t **slot)
+static struct qent *find(struct opushq *q, const char *key, size_t klen, uint64_t h,
+                         uint32_t **slot)
 {
     *slot = NULL;
     if (q->nidx == 0)
         return NULL;
-    uint64_t h = router_place(key, klen);
     for (size_t p = 0; p < PROBES; p++) {
         uint32_t *s = &q->idx[(h + p) & (q->nidx - 1)];
         if (*s == 0) {
@@ -119,6 +119,11 @@ static struct qent *find(struct opushq *q, const char *key, size_t klen, uint32_
 
 void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp)
 {
+    owner_push_at(o, key, klen, router_place(key, klen), stamp);
+}
+
+void owner_push_at(struct owner *o, const char *key, size_t klen, uint64_t place, hkv_stamp stamp)
+{
     if (!o->ctx->cfg->owner_push)
         return;
     struct opushq *q = queue_of(o);
@@ -128,7 +133,7 @@ void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp)
         return;
     }
     uint32_t *slot;
-    struct qent *x = find(q, key, klen, &slot);
+    struct qent *x = find(q, key, klen, place, &slot);
     if (x != NULL) {
         if (stamp > x->stamp)
             x->stamp = stamp;
@@ -139,7 +144,7 @@ void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp)
             log_warning("push queue: out of memory; a push is lost");
             return;
         }
-        x = find(q, key, klen, &slot); /* the index moved */
+        x = find(q, key, klen, place, &slot); /* the index moved */
     }
     size_t koff = q->keys.len;
     if (buf_append(&q->keys, key, klen) != HKV_OK) {

@@ -719,6 +719,34 @@ END_TEST
 
 /* ---- classes ---- */
 
+/* cfg_class_for compares a pattern's literal prefix itself and leaves a
+ * pattern with a wildcard inside to the glob matcher: every shape must
+ * still match exactly as a glob does. */
+START_TEST(class_patterns_match_as_globs_whatever_their_shape)
+{
+    struct cfg *c = cfg_create();
+    struct cfg_error err = { "" };
+    const char *text =
+        "class exact pattern user\n"
+        "class pre pattern ab*\n"
+        "class mid pattern x*z\n"
+        "class one pattern k?y pattern [pq]:*\n"
+        "class default\n";
+    ck_assert_msg(load_str(c, text, &err) == HKV_OK, "%s", err.msg);
+    static const struct { const char *key; size_t len; const char *cls; } cases[] = {
+        {"user", 4, "exact"}, {"use", 3, "default"}, {"users", 5, "default"},
+        {"ab", 2, "pre"}, {"abc", 3, "pre"}, {"ab\0x", 4, "pre"}, {"a", 1, "default"},
+        {"", 0, "default"}, {"xz", 2, "mid"}, {"xyz", 3, "mid"}, {"xy", 2, "default"},
+        {"key", 3, "one"}, {"ky", 2, "default"}, {"p:1", 3, "one"}, {"r:1", 3, "default"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        ck_assert_msg(strcmp(cfg_class_for(c, cases[i].key, cases[i].len)->name, cases[i].cls) == 0,
+                      "key %zu (%.*s): class %s, want %s", i, (int)cases[i].len, cases[i].key,
+                      cfg_class_for(c, cases[i].key, cases[i].len)->name, cases[i].cls);
+    cfg_destroy(&c);
+}
+END_TEST
+
 START_TEST(class_lines_build_classes_in_file_order)
 {
     struct cfg *c = cfg_create();
@@ -1395,7 +1423,8 @@ Suite *cfg_suite(void)
     add(s, "command_line", command_line_overrides_the_file, NULL, NULL);
     add(s, "classes", class_lines_build_classes_in_file_order,
         class_errors_are_reported_at_their_line, validation_catches_cross_directive_mistakes);
-    add(s, "glob", glob_matches_redis_semantics, glob_pathological_pattern_finishes_fast, NULL);
+    add(s, "glob", glob_matches_redis_semantics, glob_pathological_pattern_finishes_fast,
+        class_patterns_match_as_globs_whatever_their_shape);
     add(s, "serialize", serialize_round_trips_to_an_equal_config, NULL, NULL);
     add(s, "diff_reload", diff_reports_each_changed_directive_once,
         reload_merge_keeps_restart_only_values, NULL);
