@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -172,10 +174,25 @@ struct mc_load {
     pthread_t wt, rt;
 };
 
+/* A client connection of the steady load.  A request on a moving leaf may
+ * wait (parked at the source while the leaf is fenced or its commit is in
+ * doubt) up to OPARK_WAIT_MS (10 s) and is then answered TRYAGAIN: the
+ * load's clients wait longer than that (h_connect's 5 s would count a
+ * promised wait as a failure). */
+static inline int mc_connect(int port)
+{
+    int fd = h_connect(port);
+    if (fd >= 0) {
+        struct timeval tv = {15, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    }
+    return fd;
+}
+
 static inline void *mc_writer(void *arg)
 {
     struct mc_load *L = arg;
-    int fd = h_connect(L->port);
+    int fd = mc_connect(L->port);
     long long seq = 0;
     while (!atomic_load(&L->stop) && fd >= 0) {
         int k = (int)(seq % L->nkeys);
@@ -196,7 +213,7 @@ static inline void *mc_writer(void *arg)
                          r != NULL && r->v->str ? r->v->str : "no reply");
             if (r == NULL) {
                 close(fd);
-                fd = h_connect(L->port);
+                fd = mc_connect(L->port);
             }
         }
         atomic_fetch_add(&L->writes, 1);
@@ -212,7 +229,7 @@ static inline void *mc_writer(void *arg)
 static inline void *mc_reader(void *arg)
 {
     struct mc_load *L = arg;
-    int fd = h_connect(L->port);
+    int fd = mc_connect(L->port);
     long long last[MC_KEYS] = {0};
     for (int i = 0; !atomic_load(&L->stop) && fd >= 0; i++) {
         int k = i % L->nkeys;
@@ -223,7 +240,7 @@ static inline void *mc_reader(void *arg)
             h_free(r);
             if (r == NULL) {
                 close(fd);
-                fd = h_connect(L->port);
+                fd = mc_connect(L->port);
             }
             continue;
         }
