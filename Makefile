@@ -253,16 +253,20 @@ cluster-test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(CLOCKSHIM)
 #   make bench-quick            tiny settings, under 1 minute (and a 16 MiB leaf move)
 #   make bench BENCH_ARGS="--rounds 5 --out bench-out" HTTP_BENCH_ARGS="--rounds 5"
 #   make bench MOVE_BENCH_ARGS="--sizes 128M --out build/bench-move"
+#   (make bench ends with scripts/bench/move_skew.py: automatic moves under a
+#   skewed load and a single hot key refused, about 45 s; SKEW_BENCH_ARGS)
 STORM := $(BUILD)/storm
 KVLOAD := $(BUILD)/kvload
 BENCH_ARGS ?=
 HTTP_BENCH_ARGS ?=
 MOVE_BENCH_ARGS ?=
+SKEW_BENCH_ARGS ?=
 BENCH_DEPS := $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(STORM) $(KVLOAD) $(if $(wildcard tests/fault/stallfs.c),$(SHIM))
 BENCH_CMD = scripts/bench/compare --hotkvd $(BIN) --storm $(STORM) \
             $(if $(wildcard tests/fault/stallfs.c),--shim $(SHIM))
 HTTP_BENCH_CMD = scripts/bench/http_compare --hotkvd $(BIN) --kvload $(KVLOAD)
 MOVE_BENCH_CMD = scripts/bench/move_bench --hotkvd $(BIN) --admin $(ADMIN_BIN)
+SKEW_BENCH_CMD = /usr/bin/python3 scripts/bench/move_skew.py --hotkvd $(BIN) --admin $(ADMIN_BIN)
 .PHONY: bench bench-quick
 
 STORM_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard scripts/bench/storm*.c))
@@ -282,6 +286,7 @@ bench: $(BENCH_DEPS)
 	$(BENCH_CMD) $(BENCH_ARGS)
 	$(HTTP_BENCH_CMD) $(HTTP_BENCH_ARGS)
 	$(MOVE_BENCH_CMD) $(MOVE_BENCH_ARGS)
+	$(SKEW_BENCH_CMD) $(SKEW_BENCH_ARGS)
 
 bench-quick: $(BENCH_DEPS)
 	$(BENCH_CMD) --quick $(BENCH_ARGS)
