@@ -343,7 +343,20 @@ void conn_slot_done(struct conn *c, struct rslot *s)
      * link's read batch answers many requests of the same client (a
      * pipeline), and a write(2) per answer was the edge's largest cost on
      * SET -P16 (43% of its cycles).  The client's write event has the
-     * owner links' priority: it runs in the same pass as those answers. */
+     * owner links' priority: it runs in the same pass as those answers.
+     * Unless the output is already large: then it is written (and the
+     * output limits checked) now, before one owner answer for many
+     * pipelined reads of a large value fills every reply (check_hostile
+     * ping_flood: 682 GETs of 300 KB, never read, held 206 MB before the
+     * hard limit closed the client). */
+    size_t now_at = CONN_FLUSH_NOW;
+    const struct cfg *cfg = c->e->ctx->cfg;
+    if (cfg->client_output_hard > 0 && (size_t)cfg->client_output_hard < now_at)
+        now_at = (size_t)cfg->client_output_hard;
+    if (buf_unread(&c->out) >= now_at) {
+        conn_flush(c);
+        return;
+    }
     event_active(c->wev, EV_WRITE, 1);
 }
 

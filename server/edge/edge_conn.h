@@ -176,6 +176,7 @@ int conn_run(struct conn *c, void (*fn)(struct conn *c, void *arg), void *arg);
 void conn_close(struct conn *c);
 
 #define CONN_TURN_MAX 64          /* requests run per callback of one connection */
+#define CONN_FLUSH_NOW (64 * 1024) /* pending output written at once, not at the turn's end */
 #define CONN_POLL_EVERY 16        /* client reads between looks at the lane and owners */
 #define CONN_LANE_BATCH 8         /* a larger batch of writes is not in the write lane */
 #define CONN_LANE_MAX 64          /* write-lane connections per edge */
