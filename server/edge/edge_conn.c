@@ -339,16 +339,11 @@ void conn_slot_done(struct conn *c, struct rslot *s)
         conn_resume(c); /* flushes too */
         return;
     }
-    /* Written once this loop turn's owner answers are all in: an owner
-     * link's read batch answers many requests of the same client (a
-     * pipeline), and a write(2) per answer was the edge's largest cost on
-     * SET -P16 (43% of its cycles).  The client's write event has the
-     * owner links' priority: it runs in the same pass as those answers.
-     * Unless the output is already large: then it is written (and the
-     * output limits checked) now, before one owner answer for many
-     * pipelined reads of a large value fills every reply (check_hostile
-     * ping_flood: 682 GETs of 300 KB, never read, held 206 MB before the
-     * hard limit closed the client). */
+    /* Written once this turn's owner answers are in (a write(2) per answer
+     * was 43% of the edge on SET -P16; the write event has the links'
+     * priority), unless the output is large already: then now, with its
+     * limits checked, before one answer for many pipelined reads of a big
+     * value fills every reply (check_hostile ping_flood: 206 MB held). */
     size_t now_at = CONN_FLUSH_NOW;
     const struct cfg *cfg = c->e->ctx->cfg;
     if (cfg->client_output_hard > 0 && (size_t)cfg->client_output_hard < now_at)
