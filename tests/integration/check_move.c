@@ -192,6 +192,42 @@ START_TEST(a_leaf_moves_between_two_owners_under_a_steady_writer)
 }
 END_TEST
 
+/* An owner left with no leaf is still polled: its STATS, and INFO # Leaves
+ * with them, go on being refreshed (the edge polled only the owners that
+ * serve a leaf, so the figures of the last poll before the last move stuck:
+ * leaf_moves_committed one short, leaf_moves_outgoing 1). */
+START_TEST(an_owner_without_leaves_still_reports_its_figures)
+{
+    char leaf[32], out[4096];
+    uint32_t start;
+    int bits, moved = 0;
+    while (moved < 16 && mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits) == 0) {
+        int rc = move_wait(leaf, 2, out, sizeof(out));
+        ck_assert_msg(rc == 0, "leaf move %s: %s", leaf, out);
+        moved++;
+    }
+    ck_assert_int_gt(moved, 0);
+    ck_assert_int_ne(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    /* the edge polls every second: 8 s is 8 polls */
+    long long committed = -1, outgoing = -1, parked = -1;
+    for (int i = 0; i < 80; i++) {
+        committed = h_info_int(h1.port, "leaf_moves_committed");
+        outgoing = h_info_int(h1.port, "leaf_moves_outgoing");
+        parked = h_info_int(h1.port, "leaf_parked_now");
+        if (i == 0)
+            fprintf(stderr, "owner without leaves: %d moved, INFO leaf_moves_committed:%lld "
+                    "leaf_moves_outgoing:%lld leaf_parked_now:%lld\n", moved, committed,
+                    outgoing, parked);
+        if (committed == moved && outgoing == 0 && parked == 0)
+            break;
+        h_sleep_ms(100);
+    }
+    ck_assert_msg(committed == moved && outgoing == 0 && parked == 0,
+                  "INFO after %d moves: leaf_moves_committed:%lld leaf_moves_outgoing:%lld "
+                  "leaf_parked_now:%lld", moved, committed, outgoing, parked);
+}
+END_TEST
+
 START_TEST(a_deleted_key_does_not_come_back_with_its_leaf)
 {
     char leaf[32], keys[8][32], out[4096];
@@ -408,6 +444,7 @@ Suite *move_suite(void)
     tcase_add_test(tc, a_split_changes_nothing_a_client_sees);
     tcase_add_test(tc, a_leaf_moves_between_two_owners_under_a_steady_writer);
     tcase_add_test(tc, a_deleted_key_does_not_come_back_with_its_leaf);
+    tcase_add_test(tc, an_owner_without_leaves_still_reports_its_figures);
     tcase_add_test(tc, a_retry_after_the_move_is_answered_from_the_travelled_record);
     suite_add_tcase(s, tc);
     tc = tcase_create("fence_deadline");
