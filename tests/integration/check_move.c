@@ -228,6 +228,43 @@ START_TEST(an_owner_without_leaves_still_reports_its_figures)
 }
 END_TEST
 
+/* A persisted, resident row is sent once: from the ledger, not again from
+ * the file (the file's rows of resident keys were sent too, a stale
+ * upsert each at the target: leaf_copy_rows twice the keys). */
+START_TEST(a_resident_persisted_row_travels_once)
+{
+    enum { N = 300 };
+    char leaf[32], keys[N][32], out[4096], v[32];
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "once", keys, N);
+    int fd = h_connect(h1.port);
+    for (int i = 0; i < N; i++) {
+        snprintf(v, sizeof(v), "v%d", i);
+        set_ok(fd, keys[i], v);
+    }
+    int64_t end = h_now_ms() + 20000, dirty = -1;
+    while (h_now_ms() < end && (dirty = h_info_int(h1.port, "persist_dirty_keys")) != 0)
+        h_sleep_ms(100);
+    ck_assert_msg(dirty == 0, "persist_dirty_keys still %lld after 20 s", (long long)dirty);
+    int64_t before = h_info_int(h1.port, "leaf_copy_rows");
+    int rc = move_wait(leaf, 2, out, sizeof(out));
+    ck_assert_msg(rc == 0, "leaf move: %s", out);
+    int64_t rows = -1;
+    end = h_now_ms() + 5000; /* the edge polls STATS every second */
+    while (h_now_ms() < end && (rows = h_info_int(h1.port, "leaf_copy_rows") - before) < N)
+        h_sleep_ms(100);
+    ck_assert_msg(rows >= N && rows < N + N / 2, "%lld rows sent for a leaf of %d keys", (long long)rows,
+                  N);
+    for (int i = 0; i < N; i++) {
+        snprintf(v, sizeof(v), "v%d", i);
+        get_is(fd, keys[i], v);
+    }
+    close(fd);
+}
+END_TEST
+
 START_TEST(a_deleted_key_does_not_come_back_with_its_leaf)
 {
     char leaf[32], keys[8][32], out[4096];
@@ -445,6 +482,7 @@ Suite *move_suite(void)
     tcase_add_test(tc, a_leaf_moves_between_two_owners_under_a_steady_writer);
     tcase_add_test(tc, a_deleted_key_does_not_come_back_with_its_leaf);
     tcase_add_test(tc, an_owner_without_leaves_still_reports_its_figures);
+    tcase_add_test(tc, a_resident_persisted_row_travels_once);
     tcase_add_test(tc, a_retry_after_the_move_is_answered_from_the_travelled_record);
     suite_add_tcase(s, tc);
     tc = tcase_create("fence_deadline");
