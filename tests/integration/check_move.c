@@ -265,6 +265,65 @@ START_TEST(a_resident_persisted_row_travels_once)
 }
 END_TEST
 
+/* With owner-maxmemory the source evicts persisted keys: the ones only on
+ * disk travel from the file, the resident ones once (the file's copy of a
+ * resident key is skipped), and every key reads back from the target. */
+START_TEST(evicted_keys_travel_from_the_file)
+{
+    enum { N = 1500 };
+    static char keys[N][32];
+    char leaf[32], out[4096], v[300];
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "ev", keys, N);
+    int fd = h_connect(h1.port);
+    for (int i = 0; i < N; i++) {
+        snprintf(v, sizeof(v), "%0250d", i);
+        set_ok(fd, keys[i], v);
+        if (i % 300 == 299)
+            h_sleep_ms(100); /* persisted, hence evictable */
+    }
+    h_sleep_ms(300);
+    for (int i = 0; i < 50; i++) { /* evictions happen on writes */
+        snprintf(v, sizeof(v), "%0250d", i);
+        set_ok(fd, keys[i], v);
+    }
+    int64_t end = h_now_ms() + 5000, ev = 0;
+    while (h_now_ms() < end && (ev = h_info_int(h1.port, "owner_evictions")) <= 0)
+        h_sleep_ms(100);
+    ck_assert_msg(ev > 0, "no eviction: owner_evictions %lld", (long long)ev);
+    int64_t dirty = -1;
+    end = h_now_ms() + 20000;
+    while (h_now_ms() < end && (dirty = h_info_int(h1.port, "persist_dirty_keys")) != 0)
+        h_sleep_ms(100);
+    ck_assert_msg(dirty == 0, "persist_dirty_keys still %lld after 20 s", (long long)dirty);
+    int64_t before = h_info_int(h1.port, "leaf_copy_rows");
+    int rc = move_wait(leaf, 2, out, sizeof(out));
+    ck_assert_msg(rc == 0, "leaf move: %s", out);
+    ck_assert_uint_eq(mc_leaf_owner(&h1, leaf, out), 2);
+    for (int i = 0; i < N; i++) {
+        snprintf(v, sizeof(v), "%0250d", i);
+        get_is(fd, keys[i], v);
+    }
+    int64_t rows = -1;
+    end = h_now_ms() + 5000; /* the edge polls STATS every second */
+    while (h_now_ms() < end && (rows = h_info_int(h1.port, "leaf_copy_rows") - before) < N)
+        h_sleep_ms(100);
+    ck_assert_msg(rows >= N && rows < N + N / 2, "%lld rows sent for a leaf of %d keys (%lld "
+                  "evictions)", (long long)rows, N, (long long)ev);
+    close(fd);
+}
+END_TEST
+
+static void up_small(void)
+{
+    mc_etcd_start();
+    mc_prepare(&h1, "h1", 2, "move-fence-timeout 2s\nowner-maxmemory 200kb\npersist-interval 20ms\n");
+    mc_cluster_init(&h1, "h1/hot/0,h1/hot/1", 3);
+    mc_start(&h1, NULL);
+}
+
 START_TEST(a_deleted_key_does_not_come_back_with_its_leaf)
 {
     char leaf[32], keys[8][32], out[4096];
@@ -484,6 +543,11 @@ Suite *move_suite(void)
     tcase_add_test(tc, an_owner_without_leaves_still_reports_its_figures);
     tcase_add_test(tc, a_resident_persisted_row_travels_once);
     tcase_add_test(tc, a_retry_after_the_move_is_answered_from_the_travelled_record);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("evicted");
+    tcase_add_checked_fixture(tc, up_small, down);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, evicted_keys_travel_from_the_file);
     suite_add_tcase(s, tc);
     tc = tcase_create("fence_deadline");
     tcase_add_checked_fixture(tc, up_stalled_target, down);
