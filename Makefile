@@ -249,7 +249,7 @@ cluster-test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(CLOCKSHIM)
 # 128 MiB and of 1 GiB moving between two owners (etcd, one host) under
 # steady writes.
 #   make bench                  defaults, under 10 minutes; then the leaf moves,
-#                               about 18 minutes more (loading the 1 GiB leaf)
+#                               about 1.5 minutes more (loading the 1 GiB leaf)
 #   make bench-quick            tiny settings, under 1 minute (and a 16 MiB leaf move)
 #   make bench BENCH_ARGS="--rounds 5 --out bench-out" HTTP_BENCH_ARGS="--rounds 5"
 #   make bench MOVE_BENCH_ARGS="--sizes 128M --out build/bench-move"

@@ -2,7 +2,9 @@
  * persist_db.c - the persister's SQLite layer: connections and statements.
  *
  * The file holds one table, kv(k PRIMARY KEY, v, stamp, expire_at, class,
- * tomb, hpos) WITHOUT ROWID with an index on hpos, and a meta table; PRAGMA
+ * tomb, hpos) with an index on (hpos, k) (a rowid table since files made
+ * now; WITHOUT ROWID with an index on hpos before: persist_db_file.c), and
+ * a meta table; PRAGMA
  * application_id ("HKVD") and user_version mark it as ours (the file check
  * and creation: persist_db_file.c; the migration from the previous schema:
  * persist_db_migrate.c).

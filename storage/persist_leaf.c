@@ -2,8 +2,10 @@
  * persist_leaf.c - a range of positions' rows, by the kv_hpos index
  * (persist_leaf.h).
  *
- * The index is on hpos alone, and since kv is WITHOUT ROWID its entries are
- * (hpos, k): ORDER BY hpos, k is the index's own order, and a page resumes
+ * The index's entries are (hpos, k): a file's kv_hpos is on (hpos, k), or
+ * (files made before kv became a rowid table, persist_db_file.c) on hpos of
+ * a WITHOUT ROWID kv, whose entries carry the key.  ORDER BY hpos, k is the
+ * index's own order, and a page resumes
  * with the row-value comparison (hpos, k) > (?, ?), which SQLite turns into
  * an index seek; no page reads a row of the table it does not hand out.
  * Statements are prepared per call: a page is hundreds of rows, against

@@ -52,6 +52,26 @@ struct owner_ref *edge_owner_at(struct edge *e, int g)
     return o;
 }
 
+struct owner_ref *edge_owner_polled(struct edge *e, int g)
+{
+    struct owner_ref *o = edge_owner_at(e, g);
+    struct rmap *m = router_map(e->router);
+    if (o != NULL || m == NULL || g < 0 || g >= e->nowners)
+        return o;
+    /* serves no leaf: still polled if it is one of this host's, whose
+     * figures (a move just made, writes it parked) INFO adds up */
+    const struct cmap_owner *row = cmap_owner(rmap_table(m), (unsigned)g + 1);
+    if (row == NULL || strncmp(row->host, e->ctx->cfg->host, sizeof(row->host)) != 0)
+        return NULL;
+    o = &e->owners[g];
+    if (o->number == 0) {
+        o->number = (unsigned)g + 1;
+        o->pool = row->pool == CFG_POOL_COLD ? CFG_POOL_COLD : CFG_POOL_HOT;
+        o->index = row->index;
+    }
+    return o;
+}
+
 int edge_owner_next(struct edge *e, int after)
 {
     for (int g = after < 0 ? 0 : after + 1; g < e->nowners; g++)
@@ -168,9 +188,9 @@ static void on_stats_poll(evutil_socket_t fd, short what, void *arg)
         atomic_store_explicit(&e->stats->remote_links_up, (uint64_t)edge_remote_links_up(e),
                               memory_order_relaxed);
     }
-    for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
-        struct owner_ref *o = &e->owners[g];
-        if (o->stats_inflight)
+    for (int g = 0; g < e->nowners; g++) {
+        struct owner_ref *o = edge_owner_polled(e, g);
+        if (o == NULL || o->stats_inflight)
             continue;
         struct elink *l = owner_link(o, WIRE_ROLE_READ);
         if (l == NULL)

@@ -13,8 +13,12 @@
  * another host over TCP with mutual TLS to the address the map gives (its
  * certificate must name its host).  An owner the map shows not live (its
  * members/ key gone) gets no new link; one it already has stays in use.
- * Walks over every owner (SCAN, KEYS, DBSIZE, FLUSHALL, RANDOMKEY, the STATS
- * poll, INFO) go over the owners that serve a leaf (edge_owner_next).
+ * Walks over every owner (SCAN, KEYS, DBSIZE, FLUSHALL, RANDOMKEY, INFO's
+ * questions) go over the owners that serve a leaf (edge_owner_next); the
+ * STATS poll goes to those and to every owner of this host
+ * (edge_owner_polled), so that an owner that moved its last leaf away
+ * still reports its figures (INFO # Leaves adds up every owner's last
+ * STATS, and would keep the last ones before its last move forever).
  *
  * This is the bottom of the edge's data path: it knows no op, no command and
  * no cache.  What arrives unasked goes up through the hooks given to
@@ -93,6 +97,9 @@ int edge_same_owner(struct edge *e, const char *key, size_t len, struct owner_re
  * numbered g + 1), or NULL if there is none (in a cluster: it serves no
  * leaf). */
 struct owner_ref *edge_owner_at(struct edge *e, int g);
+/* Owner number g if the STATS poll asks it: edge_owner_at's, or, in a
+ * cluster, an owner of this host that serves no leaf; else NULL. */
+struct owner_ref *edge_owner_polled(struct edge *e, int g);
 /* Walks every owner: the first g after `after` (-1 to start) that
  * edge_owner_at gives, or -1 when there is none. */
 int edge_owner_next(struct edge *e, int after);

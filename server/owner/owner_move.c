@@ -52,6 +52,10 @@ void omove_finish(struct owner *o, int status, const char *why)
         int64_t ms = (cs.ended_ms ? cs.ended_ms : clock_mono_ms()) - cs.started_ms;
         m->st.copy_ms_last = (uint64_t)ms;
         m->st.copy_bytes_per_s_last = ms > 0 ? cs.bytes * 1000 / (uint64_t)ms : cs.bytes;
+        log_notice("move of leaf %s: copied %llu rows (%llu file rows of resident keys not sent "
+                   "again), %llu writes, in %lld ms", name(&m->leaf, n, sizeof(n)),
+                   (unsigned long long)cs.rows, (unsigned long long)cs.skipped,
+                   (unsigned long long)cs.writes, (long long)ms);
         owner_copy_stop(&m->copy);
     }
     if (m->h != NULL)

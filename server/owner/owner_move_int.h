@@ -174,6 +174,7 @@ void owner_recv_stats(const struct owner *o, struct orecv_stats *out);
 struct ocopy;
 struct ocopy_stats {
     uint64_t rows, bytes, frames;     /* rows copied (ledger and file) */
+    uint64_t skipped;                 /* file rows not sent: the key was resident */
     uint64_t writes, records;         /* write results and completion records sent */
     int64_t started_ms, walked_ms, ended_ms;
 };
@@ -184,7 +185,8 @@ typedef void (*ocopy_done_fn)(struct owner *o, int status);
  * write reported by owner_copy_applied).  NULL on allocation failure. */
 struct ocopy *owner_copy_start(struct owner *o, struct hlink *h, struct hand_leaf leaf,
                                int64_t e1, ocopy_done_fn done);
-/* A write applied to key: its result travels if key is in the leaf. */
+/* A write applied to key, or a row of key the reader brought back into the
+ * ledger: its result travels if key is in the leaf. */
 void owner_copy_applied(struct ocopy *c, const char *key, size_t klen);
 /* The fence (writes to the leaf wait from now on): every completion record,
  * then HANDOFF_FENCE; returns its last sequence number. */

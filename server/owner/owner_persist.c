@@ -249,7 +249,10 @@ static void take_reads(struct owner *o)
         if (r->status == HKV_OK) {
             struct persist_row row = {r->key, r->klen, r->val, r->vlen, r->stamp, r->expire_at_ms,
                                       r->class_id, r->tombstone, };
-            ledger_load(o->ledger, &row, now);
+            /* resident now: a leaf being copied sends it (owner_copy.c skips
+             * the file rows of resident keys) */
+            if (ledger_load(o->ledger, &row, now) == HKV_OK)
+                owner_move_applied(o, r->key, r->klen);
         } else if (r->status == HKV_ENOENT) {
             ledger_load_absent(o->ledger, r->key, r->klen, now);
         }

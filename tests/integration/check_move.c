@@ -192,6 +192,138 @@ START_TEST(a_leaf_moves_between_two_owners_under_a_steady_writer)
 }
 END_TEST
 
+/* An owner left with no leaf is still polled: its STATS, and INFO # Leaves
+ * with them, go on being refreshed (the edge polled only the owners that
+ * serve a leaf, so the figures of the last poll before the last move stuck:
+ * leaf_moves_committed one short, leaf_moves_outgoing 1). */
+START_TEST(an_owner_without_leaves_still_reports_its_figures)
+{
+    char leaf[32], out[4096];
+    uint32_t start;
+    int bits, moved = 0;
+    while (moved < 16 && mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits) == 0) {
+        int rc = move_wait(leaf, 2, out, sizeof(out));
+        ck_assert_msg(rc == 0, "leaf move %s: %s", leaf, out);
+        moved++;
+    }
+    ck_assert_int_gt(moved, 0);
+    ck_assert_int_ne(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    /* the edge polls every second: 8 s is 8 polls */
+    long long committed = -1, outgoing = -1, parked = -1;
+    for (int i = 0; i < 80; i++) {
+        committed = h_info_int(h1.port, "leaf_moves_committed");
+        outgoing = h_info_int(h1.port, "leaf_moves_outgoing");
+        parked = h_info_int(h1.port, "leaf_parked_now");
+        if (i == 0)
+            fprintf(stderr, "owner without leaves: %d moved, INFO leaf_moves_committed:%lld "
+                    "leaf_moves_outgoing:%lld leaf_parked_now:%lld\n", moved, committed,
+                    outgoing, parked);
+        if (committed == moved && outgoing == 0 && parked == 0)
+            break;
+        h_sleep_ms(100);
+    }
+    ck_assert_msg(committed == moved && outgoing == 0 && parked == 0,
+                  "INFO after %d moves: leaf_moves_committed:%lld leaf_moves_outgoing:%lld "
+                  "leaf_parked_now:%lld", moved, committed, outgoing, parked);
+}
+END_TEST
+
+/* A persisted, resident row is sent once: from the ledger, not again from
+ * the file (the file's rows of resident keys were sent too, a stale
+ * upsert each at the target: leaf_copy_rows twice the keys). */
+START_TEST(a_resident_persisted_row_travels_once)
+{
+    enum { N = 300 };
+    char leaf[32], keys[N][32], out[4096], v[32];
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "once", keys, N);
+    int fd = h_connect(h1.port);
+    for (int i = 0; i < N; i++) {
+        snprintf(v, sizeof(v), "v%d", i);
+        set_ok(fd, keys[i], v);
+    }
+    int64_t end = h_now_ms() + 20000, dirty = -1;
+    while (h_now_ms() < end && (dirty = h_info_int(h1.port, "persist_dirty_keys")) != 0)
+        h_sleep_ms(100);
+    ck_assert_msg(dirty == 0, "persist_dirty_keys still %lld after 20 s", (long long)dirty);
+    int64_t before = h_info_int(h1.port, "leaf_copy_rows");
+    int rc = move_wait(leaf, 2, out, sizeof(out));
+    ck_assert_msg(rc == 0, "leaf move: %s", out);
+    int64_t rows = -1;
+    end = h_now_ms() + 5000; /* the edge polls STATS every second */
+    while (h_now_ms() < end && (rows = h_info_int(h1.port, "leaf_copy_rows") - before) < N)
+        h_sleep_ms(100);
+    ck_assert_msg(rows >= N && rows < N + N / 2, "%lld rows sent for a leaf of %d keys", (long long)rows,
+                  N);
+    for (int i = 0; i < N; i++) {
+        snprintf(v, sizeof(v), "v%d", i);
+        get_is(fd, keys[i], v);
+    }
+    close(fd);
+}
+END_TEST
+
+/* With owner-maxmemory the source evicts persisted keys: the ones only on
+ * disk travel from the file, the resident ones once (the file's copy of a
+ * resident key is skipped), and every key reads back from the target. */
+START_TEST(evicted_keys_travel_from_the_file)
+{
+    enum { N = 1500 };
+    static char keys[N][32];
+    char leaf[32], out[4096], v[300];
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "ev", keys, N);
+    int fd = h_connect(h1.port);
+    for (int i = 0; i < N; i++) {
+        snprintf(v, sizeof(v), "%0250d", i);
+        set_ok(fd, keys[i], v);
+        if (i % 300 == 299)
+            h_sleep_ms(100); /* persisted, hence evictable */
+    }
+    h_sleep_ms(300);
+    for (int i = 0; i < 50; i++) { /* evictions happen on writes */
+        snprintf(v, sizeof(v), "%0250d", i);
+        set_ok(fd, keys[i], v);
+    }
+    int64_t end = h_now_ms() + 5000, ev = 0;
+    while (h_now_ms() < end && (ev = h_info_int(h1.port, "owner_evictions")) <= 0)
+        h_sleep_ms(100);
+    ck_assert_msg(ev > 0, "no eviction: owner_evictions %lld", (long long)ev);
+    int64_t dirty = -1;
+    end = h_now_ms() + 20000;
+    while (h_now_ms() < end && (dirty = h_info_int(h1.port, "persist_dirty_keys")) != 0)
+        h_sleep_ms(100);
+    ck_assert_msg(dirty == 0, "persist_dirty_keys still %lld after 20 s", (long long)dirty);
+    int64_t before = h_info_int(h1.port, "leaf_copy_rows");
+    int rc = move_wait(leaf, 2, out, sizeof(out));
+    ck_assert_msg(rc == 0, "leaf move: %s", out);
+    ck_assert_uint_eq(mc_leaf_owner(&h1, leaf, out), 2);
+    for (int i = 0; i < N; i++) {
+        snprintf(v, sizeof(v), "%0250d", i);
+        get_is(fd, keys[i], v);
+    }
+    int64_t rows = -1;
+    end = h_now_ms() + 5000; /* the edge polls STATS every second */
+    while (h_now_ms() < end && (rows = h_info_int(h1.port, "leaf_copy_rows") - before) < N)
+        h_sleep_ms(100);
+    ck_assert_msg(rows >= N && rows < N + N / 2, "%lld rows sent for a leaf of %d keys (%lld "
+                  "evictions)", (long long)rows, N, (long long)ev);
+    close(fd);
+}
+END_TEST
+
+static void up_small(void)
+{
+    mc_etcd_start();
+    mc_prepare(&h1, "h1", 2, "move-fence-timeout 2s\nowner-maxmemory 200kb\npersist-interval 20ms\n");
+    mc_cluster_init(&h1, "h1/hot/0,h1/hot/1", 3);
+    mc_start(&h1, NULL);
+}
+
 START_TEST(a_deleted_key_does_not_come_back_with_its_leaf)
 {
     char leaf[32], keys[8][32], out[4096];
@@ -408,7 +540,14 @@ Suite *move_suite(void)
     tcase_add_test(tc, a_split_changes_nothing_a_client_sees);
     tcase_add_test(tc, a_leaf_moves_between_two_owners_under_a_steady_writer);
     tcase_add_test(tc, a_deleted_key_does_not_come_back_with_its_leaf);
+    tcase_add_test(tc, an_owner_without_leaves_still_reports_its_figures);
+    tcase_add_test(tc, a_resident_persisted_row_travels_once);
     tcase_add_test(tc, a_retry_after_the_move_is_answered_from_the_travelled_record);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("evicted");
+    tcase_add_checked_fixture(tc, up_small, down);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, evicted_keys_travel_from_the_file);
     suite_add_tcase(s, tc);
     tc = tcase_create("fence_deadline");
     tcase_add_checked_fixture(tc, up_stalled_target, down);
