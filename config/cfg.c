@@ -181,13 +181,16 @@ static hkv_status validate_frame(const struct cfg *c, struct cfg_error *err)
  * takes tls-port's certificate (and its client checks). */
 static hkv_status validate_http(const struct cfg *c, struct cfg_error *err)
 {
-    const int ports[] = {c->port, c->tls_port, c->http_port, c->https_port};
-    const char *names[] = {"port", "tls-port", "http-port", "https-port"};
-    for (int i = 2; i < 4; i++)
+    const int ports[] = {c->port, c->tls_port, c->http_port, c->https_port, c->writer_port};
+    const char *names[] = {"port", "tls-port", "http-port", "https-port", "writer-port"};
+    for (int i = 2; i < 5; i++)
         for (int j = 0; j < i; j++)
             if (ports[i] != 0 && ports[i] == ports[j])
                 return invalid(err, "%s and %s must differ (both %d)", names[i], names[j],
                                ports[i]);
+    if (c->writer_port != 0 && c->writer_edges >= c->edge_workers)
+        return invalid(err, "writer-edges %d leaves no edge for port: edge-workers must be more "
+                       "(it is %d)", c->writer_edges, c->edge_workers);
     if (c->https_port != 0) {
         if (c->tls_cert_file[0] == '\0' || c->tls_key_file[0] == '\0')
             return invalid(err, "https-port needs tls-cert-file and tls-key-file");

@@ -99,6 +99,8 @@ struct cfg {
     char *pidfile;               /* "" = none */
     char *colo;                  /* this host's colo name */
     int edge_workers;            /* per colo */
+    int writer_port;             /* restart-only; 0 = off */
+    int writer_edges;            /* of edge_workers, per colo: serve writer_port only */
     int colos;                   /* colos on this host; names "<colo>-<k>" when > 1 */
     int hot_owners;
     int cold_owners;

@@ -85,6 +85,11 @@ static const char *check_tls_protocols(const char *s)
       "this host's colo name, [A-Za-z0-9_-]{1,32}")                                             \
     X("edge-workers", INT, edge_workers, edge_workers, "2", 1, 256, 0, NOX,                      \
       "edge worker processes in each colo")                                                     \
+    X("writer-port", INT, writer_port, writer_port, "0", 0, 65535, 0, NOX,                       \
+      "a port served by writer edges only (point writers here: they never wait behind a read "  \
+      "storm's clients); 0 = off")                                                              \
+    X("writer-edges", INT, writer_edges, writer_edges, "1", 1, 255, 0, NOX,                      \
+      "with writer-port: how many of each colo's edge-workers serve it (and nothing else)")    \
     X("colos", INT, colos, colos, "1", 1, 16, 0, NOX,                                            \
       "colos on this host (e.g. one per NUMA node), each with its own cache segment")           \
     X("owner-push", BOOL, owner_push, owner_push, "yes", 0, 0, R, NOX,                           \

@@ -654,6 +654,8 @@ int main(int argc, char **argv)
         w->o = s->o;
         w->addr = s->addr;
         w->addrlen = s->addrlen;
+        if (s->o.writer_port != 0) /* both families keep the port at the same offset */
+            ((struct sockaddr_in *)&w->addr)->sin_port = htons((uint16_t)s->o.writer_port);
         w->t0 = s->t0;
         w->hard = s->hard;
         w->nconns = 1;

@@ -9,6 +9,7 @@ void usage(FILE *f)
             "usage: storm [options]\n"
             "  --host ADDR             loopback address (default 127.0.0.1; others refused)\n"
             "  --port N                server port (default 6379)\n"
+            "  --writer-port N         the writer's port (hotkvd's writer-port; default --port)\n"
             "  --readers N             reader connections (default 200; readers+writer <= %d)\n"
             "  --pipeline P            GETs in flight per reader (default 1)\n"
             "  --keys K                keys read; rank 0 is --key, rank i is KEY:i (default 1)\n"
@@ -56,6 +57,7 @@ void parse_opts(struct opts *o, int argc, char **argv)
     static const struct option lo[] = {
         {"host", required_argument, 0, 'h'},
         {"port", required_argument, 0, 'p'},
+        {"writer-port", required_argument, 0, 'W'},
         {"readers", required_argument, 0, 'r'},
         {"pipeline", required_argument, 0, 'P'},
         {"keys", required_argument, 0, 'k'},
@@ -76,6 +78,7 @@ void parse_opts(struct opts *o, int argc, char **argv)
         switch (ch) {
         case 'h': o->host = optarg; break;
         case 'p': o->port = (int)parse_long("port", optarg, 1, 65535); break;
+        case 'W': o->writer_port = (int)parse_long("writer-port", optarg, 1, 65535); break;
         case 'r': o->readers = (int)parse_long("readers", optarg, 0, MAX_CONNS - 1); break;
         case 'P': o->pipeline = (int)parse_long("pipeline", optarg, 1, 100000); break;
         case 'k': o->keys = parse_long("keys", optarg, 1, 100000000); break;

@@ -44,6 +44,7 @@ enum phase { PH_CONNECT, PH_RUN, PH_DRAIN, PH_DONE };
 struct opts {
     const char *host;
     int port;
+    int writer_port;    /* the writer's port; 0: port */
     int readers;
     int pipeline;
     long keys;

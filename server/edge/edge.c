@@ -284,7 +284,7 @@ static void on_reload(void *arg, const struct cfg *next)
     for (; c != NULL; c = c->next)
         c->parser.lim = e->limits;
     edge_auth_reload(e, next); /* users; narrows unauthenticated parsers again */
-    if (e->ectx->ntls + e->ectx->nhttps > 0 && !e->stopping)
+    if (e->ectx->ntls + e->ectx->nhttps > 0 && !e->ectx->writer && !e->stopping)
         tls_reload(e, next);
     edge_http_reload(e, next);
     edge_rl_reload(e, next); /* rate limits: new rules, same buckets */
@@ -335,13 +335,14 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }
-    for (size_t i = 0; i < ectx->nlisten - ectx->ntls; i++)
+    size_t plain = ectx->nlisten - ectx->ntls - ectx->nwriter;
+    for (size_t i = ectx->writer ? plain : 0; i < (ectx->writer ? plain + ectx->nwriter : plain); i++)
         if (listen_on(e, ectx->listen_fds[i], on_accept) != 0)
             goto out;
-    for (size_t i = 0; i < ectx->nhttp - ectx->nhttps; i++)
+    for (size_t i = 0; !ectx->writer && i < ectx->nhttp - ectx->nhttps; i++)
         if (listen_on(e, ectx->http_fds[i], on_accept_http) != 0)
             goto out;
-    if (ectx->ntls + ectx->nhttps > 0) {
+    if (ectx->ntls + ectx->nhttps > 0 && !ectx->writer) {
         char err[512];
         e->tls_ctx = tls_ctx_new(ctx->cfg, err, sizeof(err));
         if (e->tls_ctx == NULL)

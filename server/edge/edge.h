@@ -31,7 +31,14 @@ struct edge_ctx {
     char colo_name[TOPO_COLO_NAME_MAX];     /* its name, as owners and INFO see it */
     const int *listen_fds;  /* the client listening sockets */
     size_t nlisten;
+    size_t nwriter;         /* writer-port's: the nwriter before the tls-port ones */
     size_t ntls;            /* the last ntls of listen_fds are tls-port's */
+    /* A writer edge (the last writer-edges of each colo while writer-port is
+     * set) accepts on writer-port only: no RESP port, TLS or HTTP clients, so
+     * its loop is idle between writes and a write is not queued behind a read
+     * storm's clients in the loop or on the CPU (a sleeping process is
+     * scheduled at once when woken). */
+    int writer;
     const int *http_fds;    /* the HTTP listening sockets (edge_http.h) */
     size_t nhttp;           /* all of them */
     size_t nhttps;          /* the last nhttps of http_fds are https-port's */

@@ -55,6 +55,8 @@ static void sec_server(struct hkv_buf *b, struct edge *e)
                "edge_pid:%d\r\n"
                "colo:%s\r\n"
                "tcp_port:%d\r\n"
+               "writer_port:%d\r\n"
+               "edge_serves:%s\r\n"
                "uptime_in_seconds:%lld\r\n"
                "uptime_in_days:%lld\r\n"
                "config_generation:%llu\r\n"
@@ -67,7 +69,8 @@ static void sec_server(struct hkv_buf *b, struct edge *e)
                "\r\n",
                HOTKVD_VERSION, u.sysname, u.release, u.machine,
                (int)atomic_load_explicit(&bd->master_pid, memory_order_relaxed), (int)getpid(),
-               e->ectx->colo_name, cfg->port, (long long)up, (long long)up / 86400,
+               e->ectx->colo_name, cfg->port, cfg->writer_port,
+               e->ectx->writer ? "writer-port" : "port", (long long)up, (long long)up / 86400,
                (unsigned long long)atomic_load_explicit(&bd->config_generation, memory_order_relaxed),
                (unsigned long long)atomic_load_explicit(&bd->config_reload_failures,
                                                         memory_order_relaxed),

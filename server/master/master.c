@@ -167,7 +167,9 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
             .ncolos = m->cfg->colos,
             .listen_fds = m->listen_fds,
             .nlisten = m->nlisten,
+            .nwriter = m->nwriter,
             .ntls = m->ntls,
+            .writer = m->nwriter > 0 && c->index >= m->cfg->edge_workers - m->cfg->writer_edges,
         };
         topo_colo_name(m->cfg, c->colo, ectx.colo_name, sizeof(ectx.colo_name));
         master_http_child(m, c->colo, &ectx);
@@ -349,6 +351,7 @@ static void begin_stop(struct master *m, const char *why)
     for (size_t i = 0; i < m->nlisten; i++)
         close(m->listen_fds[i]);
     m->nlisten = 0;
+    m->nwriter = 0;
     m->ntls = 0;
     /* The HTTP ports too: the draining edges hold them open (/healthz says
      * "draining") until the last exits; then they are refused, not silent. */

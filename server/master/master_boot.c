@@ -85,7 +85,7 @@ static int write_pidfile(const char *path, char *err, size_t len)
 
 static int open_sockets(struct master *m, char *err, size_t len)
 {
-    m->listen_fds = calloc(m->cfg->nbind * 2, sizeof(int));
+    m->listen_fds = calloc(m->cfg->nbind * 3, sizeof(int));
     if (m->listen_fds == NULL) {
         snprintf(err, len, "out of memory");
         return -1;
@@ -95,6 +95,13 @@ static int open_sockets(struct master *m, char *err, size_t len)
         if (fd < 0)
             return -1;
         m->listen_fds[m->nlisten++] = fd;
+    }
+    for (size_t i = 0; m->cfg->writer_port != 0 && i < m->cfg->nbind; i++) {
+        int fd = listen_tcp(m->cfg->bind[i], m->cfg->writer_port, 511, err, len);
+        if (fd < 0)
+            return -1;
+        m->listen_fds[m->nlisten++] = fd;
+        m->nwriter++;
     }
     if (m->cfg->tls_port != 0) {
         /* Refuse a certificate that does not load now, rather than have

@@ -63,8 +63,9 @@ struct master {
     struct board *board;
     struct cache **caches;    /* one colo segment per colo, shared by its edges */
     struct rl **limiters;     /* one rate-limit segment per colo (NULL: none, fail open) */
-    int *listen_fds;          /* the port's sockets, then tls-port's */
+    int *listen_fds;          /* the port's sockets, writer-port's, then tls-port's */
     size_t nlisten;
+    size_t nwriter;           /* writer-port's: just before the tls-port ones */
     size_t ntls;              /* the last ntls of listen_fds are tls-port's */
     int *http_fds;            /* http-port's sockets, then https-port's (master_http.c) */
     size_t nhttp;             /* all of them */
