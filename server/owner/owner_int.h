@@ -407,6 +407,12 @@ void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
 /* A link is going away: its waiters and parked requests lose their reply
  * (an owner_link_gone_fn: the link layer's on_close). */
 void owner_forget_link(struct owner *o, struct olink *l);
+/* owner_diskwait.c: the persister's read answers are in (each key's parked
+ * requests run again, in arrival order); a durable batch committed (the
+ * reads that waited for a commit run again); teardown frees both lists. */
+void owner_diskwait_take_reads(struct owner *o);
+void owner_diskwait_commit_done(struct owner *o);
+void owner_diskwait_free(struct owner *o);
 /* FLUSHALL: makes the ledger's flush at `floor` durable: a durable batch
  * with flush_below = floor (every older row deleted, the floor recorded in
  * the file, one transaction), submitted now and again at the persist tick
