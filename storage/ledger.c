@@ -12,14 +12,14 @@
  *
  * Every change of an entry goes through ledger_acct_sub() before and ledger_acct_add()
  * after it, which keeps the gauges (keys, tombstones, memory, dirty keys and
- * bytes) exact without recomputation.  A dirty entry sits on one of two
- * lists: `pending` (to collect, in order of first dirtying) or `inflight`
- * (its current stamp was handed to the persister).  A write moves an entry
- * back to pending, so the persister always gets the latest version and gets
- * each key once however often it changed.
+ * bytes) exact without recomputation.  A dirty entry is pending (to
+ * collect, in order of first dirtying) or in flight (its current stamp was
+ * handed to the persister), in the dirty order of ledger_dirty.c.  A write
+ * moves an entry back to pending, so the persister always gets the latest
+ * version and gets each key once however often it changed.
  *
  * This file holds the table, the entry changes every operation is built
- * from, and the persister side (collect, persisted, load); the commands are
+ * from, and the persister side (persisted, load); the commands are
  * in ledger_cmd.c and the walks over the table (scan, sweep, eviction) in
  * ledger_scan.c.
  */
@@ -39,7 +39,7 @@
 #define INITIAL_BUCKETS 16
 #define REHASH_EMPTY_VISITS 10
 
-/* ---- accounting and dirty lists ---------------------------------------- */
+/* ---- accounting --------------------------------------------------------- */
 
 static size_t entry_size(const struct lentry *e)
 {
@@ -74,42 +74,6 @@ void ledger_acct_sub(struct ledger *l, const struct lentry *e)
         l->st.dirty_keys--;
         l->st.dirty_bytes -= sz;
     }
-}
-
-static void dlist_init(struct dnode *h) { h->prev = h->next = h; }
-
-static void dlist_remove(struct dnode *n)
-{
-    n->prev->next = n->next;
-    n->next->prev = n->prev;
-    n->prev = n->next = n;
-}
-
-static void dlist_append(struct dnode *h, struct dnode *n)
-{
-    n->prev = h->prev;
-    n->next = h;
-    h->prev->next = n;
-    h->prev = n;
-}
-
-static struct lentry *dnode_entry(struct dnode *n)
-{
-    return (struct lentry *)((char *)n - offsetof(struct lentry, dn));
-}
-
-/* Sets the dirty state; the caller brackets this with acct_sub/acct_add. */
-void ledger_set_state(struct ledger *l, struct lentry *e, enum dstate s)
-{
-    if (e->state == s)
-        return;
-    if (e->state != D_CLEAN)
-        dlist_remove(&e->dn);
-    if (s == D_PENDING)
-        dlist_append(&l->pending, &e->dn);
-    else if (s == D_INFLIGHT)
-        dlist_append(&l->inflight, &e->dn);
-    e->state = (uint8_t)s;
 }
 
 /* ---- the table ---------------------------------------------------------- */
@@ -238,8 +202,7 @@ void ledger_drop(struct ledger *l, struct ltable *t, struct lentry **pp)
     t->used--;
     ledger_acct_sub(l, e);
     l->xprev = NULL; /* freed: a new entry at this address is not its successor */
-    if (e->state != D_CLEAN)
-        dlist_remove(&e->dn);
+    ledger_set_state(l, e, D_CLEAN);
     ledger_order_del(l, e);
     val_free(e);
     free(e);
@@ -271,8 +234,6 @@ int ledger_create(const struct ledger_options *opts, struct ledger **out)
     l->tombstone_ttl_ms = opts->tombstone_ttl_ms;
     hlc_init(&l->clock, opts->writer);
     l->rehashidx = -1;
-    dlist_init(&l->pending);
-    dlist_init(&l->inflight);
     if (opts->has_hash_key) {
         memcpy(l->hkey, opts->hash_key, sizeof(l->hkey));
     } else {
@@ -321,6 +282,7 @@ void ledger_destroy(struct ledger **lp)
         free(t->b);
     }
     free(l->held);
+    ledger_dirty_free(l);
     ledger_xheap_free(l);
     postree_destroy(&l->order);
     free(l);
@@ -372,6 +334,8 @@ int ledger_put(struct ledger *l, struct lentry *e, uint64_t h, const char *key, 
     if (!a->tomb && a->vlen >= UINT32_MAX)
         return HKV_EINVAL;
     int fresh = e == NULL;
+    if (a->dirty && (fresh || e->state == D_CLEAN) && ledger_dirty_reserve(l) != HKV_OK)
+        return HKV_ENOMEM;
     if (fresh) {
         if (klen > UINT32_MAX)
             return HKV_EINVAL;
@@ -380,7 +344,6 @@ int ledger_put(struct ledger *l, struct lentry *e, uint64_t h, const char *key, 
             return HKV_ENOMEM;
         memcpy(e->key, key, klen);
         e->klen = (uint32_t)klen;
-        e->dn.prev = e->dn.next = &e->dn;
     }
     /* The new value: in place when it fits, unless the old value is in
      * place and must stay readable (hold_old: a SET GET or DEL reply still
@@ -450,8 +413,10 @@ hkv_stamp ledger_next_version(struct ledger *l, const struct lentry *e, struct l
     return hlc_next(&l->clock, now.wall_ms > 0 ? (uint64_t)now.wall_ms : 0);
 }
 
-void ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t now_mono)
+int ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t now_mono)
 {
+    if (e->state == D_CLEAN && ledger_dirty_reserve(l) != HKV_OK)
+        return HKV_ENOMEM;
     ledger_acct_sub(l, e);
     val_free(e);
     e->vlen = 0;
@@ -461,6 +426,7 @@ void ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint6
     e->tomb_mono = now_mono; /* shares the word of expire_mono */
     ledger_set_state(l, e, D_PENDING);
     ledger_acct_add(l, e);
+    return HKV_OK;
 }
 
 static int64_t sat_add(int64_t a, int64_t b)
@@ -497,6 +463,7 @@ void ledger_stats(const struct ledger *l, struct ledger_stats *out)
 {
     *out = l->st;
     out->order_bytes = ledger_order_bytes(l);
+    out->dirty_order_bytes = ledger_dirty_bytes(l);
     out->rehashing = rehashing(l);
     out->complete = l->complete;
 }
@@ -510,27 +477,6 @@ void ledger_dirty(const struct ledger *l, size_t *keys, size_t *bytes)
 }
 
 /* ---- persister interface ------------------------------------------------ */
-
-int ledger_collect_dirty(struct ledger *l, struct persist_batch *b, size_t max_rows,
-                         ledger_filter_fn filter, void *arg)
-{
-    int n = 0;
-    struct dnode *d = l->pending.next;
-    while (d != &l->pending && (size_t)n < max_rows && n < INT_MAX) {
-        struct dnode *next = d->next;
-        struct lentry *e = dnode_entry(d);
-        if (filter == NULL || filter(e->class_id, arg)) {
-            int tomb = (e->flags & E_TOMB) != 0;
-            if (persist_batch_add(b, e->key, e->klen, e->val, e->vlen, e->stamp,
-                                  tomb ? 0 : e->expire_wall, e->class_id, tomb) != HKV_OK)
-                return HKV_ENOMEM;
-            ledger_set_state(l, e, D_INFLIGHT); /* dirty either way: no accounting change */
-            n++;
-        }
-        d = next;
-    }
-    return n;
-}
 
 static int persist_outcome(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp,
                            enum dstate to)

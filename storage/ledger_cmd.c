@@ -186,10 +186,13 @@ int ledger_incrby(struct ledger *l, const char *key, size_t klen, int64_t delta,
     return HKV_OK;
 }
 
-/* Changes a live entry's expiry under a new stamp. */
-static void set_expiry(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t mono,
-                       int64_t wall)
+/* Changes a live entry's expiry under a new stamp.  HKV_OK or HKV_ENOMEM
+ * (nothing changed). */
+static int set_expiry(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t mono,
+                      int64_t wall)
 {
+    if (e->state == D_CLEAN && ledger_dirty_reserve(l) != HKV_OK)
+        return HKV_ENOMEM;
     ledger_acct_sub(l, e);
     e->stamp = stamp;
     e->expire_mono = mono;
@@ -198,6 +201,7 @@ static void set_expiry(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint
     ledger_set_state(l, e, D_PENDING);
     ledger_acct_add(l, e);
     l->st.writes++;
+    return HKV_OK;
 }
 
 int ledger_expire(struct ledger *l, const char *key, size_t klen, struct ledger_expiry exp,
@@ -220,12 +224,13 @@ int ledger_expire(struct ledger *l, const char *key, size_t klen, struct ledger_
     int64_t wall = 0;
     hkv_stamp v = ledger_next_version(l, e, now);
     if (ledger_deadline(exp, now, &mono, &wall)) {
-        ledger_make_tomb(l, e, v, now.mono_ms);
+        if (ledger_make_tomb(l, e, v, now.mono_ms) != HKV_OK)
+            return HKV_ENOMEM;
         l->st.writes++;
         if (deleted != NULL)
             *deleted = 1;
-    } else {
-        set_expiry(l, e, v, mono, wall);
+    } else if (set_expiry(l, e, v, mono, wall) != HKV_OK) {
+        return HKV_ENOMEM;
     }
     if (version != NULL)
         *version = v;
@@ -247,7 +252,8 @@ int ledger_persist(struct ledger *l, const char *key, size_t klen, struct ledger
     if (e->expire_mono == 0)
         return HKV_OK;
     hkv_stamp v = ledger_next_version(l, e, now);
-    set_expiry(l, e, v, 0, 0);
+    if (set_expiry(l, e, v, 0, 0) != HKV_OK)
+        return HKV_ENOMEM;
     if (changed != NULL)
         *changed = 1;
     if (version != NULL)

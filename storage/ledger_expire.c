@@ -18,6 +18,7 @@
  */
 #include <stdlib.h>
 
+#include "proto/hkv.h"
 #include "storage/ledger.h"
 #include "storage/ledger_int.h"
 
@@ -125,7 +126,10 @@ static size_t expire_hash(struct ledger *l, uint64_t h, uint64_t now_mono)
         for (struct lentry *e = t->b[h & t->mask]; e != NULL; e = e->next)
             if (has_deadline(e) && e->expire_mono <= now_mono &&
                 ledger_hash(l, e->key, e->klen) == h) {
-                ledger_make_tomb(l, e, e->stamp, now_mono);
+                if (ledger_make_tomb(l, e, e->stamp, now_mono) != HKV_OK) {
+                    l->xlossy = 1; /* its pair is gone: rebuild, the sweep retries */
+                    continue;
+                }
                 l->st.expired++;
                 n++;
             }

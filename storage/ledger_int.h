@@ -2,7 +2,8 @@
  * ledger_int.h - the ledger's insides, shared by its own files only
  * (ledger.c: table, entry changes, persister side; ledger_cmd.c: the
  * commands; ledger_scan.c: the walks - scan, sweep, eviction; ledger_pos.c:
- * the position order and the walks in it).  Nothing outside
+ * the position order and the walks in it; ledger_dirty.c: the dirty
+ * order and the collection of dirty rows).  Nothing outside
  * storage/ledger*.c includes this.
  */
 #ifndef HKV_LEDGER_INT_H
@@ -20,8 +21,18 @@
 
 enum dstate { D_CLEAN = 0, D_PENDING, D_INFLIGHT };
 
-struct dnode {
-    struct dnode *prev, *next;
+/* The dirty entries in the order they became collectable (ledger_dirty.c):
+ * slots [head, end) of one array, a removed entry leaving a hole (NULL)
+ * until the array is compacted.  A dirty entry knows its slot (4 bytes in
+ * the entry where two list pointers took 16).  Pending entries are only
+ * ever appended, and collecting one marks it in flight where it stands, so
+ * the pending entries in slot order are the old pending list's order,
+ * oldest first; pend is a slot before which none is pending. */
+struct ldirty {
+    struct lentry **a;
+    uint32_t cap, head, end;
+    uint32_t pend;
+    uint32_t n;             /* dirty entries: slots that are not holes */
 };
 
 /* An entry is one allocation: this header, the key, and (usually) the
@@ -32,12 +43,11 @@ struct dnode {
  * key's table hash is not kept (8 bytes a key): it is computed again from
  * the key where it is needed without a lookup at hand (moving an entry to a
  * grown table, the expiry heap), and a lookup compares lengths and keys.
- * Per key (a 16-byte key, a 64-byte value): one 160-byte chunk (68 + 16 +
+ * Per key (a 16-byte key, a 64-byte value): one 160-byte chunk (56 + 16 +
  * 65 bytes asked), where a 96-byte header with the key and a separate value
  * took 128 + 80. */
 struct lentry {
     struct lentry *next;   /* bucket chain */
-    struct dnode dn;       /* pending or in-flight list while dirty */
     hkv_stamp stamp;
     union {
         uint64_t expire_mono; /* live: deadline (0 = none) */
@@ -47,6 +57,7 @@ struct lentry {
     char *val;             /* vlen + 1 bytes, NUL-terminated; NULL for a tombstone */
     uint32_t vlen;
     uint32_t klen;
+    uint32_t dslot;        /* while dirty: its slot in the dirty order */
     uint16_t class_id;
     uint8_t flags;         /* E_TOMB, E_REF, E_ENC_* */
     uint8_t state;         /* enum dstate */
@@ -81,8 +92,7 @@ struct ledger {
     struct hlc clock;       /* issues every version (ledger.h, "Versions") */
     hkv_stamp floor;        /* ledger_set_floor: the least version a read reports */
     hkv_stamp flush_floor;  /* ledger_flush: a stored row older than this is deleted */
-    struct dnode pending;   /* dirty, not handed to the persister (oldest first) */
-    struct dnode inflight;  /* dirty, this stamp handed to the persister */
+    struct ldirty dirty;    /* pending and in-flight entries (ledger_dirty.c) */
     char *held;             /* a replaced value kept alive for a SET GET reply */
     size_t hand;            /* eviction CLOCK hand (bucket ordinal) */
     size_t sweep_pos;       /* sweep position (bucket ordinal) */
@@ -122,8 +132,17 @@ struct ledger_put_args {
  * exact. */
 void ledger_acct_add(struct ledger *l, const struct lentry *e);
 void ledger_acct_sub(struct ledger *l, const struct lentry *e);
-/* Moves e to the pending or in-flight list or off both (between acct calls). */
+/* Makes sure a clean entry can become dirty without an allocation: call
+ * before any change of an operation that may dirty a clean entry.  HKV_OK
+ * or HKV_ENOMEM.  No other state change needs one (a collected entry is
+ * marked where it stands, a re-pended one leaves a hole). */
+int ledger_dirty_reserve(struct ledger *l);
+/* Moves e into the dirty order (pending: at its end; in flight: where it
+ * stands) or out of it (between acct calls).  Never fails: clean to pending
+ * needs ledger_dirty_reserve() first. */
 void ledger_set_state(struct ledger *l, struct lentry *e, enum dstate s);
+void ledger_dirty_free(struct ledger *l);
+uint64_t ledger_dirty_bytes(const struct ledger *l);
 uint64_t ledger_hash(const struct ledger *l, const char *key, size_t klen);
 /* Finds a key, moving one bucket first while a resize is under way (that
  * moves entries between chains but never frees or copies them, so handed-out
@@ -152,8 +171,9 @@ void ledger_drop(struct ledger *l, struct ltable *t, struct lentry **pp);
 /* The version for a write that applies now to e (NULL: a new key): newer
  * than e's and than anything this ledger issued or loaded. */
 hkv_stamp ledger_next_version(struct ledger *l, const struct lentry *e, struct ledger_clock now);
-/* Turns e into a dirty tombstone carrying `stamp`. */
-void ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t now_mono);
+/* Turns e into a dirty tombstone carrying `stamp`.  HKV_OK, or HKV_ENOMEM
+ * (a clean e could not join the dirty order: nothing changed). */
+int ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t now_mono);
 /* Active-expiry bookkeeping, called by ledger_acct_sub/add (ledger_expire.c). */
 void ledger_xnote_sub(struct ledger *l, const struct lentry *e);
 void ledger_xnote_add(struct ledger *l, const struct lentry *e);

@@ -202,9 +202,10 @@ size_t ledger_sweep(struct ledger *l, struct ledger_clock now, size_t budget)
                 struct lentry *e = *pp;
                 if (!(e->flags & E_TOMB) && e->expire_mono != 0 &&
                     e->expire_mono <= now.mono_ms) {
-                    ledger_make_tomb(l, e, e->stamp, now.mono_ms);
-                    l->st.expired++;
-                    changed++;
+                    if (ledger_make_tomb(l, e, e->stamp, now.mono_ms) == HKV_OK) {
+                        l->st.expired++; /* else: no memory now, a later pass retries */
+                        changed++;
+                    }
                 } else if ((e->flags & E_TOMB) && e->state == D_CLEAN &&
                            now.mono_ms >= e->tomb_mono + l->tombstone_ttl_ms) {
                     ledger_drop(l, tabs[k], pp);

@@ -151,10 +151,11 @@ START_TEST(tombstone_time_and_deadline_keep_their_meaning)
 END_TEST
 
 /* What 100k keys of 16 bytes with 64-byte values cost in malloc'd bytes
- * (entry, bucket array, position order), printed for BENCHMARKS.md.  The
- * entry is one 160-byte chunk (68 + 16 + 65 bytes asked); the layout before
- * (a 96-byte header with the key in one chunk, the value in another)
- * measured 192.5 here. */
+ * (entry, bucket array, position order, dirty order), printed for
+ * BENCHMARKS.md.  The entry is one 160-byte chunk (56 + 16 + 65 bytes
+ * asked: one byte over what a 144-byte chunk holds; with the dirty lists
+ * in the entry the header was 68 bytes), and before that (a 96-byte header
+ * with the key in one chunk, the value in another) 192.5 here. */
 START_TEST(small_keys_cost_measured)
 {
     const int n = 100000;
@@ -172,10 +173,11 @@ START_TEST(small_keys_cost_measured)
     ledger_stats(L, &st);
     double per = (double)(m1.uordblks + m1.hblkhd - m0.uordblks - m0.hblkhd) / n;
     double order = (double)st.order_bytes / n, buckets = (double)st.buckets * 8 / n;
+    double dirty = (double)st.dirty_order_bytes / n; /* all dirty here: no persister */
     printf("ledger layout: %.1f malloc'd bytes/key (16-byte keys, 64-byte values; position order "
-           "%.1f, buckets %.1f, the entry the rest)\n",
-           per, order, buckets);
-    ck_assert_double_lt(per - order - buckets, 168);
+           "%.1f, buckets %.1f, dirty order %.1f, the entry the rest)\n",
+           per, order, buckets, dirty);
+    ck_assert_double_lt(per - order - buckets - dirty, 168);
 }
 END_TEST
 
