@@ -160,8 +160,8 @@ int ledger_collect_dirty(struct ledger *l, struct persist_batch *b, size_t max_r
             continue;
         }
         int tomb = (e->flags & E_TOMB) != 0;
-        if (persist_batch_add(b, e->key, e->klen, e->val, e->vlen, e->stamp,
-                              tomb ? 0 : e->expire_wall, e->class_id, tomb) != HKV_OK) {
+        if (persist_batch_add(b, e->key, e->klen, entry_val(e), entry_vlen(e), e->stamp,
+                              entry_expire_wall(e), e->class_id, tomb) != HKV_OK) {
             rc = HKV_ENOMEM;
             break;
         }
