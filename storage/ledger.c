@@ -12,16 +12,16 @@
  *
  * Every change of an entry goes through ledger_acct_sub() before and ledger_acct_add()
  * after it, which keeps the gauges (keys, tombstones, memory, dirty keys and
- * bytes) exact without recomputation.  A dirty entry sits on one of two
- * lists: `pending` (to collect, in order of first dirtying) or `inflight`
- * (its current stamp was handed to the persister).  A write moves an entry
- * back to pending, so the persister always gets the latest version and gets
- * each key once however often it changed.
+ * bytes) exact without recomputation.  A dirty entry is pending (to
+ * collect, in order of first dirtying) or in flight (its current stamp was
+ * handed to the persister), in the dirty order of ledger_dirty.c.  A write
+ * moves an entry back to pending, so the persister always gets the latest
+ * version and gets each key once however often it changed.
  *
- * This file holds the table, the entry changes every operation is built
- * from, and the persister side (collect, persisted, load); the commands are
- * in ledger_cmd.c and the walks over the table (scan, sweep, eviction) in
- * ledger_scan.c.
+ * This file holds the table and the persister side (persisted, load); the
+ * entry changes every operation is built from are in ledger_entry.c, the
+ * commands in ledger_cmd.c and the walks over the table (scan, sweep,
+ * eviction) in ledger_scan.c.
  */
 #include "storage/ledger.h"
 
@@ -29,7 +29,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <malloc.h>
 #include <sys/random.h>
 
 #include "proto/hkv.h"
@@ -38,79 +37,6 @@
 
 #define INITIAL_BUCKETS 16
 #define REHASH_EMPTY_VISITS 10
-
-/* ---- accounting and dirty lists ---------------------------------------- */
-
-static size_t entry_size(const struct lentry *e)
-{
-    return LENTRY_HDR + e->klen + (e->val != NULL ? e->vlen + 1 : 0);
-}
-
-void ledger_acct_add(struct ledger *l, const struct lentry *e)
-{
-    size_t sz = entry_size(e);
-    ledger_xnote_add(l, e);
-    l->st.memory_bytes += sz;
-    if (e->flags & E_TOMB)
-        l->st.tombstones++;
-    else
-        l->st.keys++;
-    if (entry_dirty(e)) {
-        l->st.dirty_keys++;
-        l->st.dirty_bytes += sz;
-    }
-}
-
-void ledger_acct_sub(struct ledger *l, const struct lentry *e)
-{
-    size_t sz = entry_size(e);
-    ledger_xnote_sub(l, e);
-    l->st.memory_bytes -= sz;
-    if (e->flags & E_TOMB)
-        l->st.tombstones--;
-    else
-        l->st.keys--;
-    if (entry_dirty(e)) {
-        l->st.dirty_keys--;
-        l->st.dirty_bytes -= sz;
-    }
-}
-
-static void dlist_init(struct dnode *h) { h->prev = h->next = h; }
-
-static void dlist_remove(struct dnode *n)
-{
-    n->prev->next = n->next;
-    n->next->prev = n->prev;
-    n->prev = n->next = n;
-}
-
-static void dlist_append(struct dnode *h, struct dnode *n)
-{
-    n->prev = h->prev;
-    n->next = h;
-    h->prev->next = n;
-    h->prev = n;
-}
-
-static struct lentry *dnode_entry(struct dnode *n)
-{
-    return (struct lentry *)((char *)n - offsetof(struct lentry, dn));
-}
-
-/* Sets the dirty state; the caller brackets this with acct_sub/acct_add. */
-void ledger_set_state(struct ledger *l, struct lentry *e, enum dstate s)
-{
-    if (e->state == s)
-        return;
-    if (e->state != D_CLEAN)
-        dlist_remove(&e->dn);
-    if (s == D_PENDING)
-        dlist_append(&l->pending, &e->dn);
-    else if (s == D_INFLIGHT)
-        dlist_append(&l->inflight, &e->dn);
-    e->state = (uint8_t)s;
-}
 
 /* ---- the table ---------------------------------------------------------- */
 
@@ -213,15 +139,7 @@ struct lentry *ledger_find(struct ledger *l, uint64_t h, const char *key, size_t
     return NULL;
 }
 
-/* Frees e's value if it has its own allocation. */
-static void val_free(struct lentry *e)
-{
-    if (e->val != NULL && !entry_val_inline(e))
-        free(e->val);
-    e->val = NULL;
-}
-
-static void insert(struct ledger *l, struct lentry *e, uint64_t h)
+void ledger_insert(struct ledger *l, struct lentry *e, uint64_t h)
 {
     grow_if_needed(l);
     struct ltable *t = &l->t[rehashing(l) ? 1 : 0];
@@ -238,11 +156,9 @@ void ledger_drop(struct ledger *l, struct ltable *t, struct lentry **pp)
     t->used--;
     ledger_acct_sub(l, e);
     l->xprev = NULL; /* freed: a new entry at this address is not its successor */
-    if (e->state != D_CLEAN)
-        dlist_remove(&e->dn);
+    ledger_set_state(l, e, D_CLEAN);
     ledger_order_del(l, e);
-    val_free(e);
-    free(e);
+    ledger_entry_free(e);
 }
 
 int ledger_slots(struct ledger *l, size_t pos, struct ltable **tabs, size_t *idx)
@@ -271,8 +187,6 @@ int ledger_create(const struct ledger_options *opts, struct ledger **out)
     l->tombstone_ttl_ms = opts->tombstone_ttl_ms;
     hlc_init(&l->clock, opts->writer);
     l->rehashidx = -1;
-    dlist_init(&l->pending);
-    dlist_init(&l->inflight);
     if (opts->has_hash_key) {
         memcpy(l->hkey, opts->hash_key, sizeof(l->hkey));
     } else {
@@ -313,14 +227,14 @@ void ledger_destroy(struct ledger **lp)
             struct lentry *e = t->b[i];
             while (e != NULL) {
                 struct lentry *next = e->next;
-                val_free(e);
-                free(e);
+                ledger_entry_free(e);
                 e = next;
             }
         }
         free(t->b);
     }
     free(l->held);
+    ledger_dirty_free(l);
     ledger_xheap_free(l);
     postree_destroy(&l->order);
     free(l);
@@ -350,117 +264,13 @@ int ledger_mark_complete(struct ledger *l)
 
 int ledger_is_complete(const struct ledger *l) { return l->complete; }
 
-/* ---- entry changes ------------------------------------------------------ */
-
-void ledger_release_held(struct ledger *l)
-{
-    free(l->held);
-    l->held = NULL;
-}
-
-/* Where a value of vlen bytes (and its NUL) can go in e's own allocation:
- * 1 if it fits what malloc gave e. */
-static int fits_inline(const struct lentry *e, size_t vlen)
-{
-    size_t usable = malloc_usable_size((void *)e);
-    return usable >= LENTRY_HDR + e->klen && vlen < usable - LENTRY_HDR - e->klen;
-}
-
-int ledger_put(struct ledger *l, struct lentry *e, uint64_t h, const char *key, size_t klen,
-               const struct ledger_put_args *a, uint64_t now_mono)
-{
-    if (!a->tomb && a->vlen >= UINT32_MAX)
-        return HKV_EINVAL;
-    int fresh = e == NULL;
-    if (fresh) {
-        if (klen > UINT32_MAX)
-            return HKV_EINVAL;
-        e = calloc(1, LENTRY_HDR + klen + (a->tomb ? 0 : a->vlen + 1));
-        if (e == NULL)
-            return HKV_ENOMEM;
-        memcpy(e->key, key, klen);
-        e->klen = (uint32_t)klen;
-        e->dn.prev = e->dn.next = &e->dn;
-    }
-    /* The new value: in place when it fits, unless the old value is in
-     * place and must stay readable (hold_old: a SET GET or DEL reply still
-     * points at it, until the next mutating call). */
-    char *nv = NULL, *inl = e->key + e->klen;
-    int hold_inline = !fresh && a->hold_old && e->val != NULL && entry_val_inline(e);
-    if (!a->tomb) {
-        if (!hold_inline && fits_inline(e, a->vlen)) {
-            nv = inl;
-        } else {
-            nv = malloc(a->vlen + 1);
-            if (nv == NULL) {
-                if (fresh)
-                    free(e);
-                return HKV_ENOMEM;
-            }
-        }
-    }
-    if (fresh && ledger_order_add(l, e) != HKV_OK) {
-        free(e);
-        return HKV_ENOMEM;
-    }
-    if (!fresh)
-        ledger_acct_sub(l, e);
-    /* Copied before the old value goes: a->val may point into it (memmove:
-     * into the very bytes it is copied to, when both are in place). */
-    if (nv != NULL) {
-        if (a->vlen)
-            memmove(nv, a->val, a->vlen);
-        nv[a->vlen] = '\0';
-    }
-    if (!fresh) {
-        char *old = e->val;
-        int own = old != NULL && !entry_val_inline(e);
-        if (a->hold_old) {
-            ledger_release_held(l);
-            if (own)
-                l->held = old; /* an in-place old value stays in e, untouched */
-        } else if (own) {
-            free(old);
-        }
-    }
-    if (fresh)
-        insert(l, e, h);
-    e->val = nv;
-    e->vlen = a->tomb ? 0 : (uint32_t)a->vlen;
-    e->stamp = a->stamp;
-    e->class_id = a->class_id;
-    e->flags = (uint8_t)((a->tomb ? E_TOMB : 0) | E_REF |
-                         (((unsigned)a->enc << E_ENC_SHIFT) & E_ENC_MASK));
-    if (a->tomb)
-        e->tomb_mono = now_mono;
-    else
-        e->expire_mono = a->expire_mono;
-    e->expire_wall = a->tomb ? 0 : a->expire_wall;
-    ledger_set_state(l, e, a->dirty ? D_PENDING : D_CLEAN);
-    ledger_acct_add(l, e);
-    if (a->dirty)
-        l->st.writes++;
-    return HKV_OK;
-}
+/* ---- versions and deadlines --------------------------------------------- */
 
 hkv_stamp ledger_next_version(struct ledger *l, const struct lentry *e, struct ledger_clock now)
 {
     if (e != NULL)
         hlc_observe(&l->clock, e->stamp);
     return hlc_next(&l->clock, now.wall_ms > 0 ? (uint64_t)now.wall_ms : 0);
-}
-
-void ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t now_mono)
-{
-    ledger_acct_sub(l, e);
-    val_free(e);
-    e->vlen = 0;
-    e->flags |= E_TOMB;
-    e->stamp = stamp;
-    e->expire_wall = 0;
-    e->tomb_mono = now_mono; /* shares the word of expire_mono */
-    ledger_set_state(l, e, D_PENDING);
-    ledger_acct_add(l, e);
 }
 
 static int64_t sat_add(int64_t a, int64_t b)
@@ -497,6 +307,7 @@ void ledger_stats(const struct ledger *l, struct ledger_stats *out)
 {
     *out = l->st;
     out->order_bytes = ledger_order_bytes(l);
+    out->dirty_order_bytes = ledger_dirty_bytes(l);
     out->rehashing = rehashing(l);
     out->complete = l->complete;
 }
@@ -510,27 +321,6 @@ void ledger_dirty(const struct ledger *l, size_t *keys, size_t *bytes)
 }
 
 /* ---- persister interface ------------------------------------------------ */
-
-int ledger_collect_dirty(struct ledger *l, struct persist_batch *b, size_t max_rows,
-                         ledger_filter_fn filter, void *arg)
-{
-    int n = 0;
-    struct dnode *d = l->pending.next;
-    while (d != &l->pending && (size_t)n < max_rows && n < INT_MAX) {
-        struct dnode *next = d->next;
-        struct lentry *e = dnode_entry(d);
-        if (filter == NULL || filter(e->class_id, arg)) {
-            int tomb = (e->flags & E_TOMB) != 0;
-            if (persist_batch_add(b, e->key, e->klen, e->val, e->vlen, e->stamp,
-                                  tomb ? 0 : e->expire_wall, e->class_id, tomb) != HKV_OK)
-                return HKV_ENOMEM;
-            ledger_set_state(l, e, D_INFLIGHT); /* dirty either way: no accounting change */
-            n++;
-        }
-        d = next;
-    }
-    return n;
-}
 
 static int persist_outcome(struct ledger *l, const char *key, size_t klen, hkv_stamp stamp,
                            enum dstate to)

@@ -141,6 +141,8 @@ struct ledger_stats {
     uint64_t dirty_bytes;
     uint64_t buckets;              /* bucket slots, both tables while rehashing */
     uint64_t order_bytes;          /* of memory_bytes, the position order's nodes */
+    uint64_t dirty_order_bytes;    /* of memory_bytes, the dirty keys' order (an array
+                                    * of a slot per dirty key, freed when none is) */
     int rehashing;
     int complete;
 };
@@ -223,7 +225,7 @@ int ledger_incrby(struct ledger *l, const char *key, size_t klen, int64_t delta,
 /* Sets a live key's deadline (exp.kind REL or ABS).  A deadline at or
  * before now deletes the key through a tombstone, and *deleted (may be
  * NULL) is set to 1.  HKV_OK, HKV_ENOENT (no live key: nothing applied),
- * HKV_EAGAIN, HKV_EINVAL. */
+ * HKV_EAGAIN, HKV_EINVAL, HKV_ENOMEM (nothing applied). */
 int ledger_expire(struct ledger *l, const char *key, size_t klen, struct ledger_expiry exp,
                   struct ledger_clock now, int *deleted, hkv_stamp *version);
 
@@ -276,7 +278,7 @@ int ledger_move(struct ledger *l, const char *src, size_t slen, const char *dst,
 
 /* Clears a live key's expiry.  HKV_OK with *changed = 1 (cleared: a new
  * version) or 0 (it had none: nothing applied), HKV_ENOENT (no live key),
- * HKV_EAGAIN. */
+ * HKV_EAGAIN, HKV_ENOMEM (nothing applied). */
 int ledger_persist(struct ledger *l, const char *key, size_t klen, struct ledger_clock now,
                    int *changed, hkv_stamp *version);
 

@@ -39,11 +39,12 @@ static int write_lookup(struct ledger *l, const char *key, size_t klen, uint64_t
 static void fill_view(const struct lentry *e, uint64_t now_mono, struct ledger_view *v)
 {
     v->found = 1;
-    v->val = e->val;
-    v->vlen = e->vlen;
+    uint64_t deadline = entry_expire_mono(e);
+    v->val = entry_val(e);
+    v->vlen = entry_vlen(e);
     v->stamp = e->stamp;
-    v->ttl_ms = e->expire_mono ? (int64_t)(e->expire_mono - now_mono) : -1;
-    v->expire_at_ms = e->expire_wall;
+    v->ttl_ms = deadline ? (int64_t)(deadline - now_mono) : -1;
+    v->expire_at_ms = entry_expire_wall(e);
     v->class_id = e->class_id;
     v->dirty = entry_dirty(e);
     v->enc = (e->flags & E_ENC_MASK) >> E_ENC_SHIFT;
@@ -103,11 +104,11 @@ int ledger_set(struct ledger *l, const char *key, size_t klen, const char *val, 
         return HKV_ENOENT;
 
     struct ledger_put_args a = {.val = val, .vlen = vlen, .class_id = class_id, .dirty = 1,
-                                .hold_old = (flags & LEDGER_GET) && live};
+                                .hold = (flags & LEDGER_GET) && live ? old : NULL};
     if (exp.kind == LEDGER_EXP_KEEP) {
         if (live) {
-            a.expire_mono = e->expire_mono;
-            a.expire_wall = e->expire_wall;
+            a.expire_mono = entry_expire_mono(e);
+            a.expire_wall = entry_expire_wall(e);
         }
     } else if (exp.kind != LEDGER_EXP_NONE) {
         a.tomb = ledger_deadline(exp, now, &a.expire_mono, &a.expire_wall);
@@ -140,7 +141,7 @@ int ledger_del(struct ledger *l, const char *key, size_t klen, uint16_t class_id
     if (live && old != NULL)
         fill_view(e, now.mono_ms, old);
     struct ledger_put_args a = {.tomb = 1, .class_id = class_id, .dirty = 1,
-                                .hold_old = live && old != NULL};
+                                .hold = live ? old : NULL};
     a.stamp = ledger_next_version(l, e, now);
     rc = ledger_put(l, e, h, key, klen, &a, now.mono_ms);
     if (rc == HKV_OK) {
@@ -163,7 +164,7 @@ int ledger_incrby(struct ledger *l, const char *key, size_t klen, int64_t delta,
         return rc;
     int live = e != NULL && entry_live(e, now.mono_ms);
     int64_t cur = 0, sum;
-    if (live && !num_parse_ll(e->val, e->vlen, &cur))
+    if (live && !num_parse_ll(entry_val(e), entry_vlen(e), &cur))
         return HKV_EINVAL;
     if (__builtin_add_overflow(cur, delta, &sum))
         return HKV_EINVAL;
@@ -171,8 +172,8 @@ int ledger_incrby(struct ledger *l, const char *key, size_t klen, int64_t delta,
     int n = snprintf(buf, sizeof(buf), "%lld", (long long)sum);
     struct ledger_put_args a = {.val = buf, .vlen = (size_t)n, .class_id = class_id, .dirty = 1};
     if (live) {
-        a.expire_mono = e->expire_mono;
-        a.expire_wall = e->expire_wall;
+        a.expire_mono = entry_expire_mono(e);
+        a.expire_wall = entry_expire_wall(e);
     }
     a.stamp = ledger_next_version(l, e, now);
     rc = ledger_put(l, e, h, key, klen, &a, now.mono_ms);
@@ -186,18 +187,31 @@ int ledger_incrby(struct ledger *l, const char *key, size_t klen, int64_t delta,
     return HKV_OK;
 }
 
-/* Changes a live entry's expiry under a new stamp. */
-static void set_expiry(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t mono,
-                       int64_t wall)
+/* Changes a live entry's expiry under a new stamp.  HKV_OK or HKV_ENOMEM
+ * (nothing changed).  A key that has a block and keeps a deadline changes
+ * it in place; else the value moves (into a block for a first deadline,
+ * back in place when the last one goes), which ledger_put does. */
+static int set_expiry(struct ledger *l, struct lentry *e, uint64_t h, hkv_stamp stamp,
+                      uint64_t mono, int64_t wall, uint64_t now_mono)
 {
+    if (!entry_has_ext(e) || (mono == 0 && wall == 0)) {
+        struct ledger_put_args a = {.val = entry_val(e), .vlen = entry_vlen(e),
+                                    .stamp = stamp, .class_id = e->class_id,
+                                    .expire_mono = mono, .expire_wall = wall, .dirty = 1,
+                                    .enc = (e->flags & E_ENC_MASK) >> E_ENC_SHIFT};
+        return ledger_put(l, e, h, e->key, e->klen, &a, now_mono);
+    }
+    if (e->state == D_CLEAN && ledger_dirty_reserve(l) != HKV_OK)
+        return HKV_ENOMEM;
     ledger_acct_sub(l, e);
     e->stamp = stamp;
-    e->expire_mono = mono;
-    e->expire_wall = wall;
+    entry_ext(e)->expire_mono = mono;
+    entry_ext(e)->expire_wall = wall;
     e->flags |= E_REF;
     ledger_set_state(l, e, D_PENDING);
     ledger_acct_add(l, e);
     l->st.writes++;
+    return HKV_OK;
 }
 
 int ledger_expire(struct ledger *l, const char *key, size_t klen, struct ledger_expiry exp,
@@ -220,12 +234,13 @@ int ledger_expire(struct ledger *l, const char *key, size_t klen, struct ledger_
     int64_t wall = 0;
     hkv_stamp v = ledger_next_version(l, e, now);
     if (ledger_deadline(exp, now, &mono, &wall)) {
-        ledger_make_tomb(l, e, v, now.mono_ms);
+        if (ledger_make_tomb(l, e, v, now.mono_ms) != HKV_OK)
+            return HKV_ENOMEM;
         l->st.writes++;
         if (deleted != NULL)
             *deleted = 1;
-    } else {
-        set_expiry(l, e, v, mono, wall);
+    } else if (set_expiry(l, e, h, v, mono, wall, now.mono_ms) != HKV_OK) {
+        return HKV_ENOMEM;
     }
     if (version != NULL)
         *version = v;
@@ -244,10 +259,11 @@ int ledger_persist(struct ledger *l, const char *key, size_t klen, struct ledger
         return rc;
     if (e == NULL || !entry_live(e, now.mono_ms))
         return HKV_ENOENT;
-    if (e->expire_mono == 0)
+    if (entry_expire_mono(e) == 0)
         return HKV_OK;
     hkv_stamp v = ledger_next_version(l, e, now);
-    set_expiry(l, e, v, 0, 0);
+    if (set_expiry(l, e, h, v, 0, 0, now.mono_ms) != HKV_OK)
+        return HKV_ENOMEM;
     if (changed != NULL)
         *changed = 1;
     if (version != NULL)
@@ -264,8 +280,10 @@ int ledger_ttl(struct ledger *l, const char *key, size_t klen, struct ledger_clo
     if (e == NULL)
         return l->complete ? HKV_OK : HKV_EAGAIN;
     e->flags |= E_REF;
-    if (entry_live(e, now.mono_ms))
-        *ttl_ms = e->expire_mono ? (int64_t)(e->expire_mono - now.mono_ms) : -1;
+    if (entry_live(e, now.mono_ms)) {
+        uint64_t deadline = entry_expire_mono(e);
+        *ttl_ms = deadline ? (int64_t)(deadline - now.mono_ms) : -1;
+    }
     return HKV_OK;
 }
 

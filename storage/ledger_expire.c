@@ -18,6 +18,7 @@
  */
 #include <stdlib.h>
 
+#include "proto/hkv.h"
 #include "storage/ledger.h"
 #include "storage/ledger_int.h"
 
@@ -76,16 +77,17 @@ static void push(struct ledger *l, uint64_t deadline, uint64_t hash)
 
 static int has_deadline(const struct lentry *e)
 {
-    return !(e->flags & E_TOMB) && e->expire_mono != 0;
+    return entry_expire_mono(e) != 0;
 }
 
 void ledger_xnote_sub(struct ledger *l, const struct lentry *e)
 {
     l->xprev = e;
-    l->xprev_deadline = has_deadline(e) ? e->expire_mono : 0;
-    if (has_deadline(e)) {
+    uint64_t d = entry_expire_mono(e);
+    l->xprev_deadline = d;
+    if (d != 0) {
         l->st.expires--;
-        l->st.expire_mono_sum -= e->expire_mono;
+        l->st.expire_mono_sum -= d;
     }
 }
 
@@ -93,12 +95,13 @@ void ledger_xnote_add(struct ledger *l, const struct lentry *e)
 {
     uint64_t prev = l->xprev == e ? l->xprev_deadline : 0;
     l->xprev = NULL;
-    if (!has_deadline(e))
+    uint64_t d = entry_expire_mono(e);
+    if (d == 0)
         return;
     l->st.expires++;
-    l->st.expire_mono_sum += e->expire_mono;
-    if (e->expire_mono != prev)
-        push(l, e->expire_mono, ledger_hash(l, e->key, e->klen));
+    l->st.expire_mono_sum += d;
+    if (d != prev)
+        push(l, d, ledger_hash(l, e->key, e->klen));
 }
 
 static void rebuild(struct ledger *l)
@@ -110,7 +113,7 @@ static void rebuild(struct ledger *l)
         for (size_t i = 0; i < t->size; i++)
             for (const struct lentry *e = t->b[i]; e != NULL; e = e->next)
                 if (has_deadline(e))
-                    push(l, e->expire_mono, ledger_hash(l, e->key, e->klen));
+                    push(l, entry_expire_mono(e), ledger_hash(l, e->key, e->klen));
     }
 }
 
@@ -123,9 +126,12 @@ static size_t expire_hash(struct ledger *l, uint64_t h, uint64_t now_mono)
         if (t->size == 0)
             continue;
         for (struct lentry *e = t->b[h & t->mask]; e != NULL; e = e->next)
-            if (has_deadline(e) && e->expire_mono <= now_mono &&
+            if (has_deadline(e) && entry_expire_mono(e) <= now_mono &&
                 ledger_hash(l, e->key, e->klen) == h) {
-                ledger_make_tomb(l, e, e->stamp, now_mono);
+                if (ledger_make_tomb(l, e, e->stamp, now_mono) != HKV_OK) {
+                    l->xlossy = 1; /* its pair is gone: rebuild, the sweep retries */
+                    continue;
+                }
                 l->st.expired++;
                 n++;
             }

@@ -1,8 +1,10 @@
 /*
  * ledger_int.h - the ledger's insides, shared by its own files only
- * (ledger.c: table, entry changes, persister side; ledger_cmd.c: the
+ * (ledger.c: table, persister side; ledger_entry.c: the entry's bytes
+ * and its changes; ledger_cmd.c: the
  * commands; ledger_scan.c: the walks - scan, sweep, eviction; ledger_pos.c:
- * the position order and the walks in it).  Nothing outside
+ * the position order and the walks in it; ledger_dirty.c: the dirty
+ * order and the collection of dirty rows).  Nothing outside
  * storage/ledger*.c includes this.
  */
 #ifndef HKV_LEDGER_INT_H
@@ -10,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "storage/ledger.h"
 
@@ -20,44 +23,101 @@
 
 enum dstate { D_CLEAN = 0, D_PENDING, D_INFLIGHT };
 
-struct dnode {
-    struct dnode *prev, *next;
+/* The dirty entries in the order they became collectable (ledger_dirty.c):
+ * slots [head, end) of one array, a removed entry leaving a hole (NULL)
+ * until the array is compacted.  A dirty entry knows its slot (4 bytes in
+ * the entry where two list pointers took 16).  Pending entries are only
+ * ever appended, and collecting one marks it in flight where it stands, so
+ * the pending entries in slot order are the old pending list's order,
+ * oldest first; pend is a slot before which none is pending. */
+struct ldirty {
+    struct lentry **a;
+    uint32_t cap, head, end;
+    uint32_t pend;
+    uint32_t n;             /* dirty entries: slots that are not holes */
 };
 
-/* An entry is one allocation: this header, the key, and (usually) the
- * value with its NUL right after the key.  The value goes in place when it
- * fits what malloc gave the entry (malloc_usable_size), else in its own
- * allocation; val says where it is (entry_val_inline).  A live entry has
- * no tombstone time and a tombstone no expiry, so they share a word.  The
- * key's table hash is not kept (8 bytes a key): it is computed again from
- * the key where it is needed without a lookup at hand (moving an entry to a
- * grown table, the expiry heap), and a lookup compares lengths and keys.
- * Per key (a 16-byte key, a 64-byte value): one 160-byte chunk (68 + 16 +
- * 65 bytes asked), where a 96-byte header with the key and a separate value
- * took 128 + 80. */
+#define E_EXT 0x10u /* live, value and deadline in a block of its own (struct lext) */
+
+/* An entry is one allocation: this header, the key, and right after the
+ * key (the "inline area") either the value with its NUL, or the address of
+ * a block (struct lext) holding the value with its deadline.  A value goes
+ * in place when the key has no deadline and the value fits what malloc gave
+ * the entry (malloc_usable_size); else in a block (E_EXT).  Most keys have
+ * no deadline, so the 16 bytes of one are paid only by keys that have one.
+ * An entry asks for at least LENTRY_INL_MIN bytes of inline area, so any
+ * entry can take a block later without moving (entries never move: the
+ * table, the position order and the dirty order point at them).  A
+ * tombstone has no value and a live entry no tombstone time, so vlen and
+ * tomb_mono share a word: read them with entry_vlen() and, for a tombstone
+ * only, tomb_mono.  The key's table hash is not kept (8 bytes a key): it is
+ * computed again from the key where it is needed without a lookup at hand
+ * (moving an entry to a grown table, the expiry heap), and a lookup
+ * compares lengths and keys.
+ * Per key (a 16-byte key, a 64-byte value): one 128-byte chunk (36 + 16 +
+ * 65 bytes asked); with list pointers, a value pointer and the deadline in
+ * every header (68 bytes) it was one 160-byte chunk, and with a 96-byte
+ * header with the key and a separate value 128 + 80. */
 struct lentry {
     struct lentry *next;   /* bucket chain */
-    struct dnode dn;       /* pending or in-flight list while dirty */
     hkv_stamp stamp;
     union {
-        uint64_t expire_mono; /* live: deadline (0 = none) */
-        uint64_t tomb_mono;   /* tombstone (E_TOMB): when it became one (horizon start) */
+        uint32_t vlen;      /* live: the value's length */
+        uint64_t tomb_mono; /* tombstone (E_TOMB): when it became one (horizon start) */
     };
-    int64_t expire_wall;   /* unix ms the deadline corresponds to, 0 = none */
-    char *val;             /* vlen + 1 bytes, NUL-terminated; NULL for a tombstone */
-    uint32_t vlen;
     uint32_t klen;
+    uint32_t dslot;        /* while dirty: its slot in the dirty order */
     uint16_t class_id;
-    uint8_t flags;         /* E_TOMB, E_REF, E_ENC_* */
+    uint8_t flags;         /* E_TOMB, E_REF, E_ENC_*, E_EXT */
     uint8_t state;         /* enum dstate */
     char key[];
 };
 #define LENTRY_HDR offsetof(struct lentry, key)
+#define LENTRY_INL_MIN sizeof(struct lext *)
 
-/* Is e's value stored in e's own allocation, right after the key? */
-static inline int entry_val_inline(const struct lentry *e)
+/* A live entry's out-of-line value (E_EXT), with its deadline. */
+struct lext {
+    uint64_t expire_mono;  /* deadline (0 = none) */
+    int64_t expire_wall;   /* unix ms the deadline corresponds to, 0 = none */
+    char val[];            /* vlen + 1 bytes, NUL-terminated */
+};
+
+static inline char *entry_inl(const struct lentry *e) { return (char *)e->key + e->klen; }
+
+/* e's block: only when (e->flags & (E_TOMB | E_EXT)) == E_EXT. */
+static inline struct lext *entry_ext(const struct lentry *e)
 {
-    return e->val == e->key + e->klen;
+    struct lext *x;
+    memcpy(&x, entry_inl(e), sizeof(x)); /* the inline area is not aligned */
+    return x;
+}
+
+static inline int entry_has_ext(const struct lentry *e)
+{
+    return (e->flags & (E_TOMB | E_EXT)) == E_EXT;
+}
+
+static inline uint32_t entry_vlen(const struct lentry *e)
+{
+    return (e->flags & E_TOMB) ? 0 : e->vlen;
+}
+
+/* The value (NUL-terminated), NULL for a tombstone. */
+static inline const char *entry_val(const struct lentry *e)
+{
+    if (e->flags & E_TOMB)
+        return NULL;
+    return (e->flags & E_EXT) ? entry_ext(e)->val : entry_inl(e);
+}
+
+static inline uint64_t entry_expire_mono(const struct lentry *e)
+{
+    return entry_has_ext(e) ? entry_ext(e)->expire_mono : 0;
+}
+
+static inline int64_t entry_expire_wall(const struct lentry *e)
+{
+    return entry_has_ext(e) ? entry_ext(e)->expire_wall : 0;
 }
 
 /* A deadline on the active-expiry heap (ledger_expire.c). */
@@ -81,9 +141,8 @@ struct ledger {
     struct hlc clock;       /* issues every version (ledger.h, "Versions") */
     hkv_stamp floor;        /* ledger_set_floor: the least version a read reports */
     hkv_stamp flush_floor;  /* ledger_flush: a stored row older than this is deleted */
-    struct dnode pending;   /* dirty, not handed to the persister (oldest first) */
-    struct dnode inflight;  /* dirty, this stamp handed to the persister */
-    char *held;             /* a replaced value kept alive for a SET GET reply */
+    struct ldirty dirty;    /* pending and in-flight entries (ledger_dirty.c) */
+    void *held;             /* a replaced value kept alive for a SET GET reply */
     size_t hand;            /* eviction CLOCK hand (bucket ordinal) */
     size_t sweep_pos;       /* sweep position (bucket ordinal) */
     struct lexp *xheap;     /* active expiry: min-heap of deadlines (ledger_expire.c) */
@@ -98,7 +157,12 @@ struct ledger {
 
 static inline int entry_live(const struct lentry *e, uint64_t now_mono)
 {
-    return !(e->flags & E_TOMB) && (e->expire_mono == 0 || e->expire_mono > now_mono);
+    if (e->flags & E_TOMB)
+        return 0;
+    if (!(e->flags & E_EXT))
+        return 1;
+    uint64_t d = entry_ext(e)->expire_mono;
+    return d == 0 || d > now_mono;
 }
 
 static inline int entry_dirty(const struct lentry *e) { return e->state != D_CLEAN; }
@@ -114,7 +178,10 @@ struct ledger_put_args {
     int64_t expire_wall;
     int dirty;          /* 0: a clean load from SQLite */
     int enc;            /* enum ledger_enc of the value (0: AUTO) */
-    int hold_old;       /* keep the replaced value alive in l->held */
+    /* A view of the replaced (live) value that a reply still reads: its
+     * bytes stay readable until the next mutating call (kept in l->held;
+     * hold->val is re-pointed when they had to be copied out), or NULL. */
+    struct ledger_view *hold;
 };
 
 /* Counters and gauges: call ledger_acct_sub() before changing an entry and
@@ -122,8 +189,17 @@ struct ledger_put_args {
  * exact. */
 void ledger_acct_add(struct ledger *l, const struct lentry *e);
 void ledger_acct_sub(struct ledger *l, const struct lentry *e);
-/* Moves e to the pending or in-flight list or off both (between acct calls). */
+/* Makes sure a clean entry can become dirty without an allocation: call
+ * before any change of an operation that may dirty a clean entry.  HKV_OK
+ * or HKV_ENOMEM.  No other state change needs one (a collected entry is
+ * marked where it stands, a re-pended one leaves a hole). */
+int ledger_dirty_reserve(struct ledger *l);
+/* Moves e into the dirty order (pending: at its end; in flight: where it
+ * stands) or out of it (between acct calls).  Never fails: clean to pending
+ * needs ledger_dirty_reserve() first. */
 void ledger_set_state(struct ledger *l, struct lentry *e, enum dstate s);
+void ledger_dirty_free(struct ledger *l);
+uint64_t ledger_dirty_bytes(const struct ledger *l);
 uint64_t ledger_hash(const struct ledger *l, const char *key, size_t klen);
 /* Finds a key, moving one bucket first while a resize is under way (that
  * moves entries between chains but never frees or copies them, so handed-out
@@ -147,13 +223,18 @@ void ledger_after_write(struct ledger *l);
 /* Up to two chain heads that bucket ordinal `pos` maps to (one per table;
  * t[0] buckets already moved are skipped).  Returns how many. */
 int ledger_slots(struct ledger *l, size_t pos, struct ltable **tabs, size_t *idx);
+/* Links a new entry into the table (ledger_put, after ledger_order_add). */
+void ledger_insert(struct ledger *l, struct lentry *e, uint64_t h);
+/* Frees e and its block (ledger_entry.c); e is out of every structure. */
+void ledger_entry_free(struct lentry *e);
 /* Unlinks *pp (a chain link in table t) and frees the entry. */
 void ledger_drop(struct ledger *l, struct ltable *t, struct lentry **pp);
 /* The version for a write that applies now to e (NULL: a new key): newer
  * than e's and than anything this ledger issued or loaded. */
 hkv_stamp ledger_next_version(struct ledger *l, const struct lentry *e, struct ledger_clock now);
-/* Turns e into a dirty tombstone carrying `stamp`. */
-void ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t now_mono);
+/* Turns e into a dirty tombstone carrying `stamp`.  HKV_OK, or HKV_ENOMEM
+ * (a clean e could not join the dirty order: nothing changed). */
+int ledger_make_tomb(struct ledger *l, struct lentry *e, hkv_stamp stamp, uint64_t now_mono);
 /* Active-expiry bookkeeping, called by ledger_acct_sub/add (ledger_expire.c). */
 void ledger_xnote_sub(struct ledger *l, const struct lentry *e);
 void ledger_xnote_add(struct ledger *l, const struct lentry *e);

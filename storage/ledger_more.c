@@ -40,13 +40,13 @@ int ledger_rmw(struct ledger *l, const char *key, size_t klen, uint16_t class_id
     int live = e != NULL && entry_live(e, now.mono_ms);
     const char *val = NULL;
     size_t vlen = 0;
-    rc = fn(arg, live ? e->val : NULL, live ? e->vlen : 0, live, &val, &vlen);
+    rc = fn(arg, live ? entry_val(e) : NULL, live ? entry_vlen(e) : 0, live, &val, &vlen);
     if (rc <= 0)
         return rc; /* 0: nothing to store; < 0: the command's error */
     struct ledger_put_args a = {.val = val, .vlen = vlen, .class_id = class_id, .dirty = 1};
     if (live) {
-        a.expire_mono = e->expire_mono;
-        a.expire_wall = e->expire_wall;
+        a.expire_mono = entry_expire_mono(e);
+        a.expire_wall = entry_expire_wall(e);
     }
     a.stamp = ledger_next_version(l, e, now);
     rc = ledger_put(l, e, h, key, klen, &a, now.mono_ms);
@@ -86,9 +86,10 @@ int ledger_move(struct ledger *l, const char *src, size_t slen, const char *dst,
     int enc = (es->flags & E_ENC_MASK) >> E_ENC_SHIFT;
     if ((flags & LEDGER_MOVE_COPY) && enc == LEDGER_ENC_AUTO)
         enc = LEDGER_ENC_UNSHARED; /* Redis's COPY duplicates the object: never shared */
-    struct ledger_put_args a = {.val = es->val, .vlen = es->vlen, .class_id = dst_class,
-                                .dirty = 1, .expire_mono = es->expire_mono,
-                                .expire_wall = es->expire_wall, .enc = enc};
+    struct ledger_put_args a = {.val = entry_val(es), .vlen = entry_vlen(es),
+                                .class_id = dst_class, .dirty = 1,
+                                .expire_mono = entry_expire_mono(es),
+                                .expire_wall = entry_expire_wall(es), .enc = enc};
     a.stamp = ledger_next_version(l, ed, now);
     int rc = ledger_put(l, ed, hd, dst, dlen, &a, now.mono_ms);
     if (rc != HKV_OK)

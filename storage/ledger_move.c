@@ -43,8 +43,8 @@ static void walk_chain(struct walk *w, struct ltable *t, struct lentry **pp)
     while (*pp != NULL) {
         struct lentry *e = *pp;
         struct ledger_item it = {
-            .key = e->key, .klen = e->klen, .val = e->val, .vlen = e->vlen, .stamp = e->stamp,
-            .expire_at_ms = (e->flags & E_TOMB) ? 0 : e->expire_wall, .class_id = e->class_id,
+            .key = e->key, .klen = e->klen, .val = entry_val(e), .vlen = entry_vlen(e),
+            .stamp = e->stamp, .expire_at_ms = entry_expire_wall(e), .class_id = e->class_id,
             .tomb = (e->flags & E_TOMB) != 0, .dirty = entry_dirty(e),
         };
         if (w->fn(w->arg, &it) == LEDGER_WALK_DROP)

@@ -200,11 +200,12 @@ size_t ledger_sweep(struct ledger *l, struct ledger_clock now, size_t budget)
             struct lentry **pp = &tabs[k]->b[idx[k]];
             while (*pp != NULL) {
                 struct lentry *e = *pp;
-                if (!(e->flags & E_TOMB) && e->expire_mono != 0 &&
-                    e->expire_mono <= now.mono_ms) {
-                    ledger_make_tomb(l, e, e->stamp, now.mono_ms);
-                    l->st.expired++;
-                    changed++;
+                uint64_t deadline = entry_expire_mono(e);
+                if (deadline != 0 && deadline <= now.mono_ms) {
+                    if (ledger_make_tomb(l, e, e->stamp, now.mono_ms) == HKV_OK) {
+                        l->st.expired++; /* else: no memory now, a later pass retries */
+                        changed++;
+                    }
                 } else if ((e->flags & E_TOMB) && e->state == D_CLEAN &&
                            now.mono_ms >= e->tomb_mono + l->tombstone_ttl_ms) {
                     ledger_drop(l, tabs[k], pp);

@@ -35,7 +35,7 @@ ROOMS = {
 GROUPS = {
     'storage/ledger': ['storage/ledger', 'storage/ledger_scan', 'storage/ledger_cmd',
                        'storage/ledger_expire', 'storage/ledger_more', 'storage/ledger_pos',
-                       'storage/ledger_move'],
+                       'storage/ledger_move', 'storage/ledger_entry', 'storage/ledger_dirty'],
     'storage/persist_db': ['storage/persist_db', 'storage/persist_db_file',
                            'storage/persist_db_migrate'],
     'storage/persister': ['storage/persister', 'storage/persister_read', 'storage/persister_job'],
