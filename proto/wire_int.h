@@ -32,6 +32,11 @@ static inline void w_raw(struct wr *w, const void *p, size_t n)
 {
     if (w->st != HKV_OK || n == 0)
         return;
+    if (buf_room(w->b) >= n) { /* wr_begin reserved the frame's likely size */
+        memcpy(buf_tail(w->b), p, n);
+        w->b->len += n;
+        return;
+    }
     w->st = buf_reserve(w->b, n, 0);
     if (w->st != HKV_OK)
         return;
@@ -48,6 +53,13 @@ static inline void put_be(uint8_t *p, uint64_t v, int n)
 /* A one-byte tag followed by an n-byte big-endian value. */
 static inline void w_tagged(struct wr *w, uint8_t tag, uint64_t v, int n)
 {
+    if (w->st == HKV_OK && buf_room(w->b) >= 9) { /* in place: no copy, no call */
+        uint8_t *t = (uint8_t *)buf_tail(w->b);
+        t[0] = tag;
+        put_be(t + 1, v, n);
+        w->b->len += (size_t)n + 1;
+        return;
+    }
     uint8_t h[9];
     h[0] = tag;
     put_be(h + 1, v, n);
