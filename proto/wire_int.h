@@ -32,6 +32,11 @@ static inline void w_raw(struct wr *w, const void *p, size_t n)
 {
     if (w->st != HKV_OK || n == 0)
         return;
+    if (buf_room(w->b) >= n) { /* wr_begin reserved the frame's likely size */
+        memcpy(buf_tail(w->b), p, n);
+        w->b->len += n;
+        return;
+    }
     w->st = buf_reserve(w->b, n, 0);
     if (w->st != HKV_OK)
         return;
@@ -48,6 +53,13 @@ static inline void put_be(uint8_t *p, uint64_t v, int n)
 /* A one-byte tag followed by an n-byte big-endian value. */
 static inline void w_tagged(struct wr *w, uint8_t tag, uint64_t v, int n)
 {
+    if (w->st == HKV_OK && buf_room(w->b) >= 9) { /* in place: no copy, no call */
+        uint8_t *t = (uint8_t *)buf_tail(w->b);
+        t[0] = tag;
+        put_be(t + 1, v, n);
+        w->b->len += (size_t)n + 1;
+        return;
+    }
     uint8_t h[9];
     h[0] = tag;
     put_be(h + 1, v, n);
@@ -340,8 +352,20 @@ static inline int enter(struct cur *c)
 
 static inline void leave(struct cur *c) { c->depth--; }
 
+/* The typed readers below take the encodings the protocol's own writer
+ * emits (fixarray, fixint, uint 8-64, bin 8, fixstr) inline, and leave the
+ * rest to mp_read: a SET frame's ten fields cost no call and no struct mp
+ * each.  Both paths check and fail alike. */
+
 static inline int rd_array(struct cur *c, size_t *n)
 {
+    if (c->p < c->end && (*c->p & 0xf0) == 0x90) {
+        size_t k = *c->p++ & 0x0f;
+        if (k > left(c))
+            return fail(c, "count larger than frame");
+        *n = k;
+        return enter(c);
+    }
     struct mp o;
     TRY(mp_read(c, &o));
     if (o.kind != MP_ARRAY)
@@ -352,6 +376,15 @@ static inline int rd_array(struct cur *c, size_t *n)
 
 static inline int rd_uint(struct cur *c, uint64_t max, uint64_t *v)
 {
+    if (c->p < c->end && (*c->p <= 0x7f || (*c->p >= 0xcc && *c->p <= 0xcf))) {
+        uint64_t x = *c->p++;
+        if (x > 0x7f)
+            TRY(take_be(c, 1 << (x - 0xcc), &x));
+        if (x > max)
+            return fail(c, "integer out of range");
+        *v = x;
+        return HKV_OK;
+    }
     struct mp o;
     TRY(mp_read(c, &o));
     if (o.kind == MP_NEG)
@@ -382,6 +415,13 @@ static inline int rd_u8(struct cur *c, uint8_t *v)
 
 static inline int rd_int(struct cur *c, int64_t min, int64_t max, int64_t *v)
 {
+    if (c->p < c->end && (*c->p <= 0x7f || *c->p >= 0xe0)) { /* fixint */
+        int64_t x = (int8_t)*c->p++;
+        if (x < min || x > max)
+            return fail(c, "integer out of range");
+        *v = x;
+        return HKV_OK;
+    }
     struct mp o;
     TRY(mp_read(c, &o));
     if (o.kind == MP_UINT) {
@@ -411,6 +451,21 @@ static inline int rd_bool(struct cur *c, bool *v)
 /* bin or str. */
 static inline int rd_bytes(struct cur *c, struct wire_slice *s)
 {
+    if (c->p < c->end && (*c->p == 0xc4 || (*c->p & 0xe0) == 0xa0)) {
+        size_t n;
+        if (*c->p++ == 0xc4) {
+            if (c->p == c->end)
+                return fail(c, "truncated");
+            n = *c->p++;
+        } else {
+            n = c->p[-1] & 0x1f;
+        }
+        if (n > left(c))
+            return fail(c, "length larger than frame");
+        *s = wire_slice((const char *)c->p, n);
+        c->p += n;
+        return HKV_OK;
+    }
     struct mp o;
     TRY(mp_read(c, &o));
     if (o.kind != MP_BYTES)

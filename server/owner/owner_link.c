@@ -217,8 +217,35 @@ static void handoff(struct olink *l)
     o->link_hooks.on_handoff(o, bev, tls);
 }
 
+/* Decodes and runs one frame (payload) of the link.  Returns 0 if the link
+ * was closed or handed over. */
+static int run_frame(struct olink *l, const char *payload, size_t plen)
+{
+    struct owner *o = l->o;
+    if (!l->hello && o->link_hooks.on_handoff != NULL &&
+        hand_is_kind(hand_peek_type(payload, plen))) {
+        handoff(l);
+        return 0;
+    }
+    struct wire_msg m;
+    const char *why = NULL;
+    int rc = wire_decode(&o->dec, payload, plen, &m, &why);
+    if (rc != HKV_OK || !wire_is_request(m.type)) {
+        link_error_close(l, why != NULL ? why : "not a request");
+        return 0;
+    }
+    if (!l->hello) {
+        hello(l, &m);
+        return l->hello;
+    }
+    o->link_hooks.on_request(o, l, &m, payload, plen);
+    return 1;
+}
+
 /* Decodes and runs every whole frame in the input.  Returns 0 if the link
- * was closed. */
+ * was closed.  The frames lying whole in the input's first chunk are read in
+ * place and drained together (one pullup and one drain per chunk, not per
+ * frame); only a frame across chunks is copied into one piece. */
 static int process_frames(struct olink *l)
 {
     struct owner *o = l->o;
@@ -229,46 +256,40 @@ static int process_frames(struct olink *l)
         size_t have = evbuffer_get_length(in);
         if (have < WIRE_HEADER_LEN)
             return 1;
-        const char *p = (const char *)evbuffer_pullup(in, WIRE_HEADER_LEN);
+        size_t avail = evbuffer_get_contiguous_space(in);
+        if (avail < WIRE_HEADER_LEN)
+            avail = WIRE_HEADER_LEN;
+        const char *p = (const char *)evbuffer_pullup(in, (ssize_t)avail);
         const char *payload;
         size_t plen, used;
-        int rc = wire_next_frame(p, WIRE_HEADER_LEN, max, &payload, &plen, &used);
+        int rc = wire_next_frame(p, avail, max, &payload, &plen, &used);
         if (rc == HKV_ETOOBIG) {
             link_error_close(l, "frame larger than wire-max-frame");
             return 0;
         }
         if (used > have)
             return 1; /* body not here yet */
-        p = (const char *)evbuffer_pullup(in, (ssize_t)used);
-        rc = wire_next_frame(p, used, max, &payload, &plen, &used);
-        if (rc != HKV_OK) {
-            link_error_close(l, "bad frame");
-            return 0;
+        if (used > avail) { /* across chunks: made one */
+            p = (const char *)evbuffer_pullup(in, (ssize_t)used);
+            avail = used;
         }
-        if (!l->hello && o->link_hooks.on_handoff != NULL &&
-            hand_is_kind(hand_peek_type(payload, plen))) {
-            handoff(l);
-            return 0;
-        }
-        struct wire_msg m;
-        const char *why = NULL;
-        rc = wire_decode(&o->dec, payload, plen, &m, &why);
-        if (rc != HKV_OK || !wire_is_request(m.type)) {
-            link_error_close(l, why != NULL ? why : "not a request");
-            return 0;
-        }
-        if (!l->hello) {
-            hello(l, &m);
-            if (!l->hello)
+        size_t off = 0;
+        while ((rc = wire_next_frame(p + off, avail - off, max, &payload, &plen, &used)) !=
+               HKV_EAGAIN) {
+            if (rc != HKV_OK) {
+                link_error_close(l, rc == HKV_ETOOBIG ? "frame larger than wire-max-frame"
+                                                      : "bad frame");
                 return 0;
-        } else {
-            o->link_hooks.on_request(o, l, &m, payload, plen);
+            }
+            if (!run_frame(l, payload, plen))
+                return 0;
+            off += used;
+            if (++frames % CLOCK_FRAMES == 0) { /* a long batch reads the clock again */
+                owner_clock_release();
+                owner_clock_hold();
+            }
         }
-        evbuffer_drain(in, used);
-        if (++frames % CLOCK_FRAMES == 0) { /* a long batch reads the clock again */
-            owner_clock_release();
-            owner_clock_hold();
-        }
+        evbuffer_drain(in, off);
     }
 }
 

@@ -13,8 +13,9 @@
  *     `ack`, and all of that writer's seqs below ack are finished;
  *   - when a new incarnation of the writer appears (the old process is gone,
  *     the master restarts a slot only after reaping it);
- *   - as a last bound, past `max` records of one writer: its oldest goes
- *     first and is counted in `dropped` (a retry of it would apply again).
+ *   - as a last bound, past `max` records of one writer: its oldest (lowest
+ *     seq) goes first and is counted in `dropped` (a retry of it would apply
+ *     again).
  *     Only a writer with that many requests unfinished at once can get
  *     there, and it only evicts its own records.
  *
@@ -76,13 +77,14 @@ void rifl_ack(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t ack);
 const struct rifl_result *rifl_get(const struct rifl *r, uint32_t writer, uint64_t inc,
                                    uint64_t seq);
 /* Records a request's result (old, resp and changes copied).  A second put of the same
- * request replaces the first.  HKV_OK or HKV_ENOMEM (nothing recorded: the
- * caller still answers; a retry would apply again). */
+ * request replaces the first; a request below the writer's ack is not kept (it
+ * will not be retried).  HKV_OK or HKV_ENOMEM (nothing recorded: the caller
+ * still answers; a retry would apply again). */
 int rifl_put(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq,
              const struct rifl_result *res);
 void rifl_stats(const struct rifl *r, struct rifl_stats *out);
 
-/* Every record, writer by writer in arrival order (a leaf move sends them
+/* Every record, writer by writer in seq order (a leaf move sends them
  * to its target: requests on the leaf's keys retried there must find
  * them).  fn must not change the table. */
 typedef void (*rifl_each_fn)(void *arg, uint32_t writer, uint64_t inc, uint64_t seq,

@@ -636,6 +636,52 @@ START_TEST(writes_of_a_batch_push_each_key_once_with_its_latest_value)
 }
 END_TEST
 
+/* The owner reads the frames lying whole in its input's first chunk in place
+ * (owner_link.c): a batch arriving in pieces of every size, frames cut
+ * anywhere (header, body, between), is answered whole and in order. */
+START_TEST(frames_cut_anywhere_are_all_answered_in_order)
+{
+    hello(&A);
+    struct hkv_buf b = HKV_BUF_INIT;
+    char k[32], v[48];
+    uint64_t first = A.id + 1;
+    for (int i = 0; i < 120; i++) {
+        snprintf(k, sizeof(k), "cut%d", i);
+        snprintf(v, sizeof(v), "value-%d-%.*s", i, i % 30, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+        put_set(&A, &b, k, v, next_rid(&A));
+    }
+    static const size_t pieces[] = {1, 2, 3, 5, 40, 7, 300, 1, 64, 11, 999, 2};
+    size_t off = 0, n = buf_unread(&b);
+    for (size_t i = 0; off < n; i++) {
+        size_t len = pieces[i % (sizeof(pieces) / sizeof(pieces[0]))];
+        if (len > n - off)
+            len = n - off;
+        ck_assert_int_eq(bufferevent_write(A.edge, buf_head(&b) + off, len), 0);
+        off += len;
+        if (i % 3 == 0)
+            event_base_loop(A.l->o->base, EVLOOP_NONBLOCK); /* some pieces read alone */
+    }
+    buf_reset(&b);
+    pump();
+    struct wire_msg m;
+    hkv_stamp stamp[120];
+    for (int i = 0; i < 120; i++) {
+        ck_assert_msg(fe_take_reply(&A, &m), "reply %d missing", i);
+        ck_assert_msg(m.type == WIRE_OK && m.u.ok.applied, "reply %d: %s", i,
+                      wire_type_name(m.type));
+        ck_assert_uint_eq(m.id, first + (uint64_t)i);
+        stamp[i] = m.u.ok.stamp;
+    }
+    ck_assert(!fe_take_reply(&A, &m));
+    for (int i = 0; i < 120; i += 17) {
+        snprintf(k, sizeof(k), "cut%d", i);
+        snprintf(v, sizeof(v), "value-%d-%.*s", i, i % 30, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+        get_is(&A, k, v, stamp[i]);
+    }
+    buf_deinit(&b);
+}
+END_TEST
+
 Suite *owner_exec_suite(void)
 {
     Suite *s = suite_create("owner_exec");
@@ -661,6 +707,7 @@ Suite *owner_exec_suite(void)
         {"moved", setup_two_owners, {key_of_another_owner_is_moved_and_not_applied}},
         {"backlog", setup, {writes_refused_busy_over_persist_max_dirty_reads_still_served}},
         {"push", setup, {writes_of_a_batch_push_each_key_once_with_its_latest_value}},
+        {"framing", setup, {frames_cut_anywhere_are_all_answered_in_order}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -153,6 +153,117 @@ START_TEST(out_of_order_and_replaced_records)
 }
 END_TEST
 
+struct seen {
+    uint64_t seq[64];
+    size_t n;
+};
+
+static void note_seq(void *arg, uint32_t writer, uint64_t inc, uint64_t seq,
+                     const struct rifl_result *res)
+{
+    struct seen *sn = arg;
+    ck_assert_uint_eq(res->version, seq);
+    if (sn->n < 64)
+        sn->seq[sn->n] = seq;
+    sn->n++;
+}
+
+/* One request unfinished (a slow commit) while the writer goes on: its seqs
+ * span far more than a ring holds, and no record may be lost for it. */
+START_TEST(wide_window_keeps_every_record_until_acked)
+{
+    struct rifl *r = NULL;
+    ck_assert_int_eq(rifl_create(100000, &r), HKV_OK);
+    rifl_ack(r, 1, 4, 1); /* seq 1 unfinished: the ack stays at 1 */
+    size_t held = 0;
+    for (uint64_t s = 2; s < 40000; s += 3, held++) {
+        struct rifl_result res = {.type = WIRE_INT, .value = 1, .version = s};
+        ck_assert_int_eq(rifl_put(r, 1, 4, s, &res), HKV_OK);
+        rifl_ack(r, 1, 4, 1);
+    }
+    struct rifl_result late = {.type = WIRE_INT, .version = 1};
+    ck_assert_int_eq(rifl_put(r, 1, 4, 1, &late), HKV_OK); /* the slow one, at last */
+    held++;
+    ck_assert_ptr_nonnull(rifl_get(r, 1, 4, 1));
+    for (uint64_t s = 2; s < 40000; s += 3)
+        ck_assert_msg(rifl_get(r, 1, 4, s) != NULL && rifl_get(r, 1, 4, s)->version == s,
+                      "seq %llu", (unsigned long long)s);
+    ck_assert_ptr_null(rifl_get(r, 1, 4, 3));
+    struct rifl_stats st;
+    rifl_stats(r, &st);
+    ck_assert_uint_eq(st.records, held);
+    ck_assert_uint_eq(st.dropped, 0);
+    /* acks release from below, wherever the records sit */
+    rifl_ack(r, 1, 4, 20000);
+    for (uint64_t s = 1; s < 40000; s++)
+        if (s == 1 || s % 3 == 2)
+            ck_assert_msg((rifl_get(r, 1, 4, s) != NULL) == (s >= 20000), "seq %llu",
+                          (unsigned long long)s);
+    rifl_ack(r, 1, 4, 1u << 20);
+    rifl_stats(r, &st);
+    ck_assert_uint_eq(st.records, 0);
+    ck_assert_uint_eq(st.dropped, 0);
+    rifl_destroy(&r);
+}
+END_TEST
+
+/* Records below the ring (late arrivals, a slid window) and in it are listed
+ * in seq order, found, and bounded lowest first. */
+START_TEST(late_records_listed_in_order_and_evicted_first)
+{
+    struct rifl *r = NULL;
+    ck_assert_int_eq(rifl_create(20, &r), HKV_OK);
+    uint64_t seqs[] = {5000, 5003, 9000, 9001, 12, 13, 4999, 20000};
+    for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
+        struct rifl_result res = {.type = WIRE_INT, .version = seqs[i]};
+        ck_assert_int_eq(rifl_put(r, 3, 1, seqs[i], &res), HKV_OK);
+    }
+    for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++)
+        ck_assert_ptr_nonnull(rifl_get(r, 3, 1, seqs[i]));
+    ck_assert_ptr_null(rifl_get(r, 3, 1, 14));
+    ck_assert_ptr_null(rifl_get(r, 3, 1, 9002));
+    struct seen sn = {.n = 0};
+    rifl_each(r, note_seq, &sn);
+    uint64_t want[] = {12, 13, 4999, 5000, 5003, 9000, 9001, 20000};
+    ck_assert_uint_eq(sn.n, 8);
+    for (size_t i = 0; i < 8; i++)
+        ck_assert_uint_eq(sn.seq[i], want[i]);
+    /* the bound (20) takes the lowest seqs first */
+    for (uint64_t s = 30000; s < 30015; s++) {
+        struct rifl_result res = {.type = WIRE_INT, .version = s};
+        ck_assert_int_eq(rifl_put(r, 3, 1, s, &res), HKV_OK);
+    }
+    struct rifl_stats st;
+    rifl_stats(r, &st);
+    ck_assert_uint_eq(st.records, 20);
+    ck_assert_uint_eq(st.dropped, 3);
+    ck_assert_ptr_null(rifl_get(r, 3, 1, 12));
+    ck_assert_ptr_null(rifl_get(r, 3, 1, 4999));
+    ck_assert_ptr_nonnull(rifl_get(r, 3, 1, 5000));
+    rifl_destroy(&r);
+}
+END_TEST
+
+/* The writer said it will not retry what is below its ack: not kept, and a
+ * moved record of it is not taken. */
+START_TEST(request_below_ack_is_not_kept)
+{
+    struct rifl *r = NULL;
+    ck_assert_int_eq(rifl_create(100, &r), HKV_OK);
+    rifl_ack(r, 1, 2, 50);
+    struct rifl_result res = ok_result(1, "old");
+    ck_assert_int_eq(rifl_put(r, 1, 2, 49, &res), HKV_OK);
+    ck_assert_ptr_null(rifl_get(r, 1, 2, 49));
+    ck_assert_int_eq(rifl_merge(r, 1, 2, 30, &res, 2), HKV_EEXIST);
+    ck_assert_int_eq(rifl_merge(r, 1, 2, 50, &res, 2), HKV_OK);
+    ck_assert_ptr_nonnull(rifl_get(r, 1, 2, 50));
+    struct rifl_stats st;
+    rifl_stats(r, &st);
+    ck_assert_uint_eq(st.records, 1);
+    rifl_destroy(&r);
+}
+END_TEST
+
 Suite *rifl_suite(void)
 {
     Suite *s = suite_create("rifl");
@@ -166,6 +277,9 @@ Suite *rifl_suite(void)
         {"hosts", writers_of_other_hosts_with_the_same_slot_are_apart},
         {"bound", bound_evicts_the_flooding_writers_oldest},
         {"order", out_of_order_and_replaced_records},
+        {"window", wide_window_keeps_every_record_until_acked},
+        {"late", late_records_listed_in_order_and_evicted_first},
+        {"below_ack", request_below_ack_is_not_kept},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -1225,6 +1225,65 @@ static int decode_with(struct wire_decoder *d, struct wire_msg *m, const char **
     return wire_decode(d, p, plen, m, why);
 }
 
+/* The decoder reads the encodings our writer emits inline and every other
+ * one msgpack allows through its general reader: a SET packed wide by
+ * msgpack-c decodes to the same message, and a value out of its field's
+ * range is refused either way. */
+START_TEST(set_decodes_alike_in_narrow_and_wide_encodings)
+{
+    ck_assert_int_eq(wire_put_set(&buf, 300, S("k1"), S("value"), rid(70000, 200, 0),
+                                  (struct wire_expiry){ WIRE_EXP_REL, -5 }, WIRE_SET_NX, 3),
+                     HKV_OK);
+    struct wire_msg narrow, wide;
+    const char *p;
+    size_t plen, used;
+    ck_assert_int_eq(wire_next_frame(buf.data, buf.len, 0, &p, &plen, &used), HKV_OK);
+    ck_assert_int_eq(wire_decode(&dec, p, plen, &narrow, NULL), HKV_OK);
+    for (int bad = 0; bad < 3; bad++) {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        char hdr[3] = {(char)0xdc, 0, 11}; /* array16 */
+        msgpack_sbuffer_write(&sb, hdr, sizeof hdr);
+        msgpack_pack_uint64(&pk, WIRE_SET);
+        msgpack_pack_uint64(&pk, 300);
+        char key[4] = {(char)0xc5, 0, 2, 0}; /* bin16 "k1" */
+        msgpack_sbuffer_write(&sb, key, 3);
+        msgpack_sbuffer_write(&sb, "k1", 2);
+        msgpack_pack_str(&pk, 5);
+        msgpack_pack_str_body(&pk, "value", 5);
+        msgpack_pack_uint32(&pk, 70000);
+        msgpack_pack_int64(&pk, 200);
+        msgpack_pack_uint16(&pk, 0);
+        msgpack_pack_uint16(&pk, bad == 1 ? 256 : WIRE_EXP_REL); /* kind is a u8 */
+        msgpack_pack_int32(&pk, -5);
+        msgpack_pack_uint64(&pk, bad == 2 ? (1ULL << 32) : WIRE_SET_NX); /* flags: u32 */
+        msgpack_pack_uint8(&pk, 3);
+        const char *why = NULL;
+        int rc = wire_decode(&dec, sb.data, sb.size, &wide, &why);
+        if (bad == 0) {
+            ck_assert_int_eq(rc, HKV_OK);
+            ck_assert(wire_msg_equal(&narrow, &wide));
+        } else {
+            ck_assert_int_eq(rc, HKV_EPROTO);
+            ck_assert_str_eq(why, "integer out of range");
+        }
+        msgpack_sbuffer_destroy(&sb);
+    }
+    /* a narrow (fixint) kind in the u8 range is read inline, then refused as a kind */
+    uint8_t f[64];
+    size_t n = payload_copy(f, sizeof f);
+    size_t kind_at = n - 4; /* ... kind, ms (fixint -5), flags, class: one byte each */
+    ck_assert_uint_eq(f[kind_at], WIRE_EXP_REL);
+    f[kind_at] = 0x7f;
+    const char *why = NULL;
+    ck_assert_int_eq(wire_decode(&dec, (const char *)f, n, &wide, &why), HKV_EPROTO);
+    ck_assert_str_eq(why, "bad SET expiry or flags");
+}
+END_TEST
+
+
 START_TEST(call_round_trips_binary_args_for_both_protos)
 {
     static const char bin[] = { 'a', '\0', '\r', '\n', (char)0xff, (char)0xc1 };
@@ -1931,6 +1990,7 @@ Suite *wire_suite(void)
             encoding_into_a_partly_consumed_buffer_keeps_frames_intact } },
         { "oversized_frames", { frame_length_over_max_refused_from_header_alone } },
         { "hello_v3", { hello_carries_cluster_wanted_owner_and_host } },
+        { "wide_encodings", { set_decodes_alike_in_narrow_and_wide_encodings } },
         { "lying_counts",
           { array32_claiming_16m_elements_refused_without_allocation,
             str32_longer_than_frame_refused, key_count_over_decoder_limit_is_etoobig } },
