@@ -43,28 +43,7 @@ static void down(void)
     mc_etcd_stop();
 }
 
-static void set_ok(int fd, const char *k, const char *v)
-{
-    struct h_reply *r = h_cmdv(fd, "SET", k, v, NULL);
-    ck_assert_msg(r != NULL && r->v->type == RESP_SIMPLE, "SET %s: %s", k,
-                  r != NULL && r->v->str ? r->v->str : "no reply");
-    h_free(r);
-}
 
-static void get_is(int fd, const char *k, const char *v)
-{
-    struct h_reply *r = h_cmdv(fd, "GET", k, NULL);
-    ck_assert_ptr_nonnull(r);
-    if (v == NULL)
-        ck_assert_msg(r->v->type == RESP_NULL, "GET %s: %.*s, not nil", k, (int)r->v->len,
-                      r->v->str);
-    else
-        ck_assert_msg(r->v->type == RESP_BULK && r->v->len == strlen(v) &&
-                      memcmp(r->v->str, v, r->v->len) == 0, "GET %s: %.*s, not %s", k,
-                      r->v->type == RESP_BULK ? (int)r->v->len : 14,
-                      r->v->type == RESP_BULK ? r->v->str : "(not a value)", v);
-    h_free(r);
-}
 
 START_TEST(keys_stay_with_the_owners_the_map_names_across_a_restart)
 {
@@ -73,7 +52,7 @@ START_TEST(keys_stay_with_the_owners_the_map_names_across_a_restart)
     for (int i = 0; i < 200; i++) {
         snprintf(k, sizeof(k), "r:%d", i);
         snprintf(v, sizeof(v), "v%d", i);
-        set_ok(fd, k, v);
+        mc_set_ok(fd, k, v);
     }
     close(fd);
     h_sleep_ms(1500); /* persisted */
@@ -84,7 +63,7 @@ START_TEST(keys_stay_with_the_owners_the_map_names_across_a_restart)
     for (int i = 0; i < 200; i++) {
         snprintf(k, sizeof(k), "r:%d", i);
         snprintf(v, sizeof(v), "v%d", i);
-        get_is(fd, k, v);
+        mc_get_is(fd, k, v);
     }
     close(fd);
 }
@@ -103,43 +82,7 @@ static int move_wait(const char *leaf, unsigned to, char *out, size_t len)
 
 START_TEST(a_split_changes_nothing_a_client_sees)
 {
-    char leaf[32], keys[40][32], out[4096], v[32];
-    uint32_t start;
-    int bits;
-    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
-    mc_keys_in(start, bits, "s", keys, 40);
-    int fd = h_connect(h1.port);
-    for (int i = 0; i < 40; i++) {
-        snprintf(v, sizeof(v), "a%d", i);
-        set_ok(fd, keys[i], v);
-    }
-    struct h_reply *r = h_cmdv(fd, "DBSIZE", NULL);
-    long long before = r->v->integer;
-    h_free(r);
-    int rc = mc_admin(&h1, out, sizeof(out), 20000, "leaf", "split", "hot", leaf, NULL, NULL);
-    ck_assert_msg(rc == 0, "leaf split: %s", out);
-    ck_assert_ptr_nonnull(strstr(out, "split hot"));
-    /* both halves are owner 1's, at a new epoch */
-    char half0[32], half1[32], state[16] = "";
-    snprintf(half0, sizeof(half0), "%d-%08x", bits + 1, start >> (31 - bits));
-    snprintf(half1, sizeof(half1), "%d-%08x", bits + 1, (start >> (31 - bits)) + 1);
-    ck_assert_uint_eq(mc_leaf_owner(&h1, half0, state), 1);
-    ck_assert_str_eq(state, "serving");
-    ck_assert_uint_eq(mc_leaf_owner(&h1, half1, state), 1);
-    for (int i = 0; i < 40; i++) {
-        snprintf(v, sizeof(v), "a%d", i);
-        get_is(fd, keys[i], v);
-        snprintf(v, sizeof(v), "b%d", i);
-        set_ok(fd, keys[i], v);
-        get_is(fd, keys[i], v);
-    }
-    r = h_cmdv(fd, "DBSIZE", NULL);
-    ck_assert_int_eq(r->v->integer, before);
-    h_free(r);
-    /* a split of a moving or missing leaf is refused */
-    rc = mc_admin(&h1, out, sizeof(out), 20000, "leaf", "split", "hot", leaf, NULL, NULL);
-    ck_assert_int_ne(rc, 0);
-    close(fd);
+    mc_split_unseen(&h1);
 }
 END_TEST
 
@@ -156,7 +99,7 @@ START_TEST(a_leaf_moves_between_two_owners_under_a_steady_writer)
     mc_keys_in(start, bits, "bulk", bulk, 64);
     for (int i = 0; i < 64; i++) {
         snprintf(v, sizeof(v), "b%d", i);
-        set_ok(fd, bulk[i], v);
+        mc_set_ok(fd, bulk[i], v);
     }
     static struct mc_load L;
     mc_load_start(&L, h1.port, keys, MC_KEYS, 200);
@@ -175,7 +118,7 @@ START_TEST(a_leaf_moves_between_two_owners_under_a_steady_writer)
     mc_check_acked(&L, h1.port);
     for (int i = 0; i < 64; i++) {
         snprintf(v, sizeof(v), "b%d", i);
-        get_is(fd, bulk[i], v);
+        mc_get_is(fd, bulk[i], v);
     }
     fprintf(stderr, "move one_host: %lld writes, %lld reads, max write %lld ms\n",
             (long long)atomic_load(&L.writes), (long long)atomic_load(&L.reads),
@@ -242,7 +185,7 @@ START_TEST(a_resident_persisted_row_travels_once)
     int fd = h_connect(h1.port);
     for (int i = 0; i < N; i++) {
         snprintf(v, sizeof(v), "v%d", i);
-        set_ok(fd, keys[i], v);
+        mc_set_ok(fd, keys[i], v);
     }
     int64_t end = h_now_ms() + 20000, dirty = -1;
     while (h_now_ms() < end && (dirty = h_info_int(h1.port, "persist_dirty_keys")) != 0)
@@ -259,7 +202,7 @@ START_TEST(a_resident_persisted_row_travels_once)
                   N);
     for (int i = 0; i < N; i++) {
         snprintf(v, sizeof(v), "v%d", i);
-        get_is(fd, keys[i], v);
+        mc_get_is(fd, keys[i], v);
     }
     close(fd);
 }
@@ -280,14 +223,14 @@ START_TEST(evicted_keys_travel_from_the_file)
     int fd = h_connect(h1.port);
     for (int i = 0; i < N; i++) {
         snprintf(v, sizeof(v), "%0250d", i);
-        set_ok(fd, keys[i], v);
+        mc_set_ok(fd, keys[i], v);
         if (i % 300 == 299)
             h_sleep_ms(100); /* persisted, hence evictable */
     }
     h_sleep_ms(300);
     for (int i = 0; i < 50; i++) { /* evictions happen on writes */
         snprintf(v, sizeof(v), "%0250d", i);
-        set_ok(fd, keys[i], v);
+        mc_set_ok(fd, keys[i], v);
     }
     int64_t end = h_now_ms() + 5000, ev = 0;
     while (h_now_ms() < end && (ev = h_info_int(h1.port, "owner_evictions")) <= 0)
@@ -304,7 +247,7 @@ START_TEST(evicted_keys_travel_from_the_file)
     ck_assert_uint_eq(mc_leaf_owner(&h1, leaf, out), 2);
     for (int i = 0; i < N; i++) {
         snprintf(v, sizeof(v), "%0250d", i);
-        get_is(fd, keys[i], v);
+        mc_get_is(fd, keys[i], v);
     }
     int64_t rows = -1;
     end = h_now_ms() + 5000; /* the edge polls STATS every second */
@@ -333,7 +276,7 @@ START_TEST(a_deleted_key_does_not_come_back_with_its_leaf)
     mc_keys_in(start, bits, "d", keys, 8);
     int fd = h_connect(h1.port);
     for (int i = 0; i < 8; i++)
-        set_ok(fd, keys[i], "old");
+        mc_set_ok(fd, keys[i], "old");
     h_sleep_ms(1500); /* the values are on disk at the source */
     for (int i = 0; i < 4; i++) {
         struct h_reply *r = h_cmdv(fd, "DEL", keys[i], NULL);
@@ -342,11 +285,11 @@ START_TEST(a_deleted_key_does_not_come_back_with_its_leaf)
     }
     ck_assert_int_eq(move_wait(leaf, 2, out, sizeof(out)), 0);
     for (int i = 0; i < 8; i++)
-        get_is(fd, keys[i], i < 4 ? NULL : "old");
+        mc_get_is(fd, keys[i], i < 4 ? NULL : "old");
     /* and back to owner 1, whose file still has the old rows */
     ck_assert_int_eq(move_wait(leaf, 1, out, sizeof(out)), 0);
     for (int i = 0; i < 8; i++)
-        get_is(fd, keys[i], i < 4 ? NULL : "old");
+        mc_get_is(fd, keys[i], i < 4 ? NULL : "old");
     close(fd);
 }
 END_TEST
@@ -418,7 +361,7 @@ START_TEST(a_retry_after_the_move_is_answered_from_the_travelled_record)
                   (long long)v, err);
     /* and it applied once */
     int fd = h_connect(h1.port);
-    get_is(fd, keys[0], "5");
+    mc_get_is(fd, keys[0], "5");
     close(fd);
     /* a new request applies */
     ck_assert_int_eq(incrby(&t, keys[0], (struct wire_rid){2, 2, 0}, err, sizeof(err)), 10);

@@ -45,24 +45,7 @@ static void down(void)
     memset(&h1, 0, sizeof(h1));
 }
 
-static void set_ok(int fd, const char *k, const char *v)
-{
-    struct h_reply *r = h_cmdv(fd, "SET", k, v, NULL);
-    ck_assert_msg(r != NULL && r->v->type == RESP_SIMPLE, "SET %s: %s", k,
-                  r != NULL && r->v->str ? r->v->str : "no reply");
-    h_free(r);
-}
 
-static void get_is(int fd, const char *k, const char *v)
-{
-    struct h_reply *r = h_cmdv(fd, "GET", k, NULL);
-    ck_assert_ptr_nonnull(r);
-    ck_assert_msg(r->v->type == RESP_BULK && r->v->len == strlen(v) &&
-                  memcmp(r->v->str, v, r->v->len) == 0, "GET %s: %.*s, not %s", k,
-                  r->v->type == RESP_BULK ? (int)r->v->len : 14,
-                  r->v->type == RESP_BULK ? r->v->str : "(not a value)", v);
-    h_free(r);
-}
 
 static int move_wait(const char *leaf, unsigned to, char *out, size_t len)
 {
@@ -93,38 +76,7 @@ END_TEST
 
 START_TEST(a_split_changes_nothing_a_client_sees)
 {
-    char leaf[32], keys[40][32], out[4096], v[32];
-    uint32_t start;
-    int bits;
-    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
-    mc_keys_in(start, bits, "s", keys, 40);
-    int fd = h_connect(h1.port);
-    for (int i = 0; i < 40; i++) {
-        snprintf(v, sizeof(v), "a%d", i);
-        set_ok(fd, keys[i], v);
-    }
-    struct h_reply *r = h_cmdv(fd, "DBSIZE", NULL);
-    long long before = r->v->integer;
-    h_free(r);
-    int rc = mc_admin(&h1, out, sizeof(out), 20000, "leaf", "split", "hot", leaf, NULL, NULL);
-    ck_assert_msg(rc == 0, "leaf split: %s", out);
-    char half0[32], half1[32], state[16] = "";
-    snprintf(half0, sizeof(half0), "%d-%08x", bits + 1, start >> (31 - bits));
-    snprintf(half1, sizeof(half1), "%d-%08x", bits + 1, (start >> (31 - bits)) + 1);
-    ck_assert_uint_eq(mc_leaf_owner(&h1, half0, state), 1);
-    ck_assert_str_eq(state, "serving");
-    ck_assert_uint_eq(mc_leaf_owner(&h1, half1, state), 1);
-    for (int i = 0; i < 40; i++) {
-        snprintf(v, sizeof(v), "a%d", i);
-        get_is(fd, keys[i], v);
-        snprintf(v, sizeof(v), "b%d", i);
-        set_ok(fd, keys[i], v);
-        get_is(fd, keys[i], v);
-    }
-    r = h_cmdv(fd, "DBSIZE", NULL);
-    ck_assert_int_eq(r->v->integer, before);
-    h_free(r);
-    close(fd);
+    mc_split_unseen(&h1);
 }
 END_TEST
 
@@ -140,7 +92,7 @@ START_TEST(a_leaf_moves_and_back_under_a_steady_writer_and_stays_moved_after_kil
     int fd = h_connect(h1.port);
     for (int i = 0; i < 64; i++) {
         snprintf(v, sizeof(v), "b%d", i);
-        set_ok(fd, bulk[i], v);
+        mc_set_ok(fd, bulk[i], v);
     }
     close(fd);
     static struct mc_load L;
@@ -169,7 +121,7 @@ START_TEST(a_leaf_moves_and_back_under_a_steady_writer_and_stays_moved_after_kil
     rc = move_wait(leaf, 2, out, sizeof(out));
     ck_assert_msg(rc == 0, "leaf move: %s", out);
     fd = h_connect(h1.port);
-    set_ok(fd, keys[0], "after-move");
+    mc_set_ok(fd, keys[0], "after-move");
     close(fd);
     pid_t kids[64];
     int nk = h_children(&h1, kids, 64);
@@ -186,10 +138,10 @@ START_TEST(a_leaf_moves_and_back_under_a_steady_writer_and_stays_moved_after_kil
     ck_assert_uint_eq(mc_leaf_owner(&h1, leaf, state), 2);
     ck_assert_str_eq(state, "serving");
     fd = h_connect(h1.port);
-    get_is(fd, keys[0], "after-move");
+    mc_get_is(fd, keys[0], "after-move");
     for (int i = 0; i < 64; i++) {
         snprintf(v, sizeof(v), "b%d", i);
-        get_is(fd, bulk[i], v);
+        mc_get_is(fd, bulk[i], v);
     }
     close(fd);
     for (int k = 1; k < L.nkeys; k++) {
@@ -197,7 +149,7 @@ START_TEST(a_leaf_moves_and_back_under_a_steady_writer_and_stays_moved_after_kil
             continue;
         fd = h_connect(h1.port);
         snprintf(v, sizeof(v), "%lld", L.acked[k]);
-        get_is(fd, L.keys[k], v);
+        mc_get_is(fd, L.keys[k], v);
         close(fd);
     }
 }
@@ -235,7 +187,7 @@ START_TEST(keys_stored_with_the_fixed_map_read_back_after_switching_to_leaf_move
         int cold = i >= SW_KEYS;
         snprintf(keys[i], sizeof(keys[i]), "%s%d", cold ? "c:" : "h:", i);
         per[cold][fixed_owner(keys[i])]++;
-        set_ok(fd, keys[i], keys[i] + 2);
+        mc_set_ok(fd, keys[i], keys[i] + 2);
     }
     close(fd);
     for (int p = 0; p < 2; p++)

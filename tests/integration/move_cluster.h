@@ -91,6 +91,32 @@ static inline void mc_start(struct daemon *d, const char *env)
     ck_assert_msg(h_ping(d->port), "hotkvd did not answer PING within %d ms", MC_UP_MS);
 }
 
+
+/* SET k v over fd: +OK or the test fails. */
+static inline void mc_set_ok(int fd, const char *k, const char *v)
+{
+    struct h_reply *r = h_cmdv(fd, "SET", k, v, NULL);
+    ck_assert_msg(r != NULL && r->v->type == RESP_SIMPLE, "SET %s: %s", k,
+                  r != NULL && r->v->str ? r->v->str : "no reply");
+    h_free(r);
+}
+
+/* GET k over fd is v (NULL: nil), or the test fails. */
+static inline void mc_get_is(int fd, const char *k, const char *v)
+{
+    struct h_reply *r = h_cmdv(fd, "GET", k, NULL);
+    ck_assert_ptr_nonnull(r);
+    if (v == NULL)
+        ck_assert_msg(r->v->type == RESP_NULL, "GET %s: %.*s, not nil", k, (int)r->v->len,
+                      r->v->str);
+    else
+        ck_assert_msg(r->v->type == RESP_BULK && r->v->len == strlen(v) &&
+                      memcmp(r->v->str, v, r->v->len) == 0, "GET %s: %.*s, not %s", k,
+                      r->v->type == RESP_BULK ? (int)r->v->len : 14,
+                      r->v->type == RESP_BULK ? r->v->str : "(not a value)", v);
+    h_free(r);
+}
+
 /* hotkvd-admin CONF args...: its exit code, its output in out. */
 static inline int mc_admin(const struct daemon *d, char *out, size_t len, int ms, const char *a,
                            const char *b, const char *c, const char *e, const char *f,
@@ -313,6 +339,51 @@ static inline void mc_print_leaves(const struct daemon *d, const char *what)
             (long long)h_info_int(d->port, "leaf_copy_rows"),
             (long long)h_info_int(d->port, "leaf_copy_bytes"),
             (long long)h_info_int(d->port, "leaf_copy_ms_last"));
+}
+
+/* The split scenario both map stores share (check_move: etcd; check_move_local:
+ * the local store): 40 keys of owner 1's first leaf, a split by the admin
+ * tool, both halves owner 1's and serving, every key read back and written
+ * again, DBSIZE unchanged, and a second split of the gone leaf refused. */
+static inline void mc_split_unseen(const struct daemon *d)
+{
+    char leaf[32], keys[40][32], out[4096], v[32];
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(d, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "s", keys, 40);
+    int fd = h_connect(d->port);
+    for (int i = 0; i < 40; i++) {
+        snprintf(v, sizeof(v), "a%d", i);
+        mc_set_ok(fd, keys[i], v);
+    }
+    struct h_reply *r = h_cmdv(fd, "DBSIZE", NULL);
+    long long before = r->v->integer;
+    h_free(r);
+    int rc = mc_admin(d, out, sizeof(out), 20000, "leaf", "split", "hot", leaf, NULL, NULL);
+    ck_assert_msg(rc == 0, "leaf split: %s", out);
+    ck_assert_ptr_nonnull(strstr(out, "split hot"));
+    /* both halves are owner 1's, at a new epoch */
+    char half0[32], half1[32], state[16] = "";
+    snprintf(half0, sizeof(half0), "%d-%08x", bits + 1, start >> (31 - bits));
+    snprintf(half1, sizeof(half1), "%d-%08x", bits + 1, (start >> (31 - bits)) + 1);
+    ck_assert_uint_eq(mc_leaf_owner(d, half0, state), 1);
+    ck_assert_str_eq(state, "serving");
+    ck_assert_uint_eq(mc_leaf_owner(d, half1, state), 1);
+    for (int i = 0; i < 40; i++) {
+        snprintf(v, sizeof(v), "a%d", i);
+        mc_get_is(fd, keys[i], v);
+        snprintf(v, sizeof(v), "b%d", i);
+        mc_set_ok(fd, keys[i], v);
+        mc_get_is(fd, keys[i], v);
+    }
+    r = h_cmdv(fd, "DBSIZE", NULL);
+    ck_assert_int_eq(r->v->integer, before);
+    h_free(r);
+    /* a split of a moving or missing leaf is refused */
+    rc = mc_admin(d, out, sizeof(out), 20000, "leaf", "split", "hot", leaf, NULL, NULL);
+    ck_assert_int_ne(rc, 0);
+    close(fd);
 }
 
 #endif
