@@ -344,15 +344,32 @@ static int poisoned(struct etcd_local *l, struct lans *a)
     return 1;
 }
 
+/* The start every lease call shares: its argument checked (ok: positive),
+ * its answer made, and answered at once with EIO while the store is failed.
+ * Returns the answer to fill and queue, or NULL with *rc what the call
+ * returns (HKV_EINVAL, HKV_ENOMEM, or HKV_OK when already answered). */
+static struct lans *lease_call(struct etcd_local *l, int64_t arg_ok, etcd_cb cb, void *arg,
+                               int *rc)
+{
+    *rc = HKV_OK;
+    if (arg_ok <= 0 || cb == NULL) {
+        *rc = HKV_EINVAL;
+        return NULL;
+    }
+    struct lans *a = lans_new(cb, arg);
+    if (a == NULL) {
+        *rc = HKV_ENOMEM;
+        return NULL;
+    }
+    return poisoned(l, a) ? NULL : a;
+}
+
 int etcd_local_lease_grant(struct etcd_local *l, int64_t ttl_s, etcd_cb cb, void *arg)
 {
-    if (ttl_s <= 0 || cb == NULL)
-        return HKV_EINVAL;
-    struct lans *a = lans_new(cb, arg);
+    int rc;
+    struct lans *a = lease_call(l, ttl_s, cb, arg, &rc);
     if (a == NULL)
-        return HKV_ENOMEM;
-    if (poisoned(l, a))
-        return HKV_OK;
+        return rc;
     if (l->nleases == l->capleases) {
         size_t cap = l->capleases ? l->capleases * 2 : 8;
         struct lease *v = realloc(l->leases, cap * sizeof(*v));
@@ -373,13 +390,10 @@ int etcd_local_lease_grant(struct etcd_local *l, int64_t ttl_s, etcd_cb cb, void
 
 int etcd_local_lease_keepalive(struct etcd_local *l, int64_t id, etcd_cb cb, void *arg)
 {
-    if (id <= 0 || cb == NULL)
-        return HKV_EINVAL;
-    struct lans *a = lans_new(cb, arg);
+    int rc;
+    struct lans *a = lease_call(l, id, cb, arg, &rc);
     if (a == NULL)
-        return HKV_ENOMEM;
-    if (poisoned(l, a))
-        return HKV_OK;
+        return rc;
     const struct lease *le = lease_find(l, id);
     a->r.lease_id = id;
     a->r.ttl_s = le != NULL ? le->ttl : 0; /* 0: gone, as etcd says it */
@@ -422,13 +436,10 @@ int lstore_drop_leased(struct etcd_local *l, int64_t id)
 
 int etcd_local_lease_revoke(struct etcd_local *l, int64_t id, etcd_cb cb, void *arg)
 {
-    if (id <= 0 || cb == NULL)
-        return HKV_EINVAL;
-    struct lans *a = lans_new(cb, arg);
+    int rc;
+    struct lans *a = lease_call(l, id, cb, arg, &rc);
     if (a == NULL)
-        return HKV_ENOMEM;
-    if (poisoned(l, a))
-        return HKV_OK;
+        return rc;
     size_t i = 0;
     while (i < l->nleases && l->leases[i].id != id)
         i++;
