@@ -124,10 +124,16 @@
  *         their results;
  *   prev  0 on a first attempt; on a retry, the incarnation of the owner the
  *         previous attempt may have reached (WIRE_PREV_UNKNOWN if the edge
- *         cannot tell).  An owner that has no result for the rid and is not
- *         that incarnation answers "outcome unknown" instead of applying it:
- *         the previous attempt may have been applied by a process that is
- *         gone, with its memory of the result.
+ *         cannot tell; WIRE_PREV_SAME when the previous attempt went on
+ *         this very connection, so it reached, or will reach first, the
+ *         process that reads this one).  An owner that has no result for
+ *         the rid and is not that incarnation answers "outcome unknown"
+ *         instead of applying it: the previous attempt may have been
+ *         applied by a process that is gone, with its memory of the result.
+ *         A request that met MOVED is a first attempt at its next owner:
+ *         the owner that said MOVED holds no record of it and has forgotten
+ *         none, and whatever records it had went with the leaf
+ *         (server/owner/owner_rifl.h has the whole rule).
  *
  * Expiry.  Requests carry a struct wire_expiry: a kind (none, relative ms for
  * EX/PX, absolute unix ms for EXAT/PXAT, keep for KEEPTTL) and an int64; the
@@ -247,6 +253,7 @@ struct wire_rid {
     uint64_t seq, ack, prev;
 };
 #define WIRE_PREV_UNKNOWN UINT64_MAX
+#define WIRE_PREV_SAME (UINT64_MAX - 1)
 
 /* A byte string: into the frame when decoded, the caller's when encoding. */
 struct wire_slice {

@@ -25,7 +25,9 @@
  *   HANDOFF_RECORD     seq u64, writer u32, inc u64, rseq u64, rtype u8, applied
  *                      bool, value i64, version u64, old bytes|nil, resp
  *                      bytes|nil, changes [key, version, key, version ...]
- *                      (one completion record, server/owner/owner_rifl.h)
+ *                      (one completion record, server/owner/owner_rifl.h;
+ *                      rtype HAND_RECORD_LOST: no record, the writer
+ *                      incarnation's lost mark, in rseq)
  *   HANDOFF_FENCE      e1, last seq u64
  *   HANDOFF_FENCE_ACK  e1, last seq                              (T -> S)
  *   HANDOFF_FENCE_NACK e1, text                                  (T -> S)
@@ -126,6 +128,9 @@ struct hand_row {
 };
 
 /* One leaf's work in a LEAF_LOAD (units: see server/owner/owner_work.h). */
+/* A HANDOFF_RECORD's rtype that carries a lost mark, not a record (no
+ * WIRE_* reply kind has this value). */
+#define HAND_RECORD_LOST 255
 #define HAND_LOAD_MAX 64
 #define HAND_KEY_MAX 128           /* a top key longer than this is cut (and said so) */
 struct hand_load {

@@ -132,6 +132,7 @@ struct edge {
 
     /* ops (edge_op.c, edge_op_send.c) */
     uint64_t next_seq;            /* the last write request number given */
+    struct oreq *wq_head, *wq_tail; /* unfinished write requests, in seq order (edge_op_send.c) */
     struct op *free_ops;
     struct op *rs_head, *rs_tail; /* CONFIG RESETSTATs waiting for the master, oldest first
                                    * (edge_config.c) */

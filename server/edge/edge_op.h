@@ -55,7 +55,7 @@ struct oreq {
     /* writes: the request id (proto/wire.h "Versions and request ids") */
     uint64_t seq;                 /* 0 until op_start numbers it */
     uint64_t conn;                /* connection of the link the last attempt used */
-    struct oreq *wprev, *wnext;   /* in owner->wq while unfinished */
+    struct oreq *wprev, *wnext;   /* in the edge's wq while unfinished */
 };
 
 #define OP_F_WRITE 0x1            /* numbered, retried until write-deadline; a stop waits for it */

@@ -15,9 +15,9 @@
  * may go to a restarted owner carries the incarnation the previous attempt
  * reached (rid.prev), and the owner answers "outcome unknown" rather than
  * apply it a second time.  Every request also says which of this edge's
- * requests are finished (ack: the lowest unfinished seq sent to that owner,
- * from a per-owner list of unfinished write requests in seq order), so
- * owners forget those results.  One op timer serves the backoff and the
+ * requests are finished (ack: the lowest unfinished seq of this whole edge,
+ * from one list of unfinished write requests in seq order: a request may
+ * move to any owner), so owners forget those results.  One op timer serves the backoff and the
  * overall deadline.  A failed write pings the owner (STATS) and logs one
  * line with what it said, or that it was mute (edge_diag.c).
  *
@@ -67,52 +67,54 @@ static int encode(struct hkv_buf *b, uint64_t id, struct oreq *r, struct wire_ri
 static void oreq_cb(void *arg, int status, const struct wire_msg *m);
 static void oreq_done(struct oreq *r);
 
-/* ---- unfinished write requests per owner, in seq order (for ack) --------------- */
+/* ---- unfinished write requests, in seq order (for ack) ------------------------- */
 
-/* Inserts r in o's list, keeping it sorted by seq: the head is the oldest
- * unfinished request, what ack is made of.  Requests are numbered in the
- * order they are linked, so this walks only for a request that MOVED. */
-static void wq_link(struct owner_ref *o, struct oreq *r)
+/* Every unfinished write request of this edge, whichever owner it is at,
+ * in one list in seq order: the head is what ack is made of.  One list for
+ * the whole process, not one per owner: a request in flight may be sent on
+ * to ANY owner by a MOVED, and an owner must never have been told a seq is
+ * finished before the request reaches it (it would keep no record of it,
+ * and every resend would apply it again: server/owner/owner_rifl.h).
+ * Requests are numbered as they are linked, so linking is at the tail. */
+static void wq_link(struct edge *e, struct oreq *r)
 {
-    struct oreq *after = o->wq_tail;
-    while (after != NULL && after->seq > r->seq)
-        after = after->wprev;
-    r->wprev = after;
-    r->wnext = after != NULL ? after->wnext : o->wq_head;
-    if (r->wnext != NULL)
-        r->wnext->wprev = r;
+    r->wprev = e->wq_tail;
+    r->wnext = NULL;
+    if (e->wq_tail != NULL)
+        e->wq_tail->wnext = r;
     else
-        o->wq_tail = r;
-    if (after != NULL)
-        after->wnext = r;
-    else
-        o->wq_head = r;
+        e->wq_head = r;
+    e->wq_tail = r;
+    r->owner->wq_n++;
 }
 
-static void wq_unlink(struct owner_ref *o, struct oreq *r)
+static void wq_unlink(struct edge *e, struct oreq *r)
 {
     if (r->wprev != NULL)
         r->wprev->wnext = r->wnext;
     else
-        o->wq_head = r->wnext;
+        e->wq_head = r->wnext;
     if (r->wnext != NULL)
         r->wnext->wprev = r->wprev;
     else
-        o->wq_tail = r->wprev;
+        e->wq_tail = r->wprev;
     r->wprev = r->wnext = NULL;
+    r->owner->wq_n--;
 }
 
 /* The request id of a write attempt about to go out on link l: every
- * request of this edge to this owner below ack is finished (an owner that
- * is down holds back only its own records). */
+ * request of this edge below ack is finished, at every owner. */
 static struct wire_rid next_rid(struct edge *e, struct oreq *r, struct elink *l)
 {
-    struct owner_ref *o = r->owner;
-    struct wire_rid rid = {r->seq, o->wq_head != NULL ? o->wq_head->seq : e->next_seq + 1, 0};
+    struct wire_rid rid = {r->seq, e->wq_head != NULL ? e->wq_head->seq : e->next_seq + 1, 0};
+    uint64_t conn = elink_next_conn(l);
+    /* A resend on the connection the last attempt took meets the process
+     * that read that attempt, after it: whether or not its HELLO was
+     * answered yet, no other process can have applied it. */
     if (r->tried)
-        rid.prev = elink_owner_of(l, r->conn);
+        rid.prev = r->conn == conn && r->link == l ? WIRE_PREV_SAME : elink_owner_of(l, r->conn);
     r->tried = 1;
-    r->conn = elink_next_conn(l);
+    r->conn = conn;
     return rid;
 }
 
@@ -205,7 +207,7 @@ void op_start(struct op *op)
         r->tried = 0;
         if (r->role == WIRE_ROLE_WRITE && wire_is_write(r->type)) {
             r->seq = ++e->next_seq;
-            wq_link(r->owner, r);
+            wq_link(e, r);
         }
     }
     op->pending = (int)op->nreqs;
@@ -230,7 +232,7 @@ static void oreq_done(struct oreq *r)
     struct op *op = r->op;
     r->state = OREQ_DONE;
     if (r->seq != 0) {
-        wq_unlink(r->owner, r);
+        wq_unlink(op->e, r);
         r->seq = 0;
     }
     if (--op->pending > 0)
@@ -371,11 +373,17 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
                 struct owner_ref *o = edge_owner_of(e, k->p, k->len, &rt);
                 if (o != NULL) {
                     if (r->seq != 0) {
-                        wq_unlink(r->owner, r);
-                        wq_link(o, r);
+                        r->owner->wq_n--;
+                        o->wq_n++;
                     }
                     r->owner = o;
-                    r->tried = 0; /* MOVED: not applied; a new owner, a first attempt */
+                    /* MOVED came only after the old owner's gate: it holds no
+                     * record of this request and has forgotten none, and any
+                     * record it had went with the leaf, with its lost marks
+                     * (server/owner/owner_rifl.h).  So the new owner can tell
+                     * a first attempt from a copy of one it holds: no history
+                     * is lost by sending it as a first attempt. */
+                    r->tried = 0;
                     oreq_send(r, clock_mono_ms());
                     return;
                 }

@@ -395,7 +395,7 @@ void owners_poll_writes(struct edge *e)
 {
     for (int g = 0; e->owners != NULL && g < e->nowners; g++) {
         struct owner_ref *o = &e->owners[g];
-        if (o->wq_head != NULL && o->link[WIRE_ROLE_WRITE] != NULL)
+        if (o->wq_n > 0 && o->link[WIRE_ROLE_WRITE] != NULL)
             elink_poll(o->link[WIRE_ROLE_WRITE]);
     }
 }

@@ -51,7 +51,7 @@ struct owner_ref {
     int64_t stats_at_ms;          /* 0 = never answered */
     int stats_inflight;
     int stats_drop;               /* drop the answer in flight (asked before a RESETSTAT) */
-    struct oreq *wq_head, *wq_tail; /* unfinished write requests to it, in seq order (edge_op_send.c) */
+    unsigned wq_n;                /* unfinished write requests to it (edge_op_send.c) */
     int refused;                  /* cluster: its links could not be made (logged once) */
 };
 

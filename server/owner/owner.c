@@ -76,7 +76,7 @@ static void link_gone(struct owner *o, struct olink *l)
 static uint64_t new_incarnation(void)
 {
     uint64_t v = 0;
-    while (v == 0 || v == WIRE_PREV_UNKNOWN) {
+    while (v == 0 || v == WIRE_PREV_UNKNOWN || v == WIRE_PREV_SAME) {
         if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v)) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);

@@ -247,10 +247,13 @@ static void run_job(struct owner *o, struct olink *l, struct job *j, const char 
                     size_t plen)
 {
     struct gate g = {o, l, j, payload, plen};
+    /* a retry first: its record answers it wherever its keys are now (owner_rifl.h) */
+    if (j->write && !owner_write_gate(o, l, j->id, j->rid))
+        return;
     if (each_key(j, foreign, &g))
         return;
     if (j->write) {
-        if (!owner_write_gate(o, l, j->id, j->rid) || owner_backlog_refused(o, l, j->id))
+        if (owner_backlog_refused(o, l, j->id))
             return;
     } else {
         rifl_ack(o->rifl, l->edge_id, l->edge_inc, j->rid.ack);

@@ -335,6 +335,13 @@ static void send_record(void *arg, uint32_t writer, uint64_t inc, uint64_t seq,
                         const struct rifl_result *r)
 {
     struct ocopy *c = arg;
+    if (r == NULL) { /* the writer's lost mark (owner_rifl.h R2) */
+        struct hand_msg m = {.type = HANDOFF_RECORD, .id = 1,
+                             .u.record = {.seq = ++c->seq, .writer = writer, .inc = inc,
+                                          .rseq = seq, .rtype = HAND_RECORD_LOST}};
+        owner_hlink_send(c->h, &m);
+        return;
+    }
     struct hand_msg m = {.type = HANDOFF_RECORD, .id = 1,
                          .u.record = {++c->seq, writer, inc, seq, r->type, r->applied,
                                       r->has_old, r->type == WIRE_RESP, r->value, r->version,

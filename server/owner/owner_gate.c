@@ -2,9 +2,10 @@
  * owner_gate.c - the gates every request passes before it touches the
  * ledger, and the way every write is finished, shared by the wire-kind
  * executor (owner_ops.c) and the Redis command executor (owner_call.c) so
- * both keep one set of rules: is the key ours (else MOVED), is this write a
- * retry (answer it from its completion record, or "outcome unknown" when
- * its first attempt may have reached an earlier run), is there room in the
+ * both keep one set of rules: is this write a retry (answer it from its
+ * completion record, or "outcome unknown" when a record of it may have been
+ * forgotten: owner_rifl.h's rule), then is the key ours (else MOVED: the
+ * order matters, a MOVED must mean "no record here, none forgotten"), is there room in the
  * persist backlog, does the key hold a durable write not yet committed; and
  * at the end, record the result and send it or hold it for its commit.
  *
@@ -109,12 +110,23 @@ int owner_write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_
         owner_answer(o, l, id, r);
         return 0;
     }
-    if (rid.prev != 0 && rid.prev != o->incarnation) {
+    if (rid.prev != 0 && rid.prev != o->incarnation && rid.prev != WIRE_PREV_SAME) { /* R3 */
         o->st.owner_unknown_outcomes++;
         wire_put_error(&l->out, id, HKV_EIO,
-                       wire_cstr("UNAVAILABLE outcome unknown: the owner restarted while the "
-                                 "write was in flight, and its first attempt may have been "
-                                 "applied"));
+                       wire_cstr(rid.prev == WIRE_PREV_UNKNOWN
+                                     ? "UNAVAILABLE outcome unknown: an earlier attempt of the "
+                                       "write went to an owner process that never answered, "
+                                       "and it may have been applied"
+                                     : "UNAVAILABLE outcome unknown: the owner restarted while "
+                                       "the write was in flight, and its first attempt may "
+                                       "have been applied"));
+        return 0;
+    }
+    if (rifl_unknown(o->rifl, l->edge_id, l->edge_inc, rid.seq)) { /* R1, R2 */
+        o->st.owner_unknown_outcomes++;
+        wire_put_error(&l->out, id, HKV_EIO,
+                       wire_cstr("UNAVAILABLE outcome unknown: the owner no longer holds the "
+                                 "write's completion record, and it may have been applied"));
         return 0;
     }
     return 1;
@@ -127,12 +139,14 @@ void owner_finish(struct owner *o, struct olink *l, uint64_t id, struct wire_rid
     if (ndkeys > 0) {
         r->ticket = owner_ticket_new(o, dkeys, ndkeys, dversion);
         if (r->ticket == 0) {
+            rifl_lost(o->rifl, l->edge_id, l->edge_inc, rid.seq); /* applied, unrecorded */
             wire_put_error(&l->out, id, HKV_ENOMEM,
                            wire_cstr("OOM owner out of memory (outcome unknown)"));
             return;
         }
     }
-    /* Not recorded (ENOMEM): a retry would apply again; nothing better to do. */
+    /* Not recorded (ENOMEM): rifl_put raised the lost mark, a retry is
+     * answered "outcome unknown". */
     rifl_put(o->rifl, l->edge_id, l->edge_inc, rid.seq, r);
     owner_answer(o, l, id, r);
 }
@@ -144,6 +158,7 @@ void owner_finish_flush(struct owner *o, struct olink *l, uint64_t id, struct wi
         owner_move_flushed(o); /* the leaves moving out or in lost their rows here */
     r->ticket = owner_ticket_flush(o, floor);
     if (r->ticket == 0) {
+        rifl_lost(o->rifl, l->edge_id, l->edge_inc, rid.seq);
         wire_put_error(&l->out, id, HKV_ENOMEM,
                        wire_cstr("OOM owner out of memory (outcome unknown)"));
         return;

@@ -473,8 +473,10 @@ int owner_ours_place(struct owner *o, struct olink *l, uint64_t id, uint64_t pla
 /* The leaf that holds placement hash `place` as this owner sees it: in a
  * cluster its own leaf if it serves one there, else the router's. */
 void owner_leaf_of(struct owner *o, uint64_t place, uint32_t *prefix, uint8_t *bits);
-/* Runs before every write: 1 = apply it; 0 = answered (a retry, from its
- * completion record; or "outcome unknown" when rid.prev names another run). */
+/* Runs before every write, before its keys' ownership is looked at: 1 =
+ * apply it (if the keys are ours); 0 = answered (a retry, from its
+ * completion record; or "outcome unknown" when the request cannot be proved
+ * new: owner_rifl.h's rule). */
 int owner_write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid);
 /* Sends a recorded result: at once, or once its commit ticket is done. */
 void owner_answer(struct owner *o, struct olink *l, uint64_t id, const struct rifl_result *r);

@@ -2,8 +2,8 @@
  * owner_move_hook.c - a test's way to stop an owner at a named step of a
  * move (the fault tests kill -9 the source or the target at each step, and
  * stall them, or cut their hand-off link): HOTKVD_MOVE_HOOK=
- * <pool>/<index>:<step>:kill, ...:pause=<ms> or ...:cut, read once at
- * start.  Steps: intent, recorded, ready,
+ * <pool>/<index>:<step>:kill, ...:pause=<ms> or ...:cut, several
+ * separated by commas, read once at start.  Steps: intent, recorded, ready,
  * copied, fenced, acked, commit, committed (the source's, owner_move.c);
  * t_ready, t_fence, t_acked (the target's, owner_recv.c).  A hook fires once per
  * data directory (a marker file, so the restarted owner goes on); without
@@ -18,31 +18,48 @@
 #include "server/core/log.h"
 #include "server/owner/owner_move_int.h"
 
-static char hook_step[32];
-static int hook_kill, hook_cut;
-static int hook_pause_ms;
+/* Up to HOOK_MAX hooks for this owner, comma-separated in the variable (a
+ * test that needs the source paused at one step and the target at another). */
+#define HOOK_MAX 4
+static struct hook {
+    char step[32];
+    int kill, cut, pause_ms;
+} hooks[HOOK_MAX];
 
 void owner_move_hook_setup(struct owner *o)
 {
     const char *v = getenv("HOTKVD_MOVE_HOOK");
-    char who[32], step[32], act[32];
-    hook_step[0] = '\0';
-    if (v == NULL || sscanf(v, "%31[^:]:%31[^:]:%31s", who, step, act) != 3)
+    memset(hooks, 0, sizeof(hooks));
+    if (v == NULL)
         return;
     char me[32];
     snprintf(me, sizeof(me), "%s/%d", topo_pool_name(o->pool), o->index);
-    if (strcmp(who, me) != 0)
-        return;
-    hook_kill = strcmp(act, "kill") == 0;
-    hook_cut = strcmp(act, "cut") == 0;
-    if (!hook_kill && !hook_cut && sscanf(act, "pause=%d", &hook_pause_ms) != 1)
-        return;
-    snprintf(hook_step, sizeof(hook_step), "%s", step);
+    int n = 0;
+    for (const char *p = v; *p != '\0' && n < HOOK_MAX;) {
+        char who[32], step[32], act[32];
+        size_t len = strcspn(p, ",");
+        char one[128];
+        snprintf(one, sizeof(one), "%.*s", (int)(len < sizeof(one) ? len : sizeof(one) - 1), p);
+        p += len + (p[len] == ',');
+        if (sscanf(one, "%31[^:]:%31[^:]:%31s", who, step, act) != 3 || strcmp(who, me) != 0)
+            continue;
+        struct hook *h = &hooks[n];
+        h->kill = strcmp(act, "kill") == 0;
+        h->cut = strcmp(act, "cut") == 0;
+        if (!h->kill && !h->cut && sscanf(act, "pause=%d", &h->pause_ms) != 1)
+            continue;
+        snprintf(h->step, sizeof(h->step), "%s", step);
+        n++;
+    }
 }
 
 int owner_move_hook(struct owner *o, const char *step)
 {
-    if (hook_step[0] == '\0' || strcmp(step, hook_step) != 0)
+    struct hook *h = NULL;
+    for (int i = 0; i < HOOK_MAX && h == NULL; i++)
+        if (hooks[i].step[0] != '\0' && strcmp(step, hooks[i].step) == 0)
+            h = &hooks[i];
+    if (h == NULL)
         return 0;
     char path[TOPO_PATH_MAX];
     snprintf(path, sizeof(path), "%s/move-hook-%s-%d-%s.fired", o->ctx->cfg->dir,
@@ -52,13 +69,13 @@ int owner_move_hook(struct owner *o, const char *step)
     FILE *f = fopen(path, "w");
     if (f != NULL)
         fclose(f);
-    hook_step[0] = '\0';
+    h->step[0] = '\0';
     log_warning("HOTKVD_MOVE_HOOK: %s at step %s",
-                hook_kill ? "killed" : hook_cut ? "link cut" : "paused", step);
-    if (hook_kill)
+                h->kill ? "killed" : h->cut ? "link cut" : "paused", step);
+    if (h->kill)
         raise(SIGKILL);
-    if (hook_cut)
+    if (h->cut)
         return 1;
-    usleep((useconds_t)hook_pause_ms * 1000);
+    usleep((useconds_t)h->pause_ms * 1000);
     return 0;
 }

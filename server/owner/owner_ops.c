@@ -161,7 +161,7 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
     struct wire_slice key = m->u.set.key;
     /* Placed once: the ownership check and the push queue's index both take it. */
     uint64_t place = router_place(key.p, key.len);
-    if (!owner_ours_place(o, l, m->id, place) || !owner_write_gate(o, l, m->id, m->u.set.rid) ||
+    if (!owner_write_gate(o, l, m->id, m->u.set.rid) || !owner_ours_place(o, l, m->id, place) ||
         owner_backlog_refused(o, l, m->id))
         return;
     if (owner_durable_pending(o, key)) {
@@ -202,10 +202,12 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
                    size_t plen)
 {
     uint32_t n = m->u.del.nkeys;
+    if (!owner_write_gate(o, l, m->id, m->u.del.rid))
+        return;
     for (uint32_t i = 0; i < n; i++)
         if (!owner_ours(o, l, m->id, m->u.del.keys[i]))
             return;
-    if (!owner_write_gate(o, l, m->id, m->u.del.rid) || owner_backlog_refused(o, l, m->id))
+    if (owner_backlog_refused(o, l, m->id))
         return;
     struct ledger_clock now = owner_clock();
     /* Residency first, so a parked request replays whole, never half-applied. */
@@ -267,7 +269,7 @@ static void op_getdel(struct owner *o, struct olink *l, const struct wire_msg *m
                       const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.getdel.key;
-    if (!owner_ours(o, l, m->id, key) || !owner_write_gate(o, l, m->id, m->u.getdel.rid) ||
+    if (!owner_write_gate(o, l, m->id, m->u.getdel.rid) || !owner_ours(o, l, m->id, key) ||
         owner_backlog_refused(o, l, m->id))
         return;
     if (owner_durable_pending(o, key)) {
@@ -293,7 +295,7 @@ static void op_incrby(struct owner *o, struct olink *l, const struct wire_msg *m
                       const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.incrby.key;
-    if (!owner_ours(o, l, m->id, key) || !owner_write_gate(o, l, m->id, m->u.incrby.rid) ||
+    if (!owner_write_gate(o, l, m->id, m->u.incrby.rid) || !owner_ours(o, l, m->id, key) ||
         owner_backlog_refused(o, l, m->id))
         return;
     if (owner_durable_pending(o, key)) {
@@ -324,7 +326,7 @@ static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m
                       const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.expire.key;
-    if (!owner_ours(o, l, m->id, key) || !owner_write_gate(o, l, m->id, m->u.expire.rid) ||
+    if (!owner_write_gate(o, l, m->id, m->u.expire.rid) || !owner_ours(o, l, m->id, key) ||
         owner_backlog_refused(o, l, m->id))
         return;
     if (owner_durable_pending(o, key)) {
@@ -384,7 +386,7 @@ static void op_persist(struct owner *o, struct olink *l, const struct wire_msg *
                        const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.persist.key;
-    if (!owner_ours(o, l, m->id, key) || !owner_write_gate(o, l, m->id, m->u.persist.rid) ||
+    if (!owner_write_gate(o, l, m->id, m->u.persist.rid) || !owner_ours(o, l, m->id, key) ||
         owner_backlog_refused(o, l, m->id))
         return;
     if (owner_durable_pending(o, key)) {

@@ -279,8 +279,9 @@ static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct han
             .oldlen = m->u.record.old.len, .resp = m->u.record.resp.p,
             .resplen = m->u.record.resp.len, .changes = m->u.record.changes,
             .nchanges = m->u.record.nchanges};
-        if (rifl_merge(o->rifl, m->u.record.writer, m->u.record.inc, m->u.record.rseq, &res,
-                       live_inc(o, m->u.record.writer)) == HKV_OK)
+        int lost = m->u.record.rtype == HAND_RECORD_LOST;
+        if (rifl_merge(o->rifl, m->u.record.writer, m->u.record.inc, m->u.record.rseq,
+                       lost ? NULL : &res, live_inc(o, m->u.record.writer)) == HKV_OK && !lost)
             o->recv->st.records++;
         break;
     }

@@ -8,14 +8,51 @@
  * owner has applied one (or decided it does not apply: NX met, XX not met,
  * not an integer ...) it records the reply under (writer, incarnation, seq);
  * a retry of that request finds the record and gets the same reply, never a
- * second application.  A record is forgotten
+ * second application.
+ *
+ * The rule: an owner applies a write request only when it can prove the
+ * request new, and it can when it holds no record of it AND it cannot have
+ * forgotten one:
+ *   R1 the request is at or above the writer's ack (below it, the writer
+ *      said the request is finished: a copy arriving now is answered
+ *      "outcome unknown", never applied);
+ *   R2 it is above the writer's lost mark: the highest seq whose record
+ *      went while it could still be retried (the per-writer bound, an
+ *      allocation failure, or the same mark of an owner whose leaf came
+ *      here);
+ *   R3 it is a first attempt (prev 0), or its previous attempt reached this
+ *      very process (prev = this incarnation): a record held by an owner
+ *      process that is gone is gone with it;
+ * and these run BEFORE the key's ownership is looked at: a retry finds its
+ * record even when the key's leaf has left, and a MOVED answer therefore
+ * says "this process holds no record of the request and has forgotten
+ * none", which is what lets the edge send it on as a first attempt.
+ * Why that is enough, whichever owner a request first went to:
+ *   - the writer's ack covers only finished requests of the WHOLE edge (the
+ *     lowest unfinished seq of the process, not of one owner): a request in
+ *     flight may be re-routed by MOVED to any owner, so an ack per owner
+ *     let an owner forget a request before it had seen it (it kept no
+ *     record of a moved request below its ack, and each resend applied it
+ *     again);
+ *   - a record leaves an owner only by R1's ack, by a new incarnation of its
+ *     writer (the old process is gone: the master restarts a slot only
+ *     after reaping it), or with R2's mark raised;
+ *   - a leaf that moves takes every record and every lost mark of its
+ *     source with it (owner_copy.c, at the fence, while the leaf's writes
+ *     wait), so an owner that applied a request either still holds its
+ *     record, or its leaf's new owner does, or one of them has a lost mark
+ *     at or above it;
+ *   - a record that travels is merged without forgetting any incarnation
+ *     that may live (rifl_merge).
+ * A retry that fails these gets "outcome unknown" (the client is told the
+ * truth), never a second application.
+ *
+ * A record is forgotten
  *   - when the writer says it will not retry it: every request carries
  *     `ack`, and all of that writer's seqs below ack are finished;
- *   - when a new incarnation of the writer appears (the old process is gone,
- *     the master restarts a slot only after reaping it);
+ *   - when a request of a new incarnation of the writer arrives;
  *   - as a last bound, past `max` records of one writer: its oldest (lowest
- *     seq) goes first and is counted in `dropped` (a retry of it would apply
- *     again).
+ *     seq) goes first, counted in `dropped`, and raises the lost mark.
  *     Only a writer with that many requests unfinished at once can get
  *     there, and it only evicts its own records.
  *
@@ -70,34 +107,45 @@ void rifl_destroy(struct rifl **r);
 void rifl_set_max(struct rifl *r, size_t max);
 
 /* A request of (writer, inc) arrived carrying ack: forgets that writer's
- * records below ack, and every record of an older incarnation. */
+ * records below ack, and every record of any other incarnation. */
 void rifl_ack(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t ack);
 /* The record of a request, or NULL.  Valid until the next rifl_put,
  * rifl_ack or rifl_destroy. */
 const struct rifl_result *rifl_get(const struct rifl *r, uint32_t writer, uint64_t inc,
                                    uint64_t seq);
+/* 1 when a request of (writer, inc) with no record may have been applied
+ * here and its record forgotten (R1, R2 above): it must be answered
+ * "outcome unknown", not applied.  0: provably new (as far as records go). */
+int rifl_unknown(const struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq);
 /* Records a request's result (old, resp and changes copied).  A second put of the same
  * request replaces the first; a request below the writer's ack is not kept (it
- * will not be retried).  HKV_OK or HKV_ENOMEM (nothing recorded: the caller
- * still answers; a retry would apply again). */
+ * will not be retried).  HKV_OK or HKV_ENOMEM (nothing recorded, the lost
+ * mark raised: the caller still answers; a retry is answered "outcome
+ * unknown"). */
 int rifl_put(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq,
              const struct rifl_result *res);
+/* A request applied whose record cannot be kept (no memory for its
+ * ticket ...): raises the lost mark to seq. */
+void rifl_lost(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq);
 void rifl_stats(const struct rifl *r, struct rifl_stats *out);
 
-/* Every record, writer by writer in seq order (a leaf move sends them
- * to its target: requests on the leaf's keys retried there must find
- * them).  fn must not change the table. */
+/* Every record, writer by writer in seq order, and after each
+ * incarnation's records its lost mark if it has one, as a call with res
+ * NULL and seq the mark (a leaf move sends them to its target: requests on
+ * the leaf's keys retried there must find them, or find the mark).  fn
+ * must not change the table. */
 typedef void (*rifl_each_fn)(void *arg, uint32_t writer, uint64_t inc, uint64_t seq,
                              const struct rifl_result *res);
 void rifl_each(const struct rifl *r, rifl_each_fn fn, void *arg);
-/* Takes a record from another owner's table (its ticket dropped: it was
- * committed here).  A record this table has already is kept.  If this
- * table knows the writer under another incarnation, only one can be the
- * live process: live_inc (the incarnation the writer's links to this owner
- * name, 0 if none) decides, and with no link the sender's record wins
- * (it served that writer during the move); taking it forgets the other
- * incarnation's records, as any new incarnation does.  HKV_OK, HKV_EEXIST
- * (not taken), HKV_ENOMEM. */
+/* Takes a record (or, res NULL, a lost mark) from another owner's table
+ * (its ticket dropped: it was committed here).  A record this table has
+ * already is kept, and so is nothing below the writer's ack (finished: the
+ * ack is the writer's lowest unfinished request, whichever owner it went
+ * to).  If this table knows the writer under another incarnation, only one
+ * can be the live process: live_inc (the incarnation the writer's write
+ * links to this owner name, 0 if none) decides; with no link, neither is
+ * forgotten: the sender's is kept beside this table's until a request of
+ * one of them arrives.  HKV_OK, HKV_EEXIST (not taken), HKV_ENOMEM. */
 int rifl_merge(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t seq,
                const struct rifl_result *res, uint64_t live_inc);
 

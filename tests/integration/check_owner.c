@@ -175,6 +175,37 @@ START_TEST(owner_orders_writes_and_applies_retries_once)
 }
 END_TEST
 
+/* owner_rifl.h R1 (issue 25, 1): a request below its writer's ack has no
+ * record (the writer said it finished), so a copy of it arriving now, as a
+ * first attempt or as a retry that names this very owner, is answered
+ * "outcome unknown" and never applied (it was applied twice before). */
+START_TEST(a_request_below_the_writers_ack_is_never_applied)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, ONE_EACH), 0);
+    struct h_wire w;
+    ck_assert_int_eq(h_wire_open(&w, &d, "cold", 0, WIRE_ROLE_WRITE), 0);
+    struct wire_msg m;
+    struct wire_rid early = h_wire_rid(&w), late = h_wire_rid(&w);
+    late.ack = late.seq; /* says `early` is finished */
+    incr_rid(&w, "other", late, &m);
+    ck_assert_int_eq(m.type, WIRE_INT);
+    early.ack = late.seq;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        early.prev = attempt == 0 ? 0 : w.owner_inc;
+        incr_rid(&w, "n", early, &m);
+        ck_assert_msg(m.type == WIRE_ERROR && memmem(m.u.error.text.p, m.u.error.text.len,
+                                                     "outcome unknown", 15) != NULL,
+                      "attempt %d of a request below ack: type %d, not outcome unknown",
+                      attempt, m.type);
+    }
+    ck_assert_int_eq(get(&w, "n", &m), 0);
+    ck_assert_int_eq(m.type, WIRE_NOTFOUND);
+    h_wire_close(&w);
+    h_stop(&d);
+}
+END_TEST
+
 START_TEST(durable_write_survives_kill_9)
 {
     struct daemon d;
@@ -368,6 +399,7 @@ Suite *owner_suite(void)
     } cases[] = {
         {"recovery", set_get_and_recovery_after_orderly_stop},
         {"ordering", owner_orders_writes_and_applies_retries_once},
+        {"below_ack", a_request_below_the_writers_ack_is_never_applied},
         {"durable_kill9", durable_write_survives_kill_9},
         {"moved", foreign_key_answers_moved},
         {"hostile_frame", oversized_frame_closes_link_and_owner_lives},

@@ -1,6 +1,7 @@
 /* check_rifl.c - the owner's completion records (server/owner/owner_rifl.h): a
  * retry finds its result, acks and new incarnations forget, the bound
- * evicts only the flooding writer's oldest. */
+ * evicts only the flooding writer's oldest, and what may have been
+ * forgotten makes a retry "unknown", never new. */
 #include <check.h>
 #include <string.h>
 
@@ -264,6 +265,35 @@ START_TEST(request_below_ack_is_not_kept)
 }
 END_TEST
 
+/* owner_rifl.h R1, R2: a request with no record is provably new only at or
+ * above the writer's ack and above its lost mark; the bound and a failed
+ * record raise the mark; a new incarnation starts clean. */
+START_TEST(a_request_whose_record_may_be_forgotten_is_unknown)
+{
+    struct rifl *r = NULL;
+    ck_assert_int_eq(rifl_create(3, &r), HKV_OK);
+    struct rifl_result res = ok_result(1, NULL);
+    ck_assert(!rifl_unknown(r, 1, 7, 1)); /* a writer never seen: nothing forgotten */
+    rifl_ack(r, 1, 7, 10);
+    ck_assert(rifl_unknown(r, 1, 7, 9)); /* below ack: the writer said it finished */
+    ck_assert(!rifl_unknown(r, 1, 7, 10));
+    for (uint64_t s = 10; s <= 14; s++) /* the bound (3) evicts 10 and 11 */
+        ck_assert_int_eq(rifl_put(r, 1, 7, s, &res), HKV_OK);
+    ck_assert(rifl_unknown(r, 1, 7, 10));
+    ck_assert(rifl_unknown(r, 1, 7, 11));
+    ck_assert_ptr_nonnull(rifl_get(r, 1, 7, 12)); /* held: answered from its record */
+    ck_assert(!rifl_unknown(r, 1, 7, 15));
+    rifl_lost(r, 1, 7, 20); /* applied, not recorded */
+    ck_assert(rifl_unknown(r, 1, 7, 20));
+    ck_assert(rifl_unknown(r, 1, 7, 16));
+    ck_assert(!rifl_unknown(r, 1, 7, 21));
+    ck_assert(!rifl_unknown(r, 2, 7, 20)); /* another writer's mark is its own */
+    rifl_ack(r, 1, 8, 1); /* a new process of the writer: nothing of its own forgotten */
+    ck_assert(!rifl_unknown(r, 1, 8, 20));
+    rifl_destroy(&r);
+}
+END_TEST
+
 Suite *rifl_suite(void)
 {
     Suite *s = suite_create("rifl");
@@ -280,6 +310,7 @@ Suite *rifl_suite(void)
         {"window", wide_window_keeps_every_record_until_acked},
         {"late", late_records_listed_in_order_and_evicted_first},
         {"below_ack", request_below_ack_is_not_kept},
+        {"unknown", a_request_whose_record_may_be_forgotten_is_unknown},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
