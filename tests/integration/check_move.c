@@ -35,11 +35,7 @@ static void up(void) { up_env(NULL); }
 
 static void down(void)
 {
-    if (h1.pid > 0)
-        h_stop(&h1);
-    else if (h1.dir[0])
-        h_rmtree(h1.dir);
-    memset(&h1, 0, sizeof(h1));
+    mc_down(&h1);
     mc_etcd_stop();
 }
 

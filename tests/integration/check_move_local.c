@@ -24,28 +24,9 @@
 
 static struct daemon h1;
 
-static void up(void)
-{
-    memset(&h1, 0, sizeof(h1));
-    h_tmpdir(h1.dir, sizeof(h1.dir));
-    h1.port = h_free_port();
-    snprintf(h1.conf, sizeof(h1.conf), "%s/hotkvd.conf", h1.dir);
-    snprintf(h1.log, sizeof(h1.log), "%s/hotkvd.log", h1.dir);
-    h_write_conf(&h1, "edge-workers 1\nleaf-moves yes\nhot-owners 2\ncold-owners 0\n"
-                      "class default pool hot fresh 60s keep 120s\nmove-fence-timeout 2s\n");
-    mc_start(&h1, NULL);
-}
+static void up(void) { mc_local_start(&h1, "move-fence-timeout 2s\n", NULL); }
 
-static void down(void)
-{
-    if (h1.pid > 0)
-        h_stop(&h1);
-    else if (h1.dir[0])
-        h_rmtree(h1.dir);
-    memset(&h1, 0, sizeof(h1));
-}
-
-
+static void down(void) { mc_down(&h1); }
 
 static int move_wait(const char *leaf, unsigned to, char *out, size_t len)
 {

@@ -61,6 +61,35 @@ static inline void mc_prepare(struct daemon *d, const char *host, int hot, const
     h_write_conf(d, text);
 }
 
+static inline void mc_start(struct daemon *d, const char *env);
+
+/* One host with `leaf-moves yes` and no etcd (the agent keeps the map in
+ * dir), two hot owners, one edge, `extra` lines; started with env. */
+static inline void mc_local_start(struct daemon *d, const char *extra, const char *env)
+{
+    memset(d, 0, sizeof(*d));
+    h_tmpdir(d->dir, sizeof(d->dir));
+    d->port = h_free_port();
+    snprintf(d->conf, sizeof(d->conf), "%s/hotkvd.conf", d->dir);
+    snprintf(d->log, sizeof(d->log), "%s/hotkvd.log", d->dir);
+    char text[4096];
+    snprintf(text, sizeof(text),
+             "edge-workers 1\nleaf-moves yes\nhot-owners 2\ncold-owners 0\n"
+             "class default pool hot fresh 60s keep 120s\n%s", extra != NULL ? extra : "");
+    h_write_conf(d, text);
+    mc_start(d, env);
+}
+
+/* Stops d (if it runs) and removes its dir. */
+static inline void mc_down(struct daemon *d)
+{
+    if (d->pid > 0)
+        h_stop(d);
+    else if (d->dir[0])
+        h_rmtree(d->dir);
+    memset(d, 0, sizeof(*d));
+}
+
 static inline int mc_run(const char *const *argv, char *out, size_t len, int ms)
 {
     return h_run((char *const *)argv, NULL, out, len, ms);
