@@ -43,15 +43,21 @@ static inline void mc_etcd_stop(void)
     memset(&mc_etcd, 0, sizeof(mc_etcd));
 }
 
-/* d's dir, port and config for host `host` of cluster "mv" with `hot`
- * owners (and `extra` lines), not started. */
-static inline void mc_prepare(struct daemon *d, const char *host, int hot, const char *extra)
+/* d cleared, with a new temp dir, a free port, and its config and log paths there. */
+static inline void mc_dir(struct daemon *d)
 {
     memset(d, 0, sizeof(*d));
     h_tmpdir(d->dir, sizeof(d->dir));
     d->port = h_free_port();
     snprintf(d->conf, sizeof(d->conf), "%s/hotkvd.conf", d->dir);
     snprintf(d->log, sizeof(d->log), "%s/hotkvd.log", d->dir);
+}
+
+/* d's dir, port and config for host `host` of cluster "mv" with `hot`
+ * owners (and `extra` lines), not started. */
+static inline void mc_prepare(struct daemon *d, const char *host, int hot, const char *extra)
+{
+    mc_dir(d);
     char text[4096];
     snprintf(text, sizeof(text),
              "edge-workers 1\ncluster mv\nhost %s\netcd-endpoints http://127.0.0.1:%d\n"
@@ -67,11 +73,7 @@ static inline void mc_start(struct daemon *d, const char *env);
  * dir), two hot owners, one edge, `extra` lines; started with env. */
 static inline void mc_local_start(struct daemon *d, const char *extra, const char *env)
 {
-    memset(d, 0, sizeof(*d));
-    h_tmpdir(d->dir, sizeof(d->dir));
-    d->port = h_free_port();
-    snprintf(d->conf, sizeof(d->conf), "%s/hotkvd.conf", d->dir);
-    snprintf(d->log, sizeof(d->log), "%s/hotkvd.log", d->dir);
+    mc_dir(d);
     char text[4096];
     snprintf(text, sizeof(text),
              "edge-workers 1\nleaf-moves yes\nhot-owners 2\ncold-owners 0\n"
