@@ -18,17 +18,8 @@
  * 401; the user's ACL for GET of the key (auth_allowed) -> 403; the GET
  * command's rate limit (edge_rl_over) -> 429 with Retry-After.
  *
- * Credentials across reloads.  Every request authenticates, so a password
- * a reload revoked must fail on the next request of a session that used it.
- * The remembered credentials carry the generation of the users table they
- * were checked against (e->auth_gen), never its address (freed by the
- * reload, the next table can get it back: 3 of 150 reloads accepted a
- * revoked password that way); under another generation they are checked
- * again, by name, against the users in force.  A held poll or stream was
- * authenticated once, when it began: a reload checks its session's logins
- * again (http_sess.logins) and closes the connection when one no longer
- * logs in or may no longer read a held key (as Redis closes a deleted
- * user's clients and a subscriber to a channel it lost).
+ * Logins across requests and reloads (remembered credentials, checked again
+ * when the users are rebuilt) are edge_http_sess.c's.
  */
 #include "server/edge/edge_http.h"
 

@@ -5,7 +5,11 @@
  *   stopped owner: the write is resent on the new schedule (within 3 s of
  *   being sent, not at 8 s), and applied once the owner resumes;
  * - miss-wait lowered from 8 s to 300 ms while a read waits on a stopped
- *   owner: the read gets its class's timeout answer within 3 s, not 8 s.
+ *   owner: the read gets its class's timeout answer within 3 s, not 8 s;
+ * - http-poll-max-wait lowered from 5 min to 1 s while a long poll asks for
+ *   60 s: it is answered within 3 s of its start;
+ * - http-heartbeat lowered from 30 s to 200 ms: an open watch stream gets
+ *   a heartbeat within 2 s.
  * The owner is stopped with SIGSTOP (a guardian SIGCONTs it whatever
  * happens); every wait is bounded; daemons are stopped by pid.
  */
@@ -17,6 +21,7 @@
 #include <unistd.h>
 
 #include "tests/harness.h"
+#include "tests/integration/http_test.h"
 
 #define BASE "edge-workers 1\nhot-owners 1\ncold-owners 1\nclass default pool hot\n"
 
@@ -146,6 +151,80 @@ START_TEST(a_lower_miss_wait_applies_to_a_read_waiting)
 }
 END_TEST
 
+static struct hr R;
+
+START_TEST(a_lower_poll_cap_applies_to_a_held_poll)
+{
+    struct daemon d;
+    int hp = h_free_port();
+    char conf[512], extra[256];
+    snprintf(extra, sizeof(extra), "http-port %d\n", hp);
+    snprintf(conf, sizeof(conf), BASE "%s", extra);
+    ck_assert_int_eq(h_start(&d, conf), 0);
+    int fd = h_connect(d.port);
+    struct h_reply *r = h_cmdv(fd, "SET", "p", "1", NULL);
+    ck_assert_msg(r != NULL && strcmp(r->raw, "+OK\r\n") == 0, "SET p");
+    h_free(r);
+    close(fd);
+    ck_assert_int_eq(hx_get(hp, "GET", "/v1/kv/p", NULL, &R), 0);
+    ck_assert_int_eq(R.status, 200);
+    unsigned long long index = (unsigned long long)hx_index(&R);
+    long long gen = edges_generation(&d);
+    int poll = h_connect(hp);
+    char req[256];
+    snprintf(req, sizeof(req), "GET /v1/kv/p?index=%llu&wait=60s HTTP/1.1\r\nHost: t\r\n\r\n",
+             index);
+    int64_t t0 = h_now_ms();
+    ck_assert_int_eq(hx_send(poll, req), 0);
+    h_sleep_ms(300);
+    snprintf(extra, sizeof(extra), "http-port %d\nhttp-poll-max-wait 1s\n", hp);
+    reload_after(&d, extra, gen);
+    memset(&R, 0, offsetof(struct hr, in));
+    R.inlen = 0;
+    int rc = hx_read(poll, &R, 0, 8000);
+    int64_t took = h_now_ms() - t0;
+    fprintf(stderr, "deadlines: poll wait=60s, http-poll-max-wait 5m -> 1s after 300 ms: "
+                    "answered at %lld ms (%d)\n", (long long)took, rc == 0 ? R.status : -1);
+    ck_assert_msg(rc == 0 && took < 3000, "the poll was answered %lld ms after it began (%s)",
+                  (long long)took, rc == 0 ? "answered" : "not in 8 s");
+    ck_assert_int_eq(R.status, 200);
+    close(poll);
+    h_stop(&d);
+}
+END_TEST
+
+START_TEST(a_lower_heartbeat_applies_to_an_open_stream)
+{
+    struct daemon d;
+    int hp = h_free_port();
+    char conf[512], extra[256];
+    snprintf(extra, sizeof(extra), "http-port %d\nhttp-heartbeat 30s\n", hp);
+    snprintf(conf, sizeof(conf), BASE "%s", extra);
+    ck_assert_int_eq(h_start(&d, conf), 0);
+    long long gen = edges_generation(&d);
+    int w = h_connect(hp);
+    ck_assert_int_eq(hx_send(w, "GET /v1/watch/hb HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
+    memset(&R, 0, sizeof(R));
+    ck_assert_int_eq(hx_read(w, &R, 1, 10000), 0);
+    ck_assert_int_eq(R.status, 200);
+    h_sleep_ms(300);
+    snprintf(extra, sizeof(extra), "http-port %d\nhttp-heartbeat 200ms\n", hp);
+    reload_after(&d, extra, gen);
+    int64_t t0 = h_now_ms();
+    while (h_now_ms() - t0 < 5000 && memmem(R.in, R.inlen, ": hb", 4) == NULL)
+        if (hx_fill(w, &R, 100) == 0)
+            break;
+    int64_t took = h_now_ms() - t0;
+    int got = memmem(R.in, R.inlen, ": hb", 4) != NULL;
+    fprintf(stderr, "deadlines: watch, http-heartbeat 30s -> 200ms: heartbeat %lld ms after "
+                    "the reload (%s)\n", (long long)took, got ? "came" : "none");
+    ck_assert_msg(got && took < 2000, "no heartbeat within 2 s of the reload (%lld ms, %s)",
+                  (long long)took, got ? "late" : "none in 5 s");
+    close(w);
+    h_stop(&d);
+}
+END_TEST
+
 Suite *deadlines_suite(void)
 {
     Suite *s = suite_create("deadlines");
@@ -155,6 +234,8 @@ Suite *deadlines_suite(void)
     } cases[] = {
         {"write_timeout", a_lower_write_timeout_applies_to_a_write_in_flight},
         {"miss_wait", a_lower_miss_wait_applies_to_a_read_waiting},
+        {"poll_cap", a_lower_poll_cap_applies_to_a_held_poll},
+        {"heartbeat", a_lower_heartbeat_applies_to_an_open_stream},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
