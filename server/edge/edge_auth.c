@@ -133,9 +133,11 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
     struct conn *c = e->conns;
+    int n = 0;
     while (c != NULL) {
         struct conn *next = c->next;
         if (c->auth_close && !c->in_process) {
+            n++;
             if (c->auth_close == AUTH_CLOSE_DENIED && c->sq_head == NULL && c->http == NULL &&
                 !c->close_after_write) {
                 resp_add_error(&c->out, denied_msg);
@@ -147,6 +149,9 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         }
         c = next;
     }
+    if (n > 0)
+        log_notice("reload: %d connection%s closed (user removed, credentials revoked, or "
+                   "refused by protected mode)", n, n == 1 ? "" : "s");
 }
 
 void edge_auth_close_later(struct conn *c, int how)
