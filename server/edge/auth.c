@@ -226,7 +226,12 @@ int auth_is_loopback(const struct sockaddr *peer)
     return 0;
 }
 
+int auth_protected(const struct auth *a)
+{
+    return a->protected_mode && a->initial >= 0;
+}
+
 int auth_protected_refuses(const struct auth *a, const struct sockaddr *peer)
 {
-    return a->protected_mode && a->initial >= 0 && !auth_is_loopback(peer);
+    return auth_protected(a) && !auth_is_loopback(peer);
 }

@@ -74,6 +74,10 @@ int auth_allowed(const struct auth *a, int id, const struct cmd_def *d, int argc
  * is on, no authentication is required, and peer is not loopback:
  * 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104, or a unix socket). */
 int auth_protected_refuses(const struct auth *a, const struct sockaddr *peer);
+/* 1 if protected mode refuses every non-loopback client under a: the part
+ * of the decision above that depends on the config, for connections that
+ * are already open when a reload changes it. */
+int auth_protected(const struct auth *a);
 /* 1 if peer is a loopback address (the part of the decision above that does
  * not depend on the config). */
 int auth_is_loopback(const struct sockaddr *peer);

@@ -289,6 +289,7 @@ static void on_reload(void *arg, const struct cfg *next)
     edge_http_reload(e, next);
     edge_rl_reload(e, next); /* rate limits: new rules, same buckets */
     owners_reload(e, next);
+    flights_reload(e, next); /* a lower miss-wait applies to readers waiting now */
 }
 
 int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)

@@ -15,16 +15,30 @@
  * connection is closed (Redis's CVE-2021-32675 fix), so an unauthenticated
  * client can make the edge hold very little memory.
  *
- * Reload: a new struct auth is built from the new config and every
- * connection finds its user again by name.  One that was logged in without
- * AUTH (the default user had no password) is logged out if the default user
- * now needs one (stricter than Redis, which keeps it: an operator who adds a
- * password means it for everyone); one whose user is gone is logged out too
- * (Redis disconnects it).  Either then gets -NOAUTH until it authenticates.
+ * Reload: a new struct auth is built from the new config, e->auth_gen is
+ * bumped (a login cached elsewhere, HTTP's, is checked again by name when
+ * its generation is not the current one: never by the table's address, which
+ * a later reload may get back from malloc), and every connection finds its
+ * user again by name, never by its old id (ids are positions in one table).
+ * One that was logged in without AUTH (the default user had no password) is
+ * logged out if the default user now needs one (stricter than Redis, which
+ * keeps it: an operator who adds a password means it for everyone) and then
+ * gets -NOAUTH until it authenticates.  One whose user is gone is closed, as
+ * Redis closes the connections of a deleted user (ACL DELUSER, and ACL LOAD
+ * since 7.2); a user whose password changed or who is now off keeps its
+ * authenticated connections, as in Redis (a password is checked when a
+ * client authenticates; HTTP authenticates every request, edge_http.c).
+ * Protected mode applies to open connections too: a reload that turns it on
+ * closes every open connection from a non-loopback peer, after -DENIED when
+ * it owes no reply, as if it had connected now.  Connections are closed from
+ * a zero-delay event (auth_sweep), never inside the reload, which may run in
+ * the dispatch of CONFIG SET on one of them.
  */
 #include "server/edge/edge_auth.h"
 
 #include <string.h>
+
+#include <event2/event.h>
 
 #include "server/core/log.h"
 #include "server/edge/auth.h"
@@ -70,7 +84,8 @@ void edge_auth_set_user(struct conn *c, int user, int implicit)
 void edge_auth_accepted(struct conn *c, const struct sockaddr *peer)
 {
     edge_auth_set_user(c, auth_initial_user(c->e->auth), 1);
-    if (auth_protected_refuses(c->e->auth, peer)) {
+    c->remote = !auth_is_loopback(peer);
+    if (c->remote && auth_protected(c->e->auth)) {
         resp_add_error(&c->out, denied_msg);
         c->close_after_write = 1;
     }
@@ -110,15 +125,57 @@ int edge_auth_login(struct conn *c, const struct resp_slice *user, const struct 
     return 0;
 }
 
+/* The connections a reload revoked (auth_close), now that no dispatch is
+ * under way: AUTH_CLOSE_DENIED gets -DENIED first when it owes no reply
+ * (it cannot be put before replies still owed), the others are closed at
+ * once (Redis frees a deleted user's clients). */
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct edge *e = arg;
+    struct conn *c = e->conns;
+    int n = 0;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        if (c->auth_close && !c->in_process) {
+            n++;
+            if (c->auth_close == AUTH_CLOSE_DENIED && c->sq_head == NULL && c->http == NULL &&
+                !c->close_after_write) {
+                resp_add_error(&c->out, denied_msg);
+                c->close_after_write = 1;
+                conn_flush(c); /* closes c once written */
+            } else {
+                conn_close(c);
+            }
+        }
+        c = next;
+    }
+    if (n > 0)
+        log_notice("reload: %d connection%s closed (user removed, credentials revoked, or "
+                   "refused by protected mode)", n, n == 1 ? "" : "s");
+}
+
+void edge_auth_close_later(struct conn *c, int how)
+{
+    if (c->auth_close == 0 || how == AUTH_CLOSE_NOW)
+        c->auth_close = (uint8_t)how;
+    if (c->e->auth_sweep != NULL)
+        event_active(c->e->auth_sweep, 0, 1);
+}
+
 int edge_auth_setup(struct edge *e)
 {
     e->auth = auth_create(e->ctx->cfg);
-    return e->auth != NULL ? 0 : -1;
+    e->auth_gen = 1;
+    e->auth_sweep = event_new(e->base, -1, 0, on_sweep, e);
+    return e->auth != NULL && e->auth_sweep != NULL ? 0 : -1;
 }
 
 void edge_auth_teardown(struct edge *e)
 {
     auth_destroy(&e->auth);
+    if (e->auth_sweep != NULL)
+        event_free(e->auth_sweep);
+    e->auth_sweep = NULL;
 }
 
 void edge_auth_reload(struct edge *e, const struct cfg *next)
@@ -130,7 +187,9 @@ void edge_auth_reload(struct edge *e, const struct cfg *next)
     }
     struct auth *old = e->auth;
     e->auth = na;
+    e->auth_gen++;
     int initial = auth_initial_user(na);
+    int protect = auth_protected(na);
     for (struct conn *c = e->conns; c != NULL; c = c->next) {
         int u = -1, implicit = 0;
         if (c->user < 0 || c->user_implicit) {
@@ -139,8 +198,13 @@ void edge_auth_reload(struct edge *e, const struct cfg *next)
         } else {
             const char *name = auth_user_name(old, c->user);
             u = auth_user_find(na, name, strlen(name));
+            /* HTTP logs in per request (edge_http.c checks its sessions) */
+            if (u < 0 && c->http == NULL)
+                edge_auth_close_later(c, AUTH_CLOSE_NOW);
         }
         edge_auth_set_user(c, u, implicit);
+        if (protect && c->remote)
+            edge_auth_close_later(c, AUTH_CLOSE_DENIED);
     }
     auth_destroy(&old);
 }

@@ -1,6 +1,7 @@
 /*
  * edge_auth.h - authentication on the edge: who each connection is, the gate
- * a command passes before it runs, protected mode at accept, and the limits
+ * a command passes before it runs, protected mode (at accept and at a
+ * reload, for the connections open then), and the limits
  * an unauthenticated client gets.  The decisions are auth.h's; this applies
  * them to connections (the session half of struct conn: user, gated,
  * user_implicit, and the parser's limits and query_cap).
@@ -26,8 +27,10 @@
 /* e->auth from the config; -1 on allocation failure. */
 int edge_auth_setup(struct edge *e);
 void edge_auth_teardown(struct edge *e);
-/* A new e->auth from next; every connection re-finds its user (and its
- * parser limits).  Keeps the old one on allocation failure. */
+/* A new e->auth from next (e->auth_gen bumped); every connection re-finds
+ * its user by name (and its parser limits); one whose user is gone, or that
+ * protected mode now refuses, is closed soon (edge_auth_close_later).  Keeps
+ * the old one on allocation failure. */
 void edge_auth_reload(struct edge *e, const struct cfg *next);
 /* A new connection's user and limits.  When protected mode refuses the
  * peer, writes -DENIED and sets close_after_write. */
@@ -41,5 +44,11 @@ int edge_auth_gate(struct conn *c, const struct cmd_def *d, int argc,
 int edge_auth_login(struct conn *c, const struct resp_slice *user, const struct resp_slice *pass);
 /* Logs c in as user (-1: out); implicit = without AUTH. */
 void edge_auth_set_user(struct conn *c, int user, int implicit);
+/* A reload revoked c's login or protected mode now refuses it: c is closed
+ * from a zero-delay event, not now (the reload may run inside a dispatch of
+ * c).  AUTH_CLOSE_DENIED: after -DENIED if it owes no reply (RESP). */
+#define AUTH_CLOSE_NOW 1
+#define AUTH_CLOSE_DENIED 2
+void edge_auth_close_later(struct conn *c, int how);
 
 #endif

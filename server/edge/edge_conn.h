@@ -110,6 +110,8 @@ struct conn {
     int user;                     /* auth user id; -1 = not authenticated (edge_auth.c) */
     int gated;                    /* run the auth gate before each command (edge_auth.c) */
     int user_implicit;            /* logged in without AUTH (default user, nopass) */
+    uint8_t remote;               /* its peer is not loopback (protected mode, edge_auth.c) */
+    uint8_t auth_close;           /* a reload revoked its login: closed soon (edge_auth.c) */
     struct rl_key rl_addr;        /* rate-limit key: the peer address part (edge_rl.c) */
     int rl_addr_ok;               /* rl_addr is set (on the first limited command) */
     int proto;                    /* 2 or 3 (HELLO) */

@@ -511,3 +511,17 @@ void flights_teardown(struct edge *e)
     free(fs);
     e->flights = NULL;
 }
+
+/* A reload that lowers miss-wait: each flight with waiters has its timer
+ * armed for the old, later deadline.  Firing it now (it runs after the new
+ * config is installed) answers the waiters already past the new miss-wait
+ * and re-arms for the rest, so the lower wait applies at once. */
+void flights_reload(struct edge *e, const struct cfg *next)
+{
+    if (e->flights == NULL || next->miss_wait_ms >= e->ctx->cfg->miss_wait_ms)
+        return;
+    for (size_t i = 0; i < FLIGHT_BUCKETS; i++)
+        for (struct flight *f = e->flights->table[i]; f != NULL; f = f->hnext)
+            if (f->waiters != NULL && f->timer_init)
+                arm(f, 0);
+}

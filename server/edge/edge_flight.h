@@ -70,6 +70,9 @@ struct flight_answer {
 int flights_setup(struct edge *e, flight_answer_fn answer);
 /* Frees every flight (no waiter is answered; process exit). */
 void flights_teardown(struct edge *e);
+/* A reload to next (before it is installed): a lower miss-wait applies at
+ * once to the readers already waiting. */
+void flights_reload(struct edge *e, const struct cfg *next);
 
 /* The flight of key already in the air from this process, or NULL. */
 struct flight *flight_find(struct edge *e, uint64_t hash, const char *key, size_t len);

@@ -11,11 +11,15 @@
  * is the same code.  The parser is proto/http_req.h's, pure and fuzzed.
  *
  * The gates are RESP's own decisions, answered in HTTP's words: protected
- * mode (auth_protected_refuses) -> 403 and close; Basic credentials
- * (auth_check_password; a keep-alive client's last good credentials are
- * remembered so it is not hashed on every request) -> 401; the user's ACL
- * for GET of the key (auth_allowed) -> 403; the GET command's rate limit
- * (edge_rl_over) -> 429 with Retry-After.
+ * mode (auth_protected, decided per request from the config in force, so a
+ * reload that turns it on applies to open keep-alive sessions) -> 403 and
+ * close; Basic credentials (auth_check_password; a keep-alive client's last
+ * good credentials are remembered so it is not hashed on every request) ->
+ * 401; the user's ACL for GET of the key (auth_allowed) -> 403; the GET
+ * command's rate limit (edge_rl_over) -> 429 with Retry-After.
+ *
+ * Logins across requests and reloads (remembered credentials, checked again
+ * when the users are rebuilt) are edge_http_sess.c's.
  */
 #include "server/edge/edge_http.h"
 
@@ -83,8 +87,10 @@ void edge_http_teardown(struct edge *e)
 
 void edge_http_reload(struct edge *e, const struct cfg *next)
 {
-    if (e->http != NULL)
-        load_allow(e, next);
+    if (e->http == NULL)
+        return;
+    load_allow(e, next);
+    http_sess_reload(e, next);
 }
 
 /* ---- connections ------------------------------------------------------------------ */
@@ -100,20 +106,17 @@ void edge_http_accepted(struct conn *c, const struct sockaddr *peer)
     http_req_parser_init(&hs->parser, NULL);
     c->user = auth_initial_user(c->e->auth);
     c->user_implicit = 1;
+    c->remote = peer == NULL || !auth_is_loopback(peer);
     if (peer != NULL && (peer->sa_family == AF_INET || peer->sa_family == AF_INET6)) {
         memcpy(&hs->peer, peer, peer->sa_family == AF_INET ? sizeof(struct sockaddr_in)
                                                            : sizeof(struct sockaddr_in6));
         hs->has_peer = 1;
     }
-    hs->denied = auth_protected_refuses(c->e->auth, peer);
 }
 
 int edge_http_hangup(struct conn *c)
 {
-    for (struct hreq *r = c->http != NULL ? c->http->reqs : NULL; r != NULL; r = r->cnext)
-        if (r->kind != HREQ_GET)
-            return 1; /* a held poll or stream was for this client only */
-    return 0;
+    return http_sess_holds(c->http); /* a held poll or stream was for this client only */
 }
 
 void edge_http_closing(struct conn *c)
@@ -223,44 +226,6 @@ static void metrics(struct conn *c, const struct run *x)
     buf_deinit(&b);
 }
 
-/* The user for this request: its Basic credentials, else the initial user.
- * -1: not logged in (401). */
-static int login(struct conn *c, const struct http_req *q)
-{
-    struct edge *e = c->e;
-    struct http_sess *hs = c->http;
-    char cred[512];
-    struct http_slice u, p;
-    int rc = http_req_basic(q, cred, sizeof(cred), &u, &p);
-    if (rc == HKV_ENOENT && q->authorization.p == NULL) {
-        c->user_implicit = 1;
-        return auth_initial_user(e->auth);
-    }
-    if (rc != HKV_OK) {
-        board_add(&e->stats->auth_failures, 1);
-        return -1;
-    }
-    struct http_slice a = q->authorization;
-    if (hs->cred_auth == e->auth && a.len == hs->cred_len && a.len <= sizeof(hs->cred) &&
-        memcmp(a.p, hs->cred, a.len) == 0) {
-        c->user_implicit = 0;
-        return hs->cred_user;
-    }
-    int id = auth_check_password(e->auth, u.p, u.len, p.p, p.len);
-    if (id < 0) {
-        board_add(&e->stats->auth_failures, 1);
-        return -1;
-    }
-    if (a.len <= sizeof(hs->cred)) {
-        memcpy(hs->cred, a.p, a.len);
-        hs->cred_len = a.len;
-        hs->cred_auth = e->auth;
-        hs->cred_user = id;
-    }
-    c->user_implicit = 0;
-    return id;
-}
-
 /* The gates every key endpoint passes; 0, or -1 with the refusal written.
  * The decoded key is left in e->http->key. */
 static int gates(struct conn *c, const struct run *x, struct http_slice raw)
@@ -280,7 +245,7 @@ static int gates(struct conn *c, const struct run *x, struct http_slice raw)
         return -1;
     }
     he->key.len = klen;
-    int user = login(c, q);
+    int user = http_sess_login(c, q);
     if (user < 0) {
         hr_simple(c, &c->out, 401, q->minor, x->keep_alive, head, AUTH_HDR,
                   "authentication required");
@@ -321,6 +286,7 @@ static void request(struct conn *c, const struct run *x, enum hreq_kind kind, st
     r->klen = buf_unread(&he->key);
     r->hash = router_hash(r->key, r->klen);
     r->inm = *x->req;
+    r->start_ms = clock_mono_ms();
 }
 
 /* A query parameter: 0 absent, 1 present (*v), -1 malformed (400 written). */
@@ -429,7 +395,7 @@ static void run_request(struct conn *c, void *arg)
     const struct http_req *q = x->req;
     struct http_slice rest;
     c->ncmds++;
-    if (c->http->denied) {
+    if (http_sess_denied(c)) {
         hr_simple(c, &c->out, 403, q->minor, 0, q->method == HTTP_HEAD, NULL,
                   "protected mode: hotkvd serves only loopback clients until a password is set "
                   "for the default user or protected-mode is off");
@@ -485,7 +451,7 @@ long edge_http_input(struct conn *c, const char *p, size_t n)
         }
         return (long)used;
     }
-    struct run x = {.req = &req, .keep_alive = req.keep_alive && !hs->denied && !c->e->stopping};
+    struct run x = {.req = &req, .keep_alive = req.keep_alive && !http_sess_denied(c) && !c->e->stopping};
     if (conn_run(c, run_request, &x) != 0 || !x.keep_alive)
         c->close_after_write = 1;
     return (long)used;

@@ -10,6 +10,9 @@
  *                       colo change ring's signals that wake them
  *   edge_http_kv.c      GET/HEAD /v1/kv/{key} and its long poll
  *   edge_http_watch.c   GET /v1/watch/{key}: SSE and NDJSON streams
+ *   edge_http_sess.c    a session's login (remembered credentials, by the
+ *                       users' generation), protected mode, and what a
+ *                       reload changes for its held requests
  *   edge_http.c         connections, parsing, routing, the gates (auth, ACL,
  *                       rate limit, protected mode), /healthz, /metrics,
  *                       timeouts, the stop
@@ -67,17 +70,24 @@ struct http_sess {
     struct http_req_parser parser;
     int64_t req_start_ms;         /* the first byte of the request being read; 0: none */
     int64_t answered_ms;          /* its last response began (keep-alive idle runs from here) */
-    int denied;                   /* protected mode: every request gets 403, then close */
     struct hreq *reqs;            /* its heap requests, for the closing hook */
     struct sockaddr_storage peer; /* for /metrics' allow list */
     int has_peer;
     /* the last Basic credentials that logged in, so a keep-alive client is not
-     * hashed again on every request (reset when the users are rebuilt) */
-    const struct auth *cred_auth;
+     * hashed again on every request; valid only while cred_gen is the edge's
+     * auth_gen (a reload rebuilt the users: checked again by name) */
+    uint64_t cred_gen;
     int cred_user;
     size_t cred_len;
     char cred[256];
+    int logins;                   /* HTTP_LOGIN_*: how its held requests logged in */
 };
+
+/* http_sess.logins: the logins of the requests since the session last held
+ * none, so a reload can check again those a poll or a stream still serves. */
+#define HTTP_LOGIN_IMPLICIT 1     /* no credentials: the initial user */
+#define HTTP_LOGIN_CACHED 2       /* the credentials in cred */
+#define HTTP_LOGIN_OTHER 4        /* credentials no longer known (too long, or replaced) */
 
 enum hreq_kind { HREQ_GET, HREQ_POLL, HREQ_WATCH };
 
@@ -125,6 +135,7 @@ struct hreq {
     hkv_stamp index;              /* POLL: the client's index; WATCH: the last version sent */
     int has_index;
     int64_t deadline_ms;          /* POLL: when its wait passes */
+    int64_t start_ms;             /* when it began (a reload lowering the wait cap) */
     int reading;                  /* waiting on the key's flight */
     int rewake;                   /* its key changed while it was reading */
     int held;                     /* POLL: it waited for a change (its deadline runs) */
@@ -196,6 +207,20 @@ void hreq_timer(struct hreq *r, int64_t ms);
 void http_kv(struct hreq *r, int64_t wait_ms);
 /* The edge stops: a held poll is answered now with what the colo holds. */
 void http_kv_stop(struct hreq *r);
+
+/* ---- edge_http_sess.c ---------------------------------------------------------------- */
+
+/* 1 if hs holds a poll or a stream (a GET waiting on its flight is not held). */
+int http_sess_holds(const struct http_sess *hs);
+/* 1 if protected mode refuses c's requests under the users in force. */
+int http_sess_denied(const struct conn *c);
+/* The user request q logs in as: its Basic credentials, else the initial
+ * user; -1: not logged in (401; counted in auth_failures). */
+int http_sess_login(struct conn *c, const struct http_req *q);
+/* A reload (after edge_auth_reload): sessions whose held requests no longer
+ * log in, or may no longer read their key, are closed soon; held timers that
+ * next makes earlier are re-armed. */
+void http_sess_reload(struct edge *e, const struct cfg *next);
 
 /* ---- edge_http_watch.c --------------------------------------------------------------- */
 

@@ -115,6 +115,9 @@ struct edge {
 
     /* users (edge_auth.c) */
     struct auth *auth;            /* users and ACLs (auth.h), rebuilt on reload */
+    uint64_t auth_gen;            /* bumped each time auth is rebuilt: a login cached
+                                   * under another generation is checked again by name */
+    struct event *auth_sweep;     /* closes the connections a reload revoked (auth_close) */
 
     /* owners and routing (edge_owners.c) */
     struct router *router;

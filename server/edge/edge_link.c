@@ -32,13 +32,19 @@ static void on_write(evutil_socket_t fd, short what, void *arg);
 static void on_flush(evutil_socket_t fd, short what, void *arg);
 static void link_connect(struct elink *l);
 
-static void arm_timer(struct elink *l, int64_t deadline)
+/* Arms ev for the clock_mono_ms reading `deadline` (now if it passed). */
+static void arm_timer_ev(struct event *ev, int64_t deadline)
 {
     int64_t ms = deadline - clock_mono_ms();
     if (ms < 0)
         ms = 0;
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    evtimer_add(l->timer, &tv);
+    evtimer_add(ev, &tv);
+}
+
+static void arm_timer(struct elink *l, int64_t deadline)
+{
+    arm_timer_ev(l->timer, deadline);
     l->timer_on = 1;
 }
 
@@ -261,6 +267,7 @@ static void link_connect(struct elink *l)
     event_add(l->rev, NULL);
     if (l->addr != NULL) { /* a host away may not answer at all */
         struct timeval tv = {l->timeout_ms / 1000, (l->timeout_ms % 1000) * 1000};
+        l->connect_ms = clock_mono_ms();
         evtimer_add(l->reconnect, &tv);
     }
     if (rc == 0) {
@@ -282,13 +289,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
             l->lo++;
             continue;
         }
-        if (p->deadline_ms > now) {
-            arm_timer(l, p->deadline_ms);
+        if (p->sent_ms + l->timeout_ms > now) {
+            arm_timer(l, p->sent_ms + l->timeout_ms);
             return;
         }
         struct pend t;
-        take(l, p->id, &t);
-        t.cb(t.arg, HKV_ETIMEDOUT, NULL);
+        if (take(l, p->id, &t))
+            t.cb(t.arg, HKV_ETIMEDOUT, NULL);
     }
 }
 
@@ -489,14 +496,38 @@ int elink_commit_at(struct elink *l, uint64_t id, elink_cb cb, void *arg, int64_
         return HKV_ENOMEM; /* the ring could not grow */
     p->cb = cb;
     p->arg = arg;
-    p->deadline_ms = now_ms + l->timeout_ms;
+    p->sent_ms = now_ms;
     l->npending++;
     if (!l->timer_on)
-        arm_timer(l, p->deadline_ms);
+        arm_timer(l, now_ms + l->timeout_ms);
     if (buf_unread(&l->out) > ELINK_HIGH_WATER)
         l->congested = 1;
     schedule_write(l);
     return HKV_OK;
+}
+
+/* A reload's timeout applies to the requests in flight too: a deadline is
+ * the send time plus the timeout in force, so one lowered from 8 s to 300 ms
+ * times out a request sent 1 s ago now, not 7 s later when the timer armed
+ * under the old timeout would have fired.  Every request keeps the same
+ * timeout, so deadlines stay in send order and one timer still serves the
+ * link: lowered, it is re-armed for the oldest request; raised, it fires at
+ * the old deadline, finds the request not due and re-arms itself.  A TCP
+ * link's connect or handshake deadline moves the same way. */
+void elink_set_timeout(struct elink *l, int64_t ms)
+{
+    ms = ms > 0 ? ms : 1;
+    int earlier = ms < l->timeout_ms;
+    l->timeout_ms = ms;
+    if (!earlier)
+        return;
+    if (l->timer_on) {
+        advance_lo(l);
+        if (l->lo < l->next)
+            arm_timer(l, l->ring[l->lo & l->mask].sent_ms + ms);
+    }
+    if (l->addr != NULL && (l->state == LINK_CONNECTING || l->state == LINK_HANDSHAKE))
+        arm_timer_ev(l->reconnect, l->connect_ms + ms);
 }
 
 void elink_cancel(struct elink *l, uint64_t id)

@@ -106,6 +106,9 @@ int64_t elink_read_ns(const struct elink *l);
 /* Forgets a pending request: its callback will not be called. */
 void elink_cancel(struct elink *l, uint64_t id);
 
+/* The timeout of every request of the link, those in flight included (a
+ * deadline is a request's send time plus the timeout in force): lowered by a
+ * reload, requests already past the new deadline time out at once. */
 void elink_set_timeout(struct elink *l, int64_t timeout_ms);
 /* A TCP link's TLS context for its next connections (a reload); the link
  * takes a reference.  Nothing for a Unix-socket link. */

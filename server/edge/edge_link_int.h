@@ -22,7 +22,7 @@ struct pend {
     uint64_t id;
     elink_cb cb;
     void *arg;
-    int64_t deadline_ms;
+    int64_t sent_ms;          /* committed; its deadline is sent_ms + the link's timeout now */
 };
 
 struct elink {
@@ -59,6 +59,7 @@ struct elink {
     int write_scheduled;
     int congested;
     int64_t backoff_ms;
+    int64_t connect_ms;       /* TCP: when connecting began (its deadline: + timeout_ms) */
     int logged_down;
     int need_hello;           /* the next connection must open with HELLO */
     uint64_t conn;            /* connections made so far (the current one's number) */

@@ -22,7 +22,6 @@ int elink_greeted(const struct elink *l)
 }
 int elink_is_remote(const struct elink *l) { return l->addr != NULL; }
 uint64_t elink_pending(const struct elink *l) { return l->npending; }
-void elink_set_timeout(struct elink *l, int64_t ms) { l->timeout_ms = ms > 0 ? ms : 1; }
 
 struct elink *elink_create(struct event_base *base, const struct elink_opts *o)
 {

@@ -393,6 +393,7 @@ START_TEST(protected_mode_serves_only_loopback_without_a_password)
     ck_assert_int_eq(refuses(a, AF_INET6, "fe80::1"), 1);
     ck_assert_int_eq(refuses(a, AF_INET6, "::ffff:10.0.0.1"), 1);
     ck_assert_int_eq(refuses(a, AF_UNSPEC, NULL), 1);   /* unknown peer: refused */
+    ck_assert_int_eq(auth_protected(a), 1);  /* for connections open at a reload */
     auth_destroy(&a);
     cfg_destroy(&c);
 
@@ -403,6 +404,7 @@ START_TEST(protected_mode_serves_only_loopback_without_a_password)
         c = load(secured[i]);
         a = auth_create(c);
         ck_assert_msg(refuses(a, AF_INET, "10.0.0.1") == 0, "%s", secured[i]);
+        ck_assert_msg(auth_protected(a) == 0, "%s", secured[i]);
         auth_destroy(&a);
         cfg_destroy(&c);
     }

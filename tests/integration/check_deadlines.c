@@ -1,0 +1,247 @@
+/*
+ * check_deadlines.c - a reload that makes a deadline earlier applies it to
+ * the work in flight, not only to what starts after it (issue 25, item 5):
+ * - write-timeout lowered from 8 s to 300 ms while a write waits on a
+ *   stopped owner: the write is resent on the new schedule (within 3 s of
+ *   being sent, not at 8 s), and applied once the owner resumes;
+ * - miss-wait lowered from 8 s to 300 ms while a read waits on a stopped
+ *   owner: the read gets its class's timeout answer within 3 s, not 8 s;
+ * - http-poll-max-wait lowered from 5 min to 1 s while a long poll asks for
+ *   60 s: it is answered within 3 s of its start;
+ * - http-heartbeat lowered from 30 s to 200 ms: an open watch stream gets
+ *   a heartbeat within 2 s.
+ * The owner is stopped with SIGSTOP (a guardian SIGCONTs it whatever
+ * happens); every wait is bounded; daemons are stopped by pid.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/harness.h"
+#include "tests/integration/http_test.h"
+
+#define BASE "edge-workers 1\nhot-owners 1\ncold-owners 1\nclass default pool hot\n"
+
+/* The lowest config generation the edges run (INFO processes); -1 if INFO
+ * did not answer. */
+static long long edges_generation(const struct daemon *d)
+{
+    int fd = h_connect(d->port);
+    if (fd < 0)
+        return -1;
+    struct h_reply *r = h_cmdv(fd, "INFO", "processes", NULL);
+    close(fd);
+    if (r == NULL || r->v->type != RESP_BULK) {
+        h_free(r);
+        return -1;
+    }
+    char *text = strndup(r->v->str, r->v->len);
+    h_free(r);
+    long long low = -1;
+    for (char *line = strtok(text, "\r\n"); line != NULL; line = strtok(NULL, "\r\n")) {
+        const char *g = strstr(line, "config_generation=");
+        if (strncmp(line, "slot", 4) != 0 || strstr(line, "role=edge,") == NULL || g == NULL)
+            continue;
+        long long v = atoll(g + strlen("config_generation="));
+        if (low < 0 || v < low)
+            low = v;
+    }
+    free(text);
+    return low;
+}
+
+/* Writes BASE + extra, SIGHUPs, and waits (up to 5 s) until the edges run a
+ * generation after `gen`. */
+static void reload_after(struct daemon *d, const char *extra, long long gen)
+{
+    char conf[1024];
+    snprintf(conf, sizeof(conf), BASE "%s", extra);
+    h_write_conf(d, conf);
+    ck_assert_int_eq(kill(d->pid, SIGHUP), 0);
+    int64_t end = h_now_ms() + 5000;
+    while (h_now_ms() < end && edges_generation(d) <= gen)
+        h_sleep_ms(10);
+    ck_assert_int_gt(edges_generation(d), gen);
+}
+
+static void send_cmd(int fd, const char *a, const char *b, const char *c)
+{
+    char req[256];
+    int n = c != NULL ? snprintf(req, sizeof(req), "*3\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n",
+                                 strlen(a), a, strlen(b), b, strlen(c), c)
+                      : snprintf(req, sizeof(req), "*2\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n",
+                                 strlen(a), a, strlen(b), b);
+    ck_assert_int_eq(h_send(fd, req, (size_t)n), 0);
+}
+
+START_TEST(a_lower_write_timeout_applies_to_a_write_in_flight)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, BASE "write-timeout 8s\nwrite-retry-backoff 100ms\n"), 0);
+    int fd = h_connect(d.port);
+    struct h_reply *r = h_cmdv(fd, "SET", "k", "before", NULL);
+    ck_assert_msg(r != NULL && strcmp(r->raw, "+OK\r\n") == 0, "SET before");
+    h_free(r);
+    long long gen = edges_generation(&d);
+    pid_t owner = h_child(&d, "hotkvd: owner hot/0", 0);
+    ck_assert_int_gt(owner, 0);
+    int guard = h_sigcont_guard(owner, 0, NULL);
+    ck_assert_int_eq(kill(owner, SIGSTOP), 0);
+    int64_t t0 = h_now_ms();
+    send_cmd(fd, "SET", "k", "during");
+    h_sleep_ms(300);
+    reload_after(&d, "write-timeout 300ms\nwrite-retry-backoff 100ms\n", gen);
+    int64_t retried_at = -1;
+    while (h_now_ms() - t0 < 6000 && retried_at < 0) {
+        if (h_info_int(d.port, "write_retries") >= 1)
+            retried_at = h_now_ms() - t0;
+        else
+            h_sleep_ms(20);
+    }
+    kill(owner, SIGCONT);
+    close(guard);
+    fprintf(stderr, "deadlines: write sent, write-timeout 8s -> 300ms after 300 ms: first "
+                    "resend at %lld ms\n", (long long)retried_at);
+    ck_assert_msg(retried_at >= 0 && retried_at < 3000,
+                  "the write was first resent %lld ms after it was sent (-1: not in 6 s): the "
+                  "old 8 s timeout still ran", (long long)retried_at);
+    r = h_read(fd);
+    ck_assert_msg(r != NULL && strcmp(r->raw, "+OK\r\n") == 0, "SET during: %s",
+                  r != NULL ? r->raw : "(none)");
+    h_free(r);
+    r = h_cmdv(fd, "GET", "k", NULL);
+    ck_assert_msg(r != NULL && strcmp(r->raw, "$6\r\nduring\r\n") == 0, "GET: %s",
+                  r != NULL ? r->raw : "(none)");
+    h_free(r);
+    close(fd);
+    ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
+}
+END_TEST
+
+START_TEST(a_lower_miss_wait_applies_to_a_read_waiting)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, BASE "miss-wait 8s\n"), 0);
+    int fd = h_connect(d.port);
+    long long gen = edges_generation(&d);
+    pid_t owner = h_child(&d, "hotkvd: owner hot/0", 0);
+    ck_assert_int_gt(owner, 0);
+    int guard = h_sigcont_guard(owner, 0, NULL);
+    ck_assert_int_eq(kill(owner, SIGSTOP), 0);
+    int64_t t0 = h_now_ms();
+    send_cmd(fd, "GET", "never:seen", NULL);
+    h_sleep_ms(300);
+    reload_after(&d, "miss-wait 300ms\n", gen);
+    struct h_reply *r = h_read(fd); /* 5 s receive timeout */
+    int64_t took = h_now_ms() - t0;
+    kill(owner, SIGCONT);
+    close(guard);
+    fprintf(stderr, "deadlines: read waiting, miss-wait 8s -> 300ms after 300 ms: answered at "
+                    "%lld ms (%s)\n", (long long)took, r != NULL ? "answer" : "none");
+    ck_assert_msg(r != NULL && took < 3000,
+                  "the read was answered %lld ms after it was sent (%s): the old miss-wait "
+                  "still ran", (long long)took, r != NULL ? r->raw : "no answer in 5 s");
+    ck_assert_msg(r->v->type == RESP_NULL, "the timeout answer: %s", r->raw); /* degrade */
+    h_free(r);
+    close(fd);
+    ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
+}
+END_TEST
+
+static struct hr R;
+
+START_TEST(a_lower_poll_cap_applies_to_a_held_poll)
+{
+    struct daemon d;
+    int hp = h_free_port();
+    char conf[512], extra[256];
+    snprintf(extra, sizeof(extra), "http-port %d\n", hp);
+    snprintf(conf, sizeof(conf), BASE "%s", extra);
+    ck_assert_int_eq(h_start(&d, conf), 0);
+    int fd = h_connect(d.port);
+    struct h_reply *r = h_cmdv(fd, "SET", "p", "1", NULL);
+    ck_assert_msg(r != NULL && strcmp(r->raw, "+OK\r\n") == 0, "SET p");
+    h_free(r);
+    close(fd);
+    ck_assert_int_eq(hx_get(hp, "GET", "/v1/kv/p", NULL, &R), 0);
+    ck_assert_int_eq(R.status, 200);
+    unsigned long long index = (unsigned long long)hx_index(&R);
+    long long gen = edges_generation(&d);
+    int poll = h_connect(hp);
+    char req[256];
+    snprintf(req, sizeof(req), "GET /v1/kv/p?index=%llu&wait=60s HTTP/1.1\r\nHost: t\r\n\r\n",
+             index);
+    int64_t t0 = h_now_ms();
+    ck_assert_int_eq(hx_send(poll, req), 0);
+    h_sleep_ms(300);
+    snprintf(extra, sizeof(extra), "http-port %d\nhttp-poll-max-wait 1s\n", hp);
+    reload_after(&d, extra, gen);
+    memset(&R, 0, offsetof(struct hr, in));
+    R.inlen = 0;
+    int rc = hx_read(poll, &R, 0, 8000);
+    int64_t took = h_now_ms() - t0;
+    fprintf(stderr, "deadlines: poll wait=60s, http-poll-max-wait 5m -> 1s after 300 ms: "
+                    "answered at %lld ms (%d)\n", (long long)took, rc == 0 ? R.status : -1);
+    ck_assert_msg(rc == 0 && took < 3000, "the poll was answered %lld ms after it began (%s)",
+                  (long long)took, rc == 0 ? "answered" : "not in 8 s");
+    ck_assert_int_eq(R.status, 200);
+    close(poll);
+    h_stop(&d);
+}
+END_TEST
+
+START_TEST(a_lower_heartbeat_applies_to_an_open_stream)
+{
+    struct daemon d;
+    int hp = h_free_port();
+    char conf[512], extra[256];
+    snprintf(extra, sizeof(extra), "http-port %d\nhttp-heartbeat 30s\n", hp);
+    snprintf(conf, sizeof(conf), BASE "%s", extra);
+    ck_assert_int_eq(h_start(&d, conf), 0);
+    long long gen = edges_generation(&d);
+    int w = h_connect(hp);
+    ck_assert_int_eq(hx_send(w, "GET /v1/watch/hb HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
+    memset(&R, 0, sizeof(R));
+    ck_assert_int_eq(hx_read(w, &R, 1, 10000), 0);
+    ck_assert_int_eq(R.status, 200);
+    h_sleep_ms(300);
+    snprintf(extra, sizeof(extra), "http-port %d\nhttp-heartbeat 200ms\n", hp);
+    reload_after(&d, extra, gen);
+    int64_t t0 = h_now_ms();
+    while (h_now_ms() - t0 < 5000 && memmem(R.in, R.inlen, ": hb", 4) == NULL)
+        if (hx_fill(w, &R, 100) == 0)
+            break;
+    int64_t took = h_now_ms() - t0;
+    int got = memmem(R.in, R.inlen, ": hb", 4) != NULL;
+    fprintf(stderr, "deadlines: watch, http-heartbeat 30s -> 200ms: heartbeat %lld ms after "
+                    "the reload (%s)\n", (long long)took, got ? "came" : "none");
+    ck_assert_msg(got && took < 2000, "no heartbeat within 2 s of the reload (%lld ms, %s)",
+                  (long long)took, got ? "late" : "none in 5 s");
+    close(w);
+    h_stop(&d);
+}
+END_TEST
+
+Suite *deadlines_suite(void)
+{
+    Suite *s = suite_create("deadlines");
+    struct {
+        const char *name;
+        const TTest *t;
+    } cases[] = {
+        {"write_timeout", a_lower_write_timeout_applies_to_a_write_in_flight},
+        {"miss_wait", a_lower_miss_wait_applies_to_a_read_waiting},
+        {"poll_cap", a_lower_poll_cap_applies_to_a_held_poll},
+        {"heartbeat", a_lower_heartbeat_applies_to_an_open_stream},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 90);
+        tcase_add_test(tc, cases[i].t);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
