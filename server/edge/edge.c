@@ -290,6 +290,7 @@ static void on_reload(void *arg, const struct cfg *next)
     edge_rl_reload(e, next); /* rate limits: new rules, same buckets */
     owners_reload(e, next);
     flights_reload(e, next); /* a lower miss-wait applies to readers waiting now */
+    op_reload(e, next);      /* and a lower write-deadline to writes in flight */
 }
 
 int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)

@@ -127,6 +127,7 @@ struct op {
     int attempt;                  /* resends so far */
     int failed_counted;
     int timer_on, timer_deadline;
+    int64_t timer_at_ms;          /* when the op timer fires, while on */
     uint32_t nkeys;
     struct wire_slice value;      /* the argument copied with the keys (SET's value, SCAN's MATCH) */
     struct oreq one;              /* the request of a one-request op */
@@ -189,6 +190,8 @@ void op_finish_error(struct op *op);
 void op_conn_gone(struct conn *c);
 /* Frees every op (process exit). */
 void op_teardown(struct edge *e);
+/* A reload: a lower write-deadline applies at once to the writes in flight. */
+void op_reload(struct edge *e, const struct cfg *next);
 
 /* The i-th owner request of an op (a single request lives inside the op). */
 static inline struct oreq *req_at(struct op *op, uint32_t i)

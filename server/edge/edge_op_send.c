@@ -164,6 +164,7 @@ static void arm(struct op *op, int64_t ms, int deadline)
     }
     if (ms < 0)
         ms = 0;
+    op->timer_at_ms = clock_mono_ms() + ms; /* rare: backoffs and near deadlines only */
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     evtimer_add(&op->timer, &tv);
     op->timer_on = 1;
@@ -401,4 +402,26 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
     }
     op->fam->answer(op, r, m);
     oreq_done(r);
+}
+
+/* ---- reload -------------------------------------------------------------- */
+
+void op_reload(struct edge *e, const struct cfg *next)
+{
+    int64_t now = clock_mono_ms();
+    for (struct oreq *r = e->wq_head; r != NULL; r = r->wnext) {
+        struct op *op = r->op;
+        int64_t d = op->start_ms + next->write_deadline_ms;
+        if (!op->is_write || d >= op->deadline_ms)
+            continue;
+        /* a lower write-deadline applies to the writes in flight: the op
+         * timer is brought forward to it when it would fire later (a
+         * backoff's resend then finds the deadline passed) or is not on */
+        op->deadline_ms = d;
+        if (op->timer_on && op->timer_at_ms <= d)
+            continue;
+        if (op->timer_on)
+            evtimer_del(&op->timer);
+        arm(op, d - now, 1);
+    }
 }

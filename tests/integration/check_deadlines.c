@@ -4,6 +4,8 @@
  * - write-timeout lowered from 8 s to 300 ms while a write waits on a
  *   stopped owner: the write is resent on the new schedule (within 3 s of
  *   being sent, not at 8 s), and applied once the owner resumes;
+ * - write-deadline lowered from 60 s to 1 s while a write waits on a
+ *   stopped owner: the client hears "outcome unknown" within 4 s, not 60 s;
  * - miss-wait lowered from 8 s to 300 ms while a read waits on a stopped
  *   owner: the read gets its class's timeout answer within 3 s, not 8 s;
  * - http-poll-max-wait lowered from 5 min to 1 s while a long poll asks for
@@ -115,6 +117,42 @@ START_TEST(a_lower_write_timeout_applies_to_a_write_in_flight)
     r = h_cmdv(fd, "GET", "k", NULL);
     ck_assert_msg(r != NULL && strcmp(r->raw, "$6\r\nduring\r\n") == 0, "GET: %s",
                   r != NULL ? r->raw : "(none)");
+    h_free(r);
+    close(fd);
+    ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
+}
+END_TEST
+
+/* write-deadline lowered from 60 s to 1 s while a write waits on a stopped
+ * owner (write-timeout 5 s: no resend before the new deadline): the client
+ * hears "outcome unknown" about 1 s after it wrote, not 60 s. */
+START_TEST(a_lower_write_deadline_applies_to_a_write_in_flight)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, BASE "write-timeout 5s\nwrite-deadline 60s\n"), 0);
+    int fd = h_connect(d.port);
+    struct h_reply *r = h_cmdv(fd, "SET", "k", "before", NULL);
+    ck_assert_msg(r != NULL && strcmp(r->raw, "+OK\r\n") == 0, "SET before");
+    h_free(r);
+    long long gen = edges_generation(&d);
+    pid_t owner = h_child(&d, "hotkvd: owner hot/0", 0);
+    ck_assert_int_gt(owner, 0);
+    int guard = h_sigcont_guard(owner, 0, NULL);
+    ck_assert_int_eq(kill(owner, SIGSTOP), 0);
+    int64_t t0 = h_now_ms();
+    send_cmd(fd, "SET", "k", "during");
+    h_sleep_ms(300);
+    reload_after(&d, "write-timeout 1s\nwrite-deadline 1s\n", gen); /* deadline >= timeout */
+    r = h_read(fd); /* h_connect's 5 s receive timeout: the old 60 s deadline fails it */
+    int64_t answered = h_now_ms() - t0;
+    kill(owner, SIGCONT);
+    close(guard);
+    fprintf(stderr, "deadlines: write-deadline 60s -> 1s: the write in flight answered at %lld ms: %s",
+            (long long)answered, r != NULL ? r->raw : "(none)\n");
+    ck_assert_msg(r != NULL && strstr(r->raw, "outcome unknown") != NULL,
+                  "the write in flight was not failed at the new deadline: %s (after %lld ms)",
+                  r != NULL ? r->raw : "no answer", (long long)answered);
+    ck_assert_int_lt(answered, 4000);
     h_free(r);
     close(fd);
     ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
@@ -233,6 +271,7 @@ Suite *deadlines_suite(void)
         const TTest *t;
     } cases[] = {
         {"write_timeout", a_lower_write_timeout_applies_to_a_write_in_flight},
+        {"write_deadline", a_lower_write_deadline_applies_to_a_write_in_flight},
         {"miss_wait", a_lower_miss_wait_applies_to_a_read_waiting},
         {"poll_cap", a_lower_poll_cap_applies_to_a_held_poll},
         {"heartbeat", a_lower_heartbeat_applies_to_an_open_stream},
