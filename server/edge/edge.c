@@ -23,6 +23,7 @@
 #include "server/core/tls.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_cache.h"
+#include "server/edge/edge_health.h"
 #include "server/edge/edge_client.h"
 #include "server/edge/edge_clients.h"
 #include "server/edge/edge_cmd.h"
@@ -331,7 +332,8 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
         log_warning("no memory for the clients board: this edge's clients are listed by it only");
     struct owner_hooks oh = {.push = edge_cache_pushed, .drained = on_link_drained};
     if (edge_cache_setup(e) != 0 || owners_setup(e, &oh) != 0 ||
-        flights_setup(e, edge_read_answer) != 0 || edge_http_setup(e) != 0) {
+        flights_setup(e, edge_read_answer) != 0 || edge_health_setup(e) != 0 ||
+        edge_http_setup(e) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }
@@ -368,6 +370,7 @@ out:
     flights_teardown(e);
     op_teardown(e);
     owners_teardown(e);
+    edge_health_teardown(e);
     slots_teardown(e);
     buf_deinit(&e->scratch);
     edge_auth_teardown(e);
