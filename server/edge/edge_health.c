@@ -153,19 +153,21 @@ static void probe_cb(void *arg, int status, const struct wire_msg *m)
         edge_health_answered(h->e, &h->e->owners[eo - h->own]);
 }
 
-static void probe(struct ehealth *h, int g)
+/* o's READ link, if a probe can go out on it now. */
+static struct elink *probe_link(struct ehealth *h, int g)
 {
-    struct edge *e = h->e;
-    struct owner_ref *o = edge_owner_at(e, g);
-    struct elink *l = o != NULL ? owner_link(o, WIRE_ROLE_READ) : NULL;
-    if (l == NULL)
-        return;
+    struct owner_ref *o = edge_owner_at(h->e, g);
+    return o != NULL ? owner_link(o, WIRE_ROLE_READ) : NULL;
+}
+
+static void probe(struct ehealth *h, int g, struct elink *l)
+{
     uint64_t id;
     struct hkv_buf *b = elink_out(l, &id);
     if (wire_put_ping(b, id) != HKV_OK || elink_commit(l, id, probe_cb, &h->own[g]) != HKV_OK)
         return;
     h->own[g].probing = 1;
-    cache_count(e->cache, CACHE_CTR_owner_probes, 1);
+    cache_count(h->e->cache, CACHE_CTR_owner_probes, 1);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -184,10 +186,14 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             h->nwatch--;
             continue;
         }
-        /* The colo's turn: a PING of this edge still out counts as the
-         * probe (a second one would only queue behind it). */
-        if (cache_health_probe_claim(e->cache, (unsigned)g, now, interval_ms(e)) && !eo->probing)
-            probe(h, g);
+        /* The colo's turn, claimed only by an edge that then has a probe
+         * out (edge_read.c relies on it): its PING still out counts (a
+         * second one would only queue behind it), else it sends one; an
+         * edge with no link to the owner leaves the turn to others. */
+        struct elink *l = eo->probing ? NULL : probe_link(h, g);
+        if ((eo->probing || l != NULL) &&
+            cache_health_probe_claim(e->cache, (unsigned)g, now, interval_ms(e)) && l != NULL)
+            probe(h, g, l);
     }
     if (h->nwatch > 0)
         arm(h);
