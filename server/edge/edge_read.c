@@ -275,19 +275,20 @@ int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash,
     if (now < hit.fresh_until && edge_push_gap(e, key, len, now))
         hit.fresh_until = now; /* its pushes may have been lost: stale, refreshed */
     int stale = now >= hit.fresh_until;
+    int late = stale && !flight_servable(e, hit.fresh_until, now);
+    struct flight *f = stale ? flight_find(e, hash, key, len) : NULL;
     struct route rt;
-    struct owner_ref *o = NULL; /* the key's owner, routed only for a stale entry */
+    struct owner_ref *o = NULL;
     int silent = 0;
-    if (stale) {
+    if (late || (stale && f == NULL)) { /* routed only when the answer or a refresh needs it */
         o = edge_owner_of(e, key, len, &rt);
         silent = o != NULL && edge_owner_silent(e, o, now);
     }
-    if (stale && !flight_servable(e, hit.fresh_until, now)) {
+    if (late) {
         /* Stale by A or more: wait for the owner like a miss, unless it is
          * known not to answer: marked silent in the colo, or this edge's
          * fetch of the key has been out for A already.  Then the stale
          * value, at once. */
-        struct flight *f = flight_find(e, hash, key, len);
         if (!silent && (f == NULL || now - flight_started(f) < flight_allowance(e))) {
             cache_count(e->cache, CACHE_CTR_cache_misses, 1);
             return 0;
@@ -303,7 +304,7 @@ int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash,
         .found = !hit.negative, .v = buf_head(&e->cval), .n = buf_unread(&e->cval),
         .expire_at = hit.expire_at, .f = {now - hit.stored_at, hit.stamp, stale, 0},
     };
-    if (stale && !silent && o != NULL && flight_find(e, hash, key, len) == NULL) {
+    if (stale && f == NULL && o != NULL && !silent) {
         /* Stale: one edge of the colo refreshes it; the others keep serving.
          * (Starting the fetch leaves e->cval alone.)  Not while its owner
          * is marked silent: the probes find out when it answers, and a
