@@ -8,7 +8,8 @@
  * robin, alternately through two edges of the colo, for 4 s: at most one
  * wait episode (one read per edge in the worst case) may take 200 ms or
  * more, every value is the cached one and flagged stale (RESP3 + CLIENT
- * META ON), MGET of stale keys answers at once too, and a key the colo
+ * META ON), MGET and HTTP GET /v1/kv of stale keys answer at once too
+ * (X-Hotkvd-Stale: 1), and a key the colo
  * does not hold still gets its bounded miss-wait and its degrade answer.
  * INFO counts the episode, the stale answers and the probes.  After
  * SIGCONT the mark clears, a write is read back through the other edge and
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "tests/harness.h"
+#include "tests/integration/http_test.h"
 
 #define SILENT_CONF                                                                         \
     "edge-workers 2\nhot-owners 1\ncold-owners 1\nmiss-wait 600ms\nwrite-timeout 3s\n"      \
@@ -144,7 +146,10 @@ START_TEST(stale_reads_wait_once_per_colo_while_owner_stopped)
 {
     struct daemon d;
     g_stopped = 0;
-    ck_assert_msg(h_start(&d, SILENT_CONF) == 0, "daemon did not start");
+    char conf[512];
+    int hp = h_free_port();
+    snprintf(conf, sizeof(conf), "%shttp-port %d\n", SILENT_CONF, hp);
+    ck_assert_msg(h_start(&d, conf) == 0, "daemon did not start");
     g_d = &d;
     int a, b;
     EXPECT(h_edge_pair(&d, &a, &b) == 0, "no second edge answered");
@@ -216,6 +221,27 @@ START_TEST(stale_reads_wait_once_per_colo_while_owner_stopped)
     int mget_ok = r->v->type == RESP_ARRAY && r->v->n == 3 && str_is(&r->v->elems[0], val[1]) &&
                   str_is(&r->v->elems[2], val[3]);
     h_free(r);
+    /* HTTP GET /v1/kv goes through the same read path: at once, stale. */
+    int http_bad = 0, http_slow = 0;
+    char why[200] = "";
+    static struct hr R;
+    for (int i = 0; i < 20; i++) {
+        char path[64], st[8] = "";
+        snprintf(path, sizeof(path), "/v1/kv/%s", key[(i * 7) % NKEYS]);
+        t = h_now_ms();
+        int rc = hx_get(hp, "GET", path, NULL, &R);
+        http_slow += h_now_ms() - t >= SLOW_MS;
+        if (rc != 0 || R.status != 200 || !hx_hdr(&R, "X-Hotkvd-Stale", st, sizeof(st)) ||
+            strcmp(st, "1") != 0 || strcmp(R.body, val[(i * 7) % NKEYS]) != 0) {
+            if (http_bad++ == 0)
+                snprintf(why, sizeof(why), "GET %s: rc %d status %d stale '%s' body '%.40s'",
+                         path, rc, R.status, st, R.body);
+        }
+    }
+    note("owner stopped: 20 HTTP GETs /v1/kv: %d took %d ms or more, %d not 200 + the cached "
+         "value + X-Hotkvd-Stale: 1%s%s", http_slow, SLOW_MS, http_bad, http_bad ? ": " : "", why);
+    EXPECT(http_bad == 0 && http_slow == 0, "HTTP GETs during the stop: %d wrong, %d slow: %s",
+           http_bad, http_slow, why);
     /* A key the colo does not hold: the bounded miss-wait, then degrade. */
     t = h_now_ms();
     r = cmd(a, "GET", "s:never-cached", NULL);
