@@ -148,6 +148,7 @@ struct cfg {
     int64_t cache_memory;        /* restart-only */
     int64_t cache_max_value;     /* restart-only */
     int64_t miss_wait_ms;
+    int64_t owner_probe_interval_ms; /* probes of an owner marked silent (edge_health.c) */
     int64_t negative_ttl_ms;
     int64_t hotkey_threshold;    /* reads/s */
     int owner_push;              /* owners push writes to colo caches */

@@ -158,6 +158,9 @@ static const char *check_tls_protocols(const char *s)
       "larger values are not cached (every read asks the owner)")                               \
     X("miss-wait", DURATION, miss_wait_ms, miss_wait_ms, "1200ms", 1, CFG_HOUR, R, NOX,          \
       "longest a reader waits on a cache miss before its class's on-timeout answer")            \
+    X("owner-probe-interval", DURATION, owner_probe_interval_ms, owner_probe_interval_ms,         \
+      "100ms", 10, CFG_MIN, R, NOX,                                                             \
+      "how often a colo probes an owner marked silent (one probe per colo per interval)")       \
     X("negative-ttl", DURATION, negative_ttl_ms, negative_ttl_ms, "1s", 0, CFG_HOUR, R, NOX,     \
       "how long an authoritative not-found is cached")                                          \
     X("hotkey-threshold", INT, hotkey_threshold, hotkey_threshold, "1000", 1, INT32_MAX, R, NOX, \

@@ -91,6 +91,8 @@ static int layout(void *hdr, const void *in)
     off = ALIGN_UP(off + sizeof(struct sketch), 64);
     h->off_floors = off;
     off = ALIGN_UP(off + FLUSH_WRITERS * sizeof(uint64_t), 64);
+    h->off_health = off;
+    off = ALIGN_UP(off + CACHE_HEALTH_OWNERS * sizeof(struct hslot), 64);
     uint64_t fixed = off + 3 * 4096; /* alignment slack of the later regions */
     if (fixed >= bytes)
         return HKV_EINVAL;
@@ -156,6 +158,7 @@ static void bind(struct cache *c)
     c->locks = (struct rlock *)(base + h->off_locks);
     c->sk = (struct sketch *)(base + h->off_sketch);
     c->floors = (_Atomic uint64_t *)(base + h->off_floors);
+    c->health = (struct hslot *)(base + h->off_health);
     c->pages = base + h->off_pages;
     c->nstripes = h->nstripes;
     c->pps = h->pps;

@@ -75,7 +75,10 @@ struct cache_hit {
     X(cache_not_cached_too_big, "Values not cached: larger than cache-max-value")              \
     X(cache_not_cached_unpushed, "Values not cached: the owner did not know the push link yet") \
     X(degraded_replies, "Reads answered by their class's on-timeout rule")                      \
-    X(pushes_received, "Owner pushes and invalidations applied to the colo cache")
+    X(pushes_received, "Owner pushes and invalidations applied to the colo cache")            \
+    X(owner_silent_marks, "Owners marked silent in this colo (outage episodes: cache_health.h)") \
+    X(cache_silent_stale_hits, "Stale reads answered at once because their owner is silent")   \
+    X(owner_probes, "Probes sent to owners marked silent")
 
 enum cache_counter {
 #define X(name, help) CACHE_CTR_##name,

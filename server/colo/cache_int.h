@@ -28,6 +28,8 @@
  *   floors      FLUSH_WRITERS u64: per writer (an owner: the low bits of a
  *               stamp), the version of its last FLUSHALL; an entry or a put
  *               stamped below its writer's floor is from before that flush
+ *   health      CACHE_HEALTH_OWNERS x struct hslot: each owner's health
+ *               word and probe word (cache_health.c)
  *   pages       nstripes x pps pages of page_size bytes: the slabs
  *
  * A stripe is a shard: a key's stripe (from its hash) owns the key's index
@@ -46,10 +48,11 @@
 #include <string.h>
 
 #include "server/colo/cache.h"
+#include "server/colo/cache_health.h"
 #include "server/colo/segment.h"
 
 #define CACHE_MAGIC 0x6f6c6f63766b6824ULL /* "$hkvcolo" */
-#define CACHE_LAYOUT_VERSION 5
+#define CACHE_LAYOUT_VERSION 6
 
 #define SLOT_MIN 128          /* smallest slot class; classes double */
 #define NCLASS_MAX 16
@@ -192,7 +195,7 @@ struct cache_hdr {
     uint32_t nclasses, nidx;         /* slot classes, index words per stripe */
     uint32_t nlocks, stripe_size;
     uint64_t off_stripes, off_pagewords, off_pagelive, off_refs, off_index, off_locks, off_sketch,
-        off_floors, off_pages, end;
+        off_floors, off_health, off_pages, end;
 };
 
 struct stripe {
@@ -217,6 +220,13 @@ struct stripe {
 struct rlock {
     _Atomic uint64_t w;
     _Atomic uint64_t holder;
+};
+
+/* One owner's health in the colo (cache_health.c): two self-checking words,
+ * each changed by one CAS. */
+struct hslot {
+    _Atomic uint64_t word;           /* answering / silent, since when, episode */
+    _Atomic uint64_t probe;          /* when a probe of it was last claimed */
 };
 
 struct topk_ent {
@@ -245,6 +255,7 @@ struct cache {
     struct rlock *locks;
     struct sketch *sk;
     _Atomic uint64_t *floors;        /* FLUSH_WRITERS flush floors (cache_forget_below) */
+    struct hslot *health;            /* CACHE_HEALTH_OWNERS owners' health (cache_health.c) */
     char *pages;
     uint32_t nstripes, pps, page_size, nclasses, nidx, nlocks, hot_sample;
     uint64_t max_value;

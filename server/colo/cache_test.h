@@ -49,6 +49,9 @@ void cache_test_touch(struct cache *c, const struct cache_test_where *w);
 /* The stripe a hash falls in. */
 uint32_t cache_test_stripe(struct cache *c, uint64_t khash);
 
+/* Owner slot g's two health words (cache_health.c), to scribble on. */
+uint64_t *cache_test_health_words(struct cache *c, unsigned g);
+
 struct cache_test_geometry {
     uint32_t nstripes, pages_per_stripe, page_size, nclasses, index_per_stripe, refresh_locks;
 };

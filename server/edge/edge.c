@@ -29,6 +29,7 @@
 #include "server/edge/edge_config.h"
 #include "server/edge/edge_conn.h"
 #include "server/edge/edge_flight.h"
+#include "server/edge/edge_health.h"
 #include "server/edge/edge_http.h"
 #include "server/edge/edge_monitor.h"
 #include "server/edge/edge_int.h"
@@ -333,7 +334,8 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
         log_warning("no memory for the clients board: this edge's clients are listed by it only");
     struct owner_hooks oh = {.push = edge_cache_pushed, .drained = on_link_drained};
     if (edge_cache_setup(e) != 0 || owners_setup(e, &oh) != 0 ||
-        flights_setup(e, edge_read_answer) != 0 || edge_http_setup(e) != 0) {
+        flights_setup(e, edge_read_answer) != 0 || edge_health_setup(e) != 0 ||
+        edge_http_setup(e) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }
@@ -370,6 +372,7 @@ out:
     flights_teardown(e);
     op_teardown(e);
     owners_teardown(e);
+    edge_health_teardown(e);
     slots_teardown(e);
     buf_deinit(&e->scratch);
     edge_auth_teardown(e);

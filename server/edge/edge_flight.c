@@ -29,6 +29,7 @@
 #include "server/core/clock.h"
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"
+#include "server/edge/edge_health.h"
 
 #define COLO_POLL_MS 2
 #define FLIGHT_REFETCH_MAX 3 /* fetches again of an answer older than a FLUSHALL */
@@ -50,6 +51,7 @@ struct flight {
     int refetched;                /* fetched again: answers older than a FLUSHALL */
     int linked;
     int fetching;                 /* a request to the owner is in flight */
+    int reported;                 /* ... and reported unanswered (edge_health.h) */
     uint64_t token;               /* the colo refresh lock we hold, 0 = none */
     int64_t poll_until;           /* colo wait: stop polling then */
     int64_t started_ms;           /* when the flight began */
@@ -168,6 +170,33 @@ static struct flight_waiter *pop(struct flight *f)
     return w;
 }
 
+/* The colo's entry of the key, within keep, as a waiter's answer (a->v in
+ * e->cval), counted as the hit it is; 0 (a untouched) if the colo has none. */
+static int late_cached(struct flight *f, struct flight_answer *a, int64_t now)
+{
+    struct edge *e = f->e;
+    struct cache_hit hit;
+    if (e->cache == NULL ||
+        cache_get(e->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cval,
+                  &hit) != HKV_OK ||
+        (hit.expire_at != 0 && hit.expire_at <= clock_unix_ms()))
+        return 0;
+    memset(a, 0, sizeof(*a));
+    a->kind = FLIGHT_DATA;
+    a->stale = now >= hit.fresh_until;
+    cache_count(e->cache,
+                hit.negative ? CACHE_CTR_cache_negative_hits
+                             : a->stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits,
+                1);
+    a->found = !hit.negative;
+    a->v = buf_head(&e->cval);
+    a->n = buf_unread(&e->cval);
+    a->expire_at = hit.expire_at;
+    a->age_ms = now - hit.stored_at;
+    a->stamp = hit.stamp;
+    return 1;
+}
+
 /* The answer for a reader whose owner did not answer in time: the colo's
  * entry of the key, within keep, if there is one (DESIGN §3, promise 2),
  * else its class's timeout answer (the "no value" reply, counted as
@@ -175,27 +204,10 @@ static struct flight_waiter *pop(struct flight *f)
 static void late_answer(struct flight *f, struct flight_answer *a, char *err, size_t errlen)
 {
     struct edge *e = f->e;
-    struct cache_hit hit;
-    int64_t now = clock_mono_ms();
+    if (late_cached(f, a, clock_mono_ms()))
+        return;
     memset(a, 0, sizeof(*a));
     a->kind = FLIGHT_DATA;
-    if (e->cache != NULL &&
-        cache_get(e->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cval,
-                  &hit) == HKV_OK &&
-        !(hit.expire_at != 0 && hit.expire_at <= clock_unix_ms())) {
-        a->stale = now >= hit.fresh_until;
-        cache_count(e->cache,
-                    hit.negative ? CACHE_CTR_cache_negative_hits
-                                 : a->stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits,
-                    1);
-        a->found = !hit.negative;
-        a->v = buf_head(&e->cval);
-        a->n = buf_unread(&e->cval);
-        a->expire_at = hit.expire_at;
-        a->age_ms = now - hit.stored_at;
-        a->stamp = hit.stamp;
-        return;
-    }
     if (f->rt.cls->on_timeout == CFG_ONTO_DEGRADE) {
         if (e->cache != NULL)
             cache_count(e->cache, CACHE_CTR_degraded_replies, 1);
@@ -263,9 +275,11 @@ static int flight_send(struct flight *f)
     if (wire_put_get(b, id, &k, 1) != HKV_OK || elink_commit(l, id, flight_cb, f) != HKV_OK)
         return -1;
     f->fetching = 1;
+    f->reported = 0;
     f->sent_ms = clock_mono_ms();
     if (f->e->cache != NULL)
         cache_count(f->e->cache, CACHE_CTR_cache_refreshes, 1);
+    rearm(f); /* its allowance: a fetch unanswered that long marks the owner silent */
     return 0;
 }
 
@@ -284,6 +298,8 @@ static void rearm(struct flight *f)
     int64_t at = INT64_MAX;
     if (f->waiters != NULL)
         at = f->waiters->start_ms + f->e->ctx->cfg->miss_wait_ms;
+    if (f->fetching && !f->reported && f->sent_ms + flight_allowance(f->e) < at)
+        at = f->sent_ms + flight_allowance(f->e);
     if (!f->fetching && f->poll_until > 0) {
         int64_t poll = clock_mono_ms() + COLO_POLL_MS;
         if (poll < at)
@@ -300,6 +316,8 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
     struct flight *f = arg;
     struct edge *e = f->e;
     f->fetching = 0;
+    if (status == HKV_OK)
+        edge_health_answered(e, f->owner); /* whatever it says: it answers */
     if (status != HKV_OK) {
         flight_unlink(f);
         answer_waiters(f, NULL, NULL); /* the owner cannot answer: class's timeout answer */
@@ -395,11 +413,47 @@ static int colo_poll(struct flight *f)
     return 0;
 }
 
+/* The owner is marked silent: every waiter the colo holds a value for
+ * (within keep) gets it now, flagged stale if it is, rather than waiting
+ * out its miss-wait for an owner known not to answer.  Waiters of a key
+ * the colo does not hold keep waiting (the first of them stops it). */
+static void release_cached(struct flight *f, int64_t now)
+{
+    struct flight_answer a;
+    while (f->waiters != NULL && late_cached(f, &a, now)) {
+        struct flight_waiter *w = pop(f);
+        if (a.stale)
+            cache_count(f->e->cache, CACHE_CTR_cache_silent_stale_hits, 1);
+        deliver(f, w, &a);
+    }
+}
+
+/* This edge has just marked owner o silent: the readers of its other keys
+ * waiting here now are released too (those of other edges are at their
+ * flights' next timer).  Their flights go on. */
+static void release_owner(struct edge *e, const struct owner_ref *o, const struct flight *skip,
+                          int64_t now)
+{
+    for (size_t i = 0; i < FLIGHT_BUCKETS; i++)
+        for (struct flight *f = e->flights->table[i]; f != NULL; f = f->hnext)
+            if (f != skip && f->owner == o && f->waiters != NULL)
+                release_cached(f, now); /* (answers touch no flight's links) */
+}
+
 static void flight_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct flight *f = arg;
     int64_t now = clock_mono_ms();
     int64_t wait = f->e->ctx->cfg->miss_wait_ms;
+    /* Reported before any waiter is answered: the reader answered late now
+     * must find the mark when it reads the next key. */
+    if (f->fetching && !f->reported && now >= f->sent_ms + flight_allowance(f->e)) {
+        f->reported = 1;
+        if (edge_health_unanswered(f->e, f->owner, f->sent_ms, now))
+            release_owner(f->e, f->owner, f, now);
+    }
+    if (f->waiters != NULL && edge_owner_silent(f->e, f->owner, now))
+        release_cached(f, now);
     /* Readers past miss-wait get the late answer now; the fetch goes on. */
     while (f->waiters != NULL && f->waiters->start_ms + wait <= now) {
         struct flight_waiter *w = pop(f);

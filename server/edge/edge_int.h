@@ -65,6 +65,7 @@ struct conn;
 struct conn_hooks;
 struct elink;
 struct flights;
+struct ehealth;
 struct http_edge;
 struct op;
 struct owner_ref;
@@ -153,6 +154,7 @@ struct edge {
 
     /* single-flight fetches (edge_flight.c) */
     struct flights *flights;
+    struct ehealth *health;       /* owners marked silent in the colo (edge_health.c) */
 
     /* the colo cache (edge_cache.c; looked up by edge_read.c, edge_flight.c) */
     struct cache *cache;          /* NULL: every read asks the owner */

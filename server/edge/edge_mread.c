@@ -17,6 +17,7 @@
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_flight.h"
+#include "server/edge/edge_health.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_read.h"
@@ -227,17 +228,18 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
         ok = cache_get(e->cache, keys[i].p, keys[i].len, k[i].hash, now, &e->cval, &hit) == HKV_OK &&
              !(hit.expire_at != 0 && hit.expire_at <= unix_now);
         if (ok && !flight_servable(e, hit.fresh_until, now)) {
-            /* stale by A or more (top of file): served only while this edge's
-             * fetch of it has been out for A; otherwise the owners are asked,
-             * and a refresh starts so that during an outage the next reads
-             * find that fetch */
+            /* stale by A or more (top of file): served only while its owner
+             * is marked silent or this edge's fetch of it has been out for
+             * A; otherwise the owners are asked, and a refresh starts so
+             * that during an outage the next reads find that fetch */
             struct flight *f = flight_find(e, k[i].hash, keys[i].p, keys[i].len);
-            if (f == NULL || now - flight_started(f) < flight_allowance(e)) {
+            struct route rt;
+            struct owner_ref *o = edge_owner_of(e, keys[i].p, keys[i].len, &rt);
+            if (o != NULL && edge_owner_silent(e, o, now)) {
+                cache_count(e->cache, CACHE_CTR_cache_silent_stale_hits, 1);
+            } else if (f == NULL || now - flight_started(f) < flight_allowance(e)) {
                 ok = 0;
-                struct route rt;
-                struct owner_ref *o = f == NULL ? edge_owner_of(e, keys[i].p, keys[i].len, &rt)
-                                                : NULL;
-                if (o != NULL)
+                if (o != NULL && f == NULL)
                     flight_start(e, keys[i].p, keys[i].len, &rt, o, 1);
             }
         }
@@ -284,7 +286,7 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
             continue;
         struct route rt;
         struct owner_ref *o = edge_owner_of(e, keys[i].p, keys[i].len, &rt);
-        if (o != NULL)
+        if (o != NULL && !edge_owner_silent(e, o, now)) /* (the probes do, edge_read.c) */
             flight_start(e, keys[i].p, keys[i].len, &rt, o, 1);
     }
     if (k != small)

@@ -4,15 +4,22 @@
  * cache's back.
  *
  * The staleness bound (DESIGN §3, promise 2).  Let A be the refresh
- * allowance, the miss-wait (cfg miss_wait_ms).  While the key's owner
- * answers each fetch within A/2, every read answered through this file
- * returns a value that no write had superseded more than fresh + A before
- * the read was answered (fresh: the key's class), or fresh + A + its push's
- * delay for a value a push stored; a cached absence (NOTFOUND) was current
- * less than negative-ttl before.  When the owner does not answer in time, a read
- * gets the last value the colo holds, within keep, flagged stale (RESP3
- * CLIENT META), or, when the colo holds nothing, its class's on-timeout
- * answer.  Why:
+ * allowance, the miss-wait (cfg miss_wait_ms), and P the
+ * owner-probe-interval.  The premise, "the owner answers": the key's owner
+ * answers each request of this colo within A/2 of the later of its sending
+ * and the moment the owner last started running (for an owner that never
+ * stopped: of its sending).  Under it, every read answered through this
+ * file returns a value that no write had superseded more than fresh + A
+ * before the read was answered (fresh: the key's class), or fresh + A +
+ * its push's delay for a value a push stored; a cached absence (NOTFOUND)
+ * was current less than negative-ttl before; this holds from P + A/2 after
+ * the owner started running (at once if it never stopped).  When the owner
+ * does not answer in time, a read gets the last value the colo holds,
+ * within keep, flagged stale (RESP3 CLIENT META), or, when the colo holds
+ * nothing, its class's on-timeout answer; and once the owner is marked
+ * silent in the colo (edge_health.h), a read of a key the colo holds gets
+ * it at once, in every edge: a reader waits at most once per outage and
+ * colo, not once per key and edge.  Why:
  *   - An entry's fresh_until is base + fresh, base being at or before the
  *     moment the owner read the value (a fill: its fetch's send time; this
  *     colo's own write: the write's first send time; a push: its arrival,
@@ -39,6 +46,42 @@
  *     rule and otherwise ask the owners (as for a miss, without miss-wait):
  *     edge_mread.c.
  *   - A client's reads behind its own writes go to the owner.
+ *   - The silent mark (server/colo/cache_health.h) is the one other way a
+ *     value stale by A or more is answered without a wait (here, in
+ *     edge_mread.c, and to readers already waiting: edge_flight.c).  It is
+ *     (a) set only when a request to the owner sent at s is unanswered at
+ *     s + A and no answer from the owner reached any edge of the colo since
+ *     s (cache_health_unanswered; the colo's last-answer time is noted at
+ *     most CACHE_HEALTH_COARSE_MS late and compared with that margin);
+ *     (b) standing only while no answer from the owner has reached an edge
+ *     since it was set (any answer, to a fetch or a probe, clears it:
+ *     flight_cb, probe_cb); (c) believed only while a probe of the owner
+ *     was claimed in the colo within 3P, and a claim is made only by an
+ *     edge that then has a probe out (it sends one unless its own still is).
+ *     While the owner answers, (a) cannot happen: every request is answered
+ *     within A/2 < A.  A mark from an outage that ended (the owner started
+ *     running again at r) is cleared: while it stands, the ticks of the
+ *     edges that have seen it claim a probe every P, so a claim falls in
+ *     [r, r + P], the probe out then is answered by the premise by
+ *     r + P + A/2, and that answer clears it (b).  A mark no edge probes any
+ *     more is not believed (c), and reads wait as before it was set.  So
+ *     from r + P + A/2 on the rules above hold unchanged, and the bound is
+ *     fresh + A again; before that the owner was not answering, and the
+ *     stale value within keep, flagged, is the second half of promise 2.
+ *     A scribbled health word fails its check and reads as "answering"
+ *     (the old rule: a wait); one that passes it is believed at most 3P.
+ *   - Waits per outage: before the mark, each reader waits at most A (its
+ *     fetch's allowance, which is also what sets the mark); once it is
+ *     set, no read of a key the colo holds waits, in any edge, and the
+ *     readers waiting in the marking edge are answered then.  A new wait
+ *     comes only with a new episode (the owner answered in between), or if
+ *     every edge probing the owner died (then (c) ends the mark).
+ *   - A key the colo does not hold still gets its full miss-wait while the
+ *     owner is marked: its answer would be made up (degrade's "no value",
+ *     which a RESP2 client cannot tell from a real absence, or an error),
+ *     so the owner keeps its chance to give the real one, and its answer
+ *     clears the mark for everyone; the miss is one fetch per key and colo
+ *     (the refresh lock), however many read it.
  * With pushes on, a write is normally in every colo within milliseconds;
  * the bound is what holds when one is missed.  Default config: fresh + 1.2 s.
  *
@@ -52,7 +95,9 @@
  *   stale by A or more     waited for like a miss (below); answered stale if
  *                          the owner does not answer within miss-wait, and at
  *                          once while this edge's fetch of it has been out
- *                          for A already;
+ *                          for A already or its owner is marked silent (no
+ *                          refresh is sent then: the probes find out when
+ *                          it answers);
  *   missing                one fetch per key per edge (a flight,
  *                          edge_flight.c: every reader of the key in this
  *                          process waits on it) and per
@@ -83,6 +128,7 @@
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_flight.h"
+#include "server/edge/edge_health.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
 
@@ -229,15 +275,26 @@ int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash,
     if (now < hit.fresh_until && edge_push_gap(e, key, len, now))
         hit.fresh_until = now; /* its pushes may have been lost: stale, refreshed */
     int stale = now >= hit.fresh_until;
-    if (stale && !flight_servable(e, hit.fresh_until, now)) {
-        /* Stale by A or more: wait for the owner like a miss, unless this
-         * edge's fetch of the key has been out for A already (the owner is
-         * not answering: then the stale value, at once). */
-        struct flight *f = flight_find(e, hash, key, len);
-        if (f == NULL || now - flight_started(f) < flight_allowance(e)) {
+    int late = stale && !flight_servable(e, hit.fresh_until, now);
+    struct flight *f = stale ? flight_find(e, hash, key, len) : NULL;
+    struct route rt;
+    struct owner_ref *o = NULL;
+    int silent = 0;
+    if (late || (stale && f == NULL)) { /* routed only when the answer or a refresh needs it */
+        o = edge_owner_of(e, key, len, &rt);
+        silent = o != NULL && edge_owner_silent(e, o, now);
+    }
+    if (late) {
+        /* Stale by A or more: wait for the owner like a miss, unless it is
+         * known not to answer: marked silent in the colo, or this edge's
+         * fetch of the key has been out for A already.  Then the stale
+         * value, at once. */
+        if (!silent && (f == NULL || now - flight_started(f) < flight_allowance(e))) {
             cache_count(e->cache, CACHE_CTR_cache_misses, 1);
             return 0;
         }
+        if (silent)
+            cache_count(e->cache, CACHE_CTR_cache_silent_stale_hits, 1);
     }
     cache_count(e->cache,
                 hit.negative ? CACHE_CTR_cache_negative_hits
@@ -247,13 +304,12 @@ int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash,
         .found = !hit.negative, .v = buf_head(&e->cval), .n = buf_unread(&e->cval),
         .expire_at = hit.expire_at, .f = {now - hit.stored_at, hit.stamp, stale, 0},
     };
-    if (stale && flight_find(e, hash, key, len) == NULL) {
+    if (stale && f == NULL && o != NULL && !silent) {
         /* Stale: one edge of the colo refreshes it; the others keep serving.
-         * (Starting the fetch leaves e->cval alone.) */
-        struct route rt;
-        struct owner_ref *o = edge_owner_of(e, key, len, &rt);
-        if (o != NULL)
-            flight_start(e, key, len, &rt, o, 1);
+         * (Starting the fetch leaves e->cval alone.)  Not while its owner
+         * is marked silent: the probes find out when it answers, and a
+         * stopped owner does not come back to a fetch queued per key. */
+        flight_start(e, key, len, &rt, o, 1);
     }
     return 1;
 }

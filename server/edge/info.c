@@ -13,6 +13,7 @@
 #include "server/edge/info.h"
 
 #include "server/edge/edge_arg.h"
+#include "server/edge/edge_health.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_link.h"
 #include "server/edge/edge_op.h"
@@ -143,7 +144,8 @@ static void sec_owners(struct hkv_buf *b, struct edge *e)
         for (int i = 0; i < CTR_OWNER_COUNT; i++)
             sum[i] += e->owners[g].stats[i];
     }
-    buf_printf(b, "# Owners\r\nowners_answering:%d\r\n", answered);
+    buf_printf(b, "# Owners\r\nowners_answering:%d\r\nowners_silent:%d\r\n", answered,
+               edge_health_silent_count(e));
     for (int i = 0; i < CTR_OWNER_COUNT; i++)
         buf_printf(b, "%s:%lld\r\n", ctr_owner_defs[i].name, (long long)sum[i]);
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {

@@ -15,7 +15,9 @@
 #include "server/core/board.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
+#include "server/colo/cache_health.h"
 #include "server/edge/edge_flight.h"
+#include "server/edge/edge_health.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 #include "tests/harness.h"
@@ -74,6 +76,9 @@ static void on_request(struct fake_owner *fo, struct fo_conn *fc, const struct w
     struct hkv_buf b = HKV_BUF_INIT;
     if (m->type == WIRE_STATS) {
         wire_put_stats_reply(&b, m->id, NULL, 0);
+        fo_reply(fc, &b);
+    } else if (m->type == WIRE_PING && T.mode != HOLD) {
+        wire_put_pong(&b, m->id);
         fo_reply(fc, &b);
     } else if (T.mode == HOLD) {
         fo_hold(fo, fc, m);
@@ -149,6 +154,7 @@ static void setup(void)
     struct owner_hooks oh = {NULL, NULL};
     ck_assert_int_eq(owners_setup(&T.e, &oh), 0);
     ck_assert_int_eq(flights_setup(&T.e, t_answer), 0);
+    ck_assert_int_eq(edge_health_setup(&T.e), 0);
     ck_assert(run_until(links_up, 3000));
 }
 
@@ -156,6 +162,7 @@ static void teardown(void)
 {
     flights_teardown(&T.e);
     owners_teardown(&T.e);
+    edge_health_teardown(&T.e);
     fo_stop(&T.fo);
     buf_deinit(&T.e.cval);
     cache_destroy(&T.cache);
@@ -368,6 +375,50 @@ START_TEST(answer_older_than_a_flush_is_fetched_again)
 }
 END_TEST
 
+static int marked(void)
+{
+    struct cache_health_view v;
+    cache_health_get(T.cache, 0, clock_mono_ms(), &v);
+    return v.marked;
+}
+static int not_marked(void) { return !marked(); }
+
+/* A refresh nobody waits for, unanswered for the allowance (miss-wait),
+ * marks its owner silent in the colo, and the reader of another key the
+ * colo holds, waiting since after that refresh went out, gets the stale
+ * value then, not at its own miss-wait; the edge probes; the owner's
+ * answer clears the mark. */
+START_TEST(unanswered_refresh_marks_the_owner_silent_and_an_answer_clears_it)
+{
+    T.mode = HOLD;
+    int64_t now = clock_mono_ms();
+    ck_assert_int_eq(cache_put(T.cache, "j", 1, router_hash("j", 1), "old", 3, 0, 3, now - 10000,
+                               now + 60000, 0, now), HKV_OK);
+    struct route rt;
+    struct owner_ref *o = edge_owner_of(&T.e, "k", 1, &rt);
+    ck_assert_ptr_nonnull(flight_start(&T.e, "k", 1, &rt, o, 1)); /* a background refresh */
+    run_for(100);
+    ck_assert(!marked());
+    struct flight_waiter w = {0};
+    int64_t t = h_now_ms();
+    flight_wait(flight_of("j"), &w);
+    ck_assert(run_until(marked, 3000));
+    ck_assert_int_ge(h_now_ms() - now, 150); /* miss-wait 200 ms, a margin below */
+    ck_assert(edge_owner_silent(&T.e, o, clock_mono_ms()));
+    ck_assert(run_until(one_answer, 3000));
+    ck_assert_int_lt(h_now_ms() - t, 180); /* its own miss-wait would end at 200 */
+    ck_assert(T.recs[0].a.found && T.recs[0].a.stale);
+    ck_assert_str_eq(T.recs[0].v, "old");
+    /* probing: a PING goes out (held too) */
+    for (int i = 0; i < 2000 && T.fo.requests[WIRE_PING] == 0; i++)
+        run_for(1);
+    ck_assert_int_ge(T.fo.requests[WIRE_PING], 1);
+    release_held(0); /* the owner answers k's fetch */
+    ck_assert(run_until(not_marked, 3000));
+    ck_assert(!edge_owner_silent(&T.e, o, clock_mono_ms()));
+}
+END_TEST
+
 Suite *flight_suite(void)
 {
     Suite *s = suite_create("flight");
@@ -383,6 +434,7 @@ Suite *flight_suite(void)
         {"broken", broken_link_answers_waiters_at_once},
         {"colo", refresh_lock_held_by_another_edge_waiters_read_its_fill},
         {"flushed", answer_older_than_a_flush_is_fetched_again},
+        {"silent", unanswered_refresh_marks_the_owner_silent_and_an_answer_clears_it},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
