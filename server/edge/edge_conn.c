@@ -15,9 +15,14 @@
  * always just appends to c->out.
  *
  * Limits: the query buffer never grows past client-query-buffer-limit (or a
- * tighter c->query_cap); the output buffer closes the client past the hard
- * limit, or past the soft limit for longer than its seconds (a client that
- * never reads cannot hold memory).
+ * tighter c->query_cap); what is held for the client's answers (conn_held:
+ * the output buffer, replies waiting in slots, held HTTP requests) closes
+ * it past the hard limit, or past the soft limit for longer than its
+ * seconds (a client that never reads cannot hold memory, nor one whose
+ * pipeline waits behind a slow answer).  Checked when a write would block,
+ * when everything written still leaves slots held, before each request of
+ * a batch (a batch stops at the hard limit) and every 100 ms: the checks
+ * and the cron are edge_conn_limit.c.
  *
  * The write lane (edge_conn.h) is edge_conn_lane.c: process_input tells it
  * how each batch went, on_read ticks it after each client read.
@@ -42,6 +47,7 @@
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/edge/edge_conn_lane.h"
+#include "server/edge/edge_conn_limit.h"
 #include "server/edge/edge_conn_tls.h"
 #include "server/edge/edge_reply.h"
 
@@ -243,7 +249,10 @@ static void process_input(struct conn *c)
     c->batch_writes = c->batch_reads = 0;
     c->batch_n = 0;
     c->batch_owed = c->nslots;
+    int64_t hard = c->e->ctx->cfg->client_output_hard;
     for (int ran = 0; buf_unread(&c->in) > 0 && !c->close_after_write; ran++) {
+        if (hard > 0 && conn_held(c) > (size_t)hard)
+            break; /* the flush after the batch closes it (check_output) */
         if (c->nslots >= c->e->ctx->cfg->client_max_pending || c->hold != NULL) {
             conn_pause(c);
             break;
@@ -348,39 +357,20 @@ void conn_slot_done(struct conn *c, struct rslot *s)
     const struct cfg *cfg = c->e->ctx->cfg;
     if (cfg->client_output_hard > 0 && (size_t)cfg->client_output_hard < now_at)
         now_at = (size_t)cfg->client_output_hard;
-    if (buf_unread(&c->out) >= now_at) {
+    /* Likewise for answers that wait in slots behind an older one (one
+     * flight answering 600 pipelined HTTP GETs behind a held poll: 226 MB
+     * before the next flush): over the hard limit, the flush closes it. */
+    if (buf_unread(&c->out) >= now_at ||
+        (cfg->client_output_hard > 0 && conn_held(c) > (size_t)cfg->client_output_hard &&
+         !c->in_process)) {
         conn_flush(c);
         return;
     }
     event_active(c->wev, EV_WRITE, 1);
 }
 
-static int check_output(struct conn *c, int64_t now)
-{
-    const struct cfg *cfg = c->e->ctx->cfg;
-    size_t pending = buf_unread(&c->out);
-    if (cfg->client_output_hard > 0 && pending > (size_t)cfg->client_output_hard) {
-        log_verbose("client %s: output buffer over the hard limit (%zu bytes); closing", c->addr,
-                    pending);
-        conn_close(c);
-        return 0;
-    }
-    if (cfg->client_output_soft > 0 && pending > (size_t)cfg->client_output_soft) {
-        if (c->soft_since_ms == 0)
-            c->soft_since_ms = now;
-        else if (now - c->soft_since_ms >= cfg->client_output_soft_ms) {
-            log_verbose("client %s: output buffer over the soft limit for %lld ms; closing",
-                        c->addr, (long long)(now - c->soft_since_ms));
-            conn_close(c);
-            return 0;
-        }
-    } else {
-        c->soft_since_ms = 0;
-    }
-    return 1;
-}
-
-/* Everything is written. */
+/* Everything is written (replies may still wait in slots: their bytes
+ * count against the limits too). */
 static void flush_done(struct conn *c)
 {
     event_del(c->wev);
@@ -389,7 +379,10 @@ static void flush_done(struct conn *c)
         conn_close(c);
         return;
     }
-    c->soft_since_ms = 0;
+    if (c->held == 0)
+        c->soft_since_ms = 0;
+    else
+        conn_check_output(c, clock_mono_ms()); /* may close c */
 }
 
 static void tls_flush(struct conn *c)
@@ -401,11 +394,11 @@ static void tls_flush(struct conn *c)
     case CONN_TLS_WAIT:
         return;
     case CONN_TLS_WANT_WRITE:
-        if (check_output(c, clock_mono_ms()))
+        if (conn_check_output(c, clock_mono_ms()))
             event_add(c->wev, NULL);
         return;
     case CONN_TLS_WANT_READ:
-        if (check_output(c, clock_mono_ms())) {
+        if (conn_check_output(c, clock_mono_ms())) {
             c->tls |= CONN_TLS_WRITE_WANTS_READ;
             event_del(c->wev);
             event_add(c->rev, NULL);
@@ -434,7 +427,7 @@ void conn_flush(struct conn *c)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (check_output(c, clock_mono_ms()))
+            if (conn_check_output(c, clock_mono_ms()))
                 event_add(c->wev, NULL);
             return;
         }
@@ -539,40 +532,6 @@ run:
         event_active(c->rev, EV_READ, 1); /* decrypted already: no read event would come */
     buf_shrink(&c->in, IDLE_BUF_KEEP);
     conn_flush(c);
-}
-
-/* Periodic checks of one connection; 0 if it was closed. */
-static int conn_cron(struct conn *c, int64_t now)
-{
-    const struct cfg *cfg = c->e->ctx->cfg;
-    if (c->ssl != NULL && (c->tls & CONN_TLS_HANDSHAKE) &&
-        now - c->created_ms >= cfg->tls_handshake_timeout_ms) {
-        board_add(&c->e->stats->tls_handshake_failures, 1);
-        log_verbose("client %s: TLS handshake not finished in %lld ms; closing", c->addr,
-                    (long long)(now - c->created_ms));
-        c->tls |= CONN_TLS_FATAL;
-        conn_close(c);
-        return 0;
-    }
-    if (cfg->timeout_ms > 0 && now - c->last_ms > cfg->timeout_ms && buf_unread(&c->out) == 0 &&
-        c->sq_head == NULL) {
-        log_verbose("client %s: idle for %lld ms; closing", c->addr, (long long)(now - c->last_ms));
-        conn_close(c);
-        return 0;
-    }
-    if (buf_unread(&c->out) > 0)
-        return check_output(c, now);
-    return 1;
-}
-
-void conns_cron(struct edge *e, int64_t now)
-{
-    struct conn *c = e->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        conn_cron(c, now);
-        c = next;
-    }
 }
 
 void conns_stop(struct edge *e)
