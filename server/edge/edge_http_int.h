@@ -68,6 +68,7 @@ struct http_sess {
     int64_t req_start_ms;         /* the first byte of the request being read; 0: none */
     int64_t answered_ms;          /* its last response began (keep-alive idle runs from here) */
     int denied;                   /* protected mode: every request gets 403, then close */
+    int streaming;                /* a watch began: no request after it is run (edge_http_watch.c) */
     struct hreq *reqs;            /* its heap requests, for the closing hook */
     struct sockaddr_storage peer; /* for /metrics' allow list */
     int has_peer;
