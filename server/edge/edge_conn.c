@@ -253,7 +253,8 @@ static void process_input(struct conn *c)
     for (int ran = 0; buf_unread(&c->in) > 0 && !c->close_after_write; ran++) {
         if (hard > 0 && conn_held(c) > (size_t)hard)
             break; /* the flush after the batch closes it (check_output) */
-        if (c->nslots >= c->e->ctx->cfg->client_max_pending || c->hold != NULL) {
+        if (c->nslots >= c->e->ctx->cfg->client_max_pending || c->hold != NULL ||
+            c->req_held >= (size_t)c->e->ctx->cfg->client_max_pending_bytes) {
             conn_pause(c);
             break;
         }
@@ -343,8 +344,10 @@ void conn_slot_done(struct conn *c, struct rslot *s)
 {
     if (!slot_ready(c, s))
         return; /* answered before its dispatch returned */
-    if (c->paused && c->hold == NULL && c->nslots < c->e->ctx->cfg->client_max_pending / 2 &&
-        !c->close_after_write && !c->in_process) {
+    const struct cfg *cfg = c->e->ctx->cfg;
+    if (c->paused && c->hold == NULL && c->nslots < cfg->client_max_pending / 2 &&
+        c->req_held < (size_t)cfg->client_max_pending_bytes / 2 && !c->close_after_write &&
+        !c->in_process) {
         conn_resume(c); /* flushes too */
         return;
     }
@@ -354,7 +357,6 @@ void conn_slot_done(struct conn *c, struct rslot *s)
      * limits checked, before one answer for many pipelined reads of a big
      * value fills every reply (check_hostile ping_flood: 206 MB held). */
     size_t now_at = CONN_FLUSH_NOW;
-    const struct cfg *cfg = c->e->ctx->cfg;
     if (cfg->client_output_hard > 0 && (size_t)cfg->client_output_hard < now_at)
         now_at = (size_t)cfg->client_output_hard;
     /* Likewise for answers that wait in slots behind an older one (one

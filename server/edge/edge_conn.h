@@ -39,8 +39,11 @@
  * slice at a time, not the loop.
  *
  * Flow control.  A client with client-max-pending replies owed is not read
- * until half of them are sent; nor is one held by a layer above
- * (conn_hold: an owner link over its high mark) until conn_release.
+ * until half of them are sent, nor one whose requests waiting for owners
+ * keep client-max-pending-bytes of arguments (c->req_held: a write keeps
+ * its value for retries) until half of that is answered; nor is one held
+ * by a layer above (conn_hold: an owner link over its high mark) until
+ * conn_release.
  *
  * Output limits.  client-output-buffer-limit counts every byte the edge
  * holds for a client's answers, not only `out`: the replies waiting in
@@ -99,6 +102,7 @@ struct conn {
     int64_t soft_since_ms;        /* output over the soft limit since, 0 = not */
     size_t out_peak;              /* most output bytes waiting at a flush (CLIENT LIST rbp) */
     size_t held;                  /* bytes held for it besides `out` (conn_held) */
+    size_t req_held;              /* bytes its requests waiting for owners keep (edge_op.c) */
     char addr[64];
     char laddr[64];
     struct conn *prev, *next;

@@ -128,6 +128,7 @@ struct op {
     int failed_counted;
     int timer_on, timer_deadline;
     uint32_t nkeys;
+    size_t args_held;             /* of store, in c->req_held (client-max-pending-bytes) */
     struct wire_slice value;      /* the argument copied with the keys (SET's value, SCAN's MATCH) */
     struct oreq one;              /* the request of a one-request op */
     uint32_t nreqs;
