@@ -251,8 +251,14 @@ static void process_input(struct conn *c)
     c->batch_owed = c->nslots;
     int64_t hard = c->e->ctx->cfg->client_output_hard;
     for (int ran = 0; buf_unread(&c->in) > 0 && !c->close_after_write; ran++) {
-        if (hard > 0 && conn_held(c) > (size_t)hard)
-            break; /* the flush after the batch closes it (check_output) */
+        if (hard > 0 && conn_held(c) > (size_t)hard) {
+            /* The flush after the batch closes it if it stays over
+             * (conn_check_output); if the socket took enough, the rest
+             * runs at the next callback, as at CONN_TURN_MAX. */
+            c->more_input = 1;
+            event_active(c->rev, EV_READ, 1);
+            break;
+        }
         if (c->nslots >= c->e->ctx->cfg->client_max_pending || c->hold != NULL ||
             c->req_held >= (size_t)c->e->ctx->cfg->client_max_pending_bytes) {
             conn_pause(c);
