@@ -21,8 +21,8 @@
  * seconds (a client that never reads cannot hold memory, nor one whose
  * pipeline waits behind a slow answer).  Checked when a write would block,
  * when everything written still leaves slots held, before each request of
- * a batch (a batch stops at the hard limit) and every 100 ms: the checks
- * and the cron are edge_conn_limit.c.
+ * a batch (a batch stops at the hard limit) and every 100 ms: the verdicts
+ * are edge_conn_limit.c's.
  *
  * The write lane (edge_conn.h) is edge_conn_lane.c: process_input tells it
  * how each batch went, on_read ticks it after each client read.
@@ -253,7 +253,7 @@ static void process_input(struct conn *c)
     for (int ran = 0; buf_unread(&c->in) > 0 && !c->close_after_write; ran++) {
         if (hard > 0 && conn_held(c) > (size_t)hard) {
             /* The flush after the batch closes it if it stays over
-             * (conn_check_output); if the socket took enough, the rest
+             * (check_output); if the socket took enough, the rest
              * runs at the next callback, as at CONN_TURN_MAX. */
             c->more_input = 1;
             event_active(c->rev, EV_READ, 1);
@@ -377,6 +377,15 @@ void conn_slot_done(struct conn *c, struct rslot *s)
     event_active(c->wev, EV_WRITE, 1);
 }
 
+/* The output limits (edge_conn_limit.c); 0 if c was closed. */
+static int check_output(struct conn *c, int64_t now)
+{
+    if (conn_output_ok(c, now))
+        return 1;
+    conn_close(c);
+    return 0;
+}
+
 /* Everything is written (replies may still wait in slots: their bytes
  * count against the limits too). */
 static void flush_done(struct conn *c)
@@ -390,7 +399,7 @@ static void flush_done(struct conn *c)
     if (c->held == 0)
         c->soft_since_ms = 0;
     else
-        conn_check_output(c, clock_mono_ms()); /* may close c */
+        check_output(c, clock_mono_ms()); /* may close c */
 }
 
 static void tls_flush(struct conn *c)
@@ -402,11 +411,11 @@ static void tls_flush(struct conn *c)
     case CONN_TLS_WAIT:
         return;
     case CONN_TLS_WANT_WRITE:
-        if (conn_check_output(c, clock_mono_ms()))
+        if (check_output(c, clock_mono_ms()))
             event_add(c->wev, NULL);
         return;
     case CONN_TLS_WANT_READ:
-        if (conn_check_output(c, clock_mono_ms())) {
+        if (check_output(c, clock_mono_ms())) {
             c->tls |= CONN_TLS_WRITE_WANTS_READ;
             event_del(c->wev);
             event_add(c->rev, NULL);
@@ -435,7 +444,7 @@ void conn_flush(struct conn *c)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (conn_check_output(c, clock_mono_ms()))
+            if (check_output(c, clock_mono_ms()))
                 event_add(c->wev, NULL);
             return;
         }
@@ -540,6 +549,17 @@ run:
         event_active(c->rev, EV_READ, 1); /* decrypted already: no read event would come */
     buf_shrink(&c->in, IDLE_BUF_KEEP);
     conn_flush(c);
+}
+
+void conns_cron(struct edge *e, int64_t now)
+{
+    struct conn *c = e->conns;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        if (!conn_cron_ok(c, now))
+            conn_close(c);
+        c = next;
+    }
 }
 
 void conns_stop(struct edge *e)

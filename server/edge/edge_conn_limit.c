@@ -1,6 +1,8 @@
 /*
  * edge_conn_limit.c - what one client may make an edge hold for its
- * answers, and the connection layer's 100 ms cron (edge_conn.h).
+ * answers, and the connection layer's 100 ms checks (edge_conn.h), as
+ * verdicts: edge_conn.c closes (this file calls nothing of it, so the
+ * layer stays one-way).
  *
  * client-output-buffer-limit HARD SOFT SECONDS is on conn_held(c): the
  * output buffer, plus every reply waiting in a slot behind an earlier one,
@@ -20,7 +22,7 @@
 #include "server/core/log.h"
 #include "server/edge/edge_conn_tls.h"
 
-int conn_check_output(struct conn *c, int64_t now)
+int conn_output_ok(struct conn *c, int64_t now)
 {
     const struct cfg *cfg = c->e->ctx->cfg;
     size_t pending = conn_held(c);
@@ -28,7 +30,6 @@ int conn_check_output(struct conn *c, int64_t now)
         log_verbose("client %s: output buffer over the hard limit (%zu bytes, %zu of them "
                     "behind earlier replies); closing", c->addr, pending, c->held);
         board_add(&c->e->stats->client_output_buffer_limit_disconnections, 1);
-        conn_close(c);
         return 0;
     }
     if (cfg->client_output_soft > 0 && pending > (size_t)cfg->client_output_soft) {
@@ -38,7 +39,6 @@ int conn_check_output(struct conn *c, int64_t now)
             log_verbose("client %s: output buffer over the soft limit for %lld ms; closing",
                         c->addr, (long long)(now - c->soft_since_ms));
             board_add(&c->e->stats->client_output_buffer_limit_disconnections, 1);
-            conn_close(c);
             return 0;
         }
     } else {
@@ -47,8 +47,7 @@ int conn_check_output(struct conn *c, int64_t now)
     return 1;
 }
 
-/* Periodic checks of one connection; 0 if it was closed. */
-static int conn_cron(struct conn *c, int64_t now)
+int conn_cron_ok(struct conn *c, int64_t now)
 {
     const struct cfg *cfg = c->e->ctx->cfg;
     if (c->ssl != NULL && (c->tls & CONN_TLS_HANDSHAKE) &&
@@ -57,27 +56,14 @@ static int conn_cron(struct conn *c, int64_t now)
         log_verbose("client %s: TLS handshake not finished in %lld ms; closing", c->addr,
                     (long long)(now - c->created_ms));
         c->tls |= CONN_TLS_FATAL;
-        conn_close(c);
         return 0;
     }
     if (cfg->timeout_ms > 0 && now - c->last_ms > cfg->timeout_ms && buf_unread(&c->out) == 0 &&
         c->sq_head == NULL) {
         log_verbose("client %s: idle for %lld ms; closing", c->addr, (long long)(now - c->last_ms));
-        conn_close(c);
         return 0;
     }
     if (conn_held(c) > 0)
-        return conn_check_output(c, now);
+        return conn_output_ok(c, now);
     return 1;
 }
-
-void conns_cron(struct edge *e, int64_t now)
-{
-    struct conn *c = e->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        conn_cron(c, now);
-        c = next;
-    }
-}
-
