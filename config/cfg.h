@@ -119,6 +119,7 @@ struct cfg {
     int64_t client_output_soft;
     int64_t client_output_soft_ms;
     int64_t client_max_pending;  /* replies owed to one client before its input pauses */
+    int64_t client_max_pending_bytes; /* arguments its waiting requests keep, likewise */
     int64_t multi_max_commands;  /* commands one MULTI queues (edge_tx.c) */
     int64_t multi_max_bytes;     /* bytes of the words one MULTI queues */
     /* security (reloadable) */

@@ -117,6 +117,10 @@ static const char *check_tls_protocols(const char *s)
       "HARD SOFT SOFT-DURATION: drop a client over HARD, or over SOFT that long")               \
     X("client-max-pending", INT, client_max_pending, client_max_pending, "1024", 1, 1000000, R,  \
       NOX, "replies one client may be owed; past it its input is not read")                  \
+    X("client-max-pending-bytes", SIZE, client_max_pending_bytes, client_max_pending_bytes,    \
+      "64mb", CFG_MB, 64 * CFG_GB, R, NOX,                                                      \
+      "bytes of arguments one client's requests waiting for owners may keep; past it its "     \
+      "input is not read")                                                                      \
     X("multi-max-commands", INT, multi_max_commands, multi_max_commands, "10000", 1, 65536, R, \
       NOX, "commands one MULTI may queue (and keys one connection may WATCH)")                 \
     X("multi-max-bytes", SIZE, multi_max_bytes, multi_max_bytes, "32mb", 1, 4 * CFG_GB, R, NOX, \

@@ -39,6 +39,8 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(rejected_connections, CTR_COUNTER, "Client connections refused (maxclients)")            \
     X(total_commands_processed, CTR_COUNTER, "Commands run")                                   \
     X(protocol_errors, CTR_COUNTER, "Client requests that were not valid RESP")                \
+    X(client_output_buffer_limit_disconnections, CTR_COUNTER,                                 \
+      "Clients closed by client-output-buffer-limit (output, replies owed, held requests)")   \
     X(write_retries, CTR_COUNTER, "Write requests sent to an owner again")                     \
     X(write_failures, CTR_COUNTER, "Writes that failed explicitly")                            \
     X(auth_failures, CTR_COUNTER, "AUTH and HELLO AUTH attempts refused")                      \

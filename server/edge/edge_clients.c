@@ -78,9 +78,7 @@ void clients_fill(const struct conn *c, struct board_client *r)
     /* omem: what client-output-buffer-limit counts (the bytes waiting to be
      * sent, replies owed included); obl: those in the reply buffer; oll:
      * the replies owed behind it */
-    size_t omem = buf_unread(&c->out), oll = 0;
-    for (const struct rslot *s = c->sq_head; s != NULL; s = s->next, oll++)
-        omem += buf_unread(&s->buf);
+    size_t omem = conn_held(c), oll = c->nslots;
     int writing = event_pending(c->wev, EV_WRITE, NULL) != 0;
     r->resp = (uint32_t)c->proto;
     r->created_ms = c->created_ms;

@@ -15,9 +15,14 @@
  * always just appends to c->out.
  *
  * Limits: the query buffer never grows past client-query-buffer-limit (or a
- * tighter c->query_cap); the output buffer closes the client past the hard
- * limit, or past the soft limit for longer than its seconds (a client that
- * never reads cannot hold memory).
+ * tighter c->query_cap); what is held for the client's answers (conn_held:
+ * the output buffer, replies waiting in slots, held HTTP requests) closes
+ * it past the hard limit, or past the soft limit for longer than its
+ * seconds (a client that never reads cannot hold memory, nor one whose
+ * pipeline waits behind a slow answer).  Checked when a write would block,
+ * when everything written still leaves slots held, before each request of
+ * a batch (a batch stops at the hard limit) and every 100 ms: the verdicts
+ * are edge_conn_limit.c's.
  *
  * The write lane (edge_conn.h) is edge_conn_lane.c: process_input tells it
  * how each batch went, on_read ticks it after each client read.
@@ -42,6 +47,7 @@
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/edge/edge_conn_lane.h"
+#include "server/edge/edge_conn_limit.h"
 #include "server/edge/edge_conn_tls.h"
 #include "server/edge/edge_reply.h"
 
@@ -243,8 +249,18 @@ static void process_input(struct conn *c)
     c->batch_writes = c->batch_reads = 0;
     c->batch_n = 0;
     c->batch_owed = c->nslots;
+    int64_t hard = c->e->ctx->cfg->client_output_hard;
     for (int ran = 0; buf_unread(&c->in) > 0 && !c->close_after_write; ran++) {
-        if (c->nslots >= c->e->ctx->cfg->client_max_pending || c->hold != NULL) {
+        if (hard > 0 && conn_held(c) > (size_t)hard) {
+            /* The flush after the batch closes it if it stays over
+             * (check_output); if the socket took enough, the rest
+             * runs at the next callback, as at CONN_TURN_MAX. */
+            c->more_input = 1;
+            event_active(c->rev, EV_READ, 1);
+            break;
+        }
+        if (c->nslots >= c->e->ctx->cfg->client_max_pending || c->hold != NULL ||
+            c->req_held >= (size_t)c->e->ctx->cfg->client_max_pending_bytes) {
             conn_pause(c);
             break;
         }
@@ -334,8 +350,10 @@ void conn_slot_done(struct conn *c, struct rslot *s)
 {
     if (!slot_ready(c, s))
         return; /* answered before its dispatch returned */
-    if (c->paused && c->hold == NULL && c->nslots < c->e->ctx->cfg->client_max_pending / 2 &&
-        !c->close_after_write && !c->in_process) {
+    const struct cfg *cfg = c->e->ctx->cfg;
+    if (c->paused && c->hold == NULL && c->nslots < cfg->client_max_pending / 2 &&
+        c->req_held < (size_t)cfg->client_max_pending_bytes / 2 && !c->close_after_write &&
+        !c->in_process) {
         conn_resume(c); /* flushes too */
         return;
     }
@@ -345,42 +363,31 @@ void conn_slot_done(struct conn *c, struct rslot *s)
      * limits checked, before one answer for many pipelined reads of a big
      * value fills every reply (check_hostile ping_flood: 206 MB held). */
     size_t now_at = CONN_FLUSH_NOW;
-    const struct cfg *cfg = c->e->ctx->cfg;
     if (cfg->client_output_hard > 0 && (size_t)cfg->client_output_hard < now_at)
         now_at = (size_t)cfg->client_output_hard;
-    if (buf_unread(&c->out) >= now_at) {
+    /* Likewise for answers that wait in slots behind an older one (one
+     * flight answering 600 pipelined HTTP GETs behind a held poll: 226 MB
+     * before the next flush): over the hard limit, the flush closes it. */
+    if (buf_unread(&c->out) >= now_at ||
+        (cfg->client_output_hard > 0 && conn_held(c) > (size_t)cfg->client_output_hard &&
+         !c->in_process)) {
         conn_flush(c);
         return;
     }
     event_active(c->wev, EV_WRITE, 1);
 }
 
+/* The output limits (edge_conn_limit.c); 0 if c was closed. */
 static int check_output(struct conn *c, int64_t now)
 {
-    const struct cfg *cfg = c->e->ctx->cfg;
-    size_t pending = buf_unread(&c->out);
-    if (cfg->client_output_hard > 0 && pending > (size_t)cfg->client_output_hard) {
-        log_verbose("client %s: output buffer over the hard limit (%zu bytes); closing", c->addr,
-                    pending);
-        conn_close(c);
-        return 0;
-    }
-    if (cfg->client_output_soft > 0 && pending > (size_t)cfg->client_output_soft) {
-        if (c->soft_since_ms == 0)
-            c->soft_since_ms = now;
-        else if (now - c->soft_since_ms >= cfg->client_output_soft_ms) {
-            log_verbose("client %s: output buffer over the soft limit for %lld ms; closing",
-                        c->addr, (long long)(now - c->soft_since_ms));
-            conn_close(c);
-            return 0;
-        }
-    } else {
-        c->soft_since_ms = 0;
-    }
-    return 1;
+    if (conn_output_ok(c, now))
+        return 1;
+    conn_close(c);
+    return 0;
 }
 
-/* Everything is written. */
+/* Everything is written (replies may still wait in slots: their bytes
+ * count against the limits too). */
 static void flush_done(struct conn *c)
 {
     event_del(c->wev);
@@ -389,7 +396,10 @@ static void flush_done(struct conn *c)
         conn_close(c);
         return;
     }
-    c->soft_since_ms = 0;
+    if (c->held == 0)
+        c->soft_since_ms = 0;
+    else
+        check_output(c, clock_mono_ms()); /* may close c */
 }
 
 static void tls_flush(struct conn *c)
@@ -541,36 +551,13 @@ run:
     conn_flush(c);
 }
 
-/* Periodic checks of one connection; 0 if it was closed. */
-static int conn_cron(struct conn *c, int64_t now)
-{
-    const struct cfg *cfg = c->e->ctx->cfg;
-    if (c->ssl != NULL && (c->tls & CONN_TLS_HANDSHAKE) &&
-        now - c->created_ms >= cfg->tls_handshake_timeout_ms) {
-        board_add(&c->e->stats->tls_handshake_failures, 1);
-        log_verbose("client %s: TLS handshake not finished in %lld ms; closing", c->addr,
-                    (long long)(now - c->created_ms));
-        c->tls |= CONN_TLS_FATAL;
-        conn_close(c);
-        return 0;
-    }
-    if (cfg->timeout_ms > 0 && now - c->last_ms > cfg->timeout_ms && buf_unread(&c->out) == 0 &&
-        c->sq_head == NULL) {
-        log_verbose("client %s: idle for %lld ms; closing", c->addr, (long long)(now - c->last_ms));
-        conn_close(c);
-        return 0;
-    }
-    if (buf_unread(&c->out) > 0)
-        return check_output(c, now);
-    return 1;
-}
-
 void conns_cron(struct edge *e, int64_t now)
 {
     struct conn *c = e->conns;
     while (c != NULL) {
         struct conn *next = c->next;
-        conn_cron(c, now);
+        if (!conn_cron_ok(c, now))
+            conn_close(c);
         c = next;
     }
 }

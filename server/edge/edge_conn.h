@@ -39,8 +39,21 @@
  * slice at a time, not the loop.
  *
  * Flow control.  A client with client-max-pending replies owed is not read
- * until half of them are sent; nor is one held by a layer above
- * (conn_hold: an owner link over its high mark) until conn_release.
+ * until half of them are sent, nor one whose requests waiting for owners
+ * keep client-max-pending-bytes of arguments (c->req_held: a write keeps
+ * its value for retries) until half of that is answered; nor is one held
+ * by a layer above (conn_hold: an owner link over its high mark) until
+ * conn_release.
+ *
+ * Output limits.  client-output-buffer-limit counts every byte the edge
+ * holds for a client's answers, not only `out`: the replies waiting in
+ * slots behind an earlier one (a slow owner read, a held long poll, a
+ * stream), and the held HTTP requests themselves (conn_held).  Whoever
+ * writes into a slot's own buffer outside a dispatch tells the layer
+ * (slot_note, edge_reply.h); a batch of requests stops at the hard limit,
+ * so one read cannot run CONN_TURN_MAX large answers past it, and the
+ * flush that follows closes the client (counted in INFO as
+ * client_output_buffer_limit_disconnections).
  *
  * Another protocol (HTTP, edge_http.c) plugs in the same way with its own
  * hooks: an input hook replaces the RESP parser and runs each request
@@ -88,6 +101,8 @@ struct conn {
     int64_t last_ms;              /* last byte received */
     int64_t soft_since_ms;        /* output over the soft limit since, 0 = not */
     size_t out_peak;              /* most output bytes waiting at a flush (CLIENT LIST rbp) */
+    size_t held;                  /* bytes held for it besides `out` (conn_held) */
+    size_t req_held;              /* bytes its requests waiting for owners keep (edge_op.c) */
     char addr[64];
     char laddr[64];
     struct conn *prev, *next;
@@ -192,7 +207,14 @@ static inline void conn_note_request(struct conn *c, int is_write)
     else
         c->batch_reads = 1;
 }
-/* Sends what is buffered (may close c: a peer that is gone). */
+/* Every byte held for c's answers: its output buffer, its slots' buffers
+ * and what the layers above hold for it (c->held). */
+static inline size_t conn_held(const struct conn *c)
+{
+    return buf_unread(&c->out) + c->held;
+}
+/* Sends what is buffered (may close c: a peer that is gone, or one over
+ * its output limits). */
 void conn_flush(struct conn *c);
 /* Reads again (after a pause or a hold) and runs what is buffered. */
 void conn_resume(struct conn *c);

@@ -433,6 +433,10 @@ long edge_http_input(struct conn *c, const char *p, size_t n)
         c->close_after_write = 1;
         return -1;
     }
+    if (hs->streaming) { /* the pipeline ended with a watch (edge_http_watch.c) */
+        hs->req_start_ms = 0;
+        return (long)n;
+    }
     int64_t now = clock_mono_ms();
     if (hs->req_start_ms == 0)
         hs->req_start_ms = now;

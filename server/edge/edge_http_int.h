@@ -70,6 +70,7 @@ struct http_sess {
     struct http_req_parser parser;
     int64_t req_start_ms;         /* the first byte of the request being read; 0: none */
     int64_t answered_ms;          /* its last response began (keep-alive idle runs from here) */
+    int streaming;                /* a watch began: no request after it is run (edge_http_watch.c) */
     struct hreq *reqs;            /* its heap requests, for the closing hook */
     struct sockaddr_storage peer; /* for /metrics' allow list */
     int has_peer;

@@ -238,6 +238,13 @@ static size_t inm_copy(const struct http_req *req, char *out)
     return n;
 }
 
+/* What a heap reader costs its client (c->held, against its output
+ * limits): the struct and its copied key and If-None-Match lines. */
+static size_t cost(const struct hreq *r)
+{
+    return sizeof(*r) + r->klen + r->inm.headers.len + 1;
+}
+
 struct hreq *hreq_keep(struct hreq *r)
 {
     struct conn *c = r->c;
@@ -270,6 +277,7 @@ struct hreq *hreq_keep(struct hreq *r)
     if (hs->reqs != NULL)
         hs->reqs->cprev = k;
     hs->reqs = k;
+    c->held += cost(k);
     if (k->kind != HREQ_GET)
         c->e->http->nheld++;
     if (k->kind == HREQ_POLL)
@@ -294,6 +302,7 @@ void hreq_free(struct hreq *r)
         c->http->reqs = r->cnext;
     if (r->cnext != NULL)
         r->cnext->cprev = r->cprev;
+    c->held -= cost(r);
     if (r->kind != HREQ_GET)
         c->e->http->nheld--;
     if (r->kind == HREQ_POLL)

@@ -22,8 +22,24 @@
  *
  * A stream is a reply that never becomes ready: its slot is partial
  * (edge_reply.h), so its bytes leave as soon as it is the connection's
- * oldest owed reply.  HTTP/1.1 streams are chunked; HTTP/1.0 ones end with
- * the connection.
+ * oldest owed reply; what it writes while it waits behind earlier replies
+ * is counted against the client's output limits (slot_note).  HTTP/1.1
+ * streams are chunked; HTTP/1.0 ones end with the connection.
+ *
+ * A stream ends its connection's request pipeline.  A request pipelined
+ * behind it could only be answered after the stream, which ends only when
+ * the edge stops, so its reply slot would hold its answer forever (issue
+ * 25: 407 MB past a 256 MB output limit with one client).  So the stream's
+ * response says "Connection: close" (RFC 9112 9.6: the server then runs no
+ * further request of that connection and closes it after this response),
+ * every byte the client sends after the watch request is read and
+ * discarded (edge_http_input), and the connection closes after the last
+ * chunk.  Reading on, rather than stopping, keeps a client that leaves
+ * noticed at once (its stream freed, http_polls_hangup); a client that
+ * pipelined behind a watch sees the close and retries those requests on
+ * another connection, which RFC 9112 9.3.2 tells it to do.  Answering them
+ * 400 instead would be no better: the answers could only follow the
+ * stream.
  */
 #include <stdio.h>
 #include <string.h>
@@ -43,7 +59,9 @@ static const struct hreq_ops watch_ops = {watch_result, watch_changed, watch_tim
 static void push(struct hreq *r)
 {
     struct conn *c = r->c;
-    if (hreq_out(r) == &c->out && !c->in_process)
+    if (hreq_out(r) != &c->out)
+        slot_note(c, r->slot); /* behind earlier replies: counted where it waits */
+    else if (!c->in_process)
         conn_flush(c);
 }
 
@@ -132,6 +150,7 @@ static void end(struct hreq *r)
 {
     if (r->chunked)
         buf_append_str(hreq_out(r), "0\r\n\r\n");
+    r->c->close_after_write = 1; /* its response said Connection: close */
     hreq_done(r);
 }
 
@@ -176,6 +195,8 @@ void http_watch(struct hreq *r)
     k->slot->partial = 1;
     if (!k->keep_alive)
         c->close_after_write = 1;
+    k->keep_alive = 0; /* the pipeline ends here (above) */
+    c->http->streaming = 1;
     struct hkv_buf *out = hreq_out(k);
     hr_status(c, out, 200, k->minor, k->keep_alive);
     buf_printf(out, "Content-Type: %s\r\nCache-Control: no-store\r\nX-Accel-Buffering: no\r\n%s\r\n",

@@ -12,6 +12,7 @@
 #include "server/core/log.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_clients.h"
+#include "server/edge/edge_reply.h"
 
 #define POLL_MS 10
 #define LINE_MAX_BYTES (64u * 1024)
@@ -94,12 +95,20 @@ void monitor_feed(struct conn *c, int argc, const struct resp_slice *argv, int a
 
 /* ---- the reader ---------------------------------------------------------------- */
 
-/* Every local MONITOR client gets bytes p[0..n). */
+/* Every local MONITOR client gets bytes p[0..n), after the replies it is
+ * owed (a MONITOR pipelined behind a slow read: the lines must not overtake
+ * its answer), counted against its output limits wherever they wait. */
 static void deliver(struct edge *e, const char *p, size_t n)
 {
-    for (struct conn *c = e->conns; c != NULL; c = c->next)
-        if (c->monitor)
-            buf_append(&c->out, p, n);
+    for (struct conn *c = e->conns; c != NULL; c = c->next) {
+        struct rslot *s;
+        struct hkv_buf *o = c->monitor ? slot_tail_out(c, &s) : NULL;
+        if (o == NULL)
+            continue;
+        buf_append(o, p, n);
+        if (s != NULL)
+            slot_note(c, s);
+    }
 }
 
 /* Every local MONITOR client is closed (this edge lost lines of a ring). */
@@ -168,7 +177,7 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
     struct conn *c = e->conns;
     while (c != NULL) {
         struct conn *next = c->next;
-        if (c->monitor && buf_unread(&c->out) > 0)
+        if (c->monitor && conn_held(c) > 0)
             conn_flush(c); /* past client-output-buffer-limit it is closed */
         c = next;
     }

@@ -73,6 +73,8 @@ static void op_unlink(struct op *op)
         return;
     if (op->is_write)
         c->writes_inflight--;
+    c->req_held -= op->args_held;
+    op->args_held = 0;
     if (op->cprev)
         op->cprev->cnext = op->cnext;
     else
@@ -267,6 +269,10 @@ int op_copy_keys(struct op *op, int n, const struct resp_slice *argv, int step,
         buf_append(&op->store, value->p, value->len);
     }
     op->nkeys = (uint32_t)n;
+    if (op->c != NULL) { /* the client's input is not read while too much is kept */
+        op->args_held = total;
+        op->c->req_held += total;
+    }
     return 0;
 }
 

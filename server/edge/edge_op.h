@@ -129,6 +129,7 @@ struct op {
     int timer_on, timer_deadline;
     int64_t timer_at_ms;          /* when the op timer fires, while on */
     uint32_t nkeys;
+    size_t args_held;             /* of store, in c->req_held (client-max-pending-bytes) */
     struct wire_slice value;      /* the argument copied with the keys (SET's value, SCAN's MATCH) */
     struct oreq one;              /* the request of a one-request op */
     uint32_t nreqs;

@@ -35,6 +35,7 @@ static struct rslot *slot_new(struct edge *e)
     s->next = NULL;
     s->ready = 0;
     s->partial = 0;
+    s->counted = 0;
     return s;
 }
 
@@ -81,6 +82,32 @@ struct hkv_buf *slot_out(struct conn *c, struct rslot *s)
     return &s->buf;
 }
 
+void slot_note(struct conn *c, struct rslot *s)
+{
+    /* During its dispatch s->buf holds the real output (edge_conn.c's
+     * swap): the dispatch's end measures it. */
+    if (s == c->cur)
+        return;
+    size_t n = buf_unread(&s->buf);
+    c->held = c->held - s->counted + n;
+    s->counted = n;
+}
+
+struct hkv_buf *slot_tail_out(struct conn *c, struct rslot **sp)
+{
+    struct rslot *t = c->sq_tail;
+    *sp = NULL;
+    if (t == NULL)
+        return &c->out;
+    if (!t->ready || t->partial || t == c->cur) {
+        if ((t = slot_push(c)) == NULL)
+            return NULL;
+        t->ready = 1;
+    }
+    *sp = t;
+    return &t->buf;
+}
+
 /* Moves every finished reply at the head into c->out. */
 static void pump(struct conn *c)
 {
@@ -88,6 +115,7 @@ static void pump(struct conn *c)
     while ((s = c->sq_head) != NULL && s->ready && s != c->cur) {
         if (buf_unread(&s->buf) > 0)
             buf_append(&c->out, buf_head(&s->buf), buf_unread(&s->buf));
+        c->held -= s->counted;
         c->sq_head = s->next;
         if (c->sq_head == NULL)
             c->sq_tail = NULL;
@@ -98,6 +126,8 @@ static void pump(struct conn *c)
     if (s != NULL && s->partial && !s->ready && s != c->cur && buf_unread(&s->buf) > 0) {
         buf_append(&c->out, buf_head(&s->buf), buf_unread(&s->buf));
         buf_reset(&s->buf);
+        c->held -= s->counted;
+        s->counted = 0;
     }
 }
 
@@ -108,6 +138,7 @@ int slot_ready(struct conn *c, struct rslot *s)
         c->cur_deferred = 0; /* answered before its handler returned */
         return 0;
     }
+    slot_note(c, s);
     pump(c);
     return 1;
 }
@@ -118,6 +149,7 @@ void slots_after_dispatch(struct conn *c, struct rslot *s)
     if (!c->cur_deferred)
         s->ready = 1;
     c->cur_deferred = 0;
+    slot_note(c, s);
     pump(c);
 }
 
@@ -131,6 +163,7 @@ void slots_release(struct conn *c)
     }
     c->sq_head = c->sq_tail = NULL;
     c->nslots = 0;
+    c->held = 0; /* the layers above forgot theirs in the closing hook */
 }
 
 void slots_teardown(struct edge *e)

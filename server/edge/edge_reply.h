@@ -12,6 +12,11 @@
  * becomes ready until it ends; what it wrote while it waited behind earlier
  * replies goes out the moment it reaches the head, and from then on
  * slot_out gives it c->out itself.
+ *
+ * Accounting.  The bytes in slots' own buffers are in c->held, so the
+ * output limits see them (edge_conn.h): measured when a dispatch ends,
+ * when a slot is answered, and by slot_note for a writer that adds to a
+ * slot without answering it (a stream behind other replies).
  */
 #ifndef HKV_EDGE_REPLY_H
 #define HKV_EDGE_REPLY_H
@@ -24,6 +29,7 @@
 struct rslot {
     struct rslot *next;
     struct hkv_buf buf;
+    size_t counted;               /* bytes of buf in c->held (slot_note) */
     uint8_t ready;
     uint8_t partial;              /* a stream: its bytes leave as soon as it is the head,
                                    * before it is ready (an HTTP watch, edge_http_watch.c) */
@@ -37,6 +43,14 @@ struct rslot *slot_defer(struct conn *c);
 /* Where s's answer is written: c->out for the head (no copy), else its own
  * buffer. */
 struct hkv_buf *slot_out(struct conn *c, struct rslot *s);
+/* Bytes were written into slot_out(c, s) without answering s (a stream):
+ * c->held is brought up to date. */
+void slot_note(struct conn *c, struct rslot *s);
+/* Where bytes that must follow every reply owed now go (MONITOR's lines):
+ * c->out when none is owed, else the last slot when it is answered
+ * already, else a new answered slot at the tail.  *sp is that slot (NULL:
+ * c->out), for slot_note once written; NULL on allocation failure. */
+struct hkv_buf *slot_tail_out(struct conn *c, struct rslot **sp);
 /* s is answered: finished replies at the head move to c->out.  Returns 0
  * when s is the request being dispatched (its dispatch ends it), 1 when the
  * caller should now flush. */

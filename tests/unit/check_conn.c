@@ -385,6 +385,41 @@ START_TEST(output_over_the_hard_limit_closes_a_client_that_does_not_read)
 }
 END_TEST
 
+START_TEST(replies_waiting_behind_a_deferred_one_count_against_the_hard_limit)
+{
+    F.ctx.cfg->client_output_hard = 64 * 1024;
+    F.peer = connect_client();
+    /* nothing reaches out (the first reply is owed): 200 KB wait in slots */
+    send_str(F.peer, "DEFER\r\n");
+    for (int i = 0; i < 20; i++)
+        send_str(F.peer, "BIG 10000\r\n");
+    ck_assert(run_until(closed_once, 2000));
+    ck_assert_uint_eq(F.e.nconns, 0);
+    ck_assert_int_lt(F.nlog, 21); /* the batch stopped at the limit */
+    ck_assert_uint_eq(board_load(&F.e.stats->client_output_buffer_limit_disconnections), 1);
+}
+END_TEST
+
+static int nlog_is_10(void) { return F.nlog >= 10; }
+
+START_TEST(a_batch_stopped_at_the_hard_limit_runs_on_once_the_socket_takes_it)
+{
+    F.ctx.cfg->client_output_hard = 64 * 1024;
+    F.peer = connect_client();
+    char cmds[200] = "";
+    for (int i = 0; i < 10; i++)
+        strcat(cmds, "BIG 10000\r\n");
+    send_str(F.peer, cmds); /* 100 KB of replies: over the limit mid-batch, not in the socket */
+    static char buf[10 * 10010 + 1];
+    int eof;
+    size_t got = read_reply(F.peer, buf, sizeof(buf) - 1, 3000, &eof);
+    ck_assert(!eof);
+    ck_assert_uint_eq(got, 10 * (size_t)(8 + 10000 + 2));
+    ck_assert(run_until(nlog_is_10, 100));
+    ck_assert_uint_eq(F.e.nconns, 1);
+}
+END_TEST
+
 START_TEST(maxclients_refuses_past_the_bound)
 {
     F.ctx.cfg->maxclients = 1;
@@ -607,6 +642,8 @@ Suite *conn_suite(void)
         {"protocol", protocol_error_is_answered_then_the_connection_closes},
         {"querybuf", query_buffer_limit_closes_the_client},
         {"output", output_over_the_hard_limit_closes_a_client_that_does_not_read},
+        {"output_slots", replies_waiting_behind_a_deferred_one_count_against_the_hard_limit},
+        {"output_resume", a_batch_stopped_at_the_hard_limit_runs_on_once_the_socket_takes_it},
         {"maxclients", maxclients_refuses_past_the_bound},
         {"refusal", refusal_written_by_the_accepted_hook_is_sent_before_closing},
         {"hold", held_connection_reads_again_once_released},

@@ -1,0 +1,69 @@
+/*
+ * edge_conn_limit.c - what one client may make an edge hold for its
+ * answers, and the connection layer's 100 ms checks (edge_conn.h), as
+ * verdicts: edge_conn.c closes (this file calls nothing of it, so the
+ * layer stays one-way).
+ *
+ * client-output-buffer-limit HARD SOFT SECONDS is on conn_held(c): the
+ * output buffer, plus every reply waiting in a slot behind an earlier one,
+ * plus what a layer above holds for the client (a held HTTP poll or
+ * stream, edge_http_wake.c).  Counting only the output buffer let a
+ * pipeline behind a reply that never comes (an HTTP watch) or comes late
+ * (an owner read of a stopped owner, a long poll) hold client-max-pending
+ * x proto-max-bulk-len in slots that no limit saw (issue 25: 407 MB past a
+ * 256 MB limit with one client).  Closing, not pausing: the bytes are
+ * answers the client asked for and does not take, as for a client that
+ * never reads; the counter client_output_buffer_limit_disconnections says
+ * how often (INFO stats).
+ */
+#include "server/edge/edge_conn_limit.h"
+
+#include "server/core/clock.h"
+#include "server/core/log.h"
+#include "server/edge/edge_conn_tls.h"
+
+int conn_output_ok(struct conn *c, int64_t now)
+{
+    const struct cfg *cfg = c->e->ctx->cfg;
+    size_t pending = conn_held(c);
+    if (cfg->client_output_hard > 0 && pending > (size_t)cfg->client_output_hard) {
+        log_verbose("client %s: output buffer over the hard limit (%zu bytes, %zu of them "
+                    "behind earlier replies); closing", c->addr, pending, c->held);
+        board_add(&c->e->stats->client_output_buffer_limit_disconnections, 1);
+        return 0;
+    }
+    if (cfg->client_output_soft > 0 && pending > (size_t)cfg->client_output_soft) {
+        if (c->soft_since_ms == 0)
+            c->soft_since_ms = now;
+        else if (now - c->soft_since_ms >= cfg->client_output_soft_ms) {
+            log_verbose("client %s: output buffer over the soft limit for %lld ms; closing",
+                        c->addr, (long long)(now - c->soft_since_ms));
+            board_add(&c->e->stats->client_output_buffer_limit_disconnections, 1);
+            return 0;
+        }
+    } else {
+        c->soft_since_ms = 0;
+    }
+    return 1;
+}
+
+int conn_cron_ok(struct conn *c, int64_t now)
+{
+    const struct cfg *cfg = c->e->ctx->cfg;
+    if (c->ssl != NULL && (c->tls & CONN_TLS_HANDSHAKE) &&
+        now - c->created_ms >= cfg->tls_handshake_timeout_ms) {
+        board_add(&c->e->stats->tls_handshake_failures, 1);
+        log_verbose("client %s: TLS handshake not finished in %lld ms; closing", c->addr,
+                    (long long)(now - c->created_ms));
+        c->tls |= CONN_TLS_FATAL;
+        return 0;
+    }
+    if (cfg->timeout_ms > 0 && now - c->last_ms > cfg->timeout_ms && buf_unread(&c->out) == 0 &&
+        c->sq_head == NULL) {
+        log_verbose("client %s: idle for %lld ms; closing", c->addr, (long long)(now - c->last_ms));
+        return 0;
+    }
+    if (conn_held(c) > 0)
+        return conn_output_ok(c, now);
+    return 1;
+}
