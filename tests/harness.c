@@ -693,3 +693,28 @@ int h_run(char *const argv[], const char *in, char *out, size_t len, int ms)
     return WEXITSTATUS(status);
 }
 
+long long h_edges_generation(const struct daemon *d)
+{
+    int fd = h_connect(d->port);
+    if (fd < 0)
+        return -1;
+    struct h_reply *r = h_cmdv(fd, "INFO", "processes", NULL);
+    close(fd);
+    if (r == NULL || r->v->type != RESP_BULK) {
+        h_free(r);
+        return -1;
+    }
+    char *text = strndup(r->v->str, r->v->len);
+    h_free(r);
+    long long low = -1;
+    for (char *line = strtok(text, "\r\n"); line != NULL; line = strtok(NULL, "\r\n")) {
+        const char *g = strstr(line, "config_generation=");
+        if (strncmp(line, "slot", 4) != 0 || strstr(line, "role=edge,") == NULL || g == NULL)
+            continue;
+        long long v = atoll(g + strlen("config_generation="));
+        if (low < 0 || v < low)
+            low = v;
+    }
+    free(text);
+    return low;
+}

@@ -100,6 +100,9 @@ struct h_reply *h_read(int fd);
 void h_free(struct h_reply *r);
 /* The value of `field` in an INFO reply (copied into buf); -1 if absent. */
 int h_info_field(int port, const char *field, char *buf, size_t len);
+/* The lowest config generation the edges run (INFO processes); -1 if INFO
+ * did not answer. */
+long long h_edges_generation(const struct daemon *d);
 int64_t h_info_int(int port, const char *field);
 /* The pid of the edge serving connection fd (INFO server), -1 if unknown. */
 int h_edge_of(int fd);

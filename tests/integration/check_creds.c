@@ -35,33 +35,6 @@
 
 static struct hr R;
 
-/* The lowest config generation the edges run (INFO processes); -1 if INFO
- * did not answer. */
-static long long edges_generation(const struct daemon *d)
-{
-    int fd = h_connect(d->port);
-    if (fd < 0)
-        return -1;
-    struct h_reply *r = h_cmdv(fd, "INFO", "processes", NULL);
-    close(fd);
-    if (r == NULL || r->v->type != RESP_BULK) {
-        h_free(r);
-        return -1;
-    }
-    char *text = strndup(r->v->str, r->v->len);
-    h_free(r);
-    long long low = -1;
-    for (char *line = strtok(text, "\r\n"); line != NULL; line = strtok(NULL, "\r\n")) {
-        const char *g = strstr(line, "config_generation=");
-        if (strncmp(line, "slot", 4) != 0 || strstr(line, "role=edge,") == NULL || g == NULL)
-            continue;
-        long long v = atoll(g + strlen("config_generation="));
-        if (low < 0 || v < low)
-            low = v;
-    }
-    free(text);
-    return low;
-}
 
 /* Writes the config (BASE + extra), SIGHUPs, and waits (up to 10 s) until
  * every edge runs generation gen. */
@@ -73,7 +46,7 @@ static void reload_to(struct daemon *d, const char *extra, long long gen)
     ck_assert_int_eq(kill(d->pid, SIGHUP), 0);
     int64_t end = h_now_ms() + 10000;
     long long g = -1;
-    while (h_now_ms() < end && (g = edges_generation(d)) < gen)
+    while (h_now_ms() < end && (g = h_edges_generation(d)) < gen)
         h_sleep_ms(10);
     ck_assert_msg(g >= gen, "the edges run generation %lld, not %lld", g, gen);
 }
@@ -177,7 +150,7 @@ START_TEST(a_revoked_password_is_refused_on_a_keep_alive_session_across_reloads)
     ck_assert_int_eq(ka_get(bob, "/v1/kv/b:1", B64_BOB_B1), 200);
     ck_assert_int_eq(ka_get(bob, "/v1/kv/k", B64_BOB_B1), 403);
     char held[2][128] = {"", ""}; /* the password each turn session logged in with */
-    long long gen = edges_generation(&d);
+    long long gen = h_edges_generation(&d);
     int accepted = 0, refused = 0, other = 0, as_other = 0, bob_ok = 0, fresh_ok = 0, n = 0;
     int64_t t0 = h_now_ms();
     for (int i = 2; i <= RELOADS + 1 && h_now_ms() - t0 < 150000; i++, n++) {
@@ -246,7 +219,7 @@ START_TEST(a_watch_stream_ends_when_a_reload_revokes_its_password)
     ck_assert_int_eq(hx_read(revoked, &h1, 1, 10000), 0);
     ck_assert_int_eq(hx_read(kept, &h2, 1, 10000), 0);
     ck_assert_msg(h1.status == 200 && h2.status == 200, "%s / %s", h1.head, h2.head);
-    long long gen = edges_generation(&d);
+    long long gen = h_edges_generation(&d);
     snprintf(extra, sizeof(extra), "http-port %d\nuser default on nopass ~* +@all\n"
                                    "user app on >P2 ~* +@all\n", hp);
     reload_to(&d, extra, gen + 1);
@@ -285,7 +258,7 @@ START_TEST(a_resp_connection_of_a_removed_user_is_closed)
                                       "user gone on >G1 ~* +@all\nuser stays on >S1 ~* +@all\n"),
                      0);
     int gone = authed(d.port, "gone", "G1"), stays = authed(d.port, "stays", "S1");
-    long long gen = edges_generation(&d);
+    long long gen = h_edges_generation(&d);
     /* gone is removed; stays gets another password */
     reload_to(&d, "user default on nopass ~* +@all\nuser stays on >S2 ~* +@all\n", gen + 1);
     ck_assert_msg(closed_by_server(gone), "the removed user's connection stays open");
@@ -356,7 +329,7 @@ START_TEST(protected_mode_turned_on_by_reload_applies_to_open_connections)
     struct h_reply *r = h_cmdv(resp, "PING", NULL);
     ck_assert_msg(r != NULL && strcmp(r->raw, "+PONG\r\n") == 0, "PING from %s", ip);
     h_free(r);
-    long long gen = edges_generation(&d);
+    long long gen = h_edges_generation(&d);
     snprintf(extra, sizeof(extra), "http-port %d\nbind 127.0.0.1 %s\nprotected-mode yes\n", hp,
              ip);
     reload_to(&d, extra, gen + 1);

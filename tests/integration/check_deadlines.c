@@ -27,33 +27,6 @@
 
 #define BASE "edge-workers 1\nhot-owners 1\ncold-owners 1\nclass default pool hot\n"
 
-/* The lowest config generation the edges run (INFO processes); -1 if INFO
- * did not answer. */
-static long long edges_generation(const struct daemon *d)
-{
-    int fd = h_connect(d->port);
-    if (fd < 0)
-        return -1;
-    struct h_reply *r = h_cmdv(fd, "INFO", "processes", NULL);
-    close(fd);
-    if (r == NULL || r->v->type != RESP_BULK) {
-        h_free(r);
-        return -1;
-    }
-    char *text = strndup(r->v->str, r->v->len);
-    h_free(r);
-    long long low = -1;
-    for (char *line = strtok(text, "\r\n"); line != NULL; line = strtok(NULL, "\r\n")) {
-        const char *g = strstr(line, "config_generation=");
-        if (strncmp(line, "slot", 4) != 0 || strstr(line, "role=edge,") == NULL || g == NULL)
-            continue;
-        long long v = atoll(g + strlen("config_generation="));
-        if (low < 0 || v < low)
-            low = v;
-    }
-    free(text);
-    return low;
-}
 
 /* Writes BASE + extra, SIGHUPs, and waits (up to 5 s) until the edges run a
  * generation after `gen`. */
@@ -64,9 +37,9 @@ static void reload_after(struct daemon *d, const char *extra, long long gen)
     h_write_conf(d, conf);
     ck_assert_int_eq(kill(d->pid, SIGHUP), 0);
     int64_t end = h_now_ms() + 5000;
-    while (h_now_ms() < end && edges_generation(d) <= gen)
+    while (h_now_ms() < end && h_edges_generation(d) <= gen)
         h_sleep_ms(10);
-    ck_assert_int_gt(edges_generation(d), gen);
+    ck_assert_int_gt(h_edges_generation(d), gen);
 }
 
 static void send_cmd(int fd, const char *a, const char *b, const char *c)
@@ -79,23 +52,57 @@ static void send_cmd(int fd, const char *a, const char *b, const char *c)
     ck_assert_int_eq(h_send(fd, req, (size_t)n), 0);
 }
 
+/* The scene every case of a client waiting on a stopped owner shares: the
+ * daemon started with BASE + conf (hot/0 holding "k" = "before" when
+ * `set_before`), hot/0 stopped (a guardian SIGCONTs it whatever happens),
+ * then `a b [c]` sent without waiting, then after 300 ms the config reloaded
+ * to BASE + next.  *t0 is when the command was sent; returns the guardian's
+ * pipe (close it when done) and the owner in *owner. */
+struct scene {
+    struct daemon d;
+    int fd, guard;
+    pid_t owner;
+    int64_t t0;
+};
+
+static void scene_start(struct scene *x, const char *conf, int set_before, const char *next,
+                        const char *a, const char *b, const char *c)
+{
+    char text[1024];
+    snprintf(text, sizeof(text), BASE "%s", conf);
+    ck_assert_int_eq(h_start(&x->d, text), 0);
+    x->fd = h_connect(x->d.port);
+    if (set_before) {
+        struct h_reply *r = h_cmdv(x->fd, "SET", "k", "before", NULL);
+        ck_assert_msg(r != NULL && strcmp(r->raw, "+OK\r\n") == 0, "SET before");
+        h_free(r);
+    }
+    long long gen = h_edges_generation(&x->d);
+    x->owner = h_child(&x->d, "hotkvd: owner hot/0", 0);
+    ck_assert_int_gt(x->owner, 0);
+    x->guard = h_sigcont_guard(x->owner, 0, NULL);
+    ck_assert_int_eq(kill(x->owner, SIGSTOP), 0);
+    x->t0 = h_now_ms();
+    send_cmd(x->fd, a, b, c);
+    h_sleep_ms(300);
+    reload_after(&x->d, next, gen);
+}
+
+/* The owner resumed and its guardian let go. */
+static void scene_resume(struct scene *x)
+{
+    kill(x->owner, SIGCONT);
+    close(x->guard);
+}
+
 START_TEST(a_lower_write_timeout_applies_to_a_write_in_flight)
 {
-    struct daemon d;
-    ck_assert_int_eq(h_start(&d, BASE "write-timeout 8s\nwrite-retry-backoff 100ms\n"), 0);
-    int fd = h_connect(d.port);
-    struct h_reply *r = h_cmdv(fd, "SET", "k", "before", NULL);
-    ck_assert_msg(r != NULL && strcmp(r->raw, "+OK\r\n") == 0, "SET before");
-    h_free(r);
-    long long gen = edges_generation(&d);
-    pid_t owner = h_child(&d, "hotkvd: owner hot/0", 0);
-    ck_assert_int_gt(owner, 0);
-    int guard = h_sigcont_guard(owner, 0, NULL);
-    ck_assert_int_eq(kill(owner, SIGSTOP), 0);
-    int64_t t0 = h_now_ms();
-    send_cmd(fd, "SET", "k", "during");
-    h_sleep_ms(300);
-    reload_after(&d, "write-timeout 300ms\nwrite-retry-backoff 100ms\n", gen);
+    struct scene x;
+    scene_start(&x, "write-timeout 8s\nwrite-retry-backoff 100ms\n", 1,
+                "write-timeout 300ms\nwrite-retry-backoff 100ms\n", "SET", "k", "during");
+    struct daemon d = x.d;
+    int fd = x.fd;
+    int64_t t0 = x.t0;
     int64_t retried_at = -1;
     while (h_now_ms() - t0 < 6000 && retried_at < 0) {
         if (h_info_int(d.port, "write_retries") >= 1)
@@ -103,14 +110,13 @@ START_TEST(a_lower_write_timeout_applies_to_a_write_in_flight)
         else
             h_sleep_ms(20);
     }
-    kill(owner, SIGCONT);
-    close(guard);
+    scene_resume(&x);
     fprintf(stderr, "deadlines: write sent, write-timeout 8s -> 300ms after 300 ms: first "
                     "resend at %lld ms\n", (long long)retried_at);
     ck_assert_msg(retried_at >= 0 && retried_at < 3000,
                   "the write was first resent %lld ms after it was sent (-1: not in 6 s): the "
                   "old 8 s timeout still ran", (long long)retried_at);
-    r = h_read(fd);
+    struct h_reply *r = h_read(fd);
     ck_assert_msg(r != NULL && strcmp(r->raw, "+OK\r\n") == 0, "SET during: %s",
                   r != NULL ? r->raw : "(none)");
     h_free(r);
@@ -128,25 +134,14 @@ END_TEST
  * hears "outcome unknown" about 1 s after it wrote, not 60 s. */
 START_TEST(a_lower_write_deadline_applies_to_a_write_in_flight)
 {
-    struct daemon d;
-    ck_assert_int_eq(h_start(&d, BASE "write-timeout 5s\nwrite-deadline 60s\n"), 0);
-    int fd = h_connect(d.port);
-    struct h_reply *r = h_cmdv(fd, "SET", "k", "before", NULL);
-    ck_assert_msg(r != NULL && strcmp(r->raw, "+OK\r\n") == 0, "SET before");
-    h_free(r);
-    long long gen = edges_generation(&d);
-    pid_t owner = h_child(&d, "hotkvd: owner hot/0", 0);
-    ck_assert_int_gt(owner, 0);
-    int guard = h_sigcont_guard(owner, 0, NULL);
-    ck_assert_int_eq(kill(owner, SIGSTOP), 0);
-    int64_t t0 = h_now_ms();
-    send_cmd(fd, "SET", "k", "during");
-    h_sleep_ms(300);
-    reload_after(&d, "write-timeout 1s\nwrite-deadline 1s\n", gen); /* deadline >= timeout */
-    r = h_read(fd); /* h_connect's 5 s receive timeout: the old 60 s deadline fails it */
+    struct scene x;
+    scene_start(&x, "write-timeout 5s\nwrite-deadline 60s\n", 1,
+                "write-timeout 1s\nwrite-deadline 1s\n", "SET", "k", "during"); /* >= timeout */
+    int fd = x.fd;
+    int64_t t0 = x.t0;
+    struct h_reply *r = h_read(fd); /* a 5 s receive timeout: the old 60 s deadline fails it */
     int64_t answered = h_now_ms() - t0;
-    kill(owner, SIGCONT);
-    close(guard);
+    scene_resume(&x);
     fprintf(stderr, "deadlines: write-deadline 60s -> 1s: the write in flight answered at %lld ms: %s",
             (long long)answered, r != NULL ? r->raw : "(none)\n");
     ck_assert_msg(r != NULL && strstr(r->raw, "outcome unknown") != NULL,
@@ -155,28 +150,20 @@ START_TEST(a_lower_write_deadline_applies_to_a_write_in_flight)
     ck_assert_int_lt(answered, 4000);
     h_free(r);
     close(fd);
-    ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
+    ck_assert_int_eq(WEXITSTATUS(h_stop(&x.d)), 0);
 }
 END_TEST
 
 START_TEST(a_lower_miss_wait_applies_to_a_read_waiting)
 {
-    struct daemon d;
-    ck_assert_int_eq(h_start(&d, BASE "miss-wait 8s\n"), 0);
-    int fd = h_connect(d.port);
-    long long gen = edges_generation(&d);
-    pid_t owner = h_child(&d, "hotkvd: owner hot/0", 0);
-    ck_assert_int_gt(owner, 0);
-    int guard = h_sigcont_guard(owner, 0, NULL);
-    ck_assert_int_eq(kill(owner, SIGSTOP), 0);
-    int64_t t0 = h_now_ms();
-    send_cmd(fd, "GET", "never:seen", NULL);
-    h_sleep_ms(300);
-    reload_after(&d, "miss-wait 300ms\n", gen);
+    struct scene x;
+    scene_start(&x, "miss-wait 8s\n", 0, "miss-wait 300ms\n", "GET", "never:seen", NULL);
+    struct daemon d = x.d;
+    int fd = x.fd;
+    int64_t t0 = x.t0;
     struct h_reply *r = h_read(fd); /* 5 s receive timeout */
     int64_t took = h_now_ms() - t0;
-    kill(owner, SIGCONT);
-    close(guard);
+    scene_resume(&x);
     fprintf(stderr, "deadlines: read waiting, miss-wait 8s -> 300ms after 300 ms: answered at "
                     "%lld ms (%s)\n", (long long)took, r != NULL ? "answer" : "none");
     ck_assert_msg(r != NULL && took < 3000,
@@ -207,7 +194,7 @@ START_TEST(a_lower_poll_cap_applies_to_a_held_poll)
     ck_assert_int_eq(hx_get(hp, "GET", "/v1/kv/p", NULL, &R), 0);
     ck_assert_int_eq(R.status, 200);
     unsigned long long index = (unsigned long long)hx_index(&R);
-    long long gen = edges_generation(&d);
+    long long gen = h_edges_generation(&d);
     int poll = h_connect(hp);
     char req[256];
     snprintf(req, sizeof(req), "GET /v1/kv/p?index=%llu&wait=60s HTTP/1.1\r\nHost: t\r\n\r\n",
@@ -239,7 +226,7 @@ START_TEST(a_lower_heartbeat_applies_to_an_open_stream)
     snprintf(extra, sizeof(extra), "http-port %d\nhttp-heartbeat 30s\n", hp);
     snprintf(conf, sizeof(conf), BASE "%s", extra);
     ck_assert_int_eq(h_start(&d, conf), 0);
-    long long gen = edges_generation(&d);
+    long long gen = h_edges_generation(&d);
     int w = h_connect(hp);
     ck_assert_int_eq(hx_send(w, "GET /v1/watch/hb HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
     memset(&R, 0, sizeof(R));
