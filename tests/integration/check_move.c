@@ -26,7 +26,9 @@ static struct daemon h1;
 static void up_env(const char *env)
 {
     mc_etcd_start();
-    mc_prepare(&h1, "h1", 2, "move-fence-timeout 2s\n");
+    /* the moves are the test's own: the agent must not move or split a leaf
+     * the test loads hard (source_loop: "no such leaf" under a loaded machine) */
+    mc_prepare(&h1, "h1", 2, "move-fence-timeout 2s\nauto-moves no\n");
     mc_cluster_init(&h1, "h1/hot/0,h1/hot/1", 3);
     mc_start(&h1, env);
 }
