@@ -1526,8 +1526,9 @@ def _dup_explains(kh, core, start, cut):
     cands += [u for u in near if u.f in ("set", "mset", "del", "getdel")]
     # Only writes in flight across a fault, a crash or a move: a retry.
     cands = [u for u in cands if disturbed(u)]
-    # Retried requests took long: the longest first.
-    cands.sort(key=lambda u: -(u.t1() - u.t0()))
+    # INCRBYs first (their answers pin the count), then the others;
+    # retried requests took long: the longest first.
+    cands.sort(key=lambda u: (u.f != "incrby", -(u.t1() - u.t0())))
     base = _items(kh, set(core), cut, start)
     for w in cands:
         if time.monotonic() > t_end:
@@ -1546,23 +1547,24 @@ def _dup_explains(kh, core, start, cut):
 def _reduce_dup(kh, core, start, cut, minimal, budget, stats):
     """A core the reduction could not shrink in time (many INCRBYs, each
     relaxed one multiplies the search) is retried in a window that ends at
-    the same cut and starts as late as still fails, found by bisection over
-    the calls between the old start and the call of the write whose second
-    application explains it (where a retry applied twice lives).  The
-    smaller proof wins."""
+    the same cut and starts as late as still fails, found by a scan back
+    over the calls from the call of the write whose second application
+    explains it (where a retry applied twice lives) to the old start (not a
+    bisection: the free state at the start makes failure non-monotonic in
+    it).  The smaller proof wins."""
     dup = _dup_explains(kh, core, start, cut)
     if dup is None:
         return core, start, cut, minimal
     det = set(_det(kh))
-    calls = sorted({u.call for u in det if start < u.call <= dup.call})
+    calls = sorted({u.call for u in det if start < u.call <= dup.call}, reverse=True)
     t_stop = time.monotonic() + budget / 3
-    lo, hi, best = 0, len(calls) - 1, None
-    while lo <= hi and time.monotonic() < t_stop:
-        mid = (lo + hi) // 2
-        if _window_fails(kh, det, cut, calls[mid], t_stop, stats):
-            best, lo = calls[mid], mid + 1
-        else:
-            hi = mid - 1
+    best = None
+    for c in calls:
+        if time.monotonic() > t_stop:
+            break
+        if _window_fails(kh, det, cut, c, t_stop, stats):
+            best = c
+            break
     if best is None:
         return core, start, cut, minimal
     core2, s2, c2, min2 = minimize(kh, budget, stats, window=(best, cut))

@@ -172,6 +172,10 @@ class Workload:
     def __init__(self, nkeys, owners, ops):
         self.keys = {cls: self.pick(cls, nkeys, owners[CLASSES[cls]["pool"]]) for cls in CLASSES}
         self.all_keys = self.keys["hl"] + self.keys["hd"]
+        # A counter beside each key, in its leaf (hash tag): only INCRBYs
+        # while that leaf moves, so a retry applied twice shows as a total
+        # one delta too high, in a sub-history of a few ops.
+        self.counter = {k: "%s:n{%s}" % (k.split(":", 1)[0], k) for k in self.all_keys}
         self.ops = [name for name, _ in OP_WEIGHTS if name in ops]
         self.weights = [w for name, w in OP_WEIGHTS if name in ops]
         self.focus = None
@@ -200,8 +204,12 @@ class Workload:
     def gen(self, rng, client, opid):
         """(f, key-or-keys, args, command words) of the next operation."""
         focus = self.focus
+        if focus and rng.random() < 0.4:
+            key = self.counter[rng.choice(focus)]
+            d = rng.randint(1, 20)
+            return "incrby", key, {"delta": d}, ["INCRBY", key, str(d)]
         if focus and rng.random() < 0.6:
-            kind = rng.choices(["incr", "del", "get"], weights=[8, 1, 1])[0]
+            kind = rng.choices(["incr", "del", "get"], weights=[7, 2, 1])[0]
             return getattr(self, "gen_" + kind)(rng, rng.choice(focus), "c%d-%d" % (client, opid))
         kind = rng.choices(self.ops, weights=self.weights)[0]
         return getattr(self, "gen_" + kind)(rng, rng.choice(self.all_keys),
@@ -463,6 +471,7 @@ def build_header(args, hkv, workload, seed):
         }
     keys = {}
     for cls, ks in workload.keys.items():
+        ks = ks + [workload.counter[k] for k in ks]
         pool = CLASSES[cls]["pool"]
         n = hkv.hot_owners if pool == "hot" else hkv.cold_owners
         for k in ks:
@@ -472,7 +481,7 @@ def build_header(args, hkv, workload, seed):
             "clients": args.clients}
 
 
-def run_checker(history_path, outdir, limit):
+def run_checker(history_path, outdir, limit, reduce_limit=None):
     """(exit code, output, result dict or None) of tests/history/checker.py,
     or (None, why, None) when it cannot run."""
     checker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checker.py")
@@ -481,8 +490,10 @@ def run_checker(history_path, outdir, limit):
     js = os.path.join(outdir, "checker.json")
     try:
         p = subprocess.run(["/usr/bin/python3", checker, history_path, "--json", js,
-                            "--global-limit", "%g" % limit],
-                           capture_output=True, text=True, timeout=limit * 2 + 300)
+                            "--global-limit", "%g" % limit] +
+                           (["--reduce-limit", "%g" % reduce_limit] if reduce_limit else []),
+                           capture_output=True, text=True,
+                           timeout=limit * 2 + 300 + 6 * (reduce_limit or 0))
     except subprocess.TimeoutExpired:
         return 2, "checker did not finish within %g s" % (limit * 2 + 300), None
     out = p.stdout + (p.stderr if p.stderr else "")
@@ -518,6 +529,8 @@ def replay_command(args, seed, outdir):
         cmd += ["--http-readers", str(args.http_readers)]
     if args.admin:
         cmd += ["--admin", args.admin]
+    if args.reduce_limit:
+        cmd += ["--reduce-limit", "%g" % args.reduce_limit]
     return " ".join(cmd)
 
 
@@ -548,6 +561,8 @@ def main(argv=None):
                     help="seconds of checker search in all (its --global-limit; default "
                     "max(120, 2 x duration)); past it keys are unknown, never passed")
     ap.add_argument("--keep", action="store_true", help="keep the daemon's data dir")
+    ap.add_argument("--reduce-limit", type=float, default=None,
+                    help="the checker's --reduce-limit: seconds to shrink each anomaly's proof")
     ap.add_argument("--admin", default=None, help="hotkvd-admin (default: next to --bin)")
     ap.add_argument("--leaf-moves", choices=["yes", "no"], default="yes",
                     help="run the daemon with leaf-moves yes (needed by the leaf kinds)")
@@ -631,7 +646,8 @@ def main(argv=None):
         watcher = Watcher(hkv, history, stop_watch)
         watcher.start()
         if hkv.leaf_moves:
-            pools = {k: CLASSES[k.split(":", 1)[0]]["pool"] for k in workload.all_keys}
+            pools = {k: CLASSES[k.split(":", 1)[0]]["pool"]
+                     for k in workload.all_keys + list(workload.counter.values())}
             leaves = Leaves(hkv, history, workload, pools, log)
             leaves.start()
         outlimit.setup()
@@ -734,7 +750,7 @@ def main(argv=None):
                                                  else "the run failed"), None
     else:
         limit = args.check_limit if args.check_limit else max(120.0, 2 * duration)
-        code, out, res = run_checker(hist_path, outdir, limit)
+        code, out, res = run_checker(hist_path, outdir, limit, args.reduce_limit)
 
     # ---- summary
     print("hotkvd history run: seed %d, %d clients, %d colo(s), %d keys per class, faults %s"

@@ -153,7 +153,8 @@ class Leaves:
     def pick(self, rng, pool=None):
         """(key, pool, leaf) of a random history key whose leaf serves."""
         m = self.map
-        keys = [k for k, p in self.key_pools.items() if pool is None or p == pool]
+        keys = [k for k, p in self.key_pools.items() if (pool is None or p == pool)
+                and k in self.workload.counter]     # not the counters themselves
         rng.shuffle(keys)
         for k in keys:
             leaf = m.leaf_of(k, self.key_pools[k])
@@ -162,8 +163,9 @@ class Leaves:
         return None, None, None
 
     def keys_in(self, pool, leaf):
-        return [k for k, p in self.key_pools.items()
-                if p == pool and in_leaf(key_hash32(k), leaf[0], leaf[1])]
+        """The workload's keys (not the counters) in leaf."""
+        return [k for k, p in self.key_pools.items() if k in self.workload.counter
+                and p == pool and in_leaf(key_hash32(k), leaf[0], leaf[1])]
 
     def other_owner(self, rng, pool, num):
         cands = [n for n in self.map.numbers_of_pool(pool) if n != num]
