@@ -157,6 +157,7 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
     wl.ops = [n for n, _ in H.OP_WEIGHTS]
     wl.weights = [w for _, w in H.OP_WEIGHTS]
     wl.focus = None
+    wl.counter = {k: "%s:n{%s}" % (k.split(":", 1)[0], k) for k in wl.all_keys}
     classes = {}
     for name, pool, fresh, keep, dur, _ in CLASSES:
         if name not in wl.keys:
@@ -171,7 +172,7 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
             if dur == "ledger" else 0,
         }
     keys = {k: {"class": cls, "owner": cl.owner_of(k)} for cls, ks in wl.keys.items()
-            for k in ks}
+            for k in ks + [wl.counter[x] for x in ks]}
     nclients = clients_per_host * len(cl.hosts)
     history.write({"kind": "header", "version": 1, "seed": seed, "started": time.time(),
                    "classes": classes, "keys": keys, "colos": list(cl.host_names),
@@ -267,7 +268,8 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
                 log.append("leaf %s (%s) %s -> %s: admin exit %d (%s)" % (
                     m[1], m[0], m[2], m[3], m[4], m[5]))
                 if m[4] == 0 and m[2] and m[3]:
-                    history.write({"kind": "move", "keys": [m[0]], "from": m[2], "to": m[3],
+                    history.write({"kind": "move", "keys": [m[0], wl.counter[m[0]]],
+                                   "from": m[2], "to": m[3],
                                    "t0": t0, "t1": time.monotonic()})
         # 3c. a move while its target owner is paused and writes retry (issue 25)
         until(0.56 * D)
@@ -278,7 +280,8 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
             t1 = time.monotonic()
             fault("move_pause", detail.get("leaf", "-"), t0, t1, detail)
             if src and dst and leaf_of(cl, key)[3] == dst:
-                history.write({"kind": "move", "keys": [key], "from": src, "to": dst,
+                history.write({"kind": "move", "keys": [key, wl.counter[key]],
+                               "from": src, "to": dst,
                                "t0": t0, "t1": t1})
                 log.append("move_pause: %s %s -> %s, %s paused %d ms" % (
                     key, src, dst, dst, detail["pause_ms"]))
