@@ -428,7 +428,9 @@ class Client(threading.Thread):
             rec.update({"t0": t0, "t1": t1, "outcome": outcome, "value": value, "error": error,
                         "stale": stale, "degraded": degraded})
             self.history.write(rec)
-            if self.think_ms > 0:
+            # No think time while a leaf moves: more writes in flight when
+            # the map changes, to meet MOVED and be resent.
+            if self.think_ms > 0 and not self.workload.focus:
                 self.stop_ev.wait(self.rng.uniform(0, self.think_ms) / 1000.0)
 
 
@@ -687,7 +689,9 @@ def main(argv=None):
                 if rounds > 0 and time.monotonic() >= end:
                     break
                 rounds += 1
-                queue = list(kinds)
+                # The kinds where retries meet moves twice a round: each
+                # finds a retry applied twice only now and then.
+                queue = list(kinds) + [k for k in kinds if k in ("move_pause", "move_kill")]
                 rng.shuffle(queue)
             elif rounds > 1 and time.monotonic() >= end:
                 break
@@ -789,6 +793,12 @@ def main(argv=None):
               "credentials tried %d, accepted %d" % (
                   nemesis.cred_reloads if nemesis else 0, creds.confirmed, len(attempts), tried,
                   len(auth_bad)))
+        if auth_bad:
+            by = {}
+            for a in auth_bad:
+                by.setdefault(a["via"], set()).add((a["user"], a["password"]))
+            print("  accepted by way: " + ", ".join("%s %d attempts (%d credentials)" % (
+                v, sum(1 for a in auth_bad if a["via"] == v), len(c)) for v, c in sorted(by.items())))
         for a in auth_bad[:5]:
             print("  REVOKED CREDENTIAL ACCEPTED: %s %s:%s at %+.3f (revoked at %+.3f): %s" % (
                 a["via"], a["user"], a["password"], a["t0"] - t_start,

@@ -274,10 +274,13 @@ class Leaves:
         self._move(nem, "leaf_move")
 
     def do_move_pause(self, nem):
-        self._move(nem, "move_pause", pause=nem.rng.choice(["target", "target", "source"]))
+        # The source paused or killed is what found a retry applied twice on
+        # the previous binary (the write applied there, its answer lost, the
+        # resend applied again by the new owner): 2 of 3 times.
+        self._move(nem, "move_pause", pause=nem.rng.choice(["target", "source", "source"]))
 
     def do_move_kill(self, nem):
-        self._move(nem, "move_kill", kill=nem.rng.choice(["target", "source"]))
+        self._move(nem, "move_kill", kill=nem.rng.choice(["target", "source", "source"]))
 
     def auto_counts(self):
         try:

@@ -175,7 +175,7 @@ class Nemesis:
         once every edge runs it), while the probers try every credential."""
         from run_creds import current_generation, reload_and_confirm
         nedges = len(self.hkv.edge_names())
-        n = self.rng.randint(8, 16)
+        n = self.rng.randint(15, 30)
         t0 = time.monotonic()
         confirmed = 0
         for _ in range(n):
