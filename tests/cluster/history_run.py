@@ -97,8 +97,10 @@ def leaf_of(cl, key):
 
 def move_pause(cl, hosts, key, rng, wl):
     """Moves key's leaf to an owner of another host, the clients focused on
-    key (INCRBY mostly), and SIGSTOPs that owner the moment it serves the
-    leaf for 1.3-2 x write-timeout.  Returns (detail, from id, to id)."""
+    key (INCRBY mostly), and SIGSTOPs for 1.3-2 x write-timeout the source
+    as the move starts (2 of 3 times: what found retries applied twice on a
+    single host) or the target the moment it serves the leaf.  Returns
+    (detail, from id, to id)."""
     pool, name, num, src = leaf_of(cl, key)
     if name is None:
         return {"error": "no leaf"}, None, None
@@ -109,7 +111,9 @@ def move_pause(cl, hosts, key, rng, wl):
         return {"error": "no owner on another host"}, None, None
     to = rng.choice(targets)
     dst = owners[to]
-    host = cl.hosts[dst.split("/")[0]]
+    who = rng.choice(["target", "source", "source"])
+    victim = dst if who == "target" else src
+    host = cl.hosts[victim.split("/")[0]]
     res = {}
     wl.set_focus([key])
     try:
@@ -117,12 +121,12 @@ def move_pause(cl, hosts, key, rng, wl):
         th = threading.Thread(target=lambda: res.setdefault("r", hosts[0].admin(
             "leaf", "move", pool, name, str(to), "--wait", "20000", timeout=30)), daemon=True)
         th.start()
-        end = time.monotonic() + 20.0
+        end = time.monotonic() + (20.0 if who == "target" else 0.0)
         while time.monotonic() < end and th.is_alive():
             if leaf_of(cl, key)[2] == to:
                 break
             time.sleep(0.02)
-        pid = host.child("hotkvd: owner " + dst.split("/", 1)[1])
+        pid = host.child("hotkvd: owner " + victim.split("/", 1)[1])
         ms = int(WRITE_TIMEOUT_MS * rng.uniform(1.3, 2.0))
         if pid:
             os.kill(pid, signal.SIGSTOP)
@@ -135,7 +139,8 @@ def move_pause(cl, hosts, key, rng, wl):
     finally:
         wl.set_focus(None)
     code, out = res.get("r", (-1, "admin did not finish"))
-    return ({"key": key, "leaf": name, "from": src, "to": dst, "paused_pid": pid, "pause_ms": ms,
+    return ({"key": key, "leaf": name, "from": src, "to": dst, "paused": victim,
+             "paused_pid": pid, "pause_ms": ms,
              "exit": code, "out": out.strip().split("\n")[-1][:120]}, src, dst)
 
 
@@ -284,7 +289,7 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
                                "from": src, "to": dst,
                                "t0": t0, "t1": t1})
                 log.append("move_pause: %s %s -> %s, %s paused %d ms" % (
-                    key, src, dst, dst, detail["pause_ms"]))
+                    key, src, dst, detail["paused"], detail["pause_ms"]))
         # 4. an owner host cut off, then back
         until(0.6 * D)
         if netns_ok:
