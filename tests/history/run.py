@@ -11,6 +11,13 @@ checker (tests/history/checker.py) on the history and prints a summary.
         --shim build/release/tests/fault/stallfs.so \\
         --clockshim build/release/tests/history/clockshift.so --out /tmp/run7
 
+Issue 25 composes features: the daemon runs with leaf-moves yes, HTTP and
+users, and the nemesis also splits and moves leaves (run_leaves.py: with
+owners paused or killed around a move, and automatic moves), churns
+credentials by reload (run_creds.py: probers log in with revoked ones),
+and pins edge memory with output-limit clients (run_outlimit.py: VmRSS
+sampled against a bound); HTTP readers (run_http.py) read in the history.
+
 Python 3 standard library only.  Every wait is bounded; every process the run
 starts is stopped by pid at the end, also on an exception or a signal.
 

@@ -57,7 +57,8 @@ class HttpReader(threading.Thread):
                 poll = {"index": self.index_of[key], "wait_ms": self.rng.randint(300, 1500)}
                 path += "?index=%s&wait=%dms" % (poll["index"], poll["wait_ms"])
             opid = self.history.op_id()
-            rec = {"kind": "op", "id": opid, "client": client, "colo": "a", "edge": "http",
+            rec = {"kind": "op", "id": opid, "client": client,
+                   "colo": self.hkv.colo_names()[0], "edge": "http",
                    "f": "get", "key": key, "args": {}, "via": "http"}
             if poll:
                 rec["poll"] = poll
