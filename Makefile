@@ -217,7 +217,7 @@ ifeq ($(origin SEED),undefined)
 SEED := $(shell date +%s)
 endif
 TORTURE_OUT ?= build/torture-$(SEED)
-torture: $(DEPS_OK) $(BIN) $(SHIM) $(CLOCKSHIM)
+torture: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(SHIM) $(CLOCKSHIM)
 	/usr/bin/python3 tests/history/run.py --bin $(BIN) --duration $(DURATION) --seed $(SEED) \
 	  --clients 8 --faults all --shim $(SHIM) --clockshim $(CLOCKSHIM) --out $(TORTURE_OUT) $(TORTURE_ARGS)
 

@@ -4,9 +4,13 @@ recording and reply classification, its History file and its checker) with
 clients spread over the three hosts' edges, keys owned by all six owners,
 and cluster faults on a schedule: agent kill -9, one host's clock 10 s off,
 etcd killed, leaves holding history keys moved to an owner of another host
-while the clients run (issue 15: `hotkvd-admin leaf move`, twice), an owner
-host cut off (link down) and a one-way cut (the last two only with
-namespaces).  The checker must find no anomaly."""
+while the clients run (issue 15: `hotkvd-admin leaf move`, twice), a move
+whose target owner is SIGSTOPped the moment it serves the leaf while the
+clients hammer the leaf's key with INCRBY (issue 25: writes that met MOVED
+time out there and are resent), an owner host cut off (link down) and a
+one-way cut (the last two only with namespaces).  Every move is also a move
+line of the history (the key's owner changes).  The checker must find no
+anomaly."""
 
 import importlib.util
 import os
@@ -18,7 +22,7 @@ import time
 from run_resp import RespError, Transport, info_fields
 
 from clock import ClockShift
-from hosts import CLASSES, KEEP_MS, MISS_WAIT_MS
+from hosts import CLASSES, KEEP_MS, MISS_WAIT_MS, WRITE_TIMEOUT_MS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HIST = os.path.join(os.path.dirname(HERE), "history")
@@ -46,7 +50,8 @@ class HostHistory:
         self.h.crash("%s/%s" % (self.host, owner), pid, t)
 
 
-FAULTS = ["kill_agent", "clock_shift", "kill_etcd", "move_leaves", "link_down", "cut_one_way"]
+FAULTS = ["kill_agent", "clock_shift", "kill_etcd", "move_leaves", "move_pause", "link_down",
+          "cut_one_way"]
 
 
 def move_leaves(cl, hosts, keys, rng, n=2):
@@ -78,6 +83,67 @@ def move_leaves(cl, hosts, keys, rng, n=2):
     return done
 
 
+def leaf_of(cl, key):
+    """(pool, "bits-prefix", owner number, owner id) of key's leaf now."""
+    from cluster import POOL_OF, place
+    leaves, owners = cl.read_map()
+    pool = POOL_OF[key.split(":", 1)[0]]
+    h = place(key)
+    for b, p, o, _ in leaves.get(pool, []):
+        if (h >> (64 - b) if b else 0) == p:
+            return pool, "%d-%08x" % (b, p), o, owners.get(o, "")
+    return pool, None, None, None
+
+
+def move_pause(cl, hosts, key, rng, wl):
+    """Moves key's leaf to an owner of another host, the clients focused on
+    key (INCRBY mostly), and SIGSTOPs for 1.3-2 x write-timeout the source
+    as the move starts (2 of 3 times: what found retries applied twice on a
+    single host) or the target the moment it serves the leaf.  Returns
+    (detail, from id, to id)."""
+    pool, name, num, src = leaf_of(cl, key)
+    if name is None:
+        return {"error": "no leaf"}, None, None
+    _, owners = cl.read_map()
+    targets = [n for n, oid in owners.items()
+               if oid.split("/")[1] == pool and oid.split("/")[0] != src.split("/")[0]]
+    if not targets:
+        return {"error": "no owner on another host"}, None, None
+    to = rng.choice(targets)
+    dst = owners[to]
+    who = rng.choice(["target", "source", "source"])
+    victim = dst if who == "target" else src
+    host = cl.hosts[victim.split("/")[0]]
+    res = {}
+    wl.set_focus([key])
+    try:
+        time.sleep(0.3)
+        th = threading.Thread(target=lambda: res.setdefault("r", hosts[0].admin(
+            "leaf", "move", pool, name, str(to), "--wait", "20000", timeout=30)), daemon=True)
+        th.start()
+        end = time.monotonic() + (20.0 if who == "target" else 0.0)
+        while time.monotonic() < end and th.is_alive():
+            if leaf_of(cl, key)[2] == to:
+                break
+            time.sleep(0.02)
+        pid = host.child("hotkvd: owner " + victim.split("/", 1)[1])
+        ms = int(WRITE_TIMEOUT_MS * rng.uniform(1.3, 2.0))
+        if pid:
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                time.sleep(ms / 1000.0)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+        th.join(35)
+        time.sleep(0.5)
+    finally:
+        wl.set_focus(None)
+    code, out = res.get("r", (-1, "admin did not finish"))
+    return ({"key": key, "leaf": name, "from": src, "to": dst, "paused": victim,
+             "paused_pid": pid, "pause_ms": ms,
+             "exit": code, "out": out.strip().split("\n")[-1][:120]}, src, dst)
+
+
 def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
     """Returns (summary line, details); raises AssertionError on anomalies."""
     H = _load_history_runner()
@@ -95,6 +161,8 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
     wl.all_keys = wl.keys["hl"] + wl.keys["hd"]
     wl.ops = [n for n, _ in H.OP_WEIGHTS]
     wl.weights = [w for _, w in H.OP_WEIGHTS]
+    wl.focus = None
+    wl.counter = {k: "%s:n{%s}" % (k.split(":", 1)[0], k) for k in wl.all_keys}
     classes = {}
     for name, pool, fresh, keep, dur, _ in CLASSES:
         if name not in wl.keys:
@@ -109,7 +177,7 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
             if dur == "ledger" else 0,
         }
     keys = {k: {"class": cls, "owner": cl.owner_of(k)} for cls, ks in wl.keys.items()
-            for k in ks}
+            for k in ks + [wl.counter[x] for x in ks]}
     nclients = clients_per_host * len(cl.hosts)
     history.write({"kind": "header", "version": 1, "seed": seed, "started": time.time(),
                    "classes": classes, "keys": keys, "colos": list(cl.host_names),
@@ -204,6 +272,24 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
             for m in moved:
                 log.append("leaf %s (%s) %s -> %s: admin exit %d (%s)" % (
                     m[1], m[0], m[2], m[3], m[4], m[5]))
+                if m[4] == 0 and m[2] and m[3]:
+                    history.write({"kind": "move", "keys": [m[0], wl.counter[m[0]]],
+                                   "from": m[2], "to": m[3],
+                                   "t0": t0, "t1": time.monotonic()})
+        # 3c. a move while its target owner is paused and writes retry (issue 25)
+        until(0.56 * D)
+        if "move_pause" in faults:
+            t0 = time.monotonic()
+            key = rng.choice(wl.keys["hl"] + wl.keys["hd"])
+            detail, src, dst = move_pause(cl, hosts, key, rng, wl)
+            t1 = time.monotonic()
+            fault("move_pause", detail.get("leaf", "-"), t0, t1, detail)
+            if src and dst and leaf_of(cl, key)[3] == dst:
+                history.write({"kind": "move", "keys": [key, wl.counter[key]],
+                               "from": src, "to": dst,
+                               "t0": t0, "t1": t1})
+                log.append("move_pause: %s %s -> %s, %s paused %d ms" % (
+                    key, src, dst, detail["paused"], detail["pause_ms"]))
         # 4. an owner host cut off, then back
         until(0.6 * D)
         if netns_ok:

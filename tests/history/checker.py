@@ -73,6 +73,9 @@ DEFAULT_MAX_CONFIGS = 1000000   # memoized configurations per key search
 #                                 (about 450 MB for a key of 3000 ops)
 MINIMIZE_KEY_BUDGET = 10.0      # seconds of delta debugging per anomalous key
 MINIMIZE_TOTAL_BUDGET = 60.0    # seconds of delta debugging per history
+# One check of the reduction: a relaxed core that takes longer (hundreds of
+# INCRBYs made indeterminate multiply the search) is kept, not waited for.
+CHECK_BUDGET = 0.5
 REPORT_MAX_OPS = 60             # sub-history lines printed per anomaly
 
 READ_FS = ("get", "exists", "mget")
@@ -88,6 +91,7 @@ A_DURABLE_CRASH = "durable write lost after crash"
 A_LEDGER_CRASH = "ledger write lost beyond the persist window"
 A_DOUBLE_NX = "double SET NX"
 A_DOUBLE_INCR = "double increment"
+A_APPLIED_TWICE = "write applied twice"
 A_INCR_TOTAL = "increment total wrong"
 A_READ_DELETED = "read of deleted key"
 A_OWN_WRITE = "read did not see own write"
@@ -143,7 +147,29 @@ class History:
         self.ops = []
         self.faults = []        # dicts with line numbers
         self.crashes = []       # (t, owner, line)
+        self.moves = []         # (t0, t1, keys, from, to, line)
         self.t_zero = 0.0
+
+    def owner_spans(self, key):
+        """[(owner, from, to)]: who may own key when.  The header's owner
+        until the first move's t1; a move's target from its t0 (during a
+        move both may hold the key); then the next move, ..."""
+        spans = []
+        cur, since = self.keys[key]["owner"], -INF
+        for t0, t1, keys, frm, to, _ in sorted(m for m in self.moves if key in m[2]):
+            if frm != cur:
+                spans.append((frm, since, t1))    # a move the runner did not see
+            spans.append((cur, since, t1))
+            cur, since = to, t0
+        spans.append((cur, since, INF))
+        return spans
+
+    def crashes_of_key(self, key):
+        """[(t, owner, line)] of the crashes of an owner that may have held
+        key at that time, in time order."""
+        spans = self.owner_spans(key)
+        return [(t, o, n) for t, o, n in sorted(self.crashes)
+                if any(so == o and a <= t <= b for so, a, b in spans)]
 
 
 def _num(obj, field, line, allow_none=False):
@@ -338,6 +364,20 @@ def load_history(src):
             if not isinstance(obj.get("owner"), str):
                 raise BadHistory(n, "crash needs a string owner")
             hist.crashes.append((_num(obj, "t", n), obj["owner"], n))
+        elif kind == "move":
+            keys, frm, to = obj.get("keys"), obj.get("from"), obj.get("to")
+            if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+                raise BadHistory(n, "move needs a list of keys")
+            bad = [k for k in keys if k not in hist.keys]
+            if bad:
+                raise BadHistory(n, "move names key %r, not in the header" % bad[0])
+            if not isinstance(frm, str) or not isinstance(to, str):
+                raise BadHistory(n, "move needs string from and to")
+            t0 = _num(obj, "t0", n)
+            t1 = _num(obj, "t1", n)
+            if t1 < t0:
+                raise BadHistory(n, "t1 is before t0")
+            hist.moves.append((t0, t1, keys, frm, to, n))
         elif kind == "header":
             raise BadHistory(n, "a second header")
         else:
@@ -535,7 +575,10 @@ class KeyHistory:
         self.cls = cls
         self.owner = owner
         self.subs = []          # every Sub, ghosts and crash pseudo-ops too
-        self.crashes = []       # crash times for this key's owner
+        self.crashes = []       # crash times for this key's owner(s)
+        self.crash_owner = {}   # crash line -> the owner that crashed
+        self.dup = None         # naming: the write whose second application explains
+        self.disturbed = []     # (t0, t1) of every fault, crash and move: retries happen there
         self.writers = {}       # value -> [Sub] (set/mset incl. ghost/info,
         #                         and incrby ok results as strings)
         self.has_incr = False
@@ -737,9 +780,13 @@ def build_keys(hist):
             khs[k] = kh
         return kh
 
-    crash_times = {}
-    for t, owner, _ in sorted(hist.crashes):
-        crash_times.setdefault(owner, []).append(t)
+    key_crashes = {}    # key -> its owners' crashes (owners change with moves)
+
+    def crashes_of(k):
+        if k not in key_crashes:
+            key_crashes[k] = hist.crashes_of_key(k)
+        return key_crashes[k]
+
     seq = 0
     last_floor = {}     # (client, key) -> its latest Sub of the key that _sets_floor
     for op in sorted(hist.ops, key=lambda o: (o.t0, o.line)):
@@ -800,7 +847,7 @@ def build_keys(hist):
                 # caches have refreshed.  Such a read carries no ordering
                 # information: it is left out, like a degraded read.
                 if any(t_c < op.t0 <= t_c + cls["crash_read_delta"]
-                       for t_c in crash_times.get(kh.owner, ())):
+                       for t_c, _, _ in crashes_of(k)):
                     continue
                 call = min(call, op.t0)
             u = _new_sub(kh, seq, op, sf, a, out, mode, call, op.t1)
@@ -820,12 +867,11 @@ def build_keys(hist):
                     u.reads = str(prev)
             if u.writes is not None:
                 kh.writers.setdefault(u.writes, []).append(u)
-    # Crash pseudo-ops for the keys of the crashed owner.
-    by_owner = {}
-    for t, owner, n in sorted(hist.crashes):
-        by_owner.setdefault(owner, []).append((t, n))
+    # Crash pseudo-ops for the keys of the crashed owner (of each key's
+    # owner at the time: leaves move).
     for kh in khs.values():
-        crashes = by_owner.get(kh.owner, [])
+        crashes = [(t, n) for t, o, n in crashes_of(kh.key)]
+        kh.crash_owner = {n: o for t, o, n in crashes_of(kh.key)}
         w = hist.classes[kh.cls]["persist_window"]
         prev_t = None
         for t, n in crashes:
@@ -852,8 +898,11 @@ def build_keys(hist):
             s.crash = r.crash = (t, n)
             s.fixed = r.fixed = True
             prev_t = t
+    spans = [(f["t0"], f["t1"]) for f in hist.faults] + [(t, t) for t, _, _ in hist.crashes] + \
+        [(m[0], m[1]) for m in hist.moves]
     for kh in khs.values():
         kh.has_incr = any(u.f == "incrby" for u in kh.subs)
+        kh.disturbed = spans
     return khs
 
 
@@ -1341,7 +1390,7 @@ def minimize(kh, budget_s, stats=None, frontier=INF, window=None):
             minimal = False
             return False
         r = check_subs(model_ops(_items(kh, core, cut, start)),
-                       Budget(min(t_end, now + max(1.0, budget_s / 5))),
+                       Budget(min(t_end, now + CHECK_BUDGET)),
                        stats)
         if r is None:
             minimal = False
@@ -1458,6 +1507,77 @@ def _crash_explains(kh, core, start, cut):
     return r is True
 
 
+DUP_BUDGET = 5.0        # seconds for the "applied twice" hypothesis per key
+
+
+def _dup_explains(kh, core, start, cut):
+    """The acknowledged write of the core that, taking effect a second time
+    (an indeterminate copy of it, as a retry applied again would be), makes
+    the relaxed sub-history linearizable; or None.  Only writes whose second
+    application changes something: INCRBY, SET/MSET, DEL that said 1..."""
+    t_end = time.monotonic() + DUP_BUDGET
+    def disturbed(u):
+        return any(a <= u.t1() and b >= u.t0() for a, b in kh.disturbed)
+
+    # The core's writes and the window's relaxed ones (each may apply once).
+    near = [u for u in kh.subs if u.op is not None and u.mode == "ok"
+            and u.call <= cut and u.t1() >= start]
+    cands = [u for u in near if u.f == "incrby" and u.a["delta"] != 0]
+    cands += [u for u in near if u.f in ("set", "mset", "del", "getdel")]
+    # Only writes in flight across a fault, a crash or a move: a retry.
+    cands = [u for u in cands if disturbed(u)]
+    # INCRBYs first (their answers pin the count), then the others;
+    # retried requests took long: the longest first.
+    cands.sort(key=lambda u: (u.f != "incrby", -(u.t1() - u.t0())))
+    # First with every answer of the window kept (reads too: the strongest
+    # evidence of which write it was), then with the core's only.
+    for keep in (set(_det(kh)), set(core)):
+        base = _items(kh, keep, cut, start)
+        for w in cands:
+            if time.monotonic() > t_end:
+                return None
+            d = _clone_sub(w)
+            d.seq = w.seq + 10 ** 9
+            d.mode, d.info, d.pure = "info", True, False
+            d.rk = (INF, 0, d.seq)
+            d.ck = (w.call, 1, d.seq)
+            r = check_subs(model_ops(base + [(d, True)]),
+                           Budget(min(t_end, time.monotonic() + 0.5)))
+            if r is True:
+                return w
+    return None
+
+
+def _reduce_dup(kh, core, start, cut, minimal, budget, stats):
+    """A core the reduction could not shrink in time (many INCRBYs, each
+    relaxed one multiplies the search) is retried in a window that ends at
+    the same cut and starts as late as still fails, found by a scan back
+    over the calls from the call of the write whose second application
+    explains it (where a retry applied twice lives) to the old start (not a
+    bisection: the free state at the start makes failure non-monotonic in
+    it).  The smaller proof wins."""
+    dup = _dup_explains(kh, core, start, cut)
+    if dup is None:
+        return core, start, cut, minimal
+    det = set(_det(kh))
+    calls = sorted({u.call for u in det if start < u.call <= dup.call}, reverse=True)
+    t_stop = time.monotonic() + budget / 3
+    best = None
+    for c in calls:
+        if time.monotonic() > t_stop:
+            break
+        if _window_fails(kh, det, cut, c, t_stop, stats):
+            best = c
+            break
+    if best is None:
+        return core, start, cut, minimal
+    core2, s2, c2, min2 = minimize(kh, budget, stats, window=(best, cut))
+    if len(core2) < len(core):
+        kh.dup = None
+        return core2, s2, c2, min2
+    return core, start, cut, minimal
+
+
 def _clone_sub(u):
     c = Sub()
     for f in Sub.__slots__:
@@ -1494,6 +1614,13 @@ def name_anomaly(kh, core, start, cut, hist_classes):
     # 1b. A write that failed explicitly took effect after all.
     if _ghost_explains(kh, core, start, cut):
         return A_FAILED_REAPPEARED
+    # 1c. One acknowledged write took effect twice (a retry applied
+    #     again: issue 25); tried before the crash rule, which a second
+    #     application also satisfies when a crash is near.
+    dup = _dup_explains(kh, core, start, cut)
+    if dup is not None:
+        kh.dup = dup
+        return A_APPLIED_TWICE
     # 2. A crash lost more than the window allows.
     if _crash_explains(kh, core, start, cut):
         if hist_classes[kh.cls]["durability"] == "durable":
@@ -1583,13 +1710,14 @@ class Anomaly:
         self.durability = durability
         self.owner = owner
         self.ops = ops              # list of Op (each once)
-        self.crashes = crashes      # crash times
+        self.crashes = crashes      # (crash time, owner)
         self.faults = faults        # fault dicts
         self.minimal = minimal
         self.t_zero = t_zero
         self.relaxed = 0            # other ops of the key taken as info
         self.cut = INF              # ops starting after it were left out
         self.start = -INF           # ops acknowledged before it too
+        self.dup = None             # the Op whose second application explains the core
 
     def to_dict(self):
         z = self.t_zero
@@ -1600,7 +1728,8 @@ class Anomaly:
                 "start": None if self.start == -INF else
                 round(self.start - z, 6),
                 "ops": [o.to_dict(z) for o in self.ops],
-                "crashes": [round(t - z, 6) for t in self.crashes],
+                "crashes": [round(t - z, 6) for t, _ in self.crashes],
+                "applied_twice": self.dup.id if self.dup is not None else None,
                 "faults": [_fault_dict(f, z) for f in self.faults]}
 
     def text(self):
@@ -1611,7 +1740,8 @@ class Anomaly:
                      len(self.ops), "" if self.minimal else
                      " (reduction stopped at its time bound: may not be minimal)")]
         for o in self.ops[:REPORT_MAX_OPS]:
-            lines.append("    " + _op_text(o, z))
+            lines.append("    " + _op_text(o, z) +
+                         ("   <- applied twice?" if o is self.dup else ""))
         if len(self.ops) > REPORT_MAX_OPS:
             lines.append("    ... %d more" % (len(self.ops) - REPORT_MAX_OPS))
         if self.relaxed:
@@ -1625,8 +1755,11 @@ class Anomaly:
         if self.start != -INF:
             lines.append("  and the key in any state at %+.6f"
                          % (self.start - z))
-        for t in self.crashes:
-            lines.append("  crash of %s at %+.6f" % (self.owner, t - z))
+        if self.dup is not None:
+            lines.append("  linearizable if op id %d took effect a second time (a retry applied "
+                         "again)" % self.dup.id)
+        for t, o in self.crashes:
+            lines.append("  crash of %s at %+.6f" % (o, t - z))
         for f in self.faults:
             lines.append("  fault %s %s %+.6f..%+.6f%s" % (
                 f["f"], f["target"], f["t0"] - z, f["t1"] - z,
@@ -1716,6 +1849,8 @@ def _make_anomaly(hist, kh, core, start, cut, minimal):
         ws = kh.writers.get(u.reads) if u.reads is not None else None
         if ws and all(w.mode == "ghost" for w in ws):
             extra.extend(ws)
+    if kh.dup is not None:
+        extra.append(kh.dup)
     seen = set()
     ops = []
     for u in sorted(list(core) + extra, key=lambda x: (x.t0(), x.seq)):
@@ -1729,12 +1864,14 @@ def _make_anomaly(hist, kh, core, start, cut, minimal):
         lo, hi = -INF, INF
     others = {id(u.op) for u in kh.subs if u.op is not None
               and u.t0() <= cut and u.t1() >= start} - seen
-    crashes = [t for t, _ in kh.crashes if max(lo, start) <= t <= cut]
+    crashes = [(t, kh.crash_owner.get(n, kh.owner)) for t, n in kh.crashes
+               if max(lo, start) <= t <= cut]
     faults = [f for f in hist.faults if f["t0"] <= hi and f["t1"] >= lo]
     cls = hist.classes[kh.cls]
     a = Anomaly(kh.key, name, kh.cls, cls["durability"], kh.owner, ops,
                 crashes, faults, minimal, hist.t_zero)
     a.relaxed = len(others)
+    a.dup = kh.dup.op if kh.dup is not None else None
     # "Any state at start" only when ops ended before it (see _items).
     if any(u.op is not None and u.t1() < start for u in kh.subs):
         a.start = start
@@ -1788,7 +1925,7 @@ def check_history(path_or_lines, time_limit=DEFAULT_TIME_LIMIT,
         res.verdicts[key] = "anomaly"
         if min_end is None:
             min_end = time.monotonic() + MINIMIZE_TOTAL_BUDGET
-        b = min(MINIMIZE_KEY_BUDGET, time_limit,
+        b = min(MINIMIZE_KEY_BUDGET, max(time_limit, MINIMIZE_KEY_BUDGET),
                 max(0.0, min_end - time.monotonic()))
         if minimize_ops and b > 0:
             core, w_start, cut, minimal = minimize(kh, b, stats, frontier,
@@ -1799,6 +1936,9 @@ def check_history(path_or_lines, time_limit=DEFAULT_TIME_LIMIT,
                            if u.call >= w_start and u.t1() <= cut),
                           key=lambda u: (u.t0(), u.seq))
             minimal = False
+            if not minimal and len(core) > 12:
+                core, w_start, cut, minimal = _reduce_dup(kh, core, w_start, cut,
+                                                          minimal, b, stats)
         res.anomalies.append(_make_anomaly(hist, kh, core, w_start, cut,
                                            minimal))
     res.configs = stats.get("configs", 0)
@@ -1807,6 +1947,7 @@ def check_history(path_or_lines, time_limit=DEFAULT_TIME_LIMIT,
 
 
 def main(argv=None):
+    global MINIMIZE_KEY_BUDGET, MINIMIZE_TOTAL_BUDGET
     ap = argparse.ArgumentParser(
         description="Check a hotkvd history (JSON Lines, format v1) for "
         "linearizability per key.  Exit 0: no anomaly and no unknown; "
@@ -1822,7 +1963,12 @@ def main(argv=None):
     ap.add_argument("--json", metavar="OUT", help="write the result as JSON")
     ap.add_argument("--quiet", action="store_true",
                     help="no sub-histories: anomaly names and the summary")
+    ap.add_argument("--reduce-limit", type=float, default=MINIMIZE_KEY_BUDGET,
+                    help="seconds of reduction (delta debugging) per anomalous key; "
+                    "the history's total is 6 times it (default %(default)s)")
     args = ap.parse_args(argv)
+    MINIMIZE_KEY_BUDGET = args.reduce_limit
+    MINIMIZE_TOTAL_BUDGET = max(MINIMIZE_TOTAL_BUDGET, 6 * args.reduce_limit)
     try:
         res = check_history(args.history, time_limit=args.time_limit,
                             global_limit=args.global_limit,

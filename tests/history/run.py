@@ -11,6 +11,13 @@ checker (tests/history/checker.py) on the history and prints a summary.
         --shim build/release/tests/fault/stallfs.so \\
         --clockshim build/release/tests/history/clockshift.so --out /tmp/run7
 
+Issue 25 composes features: the daemon runs with leaf-moves yes, HTTP and
+users, and the nemesis also splits and moves leaves (run_leaves.py: with
+owners paused or killed around a move, and automatic moves), churns
+credentials by reload (run_creds.py: probers log in with revoked ones),
+and pins edge memory with output-limit clients (run_outlimit.py: VmRSS
+sampled against a bound); HTTP readers (run_http.py) read in the history.
+
 Python 3 standard library only.  Every wait is bounded; every process the run
 starts is stopped by pid at the end, also on an exception or a signal.
 
@@ -36,7 +43,12 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from run_daemon import (CLASS_VARIANTS, CLASSES, COMMIT_ALLOWANCE_MS, KEEP_MS,
                         MISS_WAIT_MS, PERSIST_INTERVAL_MS, PUSH_ALLOWANCE_MS, REQUEST_TIMEOUT_S, Daemon,
                         proc_title)
+import run_resp
+from run_creds import WORKER, AuthLog, Creds, Prober, check_auth
+from run_http import HttpReader
+from run_leaves import Leaves
 from run_nemesis import Nemesis, Watcher, reconcile_log
+from run_outlimit import OutLimit
 from run_resp import Conn, RespError, Transport, info_fields
 from run_route import check_siphash, owner_of
 
@@ -95,7 +107,11 @@ OP_WEIGHTS = [("set", 22), ("setnx", 5), ("setget", 3), ("get", 20), ("exists", 
               ("mset_dup", 2), ("expire", 7), ("persist", 7)]
 
 FAULT_KINDS = ["kill_owner", "kill_edge", "kill_master", "pause_owner", "disk_stall",
-               "disk_eio", "sighup_reorder", "config_set", "big_request", "clock_shift"]
+               "disk_eio", "sighup_reorder", "config_set", "big_request", "clock_shift",
+               # issue 25: features composed (run_leaves.py, run_creds.py, run_outlimit.py)
+               "leaf_split", "leaf_move", "move_pause", "move_kill", "auto_move",
+               "cred_churn", "slow_reader", "http_stream"]
+LEAF_KINDS = {"leaf_split", "leaf_move", "move_pause", "move_kill", "auto_move"}
 WRITE_FS = {"set", "getdel", "del", "incrby", "expire", "persist", "mset"}
 
 
@@ -163,9 +179,19 @@ class Workload:
     def __init__(self, nkeys, owners, ops):
         self.keys = {cls: self.pick(cls, nkeys, owners[CLASSES[cls]["pool"]]) for cls in CLASSES}
         self.all_keys = self.keys["hl"] + self.keys["hd"]
+        # A counter beside each key, in its leaf (hash tag): only INCRBYs
+        # while that leaf moves, so a retry applied twice shows as a total
+        # one delta too high, in a sub-history of a few ops.
+        self.counter = {k: "%s:n{%s}" % (k.split(":", 1)[0], k) for k in self.all_keys}
         self.ops = [name for name, _ in OP_WEIGHTS if name in ops]
         self.weights = [w for name, w in OP_WEIGHTS if name in ops]
+        self.focus = None
 
+    def set_focus(self, keys):
+        """While a leaf moves, most operations go to its keys, INCRBY mostly
+        (a retry applied twice shows as a wrong total), some DELs (so an
+        INCRBY meets a new key) and reads."""
+        self.focus = list(keys) if keys else None
     @staticmethod
     def pick(cls, nkeys, nowners):
         """nkeys names "<cls>:<i>", the first i's that spread them evenly over
@@ -184,6 +210,14 @@ class Workload:
 
     def gen(self, rng, client, opid):
         """(f, key-or-keys, args, command words) of the next operation."""
+        focus = self.focus
+        if focus and rng.random() < 0.4:
+            key = self.counter[rng.choice(focus)]
+            d = rng.randint(1, 20)
+            return "incrby", key, {"delta": d}, ["INCRBY", key, str(d)]
+        if focus and rng.random() < 0.6:
+            kind = rng.choices(["incr", "del", "get"], weights=[7, 2, 1])[0]
+            return getattr(self, "gen_" + kind)(rng, rng.choice(focus), "c%d-%d" % (client, opid))
         kind = rng.choices(self.ops, weights=self.weights)[0]
         return getattr(self, "gen_" + kind)(rng, rng.choice(self.all_keys),
                                            "c%d-%d" % (client, opid))
@@ -401,7 +435,9 @@ class Client(threading.Thread):
             rec.update({"t0": t0, "t1": t1, "outcome": outcome, "value": value, "error": error,
                         "stale": stale, "degraded": degraded})
             self.history.write(rec)
-            if self.think_ms > 0:
+            # No think time while a leaf moves: more writes in flight when
+            # the map changes, to meet MOVED and be resent.
+            if self.think_ms > 0 and not self.workload.focus:
                 self.stop_ev.wait(self.rng.uniform(0, self.think_ms) / 1000.0)
 
 
@@ -444,6 +480,7 @@ def build_header(args, hkv, workload, seed):
         }
     keys = {}
     for cls, ks in workload.keys.items():
+        ks = ks + [workload.counter[k] for k in ks]
         pool = CLASSES[cls]["pool"]
         n = hkv.hot_owners if pool == "hot" else hkv.cold_owners
         for k in ks:
@@ -453,7 +490,7 @@ def build_header(args, hkv, workload, seed):
             "clients": args.clients}
 
 
-def run_checker(history_path, outdir, limit):
+def run_checker(history_path, outdir, limit, reduce_limit=None):
     """(exit code, output, result dict or None) of tests/history/checker.py,
     or (None, why, None) when it cannot run."""
     checker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checker.py")
@@ -462,8 +499,10 @@ def run_checker(history_path, outdir, limit):
     js = os.path.join(outdir, "checker.json")
     try:
         p = subprocess.run(["/usr/bin/python3", checker, history_path, "--json", js,
-                            "--global-limit", "%g" % limit],
-                           capture_output=True, text=True, timeout=limit * 2 + 300)
+                            "--global-limit", "%g" % limit] +
+                           (["--reduce-limit", "%g" % reduce_limit] if reduce_limit else []),
+                           capture_output=True, text=True,
+                           timeout=limit * 2 + 300 + 6 * (reduce_limit or 0))
     except subprocess.TimeoutExpired:
         return 2, "checker did not finish within %g s" % (limit * 2 + 300), None
     out = p.stdout + (p.stderr if p.stderr else "")
@@ -493,6 +532,14 @@ def replay_command(args, seed, outdir):
     cmd += ["--out", outdir + "-replay"]
     if args.no_check:
         cmd.append("--no-check")
+    if args.leaf_moves != "yes":
+        cmd += ["--leaf-moves", args.leaf_moves]
+    if args.http_readers != 2:
+        cmd += ["--http-readers", str(args.http_readers)]
+    if args.admin:
+        cmd += ["--admin", args.admin]
+    if args.reduce_limit:
+        cmd += ["--reduce-limit", "%g" % args.reduce_limit]
     return " ".join(cmd)
 
 
@@ -523,7 +570,15 @@ def main(argv=None):
                     help="seconds of checker search in all (its --global-limit; default "
                     "max(120, 2 x duration)); past it keys are unknown, never passed")
     ap.add_argument("--keep", action="store_true", help="keep the daemon's data dir")
+    ap.add_argument("--reduce-limit", type=float, default=None,
+                    help="the checker's --reduce-limit: seconds to shrink each anomaly's proof")
+    ap.add_argument("--admin", default=None, help="hotkvd-admin (default: next to --bin)")
+    ap.add_argument("--leaf-moves", choices=["yes", "no"], default="yes",
+                    help="run the daemon with leaf-moves yes (needed by the leaf kinds)")
+    ap.add_argument("--http-readers", type=int, default=2,
+                    help="readers over HTTP (GET /v1/kv and long polls) in the history")
     args = ap.parse_args(argv)
+    args.http = True
 
     check_siphash()
     if args.ops == "all":
@@ -543,6 +598,8 @@ def main(argv=None):
             kinds = [k for k in kinds if not k.startswith("disk_")]
         if not args.clockshim:
             kinds.remove("clock_shift")
+        if args.leaf_moves != "yes":
+            kinds = [k for k in kinds if k not in LEAF_KINDS]
     elif args.faults == "none":
         kinds = []
     else:
@@ -554,6 +611,8 @@ def main(argv=None):
             ap.error("disk faults need --shim stallfs.so")
         if "clock_shift" in kinds and not args.clockshim:
             ap.error("clock_shift needs --clockshim clockshift.so")
+        if LEAF_KINDS & set(kinds) and args.leaf_moves != "yes":
+            ap.error("leaf fault kinds need --leaf-moves yes")
     skipped = [k for k in FAULT_KINDS if k not in kinds] if args.faults == "all" else []
 
     outdir = os.path.abspath(args.out) if args.out else tempfile.mkdtemp(prefix="hkv-history-")
@@ -574,11 +633,17 @@ def main(argv=None):
     signal.signal(signal.SIGINT, on_signal)
 
     hkv = Daemon(args, workdir, outdir, args.colos)
+    creds = hkv.creds = Creds(seed)
+    run_resp.AUTH = WORKER
     history = History(os.path.join(outdir, "history.jsonl"))
+    authlog = AuthLog(os.path.join(outdir, "auth.jsonl"))
     workload = Workload(args.keys, {"hot": hkv.hot_owners, "cold": hkv.cold_owners}, ops)
     stop_clients = threading.Event()
     stop_watch = threading.Event()
     clients, watcher, nemesis = [], None, None
+    leaves = None
+    outlimit = OutLimit(hkv, log)
+    extra = []          # HTTP readers and credential probers: joined with the clients
     wall_minus_mono = time.time() - time.monotonic()
     run_error = None
     t_work0 = t_work1 = None
@@ -589,18 +654,32 @@ def main(argv=None):
         history.write(build_header(args, hkv, workload, seed))
         watcher = Watcher(hkv, history, stop_watch)
         watcher.start()
+        if hkv.leaf_moves:
+            pools = {k: CLASSES[k.split(":", 1)[0]]["pool"]
+                     for k in workload.all_keys + list(workload.counter.values())}
+            leaves = Leaves(hkv, history, workload, pools, log)
+            leaves.start()
+        outlimit.setup()
         nedges = len(hkv.edge_names())
         for i in range(args.clients):
             c = Client(i, seed, hkv.port, hkv, workload, history, stop_clients, args.think_ms,
                        nedges)
             clients.append(c)
+        for i in range(args.http_readers if hkv.http_port else 0):
+            extra.append(HttpReader(i, seed, hkv, workload, history, stop_clients, WORKER,
+                                    args.think_ms))
+        if "cred_churn" in kinds:
+            for i, kind in enumerate(["resp-new", "resp-again", "http", "http", "http"]):
+                extra.append(Prober(kind, i, seed, hkv, creds, authlog, stop_clients,
+                                    workload.all_keys[0]))
         t_work0 = time.monotonic()
-        for c in clients:
+        for c in clients + extra:
             c.start()
         # The nemesis runs here, on the main thread: only it starts the
         # daemon (PR_SET_PDEATHSIG belongs to the thread that forked).
         rng = random.Random("%s-nemesis" % seed)
         nemesis = Nemesis(hkv, history, watcher, rng, kinds, log)
+        nemesis.leaves, nemesis.creds, nemesis.outlimit = leaves, creds, outlimit
         end = t_work0 + duration
         # Rounds of every kind in a seeded order; the first round always
         # completes (the workload runs on until it has), later ones stop at
@@ -617,7 +696,9 @@ def main(argv=None):
                 if rounds > 0 and time.monotonic() >= end:
                     break
                 rounds += 1
-                queue = list(kinds)
+                # The kinds where retries meet moves twice a round: each
+                # finds a retry applied twice only now and then.
+                queue = list(kinds) + [k for k in kinds if k in ("move_pause", "move_kill")]
                 rng.shuffle(queue)
             elif rounds > 1 and time.monotonic() >= end:
                 break
@@ -633,10 +714,12 @@ def main(argv=None):
             gap = max(0.2, min(rng.uniform(0.5, 1.5), per * 0.5))
             time.sleep(gap + nemesis.settle_ms(kind) / 1000.0)
         stop_clients.set()
-        for c in clients:
+        for c in clients + extra:
             c.join(timeout=REQUEST_TIMEOUT_S + 5)
         t_work1 = time.monotonic()
-        errors = [c.error for c in clients if c.error] + \
+        if leaves is not None:
+            leaves.sync("end")
+        errors = [c.error for c in clients + extra if c.error] + \
                  ([watcher.error] if watcher.error else [])
         if errors:
             run_error = "; ".join(errors)
@@ -648,8 +731,10 @@ def main(argv=None):
         log(traceback.format_exc())
     finally:
         stop_clients.set()
-        for c in clients:
+        for c in clients + extra:
             c.join(timeout=REQUEST_TIMEOUT_S + 5)
+        outlimit.stop()
+        authlog.close()
         if watcher is not None:
             watcher.suspend()
         stop_watch.set()
@@ -676,7 +761,7 @@ def main(argv=None):
                                                  else "the run failed"), None
     else:
         limit = args.check_limit if args.check_limit else max(120.0, 2 * duration)
-        code, out, res = run_checker(hist_path, outdir, limit)
+        code, out, res = run_checker(hist_path, outdir, limit, args.reduce_limit)
 
     # ---- summary
     print("hotkvd history run: seed %d, %d clients, %d colo(s), %d keys per class, faults %s"
@@ -692,7 +777,40 @@ def main(argv=None):
     print("faults: " + " ".join("%s=%d" % (k, history.faults.get(k, 0))
                                 for k in FAULT_KINDS + ["restart"]))
     if skipped:
-        print("  not run (no shim given): " + ", ".join(skipped))
+        print("  not run (no shim given, or leaf-moves no): " + ", ".join(skipped))
+    if leaves is not None:
+        print("leaves: moves done %d (not done %d), splits done %d, automatic moves %d and "
+              "splits %d (agent's INFO), move lines %d" % (
+                  leaves.moves_done, leaves.moves_failed, leaves.splits_done,
+                  leaves.auto["moves"], leaves.auto["splits"], leaves.move_lines))
+    http = [c for c in extra if isinstance(c, HttpReader)]
+    if http:
+        print("http readers: %d gets, %d long polls" % (sum(c.counts["get"] for c in http),
+                                                       sum(c.counts["poll"] for c in http)))
+    auth_bad = []
+    if "cred_churn" in kinds:
+        try:
+            attempts = [json.loads(l) for l in open(os.path.join(outdir, "auth.jsonl"))]
+        except (OSError, ValueError):
+            attempts = []
+        tried, auth_bad = check_auth(attempts, creds.revoked)
+        with open(os.path.join(outdir, "auth-revoked.json"), "w") as f:
+            json.dump([[u, p, t] for (u, p), t in creds.revoked.items()], f)
+        print("credentials: %d reloads (%d confirmed on every edge), %d login attempts, revoked "
+              "credentials tried %d, accepted %d" % (
+                  nemesis.cred_reloads if nemesis else 0, creds.confirmed, len(attempts), tried,
+                  len(auth_bad)))
+        if auth_bad:
+            by = {}
+            for a in auth_bad:
+                by.setdefault(a["via"], set()).add((a["user"], a["password"]))
+            print("  accepted by way: " + ", ".join("%s %d attempts (%d credentials)" % (
+                v, sum(1 for a in auth_bad if a["via"] == v), len(c)) for v, c in sorted(by.items())))
+        for a in auth_bad[:5]:
+            print("  REVOKED CREDENTIAL ACCEPTED: %s %s:%s at %+.3f (revoked at %+.3f): %s" % (
+                a["via"], a["user"], a["password"], a["t0"] - t_start,
+                creds.revoked[(a["user"], a["password"])] - t_start, a["reply"]))
+    print(outlimit.summary())
     print("crashes: " + (", ".join("%s=%d" % kv for kv in sorted(history.crashes.items()))
                          or "none"))
     if watcher is not None and watcher.unexpected:
@@ -729,7 +847,7 @@ def main(argv=None):
     print("replay: %s" % replay_command(args, seed, outdir))
     if run_error:
         return 3
-    if history.surprises:
+    if history.surprises or auth_bad or outlimit.over:
         return 1
     if code is None:
         return 0 if args.no_check else 3  # asked to check, and could not

@@ -27,6 +27,8 @@ WIRE_MAX_FRAME = 4 * 1024 * 1024
 BIG_REQUEST_KEYS = 5           # a DEL of 5 keys of BIG_KEY_BYTES: > wire-max-frame,
 BIG_KEY_BYTES = 1000 * 1000    # each key < proto-max-bulk-len (a single bulk cannot pass
                                # the frame: the config check refuses such a config)
+OUTPUT_LIMIT = 4 * 1024 * 1024  # client-output-buffer-limit hard (soft half, 1 s)
+CACHE_MB = 16
 REQUEST_TIMEOUT_S = WRITE_DEADLINE_MS / 1000.0 + 4.0
 
 # Two variants of the class lines; SIGHUP switches between them (order and
@@ -135,6 +137,13 @@ class Daemon:
         self.clock_file = os.path.join(workdir, "clockshift")
         self.shim = os.path.abspath(args.shim) if args.shim else None
         self.clockshim = os.path.abspath(args.clockshim) if args.clockshim else None
+        self.admin_bin = os.path.abspath(getattr(args, "admin", None) or
+                                         os.path.join(os.path.dirname(self.bin), "hotkvd-admin"))
+        self.leaf_moves = getattr(args, "leaf_moves", "no") == "yes"
+        self.auto_moves = False
+        self.http_port = free_port() if getattr(args, "http", True) else 0
+        self.creds = None          # run_creds.Creds: the users of the config
+        self.output_limit = OUTPUT_LIMIT
         self.proc = None
         self.old_procs = []
         self.orphans = {}          # pid -> title: children of a killed master
@@ -186,8 +195,24 @@ class Daemon:
             "miss-wait %dms" % MISS_WAIT_MS,
             "negative-ttl 1s",
             "owner-push yes",
-            "cache-memory 16mb",
+            "cache-memory %dmb" % CACHE_MB,
+            # The runner, its clients and the credential probers log in from
+            # one address, hundreds of times a second.
+            "ratelimit-command auth off",
+            "client-output-buffer-limit %dmb %dmb 1s" % (OUTPUT_LIMIT // (1 << 20),
+                                                         OUTPUT_LIMIT // (2 << 20)),
         ] + self.class_lines(self.variant)
+        if self.http_port:
+            lines.append("http-port %d" % self.http_port)
+        if self.leaf_moves:
+            # Automatic moves: off until the nemesis turns them on (auto_move),
+            # then an owner busy over 5 % of a 1 s window sheds a leaf; short
+            # cool-downs so a run sees several.
+            lines += ["leaf-moves yes", "auto-moves %s" % ("yes" if self.auto_moves else "no"),
+                      "move-window 1s", "move-busy-threshold 0.05", "move-cooldown-leaf 2s",
+                      "move-cooldown-owner 1s", "move-fence-timeout 1s"]
+        if self.creds is not None:
+            lines += self.creds.conf_lines()
         tmp = self.conf + ".tmp"
         with open(tmp, "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -103,12 +103,99 @@ class Nemesis:
         self.log = log
         self.big_n = 0
         self.killed_edges = set()
+        self.leaves = None          # run_leaves.Leaves, with leaf-moves
+        self.creds = None           # run_creds.Creds, with credential churn
+        self.outlimit = None        # run_outlimit.OutLimit
+        self.cred_reloads = 0
 
     def fault(self, f, target, t0, t1, detail):
         self.history.write({"kind": "fault", "f": f, "target": target, "t0": t0, "t1": t1,
                             "detail": detail})
         self.log("fault %-14s %-12s %.2f..%.2f %s" % (f, target, t0, t1,
                                                      json.dumps(detail, sort_keys=True)))
+
+    # -- helpers of the composed kinds (run_leaves.py, run_creds.py)
+
+    def pause_ms(self):
+        return int(WRITE_TIMEOUT_MS * self.rng.uniform(1.3, 2.0))
+
+    def kill_owner_now(self, owner):
+        """kill -9 of owner now, with its crash line; the pid or None."""
+        pid, t = self._kill("owner " + owner)
+        if pid is not None:
+            self.history.crash(owner, pid, t)
+        return pid
+
+    def wait_owner_back(self, owner, pid):
+        return self.hkv.wait_replaced("owner " + owner, pid)
+
+    def pause_owner_for(self, owner, ms):
+        """SIGSTOP owner for ms (on this thread); its pid or None."""
+        pid = self.hkv.pid_of("owner " + owner)
+        if not pid:
+            return None
+        self.hkv.stopped_pids.add(pid)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(ms / 1000.0)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+            self.hkv.stopped_pids.discard(pid)
+        return pid
+
+    def reload(self, auto_moves=None):
+        """Writes the config (auto-moves as asked) and reloads; the time every
+        edge showed the new generation, or None."""
+        from run_creds import current_generation, reload_and_confirm
+        nedges = len(self.hkv.edge_names())
+        if auto_moves is not None:
+            self.hkv.auto_moves = auto_moves
+        before = current_generation(self.hkv, nedges)
+        self.hkv.write_conf()
+        t, _ = reload_and_confirm(self.hkv, nedges, before)
+        return t
+
+    def do_leaf_split(self):
+        self.leaves.do_split(self)
+
+    def do_leaf_move(self):
+        self.leaves.do_move(self)
+
+    def do_move_pause(self):
+        self.leaves.do_move_pause(self)
+
+    def do_move_kill(self):
+        self.leaves.do_move_kill(self)
+
+    def do_auto_move(self):
+        self.leaves.do_auto_move(self)
+
+    def do_cred_churn(self):
+        """A burst of reloads, each with new passwords (the old ones revoked
+        once every edge runs it), while the probers try every credential."""
+        from run_creds import current_generation, reload_and_confirm
+        nedges = len(self.hkv.edge_names())
+        n = self.rng.randint(15, 30)
+        t0 = time.monotonic()
+        confirmed = 0
+        for _ in range(n):
+            before = current_generation(self.hkv, nedges)
+            self.creds.next_gen()
+            self.hkv.write_conf()
+            t, gens = reload_and_confirm(self.hkv, nedges, before)
+            self.cred_reloads += 1
+            if t is not None:
+                self.creds.confirm(t)
+                confirmed += 1
+            time.sleep(self.rng.uniform(0.05, 0.3))
+        self.fault("cred_churn", "master", t0, time.monotonic(),
+                   {"reloads": n, "confirmed": confirmed, "generation": self.creds.gen})
+
+    def do_slow_reader(self):
+        self.outlimit.do_slow_reader(self)
+
+    def do_http_stream(self):
+        self.outlimit.do_http_stream(self)
 
     def settle_ms(self, kind):
         """Quiet time after a fault before the next one: a crash must never
@@ -202,19 +289,12 @@ class Nemesis:
 
     def do_pause_owner(self):
         owner = self.rng.choice(self.hkv.owner_names())
-        pid = self.hkv.pid_of("owner " + owner)
+        ms = self.pause_ms()
+        t0 = time.monotonic()
+        pid = self.pause_owner_for(owner, ms)
         if not pid:
             self.log("pause_owner: owner %s not found" % owner)
             return
-        ms = int(WRITE_TIMEOUT_MS * self.rng.uniform(1.3, 2.0))
-        t0 = time.monotonic()
-        self.hkv.stopped_pids.add(pid)
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            time.sleep(ms / 1000.0)
-        finally:
-            os.kill(pid, signal.SIGCONT)
-            self.hkv.stopped_pids.discard(pid)
         self.fault("pause_owner", owner, t0, time.monotonic(), {"pid": pid, "ms": ms})
 
     # -- the disk (tests/fault/stallfs.c: one flag for the whole daemon)

@@ -14,14 +14,29 @@ class Transport(Exception):
     """No reply: timeout, refused or closed connection."""
 
 
+# (user, password) every new Conn logs in with first, or None: the history
+# runner sets it when the daemon's config has users (run_creds.py).
+AUTH = None
+
+
 class Conn:
     """One blocking connection; every read is bounded by a deadline."""
 
-    def __init__(self, port, timeout=3.0):
+    def __init__(self, port, timeout=3.0, auth="default"):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = bytearray()
         self.attrs = []
+        auth = AUTH if auth == "default" else auth
+        if auth is not None:
+            try:
+                r = self.call(["AUTH", auth[0], auth[1]], timeout=timeout)
+            except Transport as e:
+                self.close()
+                raise OSError("AUTH: %s" % e)
+            if isinstance(r, RespError):
+                self.close()
+                raise OSError("AUTH refused: %s" % r)
 
     def close(self):
         try:
