@@ -85,10 +85,11 @@ void h_dump_log(const struct daemon *d);
 
 /* Moves the calling test process (Check's fork of one test) into a network
  * namespace of its own with lo up and a second, non-loopback address on it
- * (198.18.0.2, of the benchmarking range RFC 2544 reserves: no host has it), written to ip: everything the test starts after
- * this runs there, so a "client from another address" never leaves this
- * process's own namespace and no interface of the host is touched.  0, or -1
- * (no namespace could be made, or Check is not forking: the caller skips). */
+ * (198.18.0.2, of the benchmarking range of RFC 2544: no host has it),
+ * written to ip: everything the test starts after this runs there, so a
+ * "client from another address" never leaves this process's own namespace
+ * and no interface of the host is touched.  0, or -1 (no namespace could be
+ * made, or Check is not forking: the caller skips). */
 int h_private_net(char *ip, size_t len);
 
 /* A blocking RESP client with a 5 s receive timeout. */
