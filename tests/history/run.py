@@ -498,8 +498,12 @@ def run_checker(history_path, outdir, limit, reduce_limit=None):
         return None, "checker not found: %s" % checker, None
     js = os.path.join(outdir, "checker.json")
     try:
+        # a key's search gets a tenth of the whole (20 s at least): a 10-minute
+        # torture's busiest key needed more than the checker's 20 s default
+        # (seed 1796155000: hl:4 unknown at 20 s, decided within 120 s)
         p = subprocess.run(["/usr/bin/python3", checker, history_path, "--json", js,
-                            "--global-limit", "%g" % limit] +
+                            "--global-limit", "%g" % limit,
+                            "--time-limit", "%g" % max(20.0, limit / 10)] +
                            (["--reduce-limit", "%g" % reduce_limit] if reduce_limit else []),
                            capture_output=True, text=True,
                            timeout=limit * 2 + 300 + 6 * (reduce_limit or 0))
