@@ -694,19 +694,23 @@ int h_run(char *const argv[], const char *in, char *out, size_t len, int ms)
     return WEXITSTATUS(status);
 }
 
-long long h_edges_generation(const struct daemon *d)
+char *h_info_processes(int port)
 {
-    int fd = h_connect(d->port);
+    int fd = h_connect(port);
     if (fd < 0)
-        return -1;
+        return NULL;
     struct h_reply *r = h_cmdv(fd, "INFO", "processes", NULL);
     close(fd);
-    if (r == NULL || r->v->type != RESP_BULK) {
-        h_free(r);
-        return -1;
-    }
-    char *text = strndup(r->v->str, r->v->len);
+    char *text = r != NULL && r->v->type == RESP_BULK ? strndup(r->v->str, r->v->len) : NULL;
     h_free(r);
+    return text;
+}
+
+long long h_edges_generation(const struct daemon *d)
+{
+    char *text = h_info_processes(d->port);
+    if (text == NULL)
+        return -1;
     long long low = -1;
     for (char *line = strtok(text, "\r\n"); line != NULL; line = strtok(NULL, "\r\n")) {
         const char *g = strstr(line, "config_generation=");
@@ -734,4 +738,23 @@ int h_private_net(char *ip, size_t len)
         return -1;
     snprintf(ip, len, "198.18.0.2");
     return 0;
+}
+
+long h_proc_kb(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    long v = -1;
+    size_t fl = strlen(field);
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, field, fl) == 0 && line[fl] == ':') {
+            v = strtol(line + fl + 1, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return v;
 }

@@ -70,6 +70,8 @@ int h_restart(struct daemon *d);
 /* PIDs of the daemon's children from INFO processes (up to max). */
 int h_children(const struct daemon *d, pid_t *pids, int max);
 int h_alive(pid_t pid);
+/* A field of /proc/<pid>/status in kB ("VmRSS", "RssAnon"); -1 if unreadable. */
+long h_proc_kb(pid_t pid, const char *field);
 /* PID of the daemon's child whose process title starts with `prefix`
  * ("hotkvd: owner hot/0", "hotkvd: edge"), other than `not`; 0 if none. */
 pid_t h_child(const struct daemon *d, const char *prefix, pid_t not);
@@ -109,6 +111,9 @@ struct h_reply *h_read(int fd);
 void h_free(struct h_reply *r);
 /* The value of `field` in an INFO reply (copied into buf); -1 if absent. */
 int h_info_field(int port, const char *field, char *buf, size_t len);
+/* INFO processes' text (malloc'd: the caller frees it); NULL if it did not
+ * answer with one (no connection, NOAUTH). */
+char *h_info_processes(int port);
 /* The lowest config generation the edges run (INFO processes); -1 if INFO
  * did not answer. */
 long long h_edges_generation(const struct daemon *d);

@@ -63,24 +63,6 @@ static int start(struct daemon *d, int *hp, const char *extra)
     return rc;
 }
 
-/* A field of /proc/<pid>/status in kB; -1 if unreadable. */
-static long proc_kb(pid_t pid, const char *field)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    long v = -1;
-    size_t fl = strlen(field);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, field, fl) == 0 && line[fl] == ':') {
-            v = strtol(line + fl + 1, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return v;
-}
 
 /* The one edge's pid (edge-workers 1). */
 static pid_t edge_pid(const struct daemon *d)
@@ -153,7 +135,7 @@ struct sample {
 static void sample_start(struct sample *s, pid_t edge)
 {
     memset(s, 0, sizeof(*s));
-    s->base_kb = s->max_kb = proc_kb(edge, "RssAnon");
+    s->base_kb = s->max_kb = h_proc_kb(edge, "RssAnon");
     ck_assert_int_gt(s->base_kb, 0);
 }
 
@@ -162,7 +144,7 @@ static void sample_run(struct sample *s, pid_t edge, int ms, const struct daemon
 {
     int64_t end = h_now_ms() + ms, seen_at = -1;
     while (h_now_ms() < end && (seen_at < 0 || h_now_ms() < seen_at + 300)) {
-        long v = proc_kb(edge, "RssAnon");
+        long v = h_proc_kb(edge, "RssAnon");
         if (v > s->max_kb)
             s->max_kb = v;
         s->samples++;
@@ -403,7 +385,7 @@ START_TEST(a_monitor_that_never_reads_is_closed_at_the_output_limit)
         ck_assert_ptr_nonnull(r);
         h_free(r);
         if (sets % 16 == 0) {
-            long a = proc_kb(edge, "RssAnon");
+            long a = h_proc_kb(edge, "RssAnon");
             if (a > s.max_kb)
                 s.max_kb = a;
             if (closed_count(&d) > closed0)
@@ -491,7 +473,7 @@ START_TEST(writes_waiting_for_owners_pause_the_client_at_its_byte_bound)
                 replies += in[i] == '\n';
         }
         if (unstalled < 0) {
-            long v = proc_kb(edge, "RssAnon");
+            long v = h_proc_kb(edge, "RssAnon");
             if (v > s.max_kb)
                 s.max_kb = v;
             if (h_now_ms() >= unstall_at) {

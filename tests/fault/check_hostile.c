@@ -156,25 +156,6 @@ static int edge_pids(const struct daemon *d, pid_t *pids, int max)
     return n;
 }
 
-/* A field of /proc/<pid>/status in kB ("VmRSS", "RssAnon"); -1 if unreadable. */
-static long proc_kb(pid_t pid, const char *field)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    long v = -1;
-    size_t fl = strlen(field);
-    while (fgets(line, sizeof(line), f)) {
-        if (strncmp(line, field, fl) == 0 && line[fl] == ':') {
-            v = strtol(line + fl + 1, NULL, 10);
-            break;
-        }
-    }
-    fclose(f);
-    return v;
-}
 
 /* How many lines of the daemon log contain `needle`. */
 static int log_count(const struct daemon *d, const char *needle)
@@ -245,7 +226,7 @@ static void *rss_main(void *arg)
     int64_t end = h_now_ms() + ATK_MAX_MS + 10000;
     while (!atomic_load(&r->stop) && h_now_ms() < end) {
         for (int i = 0; i < r->n; i++) {
-            long v = proc_kb(r->pids[i], "VmRSS"), a = proc_kb(r->pids[i], "RssAnon");
+            long v = h_proc_kb(r->pids[i], "VmRSS"), a = h_proc_kb(r->pids[i], "RssAnon");
             if (v > r->max_rss)
                 r->max_rss = v;
             if (a > r->max_anon)
@@ -263,7 +244,7 @@ static void rss_start(struct rss *r, const struct daemon *d)
     r->n = edge_pids(d, r->pids, 16);
     ck_assert_int_gt(r->n, 0);
     for (int i = 0; i < r->n; i++) {
-        long v = proc_kb(r->pids[i], "VmRSS"), a = proc_kb(r->pids[i], "RssAnon");
+        long v = h_proc_kb(r->pids[i], "VmRSS"), a = h_proc_kb(r->pids[i], "RssAnon");
         if (v > r->base_rss)
             r->base_rss = v;
         if (a > r->base_anon)
@@ -1262,7 +1243,7 @@ START_TEST(pipelined_pings_never_read_closed_at_output_limit)
         char *gs = malloc(ng * (sizeof(g1) - 1));
         for (size_t i = 0; i < ng; i++)
             memcpy(gs + i * (sizeof(g1) - 1), g1, sizeof(g1) - 1);
-        long hwm0 = proc_kb(edges[0], "VmHWM");
+        long hwm0 = h_proc_kb(edges[0], "VmHWM");
         int hard0 = log_count(&d, "over the hard limit");
         int g = connect_nb(d.port, 4096);
         ck_assert_int_ge(g, 0);
@@ -1273,7 +1254,7 @@ START_TEST(pipelined_pings_never_read_closed_at_output_limit)
         while (log_count(&d, "over the hard limit") == hard0 && h_now_ms() < gend)
             h_sleep_ms(20);
         close(g);
-        long hwm = proc_kb(edges[0], "VmHWM");
+        long hwm = h_proc_kb(edges[0], "VmHWM");
         printf("[hostile] ping-flood/big-GETs: %zu pipelined GETs of a 300 KB value, never read "
                "-> %s; edge VmHWM %ld kB before, %ld kB after\n", ng,
                log_count(&d, "over the hard limit") > hard0 ? "closed at the hard limit"

@@ -20,17 +20,9 @@
  * answer. */
 static int behind_role(const struct daemon *d, long long gen, const char *role)
 {
-    int fd = h_connect(d->port);
-    if (fd < 0)
+    char *text = h_info_processes(d->port);
+    if (text == NULL)
         return -1;
-    struct h_reply *r = h_cmdv(fd, "INFO", "processes", NULL);
-    close(fd);
-    if (r == NULL || r->v->type != RESP_BULK) {
-        h_free(r);
-        return -1;
-    }
-    char *text = strndup(r->v->str, r->v->len);
-    h_free(r);
     int n = 0;
     for (char *line = strtok(text, "\r\n"); line != NULL; line = strtok(NULL, "\r\n")) {
         const char *g = strstr(line, "config_generation=");
