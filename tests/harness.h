@@ -94,6 +94,16 @@ void h_dump_log(const struct daemon *d);
  * made, or Check is not forking: the caller skips). */
 int h_private_net(char *ip, size_t len);
 
+/* A check that calls cleanup() (stop the test's daemon, resume what it
+ * stopped) before it fails the test, so a failure leaves nothing running. */
+#define H_EXPECT(cleanup, cond, ...)         \
+    do {                                     \
+        int ok_ = (cond) ? 1 : 0;            \
+        if (!ok_)                            \
+            cleanup();                       \
+        ck_assert_msg(ok_, __VA_ARGS__);     \
+    } while (0)
+
 /* A blocking RESP client with a 5 s receive timeout. */
 int h_connect(int port);
 /* Sends one command (words) and reads one reply; NULL on error/timeout.

@@ -79,13 +79,7 @@ static void fail_cleanup(void)
     g_d = NULL;
 }
 
-#define EXPECT(cond, ...)                    \
-    do {                                     \
-        int ok_ = (cond) ? 1 : 0;            \
-        if (!ok_)                            \
-            fail_cleanup();                  \
-        ck_assert_msg(ok_, __VA_ARGS__);     \
-    } while (0)
+#define EXPECT(cond, ...) H_EXPECT(fail_cleanup, cond, __VA_ARGS__)
 
 static int str_is(const struct resp_value *v, const char *want)
 {
