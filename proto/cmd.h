@@ -1,11 +1,23 @@
 /*
- * cmd.h - the command table: the one place a client command is defined.
+ * cmd.h - the command table: the one place a client command is declared
+ * (its name, arity, key positions and flags).
  *
  * Both protocols decode into a request (argc/argv) and dispatch through this
- * table by id; the handlers live with the process that runs them (the edge
- * keeps an array indexed by cmd_id).  Arity follows Redis: N means exactly N
- * words including the name, -N means at least N.  Keys are described by
- * first/last/step as in Redis's COMMAND reply (last -1 = the last argument).
+ * table by id; the handlers live with the process that runs them, in arrays
+ * indexed by cmd_id that hold a handler and nothing this table says: the
+ * edge's registry (server/edge/edge_registry.c: handler and family) and, for
+ * commands an owner runs from their words (CALL, EXEC), the owner's handler
+ * table (server/owner/owner_cmds.c).  The unit suite cmd_table checks that
+ * every id has an edge row and every owner-run write an owner handler.
+ *
+ * Arity follows Redis: N means exactly N words including the name, -N means
+ * at least N.  Keys are described by first/last/step as in Redis's COMMAND
+ * reply (last -1 = the last argument).
+ *
+ * Adding a command: a row here, its edge handler in its family's file and a
+ * row in edge_registry.c; a command an owner runs (a write, or a read
+ * computed at the owner) also gets its owner handler in an owner_cmd_*.c
+ * file and a row in owner_cmds.c.
  */
 #ifndef HKV_CMD_H
 #define HKV_CMD_H
@@ -21,6 +33,8 @@
 #define CMD_F_CONN    0x20  /* about the connection itself */
 #define CMD_F_AUTH    0x40  /* checks a password (AUTH): the rate limiter's target
                                for guessing; counts as a connection command */
+#define CMD_F_ALLKEYS 0x80  /* about every key of every owner (FLUSHALL): the owner
+                               runs it as a write of its own, never inside EXEC */
 
 /* X(ID, name, arity, flags, first_key, last_key, step) */
 #define CMD_LIST(X)                                                     \
@@ -101,8 +115,8 @@
     X(MONITOR, "monitor", 1, CMD_F_ADMIN, 0, 0, 0)                       \
     X(GETMETA, "getmeta", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)         \
     /* keyspace administration (edge_keyspace.c, edge_keys.c) */         \
-    X(FLUSHALL, "flushall", -1, CMD_F_ADMIN, 0, 0, 0)                    \
-    X(FLUSHDB, "flushdb", -1, CMD_F_ADMIN, 0, 0, 0)                      \
+    X(FLUSHALL, "flushall", -1, CMD_F_ADMIN | CMD_F_ALLKEYS, 0, 0, 0)                    \
+    X(FLUSHDB, "flushdb", -1, CMD_F_ADMIN | CMD_F_ALLKEYS, 0, 0, 0)                     \
     X(KEYS, "keys", 2, CMD_F_READ, 0, 0, 0)                              \
     X(RANDOMKEY, "randomkey", 1, CMD_F_READ, 0, 0, 0)                    \
     X(OBJECT, "object", -2, CMD_F_READ, 2, 2, 1)

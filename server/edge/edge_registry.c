@@ -3,9 +3,11 @@
  * (edge_registry.h).
  *
  * The table below is the one place that says who handles a command: one row
- * per command, its family naming the file of its handler.  Adding a command
- * is a line in proto/cmd.h (name, arity, flags, keys), a row here and its
- * handler.  The pipeline runs the checks every command shares, in the order
+ * per command, indexed by proto/cmd.h's id, holding only its handler and its
+ * family (naming the file of the handler); the name, arity, keys and flags
+ * are proto/cmd.h's alone.  Adding a command is a line in proto/cmd.h, a row
+ * here and its handler (the unit suite cmd_table fails on an id without a
+ * row).  The pipeline runs the checks every command shares, in the order
  * Redis runs them (an unknown command or a wrong arity is answered before
  * the auth gate, and the rate limiter only charges commands that may run),
  * so handlers start with well-formed, permitted requests.
@@ -39,7 +41,7 @@
 #include "server/edge/edge_tx.h"
 #include "server/edge/edge_write.h"
 
-#define ROW(ID, handler, family) [CMD_##ID] = {#ID, handler, EDGE_FAM_##family},
+#define ROW(ID, handler, family) [CMD_##ID] = {handler, EDGE_FAM_##family},
 
 const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(PING,      edge_cmd_ping,      CONN)

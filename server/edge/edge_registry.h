@@ -1,8 +1,8 @@
 /*
  * edge_registry.h - the edge's command registry and dispatch pipeline: where
- * every client command is handled, in one table (edge_registry.c), one row
- * per command: its name, its handler and its family (the file the handler
- * lives in).  A newcomer looking for any command starts there.
+ * every client command is handled, in one table (edge_registry.c) indexed
+ * by proto/cmd.h's id, one row per command: its handler and its family (the
+ * file the handler lives in).  A newcomer looking for any command starts there.
  *
  * edge_dispatch is the connection layer's dispatch hook.  Each request goes
  * lookup -> arity -> auth gate -> rate gate -> handler; a request that fails
@@ -36,8 +36,8 @@ enum edge_family {
     EDGE_FAM_TX,                  /* transactions: edge_tx.c, edge_exec.c (RESET too) */
 };
 
+/* The edge's row of a command: nothing proto/cmd.h says. */
 struct edge_command {
-    const char *name;             /* the CMD_ id, as a string (proto/cmd.h has the rest) */
     edge_handler handler;         /* NULL: not served by this edge */
     enum edge_family family;
 };

@@ -23,7 +23,7 @@
  * the colos at once, the durable ones get ONE commit ticket for the whole
  * job, and the reply waits for that commit (a transaction's durable writes
  * are acknowledged together, after all of them are on disk).  The reply and
- * the change list are recorded for a retry.  FLUSHALL (OCMD_ALL) runs as a
+ * the change list are recorded for a retry.  FLUSHALL (CMD_F_ALLKEYS) runs as a
  * CALL only, and its reply waits for the flush's commit instead of keys.
  *
  * One exception to "whole or not at all": under maxmemory a write of the
@@ -52,7 +52,7 @@ struct job {
     uint8_t proto;
     const struct wire_cmd *cmds;
     uint32_t ncmds;
-    const struct ocmd_def **defs;   /* per command, NULL: unknown or bad arity */
+    const struct cmd_def **defs;   /* per command, NULL: unknown or bad arity */
     const struct wire_watch *watch;
     uint32_t nwatch;
     int exec;                       /* an EXEC: an array reply, watches */
@@ -69,7 +69,7 @@ static int each_key(const struct job *j, int (*fn)(void *, struct wire_slice), v
             return rc;
     }
     for (uint32_t i = 0; i < j->ncmds; i++) {
-        const struct ocmd_def *d = j->defs[i];
+        const struct cmd_def *d = j->defs[i];
         if (d == NULL)
             continue;
         uint32_t argc = j->cmds[i].nargs, n = ocmd_key_count(d, argc);
@@ -151,22 +151,22 @@ static int run(struct ocmd *c, const struct job *j, struct olink *l, const char 
     for (uint32_t i = 0; i < j->ncmds; i++) {
         const struct wire_slice *argv = j->cmds[i].args;
         uint32_t argc = j->cmds[i].nargs;
-        const struct ocmd_def *d = j->defs[i];
+        const struct cmd_def *d = j->defs[i];
         if (d == NULL) {
-            const struct ocmd_def *known = ocmd_lookup(argv[0].p, argv[0].len);
+            const struct cmd_def *known = ocmd_lookup(argv[0].p, argv[0].len);
             if (known != NULL)
                 ocmd_reply_arity(c->out, known);
             else
                 ocmd_reply_unknown(c->out, argv, argc);
             continue;
         }
-        if (j->exec && (d->flags & OCMD_ALL)) {
+        if (j->exec && (d->flags & CMD_F_ALLKEYS)) {
             resp_add_errorf(c->out, "ERR %s is not allowed in a transaction: it runs on "
                             "every owner, a transaction on one", d->name);
             continue;
         }
         size_t mark = buf_unread(c->out);
-        int rc = d->fn(c, d, argv, argc);
+        int rc = ocmd_table[d->id].fn(c, d, argv, argc);
         if (rc == HKV_OK && c->max_reply != 0 && buf_unread(c->out) > c->max_reply)
             rc = HKV_ETOOBIG; /* a reply not made by ocmd_bulk (LCS, GETRANGE) */
         if (rc == HKV_OK)
@@ -289,8 +289,8 @@ out:
 
 /* Looks up every command of j (j->defs: small, or allocated into *heap);
  * sets j->write.  0, or -1 on allocation failure. */
-static int plan(struct job *j, const struct ocmd_def **small, size_t nsmall,
-                const struct ocmd_def ***heap)
+static int plan(struct job *j, const struct cmd_def **small, size_t nsmall,
+                const struct cmd_def ***heap)
 {
     *heap = NULL;
     j->defs = small;
@@ -302,11 +302,11 @@ static int plan(struct job *j, const struct ocmd_def **small, size_t nsmall,
     }
     for (uint32_t i = 0; i < j->ncmds; i++) {
         const struct wire_slice *argv = j->cmds[i].args;
-        const struct ocmd_def *d = ocmd_lookup(argv[0].p, argv[0].len);
+        const struct cmd_def *d = ocmd_lookup(argv[0].p, argv[0].len);
         if (d != NULL && !ocmd_arity_ok(d, j->cmds[i].nargs))
             d = NULL;
         j->defs[i] = d;
-        if (d != NULL && (d->flags & OCMD_WRITE))
+        if (d != NULL && ocmd_writes(d))
             j->write = 1;
     }
     return 0;
@@ -316,7 +316,7 @@ void owner_op_call(struct owner *o, struct olink *l, const struct wire_msg *m,
                    const char *payload, size_t plen)
 {
     struct wire_cmd one = {m->u.call.args, m->u.call.nargs};
-    const struct ocmd_def *d = ocmd_lookup(one.args[0].p, one.args[0].len);
+    const struct cmd_def *d = ocmd_lookup(one.args[0].p, one.args[0].len);
     if (d == NULL || !ocmd_arity_ok(d, one.nargs)) {
         /* refused before anything ran: answered, as Redis, and not recorded */
         struct hkv_buf r = HKV_BUF_INIT;
@@ -329,9 +329,9 @@ void owner_op_call(struct owner *o, struct olink *l, const struct wire_msg *m,
         buf_deinit(&r);
         return;
     }
-    const struct ocmd_def *defs[1] = {d};
+    const struct cmd_def *defs[1] = {d};
     struct job j = {.id = m->id, .rid = m->u.call.rid, .proto = m->u.call.proto, .cmds = &one,
-                    .ncmds = 1, .defs = defs, .write = (d->flags & OCMD_WRITE) != 0};
+                    .ncmds = 1, .defs = defs, .write = ocmd_writes(d)};
     run_job(o, l, &j, payload, plen);
 }
 
@@ -341,7 +341,7 @@ void owner_op_exec(struct owner *o, struct olink *l, const struct wire_msg *m,
     struct job j = {.id = m->id, .rid = m->u.exec.rid, .proto = m->u.exec.proto,
                     .cmds = m->u.exec.cmds, .ncmds = m->u.exec.ncmds,
                     .watch = m->u.exec.watch, .nwatch = m->u.exec.nwatch, .exec = 1};
-    const struct ocmd_def *small[32], **heap;
+    const struct cmd_def *small[32], **heap;
     if (plan(&j, small, 32, &heap) != 0) {
         wire_put_error(&l->out, m->id, HKV_ENOMEM, wire_cstr("OOM owner out of memory"));
         return;

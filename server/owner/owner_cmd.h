@@ -1,14 +1,16 @@
 /*
- * owner_cmd.h - the owner's Redis command table and the context its
- * handlers run in.  Private to server/owner (and the owner's unit tests).
+ * owner_cmd.h - the owner's Redis command handlers and the context they run
+ * in.  Private to server/owner (and the owner's unit tests).
  *
  * A CALL or an EXEC (proto/wire.h) carries Redis commands as the client sent
- * them; the owner runs each from this table against its ledger and answers
- * the RESP bytes Redis 7.0 would, for the client's protocol (2 or 3).  A
- * command is one row: its name, Redis's arity and key positions, whether it
- * writes, and its handler.  owner_call.c does everything around a handler
- * (routing, residency, retries, commits, pushes); a handler only reads and
- * writes its keys through the helpers below and appends its reply.
+ * them; the owner runs each against its ledger and answers the RESP bytes
+ * Redis 7.0 would, for the client's protocol (2 or 3).  A command is declared
+ * once, in proto/cmd.h (name, arity, key positions, flags: CMD_F_WRITE and
+ * CMD_F_ALLKEYS make it a write here); the owner's table (owner_cmds.c) is
+ * indexed by its id and holds only the handler.  owner_call.c does
+ * everything around a handler (routing, residency, retries, commits,
+ * pushes); a handler only reads and writes its keys through the helpers
+ * below and appends its reply.
  *
  * Contract of a handler (the table's, and the edge's view of it):
  *   - argv[0] is the name as sent; arity has been checked (Redis's
@@ -39,31 +41,32 @@
 #include <stdint.h>
 
 #include "proto/buf.h"
+#include "proto/cmd.h"
 #include "proto/resp.h"
 #include "proto/wire.h"
 #include "storage/ledger.h"
 
 struct owner;
 struct ocmd;
-struct ocmd_def;
 
-#define OCMD_READ 0x1u   /* reads keys only */
-#define OCMD_WRITE 0x2u  /* may change keys: a write request (recorded, retried once) */
-#define OCMD_ALL 0x4u    /* about every key of the owner (FLUSHALL): a CALL of its own,
-                            refused inside EXEC (a transaction is one owner's, a flush
-                            must reach all of them) */
-
-typedef int (*ocmd_fn)(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+/* A handler: d is the command's declaration (d->id tells the commands that
+ * share a handler apart, d->name is Redis's name in its error texts). */
+typedef int (*ocmd_fn)(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                        uint32_t argc);
 
-struct ocmd_def {
-    const char *name;        /* lower case: Redis's name in its error texts */
-    int arity;               /* Redis's: N exactly N words, -N at least N */
-    int first, last, step;   /* key positions as Redis's COMMAND (last -1 = the last word) */
-    unsigned flags;          /* OCMD_READ or OCMD_WRITE */
-    ocmd_fn fn;
-    int variant;             /* for handlers shared by several rows (unit, sign ...) */
+/* The owner's row of a command: nothing proto/cmd.h says. */
+struct ocmd_row {
+    ocmd_fn fn;              /* NULL: the owner does not run this command */
 };
+
+/* Indexed by cmd_id. */
+extern const struct ocmd_row ocmd_table[CMD_COUNT];
+
+/* 1 if the owner treats d as a write (recorded, retried once). */
+static inline int ocmd_writes(const struct cmd_def *d)
+{
+    return (d->flags & (CMD_F_WRITE | CMD_F_ALLKEYS)) != 0;
+}
 
 /* The context of one command or one transaction.  Embed it; ocmd_init and
  * ocmd_deinit. */
@@ -88,19 +91,30 @@ struct ocmd {
 
 /* ---- owner_cmds.c: the table ---- */
 
-/* The row of the command named name[0..len) (any case), or NULL. */
-const struct ocmd_def *ocmd_lookup(const char *name, size_t len);
+/* The command named name[0..len) (any case) if the owner runs it, or NULL. */
+const struct cmd_def *ocmd_lookup(const char *name, size_t len);
 /* 1 if argc words (the name included) satisfy d's arity. */
-int ocmd_arity_ok(const struct ocmd_def *d, uint32_t argc);
+static inline int ocmd_arity_ok(const struct cmd_def *d, uint32_t argc)
+{
+    return cmd_arity_ok(d, (int)argc);
+}
 /* The number of keys of argv under d (arity already satisfied); key i is
  * argv[ocmd_key_pos(d, argc, i)]. */
-uint32_t ocmd_key_count(const struct ocmd_def *d, uint32_t argc);
-uint32_t ocmd_key_pos(const struct ocmd_def *d, uint32_t argc, uint32_t i);
+static inline uint32_t ocmd_key_count(const struct cmd_def *d, uint32_t argc)
+{
+    int first, last;
+    return (uint32_t)cmd_key_range(d, (int)argc, &first, &last);
+}
+static inline uint32_t ocmd_key_pos(const struct cmd_def *d, uint32_t argc, uint32_t i)
+{
+    (void)argc;
+    return (uint32_t)d->first_key + i * (uint32_t)d->step;
+}
 /* Appends Redis's unknown-command error for argv ("ERR unknown command
  * 'x', with args beginning with: 'a' 'b' "), or its arity error for d
  * ("ERR wrong number of arguments for 'get' command"). */
 void ocmd_reply_unknown(struct hkv_buf *out, const struct wire_slice *argv, uint32_t argc);
-void ocmd_reply_arity(struct hkv_buf *out, const struct ocmd_def *d);
+void ocmd_reply_arity(struct hkv_buf *out, const struct cmd_def *d);
 
 /* ---- owner_cmd_util.c: the context and the helpers handlers use ---- */
 
@@ -168,7 +182,7 @@ static inline int ocmd_done(const struct ocmd *c) { return c->status; }
 #define OCMD_ERR_INT "ERR value is not an integer or out of range"
 #define OCMD_ERR_SYNTAX "ERR syntax error"
 /* "ERR invalid expire time in '<name>' command" */
-void ocmd_error_expire(struct ocmd *c, const struct ocmd_def *d);
+void ocmd_error_expire(struct ocmd *c, const struct cmd_def *d);
 
 /* Argument parsing as Redis: an int64 by string2ll (1 and *out, or 0); an
  * option word compared as Redis's strcasecmp on a C string (the bytes up to
@@ -183,44 +197,44 @@ static inline struct resp_slice ocmd_rs(struct wire_slice s)
 /* ---- handlers, by family (the table's rows point at them) ---- */
 
 /* owner_cmd_str.c */
-int ocmd_get_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_set_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_setnx_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_setex_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_getset_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_getdel_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_getex_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_mget_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_mset_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_strlen_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_incr_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_get_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_set_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_setnx_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_setex_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_getset_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_getdel_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_getex_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_mget_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_mset_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_strlen_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_incr_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
 /* owner_cmd_bits.c (proto/strops.h) */
-int ocmd_append_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_setrange_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *,
+int ocmd_append_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_setrange_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
                       uint32_t);
-int ocmd_getrange_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *,
+int ocmd_getrange_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
                       uint32_t);
-int ocmd_incrbyfloat_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *,
+int ocmd_incrbyfloat_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
                          uint32_t);
-int ocmd_setbit_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_getbit_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_bitcount_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *,
+int ocmd_setbit_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_getbit_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_bitcount_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
                       uint32_t);
-int ocmd_bitpos_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_lcs_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_bitpos_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_lcs_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
 /* owner_cmd_key.c */
-int ocmd_del_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_exists_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_type_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_expire_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_persist_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *,
+int ocmd_del_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_exists_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_type_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_expire_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_persist_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
                      uint32_t);
-int ocmd_ttl_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_rename_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_copy_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_flushall_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *,
+int ocmd_ttl_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_rename_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_copy_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_flushall_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
                       uint32_t);
 /* owner_cmd_obj.c */
-int ocmd_object_cmd(struct ocmd *, const struct ocmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_object_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
 
 #endif

@@ -88,25 +88,25 @@ static int run_rmw(struct ocmd *c, const struct wire_slice *argv, enum rmw_op op
     return ocmd_done(c);
 }
 
-int ocmd_append_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_append_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                     uint32_t argc)
 {
     return run_rmw(c, argv, RMW_APPEND);
 }
 
-int ocmd_setrange_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_setrange_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                       uint32_t argc)
 {
     return run_rmw(c, argv, RMW_SETRANGE);
 }
 
-int ocmd_incrbyfloat_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_incrbyfloat_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                          uint32_t argc)
 {
     return run_rmw(c, argv, RMW_INCRBYFLOAT);
 }
 
-int ocmd_setbit_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_setbit_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                     uint32_t argc)
 {
     return run_rmw(c, argv, RMW_SETBIT);
@@ -154,7 +154,7 @@ static struct resp_slice *slices(const struct wire_slice *argv, uint32_t from, u
     return s;
 }
 
-int ocmd_getrange_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_getrange_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                       uint32_t argc)
 {
     struct resp_slice cs, a = ocmd_rs(argv[2]), b = ocmd_rs(argv[3]);
@@ -166,7 +166,7 @@ int ocmd_getrange_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wir
     return reply(c, strops_getrange(&env, cp, &a, &b, &res), &res);
 }
 
-int ocmd_getbit_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_getbit_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                     uint32_t argc)
 {
     struct resp_slice cs, a = ocmd_rs(argv[2]);
@@ -197,19 +197,19 @@ static int bits(struct ocmd *c, const struct wire_slice *argv, uint32_t argc, in
     return reply(c, st, &res);
 }
 
-int ocmd_bitcount_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_bitcount_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                       uint32_t argc)
 {
     return bits(c, argv, argc, 0);
 }
 
-int ocmd_bitpos_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_bitpos_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                     uint32_t argc)
 {
     return bits(c, argv, argc, 1);
 }
 
-int ocmd_lcs_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_lcs_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                  uint32_t argc)
 {
     /* two reads: a view stays valid across reads (they move nothing) */

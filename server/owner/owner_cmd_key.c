@@ -20,7 +20,7 @@
 
 #include "server/owner/owner_cmd.h"
 
-int ocmd_del_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_del_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                  uint32_t argc)
 {
     int64_t n = 0;
@@ -36,7 +36,7 @@ int ocmd_del_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_sli
 }
 
 /* EXISTS and TOUCH: a key named twice counts twice, as Redis. */
-int ocmd_exists_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_exists_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                     uint32_t argc)
 {
     int64_t n = 0;
@@ -51,7 +51,7 @@ int ocmd_exists_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_
     return ocmd_done(c);
 }
 
-int ocmd_type_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_type_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                   uint32_t argc)
 {
     struct ledger_view v;
@@ -100,9 +100,9 @@ static int expire_flags(struct ocmd *c, const struct wire_slice *argv, uint32_t 
     return 0;
 }
 
-/* EXPIRE (variant 1: seconds), PEXPIRE (0), EXPIREAT (3: seconds,
- * absolute), PEXPIREAT (2: absolute). */
-int ocmd_expire_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+/* EXPIRE (seconds, relative), PEXPIRE (ms), EXPIREAT (seconds, absolute),
+ * PEXPIREAT (ms, absolute). */
+int ocmd_expire_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                     uint32_t argc)
 {
     unsigned f = 0;
@@ -113,14 +113,14 @@ int ocmd_expire_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_
         ocmd_error(c, OCMD_ERR_INT);
         return ocmd_done(c);
     }
-    if (d->variant & 1) {
+    if (d->id == CMD_EXPIRE || d->id == CMD_EXPIREAT) {
         if (when > INT64_MAX / 1000 || when < INT64_MIN / 1000) {
             ocmd_error_expire(c, d);
             return ocmd_done(c);
         }
         when *= 1000;
     }
-    int64_t base = d->variant & 2 ? 0 : c->now.wall_ms;
+    int64_t base = d->id == CMD_EXPIREAT || d->id == CMD_PEXPIREAT ? 0 : c->now.wall_ms;
     if (when > INT64_MAX - base) {
         ocmd_error_expire(c, d);
         return ocmd_done(c);
@@ -148,7 +148,7 @@ int ocmd_expire_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_
     return ocmd_done(c);
 }
 
-int ocmd_persist_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_persist_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                      uint32_t argc)
 {
     int changed = 0;
@@ -159,9 +159,8 @@ int ocmd_persist_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire
     return ocmd_done(c);
 }
 
-/* TTL (variant 0), PTTL (1: ms), EXPIRETIME (2: absolute), PEXPIRETIME (3:
- * absolute ms). */
-int ocmd_ttl_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+/* TTL, PTTL (ms), EXPIRETIME (absolute), PEXPIRETIME (absolute ms). */
+int ocmd_ttl_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                  uint32_t argc)
 {
     struct ledger_view v;
@@ -172,18 +171,20 @@ int ocmd_ttl_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_sli
         ocmd_int(c, rc != HKV_OK ? -2 : -1);
         return ocmd_done(c);
     }
-    int64_t t = d->variant & 2 ? v.expire_at_ms : v.ttl_ms;
+    int absolute = d->id == CMD_EXPIRETIME || d->id == CMD_PEXPIRETIME;
+    int ms = d->id == CMD_PTTL || d->id == CMD_PEXPIRETIME;
+    int64_t t = absolute ? v.expire_at_ms : v.ttl_ms;
     if (t < 0)
         t = 0;
-    ocmd_int(c, d->variant & 1 ? t : (t + 500) / 1000);
+    ocmd_int(c, ms ? t : (t + 500) / 1000);
     return ocmd_done(c);
 }
 
-/* RENAME (variant 0) and RENAMENX (1). */
-int ocmd_rename_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+/* RENAME and RENAMENX. */
+int ocmd_rename_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                     uint32_t argc)
 {
-    int nx = d->variant == 1, applied = 0;
+    int nx = d->id == CMD_RENAMENX, applied = 0;
     int rc = ocmd_move(c, argv[1], argv[2], nx ? LEDGER_MOVE_NX : 0, &applied);
     if (rc == HKV_ENOENT) {
         ocmd_error(c, "ERR no such key");
@@ -198,7 +199,7 @@ int ocmd_rename_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_
     return ocmd_done(c);
 }
 
-int ocmd_copy_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_copy_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                   uint32_t argc)
 {
     int replace = 0;
@@ -247,7 +248,7 @@ int ocmd_copy_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_sl
  * Either mode answers after the flush is durable (owner_call.c waits for
  * its commit): ASYNC in Redis only frees memory in the background, and here
  * the ledger frees it at once anyway. */
-int ocmd_flushall_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_flushall_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                       uint32_t argc)
 {
     if (argc > 2 || (argc == 2 && !ocmd_is(argv[1], "sync") && !ocmd_is(argv[1], "async"))) {

@@ -91,7 +91,7 @@ static void unknown_sub(struct ocmd *c, struct wire_slice s)
     ocmd_errorf(c, "ERR unknown subcommand '%s'. Try OBJECT HELP.", name);
 }
 
-int ocmd_object_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_object_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                     uint32_t argc)
 {
     int sub = -1;

@@ -78,7 +78,7 @@ static int parse_ext(struct ocmd *c, const struct wire_slice *argv, uint32_t arg
 /* Redis's getExpireMillisecondsOrReply: v in seconds (seconds) or ms,
  * relative to now (rel) or absolute, as absolute unix ms.  0, or -1 with the
  * error appended. */
-static int expire_ms(struct ocmd *c, const struct ocmd_def *d, struct wire_slice v, int seconds,
+static int expire_ms(struct ocmd *c, const struct cmd_def *d, struct wire_slice v, int seconds,
                      int rel, int64_t *when)
 {
     int64_t ms;
@@ -100,7 +100,7 @@ static int expire_ms(struct ocmd *c, const struct ocmd_def *d, struct wire_slice
     return 0;
 }
 
-int ocmd_get_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_get_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                  uint32_t argc)
 {
     struct ledger_view v;
@@ -146,7 +146,7 @@ static int do_set(struct ocmd *c, struct wire_slice key, struct wire_slice val, 
     return ocmd_done(c);
 }
 
-int ocmd_set_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_set_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                  uint32_t argc)
 {
     unsigned f;
@@ -160,7 +160,7 @@ int ocmd_set_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_sli
     return do_set(c, argv[1], argv[2], f, expv != NULL, when);
 }
 
-int ocmd_setnx_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_setnx_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                    uint32_t argc)
 {
     int applied = 0;
@@ -172,23 +172,23 @@ int ocmd_setnx_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_s
     return ocmd_done(c);
 }
 
-/* SETEX key seconds value (variant 1000), PSETEX key ms value (variant 1). */
-int ocmd_setex_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+/* SETEX key seconds value, PSETEX key ms value. */
+int ocmd_setex_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                    uint32_t argc)
 {
     int64_t when;
-    if (expire_ms(c, d, argv[2], d->variant == 1000, 1, &when) != 0)
+    if (expire_ms(c, d, argv[2], d->id == CMD_SETEX, 1, &when) != 0)
         return ocmd_done(c);
     return do_set(c, argv[1], argv[3], 0, 1, when);
 }
 
-int ocmd_getset_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_getset_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                     uint32_t argc)
 {
     return do_set(c, argv[1], argv[2], X_GET, 0, 0);
 }
 
-int ocmd_getdel_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_getdel_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                     uint32_t argc)
 {
     struct ledger_view old = {0};
@@ -203,7 +203,7 @@ int ocmd_getdel_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_
     return ocmd_done(c);
 }
 
-int ocmd_getex_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_getex_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                    uint32_t argc)
 {
     unsigned f;
@@ -231,7 +231,7 @@ int ocmd_getex_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_s
     return rc != HKV_OK ? rc : ocmd_done(c);
 }
 
-int ocmd_mget_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_mget_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                   uint32_t argc)
 {
     ocmd_array(c, (int64_t)argc - 1);
@@ -248,15 +248,16 @@ int ocmd_mget_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_sl
     return ocmd_done(c);
 }
 
-/* MSET (variant 0) and MSETNX (variant 1). */
-int ocmd_mset_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+/* MSET and MSETNX. */
+int ocmd_mset_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                   uint32_t argc)
 {
     if (argc % 2 == 0) {
         ocmd_errorf(c, "ERR wrong number of arguments for '%s' command", d->name);
         return ocmd_done(c);
     }
-    if (d->variant == 1) {
+    int nx = d->id == CMD_MSETNX;
+    if (nx) {
         for (uint32_t i = 1; i < argc; i += 2) {
             struct ledger_view v;
             int rc = ocmd_get(c, argv[i], &v);
@@ -275,14 +276,14 @@ int ocmd_mset_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_sl
         if (rc != HKV_OK)
             return rc;
     }
-    if (d->variant == 1)
+    if (nx)
         ocmd_int(c, 1);
     else
         ocmd_ok(c);
     return ocmd_done(c);
 }
 
-int ocmd_strlen_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+int ocmd_strlen_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                     uint32_t argc)
 {
     struct ledger_view v;
@@ -293,17 +294,17 @@ int ocmd_strlen_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_
     return ocmd_done(c);
 }
 
-/* INCR (variant 1), DECR (2), INCRBY (3), DECRBY (4). */
-int ocmd_incr_cmd(struct ocmd *c, const struct ocmd_def *d, const struct wire_slice *argv,
+/* INCR, DECR, INCRBY, DECRBY. */
+int ocmd_incr_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                   uint32_t argc)
 {
-    int64_t delta = d->variant == 2 ? -1 : 1;
-    if (d->variant >= 3) {
+    int64_t delta = d->id == CMD_DECR ? -1 : 1;
+    if (d->id == CMD_INCRBY || d->id == CMD_DECRBY) {
         if (!ocmd_ll(argv[2], &delta)) {
             ocmd_error(c, OCMD_ERR_INT);
             return ocmd_done(c);
         }
-        if (d->variant == 4) {
+        if (d->id == CMD_DECRBY) {
             if (delta == INT64_MIN) {
                 ocmd_error(c, "ERR decrement would overflow");
                 return ocmd_done(c);

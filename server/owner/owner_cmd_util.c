@@ -263,7 +263,7 @@ void ocmd_errorf(struct ocmd *c, const char *fmt, ...)
     free(text);
 }
 
-void ocmd_error_expire(struct ocmd *c, const struct ocmd_def *d)
+void ocmd_error_expire(struct ocmd *c, const struct cmd_def *d)
 {
     ocmd_errorf(c, "ERR invalid expire time in '%s' command", d->name);
 }

@@ -42,7 +42,7 @@ static int keys_wait(struct hit *h, const struct wire_slice *k, uint32_t n)
 /* One command's keys (argv as the table's row says). */
 static int cmd_waits(struct hit *h, const struct wire_slice *argv, uint32_t argc)
 {
-    const struct ocmd_def *d = ocmd_lookup(argv[0].p, argv[0].len);
+    const struct cmd_def *d = ocmd_lookup(argv[0].p, argv[0].len);
     if (d == NULL || !ocmd_arity_ok(d, argc))
         return 0; /* refused before anything runs */
     uint32_t n = ocmd_key_count(d, argc);
@@ -54,8 +54,8 @@ static int cmd_waits(struct hit *h, const struct wire_slice *argv, uint32_t argc
 
 static int cmd_writes(const struct wire_slice *argv, uint32_t argc)
 {
-    const struct ocmd_def *d = ocmd_lookup(argv[0].p, argv[0].len);
-    return d != NULL && (d->flags & OCMD_WRITE) != 0;
+    const struct cmd_def *d = ocmd_lookup(argv[0].p, argv[0].len);
+    return d != NULL && ocmd_writes(d);
 }
 
 int owner_fence(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
