@@ -13,113 +13,82 @@
 #include <string.h>
 
 #include "proto/cmd.h"
+#include "proto/cmd_opts.h"
 #include "server/core/clock.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_write_op.h"
 
-#define ERR_INT "ERR value is not an integer or out of range"
-#define ERR_SYNTAX "ERR syntax error"
+#define ERR_INT CMD_ERR_INT
 static const char err_int[] = ERR_INT;
 static const char err_getex_time[] = "ERR invalid expire time in 'getex' command";
 
-/* ---- SET and friends ---------------------------------------------------------- */
+/* ---- SET and friends (the grammar: proto/cmd_opts.h) ------------------------ */
 
-#define F_NX 0x01
-#define F_XX 0x02
-#define F_GET 0x04
-#define F_KEEPTTL 0x08
-#define F_PERSIST 0x10
-#define F_EX 0x20
-#define F_PX 0x40
-#define F_EXAT 0x80
-#define F_PXAT 0x100
-#define F_ANYEXP (F_EX | F_PX | F_EXAT | F_PXAT)
-
-/* Turns an expire argument into a wire expiry, as Redis's
- * getExpireMillisecondsOrReply.  NULL, or the error text (in buf). */
-static const char *expire_ms(const struct resp_slice *v, int unit_flag, const char *cmd,
-                             struct wire_expiry *out, char *buf, size_t len)
+/* The expiry word of o as a wire expiry.  NULL, or the error text (in buf). */
+static const char *expire_ms(const struct cmd_xopts *o, const struct resp_slice *v,
+                             const char *cmd, struct wire_expiry *out, char *buf, size_t len)
 {
-    long long ms;
-    if (arg_ll(v, &ms) != 0)
+    int64_t ms;
+    int absolute;
+    switch (cmd_xopts_expiry(o, v->p, v->len, clock_unix_ms(), &ms, &absolute)) {
+    case CMD_OPTS_OK:
+        out->kind = absolute ? WIRE_EXP_ABS : WIRE_EXP_REL;
+        out->ms = ms;
+        return NULL;
+    case CMD_OPTS_NOT_INT:
         return err_int;
-    int seconds = unit_flag == F_EX || unit_flag == F_EXAT;
-    int rel = unit_flag == F_EX || unit_flag == F_PX;
-    if (ms <= 0 || (seconds && ms > LLONG_MAX / 1000) ||
-        (rel && (seconds ? ms * 1000 : ms) > LLONG_MAX - clock_unix_ms())) {
+    default:
         snprintf(buf, len, "ERR invalid expire time in '%s' command", cmd);
         return buf;
     }
-    out->kind = rel ? WIRE_EXP_REL : WIRE_EXP_ABS;
-    out->ms = seconds ? ms * 1000 : ms;
-    return NULL;
 }
 
 /* expire_ms, its error written as the reply: 0 or -1. */
-static int expire_arg(struct conn *c, const struct resp_slice *v, int unit_flag, const char *cmd,
-                      struct wire_expiry *out)
+static int expire_arg(struct conn *c, const struct cmd_xopts *o, const struct resp_slice *v,
+                      const char *cmd, struct wire_expiry *out)
 {
     char buf[64];
-    const char *err = expire_ms(v, unit_flag, cmd, out, buf, sizeof(buf));
+    const char *err = expire_ms(o, v, cmd, out, buf, sizeof(buf));
     if (err != NULL)
         reply_error(c, err);
     return err != NULL ? -1 : 0;
 }
 
-/* Redis's parseExtendedStringArgumentsOrReply for SET (is_set) and GETEX:
- * an option excludes the others of its kind but not itself, so a repeated
- * expiry (EX 1 EX 2) takes the last.  Returns the flags (expv: the expiry's
- * number, unit: which of F_EX ... it is), or -1 with the error written. */
+/* SET's (is_set) and GETEX's options from argv[from]: 0 with *o and *expv
+ * (the expiry's value word, NULL: none), or -1 with the error written. */
 static int parse_opts(struct conn *c, int argc, const struct resp_slice *argv, int from,
-                      int is_set, const struct resp_slice **expv, int *unit)
+                      int is_set, struct cmd_xopts *o, const struct resp_slice **expv)
 {
-    int flags = 0;
+    *o = (struct cmd_xopts){0, 0};
     *expv = NULL;
-    *unit = 0;
     for (int j = from; j < argc; j++) {
-        const struct resp_slice *o = &argv[j];
-        int has_next = j + 1 < argc;
-        int u = slice_is(o, "ex") ? F_EX : slice_is(o, "px") ? F_PX
-                : slice_is(o, "exat") ? F_EXAT : slice_is(o, "pxat") ? F_PXAT : 0;
-        if (is_set && slice_is(o, "nx") && !(flags & F_XX)) {
-            flags |= F_NX;
-        } else if (is_set && slice_is(o, "xx") && !(flags & F_NX)) {
-            flags |= F_XX;
-        } else if (is_set && slice_is(o, "get")) {
-            flags |= F_GET;
-        } else if (is_set && slice_is(o, "keepttl") && !(flags & (F_PERSIST | F_ANYEXP))) {
-            flags |= F_KEEPTTL;
-        } else if (!is_set && slice_is(o, "persist") && !(flags & (F_KEEPTTL | F_ANYEXP))) {
-            flags |= F_PERSIST;
-        } else if (u != 0 && has_next && !(flags & (F_KEEPTTL | F_PERSIST | (F_ANYEXP & ~u)))) {
-            flags |= u;
-            *unit = u;
-            *expv = &argv[++j];
-        } else {
-            reply_error(c, ERR_SYNTAX);
+        int rc = cmd_xopts_word(o, argv[j].p, argv[j].len, j + 1 < argc, is_set);
+        if (rc < 0) {
+            reply_error(c, CMD_ERR_SYNTAX);
             return -1;
         }
+        if (rc == 1)
+            *expv = &argv[++j];
     }
-    return flags;
+    return 0;
 }
 
 /* SET's options: parsed, then the expiry checked (SET checks it before
- * anything else runs). */
+ * anything else runs).  The flags, or -1 with the error written. */
 static int parse_ext(struct conn *c, int argc, const struct resp_slice *argv, const char *cmd,
                      struct wire_expiry *exp)
 {
+    struct cmd_xopts o;
     const struct resp_slice *expv;
-    int unit;
-    int flags = parse_opts(c, argc, argv, 3, 1, &expv, &unit);
-    if (flags < 0)
+    if (parse_opts(c, argc, argv, 3, 1, &o, &expv) != 0)
         return -1;
     *exp = (struct wire_expiry){WIRE_EXP_NONE, 0};
-    if (flags & F_KEEPTTL)
+    if (o.flags & CMD_OPT_KEEPTTL)
         exp->kind = WIRE_EXP_KEEP;
-    if (expv != NULL && expire_arg(c, expv, unit, cmd, exp) != 0)
+    if (expv != NULL && expire_arg(c, &o, expv, cmd, exp) != 0)
         return -1;
-    return flags;
+    return (int)o.flags;
 }
 
 void edge_cmd_set(struct conn *c, int argc, const struct resp_slice *argv)
@@ -128,16 +97,16 @@ void edge_cmd_set(struct conn *c, int argc, const struct resp_slice *argv)
     int f = parse_ext(c, argc, argv, "set", &exp);
     if (f < 0)
         return;
-    uint32_t w = (f & F_NX ? WIRE_SET_NX : 0) | (f & F_XX ? WIRE_SET_XX : 0) |
-                 (f & F_GET ? WIRE_SET_GET : 0);
+    uint32_t w = (f & CMD_OPT_NX ? WIRE_SET_NX : 0) | (f & CMD_OPT_XX ? WIRE_SET_XX : 0) |
+                 (f & CMD_OPT_GET ? WIRE_SET_GET : 0);
     write_set(c, CMD_SET, &argv[1], &argv[2], exp, w);
 }
 
 static void setex(struct conn *c, enum cmd_id cmd, const struct resp_slice *argv)
 {
     struct wire_expiry exp;
-    if (expire_arg(c, &argv[2], cmd == CMD_SETEX ? F_EX : F_PX, cmd == CMD_SETEX ? "setex" : "psetex",
-                   &exp) != 0)
+    struct cmd_xopts unit = {0, cmd == CMD_SETEX ? CMD_OPT_EX : CMD_OPT_PX};
+    if (expire_arg(c, &unit, &argv[2], cmd_get(cmd)->name, &exp) != 0)
         return;
     write_set(c, cmd, &argv[1], &argv[3], exp, 0);
 }
@@ -189,45 +158,34 @@ void edge_cmd_unlink(struct conn *c, int argc, const struct resp_slice *argv)
 static void expire(struct conn *c, enum cmd_id cmd, int argc, const struct resp_slice *argv)
 {
     const char *name = cmd_get(cmd)->name;
+    _Static_assert(CMD_EXPIRE_NX == WIRE_EXPIRE_NX && CMD_EXPIRE_XX == WIRE_EXPIRE_XX &&
+                       CMD_EXPIRE_GT == WIRE_EXPIRE_GT && CMD_EXPIRE_LT == WIRE_EXPIRE_LT,
+                   "EXPIRE's flags go on the wire as the grammar names them");
     uint32_t flags = 0;
     for (int j = 3; j < argc; j++) {
-        if (slice_is(&argv[j], "nx"))
-            flags |= WIRE_EXPIRE_NX;
-        else if (slice_is(&argv[j], "xx"))
-            flags |= WIRE_EXPIRE_XX;
-        else if (slice_is(&argv[j], "gt"))
-            flags |= WIRE_EXPIRE_GT;
-        else if (slice_is(&argv[j], "lt"))
-            flags |= WIRE_EXPIRE_LT;
-        else {
-            resp_add_errorf(&c->out, "ERR Unsupported option %.*s", (int)argv[j].len,
-                            argv[j].p);
+        unsigned f = cmd_expire_word(argv[j].p, argv[j].len);
+        if (f == 0) {
+            size_t n = argv[j].len ? strnlen(argv[j].p, argv[j].len) : 0; /* Redis: a C string */
+            resp_add_errorf(&c->out, "ERR Unsupported option %.*s", (int)n, argv[j].p);
             return;
         }
+        flags |= f;
     }
-    if ((flags & WIRE_EXPIRE_NX) && (flags & (WIRE_EXPIRE_XX | WIRE_EXPIRE_GT | WIRE_EXPIRE_LT))) {
-        reply_error(c, "ERR NX and XX, GT or LT options at the same time are not compatible");
+    const char *conflict = cmd_expire_conflict(flags);
+    if (conflict != NULL) {
+        reply_error(c, conflict);
         return;
     }
-    if ((flags & WIRE_EXPIRE_GT) && (flags & WIRE_EXPIRE_LT)) {
-        reply_error(c, "ERR GT and LT options at the same time are not compatible");
-        return;
-    }
-    long long when;
-    if (arg_ll(&argv[2], &when) != 0) {
+    int64_t when;
+    int rel = cmd == CMD_EXPIRE || cmd == CMD_PEXPIRE;
+    switch (cmd_expire_time(argv[2].p, argv[2].len, cmd == CMD_EXPIRE || cmd == CMD_EXPIREAT, rel,
+                            clock_unix_ms(), &when)) {
+    case CMD_OPTS_OK:
+        break;
+    case CMD_OPTS_NOT_INT:
         reply_error(c, ERR_INT);
         return;
-    }
-    int seconds = cmd == CMD_EXPIRE || cmd == CMD_EXPIREAT;
-    int rel = cmd == CMD_EXPIRE || cmd == CMD_PEXPIRE;
-    if (seconds) {
-        if (when > LLONG_MAX / 1000 || when < LLONG_MIN / 1000) {
-            resp_add_errorf(&c->out, "ERR invalid expire time in '%s' command", name);
-            return;
-        }
-        when *= 1000;
-    }
-    if (rel && when > LLONG_MAX - clock_unix_ms()) {
+    default:
         resp_add_errorf(&c->out, "ERR invalid expire time in '%s' command", name);
         return;
     }
@@ -313,17 +271,16 @@ void edge_cmd_getdel(struct conn *c, int argc, const struct resp_slice *argv)
  * invalid one is the answer for a key that exists (write_getex). */
 void edge_cmd_getex(struct conn *c, int argc, const struct resp_slice *argv)
 {
+    struct cmd_xopts o;
     const struct resp_slice *expv;
-    int unit;
-    int f = parse_opts(c, argc, argv, 2, 0, &expv, &unit);
-    if (f < 0)
+    if (parse_opts(c, argc, argv, 2, 0, &o, &expv) != 0)
         return;
-    if (f == 0) {
+    if (o.flags == 0) {
         edge_read_one(c, CMD_GET, &argv[1]); /* no option: a plain GET */
         return;
     }
     struct wire_expiry exp = {WIRE_EXP_NONE, 0};
     char buf[64];
-    const char *err = expv != NULL ? expire_ms(expv, unit, "getex", &exp, buf, sizeof(buf)) : NULL;
+    const char *err = expv != NULL ? expire_ms(&o, expv, "getex", &exp, buf, sizeof(buf)) : NULL;
     write_getex(c, &argv[1], exp, err == NULL ? NULL : err == err_int ? err_int : err_getex_time);
 }

@@ -18,6 +18,7 @@
  */
 #include <string.h>
 
+#include "proto/cmd_opts.h"
 #include "server/owner/owner_cmd.h"
 
 int ocmd_del_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
@@ -62,38 +63,23 @@ int ocmd_type_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_sli
     return ocmd_done(c);
 }
 
-#define E_NX 0x1u
-#define E_XX 0x2u
-#define E_GT 0x4u
-#define E_LT 0x8u
-
-/* Redis's parseExtendedExpireArgumentsOrReply.  0, or -1 with the error
- * appended. */
+/* EXPIRE's options (proto/cmd_opts.h).  0, or -1 with the error appended. */
 static int expire_flags(struct ocmd *c, const struct wire_slice *argv, uint32_t argc,
                         unsigned *flags)
 {
     unsigned f = 0;
     for (uint32_t j = 3; j < argc; j++) {
-        if (ocmd_is(argv[j], "nx")) {
-            f |= E_NX;
-        } else if (ocmd_is(argv[j], "xx")) {
-            f |= E_XX;
-        } else if (ocmd_is(argv[j], "gt")) {
-            f |= E_GT;
-        } else if (ocmd_is(argv[j], "lt")) {
-            f |= E_LT;
-        } else {
+        unsigned one = cmd_expire_word(argv[j].p, argv[j].len);
+        if (one == 0) {
             size_t n = argv[j].len ? strnlen(argv[j].p, argv[j].len) : 0;
             ocmd_errorf(c, "ERR Unsupported option %.*s", (int)n, argv[j].p);
             return -1;
         }
+        f |= one;
     }
-    if ((f & E_NX) && (f & (E_XX | E_GT | E_LT))) {
-        ocmd_error(c, "ERR NX and XX, GT or LT options at the same time are not compatible");
-        return -1;
-    }
-    if ((f & E_GT) && (f & E_LT)) {
-        ocmd_error(c, "ERR GT and LT options at the same time are not compatible");
+    const char *conflict = cmd_expire_conflict(f);
+    if (conflict != NULL) {
+        ocmd_error(c, conflict);
         return -1;
     }
     *flags = f;
@@ -109,23 +95,20 @@ int ocmd_expire_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_s
     int64_t when;
     if (expire_flags(c, argv, argc, &f) != 0)
         return ocmd_done(c);
-    if (!ocmd_ll(argv[2], &when)) {
+    int absolute = d->id == CMD_EXPIREAT || d->id == CMD_PEXPIREAT;
+    switch (cmd_expire_time(argv[2].p, argv[2].len, d->id == CMD_EXPIRE || d->id == CMD_EXPIREAT,
+                            !absolute, c->now.wall_ms, &when)) {
+    case CMD_OPTS_OK:
+        break;
+    case CMD_OPTS_NOT_INT:
         ocmd_error(c, OCMD_ERR_INT);
         return ocmd_done(c);
-    }
-    if (d->id == CMD_EXPIRE || d->id == CMD_EXPIREAT) {
-        if (when > INT64_MAX / 1000 || when < INT64_MIN / 1000) {
-            ocmd_error_expire(c, d);
-            return ocmd_done(c);
-        }
-        when *= 1000;
-    }
-    int64_t base = d->id == CMD_EXPIREAT || d->id == CMD_PEXPIREAT ? 0 : c->now.wall_ms;
-    if (when > INT64_MAX - base) {
+    default:
         ocmd_error_expire(c, d);
         return ocmd_done(c);
     }
-    when += base;
+    if (!absolute)
+        when += c->now.wall_ms;
     struct ledger_view v;
     int rc = ocmd_get(c, argv[1], &v);
     if (rc == HKV_EAGAIN)
@@ -135,8 +118,9 @@ int ocmd_expire_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_s
         return ocmd_done(c);
     }
     int64_t cur = v.expire_at_ms != 0 ? v.expire_at_ms : -1;
-    if (((f & E_NX) && cur != -1) || ((f & E_XX) && cur == -1) ||
-        ((f & E_GT) && (cur == -1 || when <= cur)) || ((f & E_LT) && cur != -1 && when >= cur)) {
+    if (((f & CMD_EXPIRE_NX) && cur != -1) || ((f & CMD_EXPIRE_XX) && cur == -1) ||
+        ((f & CMD_EXPIRE_GT) && (cur == -1 || when <= cur)) ||
+        ((f & CMD_EXPIRE_LT) && cur != -1 && when >= cur)) {
         ocmd_int(c, 0);
         return ocmd_done(c);
     }

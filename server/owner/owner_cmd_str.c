@@ -3,101 +3,54 @@
  * (owner_cmd.h): GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX MGET MSET
  * MSETNX STRLEN INCR DECR INCRBY DECRBY.
  *
- * Option parsing follows Redis 7.0's t_string.c step for step, because the
- * order of its checks is visible to clients: SET's and GETEX's options are
- * read left to right with the same exclusions (a second EX replaces the
- * first, EX with PX is a syntax error, KEEPTTL excludes any expiry), then
- * the expire value is checked (not an integer; <= 0 or overflowing:
- * "invalid expire time in '<cmd>' command"), and only then is the key read
- * (GETEX reads the key first: a missing key answers nil whatever the value).
+ * SET's and GETEX's option grammar is proto/cmd_opts.h's, the edge's too:
+ * the options, then the expire value, and only then the key (GETEX reads
+ * the key first: a missing key answers nil whatever the value).
  * Every expiry is turned into absolute unix ms here, with the one clock
  * reading of the command, as Redis does before it stores one.
  */
 #include <string.h>
 
+#include "proto/cmd_opts.h"
 #include "server/owner/owner_cmd.h"
 
-#define X_NX 0x001u
-#define X_XX 0x002u
-#define X_GET 0x004u
-#define X_KEEPTTL 0x008u
-#define X_PERSIST 0x010u
-#define X_EX 0x020u
-#define X_PX 0x040u
-#define X_EXAT 0x080u
-#define X_PXAT 0x100u
-
-/* Redis's parseExtendedStringArgumentsOrReply: SET (is_set) or GETEX.  0
- * with *flags and *expv (NULL: no expiry given), or -1 with the error
- * appended. */
+/* SET's (is_set) or GETEX's options: 0 with *o and *expv (NULL: no expiry
+ * given), or -1 with the error appended. */
 static int parse_ext(struct ocmd *c, const struct wire_slice *argv, uint32_t argc, int is_set,
-                     unsigned *flags, const struct wire_slice **expv)
+                     struct cmd_xopts *o, const struct wire_slice **expv)
 {
-    unsigned f = 0;
+    *o = (struct cmd_xopts){0, 0};
     *expv = NULL;
     for (uint32_t j = is_set ? 3 : 2; j < argc; j++) {
-        struct wire_slice o = argv[j];
-        int next = j + 1 < argc;
-        if (is_set && ocmd_is(o, "nx") && !(f & X_XX)) {
-            f |= X_NX;
-        } else if (is_set && ocmd_is(o, "xx") && !(f & X_NX)) {
-            f |= X_XX;
-        } else if (is_set && ocmd_is(o, "get")) {
-            f |= X_GET;
-        } else if (is_set && ocmd_is(o, "keepttl") &&
-                   !(f & (X_PERSIST | X_EX | X_EXAT | X_PX | X_PXAT))) {
-            f |= X_KEEPTTL;
-        } else if (!is_set && ocmd_is(o, "persist") &&
-                   !(f & (X_EX | X_EXAT | X_PX | X_PXAT | X_KEEPTTL))) {
-            f |= X_PERSIST;
-        } else if (next && ocmd_is(o, "ex") &&
-                   !(f & (X_KEEPTTL | X_PERSIST | X_EXAT | X_PX | X_PXAT))) {
-            f |= X_EX;
-            *expv = &argv[++j];
-        } else if (next && ocmd_is(o, "px") &&
-                   !(f & (X_KEEPTTL | X_PERSIST | X_EX | X_EXAT | X_PXAT))) {
-            f |= X_PX;
-            *expv = &argv[++j];
-        } else if (next && ocmd_is(o, "exat") &&
-                   !(f & (X_KEEPTTL | X_PERSIST | X_EX | X_PX | X_PXAT))) {
-            f |= X_EXAT;
-            *expv = &argv[++j];
-        } else if (next && ocmd_is(o, "pxat") &&
-                   !(f & (X_KEEPTTL | X_PERSIST | X_EX | X_EXAT | X_PX))) {
-            f |= X_PXAT;
-            *expv = &argv[++j];
-        } else {
+        int rc = cmd_xopts_word(o, argv[j].p, argv[j].len, j + 1 < argc, is_set);
+        if (rc < 0) {
             ocmd_error(c, OCMD_ERR_SYNTAX);
             return -1;
         }
+        if (rc == 1)
+            *expv = &argv[++j];
     }
-    *flags = f;
     return 0;
 }
 
-/* Redis's getExpireMillisecondsOrReply: v in seconds (seconds) or ms,
- * relative to now (rel) or absolute, as absolute unix ms.  0, or -1 with the
- * error appended. */
-static int expire_ms(struct ocmd *c, const struct cmd_def *d, struct wire_slice v, int seconds,
-                     int rel, int64_t *when)
+/* The expiry word v of o (proto/cmd_opts.h) as absolute unix ms, with the
+ * command's one clock reading.  0, or -1 with the error appended. */
+static int expire_ms(struct ocmd *c, const struct cmd_def *d, const struct cmd_xopts *o,
+                     struct wire_slice v, int64_t *when)
 {
     int64_t ms;
-    if (!ocmd_ll(v, &ms)) {
+    int absolute;
+    switch (cmd_xopts_expiry(o, v.p, v.len, c->now.wall_ms, &ms, &absolute)) {
+    case CMD_OPTS_OK:
+        *when = absolute ? ms : ms + c->now.wall_ms;
+        return 0;
+    case CMD_OPTS_NOT_INT:
         ocmd_error(c, OCMD_ERR_INT);
         return -1;
-    }
-    if (ms <= 0 || (seconds && ms > INT64_MAX / 1000)) {
+    default:
         ocmd_error_expire(c, d);
         return -1;
     }
-    if (seconds)
-        ms *= 1000;
-    if (rel && __builtin_add_overflow(ms, c->now.wall_ms, &ms)) {
-        ocmd_error_expire(c, d); /* Redis: the sum overflows to <= 0 */
-        return -1;
-    }
-    *when = ms;
-    return 0;
 }
 
 int ocmd_get_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
@@ -114,24 +67,24 @@ int ocmd_get_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slic
     return ocmd_done(c);
 }
 
-/* SET's body after parsing (also GETSET's and SETEX's): flags X_*, when
- * (absolute ms) if an expiry was given. */
+/* SET's body after parsing (also GETSET's and SETEX's): flags CMD_OPT_*,
+ * when (absolute ms) if an expiry was given. */
 static int do_set(struct ocmd *c, struct wire_slice key, struct wire_slice val, unsigned f,
                   int has_when, int64_t when)
 {
-    unsigned lf = (f & X_NX ? LEDGER_NX : 0) | (f & X_XX ? LEDGER_XX : 0) |
-                  (f & X_GET ? LEDGER_GET : 0);
+    unsigned lf = (f & CMD_OPT_NX ? LEDGER_NX : 0) | (f & CMD_OPT_XX ? LEDGER_XX : 0) |
+                  (f & CMD_OPT_GET ? LEDGER_GET : 0);
     struct ledger_expiry exp = {LEDGER_EXP_NONE, 0};
     if (has_when)
         exp = (struct ledger_expiry){LEDGER_EXP_ABS, when};
-    else if (f & X_KEEPTTL)
+    else if (f & CMD_OPT_KEEPTTL)
         exp.kind = LEDGER_EXP_KEEP;
     struct ledger_view old = {0};
     int applied = 0;
     int rc = ocmd_set(c, key, val, lf, exp, &old, &applied);
     if (rc != HKV_OK)
         return rc;
-    if (f & X_GET) {
+    if (f & CMD_OPT_GET) {
         /* Redis answers the old value (read before the write), whether or
          * not NX/XX let the write happen */
         if (old.found)
@@ -149,15 +102,14 @@ static int do_set(struct ocmd *c, struct wire_slice key, struct wire_slice val, 
 int ocmd_set_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                  uint32_t argc)
 {
-    unsigned f;
+    struct cmd_xopts o;
     const struct wire_slice *expv;
     int64_t when = 0;
-    if (parse_ext(c, argv, argc, 1, &f, &expv) != 0)
+    if (parse_ext(c, argv, argc, 1, &o, &expv) != 0)
         return ocmd_done(c);
-    if (expv != NULL && expire_ms(c, d, *expv, (f & (X_EX | X_EXAT)) != 0,
-                                  (f & (X_EX | X_PX)) != 0, &when) != 0)
+    if (expv != NULL && expire_ms(c, d, &o, *expv, &when) != 0)
         return ocmd_done(c);
-    return do_set(c, argv[1], argv[2], f, expv != NULL, when);
+    return do_set(c, argv[1], argv[2], o.flags, expv != NULL, when);
 }
 
 int ocmd_setnx_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
@@ -177,7 +129,8 @@ int ocmd_setex_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_sl
                    uint32_t argc)
 {
     int64_t when;
-    if (expire_ms(c, d, argv[2], d->id == CMD_SETEX, 1, &when) != 0)
+    struct cmd_xopts unit = {0, d->id == CMD_SETEX ? CMD_OPT_EX : CMD_OPT_PX};
+    if (expire_ms(c, d, &unit, argv[2], &when) != 0)
         return ocmd_done(c);
     return do_set(c, argv[1], argv[3], 0, 1, when);
 }
@@ -185,7 +138,7 @@ int ocmd_setex_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_sl
 int ocmd_getset_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                     uint32_t argc)
 {
-    return do_set(c, argv[1], argv[2], X_GET, 0, 0);
+    return do_set(c, argv[1], argv[2], CMD_OPT_GET, 0, 0);
 }
 
 int ocmd_getdel_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
@@ -206,10 +159,10 @@ int ocmd_getdel_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_s
 int ocmd_getex_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                    uint32_t argc)
 {
-    unsigned f;
+    struct cmd_xopts o;
     const struct wire_slice *expv;
     int64_t when = 0;
-    if (parse_ext(c, argv, argc, 0, &f, &expv) != 0)
+    if (parse_ext(c, argv, argc, 0, &o, &expv) != 0)
         return ocmd_done(c);
     struct ledger_view v;
     int rc = ocmd_get(c, argv[1], &v);
@@ -219,14 +172,13 @@ int ocmd_getex_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_sl
         ocmd_null(c); /* Redis reads the key before it judges the expire value */
         return ocmd_done(c);
     }
-    if (expv != NULL && expire_ms(c, d, *expv, (f & (X_EX | X_EXAT)) != 0,
-                                  (f & (X_EX | X_PX)) != 0, &when) != 0)
+    if (expv != NULL && expire_ms(c, d, &o, *expv, &when) != 0)
         return ocmd_done(c);
     ocmd_bulk(c, v.val, v.vlen); /* before the change, which may free the value */
     int changed = 0;
     if (expv != NULL)
         rc = ocmd_expire_at(c, argv[1], when, &changed); /* a past EXAT/PXAT deletes */
-    else if (f & X_PERSIST)
+    else if (o.flags & CMD_OPT_PERSIST)
         rc = ocmd_persist(c, argv[1], &changed);
     return rc != HKV_OK ? rc : ocmd_done(c);
 }
