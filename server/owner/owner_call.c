@@ -60,9 +60,10 @@ struct job {
 };
 
 /* Calls fn on every key of the job (watched keys first) until it returns
- * nonzero; returns that, or 0. */
-static int each_key(const struct job *j, int (*fn)(void *, struct wire_slice), void *arg)
+ * nonzero; returns that, or 0 (struct owner_req's each). */
+static int each_key(const void *src, owner_key_fn fn, void *arg)
 {
+    const struct job *j = src;
     for (uint32_t i = 0; i < j->nwatch; i++) {
         int rc = fn(arg, j->watch[i].key);
         if (rc != 0)
@@ -80,39 +81,6 @@ static int each_key(const struct job *j, int (*fn)(void *, struct wire_slice), v
         }
     }
     return 0;
-}
-
-struct gate {
-    struct owner *o;
-    struct olink *l;
-    const struct job *j;
-    const char *payload;
-    size_t plen;
-};
-
-static int foreign(void *arg, struct wire_slice key)
-{
-    struct gate *g = arg;
-    return !owner_ours(g->o, g->l, g->j->id, key);
-}
-
-static int not_resident(void *arg, struct wire_slice key)
-{
-    struct gate *g = arg;
-    struct ledger_view v;
-    if (ledger_get(g->o->ledger, key.p, key.len, owner_clock(), &v) != HKV_EAGAIN)
-        return 0;
-    owner_park(g->o, g->l, key.p, key.len, g->payload, g->plen);
-    return 1;
-}
-
-static int uncommitted(void *arg, struct wire_slice key)
-{
-    struct gate *g = arg;
-    if (!owner_durable_pending(g->o, key))
-        return 0;
-    owner_park_commit(g->o, g->l, g->payload, g->plen);
-    return 1;
 }
 
 /* 1 if a watched key's version is no longer the one the edge saw. */
@@ -246,23 +214,20 @@ static void conclude(struct owner *o, struct olink *l, const struct job *j, stru
 static void run_job(struct owner *o, struct olink *l, struct job *j, const char *payload,
                     size_t plen)
 {
-    struct gate g = {o, l, j, payload, plen};
-    /* a retry first: its record answers it wherever its keys are now (owner_rifl.h) */
-    if (j->write && !owner_write_gate(o, l, j->id, j->rid))
+    /* the gates of a typed request, over every key of every command */
+    struct owner_req req = {.id = j->id, .rid = j->rid,
+                            .flags = j->write ? CMD_F_WRITE : CMD_F_READ, .each = each_key,
+                            .src = j, .resident = 1, .payload = payload, .plen = plen};
+    if (!owner_gate_admit(o, l, &req))
         return;
-    if (each_key(j, foreign, &g))
-        return;
-    if (j->write) {
-        if (owner_backlog_refused(o, l, j->id))
-            return;
-    } else {
+    if (!j->write) {
         rifl_ack(o->rifl, l->edge_id, l->edge_inc, j->rid.ack);
         o->st.owner_reads++;
     }
     /* due deadlines become tombstones first: the job sees, and DBSIZE
      * counts, what Redis's lazy expiry would leave */
     ledger_expire_due(o->ledger, owner_clock(), EXPIRE_BUDGET);
-    if (each_key(j, not_resident, &g) || each_key(j, uncommitted, &g))
+    if (!owner_gate_ready(o, l, &req))
         return;
     struct hkv_buf body = HKV_BUF_INIT, reply = HKV_BUF_INIT;
     struct ocmd c;

@@ -2,7 +2,8 @@
  * owner_gate.c - the gates every request passes before it touches the
  * ledger, and the way every write is finished, shared by the wire-kind
  * executor (owner_ops.c) and the Redis command executor (owner_call.c) so
- * both keep one set of rules: is this write a retry (answer it from its
+ * both keep one set of rules, run once per request by owner_gate_admit and
+ * owner_gate_ready from the command's flags (proto/cmd.h): is this write a retry (answer it from its
  * completion record, or "outcome unknown" when a record of it may have been
  * forgotten: owner_rifl.h's rule), then is the key ours (else MOVED: the
  * order matters, a MOVED must mean "no record here, none forgotten"), is there room in the
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/cmd.h"
 #include "server/owner/owner_int.h"
 #include "server/owner/owner_move_int.h"
 
@@ -73,6 +75,72 @@ int owner_ours_place(struct owner *o, struct olink *l, uint64_t id, uint64_t h)
                    (uint32_t)(owner < 0 ? 0 : owner));
     o->st.owner_moved++;
     return 0;
+}
+
+/* ---- the gates, once for every request ---- */
+
+static int req_each(struct owner *o, const struct owner_req *r, owner_key_fn fn, void *arg)
+{
+    if (r->keys == NULL)
+        return r->each(r->src, fn, arg);
+    for (uint32_t i = 0; i < r->nkeys; i++) {
+        int rc = fn(arg, r->keys[i]);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+struct gate_arg {
+    struct owner *o;
+    struct olink *l;
+    const struct owner_req *r;
+};
+
+static int foreign(void *arg, struct wire_slice key)
+{
+    struct gate_arg *g = arg;
+    return !owner_ours(g->o, g->l, g->r->id, key);
+}
+
+static int not_resident(void *arg, struct wire_slice key)
+{
+    struct gate_arg *g = arg;
+    int64_t ttl;
+    if (ledger_ttl(g->o->ledger, key.p, key.len, owner_clock(), &ttl) != HKV_EAGAIN)
+        return 0;
+    owner_park(g->o, g->l, key.p, key.len, g->r->payload, g->r->plen);
+    return 1;
+}
+
+static int pending(void *arg, struct wire_slice key)
+{
+    struct gate_arg *g = arg;
+    if (!owner_durable_pending(g->o, key))
+        return 0;
+    owner_park_commit(g->o, g->l, g->r->payload, g->r->plen);
+    return 1;
+}
+
+int owner_gate_admit(struct owner *o, struct olink *l, const struct owner_req *r)
+{
+    int write = (r->flags & (CMD_F_WRITE | CMD_F_ALLKEYS)) != 0;
+    struct gate_arg g = {o, l, r};
+    /* a retry first: its record answers it wherever its keys are now */
+    if (write && !owner_write_gate(o, l, r->id, r->rid))
+        return 0;
+    if (r->place != NULL ? !owner_ours_place(o, l, r->id, *r->place)
+                         : req_each(o, r, foreign, &g) != 0)
+        return 0;
+    return !(write && owner_backlog_refused(o, l, r->id));
+}
+
+int owner_gate_ready(struct owner *o, struct olink *l, const struct owner_req *r)
+{
+    struct gate_arg g = {o, l, r};
+    if (r->resident && req_each(o, r, not_resident, &g) != 0)
+        return 0;
+    return req_each(o, r, pending, &g) == 0;
 }
 
 /* Encodes a finished write's reply. */

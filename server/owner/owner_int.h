@@ -473,6 +473,40 @@ int owner_ours_place(struct owner *o, struct olink *l, uint64_t id, uint64_t pla
 /* The leaf that holds placement hash `place` as this owner sees it: in a
  * cluster its own leaf if it serves one there, else the router's. */
 void owner_leaf_of(struct owner *o, uint64_t place, uint32_t *prefix, uint8_t *bits);
+/* One request as the gates see it: what its command's declaration says
+ * (proto/cmd.h flags: CMD_F_WRITE or CMD_F_ALLKEYS make it a write) and its
+ * keys, whether it came as a typed message or as a CALL's or EXEC's words. */
+typedef int (*owner_key_fn)(void *arg, struct wire_slice key);
+struct owner_req {
+    uint64_t id;
+    struct wire_rid rid;
+    uint32_t flags;                  /* proto/cmd.h CMD_F_* of its command */
+    const struct wire_slice *keys;   /* its keys (nkeys), or NULL: walk them with each */
+    uint32_t nkeys;
+    int (*each)(const void *src, owner_key_fn fn, void *arg); /* calls fn on every key until
+                                                               * it returns nonzero: that */
+    const void *src;
+    const uint64_t *place;           /* one key's placement hash when the caller has it
+                                        (SET's push queue takes it too): taken as is */
+    int resident;                    /* 1: every key resident before anything runs (several
+                                        keys: a parked request replays whole); 0: the ledger
+                                        call parks the one key itself */
+    const char *payload;             /* the request's bytes, to park it */
+    size_t plen;
+};
+/* The gates every request passes before its handler, in one order
+ * (owner_rifl.h's rule: the exactly-once gate BEFORE ownership, so a MOVED
+ * means "no record here, none forgotten"):
+ *   admit: a write's exactly-once gate (owner_write_gate), then every key
+ *          ours (else MOVED), then a write's room in the persist backlog;
+ *   ready: (resident) every key resident, else parked on the first that is
+ *          not; then no key holds a durable write not yet committed, else
+ *          parked until that commit.
+ * Each returns 1 (go on) or 0 (answered or parked).  Between them a caller
+ * does what must follow admission and precede the ledger (CALL's read ack,
+ * due expiries). */
+int owner_gate_admit(struct owner *o, struct olink *l, const struct owner_req *r);
+int owner_gate_ready(struct owner *o, struct olink *l, const struct owner_req *r);
 /* Runs before every write, before its keys' ownership is looked at: 1 =
  * apply it (if the keys are ours); 0 = answered (a retry, from its
  * completion record; or "outcome unknown" when the request cannot be proved

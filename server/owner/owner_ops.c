@@ -7,10 +7,12 @@
  * and the persister reach it only through the callbacks owner.c hands them
  * (owner_execute is the links' on_request and the persister's replay).
  *
- * Every request passes the same gates in the same order: is the key ours
- * (else MOVED), is it resident (else park it until the reader thread brings
- * the row), is there room in the persist backlog (writes only), then the
- * ledger call.  A durable-class write that applied is not answered here: its
+ * Every write passes the same gates in the same order, run once by
+ * owner_gate_admit and owner_gate_ready (owner_gate.c) from its command's
+ * declaration (proto/cmd.h), as CALL and EXEC do: is it a retry, is the key
+ * ours (else MOVED), is there room in the persist backlog, is it resident
+ * (else park it until the reader thread brings the row), does it hold a
+ * durable write not yet committed, then the ledger call.  A durable-class write that applied is not answered here: its
  * reply is held until the commit that contains it (owner_ticket.c).
  *
  * Writes are applied in the order they arrive and the ledger gives each the
@@ -28,12 +30,28 @@
 #include <string.h>
 #include <time.h>
 
+#include "proto/cmd.h"
 #include "server/owner/owner_int.h"
 #include "server/owner/owner_move_int.h"
 
 static void reply_error(struct olink *l, uint64_t id, int code, const char *text)
 {
     wire_put_error(&l->out, id, code, wire_cstr(text));
+}
+
+/* A typed write of one key as the gates see it: its command's declaration
+ * (proto/cmd.h) says it writes. */
+static struct owner_req one_key(const struct wire_msg *m, enum cmd_id cmd, struct wire_rid rid,
+                                const struct wire_slice *key, const char *payload, size_t plen)
+{
+    return (struct owner_req){.id = m->id, .rid = rid, .flags = cmd_get(cmd)->flags,
+                              .keys = key, .nkeys = 1, .payload = payload, .plen = plen};
+}
+
+/* Both gates for a one-key typed write: 1 = run it. */
+static int gates(struct owner *o, struct olink *l, const struct owner_req *r)
+{
+    return owner_gate_admit(o, l, r) && owner_gate_ready(o, l, r);
 }
 
 /* Common outcomes of a ledger write call.  Returns 1 if the caller should
@@ -161,13 +179,10 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
     struct wire_slice key = m->u.set.key;
     /* Placed once: the ownership check and the push queue's index both take it. */
     uint64_t place = router_place(key.p, key.len);
-    if (!owner_write_gate(o, l, m->id, m->u.set.rid) || !owner_ours_place(o, l, m->id, place) ||
-        owner_backlog_refused(o, l, m->id))
+    struct owner_req req = one_key(m, CMD_SET, m->u.set.rid, &key, payload, plen);
+    req.place = &place;
+    if (!gates(o, l, &req))
         return;
-    if (owner_durable_pending(o, key)) {
-        owner_park_commit(o, l, payload, plen);
-        return;
-    }
     unsigned flags = 0;
     if (m->u.set.flags & WIRE_SET_NX)
         flags |= LEDGER_NX;
@@ -202,28 +217,13 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
                    size_t plen)
 {
     uint32_t n = m->u.del.nkeys;
-    if (!owner_write_gate(o, l, m->id, m->u.del.rid))
-        return;
-    for (uint32_t i = 0; i < n; i++)
-        if (!owner_ours(o, l, m->id, m->u.del.keys[i]))
-            return;
-    if (owner_backlog_refused(o, l, m->id))
+    /* Residency first, so a parked request replays whole, never half-applied. */
+    struct owner_req req = {.id = m->id, .rid = m->u.del.rid, .flags = cmd_get(CMD_DEL)->flags,
+                            .keys = m->u.del.keys, .nkeys = n, .resident = 1,
+                            .payload = payload, .plen = plen};
+    if (!gates(o, l, &req))
         return;
     struct ledger_clock now = owner_clock();
-    /* Residency first, so a parked request replays whole, never half-applied. */
-    for (uint32_t i = 0; i < n; i++) {
-        int64_t ttl;
-        if (ledger_ttl(o->ledger, m->u.del.keys[i].p, m->u.del.keys[i].len, now, &ttl) ==
-            HKV_EAGAIN) {
-            owner_park(o, l, m->u.del.keys[i].p, m->u.del.keys[i].len, payload, plen);
-            return;
-        }
-    }
-    for (uint32_t i = 0; i < n; i++)
-        if (owner_durable_pending(o, m->u.del.keys[i])) {
-            owner_park_commit(o, l, payload, plen);
-            return;
-        }
     struct wire_slice small[16], *dk = n <= 16 ? small : calloc(n, sizeof(*dk));
     if (dk == NULL) {
         reply_error(l, m->id, HKV_ENOMEM, "OOM owner out of memory");
@@ -269,13 +269,9 @@ static void op_getdel(struct owner *o, struct olink *l, const struct wire_msg *m
                       const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.getdel.key;
-    if (!owner_write_gate(o, l, m->id, m->u.getdel.rid) || !owner_ours(o, l, m->id, key) ||
-        owner_backlog_refused(o, l, m->id))
+    struct owner_req req = one_key(m, CMD_GETDEL, m->u.getdel.rid, &key, payload, plen);
+    if (!gates(o, l, &req))
         return;
-    if (owner_durable_pending(o, key)) {
-        owner_park_commit(o, l, payload, plen);
-        return;
-    }
     int existed = 0;
     struct ledger_view old = {0};
     struct rifl_result r = {.type = WIRE_OK};
@@ -295,13 +291,9 @@ static void op_incrby(struct owner *o, struct olink *l, const struct wire_msg *m
                       const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.incrby.key;
-    if (!owner_write_gate(o, l, m->id, m->u.incrby.rid) || !owner_ours(o, l, m->id, key) ||
-        owner_backlog_refused(o, l, m->id))
+    struct owner_req req = one_key(m, CMD_INCRBY, m->u.incrby.rid, &key, payload, plen);
+    if (!gates(o, l, &req))
         return;
-    if (owner_durable_pending(o, key)) {
-        owner_park_commit(o, l, payload, plen);
-        return;
-    }
     struct rifl_result r = {.type = WIRE_INT};
     int rc = ledger_incrby(o->ledger, key.p, key.len, m->u.incrby.delta, owner_key_tag(o, key),
                            owner_clock(), &r.value, &r.version);
@@ -326,13 +318,9 @@ static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m
                       const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.expire.key;
-    if (!owner_write_gate(o, l, m->id, m->u.expire.rid) || !owner_ours(o, l, m->id, key) ||
-        owner_backlog_refused(o, l, m->id))
+    struct owner_req req = one_key(m, CMD_EXPIRE, m->u.expire.rid, &key, payload, plen);
+    if (!gates(o, l, &req))
         return;
-    if (owner_durable_pending(o, key)) {
-        owner_park_commit(o, l, payload, plen);
-        return;
-    }
     struct ledger_clock now = owner_clock();
     struct rifl_result r = {.type = WIRE_INT};
     uint32_t f = m->u.expire.flags;
@@ -386,13 +374,9 @@ static void op_persist(struct owner *o, struct olink *l, const struct wire_msg *
                        const char *payload, size_t plen)
 {
     struct wire_slice key = m->u.persist.key;
-    if (!owner_write_gate(o, l, m->id, m->u.persist.rid) || !owner_ours(o, l, m->id, key) ||
-        owner_backlog_refused(o, l, m->id))
+    struct owner_req req = one_key(m, CMD_PERSIST, m->u.persist.rid, &key, payload, plen);
+    if (!gates(o, l, &req))
         return;
-    if (owner_durable_pending(o, key)) {
-        owner_park_commit(o, l, payload, plen);
-        return;
-    }
     int changed = 0;
     hkv_stamp v = 0;
     int rc = ledger_persist(o->ledger, key.p, key.len, owner_clock(), &changed, &v);
