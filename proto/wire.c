@@ -60,19 +60,18 @@ int wire_put_get(struct hkv_buf *b, uint64_t id, const struct wire_slice *keys, 
 }
 
 int wire_put_set(struct hkv_buf *b, uint64_t id, struct wire_slice key, struct wire_slice value,
-                 struct wire_rid rid, struct wire_expiry exp, uint32_t flags, uint32_t class_id)
+                 struct wire_rid rid, struct wire_expiry exp, uint32_t flags)
 {
     if (!wire_set_valid(exp, flags) || rid.seq == 0)
         return HKV_EINVAL;
     struct wr w;
-    wr_begin(&w, b, HINT(key.len + value.len), WIRE_SET, id, 9);
+    wr_begin(&w, b, HINT(key.len + value.len), WIRE_SET, id, 8);
     w_bin(&w, key);
     w_bin(&w, value);
     w_rid(&w, rid);
     w_uint(&w, exp.kind);
     w_int(&w, exp.ms);
     w_uint(&w, flags);
-    w_uint(&w, class_id);
     return wr_end(&w);
 }
 
@@ -352,7 +351,7 @@ int wire_put_msg(struct hkv_buf *b, const struct wire_msg *m)
         return wire_put_get(b, id, m->u.get.keys, m->u.get.nkeys);
     case WIRE_SET:
         return wire_put_set(b, id, m->u.set.key, m->u.set.value, m->u.set.rid, m->u.set.exp,
-                            m->u.set.flags, m->u.set.class_id);
+                            m->u.set.flags);
     case WIRE_DEL:
         return wire_put_del(b, id, m->u.del.keys, m->u.del.nkeys, m->u.del.rid);
     case WIRE_INCRBY:

@@ -32,8 +32,10 @@
  *               single host), host text (the edge's host name; over TCP
  *               the owner checks that the peer's certificate names it)
  *   GET         [key bytes, ...]  (1..max_items keys)
- *   SET         key, value, rid, exp_kind u8, exp_ms i64, flags u32,
- *               class_id u32
+ *   SET         key, value, rid, exp_kind u8, exp_ms i64, flags u32
+ *               (no class: the owner decides a key's class, which is
+ *               what makes it durable, from its own config; v3 sent the
+ *               edge's class id, which the owner never read)
  *   DEL         [key, ...] (1..max_items), rid
  *   INCRBY      key, delta i64, rid            (keeps the key's expiry, as
  *                                               Redis INCR; a new key has none)
@@ -186,7 +188,7 @@
 #include "proto/hkv.h"
 #include "proto/stamp.h"
 
-#define WIRE_VERSION 3
+#define WIRE_VERSION 4
 #define WIRE_HEADER_LEN 4
 #define WIRE_MAX_FRAME_DEFAULT (64u * 1024 * 1024)  /* wire-max-frame */
 #define WIRE_MAX_ITEMS_DEFAULT 65536                /* keys per message */
@@ -326,7 +328,7 @@ struct wire_msg {
             struct wire_slice key, value;
             struct wire_rid rid;
             struct wire_expiry exp;
-            uint32_t flags, class_id;
+            uint32_t flags;
         } set;
         struct { const struct wire_slice *keys; uint32_t nkeys; struct wire_rid rid; } del;
         struct { struct wire_slice key; int64_t delta; struct wire_rid rid; } incrby;
@@ -498,7 +500,7 @@ static inline int wire_put_hello(struct hkv_buf *b, uint64_t id, uint32_t versio
 }
 int wire_put_get(struct hkv_buf *b, uint64_t id, const struct wire_slice *keys, uint32_t nkeys);
 int wire_put_set(struct hkv_buf *b, uint64_t id, struct wire_slice key, struct wire_slice value,
-                 struct wire_rid rid, struct wire_expiry exp, uint32_t flags, uint32_t class_id);
+                 struct wire_rid rid, struct wire_expiry exp, uint32_t flags);
 int wire_put_del(struct hkv_buf *b, uint64_t id, const struct wire_slice *keys, uint32_t nkeys,
                  struct wire_rid rid);
 int wire_put_incrby(struct hkv_buf *b, uint64_t id, struct wire_slice key, int64_t delta,

@@ -125,7 +125,7 @@ static int nfields(unsigned type)
     switch (type) {
     case WIRE_HELLO: return 8;
     case WIRE_GET: return 1;
-    case WIRE_SET: return 9;
+    case WIRE_SET: return 8;
     case WIRE_DEL: return 4;
     case WIRE_INCRBY: return 5;
     case WIRE_EXPIRE: return 7;
@@ -181,7 +181,6 @@ static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg 
         TRY(rd_rid(c, &m->u.set.rid));
         TRY(rd_expiry(c, &m->u.set.exp));
         TRY(rd_u32(c, &m->u.set.flags));
-        TRY(rd_u32(c, &m->u.set.class_id));
         if (!wire_set_valid(m->u.set.exp, m->u.set.flags))
             return fail(c, "bad SET expiry or flags");
         return HKV_OK;

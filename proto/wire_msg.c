@@ -74,7 +74,7 @@ bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
     case WIRE_SET: {
         const typeof(a->u.set) *x = &a->u.set, *y = &b->u.set;
         return seq(x->key, y->key) && seq(x->value, y->value) && rid_eq(x->rid, y->rid) &&
-               exp_eq(x->exp, y->exp) && x->flags == y->flags && x->class_id == y->class_id;
+               exp_eq(x->exp, y->exp) && x->flags == y->flags;
     }
     case WIRE_DEL:
         return keys_eq(a->u.del.keys, a->u.del.nkeys, b->u.del.keys, b->u.del.nkeys) &&

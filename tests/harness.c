@@ -639,7 +639,7 @@ int h_wire_set(struct h_wire *w, const char *key, const char *val, int timeout_m
     struct hkv_buf b = HKV_BUF_INIT;
     uint64_t id = h_wire_id(w);
     struct wire_expiry e = {WIRE_EXP_NONE, 0};
-    wire_put_set(&b, id, wire_cstr(key), wire_cstr(val), h_wire_rid(w), e, 0, 0);
+    wire_put_set(&b, id, wire_cstr(key), wire_cstr(val), h_wire_rid(w), e, 0);
     int rc = h_wire_call(w, &b, id, timeout_ms, out);
     buf_deinit(&b);
     return rc;

@@ -326,7 +326,6 @@ struct oreq *op_single(struct op *op, uint8_t type, uint8_t role)
         return NULL;
     op->kidx[0] = 0;
     oreq_init(op, &op->one, o, type, role);
-    op->one.class_id = rt.class_id;
     op->one.nk = 1;
     op->nreqs = 1;
     return &op->one;
@@ -389,7 +388,6 @@ int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
             if (!per_key)
                 owner_req[g] = (int)op->nreqs;
             oreq_init(op, &op->reqs[op->nreqs], o, type, role);
-            op->reqs[op->nreqs].class_id = rt.class_id;
             op->nreqs++;
         }
     }

@@ -48,7 +48,6 @@ struct oreq {
     uint8_t state;
     uint8_t moved;                /* a MOVED was followed already */
     uint8_t tried;                /* a write attempt went out: a resend is a retry */
-    uint32_t class_id;
     uint32_t k0, nk;              /* its keys: op->keys[op->kidx[k0 .. k0+nk)] */
     struct elink *link;           /* while SENT */
     uint64_t id;

@@ -50,7 +50,7 @@ static int write_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
     switch (r->type) {
     case WIRE_SET: {
         struct wire_slice v = w->cmd == CMD_MSET ? op->vals[op->kidx[r->k0]] : op->value;
-        return wire_put_set(b, id, k[0], v, rid, w->exp, w->wflags, r->class_id);
+        return wire_put_set(b, id, k[0], v, rid, w->exp, w->wflags);
     }
     case WIRE_DEL:
         return wire_put_del(b, id, k, r->nk, rid);

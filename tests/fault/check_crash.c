@@ -86,7 +86,7 @@ static void *writer_main(void *arg)
         buf_reset(&b);
         uint64_t id = h_wire_id(&w);
         wire_put_set(&b, id, wire_cstr(key), wire_cstr(val), h_wire_rid(&w), none,
-                     0, 0);
+                     0);
         struct wire_msg m;
         if (h_wire_call(&w, &b, id, 5000, &m) != 0)
             break;

@@ -52,7 +52,7 @@ static uint64_t send_set(struct h_wire *w, const char *key, const char *val)
     struct hkv_buf b = HKV_BUF_INIT;
     uint64_t id = h_wire_id(w);
     struct wire_expiry none = {WIRE_EXP_NONE, 0};
-    wire_put_set(&b, id, wire_cstr(key), wire_cstr(val), h_wire_rid(w), none, 0, 0);
+    wire_put_set(&b, id, wire_cstr(key), wire_cstr(val), h_wire_rid(w), none, 0);
     int rc = h_send(w->fd, buf_head(&b), buf_unread(&b));
     buf_deinit(&b);
     return rc == 0 ? id : 0;

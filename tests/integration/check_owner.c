@@ -73,7 +73,7 @@ static void set_rid(struct h_wire *w, const char *k, const char *v, uint32_t fla
     struct hkv_buf b = HKV_BUF_INIT;
     uint64_t id = h_wire_id(w);
     struct wire_expiry none = {WIRE_EXP_NONE, 0};
-    ck_assert_int_eq(wire_put_set(&b, id, wire_cstr(k), wire_cstr(v), rid, none, flags, 0), HKV_OK);
+    ck_assert_int_eq(wire_put_set(&b, id, wire_cstr(k), wire_cstr(v), rid, none, flags), HKV_OK);
     ck_assert_int_eq(h_wire_call(w, &b, id, 5000, m), 0);
     buf_deinit(&b);
 }

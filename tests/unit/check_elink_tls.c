@@ -269,7 +269,7 @@ START_TEST(pipelined_and_large_requests_cross_tls_whole)
     struct wire_rid rid = {1, 1, 0};
     struct hkv_buf *out = elink_out(link_, &id);
     ck_assert_int_eq(wire_put_set(out, id, wire_cstr("big"),
-                                  wire_slice(big, BIG), rid, (struct wire_expiry){0, 0}, 0, 0),
+                                  wire_slice(big, BIG), rid, (struct wire_expiry){0, 0}, 0),
                      HKV_OK);
     ck_assert_int_eq(elink_commit(link_, id, answer_cb, &set), HKV_OK);
     struct wire_slice k = wire_cstr("big");

@@ -58,7 +58,7 @@ static int t_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
     if (r->type == WIRE_GET)
         return wire_put_get(b, id, keys, r->nk);
     return wire_put_set(b, id, keys[0], r->op->value, rid, (struct wire_expiry){WIRE_EXP_NONE, 0},
-                        0, r->class_id);
+                        0);
 }
 
 static void gets_answer(struct op *op, struct oreq *r, const struct wire_msg *m)

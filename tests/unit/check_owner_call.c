@@ -591,7 +591,7 @@ START_TEST(reply_over_half_a_frame_is_an_error_and_writes_still_apply)
     for (int i = 0; i < 3; i++) {
         struct wire_expiry none = {WIRE_EXP_NONE, 0};
         ck_assert_int_eq(wire_put_set(&b, ++A.id, wire_cstr(keys[i]), wire_cstr(val),
-                                      next_rid(&A), none, 0, 0),
+                                      next_rid(&A), none, 0),
                          HKV_OK);
         fe_send(&A, &b);
         pump();
@@ -648,7 +648,7 @@ static void setup_incomplete(void)
         snprintf(key, sizeof(key), "k%d", i);
         struct wire_expiry none = {WIRE_EXP_NONE, 0};
         ck_assert_int_eq(wire_put_set(&b, ++A.id, wire_cstr(key), wire_cstr(val), next_rid(&A),
-                                      none, 0, 0),
+                                      none, 0),
                          HKV_OK);
         fe_send(&A, &b);
         pump();

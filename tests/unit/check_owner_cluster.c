@@ -182,7 +182,7 @@ static void set(struct fake_edge *f, const char *key, struct wire_msg *m)
     struct hkv_buf b = HKV_BUF_INIT;
     struct wire_rid rid = {++f->seq, 1, 0};
     ck_assert_int_eq(wire_put_set(&b, ++f->id, wire_cstr(key), wire_cstr("v"), rid,
-                                  (struct wire_expiry){0, 0}, 0, 0), HKV_OK);
+                                  (struct wire_expiry){0, 0}, 0), HKV_OK);
     fe_send(f, &b);
     buf_deinit(&b);
     fe_wait_reply(&own, f, m, WAIT_MS);

@@ -154,7 +154,7 @@ static const struct wire_expiry NOEXP = {WIRE_EXP_NONE, 0};
 static void put_set(struct fake_edge *f, struct hkv_buf *b, const char *k, const char *v,
                     struct wire_rid rid)
 {
-    ck_assert_int_eq(wire_put_set(b, ++f->id, wire_cstr(k), wire_cstr(v), rid, NOEXP, 0, 0),
+    ck_assert_int_eq(wire_put_set(b, ++f->id, wire_cstr(k), wire_cstr(v), rid, NOEXP, 0),
                      HKV_OK);
 }
 

@@ -144,7 +144,7 @@ static void write_key(int i, int del, const char *val)
         ck_assert_int_eq(wire_put_del(&b, ++F.id, &key, 1, rid), HKV_OK);
     else
         ck_assert_int_eq(wire_put_set(&b, ++F.id, key, wire_cstr(val), rid,
-                                      (struct wire_expiry){0, 0}, 0, 0),
+                                      (struct wire_expiry){0, 0}, 0),
                          HKV_OK);
     call(&b, &m);
     ck_assert_msg(m.type == (del ? WIRE_INT : WIRE_OK), "write answered %s",

@@ -146,7 +146,7 @@ START_TEST(hello_carries_cluster_wanted_owner_and_host)
                                             WIRE_ROLE_WRITE, 77, &cl), HKV_OK);
     ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
     ck_assert_uint_eq(m.type, WIRE_HELLO);
-    ck_assert_uint_eq(m.u.hello.version, 3);
+    ck_assert_uint_eq(m.u.hello.version, WIRE_VERSION);
     ck_assert_uint_eq(m.u.hello.edge_id, (7u << 12) | 2);
     SLICE_IS(m.u.hello.cluster, "prod-eu");
     ck_assert_uint_eq(m.u.hello.want_owner, 256);
@@ -210,7 +210,7 @@ START_TEST(set_round_trips_every_expiry_kind_and_flag)
         struct wire_slice val = i == 2 ? wire_slice(big, sizeof big) : S("value");
         buf_reset(&buf);
         ck_assert_int_eq(wire_put_set(&buf, 9, S("key"), val, cases[i].r, cases[i].e,
-                                      cases[i].flags, 3), HKV_OK);
+                                      cases[i].flags), HKV_OK);
         ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
         ck_assert_uint_eq(m.type, WIRE_SET);
         SLICE_IS(m.u.set.key, "key");
@@ -220,7 +220,6 @@ START_TEST(set_round_trips_every_expiry_kind_and_flag)
         ck_assert_uint_eq(m.u.set.exp.kind, cases[i].e.kind);
         ck_assert_int_eq(m.u.set.exp.ms, cases[i].e.ms);
         ck_assert_uint_eq(m.u.set.flags, cases[i].flags);
-        ck_assert_uint_eq(m.u.set.class_id, 3);
         reencode_equal(&m);
     }
 }
@@ -540,7 +539,7 @@ START_TEST(frames_split_at_every_byte_boundary_reassemble)
     ck_assert_int_eq(wire_put_get(&buf, 1, keys, 2), HKV_OK);
     size_t first = buf.len;
     ck_assert_int_eq(wire_put_set(&buf, 2, S("k"), S("v"), rid(5, 4, 0),
-                                  (struct wire_expiry){ 0, 0 }, 0, 0), HKV_OK);
+                                  (struct wire_expiry){ 0, 0 }, 0), HKV_OK);
     ck_assert_int_eq(wire_put_ping(&buf, 3), HKV_OK);
     size_t total = buf.len;
 
@@ -747,11 +746,11 @@ START_TEST(wrong_field_types_refused)
         /* ERROR code over i32 */
         { { 0x94, WIRE_ERROR, 0x01, 0xce, 0x80, 0, 0, 0, 0xa0 }, 9, "integer out of range" },
         /* SET with NX|XX */
-        { { 0x9b, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x01, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00 },
-          14, "bad SET expiry or flags" },
+        { { 0x9a, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x01, 0x00, 0x00, 0x00, 0x00, 0x03 },
+          13, "bad SET expiry or flags" },
         /* SET with expiry kind 4 */
-        { { 0x9b, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x01, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00 },
-          14, "bad SET expiry or flags" },
+        { { 0x9a, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x01, 0x00, 0x00, 0x04, 0x00, 0x00 },
+          13, "bad SET expiry or flags" },
         /* EXPIRE with kind NONE */
         { { 0x99, WIRE_EXPIRE, 0x01, 0xa1, 'k', 0x00, 0x00, 0x01, 0x00, 0x00, 0x00 }, 11,
           "bad EXPIRE expiry or flags" },
@@ -840,7 +839,7 @@ START_TEST(every_truncation_of_a_valid_payload_refused)
     struct wire_stat st[1] = { { S("n"), -300 } };
     struct wire_slice old = S("o");
     ck_assert_int_eq(wire_put_set(&buf, 300, S("key"), S("value"), rid(1ULL << 60, 1ULL << 59, 7),
-                                  (struct wire_expiry){ WIRE_EXP_REL, -70000 }, WIRE_SET_GET, 1),
+                                  (struct wire_expiry){ WIRE_EXP_REL, -70000 }, WIRE_SET_GET),
                      HKV_OK);
     ck_assert_int_eq(wire_put_values(&buf, 301, items, 2), HKV_OK);
     ck_assert_int_eq(wire_put_stats_reply(&buf, 302, st, 1), HKV_OK);
@@ -912,8 +911,8 @@ END_TEST
 
 /* One write request per kind, hand-encoded, with seq at byte `seq_at`. */
 static const struct { uint8_t type; uint8_t b[16]; size_t n, seq_at; } rid_frames[] = {
-    { WIRE_SET, { 0x9b, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
-                  0x00 }, 14, 7 },
+    { WIRE_SET, { 0x9a, WIRE_SET, 0x01, 0xa1, 'k', 0xa1, 'v', 0x01, 0x00, 0x00, 0x00, 0x00, 0x00 },
+      13, 7 },
     { WIRE_DEL, { 0x96, WIRE_DEL, 0x01, 0x91, 0xa1, 'k', 0x01, 0x00, 0x00 }, 9, 6 },
     { WIRE_INCRBY, { 0x97, WIRE_INCRBY, 0x01, 0xa1, 'k', 0x01, 0x01, 0x00, 0x00 }, 9, 6 },
     { WIRE_EXPIRE, { 0x99, WIRE_EXPIRE, 0x01, 0xa1, 'k', 0x01, 0x05, 0x01, 0x00, 0x00, 0x00 }, 11,
@@ -960,7 +959,7 @@ START_TEST(seq_zero_refused_by_encoder_for_every_write)
     struct wire_expiry none = { WIRE_EXP_NONE, 0 }, ten = { WIRE_EXP_REL, 10 };
     ck_assert_int_eq(wire_put_ping(&buf, 1), HKV_OK);
     size_t len = buf.len;
-    ck_assert_int_eq(wire_put_set(&buf, 2, k, k, zero, none, 0, 0), HKV_EINVAL);
+    ck_assert_int_eq(wire_put_set(&buf, 2, k, k, zero, none, 0), HKV_EINVAL);
     ck_assert_int_eq(wire_put_del(&buf, 2, &k, 1, zero), HKV_EINVAL);
     ck_assert_int_eq(wire_put_incrby(&buf, 2, k, 1, zero), HKV_EINVAL);
     ck_assert_int_eq(wire_put_expire(&buf, 2, k, ten, zero, 0), HKV_EINVAL);
@@ -1048,7 +1047,7 @@ START_TEST(changed_kinds_refuse_one_field_fewer_or_more)
                      HKV_OK);
     ck_assert_int_eq(wire_put_hello_ok(&buf, 2, WIRE_VERSION, 1, S("pool"), 3, 9), HKV_OK);
     ck_assert_int_eq(wire_put_set(&buf, 3, k, S("val"), rid(1, 0, 0), (struct wire_expiry){ 0, 0 },
-                                  0, 0), HKV_OK);
+                                  0), HKV_OK);
     ck_assert_int_eq(wire_put_del(&buf, 4, &k, 1, rid(1, 0, 0)), HKV_OK);
     ck_assert_int_eq(wire_put_incrby(&buf, 5, k, 1, rid(1, 0, 0)), HKV_OK);
     ck_assert_int_eq(wire_put_expire(&buf, 6, k, (struct wire_expiry){ WIRE_EXP_REL, 1 },
@@ -1056,7 +1055,7 @@ START_TEST(changed_kinds_refuse_one_field_fewer_or_more)
     ck_assert_int_eq(wire_put_persist(&buf, 7, k, rid(1, 0, 0)), HKV_OK);
     ck_assert_int_eq(wire_put_getdel(&buf, 8, k, rid(1, 0, 0)), HKV_OK);
     ck_assert_int_eq(wire_put_int(&buf, 9, -300, 1), HKV_OK);
-    static const int nfields[] = { 8, 5, 9, 4, 5, 7, 4, 4, 2 };  /* after type and id */
+    static const int nfields[] = { 8, 5, 8, 4, 5, 7, 4, 4, 2 };  /* after type and id */
     const char *at = buf.data, *end = buf.data + buf.len;
     size_t frames = 0;
     while (at < end) {
@@ -1096,9 +1095,9 @@ START_TEST(encoder_refuses_what_decoder_would_and_leaves_buffer_unchanged)
     struct wire_rid r1 = rid(1, 0, 0);
     ck_assert_int_eq(wire_put_del(&buf, 2, &k, 0, r1), HKV_EINVAL);
     ck_assert_int_eq(wire_put_set(&buf, 2, k, k, r1, (struct wire_expiry){ WIRE_EXP_KEEP, 5 },
-                                  0, 0), HKV_EINVAL);
+                                  0), HKV_EINVAL);
     ck_assert_int_eq(wire_put_set(&buf, 2, k, k, r1, (struct wire_expiry){ 0, 0 },
-                                  WIRE_SET_NX | WIRE_SET_XX, 0), HKV_EINVAL);
+                                  WIRE_SET_NX | WIRE_SET_XX), HKV_EINVAL);
     ck_assert_int_eq(wire_put_expire(&buf, 2, k, (struct wire_expiry){ WIRE_EXP_REL, 5 }, r1,
                                      WIRE_EXPIRE_GT | WIRE_EXPIRE_LT), HKV_EINVAL);
     ck_assert_int_eq(wire_put_expire(&buf, 2, k, (struct wire_expiry){ WIRE_EXP_REL, 5 }, r1,
@@ -1144,7 +1143,7 @@ START_TEST(msgpack_c_reads_our_frames_and_we_read_its_output)
 {
     /* Ours -> msgpack-c. */
     ck_assert_int_eq(wire_put_set(&buf, 70000, S("key"), S("val"), rid(UINT64_MAX, 1, 0),
-                                  (struct wire_expiry){ WIRE_EXP_REL, -1 }, WIRE_SET_XX, 2),
+                                  (struct wire_expiry){ WIRE_EXP_REL, -1 }, WIRE_SET_XX),
                      HKV_OK);
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
@@ -1154,8 +1153,8 @@ START_TEST(msgpack_c_reads_our_frames_and_we_read_its_output)
     ck_assert_uint_eq(off, buf.len - 4);
     msgpack_object o = u.data;
     ck_assert_int_eq(o.type, MSGPACK_OBJECT_ARRAY);
-    ck_assert_uint_eq(o.via.array.size, 11);  /* type, id, key, value, seq, ack, prev, kind,
-                                                 ms, flags, class */
+    ck_assert_uint_eq(o.via.array.size, 10);  /* type, id, key, value, seq, ack, prev, kind,
+                                                 ms, flags (no class since version 4) */
     ck_assert_uint_eq(o.via.array.ptr[0].via.u64, WIRE_SET);
     ck_assert_uint_eq(o.via.array.ptr[1].via.u64, 70000);
     ck_assert_int_eq(o.via.array.ptr[2].type, MSGPACK_OBJECT_BIN);
@@ -1167,7 +1166,6 @@ START_TEST(msgpack_c_reads_our_frames_and_we_read_its_output)
     ck_assert_int_eq(o.via.array.ptr[8].type, MSGPACK_OBJECT_NEGATIVE_INTEGER);
     ck_assert_int_eq(o.via.array.ptr[8].via.i64, -1);
     ck_assert_uint_eq(o.via.array.ptr[9].via.u64, WIRE_SET_XX);
-    ck_assert_uint_eq(o.via.array.ptr[10].via.u64, 2);
     msgpack_unpacked_destroy(&u);
 
     /* msgpack-c -> ours: a HELLO with str colo, and int64-packed fields. */
@@ -1232,7 +1230,7 @@ static int decode_with(struct wire_decoder *d, struct wire_msg *m, const char **
 START_TEST(set_decodes_alike_in_narrow_and_wide_encodings)
 {
     ck_assert_int_eq(wire_put_set(&buf, 300, S("k1"), S("value"), rid(70000, 200, 0),
-                                  (struct wire_expiry){ WIRE_EXP_REL, -5 }, WIRE_SET_NX, 3),
+                                  (struct wire_expiry){ WIRE_EXP_REL, -5 }, WIRE_SET_NX),
                      HKV_OK);
     struct wire_msg narrow, wide;
     const char *p;
@@ -1244,7 +1242,7 @@ START_TEST(set_decodes_alike_in_narrow_and_wide_encodings)
         msgpack_packer pk;
         msgpack_sbuffer_init(&sb);
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        char hdr[3] = {(char)0xdc, 0, 11}; /* array16 */
+        char hdr[3] = {(char)0xdc, 0, 10}; /* array16 */
         msgpack_sbuffer_write(&sb, hdr, sizeof hdr);
         msgpack_pack_uint64(&pk, WIRE_SET);
         msgpack_pack_uint64(&pk, 300);
@@ -1259,7 +1257,6 @@ START_TEST(set_decodes_alike_in_narrow_and_wide_encodings)
         msgpack_pack_uint16(&pk, bad == 1 ? 256 : WIRE_EXP_REL); /* kind is a u8 */
         msgpack_pack_int32(&pk, -5);
         msgpack_pack_uint64(&pk, bad == 2 ? (1ULL << 32) : WIRE_SET_NX); /* flags: u32 */
-        msgpack_pack_uint8(&pk, 3);
         const char *why = NULL;
         int rc = wire_decode(&dec, sb.data, sb.size, &wide, &why);
         if (bad == 0) {
@@ -1274,7 +1271,7 @@ START_TEST(set_decodes_alike_in_narrow_and_wide_encodings)
     /* a narrow (fixint) kind in the u8 range is read inline, then refused as a kind */
     uint8_t f[64];
     size_t n = payload_copy(f, sizeof f);
-    size_t kind_at = n - 4; /* ... kind, ms (fixint -5), flags, class: one byte each */
+    size_t kind_at = n - 3; /* ... kind, ms (fixint -5), flags: one byte each */
     ck_assert_uint_eq(f[kind_at], WIRE_EXP_REL);
     f[kind_at] = 0x7f;
     const char *why = NULL;
