@@ -222,6 +222,8 @@ int ocmd_bitcount_cmd(struct ocmd *, const struct cmd_def *, const struct wire_s
                       uint32_t);
 int ocmd_bitpos_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
 int ocmd_lcs_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+int ocmd_bitfield_ro_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
+                         uint32_t);
 /* owner_cmd_key.c */
 int ocmd_del_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
 int ocmd_exists_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);

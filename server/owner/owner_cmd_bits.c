@@ -3,7 +3,8 @@
  * proto/strops.h: APPEND SETRANGE INCRBYFLOAT SETBIT (read-modify-write
  * through ledger_rmw, so the new value is computed from the value the
  * ledger holds at that instant) and GETRANGE SUBSTR GETBIT BITCOUNT BITPOS
- * LCS (reads).
+ * LCS (reads); BITFIELD_RO (a read) is computed here, after Redis's
+ * bitfieldGeneric.
  *
  * strops computes both the value to store and the typed reply; this file
  * only fetches the current value, lets the ledger store the result (with a
@@ -225,4 +226,126 @@ int ocmd_lcs_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slic
     hkv_status st = strops_lcs(&env, ap, bp, args, (int)(argc - 3), &res);
     free(heap);
     return reply(c, st, &res);
+}
+
+/* ---- BITFIELD_RO ---- */
+
+#define ERR_BFTYPE "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is " \
+                   "not supported but i64 is."
+#define ERR_BFOFFSET "ERR bit offset is not an integer or out of range"
+
+/* Redis's getBitfieldTypeFromArgument: i1..i64 or u1..u63 (the word as a C
+ * string).  0, or -1. */
+static int bf_type(struct wire_slice w, int *sign, int *nbits)
+{
+    size_t n = w.len ? strnlen(w.p, w.len) : 0;
+    int64_t v;
+    if (n == 0 || (w.p[0] != 'i' && w.p[0] != 'u') || !ocmd_ll(wire_slice(w.p + 1, n - 1), &v))
+        return -1;
+    *sign = w.p[0] == 'i';
+    if (v < 1 || v > (*sign ? 64 : 63))
+        return -1;
+    *nbits = (int)v;
+    return 0;
+}
+
+/* Redis's getBitOffsetFromArgument with '#': "#N" is N fields of nbits. */
+static int bf_offset(struct ocmd *c, struct wire_slice w, int nbits, uint64_t *out)
+{
+    int hash = w.len > 0 && w.p[0] == '#';
+    int64_t v;
+    if (!ocmd_ll(wire_slice(w.p + hash, w.len - (size_t)hash), &v))
+        return -1;
+    if (hash)
+        v = (int64_t)((uint64_t)v * (uint64_t)nbits); /* wraps, as Redis's multiply does */
+    if (v < 0 || (v >> 3) >= c->max_len)
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* The nbits bits at offset of p[0..len), bits past the end read as 0. */
+static uint64_t bf_get(const unsigned char *p, size_t len, uint64_t offset, int nbits)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < nbits; i++, offset++) {
+        uint64_t byte = offset >> 3;
+        v = (v << 1) | (byte < len ? (uint64_t)((p[byte] >> (7 - (offset & 7))) & 1) : 0);
+    }
+    return v;
+}
+
+/* One pass over the subcommands, as Redis's bitfieldGeneric reads them:
+ * parse only (p == NULL: 0 or -1 with the error appended, *ngets counted),
+ * or answer each GET over p[0..len). */
+static int bf_walk(struct ocmd *c, const struct wire_slice *argv, uint32_t argc,
+                   const unsigned char *p, size_t len, int64_t *ngets)
+{
+    int readonly = 1;
+    for (uint32_t j = 2; j < argc; j++) {
+        uint32_t rem = argc - j - 1;
+        int get = ocmd_is(argv[j], "get") && rem >= 2;
+        int write = (ocmd_is(argv[j], "set") || ocmd_is(argv[j], "incrby")) && rem >= 3;
+        if (!get && !write) {
+            if (ocmd_is(argv[j], "overflow") && rem >= 1) {
+                j++;
+                if (!ocmd_is(argv[j], "wrap") && !ocmd_is(argv[j], "sat") &&
+                    !ocmd_is(argv[j], "fail")) {
+                    ocmd_error(c, "ERR Invalid OVERFLOW type specified");
+                    return -1;
+                }
+                continue;
+            }
+            ocmd_error(c, OCMD_ERR_SYNTAX);
+            return -1;
+        }
+        int sign, nbits;
+        uint64_t offset;
+        int64_t value;
+        if (bf_type(argv[j + 1], &sign, &nbits) != 0) {
+            ocmd_error(c, ERR_BFTYPE);
+            return -1;
+        }
+        if (bf_offset(c, argv[j + 2], nbits, &offset) != 0) {
+            ocmd_error(c, ERR_BFOFFSET);
+            return -1;
+        }
+        if (write && !ocmd_ll(argv[j + 3], &value)) {
+            ocmd_error(c, OCMD_ERR_INT);
+            return -1;
+        }
+        readonly &= !write;
+        j += write ? 3 : 2;
+        if (p == NULL) {
+            *ngets += get;
+            continue;
+        }
+        uint64_t v = bf_get(p, len, offset, nbits);
+        if (sign && nbits < 64 && (v >> (nbits - 1)) & 1)
+            v |= UINT64_MAX << nbits; /* sign-extended */
+        ocmd_int(c, (int64_t)v); /* a u63 fits too */
+    }
+    if (!readonly) {
+        ocmd_error(c, "ERR BITFIELD_RO only supports the GET subcommand");
+        return -1;
+    }
+    return 0;
+}
+
+/* BITFIELD_RO key [GET type offset ...]: every subcommand checked before
+ * the key is read, as Redis does; a missing key reads as zeros. */
+int ocmd_bitfield_ro_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
+                         uint32_t argc)
+{
+    int64_t ngets = 0;
+    if (bf_walk(c, argv, argc, NULL, 0, &ngets) != 0)
+        return ocmd_done(c);
+    struct resp_slice cs;
+    const struct resp_slice *cp;
+    if (current(c, argv[1], &cs, &cp) != HKV_OK)
+        return HKV_EAGAIN;
+    ocmd_array(c, ngets);
+    bf_walk(c, argv, argc, (const unsigned char *)(cp != NULL ? cp->p : ""), cp != NULL ? cp->len : 0,
+            &ngets);
+    return ocmd_done(c);
 }

@@ -42,6 +42,7 @@ const struct ocmd_row ocmd_table[CMD_COUNT] = {
     ROW(BITCOUNT, ocmd_bitcount_cmd)
     ROW(BITPOS, ocmd_bitpos_cmd)
     ROW(LCS, ocmd_lcs_cmd)
+    ROW(BITFIELD_RO, ocmd_bitfield_ro_cmd)
     /* keyspace */
     ROW(DEL, ocmd_del_cmd)
     ROW(UNLINK, ocmd_del_cmd)

@@ -763,6 +763,68 @@ START_TEST(replies_match_redis_server)
 }
 END_TEST
 
+/* BITFIELD_RO, added as a command the owner runs (proto/cmd.h, a CALL row in
+ * edge_registry.c, owner_cmd_bits.c): the GET fields of a value, bits past
+ * its end as zeros, Redis's errors in Redis's order, inside MULTI too; and,
+ * where redis-server is installed, the same bytes as Redis 7.0. */
+START_TEST(bitfield_ro_reads_fields_as_redis)
+{
+    up();
+    EXPECT("+OK", "SET", "bf", "\xff\x01");
+    EXPECT("[:255, :-1, :1, :0]", "BITFIELD_RO", "bf", "GET", "u8", "0", "GET", "i8", "0",
+           "GET", "u8", "#1", "GET", "u4", "16");
+    EXPECT("[:510, :1]", "BITFIELD_RO", "bf", "GET", "u9", "#0", "GET", "i4", "#3");
+    EXPECT("[:0]", "BITFIELD_RO", "bf-none", "GET", "i64", "0");
+    EXPECT("[]", "BITFIELD_RO", "bf");
+    EXPECT("[:255]", "BITFIELD_RO", "bf", "OVERFLOW", "SAT", "GET", "u8", "0");
+    EXPECT("-ERR BITFIELD_RO only supports the GET subcommand", "BITFIELD_RO", "bf", "SET", "u8",
+           "0", "1");
+    EXPECT("-ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not "
+           "supported but i64 is.", "BITFIELD_RO", "bf", "GET", "u64", "0");
+    EXPECT("-ERR bit offset is not an integer or out of range", "BITFIELD_RO", "bf", "GET", "u8",
+           "-1");
+    EXPECT("-ERR syntax error", "BITFIELD_RO", "bf", "GET", "u8");
+    EXPECT("-ERR Invalid OVERFLOW type specified", "BITFIELD_RO", "bf", "OVERFLOW", "x");
+    EXPECT("-ERR wrong number of arguments for 'bitfield_ro' command", "BITFIELD_RO");
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "BITFIELD_RO", "bf", "GET", "u1", "0");
+    EXPECT("[[:1]]", "EXEC");
+    if (access("/usr/bin/redis-server", X_OK) == 0) {
+        int rport = h_free_port();
+        pid_t rpid = redis_start(rport);
+        int r = h_connect(rport);
+        ck_assert_int_ge(r, 0);
+        static const char *const script[][12] = {
+            {"SET", "{c}bf", "hotkvd"},
+            {"BITFIELD_RO", "{c}bf", "GET", "i5", "3", "GET", "u63", "1", "GET", "i64", "#0"},
+            {"BITFIELD_RO", "{c}bf", "GET", "i16", "#2", "GET", "u1", "47", "GET", "u7", "45"},
+            {"BITFIELD_RO", "{c}bf", "GET", "I8", "0"}, {"BITFIELD_RO", "{c}bf", "GET", "i0", "0"},
+            {"BITFIELD_RO", "{c}bf", "GET", "u8", "#x"}, {"BITFIELD_RO", "{c}bf", "INCRBY"},
+            {"BITFIELD_RO", "{c}bf", "INCRBY", "u8", "0", "x"},
+            {"BITFIELD_RO", "{c}bf", "GET", "u8", "4294967296"},
+            {"BITFIELD_RO", "{c}none", "GET", "u8", "8", "OVERFLOW", "FAIL", "GET", "i3", "1"},
+        };
+        for (size_t i = 0; i < sizeof(script) / sizeof(script[0]); i++) {
+            int n = 0;
+            while (n < 12 && script[i][n] != NULL)
+                n++;
+            struct h_reply *want = h_cmd(r, n, (const char **)script[i]);
+            struct h_reply *got = h_cmd(fd, n, (const char **)script[i]);
+            ck_assert_ptr_nonnull(want);
+            ck_assert_ptr_nonnull(got);
+            ck_assert_msg(strcmp(want->raw, got->raw) == 0, "script %zu: redis %s, hotkvd %s", i,
+                          want->raw, got->raw);
+            h_free(want);
+            h_free(got);
+        }
+        close(r);
+        kill(rpid, SIGTERM);
+        ck_assert_int_ge(h_wait(rpid, 5000), 0);
+    }
+    down();
+}
+END_TEST
+
 Suite *tx_suite(void)
 {
     Suite *s = suite_create("tx");
@@ -788,6 +850,7 @@ Suite *tx_suite(void)
         {"durable", durable_writes_of_a_transaction_commit_together},
         {"redis_py", redis_py_pipeline_and_transaction_helper},
         {"vs_redis", replies_match_redis_server},
+        {"bitfield_ro", bitfield_ro_reads_fields_as_redis},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
