@@ -95,6 +95,13 @@ const char *cmd_expire_conflict(unsigned f)
     return NULL;
 }
 
+int cmd_expire_applies(unsigned f, int64_t cur, int64_t want)
+{
+    return !((f & CMD_EXPIRE_NX) && cur != -1) && !((f & CMD_EXPIRE_XX) && cur == -1) &&
+           !((f & CMD_EXPIRE_GT) && (cur == -1 || want <= cur)) &&
+           !((f & CMD_EXPIRE_LT) && cur != -1 && want >= cur);
+}
+
 enum cmd_opts_rc cmd_expire_time(const char *p, size_t n, int seconds, int rel, int64_t now_ms,
                                  int64_t *ms)
 {

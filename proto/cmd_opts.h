@@ -85,6 +85,12 @@ const char *cmd_expire_conflict(unsigned flags);
 enum cmd_opts_rc cmd_expire_time(const char *p, size_t n, int seconds, int rel, int64_t now_ms,
                                  int64_t *ms);
 
+/* Whether EXPIRE with flags applies to a live key whose deadline is cur
+ * (-1: none, else any clock) when the new one is want (the same clock):
+ * Redis 7's NX (no deadline yet), XX (one already), GT (later than it; none
+ * counts as infinite), LT (earlier). */
+int cmd_expire_applies(unsigned flags, int64_t cur, int64_t want);
+
 /* 1 if the word is lit (lower case), compared as Redis's strcasecmp on the
  * word as a C string. */
 int cmd_opts_is(const char *p, size_t n, const char *lit);

@@ -184,6 +184,11 @@ static inline int ocmd_done(const struct ocmd *c) { return c->status; }
 /* "ERR invalid expire time in '<name>' command" */
 void ocmd_error_expire(struct ocmd *c, const struct cmd_def *d);
 
+/* Why an INCRBY the ledger refused (HKV_EINVAL) was refused, as Redis tells
+ * it: v the key's value (NULL: none), not an integer, or else the sum would
+ * overflow.  The typed INCRBY (owner_ops.c) answers with the same text. */
+const char *ocmd_incr_refusal(const struct ledger_view *v);
+
 /* Argument parsing as Redis: an int64 by string2ll (1 and *out, or 0); an
  * option word compared as Redis's strcasecmp on a C string (the bytes up to
  * a NUL). */

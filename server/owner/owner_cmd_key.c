@@ -118,9 +118,7 @@ int ocmd_expire_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_s
         return ocmd_done(c);
     }
     int64_t cur = v.expire_at_ms != 0 ? v.expire_at_ms : -1;
-    if (((f & CMD_EXPIRE_NX) && cur != -1) || ((f & CMD_EXPIRE_XX) && cur == -1) ||
-        ((f & CMD_EXPIRE_GT) && (cur == -1 || when <= cur)) ||
-        ((f & CMD_EXPIRE_LT) && cur != -1 && when >= cur)) {
+    if (!cmd_expire_applies(f, cur, when)) {
         ocmd_int(c, 0);
         return ocmd_done(c);
     }

@@ -269,9 +269,7 @@ int ocmd_incr_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_sli
     if (rc == HKV_EINVAL) {
         /* not an integer, or the sum overflows: Redis checks in that order */
         struct ledger_view v;
-        int64_t cur;
-        int isnum = ocmd_get(c, argv[1], &v) != HKV_OK || ocmd_ll(wire_slice(v.val, v.vlen), &cur);
-        ocmd_error(c, isnum ? "ERR increment or decrement would overflow" : OCMD_ERR_INT);
+        ocmd_error(c, ocmd_incr_refusal(ocmd_get(c, argv[1], &v) == HKV_OK ? &v : NULL));
         return ocmd_done(c);
     }
     if (rc != HKV_OK)

@@ -270,6 +270,14 @@ void ocmd_error_expire(struct ocmd *c, const struct cmd_def *d)
 
 /* ---- arguments ---- */
 
+const char *ocmd_incr_refusal(const struct ledger_view *v)
+{
+    int64_t cur;
+    /* a NUL inside ("3\0") is not a number: Redis reads the whole value */
+    int isnum = v == NULL || strops_parse_ll(v->val, v->vlen, &cur);
+    return isnum ? "ERR increment or decrement would overflow" : OCMD_ERR_INT;
+}
+
 int ocmd_ll(struct wire_slice s, int64_t *out)
 {
     return strops_parse_ll(s.p, s.len, out);

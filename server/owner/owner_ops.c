@@ -31,6 +31,8 @@
 #include <time.h>
 
 #include "proto/cmd.h"
+#include "proto/cmd_opts.h"
+#include "server/owner/owner_cmd.h"
 #include "server/owner/owner_int.h"
 #include "server/owner/owner_move_int.h"
 
@@ -84,28 +86,6 @@ static int uncommitted(struct owner *o, struct olink *l, const struct ledger_vie
         return 0;
     owner_park_commit(o, l, payload, plen);
     return 1;
-}
-
-/* A base-10 int64 as Redis's string2ll accepts it, over the value's bytes
- * (a NUL inside, "3\0", is not a number: Redis reads the whole value). */
-static int is_int64(const char *p, size_t n)
-{
-    size_t i = 0;
-    if (n == 0 || n > 20)
-        return 0;
-    if (n == 1 && p[0] == '0')
-        return 1;
-    if (p[0] == '-' && ++i == n)
-        return 0;
-    if (p[i] < '1' || p[i] > '9')
-        return 0;
-    uint64_t v = 0;
-    for (; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9' || v > (UINT64_MAX - (uint64_t)(p[i] - '0')) / 10)
-            return 0;
-        v = v * 10 + (uint64_t)(p[i] - '0');
-    }
-    return p[0] == '-' ? v <= (uint64_t)INT64_MAX + 1 : v <= (uint64_t)INT64_MAX;
 }
 
 static void op_get(struct owner *o, struct olink *l, const struct wire_msg *m, const char *payload,
@@ -303,11 +283,8 @@ static void op_incrby(struct owner *o, struct olink *l, const struct wire_msg *m
         struct ledger_view v;
         /* Tell overflow from "not an integer", as Redis does.  Not recorded:
          * nothing was applied, and a retry is judged on the value it finds. */
-        int isnum = ledger_get(o->ledger, key.p, key.len, owner_clock(), &v) != HKV_OK ||
-                    is_int64(v.val, v.vlen);
-        reply_error(l, m->id, HKV_EINVAL,
-                    isnum ? "ERR increment or decrement would overflow"
-                          : "ERR value is not an integer or out of range");
+        int found = ledger_get(o->ledger, key.p, key.len, owner_clock(), &v) == HKV_OK;
+        reply_error(l, m->id, HKV_EINVAL, ocmd_incr_refusal(found ? &v : NULL));
         return;
     }
     owner_push_applied(o, key, r.version);
@@ -337,16 +314,9 @@ static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m
         if (m->u.expire.exp.kind == WIRE_EXP_ABS &&
             __builtin_sub_overflow(m->u.expire.exp.ms, now.wall_ms, &want))
             want = INT64_MIN;
-        int ok = ttl != -2;
-        if ((f & WIRE_EXPIRE_NX) && ttl != -1)
-            ok = 0;
-        if ((f & WIRE_EXPIRE_XX) && ttl == -1)
-            ok = 0;
-        if ((f & WIRE_EXPIRE_GT) && (ttl == -1 || want <= ttl))
-            ok = 0;
-        if ((f & WIRE_EXPIRE_LT) && ttl != -1 && want >= ttl)
-            ok = 0;
-        if (!ok) {
+        /* the rule EXPIRE inside CALL/EXEC follows too (proto/cmd_opts.h;
+         * WIRE_EXPIRE_* are its flags, edge_write.c asserts it) */
+        if (ttl == -2 || !cmd_expire_applies(f, ttl, want)) {
             owner_finish(o, l, m->id, m->u.expire.rid, &r, NULL, 0, r.version);
             return;
         }

@@ -127,6 +127,18 @@ START_TEST(expire_flags_and_times)
     ck_assert_int_eq(cmd_expire_time("9223372036854775807", 19, 0, 1, now, &ms),
                      CMD_OPTS_BAD_TIME);
     ck_assert_int_eq(cmd_expire_time("9223372036854775807", 19, 0, 0, now, &ms), CMD_OPTS_OK);
+    /* NX XX GT LT against the current deadline (-1: none, infinite for GT/LT) */
+    ck_assert(cmd_expire_applies(0, -1, 5));
+    ck_assert(cmd_expire_applies(CMD_EXPIRE_NX, -1, 5));
+    ck_assert(!cmd_expire_applies(CMD_EXPIRE_NX, 10, 5));
+    ck_assert(!cmd_expire_applies(CMD_EXPIRE_XX, -1, 5));
+    ck_assert(cmd_expire_applies(CMD_EXPIRE_XX, 10, 5));
+    ck_assert(!cmd_expire_applies(CMD_EXPIRE_GT, -1, 5));
+    ck_assert(!cmd_expire_applies(CMD_EXPIRE_GT, 10, 10));
+    ck_assert(cmd_expire_applies(CMD_EXPIRE_GT, 10, 11));
+    ck_assert(cmd_expire_applies(CMD_EXPIRE_LT, -1, 5));
+    ck_assert(!cmd_expire_applies(CMD_EXPIRE_LT, 10, 10));
+    ck_assert(cmd_expire_applies(CMD_EXPIRE_XX | CMD_EXPIRE_LT, 10, 9));
 }
 END_TEST
 
