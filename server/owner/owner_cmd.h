@@ -199,49 +199,40 @@ static inline struct resp_slice ocmd_rs(struct wire_slice s)
     return (struct resp_slice){s.p, s.len};
 }
 
-/* ---- handlers, by family (the table's rows point at them) ---- */
+/* ---- handlers, by family ---- */
 
-/* owner_cmd_str.c */
-int ocmd_get_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_set_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_setnx_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_setex_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_getset_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_getdel_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_getex_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_mget_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_mset_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_strlen_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_incr_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-/* owner_cmd_bits.c (proto/strops.h) */
-int ocmd_append_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_setrange_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
-                      uint32_t);
-int ocmd_getrange_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
-                      uint32_t);
-int ocmd_incrbyfloat_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
-                         uint32_t);
-int ocmd_setbit_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_getbit_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_bitcount_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
-                      uint32_t);
-int ocmd_bitpos_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_lcs_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_bitfield_ro_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
-                         uint32_t);
-/* owner_cmd_key.c */
-int ocmd_del_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_exists_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_type_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_expire_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_persist_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
-                     uint32_t);
-int ocmd_ttl_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_rename_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_copy_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
-int ocmd_flushall_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *,
-                      uint32_t);
-/* owner_cmd_obj.c */
-int ocmd_object_cmd(struct ocmd *, const struct cmd_def *, const struct wire_slice *, uint32_t);
+/* Which handler runs each command the owner runs: X(cmd id, handler) for
+ * the handler ocmd_<handler>_cmd, one line per command (a handler shared by
+ * several commands tells them apart by d->id).  This one list makes both
+ * the prototypes below and the table (owner_cmds.c), so a new command the
+ * owner runs is a line here and its handler in its family's file. */
+#define OCMD_ROWS(X)                                                          \
+    /* owner_cmd_str.c: plain strings */                                     \
+    X(GET, get) X(SET, set) X(SETNX, setnx) X(SETEX, setex) X(PSETEX, setex)  \
+    X(GETSET, getset) X(GETDEL, getdel) X(GETEX, getex) X(MGET, mget)         \
+    X(MSET, mset) X(MSETNX, mset) X(STRLEN, strlen) X(INCR, incr)             \
+    X(DECR, incr) X(INCRBY, incr) X(DECRBY, incr)                             \
+    /* owner_cmd_bits.c: strings computed by proto/strops, BITFIELD_RO */    \
+    X(APPEND, append) X(SETRANGE, setrange) X(GETRANGE, getrange)             \
+    X(SUBSTR, getrange) X(INCRBYFLOAT, incrbyfloat) X(SETBIT, setbit)         \
+    X(GETBIT, getbit) X(BITCOUNT, bitcount) X(BITPOS, bitpos) X(LCS, lcs)     \
+    X(BITFIELD_RO, bitfield_ro)                                               \
+    /* owner_cmd_key.c: the keyspace */                                      \
+    X(DEL, del) X(UNLINK, del) X(EXISTS, exists) X(TOUCH, exists)             \
+    X(TYPE, type) X(EXPIRE, expire) X(PEXPIRE, expire) X(EXPIREAT, expire)    \
+    X(PEXPIREAT, expire) X(PERSIST, persist) X(TTL, ttl) X(PTTL, ttl)         \
+    X(EXPIRETIME, ttl) X(PEXPIRETIME, ttl) X(RENAME, rename)                  \
+    X(RENAMENX, rename) X(COPY, copy) X(FLUSHALL, flushall)                   \
+    X(FLUSHDB, flushall)                                                      \
+    /* owner_cmd_obj.c */                                                    \
+    X(OBJECT, object)
+
+/* A handler shared by several commands is declared once per command: the
+ * same prototype again, which C allows. */
+#define OCMD_PROTO(id, fn)                                                     \
+    int ocmd_##fn##_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv, \
+                        uint32_t argc);
+OCMD_ROWS(OCMD_PROTO)
+#undef OCMD_PROTO
 
 #endif

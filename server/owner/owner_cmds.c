@@ -1,70 +1,19 @@
 /*
  * owner_cmds.c - the owner's command table (owner_cmd.h): which handler runs
- * each command the owner runs for CALL and EXEC, indexed by proto/cmd.h's id.
- * Everything else about a command (name, arity, key positions, whether it
- * writes) is proto/cmd.h's; the handlers live in family files
- * (owner_cmd_str.c, owner_cmd_bits.c, owner_cmd_key.c, owner_cmd_obj.c), so
- * adding a command the owner runs is one row here plus its handler.
+ * each command the owner runs for CALL and EXEC, indexed by proto/cmd.h's id,
+ * made from owner_cmd.h's OCMD_ROWS list.  Everything else about a command
+ * (name, arity, key positions, whether it writes) is proto/cmd.h's; the
+ * handlers live in family files (owner_cmd_str.c, owner_cmd_bits.c,
+ * owner_cmd_key.c, owner_cmd_obj.c).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "server/owner/owner_cmd.h"
 
-#define ROW(ID, fn) [CMD_##ID] = {fn},
+#define ROW(id, fn) [CMD_##id] = {ocmd_##fn##_cmd},
 
-const struct ocmd_row ocmd_table[CMD_COUNT] = {
-    /* strings */
-    ROW(GET, ocmd_get_cmd)
-    ROW(SET, ocmd_set_cmd)
-    ROW(SETNX, ocmd_setnx_cmd)
-    ROW(SETEX, ocmd_setex_cmd)
-    ROW(PSETEX, ocmd_setex_cmd)
-    ROW(GETSET, ocmd_getset_cmd)
-    ROW(GETDEL, ocmd_getdel_cmd)
-    ROW(GETEX, ocmd_getex_cmd)
-    ROW(MGET, ocmd_mget_cmd)
-    ROW(MSET, ocmd_mset_cmd)
-    ROW(MSETNX, ocmd_mset_cmd)
-    ROW(STRLEN, ocmd_strlen_cmd)
-    ROW(INCR, ocmd_incr_cmd)
-    ROW(DECR, ocmd_incr_cmd)
-    ROW(INCRBY, ocmd_incr_cmd)
-    ROW(DECRBY, ocmd_incr_cmd)
-    /* strings computed by proto/strops */
-    ROW(APPEND, ocmd_append_cmd)
-    ROW(SETRANGE, ocmd_setrange_cmd)
-    ROW(GETRANGE, ocmd_getrange_cmd)
-    ROW(SUBSTR, ocmd_getrange_cmd)
-    ROW(INCRBYFLOAT, ocmd_incrbyfloat_cmd)
-    ROW(SETBIT, ocmd_setbit_cmd)
-    ROW(GETBIT, ocmd_getbit_cmd)
-    ROW(BITCOUNT, ocmd_bitcount_cmd)
-    ROW(BITPOS, ocmd_bitpos_cmd)
-    ROW(LCS, ocmd_lcs_cmd)
-    ROW(BITFIELD_RO, ocmd_bitfield_ro_cmd)
-    /* keyspace */
-    ROW(DEL, ocmd_del_cmd)
-    ROW(UNLINK, ocmd_del_cmd)
-    ROW(EXISTS, ocmd_exists_cmd)
-    ROW(TOUCH, ocmd_exists_cmd)
-    ROW(TYPE, ocmd_type_cmd)
-    ROW(EXPIRE, ocmd_expire_cmd)
-    ROW(PEXPIRE, ocmd_expire_cmd)
-    ROW(EXPIREAT, ocmd_expire_cmd)
-    ROW(PEXPIREAT, ocmd_expire_cmd)
-    ROW(PERSIST, ocmd_persist_cmd)
-    ROW(TTL, ocmd_ttl_cmd)
-    ROW(PTTL, ocmd_ttl_cmd)
-    ROW(EXPIRETIME, ocmd_ttl_cmd)
-    ROW(PEXPIRETIME, ocmd_ttl_cmd)
-    ROW(RENAME, ocmd_rename_cmd)
-    ROW(RENAMENX, ocmd_rename_cmd)
-    ROW(COPY, ocmd_copy_cmd)
-    ROW(FLUSHALL, ocmd_flushall_cmd)
-    ROW(FLUSHDB, ocmd_flushall_cmd)
-    ROW(OBJECT, ocmd_object_cmd)
-};
+const struct ocmd_row ocmd_table[CMD_COUNT] = {OCMD_ROWS(ROW)};
 
 #undef ROW
 
