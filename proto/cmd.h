@@ -7,17 +7,19 @@
  * indexed by cmd_id that hold a handler and nothing this table says: the
  * edge's registry (server/edge/edge_registry.c: handler and family) and, for
  * commands an owner runs from their words (CALL, EXEC), the owner's handler
- * table (server/owner/owner_cmds.c).  The unit suite cmd_table checks that
- * every id has an edge row and every owner-run write an owner handler.
+ * table (server/owner/owner_cmds.c, made from owner_cmd.h's OCMD_ROWS).  The
+ * unit suite cmd_table checks that every id has an edge row and every
+ * owner-run write an owner handler.
  *
  * Arity follows Redis: N means exactly N words including the name, -N means
  * at least N.  Keys are described by first/last/step as in Redis's COMMAND
  * reply (last -1 = the last argument).
  *
  * Adding a command: a row here, its edge handler in its family's file and a
- * row in edge_registry.c; a command an owner runs (a write, or a read
- * computed at the owner) also gets its owner handler in an owner_cmd_*.c
- * file and a row in owner_cmds.c.
+ * row in edge_registry.c; a command an owner runs from its words (the CALL
+ * family: edge_call.c needs nothing new) gets an OCMD_ROWS entry in
+ * server/owner/owner_cmd.h and its handler in an owner_cmd_*.c file
+ * (BITFIELD_RO was added so: 4 files, 3 of them one line).
  */
 #ifndef HKV_CMD_H
 #define HKV_CMD_H
