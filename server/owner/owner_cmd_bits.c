@@ -345,7 +345,7 @@ int ocmd_bitfield_ro_cmd(struct ocmd *c, const struct cmd_def *d, const struct w
     if (current(c, argv[1], &cs, &cp) != HKV_OK)
         return HKV_EAGAIN;
     ocmd_array(c, ngets);
-    bf_walk(c, argv, argc, (const unsigned char *)(cp != NULL ? cp->p : ""), cp != NULL ? cp->len : 0,
-            &ngets);
+    const unsigned char *p = (const unsigned char *)(cp != NULL ? cp->p : "");
+    bf_walk(c, argv, argc, p, cp != NULL ? cp->len : 0, &ngets);
     return ocmd_done(c);
 }

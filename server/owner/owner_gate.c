@@ -3,12 +3,14 @@
  * ledger, and the way every write is finished, shared by the wire-kind
  * executor (owner_ops.c) and the Redis command executor (owner_call.c) so
  * both keep one set of rules, run once per request by owner_gate_admit and
- * owner_gate_ready from the command's flags (proto/cmd.h): is this write a retry (answer it from its
- * completion record, or "outcome unknown" when a record of it may have been
- * forgotten: owner_rifl.h's rule), then is the key ours (else MOVED: the
- * order matters, a MOVED must mean "no record here, none forgotten"), is there room in the
- * persist backlog, does the key hold a durable write not yet committed; and
- * at the end, record the result and send it or hold it for its commit.
+ * owner_gate_ready from the command's flags (proto/cmd.h): is this write a
+ * retry (answer it from its completion record, or "outcome unknown" when a
+ * record of it may have been forgotten: owner_rifl.h's rule), then is the
+ * key ours (else MOVED: the order matters, a MOVED must mean "no record
+ * here, none forgotten"), is there room in the persist backlog, is every key
+ * resident (requests of several keys), does a key hold a durable write not
+ * yet committed; and at the end, record the result and send it or hold it
+ * for its commit.
  *
  * It sits below both executors and above the link, ticket and persistence
  * layers: it calls down only (owner_int.h has the map).

@@ -12,8 +12,9 @@
  * declaration (proto/cmd.h), as CALL and EXEC do: is it a retry, is the key
  * ours (else MOVED), is there room in the persist backlog, is it resident
  * (else park it until the reader thread brings the row), does it hold a
- * durable write not yet committed, then the ledger call.  A durable-class write that applied is not answered here: its
- * reply is held until the commit that contains it (owner_ticket.c).
+ * durable write not yet committed, then the ledger call.  A durable-class
+ * write that applied is not answered here: its reply is held until the
+ * commit that contains it (owner_ticket.c).
  *
  * Writes are applied in the order they arrive and the ledger gives each the
  * key's next version; nothing an edge sends decides the order.  Before a
