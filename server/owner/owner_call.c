@@ -52,7 +52,7 @@ struct job {
     uint8_t proto;
     const struct wire_cmd *cmds;
     uint32_t ncmds;
-    const struct cmd_def **defs;   /* per command, NULL: unknown or bad arity */
+    const struct cmd_def **defs;    /* per command, NULL: unknown or bad arity */
     const struct wire_watch *watch;
     uint32_t nwatch;
     int exec;                       /* an EXEC: an array reply, watches */
@@ -214,7 +214,8 @@ static void conclude(struct owner *o, struct olink *l, const struct job *j, stru
 static void run_job(struct owner *o, struct olink *l, struct job *j, const char *payload,
                     size_t plen)
 {
-    /* the gates of a typed request, over every key of every command */
+    /* the gates a typed request passes (owner_gate.c), over every key of every
+     * command: a retry first, its record answers it wherever its keys are now */
     struct owner_req req = {.id = j->id, .rid = j->rid,
                             .flags = j->write ? CMD_F_WRITE : CMD_F_READ, .each = each_key,
                             .src = j, .resident = 1, .payload = payload, .plen = plen};
