@@ -407,27 +407,29 @@ static int store(struct cache *c, const char *key, size_t klen, uint64_t khash, 
     return HKV_OK;
 }
 
-int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
-              size_t vlen, int negative, hkv_stamp stamp, int64_t fresh_until,
-              int64_t keep_until, int64_t expire_at, int64_t now)
+int cache_put(struct cache *c, const struct cache_entry *in, int64_t now)
 {
-    if (c == NULL || (key == NULL && klen > 0) || (val == NULL && vlen > 0) ||
-        (negative && vlen > 0))
+    if (c == NULL || in == NULL)
+        return HKV_EINVAL;
+    const char *key = in->key;
+    size_t klen = in->klen, vlen = in->vlen;
+    hkv_stamp stamp = in->stamp;
+    if ((key == NULL && klen > 0) || (in->val == NULL && vlen > 0) || (in->negative && vlen > 0))
         return HKV_EINVAL;
     if (vlen > c->max_value || klen > KLEN_MAX || vlen > c->page_size ||
         SLOT_HDR + 8 + klen + vlen > c->page_size)
         return HKV_ETOOBIG;
     if (cache_forgotten(c, stamp))
         return HKV_ESTALE; /* from before a FLUSHALL */
-    uint64_t mh = cache_mix(khash);
-    uint32_t fl = SF_LIVE | (negative ? SF_NEG : 0) | (expire_at != 0 ? SF_EXP : 0);
+    uint64_t mh = cache_mix(in->khash);
+    uint32_t fl = SF_LIVE | (in->negative ? SF_NEG : 0) | (in->expire_at != 0 ? SF_EXP : 0);
     struct slot_meta m = {.stamp = stamp,
                           .stored_at = now,
-                          .fresh_d = delta_of(fresh_until, now, 0),
-                          .keep_d = delta_of(keep_until, now, 0),
+                          .fresh_d = delta_of(in->fresh_until, now, 0),
+                          .keep_d = delta_of(in->keep_until, now, 0),
                           .tf = mix_tag(mh) << 4 | fl,
                           .kv = (uint32_t)klen << VLEN_BITS | (uint32_t)vlen};
-    return store(c, key, klen, khash, val, vlen, &m, expire_at, now);
+    return store(c, key, klen, in->khash, in->val, vlen, &m, in->expire_at, now);
 }
 
 int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t khash,

@@ -186,8 +186,17 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         if (!lifetimes(e, rt->cls, rt->hash, sent_ms, now, (int64_t)m->u.value.expire_ms, &fu,
                        &ku))
             return;
-        int rc = cache_put(e->cache, key, klen, rt->hash, m->u.value.value.p, m->u.value.value.len,
-                           0, m->u.value.stamp, fu, ku, (int64_t)m->u.value.expire_ms, now);
+        int rc = cache_put(e->cache,
+                           &(struct cache_entry){.key = key,
+                                                 .klen = klen,
+                                                 .khash = rt->hash,
+                                                 .val = m->u.value.value.p,
+                                                 .vlen = m->u.value.value.len,
+                                                 .stamp = m->u.value.stamp,
+                                                 .fresh_until = fu,
+                                                 .keep_until = ku,
+                                                 .expire_at = (int64_t)m->u.value.expire_ms},
+                           now);
         if (rc == HKV_ETOOBIG)
             cache_count(e->cache, CACHE_CTR_cache_not_cached_too_big, 1);
         if (rc == HKV_OK) /* a version a missed push never brought wakes its readers too */
@@ -200,8 +209,15 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         if (m->u.notfound.stamp == 0)
             forget_held(e, key, klen, rt->hash, now);
         if (ttl > 0 && sent_ms + ttl > now)
-            cache_put(e->cache, key, klen, rt->hash, NULL, 0, 1, m->u.notfound.stamp,
-                      sent_ms + ttl, sent_ms + ttl, 0, now);
+            cache_put(e->cache,
+                      &(struct cache_entry){.key = key,
+                                            .klen = klen,
+                                            .khash = rt->hash,
+                                            .negative = 1,
+                                            .stamp = m->u.notfound.stamp,
+                                            .fresh_until = sent_ms + ttl,
+                                            .keep_until = sent_ms + ttl},
+                      now);
     }
 }
 
@@ -214,7 +230,16 @@ void edge_cache_wrote(struct edge *e, const char *key, size_t klen, const struct
     router_route(e->router, key, klen, &rt);
     int64_t fu, ku;
     if (!(v != NULL && lifetimes(e, rt.cls, rt.hash, base_ms, now, expire_at, &fu, &ku) &&
-          cache_put(e->cache, key, klen, rt.hash, v->p, v->len, 0, version, fu, ku, expire_at,
+          cache_put(e->cache,
+                    &(struct cache_entry){.key = key,
+                                          .klen = klen,
+                                          .khash = rt.hash,
+                                          .val = v->p,
+                                          .vlen = v->len,
+                                          .stamp = version,
+                                          .fresh_until = fu,
+                                          .keep_until = ku,
+                                          .expire_at = expire_at},
                     now) == HKV_OK))
         cache_invalidate(e->cache, key, klen, rt.hash, version, now + EDGE_FILL_HORIZON_MS, now);
     changes_note(e->changes, rt.hash, version); /* wakes the key's readers in the colo */
@@ -242,8 +267,17 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
     int64_t now = now_ms(), fu, ku;
     int rc;
     if (lifetimes(e, rt.cls, rt.hash, now, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
-        rc = cache_put(e->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len, 0,
-                       m->u.push.stamp, fu, ku, (int64_t)m->u.push.expire_ms, now);
+        rc = cache_put(e->cache,
+                       &(struct cache_entry){.key = k.p,
+                                             .klen = k.len,
+                                             .khash = rt.hash,
+                                             .val = m->u.push.value.p,
+                                             .vlen = m->u.push.value.len,
+                                             .stamp = m->u.push.stamp,
+                                             .fresh_until = fu,
+                                             .keep_until = ku,
+                                             .expire_at = (int64_t)m->u.push.expire_ms},
+                       now);
     else
         rc = cache_invalidate(e->cache, k.p, k.len, rt.hash, m->u.push.stamp,
                               now + EDGE_FILL_HORIZON_MS, now);
