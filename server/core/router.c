@@ -132,6 +132,11 @@ uint64_t router_generation(const struct router *r, enum cfg_pool pool)
     return r->pools[pool].generation;
 }
 
+const struct cfg_class *router_class(const struct router *r, const char *key, size_t len)
+{
+    return cfg_class_for(r->cfg, key, len);
+}
+
 void router_route(const struct router *r, const char *key, size_t len, struct route *out)
 {
     const struct cfg_class *cls = cfg_class_for(r->cfg, key, len);

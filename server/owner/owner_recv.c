@@ -371,7 +371,7 @@ void recv_prepare(struct owner *o, struct rmove *r)
 
 void recv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
 {
-    const struct cfg *cfg = o->ctx->cfg;
+    const struct owner_opts *opts = &o->opts;
     char why[200] = "", host[64];
     struct orecv *rv = o->recv;
     if (m->type != HANDOFF_BEGIN || rv == NULL) {
@@ -390,8 +390,8 @@ void recv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
     for (int i = 0; i < OWN_RECV_MAX && r == NULL; i++)
         if (rv->m[i].phase == R_FREE)
             r = &rv->m[i];
-    if (m->u.begin.cluster.len != strlen(cfg->cluster) ||
-        memcmp(m->u.begin.cluster.p, cfg->cluster, m->u.begin.cluster.len) != 0)
+    if (m->u.begin.cluster.len != strlen(opts->cluster) ||
+        memcmp(m->u.begin.cluster.p, opts->cluster, m->u.begin.cluster.len) != 0)
         snprintf(why, sizeof(why), "BEGIN for another cluster");
     else if (!owner_hlink_peer_is(h, host, why + 20, sizeof(why) - 20))
         memcpy(why, "peer not its host: ", 20);

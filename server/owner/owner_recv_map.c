@@ -133,7 +133,7 @@ void owner_recv_stats(const struct owner *o, struct orecv_stats *out)
 
 int owner_recv_setup(struct owner *o)
 {
-    if (o->ctx->cfg->cluster[0] == '\0')
+    if (o->opts.cluster[0] == '\0')
         return 0;
     o->recv = calloc(1, sizeof(*o->recv));
     if (o->recv == NULL || owner_hlink_setup(o, recv_on_accept) != 0)
