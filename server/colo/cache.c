@@ -196,7 +196,7 @@ int cache_create(const struct cache_opts *o, struct cache **out)
     for (uint32_t s = 0; s < c->nstripes; s++) {
         if (seg_lock_init(&stripe_at(c, s)->mu) != HKV_OK)
             goto nomem;
-        table_init_stripe(c, s);
+        cache_table_init_stripe(c, s);
     }
     if (seg_lock_init(&c->sk->mu) != HKV_OK)
         goto nomem;
@@ -385,25 +385,25 @@ static int store(struct cache *c, const char *key, size_t klen, uint64_t khash, 
     uint32_t cls = class_for(SLOT_HDR + m_extra(m) + klen + vlen);
     uint64_t mh = cache_mix(khash);
     uint32_t s = mix_stripe(c, mh), pos, ocls, page, j;
-    int rc = stripe_lock(c, s);
+    int rc = cache_stripe_lock(c, s);
     if (rc != HKV_OK)
         return rc;
-    struct slot *old = table_find(c, s, mh, key, klen, &pos, &ocls);
+    struct slot *old = cache_table_find(c, s, mh, key, klen, &pos, &ocls);
     if (old != NULL && guards(old, m->stamp, now)) {
-        stripe_unlock(c, s);
+        cache_stripe_unlock(c, s);
         return HKV_ESTALE;
     }
     uint64_t *idx = index_of(c, s);
     uint64_t word = old != NULL ? __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) : 0;
-    struct slot *sl = table_alloc(c, s, cls, &page, &j);
-    table_write(sl, m, expire_at, key, klen, val, vlen);
+    struct slot *sl = cache_table_alloc(c, s, cls, &page, &j);
+    cache_table_write(sl, m, expire_at, key, klen, val, vlen);
     if (old != NULL && old != sl && __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) != word)
-        old = table_find(c, s, mh, key, klen, &pos, &ocls); /* the index shifted */
+        old = cache_table_find(c, s, mh, key, klen, &pos, &ocls); /* the index shifted */
     if (old != NULL && old != sl)
-        table_swap(c, s, pos, mh, page, j, old, ocls);
+        cache_table_swap(c, s, pos, mh, page, j, old, ocls);
     else
-        table_link(c, s, mh, page, j);
-    stripe_unlock(c, s);
+        cache_table_link(c, s, mh, page, j);
+    cache_stripe_unlock(c, s);
     return HKV_OK;
 }
 
