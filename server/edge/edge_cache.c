@@ -148,13 +148,15 @@ static void forget_held(struct edge *e, const char *key, size_t klen, uint64_t h
     buf_deinit(&tmp);
 }
 
-/* Whether the owner of key pushes its writes to this edge now (see above). */
-static int push_ready(struct edge *e, const char *key, size_t klen)
+/* Whether the owner of the key routed to rt pushes its writes to this edge
+ * now (see above).  From the fill's route: no second hash or class lookup. */
+static int push_ready(struct edge *e, const struct route *rt)
 {
     if (!e->ctx->cfg->owner_push)
         return 1;
-    struct route rt;
-    struct owner_ref *o = edge_owner_of(e, key, klen, &rt);
+    uint32_t leaf;
+    uint8_t bits;
+    struct owner_ref *o = edge_owner_of_place(e, rt->pool, rt->place, &leaf, &bits);
     if (o == NULL || o->link[WIRE_ROLE_PUSH] == NULL)
         return 0;
     if (elink_greeted(o->link[WIRE_ROLE_PUSH]))
@@ -171,7 +173,7 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
     int64_t now = now_ms(), fu, ku;
     if (now - sent_ms >= EDGE_FILL_HORIZON_MS)
         return; /* a tombstone made since it was sent may be gone: not stored */
-    if (!push_ready(e, key, klen)) {
+    if (!push_ready(e, rt)) {
         /* Not cached, but no older value stays servable either. */
         hkv_stamp v = m->type == WIRE_VALUE      ? m->u.value.stamp
                       : m->type == WIRE_NOTFOUND ? m->u.notfound.stamp
@@ -221,19 +223,22 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
     }
 }
 
-void edge_cache_wrote(struct edge *e, const char *key, size_t klen, const struct wire_slice *v,
-                      int64_t expire_at, hkv_stamp version, int64_t base_ms, int64_t now)
+void edge_cache_wrote(struct edge *e, const char *key, size_t klen, uint64_t hash,
+                      const struct wire_slice *v, int64_t expire_at, hkv_stamp version,
+                      int64_t base_ms, int64_t now)
 {
     if (e->cache == NULL || version == 0)
         return;
-    struct route rt;
-    router_route(e->router, key, klen, &rt);
+    /* The write's route gave the hash; only a known value needs the class
+     * (its lifetimes), and nothing needs the owner. */
     int64_t fu, ku;
-    if (!(v != NULL && lifetimes(e, rt.cls, rt.hash, base_ms, now, expire_at, &fu, &ku) &&
+    if (!(v != NULL &&
+          lifetimes(e, router_class(e->router, key, klen), hash, base_ms, now, expire_at, &fu,
+                    &ku) &&
           cache_put(e->cache,
                     &(struct cache_entry){.key = key,
                                           .klen = klen,
-                                          .khash = rt.hash,
+                                          .khash = hash,
                                           .val = v->p,
                                           .vlen = v->len,
                                           .stamp = version,
@@ -241,8 +246,8 @@ void edge_cache_wrote(struct edge *e, const char *key, size_t klen, const struct
                                           .keep_until = ku,
                                           .expire_at = expire_at},
                     now) == HKV_OK))
-        cache_invalidate(e->cache, key, klen, rt.hash, version, now + EDGE_FILL_HORIZON_MS, now);
-    changes_note(e->changes, rt.hash, version); /* wakes the key's readers in the colo */
+        cache_invalidate(e->cache, key, klen, hash, version, now + EDGE_FILL_HORIZON_MS, now);
+    changes_note(e->changes, hash, version); /* wakes the key's readers in the colo */
 }
 
 void edge_cache_pushed(void *arg, const struct wire_msg *m)

@@ -364,7 +364,7 @@ void hreq_read(struct hreq *r, hkv_stamp min)
      * client knows of: only a fetch started now confirms an older version. */
     int fresh_fetch = flight_find(e, r->hash, r->key, r->klen) == NULL;
     const char *err = NULL;
-    struct flight *f = edge_read_flight(e, r->key, r->klen, &err);
+    struct flight *f = edge_read_flight(e, r->key, r->klen, r->hash, &err);
     struct hreq *k = r;
     if (f != NULL && !r->heap && (k = hreq_keep(r)) == NULL)
         err = "ERR out of memory";

@@ -106,9 +106,11 @@ struct op {
     int timer_init;
     struct hkv_buf store;         /* the copied arguments: keys, vals and value point here */
     struct wire_slice *keys, *vals;
+    uint64_t *khash;              /* each key's router_hash, from its route (op_single,
+                                   * op_split): the cache update reuses it */
     uint32_t *kidx;               /* keys in request order (op_split) */
     struct oreq *reqs;
-    uint32_t cap;                 /* of keys, vals, kidx and reqs */
+    uint32_t cap;                 /* of keys, vals, khash, kidx and reqs */
     struct hkv_buf res;           /* the family's results (values, an old value) */
     struct op_item *items;
     uint32_t items_cap;

@@ -100,10 +100,16 @@ int edge_remote_links_up(const struct edge *e)
 
 struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt)
 {
+    return edge_owner_of_hashed(e, key, len, router_hash(key, len), rt);
+}
+
+struct owner_ref *edge_owner_of_hashed(struct edge *e, const char *key, size_t len,
+                                       uint64_t hash, struct route *rt)
+{
     struct rmap *m = router_map(e->router);
     if (m != NULL)
         rmap_sync(m, e->ctx->cmap);
-    router_route(e->router, key, len, rt);
+    router_route_hashed(e->router, key, len, hash, rt);
     if (rt->owner < 0)
         return NULL;
     if (m != NULL)

@@ -78,6 +78,9 @@ void owners_poll_writes(struct edge *e);
 
 /* The owner of key (rt filled by the router), or NULL if its pool has none. */
 struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt);
+/* The same for a key whose router_hash the request already computed. */
+struct owner_ref *edge_owner_of_hashed(struct edge *e, const char *key, size_t len,
+                                       uint64_t hash, struct route *rt);
 /* The owner of placement hash `place` in pool, and its leaf as this edge's
  * map has it (*leaf, *bits); NULL if the pool has no owner. */
 struct owner_ref *edge_owner_of_place(struct edge *e, enum cfg_pool pool, uint64_t place,
