@@ -187,7 +187,8 @@ valgrind: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
 # Then only the process files read the live config (scripts/check/cfg_reads.py;
 # known offenders in scripts/check/cfg_reads.allow until issue 26 lands): its
 # self-test injects a read into an owner module, into the colo cache, and one
-# more into a file the allow list already counts.
+# more into a file the allow list already counts.  Last, every source path a
+# comment names exists (scripts/check/comment_paths.py).
 layers: $(LIB)
 	@python3 scripts/check/layers.py $(BUILD)
 	@for bad in server/core/log:server/edge/edge_conn server/owner/owner:server/edge/edge \
@@ -201,6 +202,7 @@ layers: $(LIB)
 	  if python3 scripts/check/cfg_reads.py . --inject "$$bad" >/dev/null 2>&1; then \
 	    echo "cfg_reads: self-test: an injected read $$bad was not refused"; exit 1; fi; \
 	done; echo "cfg_reads: self-test: injected config reads outside the process files refused"
+	@python3 scripts/check/comment_paths.py .
 
 clang:
 	$(MAKE) VARIANT=clang CC=clang all $(BUILD:release=clang)/hkvtest

@@ -37,7 +37,7 @@
  * trust it and waits.  A live holder is asked about once per
  * ALIVE_MEMO_MS per process, not on every stale read of a hot key.
  *
- * The test-only hooks of server/cache_test.h live here too: each of them
+ * The test-only hooks of server/colo/cache_test.h live here too: each of them
  * plays a process that dies inside the segment.
  */
 #include <errno.h>
@@ -166,7 +166,7 @@ void cache_unlock(struct cache *c, uint64_t khash, uint64_t token)
     }
 }
 
-/* ---- test hooks (server/cache_test.h) ---- */
+/* ---- test hooks (server/colo/cache_test.h) ---- */
 
 static struct slot *test_find(struct cache *c, const char *key, size_t klen, uint64_t khash,
                               uint32_t *s)

@@ -1,5 +1,5 @@
 /*
- * edge_cache.c - how the edge uses the colo segment (server/cache.h): the
+ * edge_cache.c - how the edge uses the colo segment (server/colo/cache.h): the
  * lookup that answers most reads without asking anyone, filling the segment
  * from owner answers, keeping it right after this edge's writes, and taking
  * the owners' pushes.

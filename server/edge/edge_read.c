@@ -1,6 +1,6 @@
 /*
  * edge_read.c - the read commands.  Every one of them goes through the colo
- * cache (edge_cache.c, server/cache.h); no read reaches an owner behind the
+ * cache (edge_cache.c, server/colo/cache.h); no read reaches an owner behind the
  * cache's back.
  *
  * The staleness bound (DESIGN §3, promise 2).  Let A be the refresh

@@ -1,5 +1,5 @@
 /*
- * edge_rl.c - how the edge uses the rate limiter (server/ratelimit.h): the
+ * edge_rl.c - how the edge uses the rate limiter (server/colo/ratelimit.h): the
  * colo's limiter segment attached once, its rules set from the config (and
  * again on every reload), and the check dispatch makes before it runs a
  * limited command.

@@ -232,7 +232,7 @@ static void sec_hotkeys(struct hkv_buf *b, struct edge *e)
     buf_printf(b, "\r\n");
 }
 
-/* The colo's rate limiter (server/ratelimit.h): counters of the whole colo
+/* The colo's rate limiter (server/colo/ratelimit.h): counters of the whole colo
  * (every edge of it), buckets in use by a scan of its table.  Per colo, not
  * global: another colo's INFO counts its own clients. */
 static void sec_ratelimit(struct hkv_buf *b, struct edge *e)
