@@ -266,7 +266,7 @@ static void flight_timer(evutil_socket_t fd, short what, void *arg);
 
 static int flight_send(struct flight *f)
 {
-    struct elink *l = owner_link(f->owner, WIRE_ROLE_READ);
+    struct elink *l = edge_owner_link(f->owner, WIRE_ROLE_READ);
     if (l == NULL)
         return -1;
     uint64_t id;

@@ -144,7 +144,7 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
         scan(e);
 }
 
-int http_wake_setup(struct edge *e)
+int edge_http_wake_setup(struct edge *e)
 {
     struct http_edge *he = e->http;
     he->retry = evtimer_new(e->base, on_retry, e);
@@ -159,7 +159,7 @@ int http_wake_setup(struct edge *e)
     return 0;
 }
 
-void http_wake_teardown(struct edge *e)
+void edge_http_wake_teardown(struct edge *e)
 {
     struct http_edge *he = e->http;
     if (he->signal != NULL)

@@ -53,7 +53,7 @@ int edge_rl_refuse(struct conn *c, const struct cmd_def *d, int argc,
     if (d->id == CMD_HELLO) { /* charged to AUTH's limit only when it tries a password */
         int auth = 0;
         for (int i = 1; i < argc && !auth; i++)
-            auth = slice_is(&argv[i], "auth");
+            auth = edge_arg_is(&argv[i], "auth");
         if (!auth)
             return 0;
     }

@@ -42,7 +42,7 @@ static const char *expire_ms(const struct resp_slice *v, int unit_flag, const ch
                              struct wire_expiry *out, char *buf, size_t len)
 {
     long long ms;
-    if (arg_ll(v, &ms) != 0)
+    if (edge_arg_ll(v, &ms) != 0)
         return err_int;
     int seconds = unit_flag == F_EX || unit_flag == F_EXAT;
     int rel = unit_flag == F_EX || unit_flag == F_PX;
@@ -80,17 +80,17 @@ static int parse_opts(struct conn *c, int argc, const struct resp_slice *argv, i
     for (int j = from; j < argc; j++) {
         const struct resp_slice *o = &argv[j];
         int has_next = j + 1 < argc;
-        int u = slice_is(o, "ex") ? F_EX : slice_is(o, "px") ? F_PX
-                : slice_is(o, "exat") ? F_EXAT : slice_is(o, "pxat") ? F_PXAT : 0;
-        if (is_set && slice_is(o, "nx") && !(flags & F_XX)) {
+        int u = edge_arg_is(o, "ex") ? F_EX : edge_arg_is(o, "px") ? F_PX
+                : edge_arg_is(o, "exat") ? F_EXAT : edge_arg_is(o, "pxat") ? F_PXAT : 0;
+        if (is_set && edge_arg_is(o, "nx") && !(flags & F_XX)) {
             flags |= F_NX;
-        } else if (is_set && slice_is(o, "xx") && !(flags & F_NX)) {
+        } else if (is_set && edge_arg_is(o, "xx") && !(flags & F_NX)) {
             flags |= F_XX;
-        } else if (is_set && slice_is(o, "get")) {
+        } else if (is_set && edge_arg_is(o, "get")) {
             flags |= F_GET;
-        } else if (is_set && slice_is(o, "keepttl") && !(flags & (F_PERSIST | F_ANYEXP))) {
+        } else if (is_set && edge_arg_is(o, "keepttl") && !(flags & (F_PERSIST | F_ANYEXP))) {
             flags |= F_KEEPTTL;
-        } else if (!is_set && slice_is(o, "persist") && !(flags & (F_KEEPTTL | F_ANYEXP))) {
+        } else if (!is_set && edge_arg_is(o, "persist") && !(flags & (F_KEEPTTL | F_ANYEXP))) {
             flags |= F_PERSIST;
         } else if (u != 0 && has_next && !(flags & (F_KEEPTTL | F_PERSIST | (F_ANYEXP & ~u)))) {
             flags |= u;
@@ -191,13 +191,13 @@ static void expire(struct conn *c, enum cmd_id cmd, int argc, const struct resp_
     const char *name = cmd_get(cmd)->name;
     uint32_t flags = 0;
     for (int j = 3; j < argc; j++) {
-        if (slice_is(&argv[j], "nx"))
+        if (edge_arg_is(&argv[j], "nx"))
             flags |= WIRE_EXPIRE_NX;
-        else if (slice_is(&argv[j], "xx"))
+        else if (edge_arg_is(&argv[j], "xx"))
             flags |= WIRE_EXPIRE_XX;
-        else if (slice_is(&argv[j], "gt"))
+        else if (edge_arg_is(&argv[j], "gt"))
             flags |= WIRE_EXPIRE_GT;
-        else if (slice_is(&argv[j], "lt"))
+        else if (edge_arg_is(&argv[j], "lt"))
             flags |= WIRE_EXPIRE_LT;
         else {
             resp_add_errorf(&c->out, "ERR Unsupported option %.*s", (int)argv[j].len,
@@ -214,7 +214,7 @@ static void expire(struct conn *c, enum cmd_id cmd, int argc, const struct resp_
         return;
     }
     long long when;
-    if (arg_ll(&argv[2], &when) != 0) {
+    if (edge_arg_ll(&argv[2], &when) != 0) {
         reply_error(c, ERR_INT);
         return;
     }
@@ -280,7 +280,7 @@ void edge_cmd_decr(struct conn *c, int argc, const struct resp_slice *argv)
 void edge_cmd_incrby(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long long d;
-    if (arg_ll(&argv[2], &d) != 0) {
+    if (edge_arg_ll(&argv[2], &d) != 0) {
         reply_error(c, ERR_INT);
         return;
     }
@@ -290,7 +290,7 @@ void edge_cmd_incrby(struct conn *c, int argc, const struct resp_slice *argv)
 void edge_cmd_decrby(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long long d;
-    if (arg_ll(&argv[2], &d) != 0) {
+    if (edge_arg_ll(&argv[2], &d) != 0) {
         reply_error(c, ERR_INT);
         return;
     }
