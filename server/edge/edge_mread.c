@@ -286,7 +286,7 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
         if (flight_find(e, k[i].hash, keys[i].p, keys[i].len) != NULL)
             continue;
         struct route rt;
-        struct owner_ref *o = edge_owner_of(e, keys[i].p, keys[i].len, &rt);
+        struct owner_ref *o = edge_owner_of_hashed(e, keys[i].p, keys[i].len, k[i].hash, &rt);
         if (o != NULL && !edge_owner_silent(e, o, now)) /* (the probes do, edge_read.c) */
             flight_start(e, keys[i].p, keys[i].len, &rt, o, 1);
     }
