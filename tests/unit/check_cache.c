@@ -46,13 +46,9 @@ static double mono_ns(void)
 
 #define PUT(c, k, v, st, fu, ku, now)                                                              \
     cache_put((c),                                                                                 \
-              &(struct cache_entry){.key = (k),                                                    \
-                                    .klen = strlen(k),                                             \
-                                    .khash = router_hash((k), strlen(k)),                          \
-                                    .val = (v),                                                    \
-                                    .vlen = strlen(v),                                             \
-                                    .stamp = (st),                                                 \
-                                    .fresh_until = (fu),                                           \
+              &(struct cache_entry){.key = (k), .klen = strlen(k),                                 \
+                                    .khash = router_hash((k), strlen(k)), .val = (v),              \
+                                    .vlen = strlen(v), .stamp = (st), .fresh_until = (fu),         \
                                     .keep_until = (ku)},                                           \
               (now))
 #define GET(c, k, now, buf, hit) \
@@ -91,13 +87,9 @@ START_TEST(put_then_get_round_trip)
     struct cache_hit h;
     ck_assert_int_eq(GET(c, "k1", 1000, &b, &h), HKV_ENOENT);
     ck_assert_int_eq(cache_put(c,
-                               &(struct cache_entry){.key = "k1",
-                                                     .klen = 2,
-                                                     .khash = router_hash("k1", 2),
-                                                     .val = "hello",
-                                                     .vlen = 5,
-                                                     .stamp = 77,
-                                                     .fresh_until = 1100,
+                               &(struct cache_entry){.key = "k1", .klen = 2,
+                                                     .khash = router_hash("k1", 2), .val = "hello",
+                                                     .vlen = 5, .stamp = 77, .fresh_until = 1100,
                                                      .keep_until = 2000,
                                                      .expire_at = 1700000000000LL},
                                1000),
@@ -114,12 +106,9 @@ START_TEST(put_then_get_round_trip)
 
     /* a negative entry: found, empty, flagged */
     ck_assert_int_eq(cache_put(c,
-                               &(struct cache_entry){.key = "gone",
-                                                     .klen = 4,
-                                                     .khash = router_hash("gone", 4),
-                                                     .negative = 1,
-                                                     .stamp = 0,
-                                                     .fresh_until = 1500,
+                               &(struct cache_entry){.key = "gone", .klen = 4,
+                                                     .khash = router_hash("gone", 4), .negative = 1,
+                                                     .stamp = 0, .fresh_until = 1500,
                                                      .keep_until = 1500},
                                1000),
                      HKV_OK);
@@ -141,12 +130,9 @@ START_TEST(put_then_get_round_trip)
 
     /* the empty key and an empty value are values like any other */
     ck_assert_int_eq(cache_put(c,
-                               &(struct cache_entry){.key = "",
-                                                     .klen = 0,
-                                                     .khash = router_hash("", 0),
-                                                     .val = "",
-                                                     .stamp = 1,
-                                                     .fresh_until = 1100,
+                               &(struct cache_entry){.key = "", .klen = 0,
+                                                     .khash = router_hash("", 0), .val = "",
+                                                     .stamp = 1, .fresh_until = 1100,
                                                      .keep_until = 2000},
                                1000),
                      HKV_OK);
@@ -189,12 +175,9 @@ START_TEST(stamp_guard_keeps_newer)
     assert_value(&b, "eleven");
     /* a negative answer (stamp 0) never replaces a value */
     ck_assert_int_eq(cache_put(c,
-                               &(struct cache_entry){.key = "s",
-                                                     .klen = 1,
-                                                     .khash = router_hash("s", 1),
-                                                     .negative = 1,
-                                                     .stamp = 0,
-                                                     .fresh_until = 1500,
+                               &(struct cache_entry){.key = "s", .klen = 1,
+                                                     .khash = router_hash("s", 1), .negative = 1,
+                                                     .stamp = 0, .fresh_until = 1500,
                                                      .keep_until = 1500},
                                1400),
                      HKV_ESTALE);
@@ -234,12 +217,9 @@ START_TEST(invalidation_of_an_absent_key_leaves_a_tombstone)
                   "an older fill replaced the tombstone of a delete");
     ck_assert_int_eq(GET(c, "del", 1501, &b, &h), HKV_ENOENT);
     ck_assert_int_eq(cache_put(c,
-                               &(struct cache_entry){.key = "del",
-                                                     .klen = 3,
-                                                     .khash = router_hash("del", 3),
-                                                     .negative = 1,
-                                                     .stamp = 0,
-                                                     .fresh_until = 2500,
+                               &(struct cache_entry){.key = "del", .klen = 3,
+                                                     .khash = router_hash("del", 3), .negative = 1,
+                                                     .stamp = 0, .fresh_until = 2500,
                                                      .keep_until = 2500},
                                1500),
                      HKV_ESTALE); /* an absence with no stamp is older too */
@@ -248,12 +228,9 @@ START_TEST(invalidation_of_an_absent_key_leaves_a_tombstone)
     ck_assert_int_eq(PUT(c, "del", "deleted value", 17, 2500, 30000, 1600), HKV_ESTALE);
     /* the owner's "not found", stamped with its tombstone, replaces it */
     ck_assert_int_eq(cache_put(c,
-                               &(struct cache_entry){.key = "del",
-                                                     .klen = 3,
-                                                     .khash = router_hash("del", 3),
-                                                     .negative = 1,
-                                                     .stamp = 20,
-                                                     .fresh_until = 2700,
+                               &(struct cache_entry){.key = "del", .klen = 3,
+                                                     .khash = router_hash("del", 3), .negative = 1,
+                                                     .stamp = 20, .fresh_until = 2700,
                                                      .keep_until = 2700},
                                1700),
                      HKV_OK);
@@ -333,25 +310,17 @@ START_TEST(too_big_value_not_cached)
     ck_assert_ptr_nonnull(huge);
     memset(huge, 'h', g.page_size);
     ck_assert_int_eq(cache_put(c,
-                               &(struct cache_entry){.key = "huge",
-                                                     .klen = 4,
-                                                     .khash = router_hash("huge", 4),
-                                                     .val = huge,
-                                                     .vlen = g.page_size,
-                                                     .stamp = 1,
-                                                     .fresh_until = 1100,
-                                                     .keep_until = 2000},
+                               &(struct cache_entry){.key = "huge", .klen = 4,
+                                                     .khash = router_hash("huge", 4), .val = huge,
+                                                     .vlen = g.page_size, .stamp = 1,
+                                                     .fresh_until = 1100, .keep_until = 2000},
                                1000),
                      HKV_ETOOBIG);
     ck_assert_int_eq(cache_put(c,
-                               &(struct cache_entry){.key = "huge",
-                                                     .klen = 4,
-                                                     .khash = router_hash("huge", 4),
-                                                     .val = huge,
-                                                     .vlen = g.page_size - 200,
-                                                     .stamp = 1,
-                                                     .fresh_until = 1100,
-                                                     .keep_until = 2000},
+                               &(struct cache_entry){.key = "huge", .klen = 4,
+                                                     .khash = router_hash("huge", 4), .val = huge,
+                                                     .vlen = g.page_size - 200, .stamp = 1,
+                                                     .fresh_until = 1100, .keep_until = 2000},
                                1000),
                      HKV_OK);
     free(huge);
@@ -373,14 +342,10 @@ START_TEST(eviction_when_full_never_fails)
         int vl = snprintf(val, sizeof(val), "value-%d-%.*s", i, i % 40,
                           "........................................");
         ok += cache_put(c,
-                        &(struct cache_entry){.key = key,
-                                              .klen = (size_t)kl,
-                                              .khash = router_hash(key, (size_t)kl),
-                                              .val = val,
-                                              .vlen = (size_t)vl,
-                                              .stamp = 1,
-                                              .fresh_until = 1000 + i,
-                                              .keep_until = 10000000},
+                        &(struct cache_entry){.key = key, .klen = (size_t)kl,
+                                              .khash = router_hash(key, (size_t)kl), .val = val,
+                                              .vlen = (size_t)vl, .stamp = 1,
+                                              .fresh_until = 1000 + i, .keep_until = 10000000},
                         1000 + i) == HKV_OK;
     }
     ck_assert_int_eq(ok, n); /* every put succeeded */
@@ -411,14 +376,10 @@ START_TEST(eviction_when_full_never_fails)
     for (int i = 0; i < 2000; i++) {
         int kl = snprintf(key, sizeof(key), "big:%d", i);
         ok += cache_put(c,
-                        &(struct cache_entry){.key = key,
-                                              .klen = (size_t)kl,
-                                              .khash = router_hash(key, (size_t)kl),
-                                              .val = kb2,
-                                              .vlen = sizeof(kb2) - 100,
-                                              .stamp = 1,
-                                              .fresh_until = 1000,
-                                              .keep_until = 10000000},
+                        &(struct cache_entry){.key = key, .klen = (size_t)kl,
+                                              .khash = router_hash(key, (size_t)kl), .val = kb2,
+                                              .vlen = sizeof(kb2) - 100, .stamp = 1,
+                                              .fresh_until = 1000, .keep_until = 10000000},
                         1000) == HKV_OK;
     }
     ck_assert_int_eq(ok, 2000);
@@ -454,13 +415,9 @@ START_TEST(clock_keeps_entries_that_are_read)
         if (cache_test_stripe(c, kh) != s)
             continue;
         ck_assert_int_eq(cache_put(c,
-                                   &(struct cache_entry){.key = key,
-                                                         .klen = (size_t)kl,
-                                                         .khash = kh,
-                                                         .val = "x",
-                                                         .vlen = 1,
-                                                         .stamp = 1,
-                                                         .fresh_until = 1000,
+                                   &(struct cache_entry){.key = key, .klen = (size_t)kl,
+                                                         .khash = kh, .val = "x", .vlen = 1,
+                                                         .stamp = 1, .fresh_until = 1000,
                                                          .keep_until = 10000000},
                                    1),
                          HKV_OK);
@@ -504,13 +461,9 @@ static void writer(struct cache *c, struct shared_run *r, int w)
         int kl = snprintf(key, sizeof(key), "c:%d", k);
         size_t vl = make_value(val, k, stamp, r->spread);
         int rc = cache_put(c,
-                           &(struct cache_entry){.key = key,
-                                                 .klen = (size_t)kl,
-                                                 .khash = router_hash(key, (size_t)kl),
-                                                 .val = val,
-                                                 .vlen = vl,
-                                                 .stamp = stamp,
-                                                 .fresh_until = 1000,
+                           &(struct cache_entry){.key = key, .klen = (size_t)kl,
+                                                 .khash = router_hash(key, (size_t)kl), .val = val,
+                                                 .vlen = vl, .stamp = stamp, .fresh_until = 1000,
                                                  .keep_until = 1000000},
                            1);
         if (rc == HKV_OK)
@@ -720,13 +673,10 @@ START_TEST(late_reader_mark_never_writes_into_a_moved_page)
     cache_test_give_page(c, w.stripe, w.page, 1);
     static const char zeros[150]; /* a binary value: the bit's word is 0 there */
     ck_assert_int_eq(cache_put(c,
-                               &(struct cache_entry){.key = nu,
-                                                     .klen = strlen(nu),
+                               &(struct cache_entry){.key = nu, .klen = strlen(nu),
                                                      .khash = router_hash(nu, strlen(nu)),
-                                                     .val = zeros,
-                                                     .vlen = sizeof(zeros),
-                                                     .stamp = 6,
-                                                     .fresh_until = 1000,
+                                                     .val = zeros, .vlen = sizeof(zeros),
+                                                     .stamp = 6, .fresh_until = 1000,
                                                      .keep_until = 100000},
                                2),
                      HKV_OK);
@@ -968,14 +918,9 @@ START_TEST(get_and_put_cost_measured)
         double t0 = mono_ns();
         for (int i = 0; i < puts; i++)
             ok += cache_put(c,
-                            &(struct cache_entry){.key = key,
-                                                  .klen = kl,
-                                                  .khash = kh,
-                                                  .val = val,
-                                                  .vlen = sizeof(val),
-                                                  .stamp = ++stamp,
-                                                  .fresh_until = 1000,
-                                                  .keep_until = 100000},
+                            &(struct cache_entry){.key = key, .klen = kl, .khash = kh, .val = val,
+                                                  .vlen = sizeof(val), .stamp = ++stamp,
+                                                  .fresh_until = 1000, .keep_until = 100000},
                             1) == HKV_OK;
         double t1 = mono_ns();
         ck_assert_int_eq(ok, puts);
@@ -1015,22 +960,16 @@ START_TEST(flush_floor_forgets_what_its_writer_stamped_before)
     ck_assert_int_eq(PUT(c, "a", "old-a", ST(100, W1), 5000, 9000, 1000), HKV_OK);
     ck_assert_int_eq(PUT(c, "b", "old-b", ST(200, W2), 5000, 9000, 1000), HKV_OK);
     ck_assert_int_eq(cache_put(c,
-                               &(struct cache_entry){.key = "n",
-                                                     .klen = 1,
-                                                     .khash = router_hash("n", 1),
-                                                     .negative = 1,
-                                                     .stamp = ST(150, W1),
-                                                     .fresh_until = 5000,
+                               &(struct cache_entry){.key = "n", .klen = 1,
+                                                     .khash = router_hash("n", 1), .negative = 1,
+                                                     .stamp = ST(150, W1), .fresh_until = 5000,
                                                      .keep_until = 9000},
                                1000),
                      HKV_OK);
     ck_assert_int_eq(cache_put(c,
-                               &(struct cache_entry){.key = "z",
-                                                     .klen = 1,
-                                                     .khash = router_hash("z", 1),
-                                                     .negative = 1,
-                                                     .stamp = 0,
-                                                     .fresh_until = 5000,
+                               &(struct cache_entry){.key = "z", .klen = 1,
+                                                     .khash = router_hash("z", 1), .negative = 1,
+                                                     .stamp = 0, .fresh_until = 5000,
                                                      .keep_until = 9000},
                                1000),
                      HKV_OK);

@@ -277,12 +277,9 @@ START_TEST(past_miss_wait_a_stale_entry_is_served_flagged)
     int64_t now = clock_mono_ms();
     /* fresh until 10 s ago, kept for a minute more */
     ck_assert_int_eq(cache_put(T.cache,
-                               &(struct cache_entry){.key = "k",
-                                                     .klen = 1,
-                                                     .khash = router_hash("k", 1),
-                                                     .val = "old",
-                                                     .vlen = 3,
-                                                     .stamp = 3,
+                               &(struct cache_entry){.key = "k", .klen = 1,
+                                                     .khash = router_hash("k", 1), .val = "old",
+                                                     .vlen = 3, .stamp = 3,
                                                      .fresh_until = now - 10000,
                                                      .keep_until = now + 60000},
                                now),
@@ -341,12 +338,8 @@ START_TEST(refresh_lock_held_by_another_edge_waiters_read_its_fill)
     ck_assert_int_eq(T.nrecs, 0);
     int64_t now = clock_mono_ms();
     ck_assert_int_eq(cache_put(T.cache,
-                               &(struct cache_entry){.key = "k",
-                                                     .klen = 1,
-                                                     .khash = h,
-                                                     .val = "theirs",
-                                                     .vlen = 6,
-                                                     .stamp = 9,
+                               &(struct cache_entry){.key = "k", .klen = 1, .khash = h,
+                                                     .val = "theirs", .vlen = 6, .stamp = 9,
                                                      .fresh_until = now + 5000,
                                                      .keep_until = now + 60000},
                                now),
@@ -411,12 +404,9 @@ START_TEST(unanswered_refresh_marks_the_owner_silent_and_an_answer_clears_it)
     T.mode = HOLD;
     int64_t now = clock_mono_ms();
     ck_assert_int_eq(cache_put(T.cache,
-                               &(struct cache_entry){.key = "j",
-                                                     .klen = 1,
-                                                     .khash = router_hash("j", 1),
-                                                     .val = "old",
-                                                     .vlen = 3,
-                                                     .stamp = 3,
+                               &(struct cache_entry){.key = "j", .klen = 1,
+                                                     .khash = router_hash("j", 1), .val = "old",
+                                                     .vlen = 3, .stamp = 3,
                                                      .fresh_until = now - 10000,
                                                      .keep_until = now + 60000},
                                now),
