@@ -258,13 +258,13 @@ static void class_render(const struct cfg *c, const struct cfg_option *o, struct
         const struct cfg_class *k = &c->classes[i];
         char f[32], kp[32];
         if (mode == CFG_R_FILE)
-            out_printf(out, "%s ", o->name);
+            cfg_out_printf(out, "%s ", o->name);
         else if (i > 0)
-            out_putc(out, '\n');
-        out_puts(out, k->name);
+            cfg_out_putc(out, '\n');
+        cfg_out_puts(out, k->name);
         for (size_t j = 0; j < k->npatterns; j++) {
-            out_puts(out, " pattern ");
-            out_word(out, k->patterns[j]);
+            cfg_out_puts(out, " pattern ");
+            cfg_out_word(out, k->patterns[j]);
         }
         if (mode == CFG_R_FILE) {
             cfg_render_duration(k->fresh_ms, f, sizeof(f));
@@ -273,14 +273,14 @@ static void class_render(const struct cfg *c, const struct cfg_option *o, struct
             snprintf(f, sizeof(f), "%lldms", (long long)k->fresh_ms);
             snprintf(kp, sizeof(kp), "%lldms", (long long)k->keep_ms);
         }
-        out_printf(out, " pool %s fresh %s keep %s durability %s on-timeout %s",
-                   pools[k->pool], f, kp, durs[k->durability], ontos[k->on_timeout]);
+        cfg_out_printf(out, " pool %s fresh %s keep %s durability %s on-timeout %s", pools[k->pool],
+                       f, kp, durs[k->durability], ontos[k->on_timeout]);
         if (strcmp(k->content_type, CFG_CTYPE_DEFAULT) != 0) {
-            out_puts(out, " content-type ");
-            out_word(out, k->content_type);
+            cfg_out_puts(out, " content-type ");
+            cfg_out_word(out, k->content_type);
         }
         if (mode == CFG_R_FILE)
-            out_putc(out, '\n');
+            cfg_out_putc(out, '\n');
     }
 }
 

@@ -22,7 +22,7 @@ char *cfg_serialize(const struct cfg *c, size_t *len)
     struct cfg_out out = { .b = HKV_BUF_INIT, .st = HKV_OK };
     for (size_t i = 0; i < cfg_noptions; i++)
         cfg_opt_render(c, &cfg_options[i], &out, CFG_R_FILE);
-    out_putc(&out, '\0');
+    cfg_out_putc(&out, '\0');
     if (out.st != HKV_OK) {
         buf_deinit(&out.b);
         return NULL;

@@ -57,12 +57,12 @@ struct cfg_out {
     struct hkv_buf b;
     hkv_status st;
 };
-void out_puts(struct cfg_out *o, const char *s);
-void out_putc(struct cfg_out *o, char ch);
-void out_printf(struct cfg_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cfg_out_puts(struct cfg_out *o, const char *s);
+void cfg_out_putc(struct cfg_out *o, char ch);
+void cfg_out_printf(struct cfg_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes one word so that the lexer reads it back unchanged: bare when it can,
  * else double-quoted with escapes. */
-void out_word(struct cfg_out *o, const char *w);
+void cfg_out_word(struct cfg_out *o, const char *w);
 
 struct cfg_option;
 

@@ -6,7 +6,7 @@
  * other \c is c); 'single quotes' are literal except \'; a closing quote must
  * be followed by a blank or the end of the line; a line whose first non-blank
  * is # is a comment.  Unlike sdssplitargs a bad \x escape or a NUL byte is an
- * error, because no config value can hold a NUL.  out_word writes a word so
+ * error, because no config value can hold a NUL.  cfg_out_word writes a word so
  * that cfg_split reads exactly it back, which is what makes cfg_serialize's
  * output reload to an equal config.
  */
@@ -18,19 +18,19 @@
 
 #include "config/cfg_internal.h"
 
-void out_puts(struct cfg_out *o, const char *s)
+void cfg_out_puts(struct cfg_out *o, const char *s)
 {
     if (o->st == HKV_OK)
         o->st = buf_append_str(&o->b, s);
 }
 
-void out_putc(struct cfg_out *o, char ch)
+void cfg_out_putc(struct cfg_out *o, char ch)
 {
     if (o->st == HKV_OK)
         o->st = buf_append(&o->b, &ch, 1);
 }
 
-void out_printf(struct cfg_out *o, const char *fmt, ...)
+void cfg_out_printf(struct cfg_out *o, const char *fmt, ...)
 {
     char tmp[256];
     va_list ap;
@@ -42,7 +42,7 @@ void out_printf(struct cfg_out *o, const char *fmt, ...)
             o->st = HKV_EINVAL;   /* callers format numbers only */
         return;
     }
-    out_puts(o, tmp);
+    cfg_out_puts(o, tmp);
 }
 
 static int blank(char ch)
@@ -50,32 +50,32 @@ static int blank(char ch)
     return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\v' || ch == '\f';
 }
 
-void out_word(struct cfg_out *o, const char *w)
+void cfg_out_word(struct cfg_out *o, const char *w)
 {
     int plain = w[0] != '\0' && w[0] != '#';
     for (const char *p = w; plain && *p; p++)
         if (blank(*p) || *p == '"' || *p == '\'' || *p == '\\' || !isprint((unsigned char)*p))
             plain = 0;
     if (plain) {
-        out_puts(o, w);
+        cfg_out_puts(o, w);
         return;
     }
-    out_putc(o, '"');
+    cfg_out_putc(o, '"');
     for (const unsigned char *p = (const unsigned char *)w; *p; p++) {
         switch (*p) {
-        case '\\': out_puts(o, "\\\\"); break;
-        case '"': out_puts(o, "\\\""); break;
-        case '\n': out_puts(o, "\\n"); break;
-        case '\r': out_puts(o, "\\r"); break;
-        case '\t': out_puts(o, "\\t"); break;
+        case '\\': cfg_out_puts(o, "\\\\"); break;
+        case '"': cfg_out_puts(o, "\\\""); break;
+        case '\n': cfg_out_puts(o, "\\n"); break;
+        case '\r': cfg_out_puts(o, "\\r"); break;
+        case '\t': cfg_out_puts(o, "\\t"); break;
         default:
             if (isprint(*p))
-                out_putc(o, (char)*p);
+                cfg_out_putc(o, (char)*p);
             else
-                out_printf(o, "\\x%02x", *p);
+                cfg_out_printf(o, "\\x%02x", *p);
         }
     }
-    out_putc(o, '"');
+    cfg_out_putc(o, '"');
 }
 
 static int hexval(char ch)

@@ -63,9 +63,9 @@ static char **dup_strlist(char *const *v, size_t n)
 static void out_get_duration(struct cfg_out *out, int64_t ms)
 {
     if (ms % 1000 == 0)
-        out_printf(out, "%lld", (long long)(ms / 1000));
+        cfg_out_printf(out, "%lld", (long long)(ms / 1000));
     else
-        out_printf(out, "%lldms", (long long)ms);
+        cfg_out_printf(out, "%lldms", (long long)ms);
 }
 
 static hkv_status apply_scalar(struct cfg *c, const struct cfg_option *o, const char *arg,
@@ -224,15 +224,15 @@ static void render_value(const struct cfg *c, const struct cfg_option *o, struct
     int64_t v;
     switch (o->type) {
     case CFG_T_INT:
-        out_printf(out, "%lld", (long long)get_int(c, o));
+        cfg_out_printf(out, "%lld", (long long)get_int(c, o));
         break;
     case CFG_T_SIZE:
         v = get_int(c, o);
         if (mode == CFG_R_GET)
-            out_printf(out, "%lld", (long long)v);
+            cfg_out_printf(out, "%lld", (long long)v);
         else {
             cfg_render_size(v, tmp, sizeof(tmp));
-            out_puts(out, tmp);
+            cfg_out_puts(out, tmp);
         }
         break;
     case CFG_T_DURATION:
@@ -241,37 +241,37 @@ static void render_value(const struct cfg *c, const struct cfg_option *o, struct
             out_get_duration(out, v);
         else {
             cfg_render_duration(v, tmp, sizeof(tmp));
-            out_puts(out, tmp);
+            cfg_out_puts(out, tmp);
         }
         break;
     case CFG_T_BOOL:
-        out_puts(out, get_int(c, o) ? "yes" : "no");
+        cfg_out_puts(out, get_int(c, o) ? "yes" : "no");
         break;
     case CFG_T_RATIO:
         cfg_render_ratio(get_int(c, o), tmp, sizeof(tmp));
-        out_puts(out, tmp);
+        cfg_out_puts(out, tmp);
         break;
     case CFG_T_ENUM:
-        out_puts(out, o->enums[get_int(c, o)]);
+        cfg_out_puts(out, o->enums[get_int(c, o)]);
         break;
     case CFG_T_STRING:
     case CFG_T_PATH: {
         const char *s = *CFIELD(c, o, char *);
         if (mode == CFG_R_GET)
-            out_puts(out, s ? s : "");
+            cfg_out_puts(out, s ? s : "");
         else
-            out_word(out, s ? s : "");
+            cfg_out_word(out, s ? s : "");
         break;
     }
     case CFG_T_STRLIST: {
         char *const *l = *CFIELD(c, o, char **);
         for (size_t i = 0; i < *CCOUNT(c, o); i++) {
             if (i > 0)
-                out_putc(out, ' ');
+                cfg_out_putc(out, ' ');
             if (mode == CFG_R_GET)
-                out_puts(out, l[i]);
+                cfg_out_puts(out, l[i]);
             else
-                out_word(out, l[i]);
+                cfg_out_word(out, l[i]);
         }
         break;
     }
@@ -279,12 +279,12 @@ static void render_value(const struct cfg *c, const struct cfg_option *o, struct
         const int64_t *l = *CFIELD(c, o, int64_t *);
         for (size_t i = 0; i < *CCOUNT(c, o); i++) {
             if (i > 0)
-                out_putc(out, ' ');
+                cfg_out_putc(out, ' ');
             if (mode == CFG_R_GET)
-                out_printf(out, "%lldms", (long long)l[i]); /* hotkvd's own: one unit for all */
+                cfg_out_printf(out, "%lldms", (long long)l[i]); /* hotkvd's own: one unit for all */
             else {
                 cfg_render_duration(l[i], tmp, sizeof(tmp));
-                out_puts(out, tmp);
+                cfg_out_puts(out, tmp);
             }
         }
         break;
@@ -302,14 +302,14 @@ void cfg_opt_render(const struct cfg *c, const struct cfg_option *o, struct cfg_
         return;
     }
     if (mode == CFG_R_FILE) {
-        out_puts(out, o->name);
+        cfg_out_puts(out, o->name);
         int empty = (o->type == CFG_T_STRLIST || o->type == CFG_T_DURLIST) && *CCOUNT(c, o) == 0;
         if (!empty)
-            out_putc(out, ' ');
+            cfg_out_putc(out, ' ');
     }
     render_value(c, o, out, mode);
     if (mode == CFG_R_FILE)
-        out_putc(out, '\n');
+        cfg_out_putc(out, '\n');
 }
 
 int cfg_opt_equal(const struct cfg *a, const struct cfg *b, const struct cfg_option *o)

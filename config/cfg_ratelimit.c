@@ -112,7 +112,7 @@ static hkv_status parse_rate(const char *what, int argc, char **argv, struct cfg
 static void render_rate(const struct cfg_rate *r, struct cfg_out *out, enum cfg_render_mode mode)
 {
     if (r->rate == 0) {
-        out_puts(out, "off");
+        cfg_out_puts(out, "off");
         return;
     }
     char p[32];
@@ -120,7 +120,7 @@ static void render_rate(const struct cfg_rate *r, struct cfg_out *out, enum cfg_
         cfg_render_duration(r->period_ms, p, sizeof(p));
     else
         snprintf(p, sizeof(p), "%lldms", (long long)r->period_ms);
-    out_printf(out, "%lld/%s burst %lld", (long long)r->rate, p, (long long)r->burst);
+    cfg_out_printf(out, "%lld/%s burst %lld", (long long)r->rate, p, (long long)r->burst);
 }
 
 static int rate_eq(const struct cfg_rate *a, const struct cfg_rate *b)
@@ -159,13 +159,13 @@ static void class_render(const struct cfg *c, const struct cfg_option *o, struct
 {
     for (int k = 0; k < CFG_RL_NCLASS; k++) {
         if (mode == CFG_R_FILE)
-            out_printf(out, "%s ", o->name);
+            cfg_out_printf(out, "%s ", o->name);
         else if (k > 0)
-            out_putc(out, '\n');
-        out_printf(out, "%s ", rl_class_names[k]);
+            cfg_out_putc(out, '\n');
+        cfg_out_printf(out, "%s ", rl_class_names[k]);
         render_rate(&c->ratelimit[k], out, mode);
         if (mode == CFG_R_FILE)
-            out_putc(out, '\n');
+            cfg_out_putc(out, '\n');
     }
 }
 
@@ -249,13 +249,13 @@ static void cmd_render(const struct cfg *c, const struct cfg_option *o, struct c
 {
     for (size_t i = 0; i < c->nratelimit_cmds; i++) {
         if (mode == CFG_R_FILE)
-            out_printf(out, "%s ", o->name);
+            cfg_out_printf(out, "%s ", o->name);
         else if (i > 0)
-            out_putc(out, '\n');
-        out_printf(out, "%s ", c->ratelimit_cmds[i].name);
+            cfg_out_putc(out, '\n');
+        cfg_out_printf(out, "%s ", c->ratelimit_cmds[i].name);
         render_rate(&c->ratelimit_cmds[i].r, out, mode);
         if (mode == CFG_R_FILE)
-            out_putc(out, '\n');
+            cfg_out_putc(out, '\n');
     }
 }
 

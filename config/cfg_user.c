@@ -312,9 +312,9 @@ out:
 static void user_render_one(const struct cfg_user *u, struct cfg_out *out)
 {
     static const char *const hex = "0123456789abcdef";
-    out_printf(out, "%s %s", u->name, u->on ? "on" : "off");
+    cfg_out_printf(out, "%s %s", u->name, u->on ? "on" : "off");
     if (u->nopass)
-        out_puts(out, " nopass");
+        cfg_out_puts(out, " nopass");
     for (size_t i = 0; i < u->ndigests; i++) {
         char h[2 * CFG_DIGEST_LEN + 2];
         h[0] = '#';
@@ -323,8 +323,8 @@ static void user_render_one(const struct cfg_user *u, struct cfg_out *out)
             h[2 + 2 * j] = hex[u->digests[i][j] & 15];
         }
         h[sizeof(h) - 1] = '\0';
-        out_putc(out, ' ');
-        out_word(out, h);
+        cfg_out_putc(out, ' ');
+        cfg_out_word(out, h);
     }
     for (size_t i = 0; i < u->nkeys; i++) {
         size_t n = strlen(u->keys[i]);
@@ -335,19 +335,19 @@ static void user_render_one(const struct cfg_user *u, struct cfg_out *out)
         }
         w[0] = '~';
         memcpy(w + 1, u->keys[i], n + 1);
-        out_putc(out, ' ');
-        out_word(out, w);
+        cfg_out_putc(out, ' ');
+        cfg_out_word(out, w);
         free(w);
     }
     if (u->cats == CFG_ACL_ALL)
-        out_puts(out, " +@all");
+        cfg_out_puts(out, " +@all");
     else {
         if (u->cats & CFG_ACL_READ)
-            out_puts(out, " +@read");
+            cfg_out_puts(out, " +@read");
         if (u->cats & CFG_ACL_WRITE)
-            out_puts(out, " +@write");
+            cfg_out_puts(out, " +@write");
         if (u->cats & CFG_ACL_ADMIN)
-            out_puts(out, " +@admin");
+            cfg_out_puts(out, " +@admin");
     }
 }
 
@@ -356,12 +356,12 @@ static void user_render(const struct cfg *c, const struct cfg_option *o, struct 
 {
     for (size_t i = 0; i < c->nusers; i++) {
         if (mode == CFG_R_FILE)
-            out_printf(out, "%s ", o->name);
+            cfg_out_printf(out, "%s ", o->name);
         else if (i > 0)
-            out_putc(out, '\n');
+            cfg_out_putc(out, '\n');
         user_render_one(&c->users[i], out);
         if (mode == CFG_R_FILE)
-            out_putc(out, '\n');
+            cfg_out_putc(out, '\n');
     }
 }
 

@@ -250,16 +250,16 @@ static void cobl_render(const struct cfg *c, const struct cfg_option *o, struct 
     if (mode == CFG_R_GET) {
         /* seconds, as Redis prints the soft duration (whole ms otherwise) */
         int64_t d = c->client_output_soft_ms;
-        out_printf(out, d % 1000 == 0 ? "%lld %lld %lld" : "%lld %lld %lldms",
-                   (long long)c->client_output_hard, (long long)c->client_output_soft,
-                   (long long)(d % 1000 == 0 ? d / 1000 : d));
+        cfg_out_printf(out, d % 1000 == 0 ? "%lld %lld %lld" : "%lld %lld %lldms",
+                       (long long)c->client_output_hard, (long long)c->client_output_soft,
+                       (long long)(d % 1000 == 0 ? d / 1000 : d));
         return;
     }
     char h[32], s[32], d[32];
     cfg_render_size(c->client_output_hard, h, sizeof(h));
     cfg_render_size(c->client_output_soft, s, sizeof(s));
     cfg_render_duration(c->client_output_soft_ms, d, sizeof(d));
-    out_printf(out, "%s %s %s %s\n", o->name, h, s, d);
+    cfg_out_printf(out, "%s %s %s %s\n", o->name, h, s, d);
 }
 
 static int cobl_equal(const struct cfg *a, const struct cfg *b)

@@ -196,7 +196,7 @@ int cache_create(const struct cache_opts *o, struct cache **out)
     for (uint32_t s = 0; s < c->nstripes; s++) {
         if (seg_lock_init(&stripe_at(c, s)->mu) != HKV_OK)
             goto nomem;
-        table_init_stripe(c, s);
+        cache_table_init_stripe(c, s);
     }
     if (seg_lock_init(&c->sk->mu) != HKV_OK)
         goto nomem;
@@ -385,49 +385,51 @@ static int store(struct cache *c, const char *key, size_t klen, uint64_t khash, 
     uint32_t cls = class_for(SLOT_HDR + m_extra(m) + klen + vlen);
     uint64_t mh = cache_mix(khash);
     uint32_t s = mix_stripe(c, mh), pos, ocls, page, j;
-    int rc = stripe_lock(c, s);
+    int rc = cache_stripe_lock(c, s);
     if (rc != HKV_OK)
         return rc;
-    struct slot *old = table_find(c, s, mh, key, klen, &pos, &ocls);
+    struct slot *old = cache_table_find(c, s, mh, key, klen, &pos, &ocls);
     if (old != NULL && guards(old, m->stamp, now)) {
-        stripe_unlock(c, s);
+        cache_stripe_unlock(c, s);
         return HKV_ESTALE;
     }
     uint64_t *idx = index_of(c, s);
     uint64_t word = old != NULL ? __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) : 0;
-    struct slot *sl = table_alloc(c, s, cls, &page, &j);
-    table_write(sl, m, expire_at, key, klen, val, vlen);
+    struct slot *sl = cache_table_alloc(c, s, cls, &page, &j);
+    cache_table_write(sl, m, expire_at, key, klen, val, vlen);
     if (old != NULL && old != sl && __atomic_load_n(&idx[pos], __ATOMIC_RELAXED) != word)
-        old = table_find(c, s, mh, key, klen, &pos, &ocls); /* the index shifted */
+        old = cache_table_find(c, s, mh, key, klen, &pos, &ocls); /* the index shifted */
     if (old != NULL && old != sl)
-        table_swap(c, s, pos, mh, page, j, old, ocls);
+        cache_table_swap(c, s, pos, mh, page, j, old, ocls);
     else
-        table_link(c, s, mh, page, j);
-    stripe_unlock(c, s);
+        cache_table_link(c, s, mh, page, j);
+    cache_stripe_unlock(c, s);
     return HKV_OK;
 }
 
-int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
-              size_t vlen, int negative, hkv_stamp stamp, int64_t fresh_until,
-              int64_t keep_until, int64_t expire_at, int64_t now)
+int cache_put(struct cache *c, const struct cache_entry *in, int64_t now)
 {
-    if (c == NULL || (key == NULL && klen > 0) || (val == NULL && vlen > 0) ||
-        (negative && vlen > 0))
+    if (c == NULL || in == NULL)
+        return HKV_EINVAL;
+    const char *key = in->key;
+    size_t klen = in->klen, vlen = in->vlen;
+    hkv_stamp stamp = in->stamp;
+    if ((key == NULL && klen > 0) || (in->val == NULL && vlen > 0) || (in->negative && vlen > 0))
         return HKV_EINVAL;
     if (vlen > c->max_value || klen > KLEN_MAX || vlen > c->page_size ||
         SLOT_HDR + 8 + klen + vlen > c->page_size)
         return HKV_ETOOBIG;
     if (cache_forgotten(c, stamp))
         return HKV_ESTALE; /* from before a FLUSHALL */
-    uint64_t mh = cache_mix(khash);
-    uint32_t fl = SF_LIVE | (negative ? SF_NEG : 0) | (expire_at != 0 ? SF_EXP : 0);
+    uint64_t mh = cache_mix(in->khash);
+    uint32_t fl = SF_LIVE | (in->negative ? SF_NEG : 0) | (in->expire_at != 0 ? SF_EXP : 0);
     struct slot_meta m = {.stamp = stamp,
                           .stored_at = now,
-                          .fresh_d = delta_of(fresh_until, now, 0),
-                          .keep_d = delta_of(keep_until, now, 0),
+                          .fresh_d = delta_of(in->fresh_until, now, 0),
+                          .keep_d = delta_of(in->keep_until, now, 0),
                           .tf = mix_tag(mh) << 4 | fl,
                           .kv = (uint32_t)klen << VLEN_BITS | (uint32_t)vlen};
-    return store(c, key, klen, khash, val, vlen, &m, expire_at, now);
+    return store(c, key, klen, in->khash, in->val, vlen, &m, in->expire_at, now);
 }
 
 int cache_invalidate(struct cache *c, const char *key, size_t klen, uint64_t khash,

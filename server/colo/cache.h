@@ -127,7 +127,8 @@ void cache_destroy(struct cache **c);
 int cache_get(struct cache *c, const char *key, size_t klen, uint64_t khash, int64_t now,
               struct hkv_buf *value, struct cache_hit *hit);
 
-/* Stores a value (or a negative entry: val NULL, negative 1).  Stamp-guarded:
+/* Stores a value (or a negative entry: val NULL, negative 1), read from *in
+ * during the call only.  Stamp-guarded:
  * an entry holding a newer stamp is kept (HKV_ESTALE), so a late fetch or
  * push never replaces a newer value; an equal stamp refreshes the times.
  * A tombstone (cache_invalidate) guards with its stamp until its
@@ -138,9 +139,19 @@ int cache_get(struct cache *c, const char *key, size_t klen, uint64_t khash, int
  * cached, and not counted here: cache_not_cached_too_big is the caller's),
  * HKV_EINVAL, HKV_ECORRUPT (the stripe's mutex is unrecoverable: only if
  * the segment was scribbled on). */
-int cache_put(struct cache *c, const char *key, size_t klen, uint64_t khash, const void *val,
-              size_t vlen, int negative, hkv_stamp stamp, int64_t fresh_until,
-              int64_t keep_until, int64_t expire_at, int64_t now);
+struct cache_entry {
+    const char *key;
+    size_t klen;
+    uint64_t khash;        /* the caller's router_hash of the key (its route's) */
+    const void *val;       /* NULL with vlen 0 for a negative entry */
+    size_t vlen;
+    int negative;          /* an authoritative "no such key" */
+    hkv_stamp stamp;
+    int64_t fresh_until;   /* monotonic ms, as in struct cache_hit */
+    int64_t keep_until;    /* monotonic ms */
+    int64_t expire_at;     /* the key's own expiry, unix ms, 0 = none */
+};
+int cache_put(struct cache *c, const struct cache_entry *in, int64_t now);
 
 /* A write whose new value is not known here (a delete, a cold write's push,
  * INCRBY ...): the key's entry becomes a tombstone stamped `stamp`, whether

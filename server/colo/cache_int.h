@@ -374,28 +374,28 @@ static inline void entry_touch(const struct cache *c, uint32_t s, uint32_t p, ui
 /* ---- across the cache files ---- */
 
 /* cache_lock.c: the stripe's robust mutex (segment.h's seg_lock).  HKV_OK
- * (held; a dead holder's damage repaired by table_repair and counted in
+ * (held; a dead holder's damage repaired by cache_table_repair and counted in
  * cache_lock_repairs) or HKV_ECORRUPT (unrecoverable). */
-int stripe_lock(struct cache *c, uint32_t s);
-void stripe_unlock(struct cache *c, uint32_t s);
+int cache_stripe_lock(struct cache *c, uint32_t s);
+void cache_stripe_unlock(struct cache *c, uint32_t s);
 
 /* cache_table.c: under the stripe lock. */
-struct slot *table_find(struct cache *c, uint32_t s, uint64_t m, const char *key, size_t klen,
-                        uint32_t *pos, uint32_t *cls);
+struct slot *cache_table_find(struct cache *c, uint32_t s, uint64_t m, const char *key, size_t klen,
+                              uint32_t *pos, uint32_t *cls);
 /* klen and vlen are m's (passed as the caller's size_t, not m's narrow
  * fields: a copy whose length the compiler sees bounded is inlined as
  * rep movs, which costs more than memcpy for short keys and values). */
-void table_write(struct slot *sl, const struct slot_meta *m, int64_t expire_at, const void *key,
-                 size_t klen, const void *val, size_t vlen);
-void table_drop(struct cache *c, uint32_t s, uint32_t pos, struct slot *sl, uint32_t cls);
-struct slot *table_alloc(struct cache *c, uint32_t s, uint32_t cls, uint32_t *page,
-                         uint32_t *idx);
-void table_link(struct cache *c, uint32_t s, uint64_t m, uint32_t page, uint32_t idx);
-void table_swap(struct cache *c, uint32_t s, uint32_t pos, uint64_t m, uint32_t page, uint32_t idx,
-                struct slot *old, uint32_t ocls);
-void table_repair(struct cache *c, uint32_t s);
-void table_init_stripe(struct cache *c, uint32_t s);
+void cache_table_write(struct slot *sl, const struct slot_meta *m, int64_t expire_at,
+                       const void *key, size_t klen, const void *val, size_t vlen);
+void cache_table_drop(struct cache *c, uint32_t s, uint32_t pos, struct slot *sl, uint32_t cls);
+struct slot *cache_table_alloc(struct cache *c, uint32_t s, uint32_t cls, uint32_t *page,
+                               uint32_t *idx);
+void cache_table_link(struct cache *c, uint32_t s, uint64_t m, uint32_t page, uint32_t idx);
+void cache_table_swap(struct cache *c, uint32_t s, uint32_t pos, uint64_t m, uint32_t page,
+                      uint32_t idx, struct slot *old, uint32_t ocls);
+void cache_table_repair(struct cache *c, uint32_t s);
+void cache_table_init_stripe(struct cache *c, uint32_t s);
 /* Gives page p of stripe s to class cls now (its entries evicted). */
-void table_give_page(struct cache *c, uint32_t s, uint32_t p, uint32_t cls);
+void cache_table_give_page(struct cache *c, uint32_t s, uint32_t p, uint32_t cls);
 
 #endif

@@ -3,7 +3,7 @@
  *
  * Stripe mutexes serialise writers.  They are segment.h's robust stripe
  * locks: a writer killed while holding one hands the next locker EOWNERDEAD,
- * and the next locker rebuilds the stripe from its pages (table_repair: odd
+ * and the next locker rebuilds the stripe from its pages (cache_table_repair: odd
  * entries freed, the index rebuilt) and counts cache_lock_repairs before the
  * mutex is marked consistent.  Readers never take them.
  *
@@ -37,7 +37,7 @@
  * trust it and waits.  A live holder is asked about once per
  * ALIVE_MEMO_MS per process, not on every stale read of a hot key.
  *
- * The test-only hooks of server/cache_test.h live here too: each of them
+ * The test-only hooks of server/colo/cache_test.h live here too: each of them
  * plays a process that dies inside the segment.
  */
 #include <errno.h>
@@ -55,17 +55,17 @@ struct stripe_fix {
 static void repair_stripe(void *arg)
 {
     struct stripe_fix *f = arg;
-    table_repair(f->c, f->s);
+    cache_table_repair(f->c, f->s);
     seg_count(&f->c->seg, CACHE_CTR_cache_lock_repairs, 1);
 }
 
-int stripe_lock(struct cache *c, uint32_t s)
+int cache_stripe_lock(struct cache *c, uint32_t s)
 {
     struct stripe_fix f = {c, s};
     return seg_lock(&stripe_at(c, s)->mu, repair_stripe, &f);
 }
 
-void stripe_unlock(struct cache *c, uint32_t s)
+void cache_stripe_unlock(struct cache *c, uint32_t s)
 {
     seg_unlock(&stripe_at(c, s)->mu);
 }
@@ -166,7 +166,7 @@ void cache_unlock(struct cache *c, uint64_t khash, uint64_t token)
     }
 }
 
-/* ---- test hooks (server/cache_test.h) ---- */
+/* ---- test hooks (server/colo/cache_test.h) ---- */
 
 static struct slot *test_find(struct cache *c, const char *key, size_t klen, uint64_t khash,
                               uint32_t *s)
@@ -174,17 +174,17 @@ static struct slot *test_find(struct cache *c, const char *key, size_t klen, uin
     uint64_t mh = cache_mix(khash);
     uint32_t pos, cls;
     *s = mix_stripe(c, mh);
-    if (stripe_lock(c, *s) != HKV_OK)
+    if (cache_stripe_lock(c, *s) != HKV_OK)
         return NULL;
-    struct slot *sl = table_find(c, *s, mh, key, klen, &pos, &cls);
+    struct slot *sl = cache_table_find(c, *s, mh, key, klen, &pos, &cls);
     if (sl == NULL)
-        stripe_unlock(c, *s);
+        cache_stripe_unlock(c, *s);
     return sl;
 }
 
 int cache_test_hold_stripe(struct cache *c, uint64_t khash)
 {
-    return stripe_lock(c, mix_stripe(c, cache_mix(khash)));
+    return cache_stripe_lock(c, mix_stripe(c, cache_mix(khash)));
 }
 
 int cache_test_open_write(struct cache *c, const char *key, size_t klen, uint64_t khash)
@@ -212,7 +212,7 @@ int cache_test_flip(struct cache *c, const char *key, size_t klen, uint64_t khas
         sl->data[m_extra(&sl->m) + m_klen(&sl->m) + off] ^= 0x20;
         rc = HKV_OK;
     }
-    stripe_unlock(c, s);
+    cache_stripe_unlock(c, s);
     return rc;
 }
 
@@ -221,9 +221,9 @@ int cache_test_where(struct cache *c, const char *key, size_t klen, uint64_t kha
 {
     uint64_t mh = cache_mix(khash);
     uint32_t s = mix_stripe(c, mh), pos, cls;
-    if (stripe_lock(c, s) != HKV_OK)
+    if (cache_stripe_lock(c, s) != HKV_OK)
         return HKV_ENOENT;
-    struct slot *sl = table_find(c, s, mh, key, klen, &pos, &cls);
+    struct slot *sl = cache_table_find(c, s, mh, key, klen, &pos, &cls);
     if (sl != NULL) {
         uint64_t iw = __atomic_load_n(&index_of(c, s)[pos], __ATOMIC_RELAXED);
         w->stripe = s;
@@ -231,7 +231,7 @@ int cache_test_where(struct cache *c, const char *key, size_t klen, uint64_t kha
         w->slot = iw_slot(iw);
         w->cls = cls;
     }
-    stripe_unlock(c, s);
+    cache_stripe_unlock(c, s);
     return sl != NULL ? HKV_OK : HKV_ENOENT;
 }
 
@@ -239,10 +239,10 @@ void cache_test_give_page(struct cache *c, uint32_t stripe, uint32_t page, uint3
 {
     if (stripe >= c->nstripes || page >= c->pps || cls >= c->nclasses)
         return;
-    if (stripe_lock(c, stripe) != HKV_OK)
+    if (cache_stripe_lock(c, stripe) != HKV_OK)
         return;
-    table_give_page(c, stripe, page, cls);
-    stripe_unlock(c, stripe);
+    cache_table_give_page(c, stripe, page, cls);
+    cache_stripe_unlock(c, stripe);
 }
 
 void cache_test_touch(struct cache *c, const struct cache_test_where *w)

@@ -46,8 +46,8 @@ static inline uint32_t *live_of(const struct cache *c, uint32_t s, uint32_t p)
     return &c->pagelive[(size_t)s * c->pps + p];
 }
 
-void table_write(struct slot *sl, const struct slot_meta *m, int64_t expire_at, const void *key,
-                 size_t klen, const void *val, size_t vlen)
+void cache_table_write(struct slot *sl, const struct slot_meta *m, int64_t expire_at,
+                       const void *key, size_t klen, const void *val, size_t vlen)
 {
     uint32_t odd = seq_open(sl), x = m_extra(m);
     memcpy(&sl->m, m, sizeof(*m));
@@ -97,7 +97,7 @@ static void index_remove(struct cache *c, uint32_t s, uint32_t i)
     __atomic_store_n(&idx[i], 0, __ATOMIC_RELEASE);
 }
 
-void table_link(struct cache *c, uint32_t s, uint64_t mh, uint32_t page, uint32_t idx_in_page)
+void cache_table_link(struct cache *c, uint32_t s, uint64_t mh, uint32_t page, uint32_t idx_in_page)
 {
     uint64_t *idx = index_of(c, s);
     uint32_t tag = mix_tag(mh), pos = tag_home(c, tag);
@@ -159,15 +159,15 @@ static void slot_free(struct cache *c, uint32_t s, struct slot *sl, uint32_t cls
 /* Points the index word at pos (old's) to (page, j), then frees old: a
  * reader holds either the old word (and the old entry, whole, until the
  * free bumps its seq and sends the reader back to the index) or the new. */
-void table_swap(struct cache *c, uint32_t s, uint32_t pos, uint64_t mh, uint32_t page, uint32_t j,
-                struct slot *old, uint32_t ocls)
+void cache_table_swap(struct cache *c, uint32_t s, uint32_t pos, uint64_t mh, uint32_t page,
+                      uint32_t j, struct slot *old, uint32_t ocls)
 {
     __atomic_store_n(&index_of(c, s)[pos], iw_make(mix_tag(mh), page, j), __ATOMIC_RELEASE);
     slot_free(c, s, old, ocls);
 }
 
-struct slot *table_find(struct cache *c, uint32_t s, uint64_t mh, const char *key, size_t klen,
-                        uint32_t *pos_out, uint32_t *cls_out)
+struct slot *cache_table_find(struct cache *c, uint32_t s, uint64_t mh, const char *key,
+                              size_t klen, uint32_t *pos_out, uint32_t *cls_out)
 {
     uint64_t *idx = index_of(c, s);
     uint32_t tag = mix_tag(mh), pos = tag_home(c, tag);
@@ -185,7 +185,7 @@ struct slot *table_find(struct cache *c, uint32_t s, uint64_t mh, const char *ke
                     (klen == 0 || memcmp(slot_key(sl), key, klen) == 0)) { /* "" may come as NULL */
                     if (!slot_sound(sl, cls)) { /* scribbled: forget it, as if absent */
                         seg_count(&c->seg, CACHE_CTR_cache_corrupt_entries, 1);
-                        table_drop(c, s, pos, sl, cls);
+                        cache_table_drop(c, s, pos, sl, cls);
                         return NULL;
                     }
                     *pos_out = pos;
@@ -200,7 +200,7 @@ struct slot *table_find(struct cache *c, uint32_t s, uint64_t mh, const char *ke
     return NULL;
 }
 
-void table_drop(struct cache *c, uint32_t s, uint32_t pos, struct slot *sl, uint32_t cls)
+void cache_table_drop(struct cache *c, uint32_t s, uint32_t pos, struct slot *sl, uint32_t cls)
 {
     index_remove(c, s, pos);
     slot_free(c, s, sl, cls);
@@ -266,7 +266,7 @@ static void page_move(struct cache *c, uint32_t s, uint32_t p, uint32_t cls)
     atomic_store_explicit(pwp, (((ver | 1) + 1) << 8) | cls, memory_order_release);
 }
 
-void table_give_page(struct cache *c, uint32_t s, uint32_t p, uint32_t cls)
+void cache_table_give_page(struct cache *c, uint32_t s, uint32_t p, uint32_t cls)
 {
     page_move(c, s, p, cls);
 }
@@ -396,7 +396,8 @@ static struct slot *clock_evict(struct cache *c, uint32_t s, uint32_t cls, uint3
     }
 }
 
-struct slot *table_alloc(struct cache *c, uint32_t s, uint32_t cls, uint32_t *pg, uint32_t *ix)
+struct slot *cache_table_alloc(struct cache *c, uint32_t s, uint32_t cls, uint32_t *pg,
+                               uint32_t *ix)
 {
     struct stripe *st = stripe_at(c, s);
     struct slot *sl = NULL;
@@ -430,7 +431,7 @@ struct slot *table_alloc(struct cache *c, uint32_t s, uint32_t cls, uint32_t *pg
     return sl;
 }
 
-void table_init_stripe(struct cache *c, uint32_t s)
+void cache_table_init_stripe(struct cache *c, uint32_t s)
 {
     struct stripe *st = stripe_at(c, s);
     st->unassigned = c->pps;
@@ -443,7 +444,7 @@ void table_init_stripe(struct cache *c, uint32_t s)
 /* After a writer died holding the stripe: pages caught mid-move are emptied,
  * entries caught mid-write (odd seq) or failing their checksum are freed,
  * the counts and the index are rebuilt from what the pages hold. */
-void table_repair(struct cache *c, uint32_t s)
+void cache_table_repair(struct cache *c, uint32_t s)
 {
     struct stripe *st = stripe_at(c, s);
     memset(st->npages, 0, sizeof(st->npages));
@@ -496,7 +497,8 @@ void table_repair(struct cache *c, uint32_t s)
              * index words held), so a lookup by tag finds the duplicate. */
             uint32_t pos, ocls;
             uint64_t mh = (uint64_t)m_tag(&sl->m) << (64 - TAG_BITS);
-            struct slot *dup = table_find(c, s, mh, slot_key(sl), m_klen(&sl->m), &pos, &ocls);
+            struct slot *dup =
+                cache_table_find(c, s, mh, slot_key(sl), m_klen(&sl->m), &pos, &ocls);
             if (dup != NULL && dup->m.stamp >= sl->m.stamp) {
                 uint32_t odd = seq_open(sl);
                 sl->m.tf = 0;
@@ -505,8 +507,8 @@ void table_repair(struct cache *c, uint32_t s)
                 continue;
             }
             if (dup != NULL)
-                table_drop(c, s, pos, dup, ocls);
-            table_link(c, s, mh, p, j);
+                cache_table_drop(c, s, pos, dup, ocls);
+            cache_table_link(c, s, mh, p, j);
             live++;
             atomic_fetch_add_explicit(&st->entries, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&st->used, cls_size(cls), memory_order_relaxed);

@@ -1,5 +1,5 @@
 /*
- * cache_test.h - TEST-ONLY hooks into the colo segment (server/cache.h).
+ * cache_test.h - TEST-ONLY hooks into the colo segment (server/colo/cache.h).
  * They break the segment's rules on purpose, to prove the rules hold: the
  * daemon never calls them.  They live in the library so tests/unit can
  * reach the segment's insides without a second build of it.

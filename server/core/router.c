@@ -132,14 +132,25 @@ uint64_t router_generation(const struct router *r, enum cfg_pool pool)
     return r->pools[pool].generation;
 }
 
+const struct cfg_class *router_class(const struct router *r, const char *key, size_t len)
+{
+    return cfg_class_for(r->cfg, key, len);
+}
+
 void router_route(const struct router *r, const char *key, size_t len, struct route *out)
+{
+    router_route_hashed(r, key, len, router_hash(key, len), out);
+}
+
+void router_route_hashed(const struct router *r, const char *key, size_t len, uint64_t hash,
+                         struct route *out)
 {
     const struct cfg_class *cls = cfg_class_for(r->cfg, key, len);
     /* One SipHash when the key has no hash tag: then the placement hash is
      * the identity hash (place_hash), and a SET routed twice on the edge
      * (owner, colo cache) hashed its key four times. */
     size_t toff, tlen;
-    out->hash = router_hash(key, len);
+    out->hash = hash;
     out->place = place_tag(key, len, &toff, &tlen) ? place_ident(key + toff, tlen) : out->hash;
     out->cls = cls;
     out->class_id = (uint32_t)(cls - r->cfg->classes);

@@ -71,6 +71,12 @@ void router_destroy(struct router **r);
 void router_set_config(struct router *r, const struct cfg *cfg);
 
 void router_route(const struct router *r, const char *key, size_t len, struct route *out);
+/* The same for a key whose router_hash the caller already has (`hash`: it
+ * must be router_hash(key, len)), so a request hashes its key once. */
+void router_route_hashed(const struct router *r, const char *key, size_t len, uint64_t hash,
+                         struct route *out);
+/* The class of key in the router's config (what router_route puts in cls). */
+const struct cfg_class *router_class(const struct router *r, const char *key, size_t len);
 /* Owner index of placement hash `hash` in `pool`; -1 for an empty pool. */
 int router_owner(const struct router *r, enum cfg_pool pool, uint64_t hash);
 /* The leaf (prefix and bit count) that holds hash in pool. */

@@ -22,9 +22,16 @@
 
 SSL_CTX *tls_cluster_ctx_new(const struct cfg *cfg, int server, char *err, size_t errlen)
 {
+    struct tls_cluster_files f = {cfg->cluster_tls_cert_file, cfg->cluster_tls_key_file,
+                                  cfg->cluster_tls_ca_file};
+    return tls_cluster_ctx_from(&f, server, err, errlen);
+}
+
+SSL_CTX *tls_cluster_ctx_from(const struct tls_cluster_files *f, int server, char *err,
+                              size_t errlen)
+{
     ERR_clear_error();
-    if (cfg->cluster_tls_cert_file[0] == '\0' || cfg->cluster_tls_key_file[0] == '\0' ||
-        cfg->cluster_tls_ca_file[0] == '\0') {
+    if (f->cert[0] == '\0' || f->key[0] == '\0' || f->ca[0] == '\0') {
         snprintf(err, errlen, "links between hosts need cluster-tls-cert-file, "
                               "cluster-tls-key-file and cluster-tls-ca-file");
         return NULL;
@@ -47,19 +54,19 @@ SSL_CTX *tls_cluster_ctx_new(const struct cfg *cfg, int server, char *err, size_
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     if (server)
         SSL_CTX_set_num_tickets(ctx, 0);
-    if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cluster_tls_cert_file) != 1)
-        return tls_ctx_fail(ctx, err, errlen, "cluster-tls-cert-file", cfg->cluster_tls_cert_file);
-    if (SSL_CTX_use_PrivateKey_file(ctx, cfg->cluster_tls_key_file, SSL_FILETYPE_PEM) != 1)
-        return tls_ctx_fail(ctx, err, errlen, "cluster-tls-key-file", cfg->cluster_tls_key_file);
+    if (SSL_CTX_use_certificate_chain_file(ctx, f->cert) != 1)
+        return tls_ctx_fail(ctx, err, errlen, "cluster-tls-cert-file", f->cert);
+    if (SSL_CTX_use_PrivateKey_file(ctx, f->key, SSL_FILETYPE_PEM) != 1)
+        return tls_ctx_fail(ctx, err, errlen, "cluster-tls-key-file", f->key);
     if (SSL_CTX_check_private_key(ctx) != 1)
         return tls_ctx_fail(ctx, err, errlen, "cluster-tls-key-file does not match cluster-tls-cert-file",
-                    cfg->cluster_tls_key_file);
-    if (SSL_CTX_load_verify_locations(ctx, cfg->cluster_tls_ca_file, NULL) != 1)
-        return tls_ctx_fail(ctx, err, errlen, "cluster-tls-ca-file", cfg->cluster_tls_ca_file);
+                    f->key);
+    if (SSL_CTX_load_verify_locations(ctx, f->ca, NULL) != 1)
+        return tls_ctx_fail(ctx, err, errlen, "cluster-tls-ca-file", f->ca);
     if (server) {
-        STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(cfg->cluster_tls_ca_file);
+        STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(f->ca);
         if (names == NULL)
-            return tls_ctx_fail(ctx, err, errlen, "cluster-tls-ca-file", cfg->cluster_tls_ca_file);
+            return tls_ctx_fail(ctx, err, errlen, "cluster-tls-ca-file", f->ca);
         SSL_CTX_set_client_CA_list(ctx, names);
     }
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | (server ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),

@@ -31,6 +31,13 @@
  * with a one-line reason in err ("cluster-tls-cert-file '/x.crt': ...").
  * Each call reads the files again (a reload builds a new one). */
 SSL_CTX *tls_cluster_ctx_new(const struct cfg *cfg, int server, char *err, size_t errlen);
+/* The same from the three files alone, for a module its process handed
+ * them to (none may be NULL; "" is refused as above). */
+struct tls_cluster_files {
+    const char *cert, *key, *ca;
+};
+SSL_CTX *tls_cluster_ctx_from(const struct tls_cluster_files *f, int server, char *err,
+                              size_t errlen);
 
 /* Client side, before the handshake: the handshake fails unless the
  * server's certificate names host (CN or subjectAltName DNS).  0, or -1

@@ -25,6 +25,8 @@ void topo_colo_name(const struct cfg *cfg, int k, char *buf, size_t len);
 /* Where owner `index` of `pool` listens: "<dir>/owner-<pool>-<index>.sock". */
 void topo_owner_socket(const struct cfg *cfg, enum cfg_pool pool, int index, char *buf,
                        size_t len);
+/* The same under data directory `dir` (for a module handed the directory). */
+void topo_owner_socket_in(const char *dir, enum cfg_pool pool, int index, char *buf, size_t len);
 /* Its SQLite file: "<dir>/owner-<pool>-<index>.db". */
 void topo_owner_db(const struct cfg *cfg, enum cfg_pool pool, int index, char *buf, size_t len);
 /* A cluster host's agent control channel (server/agent/agent_ctl.h), the

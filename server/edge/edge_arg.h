@@ -10,10 +10,10 @@
 #include "proto/resp.h"
 
 /* 1 when s equals lit ignoring ASCII case, else 0. */
-int slice_is(const struct resp_slice *s, const char *lit);
+int edge_arg_is(const struct resp_slice *s, const char *lit);
 
 /* Redis's string2ll: an optional '-', then digits, no leading zeros, no
  * spaces, within long long.  0 with *out set, or -1 (*out untouched). */
-int arg_ll(const struct resp_slice *s, long long *out);
+int edge_arg_ll(const struct resp_slice *s, long long *out);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * edge_cache.c - how the edge uses the colo segment (server/cache.h): the
+ * edge_cache.c - how the edge uses the colo segment (server/colo/cache.h): the
  * lookup that answers most reads without asking anyone, filling the segment
  * from owner answers, keeping it right after this edge's writes, and taking
  * the owners' pushes.
@@ -148,13 +148,15 @@ static void forget_held(struct edge *e, const char *key, size_t klen, uint64_t h
     buf_deinit(&tmp);
 }
 
-/* Whether the owner of key pushes its writes to this edge now (see above). */
-static int push_ready(struct edge *e, const char *key, size_t klen)
+/* Whether the owner of the key routed to rt pushes its writes to this edge
+ * now (see above).  From the fill's route: no second hash or class lookup. */
+static int push_ready(struct edge *e, const struct route *rt)
 {
     if (!e->ctx->cfg->owner_push)
         return 1;
-    struct route rt;
-    struct owner_ref *o = edge_owner_of(e, key, klen, &rt);
+    uint32_t leaf;
+    uint8_t bits;
+    struct owner_ref *o = edge_owner_of_place(e, rt->pool, rt->place, &leaf, &bits);
     if (o == NULL || o->link[WIRE_ROLE_PUSH] == NULL)
         return 0;
     if (elink_greeted(o->link[WIRE_ROLE_PUSH]))
@@ -171,7 +173,7 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
     int64_t now = now_ms(), fu, ku;
     if (now - sent_ms >= EDGE_FILL_HORIZON_MS)
         return; /* a tombstone made since it was sent may be gone: not stored */
-    if (!push_ready(e, key, klen)) {
+    if (!push_ready(e, rt)) {
         /* Not cached, but no older value stays servable either. */
         hkv_stamp v = m->type == WIRE_VALUE      ? m->u.value.stamp
                       : m->type == WIRE_NOTFOUND ? m->u.notfound.stamp
@@ -186,8 +188,17 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         if (!lifetimes(e, rt->cls, rt->hash, sent_ms, now, (int64_t)m->u.value.expire_ms, &fu,
                        &ku))
             return;
-        int rc = cache_put(e->cache, key, klen, rt->hash, m->u.value.value.p, m->u.value.value.len,
-                           0, m->u.value.stamp, fu, ku, (int64_t)m->u.value.expire_ms, now);
+        int rc = cache_put(e->cache,
+                           &(struct cache_entry){.key = key,
+                                                 .klen = klen,
+                                                 .khash = rt->hash,
+                                                 .val = m->u.value.value.p,
+                                                 .vlen = m->u.value.value.len,
+                                                 .stamp = m->u.value.stamp,
+                                                 .fresh_until = fu,
+                                                 .keep_until = ku,
+                                                 .expire_at = (int64_t)m->u.value.expire_ms},
+                           now);
         if (rc == HKV_ETOOBIG)
             cache_count(e->cache, CACHE_CTR_cache_not_cached_too_big, 1);
         if (rc == HKV_OK) /* a version a missed push never brought wakes its readers too */
@@ -200,24 +211,43 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         if (m->u.notfound.stamp == 0)
             forget_held(e, key, klen, rt->hash, now);
         if (ttl > 0 && sent_ms + ttl > now)
-            cache_put(e->cache, key, klen, rt->hash, NULL, 0, 1, m->u.notfound.stamp,
-                      sent_ms + ttl, sent_ms + ttl, 0, now);
+            cache_put(e->cache,
+                      &(struct cache_entry){.key = key,
+                                            .klen = klen,
+                                            .khash = rt->hash,
+                                            .negative = 1,
+                                            .stamp = m->u.notfound.stamp,
+                                            .fresh_until = sent_ms + ttl,
+                                            .keep_until = sent_ms + ttl},
+                      now);
     }
 }
 
-void edge_cache_wrote(struct edge *e, const char *key, size_t klen, const struct wire_slice *v,
-                      int64_t expire_at, hkv_stamp version, int64_t base_ms, int64_t now)
+void edge_cache_wrote(struct edge *e, const char *key, size_t klen, uint64_t hash,
+                      const struct wire_slice *v, int64_t expire_at, hkv_stamp version,
+                      int64_t base_ms, int64_t now)
 {
     if (e->cache == NULL || version == 0)
         return;
-    struct route rt;
-    router_route(e->router, key, klen, &rt);
+    /* The write's route gave the hash; only a known value needs the class
+     * (its lifetimes), and nothing needs the owner. */
     int64_t fu, ku;
-    if (!(v != NULL && lifetimes(e, rt.cls, rt.hash, base_ms, now, expire_at, &fu, &ku) &&
-          cache_put(e->cache, key, klen, rt.hash, v->p, v->len, 0, version, fu, ku, expire_at,
+    if (!(v != NULL &&
+          lifetimes(e, router_class(e->router, key, klen), hash, base_ms, now, expire_at, &fu,
+                    &ku) &&
+          cache_put(e->cache,
+                    &(struct cache_entry){.key = key,
+                                          .klen = klen,
+                                          .khash = hash,
+                                          .val = v->p,
+                                          .vlen = v->len,
+                                          .stamp = version,
+                                          .fresh_until = fu,
+                                          .keep_until = ku,
+                                          .expire_at = expire_at},
                     now) == HKV_OK))
-        cache_invalidate(e->cache, key, klen, rt.hash, version, now + EDGE_FILL_HORIZON_MS, now);
-    changes_note(e->changes, rt.hash, version); /* wakes the key's readers in the colo */
+        cache_invalidate(e->cache, key, klen, hash, version, now + EDGE_FILL_HORIZON_MS, now);
+    changes_note(e->changes, hash, version); /* wakes the key's readers in the colo */
 }
 
 void edge_cache_pushed(void *arg, const struct wire_msg *m)
@@ -242,8 +272,17 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
     int64_t now = now_ms(), fu, ku;
     int rc;
     if (lifetimes(e, rt.cls, rt.hash, now, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
-        rc = cache_put(e->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len, 0,
-                       m->u.push.stamp, fu, ku, (int64_t)m->u.push.expire_ms, now);
+        rc = cache_put(e->cache,
+                       &(struct cache_entry){.key = k.p,
+                                             .klen = k.len,
+                                             .khash = rt.hash,
+                                             .val = m->u.push.value.p,
+                                             .vlen = m->u.push.value.len,
+                                             .stamp = m->u.push.stamp,
+                                             .fresh_until = fu,
+                                             .keep_until = ku,
+                                             .expire_at = (int64_t)m->u.push.expire_ms},
+                       now);
     else
         rc = cache_invalidate(e->cache, k.p, k.len, rt.hash, m->u.push.stamp,
                               now + EDGE_FILL_HORIZON_MS, now);

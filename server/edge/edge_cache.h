@@ -34,9 +34,11 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
  * (0: nothing changed, nothing to do): stores v (NULL: the new value is not
  * known here) expiring at expire_at (unix ms, 0 none), else a tombstone.
  * base_ms: the write's first send (clock_mono_ms); now: when its answer
- * came in (op_answer_ms; earlier than now only shortens the keep). */
-void edge_cache_wrote(struct edge *e, const char *key, size_t klen, const struct wire_slice *v,
-                      int64_t expire_at, hkv_stamp version, int64_t base_ms, int64_t now);
+ * came in (op_answer_ms; earlier than now only shortens the keep).  hash:
+ * the key's router_hash, as the write's route computed it. */
+void edge_cache_wrote(struct edge *e, const char *key, size_t klen, uint64_t hash,
+                      const struct wire_slice *v, int64_t expire_at, hkv_stamp version,
+                      int64_t base_ms, int64_t now);
 /* A push from an owner (the owners' push hook; arg is the owner_ref). */
 void edge_cache_pushed(void *arg, const struct wire_msg *m);
 

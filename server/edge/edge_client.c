@@ -161,18 +161,18 @@ static void listing_reply(struct conn *c, struct listing *l)
 static void client_list(struct conn *c, int argc, const struct resp_slice *argv)
 {
     int all = 1;
-    if (argc == 4 && slice_is(&argv[2], "type")) {
+    if (argc == 4 && edge_arg_is(&argv[2], "type")) {
         const struct resp_slice *t = &argv[3];
-        if (!slice_is(t, "normal") && !slice_is(t, "master") && !slice_is(t, "replica") &&
-            !slice_is(t, "slave") && !slice_is(t, "pubsub")) {
+        if (!edge_arg_is(t, "normal") && !edge_arg_is(t, "master") && !edge_arg_is(t, "replica") &&
+            !edge_arg_is(t, "slave") && !edge_arg_is(t, "pubsub")) {
             resp_add_errorf(&c->out, "ERR Unknown client type '%.*s'", (int)t->len, t->p);
             return;
         }
-        all = slice_is(t, "normal");
-    } else if (argc > 3 && slice_is(&argv[2], "id")) {
+        all = edge_arg_is(t, "normal");
+    } else if (argc > 3 && edge_arg_is(&argv[2], "id")) {
         for (int j = 3; j < argc; j++) {
             long long id;
-            if (arg_ll(&argv[j], &id) != 0) {
+            if (edge_arg_ll(&argv[j], &id) != 0) {
                 resp_add_error(&c->out, "ERR Invalid client ID");
                 return;
             }
@@ -182,12 +182,12 @@ static void client_list(struct conn *c, int argc, const struct resp_slice *argv)
         return;
     }
     struct listing l = {.text = HKV_BUF_INIT, .now = clock_mono_ms()};
-    if (argc > 3 && slice_is(&argv[2], "id")) {
+    if (argc > 3 && edge_arg_is(&argv[2], "id")) {
         /* in the order asked, as Redis */
         struct hkv_buf out = HKV_BUF_INIT;
         for (int j = 3; j < argc; j++) {
             long long id;
-            arg_ll(&argv[j], &id);
+            edge_arg_ll(&argv[j], &id);
             l.only_id = (uint64_t)id;
             l.n = 0;
             buf_reset(&l.text);
@@ -292,35 +292,36 @@ static int kill_parse(struct conn *c, int argc, const struct resp_slice *argv,
         }
         const struct resp_slice *o = &argv[i], *v = &argv[i + 1];
         long long n;
-        if (slice_is(o, "id")) {
-            if (arg_ll(v, &n) != 0 || n < 1) {
+        if (edge_arg_is(o, "id")) {
+            if (edge_arg_ll(v, &n) != 0 || n < 1) {
                 resp_add_error(&c->out, "ERR client-id should be greater than 0");
                 return -1;
             }
             f->id = (uint64_t)n;
-        } else if (slice_is(o, "type")) {
-            if (!slice_is(v, "normal") && !slice_is(v, "master") && !slice_is(v, "replica") &&
-                !slice_is(v, "slave") && !slice_is(v, "pubsub")) {
+        } else if (edge_arg_is(o, "type")) {
+            if (!edge_arg_is(v, "normal") && !edge_arg_is(v, "master") &&
+                !edge_arg_is(v, "replica") && !edge_arg_is(v, "slave") &&
+                !edge_arg_is(v, "pubsub")) {
                 resp_add_errorf(&c->out, "ERR Unknown client type '%.*s'", (int)v->len, v->p);
                 return -1;
             }
-            f->other_type = !slice_is(v, "normal");
-        } else if (slice_is(o, "addr")) {
+            f->other_type = !edge_arg_is(v, "normal");
+        } else if (edge_arg_is(o, "addr")) {
             f->addr = v;
-        } else if (slice_is(o, "laddr")) {
+        } else if (edge_arg_is(o, "laddr")) {
             f->laddr = v;
-        } else if (slice_is(o, "user")) {
+        } else if (edge_arg_is(o, "user")) {
             if (auth_user_find(c->e->auth, v->p, v->len) < 0) {
                 resp_add_errorf(&c->out, "ERR No such user '%.*s'", (int)v->len, v->p);
                 return -1;
             }
             f->user = v;
-        } else if (slice_is(o, "skipme")) {
-            if (!slice_is(v, "yes") && !slice_is(v, "no")) {
+        } else if (edge_arg_is(o, "skipme")) {
+            if (!edge_arg_is(v, "yes") && !edge_arg_is(v, "no")) {
                 resp_add_error(&c->out, "ERR syntax error");
                 return -1;
             }
-            f->skipme = slice_is(v, "yes");
+            f->skipme = edge_arg_is(v, "yes");
         } else {
             resp_add_error(&c->out, "ERR syntax error");
             return -1;
@@ -473,8 +474,8 @@ static void simple_help(struct conn *c)
 
 static void setinfo(struct conn *c, const struct resp_slice *argv)
 {
-    char *dst = slice_is(&argv[2], "lib-name") ? c->lib_name
-                : slice_is(&argv[2], "lib-ver") ? c->lib_ver : NULL;
+    char *dst = edge_arg_is(&argv[2], "lib-name") ? c->lib_name
+                : edge_arg_is(&argv[2], "lib-ver") ? c->lib_ver : NULL;
     size_t cap = dst == c->lib_name ? sizeof(c->lib_name) : sizeof(c->lib_ver);
     int ok = dst != NULL && argv[3].len < cap;
     for (size_t i = 0; ok && i < argv[3].len; i++)
@@ -509,12 +510,12 @@ static void unblock(struct conn *c, int argc, const struct resp_slice *argv)
                                  "'%.*s'. Try CLIENT HELP.", (int)argv[1].len, argv[1].p);
         return;
     }
-    if (argc == 4 && !slice_is(&argv[3], "timeout") && !slice_is(&argv[3], "error")) {
+    if (argc == 4 && !edge_arg_is(&argv[3], "timeout") && !edge_arg_is(&argv[3], "error")) {
         resp_add_error(&c->out, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
         return;
     }
     long long id;
-    if (arg_ll(&argv[2], &id) != 0) {
+    if (edge_arg_ll(&argv[2], &id) != 0) {
         resp_add_error(&c->out, "ERR value is not an integer or out of range");
         return;
     }
@@ -527,47 +528,47 @@ void edge_cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
     const struct edge_subcmd *s = subcmd_lookup(CMD_CLIENT, sub);
     if (s != NULL && !s->served) {
         resp_add_errorf(&c->out, "ERR CLIENT %s is not supported by hotkvd", s->name);
-    } else if (slice_is(sub, "id")) {
+    } else if (edge_arg_is(sub, "id")) {
         resp_add_int(&c->out, (int64_t)c->id);
-    } else if (slice_is(sub, "getname")) {
+    } else if (edge_arg_is(sub, "getname")) {
         if (c->name != NULL)
             resp_add_bulk_str(&c->out, c->name);
         else
             resp_add_null(&c->out, c->proto);
-    } else if (slice_is(sub, "setname")) {
+    } else if (edge_arg_is(sub, "setname")) {
         if (client_set_name(c, &argv[2]) == 0)
             resp_add_simple(&c->out, "OK");
-    } else if (slice_is(sub, "setinfo")) {
+    } else if (edge_arg_is(sub, "setinfo")) {
         setinfo(c, argv);
-    } else if (slice_is(sub, "meta")) {
-        if (slice_is(&argv[2], "on") || slice_is(&argv[2], "off")) {
-            c->meta = slice_is(&argv[2], "on");
+    } else if (edge_arg_is(sub, "meta")) {
+        if (edge_arg_is(&argv[2], "on") || edge_arg_is(&argv[2], "off")) {
+            c->meta = edge_arg_is(&argv[2], "on");
             resp_add_simple(&c->out, "OK");
         } else {
             resp_add_error(&c->out, "ERR syntax error");
         }
-    } else if (slice_is(sub, "info")) {
+    } else if (edge_arg_is(sub, "info")) {
         struct hkv_buf b = HKV_BUF_INIT;
         local_line(c, c, argc, argv, &b, clock_mono_ms());
         resp_add_verbatim(&c->out, c->proto, buf_head(&b), buf_unread(&b));
         buf_deinit(&b);
-    } else if (slice_is(sub, "list")) {
+    } else if (edge_arg_is(sub, "list")) {
         client_list(c, argc, argv);
-    } else if (slice_is(sub, "kill")) {
+    } else if (edge_arg_is(sub, "kill")) {
         client_kill(c, argc, argv);
-    } else if (slice_is(sub, "no-evict")) {
+    } else if (edge_arg_is(sub, "no-evict")) {
         /* hotkvd never evicts clients for memory: on and off are both true */
-        if (slice_is(&argv[2], "on") || slice_is(&argv[2], "off"))
+        if (edge_arg_is(&argv[2], "on") || edge_arg_is(&argv[2], "off"))
             resp_add_simple(&c->out, "OK");
         else
             resp_add_error(&c->out, "ERR syntax error");
-    } else if (slice_is(sub, "getredir")) {
+    } else if (edge_arg_is(sub, "getredir")) {
         resp_add_int(&c->out, -1); /* no tracking */
-    } else if (slice_is(sub, "trackinginfo")) {
+    } else if (edge_arg_is(sub, "trackinginfo")) {
         trackinginfo(c);
-    } else if (slice_is(sub, "unblock")) {
+    } else if (edge_arg_is(sub, "unblock")) {
         unblock(c, argc, argv);
-    } else if (slice_is(sub, "help")) {
+    } else if (edge_arg_is(sub, "help")) {
         simple_help(c);
     } else {
         resp_add_errorf(&c->out, "ERR CLIENT %.*s is not supported by hotkvd", (int)sub->len,

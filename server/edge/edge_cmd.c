@@ -53,7 +53,7 @@ void edge_cmd_quit(struct conn *c, int argc, const struct resp_slice *argv)
 void edge_cmd_select(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long long id;
-    if (arg_ll(&argv[1], &id) != 0)
+    if (edge_arg_ll(&argv[1], &id) != 0)
         resp_add_error(&c->out, "ERR value is not an integer or out of range");
     else if (id < INT_MIN || id > INT_MAX)
         resp_add_error(&c->out, "ERR value is out of range, value must between -2147483648 and "
@@ -102,7 +102,7 @@ void edge_cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long long ver = 0;
     if (argc >= 2) {
-        if (arg_ll(&argv[1], &ver) != 0) {
+        if (edge_arg_ll(&argv[1], &ver) != 0) {
             resp_add_error(&c->out, "ERR Protocol version is not an integer or out of range");
             return;
         }
@@ -113,11 +113,11 @@ void edge_cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
     }
     for (int i = argc >= 2 ? 2 : 1; i < argc; i++) {
         int more = argc - 1 - i;
-        if (slice_is(&argv[i], "auth") && more >= 2) {
+        if (edge_arg_is(&argv[i], "auth") && more >= 2) {
             if (edge_auth_login(c, &argv[i + 1], &argv[i + 2]) != 0)
                 return;
             i += 2;
-        } else if (slice_is(&argv[i], "setname") && more >= 1) {
+        } else if (edge_arg_is(&argv[i], "setname") && more >= 1) {
             if (client_set_name(c, &argv[++i]) != 0)
                 return;
         } else {
@@ -177,11 +177,11 @@ void edge_cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
 void edge_cmd_wait(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long long n;
-    if (arg_ll(&argv[1], &n) != 0) {
+    if (edge_arg_ll(&argv[1], &n) != 0) {
         resp_add_error(&c->out, "ERR value is not an integer or out of range");
         return;
     }
-    if (arg_ll(&argv[2], &n) != 0) {
+    if (edge_arg_ll(&argv[2], &n) != 0) {
         resp_add_error(&c->out, "ERR timeout is not an integer or out of range");
         return;
     }
@@ -202,7 +202,7 @@ void edge_cmd_info(struct conn *c, int argc, const struct resp_slice *argv)
 void edge_cmd_hotkeys(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long n = 10;
-    if (argc == 2 && slice_is(&argv[1], "refused")) {
+    if (argc == 2 && edge_arg_is(&argv[1], "refused")) {
         /* the last hot key automatic moves refused to split (agent_policy.h) */
         struct cluster_view v;
         if (info_cluster_view(c->e, &v) != 0 || v.h.auto_refused == 0) {
@@ -219,7 +219,7 @@ void edge_cmd_hotkeys(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_int(&c->out, v.h.auto_refused);
         return;
     }
-    if (argc == 3 && slice_is(&argv[1], "count")) {
+    if (argc == 3 && edge_arg_is(&argv[1], "count")) {
         char num[16] = "";
         memcpy(num, argv[2].p, argv[2].len < 15 ? argv[2].len : 15);
         char *end;

@@ -85,7 +85,7 @@ static const char *redis_reason(const char *name, const char *value, char *buf, 
         case R_INT:
         case R_MEM:
             if (o->type == R_INT &&
-                arg_ll(&(struct resp_slice){value, strlen(value)}, &n) != 0)
+                edge_arg_ll(&(struct resp_slice){value, strlen(value)}, &n) != 0)
                 return "argument couldn't be parsed into an integer";
             if (o->type == R_MEM && redis_mem(value, &n) != 0)
                 return "argument must be a memory value";
@@ -333,13 +333,13 @@ static const char *const help[] = {
 
 void edge_cmd_config(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    if (slice_is(&argv[1], "get")) {
+    if (edge_arg_is(&argv[1], "get")) {
         config_get(c, argc, argv);
-    } else if (slice_is(&argv[1], "set")) {
+    } else if (edge_arg_is(&argv[1], "set")) {
         config_set(c, argc, argv);
-    } else if (slice_is(&argv[1], "resetstat")) {
+    } else if (edge_arg_is(&argv[1], "resetstat")) {
         config_resetstat(c);
-    } else if (slice_is(&argv[1], "help")) {
+    } else if (edge_arg_is(&argv[1], "help")) {
         resp_add_array(&c->out, (int64_t)(sizeof(help) / sizeof(help[0])));
         for (size_t i = 0; i < sizeof(help) / sizeof(help[0]); i++)
             resp_add_simple(&c->out, help[i]);

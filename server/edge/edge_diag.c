@@ -32,7 +32,7 @@ static void diag_cb(void *arg, int status, const struct wire_msg *m)
     struct diag *d = arg;
     if (status == HKV_OK && m->type == WIRE_STATS_REPLY) {
         int64_t v[CTR_OWNER_COUNT] = {0};
-        owner_take_stats(m, v);
+        edge_owner_take_stats(m, v);
         log_warning("%s; owner %s/%d answered STATS: queue_depth=%lld persist_backlog_bytes=%lld "
                     "persist_stall_ms_max=%lld persist_dirty_keys=%lld persist_errors=%lld",
                     d->what, topo_pool_name(d->o->pool), d->o->index,
@@ -63,7 +63,7 @@ void edge_write_failed_report(struct owner_ref *o, const char *what)
         return;
     d->o = o;
     snprintf(d->what, sizeof(d->what), "%s", what);
-    d->link = owner_link(o, WIRE_ROLE_READ);
+    d->link = edge_owner_link(o, WIRE_ROLE_READ);
     d->timer = d->link != NULL ? evtimer_new(o->e->base, diag_timeout, d) : NULL;
     uint64_t id;
     struct hkv_buf *b = d->timer != NULL ? elink_out(d->link, &id) : NULL;

@@ -266,7 +266,7 @@ static void flight_timer(evutil_socket_t fd, short what, void *arg);
 
 static int flight_send(struct flight *f)
 {
-    struct elink *l = owner_link(f->owner, WIRE_ROLE_READ);
+    struct elink *l = edge_owner_link(f->owner, WIRE_ROLE_READ);
     if (l == NULL)
         return -1;
     uint64_t id;
@@ -329,7 +329,8 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
         router_moved(e->router, f->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
                      (int)m->u.moved.owner, m->u.moved.map_gen);
         struct route rt;
-        struct owner_ref *o = edge_owner_of(e, buf_head(&f->key), buf_unread(&f->key), &rt);
+        struct owner_ref *o =
+            edge_owner_of_hashed(e, buf_head(&f->key), buf_unread(&f->key), f->hash, &rt);
         if (o != NULL) {
             f->owner = o;
             if (flight_send(f) == 0)

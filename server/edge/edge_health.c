@@ -157,7 +157,7 @@ static void probe_cb(void *arg, int status, const struct wire_msg *m)
 static struct elink *probe_link(struct ehealth *h, int g)
 {
     struct owner_ref *o = edge_owner_at(h->e, g);
-    return o != NULL ? owner_link(o, WIRE_ROLE_READ) : NULL;
+    return o != NULL ? edge_owner_link(o, WIRE_ROLE_READ) : NULL;
 }
 
 static void probe(struct ehealth *h, int g, struct elink *l)

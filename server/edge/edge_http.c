@@ -70,7 +70,7 @@ int edge_http_setup(struct edge *e)
     atomic_store_explicit(&e->stats->http_polls_held, 0, memory_order_relaxed);
     atomic_store_explicit(&e->stats->http_watch_streams, 0, memory_order_relaxed);
     load_allow(e, e->ctx->cfg);
-    return http_wake_setup(e);
+    return edge_http_wake_setup(e);
 }
 
 void edge_http_teardown(struct edge *e)
@@ -78,7 +78,7 @@ void edge_http_teardown(struct edge *e)
     struct http_edge *he = e->http;
     if (he == NULL)
         return;
-    http_wake_teardown(e);
+    edge_http_wake_teardown(e);
     free(he->allow);
     buf_deinit(&he->key);
     free(he);
@@ -90,7 +90,7 @@ void edge_http_reload(struct edge *e, const struct cfg *next)
     if (e->http == NULL)
         return;
     load_allow(e, next);
-    http_sess_reload(e, next);
+    edge_http_sess_reload(e, next);
 }
 
 /* ---- connections ------------------------------------------------------------------ */
@@ -116,7 +116,7 @@ void edge_http_accepted(struct conn *c, const struct sockaddr *peer)
 
 int edge_http_hangup(struct conn *c)
 {
-    return http_sess_holds(c->http); /* a held poll or stream was for this client only */
+    return edge_http_sess_holds(c->http); /* a held poll or stream was for this client only */
 }
 
 void edge_http_closing(struct conn *c)
@@ -245,7 +245,7 @@ static int gates(struct conn *c, const struct run *x, struct http_slice raw)
         return -1;
     }
     he->key.len = klen;
-    int user = http_sess_login(c, q);
+    int user = edge_http_sess_login(c, q);
     if (user < 0) {
         hr_simple(c, &c->out, 401, q->minor, x->keep_alive, head, AUTH_HDR,
                   "authentication required");
@@ -349,7 +349,7 @@ static void kv(struct conn *c, const struct run *x, struct http_slice raw)
     struct http_edge *he = e->http;
     he->rnd = he->rnd * 6364136223846793005ULL + 1442695040888963407ULL;
     w += (int64_t)((he->rnd >> 33) % (uint64_t)(w / 16 + 1));
-    http_kv(&r, w);
+    edge_http_kv(&r, w);
 }
 
 static void watch(struct conn *c, const struct run *x, struct http_slice raw)
@@ -386,7 +386,7 @@ static void watch(struct conn *c, const struct run *x, struct http_slice raw)
     r.has_index = has_last;
     r.first = !has_last;
     r.final = c->e->stopping; /* draining: the current value, then the stream's end */
-    http_watch(&r);
+    edge_http_watch(&r);
 }
 
 static void run_request(struct conn *c, void *arg)
@@ -395,7 +395,7 @@ static void run_request(struct conn *c, void *arg)
     const struct http_req *q = x->req;
     struct http_slice rest;
     c->ncmds++;
-    if (http_sess_denied(c)) {
+    if (edge_http_sess_denied(c)) {
         hr_simple(c, &c->out, 403, q->minor, 0, q->method == HTTP_HEAD, NULL,
                   "protected mode: hotkvd serves only loopback clients until a password is set "
                   "for the default user or protected-mode is off");
@@ -455,7 +455,8 @@ long edge_http_input(struct conn *c, const char *p, size_t n)
         }
         return (long)used;
     }
-    struct run x = {.req = &req, .keep_alive = req.keep_alive && !http_sess_denied(c) && !c->e->stopping};
+    struct run x = {.req = &req,
+                    .keep_alive = req.keep_alive && !edge_http_sess_denied(c) && !c->e->stopping};
     if (conn_run(c, run_request, &x) != 0 || !x.keep_alive)
         c->close_after_write = 1;
     return (long)used;
@@ -494,7 +495,7 @@ void edge_http_cron(struct edge *e, int64_t now)
              * (an HTTP/1.0 stream closes after it: close_after_write is set). */
             for (struct hreq *r = hs->reqs; r != NULL; r = r->cnext)
                 if (r->kind == HREQ_WATCH && r->dirty) {
-                    http_watch_cron(r); /* one per connection and tick: it may close c */
+                    edge_http_watch_cron(r); /* one per connection and tick: it may close c */
                     break;
                 }
         }
@@ -509,8 +510,8 @@ void edge_http_stop(struct edge *e)
     for (struct conn *c = e->conns; c != NULL; c = c->next)
         for (struct hreq *r = c->http != NULL ? c->http->reqs : NULL; r != NULL; r = r->cnext) {
             if (r->kind == HREQ_POLL)
-                http_kv_stop(r);
+                edge_http_kv_stop(r);
             else if (r->kind == HREQ_WATCH)
-                http_watch_stop(r);
+                edge_http_watch_stop(r);
         }
 }

@@ -63,6 +63,6 @@ void edge_http_closing(struct conn *c);
 
 /* INFO # HTTP (edge_http_info.c): the host's held polls and streams, and
  * this edge's front door settings. */
-void info_http(struct hkv_buf *b, struct edge *e);
+void edge_http_info(struct hkv_buf *b, struct edge *e);
 
 #endif

@@ -22,7 +22,7 @@ static uint64_t sum(struct edge *e, size_t off)
     return n;
 }
 
-void info_http(struct hkv_buf *b, struct edge *e)
+void edge_http_info(struct hkv_buf *b, struct edge *e)
 {
     const struct cfg *cfg = e->ctx->cfg;
     buf_printf(b, "# HTTP\r\nhttp_port:%d\r\nhttps_port:%d\r\n", cfg->http_port, cfg->https_port);

@@ -179,8 +179,8 @@ void hr_u64(struct hkv_buf *out, uint64_t v);
 
 /* ---- edge_http_wake.c -------------------------------------------------------------- */
 
-int http_wake_setup(struct edge *e);
-void http_wake_teardown(struct edge *e);
+int edge_http_wake_setup(struct edge *e);
+void edge_http_wake_teardown(struct edge *e);
 /* The heap copy of a stack request (its slot deferred, its key and
  * If-None-Match fields copied, its timer made, linked to its session); the
  * stack one must not be used again.  NULL on allocation failure (nothing
@@ -205,33 +205,33 @@ void hreq_timer(struct hreq *r, int64_t ms);
 
 /* GET/HEAD /v1/kv/{key} (r on the stack, gates passed); wait_ms: the poll's
  * wait, capped and jittered already. */
-void http_kv(struct hreq *r, int64_t wait_ms);
+void edge_http_kv(struct hreq *r, int64_t wait_ms);
 /* The edge stops: a held poll is answered now with what the colo holds. */
-void http_kv_stop(struct hreq *r);
+void edge_http_kv_stop(struct hreq *r);
 
 /* ---- edge_http_sess.c ---------------------------------------------------------------- */
 
 /* 1 if hs holds a poll or a stream (a GET waiting on its flight is not held). */
-int http_sess_holds(const struct http_sess *hs);
+int edge_http_sess_holds(const struct http_sess *hs);
 /* 1 if protected mode refuses c's requests under the users in force. */
-int http_sess_denied(const struct conn *c);
+int edge_http_sess_denied(const struct conn *c);
 /* The user request q logs in as: its Basic credentials, else the initial
  * user; -1: not logged in (401; counted in auth_failures). */
-int http_sess_login(struct conn *c, const struct http_req *q);
+int edge_http_sess_login(struct conn *c, const struct http_req *q);
 /* A reload (after edge_auth_reload): sessions whose held requests no longer
  * log in, or may no longer read their key, are closed soon; held timers that
  * next makes earlier are re-armed. */
-void http_sess_reload(struct edge *e, const struct cfg *next);
+void edge_http_sess_reload(struct edge *e, const struct cfg *next);
 
 /* ---- edge_http_watch.c --------------------------------------------------------------- */
 
 /* GET/HEAD /v1/watch/{key} (r on the stack, gates passed); last: the
  * Last-Event-ID (has_index) to resume after. */
-void http_watch(struct hreq *r);
+void edge_http_watch(struct hreq *r);
 /* The edge stops: the stream ends. */
-void http_watch_stop(struct hreq *r);
+void edge_http_watch_stop(struct hreq *r);
 /* Cron: a stream whose client was slow sends the latest value once it has
  * room. */
-void http_watch_cron(struct hreq *r);
+void edge_http_watch_cron(struct hreq *r);
 
 #endif

@@ -186,7 +186,7 @@ static void kv_timer(struct hreq *r)
         hreq_read(r, r->index);
 }
 
-void http_kv(struct hreq *r, int64_t wait_ms)
+void edge_http_kv(struct hreq *r, int64_t wait_ms)
 {
     r->ops = &kv_ops;
     if (r->kind == HREQ_POLL)
@@ -194,7 +194,7 @@ void http_kv(struct hreq *r, int64_t wait_ms)
     hreq_read(r, r->kind == HREQ_POLL ? r->index : 0);
 }
 
-void http_kv_stop(struct hreq *r)
+void edge_http_kv_stop(struct hreq *r)
 {
     if (r->kind != HREQ_POLL)
         return; /* a GET's flight answers it */

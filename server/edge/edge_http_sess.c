@@ -39,7 +39,7 @@
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_http_int.h"
 
-int http_sess_holds(const struct http_sess *hs)
+int edge_http_sess_holds(const struct http_sess *hs)
 {
     for (struct hreq *r = hs != NULL ? hs->reqs : NULL; r != NULL; r = r->cnext)
         if (r->kind != HREQ_GET)
@@ -47,7 +47,7 @@ int http_sess_holds(const struct http_sess *hs)
     return 0;
 }
 
-int http_sess_denied(const struct conn *c)
+int edge_http_sess_denied(const struct conn *c)
 {
     return c->remote && auth_protected(c->e->auth);
 }
@@ -57,11 +57,11 @@ static int cred_is(const struct http_sess *hs, struct http_slice a)
     return a.len == hs->cred_len && a.len <= sizeof(hs->cred) && memcmp(a.p, hs->cred, a.len) == 0;
 }
 
-int http_sess_login(struct conn *c, const struct http_req *q)
+int edge_http_sess_login(struct conn *c, const struct http_req *q)
 {
     struct edge *e = c->e;
     struct http_sess *hs = c->http;
-    if (!http_sess_holds(hs))
+    if (!edge_http_sess_holds(hs))
         hs->logins = 0; /* nothing held: no earlier login to check at a reload */
     char cred[512];
     struct http_slice u, p;
@@ -174,11 +174,11 @@ static void rearm_held(struct edge *e, const struct cfg *next)
         }
 }
 
-void http_sess_reload(struct edge *e, const struct cfg *next)
+void edge_http_sess_reload(struct edge *e, const struct cfg *next)
 {
     /* edge_auth_reload ran first: e->auth holds the users in force */
     for (struct conn *c = e->conns; c != NULL; c = c->next)
-        if (c->http != NULL && !c->auth_close && http_sess_holds(c->http) && !still_allowed(c))
+        if (c->http != NULL && !c->auth_close && edge_http_sess_holds(c->http) && !still_allowed(c))
             edge_auth_close_later(c, AUTH_CLOSE_NOW);
     rearm_held(e, next);
 }

@@ -144,7 +144,7 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
         scan(e);
 }
 
-int http_wake_setup(struct edge *e)
+int edge_http_wake_setup(struct edge *e)
 {
     struct http_edge *he = e->http;
     he->retry = evtimer_new(e->base, on_retry, e);
@@ -159,7 +159,7 @@ int http_wake_setup(struct edge *e)
     return 0;
 }
 
-void http_wake_teardown(struct edge *e)
+void edge_http_wake_teardown(struct edge *e)
 {
     struct http_edge *he = e->http;
     if (he->signal != NULL)
@@ -364,7 +364,7 @@ void hreq_read(struct hreq *r, hkv_stamp min)
      * client knows of: only a fetch started now confirms an older version. */
     int fresh_fetch = flight_find(e, r->hash, r->key, r->klen) == NULL;
     const char *err = NULL;
-    struct flight *f = edge_read_flight(e, r->key, r->klen, &err);
+    struct flight *f = edge_read_flight(e, r->key, r->klen, r->hash, &err);
     struct hreq *k = r;
     if (f != NULL && !r->heap && (k = hreq_keep(r)) == NULL)
         err = "ERR out of memory";

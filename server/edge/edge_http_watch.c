@@ -174,7 +174,7 @@ static void watch_timer(struct hreq *r)
     push(r);
 }
 
-void http_watch(struct hreq *r)
+void edge_http_watch(struct hreq *r)
 {
     struct conn *c = r->c;
     const char *ctype = r->format == HTTP_FMT_SSE ? "text/event-stream" : "application/x-ndjson";
@@ -210,13 +210,13 @@ void http_watch(struct hreq *r)
     hreq_read(k, k->index);
 }
 
-void http_watch_stop(struct hreq *r)
+void edge_http_watch_stop(struct hreq *r)
 {
     r->final = 1;
     hreq_timer(r, 0);
 }
 
-void http_watch_cron(struct hreq *r)
+void edge_http_watch_cron(struct hreq *r)
 {
     if (r->dirty && !r->reading && !busy(r)) {
         r->dirty = 0;

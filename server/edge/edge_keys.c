@@ -250,7 +250,7 @@ static void random_answer(struct op *op, struct oreq *r, const struct wire_msg *
         if (wrong_answer(op, r, m, WIRE_STATS_REPLY))
             return;
         int64_t v[CTR_OWNER_COUNT] = {0};
-        owner_take_stats(m, v);
+        edge_owner_take_stats(m, v);
         uint64_t n = v[CTR_OWNER_owner_keys] > 0 ? (uint64_t)v[CTR_OWNER_owner_keys] : 0;
         op->items[owner_no(r)].off = (size_t)n;
         K(op)->total += n;

@@ -169,7 +169,8 @@ static const struct op_family flush_ops = {
 void edge_cmd_flushall(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct edge *e = c->e;
-    if (argc > 2 || (argc == 2 && !slice_is(&argv[1], "sync") && !slice_is(&argv[1], "async"))) {
+    if (argc > 2 ||
+        (argc == 2 && !edge_arg_is(&argv[1], "sync") && !edge_arg_is(&argv[1], "async"))) {
         reply_error(c, "ERR syntax error");
         return;
     }
@@ -177,7 +178,8 @@ void edge_cmd_flushall(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_simple(&c->out, "OK");
         return;
     }
-    struct op *op = op_new(c, &flush_ops, slice_is(&argv[0], "flushdb") ? "flushdb" : "flushall");
+    struct op *op =
+        op_new(c, &flush_ops, edge_arg_is(&argv[0], "flushdb") ? "flushdb" : "flushall");
     if (op == NULL || take_words(op, c, argc, argv) != 0)
         return;
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {

@@ -68,9 +68,9 @@ void monitor_feed(struct conn *c, int argc, const struct resp_slice *argv, int a
     buf_printf(b, "+%lld.%06lld [0 %s]", (long long)(us / 1000000), (long long)(us % 1000000),
                c->addr);
     /* AUTH's arguments, and the two after HELLO's AUTH, are credentials */
-    int auth = slice_is(&argv[0], "auth"), r1 = -1;
-    for (int j = 2; slice_is(&argv[0], "hello") && j + 2 < argc && r1 < 0; j++)
-        if (slice_is(&argv[j], "auth"))
+    int auth = edge_arg_is(&argv[0], "auth"), r1 = -1;
+    for (int j = 2; edge_arg_is(&argv[0], "hello") && j + 2 < argc && r1 < 0; j++)
+        if (edge_arg_is(&argv[j], "auth"))
             r1 = j + 1;
     for (int i = 0; i < argc; i++) {
         buf_append(b, " ", 1);

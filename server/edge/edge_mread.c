@@ -76,9 +76,10 @@ static void fill_items(struct op *op, struct oreq *r, const struct wire_msg *m)
     if (e->cache == NULL)
         return;
     for (uint32_t i = 0; i < r->nk; i++) {
-        const struct wire_slice *k = &op->keys[op->kidx[r->k0 + i]];
-        struct route rt;
-        router_route(e->router, k->p, k->len, &rt);
+        uint32_t ki = op->kidx[r->k0 + i];
+        const struct wire_slice *k = &op->keys[ki];
+        struct route rt; /* the class and pool the fill needs; the hash is op_split's */
+        router_route_hashed(e->router, k->p, k->len, op->khash[ki], &rt);
         struct wire_msg one = {.type = WIRE_NOTFOUND};
         if (m->type == WIRE_VALUE) {
             one = *m;
@@ -234,7 +235,7 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
              * that during an outage the next reads find that fetch */
             struct flight *f = flight_find(e, k[i].hash, keys[i].p, keys[i].len);
             struct route rt;
-            struct owner_ref *o = edge_owner_of(e, keys[i].p, keys[i].len, &rt);
+            struct owner_ref *o = edge_owner_of_hashed(e, keys[i].p, keys[i].len, k[i].hash, &rt);
             if (o != NULL && edge_owner_silent(e, o, now)) {
                 cache_count(e->cache, CACHE_CTR_cache_silent_stale_hits, 1);
             } else if (f == NULL || now - flight_started(f) < flight_allowance(e)) {
@@ -285,7 +286,7 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
         if (flight_find(e, k[i].hash, keys[i].p, keys[i].len) != NULL)
             continue;
         struct route rt;
-        struct owner_ref *o = edge_owner_of(e, keys[i].p, keys[i].len, &rt);
+        struct owner_ref *o = edge_owner_of_hashed(e, keys[i].p, keys[i].len, k[i].hash, &rt);
         if (o != NULL && !edge_owner_silent(e, o, now)) /* (the probes do, edge_read.c) */
             flight_start(e, keys[i].p, keys[i].len, &rt, o, 1);
     }

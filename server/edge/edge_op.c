@@ -199,6 +199,7 @@ void op_teardown(struct edge *e)
         buf_deinit(&op->errbuf);
         free(op->keys);
         free(op->vals);
+        free(op->khash);
         free(op->kidx);
         free(op->reqs);
         free(op->items);
@@ -225,7 +226,10 @@ int op_reserve(struct op *op, uint32_t n)
     struct wire_slice *v = k != NULL ? realloc(op->vals, cap * sizeof(*v)) : NULL;
     if (v != NULL)
         op->vals = v;
-    uint32_t *x = v != NULL ? realloc(op->kidx, cap * sizeof(*x)) : NULL;
+    uint64_t *h = v != NULL ? realloc(op->khash, cap * sizeof(*h)) : NULL;
+    if (h != NULL)
+        op->khash = h;
+    uint32_t *x = h != NULL ? realloc(op->kidx, cap * sizeof(*x)) : NULL;
     if (x != NULL)
         op->kidx = x;
     struct oreq *r = x != NULL ? realloc(op->reqs, cap * sizeof(*r)) : NULL;
@@ -325,6 +329,7 @@ struct oreq *op_single(struct op *op, uint8_t type, uint8_t role)
     if (op_reserve(op, 1) != 0)
         return NULL;
     op->kidx[0] = 0;
+    op->khash[0] = rt.hash;
     oreq_init(op, &op->one, o, type, role);
     op->one.nk = 1;
     op->nreqs = 1;
@@ -384,6 +389,7 @@ int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
         }
         int g = (int)(o - e->owners);
         owner_of[k] = (uint32_t)g;
+        op->khash[k] = rt.hash;
         if (per_key || owner_req[g] < 0) {
             if (!per_key)
                 owner_req[g] = (int)op->nreqs;

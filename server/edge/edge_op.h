@@ -105,9 +105,12 @@ struct op {
     int timer_init;
     struct hkv_buf store;         /* the copied arguments: keys, vals and value point here */
     struct wire_slice *keys, *vals;
+    uint64_t *khash;              /* each key's router_hash, from its route: set by
+                                   * op_single and op_split only (an op_to_owner op's
+                                   * are not), for the families' cache update */
     uint32_t *kidx;               /* keys in request order (op_split) */
     struct oreq *reqs;
-    uint32_t cap;                 /* of keys, vals, kidx and reqs */
+    uint32_t cap;                 /* of keys, vals, khash, kidx and reqs */
     struct hkv_buf res;           /* the family's results (values, an old value) */
     struct op_item *items;
     uint32_t items_cap;

@@ -125,7 +125,7 @@ static void oreq_send(struct oreq *r, int64_t now_ms)
     /* A read from a client with writes in flight travels behind them. */
     int role = r->role == WIRE_ROLE_READ && op->c != NULL && op->c->writes_inflight > 0
                    ? WIRE_ROLE_WRITE : r->role;
-    struct elink *l = owner_link(r->owner, role);
+    struct elink *l = edge_owner_link(r->owner, role);
     if (l == NULL) { /* a cluster owner with no link and none to be made: never sent */
         op_error(op, "TRYAGAIN owner %s/%d cannot be reached now (not applied)",
                  topo_pool_name(r->owner->pool), r->owner->index);

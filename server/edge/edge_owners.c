@@ -100,10 +100,16 @@ int edge_remote_links_up(const struct edge *e)
 
 struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt)
 {
+    return edge_owner_of_hashed(e, key, len, router_hash(key, len), rt);
+}
+
+struct owner_ref *edge_owner_of_hashed(struct edge *e, const char *key, size_t len,
+                                       uint64_t hash, struct route *rt)
+{
     struct rmap *m = router_map(e->router);
     if (m != NULL)
         rmap_sync(m, e->ctx->cmap);
-    router_route(e->router, key, len, rt);
+    router_route_hashed(e->router, key, len, hash, rt);
     if (rt->owner < 0)
         return NULL;
     if (m != NULL)
@@ -144,7 +150,7 @@ int edge_same_owner(struct edge *e, const char *key, size_t len, struct owner_re
     return 0;
 }
 
-void owner_take_stats(const struct wire_msg *m, int64_t *v)
+void edge_owner_take_stats(const struct wire_msg *m, int64_t *v)
 {
     ctr_owner_take(m->u.stats_reply.stats, m->u.stats_reply.nstats, v);
 }
@@ -175,7 +181,7 @@ static void poll_cb(void *arg, int status, const struct wire_msg *m)
     }
     if (status != HKV_OK || m->type != WIRE_STATS_REPLY)
         return; /* the last answer stays; its age shows in INFO */
-    owner_take_stats(m, o->stats);
+    edge_owner_take_stats(m, o->stats);
     o->stats_at_ms = clock_mono_ms();
 }
 
@@ -192,7 +198,7 @@ static void on_stats_poll(evutil_socket_t fd, short what, void *arg)
         struct owner_ref *o = edge_owner_polled(e, g);
         if (o == NULL || o->stats_inflight)
             continue;
-        struct elink *l = owner_link(o, WIRE_ROLE_READ);
+        struct elink *l = edge_owner_link(o, WIRE_ROLE_READ);
         if (l == NULL)
             continue;
         uint64_t id;
@@ -302,7 +308,7 @@ int edge_push_gap(struct edge *e, const char *key, size_t len, int64_t now_ms)
            !elink_greeted(o->link[WIRE_ROLE_PUSH]);
 }
 
-struct elink *owner_link(struct owner_ref *o, int role)
+struct elink *edge_owner_link(struct owner_ref *o, int role)
 {
     if (o->link[role] == NULL && make_links(o) != 0) {
         for (int r = 0; r < 3; r++)
@@ -361,7 +367,7 @@ int owners_setup(struct edge *e, const struct owner_hooks *hooks)
             continue; /* a cluster: filled on first sight, links on first use */
         o->pool = g < cfg->hot_owners ? CFG_POOL_HOT : CFG_POOL_COLD;
         o->index = g < cfg->hot_owners ? g : g - cfg->hot_owners;
-        if (owner_link(o, WIRE_ROLE_READ) == NULL)
+        if (edge_owner_link(o, WIRE_ROLE_READ) == NULL)
             return -1;
     }
     struct timeval tv = {1, 0};

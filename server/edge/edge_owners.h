@@ -78,6 +78,9 @@ void owners_poll_writes(struct edge *e);
 
 /* The owner of key (rt filled by the router), or NULL if its pool has none. */
 struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, struct route *rt);
+/* The same for a key whose router_hash the request already computed. */
+struct owner_ref *edge_owner_of_hashed(struct edge *e, const char *key, size_t len,
+                                       uint64_t hash, struct route *rt);
 /* The owner of placement hash `place` in pool, and its leaf as this edge's
  * map has it (*leaf, *bits); NULL if the pool has no owner. */
 struct owner_ref *edge_owner_of_place(struct edge *e, enum cfg_pool pool, uint64_t place,
@@ -121,11 +124,11 @@ int edge_remote_links_up(const struct edge *e);
 /* o's link of role, made (all three of its links) on first use.  NULL if
  * it cannot be made: an owner of another host that is not live, has no
  * address, or no cluster TLS context; or no memory (logged once). */
-struct elink *owner_link(struct owner_ref *o, int role);
+struct elink *edge_owner_link(struct owner_ref *o, int role);
 
 /* Stores the counters of a STATS_REPLY (server/core/counters.h, CTR_OWNER)
  * into v[CTR_OWNER_*]; the others are left as they were. */
-void owner_take_stats(const struct wire_msg *m, int64_t *v);
+void edge_owner_take_stats(const struct wire_msg *m, int64_t *v);
 /* CONFIG RESETSTAT reached this edge (worker hook, arg the edge): the
  * counters of each owner's last STATS read 0 until its next answer. */
 void edge_stats_reset(void *arg);

@@ -1,6 +1,6 @@
 /*
  * edge_read.c - the read commands.  Every one of them goes through the colo
- * cache (edge_cache.c, server/cache.h); no read reaches an owner behind the
+ * cache (edge_cache.c, server/colo/cache.h); no read reaches an owner behind the
  * cache's back.
  *
  * The staleness bound (DESIGN §3, promise 2).  Let A be the refresh
@@ -281,7 +281,7 @@ int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash,
     struct owner_ref *o = NULL;
     int silent = 0;
     if (late || (stale && f == NULL)) { /* routed only when the answer or a refresh needs it */
-        o = edge_owner_of(e, key, len, &rt);
+        o = edge_owner_of_hashed(e, key, len, hash, &rt);
         silent = o != NULL && edge_owner_silent(e, o, now);
     }
     if (late) {
@@ -327,10 +327,11 @@ static int from_cache(struct conn *c, enum cmd_id cmd, const struct read_calc *k
     return 1;
 }
 
-struct flight *edge_read_flight(struct edge *e, const char *key, size_t len, const char **err)
+struct flight *edge_read_flight(struct edge *e, const char *key, size_t len, uint64_t hash,
+                                const char **err)
 {
     struct route rt;
-    struct owner_ref *o = edge_owner_of(e, key, len, &rt);
+    struct owner_ref *o = edge_owner_of_hashed(e, key, len, hash, &rt);
     if (o == NULL) {
         *err = "ERR no owner serves this key's pool";
         return NULL;
@@ -383,10 +384,11 @@ static void read_key(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
         op_start(op);
         return;
     }
-    if (e->cache != NULL && from_cache(c, cmd, k, key, router_hash(key->p, key->len)))
+    uint64_t hash = router_hash(key->p, key->len); /* the request's one hash of its key */
+    if (e->cache != NULL && from_cache(c, cmd, k, key, hash))
         return;
     const char *err = NULL;
-    struct flight *f = edge_read_flight(e, key->p, key->len, &err);
+    struct flight *f = edge_read_flight(e, key->p, key->len, hash, &err);
     if (f == NULL) {
         reply_error(c, err);
         return;

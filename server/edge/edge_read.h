@@ -64,6 +64,7 @@ int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash,
 /* The key's flight in this process, joined or started (single flight per
  * edge, refresh lock per colo); NULL with *err the error reply's text (no
  * owner for its pool, out of memory). */
-struct flight *edge_read_flight(struct edge *e, const char *key, size_t len, const char **err);
+struct flight *edge_read_flight(struct edge *e, const char *key, size_t len, uint64_t hash,
+                                const char **err);
 
 #endif

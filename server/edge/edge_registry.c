@@ -290,9 +290,9 @@ static void command_getkeys(struct conn *c, int argc, const struct resp_slice *a
 static void command_list(struct conn *c, int argc, const struct resp_slice *argv)
 {
     int by = 0; /* 0 all, 1 module, 2 aclcat, 3 pattern */
-    if (argc == 5 && slice_is(&argv[2], "filterby")) {
-        by = slice_is(&argv[3], "module") ? 1 : slice_is(&argv[3], "aclcat") ? 2
-             : slice_is(&argv[3], "pattern") ? 3 : -1;
+    if (argc == 5 && edge_arg_is(&argv[2], "filterby")) {
+        by = edge_arg_is(&argv[3], "module") ? 1 : edge_arg_is(&argv[3], "aclcat") ? 2
+             : edge_arg_is(&argv[3], "pattern") ? 3 : -1;
     } else if (argc != 2) {
         by = -1;
     }
@@ -345,14 +345,14 @@ void edge_cmd_command(struct conn *c, int argc, const struct resp_slice *argv)
     int total = 0;
     for (int i = 0; i < CMD_COUNT; i++)
         total += served(cmd_get((enum cmd_id)i));
-    if (argc == 1 || (slice_is(&argv[1], "info") && argc == 2)) {
+    if (argc == 1 || (edge_arg_is(&argv[1], "info") && argc == 2)) {
         resp_add_array(&c->out, total);
         for (int i = 0; i < CMD_COUNT; i++)
             if (served(cmd_get((enum cmd_id)i)))
                 command_info_entry(&c->out, c->proto, cmd_get((enum cmd_id)i));
-    } else if (slice_is(&argv[1], "count")) {
+    } else if (edge_arg_is(&argv[1], "count")) {
         resp_add_int(&c->out, total);
-    } else if (slice_is(&argv[1], "info")) {
+    } else if (edge_arg_is(&argv[1], "info")) {
         resp_add_array(&c->out, argc - 2);
         for (int i = 2; i < argc; i++) {
             const struct cmd_def *d = cmd_lookup(argv[i].p, argv[i].len);
@@ -361,7 +361,7 @@ void edge_cmd_command(struct conn *c, int argc, const struct resp_slice *argv)
             else
                 resp_add_null(&c->out, c->proto);
         }
-    } else if (slice_is(&argv[1], "docs")) {
+    } else if (edge_arg_is(&argv[1], "docs")) {
         /* a map of the names known (all served ones without names) */
         struct hkv_buf b = HKV_BUF_INIT;
         int n = 0;
@@ -377,11 +377,11 @@ void edge_cmd_command(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_map(&c->out, c->proto, n);
         buf_append(&c->out, buf_head(&b), buf_unread(&b));
         buf_deinit(&b);
-    } else if (slice_is(&argv[1], "list")) {
+    } else if (edge_arg_is(&argv[1], "list")) {
         command_list(c, argc, argv);
-    } else if (slice_is(&argv[1], "getkeys")) {
+    } else if (edge_arg_is(&argv[1], "getkeys")) {
         command_getkeys(c, argc, argv);
-    } else if (slice_is(&argv[1], "help")) {
+    } else if (edge_arg_is(&argv[1], "help")) {
         resp_add_array(&c->out, (int64_t)(sizeof(command_help) / sizeof(command_help[0])));
         for (size_t i = 0; i < sizeof(command_help) / sizeof(command_help[0]); i++)
             resp_add_simple(&c->out, command_help[i]);

@@ -1,5 +1,5 @@
 /*
- * edge_rl.c - how the edge uses the rate limiter (server/ratelimit.h): the
+ * edge_rl.c - how the edge uses the rate limiter (server/colo/ratelimit.h): the
  * colo's limiter segment attached once, its rules set from the config (and
  * again on every reload), and the check dispatch makes before it runs a
  * limited command.
@@ -53,7 +53,7 @@ int edge_rl_refuse(struct conn *c, const struct cmd_def *d, int argc,
     if (d->id == CMD_HELLO) { /* charged to AUTH's limit only when it tries a password */
         int auth = 0;
         for (int i = 1; i < argc && !auth; i++)
-            auth = slice_is(&argv[i], "auth");
+            auth = edge_arg_is(&argv[i], "auth");
         if (!auth)
             return 0;
     }

@@ -321,7 +321,7 @@ void edge_cmd_scan(struct conn *c, int argc, const struct resp_slice *argv)
     int other_type = 0;
     for (int j = 2; j < argc; j++) {
         int has_next = j + 1 < argc;
-        if (slice_is(&argv[j], "count") && has_next) {
+        if (edge_arg_is(&argv[j], "count") && has_next) {
             const struct resp_slice *v = &argv[++j];
             char tmp[32];
             char *end;
@@ -340,10 +340,10 @@ void edge_cmd_scan(struct conn *c, int argc, const struct resp_slice *argv)
                 reply_error(c, "ERR syntax error");
                 return;
             }
-        } else if (slice_is(&argv[j], "match") && has_next) {
+        } else if (edge_arg_is(&argv[j], "match") && has_next) {
             match = &argv[++j];
-        } else if (slice_is(&argv[j], "type") && has_next) {
-            other_type = !slice_is(&argv[++j], "string"); /* every key is a string */
+        } else if (edge_arg_is(&argv[j], "type") && has_next) {
+            other_type = !edge_arg_is(&argv[++j], "string"); /* every key is a string */
         } else {
             reply_error(c, "ERR syntax error");
             return;
@@ -387,7 +387,7 @@ static void dbsize_answer(struct op *op, struct oreq *r, const struct wire_msg *
         return;
     }
     int64_t v[CTR_OWNER_COUNT] = {0};
-    owner_take_stats(m, v);
+    edge_owner_take_stats(m, v);
     S(op)->keys += v[CTR_OWNER_owner_keys];
     memcpy(r->owner->stats, v, sizeof(v));
     r->owner->stats_at_ms = clock_mono_ms();

@@ -238,7 +238,7 @@ void edge_cmd_decr(struct conn *c, int argc, const struct resp_slice *argv)
 void edge_cmd_incrby(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long long d;
-    if (arg_ll(&argv[2], &d) != 0) {
+    if (edge_arg_ll(&argv[2], &d) != 0) {
         reply_error(c, ERR_INT);
         return;
     }
@@ -248,7 +248,7 @@ void edge_cmd_incrby(struct conn *c, int argc, const struct resp_slice *argv)
 void edge_cmd_decrby(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long long d;
-    if (arg_ll(&argv[2], &d) != 0) {
+    if (edge_arg_ll(&argv[2], &d) != 0) {
         reply_error(c, ERR_INT);
         return;
     }

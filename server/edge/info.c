@@ -232,7 +232,7 @@ static void sec_hotkeys(struct hkv_buf *b, struct edge *e)
     buf_printf(b, "\r\n");
 }
 
-/* The colo's rate limiter (server/ratelimit.h): counters of the whole colo
+/* The colo's rate limiter (server/colo/ratelimit.h): counters of the whole colo
  * (every edge of it), buckets in use by a scan of its table.  Per colo, not
  * global: another colo's INFO counts its own clients. */
 static void sec_ratelimit(struct hkv_buf *b, struct edge *e)
@@ -274,7 +274,7 @@ static const struct {
     {"cache", sec_cache, 1, 0},
     {"hotkeys", sec_hotkeys, 1, 0},
     {"ratelimit", sec_ratelimit, 1, 0},
-    {"http", info_http, 1, 0},
+    {"http", edge_http_info, 1, 0},
     {"processes", sec_processes, 0, 0},
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
@@ -289,11 +289,11 @@ static void wanted(int n, const struct resp_slice *names, uint8_t *want)
             want[i] = (uint8_t)sections[i].in_default;
     for (int a = 0; a < n; a++)
         for (size_t i = 0; i < NSECTIONS; i++) {
-            if (slice_is(&names[a], "all") || slice_is(&names[a], "everything"))
+            if (edge_arg_is(&names[a], "all") || edge_arg_is(&names[a], "everything"))
                 want[i] = 1;
-            else if (slice_is(&names[a], "default"))
+            else if (edge_arg_is(&names[a], "default"))
                 want[i] |= (uint8_t)sections[i].in_default;
-            else if (slice_is(&names[a], sections[i].name))
+            else if (edge_arg_is(&names[a], sections[i].name))
                 want[i] = 1;
         }
 }
@@ -360,7 +360,7 @@ static void ask_cb(void *arg, int status, const struct wire_msg *m)
     struct info_ask *a = r->ask;
     r->sent = 0;
     if (status == HKV_OK && m->type == WIRE_STATS_REPLY && !r->o->stats_drop) {
-        owner_take_stats(m, r->o->stats);
+        edge_owner_take_stats(m, r->o->stats);
         r->o->stats_at_ms = clock_mono_ms();
     }
     if (--a->pending == 0)

@@ -192,6 +192,7 @@ static int check_cluster(const struct cfg *cfg, char *err, size_t len)
 
 int master_boot(struct master *m, char *err, size_t len)
 {
+    m->ncolos = m->cfg->colos;
     if (check_cluster(m->cfg, err, len) != 0 || check_dir(m->cfg->dir, err, len) != 0 ||
         open_sockets(m, err, len) != 0 || master_http_boot(m, err, len) != 0 ||
         write_pidfile(m->cfg->pidfile, err, len) != 0 || master_rehome(m->cfg, err, len) != 0)

@@ -26,11 +26,11 @@ void master_cache_forget(struct child *c, const char *payload, size_t len)
     }
     for (size_t i = 0; i < n; i++) {
         hkv_stamp floor = ctl_get_u64((const unsigned char *)payload + 8 * i);
-        for (int k = 0; k < m->cfg->colos; k++)
+        for (int k = 0; k < m->ncolos; k++)
             cache_forget_below(m->caches[k], floor);
     }
     log_verbose("FLUSHALL: %zu owners' older versions forgotten in %d colo caches", n,
-                m->cfg->colos);
+                m->ncolos);
     if (c->ctl != NULL)
         ctl_put(bufferevent_get_output(c->ctl), CTL_CACHE_FORGOTTEN, NULL, 0);
 }

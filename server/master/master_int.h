@@ -61,6 +61,7 @@ struct master {
     struct cfg *cfg;
     struct event_base *base;
     struct board *board;
+    int ncolos;               /* colos (restart-only): of caches, limiters, changes */
     struct cache **caches;    /* one colo segment per colo, shared by its edges */
     struct rl **limiters;     /* one rate-limit segment per colo (NULL: none, fail open) */
     int *listen_fds;          /* the port's sockets, writer-port's, then tls-port's */

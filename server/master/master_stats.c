@@ -39,7 +39,7 @@ static void round_start(struct master *m)
         m->children[i].rs_round += m->children[i].rs_asked;
         m->children[i].rs_asked = 0;
     }
-    for (int k = 0; k < m->cfg->colos; k++) {
+    for (int k = 0; k < m->ncolos; k++) {
         cache_reset_counters(m->caches[k]);
         rl_reset_counters(m->limiters[k]);
     }

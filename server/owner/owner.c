@@ -44,12 +44,43 @@ static void on_stop(void *arg, int fast)
     event_base_loopexit(o->base, NULL);
 }
 
+/* The owner's modules' options, from config c: the only place the owner
+ * reads its config (scripts/check/cfg_reads.py). */
+static void opts_of(struct owner_opts *p, const struct cfg *c, enum cfg_pool pool, int index)
+{
+    *p = (struct owner_opts){
+        .cluster = c->cluster,
+        .host = c->host,
+        .dir = c->dir,
+        .tls_cert = c->cluster_tls_cert_file,
+        .tls_key = c->cluster_tls_key_file,
+        .tls_ca = c->cluster_tls_ca_file,
+        .wire_max_frame = (size_t)c->wire_max_frame,
+        .proto_max_bulk_len = c->proto_max_bulk_len,
+        .owner_maxmemory = (size_t)c->owner_maxmemory,
+        .tombstone_ttl_ms = (uint64_t)c->tombstone_ttl_ms,
+        .persist_interval_ms = c->persist_interval_ms,
+        .persist_max_dirty = c->persist_max_dirty,
+        .persist_batch_max = (size_t)c->persist_batch_max,
+        .durable_timeout_ms = c->durable_timeout_ms,
+        .etcd_timeout_ms = c->etcd_timeout_ms,
+        .move_fence_timeout_ms = c->move_fence_timeout_ms,
+        .move_window_ms = c->move_window_ms,
+        .owner_push = c->owner_push,
+    };
+    topo_owner_db(c, pool, index, p->db_path, sizeof(p->db_path));
+    topo_agent_socket(c, p->agent_socket, sizeof(p->agent_socket));
+}
+
 static void on_reload(void *arg, const struct cfg *next)
 {
     struct owner *o = arg;
+    struct owner_opts opts;
+    opts_of(&opts, next, o->pool, o->index);
     router_set_config(o->router, next);
     rifl_set_max(o->rifl, (size_t)next->write_completions_max);
-    owner_persist_reload(o, next);
+    owner_persist_reload(o, &opts); /* compares with o->opts, the options until now */
+    o->opts = opts;
     if (o->cluster_tls != NULL) {
         /* New links use the files as they are now; a bad file keeps the old. */
         char err[512];
@@ -89,6 +120,7 @@ static uint64_t new_incarnation(void)
 int owner_init(struct owner *o, struct worker_ctx *ctx, const struct owner_ctx *octx)
 {
     *o = (struct owner){.ctx = ctx, .pool = octx->pool, .index = ctx->index};
+    opts_of(&o->opts, ctx->cfg, o->pool, o->index);
     wire_decoder_init(&o->dec, 0);
     o->base = event_base_new();
     o->router = router_create(ctx->cfg);

@@ -168,8 +168,7 @@ static void connect_now(struct oagent *a)
 {
     struct owner *o = a->o;
     struct sockaddr_un un = {.sun_family = AF_UNIX};
-    char path[TOPO_PATH_MAX];
-    topo_agent_socket(o->ctx->cfg, path, sizeof(path));
+    const char *path = o->opts.agent_socket;
     if (strlen(path) >= sizeof(un.sun_path))
         return;
     strcpy(un.sun_path, path);
@@ -208,7 +207,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 int owner_agent_start(struct owner *o, oagent_order_fn on_order)
 {
-    if (o->ctx->cfg->cluster[0] == '\0')
+    if (o->opts.cluster[0] == '\0')
         return 0;
     struct oagent *a = calloc(1, sizeof(*a));
     if (a == NULL)

@@ -159,7 +159,7 @@ static void conclude(struct owner *o, struct olink *l, const struct job *j, stru
     size_t keybytes = 0;
     for (uint32_t i = 0; i < c->nchanges; i++)
         keybytes += c->changes[i].key.len + 16;
-    if (buf_unread(reply) + keybytes + FRAME_SLACK > (size_t)o->ctx->cfg->wire_max_frame) {
+    if (buf_unread(reply) + keybytes + FRAME_SLACK > o->opts.wire_max_frame) {
         buf_reset(reply);
         resp_add_error(reply, why(HKV_ETOOBIG));
     }

@@ -24,10 +24,10 @@ void ocmd_init(struct ocmd *c, struct owner *o, int proto, struct hkv_buf *out)
 {
     *c = (struct ocmd){.o = o, .ledger = o->ledger, .now = owner_clock(), .proto = proto,
                        .out = out, .work = HKV_BUF_INIT, .status = HKV_OK};
-    c->max_len = o->ctx->cfg->proto_max_bulk_len > 0 ? o->ctx->cfg->proto_max_bulk_len
-                                                     : STROPS_MAX_LEN_DEFAULT;
+    c->max_len = o->opts.proto_max_bulk_len > 0 ? o->opts.proto_max_bulk_len
+                                                : STROPS_MAX_LEN_DEFAULT;
     /* half a frame: the other half is for the change list and the frame */
-    c->max_reply = (size_t)o->ctx->cfg->wire_max_frame / 2;
+    c->max_reply = o->opts.wire_max_frame / 2;
 }
 
 void ocmd_deinit(struct ocmd *c)

@@ -24,7 +24,7 @@
 
 const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen)
 {
-    return cfg_class_for(o->ctx->cfg, key, klen);
+    return router_class(o->router, key, klen);
 }
 
 uint16_t owner_key_tag(struct owner *o, struct wire_slice key)

@@ -89,7 +89,7 @@ static void gone(struct hlink *h, const char *why)
 
 static size_t max_frame(const struct hlink *h)
 {
-    return (size_t)h->o->ctx->cfg->wire_max_frame + (64u << 10);
+    return h->o->opts.wire_max_frame + (64u << 10);
 }
 
 static void on_read(struct bufferevent *bev, void *arg)
@@ -236,11 +236,11 @@ struct hlink *owner_hlink_connect(struct owner *o, const struct cmap_owner *t, h
                                   hlink_gone_fn on_gone, hlink_drained_fn on_drained, void *arg,
                                   char *why, size_t len)
 {
-    const struct cfg *cfg = o->ctx->cfg;
+    const struct owner_opts *opts = &o->opts;
     struct sockaddr_storage ss;
     socklen_t slen;
     struct bufferevent *bev = NULL;
-    int tls = strcmp(t->host, cfg->host) != 0;
+    int tls = strcmp(t->host, opts->host) != 0;
     if (o->hlinks == NULL) {
         snprintf(why, len, "not in a cluster");
         return NULL;
@@ -249,8 +249,8 @@ struct hlink *owner_hlink_connect(struct owner *o, const struct cmap_owner *t, h
         struct sockaddr_un *un = (struct sockaddr_un *)&ss;
         memset(&ss, 0, sizeof(ss));
         un->sun_family = AF_UNIX;
-        topo_owner_socket(cfg, (enum cfg_pool)t->pool, t->index, un->sun_path,
-                          sizeof(un->sun_path));
+        topo_owner_socket_in(opts->dir, (enum cfg_pool)t->pool, t->index, un->sun_path,
+                             sizeof(un->sun_path));
         slen = sizeof(*un);
         bev = bufferevent_socket_new(o->base, -1, BEV_OPT_CLOSE_ON_FREE);
     } else {
@@ -260,7 +260,8 @@ struct hlink *owner_hlink_connect(struct owner *o, const struct cmap_owner *t, h
                      t->addr, t->port);
             return NULL;
         }
-        SSL_CTX *ctx = tls_cluster_ctx_new(cfg, 0, err, sizeof(err));
+        struct tls_cluster_files files = {opts->tls_cert, opts->tls_key, opts->tls_ca};
+        SSL_CTX *ctx = tls_cluster_ctx_from(&files, 0, err, sizeof(err));
         SSL *ssl = ctx != NULL ? SSL_new(ctx) : NULL;
         SSL_CTX_free(ctx); /* the SSL holds its own reference */
         if (ssl == NULL || tls_cluster_expect_host(ssl, t->host) != 0) {
@@ -366,7 +367,7 @@ void owner_hlink_close(struct hlink *h, int flush_first)
 
 int owner_hlink_setup(struct owner *o, hlink_accept_fn on_accept)
 {
-    if (o->ctx->cfg->cluster[0] == '\0')
+    if (o->opts.cluster[0] == '\0')
         return 0;
     o->hlinks = calloc(1, sizeof(*o->hlinks));
     if (o->hlinks == NULL)

@@ -115,16 +115,16 @@ void olink_flush(struct olink *l)
 static int hello_for_us(struct olink *l, const struct wire_msg *m, char *why, size_t whylen)
 {
     struct owner *o = l->o;
-    const struct cfg *cfg = o->ctx->cfg;
+    const struct owner_opts *opts = &o->opts;
     const struct wire_slice *cl = &m->u.hello.cluster, *host = &m->u.hello.host;
-    if (cl->len != strlen(cfg->cluster) || memcmp(cl->p, cfg->cluster, cl->len) != 0) {
+    if (cl->len != strlen(opts->cluster) || memcmp(cl->p, opts->cluster, cl->len) != 0) {
         snprintf(why, whylen, "HELLO for cluster '%.*s': this owner is in %s%s%s",
-                 (int)(cl->len > 64 ? 64 : cl->len), cl->p, cfg->cluster[0] ? "cluster '" : "",
-                 cfg->cluster[0] ? cfg->cluster : "no cluster", cfg->cluster[0] ? "'" : "");
+                 (int)(cl->len > 64 ? 64 : cl->len), cl->p, opts->cluster[0] ? "cluster '" : "",
+                 opts->cluster[0] ? opts->cluster : "no cluster", opts->cluster[0] ? "'" : "");
         return 0;
     }
     uint32_t want = m->u.hello.want_owner;
-    if (cfg->cluster[0] == '\0') {
+    if (opts->cluster[0] == '\0') {
         if (want != 0) {
             snprintf(why, whylen, "HELLO wants owner %u: this owner is not in a cluster", want);
             return 0;
@@ -250,7 +250,7 @@ static int process_frames(struct olink *l)
 {
     struct owner *o = l->o;
     struct evbuffer *in = bufferevent_get_input(l->bev);
-    size_t max = (size_t)o->ctx->cfg->wire_max_frame;
+    size_t max = o->opts.wire_max_frame;
     unsigned frames = 0;
     for (;;) {
         size_t have = evbuffer_get_length(in);

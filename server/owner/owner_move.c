@@ -247,7 +247,7 @@ static void try_fence(struct owner *o, int64_t now)
         k->block = OWN_BLOCK_WRITES; /* step 4: writes to the leaf wait */
     owner_copy_fence(m->copy);
     m->fence_at_ms = now;
-    m->deadline_ms = m->fence_at_ms + o->ctx->cfg->move_fence_timeout_ms;
+    m->deadline_ms = m->fence_at_ms + o->opts.move_fence_timeout_ms;
     m->phase = M_FENCED;
     owner_move_hook(o, "fenced");
 }
@@ -352,7 +352,7 @@ static void begin(struct owner *o)
         return;
     }
     struct hand_msg b = {.type = HANDOFF_BEGIN, .id = 1,
-                         .u.begin = {wire_cstr(o->ctx->cfg->cluster), wire_cstr(o->ctx->cfg->host),
+                         .u.begin = {wire_cstr(o->opts.cluster), wire_cstr(o->opts.host),
                                      m->leaf, m->e1, owner_own_number(o), m->to, o->incarnation}};
     owner_hlink_send(m->h, &b);
     m->phase = M_BEGIN;

@@ -272,7 +272,7 @@ const char *owner_move_phase_name(int phase)
 
 int owner_move_setup(struct owner *o)
 {
-    if (o->ctx->cfg->cluster[0] == '\0')
+    if (o->opts.cluster[0] == '\0')
         return 0;
     if (owner_park_setup(o) != 0 || owner_recv_setup(o) != 0)
         return -1;

@@ -62,7 +62,7 @@ int owner_move_hook(struct owner *o, const char *step)
     if (h == NULL)
         return 0;
     char path[TOPO_PATH_MAX];
-    snprintf(path, sizeof(path), "%s/move-hook-%s-%d-%s.fired", o->ctx->cfg->dir,
+    snprintf(path, sizeof(path), "%s/move-hook-%s-%d-%s.fired", o->opts.dir,
              topo_pool_name(o->pool), o->index, step);
     if (access(path, F_OK) == 0)
         return 0;

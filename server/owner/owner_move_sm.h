@@ -53,7 +53,7 @@ static inline const char *name(const struct hand_leaf *l, char *buf, size_t len)
 
 static inline int64_t agent_timeout(const struct owner *o)
 {
-    return o->ctx->cfg->etcd_timeout_ms + 1000;
+    return o->opts.etcd_timeout_ms + 1000;
 }
 
 static inline struct own_mark *mark(struct owner *o)

@@ -255,7 +255,7 @@ static struct persist_own *derive(const struct owner *o, const struct cmap_table
     d->number = number;
     d->pool = (uint8_t)o->pool;
     d->revision = t->revision;
-    snprintf(d->cluster, sizeof(d->cluster), "%s", o->ctx->cfg->cluster);
+    snprintf(d->cluster, sizeof(d->cluster), "%s", o->opts.cluster);
     return d;
 }
 
@@ -352,8 +352,8 @@ void owner_own_saved(struct owner *o, const struct persist_own *t, int status)
 static void apply_map(struct owner *o)
 {
     struct owner_own *w = o->own;
-    const struct cfg *cfg = o->ctx->cfg;
-    unsigned number = cmap_owner_by_id(w->snap, cfg->host, o->pool, o->index);
+    const struct owner_opts *opts = &o->opts;
+    unsigned number = cmap_owner_by_id(w->snap, opts->host, o->pool, o->index);
     if (number != w->number && w->number != 0)
         log_warning("the cluster map names this owner %u, not %u as before", number, w->number);
     struct persist_own *d = derive(o, w->snap, number);
@@ -366,7 +366,7 @@ static void apply_map(struct owner *o)
         return;
     }
     log_notice("owner %u of cluster %s: %zu leaves of pool %s at map revision %lld (was %zu)",
-               number, cfg->cluster, d->n, topo_pool_name(o->pool), (long long)d->revision,
+               number, opts->cluster, d->n, topo_pool_name(o->pool), (long long)d->revision,
                w->serving->n);
     persist_own_free(&w->serving);
     w->serving = d;
@@ -422,13 +422,13 @@ void owner_own_refresh(struct owner *o)
 
 uint32_t owner_own_writer(const struct owner *o)
 {
-    const struct cfg *cfg = o->ctx->cfg;
+    const struct owner_opts *opts = &o->opts;
     if (o->ctx->cmap == NULL)
         return owner_writer_id(o);
     struct cmap_table *t = malloc(sizeof(*t));
     unsigned n = 0;
     if (t != NULL && cmap_snapshot(o->ctx->cmap, t) > 0)
-        n = cmap_owner_by_id(t, cfg->host, o->pool, o->index);
+        n = cmap_owner_by_id(t, opts->host, o->pool, o->index);
     free(t);
     if (n == 0) {
         /* The master starts owners once the map names them; this is a map
@@ -442,8 +442,8 @@ uint32_t owner_own_writer(const struct owner *o)
 
 int owner_own_load(struct owner *o)
 {
-    const struct cfg *cfg = o->ctx->cfg;
-    if (cfg->cluster[0] == '\0')
+    const struct owner_opts *opts = &o->opts;
+    if (opts->cluster[0] == '\0')
         return 0;
     struct owner_own *w = calloc(1, sizeof(*w));
     if (w == NULL)
@@ -458,9 +458,9 @@ int owner_own_load(struct owner *o)
         log_warning("cannot read the ownership table: %s", hkv_strstatus(rc));
         return -1;
     }
-    if (w->serving->n > 0 && strcmp(w->serving->cluster, cfg->cluster) != 0) {
+    if (w->serving->n > 0 && strcmp(w->serving->cluster, opts->cluster) != 0) {
         log_warning("the stored ownership table is of cluster '%s', not '%s': not served",
-                    w->serving->cluster, cfg->cluster);
+                    w->serving->cluster, opts->cluster);
         w->serving->n = 0;
         w->serving->number = 0;
     }
@@ -493,7 +493,7 @@ int owner_own_load(struct owner *o)
     w->dirty = 0;
     if (w->serving->n > 0)
         log_notice("owner %u of cluster %s: %zu leaves from the stored ownership table (map "
-                   "revision %lld) until the map is read", w->number, cfg->cluster,
+                   "revision %lld) until the map is read", w->number, opts->cluster,
                    w->serving->n, (long long)w->serving->revision);
     return 0;
 }

@@ -46,7 +46,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg);
 
 int owner_park_setup(struct owner *o)
 {
-    if (o->ctx->cfg->cluster[0] == '\0')
+    if (o->opts.cluster[0] == '\0')
         return 0;
     o->park = calloc(1, sizeof(*o->park));
     if (o->park == NULL)

@@ -107,7 +107,7 @@ static void submit(struct owner *o, int durable)
 {
     static int short_logged; /* one line per run of failures, not one per tick */
     int st;
-    struct persist_batch *b = owner_cut_batch(o->ledger, durable, (size_t)o->ctx->cfg->persist_batch_max,
+    struct persist_batch *b = owner_cut_batch(o->ledger, durable, o->opts.persist_batch_max,
                                               durable ? NULL : take_ledger_class, o, &st);
     if (b == NULL && st != HKV_OK) {
         if (durable)
@@ -258,7 +258,7 @@ int owner_backlog_full(struct owner *o)
 {
     size_t keys, bytes;
     ledger_dirty(o->ledger, &keys, &bytes);
-    return o->ctx->cfg->persist_max_dirty > 0 && bytes > (size_t)o->ctx->cfg->persist_max_dirty;
+    return o->opts.persist_max_dirty > 0 && bytes > (size_t)o->opts.persist_max_dirty;
 }
 
 static int load_row(void *arg, const struct persist_row *row)
@@ -304,19 +304,19 @@ static struct event *timer(struct owner *o, int64_t ms, event_callback_fn fn)
 int owner_persist_setup(struct owner *o, owner_request_fn run_again)
 {
     o->replay = run_again;
-    const struct cfg *cfg = o->ctx->cfg;
-    char path[TOPO_PATH_MAX], why[512] = "";
-    topo_owner_db(cfg, o->pool, o->index, path, sizeof(path));
-    struct ledger_options lo = {.maxmemory = (size_t)cfg->owner_maxmemory,
-                                .tombstone_ttl_ms = (uint64_t)cfg->tombstone_ttl_ms,
+    const struct owner_opts *opts = &o->opts;
+    const char *path = opts->db_path;
+    char why[512] = "";
+    struct ledger_options lo = {.maxmemory = opts->owner_maxmemory,
+                                .tombstone_ttl_ms = opts->tombstone_ttl_ms,
                                 .writer = owner_own_writer(o)};
     if (ledger_create(&lo, &o->ledger) != HKV_OK) {
         log_warning("cannot create the ledger");
         return -1;
     }
     int64_t mig_ms = -1;
-    struct persister_options po = {.interval_ms = (uint32_t)cfg->persist_interval_ms,
-                                   .tomb_keep_ms = (uint32_t)cfg->tombstone_ttl_ms,
+    struct persister_options po = {.interval_ms = (uint32_t)opts->persist_interval_ms,
+                                   .tomb_keep_ms = (uint32_t)opts->tombstone_ttl_ms,
                                    .migrate_progress = on_migrate, .migrate_arg = &mig_ms};
     int rc = persister_create(&o->persister, path, &po, why, sizeof(why));
     if (rc != HKV_OK) {
@@ -357,7 +357,7 @@ int owner_persist_setup(struct owner *o, owner_request_fn run_again)
     o->notify = event_new(o->base, persister_notify_fd(o->persister), EV_READ | EV_PERSIST,
                           on_notify, o);
     o->flush_now = event_new(o->base, -1, 0, on_flush_now, o);
-    o->persist_tick = timer(o, cfg->persist_interval_ms, on_persist_tick);
+    o->persist_tick = timer(o, opts->persist_interval_ms, on_persist_tick);
     o->sweep_tick = timer(o, SWEEP_MS, on_sweep);
     o->durable_tick = timer(o, DURABLE_TICK_MS, on_durable_tick);
     if (o->notify == NULL || o->flush_now == NULL || o->persist_tick == NULL ||
@@ -367,13 +367,13 @@ int owner_persist_setup(struct owner *o, owner_request_fn run_again)
     return 0;
 }
 
-void owner_persist_reload(struct owner *o, const struct cfg *next)
+void owner_persist_reload(struct owner *o, const struct owner_opts *next)
 {
-    /* o->ctx->cfg is still the old config here: the interval the tick runs
+    /* o->opts are still the old options here: the interval the tick runs
      * at.  Re-arming restarts the period, so only a change re-arms it (a
      * stream of unrelated reloads must not postpone the tick forever). */
     int64_t ms = next->persist_interval_ms;
-    if (ms == o->ctx->cfg->persist_interval_ms || o->persist_tick == NULL)
+    if (ms == o->opts.persist_interval_ms || o->persist_tick == NULL)
         return;
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     event_add(o->persist_tick, &tv);

@@ -124,7 +124,7 @@ void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp)
 
 void owner_push_at(struct owner *o, const char *key, size_t klen, uint64_t place, hkv_stamp stamp)
 {
-    if (!o->ctx->cfg->owner_push)
+    if (!o->opts.owner_push)
         return;
     struct opushq *q = queue_of(o);
     if (q == NULL) {

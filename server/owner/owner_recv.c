@@ -40,14 +40,14 @@
 #include "server/core/router.h"
 #include "server/owner/owner_recv_sm.h"
 
-const char *recv_leaf_name(const struct hand_leaf *l, char *buf, size_t len)
+const char *orecv_leaf_name(const struct hand_leaf *l, char *buf, size_t len)
 {
     snprintf(buf, len, "%s %u-%08x", topo_pool_name((enum cfg_pool)l->pool), l->bits,
              l->bits ? l->start >> (32 - l->bits) : 0);
     return buf;
 }
 
-void recv_send_why(struct rmove *r, uint8_t type, const char *why)
+void orecv_send_why(struct rmove *r, uint8_t type, const char *why)
 {
     struct hand_msg m = {.type = type, .id = 1, .u.why = {r->e1, wire_cstr(why)}};
     if (r->h != NULL)
@@ -62,7 +62,7 @@ static void purge_done(struct owner *o, void *arg, int status, uint64_t entries,
     char name[48];
     if (status != HKV_OK) {
         log_warning("dropping the copy of leaf %s failed (%s); trying again",
-                    recv_leaf_name(&r->leaf, name, sizeof(name)), hkv_strstatus(status));
+                    orecv_leaf_name(&r->leaf, name, sizeof(name)), hkv_strstatus(status));
         if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, purge_done, r) == 0)
             return;
     }
@@ -71,7 +71,7 @@ static void purge_done(struct owner *o, void *arg, int status, uint64_t entries,
         if (m != NULL && m->state == PERSIST_RECEIVING)
             owner_own_mark_del(o, m);
         log_notice("leaf %s: the copy from owner %u is dropped (%llu entries, %llu rows)",
-                   recv_leaf_name(&r->leaf, name, sizeof(name)), r->from,
+                   orecv_leaf_name(&r->leaf, name, sizeof(name)), r->from,
                    (unsigned long long)entries, (unsigned long long)rows);
         memset(r, 0, sizeof(*r));
         return;
@@ -79,7 +79,7 @@ static void purge_done(struct owner *o, void *arg, int status, uint64_t entries,
     r->purged = 1; /* R_PREPARING: READY once RECEIVING is durable too */
 }
 
-void recv_release(struct owner *o, struct rmove *r)
+void orecv_release(struct owner *o, struct rmove *r)
 {
     persist_batch_free(&r->cur);
     if (r->h != NULL)
@@ -89,24 +89,24 @@ void recv_release(struct owner *o, struct rmove *r)
 }
 
 /* The copy goes (ABORT, or the map shows the leaf elsewhere). */
-void recv_drop(struct owner *o, struct rmove *r, const char *why)
+void orecv_drop(struct owner *o, struct rmove *r, const char *why)
 {
     char name[48];
     struct own_mark *m = owner_own_mark(o, r->leaf.start, r->leaf.bits);
     if (m != NULL)
         m->block = OWN_BLOCK_NONE;
     log_notice("leaf %s: move from owner %u at epoch %lld ends without this owner: %s",
-               recv_leaf_name(&r->leaf, name, sizeof(name)), r->from, (long long)r->e1, why);
+               orecv_leaf_name(&r->leaf, name, sizeof(name)), r->from, (long long)r->e1, why);
     o->recv->st.dropped++;
     r->phase = R_DROPPING;
-    recv_release(o, r);
+    orecv_release(o, r);
     owner_purge_cancel(o, r);
     if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, purge_done, r) != 0)
         log_warning("cannot drop leaf %s's copy now (out of memory)", name);
 }
 
 /* The leaf is this owner's now (COMMITTED, or the map says so). */
-void recv_adopt(struct owner *o, struct rmove *r, int64_t e2)
+void orecv_adopt(struct owner *o, struct rmove *r, int64_t e2)
 {
     char name[48];
     struct own_mark *m = owner_own_mark(o, r->leaf.start, r->leaf.bits);
@@ -119,10 +119,10 @@ void recv_adopt(struct owner *o, struct rmove *r, int64_t e2)
     }
     o->recv->st.adopted++;
     log_notice("leaf %s is served here from epoch %lld (from owner %u: %llu rows, %llu bytes in "
-               "%lld ms)", recv_leaf_name(&r->leaf, name, sizeof(name)), (long long)e2, r->from,
+               "%lld ms)", orecv_leaf_name(&r->leaf, name, sizeof(name)), (long long)e2, r->from,
                (unsigned long long)r->rows, (unsigned long long)r->bytes,
                (long long)(clock_mono_ms() - r->started_ms));
-    recv_release(o, r);
+    orecv_release(o, r);
     memset(r, 0, sizeof(*r));
 }
 
@@ -158,7 +158,7 @@ static void try_ack(struct owner *o, struct rmove *r)
     if (!r->fence_pending || r->phase != R_RECEIVING)
         return;
     if (r->gap || r->failed || r->next_seq != r->fence_last + 1) {
-        recv_send_why(r, HANDOFF_FENCE_NACK, r->gap ? "a sequence number is missing"
+        orecv_send_why(r, HANDOFF_FENCE_NACK, r->gap ? "a sequence number is missing"
                                         : r->failed ? "a batch failed to commit"
                                                     : "the fence is past the last row received");
         o->recv->st.nacks++;
@@ -300,11 +300,11 @@ static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct han
         return;
     case HANDOFF_COMMITTED:
         if (m->u.committed.e1 == r->e1 && r->phase == R_ACKED)
-            recv_adopt(o, r, m->u.committed.e2);
+            orecv_adopt(o, r, m->u.committed.e2);
         return;
     case HANDOFF_ABORT:
         if (m->u.why.e1 == r->e1 && r->phase != R_DROPPING)
-            recv_drop(o, r, "the source aborted");
+            orecv_drop(o, r, "the source aborted");
         return;
     default:
         return;
@@ -318,10 +318,10 @@ static void on_gone(struct owner *o, void *arg, struct hlink *h, const char *why
     r->h = NULL;
     char name[48];
     log_notice("leaf %s: the hand-off link from owner %u went (%s); the map decides now",
-               recv_leaf_name(&r->leaf, name, sizeof(name)), r->from, why);
+               orecv_leaf_name(&r->leaf, name, sizeof(name)), r->from, why);
 }
 
-void recv_on_flush(evutil_socket_t fd, short what, void *arg)
+void orecv_on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct owner *o = arg;
     for (int i = 0; i < OWN_RECV_MAX; i++)
@@ -333,7 +333,7 @@ void recv_on_flush(evutil_socket_t fd, short what, void *arg)
 
 /* What the map copy says of BEGIN's leaf: 1 moving from `from` to this
  * owner at e1; 0 not yet known (the copy is older than e1); -1 no. */
-int recv_map_says_moving(struct owner *o, const struct rmove *r)
+int orecv_map_says_moving(struct owner *o, const struct rmove *r)
 {
     owner_own_refresh(o);
     const struct cmap_table *t = owner_own_map(o);
@@ -349,7 +349,7 @@ int recv_map_says_moving(struct owner *o, const struct rmove *r)
 }
 
 /* Step 2 once the map agrees: RECEIVING(e1) durable, leftovers dropped. */
-void recv_prepare(struct owner *o, struct rmove *r)
+void orecv_prepare(struct owner *o, struct rmove *r)
 {
     char name[48];
     struct own_mark *m = owner_own_mark_add(o, r->leaf.start, r->leaf.bits, PERSIST_RECEIVING,
@@ -357,8 +357,8 @@ void recv_prepare(struct owner *o, struct rmove *r)
     if (m == NULL || owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, purge_done, r) != 0) {
         if (m != NULL)
             owner_own_mark_del(o, m);
-        recv_send_why(r, HANDOFF_ABORT, "the target cannot take the leaf now");
-        recv_release(o, r);
+        orecv_send_why(r, HANDOFF_ABORT, "the target cannot take the leaf now");
+        orecv_release(o, r);
         memset(r, 0, sizeof(*r));
         return;
     }
@@ -366,12 +366,12 @@ void recv_prepare(struct owner *o, struct rmove *r)
     r->gen_wait = owner_own_gen(o);
     r->phase = R_PREPARING;
     log_notice("leaf %s: receiving from owner %u at epoch %lld",
-               recv_leaf_name(&r->leaf, name, sizeof(name)), r->from, (long long)r->e1);
+               orecv_leaf_name(&r->leaf, name, sizeof(name)), r->from, (long long)r->e1);
 }
 
-void recv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
+void orecv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
 {
-    const struct cfg *cfg = o->ctx->cfg;
+    const struct owner_opts *opts = &o->opts;
     char why[200] = "", host[64];
     struct orecv *rv = o->recv;
     if (m->type != HANDOFF_BEGIN || rv == NULL) {
@@ -390,8 +390,8 @@ void recv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
     for (int i = 0; i < OWN_RECV_MAX && r == NULL; i++)
         if (rv->m[i].phase == R_FREE)
             r = &rv->m[i];
-    if (m->u.begin.cluster.len != strlen(cfg->cluster) ||
-        memcmp(m->u.begin.cluster.p, cfg->cluster, m->u.begin.cluster.len) != 0)
+    if (m->u.begin.cluster.len != strlen(opts->cluster) ||
+        memcmp(m->u.begin.cluster.p, opts->cluster, m->u.begin.cluster.len) != 0)
         snprintf(why, sizeof(why), "BEGIN for another cluster");
     else if (!owner_hlink_peer_is(h, host, why + 20, sizeof(why) - 20))
         memcpy(why, "peer not its host: ", 20);
@@ -411,7 +411,7 @@ void recv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
         return;
     }
     if (r->phase != R_FREE) {
-        recv_release(o, r);
+        orecv_release(o, r);
         owner_purge_cancel(o, r);
     }
     *r = (struct rmove){.phase = R_WAIT_MAP, .h = h, .leaf = m->u.begin.leaf, .e1 = m->u.begin.e1,

@@ -28,7 +28,7 @@ static int settle(struct owner *o, struct own_mark *m, struct rmove *r)
         return 0;
     if (l->owner == owner_own_number(o) && l->state == CMAP_SERVING && l->epoch > m->e1) {
         if (r != NULL && r->phase == R_ACKED) {
-            recv_adopt(o, r, l->epoch);
+            orecv_adopt(o, r, l->epoch);
         } else if (r == NULL || r->phase == R_ACKED) {
             owner_own_mark_del(o, m); /* a restart: what was acknowledged is on disk */
             owner_park_release(o);
@@ -51,7 +51,7 @@ static int settle(struct owner *o, struct own_mark *m, struct rmove *r)
             return 0;
         *r = tmp;
     }
-    recv_drop(o, r, "the map shows the leaf elsewhere");
+    orecv_drop(o, r, "the map shows the leaf elsewhere");
     return 1;
 }
 
@@ -63,12 +63,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     for (int i = 0; i < OWN_RECV_MAX; i++) {
         struct rmove *r = &rv->m[i];
         if (r->phase == R_WAIT_MAP) {
-            int says = recv_map_says_moving(o, r);
+            int says = orecv_map_says_moving(o, r);
             if (says > 0) {
-                recv_prepare(o, r);
+                orecv_prepare(o, r);
             } else if (says < 0 || now > r->deadline_ms) {
-                recv_send_why(r, HANDOFF_ABORT, "the map does not say the leaf moves here at that epoch");
-                recv_release(o, r);
+                orecv_send_why(r, HANDOFF_ABORT,
+                               "the map does not say the leaf moves here at that epoch");
+                orecv_release(o, r);
                 memset(r, 0, sizeof(*r));
             }
         } else if (r->phase == R_PREPARING && r->purged &&
@@ -76,7 +77,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             struct hand_msg ready = {.type = HANDOFF_READY, .id = 1, .u.ready = {r->e1}};
             r->phase = R_RECEIVING;
             if (r->h == NULL || owner_hlink_send(r->h, &ready) != HKV_OK)
-                recv_drop(o, r, "the link went before READY");
+                orecv_drop(o, r, "the link went before READY");
             else
                 owner_move_hook(o, "t_ready");
         }
@@ -113,8 +114,8 @@ void owner_recv_flushed(struct owner *o)
     for (int i = 0; o->recv != NULL && i < OWN_RECV_MAX; i++) {
         struct rmove *r = &o->recv->m[i];
         if (r->phase == R_WAIT_MAP || r->phase == R_PREPARING || r->phase == R_RECEIVING) {
-            recv_send_why(r, HANDOFF_ABORT, "FLUSHALL on the target");
-            recv_drop(o, r, "FLUSHALL");
+            orecv_send_why(r, HANDOFF_ABORT, "FLUSHALL on the target");
+            orecv_drop(o, r, "FLUSHALL");
         }
     }
 }
@@ -133,13 +134,13 @@ void owner_recv_stats(const struct owner *o, struct orecv_stats *out)
 
 int owner_recv_setup(struct owner *o)
 {
-    if (o->ctx->cfg->cluster[0] == '\0')
+    if (o->opts.cluster[0] == '\0')
         return 0;
     o->recv = calloc(1, sizeof(*o->recv));
-    if (o->recv == NULL || owner_hlink_setup(o, recv_on_accept) != 0)
+    if (o->recv == NULL || owner_hlink_setup(o, orecv_on_accept) != 0)
         return -1;
     o->recv->tick = event_new(o->base, -1, EV_PERSIST, on_tick, o);
-    o->recv->flush = event_new(o->base, -1, 0, recv_on_flush, o);
+    o->recv->flush = event_new(o->base, -1, 0, orecv_on_flush, o);
     if (o->recv->tick == NULL || o->recv->flush == NULL)
         return -1;
     struct timeval tv = {0, RECV_TICK_MS * 1000};

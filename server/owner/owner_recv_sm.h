@@ -52,21 +52,21 @@ struct orecv {
 };
 
 /* ---- owner_recv.c ---- */
-const char *recv_leaf_name(const struct hand_leaf *l, char *buf, size_t len);
-void recv_send_why(struct rmove *r, uint8_t type, const char *why);
+const char *orecv_leaf_name(const struct hand_leaf *l, char *buf, size_t len);
+void orecv_send_why(struct rmove *r, uint8_t type, const char *why);
 /* Frees the move's batch and link and runs what waited for the leaf. */
-void recv_release(struct owner *o, struct rmove *r);
+void orecv_release(struct owner *o, struct rmove *r);
 /* The copy goes (ABORT, the map shows the leaf elsewhere). */
-void recv_drop(struct owner *o, struct rmove *r, const char *why);
+void orecv_drop(struct owner *o, struct rmove *r, const char *why);
 /* The leaf is this owner's from epoch e2. */
-void recv_adopt(struct owner *o, struct rmove *r, int64_t e2);
+void orecv_adopt(struct owner *o, struct rmove *r, int64_t e2);
 /* A new incoming hand-off link (owner_hlink's accept callback). */
-void recv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m);
+void orecv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m);
 /* Submits the received rows of every move (one batch per loop turn). */
-void recv_on_flush(evutil_socket_t fd, short what, void *arg);
+void orecv_on_flush(evutil_socket_t fd, short what, void *arg);
 /* BEGIN's map check: 1 moving here at e1, 0 not known yet, -1 no. */
-int recv_map_says_moving(struct owner *o, const struct rmove *r);
+int orecv_map_says_moving(struct owner *o, const struct rmove *r);
 /* Step 2 once the map agrees. */
-void recv_prepare(struct owner *o, struct rmove *r);
+void orecv_prepare(struct owner *o, struct rmove *r);
 
 #endif

@@ -46,7 +46,7 @@ static void drop_alts(struct rifl *r, struct wstate *w)
     while (w->alt != NULL) {
         struct wstate *a = w->alt;
         w->alt = a->alt;
-        rs_forget_all(r, a);
+        rifl_ring_forget_all(r, a);
         free(a->ring);
         free(a->ov);
         free(a);
@@ -129,7 +129,7 @@ void rifl_destroy(struct rifl **rp)
         if (!w->used)
             continue;
         drop_alts(r, w);
-        rs_forget_all(r, w);
+        rifl_ring_forget_all(r, w);
         free(w->ring);
         free(w->ov);
     }
@@ -159,7 +159,7 @@ static void writer_live(struct rifl *r, struct wstate *w, uint64_t inc)
             break;
         }
     drop_alts(r, w);
-    rs_forget_all(r, w);
+    rifl_ring_forget_all(r, w);
     if (a == NULL) {
         w->inc = inc;
         return;
@@ -186,7 +186,7 @@ void rifl_ack(struct rifl *r, uint32_t writer, uint64_t inc, uint64_t ack)
     if (w == NULL)
         return;
     writer_live(r, w, inc);
-    rs_ack(r, w, ack);
+    rifl_ring_ack(r, w, ack);
 }
 
 const struct rifl_result *rifl_get(const struct rifl *r, uint32_t writer, uint64_t inc,
@@ -213,17 +213,17 @@ static int state_put(struct rifl *r, struct wstate *w, uint64_t seq, const struc
 {
     if (seq < w->ack || seq == 0)
         return HKV_OK; /* finished: the writer will not retry it (0: never a request) */
-    size_t need = rs_copy_size(res);
+    size_t need = rifl_ring_copy_size(res);
     char *mem = NULL;
     if (need > 0 && (mem = malloc(need)) == NULL)
         goto lost;
     struct rec *x = rs_find(w, seq);
     if (x == NULL) {
         while (w->nring + w->on >= r->max && w->nring + w->on > 0) {
-            rs_evict_oldest(r, w);
+            rifl_ring_evict_oldest(r, w);
             r->dropped++;
         }
-        x = rs_make_slot(w, seq);
+        x = rifl_ring_make_slot(w, seq);
         if (x == NULL) {
             free(mem);
             goto lost;
@@ -234,7 +234,7 @@ static int state_put(struct rifl *r, struct wstate *w, uint64_t seq, const struc
         free(x->mem); /* a second put of the request replaces the first */
     }
     x->mem = mem;
-    rs_copy_into(res, &x->res, mem);
+    rifl_ring_copy_into(res, &x->res, mem);
     return HKV_OK;
 lost:
     if (seq > w->lost)

@@ -49,21 +49,21 @@ struct rifl {
 };
 
 /* The bytes a record must own to keep what res points to: 0 for most writes. */
-size_t rs_copy_size(const struct rifl_result *res);
-/* *out = *res with its pointers aimed into m (rs_copy_size(res) bytes, from
+size_t rifl_ring_copy_size(const struct rifl_result *res);
+/* *out = *res with its pointers aimed into m (rifl_ring_copy_size(res) bytes, from
  * malloc), or as they are when m is NULL. */
-void rs_copy_into(const struct rifl_result *res, struct rifl_result *out, char *m);
+void rifl_ring_copy_into(const struct rifl_result *res, struct rifl_result *out, char *m);
 /* Forgets every ring record below `to` and moves lo there (to > lo). */
-void rs_forget_below(struct rifl *r, struct wstate *w, uint64_t to);
+void rifl_ring_forget_below(struct rifl *r, struct wstate *w, uint64_t to);
 /* Moves the state's ack up to ack, forgetting the records below it. */
-void rs_ack(struct rifl *r, struct wstate *w, uint64_t ack);
+void rifl_ring_ack(struct rifl *r, struct wstate *w, uint64_t ack);
 /* Forgets all of the state's records (a new incarnation); resets ack, lo, lost. */
-void rs_forget_all(struct rifl *r, struct wstate *w);
+void rifl_ring_forget_all(struct rifl *r, struct wstate *w);
 /* Evicts the state's lowest seq (the bound), raising its lost mark. */
-void rs_evict_oldest(struct rifl *r, struct wstate *w);
+void rifl_ring_evict_oldest(struct rifl *r, struct wstate *w);
 /* The slot for a new record of seq (>= ack, not held yet), made room for;
  * the caller sets its seq.  NULL on ENOMEM. */
-struct rec *rs_make_slot(struct wstate *w, uint64_t seq);
+struct rec *rifl_ring_make_slot(struct wstate *w, uint64_t seq);
 
 static inline struct rec *rs_ring_at(const struct wstate *w, uint64_t seq)
 {

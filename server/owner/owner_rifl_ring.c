@@ -30,7 +30,7 @@
 
 /* The bytes a record must own to keep what res points to (old; or the RESP
  * reply, the change array and its keys): 0 for most writes. */
-size_t rs_copy_size(const struct rifl_result *res)
+size_t rifl_ring_copy_size(const struct rifl_result *res)
 {
     if (res->type == WIRE_RESP) {
         size_t n = res->resplen + (size_t)res->nchanges * sizeof(struct wire_watch);
@@ -41,9 +41,9 @@ size_t rs_copy_size(const struct rifl_result *res)
     return res->has_old ? (res->oldlen ? res->oldlen : 1) : 0;
 }
 
-/* *out = *res with its pointers aimed into m (rs_copy_size(res) bytes, from
+/* *out = *res with its pointers aimed into m (rifl_ring_copy_size(res) bytes, from
  * malloc: the change array first needs its alignment), NULL when none. */
-void rs_copy_into(const struct rifl_result *res, struct rifl_result *out, char *m)
+void rifl_ring_copy_into(const struct rifl_result *res, struct rifl_result *out, char *m)
 {
     *out = *res;
     if (m == NULL)
@@ -120,7 +120,7 @@ static int ov_reserve(struct wstate *w, size_t more)
 }
 
 /* Forgets every ring record below `to` and moves lo there (to > lo). */
-void rs_forget_below(struct rifl *r, struct wstate *w, uint64_t to)
+void rifl_ring_forget_below(struct rifl *r, struct wstate *w, uint64_t to)
 {
     if (w->nring > 0) {
         uint64_t end = to - w->lo < w->cap ? to : w->lo + w->cap;
@@ -134,7 +134,7 @@ void rs_forget_below(struct rifl *r, struct wstate *w, uint64_t to)
 }
 
 /* Forgets all of the writer's records (a new incarnation). */
-void rs_forget_all(struct rifl *r, struct wstate *w)
+void rifl_ring_forget_all(struct rifl *r, struct wstate *w)
 {
     while (w->on > 0)
         ov_pop(r, w);
@@ -198,7 +198,7 @@ static int ring_slide(struct wstate *w, uint64_t seq)
 }
 
 /* Evicts the writer's lowest seq (the bound). */
-void rs_evict_oldest(struct rifl *r, struct wstate *w)
+void rifl_ring_evict_oldest(struct rifl *r, struct wstate *w)
 {
     if (w->on > 0) {
         if (w->ov[w->oh].seq > w->lost)
@@ -220,7 +220,7 @@ void rs_evict_oldest(struct rifl *r, struct wstate *w)
 
 /* The slot for a new record of seq (>= ack, not held yet), made room for.
  * NULL on ENOMEM. */
-struct rec *rs_make_slot(struct wstate *w, uint64_t seq)
+struct rec *rifl_ring_make_slot(struct wstate *w, uint64_t seq)
 {
     if (seq < w->lo) { /* late: into the overflow at its place */
         if (ov_reserve(w, 1) != HKV_OK)
@@ -244,7 +244,7 @@ struct rec *rs_make_slot(struct wstate *w, uint64_t seq)
 }
 
 /* Moves state w's ack up to ack, forgetting the records below it. */
-void rs_ack(struct rifl *r, struct wstate *w, uint64_t ack)
+void rifl_ring_ack(struct rifl *r, struct wstate *w, uint64_t ack)
 {
     if (ack <= w->ack)
         return;
@@ -252,5 +252,5 @@ void rs_ack(struct rifl *r, struct wstate *w, uint64_t ack)
     while (w->on > 0 && w->ov[w->oh].seq < ack)
         ov_pop(r, w);
     if (ack > w->lo)
-        rs_forget_below(r, w, ack);
+        rifl_ring_forget_below(r, w, ack);
 }

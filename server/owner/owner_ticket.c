@@ -211,7 +211,7 @@ int owner_ticket_wait(struct owner *o, uint64_t id, struct olink *l, uint64_t re
     }
     w->link = l;
     w->id = req;
-    w->deadline_ms = mono_ms() + o->ctx->cfg->durable_timeout_ms;
+    w->deadline_ms = mono_ms() + o->opts.durable_timeout_ms;
     w->reply = *reply;
     *reply = (struct hkv_buf)HKV_BUF_INIT;
     w->next = t->waiters;

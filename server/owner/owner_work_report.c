@@ -41,7 +41,7 @@ static int64_t ns_of(clockid_t id)
 
 static void arm(struct owner *o)
 {
-    int64_t ms = o->ctx->cfg->move_window_ms;
+    int64_t ms = o->opts.move_window_ms;
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
     evtimer_add(o->work->tick, &tv);
 }

@@ -14,8 +14,8 @@
  *
  * Which clocks: only the wall clock, that is clock_gettime(CLOCK_REALTIME and
  * CLOCK_REALTIME_COARSE), gettimeofday and time.  hotkvd uses the wall clock
- * for what a host's clock decides in a real deployment: the edge's HLC write
- * stamps (edge_data.c), absolute expiries (cache.c, edge_write.c), TIME,
+ * for what a host's clock decides in a real deployment: the owners' write
+ * versions (owner_clock.c), absolute expiries (cache.c, edge_write.c), TIME,
  * INFO's uptime and the log's timestamps.  CLOCK_MONOTONIC is left alone on
  * purpose: it is system-wide, the colo segment compares monotonic times
  * written by different processes (cache.h: entry ages, refresh-lock

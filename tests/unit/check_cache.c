@@ -44,9 +44,13 @@ static double mono_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-#define PUT(c, k, v, stamp, fu, ku, now)                                                       \
-    cache_put((c), (k), strlen(k), router_hash((k), strlen(k)), (v), strlen(v), 0, (stamp), (fu), \
-              (ku), 0, (now))
+#define PUT(c, k, v, st, fu, ku, now)                                                              \
+    cache_put((c),                                                                                 \
+              &(struct cache_entry){.key = (k), .klen = strlen(k),                                 \
+                                    .khash = router_hash((k), strlen(k)), .val = (v),              \
+                                    .vlen = strlen(v), .stamp = (st), .fresh_until = (fu),         \
+                                    .keep_until = (ku)},                                           \
+              (now))
 #define GET(c, k, now, buf, hit) \
     cache_get((c), (k), strlen(k), router_hash((k), strlen(k)), (now), (buf), (hit))
 
@@ -82,8 +86,13 @@ START_TEST(put_then_get_round_trip)
     struct hkv_buf b = HKV_BUF_INIT;
     struct cache_hit h;
     ck_assert_int_eq(GET(c, "k1", 1000, &b, &h), HKV_ENOENT);
-    ck_assert_int_eq(cache_put(c, "k1", 2, router_hash("k1", 2), "hello", 5, 0, 77, 1100, 2000,
-                               1700000000000LL, 1000),
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = "k1", .klen = 2,
+                                                     .khash = router_hash("k1", 2), .val = "hello",
+                                                     .vlen = 5, .stamp = 77, .fresh_until = 1100,
+                                                     .keep_until = 2000,
+                                                     .expire_at = 1700000000000LL},
+                               1000),
                      HKV_OK);
     memset(&h, 0, sizeof(h));
     ck_assert_int_eq(GET(c, "k1", 1000, &b, &h), HKV_OK);
@@ -96,7 +105,11 @@ START_TEST(put_then_get_round_trip)
     ck_assert_int_eq(h.expire_at, 1700000000000LL);
 
     /* a negative entry: found, empty, flagged */
-    ck_assert_int_eq(cache_put(c, "gone", 4, router_hash("gone", 4), NULL, 0, 1, 0, 1500, 1500, 0,
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = "gone", .klen = 4,
+                                                     .khash = router_hash("gone", 4), .negative = 1,
+                                                     .stamp = 0, .fresh_until = 1500,
+                                                     .keep_until = 1500},
                                1000),
                      HKV_OK);
     ck_assert_int_eq(GET(c, "gone", 1001, &b, &h), HKV_OK);
@@ -116,7 +129,12 @@ START_TEST(put_then_get_round_trip)
     ck_assert_uint_eq(h.stamp, 79);
 
     /* the empty key and an empty value are values like any other */
-    ck_assert_int_eq(cache_put(c, "", 0, router_hash("", 0), "", 0, 0, 1, 1100, 2000, 0, 1000),
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = "", .klen = 0,
+                                                     .khash = router_hash("", 0), .val = "",
+                                                     .stamp = 1, .fresh_until = 1100,
+                                                     .keep_until = 2000},
+                               1000),
                      HKV_OK);
     ck_assert_int_eq(cache_get(c, "", 0, router_hash("", 0), 1000, &b, &h), HKV_OK);
     ck_assert_int_eq(h.negative, 0);
@@ -156,7 +174,12 @@ START_TEST(stamp_guard_keeps_newer)
     ck_assert_int_eq(GET(c, "s", 1410, &b, &h), HKV_OK);
     assert_value(&b, "eleven");
     /* a negative answer (stamp 0) never replaces a value */
-    ck_assert_int_eq(cache_put(c, "s", 1, router_hash("s", 1), NULL, 0, 1, 0, 1500, 1500, 0, 1400),
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = "s", .klen = 1,
+                                                     .khash = router_hash("s", 1), .negative = 1,
+                                                     .stamp = 0, .fresh_until = 1500,
+                                                     .keep_until = 1500},
+                               1400),
                      HKV_ESTALE);
 
     /* invalidation: an older one leaves the entry; a newer one makes it a
@@ -193,14 +216,22 @@ START_TEST(invalidation_of_an_absent_key_leaves_a_tombstone)
     ck_assert_msg(PUT(c, "del", "deleted value", 10, 2500, 30000, 1500) == HKV_ESTALE,
                   "an older fill replaced the tombstone of a delete");
     ck_assert_int_eq(GET(c, "del", 1501, &b, &h), HKV_ENOENT);
-    ck_assert_int_eq(cache_put(c, "del", 3, router_hash("del", 3), NULL, 0, 1, 0, 2500, 2500, 0,
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = "del", .klen = 3,
+                                                     .khash = router_hash("del", 3), .negative = 1,
+                                                     .stamp = 0, .fresh_until = 2500,
+                                                     .keep_until = 2500},
                                1500),
                      HKV_ESTALE); /* an absence with no stamp is older too */
     /* a later invalidation with an older stamp leaves it as it is */
     ck_assert_int_eq(INVAL(c, "del", 15, 12000, 1600), HKV_OK);
     ck_assert_int_eq(PUT(c, "del", "deleted value", 17, 2500, 30000, 1600), HKV_ESTALE);
     /* the owner's "not found", stamped with its tombstone, replaces it */
-    ck_assert_int_eq(cache_put(c, "del", 3, router_hash("del", 3), NULL, 0, 1, 20, 2700, 2700, 0,
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = "del", .klen = 3,
+                                                     .khash = router_hash("del", 3), .negative = 1,
+                                                     .stamp = 20, .fresh_until = 2700,
+                                                     .keep_until = 2700},
                                1700),
                      HKV_OK);
     ck_assert_int_eq(GET(c, "del", 1701, &b, &h), HKV_OK);
@@ -278,11 +309,19 @@ START_TEST(too_big_value_not_cached)
     char *huge = malloc(g.page_size);
     ck_assert_ptr_nonnull(huge);
     memset(huge, 'h', g.page_size);
-    ck_assert_int_eq(cache_put(c, "huge", 4, router_hash("huge", 4), huge, g.page_size, 0, 1, 1100,
-                               2000, 0, 1000),
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = "huge", .klen = 4,
+                                                     .khash = router_hash("huge", 4), .val = huge,
+                                                     .vlen = g.page_size, .stamp = 1,
+                                                     .fresh_until = 1100, .keep_until = 2000},
+                               1000),
                      HKV_ETOOBIG);
-    ck_assert_int_eq(cache_put(c, "huge", 4, router_hash("huge", 4), huge, g.page_size - 200, 0, 1,
-                               1100, 2000, 0, 1000),
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = "huge", .klen = 4,
+                                                     .khash = router_hash("huge", 4), .val = huge,
+                                                     .vlen = g.page_size - 200, .stamp = 1,
+                                                     .fresh_until = 1100, .keep_until = 2000},
+                               1000),
                      HKV_OK);
     free(huge);
     buf_deinit(&b);
@@ -302,8 +341,12 @@ START_TEST(eviction_when_full_never_fails)
         int kl = snprintf(key, sizeof(key), "key:%d", i);
         int vl = snprintf(val, sizeof(val), "value-%d-%.*s", i, i % 40,
                           "........................................");
-        ok += cache_put(c, key, (size_t)kl, router_hash(key, (size_t)kl), val, (size_t)vl, 0, 1,
-                        1000 + i, 10000000, 0, 1000 + i) == HKV_OK;
+        ok += cache_put(c,
+                        &(struct cache_entry){.key = key, .klen = (size_t)kl,
+                                              .khash = router_hash(key, (size_t)kl), .val = val,
+                                              .vlen = (size_t)vl, .stamp = 1,
+                                              .fresh_until = 1000 + i, .keep_until = 10000000},
+                        1000 + i) == HKV_OK;
     }
     ck_assert_int_eq(ok, n); /* every put succeeded */
     int present = 0;
@@ -332,8 +375,12 @@ START_TEST(eviction_when_full_never_fails)
     ok = 0;
     for (int i = 0; i < 2000; i++) {
         int kl = snprintf(key, sizeof(key), "big:%d", i);
-        ok += cache_put(c, key, (size_t)kl, router_hash(key, (size_t)kl), kb2, sizeof(kb2) - 100,
-                        0, 1, 1000, 10000000, 0, 1000) == HKV_OK;
+        ok += cache_put(c,
+                        &(struct cache_entry){.key = key, .klen = (size_t)kl,
+                                              .khash = router_hash(key, (size_t)kl), .val = kb2,
+                                              .vlen = sizeof(kb2) - 100, .stamp = 1,
+                                              .fresh_until = 1000, .keep_until = 10000000},
+                        1000) == HKV_OK;
     }
     ck_assert_int_eq(ok, 2000);
     present = 0;
@@ -367,7 +414,12 @@ START_TEST(clock_keeps_entries_that_are_read)
         uint64_t kh = router_hash(key, (size_t)kl);
         if (cache_test_stripe(c, kh) != s)
             continue;
-        ck_assert_int_eq(cache_put(c, key, (size_t)kl, kh, "x", 1, 0, 1, 1000, 10000000, 0, 1),
+        ck_assert_int_eq(cache_put(c,
+                                   &(struct cache_entry){.key = key, .klen = (size_t)kl,
+                                                         .khash = kh, .val = "x", .vlen = 1,
+                                                         .stamp = 1, .fresh_until = 1000,
+                                                         .keep_until = 10000000},
+                                   1),
                          HKV_OK);
         puts++;
         ck_assert_int_eq(GET(c, "kept", 10, &b, &h), HKV_OK);
@@ -408,8 +460,12 @@ static void writer(struct cache *c, struct shared_run *r, int w)
         uint64_t stamp = ((iter / (uint64_t)r->nkeys + 1) << 1) | (uint64_t)w;
         int kl = snprintf(key, sizeof(key), "c:%d", k);
         size_t vl = make_value(val, k, stamp, r->spread);
-        int rc = cache_put(c, key, (size_t)kl, router_hash(key, (size_t)kl), val, vl, 0, stamp,
-                           1000, 1000000, 0, 1);
+        int rc = cache_put(c,
+                           &(struct cache_entry){.key = key, .klen = (size_t)kl,
+                                                 .khash = router_hash(key, (size_t)kl), .val = val,
+                                                 .vlen = vl, .stamp = stamp, .fresh_until = 1000,
+                                                 .keep_until = 1000000},
+                           1);
         if (rc == HKV_OK)
             r->puts[w]++;
         else if (rc == HKV_ESTALE)
@@ -616,8 +672,13 @@ START_TEST(late_reader_mark_never_writes_into_a_moved_page)
     /* the reader validated `old` at w ... and the page changes hands */
     cache_test_give_page(c, w.stripe, w.page, 1);
     static const char zeros[150]; /* a binary value: the bit's word is 0 there */
-    ck_assert_int_eq(cache_put(c, nu, strlen(nu), router_hash(nu, strlen(nu)), zeros,
-                               sizeof(zeros), 0, 6, 1000, 100000, 0, 2),
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = nu, .klen = strlen(nu),
+                                                     .khash = router_hash(nu, strlen(nu)),
+                                                     .val = zeros, .vlen = sizeof(zeros),
+                                                     .stamp = 6, .fresh_until = 1000,
+                                                     .keep_until = 100000},
+                               2),
                      HKV_OK);
     ck_assert_int_eq(cache_test_where(c, nu, strlen(nu), router_hash(nu, strlen(nu)), &wn), HKV_OK);
     ck_assert_uint_eq(wn.page, w.page);
@@ -856,8 +917,11 @@ START_TEST(get_and_put_cost_measured)
         long ok = 0; /* no ck_assert inside the loops: in fork mode each one writes a pipe */
         double t0 = mono_ns();
         for (int i = 0; i < puts; i++)
-            ok += cache_put(c, key, kl, kh, val, sizeof(val), 0, ++stamp, 1000, 100000, 0, 1) ==
-                  HKV_OK;
+            ok += cache_put(c,
+                            &(struct cache_entry){.key = key, .klen = kl, .khash = kh, .val = val,
+                                                  .vlen = sizeof(val), .stamp = ++stamp,
+                                                  .fresh_until = 1000, .keep_until = 100000},
+                            1) == HKV_OK;
         double t1 = mono_ns();
         ck_assert_int_eq(ok, puts);
         long found = 0;
@@ -895,10 +959,20 @@ START_TEST(flush_floor_forgets_what_its_writer_stamped_before)
     struct cache_hit h;
     ck_assert_int_eq(PUT(c, "a", "old-a", ST(100, W1), 5000, 9000, 1000), HKV_OK);
     ck_assert_int_eq(PUT(c, "b", "old-b", ST(200, W2), 5000, 9000, 1000), HKV_OK);
-    ck_assert_int_eq(cache_put(c, "n", 1, router_hash("n", 1), NULL, 0, 1, ST(150, W1), 5000,
-                               9000, 0, 1000), HKV_OK);
-    ck_assert_int_eq(cache_put(c, "z", 1, router_hash("z", 1), NULL, 0, 1, 0, 5000, 9000, 0,
-                               1000), HKV_OK);
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = "n", .klen = 1,
+                                                     .khash = router_hash("n", 1), .negative = 1,
+                                                     .stamp = ST(150, W1), .fresh_until = 5000,
+                                                     .keep_until = 9000},
+                               1000),
+                     HKV_OK);
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = "z", .klen = 1,
+                                                     .khash = router_hash("z", 1), .negative = 1,
+                                                     .stamp = 0, .fresh_until = 5000,
+                                                     .keep_until = 9000},
+                               1000),
+                     HKV_OK);
     ck_assert_int_eq(cache_forgotten(c, ST(100, W1)), 0);
 
     int fds[2];

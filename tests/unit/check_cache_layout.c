@@ -33,8 +33,12 @@ static int put(struct cache *c, const char *k, size_t vlen, char fill, uint64_t 
     char *v = malloc(vlen + 1);
     ck_assert_ptr_nonnull(v);
     memset(v, fill, vlen);
-    int rc = cache_put(c, k, strlen(k), router_hash(k, strlen(k)), v, vlen, 0, stamp, 1000,
-                       100000, expire_at, 10);
+    int rc = cache_put(c,
+                       &(struct cache_entry){.key = k, .klen = strlen(k),
+                                             .khash = router_hash(k, strlen(k)), .val = v,
+                                             .vlen = vlen, .stamp = stamp, .fresh_until = 1000,
+                                             .keep_until = 100000, .expire_at = expire_at},
+                       10);
     free(v);
     return rc;
 }
@@ -163,7 +167,12 @@ START_TEST(long_lifetimes_clamp_safely)
     struct cache_hit h;
     const char *k = "long";
     uint64_t kh = router_hash(k, 4);
-    ck_assert_int_eq(cache_put(c, k, 4, kh, "v", 1, 0, 5, now + 30 * day, now + 40 * day, 0, now),
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = k, .klen = 4, .khash = kh, .val = "v",
+                                                     .vlen = 1, .stamp = 5,
+                                                     .fresh_until = now + 30 * day,
+                                                     .keep_until = now + 40 * day},
+                               now),
                      HKV_OK);
     ck_assert_int_eq(cache_get(c, k, 4, kh, now + 24 * day, &b, &h), HKV_OK);
     ck_assert_int_le(h.fresh_until, now + 30 * day);
@@ -171,7 +180,12 @@ START_TEST(long_lifetimes_clamp_safely)
     ck_assert_int_ge(h.keep_until, now + 24 * day);
     ck_assert_int_eq(cache_get(c, k, 4, kh, now + 40 * day, &b, &h), HKV_ENOENT);
     /* exact when it fits, including times before stored_at */
-    ck_assert_int_eq(cache_put(c, k, 4, kh, "w", 1, 0, 6, now - 5, now + 7, 0, now), HKV_OK);
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = k, .klen = 4, .khash = kh, .val = "w",
+                                                     .vlen = 1, .stamp = 6, .fresh_until = now - 5,
+                                                     .keep_until = now + 7},
+                               now),
+                     HKV_OK);
     ck_assert_int_eq(cache_get(c, k, 4, kh, now, &b, &h), HKV_OK);
     ck_assert_int_eq(h.fresh_until, now - 5);
     ck_assert_int_eq(h.keep_until, now + 7);
@@ -180,11 +194,19 @@ START_TEST(long_lifetimes_clamp_safely)
     const char *t = "tomb";
     uint64_t th = router_hash(t, 4);
     ck_assert_int_eq(cache_invalidate(c, t, 4, th, 50, now + 60 * day, now), HKV_OK);
-    ck_assert_int_eq(cache_put(c, t, 4, th, "old", 3, 0, 49, now + 61 * day, now + 61 * day, 0,
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = t, .klen = 4, .khash = th, .val = "old",
+                                                     .vlen = 3, .stamp = 49,
+                                                     .fresh_until = now + 61 * day,
+                                                     .keep_until = now + 61 * day},
                                now + 59 * day),
                      HKV_ESTALE);
     ck_assert_int_eq(cache_get(c, t, 4, th, now + 59 * day, &b, &h), HKV_ENOENT);
-    ck_assert_int_eq(cache_put(c, t, 4, th, "new", 3, 0, 51, now + 61 * day, now + 61 * day, 0,
+    ck_assert_int_eq(cache_put(c,
+                               &(struct cache_entry){.key = t, .klen = 4, .khash = th, .val = "new",
+                                                     .vlen = 3, .stamp = 51,
+                                                     .fresh_until = now + 61 * day,
+                                                     .keep_until = now + 61 * day},
                                now + 59 * day),
                      HKV_OK);
     ck_assert_int_eq(cache_get(c, t, 4, th, now + 59 * day, &b, &h), HKV_OK);
@@ -204,8 +226,13 @@ START_TEST(small_entries_cost_one_128_byte_slot)
     const int n = 20000;
     for (int i = 0; i < n; i++) {
         int kl = snprintf(key, sizeof(key), "bench:mem:%06d", i);
-        ck_assert_int_eq(cache_put(c, key, (size_t)kl, router_hash(key, (size_t)kl), val,
-                                   sizeof(val), 0, 1, 1000, 100000, 0, 10),
+        ck_assert_int_eq(cache_put(c,
+                                   &(struct cache_entry){.key = key, .klen = (size_t)kl,
+                                                         .khash = router_hash(key, (size_t)kl),
+                                                         .val = val, .vlen = sizeof(val),
+                                                         .stamp = 1, .fresh_until = 1000,
+                                                         .keep_until = 100000},
+                                   10),
                          HKV_OK);
     }
     struct cache_stats st;

@@ -276,8 +276,14 @@ START_TEST(past_miss_wait_a_stale_entry_is_served_flagged)
     T.mode = HOLD;
     int64_t now = clock_mono_ms();
     /* fresh until 10 s ago, kept for a minute more */
-    ck_assert_int_eq(cache_put(T.cache, "k", 1, router_hash("k", 1), "old", 3, 0, 3, now - 10000,
-                               now + 60000, 0, now), HKV_OK);
+    ck_assert_int_eq(cache_put(T.cache,
+                               &(struct cache_entry){.key = "k", .klen = 1,
+                                                     .khash = router_hash("k", 1), .val = "old",
+                                                     .vlen = 3, .stamp = 3,
+                                                     .fresh_until = now - 10000,
+                                                     .keep_until = now + 60000},
+                               now),
+                     HKV_OK);
     struct flight_waiter w = {0};
     flight_wait(flight_of("k"), &w);
     ck_assert(run_until(one_answer, 3000));
@@ -331,8 +337,13 @@ START_TEST(refresh_lock_held_by_another_edge_waiters_read_its_fill)
     ck_assert_int_eq(T.fo.requests[WIRE_GET], 0);
     ck_assert_int_eq(T.nrecs, 0);
     int64_t now = clock_mono_ms();
-    ck_assert_int_eq(cache_put(T.cache, "k", 1, h, "theirs", 6, 0, 9, now + 5000, now + 60000, 0,
-                               now), HKV_OK);
+    ck_assert_int_eq(cache_put(T.cache,
+                               &(struct cache_entry){.key = "k", .klen = 1, .khash = h,
+                                                     .val = "theirs", .vlen = 6, .stamp = 9,
+                                                     .fresh_until = now + 5000,
+                                                     .keep_until = now + 60000},
+                               now),
+                     HKV_OK);
     ck_assert(run_until(two_answers, 3000));
     for (int i = 0; i < 2; i++) {
         ck_assert_ptr_eq(T.recs[i].w, &w[i]);
@@ -392,8 +403,14 @@ START_TEST(unanswered_refresh_marks_the_owner_silent_and_an_answer_clears_it)
 {
     T.mode = HOLD;
     int64_t now = clock_mono_ms();
-    ck_assert_int_eq(cache_put(T.cache, "j", 1, router_hash("j", 1), "old", 3, 0, 3, now - 10000,
-                               now + 60000, 0, now), HKV_OK);
+    ck_assert_int_eq(cache_put(T.cache,
+                               &(struct cache_entry){.key = "j", .klen = 1,
+                                                     .khash = router_hash("j", 1), .val = "old",
+                                                     .vlen = 3, .stamp = 3,
+                                                     .fresh_until = now - 10000,
+                                                     .keep_until = now + 60000},
+                               now),
+                     HKV_OK);
     struct route rt;
     struct owner_ref *o = edge_owner_of(&T.e, "k", 1, &rt);
     ck_assert_ptr_nonnull(flight_start(&T.e, "k", 1, &rt, o, 1)); /* a background refresh */
