@@ -132,12 +132,12 @@ build/fuzz/fuzz_http_req: tests/fuzz/fuzz_http_req.c $(wildcard proto/*.c proto/
 build/fuzz/fuzz_json: tests/fuzz/fuzz_json.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) -o $@ $< proto/json.c proto/b64.c proto/hkv.c
-build/fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(wildcard proto/*.c proto/*.h server/agent/*.c server/agent/*.h) | $(DEPS_OK)
+build/fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_FLAGS) -o $@ $< server/agent/http_resp.c server/agent/etcd_msg.c proto/json.c proto/b64.c proto/buf.c proto/hkv.c
-build/fuzz/fuzz_etcd_remote: tests/fuzz/fuzz_etcd_remote.c server/agent/etcd_remote_msg.c server/agent/etcd_remote.h server/agent/etcd.h $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
+	clang $(FUZZ_FLAGS) -o $@ $< proto/http_resp.c proto/etcd_msg.c proto/json.c proto/b64.c proto/buf.c proto/hkv.c
+build/fuzz/fuzz_etcd_remote: tests/fuzz/fuzz_etcd_remote.c $(wildcard proto/*.c proto/*.h) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_FLAGS) -o $@ $< server/agent/etcd_remote_msg.c proto/buf.c proto/hkv.c
+	clang $(FUZZ_FLAGS) -o $@ $< proto/etcd_remote_msg.c proto/buf.c proto/hkv.c
 fuzz: $(FUZZ_BINS)
 	@for t in $(FUZZ_TARGETS); do \
 	  scratch=$$(mktemp -d); \

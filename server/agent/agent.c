@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/etcd_msg.h"
 #include "proto/hkv.h"
 #include "server/agent/agent_admin.h"
 #include "server/agent/agent_ctl.h"

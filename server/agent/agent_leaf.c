@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/etcd_msg.h"
 #include "proto/hkv.h"
 #include "server/agent/agent_int.h"
 #include "server/agent/agent_txn.h"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/etcd_msg.h"
 #include "proto/hkv.h"
 #include "server/agent/etcd_remote.h"
 

@@ -24,7 +24,7 @@
 #include "server/agent/etcd.h"
 #include "server/agent/etcd_local.h"
 #include "server/agent/etcd_remote.h"
-#include "server/agent/etcd_msg.h"
+#include "proto/etcd_msg.h"
 #include "server/agent/http.h"
 
 #define ETCD_DEFAULT_TIMEOUT_MS 2000

@@ -15,7 +15,7 @@
 
 #include "proto/hkv.h"
 #include "server/agent/etcd_local_int.h"
-#include "server/agent/etcd_msg.h"
+#include "proto/etcd_msg.h"
 
 /* ---- answers ---- */
 

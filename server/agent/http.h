@@ -29,7 +29,7 @@
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
-#include "server/agent/http_resp.h"
+#include "proto/http_resp.h"
 
 struct http_url {
     int tls;                 /* https */

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "proto/b64.h"
-#include "server/agent/etcd_msg.h"
-#include "server/agent/http_resp.h"
+#include "proto/etcd_msg.h"
+#include "proto/http_resp.h"
 
 #define HDR(rev) "{\"header\":{\"cluster_id\":\"15118495548433857066\",\"member_id\":" \
                  "\"13668033151171901709\",\"revision\":\"" rev "\",\"raft_term\":\"2\"}"

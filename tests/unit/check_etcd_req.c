@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "server/agent/etcd_msg.h"
+#include "proto/etcd_msg.h"
 
 static const char *body(struct hkv_buf *b)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "server/agent/http.h"
-#include "server/agent/http_resp.h"
+#include "proto/http_resp.h"
 
 /* A 200 with Content-Length, as etcd's gateway answers a range. */
 static const char resp_len[] =
