@@ -183,11 +183,15 @@ valgrind: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
 # other in a circle (scripts/check/layers.py over nm of the library's objects).
 # The self-test shows the check refuses what it is for: an upward call (core
 # calling the edge), a call between peer rooms (owner calling the edge), a
-# library calling up, and a circle (ctl calling back the worker that uses it).
+# library calling up, and a circle (ctl calling back the worker that uses it);
+# and for the agent's pieces: the agent or the master calling a tool (admin),
+# a codec calling the etcd client, the local store's engine calling its loop.
 layers: $(LIB)
 	@python3 scripts/check/layers.py $(BUILD)
 	@for bad in server/core/log:server/edge/edge_conn server/owner/owner:server/edge/edge \
-	            proto/buf:config/cfg server/core/ctl:server/core/worker; do \
+	            proto/buf:config/cfg server/core/ctl:server/core/worker \
+	            server/agent/agent:server/admin/admin_cli server/master/master:server/admin/admin_cli \
+	            proto/etcd_msg:server/agent/etcd storage/lstore:server/agent/etcd_local; do \
 	  if python3 scripts/check/layers.py $(BUILD) --inject $$bad >/dev/null 2>&1; then \
 	    echo "layers: self-test: an injected call $$bad was not refused"; exit 1; fi; \
 	done; echo "layers: self-test: injected upward calls refused"

@@ -38,7 +38,7 @@ static int answer(struct etcd_local *l, struct lans *a)
     int *outer = l->dead;
     l->dead = &dead;
     a->cb(a->arg, &a->r);
-    lans_free(a);
+    etcd_local_ans_free(a);
     if (dead) {
         if (outer != NULL)
             *outer = 1;
@@ -52,7 +52,7 @@ static void pump_progress(struct etcd_local *l, int progress)
 {
     int failed;
     size_t since, snap;
-    int64_t d = lw_durable(l->w, &failed, &since, &snap);
+    int64_t d = lstore_log_durable(l->w, &failed, &since, &snap);
     if (d > l->durable)
         l->durable = d;
     if (failed)
@@ -115,15 +115,15 @@ int64_t etcd_local_revision(const struct etcd_local *l)
 static int load(struct etcd_local *l, char *err, size_t errlen)
 {
     size_t cut, size;
-    int rc = lfile_load(l->path, &l->t, &cut, &size);
+    int rc = lstore_load(l->path, &l->t, &cut, &size);
     if (rc == HKV_ENOENT) {
         l->t.rev = 1; /* etcd's first revision */
-        rc = lfile_write_snapshot(l->path, &l->t);
+        rc = lstore_write_snapshot(l->path, &l->t);
         if (rc != HKV_OK) {
             snprintf(err, errlen, "cannot create %s: %s", l->path, hkv_strstatus(rc));
             return rc;
         }
-        rc = lfile_load(l->path, &l->t, &cut, &size);
+        rc = lstore_load(l->path, &l->t, &cut, &size);
     }
     if (rc != HKV_OK) {
         snprintf(err, errlen, "%s: %s", l->path,
@@ -135,7 +135,7 @@ static int load(struct etcd_local *l, char *err, size_t errlen)
         return HKV_EIO;
     }
     l->durable = l->hist_base = l->t.rev;
-    l->w = lw_start(l->path, size, l->efd);
+    l->w = lstore_log_start(l->path, size, l->efd);
     if (l->w == NULL) {
         snprintf(err, errlen, "%s: cannot start its writer", l->path);
         return HKV_EIO;
@@ -173,7 +173,7 @@ struct etcd_local *etcd_local_create(struct event_base *base, const char *path, 
     event_add(l->ev_notify, NULL);
     etcd_local_set_progress_ms(l, ETCD_LOCAL_PROGRESS_MS);
     /* leases did not outlive the process that granted them */
-    if (lstore_drop_leased(l, 0) != HKV_OK) {
+    if (etcd_local_drop_leased(l, 0) != HKV_OK) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -196,17 +196,17 @@ void etcd_local_destroy(struct etcd_local **lp)
         etcd_lw_unlink(w);
         w->l = NULL;
     }
-    lw_stop(&l->w);
+    lstore_log_stop(&l->w);
     while (l->head != NULL) {
         struct lans *a = l->head;
         l->head = a->next;
-        lans_free(a);
+        etcd_local_ans_free(a);
     }
     for (size_t i = 0; i < l->nhist; i++)
-        lchange_free(&l->hist[i].c);
+        lstore_change_free(&l->hist[i].c);
     free(l->hist);
     free(l->leases);
-    lt_free(&l->t);
+    lstore_table_free(&l->t);
     if (l->kick != NULL)
         event_free(l->kick);
     if (l->ev_notify != NULL)

@@ -17,16 +17,16 @@
 
 /* ---- answers ---- */
 
-void lans_free(struct lans *a)
+void etcd_local_ans_free(struct lans *a)
 {
     for (size_t i = 0; i < a->nkvs; i++)
-        lkv_free(&a->kvs[i]);
+        lstore_kv_free(&a->kvs[i]);
     free(a->kvs);
     free(a->ekvs);
     free(a);
 }
 
-struct lans *lans_new(etcd_cb cb, void *arg)
+struct lans *etcd_local_ans_new(etcd_cb cb, void *arg)
 {
     struct lans *a = calloc(1, sizeof(*a));
     if (a != NULL) {
@@ -36,7 +36,7 @@ struct lans *lans_new(etcd_cb cb, void *arg)
     return a;
 }
 
-void lans_queue(struct etcd_local *l, struct lans *a)
+void etcd_local_ans_queue(struct etcd_local *l, struct lans *a)
 {
     a->need = l->t.rev;
     if (a->r.status == HKV_OK || a->r.status == HKV_EINVAL)
@@ -57,7 +57,7 @@ static void trim_history(struct etcd_local *l)
         drop++; /* whole revisions only */
     l->hist_base = l->hist[drop - 1].rev;
     for (size_t i = 0; i < drop; i++)
-        lchange_free(&l->hist[i].c);
+        lstore_change_free(&l->hist[i].c);
     memmove(l->hist, l->hist + drop, (l->nhist - drop) * sizeof(*l->hist));
     l->nhist -= drop;
 }
@@ -68,22 +68,22 @@ static void maybe_snapshot(struct etcd_local *l)
 {
     int failed;
     size_t since, snap;
-    lw_durable(l->w, &failed, &since, &snap);
+    lstore_log_durable(l->w, &failed, &since, &snap);
     if (l->snapshot_pending && l->durable >= l->snapshot_rev)
         l->snapshot_pending = 0;
     if (failed || l->snapshot_pending || since < (1u << 20) || since < 4 * snap)
         return;
     struct hkv_buf b = HKV_BUF_INIT;
-    if (lrec_encode_snapshot(&b, &l->t) != HKV_OK) {
+    if (lstore_rec_snapshot(&b, &l->t) != HKV_OK) {
         buf_deinit(&b);
         return; /* the log goes on growing: correct, only longer */
     }
     l->snapshot_pending = 1;
     l->snapshot_rev = l->t.rev;
-    lw_post(l->w, &b, l->t.rev, 1);
+    lstore_log_post(l->w, &b, l->t.rev, 1);
 }
 
-int lstore_commit(struct etcd_local *l, struct lchange *c, size_t n)
+int etcd_local_commit(struct etcd_local *l, struct lchange *c, size_t n)
 {
     if (n == 0)
         return HKV_OK;
@@ -101,18 +101,18 @@ int lstore_commit(struct etcd_local *l, struct lchange *c, size_t n)
         }
     }
     if (rc == HKV_OK)
-        rc = lrec_encode_changes(&b, rev, c, n);
+        rc = lstore_rec_changes(&b, rev, c, n);
     if (rc != HKV_OK) {
         buf_deinit(&b);
         l->failed = 1;
         for (size_t i = 0; i < n; i++)
-            lchange_free(&c[i]);
+            lstore_change_free(&c[i]);
         return rc;
     }
     l->t.rev = rev;
     for (size_t i = 0; i < n; i++)
         l->hist[l->nhist++] = (struct hev){rev, c[i]};
-    lw_post(l->w, &b, rev, 0);
+    lstore_log_post(l->w, &b, rev, 0);
     trim_history(l);
     maybe_snapshot(l);
     return HKV_OK;

@@ -5,7 +5,7 @@
  * A txn runs on the table at once, op after op (a later op sees an earlier
  * one), into a batch of changes; if an op fails half-way the batch is undone
  * on the table, so a txn is all or nothing.  The batch then becomes one
- * revision (lstore_commit) and the answer is queued behind it (lans_queue):
+ * revision (etcd_local_commit) and the answer is queued behind it (etcd_local_ans_queue):
  * it leaves once the file holds that revision.
  */
 #include "server/agent/etcd_local.h"
@@ -41,7 +41,7 @@ static int ans_take(struct lans *a, const struct lkv *v, size_t n, int64_t limit
     if (a->kvs == NULL || a->ekvs == NULL)
         return HKV_ENOMEM;
     for (size_t i = 0; i < n; i++) {
-        if (lkv_copy(&a->kvs[i], &v[i]) != HKV_OK)
+        if (lstore_kv_copy(&a->kvs[i], &v[i]) != HKV_OK)
             return HKV_ENOMEM;
         a->nkvs = i + 1;
         struct lkv *k = &a->kvs[i];
@@ -64,7 +64,7 @@ struct batch {
 static const struct lkv *find(const struct etcd_local *l, const char *key, size_t klen)
 {
     int found;
-    size_t i = lt_find(&l->t, key, klen, &found);
+    size_t i = lstore_find(&l->t, key, klen, &found);
     return found ? &l->t.v[i] : NULL;
 }
 
@@ -83,7 +83,7 @@ static int cmp_true(const struct etcd_local *l, const struct etcd_cmp *c)
     if (c->target == ETCD_VALUE) {
         if (kv == NULL)
             return 0; /* etcd: a value compare on an absent key fails */
-        d = lkv_cmp_key(kv->val, kv->vlen, c->value != NULL ? c->value : "", c->vlen);
+        d = lstore_key_cmp(kv->val, kv->vlen, c->value != NULL ? c->value : "", c->vlen);
     } else {
         int64_t have = kv == NULL ? 0 : c->target == ETCD_MOD ? kv->mod
                                       : c->target == ETCD_CREATE ? kv->create : kv->version;
@@ -104,7 +104,7 @@ static int duplicate(const struct etcd_op *ops, size_t n)
     for (size_t i = 0; i < n; i++)
         for (size_t j = i + 1; j < n; j++)
             if (ops[i].kind != ETCD_OP_RANGE && ops[j].kind != ETCD_OP_RANGE &&
-                lkv_cmp_key(ops[i].key, ops[i].klen, ops[j].key, ops[j].klen) == 0)
+                lstore_key_cmp(ops[i].key, ops[i].klen, ops[j].key, ops[j].klen) == 0)
                 return 1;
     return 0;
 }
@@ -117,17 +117,17 @@ static int batch_put(struct etcd_local *l, struct batch *b, const struct etcd_op
     struct lkv kv = {(char *)op->key, op->value != NULL ? (char *)op->value : "", op->klen,
                      op->vlen, old != NULL ? old->create : b->rev, b->rev,
                      old != NULL ? old->version + 1 : 1, op->lease};
-    if (lkv_copy(&c->kv, &kv) != HKV_OK)
+    if (lstore_kv_copy(&c->kv, &kv) != HKV_OK)
         return HKV_ENOMEM;
     if (old != NULL) {
         c->had_prev = 1;
-        if (lkv_copy(&c->prev, old) != HKV_OK) {
-            lkv_free(&c->kv);
+        if (lstore_kv_copy(&c->prev, old) != HKV_OK) {
+            lstore_kv_free(&c->kv);
             return HKV_ENOMEM;
         }
     }
     b->n++;
-    return lt_apply(&l->t, c) == HKV_OK ? HKV_OK : HKV_ENOMEM;
+    return lstore_apply(&l->t, c) == HKV_OK ? HKV_OK : HKV_ENOMEM;
 }
 
 /* Deletes the keys of [key, end) (applied to the table as it goes, so a
@@ -136,7 +136,7 @@ static int batch_delete(struct etcd_local *l, struct batch *b, const char *key, 
                         const char *end, size_t elen, int64_t *deleted)
 {
     size_t from, to;
-    lt_span(&l->t, key, klen, end, elen, &from, &to);
+    lstore_span(&l->t, key, klen, end, elen, &from, &to);
     *deleted += (int64_t)(to - from);
     while (to > from) {
         if (b->n == sizeof(b->c) / sizeof(b->c[0]))
@@ -145,13 +145,13 @@ static int batch_delete(struct etcd_local *l, struct batch *b, const char *key, 
         memset(c, 0, sizeof(*c));
         struct lkv *old = &l->t.v[from];
         struct lkv k = {old->key, "", old->klen, 0, 0, b->rev, 0, 0};
-        if (lkv_copy(&c->kv, &k) != HKV_OK || lkv_copy(&c->prev, old) != HKV_OK) {
-            lchange_free(c);
+        if (lstore_kv_copy(&c->kv, &k) != HKV_OK || lstore_kv_copy(&c->prev, old) != HKV_OK) {
+            lstore_change_free(c);
             return HKV_ENOMEM;
         }
         c->del = c->had_prev = 1;
         b->n++;
-        lt_apply(&l->t, c);
+        lstore_apply(&l->t, c);
         to--;
     }
     return HKV_OK;
@@ -163,15 +163,15 @@ static void batch_undo(struct etcd_local *l, struct batch *b)
     for (size_t i = b->n; i-- > 0;) {
         struct lchange u = {.del = !b->c[i].had_prev, .kv = b->c[i].had_prev ? b->c[i].prev
                                                                               : b->c[i].kv};
-        lt_apply(&l->t, &u);
-        lchange_free(&b->c[i]);
+        lstore_apply(&l->t, &u);
+        lstore_change_free(&b->c[i]);
     }
     b->n = 0;
 }
 
 static int batch_commit(struct etcd_local *l, struct batch *b)
 {
-    return lstore_commit(l, b->c, b->n);
+    return etcd_local_commit(l, b->c, b->n);
 }
 
 /* ---- calls ---- */
@@ -207,7 +207,7 @@ int etcd_local_txn(struct etcd_local *l, const struct etcd_cmp *cmp, size_t ncmp
     if (cb == NULL || (ncmp > 0 && cmp == NULL) || (nok > 0 && ok == NULL) ||
         (nfail > 0 && fail == NULL))
         return HKV_EINVAL;
-    struct lans *a = lans_new(cb, arg);
+    struct lans *a = etcd_local_ans_new(cb, arg);
     struct batch *b = calloc(1, sizeof(*b));
     if (a == NULL || b == NULL) {
         free(a);
@@ -250,7 +250,7 @@ int etcd_local_txn(struct etcd_local *l, const struct etcd_cmp *cmp, size_t ncmp
         }
     }
     free(b);
-    lans_queue(l, a);
+    etcd_local_ans_queue(l, a);
     return HKV_OK;
 }
 
@@ -280,7 +280,7 @@ static int range_into(struct etcd_local *l, struct lans *a, const char *key, siz
 {
     size_t from, to;
     if (revision <= 0 || revision == l->t.rev) {
-        lt_span(&l->t, key, klen, end, elen, &from, &to);
+        lstore_span(&l->t, key, klen, end, elen, &from, &to);
         return ans_take(a, l->t.v + from, to - from, limit);
     }
     if (revision > l->t.rev) {
@@ -294,21 +294,21 @@ static int range_into(struct etcd_local *l, struct lans *a, const char *key, siz
     /* the range now, then the history undone back to revision */
     struct ltable old = {0};
     int rc = HKV_OK;
-    lt_span(&l->t, key, klen, end, elen, &from, &to);
+    lstore_span(&l->t, key, klen, end, elen, &from, &to);
     for (size_t i = from; i < to && rc == HKV_OK; i++) {
         struct lchange u = {.kv = l->t.v[i]};
-        rc = lt_apply(&old, &u);
+        rc = lstore_apply(&old, &u);
     }
     for (size_t i = l->nhist; i-- > 0 && rc == HKV_OK && l->hist[i].rev > revision;) {
         const struct lchange *c = &l->hist[i].c;
-        if (!lt_in_range(c->kv.key, c->kv.klen, key, klen, end, elen))
+        if (!lstore_in_range(c->kv.key, c->kv.klen, key, klen, end, elen))
             continue;
         struct lchange u = {.del = !c->had_prev, .kv = c->had_prev ? c->prev : c->kv};
-        rc = lt_apply(&old, &u);
+        rc = lstore_apply(&old, &u);
     }
     if (rc == HKV_OK)
         rc = ans_take(a, old.v, old.n, limit);
-    lt_free(&old);
+    lstore_table_free(&old);
     return rc;
 }
 
@@ -317,7 +317,7 @@ int etcd_local_range(struct etcd_local *l, const char *key, size_t klen, const c
 {
     if (key == NULL || cb == NULL)
         return HKV_EINVAL;
-    struct lans *a = lans_new(cb, arg);
+    struct lans *a = etcd_local_ans_new(cb, arg);
     if (a == NULL)
         return HKV_ENOMEM;
     if (l->failed) {
@@ -327,7 +327,7 @@ int etcd_local_range(struct etcd_local *l, const char *key, size_t klen, const c
         a->r.status = HKV_EIO;
         a->r.message = "out of memory";
     }
-    lans_queue(l, a);
+    etcd_local_ans_queue(l, a);
     return HKV_OK;
 }
 
@@ -340,7 +340,7 @@ static int poisoned(struct etcd_local *l, struct lans *a)
         return 0;
     a->r.status = HKV_EIO;
     a->r.message = "the local store could not write its file";
-    lans_queue(l, a);
+    etcd_local_ans_queue(l, a);
     return 1;
 }
 
@@ -356,7 +356,7 @@ static struct lans *lease_call(struct etcd_local *l, int64_t arg_ok, etcd_cb cb,
         *rc = HKV_EINVAL;
         return NULL;
     }
-    struct lans *a = lans_new(cb, arg);
+    struct lans *a = etcd_local_ans_new(cb, arg);
     if (a == NULL) {
         *rc = HKV_ENOMEM;
         return NULL;
@@ -384,7 +384,7 @@ int etcd_local_lease_grant(struct etcd_local *l, int64_t ttl_s, etcd_cb cb, void
     l->leases[l->nleases++] = (struct lease){l->next_lease, ttl};
     a->r.lease_id = l->next_lease++;
     a->r.ttl_s = ttl;
-    lans_queue(l, a);
+    etcd_local_ans_queue(l, a);
     return HKV_OK;
 }
 
@@ -397,11 +397,11 @@ int etcd_local_lease_keepalive(struct etcd_local *l, int64_t id, etcd_cb cb, voi
     const struct lease *le = lease_find(l, id);
     a->r.lease_id = id;
     a->r.ttl_s = le != NULL ? le->ttl : 0; /* 0: gone, as etcd says it */
-    lans_queue(l, a);
+    etcd_local_ans_queue(l, a);
     return HKV_OK;
 }
 
-int lstore_drop_leased(struct etcd_local *l, int64_t id)
+int etcd_local_drop_leased(struct etcd_local *l, int64_t id)
 {
     struct batch *b = calloc(1, sizeof(*b));
     if (b == NULL)
@@ -447,11 +447,11 @@ int etcd_local_lease_revoke(struct etcd_local *l, int64_t id, etcd_cb cb, void *
         ans_error(a, 5, "etcdserver: requested lease not found");
     } else {
         l->leases[i] = l->leases[--l->nleases];
-        if (lstore_drop_leased(l, id) != HKV_OK) {
+        if (etcd_local_drop_leased(l, id) != HKV_OK) {
             a->r.status = HKV_EIO;
             a->r.message = "out of memory";
         }
     }
-    lans_queue(l, a);
+    etcd_local_ans_queue(l, a);
     return HKV_OK;
 }

@@ -158,8 +158,8 @@ static int pump_watch(struct etcd_local *l, struct etcd_lwatch *w, int progress)
         for (; i < l->nhist && l->hist[i].rev == rev; i++) {
             const struct lchange *c = &l->hist[i].c;
             if (n < sizeof(ev) / sizeof(ev[0]) &&
-                lt_in_range(c->kv.key, c->kv.klen, w->key, w->klen, w->elen ? w->end : NULL,
-                            w->elen))
+                lstore_in_range(c->kv.key, c->kv.klen, w->key, w->klen,
+                                w->elen ? w->end : NULL, w->elen))
                 ev[n++] = (struct etcd_event){c->del ? ETCD_EV_DELETE : ETCD_EV_PUT,
                                               {c->kv.key, c->kv.klen, c->kv.val, c->kv.vlen,
                                                c->kv.create, c->kv.mod, c->kv.version,
