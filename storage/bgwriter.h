@@ -12,7 +12,7 @@
  * blocked: signals are the loop's (libevent's evsignal), never a writer's.
  *
  * Users: the agent's saver (server/agent/agent_save.c) and the local store's
- * log (etcd_local_file.c); the persister, whose writer and reader share one
+ * log (storage/lstore_log.c); the persister, whose writer and reader share one
  * lock and wait with deadlines, starts its threads with bgw_spawn and wakes
  * its loop with bgw_wake.
  */

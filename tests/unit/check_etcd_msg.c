@@ -1,6 +1,6 @@
 /*
  * check_etcd_msg.c - the etcd client's requests and the decoding of etcd's
- * answers (server/agent/etcd_req.c, etcd_msg.c), against answers captured
+ * answers (proto/etcd_req.c, etcd_msg.c), against answers captured
  * from the real etcd 3.4.23 of this machine with curl (CLUSTER.md §3): int64
  * as strings, omitted defaults, the {"result"} wrapping of streaming calls,
  * errors with an HTTP error status, and a real watch stream cut at every
