@@ -3,13 +3,16 @@
  * tells what the store promises): the keys in order with etcd's revisions,
  * the records that log each revision's changes, the load that cuts a torn
  * tail, and the writer thread that appends and fsyncs them (group commit)
- * off the loop.  No event loop here: the agent's side (etcd_local*.c) runs
- * the calls, the answers that wait for the file and the watches.
+ * off the loop, and the calls' logic (txns, ranges, leases).  No event loop
+ * here: the agent's side (etcd_local*.c) holds each answer until the file
+ * holds its revision, and runs the watches.
  *
  *   lstore_table.c  the table: keys in order, the revision, one change set
  *                   applied (pure: no loop, no disk)
  *   lstore_log.c    records (encode, decode, load with a torn tail cut) and
  *                   the writer thread (storage/bgwriter.h, storage/durable.h)
+ *   lstore_txn.c    the calls: txns, ranges (now or at an older revision),
+ *                   leases, each into an answer; a change set made a revision
  */
 #ifndef HKV_LSTORE_H
 #define HKV_LSTORE_H
@@ -18,6 +21,7 @@
 #include <stdint.h>
 
 #include "proto/buf.h"
+#include "proto/etcd_types.h"
 
 /* One key.  key and val are owned, NUL-terminated beyond their lengths. */
 struct lkv {
@@ -88,5 +92,60 @@ int64_t lstore_log_durable(struct lstore_log *w, int *failed, size_t *since_snap
                            size_t *snapshot);
 /* Writes what is waiting and stops. */
 void lstore_log_stop(struct lstore_log **w);
+
+/* ---- the engine (lstore_txn.c) ---- */
+#define LSTORE_HISTORY 20000            /* changes kept for watches and old ranges */
+
+/* A call's outcome: the result and the key copies it points into (owned). */
+struct lstore_ans {
+    struct etcd_result r;
+    struct lkv *kvs;
+    struct etcd_kv *ekvs;
+    size_t nkvs;
+};
+void lstore_ans_free(struct lstore_ans *a);
+
+struct lstore_hev {
+    int64_t rev;
+    struct lchange c;
+};
+
+struct lstore_lease {
+    int64_t id, ttl;
+};
+
+/* The store's state; the caller owns it (and starts the log w). */
+struct lstore {
+    struct ltable t;
+    struct lstore_log *w;
+    int64_t durable;              /* the revision the file holds (the caller's to update) */
+    int failed;                   /* a write failed: every later call answers HKV_EIO */
+    struct lstore_hev *hist;
+    size_t nhist, caphist;
+    int64_t hist_base;            /* the history holds every revision after it */
+    struct lstore_lease *leases;
+    size_t nleases, capleases;
+    int64_t next_lease;
+    int snapshot_pending;
+    int64_t snapshot_rev;
+};
+
+/* The calls, as etcd.h's, each into a (status, revision set by the caller
+ * when it answers).  HKV_OK, or HKV_ENOMEM before anything changed (a is
+ * then unused). */
+int lstore_txn(struct lstore *l, const struct etcd_cmp *cmp, size_t ncmp,
+               const struct etcd_op *ok, size_t nok, const struct etcd_op *fail, size_t nfail,
+               struct lstore_ans *a);
+void lstore_range(struct lstore *l, const char *key, size_t klen, const char *end, size_t elen,
+                  int64_t revision, int64_t limit, struct lstore_ans *a);
+/* 1 (a says HKV_EIO) if the store failed: a lease call is not run then (a
+ * keepalive that succeeded would say the store works again). */
+int lstore_poisoned(const struct lstore *l, struct lstore_ans *a);
+int lstore_lease_grant(struct lstore *l, int64_t ttl_s, struct lstore_ans *a);
+void lstore_lease_keepalive(const struct lstore *l, int64_t id, struct lstore_ans *a);
+void lstore_lease_revoke(struct lstore *l, int64_t id, struct lstore_ans *a);
+/* Deletes every key under lease id (0: under any lease, as at load); HKV_OK
+ * or the failure. */
+int lstore_drop_leased(struct lstore *l, int64_t id);
 
 #endif

@@ -40,7 +40,7 @@ GROUPS = {
     'storage/persist_db': ['storage/persist_db', 'storage/persist_db_file',
                            'storage/persist_db_migrate'],
     'storage/persister': ['storage/persister', 'storage/persister_read', 'storage/persister_job'],
-    'storage/lstore': ['storage/lstore_table', 'storage/lstore_log'],
+    'storage/lstore': ['storage/lstore_table', 'storage/lstore_log', 'storage/lstore_txn'],
     'server/owner/owner_move': ['server/owner/owner_move', 'server/owner/owner_move_ctl'],
     'server/owner/owner_recv': ['server/owner/owner_recv', 'server/owner/owner_recv_map'],
 }

@@ -6,9 +6,9 @@
  *                      thread (no loop)
  *   etcd_local.c       the pump (answers and events released once
  *                      durable), create and destroy (the loop side)
- *   etcd_local_commit.c the answer queue; a change set made a revision
- *                      (history, writer, snapshots)
- *   etcd_local_txn.c   the calls: txns, ranges, leases
+ *   etcd_local_commit.c the answer queue
+ *   etcd_local_txn.c   the calls: arguments checked, run on the engine
+ *                      (storage/lstore_txn.c), the answer queued
  *   etcd_local_watch.c watches
  */
 #ifndef HKV_ETCD_LOCAL_INT_H
@@ -30,19 +30,7 @@ struct lans {
     int64_t need;                 /* the revision the file must hold first */
     etcd_cb cb;
     void *arg;
-    struct etcd_result r;
-    struct lkv *kvs;              /* owned copies */
-    struct etcd_kv *ekvs;
-    size_t nkvs;
-};
-
-struct hev {
-    int64_t rev;
-    struct lchange c;
-};
-
-struct lease {
-    int64_t id, ttl;
+    struct lstore_ans res;
 };
 
 struct etcd_lwatch {
@@ -61,24 +49,13 @@ struct etcd_lwatch {
 struct etcd_local {
     struct event_base *base;
     char *path;
-    struct ltable t;
-    struct lstore_log *w;
+    struct lstore s;              /* the engine: table, history, leases, log */
     int efd;
     struct event *ev_notify, *kick, *progress;
-    int64_t durable;
-    int failed;
     struct lans *head, **tail;
-    struct hev *hist;
-    size_t nhist, caphist;
-    int64_t hist_base;            /* the history holds every revision after it */
-    struct lease *leases;
-    size_t nleases, capleases;
-    int64_t next_lease;
     struct etcd_lwatch watches;   /* list head */
     uint64_t gen;
     int64_t progress_ms;
-    int snapshot_pending;
-    int64_t snapshot_rev;
     int *dead;
 };
 
@@ -89,15 +66,6 @@ void etcd_local_ans_free(struct lans *a);
 /* Queues a (its need and revision: the table's now) and schedules the pump;
  * the queue owns a. */
 void etcd_local_ans_queue(struct etcd_local *l, struct lans *a);
-/* Changes c[0..n), already applied to the table, become revision t.rev + 1:
- * kept and logged (the history takes c's contents).  HKV_OK or HKV_ENOMEM
- * (the store is then poisoned). */
-int etcd_local_commit(struct etcd_local *l, struct lchange *c, size_t n);
-
-/* ---- etcd_local_txn.c, for etcd_local.c ---- */
-/* Deletes every key under lease id (0: under any lease, as at load); HKV_OK
- * or the failure. */
-int etcd_local_drop_leased(struct etcd_local *l, int64_t id);
 
 /* Delivers what each watch may hear now (progress: and a PROGRESS). */
 void etcd_lw_pump(struct etcd_local *l, int progress);
