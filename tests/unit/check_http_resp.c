@@ -1,6 +1,6 @@
 /*
  * check_http_resp.c - the etcd client's HTTP/1.1 response parser and chunked
- * decoder (server/agent/http_resp) on etcd's real answers split at every
+ * decoder (proto/http_resp) on etcd's real answers split at every
  * point, and on the malformed or oversized heads and framings it must refuse.
  */
 #include <check.h>
