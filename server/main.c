@@ -2,7 +2,7 @@
  * main.c - the command line: `hotkvd [CONFIG] [--directive value ...]`,
  * `hotkvd --test-config CONFIG [--directive value ...]`, --version, --help,
  * and a cluster's bootstrap, `hotkvd --cluster-init CONFIG [--owners
- * ID,...] [--bits N]` (server/agent/agent_admin.h).
+ * ID,...] [--bits N]` (server/admin/admin.h).
  * Command-line directives override the file, as redis-server's do, and are
  * replayed on every reload.
  */
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "config/cfg.h"
-#include "server/agent/agent_admin.h"
+#include "server/admin/admin.h"
 #include "server/master/master.h"
 #include "server/core/proctitle.h"
 #include "server/core/version.h"
@@ -31,59 +31,6 @@ static void usage(FILE *f)
             "SIGTERM stops.\n");
 }
 
-/* --cluster-init CONFIG [--owners LIST] [--bits N]: the cluster's keys in
- * etcd (agent_admin.h); the config names the cluster, etcd and the host. */
-static int cluster_init(int argc, char **argv)
-{
-    const char *owners = NULL;
-    int bits = AGENT_INIT_BITS;
-    if (argc < 3 || strncmp(argv[2], "--", 2) == 0) {
-        fprintf(stderr, "hotkvd: --cluster-init needs a config file\n");
-        return 1;
-    }
-    for (int i = 3; i < argc; i += 2) {
-        if (i + 1 >= argc) {
-            fprintf(stderr, "hotkvd: --cluster-init: %s needs a value\n", argv[i]);
-            return 1;
-        }
-        if (strcmp(argv[i], "--owners") == 0) {
-            owners = argv[i + 1];
-        } else if (strcmp(argv[i], "--bits") == 0) {
-            char *end;
-            long b = strtol(argv[i + 1], &end, 10);
-            if (*end != '\0' || end == argv[i + 1] || b < 0 || b > 14) {
-                fprintf(stderr, "hotkvd: --bits '%s': a leaf depth, 0..14\n", argv[i + 1]);
-                return 1;
-            }
-            bits = (int)b;
-        } else {
-            fprintf(stderr, "hotkvd: --cluster-init: unknown option '%s' (--owners, --bits)\n",
-                    argv[i]);
-            return 1;
-        }
-    }
-    struct master_opts o = {.config_path = argv[2]};
-    struct cfg_error err;
-    struct cfg *cfg = master_load_config(&o, &err);
-    if (cfg == NULL) {
-        fprintf(stderr, "hotkvd: %s\n", err.msg);
-        return 1;
-    }
-    int code;
-    if (cfg->cluster == NULL || cfg->cluster[0] == '\0') {
-        fprintf(stderr, "hotkvd: --cluster-init: '%s' names no `cluster`\n", argv[2]);
-        code = 1;
-    } else if (cfg_local_map(cfg)) {
-        fprintf(stderr, "hotkvd: --cluster-init: '%s' is a single host with leaf-moves: its "
-                "agent makes the map at its first start\n", argv[2]);
-        code = 1;
-    } else {
-        code = agent_cluster_init(cfg, owners, bits, stdout, stderr);
-    }
-    cfg_destroy(&cfg);
-    return code;
-}
-
 int main(int argc, char **argv)
 {
     proctitle_init(argc, argv);
@@ -100,7 +47,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc >= 2 && strcmp(argv[1], "--cluster-init") == 0)
-        return cluster_init(argc, argv);
+        return admin_cluster_init_main(argc, argv); /* a tool, not the daemon */
     if (argc >= 2 && strcmp(argv[1], "--test-config") == 0) {
         if (argc < 3 || strncmp(argv[2], "--", 2) == 0) {
             fprintf(stderr, "hotkvd: --test-config needs a config file\n");

@@ -30,7 +30,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +38,7 @@
 #include <unistd.h>
 
 #include "proto/hkv.h"
+#include "storage/bgwriter.h"
 #include "storage/persist_db.h"
 #include "storage/persister_int.h"
 
@@ -63,9 +63,7 @@ static int64_t wall_ms(void)
 
 void persister_notify(struct persister *p)
 {
-    uint64_t one = 1;
-    ssize_t n = write(p->efd, &one, sizeof(one)); /* EAGAIN: already readable */
-    (void)n;
+    bgw_wake(p->efd);
 }
 
 static uint32_t idle_ms(const struct persister *p)
@@ -364,7 +362,6 @@ int persister_own_load(struct persister *p, uint8_t pool, struct persist_own **o
 
 int persister_start(struct persister *p)
 {
-    sigset_t all, old;
     int rc;
     pthread_mutex_lock(&p->mu);
     if (p->started || p->stopping) {
@@ -374,17 +371,15 @@ int persister_start(struct persister *p)
     p->started = 1;
     pthread_mutex_unlock(&p->mu);
 
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&p->wthr, NULL, writer_main, p);
-    if (rc == 0 && (rc = pthread_create(&p->rthr, NULL, persister_reader_main, p)) != 0) {
+    /* signals are the owner loop's: both threads start with every one blocked */
+    rc = bgw_spawn(&p->wthr, writer_main, p);
+    if (rc == 0 && (rc = bgw_spawn(&p->rthr, persister_reader_main, p)) != 0) {
         pthread_mutex_lock(&p->mu);
         p->stopping = 1;
         pthread_cond_broadcast(&p->wcond);
         pthread_mutex_unlock(&p->mu);
         pthread_join(p->wthr, NULL);
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         pthread_mutex_lock(&p->mu);
         p->stopping = p->stopped = 1;

@@ -29,7 +29,8 @@ ROOMS = {
     'server/colo': 3,
     'server/edge': 4, 'server/owner': 4, 'server/agent': 4,
     'server/master': 5,
-    'server': 6,            # server/main.c: assembles the roles
+    'server/admin': 6,      # the command-line tools: use the agent's code and the master's config
+    'server': 7,            # server/main.c, server/hotkvd_admin.c: the programs
 }
 # module name -> file stems that form it (one private header, one idea).
 GROUPS = {
@@ -39,6 +40,7 @@ GROUPS = {
     'storage/persist_db': ['storage/persist_db', 'storage/persist_db_file',
                            'storage/persist_db_migrate'],
     'storage/persister': ['storage/persister', 'storage/persister_read', 'storage/persister_job'],
+    'storage/lstore': ['storage/lstore_table', 'storage/lstore_log', 'storage/lstore_txn'],
     'server/owner/owner_move': ['server/owner/owner_move', 'server/owner/owner_move_ctl'],
     'server/owner/owner_recv': ['server/owner/owner_recv', 'server/owner/owner_recv_map'],
 }

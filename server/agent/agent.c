@@ -22,9 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/etcd_msg.h"
 #include "proto/hkv.h"
-#include "server/agent/agent_admin.h"
 #include "server/agent/agent_ctl.h"
+#include "server/agent/agent_init.h"
 #include "server/agent/agent_sync.h"
 #include "server/agent/etcd_local.h"
 #include "server/core/router.h"
@@ -57,6 +58,32 @@ static struct etcd_opts opts_of(const struct agent *a, const struct cfg *cfg)
         .timeout_ms = cfg->etcd_timeout_ms,
         .max_body = MAX_BODY,
     };
+}
+
+/* The agent's options out of cfg (at setup, and at each reload from the
+ * config about to be installed). */
+static void agent_opts_fill(struct agent_opts *o, const struct cfg *cfg)
+{
+    *o = (struct agent_opts){
+        .cluster = cfg->cluster,
+        .host = cfg->host,
+        .dir = cfg->dir,
+        .advertise_addr = cfg->advertise_addr,
+        .hot_owners = cfg->hot_owners,
+        .cold_owners = cfg->cold_owners,
+        .edge_workers = cfg->edge_workers,
+        .edge_slot0 = worker_edge_slot(cfg, 0, 0),
+        .owner_port = cfg->owner_port,
+        .etcd_lease_ttl_ms = cfg->etcd_lease_ttl_ms,
+        .auto_moves = cfg->auto_moves,
+        .move_busy_threshold = cfg->move_busy_threshold,
+        .move_split_min_share = cfg->move_split_min_share,
+        .move_hot_key_share = cfg->move_hot_key_share,
+        .move_window_ms = cfg->move_window_ms,
+        .move_cooldown_leaf_ms = cfg->move_cooldown_leaf_ms,
+        .move_cooldown_owner_ms = cfg->move_cooldown_owner_ms,
+    };
+    topo_agent_socket(cfg, o->ctl_socket, sizeof(o->ctl_socket));
 }
 
 /* ---- the saved map, before the loop ------------------------------------------- */
@@ -106,6 +133,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 static void on_reload(void *arg, const struct cfg *next)
 {
     struct agent *a = arg;
+    agent_opts_fill(&a->opt, next);
     struct etcd_opts o = opts_of(a, next);
     if (etcd_set_opts(a->etcd, &o) != HKV_OK)
         log_warning("etcd settings not applied; the previous ones stay");
@@ -154,9 +182,17 @@ static int init_local(struct agent *a)
     size_t olen = 0, elen = 0;
     FILE *fo = open_memstream(&out, &olen), *fe = open_memstream(&err, &elen);
     struct agent_sync *s = agent_sync_wrap(a->base, a->etcd, 10000);
+    const struct cfg *cfg = a->ctx->cfg;
+    struct agent_init_opts io = {
+        .cluster = cfg->cluster,
+        .host = cfg->host,
+        .hot_owners = cfg->hot_owners,
+        .cold_owners = cfg->cold_owners,
+        .endpoint = cfg->netcd_endpoints ? cfg->etcd_endpoints[0] : "no etcd-endpoints",
+    };
     int code = 1;
     if (fo != NULL && fe != NULL && s != NULL)
-        code = agent_cluster_init_with(s, a->ctx->cfg, NULL, ROUTER_LEAF_BITS, fo, fe);
+        code = agent_cluster_init_with(s, &io, NULL, ROUTER_LEAF_BITS, fo, fe);
     agent_sync_destroy(&s);
     if (fo != NULL)
         fclose(fo);
@@ -177,6 +213,7 @@ static int setup(struct agent *a, struct worker_ctx *ctx, char *map_path, char *
 {
     const struct cfg *cfg = ctx->cfg;
     a->ctx = ctx;
+    agent_opts_fill(&a->opt, cfg);
     a->incarnation = new_incarnation();
     a->nowners = cfg->hot_owners + cfg->cold_owners;
     a->nedges = cfg->colos * cfg->edge_workers;

@@ -76,10 +76,10 @@ int agent_retry_due(const struct agent_retry *r, int64_t now)
 void agent_local_owner(const struct agent *a, int g, enum cfg_pool *pool, int *k, char *id,
                        size_t cap)
 {
-    const struct cfg *cfg = a->ctx->cfg;
-    *pool = g < cfg->hot_owners ? CFG_POOL_HOT : CFG_POOL_COLD;
-    *k = g < cfg->hot_owners ? g : g - cfg->hot_owners;
-    snprintf(id, cap, "%s/%s/%d", cfg->host, topo_pool_name(*pool), *k);
+    const struct agent_opts *opt = &a->opt;
+    *pool = g < opt->hot_owners ? CFG_POOL_HOT : CFG_POOL_COLD;
+    *k = g < opt->hot_owners ? g : g - opt->hot_owners;
+    snprintf(id, cap, "%s/%s/%d", opt->host, topo_pool_name(*pool), *k);
 }
 
 /* Every local owner is in t under the number it was registered with. */
@@ -90,7 +90,7 @@ static int owners_in(const struct agent *a, const struct cmap_table *t)
         int k;
         char id[CMAP_NAME_MAX];
         agent_local_owner(a, g, &pool, &k, id, sizeof(id));
-        if (cmap_owner_by_id(t, a->ctx->cfg->host, pool, k) != a->owner_num[g])
+        if (cmap_owner_by_id(t, a->opt.host, pool, k) != a->owner_num[g])
             return 0;
     }
     return 1;
@@ -101,7 +101,7 @@ static void announce(struct agent *a, unsigned host_number)
     a->h.host_number = host_number;
     agent_health_push(a);
     log_notice("host %s is host number %u in cluster %s (map revision %lld)",
-               a->ctx->cfg->host, host_number, a->ctx->cfg->cluster,
+               a->opt.host, host_number, a->opt.cluster,
                (long long)cmap_revision(a->ctx->cmap));
 }
 

@@ -105,10 +105,10 @@ static int on_order(void *arg, int pool, int index, const struct hand_msg *m)
 static int handle(struct cconn *k, const struct hand_msg *m)
 {
     struct agent_ctl *c = k->c;
-    const struct cfg *cfg = c->a->ctx->cfg;
+    const struct agent_opts *opt = &c->a->opt;
     if (m->type == LEAF_HELLO) {
         int cold = m->u.hello.pool == CFG_POOL_COLD;
-        int max = cold ? cfg->cold_owners : cfg->hot_owners;
+        int max = cold ? opt->cold_owners : opt->hot_owners;
         if ((m->u.hello.pool != CFG_POOL_HOT && !cold) || m->u.hello.index >= (uint32_t)max)
             return -1;
         k->hello = 1;
@@ -216,7 +216,7 @@ struct agent_ctl *agent_ctl_start(struct agent *a)
     c->out = (struct hkv_buf)HKV_BUF_INIT;
     c->leaf = agent_leaf_create(a, on_reply, on_order, c);
     a->policy = c->leaf != NULL ? agent_policy_create(a, on_order, c) : NULL;
-    topo_agent_socket(a->ctx->cfg, path, sizeof(path));
+    snprintf(path, sizeof(path), "%s", a->opt.ctl_socket);
     int fd = c->leaf != NULL && a->policy != NULL ? listen_unix(path, 64, err, sizeof(err)) : -1;
     if (fd >= 0)
         c->lst = evconnlistener_new(a->base, on_accept, c, LEV_OPT_CLOSE_ON_FREE, 0, fd);

@@ -1,5 +1,5 @@
 /*
- * agent_init.c - `hotkvd --cluster-init`; see agent_admin.h.
+ * agent_init.c - a cluster's first keys; see agent_init.h.
  *
  * The keys go in the order that keeps a half-done init harmless: `cluster`
  * and the new owner numbers first (a second init stops at `cluster`), the
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "proto/hkv.h"
-#include "server/agent/agent_admin.h"
+#include "server/agent/agent_init.h"
 #include "server/agent/agent_keys.h"
 #include "server/agent/agent_sync.h"
 #include "server/core/clock.h"
@@ -51,16 +51,16 @@ static struct item *add(struct plan *p)
 
 /* The owner ids asked for (or the config's own) get numbers: the ones they
  * have, else the lowest free.  0, or -1 with why. */
-static int number_owners(struct plan *p, const struct cfg *cfg, const char *list, char *why,
-                         size_t len)
+static int number_owners(struct plan *p, const struct agent_init_opts *o, const char *list,
+                         char *why, size_t len)
 {
     char ids[CMAP_MAX_OWNERS][CMAP_NAME_MAX];
     int n = 0;
     if (list == NULL) {
-        for (int g = 0; g < cfg->hot_owners + cfg->cold_owners && n < CMAP_MAX_OWNERS; g++)
-            snprintf(ids[n++], CMAP_NAME_MAX, "%s/%s/%d", cfg->host,
-                     g < cfg->hot_owners ? "hot" : "cold",
-                     g < cfg->hot_owners ? g : g - cfg->hot_owners);
+        for (int g = 0; g < o->hot_owners + o->cold_owners && n < CMAP_MAX_OWNERS; g++)
+            snprintf(ids[n++], CMAP_NAME_MAX, "%s/%s/%d", o->host,
+                     g < o->hot_owners ? "hot" : "cold",
+                     g < o->hot_owners ? g : g - o->hot_owners);
     } else {
         const char *s = list;
         while (*s != '\0') {
@@ -100,7 +100,7 @@ static int number_owners(struct plan *p, const struct cfg *cfg, const char *list
                 struct item *it = add(p);
                 if (it == NULL)
                     return -1;
-                it->klen = (size_t)agent_key(it->key, sizeof(it->key), cfg->cluster, "owners/%u", x);
+                it->klen = (size_t)agent_key(it->key, sizeof(it->key), o->cluster, "owners/%u", x);
                 it->vlen = (size_t)agent_val_owner(it->val, sizeof(it->val), ids[i]);
             }
         if (num == 0) {
@@ -119,7 +119,7 @@ static int cmp_unsigned(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int plan_leaves(struct plan *p, const struct cfg *cfg, int bits)
+static int plan_leaves(struct plan *p, const struct agent_init_opts *o, int bits)
 {
     for (int pool = 0; pool < CMAP_NPOOLS; pool++) {
         int n = p->npool[pool];
@@ -130,7 +130,7 @@ static int plan_leaves(struct plan *p, const struct cfg *cfg, int bits)
             struct item *it = add(p);
             if (it == NULL)
                 return -1;
-            it->klen = (size_t)agent_key(it->key, sizeof(it->key), cfg->cluster, "map/%s/%d-%08x",
+            it->klen = (size_t)agent_key(it->key, sizeof(it->key), o->cluster, "map/%s/%d-%08x",
                                          topo_pool_name((enum cfg_pool)pool), bits, i);
             it->vlen = (size_t)agent_val_leaf(it->val, sizeof(it->val),
                                               p->pool_owners[pool][i % (uint32_t)n], CMAP_SERVING, 0);
@@ -142,7 +142,7 @@ static int plan_leaves(struct plan *p, const struct cfg *cfg, int bits)
         struct item *it = add(p);
         if (it == NULL)
             return -1;
-        it->klen = (size_t)agent_key(it->key, sizeof(it->key), cfg->cluster, "pools/%s",
+        it->klen = (size_t)agent_key(it->key, sizeof(it->key), o->cluster, "pools/%s",
                                      topo_pool_name((enum cfg_pool)pool));
         it->vlen = (size_t)agent_val_pool(it->val, sizeof(it->val), bits);
     }
@@ -189,16 +189,8 @@ static int create_batch(struct agent_sync *s, const struct plan *p, size_t from,
     return HKV_EEXIST;
 }
 
-int agent_cluster_init(const struct cfg *cfg, const char *owners, int bits, FILE *out, FILE *err)
-{
-    struct agent_sync *s = agent_sync_create(cfg);
-    int code = agent_cluster_init_with(s, cfg, owners, bits, out, err);
-    agent_sync_destroy(&s);
-    return code;
-}
-
-int agent_cluster_init_with(struct agent_sync *s, const struct cfg *cfg, const char *owners,
-                            int bits, FILE *out, FILE *err)
+int agent_cluster_init_with(struct agent_sync *s, const struct agent_init_opts *o,
+                            const char *owners, int bits, FILE *out, FILE *err)
 {
     char why[512], key[AGENT_KEY_MAX];
     struct plan *p = calloc(1, sizeof(*p));
@@ -212,28 +204,28 @@ int agent_cluster_init_with(struct agent_sync *s, const struct cfg *cfg, const c
         fprintf(err, "hotkvd: --bits %d: 0..%d\n", bits, MAX_INIT_BITS);
         goto out;
     }
-    int klen = agent_key(key, sizeof(key), cfg->cluster, "cluster");
+    int klen = agent_key(key, sizeof(key), o->cluster, "cluster");
     if (etcd_range(agent_sync_etcd(s), key, (size_t)klen, NULL, 0, 0, 0, agent_sync_cb, s) !=
             HKV_OK || agent_sync_wait(s, &r) != HKV_OK) {
         fprintf(err, "hotkvd: --cluster-init: %s (%s)\n", agent_sync_why(&r),
-                cfg->netcd_endpoints ? cfg->etcd_endpoints[0] : "no etcd-endpoints");
+                o->endpoint);
         goto out;
     }
     if (r.nkvs > 0) {
         fprintf(out, "cluster %s is already initialised (%s created at revision %lld); nothing "
-                "changed\n", cfg->cluster, key, (long long)r.kvs[0].create_revision);
+                "changed\n", o->cluster, key, (long long)r.kvs[0].create_revision);
         code = 0;
         goto out;
     }
     agent_sync_free(&r);
     /* the numbers owners have already (agents of running hosts make them) */
-    klen = agent_key(key, sizeof(key), cfg->cluster, "owners/");
+    klen = agent_key(key, sizeof(key), o->cluster, "owners/");
     if (agent_sync_read_all(s, key, (size_t)klen, &r) != HKV_OK) {
         fprintf(err, "hotkvd: --cluster-init: %s\n", agent_sync_why(&r));
         goto out;
     }
     char prefix[AGENT_KEY_MAX];
-    size_t plen = (size_t)agent_key(prefix, sizeof(prefix), cfg->cluster, "%s", "");
+    size_t plen = (size_t)agent_key(prefix, sizeof(prefix), o->cluster, "%s", "");
     for (size_t i = 0; i < r.nkvs; i++) {
         struct agent_key_info k;
         if (agent_key_parse(r.kvs[i].key, r.kvs[i].key_len, prefix, plen, &k) == AGENT_K_OWNER)
@@ -244,9 +236,9 @@ int agent_cluster_init_with(struct agent_sync *s, const struct cfg *cfg, const c
     struct item *first = add(p);
     if (first == NULL)
         goto out;
-    first->klen = (size_t)agent_key(first->key, sizeof(first->key), cfg->cluster, "cluster");
+    first->klen = (size_t)agent_key(first->key, sizeof(first->key), o->cluster, "cluster");
     first->vlen = (size_t)agent_val_cluster(first->val, sizeof(first->val), clock_unix_ms());
-    if (number_owners(p, cfg, owners, why, sizeof(why)) != 0 || plan_leaves(p, cfg, bits) != 0) {
+    if (number_owners(p, o, owners, why, sizeof(why)) != 0 || plan_leaves(p, o, bits) != 0) {
         fprintf(err, "hotkvd: --cluster-init: %s\n", why);
         goto out;
     }
@@ -270,7 +262,7 @@ int agent_cluster_init_with(struct agent_sync *s, const struct cfg *cfg, const c
         }
         from = to;
     }
-    fprintf(out, "cluster %s initialised:", cfg->cluster);
+    fprintf(out, "cluster %s initialised:", o->cluster);
     for (unsigned n = 1; n <= CMAP_MAX_OWNERS; n++)
         if (p->number[n])
             fprintf(out, " owner %u=%s", n, p->ids[n]);

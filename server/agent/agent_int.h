@@ -53,8 +53,26 @@ struct agent_retry {
 struct agent_ctl;
 struct agent_policy;
 
+/* What the agent's files know of the config: agent.c (the process) fills it
+ * at setup and again at every reload, so no other file reads the config;
+ * the strings point into the config in force. */
+struct agent_opts {
+    const char *cluster, *host, *dir;
+    const char *advertise_addr;    /* NULL: none */
+    int hot_owners, cold_owners;
+    int edge_workers;              /* per colo */
+    int edge_slot0;                /* the first edge's worker slot (worker_edge_slot) */
+    int owner_port;                /* 0 = none */
+    int64_t etcd_lease_ttl_ms;
+    /* automatic moves (agent_policy.h) */
+    int auto_moves, move_busy_threshold, move_split_min_share, move_hot_key_share;
+    int64_t move_window_ms, move_cooldown_leaf_ms, move_cooldown_owner_ms;
+    char ctl_socket[TOPO_PATH_MAX]; /* the owners' control channel (topo_agent_socket) */
+};
+
 struct agent {
-    struct worker_ctx *ctx;
+    struct worker_ctx *ctx;        /* the process's; its config is agent.c's to read */
+    struct agent_opts opt;
     struct event_base *base;
     struct worker *w;
     struct etcd *etcd;

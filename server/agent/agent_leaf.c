@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/etcd_msg.h"
 #include "proto/hkv.h"
 #include "server/agent/agent_int.h"
 #include "server/agent/agent_txn.h"
@@ -225,7 +226,7 @@ static void on_read(void *arg, const struct etcd_result *r)
     } else if (m.u.reply.state != CMAP_SERVING) {
         refuse(l, "the leaf is moving");
     } else {
-        send_txn(l, agent_txn_split(&l->txn, l->a->ctx->cfg->cluster, lf->pool, lf->start,
+        send_txn(l, agent_txn_split(&l->txn, l->a->opt.cluster, lf->pool, lf->start,
                                     lf->bits, m.u.reply.at, m.u.reply.owner));
     }
 }
@@ -256,7 +257,7 @@ static void on_slots(void *arg, const struct etcd_result *r)
         return;
     }
     const struct hand_leaf *lf = leaf_of(q);
-    send_txn(l, agent_txn_intent(&l->txn, l->a->ctx->cfg->cluster, lf->pool, lf->start, lf->bits,
+    send_txn(l, agent_txn_intent(&l->txn, l->a->opt.cluster, lf->pool, lf->start, lf->bits,
                                  q->m.u.leaf.epoch, q->from, q->m.u.leaf.to, to_id, slot,
                                  l->a->h.lease_id));
 }
@@ -279,7 +280,7 @@ static void on_moves(void *arg, const struct etcd_result *r)
         slot = -1; /* another move's record: leave its slot alone */
     const char *to_id = to != 0 ? owner_id(l, to) : NULL;
     const struct hand_leaf *lf = leaf_of(q);
-    const char *cl = l->a->ctx->cfg->cluster;
+    const char *cl = l->a->opt.cluster;
     if (q->m.type == LEAF_COMMIT) {
         if (to_id == NULL) {
             refuse(l, "the target is no owner of the pool");
@@ -299,7 +300,7 @@ static void run_next(struct agent_leaf *l)
         return;
     struct lreq *q = l->head;
     struct agent *a = l->a;
-    const struct cfg *cfg = a->ctx->cfg;
+    const struct agent_opts *opt = &a->opt;
     const struct hand_leaf *lf = leaf_of(q);
     char key[AGENT_KEY_MAX], end[AGENT_KEY_MAX];
     l->busy = 1;
@@ -307,7 +308,7 @@ static void run_next(struct agent_leaf *l)
         refuse(l, "this host has no cluster map yet");
         return;
     }
-    q->from = cmap_owner_by_id(l->t, cfg->host, (enum cfg_pool)q->pool, q->index);
+    q->from = cmap_owner_by_id(l->t, opt->host, (enum cfg_pool)q->pool, q->index);
     if (q->from == 0 || lf->pool != q->pool) {
         refuse(l, "the asking owner is not in the map (or asks for another pool)");
         return;
@@ -316,7 +317,7 @@ static void run_next(struct agent_leaf *l)
     switch (q->m.type) {
     case LEAF_READ:
     case LEAF_SPLIT:
-        klen = agent_leaf_key(key, sizeof(key), cfg->cluster, "map", lf->pool, lf->start, lf->bits);
+        klen = agent_leaf_key(key, sizeof(key), opt->cluster, "map", lf->pool, lf->start, lf->bits);
         rc = klen < 0 ? HKV_EINVAL
                       : etcd_range(a->etcd, key, (size_t)klen, NULL, 0, 0, 0, on_read, l);
         break;
@@ -327,14 +328,14 @@ static void run_next(struct agent_leaf *l)
                                          : "the target is no other owner of the pool");
             return;
         }
-        klen = agent_key(key, sizeof(key), cfg->cluster, "slots/%s/", to_id);
+        klen = agent_key(key, sizeof(key), opt->cluster, "slots/%s/", to_id);
         size_t elen = klen < 0 ? 0 : etcd_prefix_end(key, (size_t)klen, end);
         rc = klen < 0 ? HKV_EINVAL
                       : etcd_range(a->etcd, key, (size_t)klen, end, elen, 0, 0, on_slots, l);
         break;
     }
     default: /* COMMIT, ABORT */
-        klen = agent_leaf_key(key, sizeof(key), cfg->cluster, "moves", lf->pool, lf->start,
+        klen = agent_leaf_key(key, sizeof(key), opt->cluster, "moves", lf->pool, lf->start,
                               lf->bits);
         rc = klen < 0 ? HKV_EINVAL
                       : etcd_range(a->etcd, key, (size_t)klen, NULL, 0, 0, 0, on_moves, l);
@@ -391,7 +392,7 @@ void agent_leaf_done(struct agent_leaf *l, uint64_t id, int status)
  * if that is one of ours (and not sent recently). */
 static void one_request(struct agent_leaf *l, const struct etcd_kv *kv, size_t plen, int64_t now)
 {
-    const struct cfg *cfg = l->a->ctx->cfg;
+    const struct agent_opts *opt = &l->a->opt;
     char tail[64];
     unsigned to;
     uint32_t start;
@@ -411,7 +412,7 @@ static void one_request(struct agent_leaf *l, const struct etcd_kv *kv, size_t p
     if (lf == NULL || lf->start != start || lf->bits != bits)
         return; /* split or merged meanwhile: the operator sees it in leaf list */
     const struct cmap_owner *src = cmap_owner(l->t, lf->owner);
-    if (src == NULL || strcmp(src->host, cfg->host) != 0)
+    if (src == NULL || strcmp(src->host, opt->host) != 0)
         return; /* another host's owner: its agent hands it over */
     struct order *free_slot = NULL;
     for (int i = 0; i < MAX_ORDERS; i++) {
@@ -446,7 +447,7 @@ static void on_requests(void *arg, const struct etcd_result *r)
     if (r->status != HKV_OK || cmap_snapshot(l->a->ctx->cmap, l->t) == 0)
         return;
     char prefix[AGENT_KEY_MAX];
-    int plen = agent_key(prefix, sizeof(prefix), l->a->ctx->cfg->cluster, "requests/move/");
+    int plen = agent_key(prefix, sizeof(prefix), l->a->opt.cluster, "requests/move/");
     int64_t now = clock_mono_ms();
     for (int i = 0; i < MAX_ORDERS; i++)
         l->orders[i].seen = 0;
@@ -464,7 +465,7 @@ void agent_leaf_tick(struct agent_leaf *l, int64_t now)
         return;
     l->poll_due = now + AGENT_LEAF_POLL_MS;
     char key[AGENT_KEY_MAX], end[AGENT_KEY_MAX];
-    int klen = agent_key(key, sizeof(key), l->a->ctx->cfg->cluster, "requests/move/");
+    int klen = agent_key(key, sizeof(key), l->a->opt.cluster, "requests/move/");
     if (klen < 0)
         return;
     size_t elen = etcd_prefix_end(key, (size_t)klen, end);

@@ -85,7 +85,7 @@ void agent_policy_destroy(struct agent_policy **pp)
     *pp = NULL;
 }
 
-static const struct cfg *cfg_of(const struct agent_policy *p) { return p->a->ctx->cfg; }
+static const struct agent_opts *opts_of(const struct agent_policy *p) { return &p->a->opt; }
 
 static const struct cmap_table *map_of(struct agent_policy *p)
 {
@@ -164,7 +164,7 @@ static void publish_next(struct agent_policy *p)
             continue;
         w->unpublished = 0;
         char key[AGENT_KEY_MAX], val[96];
-        int klen = agent_key(key, sizeof(key), cfg_of(p)->cluster, "load/%u", n);
+        int klen = agent_key(key, sizeof(key), opts_of(p)->cluster, "load/%u", n);
         int vlen = snprintf(val, sizeof(val), "%u %llu %llu", w->busy,
                             (unsigned long long)w->backlog, (unsigned long long)w->backlog_prev);
         if (klen > 0 && vlen > 0 &&
@@ -180,7 +180,7 @@ void agent_policy_watched(struct agent_policy *p, const char *key, size_t klen, 
                           size_t vlen)
 {
     char pre[AGENT_KEY_MAX], v[96];
-    int plen = agent_key(pre, sizeof(pre), cfg_of(p)->cluster, "load/");
+    int plen = agent_key(pre, sizeof(pre), opts_of(p)->cluster, "load/");
     if (plen <= 0 || klen <= (size_t)plen || klen - (size_t)plen > 5 ||
         memcmp(key, pre, (size_t)plen) != 0)
         return;
@@ -233,7 +233,7 @@ static void refused(struct agent_policy *p, unsigned n, const struct hand_load *
     struct agent *a = p->a;
     char name[64];
     size_t k = L->key.len < CMAP_KEY_SHOWN ? L->key.len : CMAP_KEY_SHOWN;
-    cool_leaf(p, L->leaf, now + cfg_of(p)->move_cooldown_leaf_ms);
+    cool_leaf(p, L->leaf, now + opts_of(p)->move_cooldown_leaf_ms);
     a->h.auto_refused++;
     memset(a->h.auto_refused_key, 0, sizeof(a->h.auto_refused_key));
     memcpy(a->h.auto_refused_key, L->key.p, k);
@@ -264,7 +264,7 @@ static void act(struct agent_policy *p, unsigned n, const struct apol_decision *
         w->split = 1;
         w->half = d->half;
         w->to = d->to;
-        cool_leaf(p, d->leaf, now + cfg_of(p)->move_cooldown_leaf_ms);
+        cool_leaf(p, d->leaf, now + opts_of(p)->move_cooldown_leaf_ms);
         a->h.auto_splits++;
         agent_health_push(a);
         log_notice("owner %u busy (%u per mille): splitting leaf %s (halves %llu%%+), then moving "
@@ -275,7 +275,7 @@ static void act(struct agent_policy *p, unsigned n, const struct apol_decision *
         if (send_order(p, n, LEAF_ORDER_MOVE, d->leaf, d->to) == 0)
             return;
         w->split = 0;
-        cool_leaf(p, d->leaf, now + cfg_of(p)->move_cooldown_leaf_ms);
+        cool_leaf(p, d->leaf, now + opts_of(p)->move_cooldown_leaf_ms);
         a->h.auto_moves++;
         agent_health_push(a);
         log_notice("owner %u busy (%u per mille, backlog %llu): moving leaf %s to owner %u", n,
@@ -287,16 +287,16 @@ static void act(struct agent_policy *p, unsigned n, const struct apol_decision *
 
 static int fresh(const struct agent_policy *p, const struct pown *w, int64_t now)
 {
-    return w->known && now - w->at_ms <= APOL_FRESH_WINDOWS * cfg_of(p)->move_window_ms;
+    return w->known && now - w->at_ms <= APOL_FRESH_WINDOWS * opts_of(p)->move_window_ms;
 }
 
 static void decide(struct agent_policy *p, const struct cmap_table *t, unsigned n,
                    const struct hand_msg *m, int64_t now)
 {
-    const struct cfg *cfg = cfg_of(p);
+    const struct agent_opts *opt = opts_of(p);
     int pool = p->own[n].pool;
-    struct apol_cfg c = {cfg->auto_moves, cfg->move_busy_threshold, cfg->move_split_min_share,
-                         cfg->move_hot_key_share};
+    struct apol_cfg c = {opt->auto_moves, opt->move_busy_threshold, opt->move_split_min_share,
+                         opt->move_hot_key_share};
     static struct apol_owner owners[CMAP_MAX_OWNERS];
     struct apol_leaf leaves[HAND_LOAD_MAX];
     static uint8_t incoming[CMAP_MAX_OWNERS + 1];
@@ -351,7 +351,7 @@ void agent_policy_load(struct agent_policy *p, int pool, int index, const struct
     const struct cmap_table *t = map_of(p);
     if (t == NULL)
         return;
-    unsigned n = cmap_owner_by_id(t, cfg_of(p)->host, (enum cfg_pool)pool, index);
+    unsigned n = cmap_owner_by_id(t, opts_of(p)->host, (enum cfg_pool)pool, index);
     if (n == 0)
         return;
     struct pown *w = &p->own[n];
@@ -385,7 +385,7 @@ int agent_policy_done(struct agent_policy *p, uint64_t id, int status)
             if (status != LEAF_ST_OK)
                 log_notice("automatic %s from owner %u did not happen (status %d)",
                            w->split ? "split" : "move", n, status);
-            w->cool_until = now + cfg_of(p)->move_cooldown_owner_ms;
+            w->cool_until = now + opts_of(p)->move_cooldown_owner_ms;
         }
         w->split = 0;
         return 1;
@@ -403,7 +403,7 @@ void agent_policy_tick(struct agent_policy *p, int64_t now)
                        APOL_ORDER_MS / 1000);
             w->order = 0;
             w->split = 0;
-            w->cool_until = now + cfg_of(p)->move_cooldown_owner_ms;
+            w->cool_until = now + opts_of(p)->move_cooldown_owner_ms;
         }
         if (w->follow_until == 0)
             continue;
@@ -412,21 +412,21 @@ void agent_policy_tick(struct agent_policy *p, int64_t now)
         const struct cmap_leaf *l = cmap_lookup(t, (enum cfg_pool)w->half.pool,
                                                 (uint64_t)w->half.start << 32);
         if (l != NULL && l->start == w->half.start && l->bits == w->half.bits && l->owner == n &&
-            l->state == CMAP_SERVING && cfg_of(p)->auto_moves) {
+            l->state == CMAP_SERVING && opts_of(p)->auto_moves) {
             w->follow_until = 0;
             char name[64];
             if (send_order(p, n, LEAF_ORDER_MOVE, w->half, w->to) != 0) {
-                cool_leaf(p, w->half, now + cfg_of(p)->move_cooldown_leaf_ms);
+                cool_leaf(p, w->half, now + opts_of(p)->move_cooldown_leaf_ms);
                 p->a->h.auto_moves++;
                 agent_health_push(p->a);
                 log_notice("split applied: moving leaf %s of owner %u to owner %u",
                            leaf_name(w->half, name, sizeof(name)), n, w->to);
             } else {
-                w->cool_until = now + cfg_of(p)->move_cooldown_owner_ms;
+                w->cool_until = now + opts_of(p)->move_cooldown_owner_ms;
             }
-        } else if (now >= w->follow_until || !cfg_of(p)->auto_moves) {
+        } else if (now >= w->follow_until || !opts_of(p)->auto_moves) {
             w->follow_until = 0;
-            w->cool_until = now + cfg_of(p)->move_cooldown_owner_ms;
+            w->cool_until = now + opts_of(p)->move_cooldown_owner_ms;
         }
     }
 }

@@ -45,7 +45,7 @@ static void reg_next(struct agent *a);
 
 static int64_t lease_ttl_s(const struct agent *a)
 {
-    int64_t s = a->ctx->cfg->etcd_lease_ttl_ms / 1000;
+    int64_t s = a->opt.etcd_lease_ttl_ms / 1000;
     return s < 2 ? 2 : s;
 }
 
@@ -61,7 +61,7 @@ static void lease_taken(struct agent *a, int64_t id, int64_t ttl_s)
 static void save_state(struct agent *a)
 {
     struct agent_state st = {.host_number = a->host_number, .lease_id = a->h.lease_id};
-    snprintf(st.host, sizeof(st.host), "%s", a->ctx->cfg->host);
+    snprintf(st.host, sizeof(st.host), "%s", a->opt.host);
     agent_saver_post_state(a->saver, &st);
 }
 
@@ -93,7 +93,7 @@ static void conflict(struct agent *a, const struct etcd_kv *kv)
              "lease %" PRId64 "%s): an owner id, a host name and an edge id run once in a "
              "cluster; stop the other hotkvd or give this host another `host` name",
              a->step == R_MEMBERS ? "owner" : a->step == R_HOST ? "host" : "edge id",
-             a->cur_name, a->ctx->cfg->cluster, lease, who);
+             a->cur_name, a->opt.cluster, lease, who);
     if (!a->ever_registered) {
         a->refused = 1;
         log_warning("refusing to start: %s", msg);
@@ -159,7 +159,7 @@ static int set_key(struct agent *a, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(rest, sizeof(rest), fmt, ap);
     va_end(ap);
-    int k = n < 0 ? -1 : agent_key(a->cur_key, sizeof(a->cur_key), a->ctx->cfg->cluster, "%s", rest);
+    int k = n < 0 ? -1 : agent_key(a->cur_key, sizeof(a->cur_key), a->opt.cluster, "%s", rest);
     a->cur_klen = k < 0 ? 0 : (size_t)k;
     return k;
 }
@@ -174,7 +174,7 @@ static void set_val(struct agent *a, int n)
 /* Issues the call of the current step, or moves on when a step needs none. */
 static void reg_next(struct agent *a)
 {
-    const struct cfg *cfg = a->ctx->cfg;
+    const struct agent_opts *opt = &a->opt;
     char id[CMAP_NAME_MAX];
     enum cfg_pool pool;
     int k;
@@ -196,23 +196,23 @@ static void reg_next(struct agent *a)
             a->reg.inflight = 1;
             return;
         case R_HOSTNUM: {
-            unsigned h = agent_map_host_number(a->map, cfg->host);
+            unsigned h = agent_map_host_number(a->map, opt->host);
             if (h != 0) {
                 if (a->h.host_number != 0 && a->h.host_number != h)
                     log_warning("host %s: etcd says host number %u, the saved state said %u",
-                                cfg->host, h, a->h.host_number);
+                                opt->host, h, a->h.host_number);
                 a->host_number = h;
                 a->step = R_OWNERS;
                 a->item = a->attempts = 0;
                 continue;
             }
             if ((h = agent_map_free_host_number(a->map)) == 0) {
-                log_warning("cluster %s: no free host number (all %d taken)", cfg->cluster,
+                log_warning("cluster %s: no free host number (all %d taken)", opt->cluster,
                             AGENT_HOSTNUM_MAX);
                 return call_failed_to_start(a);
             }
             set_key(a, "hostnums/%u", h);
-            set_val(a, agent_val_hostnum(a->cur_val, sizeof(a->cur_val), cfg->host));
+            set_val(a, agent_val_hostnum(a->cur_val, sizeof(a->cur_val), opt->host));
             return create_key(a);
         }
         case R_OWNERS:
@@ -229,7 +229,7 @@ static void reg_next(struct agent *a)
             unsigned n = agent_map_free_owner_number(a->map, 0);
             if (n == 0) {
                 log_warning("cluster %s: no free owner number for %s (all %d taken)",
-                            cfg->cluster, id, CMAP_MAX_OWNERS);
+                            opt->cluster, id, CMAP_MAX_OWNERS);
                 return call_failed_to_start(a);
             }
             set_key(a, "owners/%u", n);
@@ -243,20 +243,20 @@ static void reg_next(struct agent *a)
             }
             agent_local_owner(a, a->item, &pool, &k, id, sizeof(id));
             struct agent_member m = {.number = a->owner_num[a->item], .pool = pool,
-                                     .port = cfg->owner_port ? (unsigned)(cfg->owner_port + a->item) : 0,
+                                     .port = opt->owner_port ? (unsigned)(opt->owner_port + a->item) : 0,
                                      .incarnation = a->incarnation};
-            snprintf(m.addr, sizeof(m.addr), "%s", cfg->advertise_addr ? cfg->advertise_addr : "");
-            snprintf(m.host, sizeof(m.host), "%s", cfg->host);
+            snprintf(m.addr, sizeof(m.addr), "%s", opt->advertise_addr ? opt->advertise_addr : "");
+            snprintf(m.host, sizeof(m.host), "%s", opt->host);
             set_key(a, "members/%s", id);
             snprintf(a->cur_name, sizeof(a->cur_name), "%s", id);
             set_val(a, agent_val_member(a->cur_val, sizeof(a->cur_val), &m));
             return claim_key(a);
         }
         case R_HOST:
-            set_key(a, "hosts/%s", cfg->host);
-            snprintf(a->cur_name, sizeof(a->cur_name), "%s", cfg->host);
+            set_key(a, "hosts/%s", opt->host);
+            snprintf(a->cur_name, sizeof(a->cur_name), "%s", opt->host);
             set_val(a, agent_val_host(a->cur_val, sizeof(a->cur_val),
-                                      cfg->advertise_addr ? cfg->advertise_addr : "",
+                                      opt->advertise_addr ? opt->advertise_addr : "",
                                       a->host_number, HOTKVD_VERSION));
             return claim_key(a);
         case R_WRITERS: {
@@ -264,11 +264,10 @@ static void reg_next(struct agent *a)
                 a->step = R_DONE;
                 continue;
             }
-            int slot = worker_edge_slot(cfg, a->item / cfg->edge_workers,
-                                        a->item % cfg->edge_workers);
+            int slot = opt->edge_slot0 + a->item; /* colo item / edge_workers, its edge the rest */
             set_key(a, "writers/%u", worker_edge_id(a->host_number, slot));
             snprintf(a->cur_name, sizeof(a->cur_name), "%u", worker_edge_id(a->host_number, slot));
-            set_val(a, agent_val_writer(a->cur_val, sizeof(a->cur_val), cfg->host,
+            set_val(a, agent_val_writer(a->cur_val, sizeof(a->cur_val), opt->host,
                                         a->incarnation));
             return claim_key(a);
         }
@@ -278,7 +277,7 @@ static void reg_next(struct agent *a)
             agent_retry_ok(&a->reg);
             save_state(a);
             log_notice("registered in cluster %s: host %s number %u, lease %" PRId64 " (TTL %lld "
-                       "s), %d owner(s), %d edge(s)", cfg->cluster, cfg->host, a->host_number,
+                       "s), %d owner(s), %d edge(s)", opt->cluster, opt->host, a->host_number,
                        a->h.lease_id, (long long)(a->h.lease_ttl_ms / 1000), a->nowners,
                        a->nedges);
             agent_announce_if_ready(a);

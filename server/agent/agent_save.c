@@ -2,36 +2,35 @@
  * agent_save.c - the agent's disk writer thread; see agent_save.h.
  *
  * Two slots per kind of file: `pending` (the loop copies into it under the
- * mutex) and the thread's own buffer, swapped under the mutex before the
- * thread writes with the mutex released.  The thread is the only one that
- * touches the disk after start, and it touches nothing of libevent.
+ * skeleton's lock, storage/bgwriter.h) and the thread's own buffer, swapped
+ * under the lock before the thread writes without it.  The thread is the
+ * only one that touches the disk after start, and it touches nothing of
+ * libevent.
  */
 #include "server/agent/agent_save.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "proto/hkv.h"
+#include "storage/bgwriter.h"
+#include "storage/durable.h"
 
 struct agent_saver {
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop;
+    struct bgw *thread;
     char *map_path, *state_path;
     struct cmap_table *pending, *mine;
     int have_map, have_state;
     struct agent_state state;
     uint64_t failures;
     int last;
+    /* the thread's round: what it took, how it went */
+    int do_map, do_state;
+    struct agent_state st;
+    int rc_map, rc_state;
 };
 
 /* The used part of t: a table is big and mostly empty. */
@@ -45,62 +44,59 @@ static void copy_table(struct cmap_table *dst, const struct cmap_table *src)
 
 static int write_state(const char *path, const struct agent_state *st)
 {
-    char tmp[4200], text[512], dir[4200];
+    char text[512];
     int n = snprintf(text, sizeof(text), "hotkvd-agent-state 1\nhost %s\nhost_number %u\n"
                      "lease %" PRId64 "\n", st->host, st->host_number, st->lease_id);
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp) ||
-        n < 0 || n >= (int)sizeof(text))
+    if (n < 0 || n >= (int)sizeof(text))
         return HKV_EINVAL;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return HKV_EIO;
-    int ok = write(fd, text, (size_t)n) == n && fsync(fd) == 0;
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return HKV_EIO;
-    }
-    snprintf(dir, sizeof(dir), "%s", path);
-    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    return HKV_OK;
+    return durable_replace_buf(path, text, (size_t)n, DURABLE_TMP_PID | DURABLE_DIR_LAX);
 }
 
-static void *saver_main(void *arg)
+static int saver_take(void *arg)
 {
     struct agent_saver *s = arg;
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        while (!s->stop && !s->have_map && !s->have_state)
-            pthread_cond_wait(&s->cv, &s->mu);
-        if (!s->have_map && !s->have_state)
-            break; /* stopping, nothing left */
-        int do_map = s->have_map, do_state = s->have_state;
-        struct agent_state st = s->state;
-        if (do_map) {
-            struct cmap_table *t = s->pending;
-            s->pending = s->mine;
-            s->mine = t;
-        }
-        s->have_map = s->have_state = 0;
-        pthread_mutex_unlock(&s->mu);
-        int rc1 = do_map ? cmap_save(s->mine, s->map_path) : HKV_OK;
-        int rc2 = do_state ? write_state(s->state_path, &st) : HKV_OK;
-        pthread_mutex_lock(&s->mu);
-        if (rc1 != HKV_OK || rc2 != HKV_OK) {
-            s->failures++;
-            s->last = rc1 != HKV_OK ? rc1 : rc2;
-        }
+    if (!s->have_map && !s->have_state)
+        return 0;
+    s->do_map = s->have_map;
+    s->do_state = s->have_state;
+    s->st = s->state;
+    if (s->do_map) {
+        struct cmap_table *t = s->pending;
+        s->pending = s->mine;
+        s->mine = t;
     }
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
+    s->have_map = s->have_state = 0;
+    return 1;
+}
+
+static void saver_work(void *arg)
+{
+    struct agent_saver *s = arg;
+    s->rc_map = s->do_map ? cmap_save(s->mine, s->map_path) : HKV_OK;
+    s->rc_state = s->do_state ? write_state(s->state_path, &s->st) : HKV_OK;
+}
+
+static void saver_done(void *arg)
+{
+    struct agent_saver *s = arg;
+    if (s->rc_map != HKV_OK || s->rc_state != HKV_OK) {
+        s->failures++;
+        s->last = s->rc_map != HKV_OK ? s->rc_map : s->rc_state;
+    }
+}
+
+static void saver_free(struct agent_saver *s)
+{
+    free(s->map_path);
+    free(s->state_path);
+    free(s->pending);
+    free(s->mine);
+    free(s);
 }
 
 struct agent_saver *agent_saver_start(const char *map_path, const char *state_path)
 {
+    static const struct bgw_ops ops = {saver_take, saver_work, saver_done};
     struct agent_saver *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return NULL;
@@ -108,29 +104,12 @@ struct agent_saver *agent_saver_start(const char *map_path, const char *state_pa
     s->state_path = strdup(state_path);
     s->pending = malloc(sizeof(*s->pending));
     s->mine = malloc(sizeof(*s->mine));
-    if (s->map_path == NULL || s->state_path == NULL || s->pending == NULL || s->mine == NULL)
-        goto fail;
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
-    /* signals are the loop's (libevent's evsignal): the thread takes none */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = pthread_create(&s->thread, NULL, saver_main, s);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        pthread_mutex_destroy(&s->mu);
-        pthread_cond_destroy(&s->cv);
-        goto fail;
+    if (s->map_path == NULL || s->state_path == NULL || s->pending == NULL || s->mine == NULL ||
+        bgw_start(&s->thread, &ops, s, -1) != HKV_OK) {
+        saver_free(s);
+        return NULL;
     }
     return s;
-fail:
-    free(s->map_path);
-    free(s->state_path);
-    free(s->pending);
-    free(s->mine);
-    free(s);
-    return NULL;
 }
 
 void agent_saver_stop(struct agent_saver **sp)
@@ -138,46 +117,36 @@ void agent_saver_stop(struct agent_saver **sp)
     struct agent_saver *s = *sp;
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->mu);
-    s->stop = 1;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL);
-    pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->cv);
-    free(s->map_path);
-    free(s->state_path);
-    free(s->pending);
-    free(s->mine);
-    free(s);
+    bgw_stop(&s->thread);
+    saver_free(s);
     *sp = NULL;
 }
 
 void agent_saver_post_map(struct agent_saver *s, const struct cmap_table *t)
 {
-    pthread_mutex_lock(&s->mu);
+    bgw_lock(s->thread);
     copy_table(s->pending, t);
     s->have_map = 1;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    bgw_signal(s->thread);
+    bgw_unlock(s->thread);
 }
 
 void agent_saver_post_state(struct agent_saver *s, const struct agent_state *st)
 {
-    pthread_mutex_lock(&s->mu);
+    bgw_lock(s->thread);
     s->state = *st;
     s->have_state = 1;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    bgw_signal(s->thread);
+    bgw_unlock(s->thread);
 }
 
 uint64_t agent_saver_failures(struct agent_saver *s, int *last)
 {
-    pthread_mutex_lock(&s->mu);
+    bgw_lock(s->thread);
     uint64_t n = s->failures;
     s->failures = 0;
     *last = s->last;
-    pthread_mutex_unlock(&s->mu);
+    bgw_unlock(s->thread);
     return n;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/etcd_msg.h"
 #include "proto/hkv.h"
 #include "server/agent/etcd_remote.h"
 
@@ -25,25 +26,17 @@ struct agent_sync {
     struct sync_res res;
 };
 
-struct agent_sync *agent_sync_create(const struct cfg *cfg)
+struct agent_sync *agent_sync_create(const struct etcd_opts *opts)
 {
     struct agent_sync *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return NULL;
-    struct etcd_opts o = {
-        .endpoints = cfg->etcd_endpoints,
-        .nendpoints = cfg->netcd_endpoints,
-        .user = cfg->etcd_user,
-        .password = cfg->etcd_password,
-        .ca_file = cfg->etcd_ca_file,
-        .timeout_ms = cfg->etcd_timeout_ms,
-        .max_body = 64u << 20,
-    };
-    if (cfg_local_map(cfg)) { /* no etcd: the agent's local store, through its socket */
-        snprintf(s->sock, sizeof(s->sock), "%s/%s", cfg->dir, ETCD_REMOTE_SOCKET);
+    struct etcd_opts o = *opts;
+    if (o.local_socket != NULL) { /* kept here: the client keeps the pointer */
+        snprintf(s->sock, sizeof(s->sock), "%s", o.local_socket);
         o.local_socket = s->sock;
     }
-    s->guard_ms = 2 * cfg->etcd_timeout_ms + 1000;
+    s->guard_ms = 2 * o.timeout_ms + 1000;
     s->base = event_base_new();
     if (s->base != NULL)
         s->etcd = etcd_create(s->base, &o);

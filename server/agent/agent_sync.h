@@ -1,6 +1,6 @@
 /*
  * agent_sync.h - etcd calls that wait, for the command line tools only
- * (agent_admin.h): each call runs a private loop until its answer, which is
+ * (server/admin/admin.h): each call runs a private loop until its answer, which is
  * copied (keys, values, the txn's outcome) so it outlives the callback.
  * Never used in a daemon process once its loop runs: it blocks.  A call's wait is bounded by
  * the client's own deadline (etcd-timeout) and, whatever happens, by twice
@@ -12,7 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config/cfg.h"
 #include "server/agent/etcd.h"
 
 struct sync_kv {
@@ -32,7 +31,9 @@ struct sync_res {
 
 struct agent_sync;
 
-struct agent_sync *agent_sync_create(const struct cfg *cfg);
+/* A private loop and client with o (etcd.h; o->local_socket: a single
+ * host's agent's store, etcd_remote.h).  NULL on failure. */
+struct agent_sync *agent_sync_create(const struct etcd_opts *o);
 /* The same over a client and loop the caller owns (and keeps: destroy
  * frees only the wrapper); guard_ms bounds each wait.  The agent uses it
  * once, before its loop runs, to make a local store's first map. */

@@ -101,7 +101,7 @@ static int load_opts(struct etcd *e, const struct etcd_opts *o, char *err, size_
         return HKV_ENOMEM;
     int tls = 0;
     for (size_t i = 0; i < o->nendpoints; i++) {
-        if (o->endpoints[i] == NULL || http_url_parse(o->endpoints[i], &e->urls[i]) != HKV_OK) {
+        if (o->endpoints[i] == NULL || etcd_http_url_parse(o->endpoints[i], &e->urls[i]) != HKV_OK) {
             snprintf(err, errlen, "etcd endpoint '%s': not http://host:port or https://host:port",
                      o->endpoints[i] != NULL ? o->endpoints[i] : "");
             return HKV_EINVAL;
@@ -115,7 +115,7 @@ static int load_opts(struct etcd *e, const struct etcd_opts *o, char *err, size_
     e->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : ETCD_DEFAULT_TIMEOUT_MS;
     e->max_body = o->max_body > 0 ? o->max_body : ETCD_DEFAULT_MAX_BODY;
     if (tls) {
-        e->ssl = http_tls_ctx_new(e->ca_file, err, errlen);
+        e->ssl = etcd_http_tls_ctx(e->ca_file, err, errlen);
         if (e->ssl == NULL)
             return HKV_EINVAL;
     }
@@ -229,7 +229,7 @@ void etcd_destroy(struct etcd **ep)
         etcd_call_free(c);
     }
     etcd_call_free(e->inflight);
-    http_conn_destroy(&e->conn);
+    etcd_http_destroy(&e->conn);
     if (e->kick != NULL)
         event_free(e->kick);
     if (e->dns != NULL)
@@ -362,9 +362,9 @@ static const struct http_handler unary_handler = {on_head, on_data, on_done};
 static struct http_conn *conn_for(struct etcd *e)
 {
     if (e->conn != NULL && (e->conn_gen != e->gen || e->conn_ep != e->cur))
-        http_conn_destroy(&e->conn);
+        etcd_http_destroy(&e->conn);
     if (e->conn == NULL) {
-        e->conn = http_conn_create(e->base, e->dns, e->ssl, &e->urls[e->cur], e->max_body);
+        e->conn = etcd_http_create(e->base, e->dns, e->ssl, &e->urls[e->cur], e->max_body);
         e->conn_ep = e->cur;
         e->conn_gen = e->gen;
     }
@@ -400,7 +400,7 @@ static int send_first(struct etcd *e)
     for (;;) {
         struct http_conn *conn = conn_for(e);
         int rc = conn == NULL ? HKV_ENOMEM
-                              : http_conn_post(conn, c->path, e->token, buf_head(&c->body),
+                              : etcd_http_post(conn, c->path, e->token, buf_head(&c->body),
                                                buf_unread(&c->body), left, left, 0,
                                                &unary_handler, e);
         if (rc == HKV_OK)
@@ -410,7 +410,7 @@ static int send_first(struct etcd *e)
             continue;
         }
         TAILQ_REMOVE(&e->queue, c, link);
-        return answer_status(e, c, HKV_EIO, rc == HKV_EIO ? http_conn_error(conn) : "out of memory")
+        return answer_status(e, c, HKV_EIO, rc == HKV_EIO ? etcd_http_error(conn) : "out of memory")
                    ? -1
                    : 0;
     }
@@ -445,7 +445,7 @@ static void on_done(void *arg, int rc, int reached)
     e->inflight = NULL;
     if (rc != HKV_OK) {
         size_t ep = e->conn_ep;
-        const char *why = e->conn != NULL ? http_conn_error(e->conn) : "";
+        const char *why = e->conn != NULL ? etcd_http_error(e->conn) : "";
         etcd_endpoint_bad(e, ep);
         if (!reached && ++c->tried < e->nendpoints && clock_mono_ms() < c->deadline) {
             TAILQ_INSERT_HEAD(&e->queue, c, link); /* never reached etcd: try the next */

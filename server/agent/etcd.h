@@ -29,6 +29,8 @@
 
 #include <event2/event.h>
 
+#include "proto/etcd_types.h"   /* the keys, results, compares, ops and events */
+
 struct etcd;
 struct etcd_watch;
 
@@ -49,40 +51,6 @@ struct etcd_opts {
     const char *local_socket;
 };
 
-struct etcd_kv {
-    const char *key;
-    size_t key_len;
-    const char *value;
-    size_t value_len;
-    int64_t create_revision, mod_revision, version, lease;
-};
-
-/* status: HKV_OK; HKV_ETIMEDOUT; HKV_EIO (no connection, broken stream);
- * HKV_EPROTO (an answer that is not what etcd sends); HKV_EINVAL (etcd said
- * no: `code` and `message` are its gRPC code and text).  For the other
- * failures `message` (when not NULL) says why, for a log line ("connect
- * 10.0.0.1:2379: Connection refused", "TLS ...: certificate verify failed").
- * Keys and values are NUL-terminated (beyond their length) for convenience. */
-struct etcd_result {
-    int status;
-    int code;
-    const char *message;
-    int64_t revision;              /* header.revision */
-    /* range, and the first range of a txn's taken branch */
-    const struct etcd_kv *kvs;
-    size_t nkvs;
-    int64_t count;
-    int more;
-    /* txn */
-    int succeeded;
-    /* lease grant / keepalive: ttl_s 0 after a keepalive = the lease is gone */
-    int64_t lease_id;
-    int64_t ttl_s;
-    /* put / delete: prev_kv is not asked for; delete: how many went */
-    int64_t deleted;
-};
-typedef void (*etcd_cb)(void *arg, const struct etcd_result *r);
-
 /* NULL on a bad option (etcd_opts_check says which) or out of memory. */
 struct etcd *etcd_create(struct event_base *base, const struct etcd_opts *o);
 /* HKV_OK, or HKV_EINVAL with a one-line reason in err (an endpoint that is
@@ -95,9 +63,7 @@ int etcd_set_opts(struct etcd *e, const struct etcd_opts *o);
 /* The endpoint later calls go to (for log lines and INFO). */
 const char *etcd_endpoint(const struct etcd *e);
 
-/* The end of the range of every key starting with prefix (etcd's range_end
- * for a prefix), into out (room for plen bytes, at least 1); its length. */
-size_t etcd_prefix_end(const char *prefix, size_t plen, char *out);
+/* A prefix's range end for the calls below: etcd_prefix_end (proto/etcd_msg.h). */
 
 /* Unary calls: 0, or HKV_ENOMEM / HKV_EINVAL (bad arguments) and then cb is
  * never called.  end NULL = just key; revision 0 = the newest;
@@ -109,28 +75,6 @@ int etcd_put(struct etcd *e, const char *key, size_t klen, const char *val, size
 int etcd_delete(struct etcd *e, const char *key, size_t klen, const char *end, size_t elen,
                 etcd_cb cb, void *arg);
 
-enum etcd_target { ETCD_MOD, ETCD_CREATE, ETCD_VERSION, ETCD_VALUE };
-enum etcd_cmp_result { ETCD_EQUAL, ETCD_GREATER, ETCD_LESS, ETCD_NOT_EQUAL };
-struct etcd_cmp {
-    enum etcd_target target;
-    enum etcd_cmp_result result;
-    const char *key;
-    size_t klen;
-    int64_t n;                     /* MOD / CREATE / VERSION */
-    const char *value;             /* VALUE */
-    size_t vlen;
-};
-enum etcd_op_kind { ETCD_OP_PUT, ETCD_OP_DELETE, ETCD_OP_RANGE };
-struct etcd_op {
-    enum etcd_op_kind kind;
-    const char *key;
-    size_t klen;
-    const char *end;               /* DELETE / RANGE: range end, NULL = just key */
-    size_t elen;
-    const char *value;             /* PUT */
-    size_t vlen;
-    int64_t lease;                 /* PUT: 0 = none */
-};
 /* At most 128 ops per branch (etcd's limit).  r->succeeded says which branch
  * ran; r->kvs holds the first RANGE op's answer of that branch. */
 int etcd_txn(struct etcd *e, const struct etcd_cmp *cmp, size_t ncmp, const struct etcd_op *ok,
@@ -152,22 +96,6 @@ int etcd_lease_revoke(struct etcd *e, int64_t id, etcd_cb cb, void *arg);
  * For ETCD_W_EVENTS, `revision` is the events' mod_revision (one message per
  * revision), so "last revision seen" is always the last message's revision.
  * idle_timeout_ms <= 0: 15 s.  NULL on bad arguments or out of memory. */
-enum etcd_ev_type { ETCD_EV_PUT, ETCD_EV_DELETE };
-struct etcd_event {
-    enum etcd_ev_type type;
-    struct etcd_kv kv;
-};
-enum etcd_wkind { ETCD_W_CREATED, ETCD_W_EVENTS, ETCD_W_PROGRESS, ETCD_W_CANCELED,
-                  ETCD_W_BROKEN };
-struct etcd_watch_msg {
-    enum etcd_wkind kind;
-    int status;                    /* ETCD_W_BROKEN: why (HKV_EIO, HKV_ETIMEDOUT, HKV_EPROTO) */
-    int64_t revision;              /* header.revision (EVENTS: their mod_revision) */
-    int64_t compact_revision;
-    const struct etcd_event *events;
-    size_t nevents;
-};
-typedef void (*etcd_watch_cb)(void *arg, const struct etcd_watch_msg *m);
 struct etcd_watch *etcd_watch(struct etcd *e, const char *key, size_t klen, const char *end,
                               size_t elen, int64_t start_revision, int64_t idle_timeout_ms,
                               etcd_watch_cb cb, void *arg);

@@ -31,21 +31,6 @@ static int forward(struct etcd *e, struct hkv_buf *b, int rc, etcd_cb cb, void *
     return rc;
 }
 
-size_t etcd_prefix_end(const char *prefix, size_t plen, char *out)
-{
-    memcpy(out, prefix, plen);
-    while (plen > 0) {
-        unsigned char last = (unsigned char)out[plen - 1];
-        if (last < 0xFF) {
-            out[plen - 1] = (char)(last + 1);
-            return plen;
-        }
-        plen--; /* 0xFF cannot be raised: drop it and raise the byte before */
-    }
-    out[0] = '\0'; /* all 0xFF (or empty): every key from the prefix on */
-    return 1;
-}
-
 int etcd_range(struct etcd *e, const char *key, size_t klen, const char *end, size_t elen,
                int64_t revision, int64_t limit, etcd_cb cb, void *arg)
 {

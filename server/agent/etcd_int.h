@@ -24,8 +24,8 @@
 #include "server/agent/etcd.h"
 #include "server/agent/etcd_local.h"
 #include "server/agent/etcd_remote.h"
-#include "server/agent/etcd_msg.h"
-#include "server/agent/http.h"
+#include "proto/etcd_msg.h"
+#include "server/agent/etcd_http.h"
 
 #define ETCD_DEFAULT_TIMEOUT_MS 2000
 #define ETCD_DEFAULT_MAX_BODY (4u << 20)

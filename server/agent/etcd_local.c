@@ -37,8 +37,8 @@ static int answer(struct etcd_local *l, struct lans *a)
     int dead = 0;
     int *outer = l->dead;
     l->dead = &dead;
-    a->cb(a->arg, &a->r);
-    lans_free(a);
+    a->cb(a->arg, &a->res.r);
+    etcd_local_ans_free(a);
     if (dead) {
         if (outer != NULL)
             *outer = 1;
@@ -52,20 +52,20 @@ static void pump_progress(struct etcd_local *l, int progress)
 {
     int failed;
     size_t since, snap;
-    int64_t d = lw_durable(l->w, &failed, &since, &snap);
-    if (d > l->durable)
-        l->durable = d;
+    int64_t d = lstore_log_durable(l->s.w, &failed, &since, &snap);
+    if (d > l->s.durable)
+        l->s.durable = d;
     if (failed)
-        l->failed = 1;
-    while (l->head != NULL && (l->head->need <= l->durable || l->failed)) {
+        l->s.failed = 1;
+    while (l->head != NULL && (l->head->need <= l->s.durable || l->s.failed)) {
         struct lans *a = l->head;
         l->head = a->next;
         if (l->head == NULL)
             l->tail = &l->head;
-        if (a->need > l->durable) {
-            memset(&a->r, 0, sizeof(a->r));
-            a->r.status = HKV_EIO;
-            a->r.message = "the local store could not write its file";
+        if (a->need > l->s.durable) {
+            memset(&a->res.r, 0, sizeof(a->res.r));
+            a->res.r.status = HKV_EIO;
+            a->res.r.message = "the local store could not write its file";
         }
         if (answer(l, a))
             return;
@@ -107,7 +107,7 @@ void etcd_local_set_progress_ms(struct etcd_local *l, int64_t ms)
 
 int64_t etcd_local_revision(const struct etcd_local *l)
 {
-    return l->durable;
+    return l->s.durable;
 }
 
 /* ---- create / destroy ---- */
@@ -115,15 +115,15 @@ int64_t etcd_local_revision(const struct etcd_local *l)
 static int load(struct etcd_local *l, char *err, size_t errlen)
 {
     size_t cut, size;
-    int rc = lfile_load(l->path, &l->t, &cut, &size);
+    int rc = lstore_load(l->path, &l->s.t, &cut, &size);
     if (rc == HKV_ENOENT) {
-        l->t.rev = 1; /* etcd's first revision */
-        rc = lfile_write_snapshot(l->path, &l->t);
+        l->s.t.rev = 1; /* etcd's first revision */
+        rc = lstore_write_snapshot(l->path, &l->s.t);
         if (rc != HKV_OK) {
             snprintf(err, errlen, "cannot create %s: %s", l->path, hkv_strstatus(rc));
             return rc;
         }
-        rc = lfile_load(l->path, &l->t, &cut, &size);
+        rc = lstore_load(l->path, &l->s.t, &cut, &size);
     }
     if (rc != HKV_OK) {
         snprintf(err, errlen, "%s: %s", l->path,
@@ -134,9 +134,9 @@ static int load(struct etcd_local *l, char *err, size_t errlen)
         snprintf(err, errlen, "%s: cannot cut its torn tail of %zu bytes", l->path, cut);
         return HKV_EIO;
     }
-    l->durable = l->hist_base = l->t.rev;
-    l->w = lw_start(l->path, size, l->efd);
-    if (l->w == NULL) {
+    l->s.durable = l->s.hist_base = l->s.t.rev;
+    l->s.w = lstore_log_start(l->path, size, l->efd);
+    if (l->s.w == NULL) {
         snprintf(err, errlen, "%s: cannot start its writer", l->path);
         return HKV_EIO;
     }
@@ -159,7 +159,7 @@ struct etcd_local *etcd_local_create(struct event_base *base, const char *path, 
     uint64_t r = 0;
     if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
         r = (uint64_t)getpid() << 20;
-    l->next_lease = (int64_t)((r >> 2) | 1); /* a new process never reuses an old one's ids */
+    l->s.next_lease = (int64_t)((r >> 2) | 1); /* a new process never reuses an old one's ids */
     snprintf(err, errlen, "out of memory");
     if (l->efd < 0 || l->path == NULL)
         goto fail;
@@ -173,7 +173,7 @@ struct etcd_local *etcd_local_create(struct event_base *base, const char *path, 
     event_add(l->ev_notify, NULL);
     etcd_local_set_progress_ms(l, ETCD_LOCAL_PROGRESS_MS);
     /* leases did not outlive the process that granted them */
-    if (lstore_drop_leased(l, 0) != HKV_OK) {
+    if (lstore_drop_leased(&l->s, 0) != HKV_OK) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -196,17 +196,17 @@ void etcd_local_destroy(struct etcd_local **lp)
         etcd_lw_unlink(w);
         w->l = NULL;
     }
-    lw_stop(&l->w);
+    lstore_log_stop(&l->s.w);
     while (l->head != NULL) {
         struct lans *a = l->head;
         l->head = a->next;
-        lans_free(a);
+        etcd_local_ans_free(a);
     }
-    for (size_t i = 0; i < l->nhist; i++)
-        lchange_free(&l->hist[i].c);
-    free(l->hist);
-    free(l->leases);
-    lt_free(&l->t);
+    for (size_t i = 0; i < l->s.nhist; i++)
+        lstore_change_free(&l->s.hist[i].c);
+    free(l->s.hist);
+    free(l->s.leases);
+    lstore_table_free(&l->s.t);
     if (l->kick != NULL)
         event_free(l->kick);
     if (l->ev_notify != NULL)

@@ -24,7 +24,7 @@
  *    compact_revision, as a compacted etcd does.
  *
  * Durability: every change is one record appended to the store file
- * (etcd_local_file.c: length, checksum, payload) by a writer thread, and
+ * (storage/lstore_log.c: length, checksum, payload) by a writer thread, and
  * fsync'd BEFORE anything that depends on it is reported: an answer (even
  * a read, which may have seen the change) and a watch event wait until the
  * file holds every revision up to theirs.  The writer groups what is
@@ -54,7 +54,7 @@
 
 #define ETCD_LOCAL_FILE "leaf-map.store"    /* in `dir` */
 #define ETCD_LOCAL_PROGRESS_MS 1000         /* watch progress notifications */
-#define ETCD_LOCAL_HISTORY 20000            /* changes kept for watches and old ranges */
+/* changes kept for watches and old ranges: LSTORE_HISTORY (storage/lstore.h) */
 
 struct etcd_local;
 struct etcd_lwatch;

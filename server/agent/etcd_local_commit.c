@@ -1,32 +1,26 @@
 /*
  * etcd_local_commit.c - the local store's road from a call to its answer
  * (etcd_local.h): an answer waits in the queue with the revision it
- * depends on, and a change set becomes a revision: kept in the history
- * (for watches and older ranges, trimmed by whole revisions) and handed to
- * the writer as a record, with a new snapshot now and then.  The calls
+ * depends on (the engine, storage/lstore.h, made the revision).  The calls
  * (etcd_local_txn.c) and the loop side (etcd_local.c) both use it; it
  * calls neither.
  */
 #include "server/agent/etcd_local.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "proto/hkv.h"
 #include "server/agent/etcd_local_int.h"
 
 /* ---- answers ---- */
 
-void lans_free(struct lans *a)
+void etcd_local_ans_free(struct lans *a)
 {
-    for (size_t i = 0; i < a->nkvs; i++)
-        lkv_free(&a->kvs[i]);
-    free(a->kvs);
-    free(a->ekvs);
+    lstore_ans_free(&a->res);
     free(a);
 }
 
-struct lans *lans_new(etcd_cb cb, void *arg)
+struct lans *etcd_local_ans_new(etcd_cb cb, void *arg)
 {
     struct lans *a = calloc(1, sizeof(*a));
     if (a != NULL) {
@@ -36,84 +30,12 @@ struct lans *lans_new(etcd_cb cb, void *arg)
     return a;
 }
 
-void lans_queue(struct etcd_local *l, struct lans *a)
+void etcd_local_ans_queue(struct etcd_local *l, struct lans *a)
 {
-    a->need = l->t.rev;
-    if (a->r.status == HKV_OK || a->r.status == HKV_EINVAL)
-        a->r.revision = l->t.rev;
+    a->need = l->s.t.rev;
+    if (a->res.r.status == HKV_OK || a->res.r.status == HKV_EINVAL)
+        a->res.r.revision = l->s.t.rev;
     *l->tail = a;
     l->tail = &a->next;
     event_active(l->kick, EV_TIMEOUT, 1);
-}
-
-/* ---- changes: table, history, file ---- */
-
-static void trim_history(struct etcd_local *l)
-{
-    if (l->nhist <= ETCD_LOCAL_HISTORY)
-        return;
-    size_t drop = l->nhist / 2;
-    while (drop < l->nhist && l->hist[drop].rev == l->hist[drop - 1].rev)
-        drop++; /* whole revisions only */
-    l->hist_base = l->hist[drop - 1].rev;
-    for (size_t i = 0; i < drop; i++)
-        lchange_free(&l->hist[i].c);
-    memmove(l->hist, l->hist + drop, (l->nhist - drop) * sizeof(*l->hist));
-    l->nhist -= drop;
-}
-
-/* The writer has written nothing for a while past the snapshot: hand it a
- * new one when the file is several snapshots long. */
-static void maybe_snapshot(struct etcd_local *l)
-{
-    int failed;
-    size_t since, snap;
-    lw_durable(l->w, &failed, &since, &snap);
-    if (l->snapshot_pending && l->durable >= l->snapshot_rev)
-        l->snapshot_pending = 0;
-    if (failed || l->snapshot_pending || since < (1u << 20) || since < 4 * snap)
-        return;
-    struct hkv_buf b = HKV_BUF_INIT;
-    if (lrec_encode_snapshot(&b, &l->t) != HKV_OK) {
-        buf_deinit(&b);
-        return; /* the log goes on growing: correct, only longer */
-    }
-    l->snapshot_pending = 1;
-    l->snapshot_rev = l->t.rev;
-    lw_post(l->w, &b, l->t.rev, 1);
-}
-
-int lstore_commit(struct etcd_local *l, struct lchange *c, size_t n)
-{
-    if (n == 0)
-        return HKV_OK;
-    int64_t rev = l->t.rev + 1;
-    struct hkv_buf b = HKV_BUF_INIT;
-    int rc = HKV_OK;
-    if (l->nhist + n > l->caphist) {
-        size_t cap = (l->nhist + n) * 2;
-        struct hev *h = realloc(l->hist, cap * sizeof(*h));
-        if (h == NULL)
-            rc = HKV_ENOMEM;
-        else {
-            l->hist = h;
-            l->caphist = cap;
-        }
-    }
-    if (rc == HKV_OK)
-        rc = lrec_encode_changes(&b, rev, c, n);
-    if (rc != HKV_OK) {
-        buf_deinit(&b);
-        l->failed = 1;
-        for (size_t i = 0; i < n; i++)
-            lchange_free(&c[i]);
-        return rc;
-    }
-    l->t.rev = rev;
-    for (size_t i = 0; i < n; i++)
-        l->hist[l->nhist++] = (struct hev){rev, c[i]};
-    lw_post(l->w, &b, rev, 0);
-    trim_history(l);
-    maybe_snapshot(l);
-    return HKV_OK;
 }

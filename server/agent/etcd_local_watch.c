@@ -15,7 +15,7 @@
 
 #include "proto/hkv.h"
 #include "server/agent/etcd_local_int.h"
-#include "server/agent/etcd_msg.h"
+#include "proto/etcd_msg.h"
 
 /* ---- watches ---- */
 
@@ -41,7 +41,7 @@ struct etcd_lwatch *etcd_local_watch(struct etcd_local *l, const char *key, size
         memcpy(w->end, end, elen);
     w->klen = klen;
     w->elen = end != NULL ? elen : 0;
-    w->next_rev = start_revision > 0 ? start_revision : l->t.rev + 1;
+    w->next_rev = start_revision > 0 ? start_revision : l->s.t.rev + 1;
     w->cb = cb;
     w->arg = arg;
     w->l = l;
@@ -100,10 +100,10 @@ static int wdeliver(struct etcd_lwatch *w, const struct etcd_watch_msg *m)
 /* The first history entry of revision >= rev. */
 static size_t hist_at(const struct etcd_local *l, int64_t rev)
 {
-    size_t lo = 0, hi = l->nhist;
+    size_t lo = 0, hi = l->s.nhist;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (l->hist[mid].rev < rev)
+        if (l->s.hist[mid].rev < rev)
             lo = mid + 1;
         else
             hi = mid;
@@ -117,14 +117,14 @@ static int pump_watch(struct etcd_local *l, struct etcd_lwatch *w, int progress)
 {
     struct etcd_watch_msg m;
     memset(&m, 0, sizeof(m));
-    if (l->failed) {
+    if (l->s.failed) {
         /* the file failed a write: the stream breaks, as a connection
          * would (a PROGRESS would tell its owner the store works) */
         if (!w->over) {
             w->over = 1;
             m.kind = ETCD_W_BROKEN;
             m.status = HKV_EIO;
-            m.revision = l->durable;
+            m.revision = l->s.durable;
             wdeliver(w, &m);
         }
         return 0;
@@ -132,34 +132,34 @@ static int pump_watch(struct etcd_local *l, struct etcd_lwatch *w, int progress)
     if (!w->created) {
         w->created = 1;
         m.kind = ETCD_W_CREATED;
-        m.revision = l->durable;
+        m.revision = l->s.durable;
         if (wdeliver(w, &m))
             return 0;
     }
     if (w->over)
         return 0;
-    if (w->next_rev <= l->hist_base) {
+    if (w->next_rev <= l->s.hist_base) {
         w->over = 1;
         m.kind = ETCD_W_CANCELED;
-        m.revision = l->durable;
-        m.compact_revision = l->hist_base;
+        m.revision = l->s.durable;
+        m.compact_revision = l->s.hist_base;
         wdeliver(w, &m);
         return 0;
     }
     struct etcd_event ev[2 * ETCD_MAX_OPS + 16];
-    while (w->next_rev <= l->durable) {
+    while (w->next_rev <= l->s.durable) {
         size_t i = hist_at(l, w->next_rev);
-        if (i == l->nhist)
+        if (i == l->s.nhist)
             break;
-        int64_t rev = l->hist[i].rev;
-        if (rev > l->durable)
+        int64_t rev = l->s.hist[i].rev;
+        if (rev > l->s.durable)
             break;
         size_t n = 0;
-        for (; i < l->nhist && l->hist[i].rev == rev; i++) {
-            const struct lchange *c = &l->hist[i].c;
+        for (; i < l->s.nhist && l->s.hist[i].rev == rev; i++) {
+            const struct lchange *c = &l->s.hist[i].c;
             if (n < sizeof(ev) / sizeof(ev[0]) &&
-                lt_in_range(c->kv.key, c->kv.klen, w->key, w->klen, w->elen ? w->end : NULL,
-                            w->elen))
+                lstore_in_range(c->kv.key, c->kv.klen, w->key, w->klen,
+                                w->elen ? w->end : NULL, w->elen))
                 ev[n++] = (struct etcd_event){c->del ? ETCD_EV_DELETE : ETCD_EV_PUT,
                                               {c->kv.key, c->kv.klen, c->kv.val, c->kv.vlen,
                                                c->kv.create, c->kv.mod, c->kv.version,
@@ -175,12 +175,12 @@ static int pump_watch(struct etcd_local *l, struct etcd_lwatch *w, int progress)
         if (wdeliver(w, &m))
             return 0;
     }
-    if (w->next_rev <= l->durable)
-        w->next_rev = l->durable + 1;
+    if (w->next_rev <= l->s.durable)
+        w->next_rev = l->s.durable + 1;
     if (progress) {
         memset(&m, 0, sizeof(m));
         m.kind = ETCD_W_PROGRESS;
-        m.revision = l->durable;
+        m.revision = l->s.durable;
         wdeliver(w, &m);
     }
     return 0;

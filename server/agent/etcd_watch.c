@@ -70,7 +70,7 @@ static void finish(struct etcd_watch *w, enum etcd_wkind kind, int status, int64
     if (w->over)
         return;
     w->over = 1;
-    http_conn_destroy(&w->conn);
+    etcd_http_destroy(&w->conn);
     struct etcd_watch_msg m;
     memset(&m, 0, sizeof(m));
     m.kind = kind;
@@ -116,7 +116,7 @@ static int on_line(struct etcd_watch *w, const char *line, size_t len)
         /* refused for a stale token: authenticate again, same start */
         w->auth_retried = 1;
         etcd_token_invalid(w->e);
-        http_conn_destroy(&w->conn);
+        etcd_http_destroy(&w->conn);
         open_stream(w);
         stop = 1;
     } else if (m->kind == ETCD_W_BROKEN || m->kind == ETCD_W_CANCELED) {
@@ -169,7 +169,7 @@ static void on_done(void *arg, int rc, int reached)
     if (rc != HKV_OK && e != NULL) {
         etcd_endpoint_bad(e, w->ep);
         if (!reached && ++w->tried < e->nendpoints) {
-            http_conn_destroy(&w->conn);
+            etcd_http_destroy(&w->conn);
             w->ep = (w->ep + 1) % e->nendpoints;
             open_stream(w); /* it never reached etcd: the next endpoint */
             return;
@@ -205,9 +205,9 @@ static void on_ready(void *arg, int status, int code, const char *why)
     struct hkv_buf body = HKV_BUF_INIT;
     int rc = etcd_req_watch(&body, w->key, w->klen, w->end, w->elen, w->start_revision);
     if (rc == HKV_OK) {
-        w->conn = http_conn_create(e->base, e->dns, e->ssl, &e->urls[w->ep], 0);
+        w->conn = etcd_http_create(e->base, e->dns, e->ssl, &e->urls[w->ep], 0);
         rc = w->conn == NULL ? HKV_ENOMEM
-                             : http_conn_post(w->conn, "/v3/watch", e->token, buf_head(&body),
+                             : etcd_http_post(w->conn, "/v3/watch", e->token, buf_head(&body),
                                               buf_unread(&body), e->timeout_ms, 0, w->idle_ms,
                                               &watch_handler, w);
     }
@@ -296,7 +296,7 @@ struct etcd_watch *etcd_watch(struct etcd *e, const char *key, size_t klen, cons
 static void detach(struct etcd_wlink *l)
 {
     struct etcd_watch *w = (struct etcd_watch *)l;
-    http_conn_destroy(&w->conn);
+    etcd_http_destroy(&w->conn);
     w->pending = NULL;
     w->e = NULL;
 }
@@ -320,7 +320,7 @@ void etcd_watch_cancel(struct etcd_watch **wp)
         if (w->pending != NULL)
             etcd_call_cancel(w->e, w->pending);
     }
-    http_conn_destroy(&w->conn);
+    etcd_http_destroy(&w->conn);
     etcd_lines_deinit(&w->lines);
     buf_deinit(&w->errbody);
     free(w->key);

@@ -12,13 +12,11 @@
  * format can hold, and refused unless every check passes and the table it
  * holds validates: a bad file is as good as no file, never half a map.
  *
- * Writes go to a temporary file beside the target, which is fsynced,
- * renamed over it and followed by an fsync of the directory, so a crash
- * leaves the old file or the new one.
+ * Writes replace the file whole (storage/durable.h: temporary, fsync,
+ * rename, fsync of the directory), so a crash leaves the old file or the new.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +26,7 @@
 #include "proto/hkv.h"
 #include "proto/siphash.h"
 #include "server/core/cmap.h"
+#include "storage/durable.h"
 
 #define FILE_MAGIC "HKVCMAP\0"
 #define FILE_VERSION 1
@@ -191,61 +190,16 @@ static int decode(struct cmap_table *t, const uint8_t *p, size_t n)
 
 /* ---- files -------------------------------------------------------------------- */
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int fsync_dir(const char *path)
-{
-    char copy[4096];
-    snprintf(copy, sizeof(copy), "%s", path);
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 int cmap_save(const struct cmap_table *t, const char *path)
 {
     if (cmap_validate(t, NULL, 0) != HKV_OK)
         return HKV_EINVAL;
     uint8_t *p = malloc(HEAD_LEN + MAX_BODY + 8);
-    char tmp[4200];
     if (p == NULL)
         return HKV_ENOMEM;
     size_t n = encode(t, p);
-    int rc = snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-    if (rc < 0 || (size_t)rc >= sizeof(tmp)) {
-        free(p);
-        return HKV_EINVAL;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    rc = HKV_EIO;
-    if (fd < 0)
-        goto out;
-    if (write_all(fd, p, n) != 0 || fsync(fd) != 0) {
-        close(fd);
-        unlink(tmp);
-        goto out;
-    }
-    if (close(fd) != 0 || rename(tmp, path) != 0) {
-        unlink(tmp);
-        goto out;
-    }
-    rc = fsync_dir(path) == 0 ? HKV_OK : HKV_EIO;
-out:
+    /* a temporary per process: an agent still exiting and its successor may overlap */
+    int rc = durable_replace_buf(path, p, n, DURABLE_TMP_PID);
     free(p);
     return rc;
 }

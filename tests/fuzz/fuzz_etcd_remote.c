@@ -1,6 +1,6 @@
 /*
  * fuzz_etcd_remote.c - libFuzzer target for the bodies of dir/leaf-map.sock
- * (server/agent/etcd_remote_msg.c): the request decoder the agent runs on
+ * (proto/etcd_remote_msg.c): the request decoder the agent runs on
  * whatever a local process sends, and the answer decoder hotkvd-admin runs
  * on the agent's reply.
  *
@@ -16,7 +16,7 @@
  * it too round-trips (encode, decode, equal, same bytes).
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
- *     tests/fuzz/fuzz_etcd_remote.c server/agent/etcd_remote_msg.c \
+ *     tests/fuzz/fuzz_etcd_remote.c proto/etcd_remote_msg.c \
  *     proto/buf.c proto/hkv.c -o /tmp/fuzz_etcd_remote
  *   /tmp/fuzz_etcd_remote -max_total_time=20 tests/fuzz/corpus_etcd_remote
  */
@@ -25,8 +25,8 @@
 #include <string.h>
 
 #include "proto/hkv.h"
-#include "server/agent/etcd_msg.h"
-#include "server/agent/etcd_remote.h"
+#include "proto/etcd_msg.h"
+#include "proto/etcd_remote_msg.h"
 
 #define CHECK(x)          \
     do {                  \

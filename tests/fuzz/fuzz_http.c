@@ -1,6 +1,6 @@
 /*
  * fuzz_http.c - libFuzzer target for the etcd client's HTTP response parser
- * and chunked decoder (server/agent/http_resp.c), and for what reads the
+ * and chunked decoder (proto/http_resp.c), and for what reads the
  * bodies: the watch line splitter and the answer decoders (etcd_msg.c).
  *
  * The input is one server stream.  It is parsed three ways with the same
@@ -15,7 +15,7 @@
  * accepted answer points to lies inside its own memory (ASan checks reads).
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
- *     tests/fuzz/fuzz_http.c server/agent/http_resp.c server/agent/etcd_msg.c \
+ *     tests/fuzz/fuzz_http.c proto/http_resp.c proto/etcd_msg.c \
  *     proto/json.c proto/b64.c proto/buf.c proto/hkv.c -o /tmp/fuzz_http
  *   /tmp/fuzz_http -max_total_time=20 tests/fuzz/corpus_http
  */
@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/agent/etcd_msg.h"
-#include "server/agent/http_resp.h"
+#include "proto/etcd_msg.h"
+#include "proto/http_resp.h"
 
 #define CHECK(c)                                                               \
     do {                                                                       \

@@ -19,6 +19,7 @@
 
 #include <event2/event.h>
 
+#include "proto/etcd_msg.h"
 #include "proto/hkv.h"
 #include "server/agent/etcd.h"
 #include "tests/integration/etcd_loop.h"

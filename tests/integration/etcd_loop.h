@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "proto/etcd_msg.h"
 #include "proto/hkv.h"
 #include "server/agent/etcd.h"
 #include "tests/harness.h"

@@ -1,6 +1,6 @@
 /*
  * check_etcd_msg.c - the etcd client's requests and the decoding of etcd's
- * answers (server/agent/etcd_req.c, etcd_msg.c), against answers captured
+ * answers (proto/etcd_req.c, etcd_msg.c), against answers captured
  * from the real etcd 3.4.23 of this machine with curl (CLUSTER.md §3): int64
  * as strings, omitted defaults, the {"result"} wrapping of streaming calls,
  * errors with an HTTP error status, and a real watch stream cut at every
@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "proto/b64.h"
-#include "server/agent/etcd_msg.h"
-#include "server/agent/http_resp.h"
+#include "proto/etcd_msg.h"
+#include "proto/http_resp.h"
 
 #define HDR(rev) "{\"header\":{\"cluster_id\":\"15118495548433857066\",\"member_id\":" \
                  "\"13668033151171901709\",\"revision\":\"" rev "\",\"raft_term\":\"2\"}"

@@ -1,14 +1,14 @@
 /*
- * check_etcd_req.c - the JSON bodies the etcd client sends (server/agent/
- * etcd_req.c): keys and values in base64, int64 as strings, enum names, the
- * compare targets and ops the agent uses, etcd's 128-op limit, and the range
- * end of a prefix (etcd.c).
+ * check_etcd_req.c - the JSON bodies the etcd client sends (proto/etcd_req.c):
+ * keys and values in base64, int64 as strings, enum names, the compare
+ * targets and ops the agent uses, etcd's 128-op limit, and the range end of
+ * a prefix (etcd_prefix_end, beside the requests).
  */
 #include <check.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "server/agent/etcd_msg.h"
+#include "proto/etcd_msg.h"
 
 static const char *body(struct hkv_buf *b)
 {

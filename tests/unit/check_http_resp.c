@@ -1,6 +1,6 @@
 /*
  * check_http_resp.c - the etcd client's HTTP/1.1 response parser and chunked
- * decoder (server/agent/http_resp) on etcd's real answers split at every
+ * decoder (proto/http_resp) on etcd's real answers split at every
  * point, and on the malformed or oversized heads and framings it must refuse.
  */
 #include <check.h>
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/agent/http.h"
-#include "server/agent/http_resp.h"
+#include "server/agent/etcd_http.h"
+#include "proto/http_resp.h"
 
 /* A 200 with Content-Length, as etcd's gateway answers a range. */
 static const char resp_len[] =
@@ -293,22 +293,22 @@ END_TEST
 START_TEST(endpoint_urls)
 {
     struct http_url u;
-    ck_assert_int_eq(http_url_parse("http://127.0.0.1:2379", &u), HKV_OK);
+    ck_assert_int_eq(etcd_http_url_parse("http://127.0.0.1:2379", &u), HKV_OK);
     ck_assert_int_eq(u.tls, 0);
     ck_assert_str_eq(u.host, "127.0.0.1");
     ck_assert_str_eq(u.port, "2379");
     ck_assert_str_eq(u.hostport, "127.0.0.1:2379");
-    ck_assert_int_eq(http_url_parse("https://etcd-0.etcd.svc/", &u), HKV_OK);
+    ck_assert_int_eq(etcd_http_url_parse("https://etcd-0.etcd.svc/", &u), HKV_OK);
     ck_assert_int_eq(u.tls, 1);
     ck_assert_str_eq(u.port, "443");
-    ck_assert_int_eq(http_url_parse("http://[::1]:2379", &u), HKV_OK);
+    ck_assert_int_eq(etcd_http_url_parse("http://[::1]:2379", &u), HKV_OK);
     ck_assert_str_eq(u.host, "::1");
     ck_assert_str_eq(u.hostport, "[::1]:2379");
     const char *bad[] = {"127.0.0.1:2379", "ftp://h:1", "http://", "http://:2379",
                          "http://h:0", "http://h:65536", "http://h:12a", "http://h:2379/v3",
                          "http://u@h:1", "http://[::1:2379", "unix:///tmp/s"};
     for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
-        ck_assert_msg(http_url_parse(bad[k], &u) == HKV_EINVAL, "%s accepted", bad[k]);
+        ck_assert_msg(etcd_http_url_parse(bad[k], &u) == HKV_EINVAL, "%s accepted", bad[k]);
 }
 END_TEST
 

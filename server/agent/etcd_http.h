@@ -1,5 +1,5 @@
 /*
- * http.h - a small HTTP/1.1 client connection on libevent bufferevents, for
+ * etcd_http.h - a small HTTP/1.1 client connection on libevent bufferevents, for
  * the agent's etcd client (etcd.c): POST with a Content-Length body (never
  * chunked: etcd's gateway stalls on a chunked request), over plain TCP or TLS
  * (bufferevent_openssl; the server's certificate is verified against a CA file
@@ -16,11 +16,11 @@
  * ends the request with done(rc != HKV_OK) and closes the connection.
  *
  * Callbacks run on the loop from the connection's events, never from inside
- * http_conn_post.  A callback may post the next request or destroy the
+ * etcd_http_post.  A callback may post the next request or destroy the
  * connection.
  */
-#ifndef HKV_HTTP_H
-#define HKV_HTTP_H
+#ifndef HKV_ETCD_HTTP_H
+#define HKV_ETCD_HTTP_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -29,7 +29,7 @@
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
-#include "server/agent/http_resp.h"
+#include "proto/http_resp.h"
 
 struct http_url {
     int tls;                 /* https */
@@ -41,11 +41,11 @@ struct http_url {
 /* "http://host:port" or "https://host[:port]" (an IPv6 address in
  * brackets, an optional trailing '/', nothing else after it; default port
  * 80 / 443).  HKV_OK or HKV_EINVAL. */
-int http_url_parse(const char *url, struct http_url *u);
+int etcd_http_url_parse(const char *url, struct http_url *u);
 
 /* A client TLS context: TLS 1.2 or newer, peer verification on, CAs from
  * ca_file (NULL or "": the system's).  NULL with a reason in err. */
-SSL_CTX *http_tls_ctx_new(const char *ca_file, char *err, size_t errlen);
+SSL_CTX *etcd_http_tls_ctx(const char *ca_file, char *err, size_t errlen);
 
 struct http_handler {
     /* The head of the response is in r (status, framing). */
@@ -66,25 +66,25 @@ struct http_conn;
  * connection takes a reference); dns may be NULL (names are then resolved
  * blocking).  max_body bounds a response body (0: unbounded, for streams
  * whose caller bounds what it keeps).  NULL on ENOMEM or https without ctx. */
-struct http_conn *http_conn_create(struct event_base *base, struct evdns_base *dns,
+struct http_conn *etcd_http_create(struct event_base *base, struct evdns_base *dns,
                                    SSL_CTX *ctx, const struct http_url *u, uint64_t max_body);
 /* Closes and frees; no callback runs afterwards (also from inside one). */
-void http_conn_destroy(struct http_conn **c);
+void etcd_http_destroy(struct http_conn **c);
 
 /* Sends POST path with body (Content-Type application/json) and, when auth
  * is not NULL, an Authorization header.  0; HKV_EINVAL (a request is in
  * flight, or bad arguments); HKV_ENOMEM; HKV_EIO (no socket): then no
  * callback runs. */
-int http_conn_post(struct http_conn *c, const char *path, const char *auth, const char *body,
+int etcd_http_post(struct http_conn *c, const char *path, const char *auth, const char *body,
                    size_t len, int64_t head_ms, int64_t total_ms, int64_t idle_ms,
                    const struct http_handler *h, void *arg);
 
 /* 1 while a request is in flight. */
-int http_conn_busy(const struct http_conn *c);
+int etcd_http_busy(const struct http_conn *c);
 /* The endpoint this connection talks to. */
-const struct http_url *http_conn_url(const struct http_conn *c);
+const struct http_url *etcd_http_url(const struct http_conn *c);
 /* Why the last request failed ("connect: Connection refused", "TLS:
  * certificate verify failed", "timed out waiting for the head" ...), or "". */
-const char *http_conn_error(const struct http_conn *c);
+const char *etcd_http_error(const struct http_conn *c);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * agent_status.c - `hotkvd-admin CONFIG status`; see agent_admin.h for the
+ * admin_status.c - `hotkvd-admin CONFIG status`; see admin.h for the
  * lines it prints.
  *
  * One full read at one revision, fed to the same agent_map the agents use,
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "proto/hkv.h"
-#include "server/agent/agent_admin.h"
+#include "server/admin/admin.h"
 #include "server/agent/agent_keys.h"
 #include "server/agent/agent_map.h"
 #include "server/agent/agent_sync.h"
@@ -72,9 +72,9 @@ static void print_table(FILE *out, const struct cmap_table *t)
     }
 }
 
-int agent_admin_status(const struct cfg *cfg, FILE *out, FILE *err)
+int admin_status(const struct cfg *cfg, FILE *out, FILE *err)
 {
-    struct agent_sync *s = agent_sync_create(cfg);
+    struct agent_sync *s = admin_sync_create(cfg);
     struct agent_map *m = agent_map_create(cfg->cluster);
     struct host_row *hosts = calloc(AGENT_HOSTNUM_MAX, sizeof(*hosts));
     struct sync_res r = {0};

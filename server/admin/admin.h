@@ -1,7 +1,10 @@
 /*
- * agent_admin.h - the cluster's two operator commands, run by a command
- * line program (not by the agent process), each its own short-lived etcd
- * client on a private loop:
+ * admin.h - the command-line tools' room: the cluster's operator commands,
+ * run by a command line program (never by a daemon process), each its own
+ * short-lived etcd client on a private loop (server/agent/agent_sync.h).
+ * It sits above the agent (whose key, map and txn code it reuses, so a tool
+ * sees what every agent sees) and the master (whose config loading it
+ * shares); server/main.c and server/hotkvd_admin.c only hand it argv:
  *
  *   hotkvd --cluster-init CONFIG [--owners ID,ID,...] [--bits N]
  *       creates the cluster's keys (CLUSTER.md §2): `cluster`, owners/<n>
@@ -37,26 +40,32 @@
  * a one-line reason on `err` (etcd not reached within etcd-timeout, a
  * refused key, a bad argument).
  */
-#ifndef HKV_AGENT_ADMIN_H
-#define HKV_AGENT_ADMIN_H
+#ifndef HKV_ADMIN_H
+#define HKV_ADMIN_H
 
 #include <stdio.h>
 
 #include "config/cfg.h"
 
-#define AGENT_INIT_BATCH 64        /* keys per txn: 64 compares + 64 puts */
-#define AGENT_INIT_BITS 6          /* 64 leaves per pool */
+/* ---- the programs' entry points (admin_cli.c): argv as main has it ---- */
+/* `hotkvd --cluster-init CONFIG [--owners LIST] [--bits N]` (argv[1] is
+ * "--cluster-init"). */
+int admin_cluster_init_main(int argc, char **argv);
+/* `hotkvd-admin ...` whole. */
+int admin_main(int argc, char **argv);
 
-/* owners: "ID,ID,..." or NULL for the config's own; bits: leaf depth. */
-int agent_cluster_init(const struct cfg *cfg, const char *owners, int bits, FILE *out,
-                       FILE *err);
-/* The same through a client the caller made (agent_sync_wrap): the agent of
- * a single host with leaf-moves runs it on its local store at first start. */
+/* ---- the commands, on a loaded config ---- */
+/* The tools' etcd client (agent_sync.h) for cfg: its etcd, or a single
+ * host's agent's store through its socket.  NULL on failure. */
 struct agent_sync;
-int agent_cluster_init_with(struct agent_sync *s, const struct cfg *cfg, const char *owners,
-                            int bits, FILE *out, FILE *err);
-int agent_admin_status(const struct cfg *cfg, FILE *out, FILE *err);
+struct agent_sync *admin_sync_create(const struct cfg *cfg);
+/* owners: "ID,ID,..." or NULL for the config's own; bits: leaf depth.  The
+ * keys' plan is the agent's (server/agent/agent_init.h: a single host's
+ * agent makes the same map on its local store at first start). */
+int admin_cluster_init(const struct cfg *cfg, const char *owners, int bits, FILE *out,
+                       FILE *err);
+int admin_status(const struct cfg *cfg, FILE *out, FILE *err);
 /* argv[0..argc): "list" | "split" POOL LEAF | "move" POOL LEAF TO [--wait MS]. */
-int agent_admin_leaf(const struct cfg *cfg, int argc, char **argv, FILE *out, FILE *err);
+int admin_leaf(const struct cfg *cfg, int argc, char **argv, FILE *out, FILE *err);
 
 #endif

@@ -1,18 +1,18 @@
 /*
- * etcd_local_kv.c - the local store's table (etcd_local_int.h): its keys
+ * lstore_table.c - the local store's table (lstore.h): its keys
  * in byte order in one array, found by binary search.  A store holds one
  * cluster map (a few hundred to a few thousand keys, changed a few times a
  * second at most), so an insert that moves the tail of an array is cheaper
  * than any tree's bookkeeping, and a range is a span of the array.
  */
-#include "server/agent/etcd_local_int.h"
+#include "storage/lstore.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "proto/hkv.h"
 
-int lkv_cmp_key(const char *a, size_t alen, const char *b, size_t blen)
+int lstore_key_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
     int c = memcmp(a, b, alen < blen ? alen : blen);
     if (c != 0)
@@ -20,13 +20,13 @@ int lkv_cmp_key(const char *a, size_t alen, const char *b, size_t blen)
     return alen < blen ? -1 : alen > blen;
 }
 
-size_t lt_find(const struct ltable *t, const char *key, size_t klen, int *found)
+size_t lstore_find(const struct ltable *t, const char *key, size_t klen, int *found)
 {
     size_t lo = 0, hi = t->n;
     *found = 0;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = lkv_cmp_key(t->v[mid].key, t->v[mid].klen, key, klen);
+        int c = lstore_key_cmp(t->v[mid].key, t->v[mid].klen, key, klen);
         if (c == 0) {
             *found = 1;
             return mid;
@@ -44,11 +44,11 @@ static int open_end(const char *end, size_t elen)
     return elen == 1 && end[0] == '\0';
 }
 
-void lt_span(const struct ltable *t, const char *key, size_t klen, const char *end, size_t elen,
-             size_t *from, size_t *to)
+void lstore_span(const struct ltable *t, const char *key, size_t klen, const char *end,
+                 size_t elen, size_t *from, size_t *to)
 {
     int found;
-    *from = lt_find(t, key, klen, &found);
+    *from = lstore_find(t, key, klen, &found);
     if (end == NULL || elen == 0) {
         *to = *from + (size_t)found;
         return;
@@ -57,20 +57,20 @@ void lt_span(const struct ltable *t, const char *key, size_t klen, const char *e
         *to = t->n;
         return;
     }
-    *to = lt_find(t, end, elen, &found);
+    *to = lstore_find(t, end, elen, &found);
     if (*to < *from)
         *to = *from;
 }
 
-int lt_in_range(const char *k, size_t kl, const char *key, size_t klen, const char *end,
-                size_t elen)
+int lstore_in_range(const char *k, size_t kl, const char *key, size_t klen, const char *end,
+                    size_t elen)
 {
-    int c = lkv_cmp_key(k, kl, key, klen);
+    int c = lstore_key_cmp(k, kl, key, klen);
     if (end == NULL || elen == 0)
         return c == 0;
     if (c < 0)
         return 0;
-    return open_end(end, elen) || lkv_cmp_key(k, kl, end, elen) < 0;
+    return open_end(end, elen) || lstore_key_cmp(k, kl, end, elen) < 0;
 }
 
 static char *dup_bytes(const char *p, size_t n)
@@ -84,48 +84,48 @@ static char *dup_bytes(const char *p, size_t n)
     return d;
 }
 
-int lkv_copy(struct lkv *dst, const struct lkv *src)
+int lstore_kv_copy(struct lkv *dst, const struct lkv *src)
 {
     *dst = *src;
     dst->key = dup_bytes(src->key, src->klen);
     dst->val = dup_bytes(src->val != NULL ? src->val : "", src->vlen);
     if (dst->key == NULL || dst->val == NULL) {
-        lkv_free(dst);
+        lstore_kv_free(dst);
         return HKV_ENOMEM;
     }
     return HKV_OK;
 }
 
-void lkv_free(struct lkv *kv)
+void lstore_kv_free(struct lkv *kv)
 {
     free(kv->key);
     free(kv->val);
     kv->key = kv->val = NULL;
 }
 
-void lchange_free(struct lchange *c)
+void lstore_change_free(struct lchange *c)
 {
-    lkv_free(&c->kv);
-    lkv_free(&c->prev);
+    lstore_kv_free(&c->kv);
+    lstore_kv_free(&c->prev);
 }
 
-int lt_apply(struct ltable *t, const struct lchange *c)
+int lstore_apply(struct ltable *t, const struct lchange *c)
 {
     int found;
-    size_t i = lt_find(t, c->kv.key, c->kv.klen, &found);
+    size_t i = lstore_find(t, c->kv.key, c->kv.klen, &found);
     if (c->del) {
         if (found) {
-            lkv_free(&t->v[i]);
+            lstore_kv_free(&t->v[i]);
             memmove(&t->v[i], &t->v[i + 1], (t->n - i - 1) * sizeof(t->v[0]));
             t->n--;
         }
         return HKV_OK;
     }
     struct lkv kv;
-    if (lkv_copy(&kv, &c->kv) != HKV_OK)
+    if (lstore_kv_copy(&kv, &c->kv) != HKV_OK)
         return HKV_ENOMEM;
     if (found) {
-        lkv_free(&t->v[i]);
+        lstore_kv_free(&t->v[i]);
         t->v[i] = kv;
         return HKV_OK;
     }
@@ -133,7 +133,7 @@ int lt_apply(struct ltable *t, const struct lchange *c)
         size_t cap = t->cap ? t->cap * 2 : 64;
         struct lkv *v = realloc(t->v, cap * sizeof(*v));
         if (v == NULL) {
-            lkv_free(&kv);
+            lstore_kv_free(&kv);
             return HKV_ENOMEM;
         }
         t->v = v;
@@ -145,10 +145,10 @@ int lt_apply(struct ltable *t, const struct lchange *c)
     return HKV_OK;
 }
 
-void lt_free(struct ltable *t)
+void lstore_table_free(struct ltable *t)
 {
     for (size_t i = 0; i < t->n; i++)
-        lkv_free(&t->v[i]);
+        lstore_kv_free(&t->v[i]);
     free(t->v);
     t->v = NULL;
     t->n = t->cap = 0;

@@ -1,6 +1,6 @@
 /*
- * etcd_local_file.c - the local store's file and its writer thread (see
- * etcd_local.h for the promises, etcd_local_int.h for the calls).
+ * lstore_log.c - the local store's file and its writer thread (see
+ * server/agent/etcd_local.h for the promises, lstore.h for the calls).
  *
  * File: "HKVLMAP1", then records: u32 payload length, u64 checksum
  * (SipHash-2-4 of the payload under a fixed key: it catches a torn or
@@ -12,18 +12,16 @@
  * a crash can only tear the last one (records are appended in order and
  * fsync'd before anyone hears of them), so nothing acknowledged is lost.
  *
- * The thread owns the descriptor.  It takes everything posted so far,
- * appends it with one write each, fsyncs once (group commit), then
- * publishes the highest revision written and pokes the loop's eventfd.  A
+ * The thread (storage/bgwriter.h) owns the descriptor.  It takes everything
+ * posted so far, appends it with one write each, fsyncs once (group commit),
+ * then publishes the highest revision written and pokes the loop's eventfd.  A
  * snapshot in the queue is written to path.tmp, fsync'd, renamed over the
  * store (and the directory fsync'd); later records append to the new file.
  */
-#include "server/agent/etcd_local_int.h"
+#include "storage/lstore.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +30,8 @@
 
 #include "proto/hkv.h"
 #include "proto/siphash.h"
+#include "storage/bgwriter.h"
+#include "storage/durable.h"
 
 #define MAGIC "HKVLMAP1"
 #define MAGIC_LEN 8
@@ -99,7 +99,7 @@ static int finish(struct hkv_buf *b, size_t at, int rc)
     return HKV_OK;
 }
 
-int lrec_encode_changes(struct hkv_buf *b, int64_t rev, const struct lchange *c, size_t n)
+int lstore_rec_changes(struct hkv_buf *b, int64_t rev, const struct lchange *c, size_t n)
 {
     int rc;
     size_t at = begin(b, LREC_CHANGES, rev, n, &rc);
@@ -108,7 +108,7 @@ int lrec_encode_changes(struct hkv_buf *b, int64_t rev, const struct lchange *c,
     return finish(b, at, rc);
 }
 
-int lrec_encode_snapshot(struct hkv_buf *b, const struct ltable *t)
+int lstore_rec_snapshot(struct hkv_buf *b, const struct ltable *t)
 {
     int rc;
     size_t at = begin(b, LREC_SNAPSHOT, t->rev, t->n, &rc);
@@ -130,7 +130,7 @@ static int apply_payload(struct ltable *t, const unsigned char *p, size_t len)
     if ((type != LREC_SNAPSHOT && type != LREC_CHANGES) || rev < t->rev)
         return HKV_ECORRUPT;
     if (type == LREC_SNAPSHOT)
-        lt_free(t);
+        lstore_table_free(t);
     size_t off = 13;
     for (uint32_t i = 0; i < n; i++) {
         if (len - off < 1 + 32 + 4)
@@ -154,7 +154,7 @@ static int apply_payload(struct ltable *t, const unsigned char *p, size_t len)
             return HKV_ECORRUPT;
         c.kv.val = (char *)(p + off);
         off += c.kv.vlen;
-        if (lt_apply(t, &c) != HKV_OK) /* copies: c points into p */
+        if (lstore_apply(t, &c) != HKV_OK) /* copies: c points into p */
             return HKV_ENOMEM;
     }
     if (off != len)
@@ -163,7 +163,7 @@ static int apply_payload(struct ltable *t, const unsigned char *p, size_t len)
     return HKV_OK;
 }
 
-int lfile_load(const char *path, struct ltable *t, size_t *cut, size_t *size)
+int lstore_load(const char *path, struct ltable *t, size_t *cut, size_t *size)
 {
     *cut = *size = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -220,60 +220,18 @@ out:
     return rc;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return HKV_EIO;
-        p += w;
-        n -= (size_t)w;
-    }
-    return HKV_OK;
-}
-
-static void sync_dir(const char *path)
-{
-    char dir[4200];
-    snprintf(dir, sizeof(dir), "%s", path);
-    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-}
-
-/* A new file at path holding the record in b (temporary, fsync, rename). */
+/* A new file at path holding the record in b. */
 static int replace_file(const char *path, const struct hkv_buf *b)
 {
-    char tmp[4200];
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-        return HKV_EINVAL;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return HKV_EIO;
-    int rc = write_all(fd, MAGIC, MAGIC_LEN);
-    rc = rc ? rc : write_all(fd, buf_head(b), buf_unread(b));
-    if (rc == HKV_OK && fsync(fd) != 0)
-        rc = HKV_EIO;
-    if (close(fd) != 0)
-        rc = HKV_EIO;
-    if (rc == HKV_OK && rename(tmp, path) != 0)
-        rc = HKV_EIO;
-    if (rc != HKV_OK) {
-        unlink(tmp);
-        return rc;
-    }
-    sync_dir(path);
-    return HKV_OK;
+    struct iovec parts[2] = {{.iov_base = (void *)MAGIC, .iov_len = MAGIC_LEN},
+                             {.iov_base = (void *)buf_head(b), .iov_len = buf_unread(b)}};
+    return durable_replace(path, parts, 2, DURABLE_DIR_LAX);
 }
 
-int lfile_write_snapshot(const char *path, const struct ltable *t)
+int lstore_write_snapshot(const char *path, const struct ltable *t)
 {
     struct hkv_buf b = HKV_BUF_INIT;
-    int rc = lrec_encode_snapshot(&b, t);
+    int rc = lstore_rec_snapshot(&b, t);
     if (rc == HKV_OK)
         rc = replace_file(path, &b);
     buf_deinit(&b);
@@ -289,17 +247,19 @@ struct lrec {
     int snapshot;
 };
 
-struct lwriter {
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop;
+struct lstore_log {
+    struct bgw *thread;
     char *path;
-    int fd, notify_fd;
+    int fd;
     struct lrec *head, **tail;
     int64_t durable;
     int failed;
     size_t size, snapshot_size;
+    /* the thread's round: the records it took and what writing them did */
+    struct lrec *batch;
+    int batch_failed;
+    size_t batch_size, batch_snap;
+    int64_t batch_rev;
 };
 
 static void free_list(struct lrec *r)
@@ -314,13 +274,13 @@ static void free_list(struct lrec *r)
 
 /* Writes the list (the mutex not held): the revision it made durable, or
  * -1 on failure. */
-static int64_t write_list(struct lwriter *w, struct lrec *r, size_t *size, size_t *snap)
+static int64_t write_list(struct lstore_log *w, struct lrec *r, size_t *size, size_t *snap)
 {
     int64_t rev = -1;
     int dirty = 0;
     for (; r != NULL; r = r->next) {
         if (r->snapshot) {
-            if (dirty && fdatasync(w->fd) != 0)
+            if (dirty && durable_sync(w->fd) != HKV_OK)
                 return -1;
             dirty = 0;
             if (replace_file(w->path, &r->b) != HKV_OK)
@@ -333,89 +293,79 @@ static int64_t write_list(struct lwriter *w, struct lrec *r, size_t *size, size_
             *size = MAGIC_LEN + buf_unread(&r->b);
             *snap = *size;
         } else {
-            if (write_all(w->fd, buf_head(&r->b), buf_unread(&r->b)) != HKV_OK)
+            if (durable_write_all(w->fd, buf_head(&r->b), buf_unread(&r->b)) != HKV_OK)
                 return -1;
             *size += buf_unread(&r->b);
             dirty = 1;
         }
         rev = r->rev;
     }
-    if (dirty && fdatasync(w->fd) != 0)
+    if (dirty && durable_sync(w->fd) != HKV_OK)
         return -1;
     return rev;
 }
 
-static void *writer_main(void *arg)
+static int writer_take(void *arg)
 {
-    struct lwriter *w = arg;
-    pthread_mutex_lock(&w->mu);
-    for (;;) {
-        while (!w->stop && w->head == NULL)
-            pthread_cond_wait(&w->cv, &w->mu);
-        if (w->head == NULL)
-            break;
-        struct lrec *list = w->head;
-        w->head = NULL;
-        w->tail = &w->head;
-        size_t size = w->size, snap = w->snapshot_size;
-        int failed = w->failed;
-        pthread_mutex_unlock(&w->mu);
-        int64_t rev = failed ? -1 : write_list(w, list, &size, &snap);
-        free_list(list);
-        pthread_mutex_lock(&w->mu);
-        if (rev < 0) {
-            w->failed = 1;
-        } else {
-            if (rev > w->durable)
-                w->durable = rev;
-            w->size = size;
-            w->snapshot_size = snap;
-        }
-        uint64_t one = 1;
-        if (write(w->notify_fd, &one, sizeof(one)) < 0) {
-            /* the loop finds the news at its next call anyway */
-        }
-    }
-    pthread_mutex_unlock(&w->mu);
-    return NULL;
+    struct lstore_log *w = arg;
+    if (w->head == NULL)
+        return 0;
+    w->batch = w->head;
+    w->head = NULL;
+    w->tail = &w->head;
+    w->batch_size = w->size;
+    w->batch_snap = w->snapshot_size;
+    w->batch_failed = w->failed;
+    return 1;
 }
 
-struct lwriter *lw_start(const char *path, size_t size, int notify_fd)
+static void writer_work(void *arg)
 {
-    struct lwriter *w = calloc(1, sizeof(*w));
+    struct lstore_log *w = arg;
+    w->batch_rev = w->batch_failed ? -1 : write_list(w, w->batch, &w->batch_size, &w->batch_snap);
+    free_list(w->batch);
+    w->batch = NULL;
+}
+
+/* Then the skeleton pokes the loop's eventfd: it finds the news at its next
+ * call anyway if the poke is lost. */
+static void writer_done(void *arg)
+{
+    struct lstore_log *w = arg;
+    if (w->batch_rev < 0) {
+        w->failed = 1;
+    } else {
+        if (w->batch_rev > w->durable)
+            w->durable = w->batch_rev;
+        w->size = w->batch_size;
+        w->snapshot_size = w->batch_snap;
+    }
+}
+
+struct lstore_log *lstore_log_start(const char *path, size_t size, int notify_fd)
+{
+    static const struct bgw_ops ops = {writer_take, writer_work, writer_done};
+    struct lstore_log *w = calloc(1, sizeof(*w));
     if (w == NULL)
         return NULL;
     w->path = strdup(path);
     w->fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-    w->notify_fd = notify_fd;
     w->tail = &w->head;
     w->size = w->snapshot_size = size;
-    if (w->path == NULL || w->fd < 0)
-        goto fail;
-    if (pthread_mutex_init(&w->mu, NULL) != 0)
-        goto fail;
-    if (pthread_cond_init(&w->cv, NULL) != 0) {
-        pthread_mutex_destroy(&w->mu);
-        goto fail;
-    }
-    if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
-        pthread_cond_destroy(&w->cv);
-        pthread_mutex_destroy(&w->mu);
-        goto fail;
+    if (w->path == NULL || w->fd < 0 || bgw_start(&w->thread, &ops, w, notify_fd) != HKV_OK) {
+        if (w->fd >= 0)
+            close(w->fd);
+        free(w->path);
+        free(w);
+        return NULL;
     }
     return w;
-fail:
-    if (w->fd >= 0)
-        close(w->fd);
-    free(w->path);
-    free(w);
-    return NULL;
 }
 
-void lw_post(struct lwriter *w, struct hkv_buf *b, int64_t rev, int snapshot)
+void lstore_log_post(struct lstore_log *w, struct hkv_buf *b, int64_t rev, int snapshot)
 {
     struct lrec *r = calloc(1, sizeof(*r));
-    pthread_mutex_lock(&w->mu);
+    bgw_lock(w->thread);
     if (r == NULL) {
         w->failed = 1; /* the record cannot be kept: the store stops here */
     } else {
@@ -424,39 +374,34 @@ void lw_post(struct lwriter *w, struct hkv_buf *b, int64_t rev, int snapshot)
         r->snapshot = snapshot;
         *w->tail = r;
         w->tail = &r->next;
-        pthread_cond_signal(&w->cv);
+        bgw_signal(w->thread);
     }
-    pthread_mutex_unlock(&w->mu);
+    bgw_unlock(w->thread);
     if (r == NULL)
         buf_deinit(b);
     *b = (struct hkv_buf)HKV_BUF_INIT;
 }
 
-int64_t lw_durable(struct lwriter *w, int *failed, size_t *since_snapshot, size_t *snapshot)
+int64_t lstore_log_durable(struct lstore_log *w, int *failed, size_t *since_snapshot,
+                           size_t *snapshot)
 {
-    pthread_mutex_lock(&w->mu);
+    bgw_lock(w->thread);
     int64_t rev = w->durable;
     *failed = w->failed;
     *since_snapshot = w->size - w->snapshot_size;
     *snapshot = w->snapshot_size;
-    pthread_mutex_unlock(&w->mu);
+    bgw_unlock(w->thread);
     return rev;
 }
 
-void lw_stop(struct lwriter **wp)
+void lstore_log_stop(struct lstore_log **wp)
 {
-    struct lwriter *w = *wp;
+    struct lstore_log *w = *wp;
     if (w == NULL)
         return;
     *wp = NULL;
-    pthread_mutex_lock(&w->mu);
-    w->stop = 1;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    pthread_join(w->thread, NULL);
+    bgw_stop(&w->thread); /* writes everything posted first */
     free_list(w->head);
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->mu);
     close(w->fd);
     free(w->path);
     free(w);

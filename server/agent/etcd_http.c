@@ -1,5 +1,5 @@
 /*
- * http.c - the agent's HTTP/1.1 client connection (see http.h).
+ * etcd_http.c - the agent's HTTP/1.1 client connection (see etcd_http.h).
  *
  * A connection is a bufferevent (a socket one, or an OpenSSL one over a
  * socket) made on demand, a response parser, one timer and the request in
@@ -16,7 +16,7 @@
  * socket is dropped before done runs, so a request posted from done gets a
  * fresh one.
  */
-#include "server/agent/http.h"
+#include "server/agent/etcd_http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -53,7 +53,7 @@ struct http_conn {
     char error[512];
 };
 
-int http_url_parse(const char *url, struct http_url *u)
+int etcd_http_url_parse(const char *url, struct http_url *u)
 {
     memset(u, 0, sizeof(*u));
     const char *p;
@@ -101,7 +101,7 @@ int http_url_parse(const char *url, struct http_url *u)
     return HKV_OK;
 }
 
-SSL_CTX *http_tls_ctx_new(const char *ca_file, char *err, size_t errlen)
+SSL_CTX *etcd_http_tls_ctx(const char *ca_file, char *err, size_t errlen)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     if (ctx == NULL) {
@@ -285,7 +285,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     fail(c, HKV_EIO, why);
 }
 
-struct http_conn *http_conn_create(struct event_base *base, struct evdns_base *dns,
+struct http_conn *etcd_http_create(struct event_base *base, struct evdns_base *dns,
                                    SSL_CTX *ctx, const struct http_url *u, uint64_t max_body)
 {
     if (u->tls && ctx == NULL)
@@ -309,7 +309,7 @@ struct http_conn *http_conn_create(struct event_base *base, struct evdns_base *d
     return c;
 }
 
-void http_conn_destroy(struct http_conn **cp)
+void etcd_http_destroy(struct http_conn **cp)
 {
     struct http_conn *c = *cp;
     if (c == NULL)
@@ -371,7 +371,7 @@ static int connect_bev(struct http_conn *c)
     return HKV_OK;
 }
 
-int http_conn_post(struct http_conn *c, const char *path, const char *auth, const char *body,
+int etcd_http_post(struct http_conn *c, const char *path, const char *auth, const char *body,
                    size_t len, int64_t head_ms, int64_t total_ms, int64_t idle_ms,
                    const struct http_handler *h, void *arg)
 {
@@ -410,17 +410,17 @@ int http_conn_post(struct http_conn *c, const char *path, const char *auth, cons
     return HKV_OK;
 }
 
-int http_conn_busy(const struct http_conn *c)
+int etcd_http_busy(const struct http_conn *c)
 {
     return c->busy;
 }
 
-const struct http_url *http_conn_url(const struct http_conn *c)
+const struct http_url *etcd_http_url(const struct http_conn *c)
 {
     return &c->url;
 }
 
-const char *http_conn_error(const struct http_conn *c)
+const char *etcd_http_error(const struct http_conn *c)
 {
     return c->error;
 }

@@ -1,17 +1,17 @@
 /*
  * etcd_remote_msg.c - the bodies hotkvd-admin and the agent exchange for a
- * single host's local store (etcd_remote.h).  Little-endian integers;
+ * single host's local store (server/agent/etcd_remote.h).  Little-endian integers;
  * bytes are a u32 length and the bytes; an optional range end is a u8
  * flag first.  Decoding is bounded by the body (a peer's lengths are
  * checked against what is left before anything is read or allocated).
  */
-#include "server/agent/etcd_remote.h"
+#include "proto/etcd_remote_msg.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "proto/hkv.h"
-#include "server/agent/etcd_msg.h"
+#include "proto/etcd_msg.h"
 
 static int put_u(struct hkv_buf *b, uint64_t v, int bytes)
 {

@@ -11,7 +11,7 @@
  * Results never depend on how the input was split, only on the bytes: that is
  * the property the unit tests and the fuzz target check.
  */
-#include "server/agent/http_resp.h"
+#include "proto/http_resp.h"
 
 #include <string.h>
 #include <strings.h>

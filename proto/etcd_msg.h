@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "proto/buf.h"
-#include "server/agent/etcd.h"
+#include "proto/etcd_types.h"
 
 #define ETCD_MAX_OPS 128   /* etcd's --max-txn-ops default */
 
@@ -42,6 +42,9 @@ int etcd_req_int(struct hkv_buf *b, const char *field, int64_t v);
 int etcd_req_watch(struct hkv_buf *b, const char *key, size_t klen, const char *end, size_t elen,
                    int64_t start_revision);
 int etcd_req_auth(struct hkv_buf *b, const char *user, const char *password);
+/* The end of the range of every key starting with prefix (etcd's range_end
+ * for a prefix), into out (room for plen bytes, at least 1); its length. */
+size_t etcd_prefix_end(const char *prefix, size_t plen, char *out);
 
 /* ---- answers (etcd_msg.c) */
 enum etcd_kind {

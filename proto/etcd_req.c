@@ -8,7 +8,7 @@
  * the buffer; nothing here can produce JSON that needs escaping except the
  * user name and password of authenticate, which are escaped.
  */
-#include "server/agent/etcd_msg.h"
+#include "proto/etcd_msg.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -204,4 +204,19 @@ int etcd_req_auth(struct hkv_buf *b, const char *user, const char *password)
     if (rc == HKV_OK)
         rc = put_str(b, password);
     return rc == HKV_OK ? buf_append_str(b, "}") : rc;
+}
+
+size_t etcd_prefix_end(const char *prefix, size_t plen, char *out)
+{
+    memcpy(out, prefix, plen);
+    while (plen > 0) {
+        unsigned char last = (unsigned char)out[plen - 1];
+        if (last < 0xFF) {
+            out[plen - 1] = (char)(last + 1);
+            return plen;
+        }
+        plen--; /* 0xFF cannot be raised: drop it and raise the byte before */
+    }
+    out[0] = '\0'; /* all 0xFF (or empty): every key from the prefix on */
+    return 1;
 }

@@ -14,7 +14,7 @@
  * array empty, exactly the proto3 defaults the gateway leaves out.  A member
  * of the wrong type is a protocol error, not a default.
  */
-#include "server/agent/etcd_msg.h"
+#include "proto/etcd_msg.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * agent_leafadm.c - `hotkvd-admin CONFIG leaf list|split|move` (agent_admin.h).
+ * admin_leaf.c - `hotkvd-admin CONFIG leaf list|split|move` (admin.h).
  *
  * A split is metadata only, so the tool does it itself: it reads the leaf,
  * and runs the split txn (agent_txn.h) against the epoch it read; a lost
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "proto/hkv.h"
-#include "server/agent/agent_admin.h"
+#include "server/admin/admin.h"
 #include "server/agent/agent_map.h"
 #include "server/agent/agent_sync.h"
 #include "server/agent/agent_txn.h"
@@ -223,7 +223,7 @@ out:
     return code;
 }
 
-int agent_admin_leaf(const struct cfg *cfg, int argc, char **argv, FILE *out, FILE *err)
+int admin_leaf(const struct cfg *cfg, int argc, char **argv, FILE *out, FILE *err)
 {
     uint32_t start = 0;
     int bits = 0, pool = -1, code = 1;
@@ -238,7 +238,7 @@ int agent_admin_leaf(const struct cfg *cfg, int argc, char **argv, FILE *out, FI
     }
     if (argc == 6 && strcmp(argv[4], "--wait") == 0)
         wait_ms = strtoll(argv[5], NULL, 10);
-    struct agent_sync *s = agent_sync_create(cfg);
+    struct agent_sync *s = admin_sync_create(cfg);
     if (s == NULL) {
         fprintf(err, "hotkvd-admin: out of memory\n");
         return 1;
