@@ -145,8 +145,8 @@ START_TEST(an_unknown_commands_text_is_cut_at_128_bytes)
     memset(arg, 'a', 200);
     arg[200] = '\0';
     char want[512];
-    snprintf(want, sizeof(want), "-ERR unknown command '%.128s', with args beginning with: '%.128s' "
-             "\r\n", name, arg);
+    snprintf(want, sizeof(want),
+             "-ERR unknown command '%.128s', with args beginning with: '%.128s' \r\n", name, arg);
     ef_call(fd, want, name, arg, "more", NULL); /* the list is full after the first */
 }
 END_TEST

@@ -71,7 +71,8 @@ static void owner(struct fake_owner *fo, struct fo_conn *fc, const struct wire_m
             int n = snprintf(reply, sizeof(reply), "*%u\r\n", m->u.exec.ncmds);
             for (uint32_t i = 0; i < m->u.exec.ncmds; i++) {
                 const struct wire_cmd *c = &m->u.exec.cmds[i];
-                if (c->nargs >= 2 && c->args[0].len == 3 && strncasecmp(c->args[0].p, "set", 3) == 0)
+                if (c->nargs >= 2 && c->args[0].len == 3 &&
+                    strncasecmp(c->args[0].p, "set", 3) == 0)
                     *version_of(c->args[1].p, c->args[1].len, 1) = ++O.next_version;
                 n += snprintf(reply + n, sizeof(reply) - (size_t)n, "+OK\r\n");
             }
