@@ -38,6 +38,7 @@
 #include "server/core/topo.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_cache.h"
+#include "server/edge/edge_client.h"
 #include "server/edge/edge_conn.h"
 #include "server/edge/edge_flight.h"
 #include "server/edge/edge_health.h"
@@ -89,6 +90,7 @@ static inline void ef_closing(struct conn *c)
     op_conn_gone(c);
     edge_tx_conn_gone(c);
     monitor_stop(c);
+    client_gone(c);
 }
 
 static const struct conn_hooks ef_hooks = {
