@@ -7,7 +7,9 @@
  * pairs: a new config generation (SIGHUP from a file, CONFIG SET) reaches
  * every child with a control channel and no other, a refused one reaches
  * none; CONFIG RESETSTAT tells the owners, then the edges, then answers the
- * asker, without waiting for a child that died or did not confirm. */
+ * asker, without waiting for a child that died or did not confirm;
+ * FLUSHALL's cache forget raises the flushed owners' floors in every colo
+ * segment before it answers. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +20,11 @@
 #include <event2/event.h>
 
 #include "config/cfg.h"
+#include "proto/stamp.h"
+#include "server/colo/cache.h"
+#include "server/core/router.h"
 #include "server/core/board.h"
+#include "server/core/clock.h"
 #include "server/core/ctl.h"
 #include "server/master/master_int.h"
 #include "server/master/master_policy.h"
@@ -110,8 +116,8 @@ static struct {
     struct master_opts o;
     struct child kids[NKIDS];
     struct bufferevent *far[NKIDS];
-    struct cache *caches[1];
-    struct rl *limiters[1];
+    struct cache *caches[2];
+    struct rl *limiters[2];
 } T;
 
 static void write_conf(const char *extra)
@@ -454,6 +460,81 @@ START_TEST(a_child_that_does_not_confirm_is_passed_over_at_the_timeout)
 }
 END_TEST
 
+/* ---- FLUSHALL's cache forget ---------------------------------------------- */
+
+static void setup_colos(void)
+{
+    setup();
+    T.m.cfg->colos = 2;
+    struct cache_opts co = {.bytes = 1 << 20, .max_value = 1024, .hot_sample = 1};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(cache_create(&co, &T.caches[k]), HKV_OK);
+        ck_assert_int_eq(cache_attach(T.caches[k]), HKV_OK);
+    }
+}
+
+static void teardown_colos(void)
+{
+    for (int k = 0; k < 2; k++)
+        cache_destroy(&T.caches[k]);
+    teardown();
+}
+
+static int put_at(int colo, const char *key, hkv_stamp st)
+{
+    int64_t now = clock_mono_ms();
+    return cache_put(T.caches[colo], key, strlen(key), router_hash(key, strlen(key)), "v", 1, 0, st,
+                     now + 60000, now + 60000, 0, now);
+}
+
+static int cached(int colo, const char *key)
+{
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct cache_hit hit;
+    int rc = cache_get(T.caches[colo], key, strlen(key), router_hash(key, strlen(key)),
+                       clock_mono_ms(), &b, &hit);
+    buf_deinit(&b);
+    return rc == HKV_OK;
+}
+
+START_TEST(forget_raises_the_flushed_owners_floor_in_every_colo)
+{
+    hkv_stamp by3 = stamp_make(1000, 1, 3), by4 = stamp_make(1000, 1, 4);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(put_at(k, "a", by3), HKV_OK);
+        ck_assert_int_eq(put_at(k, "b", by4), HKV_OK);
+    }
+    unsigned char msg[8];
+    ctl_put_u64(msg, stamp_make(2000, 0, 3)); /* owner writer 3 flushed at 2000 */
+    master_cache_forget(&T.kids[2], (const char *)msg, sizeof(msg));
+    expect(2, CTL_CACHE_FORGOTTEN); /* the asker, at once */
+    expect(3, 0);
+    for (int k = 0; k < 2; k++) {
+        ck_assert(!cached(k, "a")); /* writer 3's older versions: gone, in both colos */
+        ck_assert(cached(k, "b"));  /* another owner's stay */
+        /* and a late fill of one of them is refused */
+        ck_assert_int_eq(put_at(k, "a", stamp_make(1500, 0, 3)), HKV_ESTALE);
+        ck_assert_int_eq(put_at(k, "a", stamp_make(2500, 0, 3)), HKV_OK); /* newer: stored */
+    }
+}
+END_TEST
+
+START_TEST(forget_of_several_owners_and_a_ragged_payload)
+{
+    hkv_stamp by3 = stamp_make(1000, 1, 3), by4 = stamp_make(1000, 1, 4);
+    ck_assert_int_eq(put_at(0, "a", by3), HKV_OK);
+    ck_assert_int_eq(put_at(1, "b", by4), HKV_OK);
+    unsigned char msg[20] = {0}; /* two versions and 4 stray bytes */
+    ctl_put_u64(msg, stamp_make(2000, 0, 3));
+    ctl_put_u64(msg + 8, stamp_make(2000, 0, 4));
+    master_cache_forget(&T.kids[3], (const char *)msg, sizeof(msg));
+    expect(3, CTL_CACHE_FORGOTTEN); /* answered all the same, once */
+    expect(3, 0);
+    ck_assert(!cached(0, "a"));
+    ck_assert(!cached(1, "b"));
+}
+END_TEST
+
 Suite *master_supervise_suite(void)
 {
     Suite *s = suite_create("master_supervise");
@@ -483,6 +564,11 @@ Suite *master_supervise_suite(void)
     tcase_add_test(tc, a_child_that_dies_is_not_waited_for);
     tcase_add_test(tc, an_asker_that_dies_is_owed_nothing);
     tcase_add_test(tc, a_child_that_does_not_confirm_is_passed_over_at_the_timeout);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("cache forget");
+    tcase_add_checked_fixture(tc, setup_colos, teardown_colos);
+    tcase_add_test(tc, forget_raises_the_flushed_owners_floor_in_every_colo);
+    tcase_add_test(tc, forget_of_several_owners_and_a_ragged_payload);
     suite_add_tcase(s, tc);
     return s;
 }
