@@ -105,30 +105,16 @@ int64_t edge_lock_ttl(const struct edge *e)
 }
 
 /* Times for a value of class cls stored now that the owner read or applied
- * at base or later (base <= now); 0 = do not cache. */
+ * at base or later (base <= now); 0 = do not cache (edge_cache_policy.h).
+ * The key's rate is measured only for a fresh-0 class, the wall clock read
+ * only for a key with an expiry. */
 static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash, int64_t base,
                      int64_t now, int64_t expire_at, int64_t *fresh_until, int64_t *keep_until)
 {
-    int64_t fresh = cls->fresh_ms, keep = cls->keep_ms;
-    if (fresh == 0) {
-        if (cache_sketch_rate(e->cache, khash, now) < (uint64_t)e->ctx->cfg->hotkey_threshold)
-            return 0;
-        fresh = 0; /* hot: stored stale, served while one refresh runs */
-    }
-    if (keep <= 0)
-        return 0;
-    *fresh_until = base + fresh;
-    *keep_until = now + keep;
-    if (expire_at > 0) {
-        int64_t left = expire_at - clock_unix_ms();
-        if (left <= 0)
-            return 0;
-        if (*keep_until > now + left)
-            *keep_until = now + left;
-        if (*fresh_until > *keep_until)
-            *fresh_until = *keep_until;
-    }
-    return 1;
+    int hot = cls->fresh_ms == 0 &&
+              cache_sketch_rate(e->cache, khash, now) >= (uint64_t)e->ctx->cfg->hotkey_threshold;
+    return edge_cache_lifetimes(cls->fresh_ms, cls->keep_ms, hot, base, now, expire_at,
+                                expire_at > 0 ? clock_unix_ms() : 0, fresh_until, keep_until);
 }
 
 /* The owner says key is absent but gives no version (an MGET's absent keys,
@@ -171,7 +157,7 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
     if (e->cache == NULL)
         return;
     int64_t now = now_ms(), fu, ku;
-    if (now - sent_ms >= EDGE_FILL_HORIZON_MS)
+    if (!edge_cache_fill_in_horizon(sent_ms, now))
         return; /* a tombstone made since it was sent may be gone: not stored */
     if (!push_ready(e, rt)) {
         /* Not cached, but no older value stays servable either. */
@@ -204,21 +190,21 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         if (rc == HKV_OK) /* a version a missed push never brought wakes its readers too */
             changes_note(e->changes, rt->hash, m->u.value.stamp);
     } else if (m->type == WIRE_NOTFOUND) {
-        int64_t ttl = e->ctx->cfg->negative_ttl_ms;
+        int64_t until;
         /* The owner's stamp for the absence (its tombstone's) orders this
          * "not found" after the delete it comes from, so it replaces the
          * delete's invalidation marker and a deleted hot key stays cached. */
         if (m->u.notfound.stamp == 0)
             forget_held(e, key, klen, rt->hash, now);
-        if (ttl > 0 && sent_ms + ttl > now)
+        if (edge_cache_negative_until(e->ctx->cfg->negative_ttl_ms, sent_ms, now, &until))
             cache_put(e->cache,
                       &(struct cache_entry){.key = key,
                                             .klen = klen,
                                             .khash = rt->hash,
                                             .negative = 1,
                                             .stamp = m->u.notfound.stamp,
-                                            .fresh_until = sent_ms + ttl,
-                                            .keep_until = sent_ms + ttl},
+                                            .fresh_until = until,
+                                            .keep_until = until},
                       now);
     }
 }

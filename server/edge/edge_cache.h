@@ -14,9 +14,8 @@
 #include "proto/stamp.h"
 #include "proto/wire.h"
 #include "server/core/router.h"
+#include "server/edge/edge_cache_policy.h"
 #include "server/edge/edge_int.h"
-
-#define EDGE_FILL_HORIZON_MS 10000 /* how long a tombstone guards (edge_cache.c) */
 
 /* e->cache from the worker context (NULL when it fails validation: every
  * read then asks the owner).  Always 0. */

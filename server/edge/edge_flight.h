@@ -23,6 +23,7 @@
 
 #include "proto/stamp.h"
 #include "server/core/router.h"
+#include "server/edge/edge_cache_policy.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 
@@ -99,7 +100,7 @@ static inline int64_t flight_allowance(const struct edge *e)
 /* May an entry whose fresh time ends at fresh_until be served at once? */
 static inline int flight_servable(const struct edge *e, int64_t fresh_until, int64_t now)
 {
-    return now < fresh_until + flight_allowance(e);
+    return edge_cache_servable(fresh_until, now, flight_allowance(e));
 }
 
 #endif

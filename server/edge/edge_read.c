@@ -289,7 +289,8 @@ int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash,
          * known not to answer: marked silent in the colo, or this edge's
          * fetch of the key has been out for A already.  Then the stale
          * value, at once. */
-        if (!silent && (f == NULL || now - flight_started(f) < flight_allowance(e))) {
+        if (!edge_cache_late_serves(silent, f != NULL ? now - flight_started(f) : -1,
+                                    flight_allowance(e))) {
             cache_count(e->cache, CACHE_CTR_cache_misses, 1);
             return 0;
         }

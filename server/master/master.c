@@ -54,10 +54,9 @@
 #include "server/core/worker.h"
 #include "server/edge/edge.h"
 #include "server/master/master_int.h"
+#include "server/master/master_policy.h"
 #include "server/owner/owner.h"
 
-#define BACKOFF_MAX_MS 5000
-#define STABLE_MS 10000 /* a child up this long has its backoff reset */
 #define CLUSTER_POLL_MS 100   /* how often a cluster host checks for its map */
 #define CLUSTER_LOG_MS 5000   /* and says it is still waiting */
 
@@ -266,8 +265,7 @@ static void stop_owners(struct master *m)
 {
     m->stopping = 2;
     for (int i = 0; i < m->nchildren; i++)
-        if ((m->children[i].role == BOARD_OWNER || m->children[i].role == BOARD_AGENT) &&
-            m->children[i].pid > 0)
+        if (master_stop_signals(m->stopping, m->children[i].role) && m->children[i].pid > 0)
             kill(m->children[i].pid, SIGTERM);
     if (alive(m, BOARD_EMPTY) == 0)
         finish_stop(m);
@@ -289,22 +287,27 @@ static void reaped(struct master *m, struct child *c, int status)
         c->ctl = NULL;
     }
     master_resetstat_gone(c);
-    if (m->stopping) {
+    switch (master_after_exit(m->stopping, alive(m, BOARD_EDGE), alive(m, BOARD_EMPTY))) {
+    case MASTER_RESTART:
+        break;
+    case MASTER_STOP_OWNERS:
         log_verbose("%s %s", name, how);
-        if (m->stopping == 1 && alive(m, BOARD_EDGE) == 0)
-            stop_owners(m);
-        else if (m->stopping == 2 && alive(m, BOARD_EMPTY) == 0)
-            finish_stop(m);
+        stop_owners(m);
+        return;
+    case MASTER_STOPPED:
+        log_verbose("%s %s", name, how);
+        finish_stop(m);
+        return;
+    case MASTER_WAIT:
+        log_verbose("%s %s", name, how);
         return;
     }
-    if (up >= STABLE_MS)
-        c->backoff_ms = BACKOFF_MIN_MS;
+    int64_t delay = master_restart_delay(&c->backoff_ms, up);
     log_warning("%s (pid %d) %s after %lld ms; restarting in %lld ms", name, (int)pid, how,
-                (long long)up, (long long)c->backoff_ms);
+                (long long)up, (long long)delay);
     atomic_fetch_add_explicit(&m->board->slots[c->slot].restarts, 1, memory_order_relaxed);
-    struct timeval tv = {c->backoff_ms / 1000, (c->backoff_ms % 1000) * 1000};
+    struct timeval tv = {delay / 1000, (delay % 1000) * 1000};
     evtimer_add(c->restart, &tv);
-    c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
 }
 
 /* ---- signals -------------------------------------------------------------- */
@@ -358,7 +361,7 @@ static void begin_stop(struct master *m, const char *why)
     master_http_close(m);
     for (int i = 0; i < m->nchildren; i++) {
         evtimer_del(m->children[i].restart);
-        if (m->children[i].role == BOARD_EDGE && m->children[i].pid > 0)
+        if (master_stop_signals(m->stopping, m->children[i].role) && m->children[i].pid > 0)
             kill(m->children[i].pid, SIGTERM);
     }
     int64_t ms = m->cfg->shutdown_timeout_ms;
@@ -388,7 +391,7 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
         struct board_slot *s = &m->board->slots[m->children[i].slot];
         int64_t hb = atomic_load_explicit(&s->heartbeat_ms, memory_order_relaxed);
         /* A child restarting is the master doing its job; a stuck one is not. */
-        if (m->children[i].pid > 0 && m->children[i].ready && now - hb > limit)
+        if (master_child_stuck(m->children[i].pid > 0, m->children[i].ready, hb, now, limit))
             return;
     }
     notify_send("WATCHDOG=1");

@@ -229,7 +229,7 @@ int master_build_children(struct master *m, event_callback_fn on_restart)
         c->slot = i;
         c->link_fd = -1;
         c->tcp_fd = -1;
-        c->backoff_ms = BACKOFF_MIN_MS;
+        c->backoff_ms = MASTER_BACKOFF_MIN_MS;
         c->restart = evtimer_new(m->base, on_restart, c);
         if (c->restart == NULL)
             return -1;

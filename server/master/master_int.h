@@ -4,6 +4,8 @@
  *
  *   master.c         supervision: fork, reap, restart with backoff, stop in
  *                    order, signals, the watchdog, control messages in
+ *   master_policy.c  its decisions as pure functions: the backoff, what an
+ *                    exit leads to, who a stop phase or a reload reaches
  *   master_boot.c    what exists before the first fork: the data dir, the
  *                    listening sockets, the shared segments, the pidfile,
  *                    the child table; and their teardown
@@ -30,8 +32,7 @@
 #include "config/cfg.h"
 #include "server/core/board.h"
 #include "server/master/master.h"
-
-#define BACKOFF_MIN_MS 100
+#include "server/master/master_policy.h"
 
 struct master;
 

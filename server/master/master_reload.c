@@ -74,7 +74,7 @@ void master_announce(struct master *m)
 
 static void send_config(struct master *m, struct child *c)
 {
-    if (c->ctl == NULL)
+    if (!master_reload_sends(c->ctl != NULL))
         return;
     size_t len;
     char *text = cfg_serialize(m->cfg, &len);
