@@ -49,17 +49,21 @@ BIN      := $(if $(filter release,$(VARIANT)),bin/hotkvd,$(BUILD)/hotkvd)
 # hotkvd-admin: a cluster's status from etcd (server/hotkvd_admin.c)
 ADMIN_BIN := $(if $(filter release,$(VARIANT)),bin/hotkvd-admin,$(BUILD)/hotkvd-admin)
 
-TEST_GLOB := $(if $(ONLY),$(foreach o,$(ONLY),tests/*/check_$(o).c),tests/unit/check_*.c tests/integration/check_*.c tests/fault/check_*.c)
+# TEST_KINDS: the test folders a runner holds (check-unit: unit alone).
+TEST_KINDS ?= unit integration fault
+TEST_GLOB := $(if $(ONLY),$(foreach o,$(ONLY),tests/*/check_$(o).c),$(foreach k,$(TEST_KINDS),tests/$(k)/check_*.c))
 TEST_SRC := $(wildcard $(TEST_GLOB))
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/runner.o $(if $(wildcard tests/harness.c),$(BUILD)/tests/harness.o) \
+TEST_BIN := $(BUILD)/hkvtest
+# The generated suite list and the runner built on it, one pair per runner binary.
+TEST_GEN := $(BUILD)/tests/$(notdir $(TEST_BIN))
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(TEST_GEN)/runner.o $(if $(wildcard tests/harness.c),$(BUILD)/tests/harness.o) \
             $(if $(wildcard tests/harness_etcd.c),$(BUILD)/tests/harness_etcd.o) \
             $(if $(wildcard tests/harness_shim.c),$(BUILD)/tests/harness_shim.o)
-TEST_BIN := $(BUILD)/hkvtest
 TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 SHIM     := $(BUILD)/tests/fault/stallfs.so
 CLOCKSHIM := $(BUILD)/tests/history/clockshift.so
 
-.PHONY: all deps run test unit integration asan valgrind clean clang fuzz torture difftest layers model FORCE
+.PHONY: all deps run test unit check-unit integration asan valgrind clean clang fuzz torture difftest layers model FORCE
 all: $(DEPS_OK) $(BIN) $(ADMIN_BIN)
 
 include scripts/packaging/package.mk
@@ -88,16 +92,16 @@ $(ADMIN_BIN): $(BUILD)/server/hotkvd_admin.o $(LIB)
 # names (tests/<kind>/check_<name>.c defines Suite *<name>_suite(void)).
 # Regenerated on every run, replaced only when the list changed (a file added
 # or removed must change it even when no file is newer than it).
-$(BUILD)/tests/suites.h: FORCE
+$(TEST_GEN)/suites.h: FORCE
 	@mkdir -p $(dir $@)
 	@for f in $(TEST_SRC); do k=$$(basename $$(dirname $$f)); n=$$(basename $$f .c); \
 	  echo "SUITE($$k, $${n#check_})"; done > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 FORCE:
 
-$(BUILD)/tests/runner.o: tests/runner.c $(BUILD)/tests/suites.h
+$(TEST_GEN)/runner.o: tests/runner.c $(TEST_GEN)/suites.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -I$(BUILD)/tests $(shell pkg-config --cflags check) -c -o $@ $<
+	$(CC) $(CFLAGS) -I$(TEST_GEN) $(shell pkg-config --cflags check) -c -o $@ $<
 
 $(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
@@ -169,6 +173,11 @@ test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_
 
 unit: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
 	$(TEST_ENV) $(TEST_BIN) unit
+
+# The edit loop: the unit suites in a runner of their own (build/<variant>/hkvtest-unit,
+# no integration or fault objects), without bin/hotkvd and no daemon started.
+check-unit: $(DEPS_OK)
+	@$(MAKE) --no-print-directory TEST_KINDS=unit TEST_BIN=$(BUILD)/hkvtest-unit unit
 
 integration: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(TEST_BIN) $(TEST_DEB) $(TEST_SHIMS)
 	$(TEST_ENV) $(TEST_BIN) integration
