@@ -56,9 +56,9 @@ TEST_SRC := $(wildcard $(TEST_GLOB))
 TEST_BIN := $(BUILD)/hkvtest
 # The generated suite list and the runner built on it, one pair per runner binary.
 TEST_GEN := $(BUILD)/tests/$(notdir $(TEST_BIN))
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(TEST_GEN)/runner.o $(if $(wildcard tests/harness.c),$(BUILD)/tests/harness.o) \
-            $(if $(wildcard tests/harness_etcd.c),$(BUILD)/tests/harness_etcd.o) \
-            $(if $(wildcard tests/harness_shim.c),$(BUILD)/tests/harness_shim.o)
+# The harness: tests/harness.c and its parts (harness_<part>.c).
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(TEST_GEN)/runner.o \
+            $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/harness*.c))
 TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 SHIM     := $(BUILD)/tests/fault/stallfs.so
 CLOCKSHIM := $(BUILD)/tests/history/clockshift.so
