@@ -257,11 +257,41 @@ int h_restart(struct daemon *d)
     return -1;
 }
 
+/* The children of pid from /proc (every thread's "children" list), not
+ * from INFO: a daemon whose edges do not answer (stopped, still waiting for
+ * the agent, AUTH required) would hold h_halt for h_connect's whole 5 s
+ * timeout, and name no child to kill. */
+static int proc_children(pid_t pid, pid_t *out, int max)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *dir = opendir(path);
+    if (dir == NULL)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while (n < max && (e = readdir(dir)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char cpath[300];
+        snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/children", (int)pid, e->d_name);
+        FILE *f = fopen(cpath, "r");
+        if (f == NULL)
+            continue;
+        int c;
+        while (n < max && fscanf(f, "%d", &c) == 1)
+            out[n++] = c;
+        fclose(f);
+    }
+    closedir(dir);
+    return n;
+}
+
 int h_halt(struct daemon *d)
 {
     int status = -1;
     pid_t kids[64];
-    int nk = d->pid > 0 ? h_children(d, kids, 64) : 0;
+    int nk = d->pid > 0 ? proc_children(d->pid, kids, 64) : 0;
     if (d->pid > 0) {
         kill(d->pid, SIGTERM);
         status = h_wait(d->pid, 15000);
