@@ -178,6 +178,12 @@ test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_
 unit: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
 	$(TEST_ENV) $(TEST_BIN) unit
 
+# The environment the runners need, for running one by hand:
+#   env $$(make -s test-env) build/release/hkvtest integration
+.PHONY: test-env
+test-env:
+	@echo $(TEST_ENV)
+
 # The edit loop: the unit suites in a runner of their own (build/<variant>/hkvtest-unit,
 # no integration or fault objects), without bin/hotkvd and no daemon started.
 check-unit: $(DEPS_OK)
