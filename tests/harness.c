@@ -49,8 +49,16 @@ void h_dir_setup(void)
 
 void h_dir_teardown(void)
 {
-    h_sleep_ms(300); /* the owners and edges follow their master out */
+    /* The owners and edges follow their master out and may still write a
+     * file into the dir as it goes: removed again until it stays gone
+     * (once, in the usual case), not after a fixed wait. */
+    struct stat st;
+    int64_t end = h_now_ms() + 2000;
     h_rmtree(h_fixture_dir);
+    while (stat(h_fixture_dir, &st) == 0 && h_now_ms() < end) {
+        h_sleep_ms(20);
+        h_rmtree(h_fixture_dir);
+    }
 }
 
 const char *h_bin(void)
