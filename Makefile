@@ -164,7 +164,13 @@ fuzz: $(FUZZ_BINS)
 TEST_MAN := $(if $(filter %/check_cfg.c,$(TEST_SRC)),$(MAN_PAGES))
 TEST_DEB := $(if $(filter %/check_package.c,$(TEST_SRC)),$(DEB_FILE))
 TEST_SHIMS := $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard tests/history/clockshift.c),$(CLOCKSHIM))
-TEST_ENV = HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_ADMIN_BIN=$(abspath $(ADMIN_BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) \
+# TEST_JOBS: suites run two at a time (tests/runner.c, run_parallel); TEST_ALONE:
+# those that judge the daemon under a load of their own, or run a cluster, run
+# with no other beside them.  TEST_JOBS=1: one at a time, as before.
+TEST_JOBS ?= 2
+TEST_ALONE := bench,cluster,colo,difftest,held,history,hostile,move_auto
+TEST_ENV = HKV_TEST_JOBS=$(TEST_JOBS) HKV_TEST_ALONE=$(TEST_ALONE) \
+           HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_ADMIN_BIN=$(abspath $(ADMIN_BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) \
            HOTKVD_KVLOAD=$(abspath $(KVLOAD)) \
            HOTKVD_CLOCKSHIM=$(abspath $(CLOCKSHIM)) \
            HOTKVD_CONF_MAN=$(abspath $(MAN_DIR)/hotkvd.conf.5) HOTKVD_DEB=$(abspath $(DEB_FILE)) \
@@ -196,7 +202,7 @@ asan:
 	$(MAKE) VARIANT=asan test
 
 valgrind: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
-	$(TEST_ENV) CK_FORK=no valgrind -q --leak-check=full --error-exitcode=99 $(TEST_BIN) unit
+	$(TEST_ENV) HKV_TEST_JOBS=1 CK_FORK=no valgrind -q --leak-check=full --error-exitcode=99 $(TEST_BIN) unit
 
 # The rooms of server/ call only rooms below them, and no modules call each
 # other in a circle (scripts/check/layers.py over nm of the library's objects).

@@ -13,12 +13,14 @@
  * with no test prints nothing).  Check would overwrite CK_XML_LOG_FILE_NAME
  * and CK_LOG_FILE_NAME at every SRunner, so each suite logs to a file of its
  * own and the runner joins them into the one file asked for.
+ * HKV_TEST_JOBS=N runs N suites at a time (run_parallel, below).
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define SUITE(kind, name) Suite *name##_suite(void);
@@ -52,7 +54,6 @@ static int percent_passed(int run, int bad)
 /* The logs asked for through the environment, joined over the suites. */
 struct joined_log {
     const char *path;  /* where the whole run's log goes; NULL: none asked */
-    char part[300];    /* the current suite's own file */
     FILE *out;
     int xml;
 };
@@ -66,7 +67,6 @@ static void log_open(struct joined_log *l, const char *env, int xml)
         l->path = NULL; /* "-" is stdout: Check's own per-suite output is fine */
         return;
     }
-    snprintf(l->part, sizeof(l->part), "%s.part.%d", l->path, (int)getpid());
     l->out = fopen(l->path, "w");
     if (l->out == NULL) {
         perror(l->path);
@@ -84,12 +84,18 @@ static void log_open(struct joined_log *l, const char *env, int xml)
     fflush(l->out); /* nothing buffered for the forked tests to write again */
 }
 
-/* Appends the suite's file to the joined log: for XML, its <suite> blocks. */
-static void log_take(struct joined_log *l)
+/* The part file of the suite run by process pid. */
+static void log_part(const struct joined_log *l, int pid, char *out, size_t len)
+{
+    snprintf(out, len, "%s.part.%d", l->path != NULL ? l->path : "", pid);
+}
+
+/* Appends a suite's part file to the joined log: for XML, its <suite> blocks. */
+static void log_take(struct joined_log *l, const char *part)
 {
     if (l->path == NULL)
         return;
-    FILE *in = fopen(l->part, "r");
+    FILE *in = fopen(part, "r");
     if (in == NULL)
         return;
     char line[8192];
@@ -104,7 +110,7 @@ static void log_take(struct joined_log *l)
     }
     fclose(in);
     fflush(l->out);
-    unlink(l->part);
+    unlink(part);
 }
 
 static void log_close(struct joined_log *l, double seconds)
@@ -124,60 +130,204 @@ struct totals {
     char bad[4096]; /* names of the suites that failed */
 };
 
-/* Runs one suite in an SRunner of its own and prints its wall time. */
-static void run_suite(struct totals *t, Suite *s, const char *kind, const char *name)
+/* One suite's result. */
+struct outcome {
+    int n, f, e;
+    double dt;
+};
+
+/* Runs one suite in an SRunner of its own (its logs into this process's
+ * part files) and prints its wall time, and Check's lines for what failed. */
+static struct outcome run_one(struct totals *t, Suite *s, const char *kind, const char *name)
 {
+    char xml_part[300], text_part[300];
+    log_part(&t->xml, (int)getpid(), xml_part, sizeof(xml_part));
+    log_part(&t->text, (int)getpid(), text_part, sizeof(text_part));
     SRunner *sr = srunner_create(s);
     if (t->xml.path != NULL)
-        srunner_set_xml(sr, t->xml.part);
+        srunner_set_xml(sr, xml_part);
     if (t->text.path != NULL)
-        srunner_set_log(sr, t->text.part);
+        srunner_set_log(sr, text_part);
+    struct outcome o = {0};
     double t0 = now_s();
     srunner_run_all(sr, t->mode);
-    double dt = now_s() - t0;
-    log_take(&t->xml);
-    log_take(&t->text);
-
-    int n = srunner_ntests_run(sr), f = 0, e = 0;
+    o.dt = now_s() - t0;
+    o.n = srunner_ntests_run(sr);
     TestResult **res = srunner_failures(sr);
     for (int i = 0; i < srunner_ntests_failed(sr); i++) {
         if (tr_rtype(res[i]) == CK_ERROR)
-            e++;
+            o.e++;
         else
-            f++;
+            o.f++;
     }
     free(res);
+    if (o.n > 0)
+        printf("suite %s: %.1f s (%s, %d checks%s)\n", name, o.dt, kind, o.n,
+               o.f + o.e > 0 ? ", FAILED" : "");
+    if (o.f + o.e > 0 && t->mode == CK_SILENT)
+        srunner_print(sr, CK_NORMAL);
+    fflush(stdout);
+    srunner_free(sr);
+    return o;
+}
+
+/* Adds a suite run by process pid to the totals and the joined logs. */
+static void account(struct totals *t, const char *name, int pid, const struct outcome *o)
+{
+    char part[300];
+    log_part(&t->xml, pid, part, sizeof(part));
+    log_take(&t->xml, part);
+    log_part(&t->text, pid, part, sizeof(part));
+    log_take(&t->text, part);
     t->suites++;
-    if (n > 0)
-        printf("suite %s: %.1f s (%s, %d checks%s)\n", name, dt, kind, n,
-               f + e > 0 ? ", FAILED" : "");
-    if (f + e > 0) {
-        if (t->mode == CK_SILENT)
-            srunner_print(sr, CK_NORMAL); /* Check's lines for what failed */
+    t->run += o->n;
+    t->failed += o->f;
+    t->errors += o->e;
+    if (o->f + o->e > 0) {
         size_t l = strlen(t->bad);
         snprintf(t->bad + l, sizeof(t->bad) - l, " %s", name);
     }
-    fflush(stdout);
-    t->run += n;
-    t->failed += f;
-    t->errors += e;
-    srunner_free(sr);
+}
+
+/* The suites of a run, in the order of suites.h. */
+struct entry {
+    Suite *(*make)(void);
+    const char *kind, *name;
+};
+
+/* 1 if name is one of the words of HKV_TEST_ALONE. */
+static int alone(const char *name)
+{
+    const char *a = getenv("HKV_TEST_ALONE");
+    size_t n = strlen(name);
+    for (const char *p = a; p != NULL && *p;) {
+        p += strspn(p, " ,");
+        size_t w = strcspn(p, " ,");
+        if (w == n && strncmp(p, name, n) == 0)
+            return 1;
+        p += w;
+    }
+    return 0;
+}
+
+/* HKV_TEST_JOBS=N (N > 1): N suites at a time, each in a process of its
+ * own whose output is held in a file and printed whole when the suite ends,
+ * so the lines of two suites never mix.  Most daemon-level suites spend
+ * their time waiting on the daemon, so two at a time nearly halve the run;
+ * the suites named in HKV_TEST_ALONE (those that drive a load of their own
+ * and judge what the daemon does under it, or run a whole cluster) run with
+ * no other suite beside them. */
+static void run_parallel(struct totals *t, const struct entry *list, int count, int jobs)
+{
+    int alone_running = 0;
+    struct slot {
+        pid_t pid;
+        int res, idx;
+        char out[64];
+    } slots[16];
+    int next = 0, running = 0;
+    if (jobs > 16)
+        jobs = 16;
+    for (int i = 0; i < jobs; i++)
+        slots[i].pid = 0;
+    while (next < count || running > 0) {
+        for (int i = 0; i < jobs && next < count && !alone_running; i++) {
+            if (slots[i].pid != 0)
+                continue;
+            if (alone(list[next].name)) {
+                if (running > 0)
+                    break; /* it starts once the others are done */
+                alone_running = 1;
+            }
+            struct slot *sl = &slots[i];
+            int p[2];
+            snprintf(sl->out, sizeof(sl->out), "/tmp/hkvtest-suite-XXXXXX");
+            int ofd = mkstemp(sl->out);
+            if (ofd < 0 || pipe(p) != 0) {
+                perror("hkvtest");
+                exit(2);
+            }
+            sl->idx = next++;
+            fflush(stdout);
+            fflush(stderr);
+            pid_t pid = fork();
+            if (pid == 0) {
+                close(p[0]);
+                dup2(ofd, 1);
+                dup2(ofd, 2);
+                const struct entry *e = &list[sl->idx];
+                struct outcome o = run_one(t, e->make(), e->kind, e->name);
+                fflush(stdout);
+                if (write(p[1], &o, sizeof(o)) != (ssize_t)sizeof(o))
+                    _exit(3);
+                _exit(0);
+            }
+            close(ofd);
+            close(p[1]);
+            sl->pid = pid;
+            sl->res = p[0];
+            running++;
+        }
+        int status;
+        pid_t done = wait(&status);
+        if (done < 0) {
+            perror("hkvtest: wait");
+            exit(2);
+        }
+        for (int i = 0; i < jobs && done > 0; i++) {
+            struct slot *sl = &slots[i];
+            if (sl->pid != done)
+                continue;
+            const struct entry *e = &list[sl->idx];
+            struct outcome o = {.n = 1, .e = 1}; /* no result: the suite's process died */
+            if (read(sl->res, &o, sizeof(o)) != (ssize_t)sizeof(o))
+                printf("suite %s: its process ended without a result (status %d)\n", e->name,
+                       status);
+            close(sl->res);
+            FILE *f = fopen(sl->out, "r");
+            char buf[8192];
+            size_t k;
+            while (f != NULL && (k = fread(buf, 1, sizeof(buf), f)) > 0)
+                fwrite(buf, 1, k, stdout);
+            if (f != NULL)
+                fclose(f);
+            unlink(sl->out);
+            fflush(stdout);
+            account(t, e->name, (int)done, &o);
+            if (alone(e->name))
+                alone_running = 0;
+            sl->pid = 0;
+            running--;
+        }
+    }
 }
 
 int main(int argc, char **argv)
 {
     const char *which = argc > 1 ? argv[1] : "all";
     static struct totals t;
+    static struct entry list[512];
+    int count = 0;
+    const char *jobs_env = getenv("HKV_TEST_JOBS");
+    int jobs = jobs_env != NULL ? atoi(jobs_env) : 1;
     double t_all = now_s();
 
     t.mode = getenv("CK_VERBOSITY") != NULL ? CK_ENV : CK_SILENT;
     log_open(&t.xml, "CK_XML_LOG_FILE_NAME", 1);
     log_open(&t.text, "CK_LOG_FILE_NAME", 0);
-#define SUITE(kind, name)                                  \
-    if (wanted(#kind, which))                              \
-        run_suite(&t, name##_suite(), #kind, #name);
+#define SUITE(kind, name)                                                      \
+    if (wanted(#kind, which) && count < 512)                                   \
+        list[count++] = (struct entry){name##_suite, #kind, #name};
 #include "suites.h"
 #undef SUITE
+    if (jobs > 1) {
+        run_parallel(&t, list, count, jobs);
+    } else {
+        for (int i = 0; i < count; i++) {
+            struct outcome o = run_one(&t, list[i].make(), list[i].kind, list[i].name);
+            account(&t, list[i].name, (int)getpid(), &o);
+        }
+    }
 
     double total = now_s() - t_all;
     log_close(&t.xml, total);
