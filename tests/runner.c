@@ -16,6 +16,7 @@
  * HKV_TEST_JOBS=N runs N suites at a time (run_parallel, below).
  */
 #include <check.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,13 +253,22 @@ static void run_parallel(struct totals *t, const struct entry *list, int count, 
             fflush(stderr);
             pid_t pid = fork();
             if (pid == 0) {
+                /* The suite sees the descriptors a suite run alone sees:
+                 * 0-2, nothing else open to hand its tests and daemons (the
+                 * result pipe out of the way, closed at exec). */
                 close(p[0]);
+                for (int j = 0; j < jobs; j++)
+                    if (j != i && slots[j].pid != 0)
+                        close(slots[j].res);
+                int res = fcntl(p[1], F_DUPFD_CLOEXEC, 200);
+                close(p[1]);
                 dup2(ofd, 1);
                 dup2(ofd, 2);
+                close(ofd);
                 const struct entry *e = &list[sl->idx];
                 struct outcome o = run_one(t, e->make(), e->kind, e->name);
                 fflush(stdout);
-                if (write(p[1], &o, sizeof(o)) != (ssize_t)sizeof(o))
+                if (res < 0 || write(res, &o, sizeof(o)) != (ssize_t)sizeof(o))
                     _exit(3);
                 _exit(0);
             }
