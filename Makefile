@@ -169,7 +169,9 @@ TEST_SHIMS := $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard te
 # with no other beside them.  TEST_JOBS=1: one at a time, as before.
 TEST_JOBS ?= 2
 TEST_ALONE := bench,cluster,colo,difftest,held,history,hostile,move_auto
-TEST_ENV = HKV_TEST_JOBS=$(TEST_JOBS) HKV_TEST_ALONE=$(TEST_ALONE) \
+# The longest of the others (the baseline's durations), started first.
+TEST_FIRST := move_faults,move,package,etcd_local,agent,tls,disk,owner_silent,ledger_pos
+TEST_ENV = HKV_TEST_JOBS=$(TEST_JOBS) HKV_TEST_ALONE=$(TEST_ALONE) HKV_TEST_FIRST=$(TEST_FIRST) \
            HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_ADMIN_BIN=$(abspath $(ADMIN_BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) \
            HOTKVD_KVLOAD=$(abspath $(KVLOAD)) \
            HOTKVD_CLOCKSHIM=$(abspath $(CLOCKSHIM)) \

@@ -196,10 +196,10 @@ struct entry {
     const char *kind, *name;
 };
 
-/* 1 if name is one of the words of HKV_TEST_ALONE. */
-static int alone(const char *name)
+/* 1 if name is one of the words (comma- or space-separated) of env. */
+static int named_in(const char *env, const char *name)
 {
-    const char *a = getenv("HKV_TEST_ALONE");
+    const char *a = getenv(env);
     size_t n = strlen(name);
     for (const char *p = a; p != NULL && *p;) {
         p += strspn(p, " ,");
@@ -209,6 +209,11 @@ static int alone(const char *name)
         p += w;
     }
     return 0;
+}
+
+static int alone(const char *name)
+{
+    return named_in("HKV_TEST_ALONE", name);
 }
 
 /* HKV_TEST_JOBS=N (N > 1): N suites at a time, each in a process of its
@@ -331,7 +336,19 @@ int main(int argc, char **argv)
 #include "suites.h"
 #undef SUITE
     if (jobs > 1) {
-        run_parallel(&t, list, count, jobs);
+        /* The long suites first (HKV_TEST_FIRST), so none starts last
+         * beside an idle slot; those that run alone at the end, together,
+         * so the others are drained for them once. */
+        static struct entry order[512];
+        int k = 0;
+        for (int pass = 0; pass < 3; pass++)
+            for (int i = 0; i < count; i++) {
+                int first = named_in("HKV_TEST_FIRST", list[i].name), lone = alone(list[i].name);
+                if ((pass == 0 && first && !lone) || (pass == 1 && !first && !lone) ||
+                    (pass == 2 && lone))
+                    order[k++] = list[i];
+            }
+        run_parallel(&t, order, k, jobs);
     } else {
         for (int i = 0; i < count; i++) {
             struct outcome o = run_one(&t, list[i].make(), list[i].kind, list[i].name);
