@@ -168,9 +168,9 @@ TEST_SHIMS := $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard te
 # those that judge the daemon under a load of their own, or run a cluster, run
 # with no other beside them.  TEST_JOBS=1: one at a time, as before.
 TEST_JOBS ?= 2
-TEST_ALONE := bench,cluster,colo,difftest,held,history,hostile,move_auto
+TEST_ALONE := cluster,colo,difftest,history,hostile,move_auto
 # The longest of the others (the baseline's durations), started first.
-TEST_FIRST := move_faults,move,package,etcd_local,agent,tls,disk,owner_silent,ledger_pos
+TEST_FIRST := move_faults,bench,move,held,package,etcd_local,agent,tls,disk,owner_silent,ledger_pos
 TEST_ENV = HKV_TEST_JOBS=$(TEST_JOBS) HKV_TEST_ALONE=$(TEST_ALONE) HKV_TEST_FIRST=$(TEST_FIRST) \
            HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_ADMIN_BIN=$(abspath $(ADMIN_BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) \
            HOTKVD_KVLOAD=$(abspath $(KVLOAD)) \
