@@ -134,6 +134,9 @@ struct h_reply *h_call_at(const char *file, int line, int fd, ...);
 int h_str_is(const struct resp_value *v, const char *want);
 /* Sends raw bytes. */
 int h_send(int fd, const void *p, size_t n);
+/* Sends one command (NULL-terminated words) without reading its reply (a
+ * pipeline, or a reply read later with h_read); 0 or -1. */
+int h_sendv(int fd, ...);
 /* Reads one reply after raw sends; NULL on EOF/timeout. */
 struct h_reply *h_read(int fd);
 void h_free(struct h_reply *r);

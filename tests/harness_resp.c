@@ -111,7 +111,8 @@ struct h_reply *h_read(int fd)
     return NULL;
 }
 
-struct h_reply *h_cmd(int fd, int argc, const char **argv)
+/* Sends one command's words as a RESP array; 0 or -1. */
+static int send_words(int fd, int argc, const char **argv)
 {
     struct hkv_buf b = HKV_BUF_INIT;
     resp_add_array(&b, argc);
@@ -119,7 +120,25 @@ struct h_reply *h_cmd(int fd, int argc, const char **argv)
         resp_add_bulk(&b, argv[i], strlen(argv[i]));
     int rc = h_send(fd, buf_head(&b), buf_unread(&b));
     buf_deinit(&b);
-    return rc == 0 ? h_read(fd) : NULL;
+    return rc;
+}
+
+struct h_reply *h_cmd(int fd, int argc, const char **argv)
+{
+    return send_words(fd, argc, argv) == 0 ? h_read(fd) : NULL;
+}
+
+int h_sendv(int fd, ...)
+{
+    const char *words[H_MAX_WORDS];
+    int n = 0;
+    va_list ap;
+    va_start(ap, fd);
+    const char *w;
+    while (n < H_MAX_WORDS && (w = va_arg(ap, const char *)) != NULL)
+        words[n++] = w;
+    va_end(ap);
+    return send_words(fd, n, words);
 }
 
 struct h_reply *h_cmdv(int fd, ...)
