@@ -170,7 +170,7 @@ TEST_SHIMS := $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard te
 TEST_JOBS ?= 2
 TEST_ALONE := cluster,colo,difftest,history,hostile,move_auto
 # The longest of the others (the baseline's durations), started first.
-TEST_FIRST := move_faults,bench,move,held,package,etcd_local,agent,tls,disk,owner_silent,ledger_pos
+TEST_FIRST := move_faults,bench,history_checker,move,held,package,etcd_local,agent,tls,disk,owner_silent,ledger_pos
 TEST_ENV = HKV_TEST_JOBS=$(TEST_JOBS) HKV_TEST_ALONE=$(TEST_ALONE) HKV_TEST_FIRST=$(TEST_FIRST) \
            HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_ADMIN_BIN=$(abspath $(ADMIN_BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) \
            HOTKVD_KVLOAD=$(abspath $(KVLOAD)) \
