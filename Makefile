@@ -49,17 +49,21 @@ BIN      := $(if $(filter release,$(VARIANT)),bin/hotkvd,$(BUILD)/hotkvd)
 # hotkvd-admin: a cluster's status from etcd (server/hotkvd_admin.c)
 ADMIN_BIN := $(if $(filter release,$(VARIANT)),bin/hotkvd-admin,$(BUILD)/hotkvd-admin)
 
-TEST_GLOB := $(if $(ONLY),$(foreach o,$(ONLY),tests/*/check_$(o).c),tests/unit/check_*.c tests/integration/check_*.c tests/fault/check_*.c)
+# TEST_KINDS: the test folders a runner holds (check-unit: unit alone).
+TEST_KINDS ?= unit integration fault
+TEST_GLOB := $(if $(ONLY),$(foreach o,$(ONLY),tests/*/check_$(o).c),$(foreach k,$(TEST_KINDS),tests/$(k)/check_*.c))
 TEST_SRC := $(wildcard $(TEST_GLOB))
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/runner.o $(if $(wildcard tests/harness.c),$(BUILD)/tests/harness.o) \
-            $(if $(wildcard tests/harness_etcd.c),$(BUILD)/tests/harness_etcd.o) \
-            $(if $(wildcard tests/harness_shim.c),$(BUILD)/tests/harness_shim.o)
 TEST_BIN := $(BUILD)/hkvtest
+# The generated suite list and the runner built on it, one pair per runner binary.
+TEST_GEN := $(BUILD)/tests/$(notdir $(TEST_BIN))
+# The harness: tests/harness.c and its parts (harness_<part>.c).
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(TEST_GEN)/runner.o \
+            $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/harness*.c))
 TEST_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 SHIM     := $(BUILD)/tests/fault/stallfs.so
 CLOCKSHIM := $(BUILD)/tests/history/clockshift.so
 
-.PHONY: all deps run test unit integration asan valgrind clean clang fuzz torture difftest layers model FORCE
+.PHONY: all deps run test unit check-unit integration asan valgrind clean clang fuzz torture difftest layers model FORCE
 all: $(DEPS_OK) $(BIN) $(ADMIN_BIN)
 
 include scripts/packaging/package.mk
@@ -88,16 +92,16 @@ $(ADMIN_BIN): $(BUILD)/server/hotkvd_admin.o $(LIB)
 # names (tests/<kind>/check_<name>.c defines Suite *<name>_suite(void)).
 # Regenerated on every run, replaced only when the list changed (a file added
 # or removed must change it even when no file is newer than it).
-$(BUILD)/tests/suites.h: FORCE
+$(TEST_GEN)/suites.h: FORCE
 	@mkdir -p $(dir $@)
 	@for f in $(TEST_SRC); do k=$$(basename $$(dirname $$f)); n=$$(basename $$f .c); \
 	  echo "SUITE($$k, $${n#check_})"; done > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 FORCE:
 
-$(BUILD)/tests/runner.o: tests/runner.c $(BUILD)/tests/suites.h
+$(TEST_GEN)/runner.o: tests/runner.c $(TEST_GEN)/suites.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -I$(BUILD)/tests $(shell pkg-config --cflags check) -c -o $@ $<
+	$(CC) $(CFLAGS) -I$(TEST_GEN) $(shell pkg-config --cflags check) -c -o $@ $<
 
 $(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
@@ -116,7 +120,11 @@ $(CLOCKSHIM): tests/history/clockshift.c
 
 # Fuzz targets: libFuzzer with clang, each run for FUZZ_SECONDS on a scratch
 # copy of its corpus (libFuzzer writes new inputs into its first directory).
+# `make test` runs the same pass for TEST_FUZZ_SECONDS each (every corpus
+# input replayed, then a short search: a smoke pass, not the search itself),
+# or for FUZZ_SECONDS when that is given on the command line.
 FUZZ_SECONDS ?= 15
+TEST_FUZZ_SECONDS ?= $(if $(filter command line,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS),4)
 FUZZ_TARGETS := resp wire http_req json http etcd_remote
 FUZZ_BINS := $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I.
@@ -156,19 +164,38 @@ fuzz: $(FUZZ_BINS)
 TEST_MAN := $(if $(filter %/check_cfg.c,$(TEST_SRC)),$(MAN_PAGES))
 TEST_DEB := $(if $(filter %/check_package.c,$(TEST_SRC)),$(DEB_FILE))
 TEST_SHIMS := $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard tests/history/clockshift.c),$(CLOCKSHIM))
-TEST_ENV = HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_ADMIN_BIN=$(abspath $(ADMIN_BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) \
+# TEST_JOBS: suites run two at a time (tests/runner.c, run_parallel); TEST_ALONE:
+# those that judge the daemon under a load of their own, or run a cluster, run
+# with no other beside them.  TEST_JOBS=1: one at a time, as before.
+TEST_JOBS ?= 2
+TEST_ALONE := cluster,colo,difftest,history,hostile,move_auto
+# The longest of the others (the baseline's durations), started first.
+TEST_FIRST := move_faults,bench,history_checker,move,held,package,etcd_local,agent,tls,disk,owner_silent,ledger_pos
+TEST_ENV = HKV_TEST_JOBS=$(TEST_JOBS) HKV_TEST_ALONE=$(TEST_ALONE) HKV_TEST_FIRST=$(TEST_FIRST) \
+           HOTKVD_BIN=$(abspath $(BIN)) HOTKVD_ADMIN_BIN=$(abspath $(ADMIN_BIN)) HOTKVD_SHIM=$(abspath $(SHIM)) HOTKVD_STORM=$(abspath $(STORM)) \
            HOTKVD_KVLOAD=$(abspath $(KVLOAD)) \
            HOTKVD_CLOCKSHIM=$(abspath $(CLOCKSHIM)) \
            HOTKVD_CONF_MAN=$(abspath $(MAN_DIR)/hotkvd.conf.5) HOTKVD_DEB=$(abspath $(DEB_FILE)) \
            HOTKVD_VARIANT=$(VARIANT)
 test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_SHIMS)
 	@$(MAKE) --no-print-directory layers
-	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	@/usr/bin/python3 tests/model/run.py
 	$(TEST_ENV) $(TEST_BIN) all
 
 unit: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
 	$(TEST_ENV) $(TEST_BIN) unit
+
+# The environment the runners need, for running one by hand:
+#   env $$(make -s test-env) build/release/hkvtest integration
+.PHONY: test-env
+test-env:
+	@echo $(TEST_ENV)
+
+# The edit loop: the unit suites in a runner of their own (build/<variant>/hkvtest-unit,
+# no integration or fault objects), without bin/hotkvd and no daemon started.
+check-unit: $(DEPS_OK)
+	@$(MAKE) --no-print-directory TEST_KINDS=unit TEST_BIN=$(BUILD)/hkvtest-unit unit
 
 integration: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(TEST_BIN) $(TEST_DEB) $(TEST_SHIMS)
 	$(TEST_ENV) $(TEST_BIN) integration
@@ -177,7 +204,7 @@ asan:
 	$(MAKE) VARIANT=asan test
 
 valgrind: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
-	$(TEST_ENV) CK_FORK=no valgrind -q --leak-check=full --error-exitcode=99 $(TEST_BIN) unit
+	$(TEST_ENV) HKV_TEST_JOBS=1 CK_FORK=no valgrind -q --leak-check=full --error-exitcode=99 $(TEST_BIN) unit
 
 # The rooms of server/ call only rooms below them, and no modules call each
 # other in a circle (scripts/check/layers.py over nm of the library's objects).

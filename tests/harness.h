@@ -1,8 +1,10 @@
 /*
  * harness.h - what the daemon-level tests share: temp dirs, free ports,
  * starting the real binary ($HOTKVD_BIN) from a fixture config, a tiny RESP
- * client over real sockets, and stopping every process by PID.  Every wait is
- * bounded in time.
+ * client over real sockets (harness_resp.c) and the owner's binary protocol
+ * (harness_wire.c), and stopping every process by PID.  Every wait is
+ * bounded in time.  A suite writes no client helper of its own: the words
+ * of a command go through h_call (or h_cmd/h_cmdv when no reply is a result).
  */
 #ifndef HKV_HARNESS_H
 #define HKV_HARNESS_H
@@ -94,6 +96,14 @@ void h_dump_log(const struct daemon *d);
  * made, or Check is not forking: the caller skips). */
 int h_private_net(char *ip, size_t len);
 
+/* The test's cleanup (stop its daemon, resume what it stopped), which the
+ * checks of the fixture language (h_call) run before they fail the test, so
+ * a failure leaves nothing running.  Set per test (each runs in a process of
+ * its own); run at most once; NULL: none. */
+void h_on_fail(void (*cleanup)(void));
+/* Runs the cleanup set with h_on_fail, if any (once). */
+void h_fail_cleanup(void);
+
 /* A check that calls cleanup() (stop the test's daemon, resume what it
  * stopped) before it fails the test, so a failure leaves nothing running. */
 #define H_EXPECT(cleanup, cond, ...)         \
@@ -114,8 +124,19 @@ struct h_reply {
 };
 struct h_reply *h_cmd(int fd, int argc, const char **argv);
 struct h_reply *h_cmdv(int fd, ...); /* NULL-terminated words */
+/* The fixture language for commands: h_call(fd, "SET", "k", "v", NULL) sends
+ * the words (NULL-terminated, as h_cmdv) and returns the reply (the caller
+ * frees it with h_free); no reply (EOF, 5 s timeout, fd < 0) fails the test
+ * at the caller's line, after the h_on_fail cleanup. */
+#define h_call(fd, ...) h_call_at(__FILE__, __LINE__, (fd), __VA_ARGS__)
+struct h_reply *h_call_at(const char *file, int line, int fd, ...);
+/* 1 if v's string is exactly want (reply strings are not NUL-terminated). */
+int h_str_is(const struct resp_value *v, const char *want);
 /* Sends raw bytes. */
 int h_send(int fd, const void *p, size_t n);
+/* Sends one command (NULL-terminated words) without reading its reply (a
+ * pipeline, or a reply read later with h_read); 0 or -1. */
+int h_sendv(int fd, ...);
 /* Reads one reply after raw sends; NULL on EOF/timeout. */
 struct h_reply *h_read(int fd);
 void h_free(struct h_reply *r);

@@ -105,7 +105,7 @@ def main(argv=None):
     q = args.quick
     defaults = {"etcd_outage": 8 if q else 30, "history_seconds": 25 if q else 60,
                 "offsets": "10000" if q else "10000,-10000",
-                "latency_requests": 300 if q else 2000, "traffic_seconds": 10 if q else 60,
+                "latency_requests": 300 if q else 2000, "traffic_seconds": 3 if q else 60,
                 "twice_seconds": 6 if q else 15}
     for k, v in defaults.items():
         if getattr(args, k) is None:

@@ -22,29 +22,9 @@
 
 #define TWO_EDGES "edge-workers 2\nhot-owners 1\ncold-owners 1\n"
 
-static int str_is(const struct resp_value *v, const char *want)
-{
-    return v->str != NULL && v->len == strlen(want) && memcmp(v->str, want, v->len) == 0;
-}
-
-/* One command; fails the test on no reply. */
-static struct h_reply *cmd(int fd, const char *first, ...)
-{
-    const char *w[256];
-    int n = 0;
-    va_list ap;
-    va_start(ap, first);
-    for (const char *s = first; s != NULL && n < 256; s = va_arg(ap, const char *))
-        w[n++] = s;
-    va_end(ap);
-    struct h_reply *r = h_cmd(fd, n, w);
-    ck_assert_msg(r != NULL, "no reply to %s", first);
-    return r;
-}
-
 static void expect_ok(struct h_reply *r, const char *what)
 {
-    ck_assert_msg(r->v->type == RESP_SIMPLE && str_is(r->v, "OK"), "%s: expected +OK, got %s",
+    ck_assert_msg(r->v->type == RESP_SIMPLE && h_str_is(r->v, "OK"), "%s: expected +OK, got %s",
                   what, r->raw != NULL ? r->raw : "?");
     h_free(r);
 }
@@ -71,11 +51,11 @@ START_TEST(sequential_writes_through_two_edges_keep_the_last)
         snprintf(second, sizeof(second), "second-%d", i);
         /* alternate which edge writes first: both orders must hold */
         int x = i % 2 ? a : b, y = i % 2 ? b : a;
-        expect_ok(cmd(x, "SET", key, first, NULL), "first SET");
-        expect_ok(cmd(y, "SET", key, second, NULL), "second SET");
+        expect_ok(h_call(x, "SET", key, first, NULL), "first SET");
+        expect_ok(h_call(y, "SET", key, second, NULL), "second SET");
         for (int j = 0; j < 2; j++) {
-            struct h_reply *r = cmd(j ? x : y, "GET", key, NULL);
-            if (!str_is(r->v, second))
+            struct h_reply *r = h_call(j ? x : y, "GET", key, NULL);
+            if (!h_str_is(r->v, second))
                 lost++;
             h_free(r);
         }
@@ -99,12 +79,12 @@ START_TEST(setnx_grants_a_lock_once_across_edges)
         char key[32];
         snprintf(key, sizeof(key), "lock%d", i);
         int x = i % 2 ? a : b, y = i % 2 ? b : a;
-        int64_t g1 = expect_int(cmd(x, "SETNX", key, "A", NULL));
-        int64_t g2 = expect_int(cmd(y, "SETNX", key, "B", NULL));
+        int64_t g1 = expect_int(h_call(x, "SETNX", key, "A", NULL));
+        int64_t g2 = expect_int(h_call(y, "SETNX", key, "B", NULL));
         ck_assert_int_eq(g1, 1);
         twice += g2 != 0;
-        struct h_reply *r = cmd(y, "GET", key, NULL);
-        ck_assert_msg(str_is(r->v, "A"), "the lock holds %s, granted to A", r->raw);
+        struct h_reply *r = h_call(y, "GET", key, NULL);
+        ck_assert_msg(h_str_is(r->v, "A"), "the lock holds %s, granted to A", r->raw);
         h_free(r);
     }
     ck_assert_msg(twice == 0, "SETNX granted a held lock %d times of 200", twice);
@@ -126,11 +106,11 @@ START_TEST(mset_naming_a_key_twice_keeps_the_last_value)
         snprintf(o, sizeof(o), "o%d", i);
         snprintf(v1, sizeof(v1), "v1-%d", i);
         snprintf(v2, sizeof(v2), "v2-%d", i);
-        expect_ok(cmd(fd, "MSET", k, v1, o, "x", k, v2, NULL), "MSET");
-        struct h_reply *r = cmd(fd, "MGET", k, o, NULL);
+        expect_ok(h_call(fd, "MSET", k, v1, o, "x", k, v2, NULL), "MSET");
+        struct h_reply *r = h_call(fd, "MGET", k, o, NULL);
         ck_assert_int_eq(r->v->type, RESP_ARRAY);
-        ck_assert_msg(str_is(&r->v->elems[0], v2), "MSET k v1 o x k v2 left %s", r->raw);
-        ck_assert(str_is(&r->v->elems[1], "x"));
+        ck_assert_msg(h_str_is(&r->v->elems[0], v2), "MSET k v1 o x k v2 left %s", r->raw);
+        ck_assert(h_str_is(&r->v->elems[1], "x"));
         h_free(r);
     }
     close(fd);
@@ -167,7 +147,7 @@ START_TEST(multikey_durable_del_waits_for_every_key)
     static char keys[N][16];
     for (int i = 0; i < N; i++) {
         snprintf(keys[i], sizeof(keys[i]), "m:%d", i);
-        expect_ok(cmd(fd, "SET", keys[i], "money", NULL), "durable SET");
+        expect_ok(h_call(fd, "SET", keys[i], "money", NULL), "durable SET");
     }
     /* One pipeline: a SET of the last key, then the DEL of all of them.  The
      * owner reads both at once, so the last key is dirty before the others
@@ -193,7 +173,7 @@ START_TEST(multikey_durable_del_waits_for_every_key)
     ck_assert_int_ge(fd, 0);
     int back = 0;
     for (int i = 0; i < N; i++)
-        back += expect_int(cmd(fd, "EXISTS", keys[i], NULL)) != 0;
+        back += expect_int(h_call(fd, "EXISTS", keys[i], NULL)) != 0;
     ck_assert_msg(back == 0, "%d of %d keys of an acknowledged durable DEL came back after kill -9",
                   back, N);
     close(fd);
@@ -218,7 +198,7 @@ START_TEST(reload_reordering_classes_keeps_deletes_persisted)
     for (int i = 0; i < 20; i++) {
         char k[16];
         snprintf(k, sizeof(k), "l:%d", i);
-        expect_ok(cmd(fd, "SET", k, "live", NULL), "ledger SET");
+        expect_ok(h_call(fd, "SET", k, "live", NULL), "ledger SET");
     }
     h_sleep_ms(500); /* persisted (persist-interval 50ms) */
     h_write_conf(&d, REORDER_BASE CLASSES_ML);
@@ -231,7 +211,7 @@ START_TEST(reload_reordering_classes_keeps_deletes_persisted)
     for (int i = 0; i < 20; i++) {
         char k[16];
         snprintf(k, sizeof(k), "l:%d", i);
-        ck_assert_int_eq(expect_int(cmd(fd, "DEL", k, NULL)), 1);
+        ck_assert_int_eq(expect_int(h_call(fd, "DEL", k, NULL)), 1);
     }
     h_sleep_ms(1000); /* 20 persist intervals */
     close(fd);
@@ -242,7 +222,7 @@ START_TEST(reload_reordering_classes_keeps_deletes_persisted)
     for (int i = 0; i < 20; i++) {
         char k[16];
         snprintf(k, sizeof(k), "l:%d", i);
-        back += expect_int(cmd(fd, "EXISTS", k, NULL)) != 0;
+        back += expect_int(h_call(fd, "EXISTS", k, NULL)) != 0;
     }
     ck_assert_msg(back == 0, "%d of 20 deleted keys came back after a class reorder and kill -9",
                   back);

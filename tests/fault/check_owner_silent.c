@@ -81,16 +81,10 @@ static void fail_cleanup(void)
 
 #define EXPECT(cond, ...) H_EXPECT(fail_cleanup, cond, __VA_ARGS__)
 
-static int str_is(const struct resp_value *v, const char *want)
-{
-    return v != NULL && v->str != NULL && v->len == strlen(want) &&
-           memcmp(v->str, want, v->len) == 0;
-}
-
 static const struct resp_value *attr_get(const struct resp_value *attr, const char *name)
 {
     for (size_t i = 0; attr != NULL && i + 1 < attr->n; i += 2)
-        if (str_is(&attr->elems[i], name))
+        if (h_str_is(&attr->elems[i], name))
             return &attr->elems[i + 1];
     return NULL;
 }
@@ -99,7 +93,7 @@ static const struct resp_value *attr_get(const struct resp_value *attr, const ch
 static int is_value(const struct h_reply *r, const char *want, int *stale)
 {
     *stale = -1;
-    if (r == NULL || r->v->type != RESP_BULK || !str_is(r->v, want))
+    if (r == NULL || r->v->type != RESP_BULK || !h_str_is(r->v, want))
         return 0;
     const struct resp_value *s = attr_get(r->v->attr, "stale");
     if (s != NULL && s->type == RESP_BOOL)
@@ -107,26 +101,11 @@ static int is_value(const struct h_reply *r, const char *want, int *stale)
     return 1;
 }
 
-static struct h_reply *cmd(int fd, ...)
-{
-    const char *w[16];
-    int n = 0;
-    va_list ap;
-    va_start(ap, fd);
-    for (const char *s = va_arg(ap, const char *); s != NULL && n < 16;
-         s = va_arg(ap, const char *))
-        w[n++] = s;
-    va_end(ap);
-    struct h_reply *r = h_cmd(fd, n, w);
-    EXPECT(r != NULL, "no reply to %s %s", w[0], n > 1 ? w[1] : "");
-    return r;
-}
-
 static void meta_on(int fd)
 {
-    h_free(cmd(fd, "HELLO", "3", NULL));
-    struct h_reply *r = cmd(fd, "CLIENT", "META", "ON", NULL);
-    int ok = r->v->type == RESP_SIMPLE && str_is(r->v, "OK");
+    h_free(h_call(fd, "HELLO", "3", NULL));
+    struct h_reply *r = h_call(fd, "CLIENT", "META", "ON", NULL);
+    int ok = r->v->type == RESP_SIMPLE && h_str_is(r->v, "OK");
     h_free(r);
     EXPECT(ok, "CLIENT META ON refused");
 }
@@ -145,6 +124,7 @@ START_TEST(stale_reads_wait_once_per_colo_while_owner_stopped)
     snprintf(conf, sizeof(conf), "%shttp-port %d\n", SILENT_CONF, hp);
     ck_assert_msg(h_start(&d, conf) == 0, "daemon did not start");
     g_d = &d;
+    h_on_fail(fail_cleanup);
     int a, b;
     EXPECT(h_edge_pair(&d, &a, &b) == 0, "no second edge answered");
     int pa = h_edge_of(a), pb = h_edge_of(b);
@@ -155,12 +135,12 @@ START_TEST(stale_reads_wait_once_per_colo_while_owner_stopped)
     for (int i = 0; i < NKEYS; i++) {
         snprintf(key[i], sizeof(key[i]), "s:%d", i);
         snprintf(val[i], sizeof(val[i]), "v%d", i);
-        struct h_reply *r = cmd(a, "SET", key[i], val[i], NULL);
+        struct h_reply *r = h_call(a, "SET", key[i], val[i], NULL);
         int ok = r->v->type == RESP_SIMPLE;
         h_free(r);
         EXPECT(ok, "SET %s", key[i]);
         int stale;
-        r = cmd(b, "GET", key[i], NULL);
+        r = h_call(b, "GET", key[i], NULL);
         ok = is_value(r, val[i], &stale);
         h_free(r);
         EXPECT(ok, "GET %s before the stop", key[i]);
@@ -210,10 +190,10 @@ START_TEST(stale_reads_wait_once_per_colo_while_owner_stopped)
 
     /* MGET of stale keys: at once too. */
     int64_t t = h_now_ms();
-    struct h_reply *r = cmd(b, "MGET", key[1], key[2], key[3], NULL);
+    struct h_reply *r = h_call(b, "MGET", key[1], key[2], key[3], NULL);
     int64_t mget_ms = h_now_ms() - t;
-    int mget_ok = r->v->type == RESP_ARRAY && r->v->n == 3 && str_is(&r->v->elems[0], val[1]) &&
-                  str_is(&r->v->elems[2], val[3]);
+    int mget_ok = r->v->type == RESP_ARRAY && r->v->n == 3 && h_str_is(&r->v->elems[0], val[1]) &&
+                  h_str_is(&r->v->elems[2], val[3]);
     h_free(r);
     /* HTTP GET /v1/kv goes through the same read path: at once, stale. */
     int http_bad = 0, http_slow = 0;
@@ -238,7 +218,7 @@ START_TEST(stale_reads_wait_once_per_colo_while_owner_stopped)
            http_bad, http_slow, why);
     /* A key the colo does not hold: the bounded miss-wait, then degrade. */
     t = h_now_ms();
-    r = cmd(a, "GET", "s:never-cached", NULL);
+    r = h_call(a, "GET", "s:never-cached", NULL);
     int64_t miss_ms = h_now_ms() - t;
     int miss_nil = r->v->type == RESP_NULL;
     h_free(r);
@@ -273,14 +253,14 @@ START_TEST(stale_reads_wait_once_per_colo_while_owner_stopped)
     while (info(&d, "owners_silent") != 0 && h_now_ms() < t1 + 3000)
         h_sleep_ms(20);
     int64_t clear_ms = h_now_ms() - t1;
-    r = cmd(a, "SET", key[0], "after", NULL);
+    r = h_call(a, "SET", key[0], "after", NULL);
     int set_ok = r->v->type == RESP_SIMPLE;
     h_free(r);
     EXPECT(set_ok, "SET after SIGCONT");
     int back = 0, fresh = 0, stale = -1;
     int64_t t2 = h_now_ms();
     for (int polls = 0; !back && polls < 100 && h_now_ms() < t2 + 2000; polls++) {
-        r = cmd(b, "GET", key[0], NULL);
+        r = h_call(b, "GET", key[0], NULL);
         back = is_value(r, "after", &stale);
         h_free(r);
         if (!back)
@@ -288,7 +268,7 @@ START_TEST(stale_reads_wait_once_per_colo_while_owner_stopped)
     }
     int64_t back_ms = h_now_ms() - t2;
     for (int polls = 0; !fresh && polls < 100 && h_now_ms() < t2 + 4000; polls++) {
-        r = cmd(b, "GET", key[5], NULL);
+        r = h_call(b, "GET", key[5], NULL);
         fresh = is_value(r, val[5], &stale) && stale == 0;
         h_free(r);
         if (!fresh)
@@ -317,14 +297,15 @@ START_TEST(a_hot_key_waits_once_while_owner_stopped)
     g_stopped = 0;
     ck_assert_msg(h_start(&d, SILENT_CONF) == 0, "daemon did not start");
     g_d = &d;
+    h_on_fail(fail_cleanup);
     int a, b;
     EXPECT(h_edge_pair(&d, &a, &b) == 0, "no second edge answered");
     meta_on(a);
     meta_on(b);
-    struct h_reply *r = cmd(a, "SET", "s:hot", "hv", NULL);
+    struct h_reply *r = h_call(a, "SET", "s:hot", "hv", NULL);
     h_free(r);
     int stale;
-    r = cmd(b, "GET", "s:hot", NULL);
+    r = h_call(b, "GET", "s:hot", NULL);
     int ok = is_value(r, "hv", &stale);
     h_free(r);
     EXPECT(ok, "GET s:hot before the stop");

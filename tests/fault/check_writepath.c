@@ -21,11 +21,6 @@ static pid_t child_with_title(const struct daemon *d, const char *prefix, pid_t 
     return h_child(d, prefix, not);
 }
 
-static int str_is(const struct resp_value *v, const char *want)
-{
-    return v->len == strlen(want) && memcmp(v->str, want, v->len) == 0;
-}
-
 #define ONE_OWNER "edge-workers 1\nhot-owners 1\ncold-owners 1\nclass default pool hot\n"
 
 START_TEST(write_to_stopped_owner_applies_once_after_resume)
@@ -61,7 +56,7 @@ START_TEST(write_to_stopped_owner_applies_once_after_resume)
     ck_assert_int_lt(took, 5000);
     h_free(r);
     r = h_cmdv(fd, "GET", "ctr", NULL);
-    ck_assert(r->v->type == RESP_BULK && str_is(r->v, "3")); /* applied exactly once */
+    ck_assert(r->v->type == RESP_BULK && h_str_is(r->v, "3")); /* applied exactly once */
     h_free(r);
     ck_assert_int_ge(h_info_int(d.port, "write_retries"), 1);
     ck_assert_int_eq(h_info_int(d.port, "write_failures"), 0);
@@ -77,7 +72,7 @@ START_TEST(owner_stopped_past_deadline_gives_explicit_error_in_time)
                                            "write-deadline 3s\n"), 0);
     int fd = h_connect(d.port);
     struct h_reply *r = h_cmdv(fd, "SET", "k", "before", NULL);
-    ck_assert(str_is(r->v, "OK"));
+    ck_assert(h_str_is(r->v, "OK"));
     h_free(r);
     pid_t owner = child_with_title(&d, "hotkvd: owner hot/0", 0);
     ck_assert_int_ne(owner, 0);
@@ -88,7 +83,7 @@ START_TEST(owner_stopped_past_deadline_gives_explicit_error_in_time)
     kill(owner, SIGCONT);
     ck_assert_ptr_nonnull(r);
     ck_assert_msg(r->v->type == RESP_ERROR, "got %s", r->raw);
-    ck_assert_msg(str_is(r->v, "UNAVAILABLE outcome unknown: owner hot/0 did not acknowledge the write within 3000 ms"),
+    ck_assert_msg(h_str_is(r->v, "UNAVAILABLE outcome unknown: owner hot/0 did not acknowledge the write within 3000 ms"),
                   "got %s", r->raw);
     ck_assert_int_le(took, 4000);
     ck_assert_int_ge(took, 2500);
@@ -102,7 +97,7 @@ START_TEST(owner_stopped_past_deadline_gives_explicit_error_in_time)
     ck_assert_msg(h_log_has(&d, "write set failed", "STATS", NULL), "no failure line in the log");
     /* The owner is back: writes work again. */
     r = h_cmdv(fd, "SET", "k", "after", NULL);
-    ck_assert_msg(str_is(r->v, "OK"), "got %s", r->raw);
+    ck_assert_msg(h_str_is(r->v, "OK"), "got %s", r->raw);
     h_free(r);
     close(fd);
     ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
@@ -132,7 +127,7 @@ START_TEST(killed_edge_loses_no_acknowledged_write)
             int n = next++;
             snprintf(key, sizeof(key), "seq:%d", n);
             struct h_reply *r = fds[i] >= 0 ? h_cmdv(fds[i], "SET", key, key, NULL) : NULL;
-            if (r != NULL && r->v->type == RESP_SIMPLE && str_is(r->v, "OK")) {
+            if (r != NULL && r->v->type == RESP_SIMPLE && h_str_is(r->v, "OK")) {
                 acked[n] = 1;
                 after_kill_ok += killed_at >= 0;
             } else {
@@ -173,7 +168,7 @@ START_TEST(killed_edge_loses_no_acknowledged_write)
             if (!acked[base + j])
                 continue;
             checked++;
-            if (!(r->v->elems[j].type == RESP_BULK && str_is(&r->v->elems[j], keys[j])))
+            if (!(r->v->elems[j].type == RESP_BULK && h_str_is(&r->v->elems[j], keys[j])))
                 missing++;
         }
         h_free(r);

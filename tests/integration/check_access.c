@@ -38,35 +38,24 @@
     "user writer on >wpw ~* +@read +@write\n"                                             \
     "user gone off >gpw ~* +@all\n"
 
-/* Runs one command (NULL-terminated words) on f and returns the raw reply
- * (a C string the caller frees), "" if none came. */
-static char *cmd(int f, const char *first, ...)
+/* The raw reply as a new string ("" when none came: the caller frees it). */
+static char *raw_of(struct h_reply *r)
 {
-    const char *w[64];
-    int n = 0;
-    va_list ap;
-    va_start(ap, first);
-    for (const char *s = first; s != NULL && n < 64; s = va_arg(ap, const char *))
-        w[n++] = s;
-    va_end(ap);
-    struct h_reply *r = h_cmd(f, n, w);
-    if (r == NULL)
-        return strdup("");
-    char *raw = strdup(r->raw);
+    char *raw = strdup(r != NULL ? r->raw : "");
     h_free(r);
     return raw;
 }
 
 #define EXPECT(f, want, ...)                                                     \
     do {                                                                         \
-        char *got_ = cmd(f, __VA_ARGS__, NULL);                                  \
+        char *got_ = raw_of(h_cmdv(f, __VA_ARGS__, NULL));                       \
         ck_assert_msg(strcmp(got_, want) == 0, "%s: got '%s', want '%s'",        \
                       #__VA_ARGS__, got_, want);                                 \
         free(got_);                                                              \
     } while (0)
 #define EXPECT_PREFIX(f, want, ...)                                              \
     do {                                                                         \
-        char *got_ = cmd(f, __VA_ARGS__, NULL);                                  \
+        char *got_ = raw_of(h_cmdv(f, __VA_ARGS__, NULL));                       \
         ck_assert_msg(strncmp(got_, want, strlen(want)) == 0, "%s: got '%s'",    \
                       #__VA_ARGS__, got_);                                       \
         free(got_);                                                              \
@@ -87,8 +76,8 @@ static int stop(struct daemon *dm, const char *user, const char *pass)
     int nk = 0;
     int f = h_connect(dm->port);
     if (f >= 0) {
-        free(cmd(f, "AUTH", user, pass, NULL));
-        char *info = cmd(f, "INFO", "processes", NULL);
+        free(raw_of(h_cmdv(f, "AUTH", user, pass, NULL)));
+        char *info = raw_of(h_cmdv(f, "INFO", "processes", NULL));
         for (char *p = info; (p = strstr(p, "pid=")) != NULL && nk < 64; p += 4)
             if (atoi(p + 4) > 0)
                 kids[nk++] = atoi(p + 4);
@@ -142,10 +131,10 @@ START_TEST(requirepass_gates_every_command_until_auth)
     EXPECT(f, "+OK\r\n", "AUTH", PASS);
     EXPECT(f, "+OK\r\n", "SET", "k", "v");
     EXPECT(f, "$1\r\nv\r\n", "GET", "k");
-    char *info = cmd(f, "INFO", "stats", NULL);
+    char *info = raw_of(h_cmdv(f, "INFO", "stats", NULL));
     ck_assert_msg(strstr(info, "auth_failures:2\r\n") != NULL, "%s", info);
     free(info);
-    char *list = cmd(f, "CLIENT", "LIST", NULL);
+    char *list = raw_of(h_cmdv(f, "CLIENT", "LIST", NULL));
     ck_assert_msg(strstr(list, "user=default") != NULL, "%s", list);
     free(list);
     /* a failed AUTH keeps the user it had */
@@ -192,7 +181,7 @@ START_TEST(users_are_limited_by_category_and_key_pattern)
     EXPECT(r, "-WRONGPASS invalid username-password pair or user is disabled.\r\n", "AUTH",
            "reader", "wpw");
     EXPECT(r, "$5\r\nhello\r\n", "GET", "app:1");
-    char *list = cmd(r, "CLIENT", "LIST", NULL);
+    char *list = raw_of(h_cmdv(r, "CLIENT", "LIST", NULL));
     ck_assert_msg(strstr(list, "user=reader") && strstr(list, "user=writer"), "%s", list);
     free(list);
     /* switching user on the same connection */
@@ -214,7 +203,7 @@ START_TEST(config_get_and_set_never_touch_credentials)
                      "holds credentials", "CONFIG", "SET", "user", "mallory on nopass ~* +@all");
     EXPECT(f, "*0\r\n", "CONFIG", "GET", "requirepass");
     EXPECT(f, "*0\r\n", "CONFIG", "GET", "user");
-    char *all = cmd(f, "CONFIG", "GET", "*", NULL);
+    char *all = raw_of(h_cmdv(f, "CONFIG", "GET", "*", NULL));
     ck_assert_msg(strstr(all, "requirepass") == NULL && strstr(all, PASS) == NULL &&
                   strstr(all, "protected-mode") != NULL, "%s", all);
     free(all);
@@ -247,7 +236,7 @@ START_TEST(reload_changes_the_password)
     int ok = 0;
     for (int i = 0; i < 100 && !ok; i++) {
         int g = h_connect(d.port);
-        char *rep = cmd(g, "AUTH", "n3w", NULL);
+        char *rep = raw_of(h_cmdv(g, "AUTH", "n3w", NULL));
         ok = strcmp(rep, "+OK\r\n") == 0;
         free(rep);
         close(g);

@@ -51,14 +51,9 @@ static void note(const char *fmt, ...)
     fflush(stderr);
 }
 
-static int str_is(const struct resp_value *v, const char *want)
-{
-    return v != NULL && v->str != NULL && v->len == strlen(want) && memcmp(v->str, want, v->len) == 0;
-}
-
 static int is_bulk(const struct h_reply *r, const char *want)
 {
-    return r != NULL && r->v->type == RESP_BULK && str_is(r->v, want);
+    return r != NULL && r->v->type == RESP_BULK && h_str_is(r->v, want);
 }
 
 static int is_nil(const struct h_reply *r)
@@ -165,6 +160,7 @@ static void start(struct daemon *d, const char *conf)
     g_stopped = g_stopped2 = 0;
     g_guard_fd = -1;
     g_guard = 0;
+    h_on_fail(fail_cleanup);
     int rc = h_start(d, conf);
     ck_assert_msg(rc == 0, "daemon did not start");
     g_d = d;
@@ -187,24 +183,9 @@ static int conn(const struct daemon *d)
     return fd;
 }
 
-/* One command, one reply; the reply is never NULL (a missing reply fails). */
-static struct h_reply *cmd(int fd, const char *first, ...)
-{
-    const char *w[64];
-    int n = 0;
-    va_list ap;
-    va_start(ap, first);
-    for (const char *s = first; s != NULL && n < 64; s = va_arg(ap, const char *))
-        w[n++] = s;
-    va_end(ap);
-    struct h_reply *r = h_cmd(fd, n, w);
-    EXPECT(r != NULL, "no reply to %s %s", first, n > 1 ? w[1] : "");
-    return r;
-}
-
 static void expect_ok(int fd, const char *what, struct h_reply *r)
 {
-    int ok = r->v->type == RESP_SIMPLE && str_is(r->v, "OK");
+    int ok = r->v->type == RESP_SIMPLE && h_str_is(r->v, "OK");
     const char *txt = raw(r);
     h_free(r);
     EXPECT(ok, "%s: expected +OK, got %s", what, txt);
@@ -212,7 +193,7 @@ static void expect_ok(int fd, const char *what, struct h_reply *r)
 
 static void set(int fd, const char *k, const char *v)
 {
-    expect_ok(fd, k, cmd(fd, "SET", k, v, NULL));
+    expect_ok(fd, k, h_call(fd, "SET", k, v, NULL));
 }
 
 /* Two connections served by different edges (h_edge_pair) and their pids. */
@@ -569,7 +550,7 @@ START_TEST(owner_stopped_serves_stale_and_degrades)
     memset(big, 'x', 2000);
     big[2000] = '\0';
     set(a, "live:big", big);
-    struct h_reply *r = cmd(b, "GET", "live:a", NULL);
+    struct h_reply *r = h_call(b, "GET", "live:a", NULL);
     EXPECT(is_bulk(r, "1"), "GET live:a before the stop: %s", raw(r));
     h_free(r);
     pid_t owner = child_with_title(&d, "hotkvd: owner hot/0");
@@ -664,7 +645,7 @@ START_TEST(owner_stopped_serves_stale_and_degrades)
     int64_t t1 = h_now_ms();
     int big_back = 0, polls = 0;
     while (!big_back && h_now_ms() < t1 + 2000 && polls++ < 200) {
-        r = cmd(b, "GET", "live:big", NULL);
+        r = h_call(b, "GET", "live:big", NULL);
         big_back = is_bulk(r, big);
         h_free(r);
         if (!big_back)
@@ -676,14 +657,14 @@ START_TEST(owner_stopped_serves_stale_and_degrades)
     int a_back = 0;
     polls = 0;
     while (!a_back && h_now_ms() < t2 + 1000 && polls++ < 100) {
-        r = cmd(b, "GET", "live:a", NULL);
+        r = h_call(b, "GET", "live:a", NULL);
         a_back = is_bulk(r, "3");
         h_free(r);
         if (!a_back)
             h_sleep_ms(10);
     }
     int64_t a_back_ms = h_now_ms() - t2;
-    r = cmd(a, "GET", "live:missing", NULL);
+    r = h_call(a, "GET", "live:missing", NULL);
     int missing_nil = is_nil(r);
     h_free(r);
     note("owner resumed: live:big read back after %lld ms; live:a=3 read through the other edge "
@@ -721,7 +702,7 @@ START_TEST(write_through_one_edge_read_through_another)
             char v[32];
             snprintf(v, sizeof(v), "v%d", i);
             set(a, keys[k], v);
-            struct h_reply *r = cmd(b, "GET", keys[k], NULL);
+            struct h_reply *r = h_call(b, "GET", keys[k], NULL);
             if (!is_bulk(r, v) && wrong++ == 0)
                 snprintf(bad, sizeof(bad), "after SET %s %s through A, B read %s", keys[k], v,
                          raw(r));
@@ -734,22 +715,22 @@ START_TEST(write_through_one_edge_read_through_another)
         /* B has the value cached now; INCR through A (the edge does not know
          * the new value: the entry is invalidated) and read through B. */
         set(a, keys[k], "10");
-        struct h_reply *r = cmd(b, "GET", keys[k], NULL);
+        struct h_reply *r = h_call(b, "GET", keys[k], NULL);
         EXPECT(is_bulk(r, "10"), "GET %s through B: %s", keys[k], raw(r));
         h_free(r);
-        r = cmd(a, "INCR", keys[k], NULL);
+        r = h_call(a, "INCR", keys[k], NULL);
         EXPECT(r->v->type == RESP_INT && r->v->integer == 11, "INCR %s: %s", keys[k], raw(r));
         h_free(r);
-        r = cmd(b, "GET", keys[k], NULL);
+        r = h_call(b, "GET", keys[k], NULL);
         note("read-your-writes %s: after INCR through A, GET through B -> %s", keys[k], raw(r));
         EXPECT(is_bulk(r, "11"), "after INCR %s (10 -> 11) through A, GET through B: %s",
                keys[k], raw(r));
         h_free(r);
         /* DEL through A, GET through B: nil. */
-        r = cmd(a, "DEL", keys[k], NULL);
+        r = h_call(a, "DEL", keys[k], NULL);
         EXPECT(r->v->type == RESP_INT && r->v->integer == 1, "DEL %s: %s", keys[k], raw(r));
         h_free(r);
-        r = cmd(b, "GET", keys[k], NULL);
+        r = h_call(b, "GET", keys[k], NULL);
         note("read-your-writes %s: after DEL through A, GET through B -> %s", keys[k], raw(r));
         EXPECT(is_nil(r), "after DEL %s through A, GET through B: %s", keys[k], raw(r));
         h_free(r);
@@ -797,10 +778,10 @@ START_TEST(push_updates_cache_before_fresh_expires)
     for (int k = 0; k < 2; k++) {
         const char *key = cases[k].key;
         set(a, key, "old");
-        struct h_reply *r = cmd(b, "GET", key, NULL);
+        struct h_reply *r = h_call(b, "GET", key, NULL);
         EXPECT(is_bulk(r, "old"), "GET %s: %s", key, raw(r));
         h_free(r);
-        r = cmd(a, "GET", key, NULL);
+        r = h_call(a, "GET", key, NULL);
         EXPECT(is_bulk(r, "old"), "GET %s: %s", key, raw(r));
         h_free(r);
         h_sleep_ms(100); /* the push of the SET above has arrived */
@@ -819,19 +800,19 @@ START_TEST(push_updates_cache_before_fresh_expires)
         pushed[k] = pushes > push0;
         h_sleep_ms(5);
         /* The first read after the push: through either edge. */
-        r = cmd(b, "GET", key, NULL);
+        r = h_call(b, "GET", key, NULL);
         snprintf(first[k], sizeof(first[k]), "%s", raw(r));
         first_new[k] = is_bulk(r, "new");
         h_free(r);
         int got = first_new[k], polls = 0;
         while (!got && h_now_ms() < t0 + 100 && polls++ < 100) {
-            r = cmd(polls % 2 ? a : b, "GET", key, NULL);
+            r = h_call(polls % 2 ? a : b, "GET", key, NULL);
             got = is_bulk(r, "new");
             h_free(r);
         }
         got_new[k] = got;
         int64_t new_ms = h_now_ms() - t0;
-        r = cmd(a, "GET", key, NULL);
+        r = h_call(a, "GET", key, NULL);
         a_new[k] = is_bulk(r, "new");
         h_free(r);
         note("push %s (%s pool): pushes_received %lld -> %lld after %lld ms; first GET after "
@@ -871,10 +852,10 @@ START_TEST(negative_entries_cached_for_negative_ttl)
     h_sleep_ms(1500);
     int64_t reads0 = info(&d, "owner_reads");
     int64_t neg0 = info(&d, "cache_negative_hits");
-    struct h_reply *r = cmd(fd, "GET", "nokey", NULL);
+    struct h_reply *r = h_call(fd, "GET", "nokey", NULL);
     EXPECT(is_nil(r), "GET nokey: %s", raw(r));
     h_free(r);
-    r = cmd(fd, "GET", "nokey", NULL);
+    r = h_call(fd, "GET", "nokey", NULL);
     EXPECT(is_nil(r), "GET nokey: %s", raw(r));
     h_free(r);
     int64_t neg1 = info(&d, "cache_negative_hits");
@@ -885,7 +866,7 @@ START_TEST(negative_entries_cached_for_negative_ttl)
     int n = 0, wrong = 0;
     int64_t t0 = h_now_ms(), end = t0 + 2000;
     while (h_now_ms() < end && n < 1000) {
-        r = cmd(fd, "GET", "nokey", NULL);
+        r = h_call(fd, "GET", "nokey", NULL);
         wrong += !is_nil(r);
         h_free(r);
         n++;
@@ -907,10 +888,10 @@ START_TEST(negative_entries_cached_for_negative_ttl)
            (long long)(reads1 - reads0), (long long)bound);
     /* A fresh negative entry, then a write at the owner: its push replaces
      * the negative entry. */
-    r = cmd(fd, "GET", "nokey", NULL);
+    r = h_call(fd, "GET", "nokey", NULL);
     h_free(r);
     int64_t neg3 = info(&d, "cache_negative_hits");
-    r = cmd(fd, "GET", "nokey", NULL);
+    r = h_call(fd, "GET", "nokey", NULL);
     EXPECT(is_nil(r), "GET nokey: %s", raw(r));
     h_free(r);
     EXPECT(info(&d, "cache_negative_hits") > neg3, "nokey is not a negative entry now");
@@ -920,7 +901,7 @@ START_TEST(negative_entries_cached_for_negative_ttl)
     int got = 0, polls = 0;
     char last[160] = "";
     while (!got && h_now_ms() < t1 + 100 && polls++ < 100) {
-        r = cmd(fd, "GET", "nokey", NULL);
+        r = h_call(fd, "GET", "nokey", NULL);
         got = is_bulk(r, "here");
         snprintf(last, sizeof(last), "%s", raw(r));
         h_free(r);
@@ -945,7 +926,7 @@ END_TEST
 static const struct resp_value *attr_get(const struct resp_value *attr, const char *name)
 {
     for (size_t i = 0; attr != NULL && i + 1 < attr->n; i += 2)
-        if (str_is(&attr->elems[i], name))
+        if (h_str_is(&attr->elems[i], name))
             return &attr->elems[i + 1];
     return NULL;
 }
@@ -955,16 +936,16 @@ START_TEST(client_meta_attributes_for_resp3_only)
     struct daemon d;
     start(&d, META_CONF);
     int r3 = conn(&d), r2 = conn(&d), plain3 = conn(&d);
-    struct h_reply *r = cmd(r3, "HELLO", "3", NULL);
+    struct h_reply *r = h_call(r3, "HELLO", "3", NULL);
     EXPECT(r->v->type == RESP_MAP, "HELLO 3: %s", raw(r));
     h_free(r);
-    r = cmd(plain3, "HELLO", "3", NULL);
+    r = h_call(plain3, "HELLO", "3", NULL);
     h_free(r);
-    expect_ok(r3, "CLIENT META ON (RESP3)", cmd(r3, "CLIENT", "META", "ON", NULL));
-    expect_ok(r2, "CLIENT META ON (RESP2)", cmd(r2, "CLIENT", "META", "ON", NULL));
+    expect_ok(r3, "CLIENT META ON (RESP3)", h_call(r3, "CLIENT", "META", "ON", NULL));
+    expect_ok(r2, "CLIENT META ON (RESP2)", h_call(r2, "CLIENT", "META", "ON", NULL));
     set(r2, "m:k", "val");
 
-    r = cmd(r3, "GET", "m:k", NULL);
+    r = h_call(r3, "GET", "m:k", NULL);
     note("meta: RESP3 + META GET m:k -> %s", raw(r));
     EXPECT(is_bulk(r, "val"), "RESP3 GET m:k: %s", raw(r));
     const struct resp_value *at = r->v->attr;
@@ -984,7 +965,7 @@ START_TEST(client_meta_attributes_for_resp3_only)
 
     /* Past fresh (200ms) the value is served stale and says so. */
     h_sleep_ms(300);
-    r = cmd(r3, "GET", "m:k", NULL);
+    r = h_call(r3, "GET", "m:k", NULL);
     note("meta: RESP3 + META GET m:k after 300 ms -> %s", raw(r));
     at = r->v->attr;
     stale = attr_get(at, "stale");
@@ -1001,24 +982,24 @@ START_TEST(client_meta_attributes_for_resp3_only)
 
     /* A degraded miss carries degraded = true (none here: the owner is up);
      * a negative answer still carries an attribute. */
-    r = cmd(r3, "GET", "m:none", NULL);
+    r = h_call(r3, "GET", "m:none", NULL);
     note("meta: RESP3 + META GET m:none -> %s", raw(r));
     EXPECT(r->v->type == RESP_NULL, "GET m:none: %s", raw(r));
     h_free(r);
 
-    r = cmd(r2, "GET", "m:k", NULL);
+    r = h_call(r2, "GET", "m:k", NULL);
     note("meta: RESP2 + META GET m:k -> %s", raw(r));
     EXPECT(is_bulk(r, "val") && r->v->attr == NULL && r->raw[0] == '$',
            "RESP2 with CLIENT META ON must get a plain bulk: %s", raw(r));
     h_free(r);
-    r = cmd(plain3, "GET", "m:k", NULL);
+    r = h_call(plain3, "GET", "m:k", NULL);
     note("meta: RESP3 without META GET m:k -> %s", raw(r));
     EXPECT(is_bulk(r, "val") && r->v->attr == NULL && r->raw[0] == '$',
            "RESP3 without CLIENT META must get a plain bulk: %s", raw(r));
     h_free(r);
     /* META OFF turns it off again. */
-    expect_ok(r3, "CLIENT META OFF", cmd(r3, "CLIENT", "META", "OFF", NULL));
-    r = cmd(r3, "GET", "m:k", NULL);
+    expect_ok(r3, "CLIENT META OFF", h_call(r3, "CLIENT", "META", "OFF", NULL));
+    r = h_call(r3, "GET", "m:k", NULL);
     EXPECT(is_bulk(r, "val") && r->v->attr == NULL, "after CLIENT META OFF: %s", raw(r));
     h_free(r);
     close(r3);
@@ -1046,13 +1027,13 @@ START_TEST(hotkeys_lists_the_hottest)
          (long long)hot_ms, hot, warm);
     EXPECT(hot == 20000 && warm == 200, "pipelined reads: %d/20000 and %d/200 right", hot, warm);
 
-    struct h_reply *r = cmd(fd, "HOTKEYS", "COUNT", "2", NULL);
+    struct h_reply *r = h_call(fd, "HOTKEYS", "COUNT", "2", NULL);
     note("hotkeys: HOTKEYS COUNT 2 -> %s", raw(r));
     EXPECT(r->v->type == RESP_ARRAY && r->v->n >= 1 && r->v->n <= 2, "HOTKEYS COUNT 2: %s",
            raw(r));
     const struct resp_value *first = &r->v->elems[0];
     EXPECT(first->type == RESP_ARRAY && first->n == 2, "HOTKEYS entry: %s", raw(r));
-    EXPECT(first->elems[0].type == RESP_BULK && str_is(&first->elems[0], "hk:hottest"),
+    EXPECT(first->elems[0].type == RESP_BULK && h_str_is(&first->elems[0], "hk:hottest"),
            "the hottest key is not first: %s", raw(r));
     EXPECT(first->elems[1].type == RESP_INT && first->elems[1].integer > 0,
            "the hottest key's rate is not > 0: %s", raw(r));
@@ -1061,7 +1042,7 @@ START_TEST(hotkeys_lists_the_hottest)
         EXPECT(r->v->elems[1].elems[1].integer <= first->elems[1].integer,
                "HOTKEYS not hottest first: %s", raw(r));
     h_free(r);
-    r = cmd(fd, "HOTKEYS", "COUNT", "0", NULL);
+    r = h_call(fd, "HOTKEYS", "COUNT", "0", NULL);
     EXPECT(r->v->type == RESP_ERROR, "HOTKEYS COUNT 0: %s", raw(r));
     h_free(r);
 
@@ -1087,14 +1068,14 @@ START_TEST(write_reaches_the_other_colo_by_push_then_by_fresh)
     int a, b, pa, pb;
     edge_pair(&d, &a, &b, &pa, &pb); /* one edge per colo: different colos */
     set(a, "live:x", "old");
-    struct h_reply *r = cmd(b, "GET", "live:x", NULL);
+    struct h_reply *r = h_call(b, "GET", "live:x", NULL);
     EXPECT(is_bulk(r, "old"), "colo B first read: %s", raw(r));
     h_free(r);
     /* Cached in colo B for 2 s; a write through colo A reaches it by push. */
     set(a, "live:x", "new");
     int64_t t0 = h_now_ms(), seen = -1;
     for (int i = 0; i < 200 && seen < 0; i++) {
-        r = cmd(b, "GET", "live:x", NULL);
+        r = h_call(b, "GET", "live:x", NULL);
         if (is_bulk(r, "new"))
             seen = h_now_ms() - t0;
         h_free(r);
@@ -1105,16 +1086,16 @@ START_TEST(write_reaches_the_other_colo_by_push_then_by_fresh)
          (long long)seen);
     EXPECT(seen >= 0 && seen <= 100, "colo B saw the write after %lld ms", (long long)seen);
     /* Pushes off: colo B serves its cached value until fresh runs out. */
-    expect_ok(a, "config set owner-push no", cmd(a, "CONFIG", "SET", "owner-push", "no", NULL));
+    expect_ok(a, "config set owner-push no", h_call(a, "CONFIG", "SET", "owner-push", "no", NULL));
     h_sleep_ms(200); /* the master's broadcast reaches the owner */
-    r = cmd(b, "GET", "live:x", NULL); /* colo B caches "new" afresh if it had to */
+    r = h_call(b, "GET", "live:x", NULL); /* colo B caches "new" afresh if it had to */
     h_free(r);
     set(a, "live:x", "newer");
     t0 = h_now_ms();
     seen = -1;
     int stale_reads = 0;
     for (int i = 0; i < 1000 && seen < 0 && h_now_ms() - t0 < 5000; i++) {
-        r = cmd(b, "GET", "live:x", NULL);
+        r = h_call(b, "GET", "live:x", NULL);
         if (is_bulk(r, "newer"))
             seen = h_now_ms() - t0;
         else
@@ -1147,7 +1128,7 @@ START_TEST(pipelined_writes_reach_the_other_colo_latest_last)
     int a, b, pa, pb;
     edge_pair(&d, &a, &b, &pa, &pb); /* one edge per colo: different colos */
     set(a, "live:p", "v-1");
-    struct h_reply *r = cmd(b, "GET", "live:p", NULL); /* colo B caches it for 60 s */
+    struct h_reply *r = h_call(b, "GET", "live:p", NULL); /* colo B caches it for 60 s */
     EXPECT(is_bulk(r, "v-1"), "colo B first read: %s", raw(r));
     h_free(r);
     int64_t pushes0 = info(&d, "owner_pushes");
@@ -1163,7 +1144,7 @@ START_TEST(pipelined_writes_reach_the_other_colo_latest_last)
     EXPECT(h_send(a, req, n) == 0, "pipeline not sent");
     for (int i = 0; i < N; i++) {
         r = h_read(a);
-        EXPECT(r != NULL && r->v->type == RESP_SIMPLE && str_is(r->v, "OK"),
+        EXPECT(r != NULL && r->v->type == RESP_SIMPLE && h_str_is(r->v, "OK"),
                "SET %d of the pipeline: %s", i, raw(r));
         h_free(r);
     }
@@ -1171,7 +1152,7 @@ START_TEST(pipelined_writes_reach_the_other_colo_latest_last)
     int last = -1, back = 0, reads = 0;
     int64_t t0 = h_now_ms();
     while (last != N - 1 && h_now_ms() - t0 < 2000 && reads < 2000) {
-        r = cmd(b, "GET", "live:p", NULL);
+        r = h_call(b, "GET", "live:p", NULL);
         reads++;
         int i = -2;
         if (r != NULL && r->v->type == RESP_BULK && r->v->len > 1 && r->v->str[0] == 'v')
@@ -1209,10 +1190,10 @@ START_TEST(deleted_hot_key_reads_stay_off_the_owner)
               "class live pattern \"live:*\" pool hot fresh 1s keep 30s\n");
     int fd = conn(&d);
     set(fd, "live:gone", "x");
-    struct h_reply *r = cmd(fd, "GET", "live:gone", NULL);
+    struct h_reply *r = h_call(fd, "GET", "live:gone", NULL);
     EXPECT(is_bulk(r, "x"), "first read: %s", raw(r));
     h_free(r);
-    r = cmd(fd, "DEL", "live:gone", NULL);
+    r = h_call(fd, "DEL", "live:gone", NULL);
     EXPECT(r->v->type == RESP_INT && r->v->integer == 1, "DEL: %s", raw(r));
     h_free(r);
     h_sleep_ms(1200); /* the owners' STATS poll */
@@ -1220,7 +1201,7 @@ START_TEST(deleted_hot_key_reads_stay_off_the_owner)
     int nils = 0, n = 0;
     int64_t t0 = h_now_ms();
     while (h_now_ms() - t0 < 1500 && n < 3000) {
-        r = cmd(fd, "GET", "live:gone", NULL);
+        r = h_call(fd, "GET", "live:gone", NULL);
         nils += is_nil(r);
         h_free(r);
         n++;
@@ -1287,7 +1268,7 @@ START_TEST(dead_edge_lock_does_not_blank_a_key)
     owner_set(&d, "cold", "c:lk", "here");
     leave_lock_with(&d, b, pb, "c:lk", 1);
     int64_t t0 = h_now_ms();
-    struct h_reply *r = cmd(a, "GET", "c:lk", NULL);
+    struct h_reply *r = h_call(a, "GET", "c:lk", NULL);
     int64_t took = h_now_ms() - t0;
     note("dead lock holder: edge %d killed holding c:lk's lock; GET through edge %d -> %s "
          "after %lld ms",
@@ -1315,7 +1296,7 @@ START_TEST(stuck_edge_lock_does_not_blank_a_key)
     owner_set(&d, "cold", "c:lk", "here");
     leave_lock_with(&d, b, pb, "c:lk", 0);
     int64_t t0 = h_now_ms();
-    struct h_reply *r = cmd(a, "GET", "c:lk", NULL);
+    struct h_reply *r = h_call(a, "GET", "c:lk", NULL);
     int64_t took = h_now_ms() - t0;
     note("stuck lock holder: edge %d stopped holding c:lk's lock; GET through edge %d -> %s "
          "after %lld ms",
@@ -1361,12 +1342,12 @@ START_TEST(deleted_key_not_refilled_by_older_fetch)
     EXPECT(kill(owner, SIGCONT) == 0, "SIGCONT owner %d", (int)owner);
     g_stopped = 0;
     h_sleep_ms(200); /* the owner answers; the answer waits in pb's socket */
-    struct h_reply *r = cmd(a, "DEL", "c:del", NULL);
+    struct h_reply *r = h_call(a, "DEL", "c:del", NULL);
     EXPECT(r->v->type == RESP_INT && r->v->integer == 1, "DEL c:del: %s", raw(r));
     h_free(r);
     resume_owner(); /* pb: stores its answer from before the DEL, or refuses it */
     h_sleep_ms(300);
-    r = cmd(a, "GET", "c:del", NULL);
+    r = h_call(a, "GET", "c:del", NULL);
     note("older fetch after DEL: edge %d's fetch answered before edge %d's DEL; GET -> %s", pb,
          pa, raw(r));
     EXPECT(is_nil(r), "DEL then GET c:del returned %s", raw(r));
@@ -1394,7 +1375,7 @@ END_TEST
 static int mget1_is(const struct h_reply *r, const char *want)
 {
     return r != NULL && r->v->type == RESP_ARRAY && r->v->n == 1 &&
-           r->v->elems[0].type == RESP_BULK && str_is(&r->v->elems[0], want);
+           r->v->elems[0].type == RESP_BULK && h_str_is(&r->v->elems[0], want);
 }
 
 /* Defect 9 of issue 11: with the owner answering and pushes off, a read
@@ -1419,7 +1400,7 @@ START_TEST(stale_reads_bounded_by_fresh_plus_allowance)
         set(a, "live:b", v);
         int64_t t0 = h_now_ms(), seen = -1;
         for (int n = 0; n < 1000 && seen < 0 && h_now_ms() - t0 < 5000; n++) {
-            struct h_reply *r = cmd(b, "GET", "live:b", NULL);
+            struct h_reply *r = h_call(b, "GET", "live:b", NULL);
             if (is_bulk(r, v))
                 seen = h_now_ms() - t0;
             h_free(r);
@@ -1438,13 +1419,13 @@ START_TEST(stale_reads_bounded_by_fresh_plus_allowance)
     /* B reads rarely: GET, then MGET */
     for (int k = 0; k < 2; k++) {
         const char *v = k == 0 ? "sparse-get" : "sparse-mget";
-        struct h_reply *r = cmd(b, "GET", "live:b", NULL); /* cached in colo B now */
+        struct h_reply *r = h_call(b, "GET", "live:b", NULL); /* cached in colo B now */
         h_free(r);
         set(a, "live:b", v);
         int64_t acked = h_now_ms();
         h_sleep_ms(2500); /* fresh 1s: stale for 1.5 s by the next read */
         int64_t t = h_now_ms();
-        r = k == 0 ? cmd(b, "GET", "live:b", NULL) : cmd(b, "MGET", "live:b", NULL);
+        r = k == 0 ? h_call(b, "GET", "live:b", NULL) : h_call(b, "MGET", "live:b", NULL);
         int64_t took = h_now_ms() - t;
         int ok = k == 0 ? is_bulk(r, v) : mget1_is(r, v);
         note("staleness, B reading rarely: %s through colo B %lld ms after the write -> %s "

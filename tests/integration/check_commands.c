@@ -39,44 +39,23 @@ static void down(void)
     ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
 }
 
-/* Runs one command (NULL-terminated words) and returns its reply. */
-static struct h_reply *cmd(const char *first, ...)
-{
-    const char *w[64];
-    int n = 0;
-    va_list ap;
-    va_start(ap, first);
-    for (const char *s = first; s != NULL && n < 64; s = va_arg(ap, const char *))
-        w[n++] = s;
-    va_end(ap);
-    struct h_reply *r = h_cmd(fd, n, w);
-    ck_assert_msg(r != NULL, "no reply to %s", first);
-    return r;
-}
-
-/* Reply strings point into the raw reply: not NUL-terminated. */
-static int str_is(const struct resp_value *v, const char *want)
-{
-    return v->len == strlen(want) && memcmp(v->str, want, v->len) == 0;
-}
-
 #define EXPECT_SIMPLE(want, ...)                                               \
     do {                                                                       \
-        struct h_reply *r_ = cmd(__VA_ARGS__, NULL);                           \
+        struct h_reply *r_ = h_call(fd, __VA_ARGS__, NULL);                    \
         ck_assert_msg(r_->v->type == RESP_SIMPLE, "%s: got %s", #__VA_ARGS__, r_->raw); \
-        ck_assert_msg(str_is(r_->v, want), "%s: got %s", #__VA_ARGS__, r_->raw); \
+        ck_assert_msg(h_str_is(r_->v, want), "%s: got %s", #__VA_ARGS__, r_->raw);      \
         h_free(r_);                                                            \
     } while (0)
 #define EXPECT_INT(want, ...)                                                  \
     do {                                                                       \
-        struct h_reply *r_ = cmd(__VA_ARGS__, NULL);                           \
+        struct h_reply *r_ = h_call(fd, __VA_ARGS__, NULL);                    \
         ck_assert_msg(r_->v->type == RESP_INT, "%s: got %s", #__VA_ARGS__, r_->raw); \
         ck_assert_int_eq(r_->v->integer, want);                                \
         h_free(r_);                                                            \
     } while (0)
 #define EXPECT_BULK(want, ...)                                                 \
     do {                                                                       \
-        struct h_reply *r_ = cmd(__VA_ARGS__, NULL);                           \
+        struct h_reply *r_ = h_call(fd, __VA_ARGS__, NULL);                    \
         ck_assert_msg(r_->v->type == RESP_BULK, "%s: got %s", #__VA_ARGS__, r_->raw); \
         ck_assert_uint_eq(r_->v->len, strlen(want));                           \
         ck_assert(memcmp(r_->v->str, want, r_->v->len) == 0);                  \
@@ -84,15 +63,15 @@ static int str_is(const struct resp_value *v, const char *want)
     } while (0)
 #define EXPECT_NIL(...)                                                        \
     do {                                                                       \
-        struct h_reply *r_ = cmd(__VA_ARGS__, NULL);                           \
+        struct h_reply *r_ = h_call(fd, __VA_ARGS__, NULL);                    \
         ck_assert_msg(r_->v->type == RESP_NULL, "%s: got %s", #__VA_ARGS__, r_->raw); \
         h_free(r_);                                                            \
     } while (0)
 #define EXPECT_ERR(want, ...)                                                  \
     do {                                                                       \
-        struct h_reply *r_ = cmd(__VA_ARGS__, NULL);                           \
+        struct h_reply *r_ = h_call(fd, __VA_ARGS__, NULL);                    \
         ck_assert_msg(r_->v->type == RESP_ERROR, "%s: got %s", #__VA_ARGS__, r_->raw); \
-        ck_assert_msg(str_is(r_->v, want), "%s: got %s", #__VA_ARGS__, r_->raw); \
+        ck_assert_msg(h_str_is(r_->v, want), "%s: got %s", #__VA_ARGS__, r_->raw);     \
         h_free(r_);                                                            \
     } while (0)
 
@@ -179,7 +158,7 @@ START_TEST(values_and_keys_are_binary_safe)
     ck_assert_int_eq(h_send(fd, buf_head(&b), buf_unread(&b)), 0);
     buf_deinit(&b);
     struct h_reply *r = h_read(fd);
-    ck_assert(str_is(r->v, "OK"));
+    ck_assert(h_str_is(r->v, "OK"));
     h_free(r);
     r = h_read(fd);
     ck_assert(bulk_is(r->v, val, sizeof(val)));
@@ -194,7 +173,7 @@ START_TEST(values_and_keys_are_binary_safe)
         v[i] = (char)('a' + i % 26);
     v[big] = '\0';
     EXPECT_SIMPLE("OK", "SET", "big", v);
-    r = cmd("GET", "big", NULL);
+    r = h_call(fd, "GET", "big", NULL);
     ck_assert(bulk_is(r->v, v, big));
     h_free(r);
     free(v);
@@ -216,7 +195,7 @@ START_TEST(keys_expire_and_ttls_follow_redis)
     EXPECT_INT(-1, "TTL", "e2");
     EXPECT_INT(1, "EXPIRE", "e2", "100");
     EXPECT_INT(100, "TTL", "e2");
-    struct h_reply *r = cmd("PTTL", "e2", NULL);
+    struct h_reply *r = h_call(fd, "PTTL", "e2", NULL);
     ck_assert(r->v->integer > 99000 && r->v->integer <= 100000);
     h_free(r);
     EXPECT_INT(1, "PEXPIRE", "e2", "200000");
@@ -327,7 +306,7 @@ START_TEST(multi_key_commands_span_owners_in_key_order)
         w[2 + 2 * i] = vals[i];
     }
     struct h_reply *r = h_cmd(fd, 1 + 2 * N, w);
-    ck_assert(str_is(r->v, "OK"));
+    ck_assert(h_str_is(r->v, "OK"));
     h_free(r);
     /* Every owner got some of the keys. */
     char field[64];
@@ -397,7 +376,7 @@ START_TEST(scan_visits_every_key_of_every_owner)
     char cursor[32] = "0";
     int rounds = 0, found = 0;
     do {
-        struct h_reply *r = cmd("SCAN", cursor, "COUNT", "7", NULL);
+        struct h_reply *r = h_call(fd, "SCAN", cursor, "COUNT", "7", NULL);
         ck_assert_int_eq(r->v->type, RESP_ARRAY);
         ck_assert_uint_eq(r->v->n, 2);
         snprintf(cursor, sizeof(cursor), "%.*s", (int)r->v->elems[0].len, r->v->elems[0].str);
@@ -417,7 +396,7 @@ START_TEST(scan_visits_every_key_of_every_owner)
     strcpy(cursor, "0");
     found = rounds = 0;
     do {
-        struct h_reply *r = cmd("SCAN", cursor, "MATCH", "h:*", "COUNT", "50", "TYPE", "string", NULL);
+        struct h_reply *r = h_call(fd, "SCAN", cursor, "MATCH", "h:*", "COUNT", "50", "TYPE", "string", NULL);
         snprintf(cursor, sizeof(cursor), "%.*s", (int)r->v->elems[0].len, r->v->elems[0].str);
         for (size_t i = 0; i < r->v->elems[1].n; i++) {
             ck_assert(strncmp(r->v->elems[1].elems[i].str, "h:", 2) == 0);
@@ -427,7 +406,7 @@ START_TEST(scan_visits_every_key_of_every_owner)
         ck_assert_int_lt(++rounds, 2000);
     } while (strcmp(cursor, "0") != 0);
     ck_assert_int_eq(found, N / 2);
-    struct h_reply *r = cmd("SCAN", "0", "TYPE", "hash", NULL);
+    struct h_reply *r = h_call(fd, "SCAN", "0", "TYPE", "hash", NULL);
     ck_assert_uint_eq(r->v->elems[1].n, 0);
     h_free(r);
     EXPECT_ERR("ERR invalid cursor", "SCAN", "abc");

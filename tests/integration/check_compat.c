@@ -36,26 +36,10 @@ static void down(void)
     ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
 }
 
-/* Sends words (NULL-terminated) on fd and returns the raw reply; the caller
- * frees it.  Fails the test when nothing comes back. */
-static struct h_reply *on(int cfd, const char *first, ...)
-{
-    const char *w[64];
-    int n = 0;
-    va_list ap;
-    va_start(ap, first);
-    for (const char *s = first; s != NULL && n < 64; s = va_arg(ap, const char *))
-        w[n++] = s;
-    va_end(ap);
-    struct h_reply *r = h_cmd(cfd, n, w);
-    ck_assert_msg(r != NULL, "no reply to %s", first);
-    return r;
-}
-
 /* The reply to words on fd must be exactly `raw`. */
 #define EXPECT_ON(cfd, want_, ...)                                                \
     do {                                                                          \
-        struct h_reply *r_ = on(cfd, __VA_ARGS__, NULL);                          \
+        struct h_reply *r_ = h_call(cfd, __VA_ARGS__, NULL);                      \
         ck_assert_msg(strcmp(r_->raw, want_) == 0, "%s: expected %s, got %s", #__VA_ARGS__, \
                       want_, r_->raw);                                            \
         h_free(r_);                                                               \
@@ -154,7 +138,7 @@ START_TEST(client_setname_takes_any_length)
     memset(name, 'x', 1000);
     name[1000] = '\0';
     EXPECT("+OK\r\n", "CLIENT", "SETNAME", name);
-    struct h_reply *r = on(fd, "CLIENT", "GETNAME", NULL);
+    struct h_reply *r = h_call(fd, "CLIENT", "GETNAME", NULL);
     ck_assert_int_eq(r->v->len, 1000);
     h_free(r);
     EXPECT("-ERR Client names cannot contain spaces, newlines or special characters.\r\n",
@@ -238,12 +222,12 @@ START_TEST(repeated_expiry_option_takes_the_last)
 {
     up();
     EXPECT("+OK\r\n", "SET", "k", "v", "EX", "100", "EX", "5000");
-    struct h_reply *r = on(fd, "TTL", "k", NULL);
+    struct h_reply *r = h_call(fd, "TTL", "k", NULL);
     ck_assert_msg(r->v->integer > 4000 && r->v->integer <= 5000, "TTL %s", r->raw);
     h_free(r);
     EXPECT("-ERR syntax error\r\n", "SET", "k", "v", "EX", "100", "PX", "200");
     EXPECT("$1\r\nv\r\n", "GETEX", "k", "PX", "100000", "PX", "9000000");
-    r = on(fd, "TTL", "k", NULL);
+    r = h_call(fd, "TTL", "k", NULL);
     ck_assert_msg(r->v->integer > 8000 && r->v->integer <= 9000, "TTL %s", r->raw);
     h_free(r);
     down();
@@ -282,10 +266,10 @@ START_TEST(scan_reads_its_cursor_as_redis)
     up();
     EXPECT("+OK\r\n", "SET", "a", "1");
     EXPECT("*2\r\n$1\r\n0\r\n*0\r\n", "SCAN", "-1");
-    struct h_reply *r = on(fd, "SCAN", "", "COUNT", "1000", NULL);
+    struct h_reply *r = h_call(fd, "SCAN", "", "COUNT", "1000", NULL);
     ck_assert_msg(r->v->type == RESP_ARRAY && r->v->n == 2, "SCAN \"\": %s", r->raw);
     h_free(r);
-    r = on(fd, "SCAN", "+0", NULL);
+    r = h_call(fd, "SCAN", "+0", NULL);
     ck_assert_msg(r->v->type == RESP_ARRAY && r->v->n == 2, "SCAN +0: %s", r->raw);
     h_free(r);
     EXPECT("-ERR invalid cursor\r\n", "SCAN", " 0");
@@ -325,7 +309,7 @@ START_TEST(client_list_shows_the_clients_of_every_edge)
     up();
     int a, b;
     named_pair(&a, &b);
-    struct h_reply *r = on(a, "CLIENT", "LIST", NULL);
+    struct h_reply *r = h_call(a, "CLIENT", "LIST", NULL);
     ck_assert_msg(strstr(r->raw, "name=alpha") && strstr(r->raw, "name=beta"),
                   "CLIENT LIST on one edge misses the other's client: %s", r->raw);
     /* Redis 7.0's fields, in its order, on every line */
@@ -350,17 +334,17 @@ START_TEST(client_list_shows_the_clients_of_every_edge)
     }
     h_free(r);
     char id_a[32], id_b[32];
-    r = on(b, "CLIENT", "INFO", NULL);
+    r = h_call(b, "CLIENT", "INFO", NULL);
     ck_assert_str_eq(field_of(r->v->str, "cmd", id_a, sizeof(id_a)), "client|info");
     ck_assert_str_eq(field_of(r->v->str, "name", id_a, sizeof(id_a)), "beta");
     field_of(r->v->str, "id", id_b, sizeof(id_b));
     h_free(r);
-    r = on(a, "CLIENT", "ID", NULL);
+    r = h_call(a, "CLIENT", "ID", NULL);
     snprintf(id_a, sizeof(id_a), "%lld", (long long)r->v->integer);
     h_free(r);
     ck_assert_str_ne(id_a, id_b); /* ids are unique on the host */
     /* CLIENT LIST ID finds the other edge's client */
-    r = on(a, "CLIENT", "LIST", "ID", id_b, NULL);
+    r = h_call(a, "CLIENT", "LIST", "ID", id_b, NULL);
     ck_assert_msg(strstr(r->raw, "name=beta") && !strstr(r->raw, "name=alpha"), "%s", r->raw);
     h_free(r);
     close(a);
@@ -375,7 +359,7 @@ START_TEST(client_kill_closes_a_client_of_another_edge)
     int a, b;
     named_pair(&a, &b);
     char id_b[32], addr_b[64];
-    struct h_reply *r = on(b, "CLIENT", "INFO", NULL);
+    struct h_reply *r = h_call(b, "CLIENT", "INFO", NULL);
     field_of(r->v->str, "id", id_b, sizeof(id_b));
     field_of(r->v->str, "addr", addr_b, sizeof(addr_b));
     h_free(r);
@@ -383,7 +367,7 @@ START_TEST(client_kill_closes_a_client_of_another_edge)
     EXPECT_ON(a, ":1\r\n", "CLIENT", "KILL", "ID", id_b);
     /* answered once it is done: b is closed, and gone from every list */
     ck_assert_msg(h_cmdv(b, "PING", NULL) == NULL, "the killed client still answers");
-    r = on(a, "CLIENT", "LIST", NULL);
+    r = h_call(a, "CLIENT", "LIST", NULL);
     ck_assert_msg(strstr(r->raw, "name=beta") == NULL, "killed client still listed: %s", r->raw);
     h_free(r);
     close(b);
@@ -391,7 +375,7 @@ START_TEST(client_kill_closes_a_client_of_another_edge)
     ck_assert_int_eq(h_edge_pair(&d, &b, &fd), 0);
     close(fd);
     fd = h_connect(d.port);
-    r = on(b, "CLIENT", "INFO", NULL);
+    r = h_call(b, "CLIENT", "INFO", NULL);
     field_of(r->v->str, "addr", addr_b, sizeof(addr_b));
     h_free(r);
     EXPECT_ON(a, "+OK\r\n", "CLIENT", "KILL", addr_b);
@@ -400,7 +384,7 @@ START_TEST(client_kill_closes_a_client_of_another_edge)
     EXPECT_ON(a, "-ERR No such client\r\n", "CLIENT", "KILL", addr_b);
     EXPECT_ON(a, "-ERR No such user 'nobody'\r\n", "CLIENT", "KILL", "USER", "nobody");
     EXPECT_ON(a, "-ERR client-id should be greater than 0\r\n", "CLIENT", "KILL", "ID", "abc");
-    r = on(a, "CLIENT", "KILL", "USER", "default", "SKIPME", "yes", NULL);
+    r = h_call(a, "CLIENT", "KILL", "USER", "default", "SKIPME", "yes", NULL);
     ck_assert_msg(r->v->type == RESP_INT && r->v->integer >= 1, "%s", r->raw);
     h_free(r);
     EXPECT_ON(a, "+PONG\r\n", "PING"); /* skipped itself */
@@ -415,7 +399,7 @@ END_TEST
 /* INFO [section] on cfd as a NUL-terminated string (the caller frees). */
 static char *info_on(int cfd, const char *section)
 {
-    struct h_reply *r = section ? on(cfd, "INFO", section, NULL) : on(cfd, "INFO", NULL);
+    struct h_reply *r = section ? h_call(cfd, "INFO", section, NULL) : h_call(cfd, "INFO", NULL);
     ck_assert_msg(r->v->type == RESP_BULK, "INFO: %s", r->raw);
     char *t = strndup(r->v->str, r->v->len);
     h_free(r);
@@ -596,7 +580,7 @@ START_TEST(monitor_shows_the_commands_of_every_edge)
     ck_assert_msg(strstr(acc, "secret") == NULL && strstr(acc, "CONFIG") == NULL, "%s", acc);
     /* a MONITOR client may not touch keys, and is listed with flags=O */
     EXPECT_ON(m, "-ERR Replica can't interact with the keyspace\r\n", "GET", "mon:key");
-    struct h_reply *r = on(b, "CLIENT", "LIST", NULL);
+    struct h_reply *r = h_call(b, "CLIENT", "LIST", NULL);
     ck_assert_msg(strstr(r->raw, "flags=O") != NULL, "%s", r->raw);
     h_free(r);
     close(m);
@@ -622,7 +606,7 @@ START_TEST(monitor_client_past_its_output_limit_is_closed)
     for (int i = 0; i < 2000 && !closed; i++) {
         EXPECT("+OK\r\n", "SET", "mon:big", val);
         if (i % 100 == 99) {
-            struct h_reply *r = on(fd, "CLIENT", "LIST", NULL);
+            struct h_reply *r = h_call(fd, "CLIENT", "LIST", NULL);
             closed = strstr(r->raw, "flags=O") == NULL;
             h_free(r);
         }
@@ -638,7 +622,7 @@ START_TEST(getmeta_gives_the_value_and_its_facts)
     up();
     EXPECT("+OK\r\n", "SET", "gm", "hello");
     /* RESP2: a flat array [value, v, age_ms, n, stamp, n, stale, 0/1, degraded, 0/1] */
-    struct h_reply *r = on(fd, "GETMETA", "gm", NULL);
+    struct h_reply *r = h_call(fd, "GETMETA", "gm", NULL);
     ck_assert_msg(r->v->type == RESP_ARRAY && r->v->n == 10, "%s", r->raw);
     static const char head2[] = "*10\r\n$5\r\nvalue\r\n$5\r\nhello\r\n$6\r\nage_ms\r\n:";
     ck_assert_msg(strncmp(r->raw, head2, strlen(head2)) == 0, "%s", r->raw);
@@ -647,16 +631,16 @@ START_TEST(getmeta_gives_the_value_and_its_facts)
     ck_assert_int_gt(r->v->elems[5].integer, 0); /* the owner's stamp */
     h_free(r);
     /* RESP3: a map; a missing key's value is null */
-    r = on(fd, "HELLO", "3", NULL);
+    r = h_call(fd, "HELLO", "3", NULL);
     h_free(r);
-    r = on(fd, "GETMETA", "missing", NULL);
+    r = h_call(fd, "GETMETA", "missing", NULL);
     static const char head3[] = "%5\r\n$5\r\nvalue\r\n_\r\n$6\r\nage_ms\r\n:";
     ck_assert_msg(strncmp(r->raw, head3, strlen(head3)) == 0, "%s", r->raw);
     ck_assert_msg(strstr(r->raw, "$5\r\nstale\r\n#f\r\n") != NULL, "%s", r->raw);
     h_free(r);
     /* CLIENT META ON: the same facts as an attribute before a GET's reply */
     EXPECT("+OK\r\n", "CLIENT", "META", "ON");
-    r = on(fd, "GET", "gm", NULL);
+    r = h_call(fd, "GET", "gm", NULL);
     ck_assert_msg(r->v->attr != NULL && strstr(r->raw, "age_ms") && strstr(r->raw, "stamp"),
                   "%s", r->raw);
     h_free(r);
@@ -689,7 +673,7 @@ START_TEST(command_describes_commands_as_redis)
            "set", "a");
     EXPECT("*2\r\n$10\r\nconfig|get\r\n$10\r\nconfig|set\r\n", "COMMAND", "LIST", "FILTERBY",
            "PATTERN", "config|?et");
-    struct h_reply *r = on(fd, "COMMAND", "INFO", "getmeta", NULL);
+    struct h_reply *r = h_call(fd, "COMMAND", "INFO", "getmeta", NULL);
     ck_assert_msg(strstr(r->raw, "$7\r\ngetmeta\r\n:2\r\n") != NULL, "%s", r->raw);
     h_free(r);
     down();

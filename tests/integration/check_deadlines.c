@@ -42,16 +42,6 @@ static void reload_after(struct daemon *d, const char *extra, long long gen)
     ck_assert_int_gt(h_edges_generation(d), gen);
 }
 
-static void send_cmd(int fd, const char *a, const char *b, const char *c)
-{
-    char req[256];
-    int n = c != NULL ? snprintf(req, sizeof(req), "*3\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n",
-                                 strlen(a), a, strlen(b), b, strlen(c), c)
-                      : snprintf(req, sizeof(req), "*2\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n",
-                                 strlen(a), a, strlen(b), b);
-    ck_assert_int_eq(h_send(fd, req, (size_t)n), 0);
-}
-
 /* The scene every case of a client waiting on a stopped owner shares: the
  * daemon started with BASE + conf (hot/0 holding "k" = "before" when
  * `set_before`), hot/0 stopped (a guardian SIGCONTs it whatever happens),
@@ -83,7 +73,7 @@ static void scene_start(struct scene *x, const char *conf, int set_before, const
     x->guard = h_sigcont_guard(x->owner, 0, NULL);
     ck_assert_int_eq(kill(x->owner, SIGSTOP), 0);
     x->t0 = h_now_ms();
-    send_cmd(x->fd, a, b, c);
+    ck_assert_int_eq(h_sendv(x->fd, a, b, c, NULL), 0);
     h_sleep_ms(300);
     reload_after(&x->d, next, gen);
 }

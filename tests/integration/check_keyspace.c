@@ -44,6 +44,7 @@ static void start(struct daemon *d, const char *conf)
 {
     ck_assert_msg(h_start(d, conf) == 0, "daemon did not start");
     g_d = d;
+    h_on_fail(fail_cleanup);
 }
 
 static void stop(struct daemon *d)
@@ -81,25 +82,10 @@ static const char *raw(const struct h_reply *r)
     return b;
 }
 
-/* One command, one reply (never NULL: a missing reply fails the test). */
-static struct h_reply *cmd(int fd, const char *first, ...)
-{
-    const char *w[64];
-    int n = 0;
-    va_list ap;
-    va_start(ap, first);
-    for (const char *s = first; s != NULL && n < 64; s = va_arg(ap, const char *))
-        w[n++] = s;
-    va_end(ap);
-    struct h_reply *r = h_cmd(fd, n, w);
-    EXPECT(r != NULL, "no reply to %s %s", first, n > 1 ? w[1] : "");
-    return r;
-}
-
 /* Runs a command and checks its raw reply. */
 #define EXPECT_RAW(fd, want, ...)                                                           \
     do {                                                                                    \
-        struct h_reply *r_ = cmd((fd), __VA_ARGS__, NULL);                                  \
+        struct h_reply *r_ = h_call((fd), __VA_ARGS__, NULL);                               \
         int same_ = strcmp(r_->raw, (want)) == 0;                                           \
         char got_[200];                                                                     \
         snprintf(got_, sizeof(got_), "%s", raw(r_));                                        \
@@ -155,7 +141,7 @@ static void write_and_cache(int a, int b)
         int fd = pass ? b : a;
         for (int i = 0; i < NKEYS; i++) {
             key_name(k, sizeof(k), "k:", i);
-            struct h_reply *r = cmd(fd, "GET", k, NULL);
+            struct h_reply *r = h_call(fd, "GET", k, NULL);
             EXPECT(r->v->type == RESP_BULK, "GET %s before the flush: %s", k, raw(r));
             h_free(r);
         }
@@ -175,7 +161,7 @@ static void all_missing(int fd, const char *when)
             key_name(k, sizeof(k), "k:", i);
         else
             key_name(k, sizeof(k), "m:", i - NKEYS);
-        struct h_reply *r = cmd(fd, "GET", k, NULL);
+        struct h_reply *r = h_call(fd, "GET", k, NULL);
         int nil = is_nil(r);
         char got[200];
         snprintf(got, sizeof(got), "%s", raw(r));
@@ -301,7 +287,7 @@ START_TEST(flushall_arguments_and_admin_category)
     EXPECT_RAW(a, "+OK\r\n", "FLUSHALL");
     EXPECT_RAW(a, "+OK\r\n", "SET", "x", "1");
     EXPECT_RAW(a, "+OK\r\n", "AUTH", "writer", "pw");
-    struct h_reply *r = cmd(a, "FLUSHALL", NULL);
+    struct h_reply *r = h_call(a, "FLUSHALL", NULL);
     int noperm = r->v->type == RESP_ERROR && strncmp(r->raw, "-NOPERM", 7) == 0;
     char got[200];
     snprintf(got, sizeof(got), "%s", raw(r));
@@ -315,7 +301,7 @@ START_TEST(flushall_arguments_and_admin_category)
     EXPECT_RAW(a, "+OK\r\n", "AUTH", "some", "pw3");
     const char *listing[][2] = {{"KEYS", "k:*"}, {"RANDOMKEY", NULL}};
     for (int i = 0; i < 2; i++) {
-        r = cmd(a, listing[i][0], listing[i][1], NULL);
+        r = h_call(a, listing[i][0], listing[i][1], NULL);
         noperm = r->v->type == RESP_ERROR && strncmp(r->raw, "-NOPERM", 7) == 0;
         snprintf(got, sizeof(got), "%s", raw(r));
         h_free(r);
@@ -333,7 +319,7 @@ END_TEST
  * raw reply when it is not an array. */
 static void keys_of(int fd, const char *pattern, char *out, size_t len)
 {
-    struct h_reply *r = cmd(fd, "KEYS", pattern, NULL);
+    struct h_reply *r = h_call(fd, "KEYS", pattern, NULL);
     out[0] = '\0';
     if (r->v->type != RESP_ARRAY) {
         snprintf(out, len, "%s", raw(r));
@@ -400,7 +386,7 @@ START_TEST(keys_walks_every_owner_with_redis_globs_and_stops_past_keys_max)
                      "and COUNT instead\\r\\n");
     EXPECT_KEYS(a, "k:*", "k:1 k:2 k:a"); /* the bound is on keys matched, not scanned */
     EXPECT_RAW(a, "+OK\r\n", "CONFIG", "SET", "keys-max", "1000");
-    struct h_reply *r = cmd(a, "KEYS", "*", NULL);
+    struct h_reply *r = h_call(a, "KEYS", "*", NULL);
     int n = r->v->type == RESP_ARRAY ? (int)r->v->n : -1;
     h_free(r);
     EXPECT(n == 35, "KEYS * after keys-max 1000: %d keys", n);
@@ -431,7 +417,7 @@ START_TEST(randomkey_answers_live_keys_of_every_owner_and_nil_when_empty)
     h_sleep_ms(100);
     int hot = 0, cold = 0;
     for (int i = 0; i < 200; i++) {
-        struct h_reply *r = cmd(a, "RANDOMKEY", NULL);
+        struct h_reply *r = h_call(a, "RANDOMKEY", NULL);
         int bulk = r->v->type == RESP_BULK && r->v->len >= 3;
         char key[64] = "";
         if (bulk)
@@ -452,7 +438,7 @@ START_TEST(randomkey_answers_live_keys_of_every_owner_and_nil_when_empty)
     EXPECT_RAW(a, "$-1\r\n", "RANDOMKEY");
     EXPECT_RAW(a, "+OK\r\n", "SET", "only", "1");
     EXPECT_RAW(a, "$4\r\nonly\r\n", "RANDOMKEY");
-    h_free(cmd(a, "HELLO", "3", NULL));
+    h_free(h_call(a, "HELLO", "3", NULL));
     EXPECT_RAW(a, ":1\r\n", "DEL", "only");
     EXPECT_RAW(a, "_\r\n", "RANDOMKEY");
     close(a);
@@ -482,7 +468,7 @@ START_TEST(object_answers_from_the_keys_owner)
     EXPECT_RAW(a, "-ERR wrong number of arguments for 'object|encoding' command\r\n", "OBJECT",
                "ENCODING");
     EXPECT_RAW(a, "-ERR wrong number of arguments for 'object' command\r\n", "OBJECT");
-    struct h_reply *r = cmd(a, "OBJECT", "HELP", NULL);
+    struct h_reply *r = h_call(a, "OBJECT", "HELP", NULL);
     int lines = r->v->type == RESP_ARRAY ? (int)r->v->n : -1;
     h_free(r);
     EXPECT(lines == 15, "OBJECT HELP: %d lines", lines);

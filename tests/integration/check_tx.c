@@ -97,24 +97,18 @@ static void show(const struct resp_value *v, char *out, size_t len)
     }
 }
 
-/* Runs one command on f (NULL-terminated words) and returns its reply shown. */
-static const char *on(int f, const char *first, ...)
+/* The reply r shown (r freed); a static buffer. */
+static const char *shown(struct h_reply *r)
 {
     static char buf[8192];
-    const char *w[64];
-    int n = 0;
-    va_list ap;
-    va_start(ap, first);
-    for (const char *s = first; s != NULL && n < 64; s = va_arg(ap, const char *))
-        w[n++] = s;
-    va_end(ap);
-    struct h_reply *r = h_cmd(f, n, w);
-    ck_assert_msg(r != NULL, "no reply to %s", first);
     buf[0] = '\0';
     show(r->v, buf, sizeof(buf));
     h_free(r);
     return buf;
 }
+
+/* Runs one command on f (NULL-terminated words) and returns its reply shown. */
+#define on(f, ...) shown(h_call((f), __VA_ARGS__))
 
 #define EXPECT_ON(f, want, ...)                                                   \
     do {                                                                          \

@@ -27,6 +27,7 @@
 #include "server/owner/owner_int.h"
 #include "tests/harness.h"
 #include "tests/unit/fake_edge.h"
+#include "tests/unit/owner_fixture.h"
 
 #define WAIT_MS 10000 /* a durable commit or a disk read on a loaded machine */
 #define MAXARGS 16
@@ -55,15 +56,7 @@ static void start_owner(int hot_owners, const char *extra)
 {
     char text[2048];
     snprintf(text, sizeof(text), CONF, dir, hot_owners, extra);
-    struct cfg *c = cfg_create();
-    struct cfg_error err = {{0}};
-    ck_assert_ptr_nonnull(c);
-    ck_assert_msg(cfg_load_text(c, text, strlen(text), "call.conf", &err) == HKV_OK, "%s", err.msg);
-    ck_assert_msg(cfg_validate(c, &err) == HKV_OK, "%s", err.msg);
-    ctx = (struct worker_ctx){.index = 0, .cfg = c};
-    struct owner_ctx octx = {.pool = CFG_POOL_HOT, .link_fd = -1};
-    ck_assert_int_eq(owner_init(&own, &ctx, &octx), 0);
-    ck_assert_int_eq(owner_open(&own), 0);
+    of_start(&own, &ctx, text, "call.conf", NULL);
     have_owner = 1;
     fe_open(&own, &A, 1);
     fe_open(&own, &B, 2);
@@ -75,8 +68,7 @@ static void stop_owner(void)
         return;
     fe_close(&A);
     fe_close(&B);
-    owner_deinit(&own);
-    cfg_destroy(&ctx.cfg);
+    of_stop(&own, &ctx);
     have_owner = 0;
 }
 

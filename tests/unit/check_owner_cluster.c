@@ -31,6 +31,7 @@
 #include "server/owner/owner_int.h"
 #include "tests/harness.h"
 #include "tests/unit/fake_edge.h"
+#include "tests/unit/owner_fixture.h"
 #include "tests/unit/cluster_fixture.h"
 
 #define WAIT_MS 5000
@@ -76,15 +77,7 @@ static void start_owner(const char *cluster, struct cmap *with)
              "dir %s\n%shot-owners 1\ncold-owners 0\npersist-interval 50ms\n"
              "class default pool hot fresh 1s keep 60s durability ledger\n",
              dir, named);
-    struct cfg *c = cfg_create();
-    struct cfg_error err = {{0}};
-    ck_assert_ptr_nonnull(c);
-    ck_assert_msg(cfg_load_text(c, text, strlen(text), "own.conf", &err) == HKV_OK, "%s", err.msg);
-    ck_assert_msg(cfg_validate(c, &err) == HKV_OK, "%s", err.msg);
-    ctx = (struct worker_ctx){.index = 0, .cfg = c, .cmap = with};
-    struct owner_ctx octx = {.pool = CFG_POOL_HOT, .link_fd = -1, .tcp_fd = -1};
-    ck_assert_int_eq(owner_init(&own, &ctx, &octx), 0);
-    ck_assert_int_eq(owner_open(&own), 0);
+    of_start(&own, &ctx, text, "own.conf", with);
     have_owner = 1;
     memset(&F, 0, sizeof(F));
     fe_close(&F);
@@ -96,8 +89,7 @@ static void stop_owner(void)
     if (!have_owner)
         return;
     fe_close(&F);
-    owner_deinit(&own);
-    cfg_destroy(&ctx.cfg);
+    of_stop(&own, &ctx);
     have_owner = 0;
 }
 
@@ -119,11 +111,7 @@ static void teardown(void)
 /* Runs the owner's loop for ms (its 20 ms map poll included). */
 static void run_ms(int ms)
 {
-    int64_t end = h_now_ms() + ms;
-    for (int i = 0; i < 100000 && h_now_ms() < end; i++) {
-        event_base_loop(own.base, EVLOOP_NONBLOCK);
-        usleep(1000);
-    }
+    of_run_ms(&own, ms);
 }
 
 static void hello_as(struct fake_edge *f, const char *cluster, uint32_t want, struct wire_msg *m)

@@ -28,6 +28,7 @@
 #include "server/owner/owner_int.h"
 #include "tests/harness.h"
 #include "tests/unit/fake_edge.h"
+#include "tests/unit/owner_fixture.h"
 
 #define WAIT_MS 10000     /* a durable commit on a loaded machine */
 #define BIG (1200 * 1024) /* over persist-max-dirty 1mb */
@@ -59,15 +60,7 @@ static void setup_owners(int hot_owners)
     h_tmpdir(dir, sizeof(dir));
     char text[1024];
     snprintf(text, sizeof(text), CONF, dir, hot_owners);
-    struct cfg *c = cfg_create();
-    struct cfg_error err = {{0}};
-    ck_assert_ptr_nonnull(c);
-    ck_assert_msg(cfg_load_text(c, text, strlen(text), "exec.conf", &err) == HKV_OK, "%s", err.msg);
-    ck_assert_msg(cfg_validate(c, &err) == HKV_OK, "%s", err.msg);
-    ctx = (struct worker_ctx){.index = 0, .cfg = c};
-    struct owner_ctx octx = {.pool = CFG_POOL_HOT, .link_fd = -1};
-    ck_assert_int_eq(owner_init(&own, &ctx, &octx), 0);
-    ck_assert_int_eq(owner_open(&own), 0);
+    of_start(&own, &ctx, text, "exec.conf", NULL);
     fe_open(&own, &A, 1);
     fe_open(&own, &B, 2);
 }
@@ -86,8 +79,7 @@ static void teardown(void)
 {
     fe_close(&A);
     fe_close(&B);
-    owner_deinit(&own);
-    cfg_destroy(&ctx.cfg);
+    of_stop(&own, &ctx);
     h_rmtree(dir);
 }
 

@@ -28,6 +28,7 @@
 #include "server/owner/owner_int.h"
 #include "tests/harness.h"
 #include "tests/unit/fake_edge.h"
+#include "tests/unit/owner_fixture.h"
 
 #define WAIT_MS 10000
 
@@ -45,15 +46,7 @@ static void start_owner(const char *extra)
              "dir %s\nhot-owners 2\ncold-owners 0\npersist-interval 20ms\n%s"
              "class default pool hot fresh 1s keep 60s durability ledger\n",
              dir, extra);
-    struct cfg *c = cfg_create();
-    struct cfg_error err = {{0}};
-    ck_assert_ptr_nonnull(c);
-    ck_assert_msg(cfg_load_text(c, text, strlen(text), "own.conf", &err) == HKV_OK, "%s", err.msg);
-    ck_assert_msg(cfg_validate(c, &err) == HKV_OK, "%s", err.msg);
-    ctx = (struct worker_ctx){.index = 0, .cfg = c};
-    struct owner_ctx octx = {.pool = CFG_POOL_HOT, .link_fd = -1, .tcp_fd = -1};
-    ck_assert_int_eq(owner_init(&own, &ctx, &octx), 0);
-    ck_assert_int_eq(owner_open(&own), 0);
+    of_start(&own, &ctx, text, "own.conf", NULL);
     have_owner = 1;
     fe_open(&own, &F, 1);
 }
@@ -63,8 +56,7 @@ static void stop_owner(void)
     if (!have_owner)
         return;
     fe_close(&F);
-    owner_deinit(&own);
-    cfg_destroy(&ctx.cfg);
+    of_stop(&own, &ctx);
     have_owner = 0;
 }
 
@@ -89,11 +81,7 @@ static void call(struct hkv_buf *b, struct wire_msg *m)
 
 static void run_ms(int ms)
 {
-    int64_t end = h_now_ms() + ms;
-    for (int i = 0; i < 100000 && h_now_ms() < end; i++) {
-        event_base_loop(own.base, EVLOOP_NONBLOCK);
-        usleep(1000);
-    }
+    of_run_ms(&own, ms);
 }
 
 static void hello(void)
