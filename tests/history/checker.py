@@ -759,7 +759,13 @@ def _sets_floor(u):
     that changed nothing (PERSIST, EXPIRE or DEL answered 0, an INCRBY of a
     value that is not an integer) leaves the colo cache as it was: hotkvd
     promises read-your-writes and monotonic reads, not that a no-op makes
-    the cache catch up with the owner."""
+    the cache catch up with the owner.  Nor does a write without an answer
+    (indeterminate): the edge updates the colo cache on the owner's OK only,
+    so a later read may still come from a cache that is behind, within its
+    delta (a stale-flagged read while the owner's host is cut off), ordered
+    after the client's last determinate op of the key."""
+    if u.mode in ("info", "ghost"):
+        return False
     if u.mode == "ok" and u.f in ("persist", "expire", "del") and u.out == 0:
         return False
     if u.mode == "err":

@@ -403,6 +403,26 @@ class CorrectHistories(CheckerCase):
         h.get(2, "hl:0", 32, 33, "b")
         self.assertPasses(h)
 
+    def test_an_unanswered_write_fixes_no_floor(self):
+        # The cluster run's case (hl:hist:4, link_down of the owner's host):
+        # client 2 reads a; b lands (another client reads it); client 2's
+        # own SET gets no answer; its stale-flagged read from its colo's
+        # cache, cut off from the owner, repeats a.  Allowed: nothing it was
+        # told was newer than a.  A read older than its last answer is not.
+        h = Hist()
+        h.set(1, "hl:0", "a", 1.0, 1.1).get(2, "hl:0", 1.2, 1.3, "a")
+        h.set(3, "hl:0", "b", 1.31, 1.35).get(3, "hl:0", 1.4, 1.5, "b")
+        h.set(2, "hl:0", "c", 1.6, 3.6, value=None, outcome="info", error="UNAVAILABLE")
+        h.get(2, "hl:0", 3.7, 4.2, "a", stale=True)
+        self.assertPasses(h)
+        h2 = Hist()
+        h2.set(1, "hl:0", "z", 0.5, 0.6).set(1, "hl:0", "a", 1.0, 1.1)
+        h2.get(2, "hl:0", 1.2, 1.3, "a")
+        h2.set(2, "hl:0", "c", 1.6, 3.6, value=None, outcome="info", error="UNAVAILABLE")
+        h2.get(2, "hl:0", 3.7, 4.2, "z", stale=True)
+        res = h2.check()
+        self.assertEqual(res.exit_code, checker.EXIT_ANOMALY, res.report())
+
     def test_stale_flagged_read_beyond_stale_delta_is_flagged(self):
         h = Hist()
         h.set(1, "hl:0", "a", 1, 2).set(1, "hl:0", "b", 3, 4)
