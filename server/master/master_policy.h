@@ -7,7 +7,7 @@
  * children a stop phase signals, which children a new config generation is
  * sent to, and when a child counts as stuck for the systemd watchdog.
  * master.c and master_reload.c act on the answers (fork, kill, send); the
- * rules are unit tests (tests/unit/check_master_policy.c), no fork needed.
+ * rules are unit tests (tests/unit/check_master_supervise.c), no fork needed.
  */
 #ifndef HKV_MASTER_POLICY_H
 #define HKV_MASTER_POLICY_H
