@@ -60,9 +60,7 @@ static struct etcd_opts opts_of(const struct agent *a, const struct cfg *cfg)
     };
 }
 
-/* The agent's options out of cfg (at setup, and at each reload from the
- * config about to be installed). */
-static void agent_opts_fill(struct agent_opts *o, const struct cfg *cfg)
+void agent_opts_fill(struct agent_opts *o, const struct cfg *cfg)
 {
     *o = (struct agent_opts){
         .cluster = cfg->cluster,

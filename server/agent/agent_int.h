@@ -70,6 +70,10 @@ struct agent_opts {
     char ctl_socket[TOPO_PATH_MAX]; /* the owners' control channel (topo_agent_socket) */
 };
 
+/* Fills o from cfg (agent.c: at setup and at each reload, from the config
+ * about to be installed; a test's in-process agent fills it the same way). */
+void agent_opts_fill(struct agent_opts *o, const struct cfg *cfg);
+
 struct agent {
     struct worker_ctx *ctx;        /* the process's; its config is agent.c's to read */
     struct agent_opts opt;

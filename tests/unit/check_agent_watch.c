@@ -102,6 +102,7 @@ static void setup(void)
     free(cfg->host);
     cfg->host = strdup("h1");
     T.ctx.cfg = cfg;
+    agent_opts_fill(&T.a.opt, cfg); /* what the agent's files read, as agent.c fills it */
     T.ctx.cmap = cmap_create();
     ck_assert_ptr_nonnull(T.ctx.cmap);
     T.base = event_base_new();

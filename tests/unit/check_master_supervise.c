@@ -141,6 +141,7 @@ static void setup(void)
     m->cfg = master_load_config(&T.o, &err);
     ck_assert_msg(m->cfg != NULL, "%s", err.msg);
     m->cfg->colos = 1;
+    m->ncolos = m->cfg->colos; /* as master_boot sets it */
     m->generation = 1;
     m->base = event_base_new();
     ck_assert_ptr_nonnull(m->base);
@@ -466,6 +467,7 @@ static void setup_colos(void)
 {
     setup();
     T.m.cfg->colos = 2;
+    T.m.ncolos = T.m.cfg->colos; /* as master_boot sets it */
     struct cache_opts co = {.bytes = 1 << 20, .max_value = 1024, .hot_sample = 1};
     for (int k = 0; k < 2; k++) {
         ck_assert_int_eq(cache_create(&co, &T.caches[k]), HKV_OK);
