@@ -42,6 +42,7 @@
 #include "server/edge/edge_rl.h"
 #include "server/edge/edge_tx.h"
 #include "server/edge/info_redis.h"
+#include "server/edge/edge_sess.h"
 
 #define CRON_MS 100
 #define FAST_STOP_MS 500
@@ -80,9 +81,9 @@ static void on_link_drained(struct elink *l, void *arg)
  * leaves its ops behind to finish without it. */
 static void on_accepted(struct conn *c, const struct sockaddr *peer)
 {
-    c->proto = 2;
-    c->last_stat = 0xffff; /* STATS_NONE: no command yet */
-    c->cur_stat = 0xffff;
+    sess_of(c)->proto = 2;
+    sess_of(c)->last_stat = 0xffff; /* STATS_NONE: no command yet */
+    sess_of(c)->cur_stat = 0xffff;
     edge_auth_accepted(c, peer);
     clients_accepted(c);
 }
@@ -100,6 +101,7 @@ static const struct conn_hooks conn_hooks = {
     .accepted = on_accepted,
     .dispatch = edge_dispatch,
     .closing = on_closing,
+    .sess_size = sizeof(struct sess),
 };
 
 /* An HTTP connection (edge_http.h): its own session and parser on the same
@@ -107,9 +109,9 @@ static const struct conn_hooks conn_hooks = {
  * same way. */
 static void on_http_accepted(struct conn *c, const struct sockaddr *peer)
 {
-    c->proto = 2;
-    c->last_stat = 0xffff;
-    c->cur_stat = 0xffff;
+    sess_of(c)->proto = 2;
+    sess_of(c)->last_stat = 0xffff;
+    sess_of(c)->cur_stat = 0xffff;
     edge_http_accepted(c, peer);
     clients_accepted(c);
 }
@@ -128,6 +130,7 @@ static const struct conn_hooks http_hooks = {
     .refusal = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
                "Connection: close\r\n\r\n",
     .while_stopping = 1,
+    .sess_size = sizeof(struct sess),
 };
 
 static void on_accept_http(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,

@@ -42,6 +42,7 @@
 
 #include "server/core/log.h"
 #include "server/edge/auth.h"
+#include "server/edge/edge_sess.h"
 
 static const char denied_msg[] =
     "DENIED hotkvd is running in protected mode because protected mode is enabled and no "
@@ -63,29 +64,29 @@ static const char denied_msg[] =
 static void apply_limits(struct conn *c)
 {
     struct resp_limits lim = c->e->limits;
-    if (c->user < 0) {
+    if (sess_of(c)->user < 0) {
         if (lim.max_args <= 0 || lim.max_args > EDGE_PREAUTH_MAX_ARGS)
             lim.max_args = EDGE_PREAUTH_MAX_ARGS;
         if (lim.max_bulk <= 0 || lim.max_bulk > EDGE_PREAUTH_MAX_BULK)
             lim.max_bulk = EDGE_PREAUTH_MAX_BULK;
     }
     c->parser.lim = lim;
-    c->query_cap = c->user < 0 ? EDGE_PREAUTH_QUERYBUF : 0;
+    c->query_cap = sess_of(c)->user < 0 ? EDGE_PREAUTH_QUERYBUF : 0;
 }
 
 void edge_auth_set_user(struct conn *c, int user, int implicit)
 {
-    c->user = user;
-    c->user_implicit = user >= 0 && implicit;
-    c->gated = user < 0 || !auth_user_unrestricted(c->e->auth, user);
+    sess_of(c)->user = user;
+    sess_of(c)->user_implicit = user >= 0 && implicit;
+    sess_of(c)->gated = user < 0 || !auth_user_unrestricted(c->e->auth, user);
     apply_limits(c);
 }
 
 void edge_auth_accepted(struct conn *c, const struct sockaddr *peer)
 {
     edge_auth_set_user(c, auth_initial_user(c->e->auth), 1);
-    c->remote = !auth_is_loopback(peer);
-    if (c->remote && auth_protected(c->e->auth)) {
+    sess_of(c)->remote = !auth_is_loopback(peer);
+    if (sess_of(c)->remote && auth_protected(c->e->auth)) {
         resp_add_error(&c->out, denied_msg);
         c->close_after_write = 1;
     }
@@ -94,18 +95,18 @@ void edge_auth_accepted(struct conn *c, const struct sockaddr *peer)
 int edge_auth_gate(struct conn *c, const struct cmd_def *d, int argc,
                    const struct resp_slice *argv)
 {
-    if (c->user < 0) {
+    if (sess_of(c)->user < 0) {
         if (d->flags & CMD_F_NOAUTH)
             return 0;
         resp_add_error(&c->out, "NOAUTH Authentication required.");
         return -1;
     }
-    switch (auth_allowed(c->e->auth, c->user, d, argc, argv)) {
+    switch (auth_allowed(c->e->auth, sess_of(c)->user, d, argc, argv)) {
     case AUTH_OK:
         return 0;
     case AUTH_NOPERM_CMD:
         resp_add_errorf(&c->out, "NOPERM User %s has no permissions to run the '%s' command",
-                        auth_user_name(c->e->auth, c->user), d->name);
+                        auth_user_name(c->e->auth, sess_of(c)->user), d->name);
         return -1;
     default:
         resp_add_error(&c->out, "NOPERM No permissions to access a key");
@@ -136,9 +137,9 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     int n = 0;
     while (c != NULL) {
         struct conn *next = c->next;
-        if (c->auth_close && !c->in_process) {
+        if (sess_of(c)->auth_close && !c->in_process) {
             n++;
-            if (c->auth_close == AUTH_CLOSE_DENIED && c->sq_head == NULL && c->http == NULL &&
+            if (sess_of(c)->auth_close == AUTH_CLOSE_DENIED && c->sq_head == NULL && sess_of(c)->http == NULL &&
                 !c->close_after_write) {
                 resp_add_error(&c->out, denied_msg);
                 c->close_after_write = 1;
@@ -156,8 +157,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 
 void edge_auth_close_later(struct conn *c, int how)
 {
-    if (c->auth_close == 0 || how == AUTH_CLOSE_NOW)
-        c->auth_close = (uint8_t)how;
+    if (sess_of(c)->auth_close == 0 || how == AUTH_CLOSE_NOW)
+        sess_of(c)->auth_close = (uint8_t)how;
     if (c->e->auth_sweep != NULL)
         event_active(c->e->auth_sweep, 0, 1);
 }
@@ -192,18 +193,18 @@ void edge_auth_reload(struct edge *e, const struct cfg *next)
     int protect = auth_protected(na);
     for (struct conn *c = e->conns; c != NULL; c = c->next) {
         int u = -1, implicit = 0;
-        if (c->user < 0 || c->user_implicit) {
+        if (sess_of(c)->user < 0 || sess_of(c)->user_implicit) {
             u = initial;
             implicit = 1;
         } else {
-            const char *name = auth_user_name(old, c->user);
+            const char *name = auth_user_name(old, sess_of(c)->user);
             u = auth_user_find(na, name, strlen(name));
             /* HTTP logs in per request (edge_http.c checks its sessions) */
-            if (u < 0 && c->http == NULL)
+            if (u < 0 && sess_of(c)->http == NULL)
                 edge_auth_close_later(c, AUTH_CLOSE_NOW);
         }
         edge_auth_set_user(c, u, implicit);
-        if (protect && c->remote)
+        if (protect && sess_of(c)->remote)
             edge_auth_close_later(c, AUTH_CLOSE_DENIED);
     }
     auth_destroy(&old);

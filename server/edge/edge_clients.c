@@ -15,6 +15,7 @@
 
 #include "server/edge/auth.h"
 #include "server/edge/edge_reply.h"
+#include "server/edge/edge_sess.h"
 
 #define NO_ROW (-1)
 #define READ_TRIES 8
@@ -80,11 +81,11 @@ void clients_fill(const struct conn *c, struct board_client *r)
      * the replies owed behind it */
     size_t omem = conn_held(c), oll = c->nslots;
     int writing = event_pending(c->wev, EV_WRITE, NULL) != 0;
-    r->resp = (uint32_t)c->proto;
+    r->resp = (uint32_t)sess_of(c)->proto;
     r->created_ms = c->created_ms;
     r->last_ms = c->last_ms;
     r->fd = c->fd;
-    r->cmd = c->last_stat;
+    r->cmd = sess_of(c)->last_stat;
     r->events[0] = c->paused ? (writing ? 'w' : '\0') : 'r';
     r->events[1] = !c->paused && writing ? 'w' : '\0';
     r->qbuf = buf_unread(&c->in);
@@ -94,34 +95,34 @@ void clients_fill(const struct conn *c, struct board_client *r)
     r->obl = buf_unread(&c->out);
     r->oll = oll;
     r->omem = omem;
-    r->tot_mem = sizeof(*c) + c->in.cap + c->out.cap + omem + (c->name ? strlen(c->name) : 0);
-    r->flags = c->monitor ? BOARD_CLIENT_F_MONITOR : 0;
+    r->tot_mem = sizeof(*c) + c->in.cap + c->out.cap + omem + (sess_of(c)->name ? strlen(sess_of(c)->name) : 0);
+    r->flags = sess_of(c)->monitor ? BOARD_CLIENT_F_MONITOR : 0;
     copy_str(r->addr, sizeof(r->addr), c->addr);
     copy_str(r->laddr, sizeof(r->laddr), c->laddr);
     copy_str(r->user, sizeof(r->user),
-             c->user >= 0 ? auth_user_name(c->e->auth, c->user) : "default");
-    size_t n = c->name != NULL ? strlen(c->name) : 0;
+             sess_of(c)->user >= 0 ? auth_user_name(c->e->auth, sess_of(c)->user) : "default");
+    size_t n = sess_of(c)->name != NULL ? strlen(sess_of(c)->name) : 0;
     r->name_len = (uint32_t)n;
-    memcpy(r->name, c->name != NULL ? c->name : "", n < sizeof(r->name) ? n : sizeof(r->name));
+    memcpy(r->name, sess_of(c)->name != NULL ? sess_of(c)->name : "", n < sizeof(r->name) ? n : sizeof(r->name));
 }
 
 static void write_row(struct conn *c)
 {
     struct board_client *r = board_client_row(c->e->ctx->board, (uint32_t)c->e->ctx->slot,
-                                              (uint32_t)c->board_row);
+                                              (uint32_t)sess_of(c)->board_row);
     uint32_t s = atomic_load_explicit(&r->seq, memory_order_relaxed);
     atomic_store_explicit(&r->seq, s | 1u, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     clients_fill(c, r);
     atomic_store_explicit(&r->id, c->id, memory_order_relaxed);
     atomic_store_explicit(&r->seq, (s | 1u) + 1, memory_order_release);
-    c->board_ncmds = c->ncmds;
+    sess_of(c)->board_ncmds = sess_of(c)->ncmds;
 }
 
 void clients_accepted(struct conn *c)
 {
     struct edge *e = c->e;
-    c->board_row = NO_ROW;
+    sess_of(c)->board_row = NO_ROW;
     if (e->board_conns == NULL)
         return;
     uint32_t i;
@@ -137,22 +138,22 @@ void clients_accepted(struct conn *c)
     struct board_client *r = board_client_row(e->ctx->board, (uint32_t)e->ctx->slot, i);
     atomic_store_explicit(&r->kill_id, 0, memory_order_relaxed);
     e->board_conns[i] = c;
-    c->board_row = (int32_t)i;
+    sess_of(c)->board_row = (int32_t)i;
     write_row(c);
 }
 
 void clients_publish(struct conn *c)
 {
-    if (c->board_row != NO_ROW)
+    if (sess_of(c)->board_row != NO_ROW)
         write_row(c);
 }
 
 void clients_gone(struct conn *c)
 {
     struct edge *e = c->e;
-    if (c->board_row == NO_ROW)
+    if (sess_of(c)->board_row == NO_ROW)
         return;
-    uint32_t i = (uint32_t)c->board_row;
+    uint32_t i = (uint32_t)sess_of(c)->board_row;
     struct board_client *r = board_client_row(e->ctx->board, (uint32_t)e->ctx->slot, i);
     uint32_t s = atomic_load_explicit(&r->seq, memory_order_relaxed);
     atomic_store_explicit(&r->seq, s | 1u, memory_order_relaxed);
@@ -161,7 +162,7 @@ void clients_gone(struct conn *c)
     atomic_store_explicit(&r->seq, (s | 1u) + 1, memory_order_release);
     e->board_conns[i] = NULL;
     e->board_free[e->board_nfree++] = i;
-    c->board_row = NO_ROW;
+    sess_of(c)->board_row = NO_ROW;
 }
 
 void clients_cron(struct edge *e, int64_t now_ms)
@@ -180,7 +181,7 @@ void clients_cron(struct edge *e, int64_t now_ms)
     int full = ++e->board_tick % FULL_REFRESH_TICKS == 0;
     for (uint32_t i = 0; i < e->board_used; i++) {
         struct conn *c = e->board_conns[i];
-        if (c != NULL && (full || c->ncmds != c->board_ncmds))
+        if (c != NULL && (full || sess_of(c)->ncmds != sess_of(c)->board_ncmds))
             write_row(c);
     }
 }

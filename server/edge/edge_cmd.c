@@ -24,6 +24,7 @@
 #include "server/edge/edge_monitor.h"
 #include "server/edge/info.h"
 #include "server/edge/info_cluster.h"
+#include "server/edge/edge_sess.h"
 
 void edge_cmd_ping(struct conn *c, int argc, const struct resp_slice *argv)
 {
@@ -77,13 +78,13 @@ void edge_cmd_time(struct conn *c, int argc, const struct resp_slice *argv)
 
 static void hello_reply(struct conn *c)
 {
-    resp_add_map(&c->out, c->proto, 7);
+    resp_add_map(&c->out, sess_of(c)->proto, 7);
     resp_add_bulk_str(&c->out, "server");
     resp_add_bulk_str(&c->out, "hotkvd");
     resp_add_bulk_str(&c->out, "version");
     resp_add_bulk_str(&c->out, HOTKVD_VERSION);
     resp_add_bulk_str(&c->out, "proto");
-    resp_add_int(&c->out, c->proto);
+    resp_add_int(&c->out, sess_of(c)->proto);
     resp_add_bulk_str(&c->out, "id");
     resp_add_int(&c->out, (int64_t)c->id);
     resp_add_bulk_str(&c->out, "mode");
@@ -126,7 +127,7 @@ void edge_cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
             return;
         }
     }
-    if (c->user < 0) {
+    if (sess_of(c)->user < 0) {
         resp_add_error(&c->out, "NOAUTH HELLO must be called with the client already "
                                 "authenticated, otherwise the HELLO <proto> AUTH <user> <pass> "
                                 "option can be used to authenticate the client and select the "
@@ -134,15 +135,15 @@ void edge_cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
         return;
     }
     if (ver != 0)
-        c->proto = (int)ver;
+        sess_of(c)->proto = (int)ver;
     clients_publish(c);
     hello_reply(c);
 }
 
 void edge_cmd_reset(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    c->proto = 2;
-    c->meta = 0;
+    sess_of(c)->proto = 2;
+    sess_of(c)->meta = 0;
     monitor_stop(c);
     client_set_name(c, &(struct resp_slice){"", 0});
     edge_auth_set_user(c, auth_initial_user(c->e->auth), 1); /* as Redis: logged out */

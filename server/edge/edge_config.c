@@ -18,6 +18,7 @@
 #include "server/core/ctl.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_op.h"
+#include "server/edge/edge_sess.h"
 
 /* ---- Redis's view of a directive ----------------------------------------- */
 
@@ -173,7 +174,7 @@ static void config_get(struct conn *c, int argc, const struct resp_slice *argv)
             pairs++;
         }
     }
-    resp_add_map(&c->out, c->proto, pairs);
+    resp_add_map(&c->out, sess_of(c)->proto, pairs);
     buf_append(&c->out, buf_head(&b), buf_unread(&b));
     buf_deinit(&b);
     free(seen);

@@ -117,7 +117,7 @@ void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *
         board_add(&e->stats->rejected_connections, 1);
         return;
     }
-    struct conn *c = calloc(1, sizeof(*c));
+    struct conn *c = calloc(1, sizeof(*c) + hooks->sess_size);
     if (c == NULL) {
         close(fd);
         return;
@@ -246,9 +246,9 @@ static void process_input(struct conn *c)
 {
     c->in_process = 1;
     c->more_input = 0;
-    c->batch_writes = c->batch_reads = 0;
-    c->batch_n = 0;
-    c->batch_owed = c->nslots;
+    c->batch.writes = c->batch.reads = 0;
+    c->batch.n = 0;
+    c->batch.owed = c->nslots;
     int64_t hard = c->e->ctx->cfg->client_output_hard;
     for (int ran = 0; buf_unread(&c->in) > 0 && !c->close_after_write; ran++) {
         if (hard > 0 && conn_held(c) > (size_t)hard) {
@@ -295,7 +295,7 @@ static void process_input(struct conn *c)
             log_verbose("client %s: %s; closing", c->addr, why != NULL ? why : "protocol error");
             break;
         }
-        c->batch_n++;
+        c->batch.n++;
         if (req.argc > 0 && run(c, NULL, NULL, req.argc, req.argv) != 0) {
             c->close_after_write = 1; /* out of memory */
             break;
@@ -303,7 +303,7 @@ static void process_input(struct conn *c)
         buf_consume(&c->in, used);
     }
     c->in_process = 0;
-    if (c->batch_n > 0)
+    if (c->batch.n > 0)
         lane_after_batch(c);
 }
 

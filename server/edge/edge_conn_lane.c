@@ -63,9 +63,9 @@ static void lane_join(struct conn *c)
 
 void lane_after_batch(struct conn *c)
 {
-    if (c->batch_reads || c->batch_n > CONN_LANE_BATCH || c->batch_owed > CONN_LANE_BATCH)
+    if (c->batch.reads || c->batch.n > CONN_LANE_BATCH || c->batch.owed > CONN_LANE_BATCH)
         lane_leave(c);
-    else if (c->batch_writes)
+    else if (c->batch.writes)
         lane_join(c);
 }
 

@@ -35,6 +35,7 @@
 #include "server/edge/edge_http_int.h"
 #include "server/edge/edge_metrics.h"
 #include "server/edge/edge_rl.h"
+#include "server/edge/edge_sess.h"
 
 #define AUTH_HDR "WWW-Authenticate: Basic realm=\"hotkvd\", charset=\"UTF-8\"\r\n"
 
@@ -102,11 +103,11 @@ void edge_http_accepted(struct conn *c, const struct sockaddr *peer)
         c->close_after_write = 1;
         return;
     }
-    c->http = hs;
+    sess_of(c)->http = hs;
     http_req_parser_init(&hs->parser, NULL);
-    c->user = auth_initial_user(c->e->auth);
-    c->user_implicit = 1;
-    c->remote = peer == NULL || !auth_is_loopback(peer);
+    sess_of(c)->user = auth_initial_user(c->e->auth);
+    sess_of(c)->user_implicit = 1;
+    sess_of(c)->remote = peer == NULL || !auth_is_loopback(peer);
     if (peer != NULL && (peer->sa_family == AF_INET || peer->sa_family == AF_INET6)) {
         memcpy(&hs->peer, peer, peer->sa_family == AF_INET ? sizeof(struct sockaddr_in)
                                                            : sizeof(struct sockaddr_in6));
@@ -116,12 +117,12 @@ void edge_http_accepted(struct conn *c, const struct sockaddr *peer)
 
 int edge_http_hangup(struct conn *c)
 {
-    return http_sess_holds(c->http); /* a held poll or stream was for this client only */
+    return http_sess_holds(sess_of(c)->http); /* a held poll or stream was for this client only */
 }
 
 void edge_http_closing(struct conn *c)
 {
-    struct http_sess *hs = c->http;
+    struct http_sess *hs = sess_of(c)->http;
     if (hs == NULL)
         return;
     while (hs->reqs != NULL) {
@@ -131,7 +132,7 @@ void edge_http_closing(struct conn *c)
         hreq_free(r);
     }
     free(hs);
-    c->http = NULL;
+    sess_of(c)->http = NULL;
 }
 
 /* ---- endpoints ---------------------------------------------------------------------- */
@@ -203,7 +204,7 @@ static void healthz(struct conn *c, const struct run *x)
 static void metrics(struct conn *c, const struct run *x)
 {
     struct http_edge *he = c->e->http;
-    struct http_sess *hs = c->http;
+    struct http_sess *hs = sess_of(c)->http;
     const struct http_req *q = x->req;
     int ok = 0;
     for (size_t i = 0; i < he->nallow && !ok; i++)
@@ -251,7 +252,7 @@ static int gates(struct conn *c, const struct run *x, struct http_slice raw)
                   "authentication required");
         return -1;
     }
-    c->user = user;
+    sess_of(c)->user = user;
     const struct cmd_def *d = cmd_get(CMD_GET);
     if (!auth_user_unrestricted(e->auth, user)) {
         struct resp_slice argv[2] = {{"GET", 3}, {buf_head(&he->key), klen}};
@@ -394,7 +395,7 @@ static void run_request(struct conn *c, void *arg)
     const struct run *x = arg;
     const struct http_req *q = x->req;
     struct http_slice rest;
-    c->ncmds++;
+    sess_of(c)->ncmds++;
     if (http_sess_denied(c)) {
         hr_simple(c, &c->out, 403, q->minor, 0, q->method == HTTP_HEAD, NULL,
                   "protected mode: hotkvd serves only loopback clients until a password is set "
@@ -428,7 +429,7 @@ static void run_timeout(struct conn *c, void *arg)
 
 long edge_http_input(struct conn *c, const char *p, size_t n)
 {
-    struct http_sess *hs = c->http;
+    struct http_sess *hs = sess_of(c)->http;
     if (hs == NULL) {
         c->close_after_write = 1;
         return -1;
@@ -471,7 +472,7 @@ void edge_http_cron(struct edge *e, int64_t now)
     struct conn *c = e->conns;
     while (c != NULL) {
         struct conn *next = c->next;
-        struct http_sess *hs = c->http;
+        struct http_sess *hs = sess_of(c)->http;
         if (hs == NULL) {
             c = next;
             continue;
@@ -507,7 +508,7 @@ void edge_http_stop(struct edge *e)
     if (e->http == NULL)
         return;
     for (struct conn *c = e->conns; c != NULL; c = c->next)
-        for (struct hreq *r = c->http != NULL ? c->http->reqs : NULL; r != NULL; r = r->cnext) {
+        for (struct hreq *r = sess_of(c)->http != NULL ? sess_of(c)->http->reqs : NULL; r != NULL; r = r->cnext) {
             if (r->kind == HREQ_POLL)
                 http_kv_stop(r);
             else if (r->kind == HREQ_WATCH)

@@ -38,6 +38,7 @@
 #include "server/edge/auth.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_http_int.h"
+#include "server/edge/edge_sess.h"
 
 int http_sess_holds(const struct http_sess *hs)
 {
@@ -49,7 +50,7 @@ int http_sess_holds(const struct http_sess *hs)
 
 int http_sess_denied(const struct conn *c)
 {
-    return c->remote && auth_protected(c->e->auth);
+    return sess_of(c)->remote && auth_protected(c->e->auth);
 }
 
 static int cred_is(const struct http_sess *hs, struct http_slice a)
@@ -60,14 +61,14 @@ static int cred_is(const struct http_sess *hs, struct http_slice a)
 int http_sess_login(struct conn *c, const struct http_req *q)
 {
     struct edge *e = c->e;
-    struct http_sess *hs = c->http;
+    struct http_sess *hs = sess_of(c)->http;
     if (!http_sess_holds(hs))
         hs->logins = 0; /* nothing held: no earlier login to check at a reload */
     char cred[512];
     struct http_slice u, p;
     int rc = http_req_basic(q, cred, sizeof(cred), &u, &p);
     if (rc == HKV_ENOENT && q->authorization.p == NULL) {
-        c->user_implicit = 1;
+        sess_of(c)->user_implicit = 1;
         hs->logins |= HTTP_LOGIN_IMPLICIT;
         return auth_initial_user(e->auth);
     }
@@ -77,7 +78,7 @@ int http_sess_login(struct conn *c, const struct http_req *q)
     }
     struct http_slice a = q->authorization;
     if (hs->cred_gen == e->auth_gen && cred_is(hs, a)) {
-        c->user_implicit = 0;
+        sess_of(c)->user_implicit = 0;
         hs->logins |= HTTP_LOGIN_CACHED;
         return hs->cred_user;
     }
@@ -99,7 +100,7 @@ int http_sess_login(struct conn *c, const struct http_req *q)
         hs->cred_gen = 0;
         hs->logins |= HTTP_LOGIN_OTHER;
     }
-    c->user_implicit = 0;
+    sess_of(c)->user_implicit = 0;
     return id;
 }
 
@@ -121,7 +122,7 @@ static int may_read(struct edge *e, int id, const struct hreq *r)
 static int still_allowed(struct conn *c)
 {
     struct edge *e = c->e;
-    struct http_sess *hs = c->http;
+    struct http_sess *hs = sess_of(c)->http;
     int users[2], n = 0;
     if (hs->logins & HTTP_LOGIN_OTHER)
         return 0;
@@ -160,7 +161,7 @@ static void rearm_held(struct edge *e, const struct cfg *next)
     if (!cap_lower && !hb_lower)
         return;
     for (struct conn *c = e->conns; c != NULL; c = c->next)
-        for (struct hreq *r = c->http != NULL ? c->http->reqs : NULL; r != NULL; r = r->cnext) {
+        for (struct hreq *r = sess_of(c)->http != NULL ? sess_of(c)->http->reqs : NULL; r != NULL; r = r->cnext) {
             if (r->final)
                 continue;
             if (r->kind == HREQ_POLL && cap_lower &&
@@ -178,7 +179,7 @@ void http_sess_reload(struct edge *e, const struct cfg *next)
 {
     /* edge_auth_reload ran first: e->auth holds the users in force */
     for (struct conn *c = e->conns; c != NULL; c = c->next)
-        if (c->http != NULL && !c->auth_close && http_sess_holds(c->http) && !still_allowed(c))
+        if (sess_of(c)->http != NULL && !sess_of(c)->auth_close && http_sess_holds(sess_of(c)->http) && !still_allowed(c))
             edge_auth_close_later(c, AUTH_CLOSE_NOW);
     rearm_held(e, next);
 }

@@ -34,6 +34,7 @@
 #include "server/edge/edge_http_int.h"
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_reply.h"
+#include "server/edge/edge_sess.h"
 
 #define PENDING_MAX_MS 50 /* a record not finished by then: its writer died */
 
@@ -271,7 +272,7 @@ struct hreq *hreq_keep(struct hreq *r)
     k->hpprev = NULL;
     k->timer = NULL;
     memset(&k->w, 0, sizeof(k->w));
-    struct http_sess *hs = c->http;
+    struct http_sess *hs = sess_of(c)->http;
     k->cprev = NULL;
     k->cnext = hs->reqs;
     if (hs->reqs != NULL)
@@ -299,7 +300,7 @@ void hreq_free(struct hreq *r)
     if (r->cprev != NULL)
         r->cprev->cnext = r->cnext;
     else
-        c->http->reqs = r->cnext;
+        sess_of(c)->http->reqs = r->cnext;
     if (r->cnext != NULL)
         r->cnext->cprev = r->cprev;
     c->held -= cost(r);

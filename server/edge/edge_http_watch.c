@@ -47,6 +47,7 @@
 #include "server/core/clock.h"
 #include "server/edge/edge_http_int.h"
 #include "server/edge/edge_reply.h"
+#include "server/edge/edge_sess.h"
 
 static void watch_result(struct hreq *r, const struct hres *res);
 static void watch_changed(struct hreq *r, hkv_stamp v);
@@ -196,7 +197,7 @@ void http_watch(struct hreq *r)
     if (!k->keep_alive)
         c->close_after_write = 1;
     k->keep_alive = 0; /* the pipeline ends here (above) */
-    c->http->streaming = 1;
+    sess_of(c)->http->streaming = 1;
     struct hkv_buf *out = hreq_out(k);
     hr_status(c, out, 200, k->minor, k->keep_alive);
     buf_printf(out, "Content-Type: %s\r\nCache-Control: no-store\r\nX-Accel-Buffering: no\r\n%s\r\n",

@@ -34,6 +34,7 @@
 #include "server/core/topo.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/edge_sess.h"
 
 #define KEYS_PAGE 1000           /* SCAN COUNT of one KEYS page */
 #define RANDOM_PAGES 8           /* SCAN pages RANDOMKEY reads from one owner at most */
@@ -215,7 +216,7 @@ static void random_reply(struct op *op, const struct wire_slice *key)
         if (key != NULL)
             resp_add_bulk(out, key->p, key->len);
         else
-            resp_add_null(out, op->c->proto);
+            resp_add_null(out, sess_of(op->c)->proto);
     }
     op_finish(op);
 }
@@ -310,7 +311,7 @@ void edge_cmd_randomkey(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct edge *e = c->e;
     if (edge_owner_next(e, -1) < 0) {
-        resp_add_null(&c->out, c->proto);
+        resp_add_null(&c->out, sess_of(c)->proto);
         return;
     }
     struct op *op = op_new(c, &random_ops, "randomkey");

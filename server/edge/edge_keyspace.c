@@ -40,6 +40,7 @@
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/edge_sess.h"
 
 /* An owner-CALL op's arguments (in the op's args block); the words to send
  * are op->keys[0 .. op->nkeys). */
@@ -75,7 +76,7 @@ static int owner_error(struct op *op, struct wire_slice reply)
  * 0, or -1 (the error is replied, the op freed). */
 static int take_words(struct op *op, struct conn *c, int argc, const struct resp_slice *argv)
 {
-    A(op)->proto = (uint8_t)c->proto;
+    A(op)->proto = (uint8_t)sess_of(c)->proto;
     if (op_copy_keys(op, argc, argv, 1, NULL) != 0) {
         op_finish_error(op);
         return -1;

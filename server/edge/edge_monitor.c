@@ -13,6 +13,7 @@
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_clients.h"
 #include "server/edge/edge_reply.h"
+#include "server/edge/edge_sess.h"
 
 #define POLL_MS 10
 #define LINE_MAX_BYTES (64u * 1024)
@@ -102,7 +103,7 @@ static void deliver(struct edge *e, const char *p, size_t n)
 {
     for (struct conn *c = e->conns; c != NULL; c = c->next) {
         struct rslot *s;
-        struct hkv_buf *o = c->monitor ? slot_tail_out(c, &s) : NULL;
+        struct hkv_buf *o = sess_of(c)->monitor ? slot_tail_out(c, &s) : NULL;
         if (o == NULL)
             continue;
         buf_append(o, p, n);
@@ -117,7 +118,7 @@ static void close_monitors(struct edge *e, const char *why)
     struct conn *c = e->conns;
     while (c != NULL) {
         struct conn *next = c->next;
-        if (c->monitor) {
+        if (sess_of(c)->monitor) {
             log_verbose("client %s: MONITOR closed: %s", c->addr, why);
             conn_close(c); /* its closing hook calls monitor_stop */
         }
@@ -177,7 +178,7 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
     struct conn *c = e->conns;
     while (c != NULL) {
         struct conn *next = c->next;
-        if (c->monitor && conn_held(c) > 0)
+        if (sess_of(c)->monitor && conn_held(c) > 0)
             conn_flush(c); /* past client-output-buffer-limit it is closed */
         c = next;
     }
@@ -187,7 +188,7 @@ void edge_cmd_monitor(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct edge *e = c->e;
     struct board *b = e->ctx->board;
-    if (c->monitor) {
+    if (sess_of(c)->monitor) {
         resp_add_simple(&c->out, "OK");
         return;
     }
@@ -206,7 +207,7 @@ void edge_cmd_monitor(struct conn *c, int argc, const struct resp_slice *argv)
         struct timeval tv = {0, POLL_MS * 1000};
         event_add(e->mon_timer, &tv);
     }
-    c->monitor = 1;
+    sess_of(c)->monitor = 1;
     e->nmonitors++;
     atomic_fetch_add_explicit(&b->monitors, 1, memory_order_relaxed);
     clients_publish(c); /* flags=O, for every edge's CLIENT LIST */
@@ -216,9 +217,9 @@ void edge_cmd_monitor(struct conn *c, int argc, const struct resp_slice *argv)
 void monitor_stop(struct conn *c)
 {
     struct edge *e = c->e;
-    if (!c->monitor)
+    if (!sess_of(c)->monitor)
         return;
-    c->monitor = 0;
+    sess_of(c)->monitor = 0;
     e->nmonitors--;
     atomic_fetch_sub_explicit(&e->ctx->board->monitors, 1, memory_order_relaxed);
     if (e->nmonitors == 0 && e->mon_timer != NULL)

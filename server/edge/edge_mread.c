@@ -21,6 +21,7 @@
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_read.h"
+#include "server/edge/edge_sess.h"
 
 /* A multi-key read op's arguments and results (in the op's args block). */
 struct mread_args {
@@ -149,7 +150,7 @@ static void mget_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
             if (item(m, i, &v))
                 resp_add_bulk(out, v.p, v.len);
             else
-                resp_add_null(out, op->c->proto);
+                resp_add_null(out, sess_of(op->c)->proto);
         }
         return;
     }
@@ -176,7 +177,7 @@ static void mget_done(struct op *op)
             if (x->found)
                 resp_add_bulk(out, buf_head(&op->res) + x->off, x->len);
             else
-                resp_add_null(out, op->c->proto);
+                resp_add_null(out, sess_of(op->c)->proto);
         }
     }
     op_finish(op);
@@ -274,7 +275,7 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
             if (k[i].found)
                 resp_add_bulk(&c->out, buf_head(vals) + k[i].off, k[i].len);
             else
-                resp_add_null(&c->out, c->proto);
+                resp_add_null(&c->out, sess_of(c)->proto);
         }
     }
     if (calc == NULL && cmd == CMD_EXISTS)
@@ -301,7 +302,7 @@ static void multi_read(struct conn *c, enum cmd_id cmd, const struct read2_calc 
 {
     /* behind the client's writes, or while it WATCHes keys: the owners
      * (edge_read.c) */
-    if (c->e->cache != NULL && c->writes_inflight == 0 && !c->watching &&
+    if (c->e->cache != NULL && sess_of(c)->writes_inflight == 0 && !sess_of(c)->watching &&
         multi_from_cache(c, cmd, calc, n, keys))
         return;
     struct op *op = op_new(c, cmd == CMD_EXISTS ? &exists_ops : &mget_ops, cmd_get(cmd)->name);

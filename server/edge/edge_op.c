@@ -20,6 +20,7 @@
 #include "server/core/clock.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_stats.h"
+#include "server/edge/edge_sess.h"
 
 struct op *op_new(struct conn *c, const struct op_family *fam, const char *label)
 {
@@ -51,17 +52,17 @@ struct op *op_new(struct conn *c, const struct op_family *fam, const char *label
     op->fam = fam;
     op->label = label;
     op->c = c;
-    op->stat = c->cur_stat; /* the op counts the request when it answers */
-    op->t0_ns = c->cur_t0_ns;
-    c->stat_taken = 1;
-    op->cnext = c->ops;
-    if (c->ops)
-        c->ops->cprev = op;
-    c->ops = op;
+    op->stat = sess_of(c)->cur_stat; /* the op counts the request when it answers */
+    op->t0_ns = sess_of(c)->cur_t0_ns;
+    sess_of(c)->stat_taken = 1;
+    op->cnext = sess_of(c)->ops;
+    if (sess_of(c)->ops)
+        sess_of(c)->ops->cprev = op;
+    sess_of(c)->ops = op;
     if (fam->flags & OP_F_WRITE) {
         op->is_write = 1;
         e->nops_writing++;
-        c->writes_inflight++;
+        sess_of(c)->writes_inflight++;
     }
     return op;
 }
@@ -72,13 +73,13 @@ static void op_unlink(struct op *op)
     if (c == NULL)
         return;
     if (op->is_write)
-        c->writes_inflight--;
+        sess_of(c)->writes_inflight--;
     c->req_held -= op->args_held;
     op->args_held = 0;
     if (op->cprev)
         op->cprev->cnext = op->cnext;
     else
-        c->ops = op->cnext;
+        sess_of(c)->ops = op->cnext;
     if (op->cnext)
         op->cnext->cprev = op->cprev;
     op->c = NULL;
@@ -108,8 +109,8 @@ static void op_release(struct op *op)
 
 void op_conn_gone(struct conn *c)
 {
-    struct op *op = c->ops;
-    c->ops = NULL;
+    struct op *op = sess_of(c)->ops;
+    sess_of(c)->ops = NULL;
     while (op != NULL) {
         struct op *next = op->cnext;
         op->c = NULL;

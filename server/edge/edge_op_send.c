@@ -33,6 +33,7 @@
 #include "server/core/topo.h"
 #include "server/edge/edge_diag.h"
 #include "server/edge/edge_stats.h"
+#include "server/edge/edge_sess.h"
 
 /* ---- sending -------------------------------------------------------------- */
 
@@ -123,7 +124,7 @@ static void oreq_send(struct oreq *r, int64_t now_ms)
 {
     struct op *op = r->op;
     /* A read from a client with writes in flight travels behind them. */
-    int role = r->role == WIRE_ROLE_READ && op->c != NULL && op->c->writes_inflight > 0
+    int role = r->role == WIRE_ROLE_READ && op->c != NULL && sess_of(op->c)->writes_inflight > 0
                    ? WIRE_ROLE_WRITE : r->role;
     struct elink *l = owner_link(r->owner, role);
     if (l == NULL) { /* a cluster owner with no link and none to be made: never sent */
@@ -191,7 +192,7 @@ static void guard_deadline(struct op *op, int64_t now)
 static int64_t dispatch_ms(const struct op *op)
 {
     const struct conn *c = op->c;
-    if (c != NULL && c->cur_stat != STATS_NONE && op->t0_ns != 0 && op->t0_ns == c->cur_t0_ns)
+    if (c != NULL && sess_of(c)->cur_stat != STATS_NONE && op->t0_ns != 0 && op->t0_ns == sess_of(c)->cur_t0_ns)
         return op->t0_ns / 1000000;
     return clock_mono_ms();
 }

@@ -131,6 +131,7 @@
 #include "server/edge/edge_health.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/edge_sess.h"
 
 /* A read op's arguments (in the op's args block). */
 struct read_args {
@@ -368,7 +369,7 @@ static void read_key(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
                      const struct resp_slice *key)
 {
     struct edge *e = c->e;
-    if (c->writes_inflight > 0 || c->watching) {
+    if (sess_of(c)->writes_inflight > 0 || sess_of(c)->watching) {
         /* Behind this client's writes, on the write link, or, while it
          * WATCHes keys, from the owner (no cache, no flight): a value older
          * than the version WATCH read would let its transaction commit over

@@ -19,6 +19,7 @@
 #include "server/core/log.h"
 #include "server/edge/auth.h"
 #include "server/edge/edge_arg.h"
+#include "server/edge/edge_sess.h"
 
 static void configure(struct edge *e, const struct cfg *cfg)
 {
@@ -67,18 +68,18 @@ int edge_rl_refuse(struct conn *c, const struct cmd_def *d, int argc,
 int edge_rl_over(struct conn *c, const struct cmd_def *d, int64_t *retry_ms)
 {
     struct edge *e = c->e;
-    if (!c->rl_addr_ok) {
+    if (!sess_of(c)->rl_addr_ok) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0)
-            rl_key_addr(&c->rl_addr, (const struct sockaddr *)&ss, sl);
+            rl_key_addr(&sess_of(c)->rl_addr, (const struct sockaddr *)&ss, sl);
         else
-            rl_key_addr(&c->rl_addr, NULL, 0); /* the shared key: still limited */
-        c->rl_addr_ok = 1;
+            rl_key_addr(&sess_of(c)->rl_addr, NULL, 0); /* the shared key: still limited */
+        sess_of(c)->rl_addr_ok = 1;
     }
-    struct rl_key k = c->rl_addr;
-    if (c->user >= 0 && !c->user_implicit && e->auth != NULL) {
-        k.user = auth_user_name(e->auth, c->user);
+    struct rl_key k = sess_of(c)->rl_addr;
+    if (sess_of(c)->user >= 0 && !sess_of(c)->user_implicit && e->auth != NULL) {
+        k.user = auth_user_name(e->auth, sess_of(c)->user);
         k.ulen = k.user != NULL ? strlen(k.user) : 0;
     }
     return rl_check(e->rl, &k, e->rl_map[d->id], rl_now(), retry_ms) != RL_ALLOW;

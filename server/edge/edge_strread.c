@@ -16,6 +16,7 @@
 #include "server/edge/edge_mread.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_read.h"
+#include "server/edge/edge_sess.h"
 
 static struct strops_env env_of(const struct conn *c, struct hkv_buf *work)
 {
@@ -24,7 +25,7 @@ static struct strops_env env_of(const struct conn *c, struct hkv_buf *work)
 
 static void reply(struct conn *c, struct hkv_buf *out, const struct strops_result *res)
 {
-    if (strops_reply_encode(out, c->proto, &res->reply) != HKV_OK)
+    if (strops_reply_encode(out, sess_of(c)->proto, &res->reply) != HKV_OK)
         resp_add_error(out, "ERR out of memory");
 }
 

@@ -21,6 +21,7 @@
 #include "server/edge/edge_owners.h"
 #include "server/edge/info_leaves.h"
 #include "server/edge/info_redis.h"
+#include "server/edge/edge_sess.h"
 #include "server/core/version.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
@@ -345,7 +346,7 @@ static void ask_end(struct info_ask *a, int reply)
         if (out != NULL) {
             struct hkv_buf b = HKV_BUF_INIT;
             render(&b, e, a->want);
-            resp_add_verbatim(out, op->c->proto, buf_head(&b), buf_unread(&b));
+            resp_add_verbatim(out, sess_of(op->c)->proto, buf_head(&b), buf_unread(&b));
             buf_deinit(&b);
         }
     }
@@ -391,7 +392,7 @@ void info_command(struct conn *c, int argc, const struct resp_slice *argv)
     struct hkv_buf b = HKV_BUF_INIT;
     if (!owners || edge_owner_next(e, -1) < 0) {
         render(&b, e, want);
-        resp_add_verbatim(&c->out, c->proto, buf_head(&b), buf_unread(&b));
+        resp_add_verbatim(&c->out, sess_of(c)->proto, buf_head(&b), buf_unread(&b));
         buf_deinit(&b);
         return;
     }

@@ -24,6 +24,7 @@
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_scan.h"
+#include "server/edge/edge_sess.h"
 #include "proto/place.h"
 #include "tests/harness.h"
 #include "tests/unit/fake_owner.h"
@@ -144,11 +145,12 @@ static void t_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
 
 static void t_accepted(struct conn *c, const struct sockaddr *peer)
 {
-    c->proto = 2;
+    sess_of(c)->proto = 2;
 }
 
 static const struct conn_hooks hooks = {.accepted = t_accepted, .dispatch = t_dispatch,
-                                       .closing = op_conn_gone};
+                                       .closing = op_conn_gone,
+                                       .sess_size = sizeof(struct sess)};
 
 /* ---- the owners' script -------------------------------------------------- */
 
@@ -448,7 +450,7 @@ START_TEST(owner_error_is_the_clients_error)
     send_str("SETS a 1\r\n");
     expect_reply("-ERR boom from the owner\r\n", 3000);
     ck_assert_uint_eq(T.e.nops_writing, 0);
-    ck_assert_uint_eq(T.e.conns->writes_inflight, 0);
+    ck_assert_uint_eq(sess_of(T.e.conns)->writes_inflight, 0);
 }
 END_TEST
 
