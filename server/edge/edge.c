@@ -206,7 +206,7 @@ static void finish_if_drained(struct edge *e)
 {
     /* Writes whose client left still run to their end: an owner may have
      * applied them, and their outcome is logged if they fail. */
-    if (e->stopping && e->nconns == 0 && e->nops_writing == 0) {
+    if (e->stopping && e->nconns == 0 && op_writing(e) == 0) {
         worker_quiesce(e->worker);
         event_base_loopexit(e->base, NULL);
     }
@@ -237,9 +237,9 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
         log_warning("stop deadline passed, closing %llu connections",
                     (unsigned long long)e->nconns);
     conns_close_all(e);
-    if (e->nops_writing > 0)
+    if (op_writing(e) > 0)
         log_warning("stop deadline passed with %llu writes unfinished",
-                    (unsigned long long)e->nops_writing);
+                    (unsigned long long)op_writing(e));
     worker_quiesce(e->worker);
     event_base_loopexit(e->base, NULL);
 }
@@ -336,7 +336,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     if (clients_setup(e) != 0)
         log_warning("no memory for the clients board: this edge's clients are listed by it only");
     struct owner_hooks oh = {.push = edge_cache_pushed, .drained = on_link_drained};
-    if (edge_cache_setup(e) != 0 || owners_setup(e, &oh) != 0 ||
+    if (edge_cache_setup(e) != 0 || op_setup(e) != 0 || forgets_setup(e) != 0 || owners_setup(e, &oh) != 0 ||
         flights_setup(e, edge_read_answer) != 0 || edge_health_setup(e) != 0 ||
         edge_http_setup(e) != 0) {
         log_warning("cannot set up owner links: out of memory");
@@ -373,14 +373,15 @@ out:
     SSL_CTX_free(e->tls_ctx);
     e->tls_ctx = NULL;
     flights_teardown(e);
-    op_teardown(e);
+    op_teardown(&e->ops);
+    forgets_teardown(&e->forgets);
     owners_teardown(e);
     edge_health_teardown(e);
     slots_teardown(e);
     buf_deinit(&e->scratch);
     edge_auth_teardown(e);
-    clients_teardown(e);
-    monitor_teardown(e);
+    clients_teardown(&e->clients);
+    monitor_teardown(&e->monitor);
     buf_deinit(&e->cval);
     if (e->cron)
         event_free(e->cron);

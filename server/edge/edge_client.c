@@ -15,6 +15,7 @@
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_subcmd.h"
 #include "server/edge/edge_sess.h"
+#include "server/edge/edge_op_int.h"
 
 #define ERR_NAME "ERR Client names cannot contain spaces, newlines or special characters."
 
@@ -352,7 +353,7 @@ static void kill_reply(struct op *op)
 static void kill_unlink(struct op *op)
 {
     struct edge *e = op->e;
-    for (struct op **p = &e->kill_waits; *p != NULL; p = &(*p)->next)
+    for (struct op **p = &e->ops->kill_waits; *p != NULL; p = &(*p)->next)
         if (*p == op) {
             *p = op->next;
             op->next = NULL;
@@ -372,7 +373,7 @@ static const struct op_family kill_family = {.cancel = kill_cancel};
 
 void client_kill_cron(struct edge *e, int64_t now_ms)
 {
-    struct op *op = e->kill_waits;
+    struct op *op = e->ops->kill_waits;
     while (op != NULL) {
         struct op *next = op->next;
         struct kill_args *k = K(op);
@@ -421,8 +422,8 @@ static void client_kill(struct conn *c, int argc, const struct resp_slice *argv)
         kill_reply(op);
         return;
     }
-    op->next = c->e->kill_waits;
-    c->e->kill_waits = op;
+    op->next = c->e->ops->kill_waits;
+    c->e->ops->kill_waits = op;
 }
 
 /* ---- the rest ------------------------------------------------------------------ */

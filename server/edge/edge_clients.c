@@ -26,6 +26,16 @@ static struct board_clients *my_table(struct edge *e)
     return board_clients(e->ctx->board, (uint32_t)e->ctx->slot);
 }
 
+/* This edge's rows (a module of the edge: e->clients). */
+struct edge_clients {
+    struct board_clients *table;  /* this edge's table in the board */
+    struct conn **conns;          /* row -> connection (board->clients_cap entries) */
+    uint32_t *free;               /* rows freed, a stack */
+    uint32_t nfree;
+    uint32_t used;                /* rows [0, used) were handed out */
+    int tick;                     /* cron ticks, for the full refresh */
+};
+
 int clients_setup(struct edge *e)
 {
     struct board *b = e->ctx->board;
@@ -43,26 +53,31 @@ int clients_setup(struct edge *e)
     }
     atomic_store_explicit(&t->used, 0, memory_order_relaxed);
     atomic_store_explicit(&t->kills, 0, memory_order_relaxed);
-    e->board_conns = calloc(b->clients_cap, sizeof(*e->board_conns));
-    e->board_free = calloc(b->clients_cap, sizeof(*e->board_free));
-    e->board_nfree = 0;
-    e->board_used = 0;
-    if (e->board_conns == NULL || e->board_free == NULL) {
-        clients_teardown(e);
+    struct edge_clients *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return -1;
+    m->table = t;
+    m->conns = calloc(b->clients_cap, sizeof(*m->conns));
+    m->free = calloc(b->clients_cap, sizeof(*m->free));
+    if (m->conns == NULL || m->free == NULL) {
+        clients_teardown(&m);
         return -1;
     }
     atomic_store_explicit(&t->owner_pid, (int32_t)getpid(), memory_order_release);
+    e->clients = m;
     return 0;
 }
 
-void clients_teardown(struct edge *e)
+void clients_teardown(struct edge_clients **mp)
 {
-    if (e->ctx != NULL && e->ctx->board != NULL)
-        atomic_store_explicit(&my_table(e)->owner_pid, 0, memory_order_release);
-    free(e->board_conns);
-    free(e->board_free);
-    e->board_conns = NULL;
-    e->board_free = NULL;
+    struct edge_clients *m = *mp;
+    if (m == NULL)
+        return;
+    atomic_store_explicit(&m->table->owner_pid, 0, memory_order_release);
+    free(m->conns);
+    free(m->free);
+    free(m);
+    *mp = NULL;
 }
 
 static void copy_str(char *dst, size_t cap, const char *src)
@@ -123,21 +138,21 @@ void clients_accepted(struct conn *c)
 {
     struct edge *e = c->e;
     sess_of(c)->board_row = NO_ROW;
-    if (e->board_conns == NULL)
+    if (e->clients == NULL)
         return;
     uint32_t i;
-    if (e->board_nfree > 0)
-        i = e->board_free[--e->board_nfree];
-    else if (e->board_used < e->ctx->board->clients_cap)
-        i = e->board_used++;
+    if (e->clients->nfree > 0)
+        i = e->clients->free[--e->clients->nfree];
+    else if (e->clients->used < e->ctx->board->clients_cap)
+        i = e->clients->used++;
     else
         return; /* past the table: listed by this edge only */
     struct board_clients *t = my_table(e);
-    if (atomic_load_explicit(&t->used, memory_order_relaxed) < e->board_used)
-        atomic_store_explicit(&t->used, e->board_used, memory_order_relaxed);
+    if (atomic_load_explicit(&t->used, memory_order_relaxed) < e->clients->used)
+        atomic_store_explicit(&t->used, e->clients->used, memory_order_relaxed);
     struct board_client *r = board_client_row(e->ctx->board, (uint32_t)e->ctx->slot, i);
     atomic_store_explicit(&r->kill_id, 0, memory_order_relaxed);
-    e->board_conns[i] = c;
+    e->clients->conns[i] = c;
     sess_of(c)->board_row = (int32_t)i;
     write_row(c);
 }
@@ -160,27 +175,27 @@ void clients_gone(struct conn *c)
     atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&r->id, 0, memory_order_relaxed);
     atomic_store_explicit(&r->seq, (s | 1u) + 1, memory_order_release);
-    e->board_conns[i] = NULL;
-    e->board_free[e->board_nfree++] = i;
+    e->clients->conns[i] = NULL;
+    e->clients->free[e->clients->nfree++] = i;
     sess_of(c)->board_row = NO_ROW;
 }
 
 void clients_cron(struct edge *e, int64_t now_ms)
 {
-    if (e->board_conns == NULL)
+    if (e->clients == NULL)
         return;
     struct board_clients *t = my_table(e);
     if (atomic_exchange_explicit(&t->kills, 0, memory_order_acq_rel) != 0) {
-        for (uint32_t i = 0; i < e->board_used; i++) {
-            struct conn *c = e->board_conns[i];
+        for (uint32_t i = 0; i < e->clients->used; i++) {
+            struct conn *c = e->clients->conns[i];
             struct board_client *r = board_client_row(e->ctx->board, (uint32_t)e->ctx->slot, i);
             if (c != NULL && atomic_load_explicit(&r->kill_id, memory_order_acquire) == c->id)
                 conn_close(c); /* clients_gone frees the row: the asker sees it go */
         }
     }
-    int full = ++e->board_tick % FULL_REFRESH_TICKS == 0;
-    for (uint32_t i = 0; i < e->board_used; i++) {
-        struct conn *c = e->board_conns[i];
+    int full = ++e->clients->tick % FULL_REFRESH_TICKS == 0;
+    for (uint32_t i = 0; i < e->clients->used; i++) {
+        struct conn *c = e->clients->conns[i];
         if (c != NULL && (full || sess_of(c)->ncmds != sess_of(c)->board_ncmds))
             write_row(c);
     }

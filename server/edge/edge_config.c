@@ -19,6 +19,7 @@
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_sess.h"
+#include "server/edge/edge_op_int.h"
 
 /* ---- Redis's view of a directive ----------------------------------------- */
 
@@ -294,22 +295,22 @@ static void config_resetstat(struct conn *c)
         return;
     }
     op->next = NULL;
-    if (e->rs_tail != NULL)
-        e->rs_tail->next = op;
+    if (e->ops->rs_tail != NULL)
+        e->ops->rs_tail->next = op;
     else
-        e->rs_head = op;
-    e->rs_tail = op;
+        e->ops->rs_head = op;
+    e->ops->rs_tail = op;
 }
 
 void edge_resetstat_done(void *arg)
 {
     struct edge *e = arg;
-    struct op *op = e->rs_head;
+    struct op *op = e->ops->rs_head;
     if (op == NULL)
         return;
-    e->rs_head = op->next;
-    if (e->rs_head == NULL)
-        e->rs_tail = NULL;
+    e->ops->rs_head = op->next;
+    if (e->ops->rs_head == NULL)
+        e->ops->rs_tail = NULL;
     op->next = NULL;
     struct hkv_buf *out = op_out(op);
     if (out != NULL)

@@ -100,19 +100,10 @@ struct edge {
     int lane_ep;                  /* epoll set of the write lane's connections; 0 = none yet */
     int nlane;                    /* connections in the write lane */
 
-    /* the clients board: this edge's rows (edge_clients.c) */
-    struct conn **board_conns;    /* row -> connection (board->clients_cap entries) */
-    uint32_t *board_free;         /* rows freed, a stack */
-    uint32_t board_nfree;
-    uint32_t board_used;          /* rows [0, used) were handed out */
-    int board_tick;               /* cron ticks, for the full refresh */
+    struct edge_clients *clients; /* this edge's rows in the clients board (edge_clients.c);
+                                   * NULL: its clients are listed by it only */
 
-    /* MONITOR (edge_monitor.c) */
-    int nmonitors;                /* this edge's MONITOR clients */
-    struct event *mon_timer;      /* reads the rings while nmonitors > 0 */
-    uint64_t *mon_pos;            /* per slot: the ring position read up to */
-    struct hkv_buf mon_line;      /* the line being written */
-    struct hkv_buf mon_in;        /* lines being read */
+    struct edge_monitor *monitor; /* MONITOR (edge_monitor.c); NULL until first used */
 
     /* users (edge_auth.c) */
     struct auth *auth;            /* users and ACLs (auth.h), rebuilt on reload */
@@ -134,23 +125,9 @@ struct edge {
     int64_t push_checked_ms;      /* edge_push_gap: when every push link was last looked at */
     int push_all_greeted;         /* and whether each was greeted then */
 
-    /* ops (edge_op.c, edge_op_send.c) */
-    uint64_t next_seq;            /* the last write request number given */
-    struct oreq *wq_head, *wq_tail; /* unfinished write requests, in seq order (edge_op_send.c) */
-    struct op *free_ops;
-    struct op *rs_head, *rs_tail; /* CONFIG RESETSTATs waiting for the master, oldest first
-                                   * (edge_config.c) */
-    struct op *kill_waits;        /* CLIENT KILLs waiting for other edges (edge_client.c) */
-    struct op *all_ops;           /* every op ever made, for teardown */
-    uint64_t nops_writing;        /* write ops not finished (stop waits) */
-    int *op_owner_req;            /* op_split's owner -> request table (nowners) */
-    struct wire_slice *op_keys;   /* one request's keys, contiguous, for encoding */
-    size_t op_keys_cap;
+    struct edge_ops *ops;         /* the op engine (edge_op.c, edge_op_int.h) */
 
-    /* FLUSHALL's cache forgets (edge_keyspace.c) */
-    uint64_t forget_sent;         /* CTL_CACHE_FORGETs sent to the master */
-    uint64_t forget_done;         /* ... and applied (answered in order) */
-    struct op *fg_head, *fg_tail; /* FLUSHALLs waiting for theirs, oldest first */
+    struct edge_forgets *forgets; /* FLUSHALL's cache forgets (edge_keyspace.c) */
 
     /* single-flight fetches (edge_flight.c) */
     struct flights *flights;

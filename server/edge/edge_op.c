@@ -21,13 +21,14 @@
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_stats.h"
 #include "server/edge/edge_sess.h"
+#include "server/edge/edge_op_int.h"
 
 struct op *op_new(struct conn *c, const struct op_family *fam, const char *label)
 {
     struct edge *e = c->e;
-    struct op *op = e->free_ops;
+    struct op *op = e->ops->free;
     if (op != NULL) {
-        e->free_ops = op->next;
+        e->ops->free = op->next;
     } else {
         op = calloc(1, sizeof(*op));
         if (op == NULL) {
@@ -35,8 +36,8 @@ struct op *op_new(struct conn *c, const struct op_family *fam, const char *label
             return NULL;
         }
         op->e = e;
-        op->all_next = e->all_ops;
-        e->all_ops = op;
+        op->all_next = e->ops->all;
+        e->ops->all = op;
     }
     memset(&op->c, 0, sizeof(*op) - offsetof(struct op, c));
     buf_reset(&op->store);
@@ -44,8 +45,8 @@ struct op *op_new(struct conn *c, const struct op_family *fam, const char *label
     buf_reset(&op->errbuf);
     op->slot = slot_defer(c);
     if (op->slot == NULL) {
-        op->next = e->free_ops;
-        e->free_ops = op;
+        op->next = e->ops->free;
+        e->ops->free = op;
         reply_error(c, "ERR out of memory");
         return NULL;
     }
@@ -61,7 +62,7 @@ struct op *op_new(struct conn *c, const struct op_family *fam, const char *label
     sess_of(c)->ops = op;
     if (fam->flags & OP_F_WRITE) {
         op->is_write = 1;
-        e->nops_writing++;
+        e->ops->nwriting++;
         sess_of(c)->writes_inflight++;
     }
     return op;
@@ -95,7 +96,7 @@ static void op_release(struct op *op)
         evtimer_del(&op->timer);
     op->timer_on = 0;
     if (op->is_write)
-        e->nops_writing--;
+        e->ops->nwriting--;
     op->is_write = 0;
     /* Its arguments and results are done with: emptied, so a large request
      * (a MULTI/EXEC of megabytes) does not stay pinned in the freelist. */
@@ -103,8 +104,8 @@ static void op_release(struct op *op)
     buf_shrink(&op->store, 4096);
     buf_reset(&op->res);
     buf_shrink(&op->res, 4096);
-    op->next = e->free_ops;
-    e->free_ops = op;
+    op->next = e->ops->free;
+    e->ops->free = op;
 }
 
 void op_conn_gone(struct conn *c)
@@ -188,11 +189,25 @@ void op_error(struct op *op, const char *fmt, ...)
     buf_append(&op->errbuf, text, (size_t)n);
 }
 
-void op_teardown(struct edge *e)
+int op_setup(struct edge *e)
 {
-    while (e->all_ops != NULL) {
-        struct op *op = e->all_ops;
-        e->all_ops = op->all_next;
+    e->ops = calloc(1, sizeof(*e->ops));
+    return e->ops != NULL ? 0 : -1;
+}
+
+uint64_t op_writing(const struct edge *e)
+{
+    return e->ops != NULL ? e->ops->nwriting : 0;
+}
+
+void op_teardown(struct edge_ops **mp)
+{
+    struct edge_ops *m = *mp;
+    if (m == NULL)
+        return;
+    while (m->all != NULL) {
+        struct op *op = m->all;
+        m->all = op->all_next;
         if (op->timer_on)
             evtimer_del(&op->timer);
         buf_deinit(&op->store);
@@ -205,12 +220,10 @@ void op_teardown(struct edge *e)
         free(op->items);
         free(op);
     }
-    e->free_ops = NULL;
-    free(e->op_owner_req);
-    e->op_owner_req = NULL;
-    free(e->op_keys);
-    e->op_keys = NULL;
-    e->op_keys_cap = 0;
+    free(m->owner_req);
+    free(m->keys);
+    free(m);
+    *mp = NULL;
 }
 
 /* ---- arguments ------------------------------------------------------------------ */
@@ -364,14 +377,14 @@ static int too_big_for_a_frame(struct op *op, const uint32_t *owner_of, const in
 int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
 {
     struct edge *e = op->e;
-    if (e->op_owner_req == NULL) {
-        e->op_owner_req = malloc((size_t)(e->nowners > 0 ? e->nowners : 1) * sizeof(int));
-        if (e->op_owner_req == NULL) {
+    if (e->ops->owner_req == NULL) {
+        e->ops->owner_req = malloc((size_t)(e->nowners > 0 ? e->nowners : 1) * sizeof(int));
+        if (e->ops->owner_req == NULL) {
             op_error(op, "ERR out of memory");
             return -1;
         }
     }
-    int *owner_req = e->op_owner_req; /* owner number -> request number */
+    int *owner_req = e->ops->owner_req; /* owner number -> request number */
     for (int i = 0; i < e->nowners; i++)
         owner_req[i] = -1;
     /* Pass 1: the owner of each key, and one request per owner (or key). */

@@ -35,6 +35,7 @@
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 
+struct edge_ops;
 struct op;
 
 enum oreq_state { OREQ_IDLE, OREQ_SENT, OREQ_WAIT, OREQ_DONE };
@@ -189,8 +190,12 @@ void op_finish_error(struct op *op);
 
 /* The closing hook's part: c's ops forget it (and are cancelled). */
 void op_conn_gone(struct conn *c);
-/* Frees every op (process exit). */
-void op_teardown(struct edge *e);
+/* The op engine's state (e->ops, edge_op_int.h): 0, or -1 out of memory. */
+int op_setup(struct edge *e);
+/* Frees every op (process exit); *m is NULL after. */
+void op_teardown(struct edge_ops **m);
+/* Write ops not finished (a stop waits for them). */
+uint64_t op_writing(const struct edge *e);
 /* A reload: a lower write-deadline applies at once to the writes in flight. */
 void op_reload(struct edge *e, const struct cfg *next);
 

@@ -34,10 +34,11 @@
 #include "server/edge/edge_diag.h"
 #include "server/edge/edge_stats.h"
 #include "server/edge/edge_sess.h"
+#include "server/edge/edge_op_int.h"
 
 /* ---- sending -------------------------------------------------------------- */
 
-/* r's keys, contiguous (in e->op_keys when there are several); NULL on
+/* r's keys, contiguous (in e->ops->keys when there are several); NULL on
  * allocation failure. */
 static const struct wire_slice *oreq_keys(struct oreq *r)
 {
@@ -45,16 +46,16 @@ static const struct wire_slice *oreq_keys(struct oreq *r)
     struct edge *e = op->e;
     if (r->nk == 1)
         return &op->keys[op->kidx[r->k0]];
-    if (e->op_keys_cap < r->nk) {
-        struct wire_slice *t = realloc(e->op_keys, r->nk * sizeof(*t));
+    if (e->ops->keys_cap < r->nk) {
+        struct wire_slice *t = realloc(e->ops->keys, r->nk * sizeof(*t));
         if (t == NULL)
             return NULL;
-        e->op_keys = t;
-        e->op_keys_cap = r->nk;
+        e->ops->keys = t;
+        e->ops->keys_cap = r->nk;
     }
     for (uint32_t i = 0; i < r->nk; i++)
-        e->op_keys[i] = op->keys[op->kidx[r->k0 + i]];
-    return e->op_keys;
+        e->ops->keys[i] = op->keys[op->kidx[r->k0 + i]];
+    return e->ops->keys;
 }
 
 static int encode(struct hkv_buf *b, uint64_t id, struct oreq *r, struct wire_rid rid)
@@ -79,13 +80,13 @@ static void oreq_done(struct oreq *r);
  * Requests are numbered as they are linked, so linking is at the tail. */
 static void wq_link(struct edge *e, struct oreq *r)
 {
-    r->wprev = e->wq_tail;
+    r->wprev = e->ops->wq_tail;
     r->wnext = NULL;
-    if (e->wq_tail != NULL)
-        e->wq_tail->wnext = r;
+    if (e->ops->wq_tail != NULL)
+        e->ops->wq_tail->wnext = r;
     else
-        e->wq_head = r;
-    e->wq_tail = r;
+        e->ops->wq_head = r;
+    e->ops->wq_tail = r;
     r->owner->wq_n++;
 }
 
@@ -94,11 +95,11 @@ static void wq_unlink(struct edge *e, struct oreq *r)
     if (r->wprev != NULL)
         r->wprev->wnext = r->wnext;
     else
-        e->wq_head = r->wnext;
+        e->ops->wq_head = r->wnext;
     if (r->wnext != NULL)
         r->wnext->wprev = r->wprev;
     else
-        e->wq_tail = r->wprev;
+        e->ops->wq_tail = r->wprev;
     r->wprev = r->wnext = NULL;
     r->owner->wq_n--;
 }
@@ -107,7 +108,7 @@ static void wq_unlink(struct edge *e, struct oreq *r)
  * request of this edge below ack is finished, at every owner. */
 static struct wire_rid next_rid(struct edge *e, struct oreq *r, struct elink *l)
 {
-    struct wire_rid rid = {r->seq, e->wq_head != NULL ? e->wq_head->seq : e->next_seq + 1, 0};
+    struct wire_rid rid = {r->seq, e->ops->wq_head != NULL ? e->ops->wq_head->seq : e->ops->next_seq + 1, 0};
     uint64_t conn = elink_next_conn(l);
     /* A resend on the connection the last attempt took meets the process
      * that read that attempt, after it: whether or not its HELLO was
@@ -208,7 +209,7 @@ void op_start(struct op *op)
         struct oreq *r = req_at(op, i);
         r->tried = 0;
         if (r->role == WIRE_ROLE_WRITE && wire_is_write(r->type)) {
-            r->seq = ++e->next_seq;
+            r->seq = ++e->ops->next_seq;
             wq_link(e, r);
         }
     }
@@ -410,7 +411,7 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
 void op_reload(struct edge *e, const struct cfg *next)
 {
     int64_t now = clock_mono_ms();
-    for (struct oreq *r = e->wq_head; r != NULL; r = r->wnext) {
+    for (struct oreq *r = e->ops->wq_head; r != NULL; r = r->wnext) {
         struct op *op = r->op;
         int64_t d = op->start_ms + next->write_deadline_ms;
         if (!op->is_write || d >= op->deadline_ms)
