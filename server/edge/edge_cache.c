@@ -211,7 +211,7 @@ void edge_cache_wrote(struct edge *e, const char *key, size_t klen, const struct
     if (e->cache == NULL || version == 0)
         return;
     struct route rt;
-    router_route(e->router, key, klen, &rt);
+    router_route(e->owners->router, key, klen, &rt);
     int64_t fu, ku;
     if (!(v != NULL && lifetimes(e, rt.cls, rt.hash, base_ms, now, expire_at, &fu, &ku) &&
           cache_put(e->cache, key, klen, rt.hash, v->p, v->len, 0, version, fu, ku, expire_at,
@@ -238,7 +238,7 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
     }
     struct wire_slice k = m->u.push.key;
     struct route rt;
-    router_route(e->router, k.p, k.len, &rt);
+    router_route(e->owners->router, k.p, k.len, &rt);
     int64_t now = now_ms(), fu, ku;
     int rc;
     if (lifetimes(e, rt.cls, rt.hash, now, now, (int64_t)m->u.push.expire_ms, &fu, &ku))

@@ -326,7 +326,7 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
     }
     if (m->type == WIRE_MOVED && !f->moved) {
         f->moved = 1;
-        router_moved(e->router, f->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
+        router_moved(e->owners->router, f->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
                      (int)m->u.moved.owner, m->u.moved.map_gen);
         struct route rt;
         struct owner_ref *o = edge_owner_of(e, buf_head(&f->key), buf_unread(&f->key), &rt);

@@ -38,7 +38,7 @@ struct ehealth {
     struct edge *e;
     struct event *timer;
     int nwatch;                   /* owners watched */
-    int n;                        /* slots: e->nowners */
+    int n;                        /* slots: e->owners->n */
     struct eh_owner own[];
 };
 
@@ -54,10 +54,10 @@ static int64_t trust_ms(const struct edge *e)
 
 static int slot_of(const struct edge *e, const struct owner_ref *o)
 {
-    if (e->health == NULL || e->cache == NULL || o == NULL || o < e->owners ||
-        o >= e->owners + e->health->n)
+    if (e->health == NULL || e->cache == NULL || o == NULL || o < e->owners->ref ||
+        o >= e->owners->ref + e->health->n)
         return -1;
-    return (int)(o - e->owners);
+    return (int)(o - e->owners->ref);
 }
 
 static void arm(struct ehealth *h)
@@ -150,7 +150,7 @@ static void probe_cb(void *arg, int status, const struct wire_msg *m)
     struct ehealth *h = eo->h;
     eo->probing = 0;
     if (status == HKV_OK)
-        edge_health_answered(h->e, &h->e->owners[eo - h->own]);
+        edge_health_answered(h->e, &h->e->owners->ref[eo - h->own]);
 }
 
 /* o's READ link, if a probe can go out on it now. */
@@ -203,7 +203,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 int edge_health_setup(struct edge *e)
 {
-    int n = e->nowners > 0 ? e->nowners : 0;
+    int n = e->owners->n > 0 ? e->owners->n : 0;
     if (n > CACHE_HEALTH_OWNERS)
         n = CACHE_HEALTH_OWNERS; /* (cannot happen: 256 + 256 on a host, 256 in a cluster) */
     struct ehealth *h = calloc(1, sizeof(*h) + (size_t)n * sizeof(h->own[0]));

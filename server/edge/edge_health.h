@@ -26,7 +26,7 @@
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 
-/* e->health (after owners_setup: it sizes itself by e->nowners).  0, or -1
+/* e->health (after owners_setup: it sizes itself by e->owners->n).  0, or -1
  * on allocation failure. */
 int edge_health_setup(struct edge *e);
 /* Frees it (no probe callback runs after: links are torn down unanswered). */

@@ -174,7 +174,7 @@ static int host_serving(struct edge *e)
             !atomic_load_explicit(&s->ready, memory_order_relaxed))
             return 0;
     }
-    struct rmap *m = router_map(e->router);
+    struct rmap *m = router_map(e->owners->router);
     if (m == NULL)
         return 1;
     rmap_sync(m, e->ctx->cmap);

@@ -111,19 +111,7 @@ struct edge {
                                    * under another generation is checked again by name */
     struct event *auth_sweep;     /* closes the connections a reload revoked (auth_close) */
 
-    /* owners and routing (edge_owners.c) */
-    struct router *router;
-    uint64_t incarnation;         /* this process, in HELLO (exactly-once retries) */
-    struct owner_ref *owners;     /* hot owners, then cold owners (a cluster: by number - 1) */
-    int nowners;
-    struct ssl_ctx_st *cluster_tls; /* a cluster: the client context of links to other
-                                     * hosts (NULL: none can be made) */
-    uint32_t writer;              /* the edge id in HELLO */
-    void (*link_push)(void *arg, const struct wire_msg *m); /* what links call up */
-    void (*link_drained)(struct elink *l, void *arg);      /* (owners_setup's hooks) */
-    struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
-    int64_t push_checked_ms;      /* edge_push_gap: when every push link was last looked at */
-    int push_all_greeted;         /* and whether each was greeted then */
+    struct edge_owners *owners;   /* owners, routing, links, STATS (edge_owners.c) */
 
     struct edge_ops *ops;         /* the op engine (edge_op.c, edge_op_int.h) */
 

@@ -60,7 +60,7 @@ _Static_assert(sizeof(size_t) >= sizeof(uint64_t), "a cursor fits an item's offs
 
 static int owner_no(const struct oreq *r)
 {
-    return (int)(r->owner - r->op->e->owners);
+    return (int)(r->owner - r->op->e->owners->ref);
 }
 
 static int wrong_answer(struct op *op, const struct oreq *r, const struct wire_msg *m, int type)
@@ -152,7 +152,7 @@ static void keys_done(struct op *op)
     struct edge *e = op->e;
     op->nreqs = 0;
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g))
-        if (!op->items[g].found && op_to_owner(op, &e->owners[g], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
+        if (!op->items[g].found && op_to_owner(op, &e->owners->ref[g], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
             op_finish_error(op);
             return;
         }
@@ -176,7 +176,7 @@ void edge_cmd_keys(struct conn *c, int argc, const struct resp_slice *argv)
     if (op == NULL)
         return;
     K(op)->max = (uint64_t)e->ctx->cfg->keys_max;
-    if (op_copy_keys(op, 0, NULL, 1, &argv[1]) != 0 || op_items(op, (uint32_t)e->nowners) == NULL) {
+    if (op_copy_keys(op, 0, NULL, 1, &argv[1]) != 0 || op_items(op, (uint32_t)e->owners->n) == NULL) {
         op_finish_error(op);
         return;
     }
@@ -231,14 +231,14 @@ static void random_draw(struct op *op)
     }
     uint64_t x = rng_next() % K(op)->total;
     int g = 0;
-    while (g < e->nowners - 1 && x >= (uint64_t)op->items[g].off)
+    while (g < e->owners->n - 1 && x >= (uint64_t)op->items[g].off)
         x -= (uint64_t)op->items[g++].off;
     K(op)->owner = (uint32_t)g;
     K(op)->cursor = rng_next() & RANDOM_CURSOR_MASK;
     K(op)->pages = 0;
     K(op)->wrapped = 0;
     op->nreqs = 0;
-    if (op_to_owner(op, &e->owners[g], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
+    if (op_to_owner(op, &e->owners->ref[g], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
         op_finish_error(op);
         return;
     }
@@ -297,7 +297,7 @@ static void random_done(struct op *op)
         return;
     }
     op->nreqs = 0;
-    if (op_to_owner(op, &e->owners[K(op)->owner], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
+    if (op_to_owner(op, &e->owners->ref[K(op)->owner], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
         op_finish_error(op);
         return;
     }
@@ -317,12 +317,12 @@ void edge_cmd_randomkey(struct conn *c, int argc, const struct resp_slice *argv)
     struct op *op = op_new(c, &random_ops, "randomkey");
     if (op == NULL)
         return;
-    if (op_items(op, (uint32_t)e->nowners) == NULL) {
+    if (op_items(op, (uint32_t)e->owners->n) == NULL) {
         op_finish_error(op);
         return;
     }
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
-        if (op_to_owner(op, &e->owners[g], WIRE_STATS, WIRE_ROLE_READ) != 0) {
+        if (op_to_owner(op, &e->owners->ref[g], WIRE_STATS, WIRE_ROLE_READ) != 0) {
             op_finish_error(op);
             return;
         }

@@ -202,7 +202,7 @@ void edge_cmd_flushall(struct conn *c, int argc, const struct resp_slice *argv)
     if (op == NULL || take_words(op, c, argc, argv) != 0)
         return;
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
-        if (op_to_owner(op, &e->owners[g], WIRE_CALL, WIRE_ROLE_WRITE) != 0) {
+        if (op_to_owner(op, &e->owners->ref[g], WIRE_CALL, WIRE_ROLE_WRITE) != 0) {
             op_finish_error(op);
             return;
         }

@@ -41,7 +41,7 @@ static int owner_answered(const struct owner_ref *o, int64_t now)
 
 hkv_status metrics_owners(struct edge *e, struct hkv_buf *out)
 {
-    int n = e->nowners > 0 && e->owners != NULL ? e->nowners : 0;
+    int n = e->owners != NULL && e->owners->n > 0 ? e->owners->n : 0;
     int64_t now = clock_mono_ms();
     struct prom_label *labels = calloc((size_t)(n > 0 ? n : 1), 2 * sizeof(*labels));
     struct ctr_prom_row *rows = calloc((size_t)(n > 0 ? n : 1), sizeof(*rows));
@@ -49,7 +49,7 @@ hkv_status metrics_owners(struct edge *e, struct hkv_buf *out)
     hkv_status s = labels != NULL && rows != NULL && idx != NULL ? HKV_OK : HKV_ENOMEM;
     size_t nrows = 0;
     for (int g = 0; s == HKV_OK && g < n; g++) {
-        struct owner_ref *o = &e->owners[g];
+        struct owner_ref *o = &e->owners->ref[g];
         snprintf(idx[g], sizeof(idx[g]), "%d", o->index);
         labels[2 * g] = (struct prom_label){"pool", topo_pool_name(o->pool)};
         labels[2 * g + 1] = (struct prom_label){"owner", idx[g]};
@@ -61,14 +61,14 @@ hkv_status metrics_owners(struct edge *e, struct hkv_buf *out)
                         "1 when the owner answered this edge's STATS poll in the last 3 s");
     for (int g = 0; s == HKV_OK && g < n; g++)
         s = prom_sample(out, "hotkvd_owner_up", &labels[2 * g], 2,
-                        owner_answered(&e->owners[g], now));
+                        owner_answered(&e->owners->ref[g], now));
     if (s == HKV_OK)
         s = prom_family(out, "hotkvd_owner_stats_age_seconds", PROM_GAUGE,
                         "Age of the owner's last STATS answer (none yet: no sample)");
     for (int g = 0; s == HKV_OK && g < n; g++)
-        if (e->owners[g].stats_at_ms != 0)
+        if (e->owners->ref[g].stats_at_ms != 0)
             s = prom_sample(out, "hotkvd_owner_stats_age_seconds", &labels[2 * g], 2,
-                            (double)(now - e->owners[g].stats_at_ms) / 1000.0);
+                            (double)(now - e->owners->ref[g].stats_at_ms) / 1000.0);
     if (s == HKV_OK)
         s = ctr_prom_render(out, ctr_owner_defs, CTR_OWNER_COUNT, rows, nrows);
     free(labels);

@@ -79,7 +79,7 @@ static void fill_items(struct op *op, struct oreq *r, const struct wire_msg *m)
     for (uint32_t i = 0; i < r->nk; i++) {
         const struct wire_slice *k = &op->keys[op->kidx[r->k0 + i]];
         struct route rt;
-        router_route(e->router, k->p, k->len, &rt);
+        router_route(e->owners->router, k->p, k->len, &rt);
         struct wire_msg one = {.type = WIRE_NOTFOUND};
         if (m->type == WIRE_VALUE) {
             one = *m;

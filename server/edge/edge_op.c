@@ -378,14 +378,14 @@ int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
 {
     struct edge *e = op->e;
     if (e->ops->owner_req == NULL) {
-        e->ops->owner_req = malloc((size_t)(e->nowners > 0 ? e->nowners : 1) * sizeof(int));
+        e->ops->owner_req = malloc((size_t)(e->owners->n > 0 ? e->owners->n : 1) * sizeof(int));
         if (e->ops->owner_req == NULL) {
             op_error(op, "ERR out of memory");
             return -1;
         }
     }
     int *owner_req = e->ops->owner_req; /* owner number -> request number */
-    for (int i = 0; i < e->nowners; i++)
+    for (int i = 0; i < e->owners->n; i++)
         owner_req[i] = -1;
     /* Pass 1: the owner of each key, and one request per owner (or key). */
     uint32_t *owner_of = op->kidx; /* reused: filled with owner numbers first */
@@ -397,7 +397,7 @@ int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
             op_error(op, "ERR no owner serves the '%s' pool", topo_pool_name(rt.pool));
             return -1;
         }
-        int g = (int)(o - e->owners);
+        int g = (int)(o - e->owners->ref);
         owner_of[k] = (uint32_t)g;
         if (per_key || owner_req[g] < 0) {
             if (!per_key)

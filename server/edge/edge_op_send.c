@@ -359,7 +359,7 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
         return;
     }
     if (m->type == WIRE_MOVED && r->nk == 0 && (op->fam->flags & OP_F_MOVED)) {
-        router_moved(e->router, r->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
+        router_moved(e->owners->router, r->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
                      (int)m->u.moved.owner, m->u.moved.map_gen);
         op->fam->answer(op, r, m); /* the family routes it again */
         oreq_done(r);
@@ -368,7 +368,7 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
     if (m->type == WIRE_MOVED) {
         if (!r->moved) {
             r->moved = 1;
-            int rc = router_moved(e->router, r->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
+            int rc = router_moved(e->owners->router, r->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
                                   (int)m->u.moved.owner, m->u.moved.map_gen);
             if (rc >= 0 && r->nk > 0) {
                 struct route rt;

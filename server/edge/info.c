@@ -103,8 +103,8 @@ static void sec_stats(struct hkv_buf *b, struct edge *e)
     CTR_EDGE(X)
 #undef X
     int64_t expired = 0;
-    for (int g = 0; g < e->nowners; g++)
-        expired += e->owners[g].stats[CTR_OWNER_owner_expired];
+    for (int g = 0; g < e->owners->n; g++)
+        expired += e->owners->ref[g].stats[CTR_OWNER_owner_expired];
     buf_printf(b, "expired_keys:%lld\r\nevicted_keys:0\r\n", (long long)expired);
     buf_printf(b, "tls_connections:%llu\r\n",
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, tls_connections)));
@@ -138,19 +138,19 @@ static void sec_owners(struct hkv_buf *b, struct edge *e)
     int64_t sum[CTR_OWNER_COUNT] = {0};
     int64_t now = clock_mono_ms();
     int answered = 0;
-    for (int g = 0; g < e->nowners; g++) {
-        if (e->owners[g].stats_at_ms == 0)
+    for (int g = 0; g < e->owners->n; g++) {
+        if (e->owners->ref[g].stats_at_ms == 0)
             continue;
         answered++;
         for (int i = 0; i < CTR_OWNER_COUNT; i++)
-            sum[i] += e->owners[g].stats[i];
+            sum[i] += e->owners->ref[g].stats[i];
     }
     buf_printf(b, "# Owners\r\nowners_answering:%d\r\nowners_silent:%d\r\n", answered,
                edge_health_silent_count(e));
     for (int i = 0; i < CTR_OWNER_COUNT; i++)
         buf_printf(b, "%s:%lld\r\n", ctr_owner_defs[i].name, (long long)sum[i]);
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
-        struct owner_ref *o = &e->owners[g];
+        struct owner_ref *o = &e->owners->ref[g];
         const int64_t *v = o->stats;
         if (o->number != 0) /* a cluster: pools and indexes repeat across hosts */
             buf_printf(b, "owner_%u:host_index=%s/%d,", o->number, topo_pool_name(o->pool),
@@ -184,8 +184,8 @@ static void sec_keyspace(struct hkv_buf *b, struct edge *e)
 {
     int64_t keys = 0, expires = 0;
     double ttl = 0;
-    for (int g = 0; g < e->nowners; g++) {
-        const int64_t *v = e->owners[g].stats;
+    for (int g = 0; g < e->owners->n; g++) {
+        const int64_t *v = e->owners->ref[g].stats;
         keys += v[CTR_OWNER_owner_keys];
         expires += v[CTR_OWNER_owner_expires];
         ttl += (double)v[CTR_OWNER_owner_avg_ttl_ms] * (double)v[CTR_OWNER_owner_expires];
@@ -336,7 +336,7 @@ struct info_args {
 static void ask_end(struct info_ask *a, int reply)
 {
     struct edge *e = a->op->e;
-    for (int g = 0; g < e->nowners; g++)
+    for (int g = 0; g < e->owners->n; g++)
         if (a->reqs[g].sent)
             elink_cancel(a->reqs[g].o->link[WIRE_ROLE_READ], a->reqs[g].id);
     event_free(a->timer);
@@ -396,7 +396,7 @@ void info_command(struct conn *c, int argc, const struct resp_slice *argv)
         buf_deinit(&b);
         return;
     }
-    struct info_ask *a = calloc(1, sizeof(*a) + (size_t)e->nowners * sizeof(a->reqs[0]));
+    struct info_ask *a = calloc(1, sizeof(*a) + (size_t)e->owners->n * sizeof(a->reqs[0]));
     if (a == NULL || (a->timer = evtimer_new(e->base, ask_timeout, a)) == NULL) {
         free(a);
         resp_add_error(&c->out, "ERR out of memory");
@@ -414,7 +414,7 @@ void info_command(struct conn *c, int argc, const struct resp_slice *argv)
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
         struct info_req *r = &a->reqs[g];
         r->ask = a;
-        r->o = &e->owners[g];
+        r->o = &e->owners->ref[g];
         struct elink *l = r->o->link[WIRE_ROLE_READ];
         if (l == NULL || !elink_is_up(l) || elink_congested(l))
             continue; /* not reachable now: its last answer is shown */

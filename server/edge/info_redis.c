@@ -97,17 +97,17 @@ static const char *human(uint64_t n, char *s, size_t len)
 static int64_t owners_sum(struct edge *e, int id)
 {
     int64_t n = 0;
-    for (int g = 0; g < e->nowners; g++)
-        n += e->owners[g].stats[id];
+    for (int g = 0; g < e->owners->n; g++)
+        n += e->owners->ref[g].stats[id];
     return n;
 }
 
 static int64_t owners_max(struct edge *e, int id)
 {
     int64_t n = 0;
-    for (int g = 0; g < e->nowners; g++)
-        if (e->owners[g].stats[id] > n)
-            n = e->owners[g].stats[id];
+    for (int g = 0; g < e->owners->n; g++)
+        if (e->owners->ref[g].stats[id] > n)
+            n = e->owners->ref[g].stats[id];
     return n;
 }
 
