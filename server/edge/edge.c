@@ -378,11 +378,10 @@ out:
     owners_teardown(e);
     edge_health_teardown(e);
     slots_teardown(e);
-    buf_deinit(&e->scratch);
     edge_auth_teardown(e);
     clients_teardown(&e->clients);
     monitor_teardown(&e->monitor);
-    buf_deinit(&e->cval);
+    edge_cache_teardown(&e->cache);
     if (e->cron)
         event_free(e->cron);
     if (e->deadline)

@@ -60,6 +60,7 @@
  */
 #include "server/edge/edge_cache.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -73,30 +74,54 @@ static int64_t now_ms(void)
     return clock_mono_ms();
 }
 
+/* The module's state: the head the read paths use, then its own. */
+struct cache_state {
+    struct edge_cache pub;
+    uint64_t lock_seq;            /* refresh-lock tokens */
+};
+
+static inline struct cache_state *cst(struct edge *e)
+{
+    return (struct cache_state *)e->cache;
+}
+
 int edge_cache_setup(struct edge *e)
 {
-    e->cache = e->ectx->cache;
-    if (e->cache == NULL)
-        return 0;
-    if (cache_attach(e->cache) != HKV_OK) {
+    struct cache_state *st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        return -1;
+    e->cache = &st->pub;
+    e->cache->cache = e->ectx->cache;
+    if (e->cache->cache != NULL && cache_attach(e->cache->cache) != HKV_OK) {
         log_warning("the colo cache segment failed validation; serving without it");
-        e->cache = NULL;
+        e->cache->cache = NULL;
     }
-    e->lock_seq = 0;
     /* The change ring: notes from here (writes, pushes), read by the HTTP
      * front door's held readers (edge_http_wake.c).  Without it nothing is
      * noted and held readers wait for their deadlines. */
-    e->changes = e->ectx->changes;
-    if (e->changes != NULL && changes_attach(e->changes, (uint32_t)e->ctx->index) != HKV_OK) {
+    e->cache->changes = e->ectx->changes;
+    if (e->cache->changes != NULL &&
+        changes_attach(e->cache->changes, (uint32_t)e->ctx->index) != HKV_OK) {
         log_warning("the colo change ring failed validation; long polls wake at their deadline");
-        e->changes = NULL;
+        e->cache->changes = NULL;
     }
     return 0;
 }
 
+void edge_cache_teardown(struct edge_cache **cp)
+{
+    struct edge_cache *c = *cp;
+    if (c == NULL)
+        return;
+    buf_deinit(&c->cval);
+    buf_deinit(&c->scratch);
+    free(c);
+    *cp = NULL;
+}
+
 uint64_t edge_cache_token(struct edge *e)
 {
-    return ((uint64_t)(uint32_t)getpid() << 32) | (++e->lock_seq & 0xffffffffu);
+    return ((uint64_t)(uint32_t)getpid() << 32) | (++cst(e)->lock_seq & 0xffffffffu);
 }
 
 int64_t edge_lock_ttl(const struct edge *e)
@@ -111,7 +136,7 @@ static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash
 {
     int64_t fresh = cls->fresh_ms, keep = cls->keep_ms;
     if (fresh == 0) {
-        if (cache_sketch_rate(e->cache, khash, now) < (uint64_t)e->ctx->cfg->hotkey_threshold)
+        if (cache_sketch_rate(e->cache->cache, khash, now) < (uint64_t)e->ctx->cfg->hotkey_threshold)
             return 0;
         fresh = 0; /* hot: stored stale, served while one refresh runs */
     }
@@ -142,9 +167,9 @@ static void forget_held(struct edge *e, const char *key, size_t klen, uint64_t h
 {
     struct hkv_buf tmp = HKV_BUF_INIT;
     struct cache_hit hit;
-    if (cache_get(e->cache, key, klen, hash, now, &tmp, &hit) == HKV_OK && !hit.negative &&
+    if (cache_get(e->cache->cache, key, klen, hash, now, &tmp, &hit) == HKV_OK && !hit.negative &&
         hit.stamp != 0)
-        cache_invalidate(e->cache, key, klen, hash, hit.stamp, now + EDGE_FILL_HORIZON_MS, now);
+        cache_invalidate(e->cache->cache, key, klen, hash, hit.stamp, now + EDGE_FILL_HORIZON_MS, now);
     buf_deinit(&tmp);
 }
 
@@ -159,14 +184,14 @@ static int push_ready(struct edge *e, const char *key, size_t klen)
         return 0;
     if (elink_greeted(o->link[WIRE_ROLE_PUSH]))
         return 1;
-    cache_count(e->cache, CACHE_CTR_cache_not_cached_unpushed, 1);
+    cache_count(e->cache->cache, CACHE_CTR_cache_not_cached_unpushed, 1);
     return 0;
 }
 
 void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct route *rt,
                      const struct wire_msg *m, int64_t sent_ms)
 {
-    if (e->cache == NULL)
+    if (e->cache->cache == NULL)
         return;
     int64_t now = now_ms(), fu, ku;
     if (now - sent_ms >= EDGE_FILL_HORIZON_MS)
@@ -177,7 +202,7 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
                       : m->type == WIRE_NOTFOUND ? m->u.notfound.stamp
                                                  : 0;
         if (v != 0)
-            cache_invalidate(e->cache, key, klen, rt->hash, v, now + EDGE_FILL_HORIZON_MS, now);
+            cache_invalidate(e->cache->cache, key, klen, rt->hash, v, now + EDGE_FILL_HORIZON_MS, now);
         else if (m->type == WIRE_NOTFOUND)
             forget_held(e, key, klen, rt->hash, now);
         return;
@@ -186,12 +211,12 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         if (!lifetimes(e, rt->cls, rt->hash, sent_ms, now, (int64_t)m->u.value.expire_ms, &fu,
                        &ku))
             return;
-        int rc = cache_put(e->cache, key, klen, rt->hash, m->u.value.value.p, m->u.value.value.len,
+        int rc = cache_put(e->cache->cache, key, klen, rt->hash, m->u.value.value.p, m->u.value.value.len,
                            0, m->u.value.stamp, fu, ku, (int64_t)m->u.value.expire_ms, now);
         if (rc == HKV_ETOOBIG)
-            cache_count(e->cache, CACHE_CTR_cache_not_cached_too_big, 1);
+            cache_count(e->cache->cache, CACHE_CTR_cache_not_cached_too_big, 1);
         if (rc == HKV_OK) /* a version a missed push never brought wakes its readers too */
-            changes_note(e->changes, rt->hash, m->u.value.stamp);
+            changes_note(e->cache->changes, rt->hash, m->u.value.stamp);
     } else if (m->type == WIRE_NOTFOUND) {
         int64_t ttl = e->ctx->cfg->negative_ttl_ms;
         /* The owner's stamp for the absence (its tombstone's) orders this
@@ -200,7 +225,7 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         if (m->u.notfound.stamp == 0)
             forget_held(e, key, klen, rt->hash, now);
         if (ttl > 0 && sent_ms + ttl > now)
-            cache_put(e->cache, key, klen, rt->hash, NULL, 0, 1, m->u.notfound.stamp,
+            cache_put(e->cache->cache, key, klen, rt->hash, NULL, 0, 1, m->u.notfound.stamp,
                       sent_ms + ttl, sent_ms + ttl, 0, now);
     }
 }
@@ -208,32 +233,32 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
 void edge_cache_wrote(struct edge *e, const char *key, size_t klen, const struct wire_slice *v,
                       int64_t expire_at, hkv_stamp version, int64_t base_ms, int64_t now)
 {
-    if (e->cache == NULL || version == 0)
+    if (e->cache->cache == NULL || version == 0)
         return;
     struct route rt;
     router_route(e->owners->router, key, klen, &rt);
     int64_t fu, ku;
     if (!(v != NULL && lifetimes(e, rt.cls, rt.hash, base_ms, now, expire_at, &fu, &ku) &&
-          cache_put(e->cache, key, klen, rt.hash, v->p, v->len, 0, version, fu, ku, expire_at,
+          cache_put(e->cache->cache, key, klen, rt.hash, v->p, v->len, 0, version, fu, ku, expire_at,
                     now) == HKV_OK))
-        cache_invalidate(e->cache, key, klen, rt.hash, version, now + EDGE_FILL_HORIZON_MS, now);
-    changes_note(e->changes, rt.hash, version); /* wakes the key's readers in the colo */
+        cache_invalidate(e->cache->cache, key, klen, rt.hash, version, now + EDGE_FILL_HORIZON_MS, now);
+    changes_note(e->cache->changes, rt.hash, version); /* wakes the key's readers in the colo */
 }
 
 void edge_cache_pushed(void *arg, const struct wire_msg *m)
 {
     struct owner_ref *o = arg;
     struct edge *e = o->e;
-    if (e->cache == NULL)
+    if (e->cache->cache == NULL)
         return;
-    cache_count(e->cache, CACHE_CTR_pushes_received, 1);
+    cache_count(e->cache->cache, CACHE_CTR_pushes_received, 1);
     if (m->type == WIRE_INVALIDATE) {
         struct wire_slice k = m->u.invalidate.key;
         int64_t now = now_ms();
         uint64_t h = router_hash(k.p, k.len);
-        cache_invalidate(e->cache, k.p, k.len, h, m->u.invalidate.stamp,
+        cache_invalidate(e->cache->cache, k.p, k.len, h, m->u.invalidate.stamp,
                          now + EDGE_FILL_HORIZON_MS, now);
-        changes_note(e->changes, h, m->u.invalidate.stamp);
+        changes_note(e->cache->changes, h, m->u.invalidate.stamp);
         return;
     }
     struct wire_slice k = m->u.push.key;
@@ -242,11 +267,11 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
     int64_t now = now_ms(), fu, ku;
     int rc;
     if (lifetimes(e, rt.cls, rt.hash, now, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
-        rc = cache_put(e->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len, 0,
+        rc = cache_put(e->cache->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len, 0,
                        m->u.push.stamp, fu, ku, (int64_t)m->u.push.expire_ms, now);
     else
-        rc = cache_invalidate(e->cache, k.p, k.len, rt.hash, m->u.push.stamp,
+        rc = cache_invalidate(e->cache->cache, k.p, k.len, rt.hash, m->u.push.stamp,
                               now + EDGE_FILL_HORIZON_MS, now);
     if (rc != HKV_ESTALE) /* an older push changes nothing */
-        changes_note(e->changes, rt.hash, m->u.push.stamp);
+        changes_note(e->cache->changes, rt.hash, m->u.push.stamp);
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/buf.h"
 #include "proto/stamp.h"
 #include "proto/wire.h"
 #include "server/core/router.h"
@@ -18,9 +19,24 @@
 
 #define EDGE_FILL_HORIZON_MS 10000 /* how long a tombstone guards (edge_cache.c) */
 
-/* e->cache from the worker context (NULL when it fails validation: every
- * read then asks the owner).  Always 0. */
+/* e->cache: what the read paths (edge_read.c, edge_mread.c, edge_flight.c)
+ * and the HTTP front door use of the module; its own state lies behind
+ * this head (edge_cache.c). */
+struct edge_cache {
+    struct cache *cache;          /* the colo cache; NULL: every read asks the owner */
+    struct changes *changes;      /* the colo's change ring: noted here, read by held
+                                   * HTTP readers (edge_http_wake.c); NULL: none */
+    struct hkv_buf cval;          /* a looked-up value, copied out of the segment */
+    struct hkv_buf scratch;       /* MGET from the segment: the values (edge_read.c) */
+};
+
+/* e->cache, with the colo cache and change ring of the worker context
+ * (each NULL when it fails validation: every read then asks the owner).
+ * 0, or -1 out of memory. */
 int edge_cache_setup(struct edge *e);
+/* Frees the module (the segments stay: the process maps them); *c is NULL
+ * after. */
+void edge_cache_teardown(struct edge_cache **c);
 /* A new refresh-lock token of this process. */
 uint64_t edge_cache_token(struct edge *e);
 /* How long a refresh lock is held before another edge may take it. */

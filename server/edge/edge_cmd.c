@@ -19,6 +19,7 @@
 #include "server/edge/auth.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_client.h"
 #include "server/edge/edge_clients.h"
 #include "server/edge/edge_monitor.h"
@@ -233,7 +234,7 @@ void edge_cmd_hotkeys(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_error(&c->out, "ERR syntax error");
         return;
     }
-    if (c->e->cache == NULL) {
+    if (c->e->cache->cache == NULL) {
         resp_add_array(&c->out, 0);
         return;
     }
@@ -242,7 +243,7 @@ void edge_cmd_hotkeys(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_error(&c->out, "ERR out of memory");
         return;
     }
-    int got = cache_hotkeys(c->e->cache, hk, (int)n, clock_mono_ms());
+    int got = cache_hotkeys(c->e->cache->cache, hk, (int)n, clock_mono_ms());
     resp_add_array(&c->out, got);
     for (int i = 0; i < got; i++) {
         resp_add_array(&c->out, 2);

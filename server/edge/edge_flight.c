@@ -100,8 +100,8 @@ static void flight_free(struct flight *f)
     flight_unlink(f);
     if (f->timer_init)
         evtimer_del(&f->timer);
-    if (f->token != 0 && e->cache != NULL)
-        cache_unlock(e->cache, f->hash, f->token);
+    if (f->token != 0 && e->cache->cache != NULL)
+        cache_unlock(e->cache->cache, f->hash, f->token);
     f->token = 0;
     cfg_destroy(&f->cfg);
     buf_reset(&f->key);
@@ -171,26 +171,26 @@ static struct flight_waiter *pop(struct flight *f)
 }
 
 /* The colo's entry of the key, within keep, as a waiter's answer (a->v in
- * e->cval), counted as the hit it is; 0 (a untouched) if the colo has none. */
+ * e->cache->cval), counted as the hit it is; 0 (a untouched) if the colo has none. */
 static int late_cached(struct flight *f, struct flight_answer *a, int64_t now)
 {
     struct edge *e = f->e;
     struct cache_hit hit;
-    if (e->cache == NULL ||
-        cache_get(e->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cval,
+    if (e->cache->cache == NULL ||
+        cache_get(e->cache->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cache->cval,
                   &hit) != HKV_OK ||
         (hit.expire_at != 0 && hit.expire_at <= clock_unix_ms()))
         return 0;
     memset(a, 0, sizeof(*a));
     a->kind = FLIGHT_DATA;
     a->stale = now >= hit.fresh_until;
-    cache_count(e->cache,
+    cache_count(e->cache->cache,
                 hit.negative ? CACHE_CTR_cache_negative_hits
                              : a->stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits,
                 1);
     a->found = !hit.negative;
-    a->v = buf_head(&e->cval);
-    a->n = buf_unread(&e->cval);
+    a->v = buf_head(&e->cache->cval);
+    a->n = buf_unread(&e->cache->cval);
     a->expire_at = hit.expire_at;
     a->age_ms = now - hit.stored_at;
     a->stamp = hit.stamp;
@@ -209,8 +209,8 @@ static void late_answer(struct flight *f, struct flight_answer *a, char *err, si
     memset(a, 0, sizeof(*a));
     a->kind = FLIGHT_DATA;
     if (f->rt.cls->on_timeout == CFG_ONTO_DEGRADE) {
-        if (e->cache != NULL)
-            cache_count(e->cache, CACHE_CTR_degraded_replies, 1);
+        if (e->cache->cache != NULL)
+            cache_count(e->cache->cache, CACHE_CTR_degraded_replies, 1);
         a->degraded = 1;
         return;
     }
@@ -277,8 +277,8 @@ static int flight_send(struct flight *f)
     f->fetching = 1;
     f->reported = 0;
     f->sent_ms = clock_mono_ms();
-    if (f->e->cache != NULL)
-        cache_count(f->e->cache, CACHE_CTR_cache_refreshes, 1);
+    if (f->e->cache->cache != NULL)
+        cache_count(f->e->cache->cache, CACHE_CTR_cache_refreshes, 1);
     rearm(f); /* its allowance: a fetch unanswered that long marks the owner silent */
     return 0;
 }
@@ -343,8 +343,8 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
      * floor is raised only once the owner's flush is done), older only if yet
      * another flush overtook it; after FLIGHT_REFETCH_MAX of those it is
      * answered as is. */
-    if (m->type == WIRE_VALUE && f->refetched < FLIGHT_REFETCH_MAX && e->cache != NULL &&
-        cache_forgotten(e->cache, m->u.value.stamp)) {
+    if (m->type == WIRE_VALUE && f->refetched < FLIGHT_REFETCH_MAX && e->cache->cache != NULL &&
+        cache_forgotten(e->cache->cache, m->u.value.stamp)) {
         f->refetched++;
         if (flight_send(f) == 0)
             return;
@@ -379,13 +379,13 @@ static int colo_poll(struct flight *f)
     struct edge *e = f->e;
     struct cache_hit hit;
     int64_t now = clock_mono_ms();
-    if (cache_get(e->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cval,
+    if (cache_get(e->cache->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cache->cval,
                   &hit) == HKV_OK &&
         flight_servable(e, hit.fresh_until, now) &&
         !(hit.expire_at != 0 && hit.expire_at <= clock_unix_ms()) &&
-        buf_append(&f->val, buf_head(&e->cval), buf_unread(&e->cval)) == HKV_OK) {
+        buf_append(&f->val, buf_head(&e->cache->cval), buf_unread(&e->cache->cval)) == HKV_OK) {
         /* The value is copied: answering a waiter may run other requests,
-         * which look entries up into e->cval. */
+         * which look entries up into e->cache->cval. */
         struct flight_answer a = {
             .kind = FLIGHT_DATA, .found = !hit.negative, .v = buf_head(&f->val),
             .n = buf_unread(&f->val), .expire_at = hit.expire_at,
@@ -399,7 +399,7 @@ static int colo_poll(struct flight *f)
         return 1;
     }
     uint64_t token = edge_cache_token(e);
-    int mine = cache_lock(e->cache, f->hash, token, now, edge_lock_ttl(e));
+    int mine = cache_lock(e->cache->cache, f->hash, token, now, edge_lock_ttl(e));
     if (mine || now >= f->started_ms + e->ctx->cfg->miss_wait_ms / 2) {
         f->token = mine ? token : 0;
         f->poll_until = 0;
@@ -423,7 +423,7 @@ static void release_cached(struct flight *f, int64_t now)
     while (f->waiters != NULL && late_cached(f, &a, now)) {
         struct flight_waiter *w = pop(f);
         if (a.stale)
-            cache_count(f->e->cache, CACHE_CTR_cache_silent_stale_hits, 1);
+            cache_count(f->e->cache->cache, CACHE_CTR_cache_silent_stale_hits, 1);
         deliver(f, w, &a);
     }
 }
@@ -502,11 +502,11 @@ struct flight *flight_start(struct edge *e, const char *key, size_t len, const s
     f->hnext = *bucket(e, rt->hash);
     *bucket(e, rt->hash) = f;
     f->linked = 1;
-    if (e->cache != NULL) {
+    if (e->cache->cache != NULL) {
         uint64_t token = edge_cache_token(e);
         int64_t now = clock_mono_ms();
-        if (!cache_lock(e->cache, rt->hash, token, now, edge_lock_ttl(e))) {
-            cache_count(e->cache, CACHE_CTR_cache_refresh_lock_waits, 1);
+        if (!cache_lock(e->cache->cache, rt->hash, token, now, edge_lock_ttl(e))) {
+            cache_count(e->cache->cache, CACHE_CTR_cache_refresh_lock_waits, 1);
             if (background) {
                 flight_free(f); /* another edge refreshes it: keep serving stale */
                 return NULL;

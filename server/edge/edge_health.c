@@ -27,6 +27,7 @@
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/core/topo.h"
+#include "server/edge/edge_cache.h"
 
 struct eh_owner {
     struct ehealth *h;
@@ -54,7 +55,7 @@ static int64_t trust_ms(const struct edge *e)
 
 static int slot_of(const struct edge *e, const struct owner_ref *o)
 {
-    if (e->health == NULL || e->cache == NULL || o == NULL || o < e->owners->ref ||
+    if (e->health == NULL || e->cache->cache == NULL || o == NULL || o < e->owners->ref ||
         o >= e->owners->ref + e->health->n)
         return -1;
     return (int)(o - e->owners->ref);
@@ -93,7 +94,7 @@ int edge_owner_silent(struct edge *e, const struct owner_ref *o, int64_t now)
     if (g < 0)
         return 0;
     struct cache_health_view v;
-    cache_health_get(e->cache, (unsigned)g, now, &v);
+    cache_health_get(e->cache->cache, (unsigned)g, now, &v);
     if (!v.marked)
         return 0;
     if (!e->health->own[g].watching)
@@ -108,8 +109,8 @@ void edge_health_answered(struct edge *e, const struct owner_ref *o)
         return;
     int64_t now = clock_mono_ms();
     struct cache_health_view v;
-    cache_health_get(e->cache, (unsigned)g, now, &v);
-    if (cache_health_answered(e->cache, (unsigned)g, now) && v.marked) {
+    cache_health_get(e->cache->cache, (unsigned)g, now, &v);
+    if (cache_health_answered(e->cache->cache, (unsigned)g, now) && v.marked) {
         char name[64];
         log_notice("owner %s answers again: no longer marked silent (marked %lld ms ago)",
                    owner_name(o, name, sizeof(name)), (long long)(now - v.since));
@@ -120,7 +121,7 @@ int edge_health_unanswered(struct edge *e, const struct owner_ref *o, int64_t se
                            int64_t now)
 {
     int g = slot_of(e, o);
-    if (g < 0 || !cache_health_unanswered(e->cache, (unsigned)g, sent_ms, now))
+    if (g < 0 || !cache_health_unanswered(e->cache->cache, (unsigned)g, sent_ms, now))
         return 0;
     char name[64];
     log_warning("owner %s marked silent: a read sent %lld ms ago is unanswered; its stale "
@@ -134,9 +135,9 @@ int edge_health_silent_count(struct edge *e)
 {
     int n = 0;
     int64_t now = clock_mono_ms();
-    for (int g = 0; e->health != NULL && e->cache != NULL && g < e->health->n; g++) {
+    for (int g = 0; e->health != NULL && e->cache->cache != NULL && g < e->health->n; g++) {
         struct cache_health_view v;
-        cache_health_get(e->cache, (unsigned)g, now, &v);
+        cache_health_get(e->cache->cache, (unsigned)g, now, &v);
         n += v.marked;
     }
     return n;
@@ -167,7 +168,7 @@ static void probe(struct ehealth *h, int g, struct elink *l)
     if (wire_put_ping(b, id) != HKV_OK || elink_commit(l, id, probe_cb, &h->own[g]) != HKV_OK)
         return;
     h->own[g].probing = 1;
-    cache_count(h->e->cache, CACHE_CTR_owner_probes, 1);
+    cache_count(h->e->cache->cache, CACHE_CTR_owner_probes, 1);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -180,7 +181,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         if (!eo->watching)
             continue;
         struct cache_health_view v;
-        cache_health_get(e->cache, (unsigned)g, now, &v);
+        cache_health_get(e->cache->cache, (unsigned)g, now, &v);
         if (!v.marked) {
             eo->watching = 0; /* it answered (some edge heard it) */
             h->nwatch--;
@@ -192,7 +193,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
          * edge with no link to the owner leaves the turn to others. */
         struct elink *l = eo->probing ? NULL : probe_link(h, g);
         if ((eo->probing || l != NULL) &&
-            cache_health_probe_claim(e->cache, (unsigned)g, now, interval_ms(e)) && l != NULL)
+            cache_health_probe_claim(e->cache->cache, (unsigned)g, now, interval_ms(e)) && l != NULL)
             probe(h, g, l);
     }
     if (h->nwatch > 0)

@@ -16,7 +16,7 @@
  * 3 x owner-probe-interval.
  *
  * Owners are named by their owner_ref; the slot in the colo is its index
- * in e->owners.  With no colo cache (e->cache NULL) nothing is marked.
+ * in e->owners.  With no colo cache (e->cache->cache NULL) nothing is marked.
  */
 #ifndef HKV_EDGE_HEALTH_H
 #define HKV_EDGE_HEALTH_H

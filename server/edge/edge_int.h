@@ -121,13 +121,8 @@ struct edge {
     struct flights *flights;
     struct ehealth *health;       /* owners marked silent in the colo (edge_health.c) */
 
-    /* the colo cache (edge_cache.c; looked up by edge_read.c, edge_flight.c) */
-    struct cache *cache;          /* NULL: every read asks the owner */
-    struct changes *changes;      /* the colo's change ring: noted here, read by held
-                                   * HTTP readers (edge_http_wake.c); NULL: none */
-    uint64_t lock_seq;            /* refresh-lock tokens */
-    struct hkv_buf cval;          /* a looked-up value, copied out of the segment */
-    struct hkv_buf scratch;       /* MGET from the segment: the values (edge_read.c) */
+    struct edge_cache *cache;     /* the colo cache's use (edge_cache.c; looked up by
+                                   * edge_read.c, edge_flight.c) */
 
     /* the HTTP front door (edge_http*.c): held readers, the change ring's reader */
     struct http_edge *http;       /* NULL: no HTTP port */

@@ -25,6 +25,7 @@
 #include "server/core/clock.h"
 #include "server/core/counters_prom.h"
 #include "server/core/topo.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/info_cluster.h"
@@ -116,7 +117,7 @@ hkv_status metrics_colos(struct edge *e, struct hkv_buf *out)
     size_t nc = 0, nr = 0;
     for (int k = 0; k < n; k++) {
         int colo = all ? k : (x != NULL ? x->colo_index : 0);
-        struct cache *c = all ? x->colo_caches[k] : e->cache;
+        struct cache *c = all ? x->colo_caches[k] : e->cache->cache;
         struct rl *r = all ? (x->colo_limiters != NULL ? x->colo_limiters[k] : NULL) : e->rl;
         topo_colo_name(e->ctx->cfg, colo, names[k], sizeof(names[k]));
         cl[k] = rl[k] = (struct prom_label){"colo", NULL};

@@ -74,7 +74,7 @@ static int item(const struct wire_msg *m, uint32_t i, struct wire_slice *v)
 static void fill_items(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
     struct edge *e = op->e;
-    if (e->cache == NULL)
+    if (e->cache->cache == NULL)
         return;
     for (uint32_t i = 0; i < r->nk; i++) {
         const struct wire_slice *k = &op->keys[op->kidx[r->k0 + i]];
@@ -218,15 +218,15 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
     struct { size_t off, len; int found, stale; uint64_t hash; } small[32], *k = small;
     if (n > 32 && (k = malloc((size_t)n * sizeof(*k))) == NULL)
         return 0;
-    struct hkv_buf *vals = &e->scratch;
+    struct hkv_buf *vals = &e->cache->scratch;
     buf_reset(vals);
     int64_t now = clock_mono_ms(), unix_now = clock_unix_ms();
     int ok = 1;
     for (int i = 0; i < n && ok; i++) {
         struct cache_hit hit;
         k[i].hash = router_hash(keys[i].p, keys[i].len);
-        cache_sketch_read(e->cache, keys[i].p, keys[i].len, k[i].hash, now);
-        ok = cache_get(e->cache, keys[i].p, keys[i].len, k[i].hash, now, &e->cval, &hit) == HKV_OK &&
+        cache_sketch_read(e->cache->cache, keys[i].p, keys[i].len, k[i].hash, now);
+        ok = cache_get(e->cache->cache, keys[i].p, keys[i].len, k[i].hash, now, &e->cache->cval, &hit) == HKV_OK &&
              !(hit.expire_at != 0 && hit.expire_at <= unix_now);
         if (ok && !flight_servable(e, hit.fresh_until, now)) {
             /* stale by A or more (top of file): served only while its owner
@@ -237,23 +237,23 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
             struct route rt;
             struct owner_ref *o = edge_owner_of(e, keys[i].p, keys[i].len, &rt);
             if (o != NULL && edge_owner_silent(e, o, now)) {
-                cache_count(e->cache, CACHE_CTR_cache_silent_stale_hits, 1);
+                cache_count(e->cache->cache, CACHE_CTR_cache_silent_stale_hits, 1);
             } else if (f == NULL || now - flight_started(f) < flight_allowance(e)) {
                 ok = 0;
                 if (o != NULL && f == NULL)
                     flight_start(e, keys[i].p, keys[i].len, &rt, o, 1);
             }
         }
-        ok = ok && buf_append(vals, buf_head(&e->cval), buf_unread(&e->cval)) == HKV_OK;
+        ok = ok && buf_append(vals, buf_head(&e->cache->cval), buf_unread(&e->cache->cval)) == HKV_OK;
         if (ok) {
             k[i].found = !hit.negative;
-            k[i].len = buf_unread(&e->cval);
+            k[i].len = buf_unread(&e->cache->cval);
             k[i].off = buf_unread(vals) - k[i].len;
             k[i].stale = now >= hit.fresh_until;
         }
     }
     if (!ok) {
-        cache_count(e->cache, CACHE_CTR_cache_misses, 1);
+        cache_count(e->cache->cache, CACHE_CTR_cache_misses, 1);
         if (k != small)
             free(k);
         return 0;
@@ -269,7 +269,7 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
     }
     for (int i = 0; i < n; i++) {
         found += k[i].found;
-        cache_count(e->cache, !k[i].found ? CACHE_CTR_cache_negative_hits
+        cache_count(e->cache->cache, !k[i].found ? CACHE_CTR_cache_negative_hits
                               : k[i].stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits, 1);
         if (calc == NULL && cmd == CMD_MGET) {
             if (k[i].found)
@@ -302,7 +302,7 @@ static void multi_read(struct conn *c, enum cmd_id cmd, const struct read2_calc 
 {
     /* behind the client's writes, or while it WATCHes keys: the owners
      * (edge_read.c) */
-    if (c->e->cache != NULL && sess_of(c)->writes_inflight == 0 && !sess_of(c)->watching &&
+    if (c->e->cache->cache != NULL && sess_of(c)->writes_inflight == 0 && !sess_of(c)->watching &&
         multi_from_cache(c, cmd, calc, n, keys))
         return;
     struct op *op = op_new(c, cmd == CMD_EXISTS ? &exists_ops : &mget_ops, cmd_get(cmd)->name);

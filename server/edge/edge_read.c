@@ -263,14 +263,14 @@ int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash,
 {
     struct cache_hit hit;
     int64_t now = clock_mono_ms();
-    cache_sketch_read(e->cache, key, len, hash, now);
-    if (cache_get(e->cache, key, len, hash, now, &e->cval, &hit) != HKV_OK ||
+    cache_sketch_read(e->cache->cache, key, len, hash, now);
+    if (cache_get(e->cache->cache, key, len, hash, now, &e->cache->cval, &hit) != HKV_OK ||
         (min != 0 && hit.stamp < min)) {
-        cache_count(e->cache, CACHE_CTR_cache_misses, 1); /* (or older than the reader knows) */
+        cache_count(e->cache->cache, CACHE_CTR_cache_misses, 1); /* (or older than the reader knows) */
         return 0;
     }
     if (hit.expire_at != 0 && hit.expire_at <= clock_unix_ms()) {
-        cache_count(e->cache, CACHE_CTR_cache_misses, 1); /* the key itself expired */
+        cache_count(e->cache->cache, CACHE_CTR_cache_misses, 1); /* the key itself expired */
         return 0;
     }
     if (now < hit.fresh_until && edge_push_gap(e, key, len, now))
@@ -291,23 +291,23 @@ int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash,
          * fetch of the key has been out for A already.  Then the stale
          * value, at once. */
         if (!silent && (f == NULL || now - flight_started(f) < flight_allowance(e))) {
-            cache_count(e->cache, CACHE_CTR_cache_misses, 1);
+            cache_count(e->cache->cache, CACHE_CTR_cache_misses, 1);
             return 0;
         }
         if (silent)
-            cache_count(e->cache, CACHE_CTR_cache_silent_stale_hits, 1);
+            cache_count(e->cache->cache, CACHE_CTR_cache_silent_stale_hits, 1);
     }
-    cache_count(e->cache,
+    cache_count(e->cache->cache,
                 hit.negative ? CACHE_CTR_cache_negative_hits
                              : stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits,
                 1);
     *h = (struct edge_read_hit){
-        .found = !hit.negative, .v = buf_head(&e->cval), .n = buf_unread(&e->cval),
+        .found = !hit.negative, .v = buf_head(&e->cache->cval), .n = buf_unread(&e->cache->cval),
         .expire_at = hit.expire_at, .f = {now - hit.stored_at, hit.stamp, stale, 0},
     };
     if (stale && f == NULL && o != NULL && !silent) {
         /* Stale: one edge of the colo refreshes it; the others keep serving.
-         * (Starting the fetch leaves e->cval alone.)  Not while its owner
+         * (Starting the fetch leaves e->cache->cval alone.)  Not while its owner
          * is marked silent: the probes find out when it answers, and a
          * stopped owner does not come back to a fetch queued per key. */
         flight_start(e, key, len, &rt, o, 1);
@@ -384,7 +384,7 @@ static void read_key(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
         op_start(op);
         return;
     }
-    if (e->cache != NULL && from_cache(c, cmd, k, key, router_hash(key->p, key->len)))
+    if (e->cache->cache != NULL && from_cache(c, cmd, k, key, router_hash(key->p, key->len)))
         return;
     const char *err = NULL;
     struct flight *f = edge_read_flight(e, key->p, key->len, &err);

@@ -13,6 +13,7 @@
 #include "server/edge/info.h"
 
 #include "server/edge/edge_arg.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_health.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_link.h"
@@ -201,11 +202,11 @@ static void sec_cache(struct hkv_buf *b, struct edge *e)
 {
     struct cache_stats st;
     buf_printf(b, "# Cache\r\n");
-    if (e->cache == NULL) {
+    if (e->cache->cache == NULL) {
         buf_printf(b, "cache_enabled:0\r\n\r\n");
         return;
     }
-    cache_stats(e->cache, &st);
+    cache_stats(e->cache->cache, &st);
     buf_printf(b, "cache_enabled:1\r\n");
 #define X(name, help) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[CACHE_CTR_##name]);
     CACHE_COUNTERS(X)
@@ -220,9 +221,9 @@ static void sec_cache(struct hkv_buf *b, struct edge *e)
 static void sec_hotkeys(struct hkv_buf *b, struct edge *e)
 {
     buf_printf(b, "# Hotkeys\r\n");
-    if (e->cache != NULL) {
+    if (e->cache->cache != NULL) {
         struct cache_hotkey hk[5];
-        int n = cache_hotkeys(e->cache, hk, 5, clock_mono_ms());
+        int n = cache_hotkeys(e->cache->cache, hk, 5, clock_mono_ms());
         for (int i = 0; i < n; i++) {
             buf_printf(b, "hotkey_%d:key=", i);
             size_t len = hk[i].klen < sizeof(hk[i].key) ? hk[i].klen : sizeof(hk[i].key);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "server/core/clock.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/info_cluster.h"
 #include "server/edge/edge_subcmd.h"
@@ -116,9 +117,9 @@ static int64_t owners_max(struct edge *e, int id)
 void info_publish(struct edge *e)
 {
     uint64_t bytes = 0;
-    if (e->cache != NULL) {
+    if (e->cache->cache != NULL) {
         struct cache_stats st;
-        cache_stats(e->cache, &st);
+        cache_stats(e->cache->cache, &st);
         bytes = st.used_memory;
     }
     atomic_store_explicit(&e->stats->colo, (uint32_t)e->ectx->colo_index + 1,
