@@ -291,7 +291,7 @@ static void on_reload(void *arg, const struct cfg *next)
     if (e->ectx->ntls + e->ectx->nhttps > 0 && !e->ectx->writer && !e->stopping)
         tls_reload(e, next);
     edge_http_reload(e, next);
-    edge_rl_reload(e, next); /* rate limits: new rules, same buckets */
+    edge_rl_reload(e->rl, e, next); /* rate limits: new rules, same buckets */
     owners_reload(e, next);
     flights_reload(e, next); /* a lower miss-wait applies to readers waiting now */
     op_reload(e, next);      /* and a lower write-deadline to writes in flight */
@@ -328,11 +328,11 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     e->listeners = calloc(ectx->nlisten + ectx->nhttp + 1, sizeof(*e->listeners));
     if (e->worker == NULL || e->cron == NULL || e->deadline == NULL || e->listeners == NULL)
         goto out;
-    if (edge_auth_setup(e) != 0) {
+    if (edge_auth_setup(e, ctx->cfg) != 0) {
         log_warning("cannot build the users: out of memory");
         goto out;
     }
-    edge_rl_setup(e); /* the colo's rate limiter; never fails (it fails open) */
+    edge_rl_setup(e, ctx->cfg); /* the colo's rate limiter; never fails (it fails open) */
     if (clients_setup(e) != 0)
         log_warning("no memory for the clients board: this edge's clients are listed by it only");
     struct owner_hooks oh = {.push = edge_cache_pushed, .drained = on_link_drained};
@@ -378,7 +378,8 @@ out:
     owners_teardown(e);
     edge_health_teardown(e);
     slots_teardown(e);
-    edge_auth_teardown(e);
+    edge_auth_teardown(&e->auth);
+    edge_rl_teardown(&e->rl);
     clients_teardown(&e->clients);
     monitor_teardown(&e->monitor);
     edge_cache_teardown(&e->cache);

@@ -10,6 +10,7 @@
 #include "server/core/clock.h"
 #include "server/edge/auth.h"
 #include "server/edge/edge_arg.h"
+#include "server/edge/edge_auth.h"
 #include "server/edge/edge_clients.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_reply.h"
@@ -312,7 +313,7 @@ static int kill_parse(struct conn *c, int argc, const struct resp_slice *argv,
         } else if (slice_is(o, "laddr")) {
             f->laddr = v;
         } else if (slice_is(o, "user")) {
-            if (auth_user_find(c->e->auth, v->p, v->len) < 0) {
+            if (auth_user_find(c->e->auth->users, v->p, v->len) < 0) {
                 resp_add_errorf(&c->out, "ERR No such user '%.*s'", (int)v->len, v->p);
                 return -1;
             }
@@ -406,7 +407,7 @@ static void client_kill(struct conn *c, int argc, const struct resp_slice *argv)
     struct conn *x = c->e->conns;
     while (x != NULL) {
         struct conn *next = x->next;
-        const char *user = sess_of(x)->user >= 0 ? auth_user_name(c->e->auth, sess_of(x)->user) : "default";
+        const char *user = sess_of(x)->user >= 0 ? auth_user_name(c->e->auth->users, sess_of(x)->user) : "default";
         if (kill_matches(&f, x->id, x->addr, x->laddr, user) && !(x == c && f.skipme)) {
             k->killed++;
             if (x == c)

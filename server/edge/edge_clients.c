@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "server/edge/auth.h"
+#include "server/edge/edge_auth.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_sess.h"
 
@@ -115,7 +116,7 @@ void clients_fill(const struct conn *c, struct board_client *r)
     copy_str(r->addr, sizeof(r->addr), c->addr);
     copy_str(r->laddr, sizeof(r->laddr), c->laddr);
     copy_str(r->user, sizeof(r->user),
-             sess_of(c)->user >= 0 ? auth_user_name(c->e->auth, sess_of(c)->user) : "default");
+             sess_of(c)->user >= 0 ? auth_user_name(c->e->auth->users, sess_of(c)->user) : "default");
     size_t n = sess_of(c)->name != NULL ? strlen(sess_of(c)->name) : 0;
     r->name_len = (uint32_t)n;
     memcpy(r->name, sess_of(c)->name != NULL ? sess_of(c)->name : "", n < sizeof(r->name) ? n : sizeof(r->name));

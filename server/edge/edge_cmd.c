@@ -147,7 +147,7 @@ void edge_cmd_reset(struct conn *c, int argc, const struct resp_slice *argv)
     sess_of(c)->meta = 0;
     monitor_stop(c);
     client_set_name(c, &(struct resp_slice){"", 0});
-    edge_auth_set_user(c, auth_initial_user(c->e->auth), 1); /* as Redis: logged out */
+    edge_auth_set_user(c, auth_initial_user(c->e->auth->users), 1); /* as Redis: logged out */
     clients_publish(c);
     resp_add_simple(&c->out, "RESET");
 }
@@ -160,7 +160,7 @@ void edge_cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_error(&c->out, "ERR syntax error");
         return;
     }
-    if (argc == 2 && auth_default_nopass(c->e->auth)) {
+    if (argc == 2 && auth_default_nopass(c->e->auth->users)) {
         resp_add_error(&c->out, "ERR AUTH <password> called without any password configured "
                                 "for the default user. Are you sure your configuration is "
                                 "correct?");

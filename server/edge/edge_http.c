@@ -32,6 +32,7 @@
 #include "server/core/router.h"
 #include "server/core/router_map.h"
 #include "server/edge/auth.h"
+#include "server/edge/edge_auth.h"
 #include "server/edge/edge_http_int.h"
 #include "server/edge/edge_metrics.h"
 #include "server/edge/edge_rl.h"
@@ -105,7 +106,7 @@ void edge_http_accepted(struct conn *c, const struct sockaddr *peer)
     }
     sess_of(c)->http = hs;
     http_req_parser_init(&hs->parser, NULL);
-    sess_of(c)->user = auth_initial_user(c->e->auth);
+    sess_of(c)->user = auth_initial_user(c->e->auth->users);
     sess_of(c)->user_implicit = 1;
     sess_of(c)->remote = peer == NULL || !auth_is_loopback(peer);
     if (peer != NULL && (peer->sa_family == AF_INET || peer->sa_family == AF_INET6)) {
@@ -254,16 +255,16 @@ static int gates(struct conn *c, const struct run *x, struct http_slice raw)
     }
     sess_of(c)->user = user;
     const struct cmd_def *d = cmd_get(CMD_GET);
-    if (!auth_user_unrestricted(e->auth, user)) {
+    if (!auth_user_unrestricted(e->auth->users, user)) {
         struct resp_slice argv[2] = {{"GET", 3}, {buf_head(&he->key), klen}};
-        if (auth_allowed(e->auth, user, d, 2, argv) != AUTH_OK) {
+        if (auth_allowed(e->auth->users, user, d, 2, argv) != AUTH_OK) {
             hr_simple(c, &c->out, 403, q->minor, x->keep_alive, head, NULL,
                       "no permission to read this key");
             return -1;
         }
     }
     int64_t retry_ms = 0;
-    if (e->rl_map[CMD_GET] != RL_CLS_NONE && edge_rl_over(c, d, &retry_ms)) {
+    if (e->rl->map[CMD_GET] != RL_CLS_NONE && edge_rl_over(c, d, &retry_ms)) {
         char extra[64];
         snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
                  (long long)(retry_ms <= 0 ? 1 : (retry_ms + 999) / 1000));

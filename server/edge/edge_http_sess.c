@@ -6,7 +6,7 @@
  * Every request authenticates (Basic credentials, or none: the initial
  * user).  A keep-alive client's last good credentials are remembered so it
  * is not hashed on every request; they are valid only under the users table
- * they were checked against, named by its generation (e->auth_gen, bumped at
+ * they were checked against, named by its generation (e->auth->gen, bumped at
  * each rebuild, edge_auth.c), never by its address: a reload frees the
  * table and a later one can get the same address back from malloc, which
  * once let a revoked password through on 3 of 150 reloads, with a cached
@@ -50,7 +50,7 @@ int http_sess_holds(const struct http_sess *hs)
 
 int http_sess_denied(const struct conn *c)
 {
-    return sess_of(c)->remote && auth_protected(c->e->auth);
+    return sess_of(c)->remote && auth_protected(c->e->auth->users);
 }
 
 static int cred_is(const struct http_sess *hs, struct http_slice a)
@@ -70,19 +70,19 @@ int http_sess_login(struct conn *c, const struct http_req *q)
     if (rc == HKV_ENOENT && q->authorization.p == NULL) {
         sess_of(c)->user_implicit = 1;
         hs->logins |= HTTP_LOGIN_IMPLICIT;
-        return auth_initial_user(e->auth);
+        return auth_initial_user(e->auth->users);
     }
     if (rc != HKV_OK) {
         board_add(&e->stats->auth_failures, 1);
         return -1;
     }
     struct http_slice a = q->authorization;
-    if (hs->cred_gen == e->auth_gen && cred_is(hs, a)) {
+    if (hs->cred_gen == e->auth->gen && cred_is(hs, a)) {
         sess_of(c)->user_implicit = 0;
         hs->logins |= HTTP_LOGIN_CACHED;
         return hs->cred_user;
     }
-    int id = auth_check_password(e->auth, u.p, u.len, p.p, p.len);
+    int id = auth_check_password(e->auth->users, u.p, u.len, p.p, p.len);
     if (id < 0) {
         board_add(&e->stats->auth_failures, 1);
         return -1;
@@ -92,7 +92,7 @@ int http_sess_login(struct conn *c, const struct http_req *q)
     if (a.len <= sizeof(hs->cred)) {
         memcpy(hs->cred, a.p, a.len);
         hs->cred_len = a.len;
-        hs->cred_gen = e->auth_gen;
+        hs->cred_gen = e->auth->gen;
         hs->cred_user = id;
         hs->logins |= HTTP_LOGIN_CACHED;
     } else {
@@ -109,10 +109,10 @@ static int may_read(struct edge *e, int id, const struct hreq *r)
 {
     if (id < 0)
         return 0;
-    if (auth_user_unrestricted(e->auth, id))
+    if (auth_user_unrestricted(e->auth->users, id))
         return 1;
     struct resp_slice argv[2] = {{"GET", 3}, {r->key, r->klen}};
-    return auth_allowed(e->auth, id, cmd_get(CMD_GET), 2, argv) == AUTH_OK;
+    return auth_allowed(e->auth->users, id, cmd_get(CMD_GET), 2, argv) == AUTH_OK;
 }
 
 /* The users were rebuilt: 1 if every login c's held requests may have used
@@ -127,7 +127,7 @@ static int still_allowed(struct conn *c)
     if (hs->logins & HTTP_LOGIN_OTHER)
         return 0;
     if (hs->logins & HTTP_LOGIN_IMPLICIT)
-        users[n++] = auth_initial_user(e->auth);
+        users[n++] = auth_initial_user(e->auth->users);
     if (hs->logins & HTTP_LOGIN_CACHED) {
         char cred[512];
         struct http_slice u, p;
@@ -135,9 +135,9 @@ static int still_allowed(struct conn *c)
         memset(&q, 0, sizeof(q));
         q.authorization = (struct http_slice){hs->cred, hs->cred_len};
         int id = hs->cred_len > 0 && http_req_basic(&q, cred, sizeof(cred), &u, &p) == HKV_OK
-                     ? auth_check_password(e->auth, u.p, u.len, p.p, p.len)
+                     ? auth_check_password(e->auth->users, u.p, u.len, p.p, p.len)
                      : -1;
-        hs->cred_gen = id >= 0 ? e->auth_gen : 0;
+        hs->cred_gen = id >= 0 ? e->auth->gen : 0;
         hs->cred_user = id;
         users[n++] = id;
     }
@@ -177,7 +177,7 @@ static void rearm_held(struct edge *e, const struct cfg *next)
 
 void http_sess_reload(struct edge *e, const struct cfg *next)
 {
-    /* edge_auth_reload ran first: e->auth holds the users in force */
+    /* edge_auth_reload ran first: e->auth->users holds the users in force */
     for (struct conn *c = e->conns; c != NULL; c = c->next)
         if (sess_of(c)->http != NULL && !sess_of(c)->auth_close && http_sess_holds(sess_of(c)->http) && !still_allowed(c))
             edge_auth_close_later(c, AUTH_CLOSE_NOW);

@@ -105,11 +105,7 @@ struct edge {
 
     struct edge_monitor *monitor; /* MONITOR (edge_monitor.c); NULL until first used */
 
-    /* users (edge_auth.c) */
-    struct auth *auth;            /* users and ACLs (auth.h), rebuilt on reload */
-    uint64_t auth_gen;            /* bumped each time auth is rebuilt: a login cached
-                                   * under another generation is checked again by name */
-    struct event *auth_sweep;     /* closes the connections a reload revoked (auth_close) */
+    struct edge_auth *auth;       /* users, the auth gate (edge_auth.c) */
 
     struct edge_owners *owners;   /* owners, routing, links, STATS (edge_owners.c) */
 
@@ -127,9 +123,7 @@ struct edge {
     /* the HTTP front door (edge_http*.c): held readers, the change ring's reader */
     struct http_edge *http;       /* NULL: no HTTP port */
 
-    /* the rate limiter (edge_rl.c) */
-    struct rl *rl;                /* the colo's limiter; NULL: none */
-    const uint16_t *rl_map;       /* limit class of each command id, 0 = unlimited */
+    struct edge_rl *rl;           /* the rate gate (edge_rl.c) */
 };
 
 #endif

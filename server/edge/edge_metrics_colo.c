@@ -28,6 +28,7 @@
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/edge_rl.h"
 #include "server/edge/info_cluster.h"
 
 #define OWNER_UP_MS 3000           /* three STATS polls */
@@ -118,7 +119,7 @@ hkv_status metrics_colos(struct edge *e, struct hkv_buf *out)
     for (int k = 0; k < n; k++) {
         int colo = all ? k : (x != NULL ? x->colo_index : 0);
         struct cache *c = all ? x->colo_caches[k] : e->cache->cache;
-        struct rl *r = all ? (x->colo_limiters != NULL ? x->colo_limiters[k] : NULL) : e->rl;
+        struct rl *r = all ? (x->colo_limiters != NULL ? x->colo_limiters[k] : NULL) : e->rl->lim;
         topo_colo_name(e->ctx->cfg, colo, names[k], sizeof(names[k]));
         cl[k] = rl[k] = (struct prom_label){"colo", NULL};
         if (c != NULL) {

@@ -215,7 +215,7 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
          * without a limit costs this one branch; one over its limit is
          * answered "-RATELIMITED retry in N ms" and not run, and the
          * connection stays open. */
-        (c->e->rl_map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv))) {
+        (c->e->rl->map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv))) {
         refused(c, stat, before);
         edge_tx_flag(c);
         return;

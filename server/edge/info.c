@@ -20,6 +20,7 @@
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_http.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/edge_rl.h"
 #include "server/edge/info_leaves.h"
 #include "server/edge/info_redis.h"
 #include "server/edge/edge_sess.h"
@@ -240,7 +241,7 @@ static void sec_hotkeys(struct hkv_buf *b, struct edge *e)
 static void sec_ratelimit(struct hkv_buf *b, struct edge *e)
 {
     struct rl_stats st;
-    rl_stats(e->rl, rl_now(), &st);
+    rl_stats(e->rl->lim, rl_now(), &st);
     buf_printf(b, "# Ratelimit\r\n");
 #define X(name, help) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[RL_CTR_##name]);
     RL_COUNTERS(X)
