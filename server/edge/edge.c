@@ -47,11 +47,21 @@
 #define CRON_MS 100
 #define FAST_STOP_MS 500
 
-static void set_limits(struct edge *e, const struct cfg *cfg)
+void edge_conns_opts(const struct cfg *cfg, struct conns_opts *o)
 {
-    e->limits.max_bulk = cfg->proto_max_bulk_len;
-    e->limits.max_args = cfg->proto_max_args;
-    e->limits.max_inline = 64 * 1024;
+    o->limits.max_bulk = cfg->proto_max_bulk_len;
+    o->limits.max_args = cfg->proto_max_args;
+    o->limits.max_inline = 64 * 1024;
+    o->maxclients = cfg->maxclients;
+    o->timeout_ms = cfg->timeout_ms;
+    o->tcp_keepalive_ms = cfg->tcp_keepalive_ms;
+    o->query_buffer_limit = cfg->client_query_buffer_limit;
+    o->output_hard = cfg->client_output_hard;
+    o->output_soft = cfg->client_output_soft;
+    o->output_soft_ms = cfg->client_output_soft_ms;
+    o->max_pending = cfg->client_max_pending;
+    o->max_pending_bytes = cfg->client_max_pending_bytes;
+    o->tls_handshake_timeout_ms = cfg->tls_handshake_timeout_ms;
 }
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
@@ -189,9 +199,9 @@ static void tls_reload(struct edge *e, const struct cfg *cfg)
             log_debug("TLS reload failed, keeping the previous certificate: %s", err);
         return;
     }
-    int first = e->tls_ctx == NULL;
-    SSL_CTX_free(e->tls_ctx); /* open connections hold their own reference */
-    e->tls_ctx = ctx;
+    int first = e->conns->tls_ctx == NULL;
+    SSL_CTX_free(e->conns->tls_ctx); /* open connections hold their own reference */
+    e->conns->tls_ctx = ctx;
     if (first)
         tls_listen(e);
 }
@@ -206,7 +216,7 @@ static void finish_if_drained(struct edge *e)
 {
     /* Writes whose client left still run to their end: an owner may have
      * applied them, and their outcome is logged if they fail. */
-    if (e->stopping && e->nconns == 0 && op_writing(e) == 0) {
+    if (e->stopping && e->conns->n == 0 && op_writing(e) == 0) {
         worker_quiesce(e->worker);
         event_base_loopexit(e->base, NULL);
     }
@@ -233,9 +243,9 @@ static void on_cron(evutil_socket_t fd, short what, void *arg)
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
-    if (e->nconns > 0)
+    if (e->conns->n > 0)
         log_warning("stop deadline passed, closing %llu connections",
-                    (unsigned long long)e->nconns);
+                    (unsigned long long)e->conns->n);
     conns_close_all(e);
     if (op_writing(e) > 0)
         log_warning("stop deadline passed with %llu writes unfinished",
@@ -283,10 +293,9 @@ static void on_stop(void *arg, int fast)
 static void on_reload(void *arg, const struct cfg *next)
 {
     struct edge *e = arg;
-    set_limits(e, next);
-    struct conn *c = e->conns;
-    for (; c != NULL; c = c->next)
-        c->parser.lim = e->limits;
+    struct conns_opts co = {0};
+    edge_conns_opts(next, &co);
+    conns_reload(e->conns, &co);
     edge_auth_reload(e, next); /* users; narrows unauthenticated parsers again */
     if (e->ectx->ntls + e->ectx->nhttps > 0 && !e->ectx->writer && !e->stopping)
         tls_reload(e, next);
@@ -307,11 +316,13 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     struct edge *e = &edge;
     int code = 1;
     e->stats = &ctx->board->slots[ctx->slot];
-    e->conn_hooks = &conn_hooks;
-    e->conn_poll = owners_poll_writes; /* owners' answers between client reads */
     atomic_store_explicit(&e->stats->connected_clients, 0, memory_order_relaxed);
     atomic_store_explicit(&e->stats->tls_connections, 0, memory_order_relaxed);
-    set_limits(e, ctx->cfg);
+    struct conns_opts co = {.hooks = &conn_hooks,
+                            .poll = owners_poll_writes}; /* owners' answers between client reads */
+    edge_conns_opts(ctx->cfg, &co);
+    if (conns_setup(e, &co) != 0)
+        return 1;
     e->base = event_base_new();
     /* Two priorities: owner links (0) before clients (1, the default), so
      * owner answers, writes' above all, are handled as soon as they arrive
@@ -351,8 +362,8 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
             goto out;
     if (ectx->ntls + ectx->nhttps > 0 && !ectx->writer) {
         char err[512];
-        e->tls_ctx = tls_ctx_new(ctx->cfg, err, sizeof(err));
-        if (e->tls_ctx == NULL)
+        e->conns->tls_ctx = tls_ctx_new(ctx->cfg, err, sizeof(err));
+        if (e->conns->tls_ctx == NULL)
             log_warning("TLS port not served by this edge until a reload loads a certificate: %s",
                         err);
         else if (tls_listen(e) != 0)
@@ -370,14 +381,13 @@ out:
     for (size_t i = 0; i < e->nlisteners; i++)
         evconnlistener_free(e->listeners[i]);
     free(e->listeners);
-    SSL_CTX_free(e->tls_ctx);
-    e->tls_ctx = NULL;
+    SSL_CTX_free(e->conns->tls_ctx);
     flights_teardown(e);
     op_teardown(&e->ops);
     forgets_teardown(&e->forgets);
     owners_teardown(e);
     edge_health_teardown(e);
-    slots_teardown(e);
+    conns_teardown(&e->conns);
     edge_auth_teardown(&e->auth);
     edge_rl_teardown(&e->rl);
     clients_teardown(&e->clients);

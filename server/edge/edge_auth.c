@@ -75,7 +75,7 @@ static inline struct auth_state *ast(const struct edge *e)
 
 static void apply_limits(struct conn *c)
 {
-    struct resp_limits lim = c->e->limits;
+    struct resp_limits lim = c->e->conns->opts.limits;
     if (sess_of(c)->user < 0) {
         if (lim.max_args <= 0 || lim.max_args > EDGE_PREAUTH_MAX_ARGS)
             lim.max_args = EDGE_PREAUTH_MAX_ARGS;
@@ -145,7 +145,7 @@ int edge_auth_login(struct conn *c, const struct resp_slice *user, const struct 
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
-    struct conn *c = e->conns;
+    struct conn *c = e->conns->list;
     int n = 0;
     while (c != NULL) {
         struct conn *next = c->next;
@@ -211,7 +211,7 @@ void edge_auth_reload(struct edge *e, const struct cfg *next)
     e->auth->gen++;
     int initial = auth_initial_user(na);
     int protect = auth_protected(na);
-    for (struct conn *c = e->conns; c != NULL; c = c->next) {
+    for (struct conn *c = e->conns->list; c != NULL; c = c->next) {
         int u = -1, implicit = 0;
         if (sess_of(c)->user < 0 || sess_of(c)->user_implicit) {
             u = initial;

@@ -136,7 +136,7 @@ static int by_id(const void *a, const void *b)
 static void listing_fill(struct listing *l, struct conn *c, int argc,
                          const struct resp_slice *argv)
 {
-    for (struct conn *x = c->e->conns; x != NULL; x = x->next) {
+    for (struct conn *x = c->e->conns->list; x != NULL; x = x->next) {
         if (l->only_id != 0 && x->id != l->only_id)
             continue;
         size_t off = l->text.len;
@@ -404,7 +404,7 @@ static void client_kill(struct conn *c, int argc, const struct resp_slice *argv)
     struct kill_args *k = K(op);
     k->old_form = argc == 3;
     k->deadline_ms = clock_mono_ms() + KILL_WAIT_MS;
-    struct conn *x = c->e->conns;
+    struct conn *x = c->e->conns->list;
     while (x != NULL) {
         struct conn *next = x->next;
         const char *user = sess_of(x)->user >= 0 ? auth_user_name(c->e->auth->users, sess_of(x)->user) : "default";

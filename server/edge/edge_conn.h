@@ -2,7 +2,7 @@
  * edge_conn.h - a client connection: bytes in, RESP requests out to a
  * dispatch hook, replies back in request order.  The connection layer knows
  * no command, user, limit or op: the edge hands it three hooks at setup
- * (e->conn_hooks) and the layers above keep their per-client session in
+ * (conns_opts.hooks) and the layers above keep their per-client session in
  * the bytes the hooks reserve after struct conn (hooks->sess_size, the same
  * allocation: struct sess, edge_sess.h), which this layer never reads.
  *
@@ -23,7 +23,7 @@
  * CONN_POLL_EVERY client reads the layer looks whether a lane connection
  * has bytes (one epoll_wait on the lane's own small set) and, if so, has
  * the loop serve it before the rest of the turn; at the same point it calls
- * e->conn_poll (the edge: owners' answers to pending writes).  A batch with
+ * opts.poll (the edge: owners' answers to pending writes).  A batch with
  * a read, of more than CONN_LANE_BATCH requests, or sent while more than
  * CONN_LANE_BATCH replies were still owed, leaves the lane: a bulk loader
  * or a mixed client waits its turn like a reader, and a lane connection
@@ -61,7 +61,7 @@
  * through conn_run, so reply slots, flow control, output limits and TLS are
  * the same for both.
  *
- * Ownership: the edge owns every struct conn (e->conns); conn_close frees
+ * Ownership: this layer owns every struct conn (e->conns->list); conn_close frees
  * one, after the closing hook has let the layers above forget it.
  */
 #ifndef HKV_EDGE_CONN_H
@@ -78,12 +78,13 @@
 #include "server/edge/edge_int.h"
 
 struct rslot;
+struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
 struct ssl_st;                    /* OpenSSL's SSL */
 
 struct conn {
     /* ---- the connection layer's (edge_conn.c, edge_conn_tls.c, edge_reply.c) ---- */
     struct edge *e;
-    const struct conn_hooks *hooks; /* its protocol's (RESP: e->conn_hooks; HTTP: edge_http.h) */
+    const struct conn_hooks *hooks; /* its protocol's (RESP: opts.hooks; HTTP: edge_http.h) */
     int fd;
     uint64_t id;
     struct event *rev;
@@ -125,7 +126,7 @@ struct conn {
 };
 
 /* What the layers above plug into every connection (set before the edge
- * accepts anything, e->conn_hooks). */
+ * accepts anything, conns_opts.hooks). */
 struct conn_hooks {
     /* A new connection is set up; peer is its address (AF_UNSPEC if
      * unknown).  It may write a refusal and set close_after_write. */
@@ -157,9 +158,45 @@ struct conn_hooks {
     int while_stopping;
 };
 
-/* Accepts a client socket (tls: from the TLS port, through e->tls_ctx);
+/* The connection layer's options (the process builds them from the config,
+ * at setup and at each reload). */
+struct conns_opts {
+    const struct conn_hooks *hooks; /* what each RESP connection calls (conn_accept) */
+    void (*poll)(struct edge *e); /* between client reads (the write lane, above); NULL: none */
+    struct resp_limits limits;    /* a new request parser's (the auth gate narrows them) */
+    int64_t maxclients;
+    int64_t timeout_ms;           /* idle client timeout, 0 = never */
+    int64_t tcp_keepalive_ms;
+    int64_t query_buffer_limit;   /* client-query-buffer-limit */
+    int64_t output_hard;          /* client-output-buffer-limit HARD SOFT SECONDS */
+    int64_t output_soft;
+    int64_t output_soft_ms;
+    int64_t max_pending;          /* client-max-pending: replies owed before input pauses */
+    int64_t max_pending_bytes;    /* client-max-pending-bytes: arguments kept, likewise */
+    int64_t tls_handshake_timeout_ms;
+};
+
+/* e->conns: what the layers above read of the connection layer (its own
+ * state lies behind this head, edge_conn_int.h). */
+struct edge_conns {
+    struct conn *list;            /* every open connection, a doubly linked list */
+    uint64_t n;                   /* how many */
+    struct ssl_ctx_st *tls_ctx;   /* the TLS port's context: the process's, rebuilt on
+                                   * reload; NULL: no TLS */
+    struct conns_opts opts;
+};
+
+/* e->conns, with no connection yet.  0, or -1 out of memory. */
+int conns_setup(struct edge *e, const struct conns_opts *opts);
+/* New options (hooks and poll stay); every open connection's parser gets
+ * the new limits (the auth gate narrows them again after). */
+void conns_reload(struct edge_conns *x, const struct conns_opts *opts);
+/* Frees the layer (call conns_close_all first); *x is NULL after. */
+void conns_teardown(struct edge_conns **x);
+
+/* Accepts a client socket (tls: from the TLS port, through tls_ctx);
  * refuses it past maxclients or while stopping; closes fd on failure.  Its
- * hooks are e->conn_hooks (RESP), or `hooks` (conn_accept_with). */
+ * hooks are opts.hooks (RESP), or `hooks` (conn_accept_with). */
 void conn_accept(struct edge *e, int fd, int tls);
 void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *hooks);
 /* Runs one request of an input hook in request order: fn(c, arg) appends

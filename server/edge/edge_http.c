@@ -470,7 +470,7 @@ void edge_http_cron(struct edge *e, int64_t now)
     if (e->http == NULL)
         return;
     const struct cfg *cfg = e->ctx->cfg;
-    struct conn *c = e->conns;
+    struct conn *c = e->conns->list;
     while (c != NULL) {
         struct conn *next = c->next;
         struct http_sess *hs = sess_of(c)->http;
@@ -508,7 +508,7 @@ void edge_http_stop(struct edge *e)
 {
     if (e->http == NULL)
         return;
-    for (struct conn *c = e->conns; c != NULL; c = c->next)
+    for (struct conn *c = e->conns->list; c != NULL; c = c->next)
         for (struct hreq *r = sess_of(c)->http != NULL ? sess_of(c)->http->reqs : NULL; r != NULL; r = r->cnext) {
             if (r->kind == HREQ_POLL)
                 http_kv_stop(r);

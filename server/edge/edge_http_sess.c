@@ -160,7 +160,7 @@ static void rearm_held(struct edge *e, const struct cfg *next)
     int hb_lower = next->http_heartbeat_ms < old->http_heartbeat_ms;
     if (!cap_lower && !hb_lower)
         return;
-    for (struct conn *c = e->conns; c != NULL; c = c->next)
+    for (struct conn *c = e->conns->list; c != NULL; c = c->next)
         for (struct hreq *r = sess_of(c)->http != NULL ? sess_of(c)->http->reqs : NULL; r != NULL; r = r->cnext) {
             if (r->final)
                 continue;
@@ -178,7 +178,7 @@ static void rearm_held(struct edge *e, const struct cfg *next)
 void http_sess_reload(struct edge *e, const struct cfg *next)
 {
     /* edge_auth_reload ran first: e->auth->users holds the users in force */
-    for (struct conn *c = e->conns; c != NULL; c = c->next)
+    for (struct conn *c = e->conns->list; c != NULL; c = c->next)
         if (sess_of(c)->http != NULL && !sess_of(c)->auth_close && http_sess_holds(sess_of(c)->http) && !still_allowed(c))
             edge_auth_close_later(c, AUTH_CLOSE_NOW);
     rearm_held(e, next);

@@ -72,6 +72,13 @@ struct owner_ref;
 struct rslot;
 struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
 
+struct conns_opts;
+
+/* The connection layer's options from a config (edge.c, at setup and at
+ * each reload; the unit suites build theirs with it too).  The hooks and
+ * the poll are the caller's to set. */
+void edge_conns_opts(const struct cfg *cfg, struct conns_opts *o);
+
 struct edge {
     /* the process (edge.c) */
     struct worker_ctx *ctx;
@@ -88,17 +95,7 @@ struct edge {
     uint64_t ops_per_sec;
     struct board_slot *stats;     /* this edge's counters in the scoreboard */
 
-    /* connections (edge_conn.c, edge_reply.c, edge_conn_tls.c) */
-    const struct conn_hooks *conn_hooks; /* what each connection calls (edge_conn.h) */
-    struct conn *conns;           /* every open connection, a doubly linked list */
-    uint64_t nconns;
-    struct resp_limits limits;
-    struct ssl_ctx_st *tls_ctx;   /* the TLS port's context (rebuilt on reload); NULL: no TLS */
-    struct rslot *free_slots;
-    void (*conn_poll)(struct edge *e); /* between client reads (edge_conn.h: the write lane) */
-    uint32_t conn_reads;          /* client read callbacks, for conn_poll's period */
-    int lane_ep;                  /* epoll set of the write lane's connections; 0 = none yet */
-    int nlane;                    /* connections in the write lane */
+    struct edge_conns *conns;     /* connections (edge_conn.c, edge_reply.c, edge_conn_tls.c) */
 
     struct edge_clients *clients; /* this edge's rows in the clients board (edge_clients.c);
                                    * NULL: its clients are listed by it only */

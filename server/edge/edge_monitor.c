@@ -118,7 +118,7 @@ void monitor_feed(struct conn *c, int argc, const struct resp_slice *argv, int a
  * its answer), counted against its output limits wherever they wait. */
 static void deliver(struct edge *e, const char *p, size_t n)
 {
-    for (struct conn *c = e->conns; c != NULL; c = c->next) {
+    for (struct conn *c = e->conns->list; c != NULL; c = c->next) {
         struct rslot *s;
         struct hkv_buf *o = sess_of(c)->monitor ? slot_tail_out(c, &s) : NULL;
         if (o == NULL)
@@ -132,7 +132,7 @@ static void deliver(struct edge *e, const char *p, size_t n)
 /* Every local MONITOR client is closed (this edge lost lines of a ring). */
 static void close_monitors(struct edge *e, const char *why)
 {
-    struct conn *c = e->conns;
+    struct conn *c = e->conns->list;
     while (c != NULL) {
         struct conn *next = c->next;
         if (sess_of(c)->monitor) {
@@ -192,7 +192,7 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
             return;
         }
     }
-    struct conn *c = e->conns;
+    struct conn *c = e->conns->list;
     while (c != NULL) {
         struct conn *next = c->next;
         if (sess_of(c)->monitor && conn_held(c) > 0)

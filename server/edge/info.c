@@ -92,7 +92,7 @@ static void sec_clients(struct hkv_buf *b, struct edge *e)
                "maxclients:%lld\r\n"
                "\r\n",
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, connected_clients)),
-               (unsigned long long)e->nconns, (long long)e->ctx->cfg->maxclients);
+               (unsigned long long)e->conns->n, (long long)e->ctx->cfg->maxclients);
 }
 
 static void sec_stats(struct hkv_buf *b, struct edge *e)

@@ -283,8 +283,9 @@ static void setup(void)
     T.e.ectx = &T.ectx;
     T.e.base = T.base;
     T.e.stats = &T.board->slots[0];
-    T.e.limits = (struct resp_limits){cfg->proto_max_bulk_len, cfg->proto_max_args, 64 * 1024};
-    T.e.conn_hooks = &hooks;
+    struct conns_opts co = {.hooks = &hooks};
+    edge_conns_opts(cfg, &co);
+    ck_assert_int_eq(conns_setup(&T.e, &co), 0);
     for (int i = 0; i < 2; i++) {
         char path[TOPO_PATH_MAX];
         topo_owner_socket(cfg, CFG_POOL_COLD, i, path, sizeof(path));
@@ -306,7 +307,7 @@ static void teardown(void)
     conns_close_all(&T.e);
     op_teardown(&T.e.ops);
     owners_teardown(&T.e);
-    slots_teardown(&T.e);
+    conns_teardown(&T.e.conns);
     fo_stop(&T.fo[0]);
     fo_stop(&T.fo[1]);
     if (T.peer >= 0)
@@ -452,7 +453,7 @@ START_TEST(owner_error_is_the_clients_error)
     send_str("SETS a 1\r\n");
     expect_reply("-ERR boom from the owner\r\n", 3000);
     ck_assert_uint_eq(T.e.ops->nwriting, 0);
-    ck_assert_uint_eq(sess_of(T.e.conns)->writes_inflight, 0);
+    ck_assert_uint_eq(sess_of(T.e.conns->list)->writes_inflight, 0);
 }
 END_TEST
 
@@ -514,8 +515,8 @@ START_TEST(client_gone_drops_the_answer_and_the_write_still_ends)
     ck_assert(run_until(two_held, 3000));
     ck_assert_uint_eq(T.e.ops->nwriting, 1);
     /* the edge closes the client (a stop deadline, an output limit) */
-    conn_close(T.e.conns);
-    ck_assert_uint_eq(T.e.nconns, 0);
+    conn_close(T.e.conns->list);
+    ck_assert_uint_eq(T.e.conns->n, 0);
     ck_assert_uint_eq(T.e.ops->nwriting, 1); /* the owner may apply it: it runs to its end */
     for (int o = 0; o < 2; o++)
         for (int i = 0; i < T.fo[o].nheld; i++)
@@ -548,7 +549,7 @@ START_TEST(end_hook_runs_once_whatever_the_outcome)
     T.mode = HOLD;
     send_str("ENDS a 1\r\n");
     ck_assert(run_until(one_held, 3000));
-    conn_close(T.e.conns);
+    conn_close(T.e.conns->list);
     ck_assert_int_eq(T.ends, 2); /* a write runs to its end */
     for (int o = 0; o < 2; o++)
         for (int i = 0; i < T.fo[o].nheld; i++)
