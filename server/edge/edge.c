@@ -232,10 +232,10 @@ static void on_cron(evutil_socket_t fd, short what, void *arg)
     client_kill_cron(e, now);
     info_publish(e);
     uint64_t total = board_load(&e->stats->total_commands_processed);
-    if (now - e->ops_sample_ms >= 1000) {
-        e->ops_per_sec = (total - e->ops_sample_cmds) * 1000 / (uint64_t)(now - e->ops_sample_ms);
-        e->ops_sample_ms = now;
-        e->ops_sample_cmds = total;
+    if (now - e->ops_rate.at_ms >= 1000) {
+        e->ops_rate.per_sec = (total - e->ops_rate.cmds) * 1000 / (uint64_t)(now - e->ops_rate.at_ms);
+        e->ops_rate.at_ms = now;
+        e->ops_rate.cmds = total;
     }
     finish_if_drained(e);
 }
@@ -371,7 +371,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     }
     struct timeval tv = {0, CRON_MS * 1000};
     event_add(e->cron, &tv);
-    e->ops_sample_ms = clock_mono_ms();
+    e->ops_rate.at_ms = clock_mono_ms();
     worker_ready(e->worker);
     event_base_dispatch(e->base);
     code = 0;

@@ -1,8 +1,9 @@
 /*
  * edge_int.h - the edge process's context (struct edge), which every edge
- * module is handed.  Each group of fields
- * belongs to the module named above it (its setup fills them, its teardown
- * frees them); the others only read them.  Private to server/edge/.
+ * module is handed: the process's own fields, then one pointer per module
+ * (as struct owner has).  A module's state is its own struct, defined in
+ * its .c or its _int.h; what others may read of it is the head its header
+ * shows (e->owners->ref, e->cache->cache ...).  Private to server/edge/.
  *
  * The modules, bottom up (a module calls only those before it; anything
  * that flows up is a hook given at setup):
@@ -59,20 +60,19 @@
 #include "server/core/worker.h"
 #include "server/edge/edge.h"
 
-struct auth;
-struct changes;
-struct conn;
-struct conn_hooks;
-struct elink;
-struct flights;
-struct ehealth;
-struct http_edge;
-struct op;
-struct owner_ref;
-struct rslot;
-struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
-
 struct conns_opts;
+struct edge_auth;
+struct edge_cache;
+struct edge_clients;
+struct edge_conns;
+struct edge_forgets;
+struct edge_monitor;
+struct edge_ops;
+struct edge_owners;
+struct edge_rl;
+struct ehealth;
+struct flights;
+struct http_edge;
 
 /* The connection layer's options from a config (edge.c, at setup and at
  * each reload; the unit suites build theirs with it too).  The hooks and
@@ -85,42 +85,34 @@ struct edge {
     const struct edge_ctx *ectx;  /* the colo and the sockets (edge.h) */
     struct event_base *base;
     struct worker *worker;
+    struct board_slot *stats;     /* this edge's counters in the scoreboard */
     struct evconnlistener **listeners;
     size_t nlisteners;
     struct event *cron;           /* 100 ms: idle timeouts, soft output limits */
     struct event *deadline;       /* stop deadline */
     int stopping;
-    int64_t ops_sample_ms;        /* instantaneous_ops_per_sec sampling */
-    uint64_t ops_sample_cmds;
-    uint64_t ops_per_sec;
-    struct board_slot *stats;     /* this edge's counters in the scoreboard */
+    struct edge_ops_rate {        /* INFO's instantaneous_ops_per_sec, sampled by the cron */
+        int64_t at_ms;            /* the last sample: when, */
+        uint64_t cmds;            /* total_commands_processed then, */
+        uint64_t per_sec;         /* and the rate since the one before */
+    } ops_rate;
 
-    struct edge_conns *conns;     /* connections (edge_conn.c, edge_reply.c, edge_conn_tls.c) */
-
+    /* one pointer per module, bottom up; each is set by the module's
+     * setup, freed by its teardown, and read by others only through the
+     * module's header */
+    struct edge_conns *conns;     /* connections, reply slots, TLS (edge_conn.c) */
     struct edge_clients *clients; /* this edge's rows in the clients board (edge_clients.c);
                                    * NULL: its clients are listed by it only */
-
     struct edge_monitor *monitor; /* MONITOR (edge_monitor.c); NULL until first used */
-
     struct edge_auth *auth;       /* users, the auth gate (edge_auth.c) */
-
-    struct edge_owners *owners;   /* owners, routing, links, STATS (edge_owners.c) */
-
-    struct edge_ops *ops;         /* the op engine (edge_op.c, edge_op_int.h) */
-
-    struct edge_forgets *forgets; /* FLUSHALL's cache forgets (edge_keyspace.c) */
-
-    /* single-flight fetches (edge_flight.c) */
-    struct flights *flights;
-    struct ehealth *health;       /* owners marked silent in the colo (edge_health.c) */
-
-    struct edge_cache *cache;     /* the colo cache's use (edge_cache.c; looked up by
-                                   * edge_read.c, edge_flight.c) */
-
-    /* the HTTP front door (edge_http*.c): held readers, the change ring's reader */
-    struct http_edge *http;       /* NULL: no HTTP port */
-
     struct edge_rl *rl;           /* the rate gate (edge_rl.c) */
+    struct edge_owners *owners;   /* owners, routing, links, STATS (edge_owners.c) */
+    struct edge_cache *cache;     /* the colo cache's use (edge_cache.c) */
+    struct edge_ops *ops;         /* the op engine (edge_op.c) */
+    struct flights *flights;      /* single-flight fetches (edge_flight.c) */
+    struct ehealth *health;       /* owners marked silent in the colo (edge_health.c) */
+    struct edge_forgets *forgets; /* FLUSHALL's cache forgets (edge_keyspace.c) */
+    struct http_edge *http;       /* the HTTP front door (edge_http*.c); NULL: no HTTP port */
 };
 
 #endif
