@@ -47,6 +47,28 @@
 #define CRON_MS 100
 #define FAST_STOP_MS 500
 
+static struct flights_opts flights_opts(struct cfg *cfg)
+{
+    return (struct flights_opts){.miss_wait_ms = cfg->miss_wait_ms, .routed = cfg};
+}
+
+void edge_op_opts(const struct cfg *cfg, struct op_opts *o)
+{
+    *o = (struct op_opts){.write_timeout_ms = cfg->write_timeout_ms,
+                          .write_deadline_ms = cfg->write_deadline_ms,
+                          .backoff_ms = cfg->write_retry_backoff_ms,
+                          .nbackoff = cfg->nwrite_retry_backoff,
+                          .max_frame = cfg->wire_max_frame};
+}
+
+void edge_cmd_opts(const struct cfg *cfg, struct edge_cmd_opts *o)
+{
+    *o = (struct edge_cmd_opts){.multi_max_commands = cfg->multi_max_commands,
+                                .multi_max_bytes = cfg->multi_max_bytes,
+                                .keys_max = cfg->keys_max,
+                                .max_bulk = cfg->proto_max_bulk_len};
+}
+
 void edge_conns_opts(const struct cfg *cfg, struct conns_opts *o)
 {
     o->limits.max_bulk = cfg->proto_max_bulk_len;
@@ -293,6 +315,7 @@ static void on_stop(void *arg, int fast)
 static void on_reload(void *arg, const struct cfg *next)
 {
     struct edge *e = arg;
+    edge_cmd_opts(next, &e->cmd_opts);
     struct conns_opts co = {0};
     edge_conns_opts(next, &co);
     conns_reload(e->conns, &co);
@@ -302,8 +325,14 @@ static void on_reload(void *arg, const struct cfg *next)
     edge_http_reload(e, next);
     edge_rl_reload(e->rl, e, next); /* rate limits: new rules, same buckets */
     owners_reload(e, next);
-    flights_reload(e, next); /* a lower miss-wait applies to readers waiting now */
-    op_reload(e, next);      /* and a lower write-deadline to writes in flight */
+    /* next is the config worker_install is about to make ctx->cfg (its
+     * own, not const there): flights take references to it */
+    struct flights_opts fo = flights_opts((struct cfg *)next);
+    flights_reload(e, &fo); /* a lower miss-wait applies to readers waiting now */
+    edge_health_reload(e->health, next->owner_probe_interval_ms);
+    struct op_opts oo;
+    edge_op_opts(next, &oo);
+    op_reload(e, &oo); /* and a lower write-deadline to writes in flight */
 }
 
 int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
@@ -323,6 +352,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     edge_conns_opts(ctx->cfg, &co);
     if (conns_setup(e, &co) != 0)
         return 1;
+    edge_cmd_opts(ctx->cfg, &e->cmd_opts);
     e->base = event_base_new();
     /* Two priorities: owner links (0) before clients (1, the default), so
      * owner answers, writes' above all, are handled as soon as they arrive
@@ -347,8 +377,11 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     if (clients_setup(e) != 0)
         log_warning("no memory for the clients board: this edge's clients are listed by it only");
     struct owner_hooks oh = {.push = edge_cache_pushed, .drained = on_link_drained};
-    if (edge_cache_setup(e) != 0 || op_setup(e) != 0 || forgets_setup(e) != 0 || owners_setup(e, &oh) != 0 ||
-        flights_setup(e, edge_read_answer) != 0 || edge_health_setup(e) != 0 ||
+    struct flights_opts fo = flights_opts(ctx->cfg);
+    struct op_opts oo;
+    edge_op_opts(ctx->cfg, &oo);
+    if (edge_cache_setup(e) != 0 || op_setup(e, &oo) != 0 || forgets_setup(e) != 0 || owners_setup(e, &oh) != 0 ||
+        flights_setup(e, edge_read_answer, &fo) != 0 || edge_health_setup(e, ctx->cfg->owner_probe_interval_ms) != 0 ||
         edge_http_setup(e) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;

@@ -60,6 +60,7 @@ struct flight {
 
 struct flights {
     flight_answer_fn answer;
+    struct flights_opts opts;
     struct flight *free;
     struct flight *table[FLIGHT_BUCKETS];
 };
@@ -297,7 +298,7 @@ static void rearm(struct flight *f)
 {
     int64_t at = INT64_MAX;
     if (f->waiters != NULL)
-        at = f->waiters->start_ms + f->e->ctx->cfg->miss_wait_ms;
+        at = f->waiters->start_ms + f->e->flights->opts.miss_wait_ms;
     if (f->fetching && !f->reported && f->sent_ms + flight_allowance(f->e) < at)
         at = f->sent_ms + flight_allowance(f->e);
     if (!f->fetching && f->poll_until > 0) {
@@ -400,7 +401,7 @@ static int colo_poll(struct flight *f)
     }
     uint64_t token = edge_cache_token(e);
     int mine = cache_lock(e->cache->cache, f->hash, token, now, edge_lock_ttl(e));
-    if (mine || now >= f->started_ms + e->ctx->cfg->miss_wait_ms / 2) {
+    if (mine || now >= f->started_ms + e->flights->opts.miss_wait_ms / 2) {
         f->token = mine ? token : 0;
         f->poll_until = 0;
         if (flight_send(f) != 0) {
@@ -444,7 +445,7 @@ static void flight_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct flight *f = arg;
     int64_t now = clock_mono_ms();
-    int64_t wait = f->e->ctx->cfg->miss_wait_ms;
+    int64_t wait = f->e->flights->opts.miss_wait_ms;
     /* Reported before any waiter is answered: the reader answered late now
      * must find the mark when it reads the next key. */
     if (f->fetching && !f->reported && now >= f->sent_ms + flight_allowance(f->e)) {
@@ -488,7 +489,7 @@ struct flight *flight_start(struct edge *e, const char *key, size_t len, const s
     f->e = e;
     f->hash = rt->hash;
     f->rt = *rt;
-    f->cfg = cfg_ref(e->ctx->cfg); /* the config the router routed with */
+    f->cfg = cfg_ref(e->flights->opts.routed); /* the config the router routed with */
     f->owner = o;
     f->moved = f->fetching = f->refetched = 0;
     f->token = 0;
@@ -511,7 +512,7 @@ struct flight *flight_start(struct edge *e, const char *key, size_t len, const s
                 flight_free(f); /* another edge refreshes it: keep serving stale */
                 return NULL;
             }
-            f->poll_until = now + e->ctx->cfg->miss_wait_ms;
+            f->poll_until = now + e->flights->opts.miss_wait_ms;
             rearm(f);
             return f;
         }
@@ -526,12 +527,13 @@ struct flight *flight_start(struct edge *e, const char *key, size_t len, const s
 
 /* ---- setup ------------------------------------------------------------------------ */
 
-int flights_setup(struct edge *e, flight_answer_fn answer)
+int flights_setup(struct edge *e, flight_answer_fn answer, const struct flights_opts *opts)
 {
     e->flights = calloc(1, sizeof(*e->flights));
     if (e->flights == NULL)
         return -1;
     e->flights->answer = answer;
+    e->flights->opts = *opts;
     return 0;
 }
 
@@ -570,9 +572,13 @@ void flights_teardown(struct edge *e)
  * armed for the old, later deadline.  Firing it now (it runs after the new
  * config is installed) answers the waiters already past the new miss-wait
  * and re-arms for the rest, so the lower wait applies at once. */
-void flights_reload(struct edge *e, const struct cfg *next)
+void flights_reload(struct edge *e, const struct flights_opts *opts)
 {
-    if (e->flights == NULL || next->miss_wait_ms >= e->ctx->cfg->miss_wait_ms)
+    if (e->flights == NULL)
+        return;
+    int64_t was = e->flights->opts.miss_wait_ms;
+    e->flights->opts = *opts;
+    if (opts->miss_wait_ms >= was)
         return;
     for (size_t i = 0; i < FLIGHT_BUCKETS; i++)
         for (struct flight *f = e->flights->table[i]; f != NULL; f = f->hnext)

@@ -40,12 +40,13 @@ struct ehealth {
     struct event *timer;
     int nwatch;                   /* owners watched */
     int n;                        /* slots: e->owners->n */
+    int64_t interval_ms;          /* owner-probe-interval (edge_health_setup, _reload) */
     struct eh_owner own[];
 };
 
 static int64_t interval_ms(const struct edge *e)
 {
-    return e->ctx->cfg->owner_probe_interval_ms;
+    return e->health->interval_ms;
 }
 
 static int64_t trust_ms(const struct edge *e)
@@ -202,7 +203,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* ---- setup ------------------------------------------------------------------------ */
 
-int edge_health_setup(struct edge *e)
+void edge_health_reload(struct ehealth *h, int64_t probe_interval_ms)
+{
+    if (h != NULL)
+        h->interval_ms = probe_interval_ms;
+}
+
+int edge_health_setup(struct edge *e, int64_t probe_interval_ms)
 {
     int n = e->owners->n > 0 ? e->owners->n : 0;
     if (n > CACHE_HEALTH_OWNERS)
@@ -212,6 +219,7 @@ int edge_health_setup(struct edge *e)
         return -1;
     h->e = e;
     h->n = n;
+    h->interval_ms = probe_interval_ms;
     for (int g = 0; g < n; g++)
         h->own[g].h = h;
     h->timer = evtimer_new(e->base, on_tick, h);

@@ -28,7 +28,9 @@
 
 /* e->health (after owners_setup: it sizes itself by e->owners->n).  0, or -1
  * on allocation failure. */
-int edge_health_setup(struct edge *e);
+int edge_health_setup(struct edge *e, int64_t probe_interval_ms);
+/* A reload: owner-probe-interval from the new config. */
+void edge_health_reload(struct ehealth *h, int64_t probe_interval_ms);
 /* Frees it (no probe callback runs after: links are torn down unanswered). */
 void edge_health_teardown(struct edge *e);
 

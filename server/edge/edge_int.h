@@ -78,6 +78,20 @@ struct http_edge;
  * each reload; the unit suites build theirs with it too).  The hooks and
  * the poll are the caller's to set. */
 void edge_conns_opts(const struct cfg *cfg, struct conns_opts *o);
+/* The op engine's, likewise (o->backoff_ms points into cfg: op_setup and
+ * op_reload copy it). */
+struct op_opts;
+void edge_op_opts(const struct cfg *cfg, struct op_opts *o);
+
+/* What the command families read of the config: edge.c fills it at setup
+ * and at each reload (edge_cmd_opts). */
+struct edge_cmd_opts {
+    int64_t multi_max_commands;   /* MULTI's queue (edge_tx.c) */
+    int64_t multi_max_bytes;
+    int64_t keys_max;             /* KEYS refuses to answer more (edge_keys.c) */
+    int64_t max_bulk;             /* proto-max-bulk-len: string results (edge_strread.c) */
+};
+void edge_cmd_opts(const struct cfg *cfg, struct edge_cmd_opts *o);
 
 struct edge {
     /* the process (edge.c) */
@@ -96,6 +110,7 @@ struct edge {
         uint64_t cmds;            /* total_commands_processed then, */
         uint64_t per_sec;         /* and the rate since the one before */
     } ops_rate;
+    struct edge_cmd_opts cmd_opts; /* the command families' options */
 
     /* one pointer per module, bottom up; each is set by the module's
      * setup, freed by its teardown, and read by others only through the

@@ -175,7 +175,7 @@ void edge_cmd_keys(struct conn *c, int argc, const struct resp_slice *argv)
     struct op *op = op_new(c, &keys_ops, "keys");
     if (op == NULL)
         return;
-    K(op)->max = (uint64_t)e->ctx->cfg->keys_max;
+    K(op)->max = (uint64_t)e->cmd_opts.keys_max;
     if (op_copy_keys(op, 0, NULL, 1, &argv[1]) != 0 || op_items(op, (uint32_t)e->owners->n) == NULL) {
         op_finish_error(op);
         return;

@@ -189,10 +189,29 @@ void op_error(struct op *op, const char *fmt, ...)
     buf_append(&op->errbuf, text, (size_t)n);
 }
 
-int op_setup(struct edge *e)
+/* opts with a copy of its backoff, into m->opts; 0, or -1 (no memory). */
+static int take_opts(struct edge_ops *m, const struct op_opts *opts)
+{
+    int64_t *b = malloc((opts->nbackoff ? opts->nbackoff : 1) * sizeof(*b));
+    if (b == NULL)
+        return -1;
+    if (opts->nbackoff > 0)
+        memcpy(b, opts->backoff_ms, opts->nbackoff * sizeof(*b));
+    free((void *)m->opts.backoff_ms);
+    m->opts = *opts;
+    m->opts.backoff_ms = b;
+    return 0;
+}
+
+int op_setup(struct edge *e, const struct op_opts *opts)
 {
     e->ops = calloc(1, sizeof(*e->ops));
-    return e->ops != NULL ? 0 : -1;
+    return e->ops != NULL && take_opts(e->ops, opts) == 0 ? 0 : -1;
+}
+
+int op_take_opts(struct edge_ops *m, const struct op_opts *opts)
+{
+    return take_opts(m, opts);
 }
 
 uint64_t op_writing(const struct edge *e)
@@ -222,6 +241,7 @@ void op_teardown(struct edge_ops **mp)
     }
     free(m->owner_req);
     free(m->keys);
+    free((void *)m->opts.backoff_ms);
     free(m);
     *mp = NULL;
 }
@@ -351,7 +371,7 @@ struct oreq *op_single(struct op *op, uint8_t type, uint8_t role)
  * than the encoder uses). */
 static int too_big_for_a_frame(struct op *op, const uint32_t *owner_of, const int *owner_req)
 {
-    uint64_t max = (uint64_t)op->e->ctx->cfg->wire_max_frame, small[16];
+    uint64_t max = (uint64_t)op->e->ops->opts.max_frame, small[16];
     uint64_t *bytes = op->nreqs <= 16 ? small : calloc(op->nreqs, sizeof(*bytes));
     if (bytes == NULL) {
         op_error(op, "ERR out of memory");

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/edge/edge_op.h"
+
 struct op;
 struct oreq;
 struct wire_slice;
@@ -26,6 +28,11 @@ struct edge_ops {
     struct op *rs_head, *rs_tail; /* CONFIG RESETSTATs waiting for the master, oldest first
                                    * (edge_config.c) */
     struct op *kill_waits;        /* CLIENT KILLs waiting for other edges (edge_client.c) */
+    struct op_opts opts;          /* opts.backoff_ms is this module's copy */
 };
+
+/* Copies opts (and its backoff) into m->opts (edge_op.c; op_reload). 0,
+ * or -1 out of memory (the old options stay). */
+int op_take_opts(struct edge_ops *m, const struct op_opts *opts);
 
 #endif

@@ -179,8 +179,8 @@ static void arm(struct op *op, int64_t ms, int deadline)
  * write was 0.75% of the edge's cycles on SET -P16. */
 static void guard_deadline(struct op *op, int64_t now)
 {
-    const struct cfg *cfg = op->e->ctx->cfg;
-    if (!op->timer_on && now + cfg->write_timeout_ms > op->deadline_ms)
+    const struct op_opts *o = &op->e->ops->opts;
+    if (!op->timer_on && now + o->write_timeout_ms > op->deadline_ms)
         arm(op, op->deadline_ms - now, 1);
 }
 
@@ -204,7 +204,7 @@ void op_start(struct op *op)
     op->start_ms = dispatch_ms(op);
     op->answer_ns = 0;
     if (op->is_write)
-        op->deadline_ms = op->start_ms + e->ctx->cfg->write_deadline_ms;
+        op->deadline_ms = op->start_ms + e->ops->opts.write_deadline_ms;
     for (uint32_t i = 0; i < op->nreqs; i++) {
         struct oreq *r = req_at(op, i);
         r->tried = 0;
@@ -264,14 +264,14 @@ static void count_failure(struct op *op, struct owner_ref *o, const char *what)
 static void write_fail(struct oreq *r)
 {
     struct op *op = r->op;
-    const struct cfg *cfg = op->e->ctx->cfg;
+    const struct op_opts *o = &op->e->ops->opts;
     char what[256];
     snprintf(what, sizeof(what), "write %s failed: owner %s/%d did not acknowledge it within %lld ms (%d resends)",
              op->label, topo_pool_name(r->owner->pool), r->owner->index,
-             (long long)cfg->write_deadline_ms, op->attempt);
+             (long long)o->write_deadline_ms, op->attempt);
     op_error(op, "UNAVAILABLE outcome unknown: owner %s/%d did not acknowledge the write "
              "within %lld ms", topo_pool_name(r->owner->pool), r->owner->index,
-             (long long)cfg->write_deadline_ms);
+             (long long)o->write_deadline_ms);
     count_failure(op, r->owner, what);
     oreq_done(r);
 }
@@ -280,7 +280,7 @@ static void write_fail(struct oreq *r)
 static void write_retry(struct oreq *r)
 {
     struct op *op = r->op;
-    const struct cfg *cfg = op->e->ctx->cfg;
+    const struct op_opts *o = &op->e->ops->opts;
     int64_t now = clock_mono_ms();
     r->state = OREQ_WAIT;
     if (now >= op->deadline_ms) {
@@ -290,10 +290,10 @@ static void write_retry(struct oreq *r)
     if (op->timer_on && !op->timer_deadline)
         return; /* a resend is scheduled already; this request joins it */
     int64_t delay = 0;
-    if (cfg->nwrite_retry_backoff > 0) {
-        size_t i = (size_t)op->attempt < cfg->nwrite_retry_backoff ? (size_t)op->attempt
-                                                                    : cfg->nwrite_retry_backoff - 1;
-        delay = cfg->write_retry_backoff_ms[i];
+    if (o->nbackoff > 0) {
+        size_t i = (size_t)op->attempt < o->nbackoff ? (size_t)op->attempt
+                                                                    : o->nbackoff - 1;
+        delay = o->backoff_ms[i];
     }
     if (op->timer_on)
         evtimer_del(&op->timer);
@@ -408,8 +408,10 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
 
 /* ---- reload -------------------------------------------------------------- */
 
-void op_reload(struct edge *e, const struct cfg *next)
+void op_reload(struct edge *e, const struct op_opts *next)
 {
+    if (op_take_opts(e->ops, next) != 0)
+        return;
     int64_t now = clock_mono_ms();
     for (struct oreq *r = e->ops->wq_head; r != NULL; r = r->wnext) {
         struct op *op = r->op;

@@ -20,7 +20,7 @@
 
 static struct strops_env env_of(const struct conn *c, struct hkv_buf *work)
 {
-    return (struct strops_env){work, c->e->ctx->cfg->proto_max_bulk_len};
+    return (struct strops_env){work, c->e->cmd_opts.max_bulk};
 }
 
 static void reply(struct conn *c, struct hkv_buf *out, const struct strops_result *res)

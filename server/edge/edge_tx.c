@@ -167,18 +167,18 @@ static void overflow(struct conn *c, struct edge_tx *tx, const char *fmt, long l
 static int queue_add(struct conn *c, struct edge_tx *tx, const struct cmd_def *d, int argc,
                      const struct resp_slice *argv)
 {
-    const struct cfg *cfg = c->e->ctx->cfg;
+    const struct edge_cmd_opts *lim = &c->e->cmd_opts;
     size_t total = 0;
     for (int i = 0; i < argc; i++)
         total += argv[i].len;
-    if ((int64_t)tx->ncmds + 1 > cfg->multi_max_commands) {
+    if ((int64_t)tx->ncmds + 1 > lim->multi_max_commands) {
         overflow(c, tx, "ERR Transaction discarded: more than %lld commands queued "
-                 "(multi-max-commands)", (long long)cfg->multi_max_commands);
+                 "(multi-max-commands)", (long long)lim->multi_max_commands);
         return -1;
     }
-    if ((uint64_t)buf_unread(&tx->bytes) + total > (uint64_t)cfg->multi_max_bytes) {
+    if ((uint64_t)buf_unread(&tx->bytes) + total > (uint64_t)lim->multi_max_bytes) {
         overflow(c, tx, "ERR Transaction discarded: more than %lld bytes queued "
-                 "(multi-max-bytes)", (long long)cfg->multi_max_bytes);
+                 "(multi-max-bytes)", (long long)lim->multi_max_bytes);
         return -1;
     }
     /* The owner takes one request of at most this many words and watched keys. */
@@ -330,7 +330,7 @@ void edge_cmd_watch(struct conn *c, int argc, const struct resp_slice *argv)
         reply_error(c, "ERR WATCH inside MULTI is not allowed");
         return;
     }
-    const struct cfg *cfg = c->e->ctx->cfg;
+    const struct edge_cmd_opts *lim = &c->e->cmd_opts;
     int n = argc - 1;
     size_t total = 0;
     for (int i = 1; i < argc; i++)
@@ -341,11 +341,11 @@ void edge_cmd_watch(struct conn *c, int argc, const struct resp_slice *argv)
         reply_error(c, err);
         return;
     }
-    if ((int64_t)tx->nwatch + n > cfg->multi_max_commands ||
-        (uint64_t)buf_unread(&tx->wbytes) + total > (uint64_t)cfg->multi_max_bytes) {
+    if ((int64_t)tx->nwatch + n > lim->multi_max_commands ||
+        (uint64_t)buf_unread(&tx->wbytes) + total > (uint64_t)lim->multi_max_bytes) {
         resp_add_errorf(&c->out, "ERR more than %lld keys or %lld bytes of keys watched "
                         "(multi-max-commands, multi-max-bytes)",
-                        (long long)cfg->multi_max_commands, (long long)cfg->multi_max_bytes);
+                        (long long)lim->multi_max_commands, (long long)lim->multi_max_bytes);
         return;
     }
     if (grow((void **)&tx->watch, &tx->watch_cap, tx->nwatch + (uint32_t)n,

@@ -155,8 +155,9 @@ static void setup(void)
     fo_start(&T.fo, T.base, path, 0, on_request);
     struct owner_hooks oh = {NULL, NULL};
     ck_assert_int_eq(owners_setup(&T.e, &oh), 0);
-    ck_assert_int_eq(flights_setup(&T.e, t_answer), 0);
-    ck_assert_int_eq(edge_health_setup(&T.e), 0);
+    struct flights_opts fo = {.miss_wait_ms = cfg->miss_wait_ms, .routed = cfg};
+    ck_assert_int_eq(flights_setup(&T.e, t_answer, &fo), 0);
+    ck_assert_int_eq(edge_health_setup(&T.e, cfg->owner_probe_interval_ms), 0);
     ck_assert(run_until(links_up, 3000));
 }
 

@@ -291,7 +291,9 @@ static void setup(void)
         topo_owner_socket(cfg, CFG_POOL_COLD, i, path, sizeof(path));
         fo_start(&T.fo[i], T.base, path, i, on_request);
     }
-    ck_assert_int_eq(op_setup(&T.e), 0);
+    struct op_opts oo;
+    edge_op_opts(cfg, &oo);
+    ck_assert_int_eq(op_setup(&T.e, &oo), 0);
     struct owner_hooks oh = {NULL, NULL};
     ck_assert_int_eq(owners_setup(&T.e, &oh), 0);
     ck_assert(run_until(links_up, 3000));
