@@ -23,6 +23,9 @@ const char *topo_pool_name(enum cfg_pool p);
  * runs several colos. */
 void topo_colo_name(const struct cfg *cfg, int k, char *buf, size_t len);
 /* Where owner `index` of `pool` listens: "<dir>/owner-<pool>-<index>.sock". */
+/* The same, under data directory dir (for a module handed the directory,
+ * not the config). */
+void topo_owner_socket_in(const char *dir, enum cfg_pool pool, int index, char *buf, size_t len);
 void topo_owner_socket(const struct cfg *cfg, enum cfg_pool pool, int index, char *buf,
                        size_t len);
 /* Its SQLite file: "<dir>/owner-<pool>-<index>.db". */

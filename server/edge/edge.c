@@ -61,6 +61,20 @@ void edge_op_opts(const struct cfg *cfg, struct op_opts *o)
                           .max_frame = cfg->wire_max_frame};
 }
 
+void edge_owners_opts(const struct cfg *cfg, struct owners_opts *o)
+{
+    *o = (struct owners_opts){.cfg = cfg,
+                              .hot_owners = cfg->hot_owners,
+                              .cold_owners = cfg->cold_owners,
+                              .owner_push = cfg->owner_push,
+                              .write_timeout_ms = cfg->write_timeout_ms,
+                              .max_frame = cfg->wire_max_frame,
+                              .dir = cfg->dir,
+                              .cluster = cfg->cluster,
+                              .host = cfg->host,
+                              .cluster_tls_cert_file = cfg->cluster_tls_cert_file};
+}
+
 void edge_cmd_opts(const struct cfg *cfg, struct edge_cmd_opts *o)
 {
     *o = (struct edge_cmd_opts){.multi_max_commands = cfg->multi_max_commands,
@@ -324,7 +338,9 @@ static void on_reload(void *arg, const struct cfg *next)
         tls_reload(e, next);
     edge_http_reload(e, next);
     edge_rl_reload(e->rl, e, next); /* rate limits: new rules, same buckets */
-    owners_reload(e, next);
+    struct owners_opts ow;
+    edge_owners_opts(next, &ow);
+    owners_reload(e, &ow);
     /* next is the config worker_install is about to make ctx->cfg (its
      * own, not const there): flights take references to it */
     struct flights_opts fo = flights_opts((struct cfg *)next);
@@ -380,7 +396,9 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     struct flights_opts fo = flights_opts(ctx->cfg);
     struct op_opts oo;
     edge_op_opts(ctx->cfg, &oo);
-    if (edge_cache_setup(e) != 0 || op_setup(e, &oo) != 0 || forgets_setup(e) != 0 || owners_setup(e, &oh) != 0 ||
+    struct owners_opts ow;
+    edge_owners_opts(ctx->cfg, &ow);
+    if (edge_cache_setup(e) != 0 || op_setup(e, &oo) != 0 || forgets_setup(e) != 0 || owners_setup(e, &oh, &ow) != 0 ||
         flights_setup(e, edge_read_answer, &fo) != 0 || edge_health_setup(e, ctx->cfg->owner_probe_interval_ms) != 0 ||
         edge_http_setup(e) != 0) {
         log_warning("cannot set up owner links: out of memory");

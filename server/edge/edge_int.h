@@ -82,6 +82,9 @@ void edge_conns_opts(const struct cfg *cfg, struct conns_opts *o);
  * op_reload copy it). */
 struct op_opts;
 void edge_op_opts(const struct cfg *cfg, struct op_opts *o);
+/* The owners module's, likewise (its strings point into cfg). */
+struct owners_opts;
+void edge_owners_opts(const struct cfg *cfg, struct owners_opts *o);
 
 /* What the command families read of the config: edge.c fills it at setup
  * and at each reload (edge_cmd_opts). */

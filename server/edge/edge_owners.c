@@ -43,6 +43,7 @@ struct owners_state {
     struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
     int64_t push_checked_ms;      /* edge_push_gap: when every push link was last looked at */
     int push_all_greeted;         /* and whether each was greeted then */
+    struct owners_opts opts;      /* opts.cfg is NULL here: it was the call's */
 };
 
 static inline struct owners_state *ost(const struct edge *e)
@@ -80,7 +81,7 @@ struct owner_ref *edge_owner_polled(struct edge *e, int g)
     /* serves no leaf: still polled if it is one of this host's, whose
      * figures (a move just made, writes it parked) INFO adds up */
     const struct cmap_owner *row = cmap_owner(rmap_table(m), (unsigned)g + 1);
-    if (row == NULL || strncmp(row->host, e->ctx->cfg->host, sizeof(row->host)) != 0)
+    if (row == NULL || strncmp(row->host, ost(e)->opts.host, sizeof(row->host)) != 0)
         return NULL;
     o = &e->owners->ref[g];
     if (o->number == 0) {
@@ -127,7 +128,7 @@ struct owner_ref *edge_owner_of(struct edge *e, const char *key, size_t len, str
         return NULL;
     if (m != NULL)
         return edge_owner_at(e, rt->owner - 1);
-    int g = rt->pool == CFG_POOL_HOT ? rt->owner : e->ctx->cfg->hot_owners + rt->owner;
+    int g = rt->pool == CFG_POOL_HOT ? rt->owner : ost(e)->opts.hot_owners + rt->owner;
     return edge_owner_at(e, g);
 }
 
@@ -143,7 +144,7 @@ struct owner_ref *edge_owner_of_place(struct edge *e, enum cfg_pool pool, uint64
         return NULL;
     if (m != NULL)
         return edge_owner_at(e, owner - 1);
-    return edge_owner_at(e, pool == CFG_POOL_HOT ? owner : e->ctx->cfg->hot_owners + owner);
+    return edge_owner_at(e, pool == CFG_POOL_HOT ? owner : ost(e)->opts.hot_owners + owner);
 }
 
 int edge_same_owner(struct edge *e, const char *key, size_t len, struct owner_ref **o,
@@ -231,17 +232,17 @@ static int cluster_target(struct owner_ref *o, struct elink_opts *lo, char *path
                           char *why, size_t wlen)
 {
     struct edge *e = o->e;
-    const struct cfg *cfg = e->ctx->cfg;
+    const struct owners_opts *oo = &ost(e)->opts;
     const struct cmap_owner *row = cmap_owner(rmap_table(router_map(e->owners->router)), o->number);
     if (row == NULL) {
         snprintf(why, wlen, "not in the cluster map");
         return 0;
     }
-    lo->cluster = cfg->cluster;
-    lo->host = cfg->host;
+    lo->cluster = oo->cluster;
+    lo->host = oo->host;
     lo->want_owner = o->number;
-    if (strncmp(row->host, cfg->host, sizeof(row->host)) == 0) { /* this host: its socket */
-        topo_owner_socket(cfg, o->pool, o->index, path, plen);
+    if (strncmp(row->host, oo->host, sizeof(row->host)) == 0) { /* this host: its socket */
+        topo_owner_socket_in(oo->dir, o->pool, o->index, path, plen);
         lo->path = path;
         return 1;
     }
@@ -265,16 +266,16 @@ static int cluster_target(struct owner_ref *o, struct elink_opts *lo, char *path
 static int make_links(struct owner_ref *o)
 {
     struct edge *e = o->e;
-    const struct cfg *cfg = e->ctx->cfg;
+    const struct owners_opts *oo = &ost(e)->opts;
     char path[TOPO_PATH_MAX], name[64], why[128];
     struct elink_opts lo = {
         .edge_id = ost(e)->writer, .incarnation = ost(e)->incarnation, .colo = e->ectx->colo_name,
-        .timeout_ms = cfg->write_timeout_ms, .max_frame = (size_t)cfg->wire_max_frame,
+        .timeout_ms = oo->write_timeout_ms, .max_frame = (size_t)oo->max_frame,
         .drained = ost(e)->link_drained, .drained_arg = e, .push = ost(e)->link_push,
         .push_arg = o,
     };
     if (o->number == 0) {
-        topo_owner_socket(cfg, o->pool, o->index, path, sizeof(path));
+        topo_owner_socket_in(oo->dir, o->pool, o->index, path, sizeof(path));
         lo.path = path;
     } else if (!cluster_target(o, &lo, path, sizeof(path), why, sizeof(why))) {
         if (!o->refused)
@@ -302,7 +303,7 @@ static int make_links(struct owner_ref *o)
 
 int edge_push_gap(struct edge *e, const char *key, size_t len, int64_t now_ms)
 {
-    if (!e->ctx->cfg->owner_push)
+    if (!ost(e)->opts.owner_push)
         return 0;
     if (now_ms - ost(e)->push_checked_ms >= EDGE_PUSH_CHECK_MS) {
         ost(e)->push_checked_ms = now_ms;
@@ -334,27 +335,26 @@ struct elink *owner_link(struct owner_ref *o, int role)
 /* ---- setup -------------------------------------------------------------------- */
 
 /* A cluster: the owner slots by number and the router on the map. */
-static int cluster_setup(struct edge *e)
+static int cluster_setup(struct edge *e, const struct owners_opts *opts)
 {
-    const struct cfg *cfg = e->ctx->cfg;
     struct rmap *m = rmap_create();
     if (m == NULL)
         return -1;
     router_use_map(e->owners->router, m);
     rmap_sync(m, e->ctx->cmap);
     e->owners->n = CMAP_MAX_OWNERS;
-    if (cfg->cluster_tls_cert_file[0] != '\0') {
+    if (opts->cluster_tls_cert_file[0] != '\0') {
         char err[512];
-        ost(e)->cluster_tls = tls_cluster_ctx_new(cfg, 0, err, sizeof(err));
+        ost(e)->cluster_tls = tls_cluster_ctx_new(opts->cfg, 0, err, sizeof(err));
         if (ost(e)->cluster_tls == NULL)
             log_warning("no links to other hosts' owners: %s", err);
     }
     return 0;
 }
 
-int owners_setup(struct edge *e, const struct owner_hooks *hooks)
+int owners_setup(struct edge *e, const struct owner_hooks *hooks, const struct owners_opts *opts)
 {
-    const struct cfg *cfg = e->ctx->cfg;
+    const struct cfg *cfg = opts->cfg;
     struct cmap_health ch = {0};
     if (e->ctx->cmap != NULL)
         cmap_health_get(e->ctx->cmap, &ch); /* the master forks edges once it is set */
@@ -363,6 +363,8 @@ int owners_setup(struct edge *e, const struct owner_hooks *hooks)
     if (st == NULL)
         return -1;
     e->owners = &st->pub;
+    st->opts = *opts;
+    st->opts.cfg = NULL;
     while (ost(e)->incarnation == 0 || ost(e)->incarnation == WIRE_PREV_UNKNOWN)
         if (getrandom(&ost(e)->incarnation, sizeof(ost(e)->incarnation), 0) != sizeof(ost(e)->incarnation))
             ost(e)->incarnation = ((uint64_t)getpid() << 32) ^ (uint64_t)clock_unix_ms();
@@ -370,8 +372,8 @@ int owners_setup(struct edge *e, const struct owner_hooks *hooks)
     ost(e)->link_push = hooks->push;
     ost(e)->link_drained = hooks->drained;
     e->owners->router = router_create(cfg);
-    e->owners->n = cfg->hot_owners + cfg->cold_owners;
-    if (e->owners->router == NULL || (e->ctx->cmap != NULL && cluster_setup(e) != 0))
+    e->owners->n = opts->hot_owners + opts->cold_owners;
+    if (e->owners->router == NULL || (e->ctx->cmap != NULL && cluster_setup(e, opts) != 0))
         return -1;
     e->owners->ref = calloc((size_t)(e->owners->n > 0 ? e->owners->n : 1), sizeof(*e->owners->ref));
     ost(e)->stats_poll = event_new(e->base, -1, EV_PERSIST, on_stats_poll, e);
@@ -382,8 +384,8 @@ int owners_setup(struct edge *e, const struct owner_hooks *hooks)
         o->e = e;
         if (router_map(e->owners->router) != NULL)
             continue; /* a cluster: filled on first sight, links on first use */
-        o->pool = g < cfg->hot_owners ? CFG_POOL_HOT : CFG_POOL_COLD;
-        o->index = g < cfg->hot_owners ? g : g - cfg->hot_owners;
+        o->pool = g < opts->hot_owners ? CFG_POOL_HOT : CFG_POOL_COLD;
+        o->index = g < opts->hot_owners ? g : g - opts->hot_owners;
         if (owner_link(o, WIRE_ROLE_READ) == NULL)
             return -1;
     }
@@ -392,11 +394,15 @@ int owners_setup(struct edge *e, const struct owner_hooks *hooks)
     return 0;
 }
 
-void owners_reload(struct edge *e, const struct cfg *cfg)
+void owners_reload(struct edge *e, const struct owners_opts *opts)
 {
+    const struct cfg *cfg = opts->cfg;
+    ost(e)->opts = *opts;
+    ost(e)->opts.cfg = NULL;
     if (e->owners->router != NULL)
         router_set_config(e->owners->router, cfg);
-    if (e->owners->router != NULL && router_map(e->owners->router) != NULL && cfg->cluster_tls_cert_file[0]) {
+    if (e->owners->router != NULL && router_map(e->owners->router) != NULL &&
+        opts->cluster_tls_cert_file[0]) {
         char err[512]; /* new links use the files as they are now; a bad file keeps the old */
         SSL_CTX *ctx = tls_cluster_ctx_new(cfg, 0, err, sizeof(err));
         if (ctx == NULL) {
@@ -409,7 +415,7 @@ void owners_reload(struct edge *e, const struct cfg *cfg)
     for (int g = 0; e->owners != NULL && e->owners->ref != NULL && g < e->owners->n; g++)
         for (int role = 0; role < 3; role++)
             if (e->owners->ref[g].link[role] != NULL) {
-                elink_set_timeout(e->owners->ref[g].link[role], cfg->write_timeout_ms);
+                elink_set_timeout(e->owners->ref[g].link[role], opts->write_timeout_ms);
                 elink_set_tls(e->owners->ref[g].link[role], ost(e)->cluster_tls);
             }
 }

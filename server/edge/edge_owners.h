@@ -64,6 +64,22 @@ struct edge_owners {
     int n;
 };
 
+/* The owners module's options (the process builds them from the config,
+ * at setup and at each reload).  The strings point into that config, which
+ * lives until the next reload hands new ones. */
+struct owners_opts {
+    const struct cfg *cfg;        /* as data, during the call only: the router's rules
+                                   * (router_create, router_set_config), the cluster TLS
+                                   * files */
+    int hot_owners, cold_owners;
+    int owner_push;               /* owners push writes to colo caches */
+    int64_t write_timeout_ms;     /* the links' */
+    int64_t max_frame;            /* wire-max-frame */
+    const char *dir;              /* the owners' Unix sockets live here */
+    const char *cluster, *host;   /* a cluster: its name and this host's */
+    const char *cluster_tls_cert_file; /* "": no links to other hosts' owners */
+};
+
 struct owner_hooks {
     elink_push_fn push;           /* a push link's PUSH / INVALIDATE; arg is the owner_ref */
     elink_drained_fn drained;     /* a congested link drained; arg is the edge */
@@ -73,9 +89,9 @@ struct owner_hooks {
  * single host; on first use in a cluster) from the config, and the 1 s
  * STATS poll.  0, or -1 on allocation failure (call
  * owners_teardown either way). */
-int owners_setup(struct edge *e, const struct owner_hooks *hooks);
-/* Routing rules and link timeouts from a new config. */
-void owners_reload(struct edge *e, const struct cfg *cfg);
+int owners_setup(struct edge *e, const struct owner_hooks *hooks, const struct owners_opts *opts);
+/* Routing rules, link timeouts and the cluster TLS files from new options. */
+void owners_reload(struct edge *e, const struct owners_opts *opts);
 /* Frees links (no callback runs), owners and the router; e->owners is NULL
  * after. */
 void owners_teardown(struct edge *e);

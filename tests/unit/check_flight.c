@@ -154,7 +154,9 @@ static void setup(void)
     topo_owner_socket(cfg, CFG_POOL_COLD, 0, path, sizeof(path));
     fo_start(&T.fo, T.base, path, 0, on_request);
     struct owner_hooks oh = {NULL, NULL};
-    ck_assert_int_eq(owners_setup(&T.e, &oh), 0);
+    struct owners_opts ow;
+    edge_owners_opts(cfg, &ow);
+    ck_assert_int_eq(owners_setup(&T.e, &oh, &ow), 0);
     struct flights_opts fo = {.miss_wait_ms = cfg->miss_wait_ms, .routed = cfg};
     ck_assert_int_eq(flights_setup(&T.e, t_answer, &fo), 0);
     ck_assert_int_eq(edge_health_setup(&T.e, cfg->owner_probe_interval_ms), 0);

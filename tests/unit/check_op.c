@@ -295,7 +295,9 @@ static void setup(void)
     edge_op_opts(cfg, &oo);
     ck_assert_int_eq(op_setup(&T.e, &oo), 0);
     struct owner_hooks oh = {NULL, NULL};
-    ck_assert_int_eq(owners_setup(&T.e, &oh), 0);
+    struct owners_opts ow;
+    edge_owners_opts(cfg, &ow);
+    ck_assert_int_eq(owners_setup(&T.e, &oh, &ow), 0);
     ck_assert(run_until(links_up, 3000));
     int sv[2];
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
