@@ -75,6 +75,17 @@ void edge_owners_opts(const struct cfg *cfg, struct owners_opts *o)
                               .cluster_tls_cert_file = cfg->cluster_tls_cert_file};
 }
 
+static struct http_opts http_opts(const struct cfg *cfg)
+{
+    return (struct http_opts){.metrics_allow = cfg->http_metrics_allow,
+                              .nmetrics_allow = cfg->nhttp_metrics_allow,
+                              .max_polls = cfg->http_max_polls,
+                              .poll_max_wait_ms = cfg->http_poll_max_wait_ms,
+                              .header_timeout_ms = cfg->http_header_timeout_ms,
+                              .keepalive_timeout_ms = cfg->http_keepalive_timeout_ms,
+                              .heartbeat_ms = cfg->http_heartbeat_ms};
+}
+
 void edge_cmd_opts(const struct cfg *cfg, struct edge_cmd_opts *o)
 {
     *o = (struct edge_cmd_opts){.multi_max_commands = cfg->multi_max_commands,
@@ -336,7 +347,8 @@ static void on_reload(void *arg, const struct cfg *next)
     edge_auth_reload(e, next); /* users; narrows unauthenticated parsers again */
     if (e->ectx->ntls + e->ectx->nhttps > 0 && !e->ectx->writer && !e->stopping)
         tls_reload(e, next);
-    edge_http_reload(e, next);
+    struct http_opts ho = http_opts(next);
+    edge_http_reload(e, &ho);
     edge_rl_reload(e->rl, e, next); /* rate limits: new rules, same buckets */
     struct owners_opts ow;
     edge_owners_opts(next, &ow);
@@ -398,9 +410,10 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     edge_op_opts(ctx->cfg, &oo);
     struct owners_opts ow;
     edge_owners_opts(ctx->cfg, &ow);
+    struct http_opts ho = http_opts(ctx->cfg);
     if (edge_cache_setup(e) != 0 || op_setup(e, &oo) != 0 || forgets_setup(e) != 0 || owners_setup(e, &oh, &ow) != 0 ||
         flights_setup(e, edge_read_answer, &fo) != 0 || edge_health_setup(e, ctx->cfg->owner_probe_interval_ms) != 0 ||
-        edge_http_setup(e) != 0) {
+        edge_http_setup(e, &ho) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }

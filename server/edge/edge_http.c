@@ -42,25 +42,24 @@
 
 /* ---- setup ---------------------------------------------------------------------- */
 
-static void load_allow(struct edge *e, const struct cfg *cfg)
+static void load_allow(struct edge *e, const struct http_opts *o)
 {
     struct http_edge *he = e->http;
-    struct cfg_cidr *a = calloc(cfg->nhttp_metrics_allow ? cfg->nhttp_metrics_allow : 1,
-                                sizeof(*a));
+    struct cfg_cidr *a = calloc(o->nmetrics_allow ? o->nmetrics_allow : 1, sizeof(*a));
     if (a == NULL) {
         log_warning("reload: out of memory for http-metrics-allow; the old list stays");
         return;
     }
     size_t n = 0;
-    for (size_t i = 0; i < cfg->nhttp_metrics_allow; i++)
-        if (cfg_cidr_parse(cfg->http_metrics_allow[i], &a[n]) == HKV_OK)
+    for (size_t i = 0; i < o->nmetrics_allow; i++)
+        if (cfg_cidr_parse(o->metrics_allow[i], &a[n]) == HKV_OK)
             n++;
     free(he->allow);
     he->allow = a;
     he->nallow = n;
 }
 
-int edge_http_setup(struct edge *e)
+int edge_http_setup(struct edge *e, const struct http_opts *opts)
 {
     if (e->ectx->nhttp == 0)
         return 0;
@@ -71,7 +70,9 @@ int edge_http_setup(struct edge *e)
     he->rnd = (uint64_t)clock_mono_ns() ^ ((uint64_t)e->ctx->slot << 48);
     atomic_store_explicit(&e->stats->http_polls_held, 0, memory_order_relaxed);
     atomic_store_explicit(&e->stats->http_watch_streams, 0, memory_order_relaxed);
-    load_allow(e, e->ctx->cfg);
+    he->opts = *opts;
+    he->opts.metrics_allow = NULL;
+    load_allow(e, opts);
     return http_wake_setup(e);
 }
 
@@ -87,12 +88,14 @@ void edge_http_teardown(struct edge *e)
     e->http = NULL;
 }
 
-void edge_http_reload(struct edge *e, const struct cfg *next)
+void edge_http_reload(struct edge *e, const struct http_opts *opts)
 {
     if (e->http == NULL)
         return;
-    load_allow(e, next);
-    http_sess_reload(e, next);
+    load_allow(e, opts);
+    http_sess_reload(e, opts); /* compares with the old options */
+    e->http->opts = *opts;
+    e->http->opts.metrics_allow = NULL;
 }
 
 /* ---- connections ------------------------------------------------------------------ */
@@ -307,7 +310,7 @@ static int param(struct conn *c, const struct run *x, const char *name, struct h
 static int over_polls(struct conn *c, const struct run *x)
 {
     struct edge *e = c->e;
-    if (e->http->nheld < (uint64_t)e->ctx->cfg->http_max_polls)
+    if (e->http->nheld < (uint64_t)e->http->opts.max_polls)
         return 0;
     board_add(&e->stats->http_polls_refused, 1);
     hr_simple(c, &c->out, 503, x->req->minor, x->keep_alive, x->req->method == HTTP_HEAD,
@@ -328,7 +331,7 @@ static void kv(struct conn *c, const struct run *x, struct http_slice raw)
     int has_i = param(c, x, "index", &iv), has_w;
     if (has_i < 0 || (has_w = param(c, x, "wait", &wv)) < 0)
         return;
-    uint64_t index = 0, wait = (uint64_t)e->ctx->cfg->http_poll_max_wait_ms;
+    uint64_t index = 0, wait = (uint64_t)e->http->opts.poll_max_wait_ms;
     if ((has_i && http_parse_u64(iv, &index) != HKV_OK) ||
         (has_w && http_parse_wait(wv, &wait) != HKV_OK)) {
         bad(c, x, "index needs a number, wait a duration (30s, 1500ms, 5m)");
@@ -342,7 +345,7 @@ static void kv(struct conn *c, const struct run *x, struct http_slice raw)
     request(c, x, has_i ? HREQ_POLL : HREQ_GET, &r);
     r.index = index;
     r.has_index = has_i;
-    int64_t cap = e->ctx->cfg->http_poll_max_wait_ms;
+    int64_t cap = e->http->opts.poll_max_wait_ms;
     int64_t w = (int64_t)wait < cap ? (int64_t)wait : cap;
     if (e->stopping)
         w = 0; /* a draining edge holds nothing new: answered as a held poll is at the stop */
@@ -469,7 +472,7 @@ void edge_http_cron(struct edge *e, int64_t now)
 {
     if (e->http == NULL)
         return;
-    const struct cfg *cfg = e->ctx->cfg;
+    const struct http_opts *o = &e->http->opts;
     struct conn *c = e->conns->list;
     while (c != NULL) {
         struct conn *next = c->next;
@@ -480,7 +483,7 @@ void edge_http_cron(struct edge *e, int64_t now)
         }
         int64_t idle_from = c->last_ms > hs->answered_ms ? c->last_ms : hs->answered_ms;
         if (!c->close_after_write && hs->req_start_ms != 0 && !c->paused && c->hold == NULL &&
-            now - hs->req_start_ms >= cfg->http_header_timeout_ms) {
+            now - hs->req_start_ms >= o->header_timeout_ms) {
             /* Slowloris: a header section that does not finish in time (while
              * the connection is read: not behind its own pipeline's bound). */
             c->close_after_write = 1;
@@ -489,7 +492,7 @@ void edge_http_cron(struct edge *e, int64_t now)
             else
                 conn_close(c);
         } else if (!c->close_after_write && hs->req_start_ms == 0 && c->sq_head == NULL &&
-                   buf_unread(&c->out) == 0 && now - idle_from >= cfg->http_keepalive_timeout_ms) {
+                   buf_unread(&c->out) == 0 && now - idle_from >= o->keepalive_timeout_ms) {
             conn_close(c);
         } else {
             /* A watch whose reader was slow sends the latest once it has room

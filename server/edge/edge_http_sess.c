@@ -150,14 +150,14 @@ static int still_allowed(struct conn *c)
 
 /* Timers a reload made earlier: a held poll's wait is capped by
  * http-poll-max-wait from when it began, and a stream's next heartbeat
- * comes within http-heartbeat, as they are in next (e->ctx->cfg is still
- * the old config during the reload hook). */
-static void rearm_held(struct edge *e, const struct cfg *next)
+ * comes within http-heartbeat, as they are in next (e->http->opts still
+ * holds the old ones). */
+static void rearm_held(struct edge *e, const struct http_opts *next)
 {
-    const struct cfg *old = e->ctx->cfg;
+    const struct http_opts *old = &e->http->opts;
     int64_t now = clock_mono_ms();
-    int cap_lower = next->http_poll_max_wait_ms < old->http_poll_max_wait_ms;
-    int hb_lower = next->http_heartbeat_ms < old->http_heartbeat_ms;
+    int cap_lower = next->poll_max_wait_ms < old->poll_max_wait_ms;
+    int hb_lower = next->heartbeat_ms < old->heartbeat_ms;
     if (!cap_lower && !hb_lower)
         return;
     for (struct conn *c = e->conns->list; c != NULL; c = c->next)
@@ -165,17 +165,17 @@ static void rearm_held(struct edge *e, const struct cfg *next)
             if (r->final)
                 continue;
             if (r->kind == HREQ_POLL && cap_lower &&
-                r->deadline_ms > r->start_ms + next->http_poll_max_wait_ms) {
-                r->deadline_ms = r->start_ms + next->http_poll_max_wait_ms;
+                r->deadline_ms > r->start_ms + next->poll_max_wait_ms) {
+                r->deadline_ms = r->start_ms + next->poll_max_wait_ms;
                 if (r->held) /* else its wait is armed when it begins to wait */
                     hreq_timer(r, r->deadline_ms - now);
             } else if (r->kind == HREQ_WATCH && hb_lower) {
-                hreq_timer(r, next->http_heartbeat_ms);
+                hreq_timer(r, next->heartbeat_ms);
             }
         }
 }
 
-void http_sess_reload(struct edge *e, const struct cfg *next)
+void http_sess_reload(struct edge *e, const struct http_opts *next)
 {
     /* edge_auth_reload ran first: e->auth->users holds the users in force */
     for (struct conn *c = e->conns->list; c != NULL; c = c->next)

@@ -167,7 +167,7 @@ static void watch_timer(struct hreq *r)
         else
             hr_chunk(hreq_out(r), r->chunked, "\n", 1);
     }
-    hreq_timer(r, r->c->e->ctx->cfg->http_heartbeat_ms);
+    hreq_timer(r, r->c->e->http->opts.heartbeat_ms);
     if (r->first && !r->reading) {
         hreq_read(r, r->index); /* the first read found nothing to send: again */
         return;
@@ -207,7 +207,7 @@ void http_watch(struct hreq *r)
     hreq_register(k);
     /* final (the edge stops): the read below, if the colo answers it at
      * once, then the end */
-    hreq_timer(k, k->final ? 0 : c->e->ctx->cfg->http_heartbeat_ms);
+    hreq_timer(k, k->final ? 0 : c->e->http->opts.heartbeat_ms);
     hreq_read(k, k->index);
 }
 
