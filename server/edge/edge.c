@@ -83,7 +83,16 @@ static struct http_opts http_opts(const struct cfg *cfg)
                               .poll_max_wait_ms = cfg->http_poll_max_wait_ms,
                               .header_timeout_ms = cfg->http_header_timeout_ms,
                               .keepalive_timeout_ms = cfg->http_keepalive_timeout_ms,
-                              .heartbeat_ms = cfg->http_heartbeat_ms};
+                              .heartbeat_ms = cfg->http_heartbeat_ms,
+                              .negative_ttl_ms = cfg->negative_ttl_ms};
+}
+
+void edge_cache_opts(const struct cfg *cfg, struct edge_cache_opts *o)
+{
+    *o = (struct edge_cache_opts){.write_timeout_ms = cfg->write_timeout_ms,
+                                  .hotkey_threshold = cfg->hotkey_threshold,
+                                  .negative_ttl_ms = cfg->negative_ttl_ms,
+                                  .owner_push = cfg->owner_push};
 }
 
 void edge_cmd_opts(const struct cfg *cfg, struct edge_cmd_opts *o)
@@ -350,6 +359,9 @@ static void on_reload(void *arg, const struct cfg *next)
     struct http_opts ho = http_opts(next);
     edge_http_reload(e, &ho);
     edge_rl_reload(e->rl, e, next); /* rate limits: new rules, same buckets */
+    struct edge_cache_opts ko;
+    edge_cache_opts(next, &ko);
+    edge_cache_reload(e, &ko);
     struct owners_opts ow;
     edge_owners_opts(next, &ow);
     owners_reload(e, &ow);
@@ -411,7 +423,9 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     struct owners_opts ow;
     edge_owners_opts(ctx->cfg, &ow);
     struct http_opts ho = http_opts(ctx->cfg);
-    if (edge_cache_setup(e) != 0 || op_setup(e, &oo) != 0 || forgets_setup(e) != 0 || owners_setup(e, &oh, &ow) != 0 ||
+    struct edge_cache_opts ko;
+    edge_cache_opts(ctx->cfg, &ko);
+    if (edge_cache_setup(e, &ko) != 0 || op_setup(e, &oo) != 0 || forgets_setup(e) != 0 || owners_setup(e, &oh, &ow) != 0 ||
         flights_setup(e, edge_read_answer, &fo) != 0 || edge_health_setup(e, ctx->cfg->owner_probe_interval_ms) != 0 ||
         edge_http_setup(e, &ho) != 0) {
         log_warning("cannot set up owner links: out of memory");

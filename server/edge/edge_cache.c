@@ -78,18 +78,20 @@ static int64_t now_ms(void)
 struct cache_state {
     struct edge_cache pub;
     uint64_t lock_seq;            /* refresh-lock tokens */
+    struct edge_cache_opts opts;
 };
 
-static inline struct cache_state *cst(struct edge *e)
+static inline struct cache_state *cst(const struct edge *e)
 {
     return (struct cache_state *)e->cache;
 }
 
-int edge_cache_setup(struct edge *e)
+int edge_cache_setup(struct edge *e, const struct edge_cache_opts *opts)
 {
     struct cache_state *st = calloc(1, sizeof(*st));
     if (st == NULL)
         return -1;
+    st->opts = *opts;
     e->cache = &st->pub;
     e->cache->cache = e->ectx->cache;
     if (e->cache->cache != NULL && cache_attach(e->cache->cache) != HKV_OK) {
@@ -106,6 +108,12 @@ int edge_cache_setup(struct edge *e)
         e->cache->changes = NULL;
     }
     return 0;
+}
+
+void edge_cache_reload(struct edge *e, const struct edge_cache_opts *opts)
+{
+    if (e->cache != NULL)
+        cst(e)->opts = *opts;
 }
 
 void edge_cache_teardown(struct edge_cache **cp)
@@ -126,7 +134,7 @@ uint64_t edge_cache_token(struct edge *e)
 
 int64_t edge_lock_ttl(const struct edge *e)
 {
-    return e->ctx->cfg->write_timeout_ms + 1000;
+    return cst(e)->opts.write_timeout_ms + 1000;
 }
 
 /* Times for a value of class cls stored now that the owner read or applied
@@ -136,7 +144,7 @@ static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash
 {
     int64_t fresh = cls->fresh_ms, keep = cls->keep_ms;
     if (fresh == 0) {
-        if (cache_sketch_rate(e->cache->cache, khash, now) < (uint64_t)e->ctx->cfg->hotkey_threshold)
+        if (cache_sketch_rate(e->cache->cache, khash, now) < (uint64_t)cst(e)->opts.hotkey_threshold)
             return 0;
         fresh = 0; /* hot: stored stale, served while one refresh runs */
     }
@@ -176,7 +184,7 @@ static void forget_held(struct edge *e, const char *key, size_t klen, uint64_t h
 /* Whether the owner of key pushes its writes to this edge now (see above). */
 static int push_ready(struct edge *e, const char *key, size_t klen)
 {
-    if (!e->ctx->cfg->owner_push)
+    if (!cst(e)->opts.owner_push)
         return 1;
     struct route rt;
     struct owner_ref *o = edge_owner_of(e, key, klen, &rt);
@@ -218,7 +226,7 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         if (rc == HKV_OK) /* a version a missed push never brought wakes its readers too */
             changes_note(e->cache->changes, rt->hash, m->u.value.stamp);
     } else if (m->type == WIRE_NOTFOUND) {
-        int64_t ttl = e->ctx->cfg->negative_ttl_ms;
+        int64_t ttl = cst(e)->opts.negative_ttl_ms;
         /* The owner's stamp for the absence (its tombstone's) orders this
          * "not found" after the delete it comes from, so it replaces the
          * delete's invalidation marker and a deleted hot key stays cached. */

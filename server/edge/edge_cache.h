@@ -30,10 +30,20 @@ struct edge_cache {
     struct hkv_buf scratch;       /* MGET from the segment: the values (edge_read.c) */
 };
 
+/* The module's options (the process builds them from the config, at setup
+ * and at each reload). */
+struct edge_cache_opts {
+    int64_t write_timeout_ms;     /* a refresh lock is held this + 1 s (edge_lock_ttl) */
+    int64_t hotkey_threshold;     /* a fresh-0 class is cached past this rate */
+    int64_t negative_ttl_ms;      /* how long a NOTFOUND is kept */
+    int owner_push;               /* owners push writes to colo caches */
+};
+
 /* e->cache, with the colo cache and change ring of the worker context
  * (each NULL when it fails validation: every read then asks the owner).
  * 0, or -1 out of memory. */
-int edge_cache_setup(struct edge *e);
+int edge_cache_setup(struct edge *e, const struct edge_cache_opts *opts);
+void edge_cache_reload(struct edge *e, const struct edge_cache_opts *opts);
 /* Frees the module (the segments stay: the process maps them); *c is NULL
  * after. */
 void edge_cache_teardown(struct edge_cache **c);

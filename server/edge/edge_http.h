@@ -53,6 +53,7 @@ struct http_opts {
     int64_t header_timeout_ms;    /* a request's header section, first byte to last */
     int64_t keepalive_timeout_ms; /* idle between requests */
     int64_t heartbeat_ms;         /* watch streams: a comment line this often */
+    int64_t negative_ttl_ms;      /* a 404's Cache-Control max-age */
 };
 
 /* e->http (NULL when the edge has no HTTP socket): 0, or -1 (memory). */

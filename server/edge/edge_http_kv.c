@@ -80,7 +80,7 @@ static void render(struct hreq *r, const struct hres *res)
                  "X-Hotkvd-Index: %llu\r\nX-Hotkvd-Stale: %d\r\nAge: %llu\r\n"
                  "Cache-Control: max-age=%lld\r\n",
                  (unsigned long long)v, res->f.stale ? 1 : 0, (unsigned long long)age,
-                 (long long)(cfg->negative_ttl_ms / 1000));
+                 (long long)(e->http->opts.negative_ttl_ms / 1000));
         hr_simple(c, out, 404, r->minor, r->keep_alive, r->head, extra, "not found");
         return;
     }

@@ -85,6 +85,9 @@ void edge_op_opts(const struct cfg *cfg, struct op_opts *o);
 /* The owners module's, likewise (its strings point into cfg). */
 struct owners_opts;
 void edge_owners_opts(const struct cfg *cfg, struct owners_opts *o);
+/* The colo cache module's, likewise. */
+struct edge_cache_opts;
+void edge_cache_opts(const struct cfg *cfg, struct edge_cache_opts *o);
 
 /* What the command families read of the config: edge.c fills it at setup
  * and at each reload (edge_cmd_opts). */

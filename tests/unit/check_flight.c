@@ -149,7 +149,9 @@ static void setup(void)
     ck_assert_int_eq(cache_create(&co, &T.cache), HKV_OK);
     ck_assert_int_eq(cache_attach(T.cache), HKV_OK);
     T.ectx.cache = T.cache;
-    ck_assert_int_eq(edge_cache_setup(&T.e), 0);
+    struct edge_cache_opts ko;
+    edge_cache_opts(cfg, &ko);
+    ck_assert_int_eq(edge_cache_setup(&T.e, &ko), 0);
     char path[TOPO_PATH_MAX];
     topo_owner_socket(cfg, CFG_POOL_COLD, 0, path, sizeof(path));
     fo_start(&T.fo, T.base, path, 0, on_request);
