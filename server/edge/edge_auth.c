@@ -43,6 +43,7 @@
 
 #include "server/core/log.h"
 #include "server/edge/auth.h"
+#include "server/edge/edge_int.h"
 #include "server/edge/edge_sess.h"
 
 static const char denied_msg[] =

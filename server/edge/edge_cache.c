@@ -64,6 +64,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "server/colo/cache.h"
 #include "server/colo/changes.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"

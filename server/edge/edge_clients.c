@@ -15,6 +15,7 @@
 
 #include "server/edge/auth.h"
 #include "server/edge/edge_auth.h"
+#include "server/edge/edge_int.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_sess.h"
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "server/colo/cache.h"
 #include "server/core/clock.h"
 #include "server/core/ctl.h"
 #include "server/core/version.h"

@@ -75,8 +75,9 @@
 
 #include "proto/buf.h"
 #include "proto/resp.h"
-#include "server/edge/edge_int.h"
 
+struct edge;                      /* the process (edge_int.h): this layer reads its loop,
+                                   * its counters and its stopping flag */
 struct rslot;
 struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
 struct ssl_st;                    /* OpenSSL's SSL */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "server/edge/edge_conn.h"
+#include "server/edge/edge_int.h"
 
 struct rslot;
 

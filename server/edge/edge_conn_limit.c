@@ -21,6 +21,7 @@
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/edge/edge_conn_tls.h"
+#include "server/edge/edge_int.h"
 
 int conn_output_ok(struct conn *c, int64_t now)
 {

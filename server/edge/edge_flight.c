@@ -26,6 +26,7 @@
 
 #include <event2/event_struct.h>
 
+#include "server/colo/cache.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"

@@ -23,6 +23,7 @@
 
 #include <stdlib.h>
 
+#include "server/colo/cache.h"
 #include "server/colo/cache_health.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"

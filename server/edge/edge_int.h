@@ -52,11 +52,6 @@
 
 #include "proto/buf.h"
 #include "proto/resp.h"
-#include "proto/wire.h"
-#include "server/colo/cache.h"
-#include "server/colo/ratelimit.h"
-#include "server/core/counters.h"
-#include "server/core/router.h"
 #include "server/core/worker.h"
 #include "server/edge/edge.h"
 

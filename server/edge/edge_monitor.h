@@ -26,6 +26,7 @@
 #include "proto/cmd.h"
 #include "proto/resp.h"
 #include "server/edge/edge_conn.h"
+#include "server/edge/edge_int.h"
 
 struct edge_monitor;
 

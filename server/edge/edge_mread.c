@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/colo/cache.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"

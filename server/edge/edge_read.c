@@ -119,6 +119,7 @@
  * older than the versions WATCH read: edge_tx.h).
  */
 #include "server/edge/edge_read.h"
+#include "server/colo/cache.h"
 #include "server/edge/edge_render.h"
 
 #include <stdlib.h>

@@ -21,6 +21,7 @@
 #include "server/edge/auth.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
+#include "server/edge/edge_int.h"
 #include "server/edge/edge_sess.h"
 
 /* Where a process whose module could not be allocated points e->rl: no

@@ -12,6 +12,8 @@
 
 #include "server/edge/info.h"
 
+#include "server/colo/cache.h"
+#include "server/colo/ratelimit.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_health.h"

@@ -10,6 +10,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include "server/colo/cache.h"
 #include "server/core/clock.h"
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_owners.h"
