@@ -103,6 +103,11 @@ void edge_cmd_opts(const struct cfg *cfg, struct edge_cmd_opts *o)
                                 .max_bulk = cfg->proto_max_bulk_len};
 }
 
+const struct cfg *edge_config(const struct edge *e)
+{
+    return e->ctx->cfg;
+}
+
 void edge_conns_opts(const struct cfg *cfg, struct conns_opts *o)
 {
     o->limits.max_bulk = cfg->proto_max_bulk_len;

@@ -17,6 +17,7 @@
 
 #include "server/core/ctl.h"
 #include "server/edge/edge_arg.h"
+#include "server/edge/edge_int.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_sess.h"
 #include "server/edge/edge_op_int.h"
@@ -143,7 +144,7 @@ static int has_glob(const struct resp_slice *s)
 
 static void config_get(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    const struct cfg *cfg = c->e->ctx->cfg;
+    const struct cfg *cfg = edge_config(c->e);
     size_t n = cfg_option_count();
     unsigned char *seen = calloc(n ? n : 1, 1);
     if (seen == NULL) {
@@ -226,7 +227,7 @@ static void config_set(struct conn *c, int argc, const struct resp_slice *argv)
         return;
     }
     long *idx = calloc((size_t)argc / 2, sizeof(*idx));
-    struct cfg *next = idx != NULL ? cfg_dup(e->ctx->cfg) : NULL;
+    struct cfg *next = idx != NULL ? cfg_dup(edge_config(e)) : NULL;
     struct hkv_buf msg = HKV_BUF_INIT;
     struct cfg_error err = {"out of memory"};
     int ok = next != NULL; /* 1 go on, 0 failed (generic reply), -1 failed (replied) */

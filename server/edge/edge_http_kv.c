@@ -40,6 +40,7 @@
 #include "config/cfg.h"
 #include "server/core/clock.h"
 #include "server/edge/edge_http_int.h"
+#include "server/edge/edge_int.h"
 
 static void kv_result(struct hreq *r, const struct hres *res);
 static void kv_changed(struct hreq *r, hkv_stamp v);
@@ -55,7 +56,7 @@ static void render(struct hreq *r, const struct hres *res)
     struct hkv_buf *out = hreq_out(r);
     if (out == NULL)
         return;
-    const struct cfg *cfg = e->ctx->cfg;
+    const struct cfg *cfg = edge_config(e);
     if (res->error) {
         int oom = res->errlen >= 7 && memcmp(res->err, "ERR out", 7) == 0;
         char body[200];

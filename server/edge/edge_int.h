@@ -94,6 +94,7 @@ struct edge_cmd_opts {
 };
 void edge_cmd_opts(const struct cfg *cfg, struct edge_cmd_opts *o);
 
+
 struct edge {
     /* the process (edge.c) */
     struct worker_ctx *ctx;
@@ -130,5 +131,11 @@ struct edge {
     struct edge_forgets *forgets; /* FLUSHALL's cache forgets (edge_keyspace.c) */
     struct http_edge *http;       /* the HTTP front door (edge_http*.c); NULL: no HTTP port */
 };
+
+/* The live config, as data, for the modules that show it or copy it (INFO,
+ * /metrics, CONFIG GET/SET, an HTTP GET's content type by class): edge.c's
+ * answer, so that no module reaches into the worker context for it.  A
+ * module's own options come from its opts struct, never from here. */
+const struct cfg *edge_config(const struct edge *e);
 
 #endif

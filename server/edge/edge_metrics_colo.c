@@ -120,7 +120,7 @@ hkv_status metrics_colos(struct edge *e, struct hkv_buf *out)
         int colo = all ? k : (x != NULL ? x->colo_index : 0);
         struct cache *c = all ? x->colo_caches[k] : e->cache->cache;
         struct rl *r = all ? (x->colo_limiters != NULL ? x->colo_limiters[k] : NULL) : e->rl->lim;
-        topo_colo_name(e->ctx->cfg, colo, names[k], sizeof(names[k]));
+        topo_colo_name(edge_config(e), colo, names[k], sizeof(names[k]));
         cl[k] = rl[k] = (struct prom_label){"colo", NULL};
         if (c != NULL) {
             struct cache_stats st;
@@ -176,7 +176,7 @@ static double ms_to_s(int64_t ms)
 static hkv_status remote_links(struct edge *e, struct hkv_buf *out)
 {
     struct board *bd = e->ctx->board;
-    int ncolo = e->ctx->cfg->colos > 0 ? e->ctx->cfg->colos : 1;
+    int ncolo = edge_config(e)->colos > 0 ? edge_config(e)->colos : 1;
     if (ncolo > MET_COLOS)
         ncolo = MET_COLOS;
     uint64_t up[MET_COLOS] = {0};
@@ -191,7 +191,7 @@ static hkv_status remote_links(struct edge *e, struct hkv_buf *out)
     char names[MET_COLOS][TOPO_COLO_NAME_MAX];
     struct prom_label labels[MET_COLOS];
     for (int k = 0; k < ncolo; k++) {
-        topo_colo_name(e->ctx->cfg, k, names[k], sizeof(names[k]));
+        topo_colo_name(edge_config(e), k, names[k], sizeof(names[k]));
         labels[k] = (struct prom_label){"colo", names[k]};
     }
     return gauges(out, "hotkvd_cluster_remote_links_up",

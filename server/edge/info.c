@@ -44,7 +44,7 @@ static uint64_t sum_edges(struct edge *e, size_t off)
 
 static void sec_server(struct hkv_buf *b, struct edge *e)
 {
-    const struct cfg *cfg = e->ctx->cfg;
+    const struct cfg *cfg = edge_config(e);
     struct board *bd = e->ctx->board;
     struct utsname u;
     uname(&u);
@@ -94,7 +94,7 @@ static void sec_clients(struct hkv_buf *b, struct edge *e)
                "maxclients:%lld\r\n"
                "\r\n",
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, connected_clients)),
-               (unsigned long long)e->conns->n, (long long)e->ctx->cfg->maxclients);
+               (unsigned long long)e->conns->n, (long long)edge_config(e)->maxclients);
 }
 
 static void sec_stats(struct hkv_buf *b, struct edge *e)

@@ -8,6 +8,7 @@
 
 #include "server/core/cmap.h"
 #include "server/core/counters.h"
+#include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/info_cluster.h"
 
@@ -36,7 +37,7 @@ static void auto_lines(struct hkv_buf *b, struct edge *e)
                       : (size_t)h->auto_refused_key_len;
     buf_printf(b, "auto_moves_enabled:%d\r\nauto_moves_started:%lld\r\n"
                "auto_splits_started:%lld\r\nauto_refused_hot_key:%lld\r\n"
-               "auto_refused_last_key:", e->ctx->cfg->auto_moves, (long long)h->auto_moves,
+               "auto_refused_last_key:", edge_config(e)->auto_moves, (long long)h->auto_moves,
                (long long)h->auto_splits, (long long)h->auto_refused);
     info_key_escaped(b, h->auto_refused_key, klen);
     buf_printf(b, "\r\n");

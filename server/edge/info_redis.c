@@ -13,6 +13,7 @@
 #include "server/colo/cache.h"
 #include "server/core/clock.h"
 #include "server/edge/edge_cache.h"
+#include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/info_cluster.h"
 #include "server/edge/edge_subcmd.h"
@@ -179,7 +180,7 @@ void info_memory(struct hkv_buf *b, struct edge *e)
     if (used > peak)
         peak = used;
     uint64_t dataset = (uint64_t)owners_sum(e, CTR_OWNER_owner_memory_bytes);
-    uint64_t maxmem = (uint64_t)e->ctx->cfg->owner_maxmemory * (uint64_t)edge_owners_count(e);
+    uint64_t maxmem = (uint64_t)edge_config(e)->owner_maxmemory * (uint64_t)edge_owners_count(e);
     struct sysinfo si;
     uint64_t total = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
     char h1[32], h2[32], h3[32], h4[32], h5[32];
