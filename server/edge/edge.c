@@ -294,7 +294,8 @@ static void on_cron(evutil_socket_t fd, short what, void *arg)
     info_publish(e);
     uint64_t total = board_load(&e->stats->total_commands_processed);
     if (now - e->ops_rate.at_ms >= 1000) {
-        e->ops_rate.per_sec = (total - e->ops_rate.cmds) * 1000 / (uint64_t)(now - e->ops_rate.at_ms);
+        e->ops_rate.per_sec =
+            (total - e->ops_rate.cmds) * 1000 / (uint64_t)(now - e->ops_rate.at_ms);
         e->ops_rate.at_ms = now;
         e->ops_rate.cmds = total;
     }
@@ -430,8 +431,9 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     struct http_opts ho = http_opts(ctx->cfg);
     struct edge_cache_opts ko;
     edge_cache_opts(ctx->cfg, &ko);
-    if (edge_cache_setup(e, &ko) != 0 || op_setup(e, &oo) != 0 || forgets_setup(e) != 0 || owners_setup(e, &oh, &ow) != 0 ||
-        flights_setup(e, edge_read_answer, &fo) != 0 || edge_health_setup(e, ctx->cfg->owner_probe_interval_ms) != 0 ||
+    if (edge_cache_setup(e, &ko) != 0 || op_setup(e, &oo) != 0 || forgets_setup(e) != 0 ||
+        owners_setup(e, &oh, &ow) != 0 || flights_setup(e, edge_read_answer, &fo) != 0 ||
+        edge_health_setup(e, ctx->cfg->owner_probe_interval_ms) != 0 ||
         edge_http_setup(e, &ho) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;

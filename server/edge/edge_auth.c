@@ -152,8 +152,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         struct conn *next = c->next;
         if (sess_of(c)->auth_close && !c->in_process) {
             n++;
-            if (sess_of(c)->auth_close == AUTH_CLOSE_DENIED && c->sq_head == NULL && sess_of(c)->http == NULL &&
-                !c->close_after_write) {
+            if (sess_of(c)->auth_close == AUTH_CLOSE_DENIED && c->sq_head == NULL &&
+                sess_of(c)->http == NULL && !c->close_after_write) {
                 resp_add_error(&c->out, denied_msg);
                 c->close_after_write = 1;
                 conn_flush(c); /* closes c once written */

@@ -145,7 +145,8 @@ static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash
 {
     int64_t fresh = cls->fresh_ms, keep = cls->keep_ms;
     if (fresh == 0) {
-        if (cache_sketch_rate(e->cache->cache, khash, now) < (uint64_t)cst(e)->opts.hotkey_threshold)
+        if (cache_sketch_rate(e->cache->cache, khash, now) <
+            (uint64_t)cst(e)->opts.hotkey_threshold)
             return 0;
         fresh = 0; /* hot: stored stale, served while one refresh runs */
     }
@@ -178,7 +179,8 @@ static void forget_held(struct edge *e, const char *key, size_t klen, uint64_t h
     struct cache_hit hit;
     if (cache_get(e->cache->cache, key, klen, hash, now, &tmp, &hit) == HKV_OK && !hit.negative &&
         hit.stamp != 0)
-        cache_invalidate(e->cache->cache, key, klen, hash, hit.stamp, now + EDGE_FILL_HORIZON_MS, now);
+        cache_invalidate(e->cache->cache, key, klen, hash, hit.stamp, now + EDGE_FILL_HORIZON_MS,
+                         now);
     buf_deinit(&tmp);
 }
 
@@ -211,7 +213,8 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
                       : m->type == WIRE_NOTFOUND ? m->u.notfound.stamp
                                                  : 0;
         if (v != 0)
-            cache_invalidate(e->cache->cache, key, klen, rt->hash, v, now + EDGE_FILL_HORIZON_MS, now);
+            cache_invalidate(e->cache->cache, key, klen, rt->hash, v, now + EDGE_FILL_HORIZON_MS,
+                             now);
         else if (m->type == WIRE_NOTFOUND)
             forget_held(e, key, klen, rt->hash, now);
         return;
@@ -220,8 +223,9 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         if (!lifetimes(e, rt->cls, rt->hash, sent_ms, now, (int64_t)m->u.value.expire_ms, &fu,
                        &ku))
             return;
-        int rc = cache_put(e->cache->cache, key, klen, rt->hash, m->u.value.value.p, m->u.value.value.len,
-                           0, m->u.value.stamp, fu, ku, (int64_t)m->u.value.expire_ms, now);
+        int rc = cache_put(e->cache->cache, key, klen, rt->hash, m->u.value.value.p,
+                           m->u.value.value.len, 0, m->u.value.stamp, fu, ku,
+                           (int64_t)m->u.value.expire_ms, now);
         if (rc == HKV_ETOOBIG)
             cache_count(e->cache->cache, CACHE_CTR_cache_not_cached_too_big, 1);
         if (rc == HKV_OK) /* a version a missed push never brought wakes its readers too */
@@ -248,9 +252,10 @@ void edge_cache_wrote(struct edge *e, const char *key, size_t klen, const struct
     router_route(e->owners->router, key, klen, &rt);
     int64_t fu, ku;
     if (!(v != NULL && lifetimes(e, rt.cls, rt.hash, base_ms, now, expire_at, &fu, &ku) &&
-          cache_put(e->cache->cache, key, klen, rt.hash, v->p, v->len, 0, version, fu, ku, expire_at,
-                    now) == HKV_OK))
-        cache_invalidate(e->cache->cache, key, klen, rt.hash, version, now + EDGE_FILL_HORIZON_MS, now);
+          cache_put(e->cache->cache, key, klen, rt.hash, v->p, v->len, 0, version, fu, ku,
+                    expire_at, now) == HKV_OK))
+        cache_invalidate(e->cache->cache, key, klen, rt.hash, version, now + EDGE_FILL_HORIZON_MS,
+                         now);
     changes_note(e->cache->changes, rt.hash, version); /* wakes the key's readers in the colo */
 }
 
@@ -276,8 +281,8 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
     int64_t now = now_ms(), fu, ku;
     int rc;
     if (lifetimes(e, rt.cls, rt.hash, now, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
-        rc = cache_put(e->cache->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len, 0,
-                       m->u.push.stamp, fu, ku, (int64_t)m->u.push.expire_ms, now);
+        rc = cache_put(e->cache->cache, k.p, k.len, rt.hash, m->u.push.value.p, m->u.push.value.len,
+                       0, m->u.push.stamp, fu, ku, (int64_t)m->u.push.expire_ms, now);
     else
         rc = cache_invalidate(e->cache->cache, k.p, k.len, rt.hash, m->u.push.stamp,
                               now + EDGE_FILL_HORIZON_MS, now);

@@ -87,7 +87,8 @@ static void local_line(struct conn *c, struct conn *x, int argc, const struct re
     if (x == c)
         for (int i = 0; i < argc; i++)
             argv_mem += argv[i].len;
-    render(b, &r, sess_of(x)->name ? sess_of(x)->name : "", sess_of(x)->name ? strlen(sess_of(x)->name) : 0, argv_mem, now);
+    render(b, &r, sess_of(x)->name ? sess_of(x)->name : "",
+           sess_of(x)->name ? strlen(sess_of(x)->name) : 0, argv_mem, now);
 }
 
 /* The lines of a listing, sorted by id (creation order, as Redis lists). */
@@ -407,7 +408,8 @@ static void client_kill(struct conn *c, int argc, const struct resp_slice *argv)
     struct conn *x = c->e->conns->list;
     while (x != NULL) {
         struct conn *next = x->next;
-        const char *user = sess_of(x)->user >= 0 ? auth_user_name(c->e->auth->users, sess_of(x)->user) : "default";
+        const char *user =
+            sess_of(x)->user >= 0 ? auth_user_name(c->e->auth->users, sess_of(x)->user) : "default";
         if (kill_matches(&f, x->id, x->addr, x->laddr, user) && !(x == c && f.skipme)) {
             k->killed++;
             if (x == c)
@@ -476,9 +478,11 @@ static void simple_help(struct conn *c)
 
 static void setinfo(struct conn *c, const struct resp_slice *argv)
 {
-    char *dst = slice_is(&argv[2], "lib-name") ? sess_of(c)->lib_name
-                : slice_is(&argv[2], "lib-ver") ? sess_of(c)->lib_ver : NULL;
-    size_t cap = dst == sess_of(c)->lib_name ? sizeof(sess_of(c)->lib_name) : sizeof(sess_of(c)->lib_ver);
+    char *dst = slice_is(&argv[2], "lib-name")  ? sess_of(c)->lib_name
+                : slice_is(&argv[2], "lib-ver") ? sess_of(c)->lib_ver
+                                                : NULL;
+    size_t cap =
+        dst == sess_of(c)->lib_name ? sizeof(sess_of(c)->lib_name) : sizeof(sess_of(c)->lib_ver);
     int ok = dst != NULL && argv[3].len < cap;
     for (size_t i = 0; ok && i < argv[3].len; i++)
         ok = argv[3].p[i] >= '!' && argv[3].p[i] <= '~';

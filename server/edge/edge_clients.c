@@ -112,15 +112,18 @@ void clients_fill(const struct conn *c, struct board_client *r)
     r->obl = buf_unread(&c->out);
     r->oll = oll;
     r->omem = omem;
-    r->tot_mem = sizeof(*c) + c->in.cap + c->out.cap + omem + (sess_of(c)->name ? strlen(sess_of(c)->name) : 0);
+    r->tot_mem = sizeof(*c) + c->in.cap + c->out.cap + omem +
+                 (sess_of(c)->name ? strlen(sess_of(c)->name) : 0);
     r->flags = sess_of(c)->monitor ? BOARD_CLIENT_F_MONITOR : 0;
     copy_str(r->addr, sizeof(r->addr), c->addr);
     copy_str(r->laddr, sizeof(r->laddr), c->laddr);
     copy_str(r->user, sizeof(r->user),
-             sess_of(c)->user >= 0 ? auth_user_name(c->e->auth->users, sess_of(c)->user) : "default");
+             sess_of(c)->user >= 0 ? auth_user_name(c->e->auth->users, sess_of(c)->user)
+                                   : "default");
     size_t n = sess_of(c)->name != NULL ? strlen(sess_of(c)->name) : 0;
     r->name_len = (uint32_t)n;
-    memcpy(r->name, sess_of(c)->name != NULL ? sess_of(c)->name : "", n < sizeof(r->name) ? n : sizeof(r->name));
+    memcpy(r->name, sess_of(c)->name != NULL ? sess_of(c)->name : "",
+           n < sizeof(r->name) ? n : sizeof(r->name));
 }
 
 static void write_row(struct conn *c)

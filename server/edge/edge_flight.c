@@ -179,8 +179,8 @@ static int late_cached(struct flight *f, struct flight_answer *a, int64_t now)
     struct edge *e = f->e;
     struct cache_hit hit;
     if (e->cache->cache == NULL ||
-        cache_get(e->cache->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cache->cval,
-                  &hit) != HKV_OK ||
+        cache_get(e->cache->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now,
+                  &e->cache->cval, &hit) != HKV_OK ||
         (hit.expire_at != 0 && hit.expire_at <= clock_unix_ms()))
         return 0;
     memset(a, 0, sizeof(*a));
@@ -381,8 +381,8 @@ static int colo_poll(struct flight *f)
     struct edge *e = f->e;
     struct cache_hit hit;
     int64_t now = clock_mono_ms();
-    if (cache_get(e->cache->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cache->cval,
-                  &hit) == HKV_OK &&
+    if (cache_get(e->cache->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now,
+                  &e->cache->cval, &hit) == HKV_OK &&
         flight_servable(e, hit.fresh_until, now) &&
         !(hit.expire_at != 0 && hit.expire_at <= clock_unix_ms()) &&
         buf_append(&f->val, buf_head(&e->cache->cval), buf_unread(&e->cache->cval)) == HKV_OK) {

@@ -195,7 +195,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
          * edge with no link to the owner leaves the turn to others. */
         struct elink *l = eo->probing ? NULL : probe_link(h, g);
         if ((eo->probing || l != NULL) &&
-            cache_health_probe_claim(e->cache->cache, (unsigned)g, now, interval_ms(e)) && l != NULL)
+            cache_health_probe_claim(e->cache->cache, (unsigned)g, now, interval_ms(e)) &&
+            l != NULL)
             probe(h, g, l);
     }
     if (h->nwatch > 0)

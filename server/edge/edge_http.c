@@ -512,7 +512,8 @@ void edge_http_stop(struct edge *e)
     if (e->http == NULL)
         return;
     for (struct conn *c = e->conns->list; c != NULL; c = c->next)
-        for (struct hreq *r = sess_of(c)->http != NULL ? sess_of(c)->http->reqs : NULL; r != NULL; r = r->cnext) {
+        for (struct hreq *r = sess_of(c)->http != NULL ? sess_of(c)->http->reqs : NULL; r != NULL;
+             r = r->cnext) {
             if (r->kind == HREQ_POLL)
                 http_kv_stop(r);
             else if (r->kind == HREQ_WATCH)

@@ -161,7 +161,8 @@ static void rearm_held(struct edge *e, const struct http_opts *next)
     if (!cap_lower && !hb_lower)
         return;
     for (struct conn *c = e->conns->list; c != NULL; c = c->next)
-        for (struct hreq *r = sess_of(c)->http != NULL ? sess_of(c)->http->reqs : NULL; r != NULL; r = r->cnext) {
+        for (struct hreq *r = sess_of(c)->http != NULL ? sess_of(c)->http->reqs : NULL; r != NULL;
+             r = r->cnext) {
             if (r->final)
                 continue;
             if (r->kind == HREQ_POLL && cap_lower &&
@@ -179,7 +180,8 @@ void http_sess_reload(struct edge *e, const struct http_opts *next)
 {
     /* edge_auth_reload ran first: e->auth->users holds the users in force */
     for (struct conn *c = e->conns->list; c != NULL; c = c->next)
-        if (sess_of(c)->http != NULL && !sess_of(c)->auth_close && http_sess_holds(sess_of(c)->http) && !still_allowed(c))
+        if (sess_of(c)->http != NULL && !sess_of(c)->auth_close &&
+            http_sess_holds(sess_of(c)->http) && !still_allowed(c))
             edge_auth_close_later(c, AUTH_CLOSE_NOW);
     rearm_held(e, next);
 }

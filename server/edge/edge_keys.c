@@ -152,7 +152,8 @@ static void keys_done(struct op *op)
     struct edge *e = op->e;
     op->nreqs = 0;
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g))
-        if (!op->items[g].found && op_to_owner(op, &e->owners->ref[g], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
+        if (!op->items[g].found &&
+            op_to_owner(op, &e->owners->ref[g], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
             op_finish_error(op);
             return;
         }
@@ -176,7 +177,8 @@ void edge_cmd_keys(struct conn *c, int argc, const struct resp_slice *argv)
     if (op == NULL)
         return;
     K(op)->max = (uint64_t)e->cmd_opts.keys_max;
-    if (op_copy_keys(op, 0, NULL, 1, &argv[1]) != 0 || op_items(op, (uint32_t)e->owners->n) == NULL) {
+    if (op_copy_keys(op, 0, NULL, 1, &argv[1]) != 0 ||
+        op_items(op, (uint32_t)e->owners->n) == NULL) {
         op_finish_error(op);
         return;
     }

@@ -187,7 +187,8 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
         if (atomic_load_explicit(&b->slots[s].role, memory_order_relaxed) != BOARD_EDGE)
             continue;
         if (read_ring(e, s) != 0) {
-            e->monitor->pos[s] = atomic_load_explicit(&board_ring(b, s)->head, memory_order_acquire);
+            e->monitor->pos[s] =
+                atomic_load_explicit(&board_ring(b, s)->head, memory_order_acquire);
             close_monitors(e, "it fell a whole ring behind the host's commands");
             return;
         }
@@ -213,7 +214,8 @@ void edge_cmd_monitor(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_error(&c->out, "ERR out of memory");
         return;
     }
-    if (e->monitor->pos == NULL && (e->monitor->pos = calloc(b->nslots, sizeof(*e->monitor->pos))) == NULL) {
+    if (e->monitor->pos == NULL &&
+        (e->monitor->pos = calloc(b->nslots, sizeof(*e->monitor->pos))) == NULL) {
         resp_add_error(&c->out, "ERR out of memory");
         return;
     }
@@ -224,7 +226,8 @@ void edge_cmd_monitor(struct conn *c, int argc, const struct resp_slice *argv)
     }
     if (e->monitor->n == 0) { /* the stream starts now */
         for (uint32_t s = 0; s < b->nslots; s++)
-            e->monitor->pos[s] = atomic_load_explicit(&board_ring(b, s)->head, memory_order_acquire);
+            e->monitor->pos[s] =
+                atomic_load_explicit(&board_ring(b, s)->head, memory_order_acquire);
         struct timeval tv = {0, POLL_MS * 1000};
         event_add(e->monitor->timer, &tv);
     }

@@ -227,7 +227,8 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
         struct cache_hit hit;
         k[i].hash = router_hash(keys[i].p, keys[i].len);
         cache_sketch_read(e->cache->cache, keys[i].p, keys[i].len, k[i].hash, now);
-        ok = cache_get(e->cache->cache, keys[i].p, keys[i].len, k[i].hash, now, &e->cache->cval, &hit) == HKV_OK &&
+        ok = cache_get(e->cache->cache, keys[i].p, keys[i].len, k[i].hash, now, &e->cache->cval,
+                       &hit) == HKV_OK &&
              !(hit.expire_at != 0 && hit.expire_at <= unix_now);
         if (ok && !flight_servable(e, hit.fresh_until, now)) {
             /* stale by A or more (top of file): served only while its owner
@@ -245,7 +246,8 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
                     flight_start(e, keys[i].p, keys[i].len, &rt, o, 1);
             }
         }
-        ok = ok && buf_append(vals, buf_head(&e->cache->cval), buf_unread(&e->cache->cval)) == HKV_OK;
+        ok = ok &&
+             buf_append(vals, buf_head(&e->cache->cval), buf_unread(&e->cache->cval)) == HKV_OK;
         if (ok) {
             k[i].found = !hit.negative;
             k[i].len = buf_unread(&e->cache->cval);

@@ -108,7 +108,8 @@ static void wq_unlink(struct edge *e, struct oreq *r)
  * request of this edge below ack is finished, at every owner. */
 static struct wire_rid next_rid(struct edge *e, struct oreq *r, struct elink *l)
 {
-    struct wire_rid rid = {r->seq, e->ops->wq_head != NULL ? e->ops->wq_head->seq : e->ops->next_seq + 1, 0};
+    struct wire_rid rid = {
+        r->seq, e->ops->wq_head != NULL ? e->ops->wq_head->seq : e->ops->next_seq + 1, 0};
     uint64_t conn = elink_next_conn(l);
     /* A resend on the connection the last attempt took meets the process
      * that read that attempt, after it: whether or not its HELLO was
@@ -193,7 +194,8 @@ static void guard_deadline(struct op *op, int64_t now)
 static int64_t dispatch_ms(const struct op *op)
 {
     const struct conn *c = op->c;
-    if (c != NULL && sess_of(c)->cur_stat != STATS_NONE && op->t0_ns != 0 && op->t0_ns == sess_of(c)->cur_t0_ns)
+    if (c != NULL && sess_of(c)->cur_stat != STATS_NONE && op->t0_ns != 0 &&
+        op->t0_ns == sess_of(c)->cur_t0_ns)
         return op->t0_ns / 1000000;
     return clock_mono_ms();
 }
@@ -266,12 +268,14 @@ static void write_fail(struct oreq *r)
     struct op *op = r->op;
     const struct op_opts *o = &op->e->ops->opts;
     char what[256];
-    snprintf(what, sizeof(what), "write %s failed: owner %s/%d did not acknowledge it within %lld ms (%d resends)",
+    snprintf(what, sizeof(what),
+             "write %s failed: owner %s/%d did not acknowledge it within %lld ms (%d resends)",
              op->label, topo_pool_name(r->owner->pool), r->owner->index,
              (long long)o->write_deadline_ms, op->attempt);
-    op_error(op, "UNAVAILABLE outcome unknown: owner %s/%d did not acknowledge the write "
-             "within %lld ms", topo_pool_name(r->owner->pool), r->owner->index,
-             (long long)o->write_deadline_ms);
+    op_error(op,
+             "UNAVAILABLE outcome unknown: owner %s/%d did not acknowledge the write "
+             "within %lld ms",
+             topo_pool_name(r->owner->pool), r->owner->index, (long long)o->write_deadline_ms);
     count_failure(op, r->owner, what);
     oreq_done(r);
 }
@@ -368,8 +372,8 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
     if (m->type == WIRE_MOVED) {
         if (!r->moved) {
             r->moved = 1;
-            int rc = router_moved(e->owners->router, r->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
-                                  (int)m->u.moved.owner, m->u.moved.map_gen);
+            int rc = router_moved(e->owners->router, r->owner->pool, m->u.moved.leaf,
+                                  m->u.moved.leaf_bits, (int)m->u.moved.owner, m->u.moved.map_gen);
             if (rc >= 0 && r->nk > 0) {
                 struct route rt;
                 const struct wire_slice *k = &op->keys[op->kidx[r->k0]];

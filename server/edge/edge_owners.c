@@ -251,8 +251,9 @@ static int cluster_target(struct owner_ref *o, struct elink_opts *lo, char *path
         return 0;
     }
     if (row->port == 0 || row->addr[0] == '\0' || ost(e)->cluster_tls == NULL) {
-        snprintf(why, wlen, "%s", ost(e)->cluster_tls == NULL ? "no cluster TLS context (cluster-tls-*)"
-                                                         : "no address in the map");
+        snprintf(why, wlen, "%s",
+                 ost(e)->cluster_tls == NULL ? "no cluster TLS context (cluster-tls-*)"
+                                             : "no address in the map");
         return 0;
     }
     lo->addr = row->addr;
@@ -366,7 +367,8 @@ int owners_setup(struct edge *e, const struct owner_hooks *hooks, const struct o
     st->opts = *opts;
     st->opts.cfg = NULL;
     while (ost(e)->incarnation == 0 || ost(e)->incarnation == WIRE_PREV_UNKNOWN)
-        if (getrandom(&ost(e)->incarnation, sizeof(ost(e)->incarnation), 0) != sizeof(ost(e)->incarnation))
+        if (getrandom(&ost(e)->incarnation, sizeof(ost(e)->incarnation), 0) !=
+            sizeof(ost(e)->incarnation))
             ost(e)->incarnation = ((uint64_t)getpid() << 32) ^ (uint64_t)clock_unix_ms();
     ost(e)->writer = writer;
     ost(e)->link_push = hooks->push;

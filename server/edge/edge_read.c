@@ -267,7 +267,8 @@ int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash,
     cache_sketch_read(e->cache->cache, key, len, hash, now);
     if (cache_get(e->cache->cache, key, len, hash, now, &e->cache->cval, &hit) != HKV_OK ||
         (min != 0 && hit.stamp < min)) {
-        cache_count(e->cache->cache, CACHE_CTR_cache_misses, 1); /* (or older than the reader knows) */
+        /* (or older than the reader knows) */
+        cache_count(e->cache->cache, CACHE_CTR_cache_misses, 1);
         return 0;
     }
     if (hit.expire_at != 0 && hit.expire_at <= clock_unix_ms()) {

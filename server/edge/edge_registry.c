@@ -242,8 +242,9 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
         size_t n = buf_unread(&c->out) > before ? buf_unread(&c->out) - before : 0;
         int first = 0, last = 0; /* the first key, for its class (edge_stats.h) */
         int nk = cmd_key_range(d, argc, &first, &last);
-        stats_call_key(c->e, stat, clock_mono_ns() - sess_of(c)->cur_t0_ns, buf_head(&c->out) + before, n,
-                       nk > 0 ? argv[first].p : NULL, nk > 0 ? argv[first].len : 0);
+        stats_call_key(c->e, stat, clock_mono_ns() - sess_of(c)->cur_t0_ns,
+                       buf_head(&c->out) + before, n, nk > 0 ? argv[first].p : NULL,
+                       nk > 0 ? argv[first].len : 0);
     }
     sess_of(c)->cur_stat = STATS_NONE;
 }

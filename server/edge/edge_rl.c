@@ -4,8 +4,9 @@
  * again on every reload), and the check dispatch makes before it runs a
  * limited command.
  *
- * The dispatch pipeline (edge_registry.c) tests e->rl->map[command id] first, so a command with no limit
- * costs one load and one branch; only a limited command comes here.  The
+ * The dispatch pipeline (edge_registry.c) tests e->rl->map[command id]
+ * first, so a command with no limit costs two loads and one branch; only a
+ * limited command comes here.  The
  * client's key is its peer address (read once per connection, on its first
  * limited command) plus, once it authenticated with AUTH, its user name.
  * A HELLO is charged (to AUTH's limit) only when it carries AUTH.

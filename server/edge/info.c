@@ -112,7 +112,8 @@ static void sec_stats(struct hkv_buf *b, struct edge *e)
     buf_printf(b, "expired_keys:%lld\r\nevicted_keys:0\r\n", (long long)expired);
     buf_printf(b, "tls_connections:%llu\r\n",
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, tls_connections)));
-    buf_printf(b, "instantaneous_ops_per_sec:%llu\r\n\r\n", (unsigned long long)e->ops_rate.per_sec);
+    buf_printf(b, "instantaneous_ops_per_sec:%llu\r\n\r\n",
+               (unsigned long long)e->ops_rate.per_sec);
 }
 
 static void sec_processes(struct hkv_buf *b, struct edge *e)

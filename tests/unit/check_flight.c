@@ -224,8 +224,9 @@ START_TEST(one_fetch_for_many_waiters_answered_in_arrival_order)
     ck_assert(!in_flight("k"));
     /* the answer filled the colo segment */
     struct cache_hit hit;
-    ck_assert_int_eq(cache_get(T.cache, "k", 1, router_hash("k", 1), clock_mono_ms(), &T.e.cache->cval,
-                               &hit), HKV_OK);
+    ck_assert_int_eq(
+        cache_get(T.cache, "k", 1, router_hash("k", 1), clock_mono_ms(), &T.e.cache->cval, &hit),
+        HKV_OK);
     ck_assert_mem_eq(buf_head(&T.e.cache->cval), "k@0", 3);
 }
 END_TEST
@@ -273,8 +274,9 @@ START_TEST(past_miss_wait_the_class_answer_comes_and_the_fetch_goes_on)
         run_for(1);
     ck_assert(!in_flight("k"));
     struct cache_hit hit;
-    ck_assert_int_eq(cache_get(T.cache, "k", 1, router_hash("k", 1), clock_mono_ms(), &T.e.cache->cval,
-                               &hit), HKV_OK);
+    ck_assert_int_eq(
+        cache_get(T.cache, "k", 1, router_hash("k", 1), clock_mono_ms(), &T.e.cache->cval, &hit),
+        HKV_OK);
 }
 END_TEST
 
@@ -376,8 +378,9 @@ START_TEST(answer_older_than_a_flush_is_fetched_again)
     ck_assert(T.recs[0].a.found);
     ck_assert_str_eq(T.recs[0].v, "after");
     struct cache_hit hit;
-    ck_assert_int_eq(cache_get(T.cache, "k", 1, router_hash("k", 1), clock_mono_ms(), &T.e.cache->cval,
-                               &hit), HKV_OK);
+    ck_assert_int_eq(
+        cache_get(T.cache, "k", 1, router_hash("k", 1), clock_mono_ms(), &T.e.cache->cval, &hit),
+        HKV_OK);
     ck_assert_mem_eq(buf_head(&T.e.cache->cval), "after", 5);
 }
 END_TEST
