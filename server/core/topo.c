@@ -18,15 +18,15 @@ void topo_colo_name(const struct cfg *cfg, int k, char *buf, size_t len)
         snprintf(buf, len, "%s-%d", cfg->colo, k);
 }
 
+void topo_owner_socket_in(const char *dir, enum cfg_pool pool, int index, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/owner-%s-%d.sock", dir, topo_pool_name(pool), index);
+}
+
 void topo_owner_socket(const struct cfg *cfg, enum cfg_pool pool, int index, char *buf,
                        size_t len)
 {
     topo_owner_socket_in(cfg->dir, pool, index, buf, len);
-}
-
-void topo_owner_socket_in(const char *dir, enum cfg_pool pool, int index, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s/owner-%s-%d.sock", dir, topo_pool_name(pool), index);
 }
 
 void topo_owner_db(const struct cfg *cfg, enum cfg_pool pool, int index, char *buf, size_t len)

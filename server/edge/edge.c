@@ -42,15 +42,87 @@
 #include "server/edge/edge_rl.h"
 #include "server/edge/edge_tx.h"
 #include "server/edge/info_redis.h"
+#include "server/edge/edge_sess.h"
 
 #define CRON_MS 100
 #define FAST_STOP_MS 500
 
-static void set_limits(struct edge *e, const struct cfg *cfg)
+static struct flights_opts flights_opts(struct cfg *cfg)
 {
-    e->limits.max_bulk = cfg->proto_max_bulk_len;
-    e->limits.max_args = cfg->proto_max_args;
-    e->limits.max_inline = 64 * 1024;
+    return (struct flights_opts){.miss_wait_ms = cfg->miss_wait_ms, .routed = cfg};
+}
+
+void edge_op_opts(const struct cfg *cfg, struct op_opts *o)
+{
+    *o = (struct op_opts){.write_timeout_ms = cfg->write_timeout_ms,
+                          .write_deadline_ms = cfg->write_deadline_ms,
+                          .backoff_ms = cfg->write_retry_backoff_ms,
+                          .nbackoff = cfg->nwrite_retry_backoff,
+                          .max_frame = cfg->wire_max_frame};
+}
+
+void edge_owners_opts(const struct cfg *cfg, struct owners_opts *o)
+{
+    *o = (struct owners_opts){.cfg = cfg,
+                              .hot_owners = cfg->hot_owners,
+                              .cold_owners = cfg->cold_owners,
+                              .owner_push = cfg->owner_push,
+                              .write_timeout_ms = cfg->write_timeout_ms,
+                              .max_frame = cfg->wire_max_frame,
+                              .dir = cfg->dir,
+                              .cluster = cfg->cluster,
+                              .host = cfg->host,
+                              .cluster_tls_cert_file = cfg->cluster_tls_cert_file};
+}
+
+static struct http_opts http_opts(const struct cfg *cfg)
+{
+    return (struct http_opts){.metrics_allow = cfg->http_metrics_allow,
+                              .nmetrics_allow = cfg->nhttp_metrics_allow,
+                              .max_polls = cfg->http_max_polls,
+                              .poll_max_wait_ms = cfg->http_poll_max_wait_ms,
+                              .header_timeout_ms = cfg->http_header_timeout_ms,
+                              .keepalive_timeout_ms = cfg->http_keepalive_timeout_ms,
+                              .heartbeat_ms = cfg->http_heartbeat_ms,
+                              .negative_ttl_ms = cfg->negative_ttl_ms};
+}
+
+void edge_cache_opts(const struct cfg *cfg, struct edge_cache_opts *o)
+{
+    *o = (struct edge_cache_opts){.write_timeout_ms = cfg->write_timeout_ms,
+                                  .hotkey_threshold = cfg->hotkey_threshold,
+                                  .negative_ttl_ms = cfg->negative_ttl_ms,
+                                  .owner_push = cfg->owner_push};
+}
+
+void edge_cmd_opts(const struct cfg *cfg, struct edge_cmd_opts *o)
+{
+    *o = (struct edge_cmd_opts){.multi_max_commands = cfg->multi_max_commands,
+                                .multi_max_bytes = cfg->multi_max_bytes,
+                                .keys_max = cfg->keys_max,
+                                .max_bulk = cfg->proto_max_bulk_len};
+}
+
+const struct cfg *edge_config(const struct edge *e)
+{
+    return e->ctx->cfg;
+}
+
+void edge_conns_opts(const struct cfg *cfg, struct conns_opts *o)
+{
+    o->limits.max_bulk = cfg->proto_max_bulk_len;
+    o->limits.max_args = cfg->proto_max_args;
+    o->limits.max_inline = 64 * 1024;
+    o->maxclients = cfg->maxclients;
+    o->timeout_ms = cfg->timeout_ms;
+    o->tcp_keepalive_ms = cfg->tcp_keepalive_ms;
+    o->query_buffer_limit = cfg->client_query_buffer_limit;
+    o->output_hard = cfg->client_output_hard;
+    o->output_soft = cfg->client_output_soft;
+    o->output_soft_ms = cfg->client_output_soft_ms;
+    o->max_pending = cfg->client_max_pending;
+    o->max_pending_bytes = cfg->client_max_pending_bytes;
+    o->tls_handshake_timeout_ms = cfg->tls_handshake_timeout_ms;
 }
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
@@ -80,9 +152,9 @@ static void on_link_drained(struct elink *l, void *arg)
  * leaves its ops behind to finish without it. */
 static void on_accepted(struct conn *c, const struct sockaddr *peer)
 {
-    c->proto = 2;
-    c->last_stat = 0xffff; /* STATS_NONE: no command yet */
-    c->cur_stat = 0xffff;
+    sess_of(c)->proto = 2;
+    sess_of(c)->last_stat = 0xffff; /* STATS_NONE: no command yet */
+    sess_of(c)->cur_stat = 0xffff;
     edge_auth_accepted(c, peer);
     clients_accepted(c);
 }
@@ -100,6 +172,7 @@ static const struct conn_hooks conn_hooks = {
     .accepted = on_accepted,
     .dispatch = edge_dispatch,
     .closing = on_closing,
+    .sess_size = sizeof(struct sess),
 };
 
 /* An HTTP connection (edge_http.h): its own session and parser on the same
@@ -107,9 +180,9 @@ static const struct conn_hooks conn_hooks = {
  * same way. */
 static void on_http_accepted(struct conn *c, const struct sockaddr *peer)
 {
-    c->proto = 2;
-    c->last_stat = 0xffff;
-    c->cur_stat = 0xffff;
+    sess_of(c)->proto = 2;
+    sess_of(c)->last_stat = 0xffff;
+    sess_of(c)->cur_stat = 0xffff;
     edge_http_accepted(c, peer);
     clients_accepted(c);
 }
@@ -128,6 +201,7 @@ static const struct conn_hooks http_hooks = {
     .refusal = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
                "Connection: close\r\n\r\n",
     .while_stopping = 1,
+    .sess_size = sizeof(struct sess),
 };
 
 static void on_accept_http(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
@@ -186,9 +260,9 @@ static void tls_reload(struct edge *e, const struct cfg *cfg)
             log_debug("TLS reload failed, keeping the previous certificate: %s", err);
         return;
     }
-    int first = e->tls_ctx == NULL;
-    SSL_CTX_free(e->tls_ctx); /* open connections hold their own reference */
-    e->tls_ctx = ctx;
+    int first = e->conns->tls_ctx == NULL;
+    SSL_CTX_free(e->conns->tls_ctx); /* open connections hold their own reference */
+    e->conns->tls_ctx = ctx;
     if (first)
         tls_listen(e);
 }
@@ -203,7 +277,7 @@ static void finish_if_drained(struct edge *e)
 {
     /* Writes whose client left still run to their end: an owner may have
      * applied them, and their outcome is logged if they fail. */
-    if (e->stopping && e->nconns == 0 && e->nops_writing == 0) {
+    if (e->stopping && e->conns->n == 0 && op_writing(e) == 0) {
         worker_quiesce(e->worker);
         event_base_loopexit(e->base, NULL);
     }
@@ -219,10 +293,11 @@ static void on_cron(evutil_socket_t fd, short what, void *arg)
     client_kill_cron(e, now);
     info_publish(e);
     uint64_t total = board_load(&e->stats->total_commands_processed);
-    if (now - e->ops_sample_ms >= 1000) {
-        e->ops_per_sec = (total - e->ops_sample_cmds) * 1000 / (uint64_t)(now - e->ops_sample_ms);
-        e->ops_sample_ms = now;
-        e->ops_sample_cmds = total;
+    if (now - e->ops_rate.at_ms >= 1000) {
+        e->ops_rate.per_sec =
+            (total - e->ops_rate.cmds) * 1000 / (uint64_t)(now - e->ops_rate.at_ms);
+        e->ops_rate.at_ms = now;
+        e->ops_rate.cmds = total;
     }
     finish_if_drained(e);
 }
@@ -230,13 +305,13 @@ static void on_cron(evutil_socket_t fd, short what, void *arg)
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
-    if (e->nconns > 0)
+    if (e->conns->n > 0)
         log_warning("stop deadline passed, closing %llu connections",
-                    (unsigned long long)e->nconns);
+                    (unsigned long long)e->conns->n);
     conns_close_all(e);
-    if (e->nops_writing > 0)
+    if (op_writing(e) > 0)
         log_warning("stop deadline passed with %llu writes unfinished",
-                    (unsigned long long)e->nops_writing);
+                    (unsigned long long)op_writing(e));
     worker_quiesce(e->worker);
     event_base_loopexit(e->base, NULL);
 }
@@ -280,18 +355,30 @@ static void on_stop(void *arg, int fast)
 static void on_reload(void *arg, const struct cfg *next)
 {
     struct edge *e = arg;
-    set_limits(e, next);
-    struct conn *c = e->conns;
-    for (; c != NULL; c = c->next)
-        c->parser.lim = e->limits;
+    edge_cmd_opts(next, &e->cmd_opts);
+    struct conns_opts co = {0};
+    edge_conns_opts(next, &co);
+    conns_reload(e->conns, &co);
     edge_auth_reload(e, next); /* users; narrows unauthenticated parsers again */
     if (e->ectx->ntls + e->ectx->nhttps > 0 && !e->ectx->writer && !e->stopping)
         tls_reload(e, next);
-    edge_http_reload(e, next);
-    edge_rl_reload(e, next); /* rate limits: new rules, same buckets */
-    owners_reload(e, next);
-    flights_reload(e, next); /* a lower miss-wait applies to readers waiting now */
-    op_reload(e, next);      /* and a lower write-deadline to writes in flight */
+    struct http_opts ho = http_opts(next);
+    edge_http_reload(e, &ho);
+    edge_rl_reload(e->rl, e, next); /* rate limits: new rules, same buckets */
+    struct edge_cache_opts ko;
+    edge_cache_opts(next, &ko);
+    edge_cache_reload(e, &ko);
+    struct owners_opts ow;
+    edge_owners_opts(next, &ow);
+    owners_reload(e, &ow);
+    /* next is the config worker_install is about to make ctx->cfg (its
+     * own, not const there): flights take references to it */
+    struct flights_opts fo = flights_opts((struct cfg *)next);
+    flights_reload(e, &fo); /* a lower miss-wait applies to readers waiting now */
+    edge_health_reload(e->health, next->owner_probe_interval_ms);
+    struct op_opts oo;
+    edge_op_opts(next, &oo);
+    op_reload(e, &oo); /* and a lower write-deadline to writes in flight */
 }
 
 int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
@@ -304,11 +391,14 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     struct edge *e = &edge;
     int code = 1;
     e->stats = &ctx->board->slots[ctx->slot];
-    e->conn_hooks = &conn_hooks;
-    e->conn_poll = owners_poll_writes; /* owners' answers between client reads */
     atomic_store_explicit(&e->stats->connected_clients, 0, memory_order_relaxed);
     atomic_store_explicit(&e->stats->tls_connections, 0, memory_order_relaxed);
-    set_limits(e, ctx->cfg);
+    struct conns_opts co = {.hooks = &conn_hooks,
+                            .poll = owners_poll_writes}; /* owners' answers between client reads */
+    edge_conns_opts(ctx->cfg, &co);
+    if (conns_setup(e, &co) != 0)
+        return 1;
+    edge_cmd_opts(ctx->cfg, &e->cmd_opts);
     e->base = event_base_new();
     /* Two priorities: owner links (0) before clients (1, the default), so
      * owner answers, writes' above all, are handled as soon as they arrive
@@ -325,17 +415,26 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     e->listeners = calloc(ectx->nlisten + ectx->nhttp + 1, sizeof(*e->listeners));
     if (e->worker == NULL || e->cron == NULL || e->deadline == NULL || e->listeners == NULL)
         goto out;
-    if (edge_auth_setup(e) != 0) {
+    if (edge_auth_setup(e, ctx->cfg) != 0) {
         log_warning("cannot build the users: out of memory");
         goto out;
     }
-    edge_rl_setup(e); /* the colo's rate limiter; never fails (it fails open) */
+    edge_rl_setup(e, ctx->cfg); /* the colo's rate limiter; never fails (it fails open) */
     if (clients_setup(e) != 0)
         log_warning("no memory for the clients board: this edge's clients are listed by it only");
     struct owner_hooks oh = {.push = edge_cache_pushed, .drained = on_link_drained};
-    if (edge_cache_setup(e) != 0 || owners_setup(e, &oh) != 0 ||
-        flights_setup(e, edge_read_answer) != 0 || edge_health_setup(e) != 0 ||
-        edge_http_setup(e) != 0) {
+    struct flights_opts fo = flights_opts(ctx->cfg);
+    struct op_opts oo;
+    edge_op_opts(ctx->cfg, &oo);
+    struct owners_opts ow;
+    edge_owners_opts(ctx->cfg, &ow);
+    struct http_opts ho = http_opts(ctx->cfg);
+    struct edge_cache_opts ko;
+    edge_cache_opts(ctx->cfg, &ko);
+    if (edge_cache_setup(e, &ko) != 0 || op_setup(e, &oo) != 0 || forgets_setup(e) != 0 ||
+        owners_setup(e, &oh, &ow) != 0 || flights_setup(e, edge_read_answer, &fo) != 0 ||
+        edge_health_setup(e, ctx->cfg->owner_probe_interval_ms) != 0 ||
+        edge_http_setup(e, &ho) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }
@@ -348,8 +447,8 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
             goto out;
     if (ectx->ntls + ectx->nhttps > 0 && !ectx->writer) {
         char err[512];
-        e->tls_ctx = tls_ctx_new(ctx->cfg, err, sizeof(err));
-        if (e->tls_ctx == NULL)
+        e->conns->tls_ctx = tls_ctx_new(ctx->cfg, err, sizeof(err));
+        if (e->conns->tls_ctx == NULL)
             log_warning("TLS port not served by this edge until a reload loads a certificate: %s",
                         err);
         else if (tls_listen(e) != 0)
@@ -357,7 +456,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     }
     struct timeval tv = {0, CRON_MS * 1000};
     event_add(e->cron, &tv);
-    e->ops_sample_ms = clock_mono_ms();
+    e->ops_rate.at_ms = clock_mono_ms();
     worker_ready(e->worker);
     event_base_dispatch(e->base);
     code = 0;
@@ -367,18 +466,18 @@ out:
     for (size_t i = 0; i < e->nlisteners; i++)
         evconnlistener_free(e->listeners[i]);
     free(e->listeners);
-    SSL_CTX_free(e->tls_ctx);
-    e->tls_ctx = NULL;
+    SSL_CTX_free(e->conns->tls_ctx);
     flights_teardown(e);
-    op_teardown(e);
+    op_teardown(&e->ops);
+    forgets_teardown(&e->forgets);
     owners_teardown(e);
     edge_health_teardown(e);
-    slots_teardown(e);
-    buf_deinit(&e->scratch);
-    edge_auth_teardown(e);
-    clients_teardown(e);
-    monitor_teardown(e);
-    buf_deinit(&e->cval);
+    conns_teardown(&e->conns);
+    edge_auth_teardown(&e->auth);
+    edge_rl_teardown(&e->rl);
+    clients_teardown(&e->clients);
+    monitor_teardown(&e->monitor);
+    edge_cache_teardown(&e->cache);
     if (e->cron)
         event_free(e->cron);
     if (e->deadline)

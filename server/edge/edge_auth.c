@@ -15,7 +15,7 @@
  * connection is closed (Redis's CVE-2021-32675 fix), so an unauthenticated
  * client can make the edge hold very little memory.
  *
- * Reload: a new struct auth is built from the new config, e->auth_gen is
+ * Reload: a new struct auth is built from the new config, e->auth->gen is
  * bumped (a login cached elsewhere, HTTP's, is checked again by name when
  * its generation is not the current one: never by the table's address, which
  * a later reload may get back from malloc), and every connection finds its
@@ -36,12 +36,15 @@
  */
 #include "server/edge/edge_auth.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/event.h>
 
 #include "server/core/log.h"
 #include "server/edge/auth.h"
+#include "server/edge/edge_int.h"
+#include "server/edge/edge_sess.h"
 
 static const char denied_msg[] =
     "DENIED hotkvd is running in protected mode because protected mode is enabled and no "
@@ -60,32 +63,43 @@ static const char denied_msg[] =
 
 /* c->parser.lim: the edge's limits, narrowed until c is authenticated, and
  * its query buffer bound (the connection layer applies both). */
+/* The module's state: the head the gates read (edge_auth.h), then its own. */
+struct auth_state {
+    struct edge_auth pub;
+    struct event *sweep;          /* closes the connections a reload revoked (auth_close) */
+};
+
+static inline struct auth_state *ast(const struct edge *e)
+{
+    return (struct auth_state *)e->auth;
+}
+
 static void apply_limits(struct conn *c)
 {
-    struct resp_limits lim = c->e->limits;
-    if (c->user < 0) {
+    struct resp_limits lim = c->e->conns->opts.limits;
+    if (sess_of(c)->user < 0) {
         if (lim.max_args <= 0 || lim.max_args > EDGE_PREAUTH_MAX_ARGS)
             lim.max_args = EDGE_PREAUTH_MAX_ARGS;
         if (lim.max_bulk <= 0 || lim.max_bulk > EDGE_PREAUTH_MAX_BULK)
             lim.max_bulk = EDGE_PREAUTH_MAX_BULK;
     }
     c->parser.lim = lim;
-    c->query_cap = c->user < 0 ? EDGE_PREAUTH_QUERYBUF : 0;
+    c->query_cap = sess_of(c)->user < 0 ? EDGE_PREAUTH_QUERYBUF : 0;
 }
 
 void edge_auth_set_user(struct conn *c, int user, int implicit)
 {
-    c->user = user;
-    c->user_implicit = user >= 0 && implicit;
-    c->gated = user < 0 || !auth_user_unrestricted(c->e->auth, user);
+    sess_of(c)->user = user;
+    sess_of(c)->user_implicit = user >= 0 && implicit;
+    sess_of(c)->gated = user < 0 || !auth_user_unrestricted(c->e->auth->users, user);
     apply_limits(c);
 }
 
 void edge_auth_accepted(struct conn *c, const struct sockaddr *peer)
 {
-    edge_auth_set_user(c, auth_initial_user(c->e->auth), 1);
-    c->remote = !auth_is_loopback(peer);
-    if (c->remote && auth_protected(c->e->auth)) {
+    edge_auth_set_user(c, auth_initial_user(c->e->auth->users), 1);
+    sess_of(c)->remote = !auth_is_loopback(peer);
+    if (sess_of(c)->remote && auth_protected(c->e->auth->users)) {
         resp_add_error(&c->out, denied_msg);
         c->close_after_write = 1;
     }
@@ -94,18 +108,18 @@ void edge_auth_accepted(struct conn *c, const struct sockaddr *peer)
 int edge_auth_gate(struct conn *c, const struct cmd_def *d, int argc,
                    const struct resp_slice *argv)
 {
-    if (c->user < 0) {
+    if (sess_of(c)->user < 0) {
         if (d->flags & CMD_F_NOAUTH)
             return 0;
         resp_add_error(&c->out, "NOAUTH Authentication required.");
         return -1;
     }
-    switch (auth_allowed(c->e->auth, c->user, d, argc, argv)) {
+    switch (auth_allowed(c->e->auth->users, sess_of(c)->user, d, argc, argv)) {
     case AUTH_OK:
         return 0;
     case AUTH_NOPERM_CMD:
         resp_add_errorf(&c->out, "NOPERM User %s has no permissions to run the '%s' command",
-                        auth_user_name(c->e->auth, c->user), d->name);
+                        auth_user_name(c->e->auth->users, sess_of(c)->user), d->name);
         return -1;
     default:
         resp_add_error(&c->out, "NOPERM No permissions to access a key");
@@ -115,7 +129,7 @@ int edge_auth_gate(struct conn *c, const struct cmd_def *d, int argc,
 
 int edge_auth_login(struct conn *c, const struct resp_slice *user, const struct resp_slice *pass)
 {
-    int id = auth_check_password(c->e->auth, user->p, user->len, pass->p, pass->len);
+    int id = auth_check_password(c->e->auth->users, user->p, user->len, pass->p, pass->len);
     if (id < 0) {
         board_add(&c->e->stats->auth_failures, 1);
         resp_add_error(&c->out, "WRONGPASS invalid username-password pair or user is disabled.");
@@ -132,14 +146,14 @@ int edge_auth_login(struct conn *c, const struct resp_slice *user, const struct 
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
-    struct conn *c = e->conns;
+    struct conn *c = e->conns->list;
     int n = 0;
     while (c != NULL) {
         struct conn *next = c->next;
-        if (c->auth_close && !c->in_process) {
+        if (sess_of(c)->auth_close && !c->in_process) {
             n++;
-            if (c->auth_close == AUTH_CLOSE_DENIED && c->sq_head == NULL && c->http == NULL &&
-                !c->close_after_write) {
+            if (sess_of(c)->auth_close == AUTH_CLOSE_DENIED && c->sq_head == NULL &&
+                sess_of(c)->http == NULL && !c->close_after_write) {
                 resp_add_error(&c->out, denied_msg);
                 c->close_after_write = 1;
                 conn_flush(c); /* closes c once written */
@@ -156,26 +170,34 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 
 void edge_auth_close_later(struct conn *c, int how)
 {
-    if (c->auth_close == 0 || how == AUTH_CLOSE_NOW)
-        c->auth_close = (uint8_t)how;
-    if (c->e->auth_sweep != NULL)
-        event_active(c->e->auth_sweep, 0, 1);
+    if (sess_of(c)->auth_close == 0 || how == AUTH_CLOSE_NOW)
+        sess_of(c)->auth_close = (uint8_t)how;
+    if (ast(c->e)->sweep != NULL)
+        event_active(ast(c->e)->sweep, 0, 1);
 }
 
-int edge_auth_setup(struct edge *e)
+int edge_auth_setup(struct edge *e, const struct cfg *cfg)
 {
-    e->auth = auth_create(e->ctx->cfg);
-    e->auth_gen = 1;
-    e->auth_sweep = event_new(e->base, -1, 0, on_sweep, e);
-    return e->auth != NULL && e->auth_sweep != NULL ? 0 : -1;
+    struct auth_state *st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        return -1;
+    e->auth = &st->pub;
+    st->pub.users = auth_create(cfg);
+    st->pub.gen = 1;
+    st->sweep = event_new(e->base, -1, 0, on_sweep, e);
+    return st->pub.users != NULL && st->sweep != NULL ? 0 : -1;
 }
 
-void edge_auth_teardown(struct edge *e)
+void edge_auth_teardown(struct edge_auth **ap)
 {
-    auth_destroy(&e->auth);
-    if (e->auth_sweep != NULL)
-        event_free(e->auth_sweep);
-    e->auth_sweep = NULL;
+    struct auth_state *st = (struct auth_state *)*ap;
+    if (st == NULL)
+        return;
+    auth_destroy(&st->pub.users);
+    if (st->sweep != NULL)
+        event_free(st->sweep);
+    free(st);
+    *ap = NULL;
 }
 
 void edge_auth_reload(struct edge *e, const struct cfg *next)
@@ -185,25 +207,25 @@ void edge_auth_reload(struct edge *e, const struct cfg *next)
         log_warning("reload: out of memory building the users; the old ones stay in force");
         return;
     }
-    struct auth *old = e->auth;
-    e->auth = na;
-    e->auth_gen++;
+    struct auth *old = e->auth->users;
+    e->auth->users = na;
+    e->auth->gen++;
     int initial = auth_initial_user(na);
     int protect = auth_protected(na);
-    for (struct conn *c = e->conns; c != NULL; c = c->next) {
+    for (struct conn *c = e->conns->list; c != NULL; c = c->next) {
         int u = -1, implicit = 0;
-        if (c->user < 0 || c->user_implicit) {
+        if (sess_of(c)->user < 0 || sess_of(c)->user_implicit) {
             u = initial;
             implicit = 1;
         } else {
-            const char *name = auth_user_name(old, c->user);
+            const char *name = auth_user_name(old, sess_of(c)->user);
             u = auth_user_find(na, name, strlen(name));
             /* HTTP logs in per request (edge_http.c checks its sessions) */
-            if (u < 0 && c->http == NULL)
+            if (u < 0 && sess_of(c)->http == NULL)
                 edge_auth_close_later(c, AUTH_CLOSE_NOW);
         }
         edge_auth_set_user(c, u, implicit);
-        if (protect && c->remote)
+        if (protect && sess_of(c)->remote)
             edge_auth_close_later(c, AUTH_CLOSE_DENIED);
     }
     auth_destroy(&old);

@@ -24,10 +24,19 @@
 #define EDGE_PREAUTH_MAX_BULK (16 * 1024)
 #define EDGE_PREAUTH_QUERYBUF (1024 * 1024)
 
-/* e->auth from the config; -1 on allocation failure. */
-int edge_auth_setup(struct edge *e);
-void edge_auth_teardown(struct edge *e);
-/* A new e->auth from next (e->auth_gen bumped); every connection re-finds
+/* e->auth: the users in force and their generation, which the gates read
+ * (the module's own state lies behind this head, edge_auth.c). */
+struct edge_auth {
+    struct auth *users;           /* users and ACLs (auth.h), rebuilt on reload */
+    uint64_t gen;                 /* bumped each time users is rebuilt: a login cached
+                                   * under another generation is checked again by name */
+};
+
+/* e->auth from the users and rules of cfg (the process hands it down);
+ * -1 on allocation failure. */
+int edge_auth_setup(struct edge *e, const struct cfg *cfg);
+void edge_auth_teardown(struct edge_auth **a);
+/* New users from next (e->auth->gen bumped); every connection re-finds
  * its user by name (and its parser limits); one whose user is gone, or that
  * protected mode now refuses, is closed soon (edge_auth_close_later).  Keeps
  * the old one on allocation failure. */

@@ -60,9 +60,11 @@
  */
 #include "server/edge/edge_cache.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "server/colo/cache.h"
 #include "server/colo/changes.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
@@ -73,35 +75,67 @@ static int64_t now_ms(void)
     return clock_mono_ms();
 }
 
-int edge_cache_setup(struct edge *e)
+/* The module's state: the head the read paths use, then its own. */
+struct cache_state {
+    struct edge_cache pub;
+    uint64_t lock_seq;            /* refresh-lock tokens */
+    struct edge_cache_opts opts;
+};
+
+static inline struct cache_state *cst(const struct edge *e)
 {
-    e->cache = e->ectx->cache;
-    if (e->cache == NULL)
-        return 0;
-    if (cache_attach(e->cache) != HKV_OK) {
+    return (struct cache_state *)e->cache;
+}
+
+int edge_cache_setup(struct edge *e, const struct edge_cache_opts *opts)
+{
+    struct cache_state *st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        return -1;
+    st->opts = *opts;
+    e->cache = &st->pub;
+    e->cache->cache = e->ectx->cache;
+    if (e->cache->cache != NULL && cache_attach(e->cache->cache) != HKV_OK) {
         log_warning("the colo cache segment failed validation; serving without it");
-        e->cache = NULL;
+        e->cache->cache = NULL;
     }
-    e->lock_seq = 0;
     /* The change ring: notes from here (writes, pushes), read by the HTTP
      * front door's held readers (edge_http_wake.c).  Without it nothing is
      * noted and held readers wait for their deadlines. */
-    e->changes = e->ectx->changes;
-    if (e->changes != NULL && changes_attach(e->changes, (uint32_t)e->ctx->index) != HKV_OK) {
+    e->cache->changes = e->ectx->changes;
+    if (e->cache->changes != NULL &&
+        changes_attach(e->cache->changes, (uint32_t)e->ctx->index) != HKV_OK) {
         log_warning("the colo change ring failed validation; long polls wake at their deadline");
-        e->changes = NULL;
+        e->cache->changes = NULL;
     }
     return 0;
 }
 
+void edge_cache_reload(struct edge *e, const struct edge_cache_opts *opts)
+{
+    if (e->cache != NULL)
+        cst(e)->opts = *opts;
+}
+
+void edge_cache_teardown(struct edge_cache **cp)
+{
+    struct edge_cache *c = *cp;
+    if (c == NULL)
+        return;
+    buf_deinit(&c->cval);
+    buf_deinit(&c->scratch);
+    free(c);
+    *cp = NULL;
+}
+
 uint64_t edge_cache_token(struct edge *e)
 {
-    return ((uint64_t)(uint32_t)getpid() << 32) | (++e->lock_seq & 0xffffffffu);
+    return ((uint64_t)(uint32_t)getpid() << 32) | (++cst(e)->lock_seq & 0xffffffffu);
 }
 
 int64_t edge_lock_ttl(const struct edge *e)
 {
-    return e->ctx->cfg->write_timeout_ms + 1000;
+    return cst(e)->opts.write_timeout_ms + 1000;
 }
 
 /* Times for a value of class cls stored now that the owner read or applied
@@ -112,7 +146,7 @@ static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash
                      int64_t now, int64_t expire_at, int64_t *fresh_until, int64_t *keep_until)
 {
     int hot = cls->fresh_ms == 0 &&
-              cache_sketch_rate(e->cache, khash, now) >= (uint64_t)e->ctx->cfg->hotkey_threshold;
+              cache_sketch_rate(e->cache->cache, khash, now) >= (uint64_t)cst(e)->opts.hotkey_threshold;
     return edge_cache_lifetimes(cls->fresh_ms, cls->keep_ms, hot, base, now, expire_at,
                                 expire_at > 0 ? clock_unix_ms() : 0, fresh_until, keep_until);
 }
@@ -128,9 +162,10 @@ static void forget_held(struct edge *e, const char *key, size_t klen, uint64_t h
 {
     struct hkv_buf tmp = HKV_BUF_INIT;
     struct cache_hit hit;
-    if (cache_get(e->cache, key, klen, hash, now, &tmp, &hit) == HKV_OK && !hit.negative &&
+    if (cache_get(e->cache->cache, key, klen, hash, now, &tmp, &hit) == HKV_OK && !hit.negative &&
         hit.stamp != 0)
-        cache_invalidate(e->cache, key, klen, hash, hit.stamp, now + EDGE_FILL_HORIZON_MS, now);
+        cache_invalidate(e->cache->cache, key, klen, hash, hit.stamp, now + EDGE_FILL_HORIZON_MS,
+                         now);
     buf_deinit(&tmp);
 }
 
@@ -138,7 +173,7 @@ static void forget_held(struct edge *e, const char *key, size_t klen, uint64_t h
  * now (see above).  From the fill's route: no second hash or class lookup. */
 static int push_ready(struct edge *e, const struct route *rt)
 {
-    if (!e->ctx->cfg->owner_push)
+    if (!cst(e)->opts.owner_push)
         return 1;
     uint32_t leaf;
     uint8_t bits;
@@ -147,14 +182,14 @@ static int push_ready(struct edge *e, const struct route *rt)
         return 0;
     if (elink_greeted(o->link[WIRE_ROLE_PUSH]))
         return 1;
-    cache_count(e->cache, CACHE_CTR_cache_not_cached_unpushed, 1);
+    cache_count(e->cache->cache, CACHE_CTR_cache_not_cached_unpushed, 1);
     return 0;
 }
 
 void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct route *rt,
                      const struct wire_msg *m, int64_t sent_ms)
 {
-    if (e->cache == NULL)
+    if (e->cache->cache == NULL)
         return;
     int64_t now = now_ms(), fu, ku;
     if (!edge_cache_fill_in_horizon(sent_ms, now))
@@ -165,7 +200,8 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
                       : m->type == WIRE_NOTFOUND ? m->u.notfound.stamp
                                                  : 0;
         if (v != 0)
-            cache_invalidate(e->cache, key, klen, rt->hash, v, now + EDGE_FILL_HORIZON_MS, now);
+            cache_invalidate(e->cache->cache, key, klen, rt->hash, v, now + EDGE_FILL_HORIZON_MS,
+                             now);
         else if (m->type == WIRE_NOTFOUND)
             forget_held(e, key, klen, rt->hash, now);
         return;
@@ -174,7 +210,7 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         if (!lifetimes(e, rt->cls, rt->hash, sent_ms, now, (int64_t)m->u.value.expire_ms, &fu,
                        &ku))
             return;
-        int rc = cache_put(e->cache,
+        int rc = cache_put(e->cache->cache,
                            &(struct cache_entry){.key = key,
                                                  .klen = klen,
                                                  .khash = rt->hash,
@@ -186,9 +222,9 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
                                                  .expire_at = (int64_t)m->u.value.expire_ms},
                            now);
         if (rc == HKV_ETOOBIG)
-            cache_count(e->cache, CACHE_CTR_cache_not_cached_too_big, 1);
+            cache_count(e->cache->cache, CACHE_CTR_cache_not_cached_too_big, 1);
         if (rc == HKV_OK) /* a version a missed push never brought wakes its readers too */
-            changes_note(e->changes, rt->hash, m->u.value.stamp);
+            changes_note(e->cache->changes, rt->hash, m->u.value.stamp);
     } else if (m->type == WIRE_NOTFOUND) {
         int64_t until;
         /* The owner's stamp for the absence (its tombstone's) orders this
@@ -196,8 +232,8 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
          * delete's invalidation marker and a deleted hot key stays cached. */
         if (m->u.notfound.stamp == 0)
             forget_held(e, key, klen, rt->hash, now);
-        if (edge_cache_negative_until(e->ctx->cfg->negative_ttl_ms, sent_ms, now, &until))
-            cache_put(e->cache,
+        if (edge_cache_negative_until(cst(e)->opts.negative_ttl_ms, sent_ms, now, &until))
+            cache_put(e->cache->cache,
                       &(struct cache_entry){.key = key,
                                             .klen = klen,
                                             .khash = rt->hash,
@@ -213,15 +249,15 @@ void edge_cache_wrote(struct edge *e, const char *key, size_t klen, uint64_t has
                       const struct wire_slice *v, int64_t expire_at, hkv_stamp version,
                       int64_t base_ms, int64_t now)
 {
-    if (e->cache == NULL || version == 0)
+    if (e->cache->cache == NULL || version == 0)
         return;
     /* The write's route gave the hash; only a known value needs the class
      * (its lifetimes), and nothing needs the owner. */
     int64_t fu, ku;
     if (!(v != NULL &&
-          lifetimes(e, router_class(e->router, key, klen), hash, base_ms, now, expire_at, &fu,
+          lifetimes(e, router_class(e->owners->router, key, klen), hash, base_ms, now, expire_at, &fu,
                     &ku) &&
-          cache_put(e->cache,
+          cache_put(e->cache->cache,
                     &(struct cache_entry){.key = key,
                                           .klen = klen,
                                           .khash = hash,
@@ -232,33 +268,33 @@ void edge_cache_wrote(struct edge *e, const char *key, size_t klen, uint64_t has
                                           .keep_until = ku,
                                           .expire_at = expire_at},
                     now) == HKV_OK))
-        cache_invalidate(e->cache, key, klen, hash, version, now + EDGE_FILL_HORIZON_MS, now);
-    changes_note(e->changes, hash, version); /* wakes the key's readers in the colo */
+        cache_invalidate(e->cache->cache, key, klen, hash, version, now + EDGE_FILL_HORIZON_MS, now);
+    changes_note(e->cache->changes, hash, version); /* wakes the key's readers in the colo */
 }
 
 void edge_cache_pushed(void *arg, const struct wire_msg *m)
 {
     struct owner_ref *o = arg;
     struct edge *e = o->e;
-    if (e->cache == NULL)
+    if (e->cache->cache == NULL)
         return;
-    cache_count(e->cache, CACHE_CTR_pushes_received, 1);
+    cache_count(e->cache->cache, CACHE_CTR_pushes_received, 1);
     if (m->type == WIRE_INVALIDATE) {
         struct wire_slice k = m->u.invalidate.key;
         int64_t now = now_ms();
         uint64_t h = router_hash(k.p, k.len);
-        cache_invalidate(e->cache, k.p, k.len, h, m->u.invalidate.stamp,
+        cache_invalidate(e->cache->cache, k.p, k.len, h, m->u.invalidate.stamp,
                          now + EDGE_FILL_HORIZON_MS, now);
-        changes_note(e->changes, h, m->u.invalidate.stamp);
+        changes_note(e->cache->changes, h, m->u.invalidate.stamp);
         return;
     }
     struct wire_slice k = m->u.push.key;
     struct route rt;
-    router_route(e->router, k.p, k.len, &rt);
+    router_route(e->owners->router, k.p, k.len, &rt);
     int64_t now = now_ms(), fu, ku;
     int rc;
     if (lifetimes(e, rt.cls, rt.hash, now, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
-        rc = cache_put(e->cache,
+        rc = cache_put(e->cache->cache,
                        &(struct cache_entry){.key = k.p,
                                              .klen = k.len,
                                              .khash = rt.hash,
@@ -270,8 +306,8 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
                                              .expire_at = (int64_t)m->u.push.expire_ms},
                        now);
     else
-        rc = cache_invalidate(e->cache, k.p, k.len, rt.hash, m->u.push.stamp,
+        rc = cache_invalidate(e->cache->cache, k.p, k.len, rt.hash, m->u.push.stamp,
                               now + EDGE_FILL_HORIZON_MS, now);
     if (rc != HKV_ESTALE) /* an older push changes nothing */
-        changes_note(e->changes, rt.hash, m->u.push.stamp);
+        changes_note(e->cache->changes, rt.hash, m->u.push.stamp);
 }

@@ -11,15 +11,41 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/buf.h"
 #include "proto/stamp.h"
 #include "proto/wire.h"
 #include "server/core/router.h"
 #include "server/edge/edge_cache_policy.h"
 #include "server/edge/edge_int.h"
 
-/* e->cache from the worker context (NULL when it fails validation: every
- * read then asks the owner).  Always 0. */
-int edge_cache_setup(struct edge *e);
+/* e->cache: what the read paths (edge_read.c, edge_mread.c, edge_flight.c)
+ * and the HTTP front door use of the module; its own state lies behind
+ * this head (edge_cache.c). */
+struct edge_cache {
+    struct cache *cache;          /* the colo cache; NULL: every read asks the owner */
+    struct changes *changes;      /* the colo's change ring: noted here, read by held
+                                   * HTTP readers (edge_http_wake.c); NULL: none */
+    struct hkv_buf cval;          /* a looked-up value, copied out of the segment */
+    struct hkv_buf scratch;       /* MGET from the segment: the values (edge_read.c) */
+};
+
+/* The module's options (the process builds them from the config, at setup
+ * and at each reload). */
+struct edge_cache_opts {
+    int64_t write_timeout_ms;     /* a refresh lock is held this + 1 s (edge_lock_ttl) */
+    int64_t hotkey_threshold;     /* a fresh-0 class is cached past this rate */
+    int64_t negative_ttl_ms;      /* how long a NOTFOUND is kept */
+    int owner_push;               /* owners push writes to colo caches */
+};
+
+/* e->cache, with the colo cache and change ring of the worker context
+ * (each NULL when it fails validation: every read then asks the owner).
+ * 0, or -1 out of memory. */
+int edge_cache_setup(struct edge *e, const struct edge_cache_opts *opts);
+void edge_cache_reload(struct edge *e, const struct edge_cache_opts *opts);
+/* Frees the module (the segments stay: the process maps them); *c is NULL
+ * after. */
+void edge_cache_teardown(struct edge_cache **c);
 /* A new refresh-lock token of this process. */
 uint64_t edge_cache_token(struct edge *e);
 /* How long a refresh lock is held before another edge may take it. */

@@ -17,6 +17,7 @@
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_op.h"
+#include "server/edge/edge_sess.h"
 
 struct call_args {
     int proto;                    /* the client's, when the command came */
@@ -99,7 +100,7 @@ void edge_cmd_call(struct conn *c, int argc, const struct resp_slice *argv)
     struct op *op = op_new(c, &call_ops, d->name);
     if (op == NULL)
         return;
-    C(op)->proto = c->proto;
+    C(op)->proto = sess_of(c)->proto;
     if (op_copy_keys(op, argc, argv, 1, NULL) != 0 ||
         op_to_owner(op, o, WIRE_CALL, WIRE_ROLE_WRITE) != 0) {
         op_finish_error(op);

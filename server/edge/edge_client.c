@@ -10,10 +10,13 @@
 #include "server/core/clock.h"
 #include "server/edge/auth.h"
 #include "server/edge/edge_arg.h"
+#include "server/edge/edge_auth.h"
 #include "server/edge/edge_clients.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_subcmd.h"
+#include "server/edge/edge_sess.h"
+#include "server/edge/edge_op_int.h"
 
 #define ERR_NAME "ERR Client names cannot contain spaces, newlines or special characters."
 
@@ -36,16 +39,16 @@ int client_set_name(struct conn *c, const struct resp_slice *v)
         memcpy(name, v->p, v->len);
         name[v->len] = '\0';
     }
-    free(c->name);
-    c->name = name;
+    free(sess_of(c)->name);
+    sess_of(c)->name = name;
     clients_publish(c); /* other edges see the new name at once */
     return 0;
 }
 
 void client_gone(struct conn *c)
 {
-    free(c->name);
-    c->name = NULL;
+    free(sess_of(c)->name);
+    sess_of(c)->name = NULL;
 }
 
 /* ---- CLIENT INFO / LIST lines ----------------------------------------------- */
@@ -84,7 +87,8 @@ static void local_line(struct conn *c, struct conn *x, int argc, const struct re
     if (x == c)
         for (int i = 0; i < argc; i++)
             argv_mem += argv[i].len;
-    render(b, &r, x->name ? x->name : "", x->name ? strlen(x->name) : 0, argv_mem, now);
+    render(b, &r, sess_of(x)->name ? sess_of(x)->name : "",
+           sess_of(x)->name ? strlen(sess_of(x)->name) : 0, argv_mem, now);
 }
 
 /* The lines of a listing, sorted by id (creation order, as Redis lists). */
@@ -133,7 +137,7 @@ static int by_id(const void *a, const void *b)
 static void listing_fill(struct listing *l, struct conn *c, int argc,
                          const struct resp_slice *argv)
 {
-    for (struct conn *x = c->e->conns; x != NULL; x = x->next) {
+    for (struct conn *x = c->e->conns->list; x != NULL; x = x->next) {
         if (l->only_id != 0 && x->id != l->only_id)
             continue;
         size_t off = l->text.len;
@@ -149,7 +153,7 @@ static void listing_reply(struct conn *c, struct listing *l)
     struct hkv_buf out = HKV_BUF_INIT;
     for (size_t i = 0; i < l->n; i++)
         buf_append(&out, l->text.data + l->lines[i].off, l->lines[i].len);
-    resp_add_verbatim(&c->out, c->proto, buf_head(&out), buf_unread(&out));
+    resp_add_verbatim(&c->out, sess_of(c)->proto, buf_head(&out), buf_unread(&out));
     buf_deinit(&out);
     buf_deinit(&l->text);
     free(l->lines);
@@ -196,7 +200,7 @@ static void client_list(struct conn *c, int argc, const struct resp_slice *argv)
             if (l.n > 0)
                 buf_append(&out, l.text.data + l.lines[0].off, l.lines[0].len);
         }
-        resp_add_verbatim(&c->out, c->proto, buf_head(&out), buf_unread(&out));
+        resp_add_verbatim(&c->out, sess_of(c)->proto, buf_head(&out), buf_unread(&out));
         buf_deinit(&out);
         buf_deinit(&l.text);
         free(l.lines);
@@ -311,7 +315,7 @@ static int kill_parse(struct conn *c, int argc, const struct resp_slice *argv,
         } else if (edge_arg_is(o, "laddr")) {
             f->laddr = v;
         } else if (edge_arg_is(o, "user")) {
-            if (auth_user_find(c->e->auth, v->p, v->len) < 0) {
+            if (auth_user_find(c->e->auth->users, v->p, v->len) < 0) {
                 resp_add_errorf(&c->out, "ERR No such user '%.*s'", (int)v->len, v->p);
                 return -1;
             }
@@ -352,7 +356,7 @@ static void kill_reply(struct op *op)
 static void kill_unlink(struct op *op)
 {
     struct edge *e = op->e;
-    for (struct op **p = &e->kill_waits; *p != NULL; p = &(*p)->next)
+    for (struct op **p = &e->ops->kill_waits; *p != NULL; p = &(*p)->next)
         if (*p == op) {
             *p = op->next;
             op->next = NULL;
@@ -372,7 +376,7 @@ static const struct op_family kill_family = {.cancel = kill_cancel};
 
 void client_kill_cron(struct edge *e, int64_t now_ms)
 {
-    struct op *op = e->kill_waits;
+    struct op *op = e->ops->kill_waits;
     while (op != NULL) {
         struct op *next = op->next;
         struct kill_args *k = K(op);
@@ -402,10 +406,11 @@ static void client_kill(struct conn *c, int argc, const struct resp_slice *argv)
     struct kill_args *k = K(op);
     k->old_form = argc == 3;
     k->deadline_ms = clock_mono_ms() + KILL_WAIT_MS;
-    struct conn *x = c->e->conns;
+    struct conn *x = c->e->conns->list;
     while (x != NULL) {
         struct conn *next = x->next;
-        const char *user = x->user >= 0 ? auth_user_name(c->e->auth, x->user) : "default";
+        const char *user =
+            sess_of(x)->user >= 0 ? auth_user_name(c->e->auth->users, sess_of(x)->user) : "default";
         if (kill_matches(&f, x->id, x->addr, x->laddr, user) && !(x == c && f.skipme)) {
             k->killed++;
             if (x == c)
@@ -421,8 +426,8 @@ static void client_kill(struct conn *c, int argc, const struct resp_slice *argv)
         kill_reply(op);
         return;
     }
-    op->next = c->e->kill_waits;
-    c->e->kill_waits = op;
+    op->next = c->e->ops->kill_waits;
+    c->e->ops->kill_waits = op;
 }
 
 /* ---- the rest ------------------------------------------------------------------ */
@@ -474,9 +479,11 @@ static void simple_help(struct conn *c)
 
 static void setinfo(struct conn *c, const struct resp_slice *argv)
 {
-    char *dst = edge_arg_is(&argv[2], "lib-name") ? c->lib_name
-                : edge_arg_is(&argv[2], "lib-ver") ? c->lib_ver : NULL;
-    size_t cap = dst == c->lib_name ? sizeof(c->lib_name) : sizeof(c->lib_ver);
+    char *dst = edge_arg_is(&argv[2], "lib-name")  ? sess_of(c)->lib_name
+                : edge_arg_is(&argv[2], "lib-ver") ? sess_of(c)->lib_ver
+                                                : NULL;
+    size_t cap =
+        dst == sess_of(c)->lib_name ? sizeof(sess_of(c)->lib_name) : sizeof(sess_of(c)->lib_ver);
     int ok = dst != NULL && argv[3].len < cap;
     for (size_t i = 0; ok && i < argv[3].len; i++)
         ok = argv[3].p[i] >= '!' && argv[3].p[i] <= '~';
@@ -492,9 +499,9 @@ static void setinfo(struct conn *c, const struct resp_slice *argv)
 
 static void trackinginfo(struct conn *c)
 {
-    resp_add_map(&c->out, c->proto, 3);
+    resp_add_map(&c->out, sess_of(c)->proto, 3);
     resp_add_bulk_str(&c->out, "flags");
-    resp_add_set(&c->out, c->proto, 1);
+    resp_add_set(&c->out, sess_of(c)->proto, 1);
     resp_add_bulk_str(&c->out, "off");
     resp_add_bulk_str(&c->out, "redirect");
     resp_add_int(&c->out, -1);
@@ -531,10 +538,10 @@ void edge_cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
     } else if (edge_arg_is(sub, "id")) {
         resp_add_int(&c->out, (int64_t)c->id);
     } else if (edge_arg_is(sub, "getname")) {
-        if (c->name != NULL)
-            resp_add_bulk_str(&c->out, c->name);
+        if (sess_of(c)->name != NULL)
+            resp_add_bulk_str(&c->out, sess_of(c)->name);
         else
-            resp_add_null(&c->out, c->proto);
+            resp_add_null(&c->out, sess_of(c)->proto);
     } else if (edge_arg_is(sub, "setname")) {
         if (client_set_name(c, &argv[2]) == 0)
             resp_add_simple(&c->out, "OK");
@@ -542,7 +549,7 @@ void edge_cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
         setinfo(c, argv);
     } else if (edge_arg_is(sub, "meta")) {
         if (edge_arg_is(&argv[2], "on") || edge_arg_is(&argv[2], "off")) {
-            c->meta = edge_arg_is(&argv[2], "on");
+            sess_of(c)->meta = edge_arg_is(&argv[2], "on");
             resp_add_simple(&c->out, "OK");
         } else {
             resp_add_error(&c->out, "ERR syntax error");
@@ -550,7 +557,7 @@ void edge_cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
     } else if (edge_arg_is(sub, "info")) {
         struct hkv_buf b = HKV_BUF_INIT;
         local_line(c, c, argc, argv, &b, clock_mono_ms());
-        resp_add_verbatim(&c->out, c->proto, buf_head(&b), buf_unread(&b));
+        resp_add_verbatim(&c->out, sess_of(c)->proto, buf_head(&b), buf_unread(&b));
         buf_deinit(&b);
     } else if (edge_arg_is(sub, "list")) {
         client_list(c, argc, argv);

@@ -14,7 +14,10 @@
 #include <unistd.h>
 
 #include "server/edge/auth.h"
+#include "server/edge/edge_auth.h"
+#include "server/edge/edge_int.h"
 #include "server/edge/edge_reply.h"
+#include "server/edge/edge_sess.h"
 
 #define NO_ROW (-1)
 #define READ_TRIES 8
@@ -24,6 +27,16 @@ static struct board_clients *my_table(struct edge *e)
 {
     return board_clients(e->ctx->board, (uint32_t)e->ctx->slot);
 }
+
+/* This edge's rows (a module of the edge: e->clients). */
+struct edge_clients {
+    struct board_clients *table;  /* this edge's table in the board */
+    struct conn **conns;          /* row -> connection (board->clients_cap entries) */
+    uint32_t *free;               /* rows freed, a stack */
+    uint32_t nfree;
+    uint32_t used;                /* rows [0, used) were handed out */
+    int tick;                     /* cron ticks, for the full refresh */
+};
 
 int clients_setup(struct edge *e)
 {
@@ -42,26 +55,31 @@ int clients_setup(struct edge *e)
     }
     atomic_store_explicit(&t->used, 0, memory_order_relaxed);
     atomic_store_explicit(&t->kills, 0, memory_order_relaxed);
-    e->board_conns = calloc(b->clients_cap, sizeof(*e->board_conns));
-    e->board_free = calloc(b->clients_cap, sizeof(*e->board_free));
-    e->board_nfree = 0;
-    e->board_used = 0;
-    if (e->board_conns == NULL || e->board_free == NULL) {
-        clients_teardown(e);
+    struct edge_clients *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return -1;
+    m->table = t;
+    m->conns = calloc(b->clients_cap, sizeof(*m->conns));
+    m->free = calloc(b->clients_cap, sizeof(*m->free));
+    if (m->conns == NULL || m->free == NULL) {
+        clients_teardown(&m);
         return -1;
     }
     atomic_store_explicit(&t->owner_pid, (int32_t)getpid(), memory_order_release);
+    e->clients = m;
     return 0;
 }
 
-void clients_teardown(struct edge *e)
+void clients_teardown(struct edge_clients **mp)
 {
-    if (e->ctx != NULL && e->ctx->board != NULL)
-        atomic_store_explicit(&my_table(e)->owner_pid, 0, memory_order_release);
-    free(e->board_conns);
-    free(e->board_free);
-    e->board_conns = NULL;
-    e->board_free = NULL;
+    struct edge_clients *m = *mp;
+    if (m == NULL)
+        return;
+    atomic_store_explicit(&m->table->owner_pid, 0, memory_order_release);
+    free(m->conns);
+    free(m->free);
+    free(m);
+    *mp = NULL;
 }
 
 static void copy_str(char *dst, size_t cap, const char *src)
@@ -80,11 +98,11 @@ void clients_fill(const struct conn *c, struct board_client *r)
      * the replies owed behind it */
     size_t omem = conn_held(c), oll = c->nslots;
     int writing = event_pending(c->wev, EV_WRITE, NULL) != 0;
-    r->resp = (uint32_t)c->proto;
+    r->resp = (uint32_t)sess_of(c)->proto;
     r->created_ms = c->created_ms;
     r->last_ms = c->last_ms;
     r->fd = c->fd;
-    r->cmd = c->last_stat;
+    r->cmd = sess_of(c)->last_stat;
     r->events[0] = c->paused ? (writing ? 'w' : '\0') : 'r';
     r->events[1] = !c->paused && writing ? 'w' : '\0';
     r->qbuf = buf_unread(&c->in);
@@ -94,93 +112,96 @@ void clients_fill(const struct conn *c, struct board_client *r)
     r->obl = buf_unread(&c->out);
     r->oll = oll;
     r->omem = omem;
-    r->tot_mem = sizeof(*c) + c->in.cap + c->out.cap + omem + (c->name ? strlen(c->name) : 0);
-    r->flags = c->monitor ? BOARD_CLIENT_F_MONITOR : 0;
+    r->tot_mem = sizeof(*c) + c->in.cap + c->out.cap + omem +
+                 (sess_of(c)->name ? strlen(sess_of(c)->name) : 0);
+    r->flags = sess_of(c)->monitor ? BOARD_CLIENT_F_MONITOR : 0;
     copy_str(r->addr, sizeof(r->addr), c->addr);
     copy_str(r->laddr, sizeof(r->laddr), c->laddr);
     copy_str(r->user, sizeof(r->user),
-             c->user >= 0 ? auth_user_name(c->e->auth, c->user) : "default");
-    size_t n = c->name != NULL ? strlen(c->name) : 0;
+             sess_of(c)->user >= 0 ? auth_user_name(c->e->auth->users, sess_of(c)->user)
+                                   : "default");
+    size_t n = sess_of(c)->name != NULL ? strlen(sess_of(c)->name) : 0;
     r->name_len = (uint32_t)n;
-    memcpy(r->name, c->name != NULL ? c->name : "", n < sizeof(r->name) ? n : sizeof(r->name));
+    memcpy(r->name, sess_of(c)->name != NULL ? sess_of(c)->name : "",
+           n < sizeof(r->name) ? n : sizeof(r->name));
 }
 
 static void write_row(struct conn *c)
 {
     struct board_client *r = board_client_row(c->e->ctx->board, (uint32_t)c->e->ctx->slot,
-                                              (uint32_t)c->board_row);
+                                              (uint32_t)sess_of(c)->board_row);
     uint32_t s = atomic_load_explicit(&r->seq, memory_order_relaxed);
     atomic_store_explicit(&r->seq, s | 1u, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     clients_fill(c, r);
     atomic_store_explicit(&r->id, c->id, memory_order_relaxed);
     atomic_store_explicit(&r->seq, (s | 1u) + 1, memory_order_release);
-    c->board_ncmds = c->ncmds;
+    sess_of(c)->board_ncmds = sess_of(c)->ncmds;
 }
 
 void clients_accepted(struct conn *c)
 {
     struct edge *e = c->e;
-    c->board_row = NO_ROW;
-    if (e->board_conns == NULL)
+    sess_of(c)->board_row = NO_ROW;
+    if (e->clients == NULL)
         return;
     uint32_t i;
-    if (e->board_nfree > 0)
-        i = e->board_free[--e->board_nfree];
-    else if (e->board_used < e->ctx->board->clients_cap)
-        i = e->board_used++;
+    if (e->clients->nfree > 0)
+        i = e->clients->free[--e->clients->nfree];
+    else if (e->clients->used < e->ctx->board->clients_cap)
+        i = e->clients->used++;
     else
         return; /* past the table: listed by this edge only */
     struct board_clients *t = my_table(e);
-    if (atomic_load_explicit(&t->used, memory_order_relaxed) < e->board_used)
-        atomic_store_explicit(&t->used, e->board_used, memory_order_relaxed);
+    if (atomic_load_explicit(&t->used, memory_order_relaxed) < e->clients->used)
+        atomic_store_explicit(&t->used, e->clients->used, memory_order_relaxed);
     struct board_client *r = board_client_row(e->ctx->board, (uint32_t)e->ctx->slot, i);
     atomic_store_explicit(&r->kill_id, 0, memory_order_relaxed);
-    e->board_conns[i] = c;
-    c->board_row = (int32_t)i;
+    e->clients->conns[i] = c;
+    sess_of(c)->board_row = (int32_t)i;
     write_row(c);
 }
 
 void clients_publish(struct conn *c)
 {
-    if (c->board_row != NO_ROW)
+    if (sess_of(c)->board_row != NO_ROW)
         write_row(c);
 }
 
 void clients_gone(struct conn *c)
 {
     struct edge *e = c->e;
-    if (c->board_row == NO_ROW)
+    if (sess_of(c)->board_row == NO_ROW)
         return;
-    uint32_t i = (uint32_t)c->board_row;
+    uint32_t i = (uint32_t)sess_of(c)->board_row;
     struct board_client *r = board_client_row(e->ctx->board, (uint32_t)e->ctx->slot, i);
     uint32_t s = atomic_load_explicit(&r->seq, memory_order_relaxed);
     atomic_store_explicit(&r->seq, s | 1u, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&r->id, 0, memory_order_relaxed);
     atomic_store_explicit(&r->seq, (s | 1u) + 1, memory_order_release);
-    e->board_conns[i] = NULL;
-    e->board_free[e->board_nfree++] = i;
-    c->board_row = NO_ROW;
+    e->clients->conns[i] = NULL;
+    e->clients->free[e->clients->nfree++] = i;
+    sess_of(c)->board_row = NO_ROW;
 }
 
 void clients_cron(struct edge *e, int64_t now_ms)
 {
-    if (e->board_conns == NULL)
+    if (e->clients == NULL)
         return;
     struct board_clients *t = my_table(e);
     if (atomic_exchange_explicit(&t->kills, 0, memory_order_acq_rel) != 0) {
-        for (uint32_t i = 0; i < e->board_used; i++) {
-            struct conn *c = e->board_conns[i];
+        for (uint32_t i = 0; i < e->clients->used; i++) {
+            struct conn *c = e->clients->conns[i];
             struct board_client *r = board_client_row(e->ctx->board, (uint32_t)e->ctx->slot, i);
             if (c != NULL && atomic_load_explicit(&r->kill_id, memory_order_acquire) == c->id)
                 conn_close(c); /* clients_gone frees the row: the asker sees it go */
         }
     }
-    int full = ++e->board_tick % FULL_REFRESH_TICKS == 0;
-    for (uint32_t i = 0; i < e->board_used; i++) {
-        struct conn *c = e->board_conns[i];
-        if (c != NULL && (full || c->ncmds != c->board_ncmds))
+    int full = ++e->clients->tick % FULL_REFRESH_TICKS == 0;
+    for (uint32_t i = 0; i < e->clients->used; i++) {
+        struct conn *c = e->clients->conns[i];
+        if (c != NULL && (full || sess_of(c)->ncmds != sess_of(c)->board_ncmds))
             write_row(c);
     }
 }

@@ -30,10 +30,13 @@
 #include "server/core/board.h"
 #include "server/edge/edge_conn.h"
 
+struct edge_clients;
+
 /* Claims this edge's table (clearing what a dead predecessor left).  0, or
  * -1 out of memory (then no client is published). */
 int clients_setup(struct edge *e);
-void clients_teardown(struct edge *e);
+/* Gives the table back; *m is NULL after (NULL: nothing to do). */
+void clients_teardown(struct edge_clients **m);
 
 /* c is new / changed its name, user or protocol / is closing. */
 void clients_accepted(struct conn *c);

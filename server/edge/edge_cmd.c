@@ -13,17 +13,20 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "server/colo/cache.h"
 #include "server/core/clock.h"
 #include "server/core/ctl.h"
 #include "server/core/version.h"
 #include "server/edge/auth.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_client.h"
 #include "server/edge/edge_clients.h"
 #include "server/edge/edge_monitor.h"
 #include "server/edge/info.h"
 #include "server/edge/info_cluster.h"
+#include "server/edge/edge_sess.h"
 
 void edge_cmd_ping(struct conn *c, int argc, const struct resp_slice *argv)
 {
@@ -77,13 +80,13 @@ void edge_cmd_time(struct conn *c, int argc, const struct resp_slice *argv)
 
 static void hello_reply(struct conn *c)
 {
-    resp_add_map(&c->out, c->proto, 7);
+    resp_add_map(&c->out, sess_of(c)->proto, 7);
     resp_add_bulk_str(&c->out, "server");
     resp_add_bulk_str(&c->out, "hotkvd");
     resp_add_bulk_str(&c->out, "version");
     resp_add_bulk_str(&c->out, HOTKVD_VERSION);
     resp_add_bulk_str(&c->out, "proto");
-    resp_add_int(&c->out, c->proto);
+    resp_add_int(&c->out, sess_of(c)->proto);
     resp_add_bulk_str(&c->out, "id");
     resp_add_int(&c->out, (int64_t)c->id);
     resp_add_bulk_str(&c->out, "mode");
@@ -126,7 +129,7 @@ void edge_cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
             return;
         }
     }
-    if (c->user < 0) {
+    if (sess_of(c)->user < 0) {
         resp_add_error(&c->out, "NOAUTH HELLO must be called with the client already "
                                 "authenticated, otherwise the HELLO <proto> AUTH <user> <pass> "
                                 "option can be used to authenticate the client and select the "
@@ -134,18 +137,18 @@ void edge_cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
         return;
     }
     if (ver != 0)
-        c->proto = (int)ver;
+        sess_of(c)->proto = (int)ver;
     clients_publish(c);
     hello_reply(c);
 }
 
 void edge_cmd_reset(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    c->proto = 2;
-    c->meta = 0;
+    sess_of(c)->proto = 2;
+    sess_of(c)->meta = 0;
     monitor_stop(c);
     client_set_name(c, &(struct resp_slice){"", 0});
-    edge_auth_set_user(c, auth_initial_user(c->e->auth), 1); /* as Redis: logged out */
+    edge_auth_set_user(c, auth_initial_user(c->e->auth->users), 1); /* as Redis: logged out */
     clients_publish(c);
     resp_add_simple(&c->out, "RESET");
 }
@@ -158,7 +161,7 @@ void edge_cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_error(&c->out, "ERR syntax error");
         return;
     }
-    if (argc == 2 && auth_default_nopass(c->e->auth)) {
+    if (argc == 2 && auth_default_nopass(c->e->auth->users)) {
         resp_add_error(&c->out, "ERR AUTH <password> called without any password configured "
                                 "for the default user. Are you sure your configuration is "
                                 "correct?");
@@ -232,7 +235,7 @@ void edge_cmd_hotkeys(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_error(&c->out, "ERR syntax error");
         return;
     }
-    if (c->e->cache == NULL) {
+    if (c->e->cache->cache == NULL) {
         resp_add_array(&c->out, 0);
         return;
     }
@@ -241,7 +244,7 @@ void edge_cmd_hotkeys(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_error(&c->out, "ERR out of memory");
         return;
     }
-    int got = cache_hotkeys(c->e->cache, hk, (int)n, clock_mono_ms());
+    int got = cache_hotkeys(c->e->cache->cache, hk, (int)n, clock_mono_ms());
     resp_add_array(&c->out, got);
     for (int i = 0; i < got; i++) {
         resp_add_array(&c->out, 2);

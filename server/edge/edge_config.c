@@ -17,7 +17,10 @@
 
 #include "server/core/ctl.h"
 #include "server/edge/edge_arg.h"
+#include "server/edge/edge_int.h"
 #include "server/edge/edge_op.h"
+#include "server/edge/edge_sess.h"
+#include "server/edge/edge_op_int.h"
 
 /* ---- Redis's view of a directive ----------------------------------------- */
 
@@ -141,7 +144,7 @@ static int has_glob(const struct resp_slice *s)
 
 static void config_get(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    const struct cfg *cfg = c->e->ctx->cfg;
+    const struct cfg *cfg = edge_config(c->e);
     size_t n = cfg_option_count();
     unsigned char *seen = calloc(n ? n : 1, 1);
     if (seen == NULL) {
@@ -173,7 +176,7 @@ static void config_get(struct conn *c, int argc, const struct resp_slice *argv)
             pairs++;
         }
     }
-    resp_add_map(&c->out, c->proto, pairs);
+    resp_add_map(&c->out, sess_of(c)->proto, pairs);
     buf_append(&c->out, buf_head(&b), buf_unread(&b));
     buf_deinit(&b);
     free(seen);
@@ -224,7 +227,7 @@ static void config_set(struct conn *c, int argc, const struct resp_slice *argv)
         return;
     }
     long *idx = calloc((size_t)argc / 2, sizeof(*idx));
-    struct cfg *next = idx != NULL ? cfg_dup(e->ctx->cfg) : NULL;
+    struct cfg *next = idx != NULL ? cfg_dup(edge_config(e)) : NULL;
     struct hkv_buf msg = HKV_BUF_INIT;
     struct cfg_error err = {"out of memory"};
     int ok = next != NULL; /* 1 go on, 0 failed (generic reply), -1 failed (replied) */
@@ -293,22 +296,22 @@ static void config_resetstat(struct conn *c)
         return;
     }
     op->next = NULL;
-    if (e->rs_tail != NULL)
-        e->rs_tail->next = op;
+    if (e->ops->rs_tail != NULL)
+        e->ops->rs_tail->next = op;
     else
-        e->rs_head = op;
-    e->rs_tail = op;
+        e->ops->rs_head = op;
+    e->ops->rs_tail = op;
 }
 
 void edge_resetstat_done(void *arg)
 {
     struct edge *e = arg;
-    struct op *op = e->rs_head;
+    struct op *op = e->ops->rs_head;
     if (op == NULL)
         return;
-    e->rs_head = op->next;
-    if (e->rs_head == NULL)
-        e->rs_tail = NULL;
+    e->ops->rs_head = op->next;
+    if (e->ops->rs_head == NULL)
+        e->ops->rs_tail = NULL;
     op->next = NULL;
     struct hkv_buf *out = op_out(op);
     if (out != NULL)

@@ -8,7 +8,7 @@
  * a pipeline of N requests costs one write(2), not N.
  *
  * This layer knows no command: what a request means, who the client is and
- * what it may do are the hooks' business (e->conn_hooks: accepted,
+ * what it may do are the hooks' business (e->conns->opts.hooks: accepted,
  * dispatch, closing), so nothing here calls up into the edge.  Replies owed
  * while owners answer earlier requests wait in reply slots (edge_reply.c);
  * dispatch points `out` at the current slot when one is needed, so the hook
@@ -46,6 +46,7 @@
 
 #include "server/core/clock.h"
 #include "server/core/log.h"
+#include "server/edge/edge_conn_int.h"
 #include "server/edge/edge_conn_lane.h"
 #include "server/edge/edge_conn_limit.h"
 #include "server/edge/edge_conn_tls.h"
@@ -73,12 +74,12 @@ static void format_addr(const struct sockaddr_storage *ss, char *buf, size_t len
     snprintf(buf, len, "%s:%d", host, port);
 }
 
-static void tune_socket(int fd, const struct cfg *cfg)
+static void tune_socket(int fd, const struct conns_opts *o)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (cfg->tcp_keepalive_ms > 0) {
-        int idle = (int)(cfg->tcp_keepalive_ms / 1000);
+    if (o->tcp_keepalive_ms > 0) {
+        int idle = (int)(o->tcp_keepalive_ms / 1000);
         int intvl = idle / 3 > 0 ? idle / 3 : 1;
         int cnt = 3;
         setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
@@ -100,13 +101,13 @@ static uint64_t clients_now(struct edge *e)
 
 void conn_accept(struct edge *e, int fd, int tls)
 {
-    conn_accept_with(e, fd, tls, e->conn_hooks);
+    conn_accept_with(e, fd, tls, e->conns->opts.hooks);
 }
 
 void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *hooks)
 {
-    const struct cfg *cfg = e->ctx->cfg;
-    if ((e->stopping && !hooks->while_stopping) || clients_now(e) >= (uint64_t)cfg->maxclients) {
+    const struct conns_opts *o = &e->conns->opts;
+    if ((e->stopping && !hooks->while_stopping) || clients_now(e) >= (uint64_t)o->maxclients) {
         const char *msg = hooks->refusal != NULL ? hooks->refusal
                                                  : "-ERR max number of clients reached\r\n";
         if (!tls) { /* a TLS client could not read it */
@@ -117,7 +118,7 @@ void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *
         board_add(&e->stats->rejected_connections, 1);
         return;
     }
-    struct conn *c = calloc(1, sizeof(*c));
+    struct conn *c = calloc(1, sizeof(*c) + hooks->sess_size);
     if (c == NULL) {
         close(fd);
         return;
@@ -127,7 +128,7 @@ void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *
     c->fd = fd;
     c->id = board_client_id(e->ctx->board); /* unique on the host (CLIENT KILL ID) */
     c->created_ms = c->last_ms = clock_mono_ms();
-    resp_parser_init(&c->parser, &e->limits);
+    resp_parser_init(&c->parser, &e->conns->opts.limits);
     struct sockaddr_storage peer, ss;
     socklen_t sl = sizeof(peer);
     if (getpeername(fd, (struct sockaddr *)&peer, &sl) == 0)
@@ -137,9 +138,9 @@ void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *
     sl = sizeof(ss);
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
         format_addr(&ss, c->laddr, sizeof(c->laddr));
-    tune_socket(fd, cfg);
+    tune_socket(fd, o);
     evutil_make_socket_nonblocking(fd);
-    int failed = tls && conn_tls_new(c, e->tls_ctx) != 0;
+    int failed = tls && conn_tls_new(c, e->conns->tls_ctx) != 0;
     c->rev = event_new(e->base, fd, EV_READ | EV_PERSIST, on_read, c);
     c->wev = event_new(e->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
     /* Writes at the owner links' priority (0): the write conn_slot_done
@@ -158,11 +159,11 @@ void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *
         close(fd);
         return;
     }
-    c->next = e->conns;
-    if (e->conns)
-        e->conns->prev = c;
-    e->conns = c;
-    e->nconns++;
+    c->next = e->conns->list;
+    if (e->conns->list)
+        e->conns->list->prev = c;
+    e->conns->list = c;
+    e->conns->n++;
     board_add(&e->stats->connected_clients, 1);
     board_add(&e->stats->total_connections_received, 1);
     c->hooks->accepted(c, (const struct sockaddr *)&peer);
@@ -183,10 +184,10 @@ void conn_close(struct conn *c)
     if (c->prev)
         c->prev->next = c->next;
     else
-        e->conns = c->next;
+        e->conns->list = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    e->nconns--;
+    e->conns->n--;
     board_add(&e->stats->connected_clients, -1);
     resp_parser_deinit(&c->parser);
     buf_deinit(&c->in);
@@ -246,10 +247,10 @@ static void process_input(struct conn *c)
 {
     c->in_process = 1;
     c->more_input = 0;
-    c->batch_writes = c->batch_reads = 0;
-    c->batch_n = 0;
-    c->batch_owed = c->nslots;
-    int64_t hard = c->e->ctx->cfg->client_output_hard;
+    c->batch.writes = c->batch.reads = 0;
+    c->batch.n = 0;
+    c->batch.owed = c->nslots;
+    int64_t hard = c->e->conns->opts.output_hard;
     for (int ran = 0; buf_unread(&c->in) > 0 && !c->close_after_write; ran++) {
         if (hard > 0 && conn_held(c) > (size_t)hard) {
             /* The flush after the batch closes it if it stays over
@@ -259,8 +260,8 @@ static void process_input(struct conn *c)
             event_active(c->rev, EV_READ, 1);
             break;
         }
-        if (c->nslots >= c->e->ctx->cfg->client_max_pending || c->hold != NULL ||
-            c->req_held >= (size_t)c->e->ctx->cfg->client_max_pending_bytes) {
+        if (c->nslots >= c->e->conns->opts.max_pending || c->hold != NULL ||
+            c->req_held >= (size_t)c->e->conns->opts.max_pending_bytes) {
             conn_pause(c);
             break;
         }
@@ -295,7 +296,7 @@ static void process_input(struct conn *c)
             log_verbose("client %s: %s; closing", c->addr, why != NULL ? why : "protocol error");
             break;
         }
-        c->batch_n++;
+        c->batch.n++;
         if (req.argc > 0 && run(c, NULL, NULL, req.argc, req.argv) != 0) {
             c->close_after_write = 1; /* out of memory */
             break;
@@ -303,7 +304,7 @@ static void process_input(struct conn *c)
         buf_consume(&c->in, used);
     }
     c->in_process = 0;
-    if (c->batch_n > 0)
+    if (c->batch.n > 0)
         lane_after_batch(c);
 }
 
@@ -334,12 +335,12 @@ void conn_hold(struct conn *c, const void *by)
 
 void conn_release(struct edge *e, const void *by)
 {
-    struct conn *c = e->conns;
+    struct conn *c = e->conns->list;
     while (c != NULL) {
         struct conn *next = c->next;
         if (c->hold == by) {
             c->hold = NULL;
-            if (c->nslots < e->ctx->cfg->client_max_pending)
+            if (c->nslots < e->conns->opts.max_pending)
                 conn_resume(c);
         }
         c = next;
@@ -350,9 +351,9 @@ void conn_slot_done(struct conn *c, struct rslot *s)
 {
     if (!slot_ready(c, s))
         return; /* answered before its dispatch returned */
-    const struct cfg *cfg = c->e->ctx->cfg;
-    if (c->paused && c->hold == NULL && c->nslots < cfg->client_max_pending / 2 &&
-        c->req_held < (size_t)cfg->client_max_pending_bytes / 2 && !c->close_after_write &&
+    const struct conns_opts *o = &c->e->conns->opts;
+    if (c->paused && c->hold == NULL && c->nslots < o->max_pending / 2 &&
+        c->req_held < (size_t)o->max_pending_bytes / 2 && !c->close_after_write &&
         !c->in_process) {
         conn_resume(c); /* flushes too */
         return;
@@ -363,13 +364,13 @@ void conn_slot_done(struct conn *c, struct rslot *s)
      * limits checked, before one answer for many pipelined reads of a big
      * value fills every reply (check_hostile ping_flood: 206 MB held). */
     size_t now_at = CONN_FLUSH_NOW;
-    if (cfg->client_output_hard > 0 && (size_t)cfg->client_output_hard < now_at)
-        now_at = (size_t)cfg->client_output_hard;
+    if (o->output_hard > 0 && (size_t)o->output_hard < now_at)
+        now_at = (size_t)o->output_hard;
     /* Likewise for answers that wait in slots behind an older one (one
      * flight answering 600 pipelined HTTP GETs behind a held poll: 226 MB
      * before the next flush): over the hard limit, the flush closes it. */
     if (buf_unread(&c->out) >= now_at ||
-        (cfg->client_output_hard > 0 && conn_held(c) > (size_t)cfg->client_output_hard &&
+        (o->output_hard > 0 && conn_held(c) > (size_t)o->output_hard &&
          !c->in_process)) {
         conn_flush(c);
         return;
@@ -535,7 +536,7 @@ static void read_client(evutil_socket_t fd, struct conn *c)
 run:
     process_input(c);
     /* The bound after the requests ran: an AUTH among them may lift a cap. */
-    size_t limit = (size_t)c->e->ctx->cfg->client_query_buffer_limit;
+    size_t limit = (size_t)c->e->conns->opts.query_buffer_limit;
     if (c->query_cap > 0 && limit > c->query_cap)
         limit = c->query_cap;
     if (!c->close_after_write && buf_unread(&c->in) > limit) {
@@ -549,37 +550,4 @@ run:
         event_active(c->rev, EV_READ, 1); /* decrypted already: no read event would come */
     buf_shrink(&c->in, IDLE_BUF_KEEP);
     conn_flush(c);
-}
-
-void conns_cron(struct edge *e, int64_t now)
-{
-    struct conn *c = e->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        if (!conn_cron_ok(c, now))
-            conn_close(c);
-        c = next;
-    }
-}
-
-void conns_stop(struct edge *e)
-{
-    struct conn *c = e->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        if (buf_unread(&c->out) == 0 && c->sq_head == NULL) {
-            conn_close(c);
-        } else {
-            c->close_after_write = 1;
-            event_del(c->rev);
-        }
-        c = next;
-    }
-}
-
-void conns_close_all(struct edge *e)
-{
-    while (e->conns != NULL)
-        conn_close(e->conns);
-    lane_teardown(e);
 }

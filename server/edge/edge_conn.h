@@ -2,8 +2,9 @@
  * edge_conn.h - a client connection: bytes in, RESP requests out to a
  * dispatch hook, replies back in request order.  The connection layer knows
  * no command, user, limit or op: the edge hands it three hooks at setup
- * (e->conn_hooks) and the layers above keep their per-client state in the
- * second half of struct conn, which this layer never reads.
+ * (conns_opts.hooks) and the layers above keep their per-client session in
+ * the bytes the hooks reserve after struct conn (hooks->sess_size, the same
+ * allocation: struct sess, edge_sess.h), which this layer never reads.
  *
  * Replies.  A hook that answers at once appends to c->out (dispatch has
  * pointed c->out at a reply slot when earlier replies are still owed: see
@@ -22,7 +23,7 @@
  * CONN_POLL_EVERY client reads the layer looks whether a lane connection
  * has bytes (one epoll_wait on the lane's own small set) and, if so, has
  * the loop serve it before the rest of the turn; at the same point it calls
- * e->conn_poll (the edge: owners' answers to pending writes).  A batch with
+ * opts.poll (the edge: owners' answers to pending writes).  A batch with
  * a read, of more than CONN_LANE_BATCH requests, or sent while more than
  * CONN_LANE_BATCH replies were still owed, leaves the lane: a bulk loader
  * or a mixed client waits its turn like a reader, and a lane connection
@@ -60,12 +61,13 @@
  * through conn_run, so reply slots, flow control, output limits and TLS are
  * the same for both.
  *
- * Ownership: the edge owns every struct conn (e->conns); conn_close frees
+ * Ownership: this layer owns every struct conn (e->conns->list); conn_close frees
  * one, after the closing hook has let the layers above forget it.
  */
 #ifndef HKV_EDGE_CONN_H
 #define HKV_EDGE_CONN_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -73,19 +75,17 @@
 
 #include "proto/buf.h"
 #include "proto/resp.h"
-#include "server/colo/ratelimit.h"
-#include "server/edge/edge_int.h"
 
-struct edge_tx;
-struct http_sess;
+struct edge;                      /* the process (edge_int.h): this layer reads its loop,
+                                   * its counters and its stopping flag */
 struct rslot;
-struct op;
+struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
 struct ssl_st;                    /* OpenSSL's SSL */
 
 struct conn {
     /* ---- the connection layer's (edge_conn.c, edge_conn_tls.c, edge_reply.c) ---- */
     struct edge *e;
-    const struct conn_hooks *hooks; /* its protocol's (RESP: e->conn_hooks; HTTP: edge_http.h) */
+    const struct conn_hooks *hooks; /* its protocol's (RESP: opts.hooks; HTTP: edge_http.h) */
     int fd;
     uint64_t id;
     struct event *rev;
@@ -115,43 +115,19 @@ struct conn {
     const void *hold;             /* reading held by this until conn_release(e, hold) */
     int in_process;               /* requests are being run (no re-entry) */
     uint8_t lane;                 /* in the write lane (see above) */
-    uint8_t batch_writes;         /* the batch being run: it had writes, */
-    uint8_t batch_reads;          /* reads (conn_note_request), */
-    uint32_t batch_n;             /* and this many requests, */
-    uint32_t batch_owed;          /* sent while this many replies were owed */
+    struct conn_batch {           /* the batch being run (conn_note_request): */
+        uint8_t writes, reads;    /* it had writes, reads, */
+        uint32_t n;               /* this many requests, */
+        uint32_t owed;            /* sent while this many replies were owed */
+    } batch;
     uint8_t more_input;           /* stopped at CONN_TURN_MAX: run the rest before reading */
-
-    /* ---- the client session: kept by the layers above, never read here ---- */
-    int user;                     /* auth user id; -1 = not authenticated (edge_auth.c) */
-    int gated;                    /* run the auth gate before each command (edge_auth.c) */
-    int user_implicit;            /* logged in without AUTH (default user, nopass) */
-    uint8_t remote;               /* its peer is not loopback (protected mode, edge_auth.c) */
-    uint8_t auth_close;           /* a reload revoked its login: closed soon (edge_auth.c) */
-    struct rl_key rl_addr;        /* rate-limit key: the peer address part (edge_rl.c) */
-    int rl_addr_ok;               /* rl_addr is set (on the first limited command) */
-    int proto;                    /* 2 or 3 (HELLO) */
-    int meta;                     /* CLIENT META ON: RESP3 attributes on reads */
-    uint64_t ncmds;               /* commands run (edge_registry.c) */
-    const char *last_cmd;         /* full name ("client|info"); NULL after an unknown one */
-    uint16_t last_stat;           /* its command stat id (edge_subcmd.h); 0xffff: none */
-    uint16_t cur_stat;            /* the request being dispatched: its stat id, when it */
-    int64_t cur_t0_ns;            /* began, and whether an op took over its stats */
-    int stat_taken;               /* (edge_registry.c, edge_op.c) */
-    int monitor;                  /* MONITOR: gets the host's commands (edge_monitor.c) */
-    int32_t board_row;            /* its row in the clients board; -1: none (edge_clients.c) */
-    uint64_t board_ncmds;         /* ncmds when the row was last written */
-    char *name;                   /* CLIENT SETNAME, HELLO SETNAME; NULL = none (edge_client.c) */
-    char lib_name[64];
-    char lib_ver[32];
-    struct op *ops;               /* ops answering this client (edge_op.c) */
-    uint32_t writes_inflight;     /* its write ops not finished */
-    struct edge_tx *tx;           /* MULTI and WATCH state, NULL until used (edge_tx.c) */
-    int watching;                 /* it WATCHes keys: its reads ask the owner (edge_tx.c) */
-    struct http_sess *http;       /* an HTTP connection's session (edge_http.c); NULL: RESP */
+    /* The layers above' session (hooks->sess_size bytes, edge_sess.h), in the
+     * same allocation: this layer never reads it. */
+    _Alignas(max_align_t) unsigned char above[];
 };
 
 /* What the layers above plug into every connection (set before the edge
- * accepts anything, e->conn_hooks). */
+ * accepts anything, conns_opts.hooks). */
 struct conn_hooks {
     /* A new connection is set up; peer is its address (AF_UNSPEC if
      * unknown).  It may write a refusal and set close_after_write. */
@@ -175,14 +151,53 @@ struct conn_hooks {
      * is sent before it is closed; NULL: RESP's "-ERR max number of clients
      * reached". */
     const char *refusal;
+    /* Bytes reserved after each connection for the layers above' session
+     * (struct sess, edge_sess.h), zeroed at accept. */
+    size_t sess_size;
     /* 1: accepted while the edge stops too (HTTP, whose /healthz then says
      * "draining" to load balancers; the protocol closes after each answer). */
     int while_stopping;
 };
 
-/* Accepts a client socket (tls: from the TLS port, through e->tls_ctx);
+/* The connection layer's options (the process builds them from the config,
+ * at setup and at each reload). */
+struct conns_opts {
+    const struct conn_hooks *hooks; /* what each RESP connection calls (conn_accept) */
+    void (*poll)(struct edge *e); /* between client reads (the write lane, above); NULL: none */
+    struct resp_limits limits;    /* a new request parser's (the auth gate narrows them) */
+    int64_t maxclients;
+    int64_t timeout_ms;           /* idle client timeout, 0 = never */
+    int64_t tcp_keepalive_ms;
+    int64_t query_buffer_limit;   /* client-query-buffer-limit */
+    int64_t output_hard;          /* client-output-buffer-limit HARD SOFT SECONDS */
+    int64_t output_soft;
+    int64_t output_soft_ms;
+    int64_t max_pending;          /* client-max-pending: replies owed before input pauses */
+    int64_t max_pending_bytes;    /* client-max-pending-bytes: arguments kept, likewise */
+    int64_t tls_handshake_timeout_ms;
+};
+
+/* e->conns: what the layers above read of the connection layer (its own
+ * state lies behind this head, edge_conn_int.h). */
+struct edge_conns {
+    struct conn *list;            /* every open connection, a doubly linked list */
+    uint64_t n;                   /* how many */
+    struct ssl_ctx_st *tls_ctx;   /* the TLS port's context: the process's, rebuilt on
+                                   * reload; NULL: no TLS */
+    struct conns_opts opts;
+};
+
+/* e->conns, with no connection yet.  0, or -1 out of memory. */
+int conns_setup(struct edge *e, const struct conns_opts *opts);
+/* New options (hooks and poll stay); every open connection's parser gets
+ * the new limits (the auth gate narrows them again after). */
+void conns_reload(struct edge_conns *x, const struct conns_opts *opts);
+/* Frees the layer (call conns_close_all first); *x is NULL after. */
+void conns_teardown(struct edge_conns **x);
+
+/* Accepts a client socket (tls: from the TLS port, through tls_ctx);
  * refuses it past maxclients or while stopping; closes fd on failure.  Its
- * hooks are e->conn_hooks (RESP), or `hooks` (conn_accept_with). */
+ * hooks are opts.hooks (RESP), or `hooks` (conn_accept_with). */
 void conn_accept(struct edge *e, int fd, int tls);
 void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *hooks);
 /* Runs one request of an input hook in request order: fn(c, arg) appends
@@ -203,9 +218,9 @@ void conn_close(struct conn *c);
 static inline void conn_note_request(struct conn *c, int is_write)
 {
     if (is_write)
-        c->batch_writes = 1;
+        c->batch.writes = 1;
     else
-        c->batch_reads = 1;
+        c->batch.reads = 1;
 }
 /* Every byte held for c's answers: its output buffer, its slots' buffers
  * and what the layers above hold for it (c->held). */

@@ -21,21 +21,22 @@
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/edge/edge_conn_tls.h"
+#include "server/edge/edge_int.h"
 
 int conn_output_ok(struct conn *c, int64_t now)
 {
-    const struct cfg *cfg = c->e->ctx->cfg;
+    const struct conns_opts *o = &c->e->conns->opts;
     size_t pending = conn_held(c);
-    if (cfg->client_output_hard > 0 && pending > (size_t)cfg->client_output_hard) {
+    if (o->output_hard > 0 && pending > (size_t)o->output_hard) {
         log_verbose("client %s: output buffer over the hard limit (%zu bytes, %zu of them "
                     "behind earlier replies); closing", c->addr, pending, c->held);
         board_add(&c->e->stats->client_output_buffer_limit_disconnections, 1);
         return 0;
     }
-    if (cfg->client_output_soft > 0 && pending > (size_t)cfg->client_output_soft) {
+    if (o->output_soft > 0 && pending > (size_t)o->output_soft) {
         if (c->soft_since_ms == 0)
             c->soft_since_ms = now;
-        else if (now - c->soft_since_ms >= cfg->client_output_soft_ms) {
+        else if (now - c->soft_since_ms >= o->output_soft_ms) {
             log_verbose("client %s: output buffer over the soft limit for %lld ms; closing",
                         c->addr, (long long)(now - c->soft_since_ms));
             board_add(&c->e->stats->client_output_buffer_limit_disconnections, 1);
@@ -49,16 +50,16 @@ int conn_output_ok(struct conn *c, int64_t now)
 
 int conn_cron_ok(struct conn *c, int64_t now)
 {
-    const struct cfg *cfg = c->e->ctx->cfg;
+    const struct conns_opts *o = &c->e->conns->opts;
     if (c->ssl != NULL && (c->tls & CONN_TLS_HANDSHAKE) &&
-        now - c->created_ms >= cfg->tls_handshake_timeout_ms) {
+        now - c->created_ms >= o->tls_handshake_timeout_ms) {
         board_add(&c->e->stats->tls_handshake_failures, 1);
         log_verbose("client %s: TLS handshake not finished in %lld ms; closing", c->addr,
                     (long long)(now - c->created_ms));
         c->tls |= CONN_TLS_FATAL;
         return 0;
     }
-    if (cfg->timeout_ms > 0 && now - c->last_ms > cfg->timeout_ms && buf_unread(&c->out) == 0 &&
+    if (o->timeout_ms > 0 && now - c->last_ms > o->timeout_ms && buf_unread(&c->out) == 0 &&
         c->sq_head == NULL) {
         log_verbose("client %s: idle for %lld ms; closing", c->addr, (long long)(now - c->last_ms));
         return 0;

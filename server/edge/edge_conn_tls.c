@@ -15,6 +15,7 @@
 #include <openssl/ssl.h>
 
 #include "server/core/log.h"
+#include "server/edge/edge_int.h"
 
 int conn_tls_new(struct conn *c, SSL_CTX *ctx)
 {

@@ -34,6 +34,7 @@
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_tx.h"
+#include "server/edge/edge_sess.h"
 
 struct exec_args {
     int proto;                    /* the client's, at EXEC */
@@ -260,7 +261,7 @@ static int build(struct op *op, struct conn *c, const struct edge_tx *tx, struct
         for (uint32_t k = 0; k < q->n; k++)
             bytes += tx->words[q->w0 + k].len;
     }
-    X(op)->proto = c->proto;
+    X(op)->proto = sess_of(c)->proto;
     X(op)->ncmds = tx->ncmds;
     X(op)->nsent = nremote > 0 ? nremote : 1;
     X(op)->nwatch = tx->nwatch;
@@ -334,7 +335,7 @@ static void start(struct conn *c, const struct edge_tx *tx, struct owner_ref *o)
 
 void edge_cmd_exec(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    struct edge_tx *tx = c->tx;
+    struct edge_tx *tx = sess_of(c)->tx;
     if (tx == NULL || !tx->multi) {
         reply_error(c, "ERR EXEC without MULTI");
         return;
@@ -347,7 +348,7 @@ void edge_cmd_exec(struct conn *c, int argc, const struct resp_slice *argv)
         reply_error(c, err);
     } else if (tx->watch_pending > 0 || tx->watch_failed || watched_key_expired(tx)) {
         /* a version not known cannot be compared: never commit over it */
-        resp_add_null_array(&c->out, c->proto);
+        resp_add_null_array(&c->out, sess_of(c)->proto);
     } else if (o == NULL) {
         /* nothing with a key, nothing watched: the edge answers it all */
         struct hkv_buf tmp = HKV_BUF_INIT;

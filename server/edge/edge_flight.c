@@ -26,6 +26,7 @@
 
 #include <event2/event_struct.h>
 
+#include "server/colo/cache.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"
@@ -60,6 +61,7 @@ struct flight {
 
 struct flights {
     flight_answer_fn answer;
+    struct flights_opts opts;
     struct flight *free;
     struct flight *table[FLIGHT_BUCKETS];
 };
@@ -100,8 +102,8 @@ static void flight_free(struct flight *f)
     flight_unlink(f);
     if (f->timer_init)
         evtimer_del(&f->timer);
-    if (f->token != 0 && e->cache != NULL)
-        cache_unlock(e->cache, f->hash, f->token);
+    if (f->token != 0 && e->cache->cache != NULL)
+        cache_unlock(e->cache->cache, f->hash, f->token);
     f->token = 0;
     cfg_destroy(&f->cfg);
     buf_reset(&f->key);
@@ -171,26 +173,26 @@ static struct flight_waiter *pop(struct flight *f)
 }
 
 /* The colo's entry of the key, within keep, as a waiter's answer (a->v in
- * e->cval), counted as the hit it is; 0 (a untouched) if the colo has none. */
+ * e->cache->cval), counted as the hit it is; 0 (a untouched) if the colo has none. */
 static int late_cached(struct flight *f, struct flight_answer *a, int64_t now)
 {
     struct edge *e = f->e;
     struct cache_hit hit;
-    if (e->cache == NULL ||
-        cache_get(e->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cval,
-                  &hit) != HKV_OK ||
+    if (e->cache->cache == NULL ||
+        cache_get(e->cache->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now,
+                  &e->cache->cval, &hit) != HKV_OK ||
         (hit.expire_at != 0 && hit.expire_at <= clock_unix_ms()))
         return 0;
     memset(a, 0, sizeof(*a));
     a->kind = FLIGHT_DATA;
     a->stale = now >= hit.fresh_until;
-    cache_count(e->cache,
+    cache_count(e->cache->cache,
                 hit.negative ? CACHE_CTR_cache_negative_hits
                              : a->stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits,
                 1);
     a->found = !hit.negative;
-    a->v = buf_head(&e->cval);
-    a->n = buf_unread(&e->cval);
+    a->v = buf_head(&e->cache->cval);
+    a->n = buf_unread(&e->cache->cval);
     a->expire_at = hit.expire_at;
     a->age_ms = now - hit.stored_at;
     a->stamp = hit.stamp;
@@ -209,8 +211,8 @@ static void late_answer(struct flight *f, struct flight_answer *a, char *err, si
     memset(a, 0, sizeof(*a));
     a->kind = FLIGHT_DATA;
     if (f->rt.cls->on_timeout == CFG_ONTO_DEGRADE) {
-        if (e->cache != NULL)
-            cache_count(e->cache, CACHE_CTR_degraded_replies, 1);
+        if (e->cache->cache != NULL)
+            cache_count(e->cache->cache, CACHE_CTR_degraded_replies, 1);
         a->degraded = 1;
         return;
     }
@@ -277,8 +279,8 @@ static int flight_send(struct flight *f)
     f->fetching = 1;
     f->reported = 0;
     f->sent_ms = clock_mono_ms();
-    if (f->e->cache != NULL)
-        cache_count(f->e->cache, CACHE_CTR_cache_refreshes, 1);
+    if (f->e->cache->cache != NULL)
+        cache_count(f->e->cache->cache, CACHE_CTR_cache_refreshes, 1);
     rearm(f); /* its allowance: a fetch unanswered that long marks the owner silent */
     return 0;
 }
@@ -297,7 +299,7 @@ static void rearm(struct flight *f)
 {
     int64_t at = INT64_MAX;
     if (f->waiters != NULL)
-        at = f->waiters->start_ms + f->e->ctx->cfg->miss_wait_ms;
+        at = f->waiters->start_ms + f->e->flights->opts.miss_wait_ms;
     if (f->fetching && !f->reported && f->sent_ms + flight_allowance(f->e) < at)
         at = f->sent_ms + flight_allowance(f->e);
     if (!f->fetching && f->poll_until > 0) {
@@ -326,7 +328,7 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
     }
     if (m->type == WIRE_MOVED && !f->moved) {
         f->moved = 1;
-        router_moved(e->router, f->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
+        router_moved(e->owners->router, f->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
                      (int)m->u.moved.owner, m->u.moved.map_gen);
         struct route rt;
         struct owner_ref *o =
@@ -344,8 +346,8 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
      * floor is raised only once the owner's flush is done), older only if yet
      * another flush overtook it; after FLIGHT_REFETCH_MAX of those it is
      * answered as is. */
-    if (m->type == WIRE_VALUE && f->refetched < FLIGHT_REFETCH_MAX && e->cache != NULL &&
-        cache_forgotten(e->cache, m->u.value.stamp)) {
+    if (m->type == WIRE_VALUE && f->refetched < FLIGHT_REFETCH_MAX && e->cache->cache != NULL &&
+        cache_forgotten(e->cache->cache, m->u.value.stamp)) {
         f->refetched++;
         if (flight_send(f) == 0)
             return;
@@ -380,13 +382,13 @@ static int colo_poll(struct flight *f)
     struct edge *e = f->e;
     struct cache_hit hit;
     int64_t now = clock_mono_ms();
-    if (cache_get(e->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now, &e->cval,
-                  &hit) == HKV_OK &&
+    if (cache_get(e->cache->cache, buf_head(&f->key), buf_unread(&f->key), f->hash, now,
+                  &e->cache->cval, &hit) == HKV_OK &&
         flight_servable(e, hit.fresh_until, now) &&
         !(hit.expire_at != 0 && hit.expire_at <= clock_unix_ms()) &&
-        buf_append(&f->val, buf_head(&e->cval), buf_unread(&e->cval)) == HKV_OK) {
+        buf_append(&f->val, buf_head(&e->cache->cval), buf_unread(&e->cache->cval)) == HKV_OK) {
         /* The value is copied: answering a waiter may run other requests,
-         * which look entries up into e->cval. */
+         * which look entries up into e->cache->cval. */
         struct flight_answer a = {
             .kind = FLIGHT_DATA, .found = !hit.negative, .v = buf_head(&f->val),
             .n = buf_unread(&f->val), .expire_at = hit.expire_at,
@@ -400,8 +402,8 @@ static int colo_poll(struct flight *f)
         return 1;
     }
     uint64_t token = edge_cache_token(e);
-    int mine = cache_lock(e->cache, f->hash, token, now, edge_lock_ttl(e));
-    if (mine || now >= f->started_ms + e->ctx->cfg->miss_wait_ms / 2) {
+    int mine = cache_lock(e->cache->cache, f->hash, token, now, edge_lock_ttl(e));
+    if (mine || now >= f->started_ms + e->flights->opts.miss_wait_ms / 2) {
         f->token = mine ? token : 0;
         f->poll_until = 0;
         if (flight_send(f) != 0) {
@@ -424,7 +426,7 @@ static void release_cached(struct flight *f, int64_t now)
     while (f->waiters != NULL && late_cached(f, &a, now)) {
         struct flight_waiter *w = pop(f);
         if (a.stale)
-            cache_count(f->e->cache, CACHE_CTR_cache_silent_stale_hits, 1);
+            cache_count(f->e->cache->cache, CACHE_CTR_cache_silent_stale_hits, 1);
         deliver(f, w, &a);
     }
 }
@@ -445,7 +447,7 @@ static void flight_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct flight *f = arg;
     int64_t now = clock_mono_ms();
-    int64_t wait = f->e->ctx->cfg->miss_wait_ms;
+    int64_t wait = f->e->flights->opts.miss_wait_ms;
     /* Reported before any waiter is answered: the reader answered late now
      * must find the mark when it reads the next key. */
     if (f->fetching && !f->reported && now >= f->sent_ms + flight_allowance(f->e)) {
@@ -489,7 +491,7 @@ struct flight *flight_start(struct edge *e, const char *key, size_t len, const s
     f->e = e;
     f->hash = rt->hash;
     f->rt = *rt;
-    f->cfg = cfg_ref(e->ctx->cfg); /* the config the router routed with */
+    f->cfg = cfg_ref(e->flights->opts.routed); /* the config the router routed with */
     f->owner = o;
     f->moved = f->fetching = f->refetched = 0;
     f->token = 0;
@@ -503,16 +505,16 @@ struct flight *flight_start(struct edge *e, const char *key, size_t len, const s
     f->hnext = *bucket(e, rt->hash);
     *bucket(e, rt->hash) = f;
     f->linked = 1;
-    if (e->cache != NULL) {
+    if (e->cache->cache != NULL) {
         uint64_t token = edge_cache_token(e);
         int64_t now = clock_mono_ms();
-        if (!cache_lock(e->cache, rt->hash, token, now, edge_lock_ttl(e))) {
-            cache_count(e->cache, CACHE_CTR_cache_refresh_lock_waits, 1);
+        if (!cache_lock(e->cache->cache, rt->hash, token, now, edge_lock_ttl(e))) {
+            cache_count(e->cache->cache, CACHE_CTR_cache_refresh_lock_waits, 1);
             if (background) {
                 flight_free(f); /* another edge refreshes it: keep serving stale */
                 return NULL;
             }
-            f->poll_until = now + e->ctx->cfg->miss_wait_ms;
+            f->poll_until = now + e->flights->opts.miss_wait_ms;
             rearm(f);
             return f;
         }
@@ -527,12 +529,13 @@ struct flight *flight_start(struct edge *e, const char *key, size_t len, const s
 
 /* ---- setup ------------------------------------------------------------------------ */
 
-int flights_setup(struct edge *e, flight_answer_fn answer)
+int flights_setup(struct edge *e, flight_answer_fn answer, const struct flights_opts *opts)
 {
     e->flights = calloc(1, sizeof(*e->flights));
     if (e->flights == NULL)
         return -1;
     e->flights->answer = answer;
+    e->flights->opts = *opts;
     return 0;
 }
 
@@ -571,9 +574,13 @@ void flights_teardown(struct edge *e)
  * armed for the old, later deadline.  Firing it now (it runs after the new
  * config is installed) answers the waiters already past the new miss-wait
  * and re-arms for the rest, so the lower wait applies at once. */
-void flights_reload(struct edge *e, const struct cfg *next)
+void flights_reload(struct edge *e, const struct flights_opts *opts)
 {
-    if (e->flights == NULL || next->miss_wait_ms >= e->ctx->cfg->miss_wait_ms)
+    if (e->flights == NULL)
+        return;
+    int64_t was = e->flights->opts.miss_wait_ms;
+    e->flights->opts = *opts;
+    if (opts->miss_wait_ms >= was)
         return;
     for (size_t i = 0; i < FLIGHT_BUCKETS; i++)
         for (struct flight *f = e->flights->table[i]; f != NULL; f = f->hnext)

@@ -67,13 +67,20 @@ struct flight_answer {
     size_t errlen;
 };
 
+/* The flights' options (the process builds them from the config). */
+struct flights_opts {
+    int64_t miss_wait_ms;         /* how long a reader waits for a fetch */
+    struct cfg *routed;           /* the config the router routes with (the live one):
+                                   * each flight keeps a reference, for its route's class */
+};
+
 /* e->flights with the answer callback; 0, or -1 on allocation failure. */
-int flights_setup(struct edge *e, flight_answer_fn answer);
+int flights_setup(struct edge *e, flight_answer_fn answer, const struct flights_opts *opts);
 /* Frees every flight (no waiter is answered; process exit). */
 void flights_teardown(struct edge *e);
-/* A reload to next (before it is installed): a lower miss-wait applies at
- * once to the readers already waiting. */
-void flights_reload(struct edge *e, const struct cfg *next);
+/* A reload (the options of the config about to be installed): a lower
+ * miss-wait applies at once to the readers already waiting. */
+void flights_reload(struct edge *e, const struct flights_opts *opts);
 
 /* The flight of key already in the air from this process, or NULL. */
 struct flight *flight_find(struct edge *e, uint64_t hash, const char *key, size_t len);

@@ -23,10 +23,12 @@
 
 #include <stdlib.h>
 
+#include "server/colo/cache.h"
 #include "server/colo/cache_health.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/core/topo.h"
+#include "server/edge/edge_cache.h"
 
 struct eh_owner {
     struct ehealth *h;
@@ -38,13 +40,14 @@ struct ehealth {
     struct edge *e;
     struct event *timer;
     int nwatch;                   /* owners watched */
-    int n;                        /* slots: e->nowners */
+    int n;                        /* slots: e->owners->n */
+    int64_t interval_ms;          /* owner-probe-interval (edge_health_setup, _reload) */
     struct eh_owner own[];
 };
 
 static int64_t interval_ms(const struct edge *e)
 {
-    return e->ctx->cfg->owner_probe_interval_ms;
+    return e->health->interval_ms;
 }
 
 static int64_t trust_ms(const struct edge *e)
@@ -54,10 +57,10 @@ static int64_t trust_ms(const struct edge *e)
 
 static int slot_of(const struct edge *e, const struct owner_ref *o)
 {
-    if (e->health == NULL || e->cache == NULL || o == NULL || o < e->owners ||
-        o >= e->owners + e->health->n)
+    if (e->health == NULL || e->cache->cache == NULL || o == NULL || o < e->owners->ref ||
+        o >= e->owners->ref + e->health->n)
         return -1;
-    return (int)(o - e->owners);
+    return (int)(o - e->owners->ref);
 }
 
 static void arm(struct ehealth *h)
@@ -93,7 +96,7 @@ int edge_owner_silent(struct edge *e, const struct owner_ref *o, int64_t now)
     if (g < 0)
         return 0;
     struct cache_health_view v;
-    cache_health_get(e->cache, (unsigned)g, now, &v);
+    cache_health_get(e->cache->cache, (unsigned)g, now, &v);
     if (!v.marked)
         return 0;
     if (!e->health->own[g].watching)
@@ -108,8 +111,8 @@ void edge_health_answered(struct edge *e, const struct owner_ref *o)
         return;
     int64_t now = clock_mono_ms();
     struct cache_health_view v;
-    cache_health_get(e->cache, (unsigned)g, now, &v);
-    if (cache_health_answered(e->cache, (unsigned)g, now) && v.marked) {
+    cache_health_get(e->cache->cache, (unsigned)g, now, &v);
+    if (cache_health_answered(e->cache->cache, (unsigned)g, now) && v.marked) {
         char name[64];
         log_notice("owner %s answers again: no longer marked silent (marked %lld ms ago)",
                    owner_name(o, name, sizeof(name)), (long long)(now - v.since));
@@ -120,7 +123,7 @@ int edge_health_unanswered(struct edge *e, const struct owner_ref *o, int64_t se
                            int64_t now)
 {
     int g = slot_of(e, o);
-    if (g < 0 || !cache_health_unanswered(e->cache, (unsigned)g, sent_ms, now))
+    if (g < 0 || !cache_health_unanswered(e->cache->cache, (unsigned)g, sent_ms, now))
         return 0;
     char name[64];
     log_warning("owner %s marked silent: a read sent %lld ms ago is unanswered; its stale "
@@ -134,9 +137,9 @@ int edge_health_silent_count(struct edge *e)
 {
     int n = 0;
     int64_t now = clock_mono_ms();
-    for (int g = 0; e->health != NULL && e->cache != NULL && g < e->health->n; g++) {
+    for (int g = 0; e->health != NULL && e->cache->cache != NULL && g < e->health->n; g++) {
         struct cache_health_view v;
-        cache_health_get(e->cache, (unsigned)g, now, &v);
+        cache_health_get(e->cache->cache, (unsigned)g, now, &v);
         n += v.marked;
     }
     return n;
@@ -150,7 +153,7 @@ static void probe_cb(void *arg, int status, const struct wire_msg *m)
     struct ehealth *h = eo->h;
     eo->probing = 0;
     if (status == HKV_OK)
-        edge_health_answered(h->e, &h->e->owners[eo - h->own]);
+        edge_health_answered(h->e, &h->e->owners->ref[eo - h->own]);
 }
 
 /* o's READ link, if a probe can go out on it now. */
@@ -167,7 +170,7 @@ static void probe(struct ehealth *h, int g, struct elink *l)
     if (wire_put_ping(b, id) != HKV_OK || elink_commit(l, id, probe_cb, &h->own[g]) != HKV_OK)
         return;
     h->own[g].probing = 1;
-    cache_count(h->e->cache, CACHE_CTR_owner_probes, 1);
+    cache_count(h->e->cache->cache, CACHE_CTR_owner_probes, 1);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -180,7 +183,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         if (!eo->watching)
             continue;
         struct cache_health_view v;
-        cache_health_get(e->cache, (unsigned)g, now, &v);
+        cache_health_get(e->cache->cache, (unsigned)g, now, &v);
         if (!v.marked) {
             eo->watching = 0; /* it answered (some edge heard it) */
             h->nwatch--;
@@ -192,7 +195,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
          * edge with no link to the owner leaves the turn to others. */
         struct elink *l = eo->probing ? NULL : probe_link(h, g);
         if ((eo->probing || l != NULL) &&
-            cache_health_probe_claim(e->cache, (unsigned)g, now, interval_ms(e)) && l != NULL)
+            cache_health_probe_claim(e->cache->cache, (unsigned)g, now, interval_ms(e)) &&
+            l != NULL)
             probe(h, g, l);
     }
     if (h->nwatch > 0)
@@ -201,9 +205,15 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* ---- setup ------------------------------------------------------------------------ */
 
-int edge_health_setup(struct edge *e)
+void edge_health_reload(struct ehealth *h, int64_t probe_interval_ms)
 {
-    int n = e->nowners > 0 ? e->nowners : 0;
+    if (h != NULL)
+        h->interval_ms = probe_interval_ms;
+}
+
+int edge_health_setup(struct edge *e, int64_t probe_interval_ms)
+{
+    int n = e->owners->n > 0 ? e->owners->n : 0;
     if (n > CACHE_HEALTH_OWNERS)
         n = CACHE_HEALTH_OWNERS; /* (cannot happen: 256 + 256 on a host, 256 in a cluster) */
     struct ehealth *h = calloc(1, sizeof(*h) + (size_t)n * sizeof(h->own[0]));
@@ -211,6 +221,7 @@ int edge_health_setup(struct edge *e)
         return -1;
     h->e = e;
     h->n = n;
+    h->interval_ms = probe_interval_ms;
     for (int g = 0; g < n; g++)
         h->own[g].h = h;
     h->timer = evtimer_new(e->base, on_tick, h);

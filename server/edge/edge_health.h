@@ -16,7 +16,7 @@
  * 3 x owner-probe-interval.
  *
  * Owners are named by their owner_ref; the slot in the colo is its index
- * in e->owners.  With no colo cache (e->cache NULL) nothing is marked.
+ * in e->owners.  With no colo cache (e->cache->cache NULL) nothing is marked.
  */
 #ifndef HKV_EDGE_HEALTH_H
 #define HKV_EDGE_HEALTH_H
@@ -26,9 +26,11 @@
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 
-/* e->health (after owners_setup: it sizes itself by e->nowners).  0, or -1
+/* e->health (after owners_setup: it sizes itself by e->owners->n).  0, or -1
  * on allocation failure. */
-int edge_health_setup(struct edge *e);
+int edge_health_setup(struct edge *e, int64_t probe_interval_ms);
+/* A reload: owner-probe-interval from the new config. */
+void edge_health_reload(struct ehealth *h, int64_t probe_interval_ms);
 /* Frees it (no probe callback runs after: links are torn down unanswered). */
 void edge_health_teardown(struct edge *e);
 

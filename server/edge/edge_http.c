@@ -32,33 +32,34 @@
 #include "server/core/router.h"
 #include "server/core/router_map.h"
 #include "server/edge/auth.h"
+#include "server/edge/edge_auth.h"
 #include "server/edge/edge_http_int.h"
 #include "server/edge/edge_metrics.h"
 #include "server/edge/edge_rl.h"
+#include "server/edge/edge_sess.h"
 
 #define AUTH_HDR "WWW-Authenticate: Basic realm=\"hotkvd\", charset=\"UTF-8\"\r\n"
 
 /* ---- setup ---------------------------------------------------------------------- */
 
-static void load_allow(struct edge *e, const struct cfg *cfg)
+static void load_allow(struct edge *e, const struct http_opts *o)
 {
     struct http_edge *he = e->http;
-    struct cfg_cidr *a = calloc(cfg->nhttp_metrics_allow ? cfg->nhttp_metrics_allow : 1,
-                                sizeof(*a));
+    struct cfg_cidr *a = calloc(o->nmetrics_allow ? o->nmetrics_allow : 1, sizeof(*a));
     if (a == NULL) {
         log_warning("reload: out of memory for http-metrics-allow; the old list stays");
         return;
     }
     size_t n = 0;
-    for (size_t i = 0; i < cfg->nhttp_metrics_allow; i++)
-        if (cfg_cidr_parse(cfg->http_metrics_allow[i], &a[n]) == HKV_OK)
+    for (size_t i = 0; i < o->nmetrics_allow; i++)
+        if (cfg_cidr_parse(o->metrics_allow[i], &a[n]) == HKV_OK)
             n++;
     free(he->allow);
     he->allow = a;
     he->nallow = n;
 }
 
-int edge_http_setup(struct edge *e)
+int edge_http_setup(struct edge *e, const struct http_opts *opts)
 {
     if (e->ectx->nhttp == 0)
         return 0;
@@ -69,7 +70,9 @@ int edge_http_setup(struct edge *e)
     he->rnd = (uint64_t)clock_mono_ns() ^ ((uint64_t)e->ctx->slot << 48);
     atomic_store_explicit(&e->stats->http_polls_held, 0, memory_order_relaxed);
     atomic_store_explicit(&e->stats->http_watch_streams, 0, memory_order_relaxed);
-    load_allow(e, e->ctx->cfg);
+    he->opts = *opts;
+    he->opts.metrics_allow = NULL;
+    load_allow(e, opts);
     return edge_http_wake_setup(e);
 }
 
@@ -85,12 +88,14 @@ void edge_http_teardown(struct edge *e)
     e->http = NULL;
 }
 
-void edge_http_reload(struct edge *e, const struct cfg *next)
+void edge_http_reload(struct edge *e, const struct http_opts *opts)
 {
     if (e->http == NULL)
         return;
-    load_allow(e, next);
-    edge_http_sess_reload(e, next);
+    load_allow(e, opts);
+    edge_http_sess_reload(e, opts); /* compares with the old options */
+    e->http->opts = *opts;
+    e->http->opts.metrics_allow = NULL;
 }
 
 /* ---- connections ------------------------------------------------------------------ */
@@ -102,11 +107,11 @@ void edge_http_accepted(struct conn *c, const struct sockaddr *peer)
         c->close_after_write = 1;
         return;
     }
-    c->http = hs;
+    sess_of(c)->http = hs;
     http_req_parser_init(&hs->parser, NULL);
-    c->user = auth_initial_user(c->e->auth);
-    c->user_implicit = 1;
-    c->remote = peer == NULL || !auth_is_loopback(peer);
+    sess_of(c)->user = auth_initial_user(c->e->auth->users);
+    sess_of(c)->user_implicit = 1;
+    sess_of(c)->remote = peer == NULL || !auth_is_loopback(peer);
     if (peer != NULL && (peer->sa_family == AF_INET || peer->sa_family == AF_INET6)) {
         memcpy(&hs->peer, peer, peer->sa_family == AF_INET ? sizeof(struct sockaddr_in)
                                                            : sizeof(struct sockaddr_in6));
@@ -116,12 +121,12 @@ void edge_http_accepted(struct conn *c, const struct sockaddr *peer)
 
 int edge_http_hangup(struct conn *c)
 {
-    return edge_http_sess_holds(c->http); /* a held poll or stream was for this client only */
+    return edge_http_sess_holds(sess_of(c)->http); /* a held poll or stream was for this client only */
 }
 
 void edge_http_closing(struct conn *c)
 {
-    struct http_sess *hs = c->http;
+    struct http_sess *hs = sess_of(c)->http;
     if (hs == NULL)
         return;
     while (hs->reqs != NULL) {
@@ -131,7 +136,7 @@ void edge_http_closing(struct conn *c)
         hreq_free(r);
     }
     free(hs);
-    c->http = NULL;
+    sess_of(c)->http = NULL;
 }
 
 /* ---- endpoints ---------------------------------------------------------------------- */
@@ -173,7 +178,7 @@ static int host_serving(struct edge *e)
             !atomic_load_explicit(&s->ready, memory_order_relaxed))
             return 0;
     }
-    struct rmap *m = router_map(e->router);
+    struct rmap *m = router_map(e->owners->router);
     if (m == NULL)
         return 1;
     rmap_sync(m, e->ctx->cmap);
@@ -203,7 +208,7 @@ static void healthz(struct conn *c, const struct run *x)
 static void metrics(struct conn *c, const struct run *x)
 {
     struct http_edge *he = c->e->http;
-    struct http_sess *hs = c->http;
+    struct http_sess *hs = sess_of(c)->http;
     const struct http_req *q = x->req;
     int ok = 0;
     for (size_t i = 0; i < he->nallow && !ok; i++)
@@ -251,18 +256,18 @@ static int gates(struct conn *c, const struct run *x, struct http_slice raw)
                   "authentication required");
         return -1;
     }
-    c->user = user;
+    sess_of(c)->user = user;
     const struct cmd_def *d = cmd_get(CMD_GET);
-    if (!auth_user_unrestricted(e->auth, user)) {
+    if (!auth_user_unrestricted(e->auth->users, user)) {
         struct resp_slice argv[2] = {{"GET", 3}, {buf_head(&he->key), klen}};
-        if (auth_allowed(e->auth, user, d, 2, argv) != AUTH_OK) {
+        if (auth_allowed(e->auth->users, user, d, 2, argv) != AUTH_OK) {
             hr_simple(c, &c->out, 403, q->minor, x->keep_alive, head, NULL,
                       "no permission to read this key");
             return -1;
         }
     }
     int64_t retry_ms = 0;
-    if (e->rl_map[CMD_GET] != RL_CLS_NONE && edge_rl_over(c, d, &retry_ms)) {
+    if (e->rl->map[CMD_GET] != RL_CLS_NONE && edge_rl_over(c, d, &retry_ms)) {
         char extra[64];
         snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
                  (long long)(retry_ms <= 0 ? 1 : (retry_ms + 999) / 1000));
@@ -305,7 +310,7 @@ static int param(struct conn *c, const struct run *x, const char *name, struct h
 static int over_polls(struct conn *c, const struct run *x)
 {
     struct edge *e = c->e;
-    if (e->http->nheld < (uint64_t)e->ctx->cfg->http_max_polls)
+    if (e->http->nheld < (uint64_t)e->http->opts.max_polls)
         return 0;
     board_add(&e->stats->http_polls_refused, 1);
     hr_simple(c, &c->out, 503, x->req->minor, x->keep_alive, x->req->method == HTTP_HEAD,
@@ -326,7 +331,7 @@ static void kv(struct conn *c, const struct run *x, struct http_slice raw)
     int has_i = param(c, x, "index", &iv), has_w;
     if (has_i < 0 || (has_w = param(c, x, "wait", &wv)) < 0)
         return;
-    uint64_t index = 0, wait = (uint64_t)e->ctx->cfg->http_poll_max_wait_ms;
+    uint64_t index = 0, wait = (uint64_t)e->http->opts.poll_max_wait_ms;
     if ((has_i && http_parse_u64(iv, &index) != HKV_OK) ||
         (has_w && http_parse_wait(wv, &wait) != HKV_OK)) {
         bad(c, x, "index needs a number, wait a duration (30s, 1500ms, 5m)");
@@ -340,7 +345,7 @@ static void kv(struct conn *c, const struct run *x, struct http_slice raw)
     request(c, x, has_i ? HREQ_POLL : HREQ_GET, &r);
     r.index = index;
     r.has_index = has_i;
-    int64_t cap = e->ctx->cfg->http_poll_max_wait_ms;
+    int64_t cap = e->http->opts.poll_max_wait_ms;
     int64_t w = (int64_t)wait < cap ? (int64_t)wait : cap;
     if (e->stopping)
         w = 0; /* a draining edge holds nothing new: answered as a held poll is at the stop */
@@ -394,7 +399,7 @@ static void run_request(struct conn *c, void *arg)
     const struct run *x = arg;
     const struct http_req *q = x->req;
     struct http_slice rest;
-    c->ncmds++;
+    sess_of(c)->ncmds++;
     if (edge_http_sess_denied(c)) {
         hr_simple(c, &c->out, 403, q->minor, 0, q->method == HTTP_HEAD, NULL,
                   "protected mode: hotkvd serves only loopback clients until a password is set "
@@ -428,7 +433,7 @@ static void run_timeout(struct conn *c, void *arg)
 
 long edge_http_input(struct conn *c, const char *p, size_t n)
 {
-    struct http_sess *hs = c->http;
+    struct http_sess *hs = sess_of(c)->http;
     if (hs == NULL) {
         c->close_after_write = 1;
         return -1;
@@ -468,18 +473,18 @@ void edge_http_cron(struct edge *e, int64_t now)
 {
     if (e->http == NULL)
         return;
-    const struct cfg *cfg = e->ctx->cfg;
-    struct conn *c = e->conns;
+    const struct http_opts *o = &e->http->opts;
+    struct conn *c = e->conns->list;
     while (c != NULL) {
         struct conn *next = c->next;
-        struct http_sess *hs = c->http;
+        struct http_sess *hs = sess_of(c)->http;
         if (hs == NULL) {
             c = next;
             continue;
         }
         int64_t idle_from = c->last_ms > hs->answered_ms ? c->last_ms : hs->answered_ms;
         if (!c->close_after_write && hs->req_start_ms != 0 && !c->paused && c->hold == NULL &&
-            now - hs->req_start_ms >= cfg->http_header_timeout_ms) {
+            now - hs->req_start_ms >= o->header_timeout_ms) {
             /* Slowloris: a header section that does not finish in time (while
              * the connection is read: not behind its own pipeline's bound). */
             c->close_after_write = 1;
@@ -488,7 +493,7 @@ void edge_http_cron(struct edge *e, int64_t now)
             else
                 conn_close(c);
         } else if (!c->close_after_write && hs->req_start_ms == 0 && c->sq_head == NULL &&
-                   buf_unread(&c->out) == 0 && now - idle_from >= cfg->http_keepalive_timeout_ms) {
+                   buf_unread(&c->out) == 0 && now - idle_from >= o->keepalive_timeout_ms) {
             conn_close(c);
         } else {
             /* A watch whose reader was slow sends the latest once it has room
@@ -507,8 +512,9 @@ void edge_http_stop(struct edge *e)
 {
     if (e->http == NULL)
         return;
-    for (struct conn *c = e->conns; c != NULL; c = c->next)
-        for (struct hreq *r = c->http != NULL ? c->http->reqs : NULL; r != NULL; r = r->cnext) {
+    for (struct conn *c = e->conns->list; c != NULL; c = c->next)
+        for (struct hreq *r = sess_of(c)->http != NULL ? sess_of(c)->http->reqs : NULL; r != NULL;
+             r = r->cnext) {
             if (r->kind == HREQ_POLL)
                 edge_http_kv_stop(r);
             else if (r->kind == HREQ_WATCH)

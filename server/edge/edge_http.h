@@ -42,12 +42,26 @@
 #include "proto/buf.h"
 #include "server/edge/edge_conn.h"
 
+/* The HTTP front door's options (the process builds them from the config,
+ * at setup and at each reload; the allow list points into that config and
+ * is parsed by the call). */
+struct http_opts {
+    char *const *metrics_allow;   /* http-metrics-allow: who may GET /metrics */
+    size_t nmetrics_allow;
+    int64_t max_polls;            /* held long polls + watch streams per edge */
+    int64_t poll_max_wait_ms;
+    int64_t header_timeout_ms;    /* a request's header section, first byte to last */
+    int64_t keepalive_timeout_ms; /* idle between requests */
+    int64_t heartbeat_ms;         /* watch streams: a comment line this often */
+    int64_t negative_ttl_ms;      /* a 404's Cache-Control max-age */
+};
+
 /* e->http (NULL when the edge has no HTTP socket): 0, or -1 (memory). */
-int edge_http_setup(struct edge *e);
+int edge_http_setup(struct edge *e, const struct http_opts *opts);
 /* After every connection is closed. */
 void edge_http_teardown(struct edge *e);
 /* http-metrics-allow and the other reloadable directives from next. */
-void edge_http_reload(struct edge *e, const struct cfg *next);
+void edge_http_reload(struct edge *e, const struct http_opts *opts);
 /* Every 100 ms: header and keep-alive timeouts, slow watch readers. */
 void edge_http_cron(struct edge *e, int64_t now_ms);
 /* The edge stops: held polls are answered with what the colo holds, and

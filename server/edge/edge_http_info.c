@@ -24,7 +24,7 @@ static uint64_t sum(struct edge *e, size_t off)
 
 void edge_http_info(struct hkv_buf *b, struct edge *e)
 {
-    const struct cfg *cfg = e->ctx->cfg;
+    const struct cfg *cfg = edge_config(e);
     buf_printf(b, "# HTTP\r\nhttp_port:%d\r\nhttps_port:%d\r\n", cfg->http_port, cfg->https_port);
 #define X(name, kind, help)                                                                      \
     if (sizeof(#name) > 5 && __builtin_memcmp(#name, "http_", 5) == 0)                           \

@@ -38,6 +38,7 @@
 #include "proto/http_req.h"
 #include "proto/stamp.h"
 #include "server/edge/edge_conn.h"
+#include "server/edge/edge_http.h"
 #include "server/edge/edge_flight.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_render.h"
@@ -63,6 +64,7 @@ struct http_edge {
     int serving;                  /* the host served once (/healthz: host_serving) */
     uint64_t rnd;                 /* jitter */
     struct hkv_buf key;           /* a request's key, percent-decoded */
+    struct http_opts opts;        /* opts.metrics_allow is NULL here (parsed into allow) */
 };
 
 /* One HTTP connection's session (c->http). */
@@ -221,7 +223,7 @@ int edge_http_sess_login(struct conn *c, const struct http_req *q);
 /* A reload (after edge_auth_reload): sessions whose held requests no longer
  * log in, or may no longer read their key, are closed soon; held timers that
  * next makes earlier are re-armed. */
-void edge_http_sess_reload(struct edge *e, const struct cfg *next);
+void edge_http_sess_reload(struct edge *e, const struct http_opts *next);
 
 /* ---- edge_http_watch.c --------------------------------------------------------------- */
 

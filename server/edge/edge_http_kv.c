@@ -40,6 +40,7 @@
 #include "config/cfg.h"
 #include "server/core/clock.h"
 #include "server/edge/edge_http_int.h"
+#include "server/edge/edge_int.h"
 
 static void kv_result(struct hreq *r, const struct hres *res);
 static void kv_changed(struct hreq *r, hkv_stamp v);
@@ -55,7 +56,7 @@ static void render(struct hreq *r, const struct hres *res)
     struct hkv_buf *out = hreq_out(r);
     if (out == NULL)
         return;
-    const struct cfg *cfg = e->ctx->cfg;
+    const struct cfg *cfg = edge_config(e);
     if (res->error) {
         int oom = res->errlen >= 7 && memcmp(res->err, "ERR out", 7) == 0;
         char body[200];
@@ -80,7 +81,7 @@ static void render(struct hreq *r, const struct hres *res)
                  "X-Hotkvd-Index: %llu\r\nX-Hotkvd-Stale: %d\r\nAge: %llu\r\n"
                  "Cache-Control: max-age=%lld\r\n",
                  (unsigned long long)v, res->f.stale ? 1 : 0, (unsigned long long)age,
-                 (long long)(cfg->negative_ttl_ms / 1000));
+                 (long long)(e->http->opts.negative_ttl_ms / 1000));
         hr_simple(c, out, 404, r->minor, r->keep_alive, r->head, extra, "not found");
         return;
     }

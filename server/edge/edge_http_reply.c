@@ -18,6 +18,7 @@
 
 #include "server/core/clock.h"
 #include "server/edge/edge_http_int.h"
+#include "server/edge/edge_sess.h"
 
 const char *hr_reason(int status)
 {
@@ -84,8 +85,8 @@ void hr_status(struct conn *c, struct hkv_buf *out, int status, int minor, int k
                             : status >= 300 ? &st->http_requests_3xx
                                             : &st->http_requests_2xx;
     board_add(ctr, 1);
-    if (c->http != NULL)
-        c->http->answered_ms = clock_mono_ms();
+    if (sess_of(c)->http != NULL)
+        sess_of(c)->http->answered_ms = clock_mono_ms();
     buf_append_str(out, "HTTP/1.1 ");
     hr_u64(out, (uint64_t)(status > 0 ? status : 0));
     buf_append(out, " ", 1);

@@ -6,7 +6,7 @@
  * Every request authenticates (Basic credentials, or none: the initial
  * user).  A keep-alive client's last good credentials are remembered so it
  * is not hashed on every request; they are valid only under the users table
- * they were checked against, named by its generation (e->auth_gen, bumped at
+ * they were checked against, named by its generation (e->auth->gen, bumped at
  * each rebuild, edge_auth.c), never by its address: a reload frees the
  * table and a later one can get the same address back from malloc, which
  * once let a revoked password through on 3 of 150 reloads, with a cached
@@ -38,6 +38,7 @@
 #include "server/edge/auth.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_http_int.h"
+#include "server/edge/edge_sess.h"
 
 int edge_http_sess_holds(const struct http_sess *hs)
 {
@@ -49,7 +50,7 @@ int edge_http_sess_holds(const struct http_sess *hs)
 
 int edge_http_sess_denied(const struct conn *c)
 {
-    return c->remote && auth_protected(c->e->auth);
+    return sess_of(c)->remote && auth_protected(c->e->auth->users);
 }
 
 static int cred_is(const struct http_sess *hs, struct http_slice a)
@@ -60,28 +61,28 @@ static int cred_is(const struct http_sess *hs, struct http_slice a)
 int edge_http_sess_login(struct conn *c, const struct http_req *q)
 {
     struct edge *e = c->e;
-    struct http_sess *hs = c->http;
+    struct http_sess *hs = sess_of(c)->http;
     if (!edge_http_sess_holds(hs))
         hs->logins = 0; /* nothing held: no earlier login to check at a reload */
     char cred[512];
     struct http_slice u, p;
     int rc = http_req_basic(q, cred, sizeof(cred), &u, &p);
     if (rc == HKV_ENOENT && q->authorization.p == NULL) {
-        c->user_implicit = 1;
+        sess_of(c)->user_implicit = 1;
         hs->logins |= HTTP_LOGIN_IMPLICIT;
-        return auth_initial_user(e->auth);
+        return auth_initial_user(e->auth->users);
     }
     if (rc != HKV_OK) {
         board_add(&e->stats->auth_failures, 1);
         return -1;
     }
     struct http_slice a = q->authorization;
-    if (hs->cred_gen == e->auth_gen && cred_is(hs, a)) {
-        c->user_implicit = 0;
+    if (hs->cred_gen == e->auth->gen && cred_is(hs, a)) {
+        sess_of(c)->user_implicit = 0;
         hs->logins |= HTTP_LOGIN_CACHED;
         return hs->cred_user;
     }
-    int id = auth_check_password(e->auth, u.p, u.len, p.p, p.len);
+    int id = auth_check_password(e->auth->users, u.p, u.len, p.p, p.len);
     if (id < 0) {
         board_add(&e->stats->auth_failures, 1);
         return -1;
@@ -91,7 +92,7 @@ int edge_http_sess_login(struct conn *c, const struct http_req *q)
     if (a.len <= sizeof(hs->cred)) {
         memcpy(hs->cred, a.p, a.len);
         hs->cred_len = a.len;
-        hs->cred_gen = e->auth_gen;
+        hs->cred_gen = e->auth->gen;
         hs->cred_user = id;
         hs->logins |= HTTP_LOGIN_CACHED;
     } else {
@@ -99,7 +100,7 @@ int edge_http_sess_login(struct conn *c, const struct http_req *q)
         hs->cred_gen = 0;
         hs->logins |= HTTP_LOGIN_OTHER;
     }
-    c->user_implicit = 0;
+    sess_of(c)->user_implicit = 0;
     return id;
 }
 
@@ -108,10 +109,10 @@ static int may_read(struct edge *e, int id, const struct hreq *r)
 {
     if (id < 0)
         return 0;
-    if (auth_user_unrestricted(e->auth, id))
+    if (auth_user_unrestricted(e->auth->users, id))
         return 1;
     struct resp_slice argv[2] = {{"GET", 3}, {r->key, r->klen}};
-    return auth_allowed(e->auth, id, cmd_get(CMD_GET), 2, argv) == AUTH_OK;
+    return auth_allowed(e->auth->users, id, cmd_get(CMD_GET), 2, argv) == AUTH_OK;
 }
 
 /* The users were rebuilt: 1 if every login c's held requests may have used
@@ -121,12 +122,12 @@ static int may_read(struct edge *e, int id, const struct hreq *r)
 static int still_allowed(struct conn *c)
 {
     struct edge *e = c->e;
-    struct http_sess *hs = c->http;
+    struct http_sess *hs = sess_of(c)->http;
     int users[2], n = 0;
     if (hs->logins & HTTP_LOGIN_OTHER)
         return 0;
     if (hs->logins & HTTP_LOGIN_IMPLICIT)
-        users[n++] = auth_initial_user(e->auth);
+        users[n++] = auth_initial_user(e->auth->users);
     if (hs->logins & HTTP_LOGIN_CACHED) {
         char cred[512];
         struct http_slice u, p;
@@ -134,9 +135,9 @@ static int still_allowed(struct conn *c)
         memset(&q, 0, sizeof(q));
         q.authorization = (struct http_slice){hs->cred, hs->cred_len};
         int id = hs->cred_len > 0 && http_req_basic(&q, cred, sizeof(cred), &u, &p) == HKV_OK
-                     ? auth_check_password(e->auth, u.p, u.len, p.p, p.len)
+                     ? auth_check_password(e->auth->users, u.p, u.len, p.p, p.len)
                      : -1;
-        hs->cred_gen = id >= 0 ? e->auth_gen : 0;
+        hs->cred_gen = id >= 0 ? e->auth->gen : 0;
         hs->cred_user = id;
         users[n++] = id;
     }
@@ -149,36 +150,38 @@ static int still_allowed(struct conn *c)
 
 /* Timers a reload made earlier: a held poll's wait is capped by
  * http-poll-max-wait from when it began, and a stream's next heartbeat
- * comes within http-heartbeat, as they are in next (e->ctx->cfg is still
- * the old config during the reload hook). */
-static void rearm_held(struct edge *e, const struct cfg *next)
+ * comes within http-heartbeat, as they are in next (e->http->opts still
+ * holds the old ones). */
+static void rearm_held(struct edge *e, const struct http_opts *next)
 {
-    const struct cfg *old = e->ctx->cfg;
+    const struct http_opts *old = &e->http->opts;
     int64_t now = clock_mono_ms();
-    int cap_lower = next->http_poll_max_wait_ms < old->http_poll_max_wait_ms;
-    int hb_lower = next->http_heartbeat_ms < old->http_heartbeat_ms;
+    int cap_lower = next->poll_max_wait_ms < old->poll_max_wait_ms;
+    int hb_lower = next->heartbeat_ms < old->heartbeat_ms;
     if (!cap_lower && !hb_lower)
         return;
-    for (struct conn *c = e->conns; c != NULL; c = c->next)
-        for (struct hreq *r = c->http != NULL ? c->http->reqs : NULL; r != NULL; r = r->cnext) {
+    for (struct conn *c = e->conns->list; c != NULL; c = c->next)
+        for (struct hreq *r = sess_of(c)->http != NULL ? sess_of(c)->http->reqs : NULL; r != NULL;
+             r = r->cnext) {
             if (r->final)
                 continue;
             if (r->kind == HREQ_POLL && cap_lower &&
-                r->deadline_ms > r->start_ms + next->http_poll_max_wait_ms) {
-                r->deadline_ms = r->start_ms + next->http_poll_max_wait_ms;
+                r->deadline_ms > r->start_ms + next->poll_max_wait_ms) {
+                r->deadline_ms = r->start_ms + next->poll_max_wait_ms;
                 if (r->held) /* else its wait is armed when it begins to wait */
                     hreq_timer(r, r->deadline_ms - now);
             } else if (r->kind == HREQ_WATCH && hb_lower) {
-                hreq_timer(r, next->http_heartbeat_ms);
+                hreq_timer(r, next->heartbeat_ms);
             }
         }
 }
 
-void edge_http_sess_reload(struct edge *e, const struct cfg *next)
+void edge_http_sess_reload(struct edge *e, const struct http_opts *next)
 {
-    /* edge_auth_reload ran first: e->auth holds the users in force */
-    for (struct conn *c = e->conns; c != NULL; c = c->next)
-        if (c->http != NULL && !c->auth_close && edge_http_sess_holds(c->http) && !still_allowed(c))
+    /* edge_auth_reload ran first: e->auth->users holds the users in force */
+    for (struct conn *c = e->conns->list; c != NULL; c = c->next)
+        if (sess_of(c)->http != NULL && !sess_of(c)->auth_close &&
+            edge_http_sess_holds(sess_of(c)->http) && !still_allowed(c))
             edge_auth_close_later(c, AUTH_CLOSE_NOW);
     rearm_held(e, next);
 }

@@ -31,9 +31,11 @@
 
 #include "server/colo/changes.h"
 #include "server/core/clock.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_http_int.h"
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_reply.h"
+#include "server/edge/edge_sess.h"
 
 #define PENDING_MAX_MS 50 /* a record not finished by then: its writer died */
 
@@ -102,7 +104,7 @@ static void scan(struct edge *e)
 {
     struct http_edge *he = e->http;
     for (int round = 0; round < 4; round++) {
-        int rc = changes_read(e->changes, &he->cursor, on_record, e);
+        int rc = changes_read(e->cache->changes, &he->cursor, on_record, e);
         if (rc == CHANGES_OK) {
             he->pending_since = 0;
             return;
@@ -116,7 +118,7 @@ static void scan(struct edge *e)
             he->pending_at = he->cursor;
             he->pending_since = now;
         } else if (now - he->pending_since >= PENDING_MAX_MS) {
-            changes_skip(e->changes, &he->cursor); /* its writer died inside it */
+            changes_skip(e->cache->changes, &he->cursor); /* its writer died inside it */
             he->pending_since = 0;
             wake(e, 0, 0, 1);
             continue;
@@ -132,7 +134,7 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
     board_add(&e->stats->http_wakeups, 1);
-    changes_ack(e->changes);
+    changes_ack(e->cache->changes);
     if (e->http->armed)
         scan(e);
 }
@@ -150,7 +152,7 @@ int edge_http_wake_setup(struct edge *e)
     he->retry = evtimer_new(e->base, on_retry, e);
     if (he->retry == NULL)
         return -1;
-    int fd = changes_fd(e->changes);
+    int fd = changes_fd(e->cache->changes);
     if (fd < 0)
         return 0; /* no ring: held readers wake at their deadlines */
     he->signal = event_new(e->base, fd, EV_READ | EV_PERSIST, on_signal, e);
@@ -167,7 +169,7 @@ void edge_http_wake_teardown(struct edge *e)
     if (he->retry != NULL)
         event_free(he->retry);
     he->signal = he->retry = NULL;
-    changes_arm(e->changes, 0);
+    changes_arm(e->cache->changes, 0);
 }
 
 void hreq_register(struct hreq *r)
@@ -181,7 +183,7 @@ void hreq_register(struct hreq *r)
         /* Armed first, then the ring read from where this edge left it: a
          * change between this reader's read and now is either signalled or
          * already in the ring (at worst every reader is re-checked once). */
-        changes_arm(e->changes, 1);
+        changes_arm(e->cache->changes, 1);
         he->armed = 1;
         event_active(he->signal, EV_READ, 1);
     }
@@ -195,7 +197,7 @@ static void unregister(struct hreq *r)
         return;
     unlink_from(r);
     if (--he->nregistered == 0 && he->armed) {
-        changes_arm(e->changes, 0);
+        changes_arm(e->cache->changes, 0);
         he->armed = 0;
     }
 }
@@ -271,7 +273,7 @@ struct hreq *hreq_keep(struct hreq *r)
     k->hpprev = NULL;
     k->timer = NULL;
     memset(&k->w, 0, sizeof(k->w));
-    struct http_sess *hs = c->http;
+    struct http_sess *hs = sess_of(c)->http;
     k->cprev = NULL;
     k->cnext = hs->reqs;
     if (hs->reqs != NULL)
@@ -299,7 +301,7 @@ void hreq_free(struct hreq *r)
     if (r->cprev != NULL)
         r->cprev->cnext = r->cnext;
     else
-        c->http->reqs = r->cnext;
+        sess_of(c)->http->reqs = r->cnext;
     if (r->cnext != NULL)
         r->cnext->cprev = r->cprev;
     c->held -= cost(r);
@@ -354,7 +356,7 @@ void hreq_read(struct hreq *r, hkv_stamp min)
 {
     struct edge *e = r->c->e;
     struct edge_read_hit h;
-    if (e->cache != NULL && edge_read_cached(e, r->key, r->klen, r->hash, min, &h)) {
+    if (e->cache->cache != NULL && edge_read_cached(e, r->key, r->klen, r->hash, min, &h)) {
         struct hres res = {.found = h.found, .v = h.v, .n = h.n, .expire_at = h.expire_at,
                            .f = h.f};
         r->ops->result(r, &res);

@@ -47,6 +47,7 @@
 #include "server/core/clock.h"
 #include "server/edge/edge_http_int.h"
 #include "server/edge/edge_reply.h"
+#include "server/edge/edge_sess.h"
 
 static void watch_result(struct hreq *r, const struct hres *res);
 static void watch_changed(struct hreq *r, hkv_stamp v);
@@ -166,7 +167,7 @@ static void watch_timer(struct hreq *r)
         else
             hr_chunk(hreq_out(r), r->chunked, "\n", 1);
     }
-    hreq_timer(r, r->c->e->ctx->cfg->http_heartbeat_ms);
+    hreq_timer(r, r->c->e->http->opts.heartbeat_ms);
     if (r->first && !r->reading) {
         hreq_read(r, r->index); /* the first read found nothing to send: again */
         return;
@@ -196,7 +197,7 @@ void edge_http_watch(struct hreq *r)
     if (!k->keep_alive)
         c->close_after_write = 1;
     k->keep_alive = 0; /* the pipeline ends here (above) */
-    c->http->streaming = 1;
+    sess_of(c)->http->streaming = 1;
     struct hkv_buf *out = hreq_out(k);
     hr_status(c, out, 200, k->minor, k->keep_alive);
     buf_printf(out, "Content-Type: %s\r\nCache-Control: no-store\r\nX-Accel-Buffering: no\r\n%s\r\n",
@@ -206,7 +207,7 @@ void edge_http_watch(struct hreq *r)
     hreq_register(k);
     /* final (the edge stops): the read below, if the colo answers it at
      * once, then the end */
-    hreq_timer(k, k->final ? 0 : c->e->ctx->cfg->http_heartbeat_ms);
+    hreq_timer(k, k->final ? 0 : c->e->http->opts.heartbeat_ms);
     hreq_read(k, k->index);
 }
 

@@ -1,8 +1,9 @@
 /*
  * edge_int.h - the edge process's context (struct edge), which every edge
- * module is handed.  Each group of fields
- * belongs to the module named above it (its setup fills them, its teardown
- * frees them); the others only read them.  Private to server/edge/.
+ * module is handed: the process's own fields, then one pointer per module
+ * (as struct owner has).  A module's state is its own struct, defined in
+ * its .c or its _int.h; what others may read of it is the head its header
+ * shows (e->owners->ref, e->cache->cache ...).  Private to server/edge/.
  *
  * The modules, bottom up (a module calls only those before it; anything
  * that flows up is a hook given at setup):
@@ -51,26 +52,48 @@
 
 #include "proto/buf.h"
 #include "proto/resp.h"
-#include "proto/wire.h"
-#include "server/colo/cache.h"
-#include "server/colo/ratelimit.h"
-#include "server/core/counters.h"
-#include "server/core/router.h"
 #include "server/core/worker.h"
 #include "server/edge/edge.h"
 
-struct auth;
-struct changes;
-struct conn;
-struct conn_hooks;
-struct elink;
-struct flights;
+struct conns_opts;
+struct edge_auth;
+struct edge_cache;
+struct edge_clients;
+struct edge_conns;
+struct edge_forgets;
+struct edge_monitor;
+struct edge_ops;
+struct edge_owners;
+struct edge_rl;
 struct ehealth;
+struct flights;
 struct http_edge;
-struct op;
-struct owner_ref;
-struct rslot;
-struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
+
+/* The connection layer's options from a config (edge.c, at setup and at
+ * each reload; the unit suites build theirs with it too).  The hooks and
+ * the poll are the caller's to set. */
+void edge_conns_opts(const struct cfg *cfg, struct conns_opts *o);
+/* The op engine's, likewise (o->backoff_ms points into cfg: op_setup and
+ * op_reload copy it). */
+struct op_opts;
+void edge_op_opts(const struct cfg *cfg, struct op_opts *o);
+/* The owners module's, likewise (its strings point into cfg). */
+struct owners_opts;
+void edge_owners_opts(const struct cfg *cfg, struct owners_opts *o);
+/* The colo cache module's, likewise. */
+struct edge_cache_opts;
+void edge_cache_opts(const struct cfg *cfg, struct edge_cache_opts *o);
+
+/* What the command families read of the config: edge.c fills it at setup
+ * and at each reload (edge_cmd_opts). */
+struct edge_cmd_opts {
+    int64_t multi_max_commands;   /* MULTI's queue (edge_tx.c) */
+    int64_t multi_max_bytes;
+    int64_t keys_max;             /* KEYS refuses to answer more (edge_keys.c) */
+    int64_t max_bulk;             /* proto-max-bulk-len: string results (edge_strread.c) */
+};
+void edge_cmd_opts(const struct cfg *cfg, struct edge_cmd_opts *o);
+
 
 struct edge {
     /* the process (edge.c) */
@@ -78,98 +101,41 @@ struct edge {
     const struct edge_ctx *ectx;  /* the colo and the sockets (edge.h) */
     struct event_base *base;
     struct worker *worker;
+    struct board_slot *stats;     /* this edge's counters in the scoreboard */
     struct evconnlistener **listeners;
     size_t nlisteners;
     struct event *cron;           /* 100 ms: idle timeouts, soft output limits */
     struct event *deadline;       /* stop deadline */
     int stopping;
-    int64_t ops_sample_ms;        /* instantaneous_ops_per_sec sampling */
-    uint64_t ops_sample_cmds;
-    uint64_t ops_per_sec;
-    struct board_slot *stats;     /* this edge's counters in the scoreboard */
+    struct edge_ops_rate {        /* INFO's instantaneous_ops_per_sec, sampled by the cron */
+        int64_t at_ms;            /* the last sample: when, */
+        uint64_t cmds;            /* total_commands_processed then, */
+        uint64_t per_sec;         /* and the rate since the one before */
+    } ops_rate;
+    struct edge_cmd_opts cmd_opts; /* the command families' options */
 
-    /* connections (edge_conn.c, edge_reply.c, edge_conn_tls.c) */
-    const struct conn_hooks *conn_hooks; /* what each connection calls (edge_conn.h) */
-    struct conn *conns;           /* every open connection, a doubly linked list */
-    uint64_t nconns;
-    struct resp_limits limits;
-    struct ssl_ctx_st *tls_ctx;   /* the TLS port's context (rebuilt on reload); NULL: no TLS */
-    struct rslot *free_slots;
-    void (*conn_poll)(struct edge *e); /* between client reads (edge_conn.h: the write lane) */
-    uint32_t conn_reads;          /* client read callbacks, for conn_poll's period */
-    int lane_ep;                  /* epoll set of the write lane's connections; 0 = none yet */
-    int nlane;                    /* connections in the write lane */
-
-    /* the clients board: this edge's rows (edge_clients.c) */
-    struct conn **board_conns;    /* row -> connection (board->clients_cap entries) */
-    uint32_t *board_free;         /* rows freed, a stack */
-    uint32_t board_nfree;
-    uint32_t board_used;          /* rows [0, used) were handed out */
-    int board_tick;               /* cron ticks, for the full refresh */
-
-    /* MONITOR (edge_monitor.c) */
-    int nmonitors;                /* this edge's MONITOR clients */
-    struct event *mon_timer;      /* reads the rings while nmonitors > 0 */
-    uint64_t *mon_pos;            /* per slot: the ring position read up to */
-    struct hkv_buf mon_line;      /* the line being written */
-    struct hkv_buf mon_in;        /* lines being read */
-
-    /* users (edge_auth.c) */
-    struct auth *auth;            /* users and ACLs (auth.h), rebuilt on reload */
-    uint64_t auth_gen;            /* bumped each time auth is rebuilt: a login cached
-                                   * under another generation is checked again by name */
-    struct event *auth_sweep;     /* closes the connections a reload revoked (auth_close) */
-
-    /* owners and routing (edge_owners.c) */
-    struct router *router;
-    uint64_t incarnation;         /* this process, in HELLO (exactly-once retries) */
-    struct owner_ref *owners;     /* hot owners, then cold owners (a cluster: by number - 1) */
-    int nowners;
-    struct ssl_ctx_st *cluster_tls; /* a cluster: the client context of links to other
-                                     * hosts (NULL: none can be made) */
-    uint32_t writer;              /* the edge id in HELLO */
-    void (*link_push)(void *arg, const struct wire_msg *m); /* what links call up */
-    void (*link_drained)(struct elink *l, void *arg);      /* (owners_setup's hooks) */
-    struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
-    int64_t push_checked_ms;      /* edge_push_gap: when every push link was last looked at */
-    int push_all_greeted;         /* and whether each was greeted then */
-
-    /* ops (edge_op.c, edge_op_send.c) */
-    uint64_t next_seq;            /* the last write request number given */
-    struct oreq *wq_head, *wq_tail; /* unfinished write requests, in seq order (edge_op_send.c) */
-    struct op *free_ops;
-    struct op *rs_head, *rs_tail; /* CONFIG RESETSTATs waiting for the master, oldest first
-                                   * (edge_config.c) */
-    struct op *kill_waits;        /* CLIENT KILLs waiting for other edges (edge_client.c) */
-    struct op *all_ops;           /* every op ever made, for teardown */
-    uint64_t nops_writing;        /* write ops not finished (stop waits) */
-    int *op_owner_req;            /* op_split's owner -> request table (nowners) */
-    struct wire_slice *op_keys;   /* one request's keys, contiguous, for encoding */
-    size_t op_keys_cap;
-
-    /* FLUSHALL's cache forgets (edge_keyspace.c) */
-    uint64_t forget_sent;         /* CTL_CACHE_FORGETs sent to the master */
-    uint64_t forget_done;         /* ... and applied (answered in order) */
-    struct op *fg_head, *fg_tail; /* FLUSHALLs waiting for theirs, oldest first */
-
-    /* single-flight fetches (edge_flight.c) */
-    struct flights *flights;
+    /* one pointer per module, bottom up; each is set by the module's
+     * setup, freed by its teardown, and read by others only through the
+     * module's header */
+    struct edge_conns *conns;     /* connections, reply slots, TLS (edge_conn.c) */
+    struct edge_clients *clients; /* this edge's rows in the clients board (edge_clients.c);
+                                   * NULL: its clients are listed by it only */
+    struct edge_monitor *monitor; /* MONITOR (edge_monitor.c); NULL until first used */
+    struct edge_auth *auth;       /* users, the auth gate (edge_auth.c) */
+    struct edge_rl *rl;           /* the rate gate (edge_rl.c) */
+    struct edge_owners *owners;   /* owners, routing, links, STATS (edge_owners.c) */
+    struct edge_cache *cache;     /* the colo cache's use (edge_cache.c) */
+    struct edge_ops *ops;         /* the op engine (edge_op.c) */
+    struct flights *flights;      /* single-flight fetches (edge_flight.c) */
     struct ehealth *health;       /* owners marked silent in the colo (edge_health.c) */
-
-    /* the colo cache (edge_cache.c; looked up by edge_read.c, edge_flight.c) */
-    struct cache *cache;          /* NULL: every read asks the owner */
-    struct changes *changes;      /* the colo's change ring: noted here, read by held
-                                   * HTTP readers (edge_http_wake.c); NULL: none */
-    uint64_t lock_seq;            /* refresh-lock tokens */
-    struct hkv_buf cval;          /* a looked-up value, copied out of the segment */
-    struct hkv_buf scratch;       /* MGET from the segment: the values (edge_read.c) */
-
-    /* the HTTP front door (edge_http*.c): held readers, the change ring's reader */
-    struct http_edge *http;       /* NULL: no HTTP port */
-
-    /* the rate limiter (edge_rl.c) */
-    struct rl *rl;                /* the colo's limiter; NULL: none */
-    const uint16_t *rl_map;       /* limit class of each command id, 0 = unlimited */
+    struct edge_forgets *forgets; /* FLUSHALL's cache forgets (edge_keyspace.c) */
+    struct http_edge *http;       /* the HTTP front door (edge_http*.c); NULL: no HTTP port */
 };
+
+/* The live config, as data, for the modules that show it or copy it (INFO,
+ * /metrics, CONFIG GET/SET, an HTTP GET's content type by class): edge.c's
+ * answer, so that no module reaches into the worker context for it.  A
+ * module's own options come from its opts struct, never from here. */
+const struct cfg *edge_config(const struct edge *e);
 
 #endif

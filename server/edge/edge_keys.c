@@ -34,6 +34,7 @@
 #include "server/core/topo.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/edge_sess.h"
 
 #define KEYS_PAGE 1000           /* SCAN COUNT of one KEYS page */
 #define RANDOM_PAGES 8           /* SCAN pages RANDOMKEY reads from one owner at most */
@@ -59,7 +60,7 @@ _Static_assert(sizeof(size_t) >= sizeof(uint64_t), "a cursor fits an item's offs
 
 static int owner_no(const struct oreq *r)
 {
-    return (int)(r->owner - r->op->e->owners);
+    return (int)(r->owner - r->op->e->owners->ref);
 }
 
 static int wrong_answer(struct op *op, const struct oreq *r, const struct wire_msg *m, int type)
@@ -151,7 +152,8 @@ static void keys_done(struct op *op)
     struct edge *e = op->e;
     op->nreqs = 0;
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g))
-        if (!op->items[g].found && op_to_owner(op, &e->owners[g], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
+        if (!op->items[g].found &&
+            op_to_owner(op, &e->owners->ref[g], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
             op_finish_error(op);
             return;
         }
@@ -174,8 +176,9 @@ void edge_cmd_keys(struct conn *c, int argc, const struct resp_slice *argv)
     struct op *op = op_new(c, &keys_ops, "keys");
     if (op == NULL)
         return;
-    K(op)->max = (uint64_t)e->ctx->cfg->keys_max;
-    if (op_copy_keys(op, 0, NULL, 1, &argv[1]) != 0 || op_items(op, (uint32_t)e->nowners) == NULL) {
+    K(op)->max = (uint64_t)e->cmd_opts.keys_max;
+    if (op_copy_keys(op, 0, NULL, 1, &argv[1]) != 0 ||
+        op_items(op, (uint32_t)e->owners->n) == NULL) {
         op_finish_error(op);
         return;
     }
@@ -215,7 +218,7 @@ static void random_reply(struct op *op, const struct wire_slice *key)
         if (key != NULL)
             resp_add_bulk(out, key->p, key->len);
         else
-            resp_add_null(out, op->c->proto);
+            resp_add_null(out, sess_of(op->c)->proto);
     }
     op_finish(op);
 }
@@ -230,14 +233,14 @@ static void random_draw(struct op *op)
     }
     uint64_t x = rng_next() % K(op)->total;
     int g = 0;
-    while (g < e->nowners - 1 && x >= (uint64_t)op->items[g].off)
+    while (g < e->owners->n - 1 && x >= (uint64_t)op->items[g].off)
         x -= (uint64_t)op->items[g++].off;
     K(op)->owner = (uint32_t)g;
     K(op)->cursor = rng_next() & RANDOM_CURSOR_MASK;
     K(op)->pages = 0;
     K(op)->wrapped = 0;
     op->nreqs = 0;
-    if (op_to_owner(op, &e->owners[g], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
+    if (op_to_owner(op, &e->owners->ref[g], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
         op_finish_error(op);
         return;
     }
@@ -296,7 +299,7 @@ static void random_done(struct op *op)
         return;
     }
     op->nreqs = 0;
-    if (op_to_owner(op, &e->owners[K(op)->owner], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
+    if (op_to_owner(op, &e->owners->ref[K(op)->owner], WIRE_SCAN, WIRE_ROLE_READ) != 0) {
         op_finish_error(op);
         return;
     }
@@ -310,18 +313,18 @@ void edge_cmd_randomkey(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct edge *e = c->e;
     if (edge_owner_next(e, -1) < 0) {
-        resp_add_null(&c->out, c->proto);
+        resp_add_null(&c->out, sess_of(c)->proto);
         return;
     }
     struct op *op = op_new(c, &random_ops, "randomkey");
     if (op == NULL)
         return;
-    if (op_items(op, (uint32_t)e->nowners) == NULL) {
+    if (op_items(op, (uint32_t)e->owners->n) == NULL) {
         op_finish_error(op);
         return;
     }
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
-        if (op_to_owner(op, &e->owners[g], WIRE_STATS, WIRE_ROLE_READ) != 0) {
+        if (op_to_owner(op, &e->owners->ref[g], WIRE_STATS, WIRE_ROLE_READ) != 0) {
             op_finish_error(op);
             return;
         }

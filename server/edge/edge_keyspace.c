@@ -32,6 +32,7 @@
  */
 #include "server/edge/edge_keyspace.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/core/ctl.h"
@@ -40,13 +41,14 @@
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/edge_sess.h"
 
 /* An owner-CALL op's arguments (in the op's args block); the words to send
  * are op->keys[0 .. op->nkeys). */
 struct call_args {
     uint8_t proto;                /* the client's, for the owner's reply */
     int lost;                     /* FLUSHALL: a forget could not reach the master */
-    uint64_t need;                /* FLUSHALL: answered once e->forget_done reaches it */
+    uint64_t need;                /* FLUSHALL: answered once forgets->done reaches it */
 };
 _Static_assert(sizeof(struct call_args) <= OP_ARGS_MAX, "call_args too large for an op");
 #define A(op) OP_ARGS(op, struct call_args)
@@ -75,7 +77,7 @@ static int owner_error(struct op *op, struct wire_slice reply)
  * 0, or -1 (the error is replied, the op freed). */
 static int take_words(struct op *op, struct conn *c, int argc, const struct resp_slice *argv)
 {
-    A(op)->proto = (uint8_t)c->proto;
+    A(op)->proto = (uint8_t)sess_of(c)->proto;
     if (op_copy_keys(op, argc, argv, 1, NULL) != 0) {
         op_finish_error(op);
         return -1;
@@ -85,6 +87,25 @@ static int take_words(struct op *op, struct conn *c, int argc, const struct resp
 
 /* ---- FLUSHALL / FLUSHDB ------------------------------------------------------ */
 
+/* FLUSHALL's cache forgets (e->forgets). */
+struct edge_forgets {
+    uint64_t sent;                /* CTL_CACHE_FORGETs sent to the master */
+    uint64_t done;                /* ... and applied (answered in order) */
+    struct op *head, *tail;       /* FLUSHALLs waiting for theirs, oldest first */
+};
+
+int forgets_setup(struct edge *e)
+{
+    e->forgets = calloc(1, sizeof(*e->forgets));
+    return e->forgets != NULL ? 0 : -1;
+}
+
+void forgets_teardown(struct edge_forgets **fp)
+{
+    free(*fp);
+    *fp = NULL;
+}
+
 /* Sends one owner's flush version to the master (ctl.h CTL_CACHE_FORGET). */
 static void forget_send(struct op *op, hkv_stamp floor)
 {
@@ -92,7 +113,7 @@ static void forget_send(struct op *op, hkv_stamp floor)
     unsigned char p[8];
     ctl_put_u64(p, floor);
     if (worker_send(e->worker, CTL_CACHE_FORGET, p, sizeof(p)) == HKV_OK)
-        e->forget_sent++;
+        e->forgets->sent++;
     else
         A(op)->lost = 1;
 }
@@ -136,28 +157,28 @@ static void flush_reply(struct op *op)
 static void flush_done(struct op *op)
 {
     struct edge *e = op->e;
-    A(op)->need = e->forget_sent; /* this op's forgets are among those sent so far */
-    if (A(op)->lost || e->forget_done >= A(op)->need) {
+    A(op)->need = e->forgets->sent; /* this op's forgets are among those sent so far */
+    if (A(op)->lost || e->forgets->done >= A(op)->need) {
         flush_reply(op);
         return;
     }
     op->next = NULL;
-    if (e->fg_tail != NULL)
-        e->fg_tail->next = op;
+    if (e->forgets->tail != NULL)
+        e->forgets->tail->next = op;
     else
-        e->fg_head = op;
-    e->fg_tail = op;
+        e->forgets->head = op;
+    e->forgets->tail = op;
 }
 
 void edge_cache_forgotten(void *arg)
 {
     struct edge *e = arg;
-    e->forget_done++;
-    while (e->fg_head != NULL && A(e->fg_head)->need <= e->forget_done) {
-        struct op *op = e->fg_head;
-        e->fg_head = op->next;
-        if (e->fg_head == NULL)
-            e->fg_tail = NULL;
+    e->forgets->done++;
+    while (e->forgets->head != NULL && A(e->forgets->head)->need <= e->forgets->done) {
+        struct op *op = e->forgets->head;
+        e->forgets->head = op->next;
+        if (e->forgets->head == NULL)
+            e->forgets->tail = NULL;
         op->next = NULL;
         flush_reply(op);
     }
@@ -183,7 +204,7 @@ void edge_cmd_flushall(struct conn *c, int argc, const struct resp_slice *argv)
     if (op == NULL || take_words(op, c, argc, argv) != 0)
         return;
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
-        if (op_to_owner(op, &e->owners[g], WIRE_CALL, WIRE_ROLE_WRITE) != 0) {
+        if (op_to_owner(op, &e->owners->ref[g], WIRE_CALL, WIRE_ROLE_WRITE) != 0) {
             op_finish_error(op);
             return;
         }

@@ -19,4 +19,10 @@ EDGE_KEYSPACE_HANDLERS(X)
  * oldest CTL_CACHE_FORGET this edge sent to every colo segment. */
 void edge_cache_forgotten(void *arg);
 
+/* FLUSHALL's count of the forgets sent and applied, and the FLUSHALLs
+ * waiting for theirs (e->forgets).  0, or -1 out of memory. */
+struct edge_forgets;
+int forgets_setup(struct edge *e);
+void forgets_teardown(struct edge_forgets **f);
+
 #endif

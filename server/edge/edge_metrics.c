@@ -122,7 +122,7 @@ static hkv_status render_processes(struct edge *e, struct hkv_buf *out)
 static hkv_status render_edge_counters(struct edge *e, struct hkv_buf *out)
 {
     struct board *bd = e->ctx->board;
-    int ncolo = e->ctx->cfg->colos > 0 ? e->ctx->cfg->colos : 1;
+    int ncolo = edge_config(e)->colos > 0 ? edge_config(e)->colos : 1;
     if (ncolo > MET_COLOS_MAX)
         ncolo = MET_COLOS_MAX;
     int64_t vals[MET_COLOS_MAX][CTR_EDGE_COUNT];
@@ -144,7 +144,7 @@ static hkv_status render_edge_counters(struct edge *e, struct hkv_buf *out)
     struct prom_label labels[MET_COLOS_MAX];
     struct ctr_prom_row rows[MET_COLOS_MAX];
     for (int k = 0; k < ncolo; k++) {
-        topo_colo_name(e->ctx->cfg, k, names[k], sizeof(names[k]));
+        topo_colo_name(edge_config(e), k, names[k], sizeof(names[k]));
         labels[k] = (struct prom_label){"colo", names[k]};
         rows[k] = (struct ctr_prom_row){&labels[k], 1, vals[k]};
     }

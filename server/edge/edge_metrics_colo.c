@@ -25,8 +25,10 @@
 #include "server/core/clock.h"
 #include "server/core/counters_prom.h"
 #include "server/core/topo.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/edge_rl.h"
 #include "server/edge/info_cluster.h"
 
 #define OWNER_UP_MS 3000           /* three STATS polls */
@@ -41,7 +43,7 @@ static int owner_answered(const struct owner_ref *o, int64_t now)
 
 hkv_status metrics_owners(struct edge *e, struct hkv_buf *out)
 {
-    int n = e->nowners > 0 && e->owners != NULL ? e->nowners : 0;
+    int n = e->owners != NULL && e->owners->n > 0 ? e->owners->n : 0;
     int64_t now = clock_mono_ms();
     struct prom_label *labels = calloc((size_t)(n > 0 ? n : 1), 2 * sizeof(*labels));
     struct ctr_prom_row *rows = calloc((size_t)(n > 0 ? n : 1), sizeof(*rows));
@@ -49,7 +51,7 @@ hkv_status metrics_owners(struct edge *e, struct hkv_buf *out)
     hkv_status s = labels != NULL && rows != NULL && idx != NULL ? HKV_OK : HKV_ENOMEM;
     size_t nrows = 0;
     for (int g = 0; s == HKV_OK && g < n; g++) {
-        struct owner_ref *o = &e->owners[g];
+        struct owner_ref *o = &e->owners->ref[g];
         snprintf(idx[g], sizeof(idx[g]), "%d", o->index);
         labels[2 * g] = (struct prom_label){"pool", topo_pool_name(o->pool)};
         labels[2 * g + 1] = (struct prom_label){"owner", idx[g]};
@@ -61,14 +63,14 @@ hkv_status metrics_owners(struct edge *e, struct hkv_buf *out)
                         "1 when the owner answered this edge's STATS poll in the last 3 s");
     for (int g = 0; s == HKV_OK && g < n; g++)
         s = prom_sample(out, "hotkvd_owner_up", &labels[2 * g], 2,
-                        owner_answered(&e->owners[g], now));
+                        owner_answered(&e->owners->ref[g], now));
     if (s == HKV_OK)
         s = prom_family(out, "hotkvd_owner_stats_age_seconds", PROM_GAUGE,
                         "Age of the owner's last STATS answer (none yet: no sample)");
     for (int g = 0; s == HKV_OK && g < n; g++)
-        if (e->owners[g].stats_at_ms != 0)
+        if (e->owners->ref[g].stats_at_ms != 0)
             s = prom_sample(out, "hotkvd_owner_stats_age_seconds", &labels[2 * g], 2,
-                            (double)(now - e->owners[g].stats_at_ms) / 1000.0);
+                            (double)(now - e->owners->ref[g].stats_at_ms) / 1000.0);
     if (s == HKV_OK)
         s = ctr_prom_render(out, ctr_owner_defs, CTR_OWNER_COUNT, rows, nrows);
     free(labels);
@@ -116,9 +118,9 @@ hkv_status metrics_colos(struct edge *e, struct hkv_buf *out)
     size_t nc = 0, nr = 0;
     for (int k = 0; k < n; k++) {
         int colo = all ? k : (x != NULL ? x->colo_index : 0);
-        struct cache *c = all ? x->colo_caches[k] : e->cache;
-        struct rl *r = all ? (x->colo_limiters != NULL ? x->colo_limiters[k] : NULL) : e->rl;
-        topo_colo_name(e->ctx->cfg, colo, names[k], sizeof(names[k]));
+        struct cache *c = all ? x->colo_caches[k] : e->cache->cache;
+        struct rl *r = all ? (x->colo_limiters != NULL ? x->colo_limiters[k] : NULL) : e->rl->lim;
+        topo_colo_name(edge_config(e), colo, names[k], sizeof(names[k]));
         cl[k] = rl[k] = (struct prom_label){"colo", NULL};
         if (c != NULL) {
             struct cache_stats st;
@@ -174,7 +176,7 @@ static double ms_to_s(int64_t ms)
 static hkv_status remote_links(struct edge *e, struct hkv_buf *out)
 {
     struct board *bd = e->ctx->board;
-    int ncolo = e->ctx->cfg->colos > 0 ? e->ctx->cfg->colos : 1;
+    int ncolo = edge_config(e)->colos > 0 ? edge_config(e)->colos : 1;
     if (ncolo > MET_COLOS)
         ncolo = MET_COLOS;
     uint64_t up[MET_COLOS] = {0};
@@ -189,7 +191,7 @@ static hkv_status remote_links(struct edge *e, struct hkv_buf *out)
     char names[MET_COLOS][TOPO_COLO_NAME_MAX];
     struct prom_label labels[MET_COLOS];
     for (int k = 0; k < ncolo; k++) {
-        topo_colo_name(e->ctx->cfg, k, names[k], sizeof(names[k]));
+        topo_colo_name(edge_config(e), k, names[k], sizeof(names[k]));
         labels[k] = (struct prom_label){"colo", names[k]};
     }
     return gauges(out, "hotkvd_cluster_remote_links_up",

@@ -13,6 +13,7 @@
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_clients.h"
 #include "server/edge/edge_reply.h"
+#include "server/edge/edge_sess.h"
 
 #define POLL_MS 10
 #define LINE_MAX_BYTES (64u * 1024)
@@ -57,12 +58,29 @@ static void ring_read(const struct board_ring *r, uint64_t from, void *p, size_t
     memcpy((char *)p + first, r->data, n - first);
 }
 
+/* This edge's MONITOR state (e->monitor), made the first time a line is
+ * fed or a client asks. */
+struct edge_monitor {
+    int n;                        /* this edge's MONITOR clients */
+    struct event *timer;          /* reads the rings while n > 0 */
+    uint64_t *pos;                /* per slot: the ring position read up to */
+    struct hkv_buf line;          /* the line being written */
+    struct hkv_buf in;            /* lines being read */
+};
+
+static struct edge_monitor *mon_of(struct edge *e)
+{
+    if (e->monitor == NULL)
+        e->monitor = calloc(1, sizeof(*e->monitor));
+    return e->monitor;
+}
+
 void monitor_feed(struct conn *c, int argc, const struct resp_slice *argv, int admin)
 {
     struct edge *e = c->e;
-    if (admin)
+    if (admin || mon_of(e) == NULL)
         return;
-    struct hkv_buf *b = &e->mon_line;
+    struct hkv_buf *b = &e->monitor->line;
     buf_reset(b);
     int64_t us = clock_unix_us();
     buf_printf(b, "+%lld.%06lld [0 %s]", (long long)(us / 1000000), (long long)(us % 1000000),
@@ -100,9 +118,9 @@ void monitor_feed(struct conn *c, int argc, const struct resp_slice *argv, int a
  * its answer), counted against its output limits wherever they wait. */
 static void deliver(struct edge *e, const char *p, size_t n)
 {
-    for (struct conn *c = e->conns; c != NULL; c = c->next) {
+    for (struct conn *c = e->conns->list; c != NULL; c = c->next) {
         struct rslot *s;
-        struct hkv_buf *o = c->monitor ? slot_tail_out(c, &s) : NULL;
+        struct hkv_buf *o = sess_of(c)->monitor ? slot_tail_out(c, &s) : NULL;
         if (o == NULL)
             continue;
         buf_append(o, p, n);
@@ -114,10 +132,10 @@ static void deliver(struct edge *e, const char *p, size_t n)
 /* Every local MONITOR client is closed (this edge lost lines of a ring). */
 static void close_monitors(struct edge *e, const char *why)
 {
-    struct conn *c = e->conns;
+    struct conn *c = e->conns->list;
     while (c != NULL) {
         struct conn *next = c->next;
-        if (c->monitor) {
+        if (sess_of(c)->monitor) {
             log_verbose("client %s: MONITOR closed: %s", c->addr, why);
             conn_close(c); /* its closing hook calls monitor_stop */
         }
@@ -130,15 +148,15 @@ static int read_ring(struct edge *e, uint32_t s)
 {
     struct board_ring *r = board_ring(e->ctx->board, s);
     uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-    uint64_t pos = e->mon_pos[s];
+    uint64_t pos = e->monitor->pos[s];
     if (head <= pos) {
-        e->mon_pos[s] = head;
+        e->monitor->pos[s] = head;
         return 0;
     }
     if (head - pos > BOARD_RING)
         return -1;
     size_t n = (size_t)(head - pos);
-    struct hkv_buf *b = &e->mon_in;
+    struct hkv_buf *b = &e->monitor->in;
     buf_reset(b);
     if (buf_reserve(b, n, 0) != HKV_OK)
         return -1;
@@ -147,7 +165,7 @@ static int read_ring(struct edge *e, uint32_t s)
     if (atomic_load_explicit(&r->head, memory_order_relaxed) - pos > BOARD_RING)
         return -1; /* written over while it was copied */
     b->len += n;
-    e->mon_pos[s] = head;
+    e->monitor->pos[s] = head;
     const char *p = buf_head(b);
     while (n >= sizeof(uint32_t)) {
         uint32_t len;
@@ -169,15 +187,16 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
         if (atomic_load_explicit(&b->slots[s].role, memory_order_relaxed) != BOARD_EDGE)
             continue;
         if (read_ring(e, s) != 0) {
-            e->mon_pos[s] = atomic_load_explicit(&board_ring(b, s)->head, memory_order_acquire);
+            e->monitor->pos[s] =
+                atomic_load_explicit(&board_ring(b, s)->head, memory_order_acquire);
             close_monitors(e, "it fell a whole ring behind the host's commands");
             return;
         }
     }
-    struct conn *c = e->conns;
+    struct conn *c = e->conns->list;
     while (c != NULL) {
         struct conn *next = c->next;
-        if (c->monitor && conn_held(c) > 0)
+        if (sess_of(c)->monitor && conn_held(c) > 0)
             conn_flush(c); /* past client-output-buffer-limit it is closed */
         c = next;
     }
@@ -187,27 +206,33 @@ void edge_cmd_monitor(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct edge *e = c->e;
     struct board *b = e->ctx->board;
-    if (c->monitor) {
+    if (sess_of(c)->monitor) {
         resp_add_simple(&c->out, "OK");
         return;
     }
-    if (e->mon_pos == NULL && (e->mon_pos = calloc(b->nslots, sizeof(*e->mon_pos))) == NULL) {
+    if (mon_of(e) == NULL) {
         resp_add_error(&c->out, "ERR out of memory");
         return;
     }
-    if (e->mon_timer == NULL &&
-        (e->mon_timer = event_new(e->base, -1, EV_PERSIST, on_poll, e)) == NULL) {
+    if (e->monitor->pos == NULL &&
+        (e->monitor->pos = calloc(b->nslots, sizeof(*e->monitor->pos))) == NULL) {
         resp_add_error(&c->out, "ERR out of memory");
         return;
     }
-    if (e->nmonitors == 0) { /* the stream starts now */
+    if (e->monitor->timer == NULL &&
+        (e->monitor->timer = event_new(e->base, -1, EV_PERSIST, on_poll, e)) == NULL) {
+        resp_add_error(&c->out, "ERR out of memory");
+        return;
+    }
+    if (e->monitor->n == 0) { /* the stream starts now */
         for (uint32_t s = 0; s < b->nslots; s++)
-            e->mon_pos[s] = atomic_load_explicit(&board_ring(b, s)->head, memory_order_acquire);
+            e->monitor->pos[s] =
+                atomic_load_explicit(&board_ring(b, s)->head, memory_order_acquire);
         struct timeval tv = {0, POLL_MS * 1000};
-        event_add(e->mon_timer, &tv);
+        event_add(e->monitor->timer, &tv);
     }
-    c->monitor = 1;
-    e->nmonitors++;
+    sess_of(c)->monitor = 1;
+    e->monitor->n++;
     atomic_fetch_add_explicit(&b->monitors, 1, memory_order_relaxed);
     clients_publish(c); /* flags=O, for every edge's CLIENT LIST */
     resp_add_simple(&c->out, "OK");
@@ -216,23 +241,26 @@ void edge_cmd_monitor(struct conn *c, int argc, const struct resp_slice *argv)
 void monitor_stop(struct conn *c)
 {
     struct edge *e = c->e;
-    if (!c->monitor)
+    if (!sess_of(c)->monitor)
         return;
-    c->monitor = 0;
-    e->nmonitors--;
+    sess_of(c)->monitor = 0;
+    e->monitor->n--;
     atomic_fetch_sub_explicit(&e->ctx->board->monitors, 1, memory_order_relaxed);
-    if (e->nmonitors == 0 && e->mon_timer != NULL)
-        event_del(e->mon_timer);
+    if (e->monitor->n == 0 && e->monitor->timer != NULL)
+        event_del(e->monitor->timer);
     clients_publish(c);
 }
 
-void monitor_teardown(struct edge *e)
+void monitor_teardown(struct edge_monitor **mp)
 {
-    if (e->mon_timer != NULL)
-        event_free(e->mon_timer);
-    e->mon_timer = NULL;
-    free(e->mon_pos);
-    e->mon_pos = NULL;
-    buf_deinit(&e->mon_line);
-    buf_deinit(&e->mon_in);
+    struct edge_monitor *m = *mp;
+    if (m == NULL)
+        return;
+    if (m->timer != NULL)
+        event_free(m->timer);
+    free(m->pos);
+    buf_deinit(&m->line);
+    buf_deinit(&m->in);
+    free(m);
+    *mp = NULL;
 }

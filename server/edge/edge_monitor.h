@@ -26,6 +26,9 @@
 #include "proto/cmd.h"
 #include "proto/resp.h"
 #include "server/edge/edge_conn.h"
+#include "server/edge/edge_int.h"
+
+struct edge_monitor;
 
 /* 1 while some MONITOR client is open on the host. */
 static inline int monitor_on(const struct edge *e)
@@ -39,7 +42,7 @@ void monitor_feed(struct conn *c, int argc, const struct resp_slice *argv, int a
 void edge_cmd_monitor(struct conn *c, int argc, const struct resp_slice *argv);
 /* c leaves MONITOR mode (RESET, or it is closing). */
 void monitor_stop(struct conn *c);
-/* Frees the edge's monitor state (process exit). */
-void monitor_teardown(struct edge *e);
+/* Frees the edge's monitor state (process exit); *m is NULL after. */
+void monitor_teardown(struct edge_monitor **m);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/colo/cache.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"
@@ -21,6 +22,7 @@
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_read.h"
+#include "server/edge/edge_sess.h"
 
 /* A multi-key read op's arguments and results (in the op's args block). */
 struct mread_args {
@@ -73,13 +75,13 @@ static int item(const struct wire_msg *m, uint32_t i, struct wire_slice *v)
 static void fill_items(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
     struct edge *e = op->e;
-    if (e->cache == NULL)
+    if (e->cache->cache == NULL)
         return;
     for (uint32_t i = 0; i < r->nk; i++) {
         uint32_t ki = op->kidx[r->k0 + i];
         const struct wire_slice *k = &op->keys[ki];
         struct route rt; /* the class and pool the fill needs; the hash is op_split's */
-        router_route_hashed(e->router, k->p, k->len, op->khash[ki], &rt);
+        router_route_hashed(e->owners->router, k->p, k->len, op->khash[ki], &rt);
         struct wire_msg one = {.type = WIRE_NOTFOUND};
         if (m->type == WIRE_VALUE) {
             one = *m;
@@ -150,7 +152,7 @@ static void mget_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
             if (item(m, i, &v))
                 resp_add_bulk(out, v.p, v.len);
             else
-                resp_add_null(out, op->c->proto);
+                resp_add_null(out, sess_of(op->c)->proto);
         }
         return;
     }
@@ -177,7 +179,7 @@ static void mget_done(struct op *op)
             if (x->found)
                 resp_add_bulk(out, buf_head(&op->res) + x->off, x->len);
             else
-                resp_add_null(out, op->c->proto);
+                resp_add_null(out, sess_of(op->c)->proto);
         }
     }
     op_finish(op);
@@ -218,15 +220,16 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
     struct { size_t off, len; int found, stale; uint64_t hash; } small[32], *k = small;
     if (n > 32 && (k = malloc((size_t)n * sizeof(*k))) == NULL)
         return 0;
-    struct hkv_buf *vals = &e->scratch;
+    struct hkv_buf *vals = &e->cache->scratch;
     buf_reset(vals);
     int64_t now = clock_mono_ms(), unix_now = clock_unix_ms();
     int ok = 1;
     for (int i = 0; i < n && ok; i++) {
         struct cache_hit hit;
         k[i].hash = router_hash(keys[i].p, keys[i].len);
-        cache_sketch_read(e->cache, keys[i].p, keys[i].len, k[i].hash, now);
-        ok = cache_get(e->cache, keys[i].p, keys[i].len, k[i].hash, now, &e->cval, &hit) == HKV_OK &&
+        cache_sketch_read(e->cache->cache, keys[i].p, keys[i].len, k[i].hash, now);
+        ok = cache_get(e->cache->cache, keys[i].p, keys[i].len, k[i].hash, now, &e->cache->cval,
+                       &hit) == HKV_OK &&
              !(hit.expire_at != 0 && hit.expire_at <= unix_now);
         if (ok && !flight_servable(e, hit.fresh_until, now)) {
             /* stale by A or more (top of file): served only while its owner
@@ -237,23 +240,24 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
             struct route rt;
             struct owner_ref *o = edge_owner_of_hashed(e, keys[i].p, keys[i].len, k[i].hash, &rt);
             if (o != NULL && edge_owner_silent(e, o, now)) {
-                cache_count(e->cache, CACHE_CTR_cache_silent_stale_hits, 1);
+                cache_count(e->cache->cache, CACHE_CTR_cache_silent_stale_hits, 1);
             } else if (f == NULL || now - flight_started(f) < flight_allowance(e)) {
                 ok = 0;
                 if (o != NULL && f == NULL)
                     flight_start(e, keys[i].p, keys[i].len, &rt, o, 1);
             }
         }
-        ok = ok && buf_append(vals, buf_head(&e->cval), buf_unread(&e->cval)) == HKV_OK;
+        ok = ok &&
+             buf_append(vals, buf_head(&e->cache->cval), buf_unread(&e->cache->cval)) == HKV_OK;
         if (ok) {
             k[i].found = !hit.negative;
-            k[i].len = buf_unread(&e->cval);
+            k[i].len = buf_unread(&e->cache->cval);
             k[i].off = buf_unread(vals) - k[i].len;
             k[i].stale = now >= hit.fresh_until;
         }
     }
     if (!ok) {
-        cache_count(e->cache, CACHE_CTR_cache_misses, 1);
+        cache_count(e->cache->cache, CACHE_CTR_cache_misses, 1);
         if (k != small)
             free(k);
         return 0;
@@ -269,13 +273,13 @@ static int multi_from_cache(struct conn *c, enum cmd_id cmd, const struct read2_
     }
     for (int i = 0; i < n; i++) {
         found += k[i].found;
-        cache_count(e->cache, !k[i].found ? CACHE_CTR_cache_negative_hits
+        cache_count(e->cache->cache, !k[i].found ? CACHE_CTR_cache_negative_hits
                               : k[i].stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits, 1);
         if (calc == NULL && cmd == CMD_MGET) {
             if (k[i].found)
                 resp_add_bulk(&c->out, buf_head(vals) + k[i].off, k[i].len);
             else
-                resp_add_null(&c->out, c->proto);
+                resp_add_null(&c->out, sess_of(c)->proto);
         }
     }
     if (calc == NULL && cmd == CMD_EXISTS)
@@ -302,7 +306,7 @@ static void multi_read(struct conn *c, enum cmd_id cmd, const struct read2_calc 
 {
     /* behind the client's writes, or while it WATCHes keys: the owners
      * (edge_read.c) */
-    if (c->e->cache != NULL && c->writes_inflight == 0 && !c->watching &&
+    if (c->e->cache->cache != NULL && sess_of(c)->writes_inflight == 0 && !sess_of(c)->watching &&
         multi_from_cache(c, cmd, calc, n, keys))
         return;
     struct op *op = op_new(c, cmd == CMD_EXISTS ? &exists_ops : &mget_ops, cmd_get(cmd)->name);

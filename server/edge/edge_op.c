@@ -20,13 +20,15 @@
 #include "server/core/clock.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_stats.h"
+#include "server/edge/edge_sess.h"
+#include "server/edge/edge_op_int.h"
 
 struct op *op_new(struct conn *c, const struct op_family *fam, const char *label)
 {
     struct edge *e = c->e;
-    struct op *op = e->free_ops;
+    struct op *op = e->ops->free;
     if (op != NULL) {
-        e->free_ops = op->next;
+        e->ops->free = op->next;
     } else {
         op = calloc(1, sizeof(*op));
         if (op == NULL) {
@@ -34,8 +36,8 @@ struct op *op_new(struct conn *c, const struct op_family *fam, const char *label
             return NULL;
         }
         op->e = e;
-        op->all_next = e->all_ops;
-        e->all_ops = op;
+        op->all_next = e->ops->all;
+        e->ops->all = op;
     }
     memset(&op->c, 0, sizeof(*op) - offsetof(struct op, c));
     buf_reset(&op->store);
@@ -43,25 +45,25 @@ struct op *op_new(struct conn *c, const struct op_family *fam, const char *label
     buf_reset(&op->errbuf);
     op->slot = slot_defer(c);
     if (op->slot == NULL) {
-        op->next = e->free_ops;
-        e->free_ops = op;
+        op->next = e->ops->free;
+        e->ops->free = op;
         reply_error(c, "ERR out of memory");
         return NULL;
     }
     op->fam = fam;
     op->label = label;
     op->c = c;
-    op->stat = c->cur_stat; /* the op counts the request when it answers */
-    op->t0_ns = c->cur_t0_ns;
-    c->stat_taken = 1;
-    op->cnext = c->ops;
-    if (c->ops)
-        c->ops->cprev = op;
-    c->ops = op;
+    op->stat = sess_of(c)->cur_stat; /* the op counts the request when it answers */
+    op->t0_ns = sess_of(c)->cur_t0_ns;
+    sess_of(c)->stat_taken = 1;
+    op->cnext = sess_of(c)->ops;
+    if (sess_of(c)->ops)
+        sess_of(c)->ops->cprev = op;
+    sess_of(c)->ops = op;
     if (fam->flags & OP_F_WRITE) {
         op->is_write = 1;
-        e->nops_writing++;
-        c->writes_inflight++;
+        e->ops->nwriting++;
+        sess_of(c)->writes_inflight++;
     }
     return op;
 }
@@ -72,13 +74,13 @@ static void op_unlink(struct op *op)
     if (c == NULL)
         return;
     if (op->is_write)
-        c->writes_inflight--;
+        sess_of(c)->writes_inflight--;
     c->req_held -= op->args_held;
     op->args_held = 0;
     if (op->cprev)
         op->cprev->cnext = op->cnext;
     else
-        c->ops = op->cnext;
+        sess_of(c)->ops = op->cnext;
     if (op->cnext)
         op->cnext->cprev = op->cprev;
     op->c = NULL;
@@ -94,7 +96,7 @@ static void op_release(struct op *op)
         evtimer_del(&op->timer);
     op->timer_on = 0;
     if (op->is_write)
-        e->nops_writing--;
+        e->ops->nwriting--;
     op->is_write = 0;
     /* Its arguments and results are done with: emptied, so a large request
      * (a MULTI/EXEC of megabytes) does not stay pinned in the freelist. */
@@ -102,14 +104,14 @@ static void op_release(struct op *op)
     buf_shrink(&op->store, 4096);
     buf_reset(&op->res);
     buf_shrink(&op->res, 4096);
-    op->next = e->free_ops;
-    e->free_ops = op;
+    op->next = e->ops->free;
+    e->ops->free = op;
 }
 
 void op_conn_gone(struct conn *c)
 {
-    struct op *op = c->ops;
-    c->ops = NULL;
+    struct op *op = sess_of(c)->ops;
+    sess_of(c)->ops = NULL;
     while (op != NULL) {
         struct op *next = op->cnext;
         op->c = NULL;
@@ -187,11 +189,44 @@ void op_error(struct op *op, const char *fmt, ...)
     buf_append(&op->errbuf, text, (size_t)n);
 }
 
-void op_teardown(struct edge *e)
+/* opts with a copy of its backoff, into m->opts; 0, or -1 (no memory). */
+static int take_opts(struct edge_ops *m, const struct op_opts *opts)
 {
-    while (e->all_ops != NULL) {
-        struct op *op = e->all_ops;
-        e->all_ops = op->all_next;
+    int64_t *b = malloc((opts->nbackoff ? opts->nbackoff : 1) * sizeof(*b));
+    if (b == NULL)
+        return -1;
+    if (opts->nbackoff > 0)
+        memcpy(b, opts->backoff_ms, opts->nbackoff * sizeof(*b));
+    free((void *)m->opts.backoff_ms);
+    m->opts = *opts;
+    m->opts.backoff_ms = b;
+    return 0;
+}
+
+int op_setup(struct edge *e, const struct op_opts *opts)
+{
+    e->ops = calloc(1, sizeof(*e->ops));
+    return e->ops != NULL && take_opts(e->ops, opts) == 0 ? 0 : -1;
+}
+
+int op_take_opts(struct edge_ops *m, const struct op_opts *opts)
+{
+    return take_opts(m, opts);
+}
+
+uint64_t op_writing(const struct edge *e)
+{
+    return e->ops != NULL ? e->ops->nwriting : 0;
+}
+
+void op_teardown(struct edge_ops **mp)
+{
+    struct edge_ops *m = *mp;
+    if (m == NULL)
+        return;
+    while (m->all != NULL) {
+        struct op *op = m->all;
+        m->all = op->all_next;
         if (op->timer_on)
             evtimer_del(&op->timer);
         buf_deinit(&op->store);
@@ -205,12 +240,11 @@ void op_teardown(struct edge *e)
         free(op->items);
         free(op);
     }
-    e->free_ops = NULL;
-    free(e->op_owner_req);
-    e->op_owner_req = NULL;
-    free(e->op_keys);
-    e->op_keys = NULL;
-    e->op_keys_cap = 0;
+    free(m->owner_req);
+    free(m->keys);
+    free((void *)m->opts.backoff_ms);
+    free(m);
+    *mp = NULL;
 }
 
 /* ---- arguments ------------------------------------------------------------------ */
@@ -341,7 +375,7 @@ struct oreq *op_single(struct op *op, uint8_t type, uint8_t role)
  * than the encoder uses). */
 static int too_big_for_a_frame(struct op *op, const uint32_t *owner_of, const int *owner_req)
 {
-    uint64_t max = (uint64_t)op->e->ctx->cfg->wire_max_frame, small[16];
+    uint64_t max = (uint64_t)op->e->ops->opts.max_frame, small[16];
     uint64_t *bytes = op->nreqs <= 16 ? small : calloc(op->nreqs, sizeof(*bytes));
     if (bytes == NULL) {
         op_error(op, "ERR out of memory");
@@ -367,15 +401,15 @@ static int too_big_for_a_frame(struct op *op, const uint32_t *owner_of, const in
 int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
 {
     struct edge *e = op->e;
-    if (e->op_owner_req == NULL) {
-        e->op_owner_req = malloc((size_t)(e->nowners > 0 ? e->nowners : 1) * sizeof(int));
-        if (e->op_owner_req == NULL) {
+    if (e->ops->owner_req == NULL) {
+        e->ops->owner_req = malloc((size_t)(e->owners->n > 0 ? e->owners->n : 1) * sizeof(int));
+        if (e->ops->owner_req == NULL) {
             op_error(op, "ERR out of memory");
             return -1;
         }
     }
-    int *owner_req = e->op_owner_req; /* owner number -> request number */
-    for (int i = 0; i < e->nowners; i++)
+    int *owner_req = e->ops->owner_req; /* owner number -> request number */
+    for (int i = 0; i < e->owners->n; i++)
         owner_req[i] = -1;
     /* Pass 1: the owner of each key, and one request per owner (or key). */
     uint32_t *owner_of = op->kidx; /* reused: filled with owner numbers first */
@@ -387,7 +421,7 @@ int op_split(struct op *op, uint8_t type, uint8_t role, int per_key)
             op_error(op, "ERR no owner serves the '%s' pool", topo_pool_name(rt.pool));
             return -1;
         }
-        int g = (int)(o - e->owners);
+        int g = (int)(o - e->owners->ref);
         owner_of[k] = (uint32_t)g;
         op->khash[k] = rt.hash;
         if (per_key || owner_req[g] < 0) {

@@ -35,6 +35,7 @@
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 
+struct edge_ops;
 struct op;
 
 enum oreq_state { OREQ_IDLE, OREQ_SENT, OREQ_WAIT, OREQ_DONE };
@@ -191,10 +192,24 @@ void op_finish_error(struct op *op);
 
 /* The closing hook's part: c's ops forget it (and are cancelled). */
 void op_conn_gone(struct conn *c);
-/* Frees every op (process exit). */
-void op_teardown(struct edge *e);
-/* A reload: a lower write-deadline applies at once to the writes in flight. */
-void op_reload(struct edge *e, const struct cfg *next);
+/* The op engine's options (the process builds them from the config). */
+struct op_opts {
+    int64_t write_timeout_ms;     /* a write request unanswered this long is resent */
+    int64_t write_deadline_ms;    /* a write unacknowledged this long fails */
+    const int64_t *backoff_ms;    /* write-retry-backoff: the waits before each resend */
+    size_t nbackoff;              /* (copied by op_setup and op_reload) */
+    int64_t max_frame;            /* wire-max-frame: op_split's bound on one request */
+};
+
+/* The op engine's state (e->ops, edge_op_int.h): 0, or -1 out of memory. */
+int op_setup(struct edge *e, const struct op_opts *opts);
+/* Frees every op (process exit); *m is NULL after. */
+void op_teardown(struct edge_ops **m);
+/* Write ops not finished (a stop waits for them). */
+uint64_t op_writing(const struct edge *e);
+/* A reload: a lower write-deadline applies at once to the writes in flight.
+ * Keeps the old options when it cannot copy the new backoff (no memory). */
+void op_reload(struct edge *e, const struct op_opts *opts);
 
 /* The i-th owner request of an op (a single request lives inside the op). */
 static inline struct oreq *req_at(struct op *op, uint32_t i)

@@ -33,10 +33,12 @@
 #include "server/core/topo.h"
 #include "server/edge/edge_diag.h"
 #include "server/edge/edge_stats.h"
+#include "server/edge/edge_sess.h"
+#include "server/edge/edge_op_int.h"
 
 /* ---- sending -------------------------------------------------------------- */
 
-/* r's keys, contiguous (in e->op_keys when there are several); NULL on
+/* r's keys, contiguous (in e->ops->keys when there are several); NULL on
  * allocation failure. */
 static const struct wire_slice *oreq_keys(struct oreq *r)
 {
@@ -44,16 +46,16 @@ static const struct wire_slice *oreq_keys(struct oreq *r)
     struct edge *e = op->e;
     if (r->nk == 1)
         return &op->keys[op->kidx[r->k0]];
-    if (e->op_keys_cap < r->nk) {
-        struct wire_slice *t = realloc(e->op_keys, r->nk * sizeof(*t));
+    if (e->ops->keys_cap < r->nk) {
+        struct wire_slice *t = realloc(e->ops->keys, r->nk * sizeof(*t));
         if (t == NULL)
             return NULL;
-        e->op_keys = t;
-        e->op_keys_cap = r->nk;
+        e->ops->keys = t;
+        e->ops->keys_cap = r->nk;
     }
     for (uint32_t i = 0; i < r->nk; i++)
-        e->op_keys[i] = op->keys[op->kidx[r->k0 + i]];
-    return e->op_keys;
+        e->ops->keys[i] = op->keys[op->kidx[r->k0 + i]];
+    return e->ops->keys;
 }
 
 static int encode(struct hkv_buf *b, uint64_t id, struct oreq *r, struct wire_rid rid)
@@ -78,13 +80,13 @@ static void oreq_done(struct oreq *r);
  * Requests are numbered as they are linked, so linking is at the tail. */
 static void wq_link(struct edge *e, struct oreq *r)
 {
-    r->wprev = e->wq_tail;
+    r->wprev = e->ops->wq_tail;
     r->wnext = NULL;
-    if (e->wq_tail != NULL)
-        e->wq_tail->wnext = r;
+    if (e->ops->wq_tail != NULL)
+        e->ops->wq_tail->wnext = r;
     else
-        e->wq_head = r;
-    e->wq_tail = r;
+        e->ops->wq_head = r;
+    e->ops->wq_tail = r;
     r->owner->wq_n++;
 }
 
@@ -93,11 +95,11 @@ static void wq_unlink(struct edge *e, struct oreq *r)
     if (r->wprev != NULL)
         r->wprev->wnext = r->wnext;
     else
-        e->wq_head = r->wnext;
+        e->ops->wq_head = r->wnext;
     if (r->wnext != NULL)
         r->wnext->wprev = r->wprev;
     else
-        e->wq_tail = r->wprev;
+        e->ops->wq_tail = r->wprev;
     r->wprev = r->wnext = NULL;
     r->owner->wq_n--;
 }
@@ -106,7 +108,8 @@ static void wq_unlink(struct edge *e, struct oreq *r)
  * request of this edge below ack is finished, at every owner. */
 static struct wire_rid next_rid(struct edge *e, struct oreq *r, struct elink *l)
 {
-    struct wire_rid rid = {r->seq, e->wq_head != NULL ? e->wq_head->seq : e->next_seq + 1, 0};
+    struct wire_rid rid = {
+        r->seq, e->ops->wq_head != NULL ? e->ops->wq_head->seq : e->ops->next_seq + 1, 0};
     uint64_t conn = elink_next_conn(l);
     /* A resend on the connection the last attempt took meets the process
      * that read that attempt, after it: whether or not its HELLO was
@@ -123,7 +126,7 @@ static void oreq_send(struct oreq *r, int64_t now_ms)
 {
     struct op *op = r->op;
     /* A read from a client with writes in flight travels behind them. */
-    int role = r->role == WIRE_ROLE_READ && op->c != NULL && op->c->writes_inflight > 0
+    int role = r->role == WIRE_ROLE_READ && op->c != NULL && sess_of(op->c)->writes_inflight > 0
                    ? WIRE_ROLE_WRITE : r->role;
     struct elink *l = edge_owner_link(r->owner, role);
     if (l == NULL) { /* a cluster owner with no link and none to be made: never sent */
@@ -177,8 +180,8 @@ static void arm(struct op *op, int64_t ms, int deadline)
  * write was 0.75% of the edge's cycles on SET -P16. */
 static void guard_deadline(struct op *op, int64_t now)
 {
-    const struct cfg *cfg = op->e->ctx->cfg;
-    if (!op->timer_on && now + cfg->write_timeout_ms > op->deadline_ms)
+    const struct op_opts *o = &op->e->ops->opts;
+    if (!op->timer_on && now + o->write_timeout_ms > op->deadline_ms)
         arm(op, op->deadline_ms - now, 1);
 }
 
@@ -191,7 +194,8 @@ static void guard_deadline(struct op *op, int64_t now)
 static int64_t dispatch_ms(const struct op *op)
 {
     const struct conn *c = op->c;
-    if (c != NULL && c->cur_stat != STATS_NONE && op->t0_ns != 0 && op->t0_ns == c->cur_t0_ns)
+    if (c != NULL && sess_of(c)->cur_stat != STATS_NONE && op->t0_ns != 0 &&
+        op->t0_ns == sess_of(c)->cur_t0_ns)
         return op->t0_ns / 1000000;
     return clock_mono_ms();
 }
@@ -202,12 +206,12 @@ void op_start(struct op *op)
     op->start_ms = dispatch_ms(op);
     op->answer_ns = 0;
     if (op->is_write)
-        op->deadline_ms = op->start_ms + e->ctx->cfg->write_deadline_ms;
+        op->deadline_ms = op->start_ms + e->ops->opts.write_deadline_ms;
     for (uint32_t i = 0; i < op->nreqs; i++) {
         struct oreq *r = req_at(op, i);
         r->tried = 0;
         if (r->role == WIRE_ROLE_WRITE && wire_is_write(r->type)) {
-            r->seq = ++e->next_seq;
+            r->seq = ++e->ops->next_seq;
             wq_link(e, r);
         }
     }
@@ -262,14 +266,16 @@ static void count_failure(struct op *op, struct owner_ref *o, const char *what)
 static void write_fail(struct oreq *r)
 {
     struct op *op = r->op;
-    const struct cfg *cfg = op->e->ctx->cfg;
+    const struct op_opts *o = &op->e->ops->opts;
     char what[256];
-    snprintf(what, sizeof(what), "write %s failed: owner %s/%d did not acknowledge it within %lld ms (%d resends)",
+    snprintf(what, sizeof(what),
+             "write %s failed: owner %s/%d did not acknowledge it within %lld ms (%d resends)",
              op->label, topo_pool_name(r->owner->pool), r->owner->index,
-             (long long)cfg->write_deadline_ms, op->attempt);
-    op_error(op, "UNAVAILABLE outcome unknown: owner %s/%d did not acknowledge the write "
-             "within %lld ms", topo_pool_name(r->owner->pool), r->owner->index,
-             (long long)cfg->write_deadline_ms);
+             (long long)o->write_deadline_ms, op->attempt);
+    op_error(op,
+             "UNAVAILABLE outcome unknown: owner %s/%d did not acknowledge the write "
+             "within %lld ms",
+             topo_pool_name(r->owner->pool), r->owner->index, (long long)o->write_deadline_ms);
     count_failure(op, r->owner, what);
     oreq_done(r);
 }
@@ -278,7 +284,7 @@ static void write_fail(struct oreq *r)
 static void write_retry(struct oreq *r)
 {
     struct op *op = r->op;
-    const struct cfg *cfg = op->e->ctx->cfg;
+    const struct op_opts *o = &op->e->ops->opts;
     int64_t now = clock_mono_ms();
     r->state = OREQ_WAIT;
     if (now >= op->deadline_ms) {
@@ -288,10 +294,10 @@ static void write_retry(struct oreq *r)
     if (op->timer_on && !op->timer_deadline)
         return; /* a resend is scheduled already; this request joins it */
     int64_t delay = 0;
-    if (cfg->nwrite_retry_backoff > 0) {
-        size_t i = (size_t)op->attempt < cfg->nwrite_retry_backoff ? (size_t)op->attempt
-                                                                    : cfg->nwrite_retry_backoff - 1;
-        delay = cfg->write_retry_backoff_ms[i];
+    if (o->nbackoff > 0) {
+        size_t i = (size_t)op->attempt < o->nbackoff ? (size_t)op->attempt
+                                                                    : o->nbackoff - 1;
+        delay = o->backoff_ms[i];
     }
     if (op->timer_on)
         evtimer_del(&op->timer);
@@ -357,7 +363,7 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
         return;
     }
     if (m->type == WIRE_MOVED && r->nk == 0 && (op->fam->flags & OP_F_MOVED)) {
-        router_moved(e->router, r->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
+        router_moved(e->owners->router, r->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
                      (int)m->u.moved.owner, m->u.moved.map_gen);
         op->fam->answer(op, r, m); /* the family routes it again */
         oreq_done(r);
@@ -366,8 +372,8 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
     if (m->type == WIRE_MOVED) {
         if (!r->moved) {
             r->moved = 1;
-            int rc = router_moved(e->router, r->owner->pool, m->u.moved.leaf, m->u.moved.leaf_bits,
-                                  (int)m->u.moved.owner, m->u.moved.map_gen);
+            int rc = router_moved(e->owners->router, r->owner->pool, m->u.moved.leaf,
+                                  m->u.moved.leaf_bits, (int)m->u.moved.owner, m->u.moved.map_gen);
             if (rc >= 0 && r->nk > 0) {
                 struct route rt;
                 const struct wire_slice *k = &op->keys[op->kidx[r->k0]];
@@ -406,10 +412,12 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
 
 /* ---- reload -------------------------------------------------------------- */
 
-void op_reload(struct edge *e, const struct cfg *next)
+void op_reload(struct edge *e, const struct op_opts *next)
 {
+    if (op_take_opts(e->ops, next) != 0)
+        return;
     int64_t now = clock_mono_ms();
-    for (struct oreq *r = e->wq_head; r != NULL; r = r->wnext) {
+    for (struct oreq *r = e->ops->wq_head; r != NULL; r = r->wnext) {
         struct op *op = r->op;
         int64_t d = op->start_ms + next->write_deadline_ms;
         if (!op->is_write || d >= op->deadline_ms)

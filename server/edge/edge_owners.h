@@ -55,19 +55,45 @@ struct owner_ref {
     int refused;                  /* cluster: its links could not be made (logged once) */
 };
 
+/* e->owners: what the families, INFO and the health module read of the
+ * module (the table and the router); the rest of its state is
+ * edge_owners.c's, behind this head. */
+struct edge_owners {
+    struct router *router;
+    struct owner_ref *ref;        /* hot owners, then cold owners (a cluster: by number - 1) */
+    int n;
+};
+
+/* The owners module's options (the process builds them from the config,
+ * at setup and at each reload).  The strings point into that config, which
+ * lives until the next reload hands new ones. */
+struct owners_opts {
+    const struct cfg *cfg;        /* as data, during the call only: the router's rules
+                                   * (router_create, router_set_config), the cluster TLS
+                                   * files */
+    int hot_owners, cold_owners;
+    int owner_push;               /* owners push writes to colo caches */
+    int64_t write_timeout_ms;     /* the links' */
+    int64_t max_frame;            /* wire-max-frame */
+    const char *dir;              /* the owners' Unix sockets live here */
+    const char *cluster, *host;   /* a cluster: its name and this host's */
+    const char *cluster_tls_cert_file; /* "": no links to other hosts' owners */
+};
+
 struct owner_hooks {
     elink_push_fn push;           /* a push link's PUSH / INVALIDATE; arg is the owner_ref */
     elink_drained_fn drained;     /* a congested link drained; arg is the edge */
 };
 
-/* e->router, e->incarnation and e->owners (links connecting at once on a
+/* e->owners: the router, this process's incarnation and the owners (links connecting at once on a
  * single host; on first use in a cluster) from the config, and the 1 s
  * STATS poll.  0, or -1 on allocation failure (call
  * owners_teardown either way). */
-int owners_setup(struct edge *e, const struct owner_hooks *hooks);
-/* Routing rules and link timeouts from a new config. */
-void owners_reload(struct edge *e, const struct cfg *cfg);
-/* Frees links (no callback runs), owners and the router. */
+int owners_setup(struct edge *e, const struct owner_hooks *hooks, const struct owners_opts *opts);
+/* Routing rules, link timeouts and the cluster TLS files from new options. */
+void owners_reload(struct edge *e, const struct owners_opts *opts);
+/* Frees links (no callback runs), owners and the router; e->owners is NULL
+ * after. */
 void owners_teardown(struct edge *e);
 /* Handles the answers owners have sent to this edge's unfinished writes
  * (elink_poll on each write link with a write waiting), without waiting

@@ -119,6 +119,7 @@
  * older than the versions WATCH read: edge_tx.h).
  */
 #include "server/edge/edge_read.h"
+#include "server/colo/cache.h"
 #include "server/edge/edge_render.h"
 
 #include <stdlib.h>
@@ -131,6 +132,7 @@
 #include "server/edge/edge_health.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/edge_sess.h"
 
 /* A read op's arguments (in the op's args block). */
 struct read_args {
@@ -262,14 +264,15 @@ int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash,
 {
     struct cache_hit hit;
     int64_t now = clock_mono_ms();
-    cache_sketch_read(e->cache, key, len, hash, now);
-    if (cache_get(e->cache, key, len, hash, now, &e->cval, &hit) != HKV_OK ||
+    cache_sketch_read(e->cache->cache, key, len, hash, now);
+    if (cache_get(e->cache->cache, key, len, hash, now, &e->cache->cval, &hit) != HKV_OK ||
         (min != 0 && hit.stamp < min)) {
-        cache_count(e->cache, CACHE_CTR_cache_misses, 1); /* (or older than the reader knows) */
+        /* (or older than the reader knows) */
+        cache_count(e->cache->cache, CACHE_CTR_cache_misses, 1);
         return 0;
     }
     if (hit.expire_at != 0 && hit.expire_at <= clock_unix_ms()) {
-        cache_count(e->cache, CACHE_CTR_cache_misses, 1); /* the key itself expired */
+        cache_count(e->cache->cache, CACHE_CTR_cache_misses, 1); /* the key itself expired */
         return 0;
     }
     if (now < hit.fresh_until && edge_push_gap(e, key, len, now))
@@ -291,23 +294,23 @@ int edge_read_cached(struct edge *e, const char *key, size_t len, uint64_t hash,
          * value, at once. */
         if (!edge_cache_late_serves(silent, f != NULL ? now - flight_started(f) : -1,
                                     flight_allowance(e))) {
-            cache_count(e->cache, CACHE_CTR_cache_misses, 1);
+            cache_count(e->cache->cache, CACHE_CTR_cache_misses, 1);
             return 0;
         }
         if (silent)
-            cache_count(e->cache, CACHE_CTR_cache_silent_stale_hits, 1);
+            cache_count(e->cache->cache, CACHE_CTR_cache_silent_stale_hits, 1);
     }
-    cache_count(e->cache,
+    cache_count(e->cache->cache,
                 hit.negative ? CACHE_CTR_cache_negative_hits
                              : stale ? CACHE_CTR_cache_stale_hits : CACHE_CTR_cache_hits,
                 1);
     *h = (struct edge_read_hit){
-        .found = !hit.negative, .v = buf_head(&e->cval), .n = buf_unread(&e->cval),
+        .found = !hit.negative, .v = buf_head(&e->cache->cval), .n = buf_unread(&e->cache->cval),
         .expire_at = hit.expire_at, .f = {now - hit.stored_at, hit.stamp, stale, 0},
     };
     if (stale && f == NULL && o != NULL && !silent) {
         /* Stale: one edge of the colo refreshes it; the others keep serving.
-         * (Starting the fetch leaves e->cval alone.)  Not while its owner
+         * (Starting the fetch leaves e->cache->cval alone.)  Not while its owner
          * is marked silent: the probes find out when it answers, and a
          * stopped owner does not come back to a fetch queued per key. */
         flight_start(e, key, len, &rt, o, 1);
@@ -370,7 +373,7 @@ static void read_key(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
                      const struct resp_slice *key)
 {
     struct edge *e = c->e;
-    if (c->writes_inflight > 0 || c->watching) {
+    if (sess_of(c)->writes_inflight > 0 || sess_of(c)->watching) {
         /* Behind this client's writes, on the write link, or, while it
          * WATCHes keys, from the owner (no cache, no flight): a value older
          * than the version WATCH read would let its transaction commit over
@@ -386,7 +389,7 @@ static void read_key(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
         return;
     }
     uint64_t hash = router_hash(key->p, key->len); /* the request's one hash of its key */
-    if (e->cache != NULL && from_cache(c, cmd, k, key, hash))
+    if (e->cache->cache != NULL && from_cache(c, cmd, k, key, hash))
         return;
     const char *err = NULL;
     struct flight *f = edge_read_flight(e, key->p, key->len, hash, &err);

@@ -50,12 +50,12 @@ void edge_read_calc(struct conn *c, enum cmd_id cmd, int argc, const struct resp
  * What a one-key read found in the colo cache. */
 struct edge_read_hit {
     int found;                    /* 0: a cached authoritative absence */
-    const char *v;                /* the value: valid until the next lookup (e->cval) */
+    const char *v;                /* the value: valid until the next lookup (e->cache->cval) */
     size_t n;
     int64_t expire_at;            /* unix ms, 0 = none */
     struct read_facts f;          /* age, the owner's stamp, stale (degraded: never here) */
 };
-/* The key in the colo cache (e->cache not NULL), under the staleness rules
+/* The key in the colo cache (e->cache->cache not NULL), under the staleness rules
  * at the top of edge_read.c (a stale entry starts the colo's one refresh).
  * min != 0: an entry stamped below min counts as a miss (the reader knows a
  * newer version exists).  1 = answered (*h), 0 = wait on the key's flight. */

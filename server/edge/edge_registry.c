@@ -40,6 +40,7 @@
 #include "server/edge/edge_subcmd.h"
 #include "server/edge/edge_tx.h"
 #include "server/edge/edge_write.h"
+#include "server/edge/edge_sess.h"
 
 #define ROW(ID, handler, family) [CMD_##ID] = {handler, EDGE_FAM_##family},
 
@@ -167,10 +168,10 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     edge_handler h = d != NULL ? edge_commands[d->id].handler : NULL;
     size_t before = buf_unread(&c->out);
     board_add(&c->e->stats->total_commands_processed, 1);
-    c->ncmds++;
+    sess_of(c)->ncmds++;
     if (h == NULL) {
-        c->last_cmd = NULL; /* Redis: cmd=NULL after an unknown command */
-        c->last_stat = STATS_NONE;
+        sess_of(c)->last_cmd = NULL; /* Redis: cmd=NULL after an unknown command */
+        sess_of(c)->last_stat = STATS_NONE;
         unknown_command(c, argc, argv);
         refused(c, STATS_NONE, before);
         edge_tx_flag(c); /* inside MULTI: EXEC answers EXECABORT */
@@ -185,8 +186,8 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     if (argc >= 2 && subcmd_is_container(d->id)) {
         const struct edge_subcmd *s = subcmd_lookup(d->id, &argv[1]);
         if (s == NULL) {
-            c->last_cmd = NULL;
-            c->last_stat = STATS_NONE;
+            sess_of(c)->last_cmd = NULL;
+            sess_of(c)->last_stat = STATS_NONE;
             unknown_subcommand(c, d, &argv[1]);
             refused(c, STATS_NONE, before);
             edge_tx_flag(c);
@@ -197,8 +198,8 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
         admin = s->admin;
         arity_ok = s->arity >= 0 ? argc == s->arity : argc >= -s->arity;
     }
-    c->last_cmd = name;
-    c->last_stat = (uint16_t)stat;
+    sess_of(c)->last_cmd = name;
+    sess_of(c)->last_stat = (uint16_t)stat;
     if (!arity_ok) {
         if (d->id == CMD_EXEC) {
             /* Redis's execCommandAbort: the transaction ends, and says why */
@@ -212,17 +213,17 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
         refused(c, stat, before);
         return;
     }
-    if ((c->gated && edge_auth_gate(c, d, argc, argv) != 0) || /* NOAUTH, NOPERM */
+    if ((sess_of(c)->gated && edge_auth_gate(c, d, argc, argv) != 0) || /* NOAUTH, NOPERM */
         /* Rate limit (server/colo/ratelimit.h, edge_rl.c).  A command
          * without a limit costs this one branch; one over its limit is
          * answered "-RATELIMITED retry in N ms" and not run, and the
          * connection stays open. */
-        (c->e->rl_map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv))) {
+        (c->e->rl->map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv))) {
         refused(c, stat, before);
         edge_tx_flag(c);
         return;
     }
-    if (c->monitor && (d->flags & (CMD_F_READ | CMD_F_WRITE))) {
+    if (sess_of(c)->monitor && (d->flags & (CMD_F_READ | CMD_F_WRITE))) {
         resp_add_error(&c->out, "ERR Replica can't interact with the keyspace");
         refused(c, stat, before);
         return;
@@ -230,24 +231,25 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     if (monitor_on(c->e))
         monitor_feed(c, argc, argv, admin);
     /* Inside MULTI a command is queued instead (edge_tx.h). */
-    if (c->tx != NULL && edge_tx_queue(c, d, argc, argv))
+    if (sess_of(c)->tx != NULL && edge_tx_queue(c, d, argc, argv))
         return;
     /* INFO commandstats: an op the handler starts takes the count over
      * (op_new) and counts it when it answers. */
-    c->cur_stat = (uint16_t)stat;
-    c->cur_t0_ns = clock_mono_ns();
-    c->stat_taken = 0;
+    sess_of(c)->cur_stat = (uint16_t)stat;
+    sess_of(c)->cur_t0_ns = clock_mono_ns();
+    sess_of(c)->stat_taken = 0;
     if (d->flags & (CMD_F_READ | CMD_F_WRITE)) /* the write lane (edge_conn.h) */
         conn_note_request(c, (d->flags & CMD_F_WRITE) != 0);
     h(c, argc, argv);
-    if (!c->stat_taken) {
+    if (!sess_of(c)->stat_taken) {
         size_t n = buf_unread(&c->out) > before ? buf_unread(&c->out) - before : 0;
         int first = 0, last = 0; /* the first key, for its class (edge_stats.h) */
         int nk = cmd_key_range(d, argc, &first, &last);
-        stats_call_key(c->e, stat, clock_mono_ns() - c->cur_t0_ns, buf_head(&c->out) + before, n,
-                       nk > 0 ? argv[first].p : NULL, nk > 0 ? argv[first].len : 0);
+        stats_call_key(c->e, stat, clock_mono_ns() - sess_of(c)->cur_t0_ns,
+                       buf_head(&c->out) + before, n, nk > 0 ? argv[first].p : NULL,
+                       nk > 0 ? argv[first].len : 0);
     }
-    c->cur_stat = STATS_NONE;
+    sess_of(c)->cur_stat = STATS_NONE;
 }
 
 /* ---- COMMAND -------------------------------------------------------------- */
@@ -349,7 +351,7 @@ void edge_cmd_command(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_array(&c->out, total);
         for (int i = 0; i < CMD_COUNT; i++)
             if (served(cmd_get((enum cmd_id)i)))
-                command_info_entry(&c->out, c->proto, cmd_get((enum cmd_id)i));
+                command_info_entry(&c->out, sess_of(c)->proto, cmd_get((enum cmd_id)i));
     } else if (edge_arg_is(&argv[1], "count")) {
         resp_add_int(&c->out, total);
     } else if (edge_arg_is(&argv[1], "info")) {
@@ -357,9 +359,9 @@ void edge_cmd_command(struct conn *c, int argc, const struct resp_slice *argv)
         for (int i = 2; i < argc; i++) {
             const struct cmd_def *d = cmd_lookup(argv[i].p, argv[i].len);
             if (d != NULL && served(d))
-                command_info_entry(&c->out, c->proto, d);
+                command_info_entry(&c->out, sess_of(c)->proto, d);
             else
-                resp_add_null(&c->out, c->proto);
+                resp_add_null(&c->out, sess_of(c)->proto);
         }
     } else if (edge_arg_is(&argv[1], "docs")) {
         /* a map of the names known (all served ones without names) */
@@ -371,10 +373,10 @@ void edge_cmd_command(struct conn *c, int argc, const struct resp_slice *argv)
             if (d == NULL || !served(d))
                 continue;
             resp_add_bulk_str(&b, d->name);
-            command_docs_entry(&b, c->proto, d);
+            command_docs_entry(&b, sess_of(c)->proto, d);
             n++;
         }
-        resp_add_map(&c->out, c->proto, n);
+        resp_add_map(&c->out, sess_of(c)->proto, n);
         buf_append(&c->out, buf_head(&b), buf_unread(&b));
         buf_deinit(&b);
     } else if (edge_arg_is(&argv[1], "list")) {

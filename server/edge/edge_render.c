@@ -2,6 +2,7 @@
  * edge_render.c - the one-key reads' replies (edge_render.h).
  */
 #include "server/edge/edge_render.h"
+#include "server/edge/edge_sess.h"
 
 #include "server/core/clock.h"
 
@@ -50,7 +51,7 @@ void read_render(enum cmd_id cmd, int proto, struct hkv_buf *out, int found, con
 static void meta(const struct conn *c, struct hkv_buf *out, int64_t age_ms, hkv_stamp stamp,
                  int stale, int degraded)
 {
-    if (!c->meta || c->proto != 3)
+    if (!sess_of(c)->meta || sess_of(c)->proto != 3)
         return;
     resp_add_attr(out, 4);
     resp_add_bulk_str(out, "age_ms");
@@ -90,9 +91,9 @@ void read_answer(const struct conn *c, enum cmd_id cmd, struct hkv_buf *out, int
                  const char *v, size_t n, int64_t expire_at, const struct read_facts *f)
 {
     if (cmd == CMD_GETMETA) {
-        getmeta(c->proto, out, found, v, n, f);
+        getmeta(sess_of(c)->proto, out, found, v, n, f);
         return;
     }
     meta(c, out, f->age_ms, f->stamp, f->stale, f->degraded);
-    read_render(cmd, c->proto, out, found, v, n, expire_at);
+    read_render(cmd, sess_of(c)->proto, out, found, v, n, expire_at);
 }

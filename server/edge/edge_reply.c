@@ -18,15 +18,17 @@
  */
 #include "server/edge/edge_reply.h"
 
+#include "server/edge/edge_conn_int.h"
+
 #include <stdlib.h>
 
 #define SLOT_KEEP 4096
 
 static struct rslot *slot_new(struct edge *e)
 {
-    struct rslot *s = e->free_slots;
+    struct rslot *s = conns_st(e)->free_slots;
     if (s != NULL) {
-        e->free_slots = s->next;
+        conns_st(e)->free_slots = s->next;
     } else {
         s = calloc(1, sizeof(*s));
         if (s == NULL)
@@ -43,8 +45,8 @@ static void slot_free(struct edge *e, struct rslot *s)
 {
     buf_reset(&s->buf);
     buf_shrink(&s->buf, SLOT_KEEP);
-    s->next = e->free_slots;
-    e->free_slots = s;
+    s->next = conns_st(e)->free_slots;
+    conns_st(e)->free_slots = s;
 }
 
 struct rslot *slot_push(struct conn *c)
@@ -166,11 +168,11 @@ void slots_release(struct conn *c)
     c->held = 0; /* the layers above forgot theirs in the closing hook */
 }
 
-void slots_teardown(struct edge *e)
+void slots_teardown(struct conns_state *st)
 {
-    while (e->free_slots != NULL) {
-        struct rslot *s = e->free_slots;
-        e->free_slots = s->next;
+    while (st->free_slots != NULL) {
+        struct rslot *s = st->free_slots;
+        st->free_slots = s->next;
         buf_deinit(&s->buf);
         free(s);
     }

@@ -59,7 +59,8 @@ int slot_ready(struct conn *c, struct rslot *s);
 void slots_after_dispatch(struct conn *c, struct rslot *s);
 /* Frees every slot of c (it is closing). */
 void slots_release(struct conn *c);
-/* Frees the edge's slot freelist. */
-void slots_teardown(struct edge *e);
+/* Frees the connection layer's slot freelist (conns_teardown). */
+struct conns_state;
+void slots_teardown(struct conns_state *st);
 
 #endif

@@ -4,8 +4,9 @@
  * again on every reload), and the check dispatch makes before it runs a
  * limited command.
  *
- * The dispatch pipeline (edge_registry.c) tests e->rl_map[command id] first, so a command with no limit
- * costs one load and one branch; only a limited command comes here.  The
+ * The dispatch pipeline (edge_registry.c) tests e->rl->map[command id]
+ * first, so a command with no limit costs two loads and one branch; only a
+ * limited command comes here.  The
  * client's key is its peer address (read once per connection, on its first
  * limited command) plus, once it authenticated with AUTH, its user name.
  * A HELLO is charged (to AUTH's limit) only when it carries AUTH.
@@ -14,37 +15,59 @@
  */
 #include "server/edge/edge_rl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/core/log.h"
 #include "server/edge/auth.h"
 #include "server/edge/edge_arg.h"
+#include "server/edge/edge_auth.h"
+#include "server/edge/edge_int.h"
+#include "server/edge/edge_sess.h"
 
-static void configure(struct edge *e, const struct cfg *cfg)
+/* Where a process whose module could not be allocated points e->rl: no
+ * limiter, every command unlimited (fail open, as a bad segment does). */
+static struct edge_rl rl_off;
+
+static void configure(struct edge_rl *r, const struct edge *e, const struct cfg *cfg)
 {
-    int unknown = rl_configure(e->rl, cfg);
-    e->rl_map = rl_class_map(e->rl);
+    int unknown = rl_configure(r->lim, cfg);
+    r->map = rl_class_map(r->lim);
     if (unknown > 0 && e->ectx->colo_index == 0 && e->ctx->index == 0)
         log_notice("%d ratelimit-command line(s) name no command of this build; they limit "
                    "nothing", unknown);
 }
 
-void edge_rl_setup(struct edge *e)
+void edge_rl_setup(struct edge *e, const struct cfg *cfg)
 {
-    e->rl = e->ectx->rl;
-    e->rl_map = rl_class_map(NULL);
-    if (e->rl == NULL)
+    struct edge_rl *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        rl_off.map = rl_class_map(NULL);
+        e->rl = &rl_off;
         return;
-    if (rl_attach(e->rl) != HKV_OK)
+    }
+    e->rl = r;
+    r->lim = e->ectx->rl;
+    r->map = rl_class_map(NULL);
+    if (r->lim == NULL)
+        return;
+    if (rl_attach(r->lim) != HKV_OK)
         log_warning("the rate-limit segment failed validation; every limited command is let "
                     "through and counted in ratelimit_failopen");
-    configure(e, e->ctx->cfg);
+    configure(r, e, cfg);
 }
 
-void edge_rl_reload(struct edge *e, const struct cfg *next)
+void edge_rl_reload(struct edge_rl *r, const struct edge *e, const struct cfg *next)
 {
-    if (e->rl != NULL)
-        configure(e, next);
+    if (r->lim != NULL)
+        configure(r, e, next);
+}
+
+void edge_rl_teardown(struct edge_rl **rp)
+{
+    if (*rp != &rl_off)
+        free(*rp);
+    *rp = NULL;
 }
 
 int edge_rl_refuse(struct conn *c, const struct cmd_def *d, int argc,
@@ -67,19 +90,19 @@ int edge_rl_refuse(struct conn *c, const struct cmd_def *d, int argc,
 int edge_rl_over(struct conn *c, const struct cmd_def *d, int64_t *retry_ms)
 {
     struct edge *e = c->e;
-    if (!c->rl_addr_ok) {
+    if (!sess_of(c)->rl_addr_ok) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0)
-            rl_key_addr(&c->rl_addr, (const struct sockaddr *)&ss, sl);
+            rl_key_addr(&sess_of(c)->rl_addr, (const struct sockaddr *)&ss, sl);
         else
-            rl_key_addr(&c->rl_addr, NULL, 0); /* the shared key: still limited */
-        c->rl_addr_ok = 1;
+            rl_key_addr(&sess_of(c)->rl_addr, NULL, 0); /* the shared key: still limited */
+        sess_of(c)->rl_addr_ok = 1;
     }
-    struct rl_key k = c->rl_addr;
-    if (c->user >= 0 && !c->user_implicit && e->auth != NULL) {
-        k.user = auth_user_name(e->auth, c->user);
+    struct rl_key k = sess_of(c)->rl_addr;
+    if (sess_of(c)->user >= 0 && !sess_of(c)->user_implicit && e->auth->users != NULL) {
+        k.user = auth_user_name(e->auth->users, sess_of(c)->user);
         k.ulen = k.user != NULL ? strlen(k.user) : 0;
     }
-    return rl_check(e->rl, &k, e->rl_map[d->id], rl_now(), retry_ms) != RL_ALLOW;
+    return rl_check(e->rl->lim, &k, e->rl->map[d->id], rl_now(), retry_ms) != RL_ALLOW;
 }

@@ -414,7 +414,7 @@ void edge_cmd_dbsize(struct conn *c, int argc, const struct resp_slice *argv)
     if (op == NULL)
         return;
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
-        if (op_to_owner(op, &e->owners[g], WIRE_STATS, WIRE_ROLE_READ) != 0) {
+        if (op_to_owner(op, &e->owners->ref[g], WIRE_STATS, WIRE_ROLE_READ) != 0) {
             op_finish_error(op);
             return;
         }

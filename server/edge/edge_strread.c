@@ -16,15 +16,16 @@
 #include "server/edge/edge_mread.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_read.h"
+#include "server/edge/edge_sess.h"
 
 static struct strops_env env_of(const struct conn *c, struct hkv_buf *work)
 {
-    return (struct strops_env){work, c->e->ctx->cfg->proto_max_bulk_len};
+    return (struct strops_env){work, c->e->cmd_opts.max_bulk};
 }
 
 static void reply(struct conn *c, struct hkv_buf *out, const struct strops_result *res)
 {
-    if (strops_reply_encode(out, c->proto, &res->reply) != HKV_OK)
+    if (strops_reply_encode(out, sess_of(c)->proto, &res->reply) != HKV_OK)
         resp_add_error(out, "ERR out of memory");
 }
 

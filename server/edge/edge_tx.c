@@ -25,14 +25,15 @@
 #include "server/edge/edge_call.h"
 #include "server/edge/edge_cmd.h"
 #include "server/edge/edge_op.h"
+#include "server/edge/edge_sess.h"
 
 #define TX_KEEP 4096 /* bytes a connection keeps between transactions */
 
 static struct edge_tx *tx_of(struct conn *c)
 {
-    if (c->tx == NULL)
-        c->tx = calloc(1, sizeof(*c->tx));
-    return c->tx;
+    if (sess_of(c)->tx == NULL)
+        sess_of(c)->tx = calloc(1, sizeof(*sess_of(c)->tx));
+    return sess_of(c)->tx;
 }
 
 static int grow(void **arr, uint32_t *cap, uint32_t need, size_t size)
@@ -67,8 +68,8 @@ static void queue_clear(struct edge_tx *tx)
 
 static void unwatch(struct conn *c)
 {
-    struct edge_tx *tx = c->tx;
-    c->watching = 0;
+    struct edge_tx *tx = sess_of(c)->tx;
+    sess_of(c)->watching = 0;
     buf_reset(&tx->wbytes);
     buf_shrink(&tx->wbytes, TX_KEEP);
     tx->nwatch = 0;
@@ -79,7 +80,7 @@ static void unwatch(struct conn *c)
 
 void edge_tx_end(struct conn *c)
 {
-    struct edge_tx *tx = c->tx;
+    struct edge_tx *tx = sess_of(c)->tx;
     if (tx == NULL)
         return;
     queue_clear(tx);
@@ -89,7 +90,7 @@ void edge_tx_end(struct conn *c)
 
 void edge_tx_conn_gone(struct conn *c)
 {
-    struct edge_tx *tx = c->tx;
+    struct edge_tx *tx = sess_of(c)->tx;
     if (tx == NULL)
         return;
     buf_deinit(&tx->bytes);
@@ -98,18 +99,18 @@ void edge_tx_conn_gone(struct conn *c)
     free(tx->cmds);
     free(tx->watch);
     free(tx);
-    c->tx = NULL;
+    sess_of(c)->tx = NULL;
 }
 
 int edge_tx_queued(const struct conn *c)
 {
-    return c->tx != NULL && c->tx->multi ? (int)c->tx->ncmds : -1;
+    return sess_of(c)->tx != NULL && sess_of(c)->tx->multi ? (int)sess_of(c)->tx->ncmds : -1;
 }
 
 void edge_tx_flag(struct conn *c)
 {
-    if (c->tx != NULL && c->tx->multi)
-        c->tx->dirty = 1;
+    if (sess_of(c)->tx != NULL && sess_of(c)->tx->multi)
+        sess_of(c)->tx->dirty = 1;
 }
 
 /* ---- MULTI, DISCARD, RESET ------------------------------------------------- */
@@ -131,7 +132,7 @@ void edge_cmd_multi(struct conn *c, int argc, const struct resp_slice *argv)
 
 void edge_cmd_discard(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    if (c->tx == NULL || !c->tx->multi) {
+    if (sess_of(c)->tx == NULL || !sess_of(c)->tx->multi) {
         reply_error(c, "ERR DISCARD without MULTI");
         return;
     }
@@ -166,18 +167,18 @@ static void overflow(struct conn *c, struct edge_tx *tx, const char *fmt, long l
 static int queue_add(struct conn *c, struct edge_tx *tx, const struct cmd_def *d, int argc,
                      const struct resp_slice *argv)
 {
-    const struct cfg *cfg = c->e->ctx->cfg;
+    const struct edge_cmd_opts *lim = &c->e->cmd_opts;
     size_t total = 0;
     for (int i = 0; i < argc; i++)
         total += argv[i].len;
-    if ((int64_t)tx->ncmds + 1 > cfg->multi_max_commands) {
+    if ((int64_t)tx->ncmds + 1 > lim->multi_max_commands) {
         overflow(c, tx, "ERR Transaction discarded: more than %lld commands queued "
-                 "(multi-max-commands)", (long long)cfg->multi_max_commands);
+                 "(multi-max-commands)", (long long)lim->multi_max_commands);
         return -1;
     }
-    if ((uint64_t)buf_unread(&tx->bytes) + total > (uint64_t)cfg->multi_max_bytes) {
+    if ((uint64_t)buf_unread(&tx->bytes) + total > (uint64_t)lim->multi_max_bytes) {
         overflow(c, tx, "ERR Transaction discarded: more than %lld bytes queued "
-                 "(multi-max-bytes)", (long long)cfg->multi_max_bytes);
+                 "(multi-max-bytes)", (long long)lim->multi_max_bytes);
         return -1;
     }
     /* The owner takes one request of at most this many words and watched keys. */
@@ -208,7 +209,7 @@ static int queue_add(struct conn *c, struct edge_tx *tx, const struct cmd_def *d
 
 int edge_tx_queue(struct conn *c, const struct cmd_def *d, int argc, const struct resp_slice *argv)
 {
-    struct edge_tx *tx = c->tx;
+    struct edge_tx *tx = sess_of(c)->tx;
     if (tx == NULL || !tx->multi)
         return 0;
     switch (d->id) {
@@ -266,7 +267,7 @@ static int watch_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
  * client is gone). */
 static struct edge_tx *watch_list(struct op *op)
 {
-    struct edge_tx *tx = op->c != NULL ? op->c->tx : NULL;
+    struct edge_tx *tx = op->c != NULL ? sess_of(op->c)->tx : NULL;
     return tx != NULL && tx->gen == WA(op)->gen ? tx : NULL;
 }
 
@@ -311,7 +312,7 @@ static void watch_end(struct op *op)
         if (op->err || WA(op)->answered != op->nkeys)
             tx->watch_failed = 1;
     }
-    if (op->c != NULL && op->c->tx != NULL && op->c->hold == op->c->tx)
+    if (op->c != NULL && sess_of(op->c)->tx != NULL && op->c->hold == sess_of(op->c)->tx)
         conn_hold(op->c, NULL); /* op_finish's conn_slot_done resumes it */
 }
 
@@ -329,7 +330,7 @@ void edge_cmd_watch(struct conn *c, int argc, const struct resp_slice *argv)
         reply_error(c, "ERR WATCH inside MULTI is not allowed");
         return;
     }
-    const struct cfg *cfg = c->e->ctx->cfg;
+    const struct edge_cmd_opts *lim = &c->e->cmd_opts;
     int n = argc - 1;
     size_t total = 0;
     for (int i = 1; i < argc; i++)
@@ -340,11 +341,11 @@ void edge_cmd_watch(struct conn *c, int argc, const struct resp_slice *argv)
         reply_error(c, err);
         return;
     }
-    if ((int64_t)tx->nwatch + n > cfg->multi_max_commands ||
-        (uint64_t)buf_unread(&tx->wbytes) + total > (uint64_t)cfg->multi_max_bytes) {
+    if ((int64_t)tx->nwatch + n > lim->multi_max_commands ||
+        (uint64_t)buf_unread(&tx->wbytes) + total > (uint64_t)lim->multi_max_bytes) {
         resp_add_errorf(&c->out, "ERR more than %lld keys or %lld bytes of keys watched "
                         "(multi-max-commands, multi-max-bytes)",
-                        (long long)cfg->multi_max_commands, (long long)cfg->multi_max_bytes);
+                        (long long)lim->multi_max_commands, (long long)lim->multi_max_bytes);
         return;
     }
     if (grow((void **)&tx->watch, &tx->watch_cap, tx->nwatch + (uint32_t)n,
@@ -359,7 +360,7 @@ void edge_cmd_watch(struct conn *c, int argc, const struct resp_slice *argv)
     WA(op)->gen = tx->gen;
     WA(op)->first = tx->nwatch;
     tx->watch_pending++; /* watch_end balances it, whatever happens next */
-    c->watching = 1;     /* its reads ask the owner until the list is cleared */
+    sess_of(c)->watching = 1;     /* its reads ask the owner until the list is cleared */
     for (int i = 1; i < argc; i++) {
         tx->watch[tx->nwatch++] =
             (struct tx_watch){buf_unread(&tx->wbytes), argv[i].len, 0, 0, 0};
@@ -376,7 +377,7 @@ void edge_cmd_watch(struct conn *c, int argc, const struct resp_slice *argv)
 
 void edge_cmd_unwatch(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    if (c->tx != NULL)
+    if (sess_of(c)->tx != NULL)
         unwatch(c);
     resp_add_simple(&c->out, "OK");
 }

@@ -27,6 +27,7 @@
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_op.h"
+#include "server/edge/edge_sess.h"
 
 /* A write op's arguments and results (in the op's args block). */
 struct write_args {
@@ -129,11 +130,11 @@ static void set_done(struct op *op)
             if (W(op)->has_old)
                 resp_add_bulk(out, buf_head(&op->res), buf_unread(&op->res));
             else
-                resp_add_null(out, op->c->proto);
+                resp_add_null(out, sess_of(op->c)->proto);
         } else if (applied) {
             resp_add_simple(out, "OK");
         } else {
-            resp_add_null(out, op->c->proto);
+            resp_add_null(out, sess_of(op->c)->proto);
         }
     }
     op_finish(op);
@@ -360,7 +361,7 @@ static void gtw_done(struct op *op)
         if (W(op)->acc)
             resp_add_bulk(out, buf_head(&op->res), buf_unread(&op->res));
         else
-            resp_add_null(out, op->c->proto);
+            resp_add_null(out, sess_of(op->c)->proto);
     }
     op_finish(op);
 }

@@ -12,15 +12,20 @@
 
 #include "server/edge/info.h"
 
+#include "server/colo/cache.h"
+#include "server/colo/ratelimit.h"
 #include "server/edge/edge_arg.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_health.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_link.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_http.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/edge_rl.h"
 #include "server/edge/info_leaves.h"
 #include "server/edge/info_redis.h"
+#include "server/edge/edge_sess.h"
 #include "server/core/version.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
@@ -39,7 +44,7 @@ static uint64_t sum_edges(struct edge *e, size_t off)
 
 static void sec_server(struct hkv_buf *b, struct edge *e)
 {
-    const struct cfg *cfg = e->ctx->cfg;
+    const struct cfg *cfg = edge_config(e);
     struct board *bd = e->ctx->board;
     struct utsname u;
     uname(&u);
@@ -89,7 +94,7 @@ static void sec_clients(struct hkv_buf *b, struct edge *e)
                "maxclients:%lld\r\n"
                "\r\n",
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, connected_clients)),
-               (unsigned long long)e->nconns, (long long)e->ctx->cfg->maxclients);
+               (unsigned long long)e->conns->n, (long long)edge_config(e)->maxclients);
 }
 
 static void sec_stats(struct hkv_buf *b, struct edge *e)
@@ -102,12 +107,13 @@ static void sec_stats(struct hkv_buf *b, struct edge *e)
     CTR_EDGE(X)
 #undef X
     int64_t expired = 0;
-    for (int g = 0; g < e->nowners; g++)
-        expired += e->owners[g].stats[CTR_OWNER_owner_expired];
+    for (int g = 0; g < e->owners->n; g++)
+        expired += e->owners->ref[g].stats[CTR_OWNER_owner_expired];
     buf_printf(b, "expired_keys:%lld\r\nevicted_keys:0\r\n", (long long)expired);
     buf_printf(b, "tls_connections:%llu\r\n",
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, tls_connections)));
-    buf_printf(b, "instantaneous_ops_per_sec:%llu\r\n\r\n", (unsigned long long)e->ops_per_sec);
+    buf_printf(b, "instantaneous_ops_per_sec:%llu\r\n\r\n",
+               (unsigned long long)e->ops_rate.per_sec);
 }
 
 static void sec_processes(struct hkv_buf *b, struct edge *e)
@@ -137,19 +143,19 @@ static void sec_owners(struct hkv_buf *b, struct edge *e)
     int64_t sum[CTR_OWNER_COUNT] = {0};
     int64_t now = clock_mono_ms();
     int answered = 0;
-    for (int g = 0; g < e->nowners; g++) {
-        if (e->owners[g].stats_at_ms == 0)
+    for (int g = 0; g < e->owners->n; g++) {
+        if (e->owners->ref[g].stats_at_ms == 0)
             continue;
         answered++;
         for (int i = 0; i < CTR_OWNER_COUNT; i++)
-            sum[i] += e->owners[g].stats[i];
+            sum[i] += e->owners->ref[g].stats[i];
     }
     buf_printf(b, "# Owners\r\nowners_answering:%d\r\nowners_silent:%d\r\n", answered,
                edge_health_silent_count(e));
     for (int i = 0; i < CTR_OWNER_COUNT; i++)
         buf_printf(b, "%s:%lld\r\n", ctr_owner_defs[i].name, (long long)sum[i]);
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
-        struct owner_ref *o = &e->owners[g];
+        struct owner_ref *o = &e->owners->ref[g];
         const int64_t *v = o->stats;
         if (o->number != 0) /* a cluster: pools and indexes repeat across hosts */
             buf_printf(b, "owner_%u:host_index=%s/%d,", o->number, topo_pool_name(o->pool),
@@ -183,8 +189,8 @@ static void sec_keyspace(struct hkv_buf *b, struct edge *e)
 {
     int64_t keys = 0, expires = 0;
     double ttl = 0;
-    for (int g = 0; g < e->nowners; g++) {
-        const int64_t *v = e->owners[g].stats;
+    for (int g = 0; g < e->owners->n; g++) {
+        const int64_t *v = e->owners->ref[g].stats;
         keys += v[CTR_OWNER_owner_keys];
         expires += v[CTR_OWNER_owner_expires];
         ttl += (double)v[CTR_OWNER_owner_avg_ttl_ms] * (double)v[CTR_OWNER_owner_expires];
@@ -200,11 +206,11 @@ static void sec_cache(struct hkv_buf *b, struct edge *e)
 {
     struct cache_stats st;
     buf_printf(b, "# Cache\r\n");
-    if (e->cache == NULL) {
+    if (e->cache->cache == NULL) {
         buf_printf(b, "cache_enabled:0\r\n\r\n");
         return;
     }
-    cache_stats(e->cache, &st);
+    cache_stats(e->cache->cache, &st);
     buf_printf(b, "cache_enabled:1\r\n");
 #define X(name, help) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[CACHE_CTR_##name]);
     CACHE_COUNTERS(X)
@@ -219,9 +225,9 @@ static void sec_cache(struct hkv_buf *b, struct edge *e)
 static void sec_hotkeys(struct hkv_buf *b, struct edge *e)
 {
     buf_printf(b, "# Hotkeys\r\n");
-    if (e->cache != NULL) {
+    if (e->cache->cache != NULL) {
         struct cache_hotkey hk[5];
-        int n = cache_hotkeys(e->cache, hk, 5, clock_mono_ms());
+        int n = cache_hotkeys(e->cache->cache, hk, 5, clock_mono_ms());
         for (int i = 0; i < n; i++) {
             buf_printf(b, "hotkey_%d:key=", i);
             size_t len = hk[i].klen < sizeof(hk[i].key) ? hk[i].klen : sizeof(hk[i].key);
@@ -238,7 +244,7 @@ static void sec_hotkeys(struct hkv_buf *b, struct edge *e)
 static void sec_ratelimit(struct hkv_buf *b, struct edge *e)
 {
     struct rl_stats st;
-    rl_stats(e->rl, rl_now(), &st);
+    rl_stats(e->rl->lim, rl_now(), &st);
     buf_printf(b, "# Ratelimit\r\n");
 #define X(name, help) buf_printf(b, #name ":%llu\r\n", (unsigned long long)st.counters[RL_CTR_##name]);
     RL_COUNTERS(X)
@@ -335,7 +341,7 @@ struct info_args {
 static void ask_end(struct info_ask *a, int reply)
 {
     struct edge *e = a->op->e;
-    for (int g = 0; g < e->nowners; g++)
+    for (int g = 0; g < e->owners->n; g++)
         if (a->reqs[g].sent)
             elink_cancel(a->reqs[g].o->link[WIRE_ROLE_READ], a->reqs[g].id);
     event_free(a->timer);
@@ -345,7 +351,7 @@ static void ask_end(struct info_ask *a, int reply)
         if (out != NULL) {
             struct hkv_buf b = HKV_BUF_INIT;
             render(&b, e, a->want);
-            resp_add_verbatim(out, op->c->proto, buf_head(&b), buf_unread(&b));
+            resp_add_verbatim(out, sess_of(op->c)->proto, buf_head(&b), buf_unread(&b));
             buf_deinit(&b);
         }
     }
@@ -391,11 +397,11 @@ void info_command(struct conn *c, int argc, const struct resp_slice *argv)
     struct hkv_buf b = HKV_BUF_INIT;
     if (!owners || edge_owner_next(e, -1) < 0) {
         render(&b, e, want);
-        resp_add_verbatim(&c->out, c->proto, buf_head(&b), buf_unread(&b));
+        resp_add_verbatim(&c->out, sess_of(c)->proto, buf_head(&b), buf_unread(&b));
         buf_deinit(&b);
         return;
     }
-    struct info_ask *a = calloc(1, sizeof(*a) + (size_t)e->nowners * sizeof(a->reqs[0]));
+    struct info_ask *a = calloc(1, sizeof(*a) + (size_t)e->owners->n * sizeof(a->reqs[0]));
     if (a == NULL || (a->timer = evtimer_new(e->base, ask_timeout, a)) == NULL) {
         free(a);
         resp_add_error(&c->out, "ERR out of memory");
@@ -413,7 +419,7 @@ void info_command(struct conn *c, int argc, const struct resp_slice *argv)
     for (int g = edge_owner_next(e, -1); g >= 0; g = edge_owner_next(e, g)) {
         struct info_req *r = &a->reqs[g];
         r->ask = a;
-        r->o = &e->owners[g];
+        r->o = &e->owners->ref[g];
         struct elink *l = r->o->link[WIRE_ROLE_READ];
         if (l == NULL || !elink_is_up(l) || elink_congested(l))
             continue; /* not reachable now: its last answer is shown */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "server/core/clock.h"
+#include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 
 static struct cmap_table *seen; /* this process's copy, for INFO and /metrics only */
@@ -57,7 +58,7 @@ static long long ago(int64_t now, int64_t then)
 
 void info_cluster_lines(struct hkv_buf *b, struct edge *e)
 {
-    const struct cfg *cfg = e->ctx->cfg;
+    const struct cfg *cfg = edge_config(e);
     struct cluster_view v;
     if (info_cluster_view(e, &v) != 0)
         return;

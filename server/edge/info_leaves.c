@@ -8,6 +8,7 @@
 
 #include "server/core/cmap.h"
 #include "server/core/counters.h"
+#include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/info_cluster.h"
 
@@ -36,12 +37,12 @@ static void auto_lines(struct hkv_buf *b, struct edge *e)
                       : (size_t)h->auto_refused_key_len;
     buf_printf(b, "auto_moves_enabled:%d\r\nauto_moves_started:%lld\r\n"
                "auto_splits_started:%lld\r\nauto_refused_hot_key:%lld\r\n"
-               "auto_refused_last_key:", e->ctx->cfg->auto_moves, (long long)h->auto_moves,
+               "auto_refused_last_key:", edge_config(e)->auto_moves, (long long)h->auto_moves,
                (long long)h->auto_splits, (long long)h->auto_refused);
     info_key_escaped(b, h->auto_refused_key, klen);
     buf_printf(b, "\r\n");
-    for (int g = 0; g < e->nowners; g++) {
-        const struct owner_ref *o = &e->owners[g];
+    for (int g = 0; g < e->owners->n; g++) {
+        const struct owner_ref *o = &e->owners->ref[g];
         if (o->stats_at_ms == 0)
             continue;
         int64_t pm = o->stats[CTR_OWNER_owner_busy_permille];
@@ -68,11 +69,11 @@ void info_leaves(struct hkv_buf *b, struct edge *e)
     if (e->ctx->cmap == NULL)
         return;
     int64_t v[CTR_OWNER_COUNT] = {0};
-    for (int g = 0; g < e->nowners; g++) {
-        if (e->owners[g].stats_at_ms == 0)
+    for (int g = 0; g < e->owners->n; g++) {
+        if (e->owners->ref[g].stats_at_ms == 0)
             continue;
         for (int i = 0; i < CTR_OWNER_COUNT; i++) {
-            int64_t x = e->owners[g].stats[i];
+            int64_t x = e->owners->ref[g].stats[i];
             if (!is_max(ctr_owner_defs[i].name))
                 v[i] += x;
             else if (x > v[i])

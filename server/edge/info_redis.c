@@ -10,7 +10,10 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include "server/colo/cache.h"
 #include "server/core/clock.h"
+#include "server/edge/edge_cache.h"
+#include "server/edge/edge_int.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/info_cluster.h"
 #include "server/edge/edge_subcmd.h"
@@ -97,17 +100,17 @@ static const char *human(uint64_t n, char *s, size_t len)
 static int64_t owners_sum(struct edge *e, int id)
 {
     int64_t n = 0;
-    for (int g = 0; g < e->nowners; g++)
-        n += e->owners[g].stats[id];
+    for (int g = 0; g < e->owners->n; g++)
+        n += e->owners->ref[g].stats[id];
     return n;
 }
 
 static int64_t owners_max(struct edge *e, int id)
 {
     int64_t n = 0;
-    for (int g = 0; g < e->nowners; g++)
-        if (e->owners[g].stats[id] > n)
-            n = e->owners[g].stats[id];
+    for (int g = 0; g < e->owners->n; g++)
+        if (e->owners->ref[g].stats[id] > n)
+            n = e->owners->ref[g].stats[id];
     return n;
 }
 
@@ -116,9 +119,9 @@ static int64_t owners_max(struct edge *e, int id)
 void info_publish(struct edge *e)
 {
     uint64_t bytes = 0;
-    if (e->cache != NULL) {
+    if (e->cache->cache != NULL) {
         struct cache_stats st;
-        cache_stats(e->cache, &st);
+        cache_stats(e->cache->cache, &st);
         bytes = st.used_memory;
     }
     atomic_store_explicit(&e->stats->colo, (uint32_t)e->ectx->colo_index + 1,
@@ -177,7 +180,7 @@ void info_memory(struct hkv_buf *b, struct edge *e)
     if (used > peak)
         peak = used;
     uint64_t dataset = (uint64_t)owners_sum(e, CTR_OWNER_owner_memory_bytes);
-    uint64_t maxmem = (uint64_t)e->ctx->cfg->owner_maxmemory * (uint64_t)edge_owners_count(e);
+    uint64_t maxmem = (uint64_t)edge_config(e)->owner_maxmemory * (uint64_t)edge_owners_count(e);
     struct sysinfo si;
     uint64_t total = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
     char h1[32], h2[32], h3[32], h4[32], h5[32];

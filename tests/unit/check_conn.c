@@ -18,6 +18,7 @@
 #include "proto/resp.h"
 #include "server/core/board.h"
 #include "server/edge/edge_conn.h"
+#include "server/edge/edge_conn_int.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_reply.h"
 #include "tests/harness.h"
@@ -41,7 +42,7 @@ static struct {
     size_t query_cap;             /* the accepted hook sets c->query_cap */
     int hold_token;
     int trigger_fd;               /* the first R sends "W a 2" on it (once), mid-turn */
-    int polls;                    /* e->conn_poll calls */
+    int polls;                    /* e->conns->opts.poll calls */
     int readers[NREADERS];        /* the lane tests' reader clients */
 } F;
 
@@ -129,9 +130,9 @@ static void setup(void)
     F.e.ctx = &F.ctx;
     F.e.base = F.base;
     F.e.stats = &F.board->slots[0];
-    F.e.limits = (struct resp_limits){F.ctx.cfg->proto_max_bulk_len, F.ctx.cfg->proto_max_args,
-                                      64 * 1024};
-    F.e.conn_hooks = &hooks;
+    struct conns_opts co = {.hooks = &hooks};
+    edge_conns_opts(F.ctx.cfg, &co);
+    ck_assert_int_eq(conns_setup(&F.e, &co), 0);
     F.peer = -1;
     F.trigger_fd = -1;
     for (int i = 0; i < NREADERS; i++)
@@ -141,7 +142,7 @@ static void setup(void)
 static void teardown(void)
 {
     conns_close_all(&F.e);
-    slots_teardown(&F.e);
+    conns_teardown(&F.e.conns);
     if (F.peer >= 0)
         close(F.peer);
     for (int i = 0; i < NREADERS; i++)
@@ -231,7 +232,7 @@ START_TEST(pipelined_requests_dispatched_in_order_and_answered_in_order)
 {
     F.peer = connect_client();
     ck_assert_int_eq(F.accepted, 1);
-    ck_assert_uint_eq(F.e.nconns, 1);
+    ck_assert_uint_eq(F.e.conns->n, 1);
     /* three requests in one write: multibulk, multibulk, inline */
     send_str(F.peer, "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\nSET a b\r\n");
     ck_assert(run_until(nlog_is_3, 2000));
@@ -298,8 +299,8 @@ START_TEST(closing_hook_runs_once_when_the_client_hangs_up)
     ck_assert(run_until(closed_once, 2000));
     run_for(20);
     ck_assert_int_eq(F.closing, 1);
-    ck_assert_uint_eq(F.e.nconns, 0);
-    ck_assert_ptr_null(F.e.conns);
+    ck_assert_uint_eq(F.e.conns->n, 0);
+    ck_assert_ptr_null(F.e.conns->list);
     ck_assert_uint_eq(board_load(&F.e.stats->connected_clients), 0);
 }
 END_TEST
@@ -309,7 +310,7 @@ static int nlog_is_7(void) { return F.nlog >= 7; }
 
 START_TEST(pending_bound_pauses_input_until_half_is_answered)
 {
-    F.ctx.cfg->client_max_pending = 4;
+    F.e.conns->opts.max_pending = 4;
     F.peer = connect_client();
     char req[256] = "";
     for (int i = 0; i < 10; i++)
@@ -377,24 +378,24 @@ END_TEST
 
 START_TEST(output_over_the_hard_limit_closes_a_client_that_does_not_read)
 {
-    F.ctx.cfg->client_output_hard = 64 * 1024;
+    F.e.conns->opts.output_hard = 64 * 1024;
     F.peer = connect_client();
     send_str(F.peer, "BIG 4000000\r\n"); /* far more than the socket buffers hold */
     ck_assert(run_until(closed_once, 2000));
-    ck_assert_uint_eq(F.e.nconns, 0);
+    ck_assert_uint_eq(F.e.conns->n, 0);
 }
 END_TEST
 
 START_TEST(replies_waiting_behind_a_deferred_one_count_against_the_hard_limit)
 {
-    F.ctx.cfg->client_output_hard = 64 * 1024;
+    F.e.conns->opts.output_hard = 64 * 1024;
     F.peer = connect_client();
     /* nothing reaches out (the first reply is owed): 200 KB wait in slots */
     send_str(F.peer, "DEFER\r\n");
     for (int i = 0; i < 20; i++)
         send_str(F.peer, "BIG 10000\r\n");
     ck_assert(run_until(closed_once, 2000));
-    ck_assert_uint_eq(F.e.nconns, 0);
+    ck_assert_uint_eq(F.e.conns->n, 0);
     ck_assert_int_lt(F.nlog, 21); /* the batch stopped at the limit */
     ck_assert_uint_eq(board_load(&F.e.stats->client_output_buffer_limit_disconnections), 1);
 }
@@ -404,7 +405,7 @@ static int nlog_is_10(void) { return F.nlog >= 10; }
 
 START_TEST(a_batch_stopped_at_the_hard_limit_runs_on_once_the_socket_takes_it)
 {
-    F.ctx.cfg->client_output_hard = 64 * 1024;
+    F.e.conns->opts.output_hard = 64 * 1024;
     F.peer = connect_client();
     char cmds[200] = "";
     for (int i = 0; i < 10; i++)
@@ -416,13 +417,13 @@ START_TEST(a_batch_stopped_at_the_hard_limit_runs_on_once_the_socket_takes_it)
     ck_assert(!eof);
     ck_assert_uint_eq(got, 10 * (size_t)(8 + 10000 + 2));
     ck_assert(run_until(nlog_is_10, 100));
-    ck_assert_uint_eq(F.e.nconns, 1);
+    ck_assert_uint_eq(F.e.conns->n, 1);
 }
 END_TEST
 
 START_TEST(maxclients_refuses_past_the_bound)
 {
-    F.ctx.cfg->maxclients = 1;
+    F.e.conns->opts.maxclients = 1;
     F.peer = connect_client();
     int second = connect_client();
     char buf[128];
@@ -432,7 +433,7 @@ START_TEST(maxclients_refuses_past_the_bound)
     ck_assert(eof);
     ck_assert_str_eq(buf, "-ERR max number of clients reached\r\n");
     ck_assert_int_eq(F.accepted, 1); /* the refused one never reached the hooks */
-    ck_assert_uint_eq(F.e.nconns, 1);
+    ck_assert_uint_eq(F.e.conns->n, 1);
     ck_assert_uint_eq(board_load(&F.e.stats->rejected_connections), 1);
 }
 END_TEST
@@ -448,7 +449,7 @@ START_TEST(refusal_written_by_the_accepted_hook_is_sent_before_closing)
     ck_assert(eof);
     ck_assert_str_eq(buf, "-DENIED go away\r\n");
     ck_assert_int_eq(F.nlog, 0);
-    ck_assert_uint_eq(F.e.nconns, 0);
+    ck_assert_uint_eq(F.e.conns->n, 0);
 }
 END_TEST
 
@@ -480,14 +481,14 @@ START_TEST(writing_connection_joins_the_write_lane_and_a_read_takes_it_out)
     ck_assert(run_until(nlog_is_1, 2000));
     struct conn *c = F.conn[0];
     ck_assert_int_eq(c->lane, 1);
-    ck_assert_int_eq(F.e.nlane, 1);
+    ck_assert_int_eq(conns_st(&F.e)->nlane, 1);
     send_str(F.peer, "PING\r\n"); /* neither a read nor a write: no change */
     ck_assert(run_until(nlog_is_2, 2000));
     ck_assert_int_eq(c->lane, 1);
     send_str(F.peer, "W a 2\r\nR a\r\n"); /* a batch with a read */
     ck_assert(run_until(nlog_is_4, 2000));
     ck_assert_int_eq(c->lane, 0);
-    ck_assert_int_eq(F.e.nlane, 0);
+    ck_assert_int_eq(conns_st(&F.e)->nlane, 0);
     char big[CONN_LANE_BATCH * 8 + 16];
     size_t n = 0;
     for (int i = 0; i <= CONN_LANE_BATCH; i++) /* a bulk load of writes is no lane */
@@ -513,7 +514,7 @@ START_TEST(writing_connection_joins_the_write_lane_and_a_read_takes_it_out)
     close(F.peer); /* closing leaves the lane */
     F.peer = -1;
     ck_assert(run_until(closed_once, 2000));
-    ck_assert_int_eq(F.e.nlane, 0);
+    ck_assert_int_eq(conns_st(&F.e)->nlane, 0);
 }
 END_TEST
 
@@ -570,7 +571,7 @@ static void t_poll(struct edge *e)
 START_TEST(write_lane_request_arriving_mid_turn_is_served_within_the_poll_period)
 {
     F.peer = lane_and_readers();
-    F.e.conn_poll = t_poll;
+    F.e.conns->opts.poll = t_poll;
     F.trigger_fd = F.peer; /* sent while the turn serves the readers */
     ck_assert(run_until(nlog_is_lane_done, 5000));
     int before = reads_before_second_write();

@@ -16,6 +16,7 @@
 #include "server/core/clock.h"
 #include "server/core/topo.h"
 #include "server/colo/cache_health.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_flight.h"
 #include "server/edge/edge_health.h"
 #include "server/edge/edge_int.h"
@@ -147,14 +148,20 @@ static void setup(void)
     struct cache_opts co = {.bytes = 4 << 20, .max_value = 4096, .hot_sample = 1};
     ck_assert_int_eq(cache_create(&co, &T.cache), HKV_OK);
     ck_assert_int_eq(cache_attach(T.cache), HKV_OK);
-    T.e.cache = T.cache;
+    T.ectx.cache = T.cache;
+    struct edge_cache_opts ko;
+    edge_cache_opts(cfg, &ko);
+    ck_assert_int_eq(edge_cache_setup(&T.e, &ko), 0);
     char path[TOPO_PATH_MAX];
     topo_owner_socket(cfg, CFG_POOL_COLD, 0, path, sizeof(path));
     fo_start(&T.fo, T.base, path, 0, on_request);
     struct owner_hooks oh = {NULL, NULL};
-    ck_assert_int_eq(owners_setup(&T.e, &oh), 0);
-    ck_assert_int_eq(flights_setup(&T.e, t_answer), 0);
-    ck_assert_int_eq(edge_health_setup(&T.e), 0);
+    struct owners_opts ow;
+    edge_owners_opts(cfg, &ow);
+    ck_assert_int_eq(owners_setup(&T.e, &oh, &ow), 0);
+    struct flights_opts fo = {.miss_wait_ms = cfg->miss_wait_ms, .routed = cfg};
+    ck_assert_int_eq(flights_setup(&T.e, t_answer, &fo), 0);
+    ck_assert_int_eq(edge_health_setup(&T.e, cfg->owner_probe_interval_ms), 0);
     ck_assert(run_until(links_up, 3000));
 }
 
@@ -164,7 +171,7 @@ static void teardown(void)
     owners_teardown(&T.e);
     edge_health_teardown(&T.e);
     fo_stop(&T.fo);
-    buf_deinit(&T.e.cval);
+    edge_cache_teardown(&T.e.cache);
     cache_destroy(&T.cache);
     event_base_free(T.base);
     board_destroy(&T.board);
@@ -217,9 +224,10 @@ START_TEST(one_fetch_for_many_waiters_answered_in_arrival_order)
     ck_assert(!in_flight("k"));
     /* the answer filled the colo segment */
     struct cache_hit hit;
-    ck_assert_int_eq(cache_get(T.cache, "k", 1, router_hash("k", 1), clock_mono_ms(), &T.e.cval,
-                               &hit), HKV_OK);
-    ck_assert_mem_eq(buf_head(&T.e.cval), "k@0", 3);
+    ck_assert_int_eq(
+        cache_get(T.cache, "k", 1, router_hash("k", 1), clock_mono_ms(), &T.e.cache->cval, &hit),
+        HKV_OK);
+    ck_assert_mem_eq(buf_head(&T.e.cache->cval), "k@0", 3);
 }
 END_TEST
 
@@ -266,8 +274,9 @@ START_TEST(past_miss_wait_the_class_answer_comes_and_the_fetch_goes_on)
         run_for(1);
     ck_assert(!in_flight("k"));
     struct cache_hit hit;
-    ck_assert_int_eq(cache_get(T.cache, "k", 1, router_hash("k", 1), clock_mono_ms(), &T.e.cval,
-                               &hit), HKV_OK);
+    ck_assert_int_eq(
+        cache_get(T.cache, "k", 1, router_hash("k", 1), clock_mono_ms(), &T.e.cache->cval, &hit),
+        HKV_OK);
 }
 END_TEST
 
@@ -380,9 +389,10 @@ START_TEST(answer_older_than_a_flush_is_fetched_again)
     ck_assert(T.recs[0].a.found);
     ck_assert_str_eq(T.recs[0].v, "after");
     struct cache_hit hit;
-    ck_assert_int_eq(cache_get(T.cache, "k", 1, router_hash("k", 1), clock_mono_ms(), &T.e.cval,
-                               &hit), HKV_OK);
-    ck_assert_mem_eq(buf_head(&T.e.cval), "after", 5);
+    ck_assert_int_eq(
+        cache_get(T.cache, "k", 1, router_hash("k", 1), clock_mono_ms(), &T.e.cache->cval, &hit),
+        HKV_OK);
+    ck_assert_mem_eq(buf_head(&T.e.cache->cval), "after", 5);
 }
 END_TEST
 

@@ -22,9 +22,11 @@
 #include "server/core/board.h"
 #include "server/core/clock.h"
 #include "server/core/cmap.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_metrics.h"
 #include "server/edge/edge_owners.h"
+#include "server/edge/edge_rl.h"
 #include "server/edge/edge_stats.h"
 #include "server/edge/info_cluster.h"
 #include "tests/harness.h"
@@ -35,6 +37,9 @@ static struct {
     struct worker_ctx ctx;
     struct edge_ctx ectx;
     struct edge e[2];             /* two edges of colo 0 (slots 0 and 1) */
+    struct edge_cache cache[2];   /* their modules' heads the renderer reads */
+    struct edge_rl rl[2];
+    struct edge_owners owners;    /* edge 0's owners, when a case gives it some */
     struct hkv_buf out;
 } T;
 
@@ -61,6 +66,8 @@ static void setup(void)
         T.e[i].ctx = &T.ctx;
         T.e[i].ectx = &T.ectx;
         T.e[i].stats = s;
+        T.e[i].cache = &T.cache[i];
+        T.e[i].rl = &T.rl[i];
     }
     atomic_store(&T.board->slots[2].role, BOARD_OWNER);
     snprintf(T.ectx.colo_name, sizeof(T.ectx.colo_name), "%s", T.cfg->colo);
@@ -191,8 +198,8 @@ START_TEST(owners_are_labelled_by_pool_and_index)
     o[1].index = 3;
     o[1].stats[CTR_OWNER_owner_reads] = 9;
     o[1].stats_at_ms = clock_mono_ms() - 60000; /* stopped answering a minute ago */
-    T.e[0].owners = o;
-    T.e[0].nowners = 2;
+    T.owners = (struct edge_owners){.ref = o, .n = 2};
+    T.e[0].owners = &T.owners;
     const char *m = render();
     HAS(m, "hotkvd_owner_reads_total{pool=\"hot\",owner=\"0\"} 42");
     HAS(m, "hotkvd_persist_last_commit_seconds{pool=\"hot\",owner=\"0\"} 0.25");
@@ -206,7 +213,6 @@ START_TEST(owners_are_labelled_by_pool_and_index)
     ck_assert_msg(secs >= 60.0 && secs < 70.0, "owner stats age %f, want about 60", secs);
     ck_assert_ptr_null(strstr(m, "hotkvd_owner_reads_total{pool=\"cold\""));
     T.e[0].owners = NULL;
-    T.e[0].nowners = 0;
 }
 END_TEST
 
@@ -272,10 +278,10 @@ START_TEST(promtool_accepts_the_whole_exposition)
     struct owner_ref o = {.pool = CFG_POOL_HOT, .index = 0, .stats_at_ms = clock_mono_ms()};
     for (int i = 0; i < CTR_OWNER_COUNT; i++)
         o.stats[i] = i * 11;
-    T.e[0].owners = &o;
-    T.e[0].nowners = 1;
+    T.owners = (struct edge_owners){.ref = &o, .n = 1};
+    T.e[0].owners = &T.owners;
     struct cache_opts co = {.bytes = 1 << 20, .max_value = 1024, .hot_sample = 1};
-    ck_assert_int_eq(cache_create(&co, &T.e[0].cache), HKV_OK);
+    ck_assert_int_eq(cache_create(&co, &T.e[0].cache->cache), HKV_OK);
     for (unsigned id = 0; id < CMD_COUNT; id++)
         stats_call_key(&T.e[id & 1], id, 1000 + (int64_t)id * 997, "-ERR x\r\n", 8, "live:1", 6);
     stats_rejected(&T.e[0], CMD_GET, "-NOPERM no\r\n", 12);
@@ -291,9 +297,8 @@ START_TEST(promtool_accepts_the_whole_exposition)
     ck_assert_msg(st == 0, "promtool check metrics exited %d:\n%s", st, out);
     HAS(m, "hotkvd_error_prefix_replies_total{prefix=\"NOPERM\"} 1");
     h_rmtree(dir);
-    cache_destroy(&T.e[0].cache);
+    cache_destroy(&T.e[0].cache->cache);
     T.e[0].owners = NULL;
-    T.e[0].nowners = 0;
 }
 END_TEST
 

@@ -24,6 +24,8 @@
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_scan.h"
+#include "server/edge/edge_sess.h"
+#include "server/edge/edge_op_int.h"
 #include "proto/place.h"
 #include "tests/harness.h"
 #include "tests/unit/fake_owner.h"
@@ -144,11 +146,12 @@ static void t_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
 
 static void t_accepted(struct conn *c, const struct sockaddr *peer)
 {
-    c->proto = 2;
+    sess_of(c)->proto = 2;
 }
 
 static const struct conn_hooks hooks = {.accepted = t_accepted, .dispatch = t_dispatch,
-                                       .closing = op_conn_gone};
+                                       .closing = op_conn_gone,
+                                       .sess_size = sizeof(struct sess)};
 
 /* ---- the owners' script -------------------------------------------------- */
 
@@ -280,15 +283,21 @@ static void setup(void)
     T.e.ectx = &T.ectx;
     T.e.base = T.base;
     T.e.stats = &T.board->slots[0];
-    T.e.limits = (struct resp_limits){cfg->proto_max_bulk_len, cfg->proto_max_args, 64 * 1024};
-    T.e.conn_hooks = &hooks;
+    struct conns_opts co = {.hooks = &hooks};
+    edge_conns_opts(cfg, &co);
+    ck_assert_int_eq(conns_setup(&T.e, &co), 0);
     for (int i = 0; i < 2; i++) {
         char path[TOPO_PATH_MAX];
         topo_owner_socket(cfg, CFG_POOL_COLD, i, path, sizeof(path));
         fo_start(&T.fo[i], T.base, path, i, on_request);
     }
+    struct op_opts oo;
+    edge_op_opts(cfg, &oo);
+    ck_assert_int_eq(op_setup(&T.e, &oo), 0);
     struct owner_hooks oh = {NULL, NULL};
-    ck_assert_int_eq(owners_setup(&T.e, &oh), 0);
+    struct owners_opts ow;
+    edge_owners_opts(cfg, &ow);
+    ck_assert_int_eq(owners_setup(&T.e, &oh, &ow), 0);
     ck_assert(run_until(links_up, 3000));
     int sv[2];
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -300,9 +309,9 @@ static void setup(void)
 static void teardown(void)
 {
     conns_close_all(&T.e);
-    op_teardown(&T.e);
+    op_teardown(&T.e.ops);
     owners_teardown(&T.e);
-    slots_teardown(&T.e);
+    conns_teardown(&T.e.conns);
     fo_stop(&T.fo[0]);
     fo_stop(&T.fo[1]);
     if (T.peer >= 0)
@@ -383,7 +392,7 @@ START_TEST(keys_split_to_their_owners_and_answered_in_key_order)
     /* one request per owner, not one per key */
     ck_assert_int_eq(T.fo[0].requests[WIRE_GET], 1);
     ck_assert_int_eq(T.fo[1].requests[WIRE_GET], 1);
-    ck_assert_ptr_nonnull(T.e.free_ops); /* back in the freelist */
+    ck_assert_ptr_nonnull(T.e.ops->free); /* back in the freelist */
 }
 END_TEST
 
@@ -447,8 +456,8 @@ START_TEST(owner_error_is_the_clients_error)
     expect_reply("-ERR boom from the owner\r\n", 3000);
     send_str("SETS a 1\r\n");
     expect_reply("-ERR boom from the owner\r\n", 3000);
-    ck_assert_uint_eq(T.e.nops_writing, 0);
-    ck_assert_uint_eq(T.e.conns->writes_inflight, 0);
+    ck_assert_uint_eq(T.e.ops->nwriting, 0);
+    ck_assert_uint_eq(sess_of(T.e.conns->list)->writes_inflight, 0);
 }
 END_TEST
 
@@ -474,7 +483,7 @@ START_TEST(unanswered_write_is_resent_with_the_same_request_id)
     ck_assert_uint_ne(T.set_seqs[0], 0);
     ck_assert_uint_eq(T.set_seqs[0], T.set_seqs[1]);
     ck_assert_uint_eq(board_load(&T.e.stats->write_retries), 1);
-    ck_assert_uint_eq(T.e.nops_writing, 0);
+    ck_assert_uint_eq(T.e.ops->nwriting, 0);
 }
 END_TEST
 
@@ -489,7 +498,7 @@ START_TEST(write_unacknowledged_past_its_deadline_fails_explicitly)
     expect_reply(want, 6000);
     ck_assert_int_ge(T.nsets, 2); /* resent within the deadline */
     ck_assert_uint_eq(board_load(&T.e.stats->write_failures), 1);
-    ck_assert_uint_eq(T.e.nops_writing, 0);
+    ck_assert_uint_eq(T.e.ops->nwriting, 0);
     /* the failed-write report asks the owner for STATS: let it answer (its
      * record is freed then) */
     int64_t end = h_now_ms() + 300;
@@ -500,7 +509,7 @@ START_TEST(write_unacknowledged_past_its_deadline_fails_explicitly)
 }
 END_TEST
 
-static int no_writes(void) { return T.e.nops_writing == 0; }
+static int no_writes(void) { return T.e.ops->nwriting == 0; }
 static int one_held(void) { return T.fo[0].nheld + T.fo[1].nheld >= 1; }
 
 START_TEST(client_gone_drops_the_answer_and_the_write_still_ends)
@@ -508,17 +517,17 @@ START_TEST(client_gone_drops_the_answer_and_the_write_still_ends)
     T.mode = HOLD;
     send_str("SETS a 1\r\nGETS b\r\n");
     ck_assert(run_until(two_held, 3000));
-    ck_assert_uint_eq(T.e.nops_writing, 1);
+    ck_assert_uint_eq(T.e.ops->nwriting, 1);
     /* the edge closes the client (a stop deadline, an output limit) */
-    conn_close(T.e.conns);
-    ck_assert_uint_eq(T.e.nconns, 0);
-    ck_assert_uint_eq(T.e.nops_writing, 1); /* the owner may apply it: it runs to its end */
+    conn_close(T.e.conns->list);
+    ck_assert_uint_eq(T.e.conns->n, 0);
+    ck_assert_uint_eq(T.e.ops->nwriting, 1); /* the owner may apply it: it runs to its end */
     for (int o = 0; o < 2; o++)
         for (int i = 0; i < T.fo[o].nheld; i++)
             release_held(&T.fo[o], i);
     ck_assert(run_until(no_writes, 3000));
     int free_ops = 0;
-    for (struct op *op = T.e.free_ops; op != NULL && free_ops < 10; op = op->next) {
+    for (struct op *op = T.e.ops->free; op != NULL && free_ops < 10; op = op->next) {
         ck_assert_ptr_null(op->c);
         free_ops++;
     }
@@ -544,7 +553,7 @@ START_TEST(end_hook_runs_once_whatever_the_outcome)
     T.mode = HOLD;
     send_str("ENDS a 1\r\n");
     ck_assert(run_until(one_held, 3000));
-    conn_close(T.e.conns);
+    conn_close(T.e.conns->list);
     ck_assert_int_eq(T.ends, 2); /* a write runs to its end */
     for (int o = 0; o < 2; o++)
         for (int i = 0; i < T.fo[o].nheld; i++)
@@ -568,9 +577,9 @@ START_TEST(recycled_op_keeps_no_large_buffer)
     send_str(req);
     free(req);
     expect_reply("+OK\r\n", 3000);
-    ck_assert_ptr_nonnull(T.e.free_ops);
-    ck_assert_uint_le(T.e.free_ops->store.cap, 4096);
-    ck_assert_uint_le(T.e.free_ops->res.cap, 4096);
+    ck_assert_ptr_nonnull(T.e.ops->free);
+    ck_assert_uint_le(T.e.ops->free->store.cap, 4096);
+    ck_assert_uint_le(T.e.ops->free->res.cap, 4096);
 }
 END_TEST
 
