@@ -60,6 +60,7 @@ struct flight {
 };
 
 struct flights {
+    struct flights_head head;     /* first: edge_flight.h's inline readers */
     flight_answer_fn answer;
     struct flights_opts opts;
     struct flight *free;
@@ -536,6 +537,7 @@ int flights_setup(struct edge *e, flight_answer_fn answer, const struct flights_
         return -1;
     e->flights->answer = answer;
     e->flights->opts = *opts;
+    e->flights->head.miss_wait_ms = opts->miss_wait_ms;
     return 0;
 }
 
@@ -580,6 +582,7 @@ void flights_reload(struct edge *e, const struct flights_opts *opts)
         return;
     int64_t was = e->flights->opts.miss_wait_ms;
     e->flights->opts = *opts;
+    e->flights->head.miss_wait_ms = opts->miss_wait_ms;
     if (opts->miss_wait_ms >= was)
         return;
     for (size_t i = 0; i < FLIGHT_BUCKETS; i++)

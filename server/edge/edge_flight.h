@@ -74,6 +74,12 @@ struct flights_opts {
                                    * each flight keeps a reference, for its route's class */
 };
 
+/* What the read path's inline checks read of e->flights (the first member
+ * of its private struct: no call on a cache hit). */
+struct flights_head {
+    int64_t miss_wait_ms;         /* the refresh allowance A (opts.miss_wait_ms) */
+};
+
 /* e->flights with the answer callback; 0, or -1 on allocation failure. */
 int flights_setup(struct edge *e, flight_answer_fn answer, const struct flights_opts *opts);
 /* Frees every flight (no waiter is answered; process exit). */
@@ -101,7 +107,7 @@ int64_t flight_started(const struct flight *f);
 /* The refresh allowance A: the miss-wait (edge_read.c explains the bound). */
 static inline int64_t flight_allowance(const struct edge *e)
 {
-    return e->ctx->cfg->miss_wait_ms;
+    return ((const struct flights_head *)e->flights)->miss_wait_ms;
 }
 
 /* May an entry whose fresh time ends at fresh_until be served at once? */

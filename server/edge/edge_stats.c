@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "config/cfg.h"
+#include "server/core/router.h"
+#include "server/edge/edge_owners.h"
 #include "server/edge/edge_subcmd.h"
 
 _Static_assert(EDGE_STAT_IDS <= BOARD_CMDSTATS, "the scoreboard has no room for every command");
@@ -56,12 +58,11 @@ static struct board_classlat *class_row(struct edge *e, unsigned stat, const cha
                                         size_t klen)
 {
     struct board_slot *s = e->stats;
-    const struct cfg *cfg = e->ctx != NULL ? e->ctx->cfg : NULL;
-    if (key == NULL || cfg == NULL || cfg->nclasses == 0 || stat >= CMD_COUNT ||
+    /* the class as the router routes it (the config it was handed) */
+    if (key == NULL || e->owners == NULL || e->owners->router == NULL || stat >= CMD_COUNT ||
         cmd_get((enum cmd_id)stat)->first_key == 0)
         return &s->classlat[0];
-    const struct cfg_class *k = cfg->nclasses == 1 ? &cfg->classes[0]
-                                                   : cfg_class_for(cfg, key, klen);
+    const struct cfg_class *k = router_class(e->owners->router, key, klen);
     if (k == NULL)
         return &s->classlat[0];
     uint32_t n = atomic_load_explicit(&s->classlat_n, memory_order_relaxed);
