@@ -47,9 +47,9 @@
 #define CRON_MS 100
 #define FAST_STOP_MS 500
 
-static struct flights_opts flights_opts(struct cfg *cfg)
+void edge_flights_opts(struct cfg *cfg, struct flights_opts *o)
 {
-    return (struct flights_opts){.miss_wait_ms = cfg->miss_wait_ms, .routed = cfg};
+    *o = (struct flights_opts){.miss_wait_ms = cfg->miss_wait_ms, .routed = cfg};
 }
 
 void edge_op_opts(const struct cfg *cfg, struct op_opts *o)
@@ -75,9 +75,9 @@ void edge_owners_opts(const struct cfg *cfg, struct owners_opts *o)
                               .cluster_tls_cert_file = cfg->cluster_tls_cert_file};
 }
 
-static struct http_opts http_opts(const struct cfg *cfg)
+void edge_http_opts(const struct cfg *cfg, struct http_opts *o)
 {
-    return (struct http_opts){.metrics_allow = cfg->http_metrics_allow,
+    *o = (struct http_opts){.metrics_allow = cfg->http_metrics_allow,
                               .nmetrics_allow = cfg->nhttp_metrics_allow,
                               .max_polls = cfg->http_max_polls,
                               .poll_max_wait_ms = cfg->http_poll_max_wait_ms,
@@ -100,12 +100,8 @@ void edge_cmd_opts(const struct cfg *cfg, struct edge_cmd_opts *o)
     *o = (struct edge_cmd_opts){.multi_max_commands = cfg->multi_max_commands,
                                 .multi_max_bytes = cfg->multi_max_bytes,
                                 .keys_max = cfg->keys_max,
-                                .max_bulk = cfg->proto_max_bulk_len};
-}
-
-const struct cfg *edge_config(const struct edge *e)
-{
-    return e->ctx->cfg;
+                                .max_bulk = cfg->proto_max_bulk_len,
+                                .cfg = cfg};
 }
 
 void edge_conns_opts(const struct cfg *cfg, struct conns_opts *o)
@@ -362,7 +358,8 @@ static void on_reload(void *arg, const struct cfg *next)
     edge_auth_reload(e, next); /* users; narrows unauthenticated parsers again */
     if (e->ectx->ntls + e->ectx->nhttps > 0 && !e->ectx->writer && !e->stopping)
         tls_reload(e, next);
-    struct http_opts ho = http_opts(next);
+    struct http_opts ho;
+    edge_http_opts(next, &ho);
     edge_http_reload(e, &ho);
     edge_rl_reload(e->rl, e, next); /* rate limits: new rules, same buckets */
     struct edge_cache_opts ko;
@@ -373,7 +370,8 @@ static void on_reload(void *arg, const struct cfg *next)
     owners_reload(e, &ow);
     /* next is the config worker_install is about to make ctx->cfg (its
      * own, not const there): flights take references to it */
-    struct flights_opts fo = flights_opts((struct cfg *)next);
+    struct flights_opts fo;
+    edge_flights_opts((struct cfg *)next, &fo);
     flights_reload(e, &fo); /* a lower miss-wait applies to readers waiting now */
     edge_health_reload(e->health, next->owner_probe_interval_ms);
     struct op_opts oo;
@@ -423,12 +421,14 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     if (clients_setup(e) != 0)
         log_warning("no memory for the clients board: this edge's clients are listed by it only");
     struct owner_hooks oh = {.push = edge_cache_pushed, .drained = on_link_drained};
-    struct flights_opts fo = flights_opts(ctx->cfg);
+    struct flights_opts fo;
+    edge_flights_opts(ctx->cfg, &fo);
     struct op_opts oo;
     edge_op_opts(ctx->cfg, &oo);
     struct owners_opts ow;
     edge_owners_opts(ctx->cfg, &ow);
-    struct http_opts ho = http_opts(ctx->cfg);
+    struct http_opts ho;
+    edge_http_opts(ctx->cfg, &ho);
     struct edge_cache_opts ko;
     edge_cache_opts(ctx->cfg, &ko);
     if (edge_cache_setup(e, &ko) != 0 || op_setup(e, &oo) != 0 || forgets_setup(e) != 0 ||

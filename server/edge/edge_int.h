@@ -83,6 +83,13 @@ void edge_owners_opts(const struct cfg *cfg, struct owners_opts *o);
 /* The colo cache module's, likewise. */
 struct edge_cache_opts;
 void edge_cache_opts(const struct cfg *cfg, struct edge_cache_opts *o);
+/* The flights', likewise (o->routed is cfg itself: each flight takes a
+ * reference to it). */
+struct flights_opts;
+void edge_flights_opts(struct cfg *cfg, struct flights_opts *o);
+/* The HTTP front door's, likewise (the allow list points into cfg). */
+struct http_opts;
+void edge_http_opts(const struct cfg *cfg, struct http_opts *o);
 
 /* What the command families read of the config: edge.c fills it at setup
  * and at each reload (edge_cmd_opts). */
@@ -91,6 +98,8 @@ struct edge_cmd_opts {
     int64_t multi_max_bytes;
     int64_t keys_max;             /* KEYS refuses to answer more (edge_keys.c) */
     int64_t max_bulk;             /* proto-max-bulk-len: string results (edge_strread.c) */
+    const struct cfg *cfg;        /* the config in force, as data: what INFO, CONFIG GET
+                                   * and /metrics show (edge_config below) */
 };
 void edge_cmd_opts(const struct cfg *cfg, struct edge_cmd_opts *o);
 
@@ -133,9 +142,12 @@ struct edge {
 };
 
 /* The live config, as data, for the modules that show it or copy it (INFO,
- * /metrics, CONFIG GET/SET, an HTTP GET's content type by class): edge.c's
+ * /metrics, CONFIG GET/SET, an HTTP GET's content type by class): edge.c
  * answer, so that no module reaches into the worker context for it.  A
  * module's own options come from its opts struct, never from here. */
-const struct cfg *edge_config(const struct edge *e);
+static inline const struct cfg *edge_config(const struct edge *e)
+{
+    return e->cmd_opts.cfg;
+}
 
 #endif

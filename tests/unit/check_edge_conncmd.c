@@ -196,7 +196,7 @@ START_TEST(quit_answers_ok_and_closes)
             h_sleep_ms(1);
     }
     ck_assert_int_eq(n, 0); /* EOF: the edge closed it */
-    ck_assert_ptr_null(F.e.conns);
+    ck_assert_ptr_null(F.e.conns->list);
 }
 END_TEST
 

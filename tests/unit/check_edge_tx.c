@@ -281,7 +281,7 @@ START_TEST(multi_is_reported_by_client_list_as_the_queue_length)
     ef_call(fd, "+OK\r\n", "MULTI", NULL);
     ef_call(fd, "+QUEUED\r\n", "SET", "a", "1", NULL);
     ef_call(fd, "+QUEUED\r\n", "SET", "b", "1", NULL);
-    struct conn *c = F.e.conns;
+    struct conn *c = F.e.conns->list;
     ck_assert_ptr_nonnull(c);
     ck_assert_int_eq(edge_tx_queued(c), 2);
     ef_call(fd, "*2\r\n+OK\r\n+OK\r\n", "EXEC", NULL);

@@ -51,6 +51,8 @@
 #include "server/edge/edge_registry.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_rl.h"
+#include "server/edge/edge_sess.h"
+#include "server/edge/edge_keyspace.h"
 #include "server/edge/edge_tx.h"
 #include "tests/harness.h"
 #include "tests/unit/fake_owner.h"
@@ -79,9 +81,9 @@ static struct edge_fixture F;
  * session as edge.c starts it, every request through the registry. */
 static inline void ef_accepted(struct conn *c, const struct sockaddr *peer)
 {
-    c->proto = 2;
-    c->last_stat = 0xffff;
-    c->cur_stat = 0xffff;
+    sess_of(c)->proto = 2;
+    sess_of(c)->last_stat = 0xffff;
+    sess_of(c)->cur_stat = 0xffff;
     edge_auth_accepted(c, peer);
 }
 
@@ -94,13 +96,16 @@ static inline void ef_closing(struct conn *c)
 }
 
 static const struct conn_hooks ef_hooks = {
-    .accepted = ef_accepted, .dispatch = edge_dispatch, .closing = ef_closing};
+    .accepted = ef_accepted,
+    .dispatch = edge_dispatch,
+    .closing = ef_closing,
+    .sess_size = sizeof(struct sess)};
 
 static inline void ef_http_accepted(struct conn *c, const struct sockaddr *peer)
 {
-    c->proto = 2;
-    c->last_stat = 0xffff;
-    c->cur_stat = 0xffff;
+    sess_of(c)->proto = 2;
+    sess_of(c)->last_stat = 0xffff;
+    sess_of(c)->cur_stat = 0xffff;
     edge_http_accepted(c, peer);
 }
 
@@ -112,7 +117,7 @@ static inline void ef_http_closing(struct conn *c)
 
 static const struct conn_hooks ef_http_hooks = {
     .accepted = ef_http_accepted, .closing = ef_http_closing, .input = edge_http_input,
-    .hangup = edge_http_hangup};
+    .hangup = edge_http_hangup, .sess_size = sizeof(struct sess)};
 
 static inline void ef_turn(void)
 {
@@ -163,8 +168,8 @@ static inline void ef_setup(int nowners, fo_request_fn on_request, void (*tweak)
     F.ctx.board = F.board;
     F.base = event_base_new();
     ck_assert_ptr_nonnull(F.base);
-    struct cache_opts co = {.bytes = 4 << 20, .max_value = 4096, .hot_sample = 1};
-    ck_assert_int_eq(cache_create(&co, &F.cache), HKV_OK);
+    struct cache_opts cao = {.bytes = 4 << 20, .max_value = 4096, .hot_sample = 1};
+    ck_assert_int_eq(cache_create(&cao, &F.cache), HKV_OK);
     ck_assert_int_eq(changes_create(2, &F.changes), HKV_OK);
     snprintf(F.ectx.colo_name, sizeof(F.ectx.colo_name), "test");
     F.ectx.cache = F.cache;
@@ -174,22 +179,37 @@ static inline void ef_setup(int nowners, fo_request_fn on_request, void (*tweak)
     F.e.ectx = &F.ectx;
     F.e.base = F.base;
     F.e.stats = &F.board->slots[0];
-    F.e.limits = (struct resp_limits){cfg->proto_max_bulk_len, cfg->proto_max_args, 64 * 1024};
-    F.e.conn_hooks = &ef_hooks;
+    /* the modules in edge_main's order, with edge.c's option builders */
+    struct conns_opts co = {.hooks = &ef_hooks, .poll = owners_poll_writes};
+    edge_conns_opts(cfg, &co);
+    ck_assert_int_eq(conns_setup(&F.e, &co), 0);
+    edge_cmd_opts(cfg, &F.e.cmd_opts);
     for (int i = 0; i < nowners; i++) {
         char path[TOPO_PATH_MAX];
         topo_owner_socket(cfg, CFG_POOL_COLD, i, path, sizeof(path));
         fo_start(&F.fo[i], F.base, path, i, on_request);
     }
-    ck_assert_int_eq(edge_auth_setup(&F.e), 0);
-    edge_rl_setup(&F.e);
+    ck_assert_int_eq(edge_auth_setup(&F.e, cfg), 0);
+    edge_rl_setup(&F.e, cfg);
     struct owner_hooks oh = {.push = edge_cache_pushed};
-    ck_assert_int_eq(edge_cache_setup(&F.e), 0);
+    struct flights_opts fo;
+    edge_flights_opts(cfg, &fo);
+    struct op_opts oo;
+    edge_op_opts(cfg, &oo);
+    struct owners_opts ow;
+    edge_owners_opts(cfg, &ow);
+    struct http_opts ho;
+    edge_http_opts(cfg, &ho);
+    struct edge_cache_opts ko;
+    edge_cache_opts(cfg, &ko);
+    ck_assert_int_eq(edge_cache_setup(&F.e, &ko), 0);
     ck_assert_ptr_nonnull(F.e.cache);
-    ck_assert_int_eq(owners_setup(&F.e, &oh), 0);
-    ck_assert_int_eq(flights_setup(&F.e, edge_read_answer), 0);
-    ck_assert_int_eq(edge_health_setup(&F.e), 0);
-    ck_assert_int_eq(edge_http_setup(&F.e), 0);
+    ck_assert_int_eq(op_setup(&F.e, &oo), 0);
+    ck_assert_int_eq(forgets_setup(&F.e), 0);
+    ck_assert_int_eq(owners_setup(&F.e, &oh, &ow), 0);
+    ck_assert_int_eq(flights_setup(&F.e, edge_read_answer, &fo), 0);
+    ck_assert_int_eq(edge_health_setup(&F.e, cfg->owner_probe_interval_ms), 0);
+    ck_assert_int_eq(edge_http_setup(&F.e, &ho), 0);
     ck_assert(ef_until(ef_links_up, 3000));
 }
 
@@ -201,14 +221,15 @@ static inline void ef_teardown(void)
             close(F.fds[i]);
     edge_http_teardown(&F.e);
     flights_teardown(&F.e);
-    op_teardown(&F.e);
+    op_teardown(&F.e.ops);
+    forgets_teardown(&F.e.forgets);
     owners_teardown(&F.e);
     edge_health_teardown(&F.e);
-    slots_teardown(&F.e);
-    buf_deinit(&F.e.scratch);
-    edge_auth_teardown(&F.e);
-    monitor_teardown(&F.e);
-    buf_deinit(&F.e.cval);
+    conns_teardown(&F.e.conns);
+    edge_auth_teardown(&F.e.auth);
+    edge_rl_teardown(&F.e.rl);
+    monitor_teardown(&F.e.monitor);
+    edge_cache_teardown(&F.e.cache);
     for (int i = 0; i < F.nowners; i++)
         fo_stop(&F.fo[i]);
     cache_destroy(&F.cache);
