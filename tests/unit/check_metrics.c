@@ -22,6 +22,7 @@
 #include "server/core/board.h"
 #include "server/core/clock.h"
 #include "server/core/cmap.h"
+#include "server/core/router.h"
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_metrics.h"
@@ -40,6 +41,9 @@ static struct {
     struct edge_cache cache[2];   /* their modules' heads the renderer reads */
     struct edge_rl rl[2];
     struct edge_owners owners;    /* edge 0's owners, when a case gives it some */
+    struct router *router;        /* the classes of the latency rows (as the owners
+                                   * module's router routes them) */
+    struct edge_owners routing[2]; /* each edge's owners head: the router, no owner */
     struct hkv_buf out;
 } T;
 
@@ -59,6 +63,8 @@ static void setup(void)
     T.board = board_create(4);
     ck_assert_ptr_nonnull(T.board);
     T.ctx = (struct worker_ctx){.role = BOARD_EDGE, .cfg = T.cfg, .board = T.board};
+    T.router = router_create(T.cfg);
+    ck_assert_ptr_nonnull(T.router);
     for (int i = 0; i < 2; i++) {
         struct board_slot *s = &T.board->slots[i];
         atomic_store(&s->role, BOARD_EDGE);
@@ -68,6 +74,9 @@ static void setup(void)
         T.e[i].stats = s;
         T.e[i].cache = &T.cache[i];
         T.e[i].rl = &T.rl[i];
+        edge_cmd_opts(T.cfg, &T.e[i].cmd_opts); /* edge_config(e): the config as data */
+        T.routing[i].router = T.router;
+        T.e[i].owners = &T.routing[i];
     }
     atomic_store(&T.board->slots[2].role, BOARD_OWNER);
     snprintf(T.ectx.colo_name, sizeof(T.ectx.colo_name), "%s", T.cfg->colo);
@@ -76,6 +85,7 @@ static void setup(void)
 static void teardown(void)
 {
     buf_deinit(&T.out);
+    router_destroy(&T.router);
     board_destroy(&T.board);
     cfg_destroy(&T.cfg);
 }
@@ -167,13 +177,17 @@ START_TEST(class_rows_are_found_by_name_across_a_reload)
                        "on-timeout degrade");
     set(next, "class", "live pattern live:* pool hot fresh 1s keep 5m durability ledger "
                        "on-timeout degrade");
-    T.ctx.cfg = next;
+    T.ctx.cfg = next; /* as the reload hook installs it: the router and the options */
+    router_set_config(T.router, next);
+    edge_cmd_opts(next, &T.e[0].cmd_opts);
     stats_call_key(&T.e[0], CMD_GET, 5000, "$1\r\n", 4, "live:2", 6);
     stats_call_key(&T.e[0], CMD_GET, 5000, "$1\r\n", 4, "cold:1", 6);
     const char *m = render();
     HAS(m, "hotkvd_command_duration_seconds_count{kind=\"read\",class=\"live\"} 2");
     HAS(m, "hotkvd_command_duration_seconds_count{kind=\"read\",class=\"cold\"} 1");
     T.ctx.cfg = T.cfg;
+    router_set_config(T.router, T.cfg);
+    edge_cmd_opts(T.cfg, &T.e[0].cmd_opts);
     cfg_destroy(&next);
     /* CONFIG RESETSTAT zeroes the histograms, the names stay */
     board_reset_counters(T.e[0].stats);
@@ -198,7 +212,7 @@ START_TEST(owners_are_labelled_by_pool_and_index)
     o[1].index = 3;
     o[1].stats[CTR_OWNER_owner_reads] = 9;
     o[1].stats_at_ms = clock_mono_ms() - 60000; /* stopped answering a minute ago */
-    T.owners = (struct edge_owners){.ref = o, .n = 2};
+    T.owners = (struct edge_owners){.router = T.router, .ref = o, .n = 2};
     T.e[0].owners = &T.owners;
     const char *m = render();
     HAS(m, "hotkvd_owner_reads_total{pool=\"hot\",owner=\"0\"} 42");
@@ -212,7 +226,7 @@ START_TEST(owners_are_labelled_by_pool_and_index)
     double secs = strtod(age + strlen(age_key), NULL);
     ck_assert_msg(secs >= 60.0 && secs < 70.0, "owner stats age %f, want about 60", secs);
     ck_assert_ptr_null(strstr(m, "hotkvd_owner_reads_total{pool=\"cold\""));
-    T.e[0].owners = NULL;
+    T.e[0].owners = &T.routing[0];
 }
 END_TEST
 
@@ -278,7 +292,7 @@ START_TEST(promtool_accepts_the_whole_exposition)
     struct owner_ref o = {.pool = CFG_POOL_HOT, .index = 0, .stats_at_ms = clock_mono_ms()};
     for (int i = 0; i < CTR_OWNER_COUNT; i++)
         o.stats[i] = i * 11;
-    T.owners = (struct edge_owners){.ref = &o, .n = 1};
+    T.owners = (struct edge_owners){.router = T.router, .ref = &o, .n = 1};
     T.e[0].owners = &T.owners;
     struct cache_opts co = {.bytes = 1 << 20, .max_value = 1024, .hot_sample = 1};
     ck_assert_int_eq(cache_create(&co, &T.e[0].cache->cache), HKV_OK);
@@ -298,7 +312,7 @@ START_TEST(promtool_accepts_the_whole_exposition)
     HAS(m, "hotkvd_error_prefix_replies_total{prefix=\"NOPERM\"} 1");
     h_rmtree(dir);
     cache_destroy(&T.e[0].cache->cache);
-    T.e[0].owners = NULL;
+    T.e[0].owners = &T.routing[0];
 }
 END_TEST
 
