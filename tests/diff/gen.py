@@ -330,6 +330,24 @@ class Gen:
             w.append(self.index())
         return w
 
+    def g_bitfield_ro(self):
+        # BITFIELD_RO key GET type offset ...: signed and unsigned widths at
+        # their bounds and past them, offsets plain and in type units (#N),
+        # and the words Redis refuses (SET/INCRBY/OVERFLOW are not read-only).
+        w = [b"BITFIELD_RO", self.key()]
+        for _ in range(self.rng.choice([0, 1, 1, 2, 3])):
+            if self.rng.random() < 0.08:
+                w += self.rng.choice([[b"SET", b"u8", b"0", b"1"], [b"INCRBY", b"i5", b"0", b"1"],
+                                      [b"OVERFLOW", b"SAT"], [b"GET", b"u8"], [b"BOGUS"]])
+                continue
+            t = self.rng.choice([b"u1", b"u8", b"i8", b"u16", b"i16", b"i32", b"u63", b"i64",
+                                 b"u64", b"i65", b"x8", b"u0", b"U8"])
+            # (offsets within 16mb, or past both servers' bounds: see OFFSETS_BAD)
+            off = self.rng.choice([b"0", b"1", b"7", b"8", b"13", b"#0", b"#1", b"#3", b"-1",
+                                   b"x", b"134217727", b"4294967296", b"#-1"])
+            w += [self.case(b"GET"), t, off]
+        return w
+
     def g_bitpos(self):
         w = [b"BITPOS", self.key(), self.rng.choice([b"0", b"1", b"0", b"1", b"2", b"-1", b"x"])]
         for _ in range(self.rng.choice([0, 1, 2, 2, 3])):
@@ -548,7 +566,7 @@ CMD_NAMES = [b"get", b"set", b"mget", b"mset", b"del", b"unlink", b"exists", b"s
              b"info", b"client", b"config", b"command", b"hello", b"auth", b"reset", b"quit",
              b"append", b"setrange", b"setbit", b"incrbyfloat", b"msetnx", b"rename",
              b"renamenx", b"copy", b"touch", b"expiretime", b"pexpiretime", b"getrange", b"substr",
-             b"getbit", b"bitcount", b"bitpos", b"lcs", b"multi", b"exec", b"discard", b"watch",
+             b"getbit", b"bitcount", b"bitpos", b"bitfield_ro", b"lcs", b"multi", b"exec", b"discard", b"watch",
              b"unwatch", b"flushall", b"flushdb", b"keys", b"randomkey", b"object", b"GET", b"Set"]
 
 # CONFIG GET names both servers define (and a few neither does).
@@ -567,6 +585,6 @@ WEIGHTS = [
     ("reset", 0.3), ("quit", 0.2), ("unknown", 0.5), ("raw", 0.5),
     ("append", 3), ("setrange", 2), ("setbit", 2), ("incrbyfloat", 2), ("msetnx", 2),
     ("rename", 2), ("copy", 1.5), ("touch", 1), ("expiretime", 1.5), ("getrange", 3),
-    ("getbit", 2), ("bitcount", 2), ("bitpos", 2), ("lcs", 1.5), ("txcmd", 0.5), ("tx", 4),
+    ("getbit", 2), ("bitcount", 2), ("bitpos", 2), ("bitfield_ro", 2), ("lcs", 1.5), ("txcmd", 0.5), ("tx", 4),
     ("flushall", 0.3), ("keys", 1.5), ("randomkey", 1), ("object", 3),
 ]
