@@ -19,7 +19,10 @@
  * row in edge_registry.c; a command an owner runs from its words (the CALL
  * family: edge_call.c needs nothing new) gets an OCMD_ROWS entry in
  * server/owner/owner_cmd.h and its handler in an owner_cmd_*.c file
- * (BITFIELD_RO was added so: 4 files, 3 of them one line).
+ * (BITFIELD_RO was added so: 4 files, 3 of them one line).  Redis's COMMAND
+ * INFO/DOCS entry comes from its name in scripts/gen_cmdinfo.py's NAMES (the
+ * script regenerates server/edge/edge_cmdinfo.c), and the differential test
+ * sends it once tests/diff/gen.py has a generator for it.
  */
 #ifndef HKV_CMD_H
 #define HKV_CMD_H
