@@ -60,6 +60,9 @@ int lstore_in_range(const char *k, size_t kl, const char *key, size_t klen, cons
                     size_t elen);
 /* Applies c (the table takes copies): HKV_OK or HKV_ENOMEM. */
 int lstore_apply(struct ltable *t, const struct lchange *c);
+/* n bytes of p and a NUL after them, malloc'd (the caller frees); NULL when
+ * memory runs out.  p may be NULL when n is 0. */
+char *lstore_bytes_dup(const char *p, size_t n);
 int lstore_kv_copy(struct lkv *dst, const struct lkv *src);
 void lstore_kv_free(struct lkv *kv);
 void lstore_table_free(struct ltable *t);

@@ -73,7 +73,7 @@ int lstore_in_range(const char *k, size_t kl, const char *key, size_t klen, cons
     return open_end(end, elen) || lstore_key_cmp(k, kl, end, elen) < 0;
 }
 
-static char *dup_bytes(const char *p, size_t n)
+char *lstore_bytes_dup(const char *p, size_t n)
 {
     char *d = malloc(n + 1);
     if (d != NULL) {
@@ -87,8 +87,8 @@ static char *dup_bytes(const char *p, size_t n)
 int lstore_kv_copy(struct lkv *dst, const struct lkv *src)
 {
     *dst = *src;
-    dst->key = dup_bytes(src->key, src->klen);
-    dst->val = dup_bytes(src->val != NULL ? src->val : "", src->vlen);
+    dst->key = lstore_bytes_dup(src->key, src->klen);
+    dst->val = lstore_bytes_dup(src->val != NULL ? src->val : "", src->vlen);
     if (dst->key == NULL || dst->val == NULL) {
         lstore_kv_free(dst);
         return HKV_ENOMEM;

@@ -13,6 +13,7 @@
 #include "proto/etcd_msg.h"
 #include "proto/hkv.h"
 #include "server/agent/etcd_remote.h"
+#include "storage/lstore.h"
 
 #define PAGE 1000
 
@@ -93,17 +94,6 @@ void agent_sync_free(struct sync_res *r)
     r->nkvs = 0;
 }
 
-static char *dup_bytes(const char *p, size_t n)
-{
-    char *d = malloc(n + 1);
-    if (d != NULL) {
-        if (n > 0)
-            memcpy(d, p, n);
-        d[n] = '\0';
-    }
-    return d;
-}
-
 /* Appends r's kvs to out; 0, or -1 (memory). */
 static int take_kvs(struct sync_res *out, const struct etcd_result *r)
 {
@@ -115,8 +105,8 @@ static int take_kvs(struct sync_res *out, const struct etcd_result *r)
     out->kvs = kvs;
     for (size_t i = 0; i < r->nkvs; i++) {
         struct sync_kv *k = &out->kvs[out->nkvs];
-        k->key = dup_bytes(r->kvs[i].key, r->kvs[i].key_len);
-        k->value = dup_bytes(r->kvs[i].value, r->kvs[i].value_len);
+        k->key = lstore_bytes_dup(r->kvs[i].key, r->kvs[i].key_len);
+        k->value = lstore_bytes_dup(r->kvs[i].value, r->kvs[i].value_len);
         if (k->key == NULL || k->value == NULL) {
             free(k->key);
             free(k->value);
