@@ -151,6 +151,23 @@ static int lifetimes(struct edge *e, const struct cfg_class *cls, uint64_t khash
                                 expire_at > 0 ? clock_unix_ms() : 0, fresh_until, keep_until);
 }
 
+/* The entry of a value the owner gave (a read's answer, a push, or a write's
+ * own new value), with the lifetimes lifetimes() chose. */
+static struct cache_entry value_entry(const char *key, size_t klen, uint64_t hash,
+                                      const struct wire_slice *v, hkv_stamp stamp, int64_t fu,
+                                      int64_t ku, int64_t expire_at)
+{
+    return (struct cache_entry){.key = key,
+                                .klen = klen,
+                                .khash = hash,
+                                .val = v->p,
+                                .vlen = v->len,
+                                .stamp = stamp,
+                                .fresh_until = fu,
+                                .keep_until = ku,
+                                .expire_at = expire_at};
+}
+
 /* The owner says key is absent but gives no version (an MGET's absent keys,
  * an owner that holds no tombstone): the value the segment holds, if any,
  * may be one a lost or delayed push should have removed (a delete through
@@ -210,17 +227,10 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         if (!lifetimes(e, rt->cls, rt->hash, sent_ms, now, (int64_t)m->u.value.expire_ms, &fu,
                        &ku))
             return;
-        int rc = cache_put(e->cache->cache,
-                           &(struct cache_entry){.key = key,
-                                                 .klen = klen,
-                                                 .khash = rt->hash,
-                                                 .val = m->u.value.value.p,
-                                                 .vlen = m->u.value.value.len,
-                                                 .stamp = m->u.value.stamp,
-                                                 .fresh_until = fu,
-                                                 .keep_until = ku,
-                                                 .expire_at = (int64_t)m->u.value.expire_ms},
-                           now);
+        struct cache_entry ce = value_entry(key, klen, rt->hash, &m->u.value.value,
+                                            m->u.value.stamp, fu, ku,
+                                            (int64_t)m->u.value.expire_ms);
+        int rc = cache_put(e->cache->cache, &ce, now);
         if (rc == HKV_ETOOBIG)
             cache_count(e->cache->cache, CACHE_CTR_cache_not_cached_too_big, 1);
         if (rc == HKV_OK) /* a version a missed push never brought wakes its readers too */
@@ -254,20 +264,13 @@ void edge_cache_wrote(struct edge *e, const char *key, size_t klen, uint64_t has
     /* The write's route gave the hash; only a known value needs the class
      * (its lifetimes), and nothing needs the owner. */
     int64_t fu, ku;
-    if (!(v != NULL &&
-          lifetimes(e, router_class(e->owners->router, key, klen), hash, base_ms, now, expire_at, &fu,
-                    &ku) &&
-          cache_put(e->cache->cache,
-                    &(struct cache_entry){.key = key,
-                                          .klen = klen,
-                                          .khash = hash,
-                                          .val = v->p,
-                                          .vlen = v->len,
-                                          .stamp = version,
-                                          .fresh_until = fu,
-                                          .keep_until = ku,
-                                          .expire_at = expire_at},
-                    now) == HKV_OK))
+    int put = 0;
+    if (v != NULL && lifetimes(e, router_class(e->owners->router, key, klen), hash, base_ms, now,
+                               expire_at, &fu, &ku)) {
+        struct cache_entry ce = value_entry(key, klen, hash, v, version, fu, ku, expire_at);
+        put = cache_put(e->cache->cache, &ce, now) == HKV_OK;
+    }
+    if (!put)
         cache_invalidate(e->cache->cache, key, klen, hash, version, now + EDGE_FILL_HORIZON_MS, now);
     changes_note(e->cache->changes, hash, version); /* wakes the key's readers in the colo */
 }
@@ -293,19 +296,11 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
     router_route(e->owners->router, k.p, k.len, &rt);
     int64_t now = now_ms(), fu, ku;
     int rc;
-    if (lifetimes(e, rt.cls, rt.hash, now, now, (int64_t)m->u.push.expire_ms, &fu, &ku))
-        rc = cache_put(e->cache->cache,
-                       &(struct cache_entry){.key = k.p,
-                                             .klen = k.len,
-                                             .khash = rt.hash,
-                                             .val = m->u.push.value.p,
-                                             .vlen = m->u.push.value.len,
-                                             .stamp = m->u.push.stamp,
-                                             .fresh_until = fu,
-                                             .keep_until = ku,
-                                             .expire_at = (int64_t)m->u.push.expire_ms},
-                       now);
-    else
+    if (lifetimes(e, rt.cls, rt.hash, now, now, (int64_t)m->u.push.expire_ms, &fu, &ku)) {
+        struct cache_entry ce = value_entry(k.p, k.len, rt.hash, &m->u.push.value, m->u.push.stamp,
+                                            fu, ku, (int64_t)m->u.push.expire_ms);
+        rc = cache_put(e->cache->cache, &ce, now);
+    } else
         rc = cache_invalidate(e->cache->cache, k.p, k.len, rt.hash, m->u.push.stamp,
                               now + EDGE_FILL_HORIZON_MS, now);
     if (rc != HKV_ESTALE) /* an older push changes nothing */
