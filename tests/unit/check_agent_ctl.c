@@ -25,14 +25,11 @@
 #include "server/core/cmap.h"
 #include "server/core/topo.h"
 #include "tests/harness.h"
+#include "tests/unit/agent_fixture.h"
 
 static struct {
-    char dir[256], store[320];
-    struct event_base *base;
-    struct worker_ctx ctx;
-    struct agent a;
+    struct agent_fixture f;
     struct agent_ctl *ctl;
-    struct cmap_table *t;
     struct wire_decoder dec;      /* the test owners' replies */
     int done;
 } T;
@@ -48,18 +45,15 @@ static void put(const char *tail, const char *val)
     char k[AGENT_KEY_MAX];
     int n = agent_key(k, sizeof(k), "c1", "%s", tail);
     T.done = 0;
-    ck_assert_int_eq(etcd_put(T.a.etcd, k, (size_t)n, val, strlen(val), 0, on_sync, NULL), HKV_OK);
-    for (int64_t end = h_now_ms() + 5000; !T.done && h_now_ms() < end;)
-        if (event_base_loop(T.base, EVLOOP_ONCE | EVLOOP_NONBLOCK) != 0 || !T.done)
-            h_sleep_ms(1); /* the store answers from its own thread's work */
-    ck_assert(T.done);
+    ck_assert_int_eq(etcd_put(T.f.a.etcd, k, (size_t)n, val, strlen(val), 0, on_sync, NULL), HKV_OK);
+    af_wait(&T.f, &T.done);
 }
 
 /* Owner 1 h1/cold/0 serving the one cold leaf; owner 2 h1/hot/0 the hot one. */
 static void publish(void)
 {
     for (unsigned n = 1; n <= 2; n++) {
-        struct cmap_owner *o = &T.t->owners[n];
+        struct cmap_owner *o = &T.f.t->owners[n];
         o->number = (uint16_t)n;
         o->pool = (uint8_t)(n == 1 ? CFG_POOL_COLD : CFG_POOL_HOT);
         o->live = 1;
@@ -69,11 +63,11 @@ static void publish(void)
         snprintf(o->id, sizeof(o->id), "h1/%s/0", n == 1 ? "cold" : "hot");
         snprintf(o->addr, sizeof(o->addr), "10.0.0.%u", n);
     }
-    T.t->revision = 1;
-    T.t->nleaves[CFG_POOL_COLD] = T.t->nleaves[CFG_POOL_HOT] = 1;
-    T.t->leaves[CFG_POOL_COLD][0].owner = 1;
-    T.t->leaves[CFG_POOL_HOT][0].owner = 2;
-    ck_assert_int_eq(cmap_publish(T.ctx.cmap, T.t), HKV_OK);
+    T.f.t->revision = 1;
+    T.f.t->nleaves[CFG_POOL_COLD] = T.f.t->nleaves[CFG_POOL_HOT] = 1;
+    T.f.t->leaves[CFG_POOL_COLD][0].owner = 1;
+    T.f.t->leaves[CFG_POOL_HOT][0].owner = 2;
+    ck_assert_int_eq(cmap_publish(T.f.ctx.cmap, T.f.t), HKV_OK);
     put("map/cold/0-00000000", "{\"owner\":1,\"state\":\"serving\"}");
     put("map/hot/0-00000000", "{\"owner\":2,\"state\":\"serving\"}");
 }
@@ -81,29 +75,10 @@ static void publish(void)
 static void setup(void)
 {
     memset(&T, 0, sizeof(T));
-    h_tmpdir(T.dir, sizeof(T.dir));
-    snprintf(T.store, sizeof(T.store), "%s/store", T.dir);
-    struct cfg *cfg = cfg_create();
-    ck_assert_ptr_nonnull(cfg);
-    free(cfg->dir);
-    cfg->dir = strdup(T.dir);
-    free(cfg->cluster);
-    cfg->cluster = strdup("c1");
-    free(cfg->host);
-    cfg->host = strdup("h1");
-    T.ctx.cfg = cfg;
-    agent_opts_fill(&T.a.opt, cfg); /* what the agent's files read, as agent.c fills it */
-    T.ctx.cmap = cmap_create();
-    T.base = event_base_new();
-    T.a.ctx = &T.ctx;
-    T.a.base = T.base;
-    struct etcd_opts o = {.local_path = T.store};
-    T.a.etcd = etcd_create(T.base, &o);
-    T.t = calloc(1, sizeof(*T.t));
-    ck_assert(T.ctx.cmap != NULL && T.base != NULL && T.a.etcd != NULL && T.t != NULL);
+    af_start(&T.f);
     wire_decoder_init(&T.dec, 0);
     publish();
-    T.ctl = agent_ctl_start(&T.a);
+    T.ctl = agent_ctl_start(&T.f.a);
     ck_assert_ptr_nonnull(T.ctl);
 }
 
@@ -111,26 +86,21 @@ static void teardown(void)
 {
     agent_ctl_stop(&T.ctl);
     ck_assert_ptr_null(T.ctl);
-    etcd_destroy(&T.a.etcd);
-    event_base_free(T.base);
-    cmap_destroy(&T.ctx.cmap);
-    cfg_destroy(&T.ctx.cfg);
-    free(T.t);
     wire_decoder_deinit(&T.dec);
-    h_rmtree(T.dir);
+    af_stop(&T.f);
 }
 
 /* An owner's connection to the channel. */
 static int dial(void)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    topo_agent_socket(T.ctx.cfg, sa.sun_path, sizeof(sa.sun_path));
+    topo_agent_socket(T.f.ctx.cfg, sa.sun_path, sizeof(sa.sun_path));
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
     fcntl(fd, F_SETFL, O_NONBLOCK);
     for (int i = 0; i < 20; i++)
-        event_base_loop(T.base, EVLOOP_ONCE | EVLOOP_NONBLOCK); /* accepted */
+        event_base_loop(T.f.base, EVLOOP_ONCE | EVLOOP_NONBLOCK); /* accepted */
     return fd;
 }
 
@@ -174,7 +144,7 @@ static int next_reply(int fd, struct hand_msg *m, int ms)
     size_t have = 0;
     int64_t end = h_now_ms() + ms;
     while (h_now_ms() < end) {
-        event_base_loop(T.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        event_base_loop(T.f.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
         ssize_t n = read(fd, in + have, sizeof(in) - have);
         if (n == 0)
             return -1;

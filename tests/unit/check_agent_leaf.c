@@ -19,16 +19,13 @@
 #include "server/agent/agent_txn.h"
 #include "server/core/cmap.h"
 #include "tests/harness.h"
+#include "tests/unit/agent_fixture.h"
 
 #define MAXR (AGENT_LEAF_QUEUE + 8)
 
 static struct {
-    char dir[256], store[320];
-    struct event_base *base;
-    struct worker_ctx ctx;
-    struct agent a;
+    struct agent_fixture f;
     struct agent_leaf *l;
-    struct cmap_table *t;
     struct hand_msg replies[MAXR];
     uint64_t cookies[MAXR];
     char texts[MAXR][128];
@@ -72,10 +69,7 @@ static void on_sync(void *arg, const struct etcd_result *r)
 
 static void wait_done(void)
 {
-    for (int64_t end = h_now_ms() + 5000; !T.done && h_now_ms() < end;)
-        if (event_base_loop(T.base, EVLOOP_ONCE | EVLOOP_NONBLOCK) != 0 || !T.done)
-            h_sleep_ms(1); /* the store answers from its own thread's work */
-    ck_assert(T.done);
+    af_wait(&T.f, &T.done);
 }
 
 static void put(const char *key_tail, const char *val)
@@ -84,7 +78,7 @@ static void put(const char *key_tail, const char *val)
     int n = agent_key(k, sizeof(k), "c1", "%s", key_tail);
     ck_assert_int_gt(n, 0);
     T.done = 0;
-    ck_assert_int_eq(etcd_put(T.a.etcd, k, (size_t)n, val, strlen(val), 0, on_sync, NULL), HKV_OK);
+    ck_assert_int_eq(etcd_put(T.f.a.etcd, k, (size_t)n, val, strlen(val), 0, on_sync, NULL), HKV_OK);
     wait_done();
     ck_assert_int_eq(T.last.status, HKV_OK);
 }
@@ -96,7 +90,7 @@ static int get(const char *key_tail)
     int n = agent_key(k, sizeof(k), "c1", "%s", key_tail);
     T.done = 0;
     T.found = 0;
-    ck_assert_int_eq(etcd_range(T.a.etcd, k, (size_t)n, NULL, 0, 0, 0, on_sync, NULL), HKV_OK);
+    ck_assert_int_eq(etcd_range(T.f.a.etcd, k, (size_t)n, NULL, 0, 0, 0, on_sync, NULL), HKV_OK);
     wait_done();
     ck_assert_int_eq(T.last.status, HKV_OK);
     return T.found;
@@ -105,7 +99,7 @@ static int get(const char *key_tail)
 static int64_t grant_lease(void)
 {
     T.done = 0;
-    ck_assert_int_eq(etcd_lease_grant(T.a.etcd, 30, on_sync, NULL), HKV_OK);
+    ck_assert_int_eq(etcd_lease_grant(T.f.a.etcd, 30, on_sync, NULL), HKV_OK);
     wait_done();
     ck_assert_int_eq(T.last.status, HKV_OK);
     ck_assert_int_ne(T.last.lease_id, 0);
@@ -116,7 +110,7 @@ static int64_t grant_lease(void)
 
 static void owner(unsigned n, int pool, int k, const char *host)
 {
-    struct cmap_owner *o = &T.t->owners[n];
+    struct cmap_owner *o = &T.f.t->owners[n];
     o->number = (uint16_t)n;
     o->pool = (uint8_t)pool;
     o->index = (uint16_t)k;
@@ -132,25 +126,25 @@ static void owner(unsigned n, int pool, int k, const char *host)
  * bits, owners 1 1 1 2; hot one leaf of owner 3.  Published and in etcd. */
 static void publish_map(void)
 {
-    memset(T.t, 0, sizeof(*T.t));
-    T.t->revision = 1;
+    memset(T.f.t, 0, sizeof(*T.f.t));
+    T.f.t->revision = 1;
     owner(1, CFG_POOL_COLD, 0, "h1");
     owner(2, CFG_POOL_COLD, 1, "h1");
     owner(3, CFG_POOL_HOT, 0, "h1");
-    T.t->nleaves[CFG_POOL_COLD] = 4;
+    T.f.t->nleaves[CFG_POOL_COLD] = 4;
     for (uint32_t i = 0; i < 4; i++) {
-        struct cmap_leaf *lf = &T.t->leaves[CFG_POOL_COLD][i];
+        struct cmap_leaf *lf = &T.f.t->leaves[CFG_POOL_COLD][i];
         lf->bits = 2;
         lf->start = i << 30;
         lf->owner = i < 3 ? 1 : 2;
         lf->epoch = 1;
     }
-    T.t->nleaves[CFG_POOL_HOT] = 1;
-    T.t->leaves[CFG_POOL_HOT][0].owner = 3;
-    T.t->leaves[CFG_POOL_HOT][0].epoch = 1;
+    T.f.t->nleaves[CFG_POOL_HOT] = 1;
+    T.f.t->leaves[CFG_POOL_HOT][0].owner = 3;
+    T.f.t->leaves[CFG_POOL_HOT][0].epoch = 1;
     char why[128];
-    ck_assert_msg(cmap_validate(T.t, why, sizeof(why)) == HKV_OK, "%s", why);
-    ck_assert_int_eq(cmap_publish(T.ctx.cmap, T.t), HKV_OK);
+    ck_assert_msg(cmap_validate(T.f.t, why, sizeof(why)) == HKV_OK, "%s", why);
+    ck_assert_int_eq(cmap_publish(T.f.ctx.cmap, T.f.t), HKV_OK);
     char tail[64], v[128];
     for (uint32_t i = 0; i < 4; i++) {
         snprintf(tail, sizeof(tail), "map/cold/2-%08x", i);
@@ -164,28 +158,8 @@ static void publish_map(void)
 static void setup_bare(void)
 {
     memset(&T, 0, sizeof(T));
-    h_tmpdir(T.dir, sizeof(T.dir));
-    snprintf(T.store, sizeof(T.store), "%s/store", T.dir);
-    struct cfg *cfg = cfg_create();
-    ck_assert_ptr_nonnull(cfg);
-    free(cfg->cluster);
-    cfg->cluster = strdup("c1");
-    free(cfg->host);
-    cfg->host = strdup("h1");
-    T.ctx.cfg = cfg;
-    agent_opts_fill(&T.a.opt, cfg); /* what the agent's files read, as agent.c fills it */
-    T.ctx.cmap = cmap_create();
-    ck_assert_ptr_nonnull(T.ctx.cmap);
-    T.base = event_base_new();
-    ck_assert_ptr_nonnull(T.base);
-    T.a.ctx = &T.ctx;
-    T.a.base = T.base;
-    struct etcd_opts o = {.local_path = T.store};
-    T.a.etcd = etcd_create(T.base, &o);
-    ck_assert_ptr_nonnull(T.a.etcd);
-    T.t = calloc(1, sizeof(*T.t));
-    ck_assert_ptr_nonnull(T.t);
-    T.l = agent_leaf_create(&T.a, on_reply, on_order, NULL);
+    af_start(&T.f);
+    T.l = agent_leaf_create(&T.f.a, on_reply, on_order, NULL);
     ck_assert_ptr_nonnull(T.l);
 }
 
@@ -193,19 +167,14 @@ static void setup(void)
 {
     setup_bare();
     publish_map();
-    T.a.h.lease_id = grant_lease();
+    T.f.a.h.lease_id = grant_lease();
 }
 
 static void teardown(void)
 {
     agent_leaf_destroy(&T.l);
     ck_assert_ptr_null(T.l);
-    etcd_destroy(&T.a.etcd);
-    event_base_free(T.base);
-    cmap_destroy(&T.ctx.cmap);
-    cfg_destroy(&T.ctx.cfg);
-    free(T.t);
-    h_rmtree(T.dir);
+    af_stop(&T.f);
 }
 
 /* Asks as owner (cold, index) and waits for n replies in all. */
@@ -222,7 +191,7 @@ static void ask(int index, uint8_t type, uint32_t start, uint8_t bits, int64_t e
 static void wait_replies(int n)
 {
     for (int64_t end = h_now_ms() + 5000; T.nreplies < n && h_now_ms() < end;)
-        if (event_base_loop(T.base, EVLOOP_ONCE | EVLOOP_NONBLOCK) != 0 || T.nreplies < n)
+        if (event_base_loop(T.f.base, EVLOOP_ONCE | EVLOOP_NONBLOCK) != 0 || T.nreplies < n)
             h_sleep_ms(1);
     ck_assert_int_eq(T.nreplies, n);
 }
@@ -369,7 +338,7 @@ END_TEST
 
 START_TEST(an_intent_without_a_lease_is_refused)
 {
-    T.a.h.lease_id = 0;
+    T.f.a.h.lease_id = 0;
     ck_assert(get("map/cold/2-00000001"));
     ask(0, LEAF_INTENT, Q1, 2, T.mod, 2, 1);
     wait_replies(1);

@@ -20,13 +20,11 @@
 #include "server/core/clock.h"
 #include "server/core/cmap.h"
 #include "tests/harness.h"
+#include "tests/unit/agent_fixture.h"
 
 static struct {
-    char dir[256], store[320], mapfile[320], statefile[320];
-    struct event_base *base;
-    struct worker_ctx ctx;
-    struct agent a;
-    struct cmap_table *t;
+    struct agent_fixture f;
+    char mapfile[320], statefile[320];
     int done, status;
 } T;
 
@@ -42,11 +40,8 @@ static void put(const char *key_tail, const char *val)
     int n = agent_key(k, sizeof(k), "c1", "%s", key_tail);
     ck_assert_int_gt(n, 0);
     T.done = 0;
-    ck_assert_int_eq(etcd_put(T.a.etcd, k, (size_t)n, val, strlen(val), 0, on_sync, NULL), HKV_OK);
-    for (int64_t end = h_now_ms() + 5000; !T.done && h_now_ms() < end;)
-        if (event_base_loop(T.base, EVLOOP_ONCE | EVLOOP_NONBLOCK) != 0 || !T.done)
-            h_sleep_ms(1); /* the store answers from its own thread's work */
-    ck_assert(T.done);
+    ck_assert_int_eq(etcd_put(T.f.a.etcd, k, (size_t)n, val, strlen(val), 0, on_sync, NULL), HKV_OK);
+    af_wait(&T.f, &T.done);
     ck_assert_int_eq(T.status, HKV_OK);
 }
 
@@ -91,34 +86,16 @@ static void initialise(void)
 static void setup(void)
 {
     memset(&T, 0, sizeof(T));
-    h_tmpdir(T.dir, sizeof(T.dir));
-    snprintf(T.store, sizeof(T.store), "%s/store", T.dir);
-    snprintf(T.mapfile, sizeof(T.mapfile), "%s/cluster.map", T.dir);
-    snprintf(T.statefile, sizeof(T.statefile), "%s/agent.state", T.dir);
-    struct cfg *cfg = cfg_create();
-    ck_assert_ptr_nonnull(cfg);
-    free(cfg->cluster);
-    cfg->cluster = strdup("c1");
-    free(cfg->host);
-    cfg->host = strdup("h1");
-    T.ctx.cfg = cfg;
-    agent_opts_fill(&T.a.opt, cfg); /* what the agent's files read, as agent.c fills it */
-    T.ctx.cmap = cmap_create();
-    ck_assert_ptr_nonnull(T.ctx.cmap);
-    T.base = event_base_new();
-    struct agent *a = &T.a;
-    a->ctx = &T.ctx;
-    a->base = T.base;
-    struct etcd_opts o = {.local_path = T.store};
-    a->etcd = etcd_create(T.base, &o);
-    ck_assert_ptr_nonnull(a->etcd);
+    af_start(&T.f);
+    snprintf(T.mapfile, sizeof(T.mapfile), "%s/cluster.map", T.f.dir);
+    snprintf(T.statefile, sizeof(T.statefile), "%s/agent.state", T.f.dir);
+    struct agent *a = &T.f.a;
     a->map = agent_map_create("c1");
     ck_assert_ptr_nonnull(a->map);
     a->saver = agent_saver_start(T.mapfile, T.statefile);
     ck_assert_ptr_nonnull(a->saver);
     a->scratch = calloc(1, sizeof(*a->scratch));
-    T.t = calloc(1, sizeof(*T.t));
-    ck_assert(a->scratch != NULL && T.t != NULL);
+    ck_assert_ptr_nonnull(a->scratch);
     a->plen = (size_t)agent_key(a->prefix, sizeof(a->prefix), "c1", "%s", "");
     a->elen = etcd_prefix_end(a->prefix, a->plen, a->prefix_end);
     a->reading = 1; /* as the agent starts: a full read first */
@@ -126,17 +103,12 @@ static void setup(void)
 
 static void teardown(void)
 {
-    struct agent *a = &T.a;
+    struct agent *a = &T.f.a;
     agent_watch_stop(a);
     agent_saver_stop(&a->saver);
     agent_map_destroy(&a->map);
-    etcd_destroy(&a->etcd);
-    event_base_free(T.base);
-    cmap_destroy(&T.ctx.cmap);
-    cfg_destroy(&T.ctx.cfg);
+    af_stop(&T.f);
     free(a->scratch);
-    free(T.t);
-    h_rmtree(T.dir);
 }
 
 /* Ticks the agent and runs the loop until cond() (at most ms). */
@@ -144,8 +116,8 @@ static int run_until(int (*cond)(void), int ms)
 {
     int64_t end = h_now_ms() + ms;
     while (!cond() && h_now_ms() < end) {
-        agent_watch_tick(&T.a, clock_mono_ms());
-        event_base_loop(T.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        agent_watch_tick(&T.f.a, clock_mono_ms());
+        event_base_loop(T.f.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
         if (!cond())
             h_sleep_ms(1);
     }
@@ -153,29 +125,29 @@ static int run_until(int (*cond)(void), int ms)
 }
 
 static int64_t want_rev;
-static int published(void) { return cmap_revision(T.ctx.cmap) > 0; }
-static int published_at_want(void) { return cmap_revision(T.ctx.cmap) >= want_rev; }
-static int watch_at_want(void) { return T.a.h.watch_revision >= want_rev; }
-static int refused_one(void) { return T.a.h.refused_maps >= 1; }
-static int watching(void) { return T.a.watch != NULL; }
+static int published(void) { return cmap_revision(T.f.ctx.cmap) > 0; }
+static int published_at_want(void) { return cmap_revision(T.f.ctx.cmap) >= want_rev; }
+static int watch_at_want(void) { return T.f.a.h.watch_revision >= want_rev; }
+static int refused_one(void) { return T.f.a.h.refused_maps >= 1; }
+static int watching(void) { return T.f.a.watch != NULL; }
 
 START_TEST(the_full_read_publishes_the_map_and_saves_it)
 {
     initialise();
-    ck_assert_int_eq(cmap_revision(T.ctx.cmap), 0);
+    ck_assert_int_eq(cmap_revision(T.f.ctx.cmap), 0);
     ck_assert(run_until(published, 3000));
-    ck_assert(T.a.have_read);
-    int64_t rev = cmap_snapshot(T.ctx.cmap, T.t);
+    ck_assert(T.f.a.have_read);
+    int64_t rev = cmap_snapshot(T.f.ctx.cmap, T.f.t);
     ck_assert_int_gt(rev, 0);
-    ck_assert_uint_eq(T.t->nleaves[CFG_POOL_HOT], 4);
-    ck_assert_uint_eq(T.t->nleaves[CFG_POOL_COLD], 4);
-    ck_assert_uint_eq(T.t->leaves[CFG_POOL_COLD][1].owner, 3);
-    ck_assert_str_eq(T.t->owners[2].id, "h1/cold/0");
-    ck_assert_uint_eq(T.t->owners[2].port, 7101);
-    ck_assert_int_eq(T.a.h.watch_revision, rev);
-    ck_assert_int_eq(T.a.h.from_disk, 0);
+    ck_assert_uint_eq(T.f.t->nleaves[CFG_POOL_HOT], 4);
+    ck_assert_uint_eq(T.f.t->nleaves[CFG_POOL_COLD], 4);
+    ck_assert_uint_eq(T.f.t->leaves[CFG_POOL_COLD][1].owner, 3);
+    ck_assert_str_eq(T.f.t->owners[2].id, "h1/cold/0");
+    ck_assert_uint_eq(T.f.t->owners[2].port, 7101);
+    ck_assert_int_eq(T.f.a.h.watch_revision, rev);
+    ck_assert_int_eq(T.f.a.h.from_disk, 0);
     /* and the saver wrote it */
-    agent_saver_stop(&T.a.saver);
+    agent_saver_stop(&T.f.a.saver);
     struct cmap_table *back = calloc(1, sizeof(*back));
     ck_assert_int_eq(cmap_load(back, T.mapfile), HKV_OK);
     ck_assert_int_eq(back->revision, rev);
@@ -187,16 +159,16 @@ START_TEST(a_leaf_put_arrives_by_the_watch)
 {
     initialise();
     ck_assert(run_until(published, 3000));
-    int64_t first = cmap_revision(T.ctx.cmap);
+    int64_t first = cmap_revision(T.f.ctx.cmap);
     ck_assert(run_until(watching, 3000));
     put_leaf("cold", 1, 2); /* cold leaf 1: owner 3 -> 2 */
     want_rev = first + 1;
     ck_assert(run_until(published_at_want, 3000));
-    int64_t rev = cmap_snapshot(T.ctx.cmap, T.t);
+    int64_t rev = cmap_snapshot(T.f.ctx.cmap, T.f.t);
     ck_assert_int_gt(rev, first);
-    ck_assert_uint_eq(T.t->leaves[CFG_POOL_COLD][1].owner, 2);
-    ck_assert_int_eq(T.t->leaves[CFG_POOL_COLD][1].epoch, rev); /* its epoch: the put's */
-    ck_assert_int_eq(T.a.applied_rev, rev);
+    ck_assert_uint_eq(T.f.t->leaves[CFG_POOL_COLD][1].owner, 2);
+    ck_assert_int_eq(T.f.t->leaves[CFG_POOL_COLD][1].epoch, rev); /* its epoch: the put's */
+    ck_assert_int_eq(T.f.a.applied_rev, rev);
 }
 END_TEST
 
@@ -205,13 +177,13 @@ START_TEST(registrations_alone_publish_no_new_map)
     initialise();
     ck_assert(run_until(published, 3000));
     ck_assert(run_until(watching, 3000));
-    int64_t first = cmap_revision(T.ctx.cmap);
+    int64_t first = cmap_revision(T.f.ctx.cmap);
     put("hosts/h1", "{\"addr\":\"10.0.0.9\",\"number\":1,\"version\":\"0.1.0\"}");
     put("writers/4099", "{\"host\":\"h1\",\"incarnation\":\"77\"}");
     want_rev = first + 2;
     ck_assert(run_until(watch_at_want, 3000));
-    ck_assert_int_eq(cmap_revision(T.ctx.cmap), first); /* the same map */
-    ck_assert_int_ge(T.a.applied_rev, first + 2);
+    ck_assert_int_eq(cmap_revision(T.f.ctx.cmap), first); /* the same map */
+    ck_assert_int_ge(T.f.a.applied_rev, first + 2);
 }
 END_TEST
 
@@ -220,16 +192,16 @@ START_TEST(a_bad_leaf_refuses_the_map_until_repaired)
     initialise();
     ck_assert(run_until(published, 3000));
     ck_assert(run_until(watching, 3000));
-    int64_t good = cmap_revision(T.ctx.cmap);
+    int64_t good = cmap_revision(T.f.ctx.cmap);
     put("map/cold/2-00000001", "{\"owner\":\"nobody\"}");
     ck_assert(run_until(refused_one, 3000));
-    ck_assert_int_eq(cmap_revision(T.ctx.cmap), good); /* routing stays on the good map */
-    cmap_snapshot(T.ctx.cmap, T.t);
-    ck_assert_uint_eq(T.t->leaves[CFG_POOL_COLD][1].owner, 3);
+    ck_assert_int_eq(cmap_revision(T.f.ctx.cmap), good); /* routing stays on the good map */
+    cmap_snapshot(T.f.ctx.cmap, T.f.t);
+    ck_assert_uint_eq(T.f.t->leaves[CFG_POOL_COLD][1].owner, 3);
     put_leaf("cold", 1, 3); /* repaired */
     want_rev = good + 2;
     ck_assert(run_until(published_at_want, 3000));
-    ck_assert_int_eq(T.a.h.refused_maps, 1);
+    ck_assert_int_eq(T.f.a.h.refused_maps, 1);
 }
 END_TEST
 
@@ -238,22 +210,22 @@ START_TEST(a_split_half_done_is_refused_and_the_whole_published)
     initialise();
     ck_assert(run_until(published, 3000));
     ck_assert(run_until(watching, 3000));
-    int64_t good = cmap_revision(T.ctx.cmap);
+    int64_t good = cmap_revision(T.f.ctx.cmap);
     /* cold 2-00000003 into 3-00000006 and 3-00000007, one key at a time */
     put("map/cold/3-00000006", "{\"owner\":3,\"state\":\"serving\"}"); /* overlaps its parent */
     ck_assert(run_until(refused_one, 3000));
-    ck_assert_int_eq(cmap_revision(T.ctx.cmap), good);
+    ck_assert_int_eq(cmap_revision(T.f.ctx.cmap), good);
     put("map/cold/3-00000007", "{\"owner\":2,\"state\":\"serving\"}");
     char k[AGENT_KEY_MAX];
     int n = agent_key(k, sizeof(k), "c1", "map/cold/2-00000003");
     T.done = 0;
-    ck_assert_int_eq(etcd_delete(T.a.etcd, k, (size_t)n, NULL, 0, on_sync, NULL), HKV_OK);
+    ck_assert_int_eq(etcd_delete(T.f.a.etcd, k, (size_t)n, NULL, 0, on_sync, NULL), HKV_OK);
     want_rev = good + 3;
     ck_assert(run_until(published_at_want, 3000));
-    cmap_snapshot(T.ctx.cmap, T.t);
-    ck_assert_uint_eq(T.t->nleaves[CFG_POOL_COLD], 5);
-    ck_assert_uint_eq(T.t->leaves[CFG_POOL_COLD][4].owner, 2);
-    ck_assert_uint_eq(T.t->leaves[CFG_POOL_COLD][4].bits, 3);
+    cmap_snapshot(T.f.ctx.cmap, T.f.t);
+    ck_assert_uint_eq(T.f.t->nleaves[CFG_POOL_COLD], 5);
+    ck_assert_uint_eq(T.f.t->leaves[CFG_POOL_COLD][4].owner, 2);
+    ck_assert_uint_eq(T.f.t->leaves[CFG_POOL_COLD][4].bits, 3);
 }
 END_TEST
 
