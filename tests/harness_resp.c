@@ -128,15 +128,22 @@ struct h_reply *h_cmd(int fd, int argc, const char **argv)
     return send_words(fd, argc, argv) == 0 ? h_read(fd) : NULL;
 }
 
-int h_sendv(int fd, ...)
+/* The words of ap up to its NULL (at most H_MAX_WORDS) into words; their count. */
+static int words_of(const char **words, va_list ap)
 {
-    const char *words[H_MAX_WORDS];
     int n = 0;
-    va_list ap;
-    va_start(ap, fd);
     const char *w;
     while (n < H_MAX_WORDS && (w = va_arg(ap, const char *)) != NULL)
         words[n++] = w;
+    return n;
+}
+
+int h_sendv(int fd, ...)
+{
+    const char *words[H_MAX_WORDS];
+    va_list ap;
+    va_start(ap, fd);
+    int n = words_of(words, ap);
     va_end(ap);
     return send_words(fd, n, words);
 }
@@ -144,12 +151,9 @@ int h_sendv(int fd, ...)
 struct h_reply *h_cmdv(int fd, ...)
 {
     const char *words[H_MAX_WORDS];
-    int n = 0;
     va_list ap;
     va_start(ap, fd);
-    const char *w;
-    while (n < H_MAX_WORDS && (w = va_arg(ap, const char *)) != NULL)
-        words[n++] = w;
+    int n = words_of(words, ap);
     va_end(ap);
     return h_cmd(fd, n, words);
 }

@@ -271,22 +271,28 @@ static inline void ef_write(int fd, const char *p, size_t n)
     ck_assert_int_eq(write(fd, p, n), (ssize_t)n);
 }
 
-/* Sends one request of the words given (NULL-terminated) as a RESP array. */
-static inline void ef_cmd(int fd, const char *w0, ...)
+/* Sends one request of the words w0 and ap (NULL-terminated) as a RESP array. */
+static inline void ef_cmd_va(int fd, const char *w0, va_list ap)
 {
     const char *w[64];
     int n = 0;
-    va_list ap;
-    va_start(ap, w0);
     for (const char *s = w0; s != NULL && n < 64; s = va_arg(ap, const char *))
         w[n++] = s;
-    va_end(ap);
     struct hkv_buf b = HKV_BUF_INIT;
     resp_add_array(&b, n);
     for (int i = 0; i < n; i++)
         resp_add_bulk(&b, w[i], strlen(w[i]));
     ef_write(fd, buf_head(&b), buf_unread(&b));
     buf_deinit(&b);
+}
+
+/* Sends one request of the words given (NULL-terminated) as a RESP array. */
+static inline void ef_cmd(int fd, const char *w0, ...)
+{
+    va_list ap;
+    va_start(ap, w0);
+    ef_cmd_va(fd, w0, ap);
+    va_end(ap);
 }
 
 /* Reads exactly strlen(want) bytes from fd within ms (running the loop)
@@ -336,19 +342,10 @@ static inline void ef_quiet(int fd, int ms)
 /* One request and the exact reply it gets. */
 static inline void ef_call(int fd, const char *want, const char *w0, ...)
 {
-    const char *w[64];
-    int n = 0;
     va_list ap;
     va_start(ap, w0);
-    for (const char *s = w0; s != NULL && n < 64; s = va_arg(ap, const char *))
-        w[n++] = s;
+    ef_cmd_va(fd, w0, ap);
     va_end(ap);
-    struct hkv_buf b = HKV_BUF_INIT;
-    resp_add_array(&b, n);
-    for (int i = 0; i < n; i++)
-        resp_add_bulk(&b, w[i], strlen(w[i]));
-    ef_write(fd, buf_head(&b), buf_unread(&b));
-    buf_deinit(&b);
     ef_expect(fd, want);
 }
 
