@@ -8,6 +8,7 @@
 
 #include "config/cfg.h"
 #include "server/admin/admin.h"
+#include "server/agent/agent.h"
 #include "server/agent/agent_sync.h"
 #include "server/agent/etcd_remote.h"
 #include "server/core/topo.h"
@@ -15,15 +16,8 @@
 struct agent_sync *admin_sync_create(const struct cfg *cfg)
 {
     char sock[TOPO_PATH_MAX];
-    struct etcd_opts o = {
-        .endpoints = cfg->etcd_endpoints,
-        .nendpoints = cfg->netcd_endpoints,
-        .user = cfg->etcd_user,
-        .password = cfg->etcd_password,
-        .ca_file = cfg->etcd_ca_file,
-        .timeout_ms = cfg->etcd_timeout_ms,
-        .max_body = 64u << 20,
-    };
+    struct etcd_opts o = agent_etcd_opts(cfg);
+    o.max_body = 64u << 20;
     if (cfg_local_map(cfg)) { /* no etcd: the agent's local store, through its socket */
         snprintf(sock, sizeof(sock), "%s/%s", cfg->dir, ETCD_REMOTE_SOCKET);
         o.local_socket = sock;

@@ -46,18 +46,24 @@ static uint64_t new_incarnation(void)
     return v;
 }
 
-static struct etcd_opts opts_of(const struct agent *a, const struct cfg *cfg)
+struct etcd_opts agent_etcd_opts(const struct cfg *cfg)
 {
     return (struct etcd_opts){
-        .local_path = a->store_path[0] != '\0' ? a->store_path : NULL,
         .endpoints = cfg->etcd_endpoints,
         .nendpoints = cfg->netcd_endpoints,
         .user = cfg->etcd_user,
         .password = cfg->etcd_password,
         .ca_file = cfg->etcd_ca_file,
         .timeout_ms = cfg->etcd_timeout_ms,
-        .max_body = MAX_BODY,
     };
+}
+
+static struct etcd_opts opts_of(const struct agent *a, const struct cfg *cfg)
+{
+    struct etcd_opts o = agent_etcd_opts(cfg);
+    o.local_path = a->store_path[0] != '\0' ? a->store_path : NULL;
+    o.max_body = MAX_BODY;
+    return o;
 }
 
 void agent_opts_fill(struct agent_opts *o, const struct cfg *cfg)

@@ -33,7 +33,10 @@
 #ifndef HKV_AGENT_H
 #define HKV_AGENT_H
 
+#include "server/agent/etcd.h"
 #include "server/core/worker.h"
+
+struct cfg;
 
 #define AGENT_MAP_FILE "cluster-map.bin"      /* in `dir`: the last applied map */
 #define AGENT_STATE_FILE "cluster-agent.state" /* in `dir`: host number, lease id */
@@ -41,5 +44,10 @@
 /* The agent's process body (after fork; ctx->cmap set).  Returns the exit
  * code. */
 int agent_main(struct worker_ctx *ctx);
+
+/* The etcd client's options a config gives: endpoints, credentials, CA,
+ * timeout.  Where the store is (local_path, local_socket) and the body limit
+ * are the caller's to add: the agent's own client and the tools' differ. */
+struct etcd_opts agent_etcd_opts(const struct cfg *cfg);
 
 #endif
