@@ -5,7 +5,8 @@
  * real map segment, a loop the test runs, and the agent's etcd client over
  * the local store (the same calls as over etcd, in a file of that dir).  The
  * module under test, and anything else it needs (map, saver, lease), are the
- * suite's to add after af_start and to stop before af_stop.  Header-only:
+ * suite's to add after af_start and to stop before af_stop.  af_put writes a
+ * key of the cluster and waits for the store's answer.  Header-only:
  * each suite includes it once. */
 #ifndef HKV_TEST_AGENT_FIXTURE_H
 #define HKV_TEST_AGENT_FIXTURE_H
@@ -19,6 +20,7 @@
 
 #include "config/cfg.h"
 #include "server/agent/agent_int.h"
+#include "server/agent/agent_keys.h"
 #include "server/core/cmap.h"
 #include "tests/harness.h"
 
@@ -28,6 +30,7 @@ struct agent_fixture {
     struct worker_ctx ctx;        /* ctx.cfg, ctx.cmap: the fixture's */
     struct agent a;               /* a.ctx, a.base, a.opt, a.etcd set */
     struct cmap_table *t;         /* a table for the suite's maps, zeroed */
+    int done, status;             /* af_on_sync's: the last call answered, its status */
 };
 
 static inline void af_start(struct agent_fixture *f)
@@ -65,6 +68,26 @@ static inline void af_wait(struct agent_fixture *f, const int *done)
         if (event_base_loop(f->base, EVLOOP_ONCE | EVLOOP_NONBLOCK) != 0 || !*done)
             h_sleep_ms(1); /* the store answers from its own thread's work */
     ck_assert(*done);
+}
+
+/* An etcd callback for calls whose answer is only a status (arg: the fixture). */
+static inline void af_on_sync(void *arg, const struct etcd_result *r)
+{
+    struct agent_fixture *f = arg;
+    f->status = r->status;
+    f->done = 1;
+}
+
+/* Puts cluster c1's key_tail = val and waits until the store says it is done. */
+static inline void af_put(struct agent_fixture *f, const char *key_tail, const char *val)
+{
+    char k[AGENT_KEY_MAX];
+    int n = agent_key(k, sizeof(k), "c1", "%s", key_tail);
+    ck_assert_int_gt(n, 0);
+    f->done = 0;
+    ck_assert_int_eq(etcd_put(f->a.etcd, k, (size_t)n, val, strlen(val), 0, af_on_sync, f), HKV_OK);
+    af_wait(f, &f->done);
+    ck_assert_int_eq(f->status, HKV_OK);
 }
 
 /* Frees what af_start made and removes the dir (the suite's modules first). */

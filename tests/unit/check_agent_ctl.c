@@ -31,22 +31,11 @@ static struct {
     struct agent_fixture f;
     struct agent_ctl *ctl;
     struct wire_decoder dec;      /* the test owners' replies */
-    int done;
 } T;
-
-static void on_sync(void *arg, const struct etcd_result *r)
-{
-    ck_assert_int_eq(r->status, HKV_OK);
-    T.done = 1;
-}
 
 static void put(const char *tail, const char *val)
 {
-    char k[AGENT_KEY_MAX];
-    int n = agent_key(k, sizeof(k), "c1", "%s", tail);
-    T.done = 0;
-    ck_assert_int_eq(etcd_put(T.f.a.etcd, k, (size_t)n, val, strlen(val), 0, on_sync, NULL), HKV_OK);
-    af_wait(&T.f, &T.done);
+    af_put(&T.f, tail, val);
 }
 
 /* Owner 1 h1/cold/0 serving the one cold leaf; owner 2 h1/hot/0 the hot one. */

@@ -74,13 +74,7 @@ static void wait_done(void)
 
 static void put(const char *key_tail, const char *val)
 {
-    char k[AGENT_KEY_MAX];
-    int n = agent_key(k, sizeof(k), "c1", "%s", key_tail);
-    ck_assert_int_gt(n, 0);
-    T.done = 0;
-    ck_assert_int_eq(etcd_put(T.f.a.etcd, k, (size_t)n, val, strlen(val), 0, on_sync, NULL), HKV_OK);
-    wait_done();
-    ck_assert_int_eq(T.last.status, HKV_OK);
+    af_put(&T.f, key_tail, val);
 }
 
 /* Reads key_tail: 1 and its value in T.val, T.mod; 0 absent. */

@@ -25,24 +25,11 @@
 static struct {
     struct agent_fixture f;
     char mapfile[320], statefile[320];
-    int done, status;
 } T;
-
-static void on_sync(void *arg, const struct etcd_result *r)
-{
-    T.status = r->status;
-    T.done = 1;
-}
 
 static void put(const char *key_tail, const char *val)
 {
-    char k[AGENT_KEY_MAX];
-    int n = agent_key(k, sizeof(k), "c1", "%s", key_tail);
-    ck_assert_int_gt(n, 0);
-    T.done = 0;
-    ck_assert_int_eq(etcd_put(T.f.a.etcd, k, (size_t)n, val, strlen(val), 0, on_sync, NULL), HKV_OK);
-    af_wait(&T.f, &T.done);
-    ck_assert_int_eq(T.status, HKV_OK);
+    af_put(&T.f, key_tail, val);
 }
 
 static void put_leaf(const char *pool, unsigned prefix, unsigned owner)
@@ -218,8 +205,8 @@ START_TEST(a_split_half_done_is_refused_and_the_whole_published)
     put("map/cold/3-00000007", "{\"owner\":2,\"state\":\"serving\"}");
     char k[AGENT_KEY_MAX];
     int n = agent_key(k, sizeof(k), "c1", "map/cold/2-00000003");
-    T.done = 0;
-    ck_assert_int_eq(etcd_delete(T.f.a.etcd, k, (size_t)n, NULL, 0, on_sync, NULL), HKV_OK);
+    T.f.done = 0;
+    ck_assert_int_eq(etcd_delete(T.f.a.etcd, k, (size_t)n, NULL, 0, af_on_sync, &T.f), HKV_OK);
     want_rev = good + 3;
     ck_assert(run_until(published_at_want, 3000));
     cmap_snapshot(T.f.ctx.cmap, T.f.t);
