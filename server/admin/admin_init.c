@@ -7,18 +7,13 @@
 
 #include "config/cfg.h"
 #include "server/admin/admin.h"
+#include "server/agent/agent.h"
 #include "server/agent/agent_init.h"
 #include "server/agent/agent_sync.h"
 
 int admin_cluster_init(const struct cfg *cfg, const char *owners, int bits, FILE *out, FILE *err)
 {
-    struct agent_init_opts o = {
-        .cluster = cfg->cluster,
-        .host = cfg->host,
-        .hot_owners = cfg->hot_owners,
-        .cold_owners = cfg->cold_owners,
-        .endpoint = cfg->netcd_endpoints ? cfg->etcd_endpoints[0] : "no etcd-endpoints",
-    };
+    struct agent_init_opts o = agent_init_opts_of(cfg);
     struct agent_sync *s = admin_sync_create(cfg);
     int code = agent_cluster_init_with(s, &o, owners, bits, out, err);
     agent_sync_destroy(&s);

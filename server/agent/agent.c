@@ -58,6 +58,17 @@ struct etcd_opts agent_etcd_opts(const struct cfg *cfg)
     };
 }
 
+struct agent_init_opts agent_init_opts_of(const struct cfg *cfg)
+{
+    return (struct agent_init_opts){
+        .cluster = cfg->cluster,
+        .host = cfg->host,
+        .hot_owners = cfg->hot_owners,
+        .cold_owners = cfg->cold_owners,
+        .endpoint = cfg->netcd_endpoints ? cfg->etcd_endpoints[0] : "no etcd-endpoints",
+    };
+}
+
 static struct etcd_opts opts_of(const struct agent *a, const struct cfg *cfg)
 {
     struct etcd_opts o = agent_etcd_opts(cfg);
@@ -186,14 +197,7 @@ static int init_local(struct agent *a)
     size_t olen = 0, elen = 0;
     FILE *fo = open_memstream(&out, &olen), *fe = open_memstream(&err, &elen);
     struct agent_sync *s = agent_sync_wrap(a->base, a->etcd, 10000);
-    const struct cfg *cfg = a->ctx->cfg;
-    struct agent_init_opts io = {
-        .cluster = cfg->cluster,
-        .host = cfg->host,
-        .hot_owners = cfg->hot_owners,
-        .cold_owners = cfg->cold_owners,
-        .endpoint = cfg->netcd_endpoints ? cfg->etcd_endpoints[0] : "no etcd-endpoints",
-    };
+    struct agent_init_opts io = agent_init_opts_of(a->ctx->cfg);
     int code = 1;
     if (fo != NULL && fe != NULL && s != NULL)
         code = agent_cluster_init_with(s, &io, NULL, ROUTER_LEAF_BITS, fo, fe);

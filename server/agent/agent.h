@@ -33,6 +33,7 @@
 #ifndef HKV_AGENT_H
 #define HKV_AGENT_H
 
+#include "server/agent/agent_init.h"
 #include "server/agent/etcd.h"
 #include "server/core/worker.h"
 
@@ -49,5 +50,9 @@ int agent_main(struct worker_ctx *ctx);
  * timeout.  Where the store is (local_path, local_socket) and the body limit
  * are the caller's to add: the agent's own client and the tools' differ. */
 struct etcd_opts agent_etcd_opts(const struct cfg *cfg);
+
+/* What a cluster's first keys need of the config (agent_init.h), for
+ * `hotkvd --cluster-init` and for a single host's agent alike. */
+struct agent_init_opts agent_init_opts_of(const struct cfg *cfg);
 
 #endif
