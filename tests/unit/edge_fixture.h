@@ -79,11 +79,16 @@ static struct edge_fixture F;
 
 /* The edge's own hooks (edge.c's are private to the process file): a
  * session as edge.c starts it, every request through the registry. */
-static inline void ef_accepted(struct conn *c, const struct sockaddr *peer)
+static inline void ef_sess_start(struct conn *c)
 {
     sess_of(c)->proto = 2;
     sess_of(c)->last_stat = 0xffff;
     sess_of(c)->cur_stat = 0xffff;
+}
+
+static inline void ef_accepted(struct conn *c, const struct sockaddr *peer)
+{
+    ef_sess_start(c);
     edge_auth_accepted(c, peer);
 }
 
@@ -103,9 +108,7 @@ static const struct conn_hooks ef_hooks = {
 
 static inline void ef_http_accepted(struct conn *c, const struct sockaddr *peer)
 {
-    sess_of(c)->proto = 2;
-    sess_of(c)->last_stat = 0xffff;
-    sess_of(c)->cur_stat = 0xffff;
+    ef_sess_start(c);
     edge_http_accepted(c, peer);
 }
 
