@@ -188,6 +188,10 @@ struct cfg {
     int64_t etcd_lease_ttl_ms;   /* the host lease (restart-only) */
     int64_t etcd_timeout_ms;     /* one unary etcd call (reloadable) */
     int64_t move_fence_timeout_ms; /* a leaf move's fence deadline (reloadable) */
+    /* replicas and failover (CLUSTER.md §7) */
+    int replicas;                /* followers per leaf (reloadable) */
+    int64_t replica_timeout_ms;  /* a follower this late leaves the in-sync set (reloadable) */
+    char *zone;                  /* this host's failure zone; "" = none (restart-only) */
     /* automatic moves and splits (server/agent/agent_policy.h), all reloadable */
     int auto_moves;              /* the agent moves and splits leaves of busy owners */
     int move_busy_threshold;     /* an owner's loop busy fraction, per mille, ... */

@@ -29,6 +29,7 @@
 #define CFG_SEC 1000LL
 #define CFG_MIN (60 * CFG_SEC)
 #define CFG_HOUR (60 * CFG_MIN)
+#define CFG_MAX_REPLICAS 3         /* followers per leaf (cmap.h CMAP_MAX_ISR) */
 #define CFG_DAY (24 * CFG_HOUR)
 
 enum cfg_type {

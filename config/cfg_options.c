@@ -229,6 +229,14 @@ static const char *check_tls_protocols(const char *s)
     X("move-fence-timeout", DURATION, move_fence_timeout_ms, move_fence_timeout_ms, "500ms", 10, \
       CFG_HOUR, R, NOX, "a leaf move's fence: writes to the leaf wait at most this long for the "  \
       "target's acknowledgment, then the move aborts")                                          \
+    X("replicas", INT, replicas, replicas, "0", 0, CFG_MAX_REPLICAS, R, NOX,                 \
+      "followers per leaf (another owner, on another host and zone when there is one); 0 = "  \
+      "one copy")                                                                               \
+    X("replica-timeout", DURATION, replica_timeout_ms, replica_timeout_ms, "1s", 10, CFG_HOUR, \
+      R, NOX, "a follower that holds a write no sooner is taken out of the in-sync set (a CAS "  \
+      "first), then writes go on without it")                                                   \
+    X("zone", STRING, zone, zone, "\"\"", 0, 0, 0, NOX,                                          \
+      "this host's failure zone: followers go to another zone first; \"\" = none")            \
     X("auto-moves", BOOL, auto_moves, auto_moves, "yes", 0, 0, R, NOX,                           \
       "the agent moves (and splits) leaves away from owners busy for move-window")              \
     X("move-busy-threshold", RATIO, move_busy_threshold, move_busy_threshold, "0.7", 10, 1000,  \

@@ -21,12 +21,14 @@ static const char *const NAMES[] = {
     [HANDOFF_RECORD - 128] = "HANDOFF_RECORD",       [HANDOFF_FENCE - 128] = "HANDOFF_FENCE",
     [HANDOFF_FENCE_ACK - 128] = "HANDOFF_FENCE_ACK", [HANDOFF_FENCE_NACK - 128] = "HANDOFF_FENCE_NACK",
     [HANDOFF_COMMITTED - 128] = "HANDOFF_COMMITTED", [HANDOFF_ABORT - 128] = "HANDOFF_ABORT",
-    [HANDOFF_PROGRESS - 128] = "HANDOFF_PROGRESS",
+    [HANDOFF_PROGRESS - 128] = "HANDOFF_PROGRESS",   [HANDOFF_HELD - 128] = "HANDOFF_HELD",
+    [HANDOFF_EPOCH - 128] = "HANDOFF_EPOCH",
     [LEAF_HELLO - 128] = "LEAF_HELLO",               [LEAF_INTENT - 128] = "LEAF_INTENT",
     [LEAF_COMMIT - 128] = "LEAF_COMMIT",             [LEAF_ABORT - 128] = "LEAF_ABORT",
     [LEAF_READ - 128] = "LEAF_READ",                 [LEAF_SPLIT - 128] = "LEAF_SPLIT",
     [LEAF_REPLY - 128] = "LEAF_REPLY",               [LEAF_ORDER - 128] = "LEAF_ORDER",
     [LEAF_DONE - 128] = "LEAF_DONE",                 [LEAF_LOAD - 128] = "LEAF_LOAD",
+    [LEAF_ISR_ADD - 128] = "LEAF_ISR_ADD",           [LEAF_ISR_DEL - 128] = "LEAF_ISR_DEL",
 };
 
 const char *hand_type_name(unsigned type)
@@ -89,7 +91,7 @@ int hand_put(struct hkv_buf *b, const struct hand_msg *m)
     const uint64_t id = m->id;
     switch (m->type) {
     case HANDOFF_BEGIN:
-        wr_begin(&w, b, HINT(m->u.begin.cluster.len + m->u.begin.host.len), m->type, id, 9);
+        wr_begin(&w, b, HINT(m->u.begin.cluster.len + m->u.begin.host.len), m->type, id, 10);
         w_str(&w, m->u.begin.cluster);
         w_str(&w, m->u.begin.host);
         w_leaf(&w, m->u.begin.leaf);
@@ -97,6 +99,7 @@ int hand_put(struct hkv_buf *b, const struct hand_msg *m)
         w_uint(&w, m->u.begin.from);
         w_uint(&w, m->u.begin.to);
         w_uint(&w, m->u.begin.incarnation);
+        w_bool(&w, m->u.begin.follow);
         break;
     case HANDOFF_READY:
         wr_begin(&w, b, HINT(0), m->type, id, 1);
@@ -144,6 +147,7 @@ int hand_put(struct hkv_buf *b, const struct hand_msg *m)
     case HANDOFF_FENCE:
     case HANDOFF_FENCE_ACK:
     case HANDOFF_PROGRESS:
+    case HANDOFF_HELD:
         wr_begin(&w, b, HINT(0), m->type, id, 2);
         w_int(&w, m->u.fence.e1);
         w_uint(&w, m->u.fence.last);
@@ -155,6 +159,7 @@ int hand_put(struct hkv_buf *b, const struct hand_msg *m)
         w_str(&w, m->u.why.text);
         break;
     case HANDOFF_COMMITTED:
+    case HANDOFF_EPOCH:
         wr_begin(&w, b, HINT(0), m->type, id, 2);
         w_int(&w, m->u.committed.e1);
         w_int(&w, m->u.committed.e2);
@@ -169,6 +174,8 @@ int hand_put(struct hkv_buf *b, const struct hand_msg *m)
     case LEAF_ABORT:
     case LEAF_READ:
     case LEAF_SPLIT:
+    case LEAF_ISR_ADD:
+    case LEAF_ISR_DEL:
         wr_begin(&w, b, HINT(0), m->type, id, 5);
         w_leaf(&w, m->u.leaf.leaf);
         w_int(&w, m->u.leaf.epoch);
@@ -350,14 +357,16 @@ static int rd_loads(struct wire_decoder *d, struct cur *c, struct hand_msg *m)
 static int rd_fields(struct wire_decoder *d, struct cur *c, struct hand_msg *m, size_t nf)
 {
     static const uint8_t want[] = {
-        [HANDOFF_BEGIN - 128] = 9,     [HANDOFF_READY - 128] = 1,  [HANDOFF_ROW - 128] = 2,
+        [HANDOFF_BEGIN - 128] = 10,    [HANDOFF_READY - 128] = 1,  [HANDOFF_ROW - 128] = 2,
         [HANDOFF_WRITE - 128] = 2,     [HANDOFF_RECORD - 128] = 11, [HANDOFF_FENCE - 128] = 2,
         [HANDOFF_FENCE_ACK - 128] = 2, [HANDOFF_FENCE_NACK - 128] = 2,
         [HANDOFF_COMMITTED - 128] = 2, [HANDOFF_ABORT - 128] = 2,  [HANDOFF_PROGRESS - 128] = 2,
+        [HANDOFF_HELD - 128] = 2,      [HANDOFF_EPOCH - 128] = 2,
         [LEAF_HELLO - 128] = 2,
         [LEAF_INTENT - 128] = 5,       [LEAF_COMMIT - 128] = 5,    [LEAF_ABORT - 128] = 5,
         [LEAF_READ - 128] = 5,         [LEAF_SPLIT - 128] = 5,     [LEAF_REPLY - 128] = 8,
         [LEAF_ORDER - 128] = 5,        [LEAF_DONE - 128] = 3,      [LEAF_LOAD - 128] = 6,
+        [LEAF_ISR_ADD - 128] = 5,      [LEAF_ISR_DEL - 128] = 5,
     };
     if (!hand_is_kind(m->type) || NAMES[m->type - 128] == NULL)
         return fail(c, "unknown message kind");
@@ -371,7 +380,8 @@ static int rd_fields(struct wire_decoder *d, struct cur *c, struct hand_msg *m, 
         TRY(rd_i64(c, &m->u.begin.e1));
         TRY(rd_u32(c, &m->u.begin.from));
         TRY(rd_u32(c, &m->u.begin.to));
-        return rd_u64(c, &m->u.begin.incarnation);
+        TRY(rd_u64(c, &m->u.begin.incarnation));
+        return rd_bool(c, &m->u.begin.follow);
     case HANDOFF_READY:
         return rd_i64(c, &m->u.ready.e1);
     case HANDOFF_ROW:
@@ -385,6 +395,7 @@ static int rd_fields(struct wire_decoder *d, struct cur *c, struct hand_msg *m, 
     case HANDOFF_FENCE:
     case HANDOFF_FENCE_ACK:
     case HANDOFF_PROGRESS:
+    case HANDOFF_HELD:
         TRY(rd_i64(c, &m->u.fence.e1));
         return rd_u64(c, &m->u.fence.last);
     case HANDOFF_FENCE_NACK:
@@ -392,6 +403,7 @@ static int rd_fields(struct wire_decoder *d, struct cur *c, struct hand_msg *m, 
         TRY(rd_i64(c, &m->u.why.e1));
         return rd_bytes(c, &m->u.why.text);
     case HANDOFF_COMMITTED:
+    case HANDOFF_EPOCH:
         TRY(rd_i64(c, &m->u.committed.e1));
         return rd_i64(c, &m->u.committed.e2);
     case LEAF_HELLO:
@@ -516,7 +528,7 @@ bool hand_msg_equal(const struct hand_msg *a, const struct hand_msg *b)
         return seq(a->u.begin.cluster, b->u.begin.cluster) && seq(a->u.begin.host, b->u.begin.host) &&
                leaf_eq(a->u.begin.leaf, b->u.begin.leaf) && a->u.begin.e1 == b->u.begin.e1 &&
                a->u.begin.from == b->u.begin.from && a->u.begin.to == b->u.begin.to &&
-               a->u.begin.incarnation == b->u.begin.incarnation;
+               a->u.begin.incarnation == b->u.begin.incarnation && a->u.begin.follow == b->u.begin.follow;
     case HANDOFF_READY:
         return a->u.ready.e1 == b->u.ready.e1;
     case HANDOFF_ROW:
@@ -533,11 +545,13 @@ bool hand_msg_equal(const struct hand_msg *a, const struct hand_msg *b)
     case HANDOFF_FENCE:
     case HANDOFF_FENCE_ACK:
     case HANDOFF_PROGRESS:
+    case HANDOFF_HELD:
         return a->u.fence.e1 == b->u.fence.e1 && a->u.fence.last == b->u.fence.last;
     case HANDOFF_FENCE_NACK:
     case HANDOFF_ABORT:
         return a->u.why.e1 == b->u.why.e1 && seq(a->u.why.text, b->u.why.text);
     case HANDOFF_COMMITTED:
+    case HANDOFF_EPOCH:
         return a->u.committed.e1 == b->u.committed.e1 && a->u.committed.e2 == b->u.committed.e2;
     case LEAF_HELLO:
         return a->u.hello.pool == b->u.hello.pool && a->u.hello.index == b->u.hello.index;

@@ -18,7 +18,9 @@
  *   hand-off link, source S -> target T (and back where marked)
  *   HANDOFF_BEGIN      cluster text, host text (S's: over TCP, T checks that the
  *                      peer's certificate names it), leaf, e1 i64, from u32,
- *                      to u32 (owner numbers), incarnation u64 (S's process)
+ *                      to u32 (owner numbers), incarnation u64 (S's process),
+                      follow bool (a follower's seeding, CLUSTER.md §7: the
+                      stream never ends in FENCE; e1 is the leaf's epoch)
  *   HANDOFF_READY      e1                                        (T -> S)
  *   HANDOFF_ROW        seq u64, [row, ...]     rows of L read by S (ledger, SQLite)
  *   HANDOFF_WRITE      seq u64, row            the result of one write S applied
@@ -47,6 +49,9 @@
  *   LEAF_ABORT         leaf, epoch (e1), to u32     step 9 (to: the target, 0 unknown)
  *   LEAF_READ          leaf, epoch 0, to 0          step 8: the truth
  *   LEAF_SPLIT         leaf, epoch (e0), to 0
+ *   LEAF_ISR_ADD       leaf, epoch, to (the follower)   CLUSTER.md §7: `isr` += to
+ *   LEAF_ISR_DEL       leaf, epoch, to (the follower)   `isr` -= to (before any
+ *                      write is acknowledged without it)
  *   LEAF_DONE          order id u64, status i32, text   (an order finished)
  *   LEAF_LOAD          window_ms u32, busy u32 (per mille of the window the
  *                      owner's loop thread ran), backlog u64, backlog_prev u64
@@ -62,7 +67,8 @@
  *   LEAF_REPLY         status i32 (LEAF_ST_*), epoch i64 (the new one, OK),
  *                      exists bool, owner u32, state u8, to u32, at i64 (the
  *                      leaf's truth: its value and mod_revision), text
- *   LEAF_ORDER         kind u8 (LEAF_ORDER_MOVE/SPLIT), leaf, to u32
+ *   LEAF_ORDER         kind u8 (LEAF_ORDER_MOVE/SPLIT/FOLLOW), leaf, to u32
+ *                      (FOLLOW: seed owner `to` as a follower of the leaf)
  *
  * Decoded byte strings are slices into the payload; rows, changes and loads live
  * in the decoder's arena (struct wire_decoder), valid until its next call.
@@ -90,6 +96,8 @@ enum hand_type {
     HANDOFF_COMMITTED = 136,
     HANDOFF_ABORT = 137,
     HANDOFF_PROGRESS = 138,
+    HANDOFF_HELD = 139,
+    HANDOFF_EPOCH = 140,
     LEAF_HELLO = 160,
     LEAF_INTENT = 161,
     LEAF_COMMIT = 162,
@@ -100,6 +108,8 @@ enum hand_type {
     LEAF_ORDER = 167,
     LEAF_DONE = 168,
     LEAF_LOAD = 169,
+    LEAF_ISR_ADD = 170,
+    LEAF_ISR_DEL = 171,
 };
 
 /* LEAF_REPLY status. */
@@ -109,9 +119,9 @@ enum leaf_status {
     LEAF_ST_UNKNOWN = 2,  /* no answer from etcd in time: it may or may not have applied */
     LEAF_ST_REFUSED = 3,  /* not tried (bad request, no such owner, no free slot ...) */
 };
-enum leaf_order_kind { LEAF_ORDER_MOVE = 1, LEAF_ORDER_SPLIT = 2 };
+enum leaf_order_kind { LEAF_ORDER_MOVE = 1, LEAF_ORDER_SPLIT = 2, LEAF_ORDER_FOLLOW = 3 };
 
-static inline bool hand_is_kind(unsigned t) { return t >= HANDOFF_BEGIN && t <= LEAF_LOAD; }
+static inline bool hand_is_kind(unsigned t) { return t >= HANDOFF_BEGIN && t <= LEAF_ISR_DEL; }
 
 struct hand_leaf {
     uint8_t pool;          /* enum cfg_pool */
@@ -152,6 +162,7 @@ struct hand_msg {
             int64_t e1;
             uint32_t from, to;
             uint64_t incarnation;
+            bool follow;
         } begin;
         struct { int64_t e1; } ready;
         struct { uint64_t seq; const struct hand_row *rows; uint32_t nrows; } row;
@@ -168,9 +179,9 @@ struct hand_msg {
             const struct wire_watch *changes;
             uint32_t nchanges;
         } record;
-        struct { int64_t e1; uint64_t last; } fence;       /* FENCE, FENCE_ACK, PROGRESS */
+        struct { int64_t e1; uint64_t last; } fence;       /* FENCE, FENCE_ACK, PROGRESS, HELD */
         struct { int64_t e1; struct wire_slice text; } why; /* FENCE_NACK, ABORT */
-        struct { int64_t e1, e2; } committed;
+        struct { int64_t e1, e2; } committed;              /* COMMITTED, EPOCH */
         struct { uint8_t pool; uint32_t index; } hello;
         struct { struct hand_leaf leaf; int64_t epoch; uint32_t to; } leaf;
         struct {

@@ -49,6 +49,7 @@
 #define CMAP_NAME_MAX 96           /* "<host>/<pool>/<k>", a host name, an address */
 #define CMAP_NPOOLS 2              /* CFG_POOL_HOT, CFG_POOL_COLD */
 #define CMAP_KEY_SHOWN 64          /* bytes of a refused hot key the health keeps */
+#define CMAP_MAX_ISR 3             /* in-sync followers per leaf (config CFG_MAX_REPLICAS) */
 
 enum cmap_leaf_state { CMAP_SERVING = 0, CMAP_MOVING = 1 };
 
@@ -58,7 +59,10 @@ struct cmap_leaf {
     uint8_t state;                 /* enum cmap_leaf_state */
     uint16_t owner;                /* owner number serving it */
     uint16_t to;                   /* MOVING: the target owner; else 0 */
-    uint16_t pad;
+    uint8_t nisr;                  /* in-sync followers (CLUSTER.md §7), 0..CMAP_MAX_ISR */
+    uint8_t pad;
+    uint16_t isr[CMAP_MAX_ISR];    /* their owner numbers, in the map's order (the
+                                    * primary, `owner`, is not repeated here) */
     int64_t epoch;                 /* mod_revision of its map key */
 };
 

@@ -43,6 +43,11 @@ enum ctl_type {
      * payload is the one-line reason (another live hotkvd holds the host
      * name or an owner id).  The master logs it and exits with status 1. */
     CTL_REFUSED = 9,
+    /* master -> agent (a cluster host, or a single host with leaf-moves):
+     * an owner process ended (SIGCHLD); payload: u8 pool, u32 big-endian
+     * index.  The agent promotes an in-sync follower of each of its leaves
+     * at once (CLUSTER.md §7 "Single host"), without waiting for a lease. */
+    CTL_OWNER_DIED = 10,
 };
 
 #define CTL_MAX_MSG (64u << 20)
