@@ -42,7 +42,8 @@ GROUPS = {
     'storage/persister': ['storage/persister', 'storage/persister_read', 'storage/persister_job'],
     'storage/lstore': ['storage/lstore_table', 'storage/lstore_log', 'storage/lstore_txn'],
     'server/owner/owner_move': ['server/owner/owner_move', 'server/owner/owner_move_ctl'],
-    'server/owner/owner_recv': ['server/owner/owner_recv', 'server/owner/owner_recv_map'],
+    'server/owner/owner_recv': ['server/owner/owner_recv', 'server/owner/owner_recv_map',
+                                'server/owner/owner_follow'],
 }
 
 

@@ -117,6 +117,21 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(leaf_parked_ms_max, CTR_GAUGE, "The longest wait of a parked request, ms")               \
     X(leaf_parked_ms_p99, CTR_GAUGE, "The 99th percentile of parked waits, ms (upper bound)")  \
     X(leaf_parked_timeouts, CTR_COUNTER, "Parked requests answered TRYAGAIN (wait too long)")    \
+    X(repl_role_primary_leaves, CTR_GAUGE, "Leaves served here with an in-sync follower")       \
+    X(repl_role_follower_leaves, CTR_GAUGE, "Leaves followed here (another owner's copies)")    \
+    X(repl_followers, CTR_GAUGE, "Streams to followers out now (seeding or in sync)")          \
+    X(repl_isr_members, CTR_GAUGE, "Of them, in their leaf's in-sync set")                     \
+    X(repl_lag_entries_max, CTR_GAUGE, "Results sent and not yet held, worst stream")          \
+    X(repl_lag_ms_max, CTR_GAUGE, "Age of the oldest answer waiting for followers, ms")        \
+    X(repl_isr_adds, CTR_COUNTER, "Followers added to an in-sync set (CAS applied)")           \
+    X(repl_isr_removals, CTR_COUNTER, "Followers taken out of an in-sync set (CAS applied)")   \
+    X(repl_acks_waited, CTR_COUNTER, "Write answers held until followers held the write")      \
+    X(repl_ack_timeouts, CTR_COUNTER, "... answered outcome unknown: followers too late")      \
+    X(repl_deposed, CTR_COUNTER, "... answered outcome unknown: the primary changed")          \
+    X(repl_waiting, CTR_GAUGE, "Write answers waiting for followers now")                      \
+    X(repl_follows_seeded, CTR_COUNTER, "Follows begun here (seeded by a primary)")            \
+    X(repl_follows_promoted, CTR_COUNTER, "Follows ended by promotion to primary")             \
+    X(repl_follows_dropped, CTR_COUNTER, "Follows ended otherwise (copy dropped)")             \
     X(owner_busy_permille, CTR_GAUGE, "Per mille of the last move-window the loop thread ran")
 
 enum ctr_edge_id {

@@ -195,6 +195,10 @@ void edge_cmd_flushall(struct conn *c, int argc, const struct resp_slice *argv)
         reply_error(c, "ERR syntax error");
         return;
     }
+    if (edge_config(e)->replicas > 0) { /* owner_cmd_key.c says why */
+        reply_error(c, "ERR FLUSHALL is not supported while leaves have followers (replicas > 0)");
+        return;
+    }
     if (edge_owner_next(e, -1) < 0) {
         resp_add_simple(&c->out, "OK");
         return;

@@ -64,11 +64,9 @@ static int is_max(const char *name)
     return 0;
 }
 
-void info_leaves(struct hkv_buf *b, struct edge *e)
+/* The owners' counters, summed (the largest for a gauge that is a maximum). */
+static void owner_sums(struct edge *e, int64_t *v)
 {
-    if (e->ctx->cmap == NULL)
-        return;
-    int64_t v[CTR_OWNER_COUNT] = {0};
     for (int g = 0; g < e->owners->n; g++) {
         if (e->owners->ref[g].stats_at_ms == 0)
             continue;
@@ -80,10 +78,30 @@ void info_leaves(struct hkv_buf *b, struct edge *e)
                 v[i] = x;
         }
     }
+}
+
+void info_leaves(struct hkv_buf *b, struct edge *e)
+{
+    if (e->ctx->cmap == NULL)
+        return;
+    int64_t v[CTR_OWNER_COUNT] = {0};
+    owner_sums(e, v);
     buf_printf(b, "# Leaves\r\n");
     for (int i = 0; i < CTR_OWNER_COUNT; i++)
         if (strncmp(ctr_owner_defs[i].name, "leaf_", 5) == 0)
             buf_printf(b, "%s:%lld\r\n", ctr_owner_defs[i].name, (long long)v[i]);
     auto_lines(b, e);
     buf_printf(b, "\r\n");
+}
+
+void info_replicas(struct hkv_buf *b, struct edge *e)
+{
+    if (e->ctx->cmap == NULL)
+        return;
+    int64_t v[CTR_OWNER_COUNT] = {0};
+    owner_sums(e, v);
+    buf_printf(b, "replicas:%d\r\n", edge_config(e)->replicas);
+    for (int i = 0; i < CTR_OWNER_COUNT; i++)
+        if (strncmp(ctr_owner_defs[i].name, "repl_", 5) == 0)
+            buf_printf(b, "%s:%lld\r\n", ctr_owner_defs[i].name, (long long)v[i]);
 }

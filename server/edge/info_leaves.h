@@ -31,6 +31,14 @@
 
 /* The section (nothing on a single host). */
 void info_leaves(struct hkv_buf *b, struct edge *e);
+/* hotkvd's lines of INFO "# Replication" (CLUSTER.md §7; nothing on a
+ * single host without leaf-moves): `replicas` and the repl_* fields of
+ * server/core/counters.h, summed over the polled owners like # Leaves
+ * (repl_role_primary_leaves, repl_role_follower_leaves, repl_followers,
+ * repl_isr_members, repl_lag_entries_max, repl_lag_ms_max, repl_isr_adds,
+ * repl_isr_removals, repl_acks_waited, repl_ack_timeouts, repl_deposed,
+ * repl_waiting, repl_follows_seeded, _promoted, _dropped). */
+void info_replicas(struct hkv_buf *b, struct edge *e);
 /* key with anything outside printable ASCII (and , \\) as \\xHH. */
 void info_key_escaped(struct hkv_buf *b, const char *key, size_t len);
 

@@ -2,6 +2,7 @@
  * info_redis.c - INFO's Redis-named sections (info_redis.h).
  */
 #include "server/edge/info_redis.h"
+#include "server/edge/info_leaves.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,9 +281,10 @@ void info_replication(struct hkv_buf *b, struct edge *e)
                "repl_backlog_active:0\r\n"
                "repl_backlog_size:0\r\n"
                "repl_backlog_first_byte_offset:0\r\n"
-               "repl_backlog_histlen:0\r\n"
-               "\r\n",
+               "repl_backlog_histlen:0\r\n",
                start, pid, (start * 0x9e3779b97f4a7c15ULL) ^ pid);
+    info_replicas(b, e); /* hotkvd's followers per leaf, below Redis's fields */
+    buf_printf(b, "\r\n");
 }
 
 /* ---- CPU, Modules, Cluster ------------------------------------------------------ */

@@ -21,6 +21,7 @@
 #include "server/core/log.h"
 #include "server/core/tls_cluster.h"
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_repl.h"
 #include "server/owner/owner_move_int.h"
 #include "server/core/topo.h"
 
@@ -64,6 +65,8 @@ static void opts_of(struct owner_opts *p, const struct cfg *c, enum cfg_pool poo
         .persist_batch_max = (size_t)c->persist_batch_max,
         .durable_timeout_ms = c->durable_timeout_ms,
         .etcd_timeout_ms = c->etcd_timeout_ms,
+        .replica_timeout_ms = c->replica_timeout_ms,
+        .local_map = cfg_local_map(c),
         .move_fence_timeout_ms = c->move_fence_timeout_ms,
         .move_window_ms = c->move_window_ms,
         .owner_push = c->owner_push,
@@ -141,7 +144,8 @@ int owner_open(struct owner *o)
     if (owner_persist_setup(o, owner_execute) != 0 || owner_own_start(o) != 0 ||
         owner_work_setup(o) != 0)
         return -1;
-    return owner_move_setup(o); /* a cluster's leaf moves (owner_move_int.h) */
+    /* a cluster's leaf moves (owner_move_int.h) and followers (owner_repl.h) */
+    return owner_move_setup(o) != 0 ? -1 : owner_repl_setup(o);
 }
 
 void owner_deinit(struct owner *o)
@@ -151,6 +155,7 @@ void owner_deinit(struct owner *o)
         evconnlistener_free(o->tcp_listener);
     o->tcp_listener = NULL;
     owner_pushq_teardown(o);
+    owner_repl_teardown(o); /* its streams' links go before the link layer does */
     owner_move_teardown(o);
     owner_work_teardown(o);
     owner_own_teardown(o);

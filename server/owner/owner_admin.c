@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_repl.h"
 #include "server/owner/owner_move_int.h"
 
 struct scan_acc {
@@ -104,6 +105,25 @@ static void stats_now(struct owner *o, struct owner_counters *v)
         v->owner_links++;
     owner_persist_stats(o, v);
     owner_move_counters(o, v);
+    struct orepl_stats rs;
+    struct ofollow_stats fs;
+    owner_repl_stats(o, &rs);
+    owner_follow_stats(o, &fs);
+    v->repl_role_primary_leaves = rs.primary_leaves;
+    v->repl_role_follower_leaves = fs.following;
+    v->repl_followers = rs.streams;
+    v->repl_isr_members = rs.in_sync;
+    v->repl_lag_entries_max = rs.lag_entries_max;
+    v->repl_lag_ms_max = rs.lag_ms_max;
+    v->repl_isr_adds = rs.isr_adds;
+    v->repl_isr_removals = rs.isr_removals;
+    v->repl_acks_waited = rs.acks_waited;
+    v->repl_ack_timeouts = rs.ack_timeouts;
+    v->repl_deposed = rs.deposed;
+    v->repl_waiting = rs.waiting;
+    v->repl_follows_seeded = fs.seeded;
+    v->repl_follows_promoted = fs.promoted;
+    v->repl_follows_dropped = fs.dropped;
 }
 
 /* Every field of the list (server/core/counters.h), counters from the last

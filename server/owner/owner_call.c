@@ -42,6 +42,7 @@
 
 #include "server/owner/owner_cmd.h"
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_repl.h"
 
 #define EXPIRE_BUDGET 64    /* due deadlines turned into tombstones before a job */
 #define FRAME_SLACK 1024    /* the RESP frame's own bytes besides reply and keys */
@@ -193,7 +194,9 @@ static void conclude(struct owner *o, struct olink *l, const struct job *j, stru
         struct wire_watch *ch = &c->changes[i];
         newest = ch->version > newest ? ch->version : newest;
         if (!owner_is_durable(o, ch->key)) {
-            owner_push(o, ch->key.p, ch->key.len, ch->version);
+            if (!owner_repl_defer_push(o, ch->key.p, ch->key.len,
+                                       router_place(ch->key.p, ch->key.len), ch->version))
+                owner_push(o, ch->key.p, ch->key.len, ch->version);
             continue;
         }
         /* the ticket waits for each key at the job's oldest durable version

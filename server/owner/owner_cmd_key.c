@@ -20,6 +20,7 @@
 
 #include "proto/cmd_opts.h"
 #include "server/owner/owner_cmd.h"
+#include "server/owner/owner_repl.h"
 
 int ocmd_del_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slice *argv,
                  uint32_t argc)
@@ -235,6 +236,12 @@ int ocmd_flushall_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire
 {
     if (argc > 2 || (argc == 2 && !ocmd_is(argv[1], "sync") && !ocmd_is(argv[1], "async"))) {
         ocmd_error(c, OCMD_ERR_SYNTAX);
+        return ocmd_done(c);
+    }
+    if (owner_repl_streams(c->o) > 0) {
+        /* the followers' copies would keep what the flush drops, and a
+         * promotion would bring it back (CLUSTER.md §7, I6) */
+        ocmd_error(c, "ERR FLUSHALL is not supported while leaves have followers (replicas > 0)");
         return ocmd_done(c);
     }
     int rc = ocmd_flush(c);

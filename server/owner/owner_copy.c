@@ -76,6 +76,7 @@ struct ocopy {
     int job_out, paused;
     struct event *step;
     ocopy_done_fn done;
+    void *arg;
     struct ocopy_stats st;
 };
 
@@ -133,7 +134,7 @@ static int walk_fn(void *arg, const struct ledger_item *it)
 static void fail(struct ocopy *c, int status)
 {
     c->phase = C_STOPPED;
-    c->done(c->o, status);
+    c->done(c->o, c->arg, status);
 }
 
 /* ---- the file's rows, on the reader thread ---- */
@@ -199,7 +200,7 @@ static void job_done(struct persister_job *pj)
     if (j->cur.done) {
         c->phase = C_DONE;
         c->st.ended_ms = clock_mono_ms();
-        c->done(c->o, HKV_OK);
+        c->done(c->o, c->arg, HKV_OK);
         return;
     }
     next_step(c);
@@ -262,7 +263,7 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
              * every resident one, so its pages would all be skipped */
             c->phase = C_DONE;
             c->st.ended_ms = c->st.walked_ms;
-            c->done(c->o, HKV_OK);
+            c->done(c->o, c->arg, HKV_OK);
             return;
         }
         c->phase = C_DISK;
@@ -271,7 +272,7 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
 }
 
 struct ocopy *owner_copy_start(struct owner *o, struct hlink *h, struct hand_leaf leaf,
-                               int64_t e1, ocopy_done_fn done)
+                               int64_t e1, ocopy_done_fn done, void *arg)
 {
     struct ocopy *c = calloc(1, sizeof(*c));
     if (c == NULL)
@@ -281,6 +282,7 @@ struct ocopy *owner_copy_start(struct owner *o, struct hlink *h, struct hand_lea
     c->leaf = leaf;
     c->e1 = e1;
     c->done = done;
+    c->arg = arg;
     c->frame = persist_batch_new(0);
     c->job = calloc(1, sizeof(*c->job));
     c->step = event_new(o->base, -1, 0, on_step, c);
@@ -349,6 +351,28 @@ static void send_record(void *arg, uint32_t writer, uint64_t inc, uint64_t seq,
                                       r->changes, r->nchanges}};
     c->st.records++;
     owner_hlink_send(c->h, &m);
+}
+
+uint64_t owner_copy_seq(const struct ocopy *c)
+{
+    return c->seq;
+}
+
+int owner_copy_walked(const struct ocopy *c)
+{
+    return c->phase == C_DONE;
+}
+
+void owner_copy_record(struct ocopy *c, uint32_t writer, uint64_t inc, uint64_t seq,
+                       const struct rifl_result *r)
+{
+    if (c != NULL && c->phase != C_STOPPED)
+        send_record(c, writer, inc, seq, r);
+}
+
+void owner_copy_records(struct ocopy *c)
+{
+    rifl_each(c->o->rifl, send_record, c);
 }
 
 uint64_t owner_copy_fence(struct ocopy *c)

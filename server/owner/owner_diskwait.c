@@ -15,6 +15,7 @@
 #include "server/owner/owner.h"
 #include "server/owner/owner_int.h"
 #include "server/owner/owner_move_int.h"
+#include "server/owner/owner_repl.h"
 
 static void replay(struct owner *o, struct parked *p, int status)
 {
@@ -189,6 +190,7 @@ void owner_park(struct owner *o, struct olink *l, const char *key, size_t klen,
 void owner_forget_link(struct owner *o, struct olink *l)
 {
     owner_tickets_forget_link(o, l);
+    owner_repl_forget_link(o, l);
     for (struct parked *p = o->parked; p != NULL; p = p->next)
         if (p->link == l)
             p->link = NULL;

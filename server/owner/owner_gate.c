@@ -21,6 +21,7 @@
 #include "proto/cmd.h"
 #include "server/owner/owner_int.h"
 #include "server/owner/owner_move_int.h"
+#include "server/owner/owner_repl.h"
 
 const struct cfg_class *owner_class(struct owner *o, const char *key, size_t klen)
 {
@@ -118,6 +119,9 @@ static int not_resident(void *arg, struct wire_slice key)
 static int pending(void *arg, struct wire_slice key)
 {
     struct gate_arg *g = arg;
+    if (owner_repl_key_waits(g->o, key.p, key.len) &&
+        owner_repl_park_read(g->o, g->l, g->r->payload, g->r->plen))
+        return 1; /* its write waits for the followers (owner_repl.h) */
     if (!owner_durable_pending(g->o, key))
         return 0;
     owner_park_commit(g->o, g->l, g->r->payload, g->r->plen);
@@ -160,6 +164,12 @@ static void put_result(struct hkv_buf *b, uint64_t id, const struct rifl_result 
 
 void owner_answer(struct owner *o, struct olink *l, uint64_t id, const struct rifl_result *r)
 {
+    if (owner_repl_wants(o)) { /* every in-sync follower holds it first */
+        struct hkv_buf reply = HKV_BUF_INIT;
+        put_result(&reply, id, r);
+        owner_repl_hold(o, l, id, r->ticket, r->ticket != 0, &reply);
+        return;
+    }
     if (r->ticket == 0) { /* straight into the batch's replies: no buffer of its own */
         put_result(&l->out, id, r);
         return;
@@ -177,6 +187,7 @@ int owner_write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_
     const struct rifl_result *r = rifl_get(o->rifl, l->edge_id, l->edge_inc, rid.seq);
     if (r != NULL) {
         o->st.owner_idempotent_retries++;
+        owner_repl_retry(o); /* its original may still wait for the followers */
         owner_answer(o, l, id, r);
         return 0;
     }
@@ -218,6 +229,7 @@ void owner_finish(struct owner *o, struct olink *l, uint64_t id, struct wire_rid
     /* Not recorded (ENOMEM): rifl_put raised the lost mark, a retry is
      * answered "outcome unknown". */
     rifl_put(o->rifl, l->edge_id, l->edge_inc, rid.seq, r);
+    owner_repl_record(o, l->edge_id, l->edge_inc, rid.seq, r); /* R4: it travels with the result */
     owner_answer(o, l, id, r);
 }
 
@@ -258,7 +270,7 @@ void owner_push_written(struct owner *o, struct wire_slice key, uint64_t place, 
                         int durable)
 {
     owner_applied(o, key);
-    if (!durable)
+    if (!durable && !owner_repl_defer_push(o, key.p, key.len, place, version))
         owner_push_at(o, key.p, key.len, place, version);
 }
 
@@ -267,6 +279,7 @@ void owner_applied(struct owner *o, struct wire_slice key)
     owner_work_write(o, key);
     if (o->move != NULL)
         owner_move_applied(o, key.p, key.len); /* a leaf being copied: its result travels */
+    owner_repl_applied(o, key.p, key.len);    /* ... and to the leaf's followers */
 }
 
 int owner_durable_pending(struct owner *o, struct wire_slice key)

@@ -176,6 +176,7 @@ struct owner {
     struct opurge *purge;         /* leaves being dropped */
     struct orecv *recv;           /* the target's side of incoming moves */
     struct omove *move;           /* the source's side of the outgoing move */
+    struct orepl *repl;           /* a primary's streams to followers (owner_repl.h) */
     struct owork_run *work;       /* load measured for automatic moves (owner_work_report.c) */
     struct olink *links;
     struct opushq *pushq;         /* keys to push at the end of the turn (owner_pushq.c) */
@@ -265,6 +266,9 @@ size_t owner_own_leaves(const struct owner *o);
 /* Takes the cluster map now if its revision moved since the last poll (a
  * HELLO or a key this owner's last copy does not give it). */
 void owner_own_refresh(struct owner *o);
+/* fn runs whenever a new map copy has been taken, before any request sees
+ * it (the follower side settles its copies there: owner_follow.c). */
+void owner_own_on_map(struct owner *o, void (*fn)(struct owner *o));
 /* 1 if placement hash `place` is in a leaf this owner serves.  o->own set. */
 int owner_own_has(const struct owner *o, uint64_t place);
 /* The leaf this owner serves that holds `place`: 1 with *prefix and *bits,

@@ -252,7 +252,7 @@ static void try_fence(struct owner *o, int64_t now)
     owner_move_hook(o, "fenced");
 }
 
-static void copied(struct owner *o, int status)
+static void copied(struct owner *o, void *arg, int status)
 {
     struct omove *m = mv(o);
     if (m->phase != M_COPY)
@@ -276,7 +276,7 @@ static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct han
         if (m->phase != M_BEGIN || msg->u.ready.e1 != m->e1)
             return;
         owner_move_hook(o, "ready");
-        m->copy = owner_copy_start(o, h, m->leaf, m->e1, copied);
+        m->copy = owner_copy_start(o, h, m->leaf, m->e1, copied, NULL);
         if (m->copy == NULL) {
             omove_abort(o, "out of memory for the copy");
             return;

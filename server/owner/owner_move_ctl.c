@@ -13,6 +13,7 @@
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/owner/owner_move_sm.h"
+#include "server/owner/owner_repl.h"
 
 /* ---- settling what a restart found, and stale moves ---------------------- */
 
@@ -218,6 +219,10 @@ static void on_order(struct owner *o, const struct hand_msg *ord)
 {
     char why[200];
     struct omove *m = mv(o);
+    if (ord->u.order.kind == LEAF_ORDER_FOLLOW) {
+        owner_repl_order(o, ord); /* seed a follower (owner_repl.h) */
+        return;
+    }
     if (ord->u.order.kind == LEAF_ORDER_SPLIT) {
         if (owner_agent_call(o, LEAF_SPLIT, ord->u.order.leaf, 0, 0, agent_timeout(o),
                              on_split_reply, (void *)(uintptr_t)ord->id) != 0)

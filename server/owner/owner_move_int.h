@@ -160,6 +160,21 @@ struct orecv_stats {
     uint64_t begun, adopted, dropped, nacks, records;
     uint64_t incoming;                 /* moves coming in now */
 };
+/* A follower's side (owner_follow.c, CLUSTER.md §7). */
+struct ofollow_stats {
+    uint64_t seeded;                   /* follows that began (BEGIN accepted) */
+    uint64_t promoted;                 /* follows ended by the map making this owner primary */
+    uint64_t dropped;                  /* follows ended otherwise */
+    uint64_t following;                /* leaves followed now (streaming) */
+    uint64_t frames;                   /* rows, writes and records applied */
+};
+/* The map changed: each follow is kept, adopted (the map made this owner
+ * its primary: the stream from the old one is closed first, so nothing it
+ * sends is applied once this owner serves the leaf) or dropped (the map
+ * names another primary).  Called from the map poll, before any request
+ * sees the new map. */
+void owner_follow_settle(struct owner *o);
+void owner_follow_stats(const struct owner *o, struct ofollow_stats *out);
 /* In a cluster: takes incoming hand-off links (owner_hlink_setup). */
 int owner_recv_setup(struct owner *o);
 void owner_recv_teardown(struct owner *o);
@@ -180,11 +195,22 @@ struct ocopy_stats {
 };
 /* status HKV_OK: every row of the leaf has been sent (writes go on until
  * the fence); else the copy failed (the move aborts). */
-typedef void (*ocopy_done_fn)(struct owner *o, int status);
+typedef void (*ocopy_done_fn)(struct owner *o, void *arg, int status);
 /* Starts streaming leaf to h (HANDOFF_ROW, then HANDOFF_WRITE for every
  * write reported by owner_copy_applied).  NULL on allocation failure. */
 struct ocopy *owner_copy_start(struct owner *o, struct hlink *h, struct hand_leaf leaf,
-                               int64_t e1, ocopy_done_fn done);
+                               int64_t e1, ocopy_done_fn done, void *arg);
+/* The last sequence number the copy took. */
+uint64_t owner_copy_seq(const struct ocopy *c);
+/* 1 once every row of the leaf is sent (write results go on). */
+int owner_copy_walked(const struct ocopy *c);
+/* One completion record travels (a follower's stream: each write's record
+ * goes with its result, so a retry after a promotion is answered from it);
+ * r NULL: the writer incarnation's lost mark. */
+void owner_copy_record(struct ocopy *c, uint32_t writer, uint64_t inc, uint64_t seq,
+                       const struct rifl_result *r);
+/* Every completion record this owner holds travels (a follower's seeding). */
+void owner_copy_records(struct ocopy *c);
 /* A write applied to key, or a row of key the reader brought back into the
  * ledger: its result travels if key is in the leaf. */
 void owner_copy_applied(struct ocopy *c, const char *key, size_t klen);

@@ -36,6 +36,7 @@
 #include "server/owner/owner_cmd.h"
 #include "server/owner/owner_int.h"
 #include "server/owner/owner_move_int.h"
+#include "server/owner/owner_repl.h"
 
 static void reply_error(struct olink *l, uint64_t id, int code, const char *text)
 {
@@ -80,9 +81,13 @@ static int write_outcome(struct owner *o, struct olink *l, const struct wire_msg
 
 /* A read that would see a durable write not yet committed: 1 (parked until
  * the next durable commit, then run again), 0 (go on). */
-static int uncommitted(struct owner *o, struct olink *l, const struct ledger_view *v,
-                       const char *payload, size_t plen)
+static int uncommitted_key(struct owner *o, struct olink *l, struct wire_slice key,
+                           const struct ledger_view *v, const char *payload, size_t plen)
 {
+    /* a write of the key waits for its followers: what a failover may lose
+     * is seen by nobody (owner_repl.h) */
+    if (owner_repl_key_waits(o, key.p, key.len) && owner_repl_park_read(o, l, payload, plen))
+        return 1;
     if (v->class_id != OWNER_TAG_DURABLE || !v->dirty)
         return 0;
     owner_park_commit(o, l, payload, plen);
@@ -103,7 +108,7 @@ static void op_get(struct owner *o, struct olink *l, const struct wire_msg *m, c
         int rc = ledger_get(o->ledger, m->u.get.keys[0].p, m->u.get.keys[0].len, now, &v);
         if (rc == HKV_EAGAIN)
             owner_park(o, l, m->u.get.keys[0].p, m->u.get.keys[0].len, payload, plen);
-        else if (uncommitted(o, l, &v, payload, plen))
+        else if (uncommitted_key(o, l, m->u.get.keys[0], &v, payload, plen))
             return;
         else if (rc == HKV_OK)
             wire_put_value(&l->out, m->id, wire_slice(v.val, v.vlen), v.stamp,
@@ -127,7 +132,7 @@ static void op_get(struct owner *o, struct olink *l, const struct wire_msg *m, c
             owner_park(o, l, m->u.get.keys[i].p, m->u.get.keys[i].len, payload, plen);
             goto out;
         }
-        if (uncommitted(o, l, &v, payload, plen))
+        if (uncommitted_key(o, l, m->u.get.keys[i], &v, payload, plen))
             goto out;
         it[i].found = rc == HKV_OK;
         if (it[i].found) {
@@ -376,7 +381,7 @@ static void op_ttl(struct owner *o, struct olink *l, const struct wire_msg *m, c
         owner_park(o, l, key.p, key.len, payload, plen);
         return;
     }
-    if (!uncommitted(o, l, &v, payload, plen))
+    if (!uncommitted_key(o, l, key, &v, payload, plen))
         wire_put_int(&l->out, m->id, ttl, 0);
 }
 

@@ -33,6 +33,8 @@ struct owner_opts {
     int64_t etcd_timeout_ms;
     int64_t move_fence_timeout_ms;
     int64_t move_window_ms;
+    int64_t replica_timeout_ms;   /* a follower this late leaves the in-sync set */
+    int local_map;                /* a single host's leaf-moves: no lease to prove */
     int owner_push;
 };
 

@@ -36,12 +36,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/core/clock.h"
 #include "server/core/cmap.h"
 #include "server/core/log.h"
 #include "server/owner/owner_int.h"
 #include "storage/persist_own.h"
 
 #define OWN_POLL_MS 20
+#define OWN_AWAIT_MAX 64
 
 struct owner_own {
     struct cmap_table *snap;     /* the last map copy (revision 0: none yet) */
@@ -54,6 +56,18 @@ struct owner_own {
     int dirty;                   /* serving changed since the last save was handed over */
     uint64_t gen, gen_saving, gen_saved; /* changes made, handed over, committed */
     struct event *poll;
+    void (*on_map)(struct owner *o); /* a new map copy was taken (owner_own_on_map) */
+    /* Leaves this process found its own with in-sync followers in its first
+     * map: its ledger died with its predecessor, so a follower holds writes
+     * it does not; they wait (parked) until the map moves past that epoch
+     * (the agent promotes a follower, or empties the set: CLUSTER.md §7). */
+    struct { uint32_t start; uint8_t bits; int64_t epoch; } await[OWN_AWAIT_MAX];
+    int nawait, first_map_seen;
+    /* In a cluster: this host's lease is not proven (the agent's last
+     * keepalive answer + TTL - margin has passed), so its leaves with
+     * followers are not served: another host may promote a follower as soon
+     * as etcd lets the lease go (CLUSTER.md §7, fencing). */
+    int lease_fenced;
 };
 
 static uint64_t span(uint8_t bits)
@@ -143,6 +157,8 @@ const struct cmap_table *owner_own_map(const struct owner *o)
 
 int owner_own_any_block(const struct owner *o)
 {
+    if (o->own != NULL && (o->own->nawait > 0 || o->own->lease_fenced))
+        return 1;
     for (int i = 0; o->own != NULL && i < OWN_MAX_MARKS; i++)
         if (o->own->marks[i].used && o->own->marks[i].block != OWN_BLOCK_NONE)
             return 1;
@@ -151,6 +167,14 @@ int owner_own_any_block(const struct owner *o)
 
 int owner_own_blocks(const struct owner *o, uint64_t place, int write)
 {
+    if (o->own != NULL && o->own->lease_fenced && owner_own_map(o) != NULL) {
+        const struct cmap_leaf *l = cmap_lookup(o->own->snap, o->pool, place);
+        if (l != NULL && l->nisr > 0 && l->owner == o->own->number)
+            return 1;
+    }
+    for (int i = 0; o->own != NULL && i < o->own->nawait; i++)
+        if (covers(o->own->await[i].start, o->own->await[i].bits, place))
+            return 1;
     const struct own_mark *m = owner_own_mark_at(o, place);
     return m != NULL && (m->block == OWN_BLOCK_ALL || (write && m->block == OWN_BLOCK_WRITES));
 }
@@ -373,6 +397,36 @@ static void apply_map(struct owner *o)
     owner_own_changed(o);
 }
 
+/* The first map of this process: its leaves with followers wait (see
+ * struct owner_own); later maps end the waits they moved past. */
+static void settle_awaits(struct owner *o)
+{
+    struct owner_own *w = o->own;
+    if (!w->first_map_seen && w->number != 0) {
+        w->first_map_seen = 1;
+        for (uint32_t i = 0; i < w->snap->nleaves[o->pool] && w->nawait < OWN_AWAIT_MAX; i++) {
+            const struct cmap_leaf *l = &w->snap->leaves[o->pool][i];
+            if (l->owner == w->number && l->nisr > 0) {
+                w->await[w->nawait].start = l->start;
+                w->await[w->nawait].bits = l->bits;
+                w->await[w->nawait++].epoch = l->epoch;
+                log_notice("leaf %u-%08x has in-sync followers: not served until the map moves "
+                           "past epoch %lld (a follower holds what this restarted owner lost)",
+                           l->bits, l->bits ? l->start >> (32 - l->bits) : 0, (long long)l->epoch);
+            }
+        }
+        return;
+    }
+    for (int i = 0; i < w->nawait;) {
+        const struct cmap_leaf *l = cmap_lookup(w->snap, o->pool, (uint64_t)w->await[i].start << 32);
+        if (l == NULL || l->start != w->await[i].start || l->bits != w->await[i].bits ||
+            l->epoch != w->await[i].epoch)
+            w->await[i] = w->await[--w->nawait];
+        else
+            i++;
+    }
+}
+
 /* GONE marks the map copy has caught up with go (the move modules settle
  * the others). */
 static void forget_gone(struct owner *o)
@@ -388,9 +442,34 @@ static void forget_gone(struct owner *o)
     }
 }
 
+/* The lease check (see struct owner_own); 1 when it changed. */
+static int check_lease(struct owner *o)
+{
+    struct owner_own *w = o->own;
+    if (o->opts.local_map || o->ctx->cmap == NULL)
+        return 0;
+    struct cmap_health h;
+    cmap_health_get(o->ctx->cmap, &h);
+    int64_t margin = o->opts.etcd_timeout_ms + 500; /* the keepalive's own round trip, clock slop */
+    int fenced = h.lease_ttl_ms > 0 && h.lease_renewed_ms > 0 &&
+                 clock_unix_ms() > h.lease_renewed_ms + h.lease_ttl_ms - margin;
+    if (fenced == w->lease_fenced)
+        return 0;
+    w->lease_fenced = fenced;
+    if (fenced)
+        log_warning("the host lease was last renewed %lld ms ago (TTL %lld ms): leaves with "
+                    "followers are not served until it is renewed", (long long)(clock_unix_ms() -
+                    h.lease_renewed_ms), (long long)h.lease_ttl_ms);
+    else
+        log_notice("the host lease is renewed: serving every leaf again");
+    return 1;
+}
+
 static void poll_map(struct owner *o)
 {
     struct owner_own *w = o->own;
+    if (check_lease(o) && w->on_map != NULL)
+        w->on_map(o); /* requests parked by the fence run again */
     const struct cmap *seg = o->ctx->cmap;
     int64_t rev = seg != NULL ? cmap_revision(seg) : 0;
     if (rev != 0 && rev != w->seen && cmap_snapshot(seg, w->spare) != 0) {
@@ -402,6 +481,9 @@ static void poll_map(struct owner *o)
             w->spare = t;
             apply_map(o);
             forget_gone(o);
+            settle_awaits(o);
+            if (w->on_map != NULL)
+                w->on_map(o);
         } else {
             log_warning("cluster map revision %lld refused: %s", (long long)rev, why);
         }
@@ -412,6 +494,12 @@ static void poll_map(struct owner *o)
 static void on_poll(evutil_socket_t fd, short what, void *arg)
 {
     poll_map(arg);
+}
+
+void owner_own_on_map(struct owner *o, void (*fn)(struct owner *o))
+{
+    if (o->own != NULL)
+        o->own->on_map = fn;
 }
 
 void owner_own_refresh(struct owner *o)

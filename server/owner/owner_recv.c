@@ -56,14 +56,14 @@ void orecv_send_why(struct rmove *r, uint8_t type, const char *why)
 
 /* ---- the end of a move here ----------------------------------------------- */
 
-static void purge_done(struct owner *o, void *arg, int status, uint64_t entries, uint64_t rows)
+void orecv_purge_done(struct owner *o, void *arg, int status, uint64_t entries, uint64_t rows)
 {
     struct rmove *r = arg;
     char name[48];
     if (status != HKV_OK) {
         log_warning("dropping the copy of leaf %s failed (%s); trying again",
                     orecv_leaf_name(&r->leaf, name, sizeof(name)), hkv_strstatus(status));
-        if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, purge_done, r) == 0)
+        if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, orecv_purge_done, r) == 0)
             return;
     }
     if (r->phase == R_DROPPING) {
@@ -101,7 +101,7 @@ void orecv_drop(struct owner *o, struct rmove *r, const char *why)
     r->phase = R_DROPPING;
     orecv_release(o, r);
     owner_purge_cancel(o, r);
-    if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, purge_done, r) != 0)
+    if (owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, orecv_purge_done, r) != 0)
         log_warning("cannot drop leaf %s's copy now (out of memory)", name);
 }
 
@@ -184,7 +184,7 @@ void owner_recv_batch_done(struct owner *o, const struct persist_batch *b)
 {
     if (o->recv == NULL)
         return;
-    struct rmove *r = &o->recv->m[((b->id >> 56) & 0x3f) % OWN_RECV_MAX];
+    struct rmove *r = &o->recv->m[((b->id >> 56) & 0x3f) % OWN_RECV_SLOTS];
     if ((r->phase != R_RECEIVING && r->phase != R_ACKED) ||
         r->gen != (b->id & ((1ULL << 56) - 1)))
         return; /* the move ended meanwhile */
@@ -250,7 +250,7 @@ static uint64_t live_inc(const struct owner *o, uint32_t w)
     return 0;
 }
 
-static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct hand_msg *m)
+void orecv_on_msg(struct owner *o, void *arg, struct hlink *h, const struct hand_msg *m)
 {
     struct rmove *r = arg;
     int streaming = r->phase == R_RECEIVING;
@@ -285,8 +285,12 @@ static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct han
             o->recv->st.records++;
         break;
     }
+    case HANDOFF_EPOCH: /* an in-sync set changed: the stream speaks for the new epoch */
+        if (r->follow && m->u.committed.e1 == r->e1 && m->u.committed.e2 > r->e1)
+            r->e1 = m->u.committed.e2;
+        return;
     case HANDOFF_FENCE:
-        if (!streaming || m->u.fence.e1 != r->e1)
+        if (!streaming || r->follow || m->u.fence.e1 != r->e1)
             return;
         if (owner_move_hook(o, "t_fence")) {
             owner_hlink_close(r->h, 0); /* a test cuts the link before the ack */
@@ -299,7 +303,7 @@ static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct han
         try_ack(o, r);
         return;
     case HANDOFF_COMMITTED:
-        if (m->u.committed.e1 == r->e1 && r->phase == R_ACKED)
+        if (!r->follow && m->u.committed.e1 == r->e1 && r->phase == R_ACKED)
             orecv_adopt(o, r, m->u.committed.e2);
         return;
     case HANDOFF_ABORT:
@@ -309,13 +313,21 @@ static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct han
     default:
         return;
     }
+    if (r->follow) {
+        r->held_due = 1;
+        o->recv->fst.frames++;
+    }
     event_active(o->recv->flush, EV_TIMEOUT, 0); /* one batch per loop turn */
 }
 
-static void on_gone(struct owner *o, void *arg, struct hlink *h, const char *why)
+void orecv_on_gone(struct owner *o, void *arg, struct hlink *h, const char *why)
 {
     struct rmove *r = arg;
     r->h = NULL;
+    if (r->follow) {
+        r->orphan_ms = clock_mono_ms(); /* the map decides (owner_follow_settle) */
+        return;
+    }
     char name[48];
     log_notice("leaf %s: the hand-off link from owner %u went (%s); the map decides now",
                orecv_leaf_name(&r->leaf, name, sizeof(name)), r->from, why);
@@ -324,9 +336,10 @@ static void on_gone(struct owner *o, void *arg, struct hlink *h, const char *why
 void orecv_on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct owner *o = arg;
-    for (int i = 0; i < OWN_RECV_MAX; i++)
+    for (int i = 0; i < OWN_RECV_SLOTS; i++)
         if (o->recv->m[i].phase == R_RECEIVING || o->recv->m[i].phase == R_ACKED)
             submit(o, &o->recv->m[i]);
+    ofollow_flush(o);
 }
 
 /* ---- BEGIN ------------------------------------------------------------------ */
@@ -354,7 +367,7 @@ void orecv_prepare(struct owner *o, struct rmove *r)
     char name[48];
     struct own_mark *m = owner_own_mark_add(o, r->leaf.start, r->leaf.bits, PERSIST_RECEIVING,
                                             r->e1, r->from);
-    if (m == NULL || owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, purge_done, r) != 0) {
+    if (m == NULL || owner_purge_leaf(o, r->leaf.start, r->leaf.bits, 0, orecv_purge_done, r) != 0) {
         if (m != NULL)
             owner_own_mark_del(o, m);
         orecv_send_why(r, HANDOFF_ABORT, "the target cannot take the leaf now");
@@ -376,6 +389,10 @@ void orecv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
     struct orecv *rv = o->recv;
     if (m->type != HANDOFF_BEGIN || rv == NULL) {
         owner_hlink_close(h, 0);
+        return;
+    }
+    if (m->u.begin.follow) {
+        ofollow_accept(o, h, m);
         return;
     }
     snprintf(host, sizeof(host), "%.*s", (int)(m->u.begin.host.len > 63 ? 63 : m->u.begin.host.len),
@@ -418,7 +435,7 @@ void orecv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
                         .from = m->u.begin.from, .next_seq = 1, .gen = ++rv->next_batch,
                         .deadline_ms = clock_mono_ms() + RECV_BEGIN_WAIT_MS,
                         .started_ms = clock_mono_ms()};
-    owner_hlink_set(h, on_msg, on_gone, NULL, r);
+    owner_hlink_set(h, orecv_on_msg, orecv_on_gone, NULL, r);
     rv->st.begun++;
 }
 

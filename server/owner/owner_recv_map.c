@@ -107,6 +107,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
                 owner_own_mark_del(o, m);
         }
     }
+    ofollow_tick(o);
 }
 
 void owner_recv_flushed(struct owner *o)
@@ -145,6 +146,7 @@ int owner_recv_setup(struct owner *o)
         return -1;
     struct timeval tv = {0, RECV_TICK_MS * 1000};
     event_add(o->recv->tick, &tv);
+    owner_own_on_map(o, owner_follow_settle);
     return 0;
 }
 
@@ -153,7 +155,7 @@ void owner_recv_teardown(struct owner *o)
     struct orecv *rv = o->recv;
     if (rv == NULL)
         return;
-    for (int i = 0; i < OWN_RECV_MAX; i++) {
+    for (int i = 0; i < OWN_RECV_SLOTS; i++) {
         persist_batch_free(&rv->m[i].cur);
         owner_purge_cancel(o, &rv->m[i]);
     }

@@ -14,6 +14,12 @@
 #define RECV_BATCH_ROWS 8192
 #define RECV_MAX_OUT_BYTES (32u << 20) /* rows out to the persister before the link is not read */
 #define RECV_RING 256
+/* Leaves followed at once (CLUSTER.md §7, owner_follow.c): their slots come
+ * after the moves' in struct orecv, and a batch id keeps the slot in 6 bits. */
+#define OWN_FOLLOW_MAX 62
+#define OWN_RECV_SLOTS (OWN_RECV_MAX + OWN_FOLLOW_MAX)
+#define FOLLOW_ORPHAN_MS 30000    /* a follow whose link went, the primary unchanged: kept this
+                                   * long for the primary's new BEGIN, unless in the in-sync set */
 
 enum rphase { R_FREE = 0, R_WAIT_MAP, R_PREPARING, R_RECEIVING, R_ACKED, R_DROPPING };
 
@@ -42,13 +48,17 @@ struct rmove {
     int64_t deadline_ms;          /* R_WAIT_MAP */
     int64_t started_ms;
     uint64_t rows, bytes;
+    int follow;                   /* a follower's copy (owner_follow.c), never adopted by a fence */
+    int held_due;                 /* a HELD is owed (sent once per loop turn) */
+    int64_t orphan_ms;            /* follow: when its link went (0: up) */
 };
 
 struct orecv {
-    struct rmove m[OWN_RECV_MAX];
+    struct rmove m[OWN_RECV_SLOTS]; /* [0, OWN_RECV_MAX): moves; the rest: follows */
     struct event *tick, *flush;
     uint64_t next_batch;
     struct orecv_stats st;
+    struct ofollow_stats fst;
 };
 
 /* ---- owner_recv.c ---- */
@@ -68,5 +78,19 @@ void orecv_on_flush(evutil_socket_t fd, short what, void *arg);
 int orecv_map_says_moving(struct owner *o, const struct rmove *r);
 /* Step 2 once the map agrees. */
 void orecv_prepare(struct owner *o, struct rmove *r);
+/* The stream's handlers (a follow uses them too). */
+void orecv_on_msg(struct owner *o, void *arg, struct hlink *h, const struct hand_msg *m);
+void orecv_on_gone(struct owner *o, void *arg, struct hlink *h, const char *why);
+/* A purge of r's leaf ended (R_DROPPING: the slot is freed; else purged). */
+void orecv_purge_done(struct owner *o, void *arg, int status, uint64_t entries, uint64_t rows);
+
+/* ---- owner_follow.c ---- */
+/* A BEGIN with `follow`: seeding this owner as a follower. */
+void ofollow_accept(struct owner *o, struct hlink *h, const struct hand_msg *m);
+/* The clock: map checks of new follows, READY, orphans. */
+void ofollow_tick(struct owner *o);
+/* Once a loop turn: HELD for the follows that took frames; a gap or a
+ * failure ends the follow (the primary reseeds it). */
+void ofollow_flush(struct owner *o);
 
 #endif

@@ -1,0 +1,807 @@
+/*
+ * owner_repl.c - a primary's streams to its followers and the answers that
+ * wait for them (owner_repl.h has the rules; CLUSTER.md §7 the design).
+ *
+ * A stream's life: BEGIN (follow) -> READY -> SEED (the copy walks the
+ * leaf; every write's result and record travels meanwhile) -> CATCHUP
+ * (walked; the follower commits the backlog) -> JOINING (required: the
+ * follower must hold everything sent so far) -> ADDING (LEAF_ISR_ADD out)
+ * -> IN_SYNC; and from any required phase, REMOVING (LEAF_ISR_DEL out) ->
+ * freed.  A stream that was never required is simply closed.
+ *
+ * Held answers are a list in arrival order, each naming, per required
+ * stream its request touched, the sequence number the follower must hold
+ * (or, durable, have committed).  A change of any stream's acknowledgments
+ * or of its required flag rescans the list: the answers of different
+ * leaves do not wait for each other.  Every held answer has a deadline
+ * (replica-timeout + etcd-timeout + 1 s: time for the removal's CAS); past
+ * it, it is answered "outcome unknown" (applied here, and perhaps not held
+ * by a follower that is still in the set).
+ */
+#include "server/owner/owner_repl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/core/clock.h"
+#include "server/core/log.h"
+#include "server/core/router.h"
+#include "server/owner/owner_int.h"
+#include "server/owner/owner_move_int.h"
+
+#define PENDING_SLOTS 4096           /* key hashes of held ledger writes (reads of them wait) */
+
+enum sphase { S_FREE, S_BEGIN, S_SEED, S_CATCHUP, S_JOINING, S_ADDING, S_IN_SYNC, S_REMOVING };
+static const char *const SPHASES[] = {"free", "begin", "seed", "catch-up", "joining", "adding",
+                                      "in sync", "removing"};
+
+struct rstream {
+    enum sphase phase;
+    struct hand_leaf leaf;
+    uint32_t to;
+    struct hlink *h;                 /* NULL once the link went */
+    struct ocopy *copy;
+    int required;                    /* answers wait for it */
+    int in_set;                      /* in the leaf's in-sync set (a CAS or the map said so) */
+    int call_out, unknown;           /* a CAS is out / its outcome is not known */
+    uint64_t held, committed;        /* the follower's HELD and PROGRESS */
+    uint64_t join_seq;
+    uint64_t gen;                    /* tells a reused slot from the stream a reply was for */
+    uint64_t order;                  /* the agent's order (0: answered) */
+    int64_t epoch;                   /* the leaf's epoch as this stream knows it */
+    int64_t deadline_ms, retry_ms, started_ms;
+    int touched;                     /* the request running now sent it something */
+};
+
+struct rneed { uint16_t slot; uint64_t gen, seq; };
+struct rpush { char *key; size_t klen; uint64_t place, version, khash; };
+
+struct rwait {
+    struct olink *l;
+    uint64_t id, ticket;
+    int durable, failed;
+    struct hkv_buf reply;
+    int64_t deadline_ms, since_ms;
+    struct rpush *push;
+    size_t npush;
+    int nneed;
+    struct rwait *next;
+    struct rneed need[];
+};
+
+struct rread {                       /* a read of a key whose write waits */
+    struct olink *l;
+    char *payload;
+    size_t plen;
+    struct rread *next;
+};
+
+struct orepl {
+    struct rstream s[OREPL_MAX];
+    uint64_t next_gen;
+    struct rwait *head, **tail;
+    size_t nwait;
+    struct rpush *cur_push;          /* the running request's deferred pushes */
+    size_t ncur_push, cap_push;
+    int touched_any;
+    uint16_t pending[PENDING_SLOTS];
+    struct rread *reads, **reads_tail;
+    struct event *tick;
+    struct orepl_stats st;
+};
+
+static int64_t now_ms(void) { return clock_mono_ms(); }
+
+static int in_leaf(const struct hand_leaf *lf, uint64_t place)
+{
+    return (uint64_t)(uint32_t)(place >> 32) - lf->start < (1ULL << (32 - lf->bits));
+}
+
+static const char *leaf_name(const struct hand_leaf *l, char *buf, size_t len)
+{
+    snprintf(buf, len, "%u-%08x", l->bits, l->bits ? l->start >> (32 - l->bits) : 0);
+    return buf;
+}
+
+/* The map's entry of the stream's leaf if it is that very leaf. */
+static const struct cmap_leaf *map_leaf(struct owner *o, const struct hand_leaf *lf)
+{
+    const struct cmap_table *t = owner_own_map(o);
+    const struct cmap_leaf *l = t ? cmap_lookup(t, o->pool, (uint64_t)lf->start << 32) : NULL;
+    return l != NULL && l->start == lf->start && l->bits == lf->bits ? l : NULL;
+}
+
+static int isr_has(const struct cmap_leaf *l, unsigned n)
+{
+    for (int i = 0; i < l->nisr; i++)
+        if (l->isr[i] == n)
+            return 1;
+    return 0;
+}
+
+/* ---- held answers ------------------------------------------------------------ */
+
+static void push_now(struct owner *o, struct rpush *p, size_t n)
+{
+    struct orepl *r = o->repl;
+    for (size_t i = 0; i < n; i++) {
+        owner_push_at(o, p[i].key, p[i].klen, p[i].place, p[i].version);
+        uint16_t *c = &r->pending[p[i].khash % PENDING_SLOTS];
+        if (*c > 0)
+            (*c)--;
+        free(p[i].key);
+    }
+    free(p);
+}
+
+static void send_reply(struct owner *o, struct rwait *w)
+{
+    if (w->l == NULL)
+        return;
+    if (w->failed) {
+        wire_put_error(&w->l->out, w->id, w->failed == 2 ? HKV_EIO : HKV_ETIMEDOUT,
+                       wire_cstr(w->failed == 2
+                                     ? "UNAVAILABLE outcome unknown: the leaf's primary changed "
+                                       "before its followers acknowledged the write"
+                                     : "TIMEOUT outcome unknown: the write is applied but its "
+                                       "followers did not acknowledge it in time"));
+    } else if (w->ticket != 0) {
+        if (owner_ticket_wait(o, w->ticket, w->l, w->id, &w->reply) != 0)
+            buf_append(&w->l->out, buf_head(&w->reply), buf_unread(&w->reply));
+    } else {
+        buf_append(&w->l->out, buf_head(&w->reply), buf_unread(&w->reply));
+    }
+    olink_flush(w->l);
+}
+
+static int need_met(const struct orepl *r, const struct rwait *w, const struct rneed *n)
+{
+    const struct rstream *s = &r->s[n->slot];
+    if (n->seq == 0 || s->gen != n->gen || !s->required)
+        return 1; /* out of the set by a CAS (a deposed stream fails its waiters first) */
+    return (w->durable ? s->committed : s->held) >= n->seq;
+}
+
+static void replay_reads(struct owner *o)
+{
+    struct orepl *r = o->repl;
+    struct rread *run = r->reads;
+    r->reads = NULL;
+    r->reads_tail = &r->reads;
+    while (run != NULL) {
+        struct rread *next = run->next;
+        struct wire_msg m;
+        const char *why;
+        if (run->l != NULL && wire_decode(&o->dec, run->payload, run->plen, &m, &why) == HKV_OK) {
+            o->replay(o, run->l, &m, run->payload, run->plen);
+            olink_flush(run->l);
+        }
+        free(run->payload);
+        free(run);
+        run = next;
+    }
+}
+
+/* Answers every held answer whose followers hold it (or that failed). */
+static void release(struct owner *o)
+{
+    struct orepl *r = o->repl;
+    int64_t now = now_ms();
+    int any = 0;
+    struct rwait **pp = &r->head;
+    r->tail = &r->head;
+    while (*pp != NULL) {
+        struct rwait *w = *pp;
+        int met = 1;
+        for (int i = 0; i < w->nneed && met && !w->failed; i++)
+            met = need_met(r, w, &w->need[i]);
+        if (!w->failed && !met && now >= w->deadline_ms) {
+            w->failed = 1;
+            r->st.ack_timeouts++;
+        }
+        if (!w->failed && !met) {
+            r->tail = &w->next;
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        r->nwait--;
+        send_reply(o, w);
+        push_now(o, w->push, w->npush); /* after the answer: a failed one too (it applied) */
+        buf_deinit(&w->reply);
+        free(w);
+        any = 1;
+    }
+    if (any && r->reads != NULL)
+        replay_reads(o);
+}
+
+/* The stream's waiters fail: the leaf's primary changed under them. */
+static void fail_waiters_of(struct owner *o, int slot)
+{
+    struct orepl *r = o->repl;
+    for (struct rwait *w = r->head; w != NULL; w = w->next)
+        for (int i = 0; i < w->nneed; i++)
+            if (w->need[i].slot == slot && w->need[i].gen == r->s[slot].gen &&
+                !need_met(r, w, &w->need[i]) && !w->failed) {
+                w->failed = 2;
+                r->st.deposed++;
+            }
+}
+
+int owner_repl_wants(const struct owner *o)
+{
+    return o->repl != NULL && o->repl->touched_any;
+}
+
+void owner_repl_retry(struct owner *o)
+{
+    struct orepl *r = o->repl;
+    if (r == NULL || r->nwait == 0)
+        return; /* nothing waits: its original was answered, so it is held */
+    for (int i = 0; i < OREPL_MAX; i++)
+        if (r->s[i].required) {
+            r->s[i].touched = 1;
+            r->touched_any = 1;
+        }
+}
+
+void owner_repl_hold(struct owner *o, struct olink *l, uint64_t id, uint64_t ticket, int durable,
+                     struct hkv_buf *reply)
+{
+    struct orepl *r = o->repl;
+    int n = 0;
+    for (int i = 0; i < OREPL_MAX; i++)
+        n += r->s[i].required && r->s[i].touched;
+    struct rwait *w = calloc(1, sizeof(*w) + (size_t)n * sizeof(struct rneed));
+    if (w == NULL) {
+        buf_deinit(reply);
+        wire_put_error(&l->out, id, HKV_ENOMEM, wire_cstr("OOM owner out of memory (outcome unknown)"));
+        push_now(o, r->cur_push, r->ncur_push);
+        goto out;
+    }
+    for (int i = 0; i < OREPL_MAX; i++) {
+        struct rstream *s = &r->s[i];
+        if (s->required && s->touched)
+            w->need[w->nneed++] = (struct rneed){(uint16_t)i, s->gen, owner_copy_seq(s->copy)};
+    }
+    w->l = l;
+    w->id = id;
+    w->ticket = ticket;
+    w->durable = durable;
+    w->reply = *reply;
+    *reply = (struct hkv_buf)HKV_BUF_INIT;
+    w->since_ms = now_ms();
+    w->deadline_ms = w->since_ms + o->opts.replica_timeout_ms + o->opts.etcd_timeout_ms + 1000;
+    w->push = r->cur_push;
+    w->npush = r->ncur_push;
+    *r->tail = w;
+    r->tail = &w->next;
+    r->nwait++;
+    r->st.acks_waited++;
+out:
+    r->cur_push = NULL;
+    r->ncur_push = r->cap_push = 0;
+    r->touched_any = 0;
+    for (int i = 0; i < OREPL_MAX; i++)
+        r->s[i].touched = 0;
+    release(o); /* nothing required after all: it goes at once */
+}
+
+int owner_repl_defer_push(struct owner *o, const char *key, size_t klen, uint64_t place,
+                          uint64_t version)
+{
+    struct orepl *r = o->repl;
+    if (r == NULL || !r->touched_any)
+        return 0;
+    int required = 0;
+    for (int i = 0; i < OREPL_MAX && !required; i++)
+        required = r->s[i].required && r->s[i].touched && in_leaf(&r->s[i].leaf, place);
+    if (!required)
+        return 0;
+    if (r->ncur_push == r->cap_push) {
+        size_t cap = r->cap_push ? r->cap_push * 2 : 4;
+        struct rpush *p = realloc(r->cur_push, cap * sizeof(*p));
+        if (p == NULL)
+            return 0;
+        r->cur_push = p;
+        r->cap_push = cap;
+    }
+    char *k = malloc(klen ? klen : 1);
+    if (k == NULL)
+        return 0;
+    memcpy(k, key, klen);
+    uint64_t h = router_hash(key, klen);
+    r->cur_push[r->ncur_push++] = (struct rpush){k, klen, place, version, h};
+    if (r->pending[h % PENDING_SLOTS] < UINT16_MAX)
+        r->pending[h % PENDING_SLOTS]++;
+    return 1;
+}
+
+int owner_repl_key_waits(const struct owner *o, const char *key, size_t klen)
+{
+    const struct orepl *r = o->repl;
+    if (r == NULL || r->nwait == 0)
+        return 0;
+    return r->pending[router_hash(key, klen) % PENDING_SLOTS] != 0;
+}
+
+int owner_repl_park_read(struct owner *o, struct olink *l, const char *payload, size_t plen)
+{
+    struct orepl *r = o->repl;
+    struct rread *x = calloc(1, sizeof(*x));
+    char *copy = malloc(plen ? plen : 1);
+    if (x == NULL || copy == NULL) {
+        free(x);
+        free(copy);
+        return 0; /* served now: a read that may see an unacknowledged write */
+    }
+    memcpy(copy, payload, plen);
+    *x = (struct rread){l, copy, plen, NULL};
+    *r->reads_tail = x;
+    r->reads_tail = &x->next;
+    return 1;
+}
+
+void owner_repl_forget_link(struct owner *o, struct olink *l)
+{
+    if (o->repl == NULL)
+        return;
+    for (struct rwait *w = o->repl->head; w != NULL; w = w->next)
+        if (w->l == l)
+            w->l = NULL;
+    for (struct rread *x = o->repl->reads; x != NULL; x = x->next)
+        if (x->l == l)
+            x->l = NULL;
+}
+
+/* ---- the stream of each write -------------------------------------------------- */
+
+void owner_repl_applied(struct owner *o, const char *key, size_t klen)
+{
+    struct orepl *r = o->repl;
+    if (r == NULL || r->st.streams == 0)
+        return;
+    uint64_t place = router_place(key, klen);
+    for (int i = 0; i < OREPL_MAX; i++) {
+        struct rstream *s = &r->s[i];
+        if (s->copy == NULL || s->phase < S_SEED || !in_leaf(&s->leaf, place))
+            continue;
+        owner_copy_applied(s->copy, key, klen);
+        s->touched = 1;
+        r->touched_any |= s->required;
+    }
+}
+
+void owner_repl_record(struct owner *o, uint32_t writer, uint64_t inc, uint64_t seq,
+                       const struct rifl_result *res)
+{
+    struct orepl *r = o->repl;
+    for (int i = 0; r != NULL && i < OREPL_MAX; i++)
+        if (r->s[i].touched && r->s[i].copy != NULL)
+            owner_copy_record(r->s[i].copy, writer, inc, seq, res);
+}
+
+/* ---- streams ------------------------------------------------------------------ */
+
+static void stream_free(struct owner *o, struct rstream *s, const char *why)
+{
+    struct orepl *r = o->repl;
+    char n[32];
+    if (s->order != 0)
+        owner_agent_done(o, s->order, LEAF_ST_REFUSED, why);
+    log_notice("leaf %s: stream to follower %u ends (%s): %s", leaf_name(&s->leaf, n, sizeof(n)),
+               s->to, SPHASES[s->phase], why);
+    owner_copy_stop(&s->copy);
+    if (s->h != NULL)
+        owner_hlink_close(s->h, 1);
+    uint64_t gen = s->gen;
+    memset(s, 0, sizeof(*s));
+    s->gen = gen; /* held answers naming the old stream see it gone */
+    r->st.streams--;
+    release(o);
+}
+
+static void send_epoch(struct owner *o, const struct hand_leaf *lf, int64_t e2)
+{
+    struct orepl *r = o->repl;
+    for (int i = 0; i < OREPL_MAX; i++) {
+        struct rstream *s = &r->s[i];
+        if (s->phase == S_FREE || s->leaf.start != lf->start || s->leaf.bits != lf->bits ||
+            s->epoch >= e2)
+            continue;
+        struct hand_msg m = {.type = HANDOFF_EPOCH, .id = 1, .u.committed = {s->epoch, e2}};
+        if (s->h != NULL)
+            owner_hlink_send(s->h, &m);
+        s->epoch = e2;
+    }
+}
+
+static struct rstream *of_arg(struct owner *o, void *arg)
+{
+    uintptr_t v = (uintptr_t)arg;
+    struct rstream *s = &o->repl->s[v % OREPL_MAX];
+    return s->phase != S_FREE && s->gen == v / OREPL_MAX ? s : NULL;
+}
+
+static void *arg_of(struct owner *o, const struct rstream *s)
+{
+    return (void *)(uintptr_t)((s - o->repl->s) + s->gen * OREPL_MAX);
+}
+
+static void on_add_reply(struct owner *o, void *arg, const struct hand_msg *m)
+{
+    struct rstream *s = of_arg(o, arg);
+    if (s == NULL || s->phase != S_ADDING)
+        return;
+    s->call_out = 0;
+    char n[32];
+    if (m->u.reply.status == LEAF_ST_OK) {
+        s->in_set = 1;
+        s->phase = S_IN_SYNC;
+        o->repl->st.isr_adds++;
+        send_epoch(o, &s->leaf, m->u.reply.epoch);
+        log_notice("leaf %s: follower %u is in sync (epoch %lld, %llu results)",
+                   leaf_name(&s->leaf, n, sizeof(n)), s->to, (long long)s->epoch,
+                   (unsigned long long)s->held);
+        if (s->order != 0)
+            owner_agent_done(o, s->order, LEAF_ST_OK, "in sync");
+        s->order = 0;
+    } else if (m->u.reply.status == LEAF_ST_UNKNOWN) {
+        s->unknown = 1; /* the map decides (tick) */
+    } else {
+        stream_free(o, s, m->u.reply.status == LEAF_ST_LOST ? "the in-sync set changed first"
+                                                             : "the agent refused the join");
+    }
+}
+
+static void on_del_reply(struct owner *o, void *arg, const struct hand_msg *m)
+{
+    struct rstream *s = of_arg(o, arg);
+    if (s == NULL || s->phase != S_REMOVING)
+        return;
+    s->call_out = 0;
+    if (m->u.reply.status == LEAF_ST_OK) {
+        o->repl->st.isr_removals++;
+        struct hand_leaf lf = s->leaf;
+        s->required = 0;
+        stream_free(o, s, "taken out of the in-sync set");
+        send_epoch(o, &lf, m->u.reply.epoch);
+    } else {
+        s->unknown = 1; /* LOST or UNKNOWN: the map says where it is (tick) */
+        s->retry_ms = now_ms() + OREPL_RETRY_MS;
+    }
+}
+
+/* A required stream stops holding writes in time: out of the set first. */
+static void start_removal(struct owner *o, struct rstream *s, const char *why)
+{
+    char n[32];
+    if (!s->in_set && s->phase != S_ADDING) {
+        s->required = 0; /* never in the map's set: nobody counted on it */
+        stream_free(o, s, why);
+        return;
+    }
+    if (s->phase == S_ADDING)
+        return; /* the add's outcome first */
+    if (s->phase != S_REMOVING)
+        log_warning("leaf %s: follower %u leaves the in-sync set: %s",
+                    leaf_name(&s->leaf, n, sizeof(n)), s->to, why);
+    s->phase = S_REMOVING;
+    if (s->call_out || now_ms() < s->retry_ms)
+        return;
+    s->call_out = 1;
+    if (owner_agent_call(o, LEAF_ISR_DEL, s->leaf, s->epoch, s->to, o->opts.etcd_timeout_ms + 1000,
+                         on_del_reply, arg_of(o, s)) != 0) {
+        s->call_out = 0;
+        s->retry_ms = now_ms() + OREPL_RETRY_MS;
+    }
+}
+
+static void copy_done(struct owner *o, void *arg, int status)
+{
+    struct rstream *s = of_arg(o, arg);
+    if (s == NULL)
+        return;
+    if (status != HKV_OK) {
+        if (s->required)
+            start_removal(o, s, "the copy failed");
+        else
+            stream_free(o, s, "the copy failed");
+        return;
+    }
+    if (s->phase == S_SEED)
+        s->phase = S_CATCHUP;
+}
+
+static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct hand_msg *m)
+{
+    struct rstream *s = of_arg(o, arg);
+    if (s == NULL)
+        return;
+    switch (m->type) {
+    case HANDOFF_READY:
+        if (s->phase != S_BEGIN || m->u.ready.e1 != s->epoch)
+            return;
+        s->copy = owner_copy_start(o, s->h, s->leaf, s->epoch, copy_done, arg);
+        if (s->copy == NULL) {
+            stream_free(o, s, "out of memory");
+            return;
+        }
+        owner_copy_records(s->copy); /* retries of earlier writes are answered there too */
+        s->phase = S_SEED;
+        return;
+    case HANDOFF_HELD:
+        if (m->u.fence.last > s->held)
+            s->held = m->u.fence.last;
+        break;
+    case HANDOFF_PROGRESS:
+        if (m->u.fence.last > s->committed)
+            s->committed = m->u.fence.last;
+        owner_copy_progress(s->copy, m->u.fence.last);
+        break;
+    case HANDOFF_ABORT:
+        if (s->required)
+            start_removal(o, s, "the follower ended the stream");
+        else
+            stream_free(o, s, "the follower refused or ended the stream");
+        return;
+    default:
+        return;
+    }
+    release(o);
+}
+
+static void on_gone(struct owner *o, void *arg, struct hlink *h, const char *why)
+{
+    struct rstream *s = of_arg(o, arg);
+    if (s == NULL)
+        return;
+    s->h = NULL;
+    owner_copy_stop(&s->copy);
+    if (s->required)
+        start_removal(o, s, "its link went");
+    else
+        stream_free(o, s, why);
+}
+
+static void on_drained(struct owner *o, void *arg, struct hlink *h)
+{
+    struct rstream *s = of_arg(o, arg);
+    if (s != NULL && s->copy != NULL)
+        owner_copy_drained(s->copy);
+}
+
+void owner_repl_order(struct owner *o, const struct hand_msg *ord)
+{
+    struct orepl *r = o->repl;
+    char why[200] = "", n[32];
+    struct hand_leaf lf = ord->u.order.leaf;
+    uint32_t to = ord->u.order.to;
+    owner_own_refresh(o);
+    const struct cmap_leaf *l = map_leaf(o, &lf);
+    const struct cmap_table *t = owner_own_map(o);
+    const struct cmap_owner *target = t ? cmap_owner(t, to) : NULL;
+    struct rstream *s = NULL;
+    for (int i = 0; r != NULL && i < OREPL_MAX; i++) {
+        if (r->s[i].phase != S_FREE && r->s[i].to == to && r->s[i].leaf.start == lf.start &&
+            r->s[i].leaf.bits == lf.bits) {
+            if (r->s[i].order == 0)
+                r->s[i].order = ord->id; /* the same follow, asked again */
+            else
+                owner_agent_done(o, ord->id, LEAF_ST_REFUSED, "already following");
+            return;
+        }
+        if (s == NULL && r->s[i].phase == S_FREE)
+            s = &r->s[i];
+    }
+    if (r == NULL)
+        snprintf(why, sizeof(why), "replication is off here");
+    else if (l == NULL || l->owner != owner_own_number(o) || l->state != CMAP_SERVING)
+        snprintf(why, sizeof(why), "leaf %s is not served by this owner", leaf_name(&lf, n, sizeof(n)));
+    else if (target == NULL || target->pool != o->pool || to == owner_own_number(o))
+        snprintf(why, sizeof(why), "owner %u cannot follow this leaf", to);
+    else if (isr_has(l, to))
+        snprintf(why, sizeof(why), "owner %u is in the leaf's in-sync set already", to);
+    else if (s == NULL)
+        snprintf(why, sizeof(why), "%d streams out already", OREPL_MAX);
+    if (why[0] == '\0') {
+        *s = (struct rstream){.phase = S_BEGIN, .leaf = lf, .to = to, .gen = ++r->next_gen,
+                              .order = ord->id, .epoch = l->epoch, .started_ms = now_ms(),
+                              .deadline_ms = now_ms() + OREPL_BEGIN_TIMEOUT_MS};
+        s->h = owner_hlink_connect(o, target, on_msg, on_gone, on_drained, arg_of(o, s), why,
+                                   sizeof(why));
+        if (s->h == NULL) {
+            uint64_t gen = s->gen;
+            memset(s, 0, sizeof(*s));
+            s->gen = gen;
+        }
+    }
+    if (why[0] != '\0') {
+        log_notice("follow order refused: %s", why);
+        owner_agent_done(o, ord->id, LEAF_ST_REFUSED, why);
+        return;
+    }
+    struct hand_msg b = {.type = HANDOFF_BEGIN, .id = 1,
+                         .u.begin = {wire_cstr(o->opts.cluster), wire_cstr(o->opts.host), lf,
+                                     s->epoch, owner_own_number(o), to, o->incarnation, true}};
+    owner_hlink_send(s->h, &b);
+    r->st.streams++;
+    log_notice("leaf %s: seeding follower %u (epoch %lld)", leaf_name(&lf, n, sizeof(n)), to,
+               (long long)s->epoch);
+}
+
+/* What the map says of one stream's leaf. */
+static void check_map(struct owner *o, struct rstream *s)
+{
+    const struct cmap_table *t = owner_own_map(o);
+    if (t == NULL || t->revision < s->epoch)
+        return;
+    const struct cmap_leaf *l = map_leaf(o, &s->leaf);
+    int idx = (int)(s - o->repl->s);
+    if (l == NULL || l->owner != owner_own_number(o)) {
+        /* split, merged, moved or promoted away: for a split the halves'
+         * sets are empty (the agent's txn), otherwise this owner is deposed */
+        if (l != NULL || t->revision > s->epoch) {
+            if (l != NULL)
+                fail_waiters_of(o, idx);
+            s->required = 0;
+            stream_free(o, s, l != NULL ? "the map names another primary"
+                                        : "the map no longer has the leaf");
+        }
+        return;
+    }
+    if (l->epoch <= s->epoch)
+        return;
+    /* the set changed by someone else's CAS (or ours, not answered) */
+    if (isr_has(l, s->to)) {
+        if (s->phase == S_ADDING && s->unknown) {
+            s->phase = S_IN_SYNC;
+            s->in_set = 1;
+            s->call_out = 0;
+            o->repl->st.isr_adds++;
+        }
+        send_epoch(o, &s->leaf, l->epoch);
+    } else if (s->in_set || s->phase == S_REMOVING || (s->phase == S_ADDING && s->unknown)) {
+        struct hand_leaf lf = s->leaf;
+        s->required = 0;
+        stream_free(o, s, "the map shows it out of the in-sync set");
+        send_epoch(o, &lf, l->epoch);
+    } else {
+        send_epoch(o, &s->leaf, l->epoch);
+    }
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct owner *o = arg;
+    struct orepl *r = o->repl;
+    int64_t now = now_ms();
+    owner_own_refresh(o);
+    /* the oldest held answer per stream: a follower this late leaves the set */
+    int64_t oldest[OREPL_MAX] = {0};
+    for (struct rwait *w = r->head; w != NULL; w = w->next)
+        for (int i = 0; i < w->nneed; i++)
+            if (!need_met(r, w, &w->need[i]) && oldest[w->need[i].slot] == 0)
+                oldest[w->need[i].slot] = w->since_ms;
+    for (int i = 0; i < OREPL_MAX; i++) {
+        struct rstream *s = &r->s[i];
+        if (s->phase == S_FREE)
+            continue;
+        check_map(o, s);
+        if (s->phase == S_FREE)
+            continue;
+        if (s->phase == S_BEGIN && now >= s->deadline_ms) {
+            stream_free(o, s, "the follower did not answer BEGIN");
+            continue;
+        }
+        if (s->phase == S_CATCHUP && owner_copy_walked(s->copy) &&
+            s->held + OCOPY_TAIL >= owner_copy_seq(s->copy)) {
+            s->required = 1; /* from now on no answer goes without it */
+            s->join_seq = owner_copy_seq(s->copy);
+            s->phase = S_JOINING;
+            s->deadline_ms = now + o->opts.replica_timeout_ms;
+        }
+        if (s->phase == S_JOINING && s->held >= s->join_seq && !s->call_out) {
+            s->phase = S_ADDING;
+            s->call_out = 1;
+            if (owner_agent_call(o, LEAF_ISR_ADD, s->leaf, s->epoch, s->to,
+                                 o->opts.etcd_timeout_ms + 1000, on_add_reply, arg_of(o, s)) != 0) {
+                s->call_out = 0;
+                s->phase = S_JOINING;
+            }
+        }
+        if (s->phase == S_JOINING && now >= s->deadline_ms) {
+            start_removal(o, s, "it did not catch up within replica-timeout");
+            continue;
+        }
+        if (s->required && oldest[i] != 0 && now - oldest[i] > o->opts.replica_timeout_ms)
+            start_removal(o, s, "it did not hold a write within replica-timeout");
+        else if (s->phase == S_REMOVING)
+            start_removal(o, s, "retrying the removal");
+    }
+    release(o); /* deadlines */
+    uint64_t lag = 0, insync = 0, leaves = 0;
+    for (int i = 0; i < OREPL_MAX; i++) {
+        struct rstream *s = &r->s[i];
+        if (s->copy != NULL && owner_copy_seq(s->copy) - s->held > lag)
+            lag = owner_copy_seq(s->copy) - s->held;
+        insync += s->phase == S_IN_SYNC;
+        int first = s->phase == S_IN_SYNC;
+        for (int k = 0; k < i && first; k++)
+            first = !(r->s[k].phase == S_IN_SYNC && r->s[k].leaf.start == s->leaf.start &&
+                      r->s[k].leaf.bits == s->leaf.bits);
+        leaves += first;
+    }
+    r->st.lag_entries_max = lag;
+    r->st.lag_ms_max = r->head != NULL ? (uint64_t)(now - r->head->since_ms) : 0;
+    r->st.in_sync = insync;
+    r->st.primary_leaves = leaves;
+    r->st.waiting = r->nwait;
+}
+
+void owner_repl_stats(const struct owner *o, struct orepl_stats *out)
+{
+    if (o->repl == NULL)
+        memset(out, 0, sizeof(*out));
+    else
+        *out = o->repl->st;
+}
+
+uint64_t owner_repl_streams(const struct owner *o)
+{
+    return o->repl != NULL ? o->repl->st.streams : 0;
+}
+
+int owner_repl_setup(struct owner *o)
+{
+    if (o->opts.cluster[0] == '\0')
+        return 0;
+    struct orepl *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return -1;
+    r->tail = &r->head;
+    r->reads_tail = &r->reads;
+    o->repl = r;
+    r->tick = event_new(o->base, -1, EV_PERSIST, on_tick, o);
+    if (r->tick == NULL)
+        return -1;
+    struct timeval tv = {0, OREPL_TICK_MS * 1000};
+    event_add(r->tick, &tv);
+    return 0;
+}
+
+void owner_repl_teardown(struct owner *o)
+{
+    struct orepl *r = o->repl;
+    if (r == NULL)
+        return;
+    for (int i = 0; i < OREPL_MAX; i++) {
+        owner_copy_stop(&r->s[i].copy);
+        if (r->s[i].h != NULL)
+            owner_hlink_close(r->s[i].h, 0);
+    }
+    while (r->head != NULL) {
+        struct rwait *w = r->head;
+        r->head = w->next;
+        for (size_t i = 0; i < w->npush; i++)
+            free(w->push[i].key);
+        free(w->push);
+        buf_deinit(&w->reply);
+        free(w);
+    }
+    while (r->reads != NULL) {
+        struct rread *x = r->reads;
+        r->reads = x->next;
+        free(x->payload);
+        free(x);
+    }
+    for (size_t i = 0; i < r->ncur_push; i++)
+        free(r->cur_push[i].key);
+    free(r->cur_push);
+    if (r->tick != NULL)
+        event_free(r->tick);
+    free(r);
+    o->repl = NULL;
+}
