@@ -134,7 +134,7 @@ static void submit(struct owner *o, struct rmove *r)
         return; /* a full ring: the rows wait for the next submit */
     struct persist_batch *b = r->cur;
     r->cur = NULL;
-    b->id = OWNER_BATCH_MOVE | ((uint64_t)(r - o->recv->m) << 56) | (r->gen & ((1ULL << 56) - 1));
+    b->id = OWNER_BATCH_MOVE | ((uint64_t)(r - o->recv->m) << 40) | (r->gen & ((1ULL << 40) - 1));
     if (persister_submit(o->persister, b) != HKV_OK) {
         persist_batch_free(&b);
         r->failed = 1;
@@ -184,9 +184,9 @@ void owner_recv_batch_done(struct owner *o, const struct persist_batch *b)
 {
     if (o->recv == NULL)
         return;
-    struct rmove *r = &o->recv->m[((b->id >> 56) & 0x3f) % OWN_RECV_SLOTS];
+    struct rmove *r = &o->recv->m[((b->id >> 40) & 0xffff) % OWN_RECV_SLOTS];
     if ((r->phase != R_RECEIVING && r->phase != R_ACKED) ||
-        r->gen != (b->id & ((1ULL << 56) - 1)))
+        r->gen != (b->id & ((1ULL << 40) - 1)))
         return; /* the move ended meanwhile */
     if (r->batches_out > 0) { /* batches are done in the order they were submitted */
         r->bytes_out -= r->ring_bytes[r->ring_head % RECV_RING];

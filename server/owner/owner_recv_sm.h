@@ -15,8 +15,9 @@
 #define RECV_MAX_OUT_BYTES (32u << 20) /* rows out to the persister before the link is not read */
 #define RECV_RING 256
 /* Leaves followed at once (CLUSTER.md §7, owner_follow.c): their slots come
- * after the moves' in struct orecv, and a batch id keeps the slot in 6 bits. */
-#define OWN_FOLLOW_MAX 62
+ * after the moves' in struct orecv (a batch id keeps the slot in 16 bits);
+ * a single host's map has 1024 leaves, half of them another owner's. */
+#define OWN_FOLLOW_MAX 2048
 #define OWN_RECV_SLOTS (OWN_RECV_MAX + OWN_FOLLOW_MAX)
 #define FOLLOW_ORPHAN_MS 30000    /* a follow whose link went, the primary unchanged: kept this
                                    * long for the primary's new BEGIN, unless in the in-sync set */

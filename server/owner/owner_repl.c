@@ -31,6 +31,7 @@
 #include "server/owner/owner_move_int.h"
 
 #define PENDING_SLOTS 4096           /* key hashes of held ledger writes (reads of them wait) */
+#define OREPL_BUCKETS 1024           /* the leaf index (a write finds its leaf's streams) */
 
 enum sphase { S_FREE, S_BEGIN, S_SEED, S_CATCHUP, S_JOINING, S_ADDING, S_IN_SYNC, S_REMOVING };
 static const char *const SPHASES[] = {"free", "begin", "seed", "catch-up", "joining", "adding",
@@ -52,6 +53,7 @@ struct rstream {
     int64_t epoch;                   /* the leaf's epoch as this stream knows it */
     int64_t deadline_ms, retry_ms, started_ms;
     int touched;                     /* the request running now sent it something */
+    uint16_t next;                   /* the leaf index's chain (slot + 1; 0: end) */
 };
 
 struct rneed { uint16_t slot; uint64_t gen, seq; };
@@ -85,6 +87,10 @@ struct orepl {
     struct rpush *cur_push;          /* the running request's deferred pushes */
     size_t ncur_push, cap_push;
     int touched_any;
+    uint16_t touched[OREPL_MAX];     /* slots the running request touched */
+    int ntouched;
+    uint16_t bucket[OREPL_BUCKETS];  /* leaf -> its streams (slot + 1) */
+    uint16_t nbits[33];              /* streams per leaf depth: the depths to look up */
     uint16_t pending[PENDING_SLOTS];
     struct rread *reads, **reads_tail;
     struct event *tick;
@@ -96,6 +102,51 @@ static int64_t now_ms(void) { return clock_mono_ms(); }
 static int in_leaf(const struct hand_leaf *lf, uint64_t place)
 {
     return (uint64_t)(uint32_t)(place >> 32) - lf->start < (1ULL << (32 - lf->bits));
+}
+
+static unsigned bucket_of(uint32_t start, uint8_t bits)
+{
+    uint32_t prefix = bits ? start >> (32 - bits) : 0;
+    return (prefix * 2654435761u ^ bits) % OREPL_BUCKETS;
+}
+
+static void index_add(struct orepl *r, int slot)
+{
+    struct rstream *s = &r->s[slot];
+    unsigned b = bucket_of(s->leaf.start, s->leaf.bits);
+    s->next = r->bucket[b];
+    r->bucket[b] = (uint16_t)(slot + 1);
+    r->nbits[s->leaf.bits]++;
+}
+
+static void index_del(struct orepl *r, int slot)
+{
+    struct rstream *s = &r->s[slot];
+    uint16_t *pp = &r->bucket[bucket_of(s->leaf.start, s->leaf.bits)];
+    while (*pp != 0 && *pp != slot + 1)
+        pp = &r->s[*pp - 1].next;
+    if (*pp != 0) {
+        *pp = s->next;
+        r->nbits[s->leaf.bits]--;
+    }
+    s->next = 0;
+}
+
+static void touch(struct orepl *r, int slot)
+{
+    if (!r->s[slot].touched) {
+        r->s[slot].touched = 1;
+        r->touched[r->ntouched++] = (uint16_t)slot;
+    }
+    r->touched_any |= r->s[slot].required;
+}
+
+static void untouch_all(struct orepl *r)
+{
+    for (int i = 0; i < r->ntouched; i++)
+        r->s[r->touched[i]].touched = 0;
+    r->ntouched = 0;
+    r->touched_any = 0;
 }
 
 static const char *leaf_name(const struct hand_leaf *l, char *buf, size_t len)
@@ -241,10 +292,8 @@ void owner_repl_retry(struct owner *o)
     if (r == NULL || r->nwait == 0)
         return; /* nothing waits: its original was answered, so it is held */
     for (int i = 0; i < OREPL_MAX; i++)
-        if (r->s[i].required) {
-            r->s[i].touched = 1;
-            r->touched_any = 1;
-        }
+        if (r->s[i].required)
+            touch(r, i);
 }
 
 void owner_repl_hold(struct owner *o, struct olink *l, uint64_t id, uint64_t ticket, int durable,
@@ -252,8 +301,8 @@ void owner_repl_hold(struct owner *o, struct olink *l, uint64_t id, uint64_t tic
 {
     struct orepl *r = o->repl;
     int n = 0;
-    for (int i = 0; i < OREPL_MAX; i++)
-        n += r->s[i].required && r->s[i].touched;
+    for (int i = 0; i < r->ntouched; i++)
+        n += r->s[r->touched[i]].required;
     struct rwait *w = calloc(1, sizeof(*w) + (size_t)n * sizeof(struct rneed));
     if (w == NULL) {
         buf_deinit(reply);
@@ -261,10 +310,10 @@ void owner_repl_hold(struct owner *o, struct olink *l, uint64_t id, uint64_t tic
         push_now(o, r->cur_push, r->ncur_push);
         goto out;
     }
-    for (int i = 0; i < OREPL_MAX; i++) {
-        struct rstream *s = &r->s[i];
-        if (s->required && s->touched)
-            w->need[w->nneed++] = (struct rneed){(uint16_t)i, s->gen, owner_copy_seq(s->copy)};
+    for (int i = 0; i < r->ntouched; i++) {
+        struct rstream *s = &r->s[r->touched[i]];
+        if (s->required)
+            w->need[w->nneed++] = (struct rneed){r->touched[i], s->gen, owner_copy_seq(s->copy)};
     }
     w->l = l;
     w->id = id;
@@ -276,17 +325,24 @@ void owner_repl_hold(struct owner *o, struct olink *l, uint64_t id, uint64_t tic
     w->deadline_ms = w->since_ms + o->opts.replica_timeout_ms + o->opts.etcd_timeout_ms + 1000;
     w->push = r->cur_push;
     w->npush = r->ncur_push;
-    *r->tail = w;
-    r->tail = &w->next;
-    r->nwait++;
-    r->st.acks_waited++;
+    int met = 1;
+    for (int i = 0; i < w->nneed && met; i++)
+        met = need_met(r, w, &w->need[i]);
+    if (met) { /* held already (or nothing required after all): it goes at once */
+        send_reply(o, w);
+        push_now(o, w->push, w->npush);
+        buf_deinit(&w->reply);
+        free(w);
+    } else {
+        *r->tail = w;
+        r->tail = &w->next;
+        r->nwait++;
+        r->st.acks_waited++;
+    }
 out:
     r->cur_push = NULL;
     r->ncur_push = r->cap_push = 0;
-    r->touched_any = 0;
-    for (int i = 0; i < OREPL_MAX; i++)
-        r->s[i].touched = 0;
-    release(o); /* nothing required after all: it goes at once */
+    untouch_all(r);
 }
 
 int owner_repl_defer_push(struct owner *o, const char *key, size_t klen, uint64_t place,
@@ -296,8 +352,10 @@ int owner_repl_defer_push(struct owner *o, const char *key, size_t klen, uint64_
     if (r == NULL || !r->touched_any)
         return 0;
     int required = 0;
-    for (int i = 0; i < OREPL_MAX && !required; i++)
-        required = r->s[i].required && r->s[i].touched && in_leaf(&r->s[i].leaf, place);
+    for (int i = 0; i < r->ntouched && !required; i++) {
+        const struct rstream *s = &r->s[r->touched[i]];
+        required = s->required && in_leaf(&s->leaf, place);
+    }
     if (!required)
         return 0;
     if (r->ncur_push == r->cap_push) {
@@ -364,13 +422,19 @@ void owner_repl_applied(struct owner *o, const char *key, size_t klen)
     if (r == NULL || r->st.streams == 0)
         return;
     uint64_t place = router_place(key, klen);
-    for (int i = 0; i < OREPL_MAX; i++) {
-        struct rstream *s = &r->s[i];
-        if (s->copy == NULL || s->phase < S_SEED || !in_leaf(&s->leaf, place))
+    uint32_t h = (uint32_t)(place >> 32);
+    for (int bits = 0; bits <= 32; bits++) { /* usually one depth has streams */
+        if (r->nbits[bits] == 0)
             continue;
-        owner_copy_applied(s->copy, key, klen);
-        s->touched = 1;
-        r->touched_any |= s->required;
+        uint32_t start = bits ? h & ~(uint32_t)((1ULL << (32 - bits)) - 1) : 0;
+        for (uint16_t x = r->bucket[bucket_of(start, (uint8_t)bits)]; x != 0; x = r->s[x - 1].next) {
+            struct rstream *s = &r->s[x - 1];
+            if (s->leaf.start != start || s->leaf.bits != bits || s->copy == NULL ||
+                s->phase < S_SEED)
+                continue;
+            owner_copy_applied(s->copy, key, klen);
+            touch(r, x - 1);
+        }
     }
 }
 
@@ -378,9 +442,15 @@ void owner_repl_record(struct owner *o, uint32_t writer, uint64_t inc, uint64_t 
                        const struct rifl_result *res)
 {
     struct orepl *r = o->repl;
-    for (int i = 0; r != NULL && i < OREPL_MAX; i++)
-        if (r->s[i].touched && r->s[i].copy != NULL)
-            owner_copy_record(r->s[i].copy, writer, inc, seq, res);
+    if (r == NULL)
+        return;
+    for (int i = 0; i < r->ntouched; i++) {
+        struct rstream *s = &r->s[r->touched[i]];
+        if (s->copy != NULL)
+            owner_copy_record(s->copy, writer, inc, seq, res);
+    }
+    if (!r->touched_any)
+        untouch_all(r); /* only streams still seeding: no answer waits (no hold) */
 }
 
 /* ---- streams ------------------------------------------------------------------ */
@@ -396,6 +466,13 @@ static void stream_free(struct owner *o, struct rstream *s, const char *why)
     owner_copy_stop(&s->copy);
     if (s->h != NULL)
         owner_hlink_close(s->h, 1);
+    int slot = (int)(s - r->s);
+    index_del(r, slot);
+    if (s->touched) { /* out of the running request's list */
+        for (int i = 0; i < r->ntouched; i++)
+            if (r->touched[i] == slot)
+                r->touched[i] = r->touched[--r->ntouched];
+    }
     uint64_t gen = s->gen;
     memset(s, 0, sizeof(*s));
     s->gen = gen; /* held answers naming the old stream see it gone */
@@ -627,6 +704,7 @@ void owner_repl_order(struct owner *o, const struct hand_msg *ord)
                          .u.begin = {wire_cstr(o->opts.cluster), wire_cstr(o->opts.host), lf,
                                      s->epoch, owner_own_number(o), to, o->incarnation, true}};
     owner_hlink_send(s->h, &b);
+    index_add(r, (int)(s - r->s));
     r->st.streams++;
     log_notice("leaf %s: seeding follower %u (epoch %lld)", leaf_name(&lf, n, sizeof(n)), to,
                (long long)s->epoch);

@@ -43,7 +43,7 @@ struct owner;
 struct olink;
 struct rifl_result;
 
-#define OREPL_MAX 64                 /* streams out at once (followers x leaves) */
+#define OREPL_MAX 2048               /* streams out at once (followers x leaves) */
 #define OREPL_BEGIN_TIMEOUT_MS 5000
 #define OREPL_TICK_MS 10
 #define OREPL_RETRY_MS 200           /* a CAS that did not answer is tried again */
