@@ -410,6 +410,61 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
     oreq_done(r);
 }
 
+/* ---- a new map ------------------------------------------------------------ */
+
+/* The first write waiting to be resent, its last attempt's connection gone,
+ * whose key another owner serves now. */
+static struct oreq *moved_waiter(struct edge *e, struct owner_ref **to)
+{
+    for (struct oreq *r = e->ops->wq_head; r != NULL; r = r->wnext) {
+        if (r->state != OREQ_WAIT || r->nk == 0)
+            continue;
+        /* only when the last attempt's connection broke (its owner died,
+         * or was cut off): a timed-out write goes back where it went, whose
+         * MOVED then sends it on as a first attempt */
+        if (r->link != NULL && elink_is_up(r->link) && r->conn == elink_next_conn(r->link))
+            continue;
+        const struct wire_slice *k = &r->op->keys[r->op->kidx[r->k0]];
+        struct route rt;
+        struct owner_ref *o = edge_owner_of(e, k->p, k->len, &rt);
+        if (o != NULL && o != r->owner) {
+            *to = o;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+void op_reroute(struct edge *e)
+{
+    int64_t now = clock_mono_ms();
+    struct owner_ref *o;
+    struct oreq *r;
+    /* one at a time, from the head again: a send may finish an op, and
+     * its requests with it; each one sent is no longer waiting */
+    while ((r = moved_waiter(e, &o)) != NULL) {
+        struct op *op = r->op;
+        r->owner->wq_n--;
+        o->wq_n++;
+        r->owner = o;
+        /* tried stays set: rid.prev names the process the last attempt
+         * reached, so the new primary answers from the record that came
+         * with the result, or "outcome unknown" (never a second apply) */
+        op->pending++;
+        oreq_send(r, now);
+        if (--op->pending == 0) {
+            if (op->timer_on) {
+                evtimer_del(&op->timer);
+                op->timer_on = 0;
+            }
+            if (op->err)
+                op_finish_error(op);
+            else
+                op->fam->done(op);
+        }
+    }
+}
+
 /* ---- reload -------------------------------------------------------------- */
 
 void op_reload(struct edge *e, const struct op_opts *next)
