@@ -16,7 +16,9 @@
 #include "server/colo/cache.h"
 #include "server/core/clock.h"
 #include "server/core/ctl.h"
+#include "server/core/router_map.h"
 #include "server/core/version.h"
+#include "server/edge/edge_owners.h"
 #include "server/edge/auth.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
@@ -173,10 +175,12 @@ void edge_cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
     }
 }
 
-/* WAIT numreplicas timeout: hotkvd has no replicas, so the answer is 0, at
- * once (Redis, with none, makes a client asking for one or more wait out
- * its timeout; a durable-class write is on disk before its OK anyway).
- * Redis's argument errors. */
+/* WAIT numreplicas timeout: the number of in-sync followers (CLUSTER.md §7)
+ * of the leaf of the client's last write, at once: a write is answered only
+ * once every one of them holds it, and replies keep the order of requests,
+ * so they all hold it by now.  0 with no followers, or before any write
+ * (Redis, with none, makes a client asking for one or more wait out its
+ * timeout).  Redis's argument errors. */
 void edge_cmd_wait(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long long n;
@@ -192,7 +196,15 @@ void edge_cmd_wait(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_error(&c->out, "ERR timeout is negative");
         return;
     }
-    resp_add_int(&c->out, 0);
+    const struct sess *s = sess_of(c);
+    long long held = 0;
+    const struct rmap *m = router_map(c->e->owners->router);
+    if (s->wrote && m != NULL) {
+        const struct cmap_leaf *l = cmap_lookup(rmap_table(m), (enum cfg_pool)s->last_write_pool,
+                                                s->last_write_place);
+        held = l != NULL ? l->nisr : 0;
+    }
+    resp_add_int(&c->out, held);
 }
 
 void edge_cmd_info(struct conn *c, int argc, const struct resp_slice *argv)

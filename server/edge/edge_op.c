@@ -77,6 +77,14 @@ static void op_unlink(struct op *op)
         return;
     if (op->is_write)
         sess_of(c)->writes_inflight--;
+    if (op->is_write && op->nkeys > 0 && !op->err) {
+        struct route rt;
+        if (edge_owner_of(op->e, op->keys[0].p, op->keys[0].len, &rt) != NULL) {
+            sess_of(c)->last_write_place = rt.place;
+            sess_of(c)->last_write_pool = (uint8_t)rt.pool;
+            sess_of(c)->wrote = 1;
+        }
+    }
     c->req_held -= op->args_held;
     op->args_held = 0;
     if (op->cprev)

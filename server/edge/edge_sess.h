@@ -59,6 +59,8 @@ struct sess {
     /* the op engine (edge_op.c) */
     struct op *ops;               /* ops answering this client */
     uint32_t writes_inflight;     /* its write ops not finished */
+    uint64_t last_write_place;    /* its last write's first key (WAIT: whose followers) */
+    uint8_t last_write_pool, wrote; /* ... its pool; a write was made */
     /* MULTI and WATCH (edge_tx.c) */
     struct edge_tx *tx;           /* NULL until used */
     int watching;                 /* it WATCHes keys: its reads ask the owner */

@@ -67,6 +67,7 @@ static void opts_of(struct owner_opts *p, const struct cfg *c, enum cfg_pool poo
         .etcd_timeout_ms = c->etcd_timeout_ms,
         .replica_timeout_ms = c->replica_timeout_ms,
         .local_map = cfg_local_map(c),
+        .replicas = c->replicas,
         .move_fence_timeout_ms = c->move_fence_timeout_ms,
         .move_window_ms = c->move_window_ms,
         .owner_push = c->owner_push,

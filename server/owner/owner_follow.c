@@ -105,6 +105,27 @@ static void promoted(struct owner *o, struct rmove *r, int64_t epoch)
     memset(r, 0, sizeof(*r));
 }
 
+void ofollow_yield(struct owner *o, struct hand_leaf leaf)
+{
+    struct orecv *rv = o->recv;
+    char name[48];
+    for (int i = OWN_RECV_MAX; i < OWN_RECV_SLOTS; i++) {
+        struct rmove *r = &rv->m[i];
+        if (r->phase == R_FREE || r->phase == R_DROPPING || r->leaf.start != leaf.start ||
+            r->leaf.bits != leaf.bits)
+            continue;
+        log_notice("leaf %s: no longer following owner %u: a move of the leaf comes here (its "
+                   "purge drops the copy)", orecv_leaf_name(&r->leaf, name, sizeof(name)), r->from);
+        rv->fst.dropped++;
+        /* the primary takes this owner out of the in-sync set (a CAS) before
+         * it answers another write without it */
+        orecv_send_why(r, HANDOFF_ABORT, "a move of the leaf comes to the follower");
+        orecv_release(o, r);
+        owner_purge_cancel(o, r);
+        memset(r, 0, sizeof(*r));
+    }
+}
+
 void ofollow_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
 {
     const struct owner_opts *opts = &o->opts;

@@ -30,7 +30,12 @@ const struct cfg_class *owner_class(struct owner *o, const char *key, size_t kle
 
 uint16_t owner_key_tag(struct owner *o, struct wire_slice key)
 {
-    if (owner_class(o, key.p, key.len)->durability != CFG_DUR_DURABLE)
+    /* A leaf that should have followers and has none in sync (seeding, just
+     * promoted, just moved) commits before it answers: the write then
+     * survives this process's death without a follower (owner_repl.h). */
+    if (owner_class(o, key.p, key.len)->durability != CFG_DUR_DURABLE &&
+        (o->opts.replicas == 0 || o->repl == NULL ||
+         owner_repl_covered(o, router_place(key.p, key.len))))
         return OWNER_TAG_LEDGER;
     o->durable_tagged = 1;
     return OWNER_TAG_DURABLE;

@@ -35,6 +35,7 @@ struct owner_opts {
     int64_t move_window_ms;
     int64_t replica_timeout_ms;   /* a follower this late leaves the in-sync set */
     int local_map;                /* a single host's leaf-moves: no lease to prove */
+    int replicas;                 /* followers per leaf wanted (0: none) */
     int owner_push;
 };
 

@@ -431,6 +431,7 @@ void orecv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
         orecv_release(o, r);
         owner_purge_cancel(o, r);
     }
+    ofollow_yield(o, m->u.begin.leaf);
     *r = (struct rmove){.phase = R_WAIT_MAP, .h = h, .leaf = m->u.begin.leaf, .e1 = m->u.begin.e1,
                         .from = m->u.begin.from, .next_seq = 1, .gen = ++rv->next_batch,
                         .deadline_ms = clock_mono_ms() + RECV_BEGIN_WAIT_MS,

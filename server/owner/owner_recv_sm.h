@@ -88,6 +88,10 @@ void orecv_purge_done(struct owner *o, void *arg, int status, uint64_t entries, 
 /* ---- owner_follow.c ---- */
 /* A BEGIN with `follow`: seeding this owner as a follower. */
 void ofollow_accept(struct owner *o, struct hlink *h, const struct hand_msg *m);
+/* A move of leaf comes here: its follow (if any) ends first, without a
+ * purge of its own (the move's purge drops the rows; two purges of one
+ * leaf could interleave with the move's copy). */
+void ofollow_yield(struct owner *o, struct hand_leaf leaf);
 /* The clock: map checks of new follows, READY, orphans. */
 void ofollow_tick(struct owner *o);
 /* Once a loop turn: HELD for the follows that took frames; a gap or a

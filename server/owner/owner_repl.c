@@ -827,6 +827,23 @@ void owner_repl_stats(const struct owner *o, struct orepl_stats *out)
         *out = o->repl->st;
 }
 
+int owner_repl_covered(const struct owner *o, uint64_t place)
+{
+    const struct orepl *r = o->repl;
+    uint32_t h = (uint32_t)(place >> 32);
+    for (int bits = 0; r != NULL && bits <= 32; bits++) {
+        if (r->nbits[bits] == 0)
+            continue;
+        uint32_t start = bits ? h & ~(uint32_t)((1ULL << (32 - bits)) - 1) : 0;
+        for (uint16_t x = r->bucket[bucket_of(start, (uint8_t)bits)]; x != 0; x = r->s[x - 1].next) {
+            const struct rstream *s = &r->s[x - 1];
+            if (s->leaf.start == start && s->leaf.bits == bits && s->required)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 uint64_t owner_repl_streams(const struct owner *o)
 {
     return o->repl != NULL ? o->repl->st.streams : 0;

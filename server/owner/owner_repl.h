@@ -98,6 +98,9 @@ int owner_repl_park_read(struct owner *o, struct olink *l, const char *payload, 
 void owner_repl_retry(struct owner *o);
 void owner_repl_forget_link(struct owner *o, struct olink *l);
 void owner_repl_stats(const struct owner *o, struct orepl_stats *out);
+/* 1 if the leaf of placement hash `place` has a required follower (its
+ * ledger writes may be answered from memory; else they commit first). */
+int owner_repl_covered(const struct owner *o, uint64_t place);
 /* Streams out now (FLUSHALL is refused while there are any). */
 uint64_t owner_repl_streams(const struct owner *o);
 
