@@ -39,7 +39,7 @@
 #include "server/agent/agent_keys.h"
 #include "server/core/cmap.h"
 
-#define APRO_MAX_INFLIGHT 256       /* promotion / removal CASes out at once */
+#define APRO_MAX_INFLIGHT 1024      /* promotion / removal CASes out at once */
 #define APRO_RETRY_MS 200           /* a failed CAS's leaf is looked at again after this */
 
 /* ---- the choice (agent_promote_pick.c, pure) ---- */
