@@ -263,6 +263,7 @@ static int setup(struct agent *a, struct worker_ctx *ctx, char *map_path, char *
     if (a->base == NULL || a->map == NULL || a->scratch == NULL)
         return -1;
     cmap_health_get(ctx->cmap, &a->h); /* a restarted agent goes on from there */
+    a->fresh_start = cmap_revision(ctx->cmap) == 0;
     a->h.etcd_up = 0;
     load_saved(a, map_path, state_path);
     agent_health_push(a);

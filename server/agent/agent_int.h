@@ -101,6 +101,8 @@ struct agent {
     struct agent_promote *promote; /* failover (agent_promote.h); NULL: out of memory */
     struct event *tick;
     int stopping;
+    int fresh_start;               /* the segment had no map at start: the whole daemon
+                                    * started, not just the agent (agent_promote.h) */
     uint64_t incarnation;          /* this agent process */
     char prefix[AGENT_KEY_MAX], prefix_end[AGENT_KEY_MAX];
     size_t plen, elen;

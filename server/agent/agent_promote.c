@@ -45,6 +45,7 @@ struct agent_promote {
     uint8_t dead[CMAP_MAX_OWNERS + 1];      /* local owners seen dead */
     uint8_t restarted[CMAP_MAX_OWNERS + 1]; /* ... that said HELLO since */
     int64_t died_ms[CMAP_MAX_OWNERS + 1];
+    int fresh;                     /* a cluster host's first start: its owners are new */
     struct agent_txn txn;
     struct pcas cas[APRO_MAX_INFLIGHT];
 };
@@ -57,6 +58,9 @@ struct agent_promote *agent_promote_create(struct agent *a)
         return NULL;
     }
     p->a = a;
+    /* no map in the segment yet: the master (and every owner) started anew,
+     * not just the agent; a single host clears its sets instead */
+    p->fresh = a->fresh_start && !a->opt.local_map;
     for (int i = 0; i < APRO_MAX_INFLIGHT; i++)
         p->cas[i].p = p;
     return p;
@@ -173,14 +177,19 @@ static void one_leaf(struct agent_promote *p, int pool, const struct cmap_leaf *
     int gone = here ? p->dead[l->owner] : !prim->live;
     struct agent_leaf_v v;
     if (gone) {
-        if (!apro_choose(l, eligible, &v))
-            return; /* no live in-sync follower: the leaf waits for its primary */
-        const struct cmap_owner *next = cmap_owner(t, v.owner);
-        if (here) /* our own dead owner: this agent knows, and acts */
-            ask(p, pool, l, &v, next->id, NULL, 0);
-        else if (local(p, next)) /* another host's: its registration must be gone */
-            ask(p, pool, l, &v, NULL, prim->id, 0);
-        return;
+        if (apro_choose(l, eligible, &v)) {
+            const struct cmap_owner *next = cmap_owner(t, v.owner);
+            if (here) /* our own dead owner: this agent knows, and acts */
+                ask(p, pool, l, &v, next->id, NULL, 0);
+            else if (local(p, next)) /* another host's: its registration must be gone */
+                ask(p, pool, l, &v, NULL, prim->id, 0);
+            return;
+        }
+        /* no live in-sync follower: the leaf waits for its primary; once
+         * ours runs again, the dead among its followers leave the set (what
+         * they held died with them), so it serves again */
+        if (!here || !p->restarted[l->owner])
+            return;
     }
     for (unsigned i = 0; i < l->nisr; i++) {
         unsigned n = l->isr[i];
@@ -206,6 +215,16 @@ static void scan(struct agent_promote *p)
         return;
     p->trev = rev;
     p->retry_ms = 0;
+    if (p->fresh) {
+        /* A whole cluster host restarted: its owners lost what they held in
+         * memory, so a live in-sync follower elsewhere is promoted rather
+         * than a restarted primary trusted, and they leave the sets they
+         * were in, as after a death the master reported. */
+        p->fresh = 0;
+        for (unsigned n = 1; n <= CMAP_MAX_OWNERS; n++)
+            if (local(p, cmap_owner(p->t, n)))
+                p->dead[n] = p->restarted[n] = 1;
+    }
     memset(listed, 0, sizeof(listed));
     for (unsigned n = 1; n <= CMAP_MAX_OWNERS; n++) {
         const struct cmap_owner *o = cmap_owner(p->t, n);
@@ -253,8 +272,10 @@ void agent_promote_owner_hello(struct agent_promote *p, int pool, int index)
     if (p == NULL)
         return;
     unsigned n = number_of(p, pool, index);
-    if (n != 0 && p->dead[n])
+    if (n != 0 && p->dead[n]) {
         p->restarted[n] = 1;
+        scan(p); /* a leaf that waited for it may serve again */
+    }
 }
 
 void agent_promote_tick(struct agent_promote *p, int64_t now)

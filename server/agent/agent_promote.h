@@ -24,10 +24,18 @@
  * out of every in-sync set it was in (a CAS each: the set only shrinks by
  * CAS, R6), and LEAF_ISR_ADD refuses it meanwhile (agent_leaf.c).
  *
+ * A leaf whose primary is ours, dead, and has said HELLO again, with no
+ * live follower (they died too): its dead followers leave the set, so the
+ * restarted primary serves what its own file holds (nobody holds more).
+ *
  * At the start of a single host with leaf-moves (the whole host restarted:
  * no follower is fresher than the primary's own file), every leaf's isr is
  * cleared before the agent's first map is read (agent_promote_clear_local).
- * Not on a cluster host: another host's followers may be fresher.
+ * Not on a cluster host: another host's followers may be fresher, so there
+ * a whole-daemon start (no map in the segment yet) counts every local owner
+ * as dead and restarted: a live follower elsewhere is promoted, and they
+ * leave the sets they were in.  A restart of the agent alone (the segment
+ * has a map: the owners ran on) changes nothing.
  *
  * Counters: health.repl_promotions, health.repl_isr_removals.
  */

@@ -7,7 +7,11 @@
  *     registration being absent (it came back: nothing changes); a member
  *     on a third host is that host's agent's to promote;
  *   - a local owner's death (CTL_OWNER_DIED): its leaf goes to its first
- *     live follower at once; a leaf it followed loses it from its set. */
+ *     live follower at once; a leaf it followed loses it from its set;
+ *   - primary and follower both dead: nothing until the primary runs
+ *     again, then the dead follower leaves the set (the primary serves);
+ *   - a whole cluster host's start: its owners count as restarted, so a
+ *     live follower elsewhere takes their leaves. */
 #include <check.h>
 #include <string.h>
 
@@ -66,6 +70,9 @@ static void leaf(unsigned primary, const char *val, int one_live)
     owner(1, "h2", one_live);
     owner(2, "h1", 1);
     owner(3, "h3", 1);
+    owner(4, "h1", 1);
+    T.f.t->owners[4].index = 1;
+    snprintf(T.f.t->owners[4].id, sizeof(T.f.t->owners[4].id), "h1/hot/1");
     af_put(&T.f, LEAF, val);
     get();
     struct agent_leaf_v v;
@@ -166,6 +173,39 @@ START_TEST(a_local_owners_death_promotes_at_once_and_empties_its_memberships)
 }
 END_TEST
 
+START_TEST(both_dead_the_leaf_waits_for_its_primary)
+{
+    /* the primary first: its follower's promotion does not apply (members/
+     * h1/hot/1 is not in the store), then the follower dies too */
+    leaf(2, "{\"owner\":2,\"isr\":[4]}", 1);
+    agent_promote_owner_died(T.p, CFG_POOL_HOT, 0); /* owner 2, the primary */
+    run_until(NULL, 100);
+    agent_promote_owner_died(T.p, CFG_POOL_HOT, 1); /* owner 4, the follower */
+    run_until(NULL, 300);
+    ck_assert_str_eq(get(), "{\"owner\":2,\"isr\":[4]}"); /* nobody eligible */
+    ck_assert_int_eq(T.f.a.h.repl_promotions, 0);
+    agent_promote_owner_hello(T.p, CFG_POOL_HOT, 1); /* the follower back: still not eligible */
+    run_until(NULL, 300);
+    ck_assert_str_eq(get(), "{\"owner\":2,\"isr\":[4]}");
+    agent_promote_owner_hello(T.p, CFG_POOL_HOT, 0); /* the primary back */
+    run_until("{\"owner\":2,\"state\":\"serving\"}", 3000);
+    ck_assert_str_eq(get(), "{\"owner\":2,\"state\":\"serving\"}");
+}
+END_TEST
+
+START_TEST(a_whole_cluster_hosts_start_promotes_live_followers_elsewhere)
+{
+    agent_promote_destroy(&T.p);
+    T.f.a.fresh_start = 1;
+    T.p = T.f.a.promote = agent_promote_create(&T.f.a);
+    ck_assert_ptr_nonnull(T.p);
+    af_put(&T.f, "members/h3/hot/0", "{}");
+    leaf(2, "{\"owner\":2,\"isr\":[3]}", 1);
+    run_until("{\"owner\":3,\"state\":\"serving\"}", 3000);
+    ck_assert_str_eq(get(), "{\"owner\":3,\"state\":\"serving\"}");
+}
+END_TEST
+
 Suite *agent_promote_suite(void)
 {
     Suite *s = suite_create("agent_promote");
@@ -175,6 +215,8 @@ Suite *agent_promote_suite(void)
     tcase_add_test(tc, a_primary_registered_again_keeps_its_leaf);
     tcase_add_test(tc, a_member_on_another_host_is_its_agents_to_promote);
     tcase_add_test(tc, a_local_owners_death_promotes_at_once_and_empties_its_memberships);
+    tcase_add_test(tc, both_dead_the_leaf_waits_for_its_primary);
+    tcase_add_test(tc, a_whole_cluster_hosts_start_promotes_live_followers_elsewhere);
     suite_add_tcase(s, tc);
     return s;
 }
