@@ -126,8 +126,12 @@ int agent_follow_done(struct agent_follow *f, uint64_t id, int status)
     if ((id & AGENT_FOLLOW_ORDER_BIT) == 0)
         return 0;
     for (int i = 0; f != NULL && i < AFOL_MAX_OUT; i++)
-        if (f->out[i].id == id)
+        if (f->out[i].id == id) {
+            /* done either way; the map may not show the new member yet, so
+             * the leaf is not asked about again before it can */
+            cool(f, f->out[i].leaf, clock_mono_ms() + AFOL_COOL_MS);
             end(f, &f->out[i], status != LEAF_ST_OK, "the owner says so");
+        }
     return 1;
 }
 
