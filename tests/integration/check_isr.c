@@ -15,7 +15,11 @@
  *     promoted leaf succeeds again (the time from the kill is printed);
  *   - the whole daemon restarted: every set is cleared before the first map;
  *   - `replicas 1` (set by CONFIG SET: reloadable) makes the agent send
- *     follow orders to the primaries (its log says so).
+ *     follow orders to the primaries (its log says so);
+ *   - two hosts of a cluster (a real etcd, lease 3 s): h1 killed whole, its
+ *     leaf with a follower on h2 is h2's owner's once h1's lease expired
+ *     (the promotion compares h1's registration absent); a leaf without a
+ *     follower stays h1's.
  */
 #include <poll.h>
 #include <sys/socket.h>
@@ -24,10 +28,16 @@
 #include "proto/wire.h"
 #include "proto/wire_hand.h"
 #include "tests/integration/move_cluster.h"
+#include "tests/unit/cluster_certs.h"
 
-static struct daemon h1;
+static struct daemon h1, h2;
+static struct daemon *via = &h1; /* the host whose agent and admin tool the helpers use */
 
-static void up(void) { mc_local_start(&h1, NULL, NULL); }
+static void up(void)
+{
+    via = &h1;
+    mc_local_start(&h1, NULL, NULL);
+}
 
 static void down(void) { mc_down(&h1); }
 
@@ -84,7 +94,7 @@ static void ctl_open(struct ctl *c, int index)
     wire_decoder_init(&c->dec, 0);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     char path[512];
-    snprintf(path, sizeof(path), "%s/agent.sock", h1.dir);
+    snprintf(path, sizeof(path), "%s/agent.sock", via->dir);
     ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
     memcpy(sa.sun_path, path, strlen(path) + 1);
     c->fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -133,7 +143,7 @@ struct lrow {
 static int row(const char *leaf, unsigned n, int k, struct lrow *r)
 {
     static char out[1 << 20];
-    if (mc_admin(&h1, out, sizeof(out), 20000, "leaf", "list", NULL, NULL, NULL, NULL) != 0)
+    if (mc_admin(via, out, sizeof(out), 20000, "leaf", "list", NULL, NULL, NULL, NULL) != 0)
         return -1;
     for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n")) {
         unsigned b, p, owner;
@@ -291,6 +301,95 @@ START_TEST(replicas_1_sends_follow_orders_to_the_primaries)
 }
 END_TEST
 
+/* ---- two hosts of a cluster, a real etcd ---- */
+
+static char certs[256];
+
+static void host_prepare(struct daemon *d, const char *host)
+{
+    char extra[1024];
+    snprintf(extra, sizeof(extra),
+             "owner-port %d\nadvertise-addr 127.0.0.1\nauto-moves no\n"
+             "cluster-tls-cert-file %s/%s.crt\ncluster-tls-key-file %s/%s.key\n"
+             "cluster-tls-ca-file %s/ca.crt\n",
+             h_free_port(), certs, host, certs, host, certs);
+    mc_prepare(d, host, 1, extra);
+}
+
+static void up_hosts(void)
+{
+    h_tmpdir(certs, sizeof(certs));
+    cc_make_all(certs);
+    mc_etcd_start();
+    host_prepare(&h1, "h1");
+    host_prepare(&h2, "h2");
+    mc_cluster_init(&h1, "h1/hot/0,h2/hot/0", 3);
+    mc_start(&h1, NULL);
+    mc_start(&h2, NULL);
+    via = &h1;
+}
+
+static void down_hosts(void)
+{
+    mc_down(&h1);
+    mc_down(&h2);
+    mc_etcd_stop();
+    h_rmtree(certs);
+}
+
+START_TEST(a_dead_hosts_leaf_goes_to_its_follower_on_the_other_host)
+{
+    struct lrow a, b, r;
+    ck_assert_int_eq(row(NULL, 1, 0, &a), 0);
+    ck_assert_int_eq(row(NULL, 1, 1, &b), 0);
+    struct ctl c;
+    ctl_open(&c, 0); /* as h1's owner hot/0, number 1 */
+    int64_t e;
+    ck_assert_int_eq(isr(&c, LEAF_ISR_ADD, a.start, a.bits, a.epoch, 2, &e), LEAF_ST_OK);
+    ctl_close(&c);
+    /* h1 dies whole: every process by SIGKILL (no lease revoked), the master last */
+    pid_t kids[64];
+    int nk = h_children(&h1, kids, 64);
+    ck_assert_int_gt(nk, 0);
+    int64_t t0 = h_now_ms();
+    for (int i = 0; i < nk; i++)
+        kill(kids[i], SIGKILL);
+    kill(h1.pid, SIGKILL);
+    ck_assert_int_ge(h_wait(h1.pid, 10000), 0);
+    h1.pid = 0;
+    via = &h2;
+    int64_t took = -1;
+    for (int64_t end = t0 + 20000; took < 0 && h_now_ms() < end; h_sleep_ms(50))
+        if (row(a.leaf, 0, 0, &r) == 0 && r.owner == 2)
+            took = h_now_ms() - t0;
+    ck_assert_msg(took >= 0, "the follower was not promoted within 20 s of its host's death");
+    ck_assert_str_eq(r.isr, "");
+    ck_assert_int_gt(r.epoch, e);
+    ck_assert_int_eq(row(b.leaf, 0, 0, &r), 0);
+    ck_assert_uint_eq(r.owner, 1); /* no follower: it waits for its host */
+    ck_assert(h_log_has(&h2, "follower 2 promoted (primary 1 gone)", a.leaf, NULL));
+    /* a client of h2 writes to the leaf again */
+    char ka[1][32];
+    mc_keys_in(a.start, a.bits, "a", ka, 1);
+    int64_t back = -1;
+    for (int64_t end = h_now_ms() + 10000; back < 0 && h_now_ms() < end;) {
+        int w = mc_connect(h2.port);
+        struct h_reply *x = w >= 0 ? h_cmdv(w, "SET", ka[0], "on-h2", NULL) : NULL;
+        if (x != NULL && h_str_is(x->v, "OK"))
+            back = h_now_ms() - t0;
+        h_free(x);
+        if (w >= 0)
+            close(w);
+        if (back < 0)
+            h_sleep_ms(20);
+    }
+    ck_assert_msg(back >= 0, "no write to the promoted leaf through h2 within 10 s");
+    fprintf(stderr, "isr: host h1 killed (lease 3 s): its leaf's follower on h2 was primary "
+            "%lld ms later, a write through h2 succeeded %lld ms after the kill\n",
+            (long long)took, (long long)back);
+}
+END_TEST
+
 Suite *isr_suite(void)
 {
     Suite *s = suite_create("isr");
@@ -300,6 +399,11 @@ Suite *isr_suite(void)
     tcase_add_test(tc, isr_changes_are_cases_and_kill_9_promotes_the_follower);
     tcase_add_test(tc, a_whole_host_restart_clears_every_set);
     tcase_add_test(tc, replicas_1_sends_follow_orders_to_the_primaries);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("cluster");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, up_hosts, down_hosts);
+    tcase_add_test(tc, a_dead_hosts_leaf_goes_to_its_follower_on_the_other_host);
     suite_add_tcase(s, tc);
     return s;
 }
