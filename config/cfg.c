@@ -227,6 +227,8 @@ hkv_status cfg_local_cluster(struct cfg *c)
     return HKV_OK;
 }
 
+#define CFG_ZONE_MAX 64
+
 hkv_status cfg_validate(const struct cfg *c, struct cfg_error *err)
 {
     char a[32], b[32];
@@ -238,6 +240,11 @@ hkv_status cfg_validate(const struct cfg *c, struct cfg_error *err)
     if (cfg_local_map(c) && c->owner_port != 0)
         return invalid(err, "owner-port is for a cluster: with leaf-moves, every owner is on "
                             "this host");
+    if (c->replicas > 0 && c->cluster[0] == '\0' && !c->leaf_moves)
+        return invalid(err, "replicas needs a cluster or leaf-moves yes (followers are other "
+                            "owners, placed and promoted through the leaf map)");
+    if (strlen(c->zone) > CFG_ZONE_MAX || strpbrk(c->zone, " \t\"\\") != NULL)
+        return invalid(err, "zone: at most 64 bytes, no blank, quote or backslash");
     if (c->nbind < 1)
         return invalid(err, "at least one bind address is needed");
     if (c->edge_workers < 1)

@@ -18,16 +18,17 @@
  *   hotkvd-admin CONFIG status
  *       prints what etcd holds, one fact a line:
  *         cluster <name> revision <etcd revision> etcd <endpoint>
- *         host <name> number <h> addr <addr> lease <id>        (registered)
+ *         host <name> number <h> addr <addr> lease <id> [zone <z>] (registered)
  *         host <name> number <h> down                          (hostnums only)
  *         owner <n> <id> live|down <addr>:<port> leaves <hot+cold count>
+ *         leaf <pool> <bits>-<prefix> primary <n> isr <m,...>|-   (each leaf)
  *         pool <pool> leaves <count> ready|not-ready min_bits <b>
  *         map ok | map INVALID: <why>
  *         leases <registered hosts> live
  *
  *   hotkvd-admin CONFIG leaf list
  *       leaf <pool> <bits>-<prefix> owner <n> <id> state serving|moving [to <m>]
- *       epoch <e>, one line per leaf (after "revision <r>")
+ *       epoch <e> [isr <m,...>], one line per leaf (after "revision <r>")
  *   hotkvd-admin CONFIG leaf split POOL LEAF
  *       the split txn (agent_txn.h) at the epoch read: "split ... into ..."
  *   hotkvd-admin CONFIG leaf move POOL LEAF TO [--wait MS]

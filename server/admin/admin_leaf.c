@@ -67,7 +67,10 @@ static int leaf_list(struct agent_sync *s, const struct cfg *cfg, FILE *out, FIL
                         l->bits, prefix, l->owner, o != NULL ? o->id : "?", state_name(l->state));
                 if (l->state == CMAP_MOVING)
                     fprintf(out, " to %u", l->to);
-                fprintf(out, " epoch %" PRId64 "\n", l->epoch);
+                fprintf(out, " epoch %" PRId64, l->epoch);
+                for (unsigned k = 0; k < l->nisr && k < CMAP_MAX_ISR; k++)
+                    fprintf(out, "%s%u", k == 0 ? " isr " : ",", l->isr[k]);
+                fprintf(out, "\n");
             }
         code = 0;
     }
@@ -89,10 +92,14 @@ static int read_leaf(struct agent_sync *s, const struct cfg *cfg, int pool, uint
         agent_sync_free(&r);
         return -1;
     }
-    int found = r.nkvs > 0 && agent_parse_leaf(r.kvs[0].value, r.kvs[0].value_len, owner, state,
-                                               to) == HKV_OK;
-    if (found)
+    struct agent_leaf_v v;
+    int found = r.nkvs > 0 && agent_parse_leaf(r.kvs[0].value, r.kvs[0].value_len, &v) == HKV_OK;
+    if (found) {
+        *owner = v.owner;
+        *state = v.state;
+        *to = v.to;
         *mod = r.kvs[0].mod_revision;
+    }
     agent_sync_free(&r);
     return found;
 }

@@ -22,6 +22,7 @@
 struct host_row {
     char name[CMAP_NAME_MAX];
     char addr[CMAP_NAME_MAX];
+    char zone[CMAP_NAME_MAX];
     unsigned number;
     int64_t lease;
     int registered;
@@ -47,8 +48,8 @@ static void print_hosts(FILE *out, struct host_row *rows, int n)
         const struct host_row *h = &rows[i];
         if (h->registered) {
             live++;
-            fprintf(out, "host %s number %u addr %s lease %" PRId64 "\n", h->name, h->number,
-                    h->addr[0] ? h->addr : "-", h->lease);
+            fprintf(out, "host %s number %u addr %s lease %" PRId64 "%s%s\n", h->name, h->number,
+                    h->addr[0] ? h->addr : "-", h->lease, h->zone[0] ? " zone " : "", h->zone);
         } else {
             fprintf(out, "host %s number %u down\n", h->name, h->number);
         }
@@ -70,6 +71,16 @@ static void print_table(FILE *out, const struct cmap_table *t)
         fprintf(out, "owner %u %s %s %s:%u leaves %u\n", n, o->id, o->live ? "live" : "down",
                 o->addr[0] ? o->addr : "-", o->port, leaves[n]);
     }
+    /* each leaf's primary and in-sync followers (CLUSTER.md §7) */
+    for (int p = 0; p < CMAP_NPOOLS; p++)
+        for (uint32_t i = 0; i < t->nleaves[p]; i++) {
+            const struct cmap_leaf *l = &t->leaves[p][i];
+            fprintf(out, "leaf %s %u-%08x primary %u isr ", topo_pool_name((enum cfg_pool)p),
+                    l->bits, l->bits ? l->start >> (32 - l->bits) : 0, l->owner);
+            for (unsigned k = 0; k < l->nisr && k < CMAP_MAX_ISR; k++)
+                fprintf(out, "%s%u", k ? "," : "", l->isr[k]);
+            fprintf(out, "%s\n", l->nisr == 0 ? "-" : "");
+        }
 }
 
 int admin_status(const struct cfg *cfg, FILE *out, FILE *err)
@@ -109,7 +120,8 @@ int admin_status(const struct cfg *cfg, FILE *out, FILE *err)
                 break;
             h->registered = 1;
             h->lease = kv->lease;
-            if (agent_parse_host(kv->value, kv->value_len, h->addr, sizeof(h->addr), &num) == HKV_OK)
+            if (agent_parse_host(kv->value, kv->value_len, h->addr, sizeof(h->addr), &num, h->zone,
+                                 sizeof(h->zone)) == HKV_OK)
                 h->number = num;
             break;
         case AGENT_K_HOSTNUM:

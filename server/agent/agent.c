@@ -26,11 +26,13 @@
 #include "proto/hkv.h"
 #include "server/agent/agent_ctl.h"
 #include "server/agent/agent_init.h"
+#include "server/agent/agent_promote.h"
 #include "server/agent/agent_sync.h"
 #include "server/agent/etcd_local.h"
 #include "server/core/router.h"
 #include "server/agent/agent_int.h"
 #include "server/core/clock.h"
+#include "server/core/ctl.h"
 #include "server/core/log.h"
 
 #define TICK_MS 100
@@ -90,6 +92,9 @@ void agent_opts_fill(struct agent_opts *o, const struct cfg *cfg)
         .edge_slot0 = worker_edge_slot(cfg, 0, 0),
         .owner_port = cfg->owner_port,
         .etcd_lease_ttl_ms = cfg->etcd_lease_ttl_ms,
+        .replicas = cfg->replicas,
+        .zone = cfg->zone != NULL ? cfg->zone : "",
+        .local_map = cfg_local_map(cfg),
         .auto_moves = cfg->auto_moves,
         .move_busy_threshold = cfg->move_busy_threshold,
         .move_split_min_share = cfg->move_split_min_share,
@@ -137,6 +142,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     agent_watch_tick(a, now);
     agent_reg_tick(a, now);
     agent_ctl_tick(a->ctl, now);
+    agent_promote_tick(a->promote, now);
     int last;
     uint64_t n = agent_saver_failures(a->saver, &last);
     if (n > 0)
@@ -152,6 +158,18 @@ static void on_reload(void *arg, const struct cfg *next)
     struct etcd_opts o = opts_of(a, next);
     if (etcd_set_opts(a->etcd, &o) != HKV_OK)
         log_warning("etcd settings not applied; the previous ones stay");
+}
+
+/* CTL_OWNER_DIED (server/core/ctl.h): u8 pool, u32 big-endian index. */
+static void on_message(void *arg, uint8_t type, const char *payload, size_t len)
+{
+    struct agent *a = arg;
+    const unsigned char *p = (const unsigned char *)payload;
+    if (type != CTL_OWNER_DIED || len != 5 || a->stopping)
+        return;
+    uint32_t index = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+    if (p[0] < CMAP_NPOOLS && index <= INT32_MAX)
+        agent_promote_owner_died(a->promote, p[0], (int)index);
 }
 
 static void stop_now(void *arg)
@@ -245,6 +263,7 @@ static int setup(struct agent *a, struct worker_ctx *ctx, char *map_path, char *
     if (a->base == NULL || a->map == NULL || a->scratch == NULL)
         return -1;
     cmap_health_get(ctx->cmap, &a->h); /* a restarted agent goes on from there */
+    a->fresh_start = cmap_revision(ctx->cmap) == 0;
     a->h.etcd_up = 0;
     load_saved(a, map_path, state_path);
     agent_health_push(a);
@@ -256,6 +275,11 @@ static int setup(struct agent *a, struct worker_ctx *ctx, char *map_path, char *
         return -1;
     if (a->store_path[0] != '\0' && init_local(a) != 0)
         return -1;
+    a->promote = agent_promote_create(a);
+    if (a->promote == NULL)
+        return -1;
+    if (a->store_path[0] != '\0')
+        agent_promote_clear_local(a); /* logged; a failure leaves restarted owners waiting */
     return 0;
 }
 
@@ -274,6 +298,8 @@ int agent_main(struct worker_ctx *ctx)
     }
     struct worker_hooks hooks = {.reload = on_reload, .stop = on_stop, .arg = a};
     a->w = worker_create(ctx, a->base, &hooks);
+    if (a->w != NULL)
+        worker_on_message(a->w, on_message, a);
     a->saver = a->w != NULL ? agent_saver_start(map_path, state_path) : NULL;
     if (a->saver == NULL)
         goto out;
@@ -301,6 +327,7 @@ out:
         if (a->etcd != NULL)
             etcd_destroy(&a->etcd); /* no etcd callback runs after this */
         agent_ctl_stop(&a->ctl);
+        agent_promote_destroy(&a->promote);
         agent_saver_stop(&a->saver);
         if (a->tick != NULL)
             event_free(a->tick);

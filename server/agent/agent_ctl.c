@@ -22,8 +22,10 @@
 
 #include "proto/wire_hand.h"
 #include "server/agent/agent_int.h"
+#include "server/agent/agent_follow.h"
 #include "server/agent/agent_leaf.h"
 #include "server/agent/agent_policy.h"
+#include "server/agent/agent_promote.h"
 #include "server/core/listen.h"
 #include "server/core/log.h"
 
@@ -114,6 +116,7 @@ static int handle(struct cconn *k, const struct hand_msg *m)
         k->hello = 1;
         k->pool = m->u.hello.pool;
         k->index = (int)m->u.hello.index;
+        agent_promote_owner_hello(c->a->promote, k->pool, k->index);
         struct hand_msg ok = {.type = LEAF_REPLY, .id = m->id, .u.reply = {.status = LEAF_ST_OK}};
         return send_msg(k, &ok);
     }
@@ -125,10 +128,13 @@ static int handle(struct cconn *k, const struct hand_msg *m)
     case LEAF_ABORT:
     case LEAF_READ:
     case LEAF_SPLIT:
+    case LEAF_ISR_ADD:
+    case LEAF_ISR_DEL:
         agent_leaf_request(c->leaf, k->pool, k->index, m, k->gen);
         return 0;
     case LEAF_DONE:
-        if (!agent_policy_done(c->a->policy, m->u.done.order, m->u.done.status))
+        if (!agent_policy_done(c->a->policy, m->u.done.order, m->u.done.status) &&
+            !agent_follow_done(c->a->follow, m->u.done.order, m->u.done.status))
             agent_leaf_done(c->leaf, m->u.done.order, m->u.done.status);
         return 0;
     case LEAF_LOAD:
@@ -216,8 +222,10 @@ struct agent_ctl *agent_ctl_start(struct agent *a)
     c->out = (struct hkv_buf)HKV_BUF_INIT;
     c->leaf = agent_leaf_create(a, on_reply, on_order, c);
     a->policy = c->leaf != NULL ? agent_policy_create(a, on_order, c) : NULL;
+    a->follow = c->leaf != NULL ? agent_follow_create(a, on_order, c) : NULL;
     snprintf(path, sizeof(path), "%s", a->opt.ctl_socket);
-    int fd = c->leaf != NULL && a->policy != NULL ? listen_unix(path, 64, err, sizeof(err)) : -1;
+    int fd = c->leaf != NULL && a->policy != NULL && a->follow != NULL
+                 ? listen_unix(path, 64, err, sizeof(err)) : -1;
     if (fd >= 0)
         c->lst = evconnlistener_new(a->base, on_accept, c, LEV_OPT_CLOSE_ON_FREE, 0, fd);
     if (c->lst == NULL) {
@@ -242,6 +250,7 @@ void agent_ctl_stop(struct agent_ctl **cp)
         evconnlistener_free(c->lst);
     agent_leaf_destroy(&c->leaf);
     agent_policy_destroy(&c->a->policy);
+    agent_follow_destroy(&c->a->follow);
     wire_decoder_deinit(&c->dec);
     buf_deinit(&c->out);
     free(c);
@@ -254,4 +263,5 @@ void agent_ctl_tick(struct agent_ctl *c, int64_t now)
         return;
     agent_leaf_tick(c->leaf, now);
     agent_policy_tick(c->a->policy, now);
+    agent_follow_tick(c->a->follow, now);
 }

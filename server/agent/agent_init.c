@@ -132,8 +132,10 @@ static int plan_leaves(struct plan *p, const struct agent_init_opts *o, int bits
                 return -1;
             it->klen = (size_t)agent_key(it->key, sizeof(it->key), o->cluster, "map/%s/%d-%08x",
                                          topo_pool_name((enum cfg_pool)pool), bits, i);
-            it->vlen = (size_t)agent_val_leaf(it->val, sizeof(it->val),
-                                              p->pool_owners[pool][i % (uint32_t)n], CMAP_SERVING, 0);
+            /* a new leaf has no follower yet: the agents place them */
+            struct agent_leaf_v v = {.owner = p->pool_owners[pool][i % (uint32_t)n],
+                                     .state = CMAP_SERVING};
+            it->vlen = (size_t)agent_val_leaf(it->val, sizeof(it->val), &v);
         }
     }
     for (int pool = 0; pool < CMAP_NPOOLS; pool++) {

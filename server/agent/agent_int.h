@@ -52,6 +52,8 @@ struct agent_retry {
 
 struct agent_ctl;
 struct agent_policy;
+struct agent_promote;
+struct agent_follow;
 
 /* What the agent's files know of the config: agent.c (the process) fills it
  * at setup and again at every reload, so no other file reads the config;
@@ -64,6 +66,10 @@ struct agent_opts {
     int edge_slot0;                /* the first edge's worker slot (worker_edge_slot) */
     int owner_port;                /* 0 = none */
     int64_t etcd_lease_ttl_ms;
+    /* replicas (CLUSTER.md §7): followers per leaf, this host's zone ("" none) */
+    int replicas;
+    const char *zone;
+    int local_map;                 /* a single host with leaf-moves (cfg_local_map) */
     /* automatic moves (agent_policy.h) */
     int auto_moves, move_busy_threshold, move_split_min_share, move_hot_key_share;
     int64_t move_window_ms, move_cooldown_leaf_ms, move_cooldown_owner_ms;
@@ -90,8 +96,13 @@ struct agent {
     struct etcd_rserver *rserver;
     struct agent_policy *policy;   /* automatic moves (agent_policy.h), made by agent_ctl.c;
                                     * NULL without a control channel */
+    struct agent_follow *follow;   /* follower placement (agent_follow.h), made by agent_ctl.c
+                                    * too; NULL without a control channel */
+    struct agent_promote *promote; /* failover (agent_promote.h); NULL: out of memory */
     struct event *tick;
     int stopping;
+    int fresh_start;               /* the segment had no map at start: the whole daemon
+                                    * started, not just the agent (agent_promote.h) */
     uint64_t incarnation;          /* this agent process */
     char prefix[AGENT_KEY_MAX], prefix_end[AGENT_KEY_MAX];
     size_t plen, elen;

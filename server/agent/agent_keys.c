@@ -265,13 +265,18 @@ int agent_val_hostnum(char *buf, size_t cap, const char *host)
     return done(buf, cap, n);
 }
 
-int agent_val_host(char *buf, size_t cap, const char *addr, unsigned number, const char *version)
+int agent_val_host(char *buf, size_t cap, const char *addr, unsigned number, const char *version,
+                   const char *zone)
 {
     size_t n = 0;
     app(buf, cap, &n, "{\"addr\":");
     jstr(buf, cap, &n, addr);
     app(buf, cap, &n, ",\"number\":%u,\"version\":", number);
     jstr(buf, cap, &n, version);
+    if (zone != NULL && zone[0] != '\0') {
+        app(buf, cap, &n, ",\"zone\":");
+        jstr(buf, cap, &n, zone);
+    }
     app(buf, cap, &n, "}");
     return done(buf, cap, n);
 }
@@ -297,14 +302,46 @@ int agent_val_writer(char *buf, size_t cap, const char *host, uint64_t incarnati
     return done(buf, cap, n);
 }
 
-int agent_val_leaf(char *buf, size_t cap, unsigned owner, int state, unsigned to)
+int agent_val_leaf(char *buf, size_t cap, const struct agent_leaf_v *v)
 {
     size_t n = 0;
-    if (state == CMAP_MOVING)
-        app(buf, cap, &n, "{\"owner\":%u,\"state\":\"moving\",\"to\":%u}", owner, to);
+    if (v->state == CMAP_MOVING)
+        app(buf, cap, &n, "{\"owner\":%u,\"state\":\"moving\",\"to\":%u", v->owner, v->to);
     else
-        app(buf, cap, &n, "{\"owner\":%u,\"state\":\"serving\"}", owner);
+        app(buf, cap, &n, "{\"owner\":%u,\"state\":\"serving\"", v->owner);
+    if (v->nisr > CMAP_MAX_ISR)
+        return -1;
+    if (v->nisr > 0) {
+        app(buf, cap, &n, ",\"isr\":[");
+        for (unsigned i = 0; i < v->nisr; i++)
+            app(buf, cap, &n, "%s%u", i ? "," : "", v->isr[i]);
+        app(buf, cap, &n, "]");
+    }
+    app(buf, cap, &n, "}");
     return done(buf, cap, n);
+}
+
+int agent_isr_has(const struct agent_leaf_v *v, unsigned n)
+{
+    for (unsigned i = 0; i < v->nisr && i < CMAP_MAX_ISR; i++)
+        if (v->isr[i] == n)
+            return 1;
+    return 0;
+}
+
+void agent_isr_without(struct agent_leaf_v *v, unsigned n)
+{
+    unsigned k = 0;
+    for (unsigned i = 0; i < v->nisr && i < CMAP_MAX_ISR; i++)
+        if (v->isr[i] != n)
+            v->isr[k++] = v->isr[i];
+    v->nisr = k;
+}
+
+void agent_isr_with(struct agent_leaf_v *v, unsigned n)
+{
+    if (!agent_isr_has(v, n) && v->nisr < CMAP_MAX_ISR)
+        v->isr[v->nisr++] = (uint16_t)n;
 }
 
 /* ---- values read -------------------------------------------------------------- */
@@ -370,7 +407,8 @@ int agent_parse_hostnum(const char *v, size_t n, char *host, size_t cap)
     return HKV_OK;
 }
 
-int agent_parse_host(const char *v, size_t n, char *addr, size_t cap, unsigned *number)
+int agent_parse_host(const char *v, size_t n, char *addr, size_t cap, unsigned *number,
+                     char *zone, size_t zcap)
 {
     struct val x;
     int64_t num;
@@ -378,6 +416,8 @@ int agent_parse_host(const char *v, size_t n, char *addr, size_t cap, unsigned *
         return HKV_EINVAL;
     if (val_str(&x, "addr", addr, cap) != 0)
         addr[0] = '\0';
+    if (zone != NULL && zcap > 0 && val_str(&x, "zone", zone, zcap) != 0)
+        zone[0] = '\0'; /* none, or not one we can use */
     *number = (unsigned)num;
     return HKV_OK;
 }
@@ -414,23 +454,50 @@ int agent_parse_pool(const char *v, size_t n, int *min_bits, int *ready)
     return HKV_OK;
 }
 
-int agent_parse_leaf(const char *v, size_t n, unsigned *owner, int *state, unsigned *to)
+/* "isr": absent, or an array of at most CMAP_MAX_ISR distinct owner
+ * numbers, none of them the owner. */
+static int parse_isr(const struct val *x, struct agent_leaf_v *out)
+{
+    int a = json_member(x->v, x->t, 0, "isr");
+    out->nisr = 0;
+    if (a < 0)
+        return 0;
+    if (x->t[a].type != JSON_ARRAY || x->t[a].size > CMAP_MAX_ISR)
+        return -1;
+    for (uint32_t k = 0; k < x->t[a].size; k++) {
+        int64_t m;
+        int e = json_elem(x->t, a, k);
+        if (e < 0 || x->t[e].type != JSON_NUMBER || json_int64(x->v, x->t, e, &m) != HKV_OK ||
+            m < 1 || m > CMAP_MAX_OWNERS || (unsigned)m == out->owner ||
+            agent_isr_has(out, (unsigned)m))
+            return -1;
+        out->isr[out->nisr++] = (uint16_t)m;
+    }
+    return 0;
+}
+
+int agent_parse_leaf(const char *v, size_t n, struct agent_leaf_v *out)
 {
     struct val x;
     int64_t o, t = 0;
+    memset(out, 0, sizeof(*out));
     if (val_open(&x, v, n) != 0 || val_int(&x, "owner", 1, CMAP_MAX_OWNERS, &o) != 0)
         return HKV_EINVAL;
     int i = json_member(x.v, x.t, 0, "state");
     if (i < 0 || json_streq(x.v, x.t, i, "serving")) {
-        *state = CMAP_SERVING;
+        out->state = CMAP_SERVING;
     } else if (json_streq(x.v, x.t, i, "moving")) {
         if (val_int(&x, "to", 1, CMAP_MAX_OWNERS, &t) != 0)
             return HKV_EINVAL;
-        *state = CMAP_MOVING;
+        out->state = CMAP_MOVING;
     } else {
         return HKV_EINVAL;
     }
-    *owner = (unsigned)o;
-    *to = (unsigned)t;
+    out->owner = (unsigned)o;
+    out->to = (unsigned)t;
+    if (parse_isr(&x, out) != 0) {
+        memset(out, 0, sizeof(*out));
+        return HKV_EINVAL;
+    }
     return HKV_OK;
 }

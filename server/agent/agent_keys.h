@@ -8,13 +8,16 @@
  *   pools/<pool>             {"min_bits":b,"ready":true}
  *   owners/<n>               {"id":"<host>/<pool>/<k>"}            permanent
  *   hostnums/<h>             {"host":"<host>"}                      permanent
- *   hosts/<host>             {"addr":"...","number":h,"version":"..."}       host lease
+ *   hosts/<host>             {"addr":"...","number":h,"version":"...","zone":"..."}
+ *                            (zone: absent = none)                          host lease
  *   members/<host>/<pool>/<k> {"number":n,"addr":"...","port":p,"pool":"hot",
  *                             "incarnation":"<u64>","host":"<host>"}        host lease
  *   writers/<edge_id>        {"host":"<host>","incarnation":"<u64>"}        host lease
  *   map/<pool>/<bits>-<prefix, 8 hex digits>
  *                            {"owner":n,"state":"serving"} or
- *                            {"owner":n,"state":"moving","to":m}
+ *                            {"owner":n,"state":"moving","to":m}, either with
+ *                            "isr":[f,...] (CLUSTER.md §7: the in-sync followers,
+ *                            the primary `owner` not repeated; absent = none)
  * Values are written with every string JSON-escaped; values read are
  * input from whoever can write to etcd, parsed with the bounded tokenizer
  * (proto/json.h) and checked field by field.
@@ -65,7 +68,9 @@ int agent_val_cluster(char *buf, size_t cap, int64_t created_ms);
 int agent_val_pool(char *buf, size_t cap, int min_bits);
 int agent_val_owner(char *buf, size_t cap, const char *id);
 int agent_val_hostnum(char *buf, size_t cap, const char *host);
-int agent_val_host(char *buf, size_t cap, const char *addr, unsigned number, const char *version);
+/* zone NULL or "": none (the field is left out). */
+int agent_val_host(char *buf, size_t cap, const char *addr, unsigned number, const char *version,
+                   const char *zone);
 struct agent_member {
     unsigned number;
     char addr[CMAP_NAME_MAX];
@@ -76,15 +81,32 @@ struct agent_member {
 };
 int agent_val_member(char *buf, size_t cap, const struct agent_member *m);
 int agent_val_writer(char *buf, size_t cap, const char *host, uint64_t incarnation);
-int agent_val_leaf(char *buf, size_t cap, unsigned owner, int state, unsigned to);
+/* A map value: owner (the primary), state (enum cmap_leaf_state), to (the
+ * move's target, MOVING only; else 0) and the in-sync followers. */
+struct agent_leaf_v {
+    unsigned owner;
+    int state;
+    unsigned to;
+    unsigned nisr;                 /* 0..CMAP_MAX_ISR */
+    uint16_t isr[CMAP_MAX_ISR];
+};
+int agent_val_leaf(char *buf, size_t cap, const struct agent_leaf_v *v);
 
 /* ---- values read: HKV_OK, or HKV_EINVAL for anything else ----------------- */
 int agent_parse_owner(const char *v, size_t n, char *id, size_t cap);
 int agent_parse_hostnum(const char *v, size_t n, char *host, size_t cap);
-int agent_parse_host(const char *v, size_t n, char *addr, size_t cap, unsigned *number);
+/* zone (zcap bytes; NULL: not wanted) "" when the value has none. */
+int agent_parse_host(const char *v, size_t n, char *addr, size_t cap, unsigned *number,
+                     char *zone, size_t zcap);
 int agent_parse_member(const char *v, size_t n, struct agent_member *m);
 int agent_parse_pool(const char *v, size_t n, int *min_bits, int *ready);
-/* state: enum cmap_leaf_state; to 0 unless moving. */
-int agent_parse_leaf(const char *v, size_t n, unsigned *owner, int *state, unsigned *to);
+/* to 0 unless moving.  isr: at most CMAP_MAX_ISR owner numbers, each in
+ * 1..CMAP_MAX_OWNERS, none repeated and none the owner (else EINVAL). */
+int agent_parse_leaf(const char *v, size_t n, struct agent_leaf_v *out);
+/* i in v's isr: 1, else 0.  agent_isr_without: v's isr less owner n (kept
+ * in order); agent_isr_with: plus n at the end (no-op if there or full). */
+int agent_isr_has(const struct agent_leaf_v *v, unsigned n);
+void agent_isr_without(struct agent_leaf_v *v, unsigned n);
+void agent_isr_with(struct agent_leaf_v *v, unsigned n);
 
 #endif

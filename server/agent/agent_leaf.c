@@ -1,10 +1,12 @@
 /*
- * agent_leaf.c - the leaf txns the agent runs for its owners, and the
- * operators' move requests it hands them; see agent_leaf.h.
+ * agent_leaf.c - the leaf txns the agent runs for its owners (a move's,
+ * a split's, the in-sync set's), and the operators' move requests it hands
+ * them (agent_leaf_orders.c); see agent_leaf.h.
  *
- * One request at a time: a request is a chain of at most two etcd calls
- * (a read that finds the slot or checks the leaf, then the txn), and the
- * next request starts when the chain has answered.  Requests are rare (a
+ * One request at a time: a request is a chain of at most three etcd calls
+ * (the leaf's value at the epoch asked when the map here does not hold it,
+ * a read that finds the slot or the move, then the txn), and the next
+ * request starts when the chain has answered.  Requests are rare (a
  * move is four of them), so a queue in arrival order is all the
  * concurrency needed, and a txn never races another of this host's own.
  * Whatever the answer, the reply says what etcd knows of the leaf now (the
@@ -20,26 +22,21 @@
 #include "proto/etcd_msg.h"
 #include "proto/hkv.h"
 #include "server/agent/agent_int.h"
+#include "server/agent/agent_leaf_orders.h"
+#include "server/agent/agent_promote.h"
 #include "server/agent/agent_txn.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
-
-#define MAX_ORDERS 16
 
 struct lreq {
     int pool, index;
     struct hand_msg m;        /* a leaf request: no slices */
     uint64_t cookie;
     unsigned from;            /* the asking owner's number */
+    struct agent_leaf_v now;  /* the leaf's value at the request's epoch (leaf_now) */
+    unsigned to;              /* ABORT: the move's target (moves/L) */
+    int slot;                 /* and its slot; -1 none */
     struct lreq *next;
-};
-
-struct order {
-    char key[AGENT_KEY_MAX];
-    size_t klen;
-    uint64_t id;              /* 0 = free */
-    int64_t sent_ms;
-    int seen;                 /* still in the last poll */
 };
 
 struct agent_leaf {
@@ -51,17 +48,18 @@ struct agent_leaf {
     int n, busy;
     struct agent_txn txn;
     struct cmap_table *t;     /* the map as this host holds it, for owner ids */
-    int64_t poll_due;
-    int polling;
-    struct order orders[MAX_ORDERS];
-    uint64_t next_order;
+    struct agent_orders *orders;
+    void (*now_then)(struct agent_leaf *l); /* where the chain goes once the value is known */
 };
 
 struct agent_leaf *agent_leaf_create(struct agent *a, agent_leaf_reply_fn reply,
                                      agent_leaf_order_fn order, void *arg)
 {
     struct agent_leaf *l = calloc(1, sizeof(*l));
-    if (l == NULL || (l->t = calloc(1, sizeof(*l->t))) == NULL) {
+    if (l == NULL || (l->t = calloc(1, sizeof(*l->t))) == NULL ||
+        (l->orders = agent_orders_create(a, order, arg)) == NULL) {
+        if (l != NULL)
+            free(l->t);
         free(l);
         return NULL;
     }
@@ -82,6 +80,7 @@ void agent_leaf_destroy(struct agent_leaf **lp)
         l->head = r->next;
         free(r);
     }
+    agent_orders_destroy(&l->orders);
     free(l->t);
     free(l);
     *lp = NULL;
@@ -91,14 +90,13 @@ void agent_leaf_destroy(struct agent_leaf **lp)
 
 static void truth_of(struct hand_msg *m, const struct etcd_kv *kv)
 {
-    unsigned owner, to;
-    int state;
-    if (kv == NULL || agent_parse_leaf(kv->value, kv->value_len, &owner, &state, &to) != HKV_OK)
+    struct agent_leaf_v v;
+    if (kv == NULL || agent_parse_leaf(kv->value, kv->value_len, &v) != HKV_OK)
         return;
     m->u.reply.exists = true;
-    m->u.reply.owner = owner;
-    m->u.reply.state = (uint8_t)state;
-    m->u.reply.to = to;
+    m->u.reply.owner = v.owner;
+    m->u.reply.state = (uint8_t)v.state;
+    m->u.reply.to = v.to;
     m->u.reply.at = kv->mod_revision;
 }
 
@@ -170,6 +168,17 @@ static void on_txn(void *arg, const struct etcd_result *r)
     case LEAF_COMMIT:
         m.u.reply.owner = q->m.u.leaf.to;
         break;
+    case LEAF_ISR_ADD:
+    case LEAF_ISR_DEL:
+        m.u.reply.owner = q->now.owner;
+        m.u.reply.state = (uint8_t)q->now.state;
+        m.u.reply.to = q->now.to;
+        if (q->m.type == LEAF_ISR_ADD)
+            l->a->h.repl_isr_adds++;
+        else
+            l->a->h.repl_isr_removals++;
+        agent_health_push(l->a);
+        break;
     default: /* ABORT */
         m.u.reply.owner = q->from;
         break;
@@ -201,6 +210,61 @@ static const char *owner_id(struct agent_leaf *l, unsigned n)
 {
     const struct cmap_owner *o = cmap_owner(l->t, n);
     return o != NULL && o->pool == l->head->m.u.leaf.leaf.pool ? o->id : NULL;
+}
+
+/* ---- the leaf's value at the request's epoch ------------------------------------ */
+
+/* A txn that rewrites a leaf's value keeps what it does not change (its
+ * in-sync followers), so it needs the value the compared epoch holds.  The
+ * map this host holds has it when its epoch is the one asked for (one
+ * mod_revision, one value); else it is read, and a leaf that has moved on
+ * is LOST at once with the truth. */
+typedef void (*then_fn)(struct agent_leaf *l);
+
+static void now_of(struct agent_leaf_v *v, const struct cmap_leaf *c)
+{
+    *v = (struct agent_leaf_v){.owner = c->owner, .state = c->state, .to = c->to,
+                               .nisr = c->nisr <= CMAP_MAX_ISR ? c->nisr : 0};
+    memcpy(v->isr, c->isr, sizeof(v->isr));
+}
+
+static void on_now(void *arg, const struct etcd_result *r)
+{
+    struct agent_leaf *l = arg;
+    struct lreq *q = l->head;
+    if (r->status != HKV_OK) {
+        failed(l, r, "reading a leaf");
+        return;
+    }
+    agent_etcd_ok(l->a);
+    const struct etcd_kv *kv = r->nkvs > 0 ? &r->kvs[0] : NULL;
+    if (kv == NULL || kv->mod_revision != q->m.u.leaf.epoch ||
+        agent_parse_leaf(kv->value, kv->value_len, &q->now) != HKV_OK) {
+        struct hand_msg m = {.u.reply = {.status = LEAF_ST_LOST}};
+        truth_of(&m, kv);
+        m.u.reply.text = wire_cstr(m.u.reply.exists ? "the leaf changed" : "no such leaf");
+        finish(l, &m);
+        return;
+    }
+    l->now_then(l);
+}
+
+static void leaf_now(struct agent_leaf *l, then_fn then)
+{
+    struct lreq *q = l->head;
+    const struct hand_leaf *lf = &q->m.u.leaf.leaf;
+    const struct cmap_leaf *c = cmap_lookup(l->t, (enum cfg_pool)lf->pool, (uint64_t)lf->start << 32);
+    if (c != NULL && c->start == lf->start && c->bits == lf->bits && c->epoch == q->m.u.leaf.epoch) {
+        now_of(&q->now, c);
+        then(l);
+        return;
+    }
+    char key[AGENT_KEY_MAX];
+    int klen = agent_leaf_key(key, sizeof(key), l->a->opt.cluster, "map", lf->pool, lf->start,
+                              lf->bits);
+    l->now_then = then; /* one chain at a time: see the top of the file */
+    if (klen < 0 || etcd_range(l->a->etcd, key, (size_t)klen, NULL, 0, 0, 0, on_now, l) != HKV_OK)
+        refuse(l, "malformed leaf");
 }
 
 static void on_read(void *arg, const struct etcd_result *r)
@@ -259,8 +323,10 @@ static void on_slots(void *arg, const struct etcd_result *r)
     const struct hand_leaf *lf = leaf_of(q);
     send_txn(l, agent_txn_intent(&l->txn, l->a->opt.cluster, lf->pool, lf->start, lf->bits,
                                  q->m.u.leaf.epoch, q->from, q->m.u.leaf.to, to_id, slot,
-                                 l->a->h.lease_id));
+                                 l->a->h.lease_id, &q->now));
 }
+
+static void abort_txn(struct agent_leaf *l);
 
 static void on_moves(void *arg, const struct etcd_result *r)
 {
@@ -289,9 +355,67 @@ static void on_moves(void *arg, const struct etcd_result *r)
         send_txn(l, agent_txn_commit(&l->txn, cl, lf->pool, lf->start, lf->bits,
                                      q->m.u.leaf.epoch, q->m.u.leaf.to, to_id, slot));
     } else {
-        send_txn(l, agent_txn_abort(&l->txn, cl, lf->pool, lf->start, lf->bits, q->m.u.leaf.epoch,
-                                    q->from, to_id, to_id != NULL ? slot : -1));
+        q->to = to;
+        q->slot = to_id != NULL ? slot : -1;
+        leaf_now(l, abort_txn);
     }
+}
+
+static void abort_txn(struct agent_leaf *l)
+{
+    struct lreq *q = l->head;
+    const struct hand_leaf *lf = leaf_of(q);
+    send_txn(l, agent_txn_abort(&l->txn, l->a->opt.cluster, lf->pool, lf->start, lf->bits,
+                                q->m.u.leaf.epoch, q->from, q->to != 0 ? owner_id(l, q->to) : NULL,
+                                q->slot, &q->now));
+}
+
+static void intent_slots(struct agent_leaf *l)
+{
+    char key[AGENT_KEY_MAX], end[AGENT_KEY_MAX];
+    struct lreq *q = l->head;
+    int klen = agent_key(key, sizeof(key), l->a->opt.cluster, "slots/%s/", owner_id(l, q->m.u.leaf.to));
+    size_t elen = klen < 0 ? 0 : etcd_prefix_end(key, (size_t)klen, end);
+    if (klen < 0 || etcd_range(l->a->etcd, key, (size_t)klen, end, elen, 0, 0, on_slots, l) != HKV_OK)
+        refuse(l, "malformed leaf");
+}
+
+/* LEAF_ISR_ADD / DEL (CLUSTER.md §7): one CAS on the epoch the owner saw.
+ * ADD: the asking owner serves the leaf, `to` is another live owner of the
+ * pool (its members/ key is a compare too) not in the set, and not one this
+ * host saw die (a restarted process lost what it held in memory: it is
+ * seeded again first).  DEL: `to` is in the set. */
+static void isr_txn(struct agent_leaf *l)
+{
+    struct lreq *q = l->head;
+    const struct hand_leaf *lf = leaf_of(q);
+    unsigned to = q->m.u.leaf.to;
+    struct agent_leaf_v v = q->now;
+    const char *to_id = owner_id(l, to), *live_id = NULL;
+    const struct cmap_owner *o = cmap_owner(l->t, to);
+    if (q->m.type == LEAF_ISR_ADD) {
+        const char *why = v.state != CMAP_SERVING ? "the leaf is moving"
+                          : v.owner != q->from ? "the asking owner is not the leaf's primary"
+                          : to_id == NULL || to == v.owner ? "the follower is no other owner of the pool"
+                          : !o->live || agent_promote_dead(l->a->promote, to) ? "the follower is not live"
+                          : agent_isr_has(&v, to) ? "the follower is in the in-sync set already"
+                          : v.nisr >= CMAP_MAX_ISR ? "the in-sync set is full"
+                                                   : NULL;
+        if (why != NULL) {
+            refuse(l, why);
+            return;
+        }
+        agent_isr_with(&v, to);
+        live_id = to_id;
+    } else {
+        if (!agent_isr_has(&v, to)) {
+            refuse(l, "the follower is not in the in-sync set");
+            return;
+        }
+        agent_isr_without(&v, to);
+    }
+    send_txn(l, agent_txn_set(&l->txn, l->a->opt.cluster, lf->pool, lf->start, lf->bits,
+                              q->m.u.leaf.epoch, &v, live_id, NULL));
 }
 
 static void run_next(struct agent_leaf *l)
@@ -302,7 +426,7 @@ static void run_next(struct agent_leaf *l)
     struct agent *a = l->a;
     const struct agent_opts *opt = &a->opt;
     const struct hand_leaf *lf = leaf_of(q);
-    char key[AGENT_KEY_MAX], end[AGENT_KEY_MAX];
+    char key[AGENT_KEY_MAX];
     l->busy = 1;
     if (cmap_snapshot(a->ctx->cmap, l->t) == 0) {
         refuse(l, "this host has no cluster map yet");
@@ -328,12 +452,13 @@ static void run_next(struct agent_leaf *l)
                                          : "the target is no other owner of the pool");
             return;
         }
-        klen = agent_key(key, sizeof(key), opt->cluster, "slots/%s/", to_id);
-        size_t elen = klen < 0 ? 0 : etcd_prefix_end(key, (size_t)klen, end);
-        rc = klen < 0 ? HKV_EINVAL
-                      : etcd_range(a->etcd, key, (size_t)klen, end, elen, 0, 0, on_slots, l);
-        break;
+        leaf_now(l, intent_slots);
+        return;
     }
+    case LEAF_ISR_ADD:
+    case LEAF_ISR_DEL:
+        leaf_now(l, isr_txn);
+        return;
     default: /* COMMIT, ABORT */
         klen = agent_leaf_key(key, sizeof(key), opt->cluster, "moves", lf->pool, lf->start,
                               lf->bits);
@@ -369,106 +494,14 @@ void agent_leaf_request(struct agent_leaf *l, int pool, int index, const struct 
     run_next(l);
 }
 
-/* ---- operators' move requests ----------------------------------------------- */
-
-static void on_deleted(void *arg, const struct etcd_result *r)
-{
-}
+/* ---- operators' move requests (agent_leaf_orders.c) ---------------------------- */
 
 void agent_leaf_done(struct agent_leaf *l, uint64_t id, int status)
 {
-    for (int i = 0; i < MAX_ORDERS; i++) {
-        struct order *o = &l->orders[i];
-        if (o->id != id || id == 0)
-            continue;
-        log_notice("move request %.*s ended (%s)", (int)o->klen, o->key,
-                   status == LEAF_ST_OK ? "moved" : "not moved");
-        etcd_delete(l->a->etcd, o->key, o->klen, NULL, 0, on_deleted, NULL);
-        o->id = 0;
-    }
-}
-
-/* One requests/move/<pool>/<bits>-<prefix> key: sent to its source owner
- * if that is one of ours (and not sent recently). */
-static void one_request(struct agent_leaf *l, const struct etcd_kv *kv, size_t plen, int64_t now)
-{
-    const struct agent_opts *opt = &l->a->opt;
-    char tail[64];
-    unsigned to;
-    uint32_t start;
-    int bits;
-    size_t n = kv->key_len - plen;
-    if (n >= sizeof(tail) || agent_parse_request(kv->value, kv->value_len, &to) != HKV_OK)
-        return;
-    memcpy(tail, kv->key + plen, n);
-    tail[n] = '\0';
-    char *slash = strchr(tail, '/');
-    if (slash == NULL || agent_leaf_parse(slash + 1, &start, &bits) != HKV_OK)
-        return;
-    *slash = '\0';
-    int pool = strcmp(tail, "hot") == 0 ? CFG_POOL_HOT : strcmp(tail, "cold") == 0 ? CFG_POOL_COLD : -1;
-    const struct cmap_leaf *lf = pool < 0 ? NULL : cmap_lookup(l->t, (enum cfg_pool)pool,
-                                                               (uint64_t)start << 32);
-    if (lf == NULL || lf->start != start || lf->bits != bits)
-        return; /* split or merged meanwhile: the operator sees it in leaf list */
-    const struct cmap_owner *src = cmap_owner(l->t, lf->owner);
-    if (src == NULL || strcmp(src->host, opt->host) != 0)
-        return; /* another host's owner: its agent hands it over */
-    struct order *free_slot = NULL;
-    for (int i = 0; i < MAX_ORDERS; i++) {
-        struct order *o = &l->orders[i];
-        if (o->id != 0 && o->klen == kv->key_len && memcmp(o->key, kv->key, o->klen) == 0) {
-            o->seen = 1;
-            if (now - o->sent_ms < AGENT_LEAF_ORDER_MS)
-                return;
-            free_slot = o;
-            break;
-        }
-        if (o->id == 0 && free_slot == NULL)
-            free_slot = o;
-    }
-    if (free_slot == NULL || kv->key_len >= sizeof(free_slot->key))
-        return;
-    struct hand_msg m = {.type = LEAF_ORDER, .id = ++l->next_order,
-                         .u.order = {LEAF_ORDER_MOVE, {(uint8_t)pool, (uint8_t)bits, start}, to}};
-    if (l->order(l->arg, (int)pool, src->index, &m) != 0)
-        return;
-    memcpy(free_slot->key, kv->key, kv->key_len);
-    free_slot->klen = kv->key_len;
-    free_slot->id = m.id;
-    free_slot->sent_ms = now;
-    free_slot->seen = 1;
-}
-
-static void on_requests(void *arg, const struct etcd_result *r)
-{
-    struct agent_leaf *l = arg;
-    l->polling = 0;
-    if (r->status != HKV_OK || cmap_snapshot(l->a->ctx->cmap, l->t) == 0)
-        return;
-    char prefix[AGENT_KEY_MAX];
-    int plen = agent_key(prefix, sizeof(prefix), l->a->opt.cluster, "requests/move/");
-    int64_t now = clock_mono_ms();
-    for (int i = 0; i < MAX_ORDERS; i++)
-        l->orders[i].seen = 0;
-    for (size_t i = 0; plen > 0 && i < r->nkvs; i++)
-        if (r->kvs[i].key_len > (size_t)plen)
-            one_request(l, &r->kvs[i], (size_t)plen, now);
-    for (int i = 0; i < MAX_ORDERS; i++)
-        if (!l->orders[i].seen)
-            l->orders[i].id = 0; /* its request is gone (deleted by hand) */
+    agent_orders_done(l->orders, id, status);
 }
 
 void agent_leaf_tick(struct agent_leaf *l, int64_t now)
 {
-    if (l->polling || now < l->poll_due || l->a->stopping)
-        return;
-    l->poll_due = now + AGENT_LEAF_POLL_MS;
-    char key[AGENT_KEY_MAX], end[AGENT_KEY_MAX];
-    int klen = agent_key(key, sizeof(key), l->a->opt.cluster, "requests/move/");
-    if (klen < 0)
-        return;
-    size_t elen = etcd_prefix_end(key, (size_t)klen, end);
-    if (etcd_range(l->a->etcd, key, (size_t)klen, end, elen, 0, 64, on_requests, l) == HKV_OK)
-        l->polling = 1;
+    agent_orders_tick(l->orders, now);
 }

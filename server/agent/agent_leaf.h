@@ -5,8 +5,9 @@
  * owners the moves operators ask for (requests/move/, hotkvd-admin).
  * Private to server/agent.
  *
- * A request is one LEAF_INTENT / COMMIT / ABORT / READ / SPLIT message
- * (proto/wire_hand.h) from a local owner; its answer is one LEAF_REPLY,
+ * A request is one LEAF_INTENT / COMMIT / ABORT / READ / SPLIT / ISR_ADD /
+ * ISR_DEL message (proto/wire_hand.h) from a local owner; its answer is one
+ * LEAF_REPLY,
  * given through the reply function with the request's cookie:
  *   OK       the txn applied; epoch = the revision it made (the leaf's new
  *            epoch); the truth fields say what the leaf is now
@@ -15,7 +16,14 @@
  *   UNKNOWN  etcd did not answer in time: the txn may or may not have
  *            applied (the owner re-reads with LEAF_READ, step 8)
  *   REFUSED  not tried: no lease yet, no free slot on the target, an owner
- *            number the map does not know, a malformed leaf
+ *            number the map does not know, a malformed leaf; ISR_ADD: the
+ *            asker is not the leaf's serving primary, the follower is not
+ *            another live owner of the pool (or was seen dead), is in the
+ *            set already, or the set is full; ISR_DEL: not in the set
+ * Txns that rewrite a leaf keep its in-sync set (INTENT, ABORT) or empty
+ * it deliberately (COMMIT, SPLIT: the new primary's followers are seeded
+ * again); ISR_ADD / DEL are `mod == epoch` CASes that add or remove `to`
+ * (ADD also compares that members/<to> exists).
  * Each request is a short chain of etcd calls (a read of slots/ or moves/,
  * then the txn), every call bounded by etcd-timeout; nothing blocks the
  * loop.  Requests are served in arrival order, one chain at a time, and at

@@ -38,6 +38,7 @@ struct agent_map {
     char ids[CMAP_MAX_OWNERS + 1][CMAP_NAME_MAX];          /* owners/<n> */
     struct member members[CMAP_MAX_OWNERS + 1];            /* by the number in the value */
     char (*hostnums)[CMAP_NAME_MAX];                       /* [AGENT_HOSTNUM_MAX + 1] */
+    char (*zones)[CMAP_NAME_MAX];  /* by host number, from hosts/<host> (kept when it goes) */
     struct agent_map_stats stats;
 };
 
@@ -49,8 +50,9 @@ struct agent_map *agent_map_create(const char *cluster)
     m->cand = calloc(1, sizeof(*m->cand));
     m->pub = calloc(1, sizeof(*m->pub));
     m->hostnums = calloc(AGENT_HOSTNUM_MAX + 1, sizeof(*m->hostnums));
+    m->zones = calloc(AGENT_HOSTNUM_MAX + 1, sizeof(*m->zones));
     int n = agent_key(m->prefix, sizeof(m->prefix), cluster, "%s", "");
-    if (m->cand == NULL || m->pub == NULL || m->hostnums == NULL || n < 0) {
+    if (m->cand == NULL || m->pub == NULL || m->hostnums == NULL || m->zones == NULL || n < 0) {
         agent_map_destroy(&m);
         return NULL;
     }
@@ -66,6 +68,7 @@ void agent_map_destroy(struct agent_map **mp)
     free(m->cand);
     free(m->pub);
     free(m->hostnums);
+    free(m->zones);
     free(m);
     *mp = NULL;
 }
@@ -78,6 +81,7 @@ void agent_map_reset(struct agent_map *m)
     memset(m->ids, 0, sizeof(m->ids));
     memset(m->members, 0, sizeof(m->members));
     memset(m->hostnums, 0, (AGENT_HOSTNUM_MAX + 1) * sizeof(*m->hostnums));
+    memset(m->zones, 0, (AGENT_HOSTNUM_MAX + 1) * sizeof(*m->zones));
 }
 
 /* ---- leaves ------------------------------------------------------------------- */
@@ -116,15 +120,16 @@ static void leaf_event(struct agent_map *m, const struct agent_key_info *k, cons
         return;
     }
     struct cmap_leaf l = {.start = start, .bits = bits, .epoch = rev};
-    unsigned owner = 0, to = 0;
-    int state = CMAP_SERVING;
-    if (agent_parse_leaf(val, vlen, &owner, &state, &to) != HKV_OK) {
+    struct agent_leaf_v v;
+    if (agent_parse_leaf(val, vlen, &v) != HKV_OK) {
         m->stats.bad_values++;
-        owner = 0; /* refuses the map: see the top of the file */
+        memset(&v, 0, sizeof(v)); /* owner 0 refuses the map: see the top of the file */
     }
-    l.owner = (uint16_t)owner;
-    l.state = (uint8_t)state;
-    l.to = (uint16_t)to;
+    l.owner = (uint16_t)v.owner;
+    l.state = (uint8_t)v.state;
+    l.to = (uint16_t)v.to;
+    l.nisr = (uint8_t)v.nisr;
+    memcpy(l.isr, v.isr, sizeof(l.isr));
     if (!hit) {
         if (t->nleaves[p] >= CMAP_MAX_LEAVES) {
             m->overflow[p]++;
@@ -195,8 +200,15 @@ enum agent_key_kind agent_map_apply(struct agent_map *m, const char *key, size_t
         m->ready[k.pool] = val != NULL && ready;
         break;
     }
+    case AGENT_K_HOST: {
+        char addr[CMAP_NAME_MAX], zone[CMAP_NAME_MAX];
+        unsigned h;
+        if (val != NULL && agent_parse_host(val, vlen, addr, sizeof(addr), &h, zone,
+                                            sizeof(zone)) == HKV_OK)
+            memcpy(m->zones[h], zone, sizeof(zone)); /* a deleted one keeps its zone */
+        break;
+    }
     case AGENT_K_CLUSTER:
-    case AGENT_K_HOST:
     case AGENT_K_WRITER:
         break; /* registrations: the map does not need them */
     case AGENT_K_OTHER:
@@ -289,6 +301,12 @@ unsigned agent_map_free_owner_number(const struct agent_map *m, unsigned after)
         if (m->ids[n][0] == '\0')
             return n;
     return 0;
+}
+
+const char *agent_map_host_zone(const struct agent_map *m, const char *host)
+{
+    unsigned h = agent_map_host_number(m, host);
+    return h != 0 ? m->zones[h] : "";
 }
 
 void agent_map_stats(const struct agent_map *m, struct agent_map_stats *out)

@@ -62,6 +62,9 @@ unsigned agent_map_free_host_number(const struct agent_map *m);
 unsigned agent_map_owner_number(const struct agent_map *m, const char *id);
 unsigned agent_map_free_owner_number(const struct agent_map *m, unsigned after);
 
+/* The zone hosts/<host> last said (kept once the host is gone), "" = none. */
+const char *agent_map_host_zone(const struct agent_map *m, const char *host);
+
 void agent_map_stats(const struct agent_map *m, struct agent_map_stats *out);
 
 #endif

@@ -257,7 +257,7 @@ static void reg_next(struct agent *a)
             snprintf(a->cur_name, sizeof(a->cur_name), "%s", opt->host);
             set_val(a, agent_val_host(a->cur_val, sizeof(a->cur_val),
                                       opt->advertise_addr ? opt->advertise_addr : "",
-                                      a->host_number, HOTKVD_VERSION));
+                                      a->host_number, HOTKVD_VERSION, opt->zone));
             return claim_key(a);
         case R_WRITERS: {
             if (a->item >= a->nedges) {

@@ -97,7 +97,11 @@ int agent_txn_split(struct agent_txn *t, const char *cluster, int pool, uint32_t
     uint32_t half = 1u << (31 - bits);
     const char *a = leaf_slot(t, 1, cluster, "map", pool, start, bits + 1, &l1);
     const char *b = leaf_slot(t, 2, cluster, "map", pool, start + half, bits + 1, &l2);
-    int vlen = agent_val_leaf(t->val[0], sizeof(t->val[0]), owner, CMAP_SERVING, 0);
+    /* the halves start with no follower: the old stream's followers drop
+     * their copies (the map no longer names the leaf they follow) and are
+     * seeded again per half */
+    struct agent_leaf_v v = {.owner = owner, .state = CMAP_SERVING};
+    int vlen = agent_val_leaf(t->val[0], sizeof(t->val[0]), &v);
     if (a == NULL || b == NULL || vlen < 0)
         return HKV_EINVAL;
     cmp(t, ETCD_MOD, ETCD_EQUAL, parent, l0, e0);
@@ -120,14 +124,19 @@ static size_t id_key(struct agent_txn *t, int i, const char *cluster, const char
 
 int agent_txn_intent(struct agent_txn *t, const char *cluster, int pool, uint32_t start, int bits,
                      int64_t e0, unsigned from, unsigned to, const char *to_id, int slot,
-                     int64_t lease)
+                     int64_t lease, const struct agent_leaf_v *now)
 {
+    struct agent_leaf_v v = *now; /* the followers stay through the copy */
+    v.owner = from;
+    v.state = CMAP_MOVING;
+    v.to = to;
+    agent_isr_without(&v, from);
     size_t lm, lmv;
     const char *map = begin(t, cluster, pool, start, bits, &lm);
     const char *mv = leaf_slot(t, 1, cluster, "moves", pool, start, bits, &lmv);
     size_t lmem = id_key(t, 2, cluster, "members", to_id, -1);
     size_t lslot = id_key(t, 3, cluster, "slots", to_id, slot);
-    int v0 = agent_val_leaf(t->val[0], sizeof(t->val[0]), from, CMAP_MOVING, to);
+    int v0 = agent_val_leaf(t->val[0], sizeof(t->val[0]), &v);
     int v1 = snprintf(t->val[1], sizeof(t->val[1]), "{\"from\":%u,\"to\":%u,\"slot\":%d}", from,
                       to, slot);
     int v2 = snprintf(t->val[2], sizeof(t->val[2]), "{\"pool\":%d,\"bits\":%d,\"start\":%u}",
@@ -152,7 +161,10 @@ int agent_txn_commit(struct agent_txn *t, const char *cluster, int pool, uint32_
     const char *mv = leaf_slot(t, 1, cluster, "moves", pool, start, bits, &lmv);
     size_t lmem = id_key(t, 2, cluster, "members", to_id, -1);
     size_t lslot = slot >= 0 ? id_key(t, 3, cluster, "slots", to_id, slot) : 0;
-    int v0 = agent_val_leaf(t->val[0], sizeof(t->val[0]), to, CMAP_SERVING, 0);
+    /* the new primary starts with no follower: the old stream's drop their
+     * copies and are seeded again from T */
+    struct agent_leaf_v v = {.owner = to, .state = CMAP_SERVING};
+    int v0 = agent_val_leaf(t->val[0], sizeof(t->val[0]), &v);
     if (map == NULL || mv == NULL || lmem == 0 || v0 < 0 || to == 0)
         return HKV_EINVAL;
     cmp(t, ETCD_MOD, ETCD_EQUAL, map, lm, e1);
@@ -165,13 +177,19 @@ int agent_txn_commit(struct agent_txn *t, const char *cluster, int pool, uint32_
 }
 
 int agent_txn_abort(struct agent_txn *t, const char *cluster, int pool, uint32_t start, int bits,
-                    int64_t e1, unsigned from, const char *to_id, int slot)
+                    int64_t e1, unsigned from, const char *to_id, int slot,
+                    const struct agent_leaf_v *now)
 {
+    struct agent_leaf_v v = *now; /* S's followers never stopped following */
+    v.owner = from;
+    v.state = CMAP_SERVING;
+    v.to = 0;
+    agent_isr_without(&v, from);
     size_t lm, lmv;
     const char *map = begin(t, cluster, pool, start, bits, &lm);
     const char *mv = leaf_slot(t, 1, cluster, "moves", pool, start, bits, &lmv);
     size_t lslot = slot >= 0 && to_id != NULL ? id_key(t, 3, cluster, "slots", to_id, slot) : 0;
-    int v0 = agent_val_leaf(t->val[0], sizeof(t->val[0]), from, CMAP_SERVING, 0);
+    int v0 = agent_val_leaf(t->val[0], sizeof(t->val[0]), &v);
     if (map == NULL || mv == NULL || v0 < 0 || from == 0)
         return HKV_EINVAL;
     cmp(t, ETCD_MOD, ETCD_EQUAL, map, lm, e1);
@@ -179,6 +197,27 @@ int agent_txn_abort(struct agent_txn *t, const char *cluster, int pool, uint32_t
     del(t, mv, lmv);
     if (lslot > 0)
         del(t, t->key[3], lslot);
+    return HKV_OK;
+}
+
+int agent_txn_set(struct agent_txn *t, const char *cluster, int pool, uint32_t start, int bits,
+                  int64_t e, const struct agent_leaf_v *v, const char *live_id,
+                  const char *gone_id)
+{
+    size_t lm;
+    const char *map = begin(t, cluster, pool, start, bits, &lm);
+    size_t llive = live_id != NULL ? id_key(t, 2, cluster, "members", live_id, -1) : 0;
+    size_t lgone = gone_id != NULL ? id_key(t, 3, cluster, "members", gone_id, -1) : 0;
+    int v0 = agent_val_leaf(t->val[0], sizeof(t->val[0]), v);
+    if (map == NULL || v0 < 0 || e <= 0 || v->owner == 0 || (live_id != NULL && llive == 0) ||
+        (gone_id != NULL && lgone == 0))
+        return HKV_EINVAL;
+    cmp(t, ETCD_MOD, ETCD_EQUAL, map, lm, e);
+    if (llive > 0)
+        cmp(t, ETCD_VERSION, ETCD_GREATER, t->key[2], llive, 0);
+    if (lgone > 0)
+        cmp(t, ETCD_CREATE, ETCD_EQUAL, t->key[3], lgone, 0);
+    put(t, map, lm, t->val[0], v0, 0);
     return HKV_OK;
 }
 

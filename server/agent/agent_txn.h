@@ -15,12 +15,19 @@
  * start (prefix << (32 - bits)), as struct cmap_leaf keeps it.
  *
  *   split   mod(map/L) == e0 ∧ both halves absent (create_revision 0)
- *           -> delete map/L, put map/L0 and map/L1 {owner, serving}
+ *           -> delete map/L, put map/L0 and map/L1 {owner, serving} (no isr:
+ *           the halves' followers are seeded again)
  *   intent  mod(map/L) == e0 ∧ members/<T> exists ∧ slots/<T>/<k> absent
- *           -> map/L {S, moving, to T}, moves/L and slots/<T>/<k> under the lease
+ *           -> map/L {S, moving, to T, the isr it had}, moves/L and
+ *           slots/<T>/<k> under the lease
  *   commit  mod(map/L) == e1 ∧ members/<T> exists
- *           -> map/L {T, serving}, delete moves/L and slots/<T>/<k>
- *   abort   mod(map/L) == e1 -> map/L {S, serving}, delete moves/L and the slot
+ *           -> map/L {T, serving} (no isr: T's followers are seeded again),
+ *           delete moves/L and slots/<T>/<k>
+ *   abort   mod(map/L) == e1 -> map/L {S, serving, the isr it had}, delete
+ *           moves/L and the slot
+ *   set     mod(map/L) == e [∧ members/<live> exists] [∧ members/<gone>
+ *           absent] -> map/L = the value given (CLUSTER.md §7: an isr member
+ *           added or removed, a follower promoted)
  */
 #ifndef HKV_AGENT_TXN_H
 #define HKV_AGENT_TXN_H
@@ -59,11 +66,17 @@ int agent_txn_split(struct agent_txn *t, const char *cluster, int pool, uint32_t
                     int64_t e0, unsigned owner);
 int agent_txn_intent(struct agent_txn *t, const char *cluster, int pool, uint32_t start, int bits,
                      int64_t e0, unsigned from, unsigned to, const char *to_id, int slot,
-                     int64_t lease);
+                     int64_t lease, const struct agent_leaf_v *now);
 int agent_txn_commit(struct agent_txn *t, const char *cluster, int pool, uint32_t start, int bits,
                      int64_t e1, unsigned to, const char *to_id, int slot);
 int agent_txn_abort(struct agent_txn *t, const char *cluster, int pool, uint32_t start, int bits,
-                    int64_t e1, unsigned from, const char *to_id, int slot);
+                    int64_t e1, unsigned from, const char *to_id, int slot,
+                    const struct agent_leaf_v *now);
+/* now: the leaf's value at the compared epoch (its isr is kept).  set: v is
+ * the whole new value; live_id / gone_id NULL: no such compare. */
+int agent_txn_set(struct agent_txn *t, const char *cluster, int pool, uint32_t start, int bits,
+                  int64_t e, const struct agent_leaf_v *v, const char *live_id,
+                  const char *gone_id);
 
 /* moves/L's value: {"from":S,"to":T,"slot":k}.  HKV_OK or HKV_EINVAL. */
 int agent_parse_move(const char *v, size_t n, unsigned *from, unsigned *to, int *slot);

@@ -243,6 +243,18 @@ int cmap_validate(const struct cmap_table *t, char *why, size_t whylen)
             } else if (l->state != CMAP_SERVING) {
                 BAD("pool %s: leaf %u: unknown state %u", pool, i, l->state);
             }
+            if (l->nisr > CMAP_MAX_ISR)
+                BAD("pool %s: leaf %u (0x%08x/%u): %u in-sync followers (at most %d)", pool, i,
+                    l->start, l->bits, l->nisr, CMAP_MAX_ISR);
+            for (unsigned k = 0; k < l->nisr; k++) {
+                if (!owner_of_pool(t, l->isr[k], p) || l->isr[k] == l->owner)
+                    BAD("pool %s: leaf %u (0x%08x/%u): in-sync follower %u is not another owner "
+                        "of the pool", pool, i, l->start, l->bits, l->isr[k]);
+                for (unsigned j = 0; j < k; j++)
+                    if (l->isr[j] == l->isr[k])
+                        BAD("pool %s: leaf %u (0x%08x/%u): in-sync follower %u named twice", pool,
+                            i, l->start, l->bits, l->isr[k]);
+            }
         }
         if (n > 0 && next != (1ULL << 32))
             BAD("pool %s: gap after the last leaf (%u leaves)", pool, n);

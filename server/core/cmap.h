@@ -104,6 +104,13 @@ struct cmap_health {
     int64_t auto_refused;          /* leaves left alone: one key carries most of their work */
     int64_t auto_refused_key_len;  /* bytes of the last refused key kept below */
     char auto_refused_key[CMAP_KEY_SHOWN];
+    /* replicas (CLUSTER.md §7; server/agent/agent_follow.h, agent_promote.h),
+     * since the agent started: INFO # Replication */
+    int64_t repl_promotions;       /* followers made primary by this agent's CAS */
+    int64_t repl_isr_adds;         /* LEAF_ISR_ADD txns applied for this host's owners */
+    int64_t repl_isr_removals;     /* LEAF_ISR_DEL applied, and dead followers taken out */
+    int64_t repl_follow_sent;      /* LEAF_ORDER_FOLLOW orders sent to this host's owners */
+    int64_t repl_follow_failed;    /* of those: refused, failed or silent past their bound */
 };
 
 struct cmap;
@@ -130,7 +137,9 @@ void cmap_health_set(struct cmap *m, const struct cmap_health *h);
 /* HKV_OK when every pool's leaves are sorted, each leaf's start fits its
  * bits, they cover [0, 2^32) with no gap and no overlap (a pool with no
  * leaves is allowed: it has no owners), every leaf names an owner of its
- * pool, and a MOVING leaf names a target; else HKV_EINVAL with the reason. */
+ * pool, a MOVING leaf names a target, and each leaf's in-sync followers are
+ * at most CMAP_MAX_ISR distinct owners of its pool other than its owner;
+ * else HKV_EINVAL with the reason. */
 int cmap_validate(const struct cmap_table *t, char *why, size_t whylen);
 
 /* The leaf of placement hash `place` in pool, or NULL if the pool has none. */

@@ -29,9 +29,9 @@
 #include "storage/durable.h"
 
 #define FILE_MAGIC "HKVCMAP\0"
-#define FILE_VERSION 1
+#define FILE_VERSION 2                 /* 2: leaves carry their in-sync followers */
 #define HEAD_LEN 16                    /* magic, version, body length */
-#define LEAF_LEN 17                    /* start, bits, state, owner, to, epoch */
+#define LEAF_LEN (18 + 2 * CMAP_MAX_ISR) /* start, bits, state, owner, to, epoch, nisr, isr */
 #define OWNER_FIXED 16                 /* number, pool, live, index, port, incarnation */
 #define MAX_BODY (8 + 4 * CMAP_NPOOLS + (size_t)CMAP_NPOOLS * CMAP_MAX_LEAVES * LEAF_LEN + 2 + \
                   (size_t)CMAP_MAX_OWNERS * (OWNER_FIXED + 3 * CMAP_NAME_MAX))
@@ -78,6 +78,9 @@ static size_t encode(const struct cmap_table *t, uint8_t *p)
             put(&w, l->owner, 2);
             put(&w, l->to, 2);
             put(&w, (uint64_t)l->epoch, 8);
+            put(&w, l->nisr, 1);
+            for (int f = 0; f < CMAP_MAX_ISR; f++)
+                put(&w, l->isr[f], 2);
         }
     uint16_t used = 0;
     for (unsigned n = 1; n <= CMAP_MAX_OWNERS; n++)
@@ -164,6 +167,9 @@ static int decode(struct cmap_table *t, const uint8_t *p, size_t n)
             l->owner = (uint16_t)get(&r, 2);
             l->to = (uint16_t)get(&r, 2);
             l->epoch = (int64_t)get(&r, 8);
+            l->nisr = (uint8_t)get(&r, 1);
+            for (int f = 0; f < CMAP_MAX_ISR; f++)
+                l->isr[f] = (uint16_t)get(&r, 2);
         }
     unsigned used = (unsigned)get(&r, 2);
     if (used > CMAP_MAX_OWNERS)

@@ -33,7 +33,15 @@ struct worker {
     struct bufferevent *ctl;
     struct event *sig_term, *sig_int, *sig_hup, *heartbeat;
     int stopping;
+    worker_msg_fn on_msg;          /* worker_on_message; NULL: other messages dropped */
+    void *on_msg_arg;
 };
+
+void worker_on_message(struct worker *w, worker_msg_fn fn, void *arg)
+{
+    w->on_msg = fn;
+    w->on_msg_arg = arg;
+}
 
 int worker_prepare(struct worker_ctx *ctx, const char *title)
 {
@@ -169,6 +177,8 @@ static void on_ctl_msg(void *arg, uint8_t type, const char *payload, size_t len)
         w->hooks.resetstat_done(w->hooks.arg);
     else if (type == CTL_CACHE_FORGOTTEN && w->hooks.cache_forgotten != NULL)
         w->hooks.cache_forgotten(w->hooks.arg);
+    else if (w->on_msg != NULL)
+        w->on_msg(w->on_msg_arg, type, payload, len);
 }
 
 static void on_ctl_read(struct bufferevent *bev, void *arg)

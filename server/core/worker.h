@@ -92,6 +92,11 @@ struct worker;
 struct worker *worker_create(struct worker_ctx *ctx, struct event_base *base,
                              const struct worker_hooks *hooks);
 void worker_destroy(struct worker **w);
+/* Any other control message from the master (the agent's CTL_OWNER_DIED)
+ * goes to fn(arg, ...) as it came (payload valid during the call); NULL:
+ * dropped, as before. */
+typedef void (*worker_msg_fn)(void *arg, uint8_t type, const char *payload, size_t len);
+void worker_on_message(struct worker *w, worker_msg_fn fn, void *arg);
 /* Tells the master this process serves (CTL_READY) and marks the board. */
 void worker_ready(struct worker *w);
 /* Drops the control channel and signal handlers, so the loop can end once the

@@ -287,6 +287,13 @@ static void reaped(struct master *m, struct child *c, int status)
         c->ctl = NULL;
     }
     master_resetstat_gone(c);
+    if (c->role == BOARD_OWNER && m->agent != NULL && m->agent->ctl != NULL && !m->stopping) {
+        /* the agent promotes the dead owner's followers at once (CLUSTER.md §7) */
+        unsigned char died[5] = {(unsigned char)c->pool, (unsigned char)(c->index >> 24),
+                                 (unsigned char)(c->index >> 16), (unsigned char)(c->index >> 8),
+                                 (unsigned char)c->index};
+        ctl_put(bufferevent_get_output(m->agent->ctl), CTL_OWNER_DIED, died, sizeof(died));
+    }
     switch (master_after_exit(m->stopping, alive(m, BOARD_EDGE), alive(m, BOARD_EMPTY))) {
     case MASTER_RESTART:
         break;

@@ -6,7 +6,9 @@
  * answered OK with the leaf's new epoch and change etcd as CLUSTER.md §5
  * says; a stale epoch is LOST with the truth; what cannot be tried is
  * REFUSED (no map, an asker not in it, no lease, a target of another pool,
- * no free slot on the target); requests are answered in arrival order. */
+ * no free slot on the target); requests are answered in arrival order.
+ * The in-sync set (CLUSTER.md §7): ISR_ADD / DEL are CASes on the epoch;
+ * INTENT and ABORT keep the set, COMMIT and SPLIT empty it. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,7 +144,7 @@ static void publish_map(void)
     char tail[64], v[128];
     for (uint32_t i = 0; i < 4; i++) {
         snprintf(tail, sizeof(tail), "map/cold/2-%08x", i);
-        agent_val_leaf(v, sizeof(v), i < 3 ? 1 : 2, CMAP_SERVING, 0);
+        agent_val_leaf(v, sizeof(v), &(struct agent_leaf_v){.owner = i < 3 ? 1 : 2});
         put(tail, v);
     }
     put("members/h1/cold/0", "{}");
@@ -371,6 +373,136 @@ START_TEST(past_the_queue_bound_a_request_is_refused_at_once)
 }
 END_TEST
 
+/* ---- the in-sync set ------------------------------------------------------------- */
+
+#define V_ISR2 "{\"owner\":1,\"state\":\"serving\",\"isr\":[2]}"
+
+/* Owner 1 adds owner 2 to leaf Q1's set: the new epoch. */
+static int64_t add_2(int *n)
+{
+    ck_assert(get("map/cold/2-00000001"));
+    ask(0, LEAF_ISR_ADD, Q1, 2, T.mod, 2, 50 + (uint64_t)*n);
+    wait_replies(++*n);
+    ck_assert_int_eq(reply(*n - 1)->u.reply.status, LEAF_ST_OK);
+    ck_assert(get("map/cold/2-00000001"));
+    ck_assert_str_eq(T.val, V_ISR2);
+    ck_assert_int_eq(T.mod, reply(*n - 1)->u.reply.epoch);
+    return T.mod;
+}
+
+START_TEST(isr_add_and_del_are_cases_on_the_epoch)
+{
+    int n = 0;
+    ck_assert(get("map/cold/2-00000001"));
+    int64_t e0 = T.mod;
+    int64_t e1 = add_2(&n);
+    ck_assert_int_gt(e1, e0);
+    ck_assert_uint_eq(reply(0)->u.reply.owner, 1);
+    ck_assert_uint_eq(reply(0)->u.reply.state, CMAP_SERVING);
+    ck_assert_uint_eq(T.f.a.h.repl_isr_adds, 1);
+    /* the old epoch: lost, with the truth */
+    ask(0, LEAF_ISR_ADD, Q1, 2, e0, 2, 1);
+    wait_replies(++n);
+    ck_assert_int_eq(reply(n - 1)->u.reply.status, LEAF_ST_LOST);
+    ck_assert_int_eq(reply(n - 1)->u.reply.at, e1);
+    /* twice: refused */
+    ask(0, LEAF_ISR_ADD, Q1, 2, e1, 2, 2);
+    wait_replies(++n);
+    ck_assert_int_eq(reply(n - 1)->u.reply.status, LEAF_ST_REFUSED);
+    ck_assert_str_eq(T.texts[n - 1], "the follower is in the in-sync set already");
+    /* a move's intent and abort keep the set */
+    ask(0, LEAF_INTENT, Q1, 2, e1, 2, 3);
+    wait_replies(++n);
+    ck_assert_int_eq(reply(n - 1)->u.reply.status, LEAF_ST_OK);
+    ck_assert(get("map/cold/2-00000001"));
+    ck_assert_str_eq(T.val, "{\"owner\":1,\"state\":\"moving\",\"to\":2,\"isr\":[2]}");
+    ask(0, LEAF_ABORT, Q1, 2, reply(n - 1)->u.reply.epoch, 2, 4);
+    wait_replies(++n);
+    ck_assert_int_eq(reply(n - 1)->u.reply.status, LEAF_ST_OK);
+    ck_assert(get("map/cold/2-00000001"));
+    ck_assert_str_eq(T.val, V_ISR2);
+    /* removal: at the epoch, of a member */
+    int64_t e2 = T.mod;
+    ask(1, LEAF_ISR_DEL, Q1, 2, e1, 2, 5); /* stale */
+    ask(1, LEAF_ISR_DEL, Q1, 2, e2, 2, 6); /* the follower leaves itself */
+    ask(0, LEAF_ISR_DEL, Q1, 2, e2, 2, 7); /* that epoch is gone now */
+    n += 3;
+    wait_replies(n);
+    ck_assert_int_eq(reply(n - 3)->u.reply.status, LEAF_ST_LOST);
+    ck_assert_int_eq(reply(n - 2)->u.reply.status, LEAF_ST_OK);
+    ck_assert_int_eq(reply(n - 1)->u.reply.status, LEAF_ST_LOST);
+    ck_assert(get("map/cold/2-00000001"));
+    ck_assert_str_eq(T.val, "{\"owner\":1,\"state\":\"serving\"}");
+    ask(0, LEAF_ISR_DEL, Q1, 2, T.mod, 2, 8);
+    wait_replies(++n);
+    ck_assert_int_eq(reply(n - 1)->u.reply.status, LEAF_ST_REFUSED);
+    ck_assert_str_eq(T.texts[n - 1], "the follower is not in the in-sync set");
+    ck_assert_uint_eq(T.f.a.h.repl_isr_removals, 1);
+}
+END_TEST
+
+START_TEST(a_commit_and_a_split_empty_the_set)
+{
+    int n = 0;
+    int64_t e = add_2(&n);
+    ask(0, LEAF_SPLIT, Q1, 2, e, 0, 1);
+    wait_replies(++n);
+    ck_assert_int_eq(reply(n - 1)->u.reply.status, LEAF_ST_OK);
+    ck_assert(get("map/cold/3-00000002"));
+    ck_assert_str_eq(T.val, "{\"owner\":1,\"state\":\"serving\"}");
+    ck_assert(get("map/cold/3-00000003"));
+    ck_assert_str_eq(T.val, "{\"owner\":1,\"state\":\"serving\"}");
+    /* leaf 0: added, moved to 2 and committed: 2's own followers come later */
+    ck_assert(get("map/cold/2-00000000"));
+    ask(0, LEAF_ISR_ADD, 0, 2, T.mod, 2, 2);
+    wait_replies(++n);
+    ck_assert_int_eq(reply(n - 1)->u.reply.status, LEAF_ST_OK);
+    ask(0, LEAF_INTENT, 0, 2, reply(n - 1)->u.reply.epoch, 2, 3);
+    wait_replies(++n);
+    ck_assert_int_eq(reply(n - 1)->u.reply.status, LEAF_ST_OK);
+    ask(0, LEAF_COMMIT, 0, 2, reply(n - 1)->u.reply.epoch, 2, 4);
+    wait_replies(++n);
+    ck_assert_int_eq(reply(n - 1)->u.reply.status, LEAF_ST_OK);
+    ck_assert(get("map/cold/2-00000000"));
+    ck_assert_str_eq(T.val, "{\"owner\":2,\"state\":\"serving\"}");
+}
+END_TEST
+
+START_TEST(an_isr_add_that_cannot_be_tried_is_refused)
+{
+    ck_assert(get("map/cold/2-00000001"));
+    ask(1, LEAF_ISR_ADD, Q1, 2, T.mod, 2, 1); /* owner 2 is no primary of it */
+    ask(0, LEAF_ISR_ADD, Q1, 2, T.mod, 3, 2); /* a hot owner */
+    ask(0, LEAF_ISR_ADD, Q1, 2, T.mod, 1, 3); /* the primary itself */
+    wait_replies(3);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(reply(i)->u.reply.status, LEAF_ST_REFUSED);
+    ck_assert_str_eq(T.texts[0], "the asking owner is not the leaf's primary");
+    ck_assert_str_eq(T.texts[1], "the follower is no other owner of the pool");
+    ck_assert_str_eq(T.texts[2], "the follower is no other owner of the pool");
+    /* a follower whose registration is gone */
+    T.f.t->owners[2].live = 0;
+    ck_assert_int_eq(cmap_publish(T.f.ctx.cmap, T.f.t), HKV_OK);
+    ask(0, LEAF_ISR_ADD, Q1, 2, T.mod, 2, 4);
+    wait_replies(4);
+    ck_assert_int_eq(reply(3)->u.reply.status, LEAF_ST_REFUSED);
+    ck_assert_str_eq(T.texts[3], "the follower is not live");
+    /* live in this host's map but its members/ key is gone from etcd: the CAS fails */
+    T.f.t->owners[2].live = 1;
+    ck_assert_int_eq(cmap_publish(T.f.ctx.cmap, T.f.t), HKV_OK);
+    char k[AGENT_KEY_MAX];
+    int kl = agent_key(k, sizeof(k), "c1", "members/h1/cold/1");
+    T.f.done = 0;
+    ck_assert_int_eq(etcd_delete(T.f.a.etcd, k, (size_t)kl, NULL, 0, af_on_sync, &T.f), HKV_OK);
+    af_wait(&T.f, &T.f.done);
+    ask(0, LEAF_ISR_ADD, Q1, 2, T.mod, 2, 5);
+    wait_replies(5);
+    ck_assert_int_eq(reply(4)->u.reply.status, LEAF_ST_LOST);
+    ck_assert(get("map/cold/2-00000001"));
+    ck_assert_str_eq(T.val, "{\"owner\":1,\"state\":\"serving\"}");
+}
+END_TEST
+
 Suite *agent_leaf_suite(void)
 {
     Suite *s = suite_create("agent_leaf");
@@ -382,6 +514,12 @@ Suite *agent_leaf_suite(void)
     tcase_add_test(tc, intent_then_commit_moves_the_leaf);
     tcase_add_test(tc, intent_then_abort_gives_the_leaf_back);
     tcase_add_test(tc, a_target_takes_two_moves_in_at_most);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("isr");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, isr_add_and_del_are_cases_on_the_epoch);
+    tcase_add_test(tc, a_commit_and_a_split_empty_the_set);
+    tcase_add_test(tc, an_isr_add_that_cannot_be_tried_is_refused);
     suite_add_tcase(s, tc);
     tc = tcase_create("refused");
     tcase_add_checked_fixture(tc, setup, teardown);

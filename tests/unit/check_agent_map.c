@@ -37,7 +37,8 @@ static void put_leaf(struct agent_map *m, const char *pool, int bits, unsigned p
 {
     char key[128], val[128];
     snprintf(key, sizeof(key), P "map/%s/%d-%08x", pool, bits, prefix);
-    ck_assert_int_gt(agent_val_leaf(val, sizeof(val), owner, CMAP_SERVING, 0), 0);
+    struct agent_leaf_v lv = {.owner = owner, .state = CMAP_SERVING};
+    ck_assert_int_gt(agent_val_leaf(val, sizeof(val), &lv), 0);
     put(m, key, val, rev);
 }
 
@@ -297,11 +298,31 @@ END_TEST
 START_TEST(values_round_trip)
 {
     char buf[AGENT_VAL_MAX], id[CMAP_NAME_MAX], host[CMAP_NAME_MAX];
-    unsigned owner, to, number;
-    int state, bits, ready, pool, k;
-    ck_assert_int_gt(agent_val_leaf(buf, sizeof(buf), 7, CMAP_MOVING, 9), 0);
-    ck_assert_int_eq(agent_parse_leaf(buf, strlen(buf), &owner, &state, &to), HKV_OK);
-    ck_assert(owner == 7 && state == CMAP_MOVING && to == 9);
+    unsigned number;
+    int bits, ready, pool, k;
+    struct agent_leaf_v lv = {.owner = 7, .state = CMAP_MOVING, .to = 9}, got;
+    ck_assert_int_gt(agent_val_leaf(buf, sizeof(buf), &lv), 0);
+    ck_assert_str_eq(buf, "{\"owner\":7,\"state\":\"moving\",\"to\":9}"); /* no isr: none */
+    ck_assert_int_eq(agent_parse_leaf(buf, strlen(buf), &got), HKV_OK);
+    ck_assert(got.owner == 7 && got.state == CMAP_MOVING && got.to == 9 && got.nisr == 0);
+    /* the in-sync followers, in order */
+    lv = (struct agent_leaf_v){.owner = 3, .state = CMAP_SERVING, .nisr = 3, .isr = {256, 1, 9}};
+    ck_assert_int_gt(agent_val_leaf(buf, sizeof(buf), &lv), 0);
+    ck_assert_str_eq(buf, "{\"owner\":3,\"state\":\"serving\",\"isr\":[256,1,9]}");
+    ck_assert_int_eq(agent_parse_leaf(buf, strlen(buf), &got), HKV_OK);
+    ck_assert_int_eq(memcmp(&lv, &got, sizeof(lv)), 0);
+    ck_assert(agent_isr_has(&got, 1) && !agent_isr_has(&got, 3));
+    agent_isr_without(&got, 1);
+    ck_assert(got.nisr == 2 && got.isr[0] == 256 && got.isr[1] == 9);
+    agent_isr_with(&got, 4);
+    agent_isr_with(&got, 4); /* there already: once */
+    agent_isr_with(&got, 5); /* full: not added */
+    ck_assert(got.nisr == 3 && got.isr[2] == 4);
+    const char *empty = "{\"owner\":3,\"isr\":[]}";
+    ck_assert_int_eq(agent_parse_leaf(empty, strlen(empty), &got), HKV_OK);
+    ck_assert(got.nisr == 0 && got.state == CMAP_SERVING);
+    lv.nisr = CMAP_MAX_ISR + 1;
+    ck_assert_int_eq(agent_val_leaf(buf, sizeof(buf), &lv), -1);
     ck_assert_int_gt(agent_val_pool(buf, sizeof(buf), 6), 0);
     ck_assert_int_eq(agent_parse_pool(buf, strlen(buf), &bits, &ready), HKV_OK);
     ck_assert(bits == 6 && ready == 1);
@@ -310,9 +331,16 @@ START_TEST(values_round_trip)
     ck_assert_str_eq(id, "h\"1\\x/cold/3");
     ck_assert_int_eq(agent_owner_id_parse(id, host, sizeof(host), &pool, &k), HKV_OK);
     ck_assert(strcmp(host, "h\"1\\x") == 0 && pool == CFG_POOL_COLD && k == 3);
-    ck_assert_int_gt(agent_val_host(buf, sizeof(buf), "192.0.2.7", 4095, "0.1.0"), 0);
-    ck_assert_int_eq(agent_parse_host(buf, strlen(buf), host, sizeof(host), &number), HKV_OK);
-    ck_assert(strcmp(host, "192.0.2.7") == 0 && number == 4095);
+    char zone[CMAP_NAME_MAX];
+    ck_assert_int_gt(agent_val_host(buf, sizeof(buf), "192.0.2.7", 4095, "0.1.0", NULL), 0);
+    ck_assert_ptr_null(strstr(buf, "zone"));
+    ck_assert_int_eq(agent_parse_host(buf, strlen(buf), host, sizeof(host), &number, zone,
+                                      sizeof(zone)), HKV_OK);
+    ck_assert(strcmp(host, "192.0.2.7") == 0 && number == 4095 && zone[0] == '\0');
+    ck_assert_int_gt(agent_val_host(buf, sizeof(buf), "192.0.2.7", 2, "0.1.0", "eu-\"1"), 0);
+    ck_assert_int_eq(agent_parse_host(buf, strlen(buf), host, sizeof(host), &number, zone,
+                                      sizeof(zone)), HKV_OK);
+    ck_assert(number == 2 && strcmp(zone, "eu-\"1") == 0);
     struct agent_member a = {.number = 256, .port = 65535, .pool = CFG_POOL_COLD,
                              .incarnation = 0x8000000000000001ULL}, b;
     snprintf(a.addr, sizeof(a.addr), "::1");
@@ -326,9 +354,15 @@ START_TEST(values_round_trip)
     ck_assert(b.number == 3 && b.port == 0 && b.addr[0] == '\0');
     /* out of range, wrong types, not an object */
     const char *bad[] = {"{\"owner\":0}", "{\"owner\":257}", "{\"owner\":1.5}", "[1]", "",
-                         "{\"owner\":1,\"state\":\"gone\"}", "{\"owner\":1,\"state\":\"moving\",\"to\":0}"};
+                         "{\"owner\":1,\"state\":\"gone\"}", "{\"owner\":1,\"state\":\"moving\",\"to\":0}",
+                         /* isr: bounded, in range, no repeat, not the owner, numbers only */
+                         "{\"owner\":1,\"isr\":[2,3,4,5]}", "{\"owner\":1,\"isr\":[0]}",
+                         "{\"owner\":1,\"isr\":[257]}", "{\"owner\":1,\"isr\":[2,2]}",
+                         "{\"owner\":1,\"isr\":[1]}", "{\"owner\":1,\"isr\":[\"2\"]}",
+                         "{\"owner\":1,\"isr\":2}", "{\"owner\":1,\"isr\":[2.5]}",
+                         "{\"owner\":1,\"isr\":[[2]]}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        ck_assert_msg(agent_parse_leaf(bad[i], strlen(bad[i]), &owner, &state, &to) == HKV_EINVAL,
+        ck_assert_msg(agent_parse_leaf(bad[i], strlen(bad[i]), &got) == HKV_EINVAL,
                       "'%s' was taken", bad[i]);
     ck_assert_int_eq(agent_val_owner(buf, 8, "h1/hot/0"), -1); /* does not fit */
     char key[AGENT_KEY_MAX];

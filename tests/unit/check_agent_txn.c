@@ -17,6 +17,7 @@
 #define P "/hotkvd/c1/"
 
 static struct agent_txn T;
+static const struct agent_leaf_v NOW = {0}; /* the leaf had no in-sync set */
 
 /* A key without the cluster's prefix (every key of a txn has it). */
 static void tail(char *out, size_t cap, const char *k, size_t n)
@@ -184,7 +185,7 @@ END_TEST
 START_TEST(intent_marks_the_leaf_moving_and_takes_a_slot_under_the_lease)
 {
     ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 40, 2, 5,
-                                      "h2/cold/0", 1, 0x77),
+                                      "h2/cold/0", 1, 0x77, &NOW),
                      HKV_OK);
     static const char *const cmps[] = {
         "MOD == 40 map/cold/1-00000001",
@@ -208,18 +209,18 @@ END_TEST
 START_TEST(intent_refuses_a_move_that_makes_no_sense)
 {
     /* to itself, to owner 0, a slot out of range, no lease */
-    ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0, 1, 4, 2, 2, "h/cold/0", 0, 9),
+    ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0, 1, 4, 2, 2, "h/cold/0", 0, 9, &NOW),
                      HKV_EINVAL);
-    ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0, 1, 4, 2, 0, "h/cold/0", 0, 9),
+    ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0, 1, 4, 2, 0, "h/cold/0", 0, 9, &NOW),
                      HKV_EINVAL);
     ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0, 1, 4, 2, 3, "h/cold/0",
-                                      AGENT_SLOTS, 9),
+                                      AGENT_SLOTS, 9, &NOW),
                      HKV_EINVAL);
-    ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0, 1, 4, 2, 3, "h/cold/0", -1, 9),
+    ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0, 1, 4, 2, 3, "h/cold/0", -1, 9, &NOW),
                      HKV_EINVAL);
-    ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0, 1, 4, 2, 3, "h/cold/0", 0, 0),
+    ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0, 1, 4, 2, 3, "h/cold/0", 0, 0, &NOW),
                      HKV_EINVAL);
-    ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0, 1, 4, 2, 3, "h/cold/0", 0, 9),
+    ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0, 1, 4, 2, 3, "h/cold/0", 0, 9, &NOW),
                      HKV_OK);
 }
 END_TEST
@@ -259,7 +260,7 @@ END_TEST
 
 START_TEST(abort_gives_the_leaf_back_to_its_source)
 {
-    ck_assert_int_eq(agent_txn_abort(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 41, 2, "h2/cold/0", 0),
+    ck_assert_int_eq(agent_txn_abort(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 41, 2, "h2/cold/0", 0, &NOW),
                      HKV_OK);
     static const char *const cmps[] = {"MOD == 41 map/cold/1-00000001"};
     expect_cmps(cmps, N(cmps)); /* whatever became of the target */
@@ -271,10 +272,10 @@ START_TEST(abort_gives_the_leaf_back_to_its_source)
     expect_ok(ok, N(ok));
     expect_reads_back("map/cold/1-00000001");
     /* the target unknown: only the move goes */
-    ck_assert_int_eq(agent_txn_abort(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 41, 2, NULL, 0),
+    ck_assert_int_eq(agent_txn_abort(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 41, 2, NULL, 0, &NOW),
                      HKV_OK);
     ck_assert_uint_eq(T.nok, 2);
-    ck_assert_int_eq(agent_txn_abort(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 41, 0, NULL, 0),
+    ck_assert_int_eq(agent_txn_abort(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 41, 0, NULL, 0, &NOW),
                      HKV_EINVAL);
 }
 END_TEST
@@ -282,7 +283,7 @@ END_TEST
 START_TEST(every_key_and_value_points_into_the_txn)
 {
     ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 40, 2, 5,
-                                      "h2/cold/0", 1, 3),
+                                      "h2/cold/0", 1, 3, &NOW),
                      HKV_OK);
     const char *lo = (const char *)&T, *hi = lo + sizeof(T);
     for (size_t i = 0; i < T.ncmp; i++)
@@ -293,7 +294,7 @@ START_TEST(every_key_and_value_points_into_the_txn)
             ck_assert(T.ok[i].value >= lo && T.ok[i].value < hi);
     }
     /* a builder starts the txn over */
-    ck_assert_int_eq(agent_txn_abort(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 41, 2, NULL, 0),
+    ck_assert_int_eq(agent_txn_abort(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 41, 2, NULL, 0, &NOW),
                      HKV_OK);
     ck_assert_uint_eq(T.ncmp, 1);
     ck_assert_uint_eq(T.nfail, 1);
@@ -304,7 +305,7 @@ END_TEST
 
 START_TEST(the_move_record_reads_back)
 {
-    ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0, 1, 4, 7, 9, "h/cold/2", 1, 5),
+    ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0, 1, 4, 7, 9, "h/cold/2", 1, 5, &NOW),
                      HKV_OK);
     unsigned from = 0, to = 0;
     int slot = -1;
@@ -346,6 +347,44 @@ START_TEST(an_operators_move_request_round_trips)
 }
 END_TEST
 
+/* CLUSTER.md §7: an intent and an abort keep the set the leaf has (less the
+ * primary, which is never its own follower); `set` is one CAS. */
+START_TEST(intent_and_abort_keep_the_in_sync_set_and_set_is_one_cas)
+{
+    struct agent_leaf_v now = {.owner = 2, .state = CMAP_SERVING, .nisr = 2, .isr = {7, 5}};
+    ck_assert_int_eq(agent_txn_intent(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 40, 2, 5,
+                                      "h2/cold/0", 1, 0x77, &now), HKV_OK);
+    ck_assert_str_eq(T.val[0], "{\"owner\":2,\"state\":\"moving\",\"to\":5,\"isr\":[7,5]}");
+    now.state = CMAP_MOVING;
+    now.to = 5;
+    ck_assert_int_eq(agent_txn_abort(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 41, 2, "h2/cold/0", 0,
+                                     &now), HKV_OK);
+    ck_assert_str_eq(T.val[0], "{\"owner\":2,\"state\":\"serving\",\"isr\":[7,5]}");
+    ck_assert_int_eq(agent_txn_commit(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 41, 5, "h2/cold/0",
+                                      1), HKV_OK);
+    ck_assert_str_eq(T.val[0], "{\"owner\":5,\"state\":\"serving\"}");
+    /* a promotion: the old primary's registration must be gone */
+    struct agent_leaf_v v = {.owner = 7, .state = CMAP_SERVING, .nisr = 1, .isr = {5}};
+    ck_assert_int_eq(agent_txn_set(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 42, &v, NULL,
+                                   "h1/cold/0"), HKV_OK);
+    static const char *const cmps[] = {"MOD == 42 map/cold/1-00000001",
+                                       "CREATE == 0 members/h1/cold/0"};
+    expect_cmps(cmps, N(cmps));
+    static const char *const ok[] = {
+        "PUT map/cold/1-00000001 {\"owner\":7,\"state\":\"serving\",\"isr\":[5]} lease 0"};
+    expect_ok(ok, N(ok));
+    expect_reads_back("map/cold/1-00000001");
+    /* an add: the new follower must be a live member */
+    ck_assert_int_eq(agent_txn_set(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 43, &v, "h3/cold/1",
+                                   NULL), HKV_OK);
+    static const char *const cmps2[] = {"MOD == 43 map/cold/1-00000001",
+                                        "VERSION > 0 members/h3/cold/1"};
+    expect_cmps(cmps2, N(cmps2));
+    ck_assert_int_eq(agent_txn_set(&T, C, CFG_POOL_COLD, 0x80000000u, 1, 0, &v, NULL, NULL),
+                     HKV_EINVAL); /* no epoch */
+}
+END_TEST
+
 Suite *agent_txn_suite(void)
 {
     Suite *s = suite_create("agent_txn");
@@ -370,6 +409,7 @@ Suite *agent_txn_suite(void)
     tcase_add_test(tc, the_move_record_reads_back);
     tcase_add_test(tc, a_bad_move_record_is_refused);
     tcase_add_test(tc, an_operators_move_request_round_trips);
+    tcase_add_test(tc, intent_and_abort_keep_the_in_sync_set_and_set_is_one_cas);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -36,7 +36,8 @@ static void put_leaf(const char *pool, unsigned prefix, unsigned owner)
 {
     char tail[64], val[128];
     snprintf(tail, sizeof(tail), "map/%s/2-%08x", pool, prefix);
-    ck_assert_int_gt(agent_val_leaf(val, sizeof(val), owner, CMAP_SERVING, 0), 0);
+    struct agent_leaf_v lv = {.owner = owner, .state = CMAP_SERVING};
+    ck_assert_int_gt(agent_val_leaf(val, sizeof(val), &lv), 0);
     put(tail, val);
 }
 

@@ -1387,6 +1387,21 @@ START_TEST(leaf_moves_is_for_a_single_host_and_makes_a_cluster_of_one)
     c = cfg_create();
     ck_assert_int_eq(load_str(c, "leaf-moves maybe\n", &err), HKV_EINVAL);
     cfg_destroy(&c);
+    /* replicas: followers live in the leaf map (a cluster's, or leaf-moves') */
+    c = cfg_create();
+    ck_assert_int_eq(load_str(c, "replicas 1\n", &err), HKV_OK);
+    ck_assert_int_eq(cfg_validate(c, &err), HKV_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "replicas needs a cluster or leaf-moves yes"));
+    cfg_destroy(&c);
+    c = cfg_create();
+    ck_assert_int_eq(load_str(c, "replicas 2\nleaf-moves yes\nzone eu-1\n", &err), HKV_OK);
+    ck_assert_int_eq(cfg_validate(c, &err), HKV_OK);
+    cfg_destroy(&c);
+    c = cfg_create();
+    ck_assert_int_eq(load_str(c, "zone \"a b\"\n", &err), HKV_OK);
+    ck_assert_int_eq(cfg_validate(c, &err), HKV_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "zone"));
+    cfg_destroy(&c);
 }
 END_TEST
 

@@ -192,6 +192,30 @@ START_TEST(bad_owner_is_refused)
 }
 END_TEST
 
+START_TEST(bad_isr_is_refused)
+{
+    struct cmap_table *t = new_table();
+    fill(t, 3, 3, 2, 1);
+    struct cmap_leaf *l = &t->leaves[CFG_POOL_HOT][0]; /* owner 1 */
+    l->nisr = 2;
+    l->isr[0] = 2;
+    l->isr[1] = 3;
+    ck_assert_int_eq(cmap_validate(t, NULL, 0), HKV_OK);
+    l->isr[1] = 1; /* the primary */
+    assert_invalid(t, "in-sync follower 1 is not another owner");
+    l->isr[1] = 4; /* a cold owner */
+    assert_invalid(t, "in-sync follower 4 is not another owner");
+    l->isr[1] = 77; /* no such owner */
+    assert_invalid(t, "in-sync follower 77");
+    l->isr[1] = 2; /* twice */
+    assert_invalid(t, "named twice");
+    l->isr[1] = 3;
+    l->nisr = CMAP_MAX_ISR + 1;
+    assert_invalid(t, "in-sync followers");
+    free(t);
+}
+END_TEST
+
 /* ---- lookups -------------------------------------------------------------------- */
 
 START_TEST(lookup_finds_what_a_scan_finds)
@@ -428,6 +452,12 @@ START_TEST(save_load_round_trip)
     t->leaves[CFG_POOL_HOT][17].state = CMAP_MOVING;
     t->leaves[CFG_POOL_HOT][17].to = t->leaves[CFG_POOL_HOT][17].owner == 1 ? 2 : 1;
     t->owners[3].live = 0;
+    t->leaves[CFG_POOL_HOT][3].nisr = 3; /* owner 4 of 5, followed by 5, 1, 2 */
+    t->leaves[CFG_POOL_HOT][3].isr[0] = 5;
+    t->leaves[CFG_POOL_HOT][3].isr[1] = 1;
+    t->leaves[CFG_POOL_HOT][3].isr[2] = 2;
+    t->leaves[CFG_POOL_HOT][17].nisr = 1;
+    t->leaves[CFG_POOL_HOT][17].isr[0] = 5 - (t->leaves[CFG_POOL_HOT][17].to == 5);
     snprintf(t->owners[2].addr, sizeof(t->owners[2].addr), "%0*d", CMAP_NAME_MAX - 1, 7);
     ck_assert_int_eq(cmap_save(t, path), HKV_OK);
     memset(back, 0xa5, sizeof(*back));
@@ -438,7 +468,8 @@ START_TEST(save_load_round_trip)
         for (uint32_t i = 0; i < t->nleaves[p]; i++) {
             const struct cmap_leaf *a = &t->leaves[p][i], *b = &back->leaves[p][i];
             ck_assert(a->start == b->start && a->bits == b->bits && a->state == b->state &&
-                      a->owner == b->owner && a->to == b->to && a->epoch == b->epoch);
+                      a->owner == b->owner && a->to == b->to && a->epoch == b->epoch &&
+                      a->nisr == b->nisr && memcmp(a->isr, b->isr, sizeof(a->isr)) == 0);
         }
     }
     ck_assert_int_eq(memcmp(back->owners, t->owners, sizeof(t->owners)), 0);
@@ -496,6 +527,12 @@ START_TEST(torn_flipped_or_foreign_file_is_refused)
         write_bytes(path, bad, n);
         ck_assert_msg(cmap_load(back, path) == HKV_EINVAL, "a flip at %zu was taken", i);
     }
+    /* a file of the format before in-sync sets (version 1) */
+    memcpy(bad, good, n);
+    bad[8] = 1;
+    bad[9] = bad[10] = bad[11] = 0;
+    write_bytes(path, bad, n);
+    ck_assert_int_eq(cmap_load(back, path), HKV_EINVAL);
     /* garbage, and a longer file */
     for (size_t i = 0; i < n; i++)
         bad[i] = (unsigned char)(i * 131 + 7);
@@ -525,6 +562,7 @@ Suite *cmap_suite(void)
     tcase_add_test(tc, unsorted_is_refused);
     tcase_add_test(tc, start_that_does_not_fit_its_bits_is_refused);
     tcase_add_test(tc, bad_owner_is_refused);
+    tcase_add_test(tc, bad_isr_is_refused);
     suite_add_tcase(s, tc);
     tc = tcase_create("lookup");
     tcase_add_test(tc, lookup_finds_what_a_scan_finds);
