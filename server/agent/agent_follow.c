@@ -252,10 +252,9 @@ void agent_follow_tick(struct agent_follow *f, int64_t now)
     int64_t rev = cmap_revision(a->ctx->cmap);
     if (rev == 0)
         return;
-    if (rev != f->trev) {
+    if (rev != f->trev)
         f->trev = cmap_snapshot(a->ctx->cmap, f->t);
-        candidates(f);
-    }
+    candidates(f); /* each tick: an owner seen dead runs again without a new map */
     sweep(f, now);
     int nout;
     out_for(f, (struct hand_leaf){0}, &nout);

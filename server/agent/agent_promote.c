@@ -274,6 +274,7 @@ void agent_promote_owner_hello(struct agent_promote *p, int pool, int index)
     unsigned n = number_of(p, pool, index);
     if (n != 0 && p->dead[n]) {
         p->restarted[n] = 1;
+        p->retry_ms = clock_mono_ms(); /* the next tick scans: it may follow again now */
         scan(p); /* a leaf that waited for it may serve again */
     }
 }
