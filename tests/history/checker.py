@@ -1640,6 +1640,11 @@ def name_anomaly(kh, core, start, cut, hist_classes):
     # 1b. A write that failed explicitly took effect after all.
     if _ghost_explains(kh, core, start, cut):
         return A_FAILED_REAPPEARED
+    # 1b'. Replicas mode: a loss across a kill is what the run is about;
+    #      named before "applied twice", which a loss near a crash also
+    #      satisfies.
+    if hist_classes[kh.cls].get("no_loss") and _crash_explains(kh, core, start, cut):
+        return A_REPLICA_LOST
     # 1c. One acknowledged write took effect twice (a retry applied
     #     again: issue 25); tried before the crash rule, which a second
     #     application also satisfies when a crash is near.
