@@ -76,12 +76,23 @@ class Replicas:
             return
         owner = leaf[3]
         probe = probe_key(pool, leaf)
-        t0 = time.monotonic()
-        pid = nem.kill_owner_now(owner)
-        if pid is None:
-            nem.log("kill_primary: owner %s not found" % owner)
-            return
-        back = self._write_back_ms(probe, t0) if probe else None
+        # The clients hammer the leaf's keys (INCRBY mostly, as during a
+        # move) across the kill: writes in flight are resent to the new
+        # primary, whose copy of their completion records must answer them
+        # once (R4).
+        focus = self.leaves.keys_in(pool, leaf)
+        self.leaves.workload.set_focus(focus)
+        try:
+            time.sleep(0.3)
+            t0 = time.monotonic()
+            pid = nem.kill_owner_now(owner)
+            if pid is None:
+                nem.log("kill_primary: owner %s not found" % owner)
+                return
+            back = self._write_back_ms(probe, t0) if probe else None
+            time.sleep(0.3)
+        finally:
+            self.leaves.workload.set_focus(None)
         if back is None:
             self.not_back += 1
         else:
@@ -90,7 +101,7 @@ class Replicas:
         m = self.leaves.sync("kill_primary")
         now = m.leaf_of(key, pool) if m is not None else None
         nem.fault("kill_primary", owner, t0, time.monotonic(),
-                  {"pid": pid, "new_pid": new, "signal": "KILL", "key": key,
+                  {"pid": pid, "new_pid": new, "signal": "KILL", "key": key, "keys": focus,
                    "leaf": leaf_name(leaf), "probe": probe,
                    "writes_back_ms": None if back is None else round(back, 1),
                    "primary_after": now[3] if now else None})
