@@ -479,8 +479,12 @@ def build_header(args, hkv, workload, seed):
             # colo caches, served until fresh + miss-wait after it was stored
             # (nothing pushes a crash); durable writes are seen only once
             # committed, so a crash takes back nothing anyone saw.
+            # With followers (--replicas >= 1) a kill loses no acknowledged
+            # write, and caches hold only acknowledged values (an edge caches
+            # on OK, owners push after the followers hold a write): reads
+            # right after a kill are checked too.
             "crash_read_delta_ms": max(fresh) + MISS_WAIT_MS + PUSH_ALLOWANCE_MS
-            if c["durability"] == "ledger" else 0,
+            if c["durability"] == "ledger" and not args.replicas else 0,
         }
     keys = {}
     for cls, ks in workload.keys.items():
