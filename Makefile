@@ -172,7 +172,7 @@ TEST_SHIMS := $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard te
 # are on disk), which failed once each beside another suite.  TEST_JOBS=1: one
 # at a time, as before.
 TEST_JOBS ?= 2
-TEST_ALONE := cluster,colo,difftest,history,hostile,move_auto,disk,http_health,crash
+TEST_ALONE := cluster,colo,difftest,history,hostile,move_auto,disk,http_health,crash,failover,history_replicas
 # The longest of the others (the baseline's durations), started first.
 TEST_FIRST := move_faults,bench,history_checker,move,held,package,etcd_local,agent,tls,owner_silent,ledger_pos
 TEST_ENV = HKV_TEST_JOBS=$(TEST_JOBS) HKV_TEST_ALONE=$(TEST_ALONE) HKV_TEST_FIRST=$(TEST_FIRST) \
@@ -316,13 +316,17 @@ BENCH_ARGS ?=
 HTTP_BENCH_ARGS ?=
 MOVE_BENCH_ARGS ?=
 SKEW_BENCH_ARGS ?=
+# scripts/bench/failover (issue 27): 20 kill -9 of a leaf's primary with replicas 1,
+# then SET cost replicas 0 vs 1 beside redis-server + a replica (FAILOVER_BENCH_ARGS)
+FAILOVER_BENCH_ARGS ?=
 BENCH_DEPS := $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(STORM) $(KVLOAD) $(if $(wildcard tests/fault/stallfs.c),$(SHIM))
 BENCH_CMD = scripts/bench/compare --hotkvd $(BIN) --storm $(STORM) \
             $(if $(wildcard tests/fault/stallfs.c),--shim $(SHIM))
 HTTP_BENCH_CMD = scripts/bench/http_compare --hotkvd $(BIN) --kvload $(KVLOAD)
 MOVE_BENCH_CMD = scripts/bench/move_bench --hotkvd $(BIN) --admin $(ADMIN_BIN)
 SKEW_BENCH_CMD = /usr/bin/python3 scripts/bench/move_skew.py --hotkvd $(BIN) --admin $(ADMIN_BIN)
-.PHONY: bench bench-quick
+FAILOVER_BENCH_CMD = scripts/bench/failover --hotkvd $(BIN) --admin $(ADMIN_BIN)
+.PHONY: bench bench-quick bench-failover
 
 STORM_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard scripts/bench/storm*.c))
 $(STORM): $(STORM_OBJ) $(LIB)
@@ -342,11 +346,16 @@ bench: $(BENCH_DEPS)
 	$(HTTP_BENCH_CMD) $(HTTP_BENCH_ARGS)
 	$(MOVE_BENCH_CMD) $(MOVE_BENCH_ARGS)
 	$(SKEW_BENCH_CMD) $(SKEW_BENCH_ARGS)
+	$(FAILOVER_BENCH_CMD) $(FAILOVER_BENCH_ARGS)
 
 bench-quick: $(BENCH_DEPS)
 	$(BENCH_CMD) --quick $(BENCH_ARGS)
 	$(HTTP_BENCH_CMD) --quick $(HTTP_BENCH_ARGS)
 	$(MOVE_BENCH_CMD) --quick $(MOVE_BENCH_ARGS)
+	$(FAILOVER_BENCH_CMD) --quick $(FAILOVER_BENCH_ARGS)
+
+bench-failover: $(BENCH_DEPS)
+	$(FAILOVER_BENCH_CMD) $(FAILOVER_BENCH_ARGS)
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(BUILD)/server/hotkvd_admin.d $(STORM_OBJ:.o=.d) $(BUILD)/kvload.d \
          $(BUILD)/scripts/packaging/mkconfman.d

@@ -89,6 +89,11 @@ A_NEVER_WRITTEN = "read of a value never written"
 A_FUTURE = "read of a value before its write began"
 A_DURABLE_CRASH = "durable write lost after crash"
 A_LEDGER_CRASH = "ledger write lost beyond the persist window"
+# Replicas mode (issue 27, CLUSTER.md §7): with `replicas` >= 1 an owner's
+# death promotes an in-sync follower that holds every acknowledged write of
+# any class, so no window is allowed: a crash may take back only writes
+# whose outcome was unknown.
+A_REPLICA_LOST = "acknowledged write lost across an owner kill (replicas)"
 A_DOUBLE_NX = "double SET NX"
 A_DOUBLE_INCR = "double increment"
 A_APPLIED_TWICE = "write applied twice"
@@ -149,6 +154,17 @@ class History:
         self.crashes = []       # (t, owner, line)
         self.moves = []         # (t0, t1, keys, from, to, line)
         self.t_zero = 0.0
+        self.replicas = 0       # the header's "replicas" (or --replicas)
+
+    def set_replicas(self, n):
+        """Replicas mode: with n >= 1 no class has a persist window (an
+        owner kill loses no acknowledged write), and a loss is named
+        A_REPLICA_LOST."""
+        self.replicas = n
+        for c in self.classes.values():
+            c.setdefault("header_window", c["persist_window"])
+            c["persist_window"] = 0.0 if n >= 1 else c["header_window"]
+            c["no_loss"] = n >= 1
 
     def owner_spans(self, key):
         """[(owner, from, to)]: who may own key when.  The header's owner
@@ -244,6 +260,10 @@ def _parse_header(obj, n, hist):
         if not isinstance(v.get("owner"), str):
             raise BadHistory(n, "key %r: owner must be a string" % k)
         hist.keys[k] = {"class": v["class"], "owner": v["owner"]}
+    replicas = obj.get("replicas", 0)
+    if not _int(replicas) or replicas < 0:
+        raise BadHistory(n, "header replicas must be an integer >= 0")
+    hist.set_replicas(replicas)
     hist.header = obj
 
 
@@ -1620,6 +1640,11 @@ def name_anomaly(kh, core, start, cut, hist_classes):
     # 1b. A write that failed explicitly took effect after all.
     if _ghost_explains(kh, core, start, cut):
         return A_FAILED_REAPPEARED
+    # 1b'. Replicas mode: a loss across a kill is what the run is about;
+    #      named before "applied twice", which a loss near a crash also
+    #      satisfies.
+    if hist_classes[kh.cls].get("no_loss") and _crash_explains(kh, core, start, cut):
+        return A_REPLICA_LOST
     # 1c. One acknowledged write took effect twice (a retry applied
     #     again: issue 25); tried before the crash rule, which a second
     #     application also satisfies when a crash is near.
@@ -1629,6 +1654,8 @@ def name_anomaly(kh, core, start, cut, hist_classes):
         return A_APPLIED_TWICE
     # 2. A crash lost more than the window allows.
     if _crash_explains(kh, core, start, cut):
+        if hist_classes[kh.cls].get("no_loss"):
+            return A_REPLICA_LOST
         if hist_classes[kh.cls]["durability"] == "durable":
             return A_DURABLE_CRASH
         return A_LEDGER_CRASH
@@ -1812,6 +1839,7 @@ class CheckResult:
         self.unknown = []
         self.seconds = 0.0
         self.configs = 0
+        self.replicas = 0
 
     @property
     def exit_code(self):
@@ -1823,9 +1851,11 @@ class CheckResult:
 
     def summary(self):
         return ("ops %d, keys %d, keys checked %d, anomalies %d, unknown %d, "
-                "%.2f s" % (self.ops, self.keys, self.keys_checked,
-                            len(self.anomalies), len(self.unknown),
-                            self.seconds))
+                "%.2f s%s" % (self.ops, self.keys, self.keys_checked,
+                              len(self.anomalies), len(self.unknown),
+                              self.seconds,
+                              ", replicas %d: no loss across a crash"
+                              % self.replicas if self.replicas else ""))
 
     def report(self, quiet=False):
         lines = []
@@ -1843,7 +1873,8 @@ class CheckResult:
                 "keys_checked": self.keys_checked,
                 "anomalies": [a.to_dict() for a in self.anomalies],
                 "unknown": sorted(self.unknown), "verdicts": self.verdicts,
-                "seconds": round(self.seconds, 3), "exit": self.exit_code}
+                "seconds": round(self.seconds, 3), "exit": self.exit_code,
+                "replicas": self.replicas}
 
 
 def _make_anomaly(hist, kh, core, start, cut, minimal):
@@ -1887,12 +1918,17 @@ def _make_anomaly(hist, kh, core, start, cut, minimal):
 
 def check_history(path_or_lines, time_limit=DEFAULT_TIME_LIMIT,
                   global_limit=DEFAULT_GLOBAL_LIMIT, minimize_ops=True,
-                  max_configs=DEFAULT_MAX_CONFIGS):
+                  max_configs=DEFAULT_MAX_CONFIGS, replicas=None):
     """Checks a history (a path, or an iterable of JSON lines or dicts).
-    Raises BadHistory on a malformed history."""
+    replicas: None = the header's (default 0); >= 1 = replicas mode (no
+    loss across a crash, see History.set_replicas).  Raises BadHistory on
+    a malformed history."""
     start = time.monotonic()
     hist = load_history(path_or_lines)
+    if replicas is not None:
+        hist.set_replicas(replicas)
     res = CheckResult()
+    res.replicas = hist.replicas
     if isinstance(path_or_lines, (str, os.PathLike)):
         res.path = os.fspath(path_or_lines)
     res.ops = len(hist.ops)
@@ -1966,6 +2002,9 @@ def main(argv=None):
     ap.add_argument("--max-configs", type=int, default=DEFAULT_MAX_CONFIGS,
                     help="memoized configurations per key search, a memory "
                     "bound (default %(default)s)")
+    ap.add_argument("--replicas", type=int, default=None,
+                    help="replicas mode when >= 1: no acknowledged write of any class "
+                    "may be lost across an owner kill (default: the header's, else 0)")
     ap.add_argument("--json", metavar="OUT", help="write the result as JSON")
     ap.add_argument("--quiet", action="store_true",
                     help="no sub-histories: anomaly names and the summary")
@@ -1978,7 +2017,8 @@ def main(argv=None):
     try:
         res = check_history(args.history, time_limit=args.time_limit,
                             global_limit=args.global_limit,
-                            max_configs=args.max_configs)
+                            max_configs=args.max_configs,
+                            replicas=args.replicas)
     except BadHistory as e:
         print("%s: bad input: %s" % (args.history, e), file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -49,6 +49,7 @@ from run_http import HttpReader
 from run_leaves import Leaves
 from run_nemesis import Nemesis, Watcher, reconcile_log
 from run_outlimit import OutLimit
+from run_replicas import REPLICA_KINDS, Replicas
 from run_resp import Conn, RespError, Transport, info_fields
 from run_route import check_siphash, owner_of
 
@@ -110,8 +111,11 @@ FAULT_KINDS = ["kill_owner", "kill_edge", "kill_master", "pause_owner", "disk_st
                "disk_eio", "sighup_reorder", "config_set", "big_request", "clock_shift",
                # issue 25: features composed (run_leaves.py, run_creds.py, run_outlimit.py)
                "leaf_split", "leaf_move", "move_pause", "move_kill", "auto_move",
-               "cred_churn", "slow_reader", "http_stream"]
-LEAF_KINDS = {"leaf_split", "leaf_move", "move_pause", "move_kill", "auto_move"}
+               "cred_churn", "slow_reader", "http_stream",
+               # issue 27: replicas (run_replicas.py; in "all" only with --replicas)
+               "kill_primary", "stop_follower"]
+LEAF_KINDS = {"leaf_split", "leaf_move", "move_pause", "move_kill", "auto_move",
+              "kill_primary", "stop_follower"}
 WRITE_FS = {"set", "getdel", "del", "incrby", "expire", "persist", "mset"}
 
 
@@ -464,7 +468,7 @@ def build_header(args, hkv, workload, seed):
             "pool": c["pool"],
             "fresh_ms": CLASS_VARIANTS[0]["fresh_ms"][name],
             "keep_ms": KEEP_MS,
-            "persist_window_ms": PERSIST_INTERVAL_MS + COMMIT_ALLOWANCE_MS
+            "persist_window_ms": hkv.persist_interval_ms + COMMIT_ALLOWANCE_MS
             if c["durability"] == "ledger" else 0,
             # The staleness bound (README): fresh + miss-wait.  One colo:
             # every write goes through it and is in its cache before OK.
@@ -475,8 +479,12 @@ def build_header(args, hkv, workload, seed):
             # colo caches, served until fresh + miss-wait after it was stored
             # (nothing pushes a crash); durable writes are seen only once
             # committed, so a crash takes back nothing anyone saw.
+            # With followers (--replicas >= 1) a kill loses no acknowledged
+            # write, and caches hold only acknowledged values (an edge caches
+            # on OK, owners push after the followers hold a write): reads
+            # right after a kill are checked too.
             "crash_read_delta_ms": max(fresh) + MISS_WAIT_MS + PUSH_ALLOWANCE_MS
-            if c["durability"] == "ledger" else 0,
+            if c["durability"] == "ledger" and not args.replicas else 0,
         }
     keys = {}
     for cls, ks in workload.keys.items():
@@ -485,9 +493,14 @@ def build_header(args, hkv, workload, seed):
         n = hkv.hot_owners if pool == "hot" else hkv.cold_owners
         for k in ks:
             keys[k] = {"class": cls, "owner": "%s/%d" % (pool, owner_of(k, pool, n))}
+    # "replicas": the checker's mode (>= 1: no loss across a kill), the
+    # daemon's setting unless --strict-loss asks for it without followers
+    # (the control: it must find losses); "daemon_replicas": the setting.
     return {"kind": "header", "version": 1, "seed": seed, "started": time.time(),
             "classes": classes, "keys": keys, "colos": hkv.colo_names(),
-            "clients": args.clients}
+            "clients": args.clients,
+            "replicas": max(args.replicas, 1 if args.strict_loss else 0),
+            "daemon_replicas": args.replicas}
 
 
 def run_checker(history_path, outdir, limit, reduce_limit=None):
@@ -544,6 +557,12 @@ def replay_command(args, seed, outdir):
         cmd += ["--admin", args.admin]
     if args.reduce_limit:
         cmd += ["--reduce-limit", "%g" % args.reduce_limit]
+    if args.replicas:
+        cmd += ["--replicas", str(args.replicas)]
+    if args.strict_loss:
+        cmd.append("--strict-loss")
+    if args.persist_interval:
+        cmd += ["--persist-interval", str(args.persist_interval)]
     return " ".join(cmd)
 
 
@@ -581,8 +600,20 @@ def main(argv=None):
                     help="run the daemon with leaf-moves yes (needed by the leaf kinds)")
     ap.add_argument("--http-readers", type=int, default=2,
                     help="readers over HTTP (GET /v1/kv and long polls) in the history")
+    ap.add_argument("--replicas", type=int, choices=[0, 1, 2, 3], default=0,
+                    help="issue 27: the daemon runs with `replicas N` (needs --leaf-moves yes); "
+                    "N >= 1 checks in replicas mode (no acknowledged write of any class lost "
+                    "across an owner kill) and adds " + ", ".join(REPLICA_KINDS[:2]) +
+                    " to --faults all")
+    ap.add_argument("--strict-loss", action="store_true",
+                    help="check in replicas mode even with --replicas 0: the control, which "
+                    "must find losses (with a long --persist-interval and kill_primary)")
+    ap.add_argument("--persist-interval", type=int, default=None, metavar="MS",
+                    help="the daemon's persist-interval in ms (default %d)" % PERSIST_INTERVAL_MS)
     args = ap.parse_args(argv)
     args.http = True
+    if (args.replicas or args.strict_loss) and args.leaf_moves != "yes":
+        ap.error("--replicas and --strict-loss need --leaf-moves yes")
 
     check_siphash()
     if args.ops == "all":
@@ -604,6 +635,8 @@ def main(argv=None):
             kinds.remove("clock_shift")
         if args.leaf_moves != "yes":
             kinds = [k for k in kinds if k not in LEAF_KINDS]
+        if not args.replicas:
+            kinds = [k for k in kinds if k not in REPLICA_KINDS[:2]]
     elif args.faults == "none":
         kinds = []
     else:
@@ -684,6 +717,8 @@ def main(argv=None):
         rng = random.Random("%s-nemesis" % seed)
         nemesis = Nemesis(hkv, history, watcher, rng, kinds, log)
         nemesis.leaves, nemesis.creds, nemesis.outlimit = leaves, creds, outlimit
+        if leaves is not None:
+            nemesis.replicas = Replicas(hkv, leaves, hkv.replica_timeout_ms, log)
         end = t_work0 + duration
         # Rounds of every kind in a seeded order; the first round always
         # completes (the workload runs on until it has), later ones stop at
@@ -781,7 +816,7 @@ def main(argv=None):
     print("faults: " + " ".join("%s=%d" % (k, history.faults.get(k, 0))
                                 for k in FAULT_KINDS + ["restart"]))
     if skipped:
-        print("  not run (no shim given, or leaf-moves no): " + ", ".join(skipped))
+        print("  not run (no shim given, leaf-moves no, or replicas 0): " + ", ".join(skipped))
     if leaves is not None:
         print("leaves: moves done %d (not done %d), splits done %d, automatic moves %d and "
               "splits %d (agent's INFO), move lines %d" % (
@@ -815,6 +850,10 @@ def main(argv=None):
                 a["via"], a["user"], a["password"], a["t0"] - t_start,
                 creds.revoked[(a["user"], a["password"])] - t_start, a["reply"]))
     print(outlimit.summary())
+    if nemesis is not None and nemesis.replicas is not None and (
+            "kill_primary" in kinds or args.replicas or args.strict_loss):
+        print(nemesis.replicas.summary() + " (daemon replicas %d, checker %s)" % (
+            args.replicas, "replicas mode" if args.replicas or args.strict_loss else "default"))
     print("crashes: " + (", ".join("%s=%d" % kv for kv in sorted(history.crashes.items()))
                          or "none"))
     if watcher is not None and watcher.unexpected:

@@ -19,6 +19,7 @@ WRITE_TIMEOUT_MS = 1500
 WRITE_DEADLINE_MS = 4000
 DURABLE_TIMEOUT_MS = 1000
 PERSIST_INTERVAL_MS = 100
+REPLICA_TIMEOUT_MS = 1000      # with --replicas (issue 27)
 COMMIT_ALLOWANCE_MS = 500      # one commit plus the runner's crash-detection lag
 PUSH_ALLOWANCE_MS = 500        # owner push / refresh to another colo
 MISS_WAIT_MS = 800             # the refresh allowance A of the staleness bound
@@ -140,6 +141,11 @@ class Daemon:
         self.admin_bin = os.path.abspath(getattr(args, "admin", None) or
                                          os.path.join(os.path.dirname(self.bin), "hotkvd-admin"))
         self.leaf_moves = getattr(args, "leaf_moves", "no") == "yes"
+        # issue 27: followers per leaf, and a persist-interval long enough
+        # that a kill without them visibly loses ledger writes
+        self.replicas = getattr(args, "replicas", 0) or 0
+        self.replica_timeout_ms = REPLICA_TIMEOUT_MS
+        self.persist_interval_ms = getattr(args, "persist_interval", None) or PERSIST_INTERVAL_MS
         self.auto_moves = False
         self.http_port = free_port() if getattr(args, "http", True) else 0
         self.creds = None          # run_creds.Creds: the users of the config
@@ -190,7 +196,7 @@ class Daemon:
             "write-timeout %dms" % WRITE_TIMEOUT_MS,
             "write-retry-backoff 300ms 600ms",
             "write-deadline %dms" % WRITE_DEADLINE_MS,
-            "persist-interval %dms" % PERSIST_INTERVAL_MS,
+            "persist-interval %dms" % self.persist_interval_ms,
             "durable-timeout %dms" % DURABLE_TIMEOUT_MS,
             "miss-wait %dms" % MISS_WAIT_MS,
             "negative-ttl 1s",
@@ -211,6 +217,9 @@ class Daemon:
             lines += ["leaf-moves yes", "auto-moves %s" % ("yes" if self.auto_moves else "no"),
                       "move-window 1s", "move-busy-threshold 0.05", "move-cooldown-leaf 2s",
                       "move-cooldown-owner 1s", "move-fence-timeout 1s"]
+        if self.replicas:
+            lines += ["replicas %d" % self.replicas,
+                      "replica-timeout %dms" % self.replica_timeout_ms]
         if self.creds is not None:
             lines += self.creds.conf_lines()
         tmp = self.conf + ".tmp"

@@ -106,6 +106,7 @@ class Nemesis:
         self.leaves = None          # run_leaves.Leaves, with leaf-moves
         self.creds = None           # run_creds.Creds, with credential churn
         self.outlimit = None        # run_outlimit.OutLimit
+        self.replicas = None        # run_replicas.Replicas, with --replicas
         self.cred_reloads = 0
 
     def fault(self, f, target, t0, t1, detail):
@@ -197,11 +198,17 @@ class Nemesis:
     def do_http_stream(self):
         self.outlimit.do_http_stream(self)
 
+    def do_kill_primary(self):
+        self.replicas.do_kill_primary(self)
+
+    def do_stop_follower(self):
+        self.replicas.do_stop_follower(self)
+
     def settle_ms(self, kind):
         """Quiet time after a fault before the next one: a crash must never
         fall in a stall's backlog, so the checker's persist window holds."""
         return {"disk_stall": 1500, "disk_eio": 1500, "pause_owner": 500,
-                "kill_master": 500}.get(kind, 0)
+                "kill_master": 500, "stop_follower": 500}.get(kind, 0)
 
     def run_one(self, kind):
         getattr(self, "do_" + kind)()
