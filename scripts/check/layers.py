@@ -44,6 +44,7 @@ GROUPS = {
     'server/owner/owner_move': ['server/owner/owner_move', 'server/owner/owner_move_ctl'],
     'server/owner/owner_recv': ['server/owner/owner_recv', 'server/owner/owner_recv_map',
                                 'server/owner/owner_follow'],
+    'server/owner/owner_repl': ['server/owner/owner_repl', 'server/owner/owner_repl_wait'],
 }
 
 

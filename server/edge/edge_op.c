@@ -11,7 +11,6 @@
  */
 #include "server/edge/edge_op.h"
 
-#include "server/core/cmap.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -213,31 +212,10 @@ static int take_opts(struct edge_ops *m, const struct op_opts *opts)
     return 0;
 }
 
-#define OP_MAP_POLL_MS 5         /* a promoted follower serves writes this soon after the map */
-
-static void on_map_poll(evutil_socket_t fd, short what, void *arg)
-{
-    struct edge *e = arg;
-    int64_t rev = cmap_revision(e->ctx->cmap); /* one atomic load */
-    if (rev == e->ops->map_seen)
-        return;
-    e->ops->map_seen = rev;
-    if (e->ops->wq_head != NULL)
-        op_reroute(e);
-}
-
 int op_setup(struct edge *e, const struct op_opts *opts)
 {
     e->ops = calloc(1, sizeof(*e->ops));
-    if (e->ops == NULL || take_opts(e->ops, opts) != 0)
-        return -1;
-    if (e->ctx->cmap != NULL) {
-        e->ops->reroute = event_new(e->base, -1, EV_PERSIST, on_map_poll, e);
-        struct timeval tv = {0, OP_MAP_POLL_MS * 1000};
-        if (e->ops->reroute == NULL || event_add(e->ops->reroute, &tv) != 0)
-            return -1;
-    }
-    return 0;
+    return e->ops != NULL && take_opts(e->ops, opts) == 0 ? 0 : -1;
 }
 
 int op_take_opts(struct edge_ops *m, const struct op_opts *opts)

@@ -29,13 +29,10 @@ struct edge_ops {
                                    * (edge_config.c) */
     struct op *kill_waits;        /* CLIENT KILLs waiting for other edges (edge_client.c) */
     struct op_opts opts;          /* opts.backoff_ms is this module's copy */
-    struct event *reroute;        /* a cluster: watches the map's revision (op_reroute) */
+    struct event *reroute;        /* a cluster, while writes wait for a resend: watches the
+                                   * map's revision (edge_op_send.c) */
     int64_t map_seen;             /* the revision the last look saw */
 };
-/* A failover or a move changed the map: each write waiting to be resent
- * (a broken link, a timeout) whose key another owner now serves goes there
- * at once instead of after write-retry-backoff (edge_op_send.c). */
-void op_reroute(struct edge *e);
 
 /* Copies opts (and its backoff) into m->opts (edge_op.c; op_reload). 0,
  * or -1 out of memory (the old options stay). */

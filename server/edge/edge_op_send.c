@@ -30,6 +30,7 @@
 #include <stdlib.h>
 
 #include "server/core/clock.h"
+#include "server/core/cmap.h"
 #include "server/core/topo.h"
 #include "server/edge/edge_diag.h"
 #include "server/edge/edge_stats.h"
@@ -280,6 +281,8 @@ static void write_fail(struct oreq *r)
     oreq_done(r);
 }
 
+static void watch_map(struct edge *e);
+
 /* A write request got no answer (timeout or broken link): wait, resend. */
 static void write_retry(struct oreq *r)
 {
@@ -291,6 +294,7 @@ static void write_retry(struct oreq *r)
         write_fail(r);
         return;
     }
+    watch_map(op->e);
     if (op->timer_on && !op->timer_deadline)
         return; /* a resend is scheduled already; this request joins it */
     int64_t delay = 0;
@@ -435,7 +439,7 @@ static struct oreq *moved_waiter(struct edge *e, struct owner_ref **to)
     return NULL;
 }
 
-void op_reroute(struct edge *e)
+static void op_reroute(struct edge *e)
 {
     int64_t now = clock_mono_ms();
     struct owner_ref *o;
@@ -462,6 +466,43 @@ void op_reroute(struct edge *e)
             else
                 op->fam->done(op);
         }
+    }
+}
+
+#define OP_MAP_POLL_MS 5         /* a promoted follower takes the writes this soon after the map */
+
+/* While writes wait for a resend, every OP_MAP_POLL_MS: has the map moved?
+ * (one atomic load; the look stops once nothing waits) */
+static void on_map_poll(evutil_socket_t fd, short what, void *arg)
+{
+    struct edge *e = arg;
+    int waiting = 0;
+    for (struct oreq *r = e->ops->wq_head; r != NULL && !waiting; r = r->wnext)
+        waiting = r->state == OREQ_WAIT;
+    if (!waiting) {
+        event_del(e->ops->reroute);
+        return;
+    }
+    int64_t rev = cmap_revision(e->ctx->cmap);
+    if (rev == e->ops->map_seen)
+        return;
+    e->ops->map_seen = rev;
+    op_reroute(e);
+}
+
+/* A write waits for a resend: in a cluster, watch the map meanwhile. */
+static void watch_map(struct edge *e)
+{
+    struct edge_ops *m = e->ops;
+    if (e->ctx->cmap == NULL)
+        return;
+    if (m->reroute == NULL &&
+        (m->reroute = event_new(e->base, -1, EV_PERSIST, on_map_poll, e)) == NULL)
+        return; /* out of memory: the backoff's resend still comes */
+    if (!event_pending(m->reroute, EV_TIMEOUT, NULL)) {
+        struct timeval tv = {0, OP_MAP_POLL_MS * 1000};
+        m->map_seen = cmap_revision(e->ctx->cmap);
+        event_add(m->reroute, &tv);
     }
 }
 

@@ -1,6 +1,7 @@
 /*
- * owner_repl.c - a primary's streams to its followers and the answers that
- * wait for them (owner_repl.h has the rules; CLUSTER.md §7 the design).
+ * owner_repl.c - a primary's streams to its followers (owner_repl.h has
+ * the rules, CLUSTER.md §7 the design; the answers that wait for them are
+ * owner_repl_wait.c's).
  *
  * A stream's life: BEGIN (follow) -> READY -> SEED (the copy walks the
  * leaf; every write's result and record travels meanwhile) -> CATCHUP
@@ -8,107 +9,15 @@
  * follower must hold everything sent so far) -> ADDING (LEAF_ISR_ADD out)
  * -> IN_SYNC; and from any required phase, REMOVING (LEAF_ISR_DEL out) ->
  * freed.  A stream that was never required is simply closed.
- *
- * Held answers are a list in arrival order, each naming, per required
- * stream its request touched, the sequence number the follower must hold
- * (or, durable, have committed).  A change of any stream's acknowledgments
- * or of its required flag rescans the list: the answers of different
- * leaves do not wait for each other.  Every held answer has a deadline
- * (replica-timeout + etcd-timeout + 1 s: time for the removal's CAS); past
- * it, it is answered "outcome unknown" (applied here, and perhaps not held
- * by a follower that is still in the set).
  */
-#include "server/owner/owner_repl.h"
+#include "server/owner/owner_repl_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/core/router.h"
-#include "server/owner/owner_int.h"
-#include "server/owner/owner_move_int.h"
-
-#define PENDING_SLOTS 4096           /* key hashes of held ledger writes (reads of them wait) */
-#define OREPL_BUCKETS 1024           /* the leaf index (a write finds its leaf's streams) */
-
-enum sphase { S_FREE, S_BEGIN, S_SEED, S_CATCHUP, S_JOINING, S_ADDING, S_IN_SYNC, S_REMOVING };
-static const char *const SPHASES[] = {"free", "begin", "seed", "catch-up", "joining", "adding",
-                                      "in sync", "removing"};
-
-struct rstream {
-    enum sphase phase;
-    struct hand_leaf leaf;
-    uint32_t to;
-    struct hlink *h;                 /* NULL once the link went */
-    struct ocopy *copy;
-    int required;                    /* answers wait for it */
-    int in_set;                      /* in the leaf's in-sync set (a CAS or the map said so) */
-    int call_out, unknown;           /* a CAS is out / its outcome is not known */
-    uint64_t held, committed;        /* the follower's HELD and PROGRESS */
-    uint64_t join_seq;
-    uint64_t gen;                    /* tells a reused slot from the stream a reply was for */
-    uint64_t order;                  /* the agent's order (0: answered) */
-    int64_t epoch;                   /* the leaf's epoch as this stream knows it */
-    int64_t deadline_ms, retry_ms, started_ms;
-    int touched;                     /* the request running now sent it something */
-    uint16_t next;                   /* the leaf index's chain (slot + 1; 0: end) */
-};
-
-struct rneed { uint16_t slot; uint64_t gen, seq; };
-struct rpush { char *key; size_t klen; uint64_t place, version, khash; };
-
-struct rwait {
-    struct olink *l;
-    uint64_t id, ticket;
-    int durable, failed;
-    struct hkv_buf reply;
-    int64_t deadline_ms, since_ms;
-    struct rpush *push;
-    size_t npush;
-    int nneed;
-    struct rwait *next;
-    struct rneed need[];
-};
-
-struct rread {                       /* a read of a key whose write waits */
-    struct olink *l;
-    char *payload;
-    size_t plen;
-    struct rread *next;
-};
-
-struct orepl {
-    struct rstream s[OREPL_MAX];
-    uint64_t next_gen;
-    struct rwait *head, **tail;
-    size_t nwait;
-    struct rpush *cur_push;          /* the running request's deferred pushes */
-    size_t ncur_push, cap_push;
-    int touched_any;
-    uint16_t touched[OREPL_MAX];     /* slots the running request touched */
-    int ntouched;
-    uint16_t bucket[OREPL_BUCKETS];  /* leaf -> its streams (slot + 1) */
-    uint16_t nbits[33];              /* streams per leaf depth: the depths to look up */
-    uint16_t pending[PENDING_SLOTS];
-    struct rread *reads, **reads_tail;
-    struct event *tick;
-    struct orepl_stats st;
-};
-
-static int64_t now_ms(void) { return clock_mono_ms(); }
-
-static int in_leaf(const struct hand_leaf *lf, uint64_t place)
-{
-    return (uint64_t)(uint32_t)(place >> 32) - lf->start < (1ULL << (32 - lf->bits));
-}
-
-static unsigned bucket_of(uint32_t start, uint8_t bits)
-{
-    uint32_t prefix = bits ? start >> (32 - bits) : 0;
-    return (prefix * 2654435761u ^ bits) % OREPL_BUCKETS;
-}
 
 static void index_add(struct orepl *r, int slot)
 {
@@ -132,22 +41,7 @@ static void index_del(struct orepl *r, int slot)
     s->next = 0;
 }
 
-static void touch(struct orepl *r, int slot)
-{
-    if (!r->s[slot].touched) {
-        r->s[slot].touched = 1;
-        r->touched[r->ntouched++] = (uint16_t)slot;
-    }
-    r->touched_any |= r->s[slot].required;
-}
 
-static void untouch_all(struct orepl *r)
-{
-    for (int i = 0; i < r->ntouched; i++)
-        r->s[r->touched[i]].touched = 0;
-    r->ntouched = 0;
-    r->touched_any = 0;
-}
 
 static const char *leaf_name(const struct hand_leaf *l, char *buf, size_t len)
 {
@@ -169,288 +63,6 @@ static int isr_has(const struct cmap_leaf *l, unsigned n)
         if (l->isr[i] == n)
             return 1;
     return 0;
-}
-
-/* ---- held answers ------------------------------------------------------------ */
-
-static void push_now(struct owner *o, struct rpush *p, size_t n)
-{
-    struct orepl *r = o->repl;
-    for (size_t i = 0; i < n; i++) {
-        owner_push_at(o, p[i].key, p[i].klen, p[i].place, p[i].version);
-        uint16_t *c = &r->pending[p[i].khash % PENDING_SLOTS];
-        if (*c > 0)
-            (*c)--;
-        free(p[i].key);
-    }
-    free(p);
-}
-
-static void send_reply(struct owner *o, struct rwait *w)
-{
-    if (w->l == NULL)
-        return;
-    if (w->failed) {
-        wire_put_error(&w->l->out, w->id, w->failed == 2 ? HKV_EIO : HKV_ETIMEDOUT,
-                       wire_cstr(w->failed == 2
-                                     ? "UNAVAILABLE outcome unknown: the leaf's primary changed "
-                                       "before its followers acknowledged the write"
-                                     : "TIMEOUT outcome unknown: the write is applied but its "
-                                       "followers did not acknowledge it in time"));
-    } else if (w->ticket != 0) {
-        if (owner_ticket_wait(o, w->ticket, w->l, w->id, &w->reply) != 0)
-            buf_append(&w->l->out, buf_head(&w->reply), buf_unread(&w->reply));
-    } else {
-        buf_append(&w->l->out, buf_head(&w->reply), buf_unread(&w->reply));
-    }
-    olink_flush(w->l);
-}
-
-static int need_met(const struct orepl *r, const struct rwait *w, const struct rneed *n)
-{
-    const struct rstream *s = &r->s[n->slot];
-    if (n->seq == 0 || s->gen != n->gen || !s->required)
-        return 1; /* out of the set by a CAS (a deposed stream fails its waiters first) */
-    return (w->durable ? s->committed : s->held) >= n->seq;
-}
-
-static void replay_reads(struct owner *o)
-{
-    struct orepl *r = o->repl;
-    struct rread *run = r->reads;
-    r->reads = NULL;
-    r->reads_tail = &r->reads;
-    while (run != NULL) {
-        struct rread *next = run->next;
-        struct wire_msg m;
-        const char *why;
-        if (run->l != NULL && wire_decode(&o->dec, run->payload, run->plen, &m, &why) == HKV_OK) {
-            o->replay(o, run->l, &m, run->payload, run->plen);
-            olink_flush(run->l);
-        }
-        free(run->payload);
-        free(run);
-        run = next;
-    }
-}
-
-/* Answers every held answer whose followers hold it (or that failed). */
-static void release(struct owner *o)
-{
-    struct orepl *r = o->repl;
-    int64_t now = now_ms();
-    int any = 0;
-    struct rwait **pp = &r->head;
-    r->tail = &r->head;
-    while (*pp != NULL) {
-        struct rwait *w = *pp;
-        int met = 1;
-        for (int i = 0; i < w->nneed && met && !w->failed; i++)
-            met = need_met(r, w, &w->need[i]);
-        if (!w->failed && !met && now >= w->deadline_ms) {
-            w->failed = 1;
-            r->st.ack_timeouts++;
-        }
-        if (!w->failed && !met) {
-            r->tail = &w->next;
-            pp = &w->next;
-            continue;
-        }
-        *pp = w->next;
-        r->nwait--;
-        send_reply(o, w);
-        push_now(o, w->push, w->npush); /* after the answer: a failed one too (it applied) */
-        buf_deinit(&w->reply);
-        free(w);
-        any = 1;
-    }
-    if (any && r->reads != NULL)
-        replay_reads(o);
-}
-
-/* The stream's waiters fail: the leaf's primary changed under them. */
-static void fail_waiters_of(struct owner *o, int slot)
-{
-    struct orepl *r = o->repl;
-    for (struct rwait *w = r->head; w != NULL; w = w->next)
-        for (int i = 0; i < w->nneed; i++)
-            if (w->need[i].slot == slot && w->need[i].gen == r->s[slot].gen &&
-                !need_met(r, w, &w->need[i]) && !w->failed) {
-                w->failed = 2;
-                r->st.deposed++;
-            }
-}
-
-int owner_repl_wants(const struct owner *o)
-{
-    return o->repl != NULL && o->repl->touched_any;
-}
-
-void owner_repl_retry(struct owner *o)
-{
-    struct orepl *r = o->repl;
-    if (r == NULL || r->nwait == 0)
-        return; /* nothing waits: its original was answered, so it is held */
-    for (int i = 0; i < OREPL_MAX; i++)
-        if (r->s[i].required)
-            touch(r, i);
-}
-
-void owner_repl_hold(struct owner *o, struct olink *l, uint64_t id, uint64_t ticket, int durable,
-                     struct hkv_buf *reply)
-{
-    struct orepl *r = o->repl;
-    int n = 0;
-    for (int i = 0; i < r->ntouched; i++)
-        n += r->s[r->touched[i]].required;
-    struct rwait *w = calloc(1, sizeof(*w) + (size_t)n * sizeof(struct rneed));
-    if (w == NULL) {
-        buf_deinit(reply);
-        wire_put_error(&l->out, id, HKV_ENOMEM, wire_cstr("OOM owner out of memory (outcome unknown)"));
-        push_now(o, r->cur_push, r->ncur_push);
-        goto out;
-    }
-    for (int i = 0; i < r->ntouched; i++) {
-        struct rstream *s = &r->s[r->touched[i]];
-        if (s->required)
-            w->need[w->nneed++] = (struct rneed){r->touched[i], s->gen, owner_copy_seq(s->copy)};
-    }
-    w->l = l;
-    w->id = id;
-    w->ticket = ticket;
-    w->durable = durable;
-    w->reply = *reply;
-    *reply = (struct hkv_buf)HKV_BUF_INIT;
-    w->since_ms = now_ms();
-    w->deadline_ms = w->since_ms + o->opts.replica_timeout_ms + o->opts.etcd_timeout_ms + 1000;
-    w->push = r->cur_push;
-    w->npush = r->ncur_push;
-    int met = 1;
-    for (int i = 0; i < w->nneed && met; i++)
-        met = need_met(r, w, &w->need[i]);
-    if (met) { /* held already (or nothing required after all): it goes at once */
-        send_reply(o, w);
-        push_now(o, w->push, w->npush);
-        buf_deinit(&w->reply);
-        free(w);
-    } else {
-        *r->tail = w;
-        r->tail = &w->next;
-        r->nwait++;
-        r->st.acks_waited++;
-    }
-out:
-    r->cur_push = NULL;
-    r->ncur_push = r->cap_push = 0;
-    untouch_all(r);
-}
-
-int owner_repl_defer_push(struct owner *o, const char *key, size_t klen, uint64_t place,
-                          uint64_t version)
-{
-    struct orepl *r = o->repl;
-    if (r == NULL || !r->touched_any)
-        return 0;
-    int required = 0;
-    for (int i = 0; i < r->ntouched && !required; i++) {
-        const struct rstream *s = &r->s[r->touched[i]];
-        required = s->required && in_leaf(&s->leaf, place);
-    }
-    if (!required)
-        return 0;
-    if (r->ncur_push == r->cap_push) {
-        size_t cap = r->cap_push ? r->cap_push * 2 : 4;
-        struct rpush *p = realloc(r->cur_push, cap * sizeof(*p));
-        if (p == NULL)
-            return 0;
-        r->cur_push = p;
-        r->cap_push = cap;
-    }
-    char *k = malloc(klen ? klen : 1);
-    if (k == NULL)
-        return 0;
-    memcpy(k, key, klen);
-    uint64_t h = router_hash(key, klen);
-    r->cur_push[r->ncur_push++] = (struct rpush){k, klen, place, version, h};
-    if (r->pending[h % PENDING_SLOTS] < UINT16_MAX)
-        r->pending[h % PENDING_SLOTS]++;
-    return 1;
-}
-
-int owner_repl_key_waits(const struct owner *o, const char *key, size_t klen)
-{
-    const struct orepl *r = o->repl;
-    if (r == NULL || r->nwait == 0)
-        return 0;
-    return r->pending[router_hash(key, klen) % PENDING_SLOTS] != 0;
-}
-
-int owner_repl_park_read(struct owner *o, struct olink *l, const char *payload, size_t plen)
-{
-    struct orepl *r = o->repl;
-    struct rread *x = calloc(1, sizeof(*x));
-    char *copy = malloc(plen ? plen : 1);
-    if (x == NULL || copy == NULL) {
-        free(x);
-        free(copy);
-        return 0; /* served now: a read that may see an unacknowledged write */
-    }
-    memcpy(copy, payload, plen);
-    *x = (struct rread){l, copy, plen, NULL};
-    *r->reads_tail = x;
-    r->reads_tail = &x->next;
-    return 1;
-}
-
-void owner_repl_forget_link(struct owner *o, struct olink *l)
-{
-    if (o->repl == NULL)
-        return;
-    for (struct rwait *w = o->repl->head; w != NULL; w = w->next)
-        if (w->l == l)
-            w->l = NULL;
-    for (struct rread *x = o->repl->reads; x != NULL; x = x->next)
-        if (x->l == l)
-            x->l = NULL;
-}
-
-/* ---- the stream of each write -------------------------------------------------- */
-
-void owner_repl_applied(struct owner *o, const char *key, size_t klen)
-{
-    struct orepl *r = o->repl;
-    if (r == NULL || r->st.streams == 0)
-        return;
-    uint64_t place = router_place(key, klen);
-    uint32_t h = (uint32_t)(place >> 32);
-    for (int bits = 0; bits <= 32; bits++) { /* usually one depth has streams */
-        if (r->nbits[bits] == 0)
-            continue;
-        uint32_t start = bits ? h & ~(uint32_t)((1ULL << (32 - bits)) - 1) : 0;
-        for (uint16_t x = r->bucket[bucket_of(start, (uint8_t)bits)]; x != 0; x = r->s[x - 1].next) {
-            struct rstream *s = &r->s[x - 1];
-            if (s->leaf.start != start || s->leaf.bits != bits || s->copy == NULL ||
-                s->phase < S_SEED)
-                continue;
-            owner_copy_applied(s->copy, key, klen);
-            touch(r, x - 1);
-        }
-    }
-}
-
-void owner_repl_record(struct owner *o, uint32_t writer, uint64_t inc, uint64_t seq,
-                       const struct rifl_result *res)
-{
-    struct orepl *r = o->repl;
-    if (r == NULL)
-        return;
-    for (int i = 0; i < r->ntouched; i++) {
-        struct rstream *s = &r->s[r->touched[i]];
-        if (s->copy != NULL)
-            owner_copy_record(s->copy, writer, inc, seq, res);
-    }
-    if (!r->touched_any)
-        untouch_all(r); /* only streams still seeding: no answer waits (no hold) */
 }
 
 /* ---- streams ------------------------------------------------------------------ */
@@ -477,7 +89,7 @@ static void stream_free(struct owner *o, struct rstream *s, const char *why)
     memset(s, 0, sizeof(*s));
     s->gen = gen; /* held answers naming the old stream see it gone */
     r->st.streams--;
-    release(o);
+    orepl_release(o);
 }
 
 static void send_epoch(struct owner *o, const struct hand_leaf *lf, int64_t e2)
@@ -627,7 +239,7 @@ static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct han
     default:
         return;
     }
-    release(o);
+    orepl_release(o);
 }
 
 static void on_gone(struct owner *o, void *arg, struct hlink *h, const char *why)
@@ -723,7 +335,7 @@ static void check_map(struct owner *o, struct rstream *s)
          * sets are empty (the agent's txn), otherwise this owner is deposed */
         if (l != NULL || t->revision > s->epoch) {
             if (l != NULL)
-                fail_waiters_of(o, idx);
+                orepl_fail_waiters_of(o, idx);
             s->required = 0;
             stream_free(o, s, l != NULL ? "the map names another primary"
                                         : "the map no longer has the leaf");
@@ -761,7 +373,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     int64_t oldest[OREPL_MAX] = {0};
     for (struct rwait *w = r->head; w != NULL; w = w->next)
         for (int i = 0; i < w->nneed; i++)
-            if (!need_met(r, w, &w->need[i]) && oldest[w->need[i].slot] == 0)
+            if (!orepl_need_met(r, w, &w->need[i]) && oldest[w->need[i].slot] == 0)
                 oldest[w->need[i].slot] = w->since_ms;
     for (int i = 0; i < OREPL_MAX; i++) {
         struct rstream *s = &r->s[i];
@@ -799,7 +411,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         else if (s->phase == S_REMOVING)
             start_removal(o, s, "retrying the removal");
     }
-    release(o); /* deadlines */
+    orepl_release(o); /* deadlines */
     uint64_t lag = 0, insync = 0, leaves = 0;
     for (int i = 0; i < OREPL_MAX; i++) {
         struct rstream *s = &r->s[i];
@@ -877,24 +489,7 @@ void owner_repl_teardown(struct owner *o)
         if (r->s[i].h != NULL)
             owner_hlink_close(r->s[i].h, 0);
     }
-    while (r->head != NULL) {
-        struct rwait *w = r->head;
-        r->head = w->next;
-        for (size_t i = 0; i < w->npush; i++)
-            free(w->push[i].key);
-        free(w->push);
-        buf_deinit(&w->reply);
-        free(w);
-    }
-    while (r->reads != NULL) {
-        struct rread *x = r->reads;
-        r->reads = x->next;
-        free(x->payload);
-        free(x);
-    }
-    for (size_t i = 0; i < r->ncur_push; i++)
-        free(r->cur_push[i].key);
-    free(r->cur_push);
+    orepl_wait_free(r);
     if (r->tick != NULL)
         event_free(r->tick);
     free(r);
