@@ -19,6 +19,7 @@
 
 #include "proto/etcd_msg.h"
 #include "proto/hkv.h"
+#include "server/agent/agent_handover.h"
 #include "server/agent/agent_int.h"
 #include "server/agent/agent_txn.h"
 #include "server/core/clock.h"
@@ -168,6 +169,7 @@ static void on_txn(void *arg, const struct etcd_result *r)
         m.u.reply.to = q->m.u.leaf.to;
         break;
     case LEAF_COMMIT:
+    case LEAF_HANDOVER:
         m.u.reply.owner = q->m.u.leaf.to;
         break;
     default: /* ABORT */
@@ -294,6 +296,46 @@ static void on_moves(void *arg, const struct etcd_result *r)
     }
 }
 
+/* LEAF_HANDOVER (agent_handover.h): decided on this host's map copy of the
+ * leaf, which holds its in-sync set, at the epoch the owner fenced; a copy
+ * past that epoch is the truth of a lost race. */
+static void handover(struct agent_leaf *l)
+{
+    struct lreq *q = l->head;
+    const struct hand_leaf *lf = leaf_of(q);
+    unsigned to = q->m.u.leaf.to;
+    const struct cmap_leaf *c = cmap_lookup(l->t, (enum cfg_pool)lf->pool,
+                                            (uint64_t)lf->start << 32);
+    if (c == NULL || c->start != lf->start || c->bits != lf->bits ||
+        c->epoch > q->m.u.leaf.epoch) {
+        struct hand_msg m = {.u.reply = {.status = LEAF_ST_LOST, .text = wire_cstr("the leaf changed")}};
+        if (c != NULL && c->start == lf->start && c->bits == lf->bits) {
+            m.u.reply.exists = true;
+            m.u.reply.owner = c->owner;
+            m.u.reply.state = c->state;
+            m.u.reply.to = c->to;
+            m.u.reply.at = c->epoch;
+        }
+        finish(l, &m);
+        return;
+    }
+    if (c->epoch < q->m.u.leaf.epoch) {
+        refuse(l, "this host's map has not caught up with the leaf's epoch yet");
+        return;
+    }
+    const struct cmap_owner *t = cmap_owner(l->t, to);
+    const char *why = agent_handover_check(c->owner, c->state, c->isr, c->nisr, q->from, to,
+                                           t != NULL && t->live && t->pool == lf->pool);
+    if (why != NULL) {
+        refuse(l, why);
+        return;
+    }
+    uint16_t isr[CMAP_MAX_ISR];
+    unsigned n = agent_handover_isr(c->isr, c->nisr, to, isr);
+    send_txn(l, agent_txn_handover(&l->txn, l->a->opt.cluster, lf->pool, lf->start, lf->bits,
+                                   c->epoch, to, t->id, isr, n));
+}
+
 static void run_next(struct agent_leaf *l)
 {
     if (l->busy || l->head == NULL)
@@ -334,6 +376,9 @@ static void run_next(struct agent_leaf *l)
                       : etcd_range(a->etcd, key, (size_t)klen, end, elen, 0, 0, on_slots, l);
         break;
     }
+    case LEAF_HANDOVER:
+        handover(l);
+        return;
     default: /* COMMIT, ABORT */
         klen = agent_leaf_key(key, sizeof(key), opt->cluster, "moves", lf->pool, lf->start,
                               lf->bits);
@@ -396,9 +441,9 @@ static void one_request(struct agent_leaf *l, const struct etcd_kv *kv, size_t p
     char tail[64];
     unsigned to;
     uint32_t start;
-    int bits;
+    int bits, kind;
     size_t n = kv->key_len - plen;
-    if (n >= sizeof(tail) || agent_parse_request(kv->value, kv->value_len, &to) != HKV_OK)
+    if (n >= sizeof(tail) || agent_parse_order(kv->value, kv->value_len, &kind, &to) != HKV_OK)
         return;
     memcpy(tail, kv->key + plen, n);
     tail[n] = '\0';
@@ -430,7 +475,7 @@ static void one_request(struct agent_leaf *l, const struct etcd_kv *kv, size_t p
     if (free_slot == NULL || kv->key_len >= sizeof(free_slot->key))
         return;
     struct hand_msg m = {.type = LEAF_ORDER, .id = ++l->next_order,
-                         .u.order = {LEAF_ORDER_MOVE, {(uint8_t)pool, (uint8_t)bits, start}, to}};
+                         .u.order = {(uint8_t)kind, {(uint8_t)pool, (uint8_t)bits, start}, to}};
     if (l->order(l->arg, (int)pool, src->index, &m) != 0)
         return;
     memcpy(free_slot->key, kv->key, kv->key_len);
