@@ -32,6 +32,7 @@
 
 #define DRAIN_WAIT_MS 10000          /* per leaf, when --wait is not given */
 #define DRAIN_MAX 4096               /* leaves one drain takes */
+#define DRAIN_WINDOW 8               /* requests out at once (each primary takes its own in turn) */
 
 /* The whole map at one revision (a fresh agent_map each time). */
 static int read_map(struct agent_sync *s, const struct cfg *cfg, struct agent_map **m,
@@ -60,72 +61,128 @@ static const struct cmap_leaf *find(const struct cmap_table *t, int pool, uint32
     return l != NULL && l->start == start && l->bits == bits ? l : NULL;
 }
 
-/* One leaf: 0 handed over, 2 not (or not known within wait_ms), 1 etcd. */
-static int one(struct agent_sync *s, const struct cfg *cfg, int pool, uint32_t start, int bits,
-               int64_t wait_ms, FILE *out, FILE *err)
+static void leaf_name(char *buf, size_t cap, int pool, uint32_t start, int bits)
+{
+    snprintf(buf, cap, "%s %d-%08x", topo_pool_name((enum cfg_pool)pool), bits,
+             bits ? start >> (32 - bits) : 0);
+}
+
+/* One leaf asked for, then waited for. */
+struct dleaf {
+    int pool, bits;
+    uint32_t start;
+    unsigned from;                   /* its primary when asked */
+    char key[AGENT_KEY_MAX];
+    size_t klen;
+    int64_t t0;                      /* 0: not asked yet */
+    int ended;                       /* its request is gone (or timed out: 2) */
+};
+
+/* Puts the leaf's request: 0, or 1 (etcd). */
+static int ask(struct agent_sync *s, const struct cfg *cfg, struct dleaf *d, FILE *err)
+{
+    char val[64];
+    struct sync_res r = {0};
+    int klen = agent_leaf_key(d->key, sizeof(d->key), cfg->cluster, "requests/move", d->pool,
+                              d->start, d->bits);
+    int vlen = agent_val_handover(val, sizeof(val), 0);
+    int rc = klen < 0 || vlen < 0 ||
+             etcd_put(agent_sync_etcd(s), d->key, (size_t)klen, val, (size_t)vlen, 0,
+                      agent_sync_cb, s) != HKV_OK || agent_sync_wait(s, &r) != HKV_OK;
+    if (rc)
+        fprintf(err, "hotkvd-admin: %s\n", agent_sync_why(&r));
+    d->klen = klen < 0 ? 0 : (size_t)klen;
+    d->t0 = clock_mono_ms();
+    agent_sync_free(&r);
+    return rc;
+}
+
+/* 1 when the leaf's request is gone (the primary ended it), 0 not yet, -1 etcd. */
+static int gone(struct agent_sync *s, const struct dleaf *d, FILE *err)
+{
+    struct sync_res r = {0};
+    int rc = etcd_range(agent_sync_etcd(s), d->key, d->klen, NULL, 0, 0, 0, agent_sync_cb, s) !=
+                     HKV_OK || agent_sync_wait(s, &r) != HKV_OK ? -1 : r.nkvs == 0;
+    if (rc < 0)
+        fprintf(err, "hotkvd-admin: %s\n", agent_sync_why(&r));
+    agent_sync_free(&r);
+    return rc;
+}
+
+/* The leaf as it ended: 0 handed over, 2 not. */
+static int report(const struct cmap_table *t, const struct dleaf *d, int64_t ms, FILE *out)
+{
+    char name[48];
+    leaf_name(name, sizeof(name), d->pool, d->start, d->bits);
+    const struct cmap_leaf *l = find(t, d->pool, d->start, d->bits);
+    if (l != NULL && l->owner != d->from && l->state == CMAP_SERVING) {
+        fprintf(out, "leaf %s owner %u -> %u epoch %" PRId64 " in %lld ms (request to end; the "
+                "write pause is INFO repl_handover_ms_last)\n", name, d->from, l->owner,
+                l->epoch, (long long)ms);
+        return 0;
+    }
+    if (d->ended == 2)
+        fprintf(out, "leaf %s owner %u: not handed over within %lld ms\n", name, d->from,
+                (long long)ms);
+    else
+        fprintf(out, "leaf %s owner %u: not handed over (no live in-sync follower, or the fence "
+                "timed out: the owner's log says why)\n", name, d->from);
+    return 2;
+}
+
+/* Hands leaves d[0..n) over, `window` asked at a time (the primaries take
+ * theirs in turn); each waits at most wait_ms.  Counts into *moved. */
+static int run(struct agent_sync *s, const struct cfg *cfg, struct dleaf *d, size_t n,
+               size_t window, int64_t wait_ms, size_t *moved, FILE *out, FILE *err)
 {
     struct agent_map *m = NULL;
     struct sync_res r = {0};
     const struct cmap_table *t;
-    char key[AGENT_KEY_MAX], val[64], name[48];
-    int code = 1;
-    snprintf(name, sizeof(name), "%s %d-%08x", topo_pool_name((enum cfg_pool)pool), bits,
-             bits ? start >> (32 - bits) : 0);
-    if (read_map(s, cfg, &m, &r, &t, err) != 0)
-        goto out;
-    const struct cmap_leaf *l = find(t, pool, start, bits);
-    if (l == NULL) {
-        fprintf(err, "hotkvd-admin: no such leaf %s (leaf list shows them)\n", name);
-        goto out;
-    }
-    unsigned from = l->owner;
-    int klen = agent_leaf_key(key, sizeof(key), cfg->cluster, "requests/move", pool, start, bits);
-    int vlen = agent_val_handover(val, sizeof(val), 0);
-    int64_t t0 = clock_mono_ms();
-    agent_sync_free(&r);
-    if (klen < 0 || vlen < 0 ||
-        etcd_put(agent_sync_etcd(s), key, (size_t)klen, val, (size_t)vlen, 0, agent_sync_cb, s) !=
-            HKV_OK || agent_sync_wait(s, &r) != HKV_OK) {
-        fprintf(err, "hotkvd-admin: %s\n", agent_sync_why(&r));
-        goto out;
-    }
-    if (wait_ms <= 0) {
-        fprintf(out, "asked owner %u to hand %s to an in-sync follower\n", from, name);
-        code = 0;
-        goto out;
-    }
-    code = 2;
-    while (clock_mono_ms() - t0 < wait_ms) {
-        agent_sync_free(&r);
-        if (etcd_range(agent_sync_etcd(s), key, (size_t)klen, NULL, 0, 0, 0, agent_sync_cb, s) !=
-                HKV_OK || agent_sync_wait(s, &r) != HKV_OK) {
-            fprintf(err, "hotkvd-admin: %s\n", agent_sync_why(&r));
-            code = 1;
-            goto out;
+    size_t next = 0, ended = 0;
+    int code = 0;
+    while (ended < n) {
+        size_t out_now = 0;
+        for (size_t i = 0; i < next; i++)
+            out_now += !d[i].ended;
+        while (next < n && out_now < window) {
+            if (ask(s, cfg, &d[next++], err) != 0) {
+                code = 1;
+                goto done;
+            }
+            out_now++;
         }
-        if (r.nkvs == 0)
-            break; /* the primary ended it */
-        usleep(20 * 1000);
+        int any = 0;
+        for (size_t i = 0; i < next; i++) {
+            if (d[i].ended)
+                continue;
+            int g = gone(s, &d[i], err);
+            if (g < 0) {
+                code = 1;
+                goto done;
+            }
+            if (g || clock_mono_ms() - d[i].t0 >= wait_ms) {
+                d[i].ended = g ? 1 : 2;
+                any = 1;
+            }
+        }
+        if (!any) {
+            usleep(20 * 1000);
+            continue;
+        }
+        if (read_map(s, cfg, &m, &r, &t, err) != 0) {
+            code = 1;
+            goto done;
+        }
+        for (size_t i = 0; i < next; i++)
+            if (d[i].ended && d[i].t0 != 0) {
+                int rc = report(t, &d[i], clock_mono_ms() - d[i].t0, out);
+                *moved += rc == 0;
+                code = rc != 0 ? 2 : code;
+                d[i].t0 = 0; /* reported */
+                ended++;
+            }
     }
-    int64_t ms = clock_mono_ms() - t0;
-    if (read_map(s, cfg, &m, &r, &t, err) != 0) {
-        code = 1;
-        goto out;
-    }
-    l = find(t, pool, start, bits);
-    if (l != NULL && l->owner != from && l->state == CMAP_SERVING) {
-        fprintf(out, "leaf %s owner %u -> %u epoch %" PRId64 " in %lld ms (request to end; "
-                "the write pause is INFO repl_handover_ms_last)\n", name, from, l->owner,
-                l->epoch, (long long)ms);
-        code = 0;
-    } else if (ms >= wait_ms) {
-        fprintf(out, "leaf %s owner %u: not handed over within %lld ms\n", name, from,
-                (long long)wait_ms);
-    } else {
-        fprintf(out, "leaf %s owner %u: not handed over (no in-sync follower, or the fence "
-                "timed out: the owner's log says why)\n", name, from);
-    }
-out:
+done:
     agent_sync_free(&r);
     agent_map_destroy(&m);
     return code;
@@ -145,12 +202,34 @@ int admin_failover(const struct cfg *cfg, int pool, uint32_t start, int bits, in
         fprintf(err, "hotkvd-admin: out of memory\n");
         return 1;
     }
-    int code = one(s, cfg, pool, start, bits, wait_arg(argc, argv, 3, 0), out, err);
+    struct agent_map *m = NULL;
+    struct sync_res r = {0};
+    const struct cmap_table *t;
+    struct dleaf d = {.pool = pool, .bits = bits, .start = start};
+    int64_t wait_ms = wait_arg(argc, argv, 3, 0);
+    size_t moved = 0;
+    char name[48];
+    int code = 1;
+    leaf_name(name, sizeof(name), pool, start, bits);
+    if (read_map(s, cfg, &m, &r, &t, err) == 0) {
+        const struct cmap_leaf *l = find(t, pool, start, bits);
+        if (l == NULL) {
+            fprintf(err, "hotkvd-admin: no such leaf %s (leaf list shows them)\n", name);
+        } else if (wait_ms <= 0) {
+            d.from = l->owner;
+            code = ask(s, cfg, &d, err);
+            if (code == 0)
+                fprintf(out, "asked owner %u to hand %s to an in-sync follower\n", d.from, name);
+        } else {
+            d.from = l->owner;
+            code = run(s, cfg, &d, 1, 1, wait_ms, &moved, out, err);
+        }
+    }
+    agent_sync_free(&r);
+    agent_map_destroy(&m);
     agent_sync_destroy(&s);
     return code;
 }
-
-struct dleaf { int pool; uint32_t start; int bits; };
 
 int admin_host(const struct cfg *cfg, int argc, char **argv, FILE *out, FILE *err)
 {
@@ -165,7 +244,7 @@ int admin_host(const struct cfg *cfg, int argc, char **argv, FILE *out, FILE *er
     struct sync_res r = {0};
     const struct cmap_table *t;
     struct dleaf *list = calloc(DRAIN_MAX, sizeof(*list));
-    size_t n = 0, moved = 0, failed = 0;
+    size_t n = 0, moved = 0;
     int code = 1;
     if (s == NULL || list == NULL) {
         fprintf(err, "hotkvd-admin: out of memory\n");
@@ -173,23 +252,27 @@ int admin_host(const struct cfg *cfg, int argc, char **argv, FILE *out, FILE *er
     }
     if (read_map(s, cfg, &m, &r, &t, err) != 0)
         goto out;
+    size_t alone = 0;
     for (int p = 0; p < CMAP_NPOOLS; p++)
         for (uint32_t i = 0; i < t->nleaves[p] && n < DRAIN_MAX; i++) {
             const struct cmap_leaf *l = &t->leaves[p][i];
             const struct cmap_owner *o = cmap_owner(t, l->owner);
-            if (o != NULL && strcmp(o->host, argv[1]) == 0 && l->state == CMAP_SERVING)
-                list[n++] = (struct dleaf){p, l->start, l->bits};
+            if (o == NULL || strcmp(o->host, argv[1]) != 0 || l->state != CMAP_SERVING)
+                continue;
+            if (l->nisr == 0)
+                alone++; /* no follower to hand it to: it stays, and is down while HOST restarts */
+            else
+                list[n++] = (struct dleaf){.pool = p, .bits = l->bits, .start = l->start,
+                                           .from = l->owner};
         }
-    fprintf(out, "draining host %s: %zu leaves\n", argv[1], n);
-    for (size_t i = 0; i < n; i++) {
-        int rc = one(s, cfg, list[i].pool, list[i].start, list[i].bits, wait_ms, out, err);
-        if (rc == 1)
-            goto out;
-        moved += rc == 0;
-        failed += rc != 0;
-    }
-    fprintf(out, "host %s: %zu leaves handed over, %zu not\n", argv[1], moved, failed);
-    code = failed == 0 ? 0 : 2;
+    fprintf(out, "draining host %s: %zu leaves with in-sync followers, %zu without (they stay)\n",
+            argv[1], n, alone);
+    code = run(s, cfg, list, n, DRAIN_WINDOW, wait_ms, &moved, out, err);
+    if (code != 1)
+        fprintf(out, "host %s: %zu leaves handed over, %zu not, %zu without followers\n", argv[1],
+                moved, n - moved, alone);
+    if (code == 0 && alone > 0)
+        code = 2;
 out:
     free(list);
     agent_sync_free(&r);

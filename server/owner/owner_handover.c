@@ -40,7 +40,11 @@ enum hphase {
     H_RELEASE,   /* the map moved (or will): waiting for this owner's copy to show it */
 };
 
+struct hqueued { struct hand_leaf leaf; uint32_t to; uint64_t order; };
+
 struct ohandover {
+    struct hqueued queue[OHANDOVER_QUEUE]; /* orders for other leaves, in arrival order */
+    int nqueue;
     enum hphase phase;
     struct hand_leaf leaf;
     uint32_t to;
@@ -110,7 +114,8 @@ static void finish(struct owner *o, int ok, const char *why)
         owner_agent_done(o, h->order, ok ? LEAF_ST_OK : LEAF_ST_LOST, text);
     h->order = 0;
     h->phase = H_IDLE;
-    arm(o, 0);
+    if (h->nqueue == 0)
+        arm(o, 0); /* else the tick starts the next */
 }
 
 /* A verdict on the CAS's answer or a read's. */
@@ -182,12 +187,22 @@ static int map_moved(struct owner *o)
            l->epoch > h->epoch || l->owner != owner_own_number(o);
 }
 
+static void start(struct owner *o, struct hand_leaf lf, uint32_t want, uint64_t order);
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct owner *o = arg;
     struct ohandover *h = o->handover;
     int64_t now = clock_mono_ms();
     owner_own_refresh(o);
+    if (h->phase == H_IDLE && h->nqueue > 0) {
+        struct hqueued next = h->queue[0];
+        memmove(&h->queue[0], &h->queue[1], (size_t)--h->nqueue * sizeof(h->queue[0]));
+        start(o, next.leaf, next.to, next.order);
+        return;
+    }
+    if (h->phase == H_IDLE)
+        arm(o, 0);
     switch (h->phase) {
     case H_DRAIN: {
         const struct cmap_table *t = owner_own_map(o);
@@ -233,8 +248,32 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 void owner_handover_order(struct owner *o, const struct hand_msg *ord)
 {
     struct ohandover *h = o->handover;
-    char why[200] = "", n[32];
     struct hand_leaf lf = ord->u.order.leaf;
+    if (h != NULL && h->phase != H_IDLE && h->leaf.start == lf.start && h->leaf.bits == lf.bits) {
+        h->order = ord->id; /* the same hand-over, asked again: it answers this order */
+        return;
+    }
+    for (int i = 0; h != NULL && i < h->nqueue; i++)
+        if (h->queue[i].leaf.start == lf.start && h->queue[i].leaf.bits == lf.bits) {
+            h->queue[i].order = ord->id;
+            return;
+        }
+    if (h != NULL && (h->phase != H_IDLE || h->nqueue > 0)) {
+        if (h->nqueue == OHANDOVER_QUEUE) {
+            owner_agent_done(o, ord->id, LEAF_ST_REFUSED, "too many hand-overs queued here");
+            return;
+        }
+        h->queue[h->nqueue++] = (struct hqueued){lf, ord->u.order.to, ord->id};
+        return; /* one at a time: a drain hands this owner's leaves over in turn */
+    }
+    start(o, lf, ord->u.order.to, ord->id);
+}
+
+/* The checks, then the fence. */
+static void start(struct owner *o, struct hand_leaf lf, uint32_t want, uint64_t order)
+{
+    struct ohandover *h = o->handover;
+    char why[200] = "", n[32];
     owner_own_refresh(o);
     const struct cmap_table *t = owner_own_map(o);
     const struct cmap_leaf *l = t != NULL ? cmap_lookup(t, o->pool, (uint64_t)lf.start << 32)
@@ -243,31 +282,29 @@ void owner_handover_order(struct owner *o, const struct hand_msg *ord)
     uint32_t to = 0;
     if (h == NULL)
         snprintf(why, sizeof(why), "hand-overs are off here");
-    else if (h->phase != H_IDLE && h->leaf.start == lf.start && h->leaf.bits == lf.bits) {
-        h->order = ord->id; /* the same hand-over, asked again: it answers this order */
-        return;
-    } else if (h->phase != H_IDLE)
-        snprintf(why, sizeof(why), "a hand-over of another leaf is under way from this owner");
     else if (l == NULL || l->start != lf.start || l->bits != lf.bits || lf.pool != o->pool)
         snprintf(why, sizeof(why), "no such leaf in this owner's pool");
     else if (l->owner != owner_own_number(o) || l->state != CMAP_SERVING ||
              owner_own_mark(o, lf.start, lf.bits) != NULL)
         snprintf(why, sizeof(why), "leaf %s is not served by this owner alone",
                  leaf_name(&lf, n, sizeof(n)));
-    else if ((to = owner_repl_pick(o, lf, ord->u.order.to, &epoch)) == 0 && ord->u.order.to != 0)
-        snprintf(why, sizeof(why), "owner %u is no live in-sync follower of leaf %s",
-                 ord->u.order.to, leaf_name(&lf, n, sizeof(n)));
+    else if ((to = owner_repl_pick(o, lf, want, &epoch)) == 0 && want != 0)
+        snprintf(why, sizeof(why), "owner %u is no live in-sync follower of leaf %s", want,
+                 leaf_name(&lf, n, sizeof(n)));
     else if (to == 0)
         snprintf(why, sizeof(why), "leaf %s has no live in-sync follower",
                  leaf_name(&lf, n, sizeof(n)));
     if (why[0] != '\0') {
         log_notice("hand-over order refused: %s", why);
-        owner_agent_done(o, ord->id, LEAF_ST_REFUSED, why);
+        owner_agent_done(o, order, LEAF_ST_REFUSED, why);
         return;
     }
-    *h = (struct ohandover){.phase = H_DRAIN, .leaf = lf, .to = to, .order = ord->id,
-                            .epoch = epoch > l->epoch ? epoch : l->epoch, .tick = h->tick,
-                            .st = h->st};
+    h->phase = H_DRAIN;
+    h->leaf = lf;
+    h->to = to;
+    h->order = order;
+    h->epoch = epoch > l->epoch ? epoch : l->epoch;
+    h->done = h->call_out = 0;
     h->fence_ms = clock_mono_ms();
     h->deadline_ms = h->fence_ms + o->opts.move_fence_timeout_ms;
     owner_own_hold(o, lf.start, lf.bits, OWN_BLOCK_WRITES);

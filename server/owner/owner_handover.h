@@ -4,7 +4,8 @@
  * hand-over"): what `hotkvd-admin leaf failover` and `host drain` ask for,
  * so a rolling restart fails no write.  Private to server/owner.
  *
- * The steps (one hand-over per owner at a time):
+ * The steps (one hand-over per owner at a time; orders for other leaves wait
+ * their turn, a few, in arrival order):
  *   fence    writes to the leaf wait (owner_own_hold: memory only; parked
  *            by owner_fence.c like a move's), reads go on
  *   drain    the follower holds the stream's last number and no answer of
@@ -31,6 +32,7 @@ struct owner;
 
 #define OHANDOVER_TICK_MS 1          /* while one runs: the drain and the map are watched */
 #define OHANDOVER_READ_MS 100        /* an in-doubt CAS: the truth is read this often */
+#define OHANDOVER_QUEUE 16           /* orders for other leaves waiting their turn */
 
 struct ohandover_stats {
     uint64_t done, failed;           /* hand-overs that moved the primary / did not */
@@ -41,7 +43,8 @@ struct ohandover_stats {
 /* In a cluster (or leaf-moves): 0, or -1. */
 int owner_handover_setup(struct owner *o);
 void owner_handover_teardown(struct owner *o);
-/* LEAF_ORDER_HANDOVER from the agent (answered LEAF_DONE when it ends). */
+/* LEAF_ORDER_HANDOVER from the agent (answered LEAF_DONE when it ends: run
+ * now, or queued behind the one under way). */
 void owner_handover_order(struct owner *o, const struct hand_msg *ord);
 /* 1 while a hand-over runs (a move does not start meanwhile). */
 int owner_handover_busy(const struct owner *o);
