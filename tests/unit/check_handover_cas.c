@@ -1,4 +1,4 @@
-/* check_handover.c - the pure parts of a planned hand-over (CLUSTER.md §7):
+/* check_handover_cas.c - the pure parts of a planned hand-over (CLUSTER.md §7):
  * the operator's request value (server/agent/agent_handover.h), the agent's
  * check and CAS of LEAF_HANDOVER written out as etcd txn lines, and the
  * owner's verdict on the CAS's answer or a read's truth
@@ -158,9 +158,9 @@ START_TEST(an_in_doubt_cas_is_settled_by_the_truth_only)
 }
 END_TEST
 
-Suite *handover_suite(void)
+Suite *handover_cas_suite(void)
 {
-    Suite *s = suite_create("handover");
+    Suite *s = suite_create("handover_cas");
     TCase *tc = tcase_create("agent");
     tcase_add_test(tc, a_handover_request_round_trips_and_a_move_request_still_reads_as_one);
     tcase_add_test(tc, only_the_primary_hands_to_a_live_member_of_its_in_sync_set);
