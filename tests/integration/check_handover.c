@@ -105,8 +105,9 @@ START_TEST(a_failover_under_load_fails_no_write_and_pauses_writes_briefly)
     h_sleep_ms(1200); /* the owners' STATS reach INFO once a second */
     ck_assert_int_ge(h_info_int(h1.port, "repl_handovers"), 1);
     long long pause = (long long)h_info_int(h1.port, "repl_handover_ms_last");
-    fprintf(stderr, "handover: leaf %s owner 1 -> 2: writes paused %lld ms (%s)", leaf, pause,
-            out);
+    out[strcspn(out, "\n")] = '\0';
+    fprintf(stderr, "handover: leaf %s owner 1 -> 2: writes paused %lld ms (admin: %s)\n", leaf,
+            pause, out);
     ck_assert_msg(pause <= 50, "the hand-over paused writes %lld ms", pause);
 }
 END_TEST
