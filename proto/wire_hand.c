@@ -29,6 +29,7 @@ static const char *const NAMES[] = {
     [LEAF_REPLY - 128] = "LEAF_REPLY",               [LEAF_ORDER - 128] = "LEAF_ORDER",
     [LEAF_DONE - 128] = "LEAF_DONE",                 [LEAF_LOAD - 128] = "LEAF_LOAD",
     [LEAF_ISR_ADD - 128] = "LEAF_ISR_ADD",           [LEAF_ISR_DEL - 128] = "LEAF_ISR_DEL",
+    [LEAF_HANDOVER - 128] = "LEAF_HANDOVER",
 };
 
 const char *hand_type_name(unsigned type)
@@ -176,6 +177,7 @@ int hand_put(struct hkv_buf *b, const struct hand_msg *m)
     case LEAF_SPLIT:
     case LEAF_ISR_ADD:
     case LEAF_ISR_DEL:
+    case LEAF_HANDOVER:
         wr_begin(&w, b, HINT(0), m->type, id, 5);
         w_leaf(&w, m->u.leaf.leaf);
         w_int(&w, m->u.leaf.epoch);
@@ -366,7 +368,7 @@ static int rd_fields(struct wire_decoder *d, struct cur *c, struct hand_msg *m, 
         [LEAF_INTENT - 128] = 5,       [LEAF_COMMIT - 128] = 5,    [LEAF_ABORT - 128] = 5,
         [LEAF_READ - 128] = 5,         [LEAF_SPLIT - 128] = 5,     [LEAF_REPLY - 128] = 8,
         [LEAF_ORDER - 128] = 5,        [LEAF_DONE - 128] = 3,      [LEAF_LOAD - 128] = 6,
-        [LEAF_ISR_ADD - 128] = 5,      [LEAF_ISR_DEL - 128] = 5,
+        [LEAF_ISR_ADD - 128] = 5,      [LEAF_ISR_DEL - 128] = 5,   [LEAF_HANDOVER - 128] = 5,
     };
     if (!hand_is_kind(m->type) || NAMES[m->type - 128] == NULL)
         return fail(c, "unknown message kind");
@@ -439,7 +441,7 @@ static int rd_fields(struct wire_decoder *d, struct cur *c, struct hand_msg *m, 
         TRY(rd_u64(c, &m->u.load.backlog_prev));
         TRY(rd_u64(c, &m->u.load.work));
         return rd_loads(d, c, m);
-    default: /* INTENT COMMIT ABORT READ SPLIT */
+    default: /* INTENT COMMIT ABORT READ SPLIT ISR_ADD ISR_DEL HANDOVER */
         TRY(rd_leaf(c, &m->u.leaf.leaf));
         TRY(rd_i64(c, &m->u.leaf.epoch));
         return rd_u32(c, &m->u.leaf.to);

@@ -52,6 +52,9 @@
  *   LEAF_ISR_ADD       leaf, epoch, to (the follower)   CLUSTER.md §7: `isr` += to
  *   LEAF_ISR_DEL       leaf, epoch, to (the follower)   `isr` -= to (before any
  *                      write is acknowledged without it)
+ *   LEAF_HANDOVER      leaf, epoch, to (an in-sync follower)   CLUSTER.md §7, planned
+ *                      hand-over: primary := to, `isr` -= to (the asker must be the
+ *                      primary, its writes to the leaf fenced and held by `to`)
  *   LEAF_DONE          order id u64, status i32, text   (an order finished)
  *   LEAF_LOAD          window_ms u32, busy u32 (per mille of the window the
  *                      owner's loop thread ran), backlog u64, backlog_prev u64
@@ -67,8 +70,9 @@
  *   LEAF_REPLY         status i32 (LEAF_ST_*), epoch i64 (the new one, OK),
  *                      exists bool, owner u32, state u8, to u32, at i64 (the
  *                      leaf's truth: its value and mod_revision), text
- *   LEAF_ORDER         kind u8 (LEAF_ORDER_MOVE/SPLIT/FOLLOW), leaf, to u32
- *                      (FOLLOW: seed owner `to` as a follower of the leaf)
+ *   LEAF_ORDER         kind u8 (LEAF_ORDER_MOVE/SPLIT/FOLLOW/HANDOVER), leaf, to u32
+ *                      (FOLLOW: seed owner `to` as a follower of the leaf;
+ *                      HANDOVER: hand the leaf to in-sync follower `to`, 0 any)
  *
  * Decoded byte strings are slices into the payload; rows, changes and loads live
  * in the decoder's arena (struct wire_decoder), valid until its next call.
@@ -110,6 +114,7 @@ enum hand_type {
     LEAF_LOAD = 169,
     LEAF_ISR_ADD = 170,
     LEAF_ISR_DEL = 171,
+    LEAF_HANDOVER = 172,
 };
 
 /* LEAF_REPLY status. */
@@ -119,9 +124,14 @@ enum leaf_status {
     LEAF_ST_UNKNOWN = 2,  /* no answer from etcd in time: it may or may not have applied */
     LEAF_ST_REFUSED = 3,  /* not tried (bad request, no such owner, no free slot ...) */
 };
-enum leaf_order_kind { LEAF_ORDER_MOVE = 1, LEAF_ORDER_SPLIT = 2, LEAF_ORDER_FOLLOW = 3 };
+enum leaf_order_kind {
+    LEAF_ORDER_MOVE = 1,
+    LEAF_ORDER_SPLIT = 2,
+    LEAF_ORDER_FOLLOW = 3,
+    LEAF_ORDER_HANDOVER = 4, /* to: the in-sync follower to hand to (0: the owner picks one) */
+};
 
-static inline bool hand_is_kind(unsigned t) { return t >= HANDOFF_BEGIN && t <= LEAF_ISR_DEL; }
+static inline bool hand_is_kind(unsigned t) { return t >= HANDOFF_BEGIN && t <= LEAF_HANDOVER; }
 
 struct hand_leaf {
     uint8_t pool;          /* enum cfg_pool */

@@ -68,5 +68,13 @@ int admin_cluster_init(const struct cfg *cfg, const char *owners, int bits, FILE
 int admin_status(const struct cfg *cfg, FILE *out, FILE *err);
 /* argv[0..argc): "list" | "split" POOL LEAF | "move" POOL LEAF TO [--wait MS]. */
 int admin_leaf(const struct cfg *cfg, int argc, char **argv, FILE *out, FILE *err);
+/* "leaf failover POOL LEAF [--wait MS]" (argv as admin_leaf's, the leaf
+ * parsed): a planned hand-over of the leaf to an in-sync follower; 0 handed
+ * over (or asked, without --wait), 2 not, 1 etcd (admin_handover.c). */
+int admin_failover(const struct cfg *cfg, int pool, uint32_t start, int bits, int argc,
+                   char **argv, FILE *out, FILE *err);
+/* argv[0..argc): "drain" HOST [--wait MS]: every leaf whose primary is an
+ * owner of HOST, handed over one after another; 0 all, 2 not all, 1 etcd. */
+int admin_host(const struct cfg *cfg, int argc, char **argv, FILE *out, FILE *err);
 
 #endif

@@ -74,6 +74,8 @@ static void usage(FILE *f)
                "       hotkvd-admin CONFIG leaf list\n"
                "       hotkvd-admin CONFIG leaf split POOL LEAF\n"
                "       hotkvd-admin CONFIG leaf move POOL LEAF TO [--wait MS]\n"
+               "       hotkvd-admin CONFIG leaf failover POOL LEAF [--wait MS]\n"
+               "       hotkvd-admin CONFIG host drain HOST [--wait MS]\n"
                "       hotkvd-admin --version | --help\n\n"
                "CONFIG is the hotkvd.conf of a cluster host (cluster, etcd-endpoints, etcd-*),\n"
                "or of a single host with leaf-moves yes (its agent's store, via DIR/leaf-map.sock).\n"
@@ -92,7 +94,8 @@ int admin_main(int argc, char **argv)
         return 0;
     }
     int leaf = argc >= 4 && strcmp(argv[2], "leaf") == 0;
-    if (!leaf && (argc != 3 || strcmp(argv[2], "status") != 0)) {
+    int host = argc >= 4 && strcmp(argv[2], "host") == 0;
+    if (!leaf && !host && (argc != 3 || strcmp(argv[2], "status") != 0)) {
         usage(stderr);
         return 1;
     }
@@ -110,7 +113,8 @@ int admin_main(int argc, char **argv)
         code = 1;
     } else {
         code = leaf ? admin_leaf(cfg, argc - 3, argv + 3, stdout, stderr)
-                    : admin_status(cfg, stdout, stderr);
+               : host ? admin_host(cfg, argc - 3, argv + 3, stdout, stderr)
+                      : admin_status(cfg, stdout, stderr);
     }
     cfg_destroy(&cfg);
     return code;

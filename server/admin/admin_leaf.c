@@ -245,6 +245,8 @@ int admin_leaf(const struct cfg *cfg, int argc, char **argv, FILE *out, FILE *er
     }
     if (argc == 6 && strcmp(argv[4], "--wait") == 0)
         wait_ms = strtoll(argv[5], NULL, 10);
+    if ((argc == 3 || argc == 5) && strcmp(argv[0], "failover") == 0)
+        return admin_failover(cfg, pool, start, bits, argc, argv, out, err);
     struct agent_sync *s = admin_sync_create(cfg);
     if (s == NULL) {
         fprintf(err, "hotkvd-admin: out of memory\n");
@@ -258,7 +260,7 @@ int admin_leaf(const struct cfg *cfg, int argc, char **argv, FILE *out, FILE *er
         code = leaf_move(s, cfg, pool, start, bits, argv[3], wait_ms, out, err);
     else
         fprintf(err, "hotkvd-admin: leaf list | leaf split POOL LEAF | leaf move POOL LEAF TO "
-                     "[--wait MS]\n");
+                     "[--wait MS] | leaf failover POOL LEAF [--wait MS]\n");
     agent_sync_destroy(&s);
     return code;
 }

@@ -123,6 +123,7 @@ static int handle(struct cconn *k, const struct hand_msg *m)
     if (!k->hello)
         return -1;
     switch (m->type) {
+    case LEAF_HANDOVER:
     case LEAF_INTENT:
     case LEAF_COMMIT:
     case LEAF_ABORT:

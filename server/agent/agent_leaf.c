@@ -21,6 +21,7 @@
 
 #include "proto/etcd_msg.h"
 #include "proto/hkv.h"
+#include "server/agent/agent_handover.h"
 #include "server/agent/agent_int.h"
 #include "server/agent/agent_leaf_orders.h"
 #include "server/agent/agent_promote.h"
@@ -166,6 +167,7 @@ static void on_txn(void *arg, const struct etcd_result *r)
         m.u.reply.to = q->m.u.leaf.to;
         break;
     case LEAF_COMMIT:
+    case LEAF_HANDOVER:
         m.u.reply.owner = q->m.u.leaf.to;
         break;
     case LEAF_ISR_ADD:
@@ -418,6 +420,28 @@ static void isr_txn(struct agent_leaf *l)
                               q->m.u.leaf.epoch, &v, live_id, NULL));
 }
 
+/* LEAF_HANDOVER (agent_handover.h): primary := to, isr -= to, on the value
+ * the epoch the owner fenced holds. */
+static void handover_txn(struct agent_leaf *l)
+{
+    struct lreq *q = l->head;
+    const struct hand_leaf *lf = leaf_of(q);
+    unsigned to = q->m.u.leaf.to;
+    struct agent_leaf_v v = q->now;
+    const struct cmap_owner *o = cmap_owner(l->t, to);
+    const char *why = agent_handover_check(v.owner, v.state, v.isr, v.nisr, q->from, to,
+                                           o != NULL && o->live && o->pool == lf->pool &&
+                                               !agent_promote_dead(l->a->promote, to));
+    if (why != NULL) {
+        refuse(l, why);
+        return;
+    }
+    agent_isr_without(&v, to);
+    v.owner = to;
+    send_txn(l, agent_txn_set(&l->txn, l->a->opt.cluster, lf->pool, lf->start, lf->bits,
+                              q->m.u.leaf.epoch, &v, o->id, NULL));
+}
+
 static void run_next(struct agent_leaf *l)
 {
     if (l->busy || l->head == NULL)
@@ -458,6 +482,9 @@ static void run_next(struct agent_leaf *l)
     case LEAF_ISR_ADD:
     case LEAF_ISR_DEL:
         leaf_now(l, isr_txn);
+        return;
+    case LEAF_HANDOVER:
+        leaf_now(l, handover_txn);
         return;
     default: /* COMMIT, ABORT */
         klen = agent_leaf_key(key, sizeof(key), opt->cluster, "moves", lf->pool, lf->start,

@@ -14,6 +14,7 @@
 
 #include "proto/etcd_msg.h"
 #include "proto/hkv.h"
+#include "server/agent/agent_handover.h"
 #include "server/agent/agent_int.h"
 #include "server/agent/agent_txn.h"
 #include "server/core/clock.h"
@@ -88,9 +89,9 @@ static void one_request(struct agent_orders *l, const struct etcd_kv *kv, size_t
     char tail[64];
     unsigned to;
     uint32_t start;
-    int bits;
+    int bits, kind;
     size_t n = kv->key_len - plen;
-    if (n >= sizeof(tail) || agent_parse_request(kv->value, kv->value_len, &to) != HKV_OK)
+    if (n >= sizeof(tail) || agent_parse_order(kv->value, kv->value_len, &kind, &to) != HKV_OK)
         return;
     memcpy(tail, kv->key + plen, n);
     tail[n] = '\0';
@@ -122,7 +123,7 @@ static void one_request(struct agent_orders *l, const struct etcd_kv *kv, size_t
     if (free_slot == NULL || kv->key_len >= sizeof(free_slot->key))
         return;
     struct hand_msg m = {.type = LEAF_ORDER, .id = ++l->next_order,
-                         .u.order = {LEAF_ORDER_MOVE, {(uint8_t)pool, (uint8_t)bits, start}, to}};
+                         .u.order = {(uint8_t)kind, {(uint8_t)pool, (uint8_t)bits, start}, to}};
     if (l->order(l->arg, (int)pool, src->index, &m) != 0)
         return;
     memcpy(free_slot->key, kv->key, kv->key_len);

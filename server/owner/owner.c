@@ -21,6 +21,7 @@
 #include "server/core/log.h"
 #include "server/core/tls_cluster.h"
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_handover.h"
 #include "server/owner/owner_repl.h"
 #include "server/owner/owner_move_int.h"
 #include "server/core/topo.h"
@@ -145,8 +146,11 @@ int owner_open(struct owner *o)
     if (owner_persist_setup(o, owner_execute) != 0 || owner_own_start(o) != 0 ||
         owner_work_setup(o) != 0)
         return -1;
-    /* a cluster's leaf moves (owner_move_int.h) and followers (owner_repl.h) */
-    return owner_move_setup(o) != 0 ? -1 : owner_repl_setup(o);
+    /* a cluster's leaf moves (owner_move_int.h), followers (owner_repl.h) and
+     * planned hand-overs to them (owner_handover.h) */
+    if (owner_move_setup(o) != 0 || owner_repl_setup(o) != 0)
+        return -1;
+    return owner_handover_setup(o);
 }
 
 void owner_deinit(struct owner *o)
@@ -156,6 +160,7 @@ void owner_deinit(struct owner *o)
         evconnlistener_free(o->tcp_listener);
     o->tcp_listener = NULL;
     owner_pushq_teardown(o);
+    owner_handover_teardown(o);
     owner_repl_teardown(o); /* its streams' links go before the link layer does */
     owner_move_teardown(o);
     owner_work_teardown(o);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_handover.h"
 #include "server/owner/owner_repl.h"
 #include "server/owner/owner_move_int.h"
 
@@ -124,6 +125,12 @@ static void stats_now(struct owner *o, struct owner_counters *v)
     v->repl_follows_seeded = fs.seeded;
     v->repl_follows_promoted = fs.promoted;
     v->repl_follows_dropped = fs.dropped;
+    struct ohandover_stats hs;
+    owner_handover_stats(o, &hs);
+    v->repl_handovers = hs.done;
+    v->repl_handovers_failed = hs.failed;
+    v->repl_handover_ms_last = hs.ms_last;
+    v->repl_handover_ms_max = hs.ms_max;
 }
 
 /* Every field of the list (server/core/counters.h), counters from the last

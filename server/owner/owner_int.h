@@ -177,6 +177,7 @@ struct owner {
     struct orecv *recv;           /* the target's side of incoming moves */
     struct omove *move;           /* the source's side of the outgoing move */
     struct orepl *repl;           /* a primary's streams to followers (owner_repl.h) */
+    struct ohandover *handover;   /* a planned hand-over to a follower (owner_repl.h) */
     struct owork_run *work;       /* load measured for automatic moves (owner_work_report.c) */
     struct olink *links;
     struct opushq *pushq;         /* keys to push at the end of the turn (owner_pushq.c) */
@@ -322,6 +323,10 @@ uint64_t owner_own_saved_gen(const struct owner *o);
 const struct cmap_table *owner_own_map(const struct owner *o);
 /* 1 if requests on place must wait (a mark blocks it: all, or writes). */
 int owner_own_blocks(const struct owner *o, uint64_t place, int write);
+/* A planned hand-over's fence (memory only, one leaf at a time): requests
+ * on leaf (start, bits) wait as block says (OWN_BLOCK_NONE: the hold ends;
+ * owner_park_release runs them again). */
+void owner_own_hold(struct owner *o, uint32_t start, uint8_t bits, int block);
 /* 1 if some mark blocks requests now (the fence gate's fast check). */
 int owner_own_any_block(const struct owner *o);
 

@@ -12,6 +12,7 @@
 
 #include "server/core/clock.h"
 #include "server/core/log.h"
+#include "server/owner/owner_handover.h"
 #include "server/owner/owner_move_sm.h"
 #include "server/owner/owner_repl.h"
 
@@ -170,6 +171,8 @@ int owner_move_start(struct owner *o, struct hand_leaf leaf, uint32_t to, uint64
     const struct cmap_owner *target = t != NULL ? cmap_owner(t, to) : NULL;
     if (m == NULL || m->phase != M_IDLE || m->call_out)
         snprintf(why, len, "a move is under way from this owner");
+    else if (owner_handover_busy(o))
+        snprintf(why, len, "a hand-over to a follower is under way from this owner");
     else if (l == NULL || l->start != leaf.start || l->bits != leaf.bits || leaf.pool != o->pool)
         snprintf(why, len, "no such leaf in this owner's pool");
     else if (l->owner != owner_own_number(o) || l->state != CMAP_SERVING)
@@ -221,6 +224,14 @@ static void on_order(struct owner *o, const struct hand_msg *ord)
     struct omove *m = mv(o);
     if (ord->u.order.kind == LEAF_ORDER_FOLLOW) {
         owner_repl_order(o, ord); /* seed a follower (owner_repl.h) */
+        return;
+    }
+    if (ord->u.order.kind == LEAF_ORDER_HANDOVER) {
+        if (m->phase != M_IDLE && m->leaf.start == ord->u.order.leaf.start &&
+            m->leaf.bits == ord->u.order.leaf.bits)
+            owner_agent_done(o, ord->id, LEAF_ST_REFUSED, "the leaf is moving");
+        else
+            owner_handover_order(o, ord); /* to an in-sync follower (owner_handover.h) */
         return;
     }
     if (ord->u.order.kind == LEAF_ORDER_SPLIT) {

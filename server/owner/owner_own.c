@@ -68,6 +68,8 @@ struct owner_own {
      * followers are not served: another host may promote a follower as soon
      * as etcd lets the lease go (CLUSTER.md §7, fencing). */
     int lease_fenced;
+    /* A planned hand-over's fence (owner_handover.c): memory only, one leaf. */
+    struct { uint32_t start; uint8_t bits, block; } hold;
 };
 
 static uint64_t span(uint8_t bits)
@@ -157,7 +159,7 @@ const struct cmap_table *owner_own_map(const struct owner *o)
 
 int owner_own_any_block(const struct owner *o)
 {
-    if (o->own != NULL && (o->own->nawait > 0 || o->own->lease_fenced))
+    if (o->own != NULL && (o->own->nawait > 0 || o->own->lease_fenced || o->own->hold.block))
         return 1;
     for (int i = 0; o->own != NULL && i < OWN_MAX_MARKS; i++)
         if (o->own->marks[i].used && o->own->marks[i].block != OWN_BLOCK_NONE)
@@ -175,8 +177,21 @@ int owner_own_blocks(const struct owner *o, uint64_t place, int write)
     for (int i = 0; o->own != NULL && i < o->own->nawait; i++)
         if (covers(o->own->await[i].start, o->own->await[i].bits, place))
             return 1;
+    if (o->own != NULL && o->own->hold.block != OWN_BLOCK_NONE &&
+        covers(o->own->hold.start, o->own->hold.bits, place) &&
+        (write || o->own->hold.block == OWN_BLOCK_ALL))
+        return 1;
     const struct own_mark *m = owner_own_mark_at(o, place);
     return m != NULL && (m->block == OWN_BLOCK_ALL || (write && m->block == OWN_BLOCK_WRITES));
+}
+
+void owner_own_hold(struct owner *o, uint32_t start, uint8_t bits, int block)
+{
+    if (o->own == NULL)
+        return;
+    o->own->hold.start = start;
+    o->own->hold.bits = bits;
+    o->own->hold.block = (uint8_t)block;
 }
 
 /* The map copy gives the leaf of place to this owner at an epoch after e. */

@@ -456,6 +456,50 @@ int owner_repl_covered(const struct owner *o, uint64_t place)
     return 0;
 }
 
+static int same_leaf(const struct hand_leaf *a, const struct hand_leaf *b)
+{
+    return a->start == b->start && a->bits == b->bits;
+}
+
+uint32_t owner_repl_pick(struct owner *o, struct hand_leaf lf, uint32_t to, int64_t *epoch)
+{
+    const struct cmap_table *t = owner_own_map(o);
+    uint32_t any = 0;
+    for (int i = 0; o->repl != NULL && t != NULL && i < OREPL_MAX; i++) {
+        const struct rstream *s = &o->repl->s[i];
+        if (s->phase != S_IN_SYNC || !same_leaf(&s->leaf, &lf) || (to != 0 && s->to != to))
+            continue;
+        const struct cmap_owner *f = cmap_owner(t, s->to);
+        if (f == NULL || !f->live)
+            continue;
+        *epoch = s->epoch;
+        if (to != 0 || strcmp(f->host, o->opts.host) != 0)
+            return s->to;
+        if (any == 0)
+            any = s->to;
+    }
+    return any;
+}
+
+int owner_repl_caught_up(struct owner *o, struct hand_leaf lf, uint32_t to, int64_t *epoch)
+{
+    struct orepl *r = o->repl;
+    const struct rstream *f = NULL;
+    for (int i = 0; r != NULL && i < OREPL_MAX && f == NULL; i++)
+        if (r->s[i].phase == S_IN_SYNC && r->s[i].to == to && same_leaf(&r->s[i].leaf, &lf))
+            f = &r->s[i];
+    if (f == NULL || f->copy == NULL)
+        return -1;
+    *epoch = f->epoch;
+    if (f->held < owner_copy_seq(f->copy))
+        return 0;
+    for (const struct rwait *w = r->head; w != NULL; w = w->next)
+        for (int i = 0; i < w->nneed; i++)
+            if (same_leaf(&r->s[w->need[i].slot].leaf, &lf) && !orepl_need_met(r, w, &w->need[i]))
+                return 0;
+    return 1;
+}
+
 uint64_t owner_repl_streams(const struct owner *o)
 {
     return o->repl != NULL ? o->repl->st.streams : 0;

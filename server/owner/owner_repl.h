@@ -101,6 +101,16 @@ void owner_repl_stats(const struct owner *o, struct orepl_stats *out);
 /* 1 if the leaf of placement hash `place` has a required follower (its
  * ledger writes may be answered from memory; else they commit first). */
 int owner_repl_covered(const struct owner *o, uint64_t place);
+/* A planned hand-over of leaf lf (owner_handover.c).  owner_repl_pick: the
+ * in-sync follower to hand it to, `to` itself if it is one (0: any, one on
+ * another host first), or 0 if there is none; *epoch the leaf's epoch as
+ * that stream knows it (its last CAS's).  owner_repl_caught_up: 1 when
+ * follower `to` holds every result of lf sent to it and no answer of a write
+ * to lf waits for any follower (a durable one waits for the commit: so the
+ * tail's durable writes are committed there too); 0 not yet; -1 `to` is no
+ * in-sync follower of lf any more. */
+uint32_t owner_repl_pick(struct owner *o, struct hand_leaf lf, uint32_t to, int64_t *epoch);
+int owner_repl_caught_up(struct owner *o, struct hand_leaf lf, uint32_t to, int64_t *epoch);
 /* Streams out now (FLUSHALL is refused while there are any). */
 uint64_t owner_repl_streams(const struct owner *o);
 

@@ -83,10 +83,14 @@ START_TEST(every_kind_round_trips)
         {.type = LEAF_REPLY, .id = 17, .u.reply = {LEAF_ST_LOST, 0, true, 2, 1, 3, 40, S("moved")}},
         {.type = LEAF_ORDER, .id = 18, .u.order = {LEAF_ORDER_MOVE, leaf, 5}},
         {.type = LEAF_DONE, .id = 19, .u.done = {18, LEAF_ST_OK, S("")}},
+        {.type = LEAF_HANDOVER, .id = 22, .u.leaf = {leaf, 42, 3}},
+        {.type = LEAF_ORDER, .id = 23, .u.order = {LEAF_ORDER_HANDOVER, leaf, 0}},
     };
     for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
         roundtrip(&m[i]);
     ck_assert_str_eq(hand_type_name(HANDOFF_FENCE_NACK), "HANDOFF_FENCE_NACK");
+    ck_assert_str_eq(hand_type_name(LEAF_HANDOVER), "LEAF_HANDOVER");
+    ck_assert(hand_is_kind(LEAF_HANDOVER));
     ck_assert_ptr_null(hand_type_name(WIRE_SET));
 }
 END_TEST
