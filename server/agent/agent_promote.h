@@ -53,8 +53,8 @@
 /* ---- the choice (agent_promote_pick.c, pure) ---- */
 
 /* l's new value when its primary is gone: 1 and *out (owner := the first
- * member of l's isr with eligible[n] set, isr := the other eligible
- * members, in order, state serving), or 0 (no eligible member, or l is not
+ * member of l's isr with eligible[n] set, isr := empty (the others are
+ * seeded again from it), state serving), or 0 (no eligible member, or l is not
  * serving: no promotion).  eligible: CMAP_MAX_OWNERS + 1 flags by number. */
 int apro_choose(const struct cmap_leaf *l, const uint8_t *eligible, struct agent_leaf_v *out);
 

@@ -13,14 +13,16 @@ int apro_choose(const struct cmap_leaf *l, const uint8_t *eligible, struct agent
     memset(out, 0, sizeof(*out));
     if (l->state != CMAP_SERVING || l->nisr == 0 || l->nisr > CMAP_MAX_ISR)
         return 0;
-    for (unsigned i = 0; i < l->nisr; i++) {
+    /* The new set is empty: the other followers followed the old primary's
+     * stream and may hold results the new one never got (or, having left
+     * that stream, nothing), so they are seeded again from the new primary
+     * before they count (tests/model/README.md, replica.pml finding 1:
+     * DROP_WHOLE_ON_FAILOVER, NO_TRUNCATE). */
+    for (unsigned i = 0; i < l->nisr && out->owner == 0; i++) {
         unsigned n = l->isr[i];
         if (n == 0 || n > CMAP_MAX_OWNERS || n == l->owner || !eligible[n])
             continue;
-        if (out->owner == 0)
-            out->owner = n;
-        else
-            agent_isr_with(out, n);
+        out->owner = n;
     }
     out->state = CMAP_SERVING;
     return out->owner != 0;

@@ -140,8 +140,11 @@ int owner_repl_wants(const struct owner *o)
 void owner_repl_retry(struct owner *o)
 {
     struct orepl *r = o->repl;
-    if (r == NULL || r->nwait == 0)
-        return; /* nothing waits: its original was answered, so it is held */
+    /* even with nothing waiting: the original's answer may have been
+     * "outcome unknown" before a follower still in the set held it
+     * (replica.pml finding 3, RECORD_ANSWER_EARLY) */
+    if (r == NULL || r->st.streams == 0)
+        return;
     for (int i = 0; i < OREPL_MAX; i++)
         if (r->s[i].required)
             touch(r, i);

@@ -77,12 +77,13 @@ START_TEST(the_first_eligible_member_is_promoted)
     uint16_t in[] = {4, 2, 3};
     struct cmap_leaf l = leaf_of(1, 3, in);
     ck_assert(apro_choose(&l, ok, &v));
-    ck_assert(v.owner == 4 && v.state == CMAP_SERVING && v.nisr == 2 && v.isr[0] == 2 &&
-              v.isr[1] == 3);
+    /* the other members followed the old stream: seeded again before they
+     * count (replica.pml finding 1), so the new set is empty */
+    ck_assert(v.owner == 4 && v.state == CMAP_SERVING && v.nisr == 0);
     ok[4] = 0; /* its host is gone too */
     ck_assert(apro_choose(&l, ok, &v));
-    ck_assert(v.owner == 2 && v.nisr == 1 && v.isr[0] == 3);
-    ok[3] = 0; /* a member that is not eligible leaves the set */
+    ck_assert(v.owner == 2 && v.nisr == 0);
+    ok[3] = 0;
     ck_assert(apro_choose(&l, ok, &v));
     ck_assert(v.owner == 2 && v.nisr == 0);
     ok[2] = 0;
