@@ -196,7 +196,8 @@ int agent_sync_read_all(struct agent_sync *s, const char *prefix, size_t plen,
             return out->status = HKV_ENOMEM;
         }
         out->kvs = more;
-        memcpy(out->kvs + first, r.kvs, r.nkvs * sizeof(*r.kvs));
+        if (r.nkvs > 0) /* an empty page has no array to copy from */
+            memcpy(out->kvs + first, r.kvs, r.nkvs * sizeof(*r.kvs));
         out->nkvs += r.nkvs;
         free(r.kvs); /* the strings moved to out */
         const struct sync_kv *last = out->nkvs > first ? &out->kvs[out->nkvs - 1] : NULL;

@@ -43,7 +43,6 @@
 #include "storage/persist_own.h"
 
 #define OWN_POLL_MS 20
-#define OWN_AWAIT_MAX 64
 
 struct owner_own {
     struct cmap_table *snap;     /* the last map copy (revision 0: none yet) */
@@ -57,12 +56,15 @@ struct owner_own {
     uint64_t gen, gen_saving, gen_saved; /* changes made, handed over, committed */
     struct event *poll;
     void (*on_map)(struct owner *o); /* a new map copy was taken (owner_own_on_map) */
-    /* Leaves this process found its own with in-sync followers in its first
-     * map: its ledger died with its predecessor, so a follower holds writes
-     * it does not; they wait (parked) until the map moves past that epoch
-     * (the agent promotes a follower, or empties the set: CLUSTER.md §7). */
-    struct { uint32_t start; uint8_t bits; int64_t epoch; } await[OWN_AWAIT_MAX];
-    int nawait, first_map_seen;
+    /* The revision of this process's first map (0: none yet, or no wait):
+     * a leaf the map gives it with in-sync followers at an epoch no newer
+     * than that was its predecessor's, whose ledger died with it, so a
+     * follower holds writes this process does not: requests on it wait
+     * (parked) until the map moves past it (the agent promotes a follower,
+     * or empties the set: CLUSTER.md §7).  Every such leaf, not a bounded
+     * list of them: one left out was served stale (a history run's DEL). */
+    int64_t await_rev;
+    int first_map_seen, awaits_logged;
     /* In a cluster: this host's lease is not proven (the agent's last
      * keepalive answer + TTL - margin has passed), so its leaves with
      * followers are not served: another host may promote a follower as soon
@@ -159,7 +161,7 @@ const struct cmap_table *owner_own_map(const struct owner *o)
 
 int owner_own_any_block(const struct owner *o)
 {
-    if (o->own != NULL && (o->own->nawait > 0 || o->own->lease_fenced || o->own->hold.block))
+    if (o->own != NULL && (o->own->await_rev != 0 || o->own->lease_fenced || o->own->hold.block))
         return 1;
     for (int i = 0; o->own != NULL && i < OWN_MAX_MARKS; i++)
         if (o->own->marks[i].used && o->own->marks[i].block != OWN_BLOCK_NONE)
@@ -174,9 +176,12 @@ int owner_own_blocks(const struct owner *o, uint64_t place, int write)
         if (l != NULL && l->nisr > 0 && l->owner == o->own->number)
             return 1;
     }
-    for (int i = 0; o->own != NULL && i < o->own->nawait; i++)
-        if (covers(o->own->await[i].start, o->own->await[i].bits, place))
+    if (o->own != NULL && o->own->await_rev != 0 && owner_own_map(o) != NULL) {
+        const struct cmap_leaf *l = cmap_lookup(o->own->snap, o->pool, place);
+        if (l != NULL && l->owner == o->own->number && l->nisr > 0 &&
+            l->epoch <= o->own->await_rev)
             return 1;
+    }
     if (o->own != NULL && o->own->hold.block != OWN_BLOCK_NONE &&
         covers(o->own->hold.start, o->own->hold.bits, place) &&
         (write || o->own->hold.block == OWN_BLOCK_ALL))
@@ -417,28 +422,26 @@ static void apply_map(struct owner *o)
 static void settle_awaits(struct owner *o)
 {
     struct owner_own *w = o->own;
-    if (!w->first_map_seen && w->number != 0) {
-        w->first_map_seen = 1;
-        for (uint32_t i = 0; i < w->snap->nleaves[o->pool] && w->nawait < OWN_AWAIT_MAX; i++) {
-            const struct cmap_leaf *l = &w->snap->leaves[o->pool][i];
-            if (l->owner == w->number && l->nisr > 0) {
-                w->await[w->nawait].start = l->start;
-                w->await[w->nawait].bits = l->bits;
-                w->await[w->nawait++].epoch = l->epoch;
-                log_notice("leaf %u-%08x has in-sync followers: not served until the map moves "
-                           "past epoch %lld (a follower holds what this restarted owner lost)",
-                           l->bits, l->bits ? l->start >> (32 - l->bits) : 0, (long long)l->epoch);
-            }
-        }
+    if (w->number == 0)
         return;
+    if (!w->first_map_seen) {
+        w->first_map_seen = 1;
+        w->await_rev = w->snap->revision;
     }
-    for (int i = 0; i < w->nawait;) {
-        const struct cmap_leaf *l = cmap_lookup(w->snap, o->pool, (uint64_t)w->await[i].start << 32);
-        if (l == NULL || l->start != w->await[i].start || l->bits != w->await[i].bits ||
-            l->epoch != w->await[i].epoch)
-            w->await[i] = w->await[--w->nawait];
-        else
-            i++;
+    if (w->await_rev == 0)
+        return;
+    size_t waiting = 0;
+    for (uint32_t i = 0; i < w->snap->nleaves[o->pool]; i++) {
+        const struct cmap_leaf *l = &w->snap->leaves[o->pool][i];
+        waiting += l->owner == w->number && l->nisr > 0 && l->epoch <= w->await_rev;
+    }
+    if (waiting == 0) {
+        w->await_rev = 0; /* every such leaf was promoted away or lost its set */
+    } else if (!w->awaits_logged) {
+        w->awaits_logged = 1;
+        log_notice("%zu leaves have in-sync followers: not served until the map moves past "
+                   "revision %lld (a follower holds what this restarted owner lost)", waiting,
+                   (long long)w->await_rev);
     }
 }
 
