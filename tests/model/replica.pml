@@ -18,11 +18,12 @@
  * modelled as the follower pulling the next entry: loss, delay and resends are "not
  * now", and a lagging follower is one whose steps do not happen.
  *
- * Faults (bounded by FAULTS): the primary crashes (its process dies; its log is
- * durable; its host lease expires later), or the primary is cut from etcd but not from
- * the client nor its followers (the Sentinel-loss scenario: its lease expires, it
- * cannot CAS, it goes on serving until it self-fences, and the self-fence may come
- * late: the model does not rely on the clock); the cut heals.  A crashed primary
+ * Faults (bounded by FAULTS): the answer to an isr add CAS is lost; the primary
+ * crashes (its process dies; its log is durable; its host lease expires later); or the
+ * primary is cut from etcd but not from the client nor its followers (the
+ * Sentinel-loss scenario: its lease expires, it cannot CAS, it goes on serving until it
+ * self-fences, and the self-fence may come late: the model does not rely on the
+ * clock); the cut heals.  A crashed primary
  * restarts; a deposed one (restarted or healed) learns the new map, drops its copy and
  * is seeded again as a follower.
  *
@@ -37,7 +38,7 @@
  *   NO_FENCE_OLD_PRIMARY    the old primary never self-fences, and a follower takes
  *                           frames of any primary whatever their epoch (dedup by seq)
  *   RECORDS_NOT_REPLICATED  followers get the results without completion records
- * and five that show what the design text leaves open or only implies (README "What the model found"):
+ * and six that show what the design text leaves open or only implies (README "What the model found"):
  *   DROP_WHOLE_ON_FAILOVER  an in-sync follower drops its whole copy when the map no
  *                           longer names its sender as the primary
  *   NO_TRUNCATE             an in-sync follower keeps its log on a failover (entries of
@@ -46,13 +47,15 @@
  *                           not after the in-sync followers hold that entry
  *   ADD_COUNTS_AFTER_CAS    a follower being added is waited for only once the CAS
  *                           that adds it succeeded
+ *   DROP_ADD_IN_DOUBT       a lagging follower whose add CAS got no answer is dropped
+ *                           locally, as if the add had never been sent
  *   SAME_OWNER_RESUMES      a follower keys its stream on the primary's owner number
  *                           only, not on its term (needs two faults: make model)
  * ONLY_R1 leaves out the R3, R5 and R6 assertions, so that PROMOTE_OUT_OF_SYNC,
  * SHRINK_WITHOUT_CAS and NO_TRUNCATE show the acknowledged write they lose (R1), not
  * only the rule they break.
  *
- * Bounds (-D): NR writes, TRIES tries in all, FAULTS, MAX_CRASH, MAX_CUT, MAX_ISRCAS
+ * Bounds (-D): NR writes, TRIES tries in all, FAULTS, MAX_CRASH, MAX_CUT, MAX_UNKNOWN, MAX_ISRCAS
  * (isr adds and removals in all).
  */
 
@@ -70,6 +73,9 @@
 #endif
 #ifndef MAX_ISRCAS
 #define MAX_ISRCAS 2
+#endif
+#ifndef MAX_UNKNOWN
+#define MAX_UNKNOWN 1
 #endif
 #ifndef MAX_CUT
 #define MAX_CUT 1
@@ -113,6 +119,7 @@ byte rec[N];            /* rids with a completion record in the log */
  * for before it can be answered (pw[n * 3 + rid], 0: none). */
 byte pv_isr[N];
 byte pv_add[N];
+byte add_doubt[N];      /* followers whose LEAF_ISR_ADD got no answer: outcome unknown */
 byte hl[N * N];
 byte pw[N * 3];
 
@@ -129,6 +136,7 @@ byte ackby[16];         /* per epoch: owner + 1 that acknowledged at it */
 byte faults;
 byte n_crash;
 byte n_cut;
+byte n_unk;
 byte n_isrcas;          /* isr CASes (adds and removals) so far */
 /* The probes' ghosts: outside the state vector unless a probe is compiled in. */
 #ifdef PROBE
@@ -280,7 +288,7 @@ inline common_prefix(f, p) {
 }
 
 inline clear_primary(n) {
-    pv_isr[n] = 0; pv_add[n] = 0;
+    pv_isr[n] = 0; pv_add[n] = 0; add_doubt[n] = 0;
     hl[n * N] = 0; hl[n * N + 1] = 0; hl[n * N + 2] = 0;
     pw[n * 3 + 1] = 0; pw[n * 3 + 2] = 0
 }
@@ -408,12 +416,18 @@ inline rejoin(n) {
             pv_isr[n] = m_isr \
         :: else -> skip         /* no answer, or LOST: writes wait, then fail */
 #endif
-/* The lagging follower f: a pending add is dropped (not in etcd yet); a member of the
- * isr is removed by CAS (mod == epoch). */
+/* The lagging follower f: a pending add is dropped (certainly not in etcd); a member of
+ * the isr is removed by CAS (mod == epoch); an add in doubt waits for the map read.
+ * DROP_ADD_IN_DOUBT (broken) drops an add in doubt like one never sent. */
+#ifdef DROP_ADD_IN_DOUBT
+#define IN_DOUBT(n, f) 0
+#else
+#define IN_DOUBT(n, f) (add_doubt[n] & B(f))
+#endif
 #define DEL(n, f) \
     :: STEP { SERVES(n) && n != f && (REQ(n) & B(f)) && hl[n * N + f] < ln[n] -> \
         if \
-        :: pv_add[n] & B(f) -> pv_add[n] = pv_add[n] & ~B(f) \
+        :: (pv_add[n] & B(f)) && !IN_DOUBT(n, f) -> pv_add[n] = pv_add[n] & ~B(f) \
         SHRINK(n, f) \
         fi; \
         check() }
@@ -428,6 +442,8 @@ inline rejoin(n) {
         fi; \
         hl[s * N + n] = ln[n]; \
         check() }
+#define ADD_CAS(n) (SERVES(n) && pv_add[n] != 0 && add_doubt[n] == 0 && !cut[n] && \
+                    m_owner == n && m_epoch == ep[n] && n_isrcas < MAX_ISRCAS)
 #define ADD(n, f) \
     :: STEP { SERVES(n) && n != f && (REQ(n) & B(f)) == 0 && up[f] && role[f] == FOLLOWER && \
               src[f] == n && hl[n * N + f] == ln[n] && n_isrcas < MAX_ISRCAS -> \
@@ -461,8 +477,7 @@ end_O:
     ADD(n, 0)
     ADD(n, 1)
     ADD(n, 2)
-    :: STEP { SERVES(n) && pv_add[n] != 0 && !cut[n] && m_owner == n && m_epoch == ep[n] &&
-              n_isrcas < MAX_ISRCAS ->
+    :: STEP { ADD_CAS(n) ->
         n_isrcas++;
         if
         :: (g_rejoined[0] && (pv_add[n] & 1)) || (g_rejoined[1] && (pv_add[n] & 2)) ||
@@ -474,6 +489,28 @@ end_O:
         set_ep(n, m_epoch);
         pv_isr[n] = m_isr;
         pv_add[n] = 0;
+        check() }
+    /* The add CAS's answer is lost (a fault): it was applied, or it never was; the
+     * primary does not know which until it reads the map. */
+    :: STEP { ADD_CAS(n) && CAN(n_unk, MAX_UNKNOWN) ->
+        n_unk++; faults++; n_isrcas++;
+        m_isr = m_isr | pv_add[n];
+        m_epoch++;
+        add_doubt[n] = pv_add[n];
+        check() }
+    :: STEP { ADD_CAS(n) && CAN(n_unk, MAX_UNKNOWN) ->
+        n_unk++; faults++;
+        add_doubt[n] = pv_add[n];
+        check() }
+    /* In doubt, the primary reads the map (a failed retry of the CAS shows the same). */
+    :: STEP { SERVES(n) && add_doubt[n] != 0 && !cut[n] && m_owner == n ->
+        if
+        :: m_epoch > ep[n] -> set_ep(n, m_epoch)
+        :: else -> skip
+        fi;
+        pv_isr[n] = m_isr;
+        pv_add[n] = pv_add[n] & ~m_isr;
+        add_doubt[n] = 0;
         check() }
 #ifndef NO_FENCE_OLD_PRIMARY
     /* Primary cut from etcd: it cannot prove its lease and self-fences (at any time:

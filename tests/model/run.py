@@ -58,12 +58,14 @@ VARIANTS = [
 NPROBES = 14
 
 # replica.pml (issue 27, CLUSTER.md section 7).  Bounded (make test): 2 writes, 2 tries
-# in all, one fault (the primary crashes or is cut from etcd), 2 isr CASes.
+# in all, one fault (the primary crashes or is cut from etcd, or an isr add's answer is
+# lost), 1 isr CAS.
 R_BOUNDED = ["-DNR=2", "-DTRIES=2", "-DFAULTS=1", "-DMAX_ISRCAS=1"]
 # make model: two faults (two crashes: a second failover after the old primary came
-# back; or a crash and a cut), 3 tries.
+# back; or a crash and a cut; no lost CAS answer there), 3 tries.
 R_LONG = [
-    ("two-faults", ["-DNR=2", "-DTRIES=2", "-DFAULTS=2", "-DMAX_CRASH=2", "-DMAX_ISRCAS=2"]),
+    ("two-faults", ["-DNR=2", "-DTRIES=2", "-DFAULTS=2", "-DMAX_CRASH=2", "-DMAX_ISRCAS=2",
+                    "-DMAX_UNKNOWN=0"]),
     ("three-tries", ["-DNR=2", "-DTRIES=3", "-DFAULTS=1", "-DMAX_ISRCAS=2"]),
 ]
 # (defines, the invariant the counterexample breaks, gcc optimisation, bounds).  The
@@ -81,6 +83,7 @@ R_VARIANTS = [
     (["-DRECORD_ANSWER_EARLY"], "R1", "-O0", R_BOUNDED),
     # two isr CASes: found within a thousand states (with one, after 370 thousand)
     (["-DADD_COUNTS_AFTER_CAS"], "R1", "-O0", R_BOUNDED[:3] + ["-DMAX_ISRCAS=2"]),
+    (["-DDROP_ADD_IN_DOUBT"], "R1", "-O1", R_BOUNDED),
 ]
 # make model only: the ONLY_R1 twins, and a variant that needs two faults.
 R_LONG_VARIANTS = [
