@@ -7,8 +7,8 @@
  * etcd key map/L is a compare-and-swap register {owner, isr} whose mod_revision is the
  * epoch (m_epoch, bumped by every CAS); members/<n> is owner n's host lease.  One client
  * (an edge) issues NR writes one after the other, each with a request id (rid 1..NR),
- * and retries a write that failed or timed out at the owner the map then names, within
- * a budget of tries.
+ * to the primary its (possibly stale) map names, and retries a write that failed or
+ * timed out, within a budget of tries.
  *
  * An owner's copy of the leaf is a log of applied results, seq 1, 2, ...: each entry
  * is (rid, the epoch of the primary that applied it, whether it carries the request's
@@ -23,9 +23,8 @@
  * primary is cut from etcd but not from the client nor its followers (the
  * Sentinel-loss scenario: its lease expires, it cannot CAS, it goes on serving until it
  * self-fences, and the self-fence may come late: the model does not rely on the
- * clock); the cut heals.  A crashed primary
- * restarts; a deposed one (restarted or healed) learns the new map, drops its copy and
- * is seeded again as a follower.
+ * clock); the cut heals.  A crashed primary restarts; a deposed one (restarted or
+ * healed) learns the new map, drops its copy and is seeded again as a follower.
  *
  * Every step is one d_step (an event-loop callback, one etcd txn, an edge action); each
  * ends with check(), so R1 and R3 are asserted in every reachable state; R2, R4, R5,
@@ -38,7 +37,8 @@
  *   NO_FENCE_OLD_PRIMARY    the old primary never self-fences, and a follower takes
  *                           frames of any primary whatever their epoch (dedup by seq)
  *   RECORDS_NOT_REPLICATED  followers get the results without completion records
- * and six that show what the design text leaves open or only implies (README "What the model found"):
+ * and six that show what the design text leaves open or only implies (README "What
+ * the model found"):
  *   DROP_WHOLE_ON_FAILOVER  an in-sync follower drops its whole copy when the map no
  *                           longer names its sender as the primary
  *   NO_TRUNCATE             an in-sync follower keeps its log on a failover (entries of
@@ -52,11 +52,11 @@
  *   SAME_OWNER_RESUMES      a follower keys its stream on the primary's owner number
  *                           only, not on its term (needs two faults: make model)
  * ONLY_R1 leaves out the R3, R5 and R6 assertions, so that PROMOTE_OUT_OF_SYNC,
- * SHRINK_WITHOUT_CAS and NO_TRUNCATE show the acknowledged write they lose (R1), not
- * only the rule they break.
+ * SHRINK_WITHOUT_CAS, NO_FENCE_OLD_PRIMARY and NO_TRUNCATE show the acknowledged write
+ * they lose (R1), not only the rule they break.
  *
- * Bounds (-D): NR writes, TRIES tries in all, FAULTS, MAX_CRASH, MAX_CUT, MAX_UNKNOWN, MAX_ISRCAS
- * (isr adds and removals in all).
+ * Bounds (-D): NR writes, TRIES tries in all, FAULTS, MAX_CRASH, MAX_CUT, MAX_UNKNOWN,
+ * MAX_ISRCAS (isr adds and removals in all).
  */
 
 #ifndef NR
