@@ -37,7 +37,7 @@
  *   NO_FENCE_OLD_PRIMARY    the old primary never self-fences, and a follower takes
  *                           frames of any primary whatever their epoch (dedup by seq)
  *   RECORDS_NOT_REPLICATED  followers get the results without completion records
- * and six that show what the design text leaves open or only implies (README "What
+ * and seven that show what the design text leaves open or only implies (README "What
  * the model found"):
  *   DROP_WHOLE_ON_FAILOVER  an in-sync follower drops its whole copy when the map no
  *                           longer names its sender as the primary
@@ -51,6 +51,8 @@
  *                           locally, as if the add had never been sent
  *   SAME_OWNER_RESUMES      a follower keys its stream on the primary's owner number
  *                           only, not on its term (needs two faults: make model)
+ *   TRUNCATE_TO_START       an in-sync follower truncates to the new primary's length
+ *                           at its takeover, not by epochs (two faults: make model)
  * ONLY_R1 leaves out the R3, R5 and R6 assertions, so that PROMOTE_OUT_OF_SYNC,
  * SHRINK_WITHOUT_CAS, NO_FENCE_OLD_PRIMARY and NO_TRUNCATE show the acknowledged write
  * they lose (R1), not only the rule they break.
@@ -119,6 +121,9 @@ byte rec[N];            /* rids with a completion record in the log */
  * for before it can be answered (pw[n * 3 + rid], 0: none). */
 byte pv_isr[N];
 byte pv_add[N];
+#ifdef TRUNCATE_TO_START
+byte pstart[N];         /* a primary: its log's length when it took over */
+#endif
 byte add_doubt[N];      /* followers whose LEAF_ISR_ADD got no answer: outcome unknown */
 byte hl[N * N];
 byte pw[N * 3];
@@ -544,6 +549,9 @@ end_O:
         set_ep(n, m_epoch);
         pterm[n] = m_term;
         clear_primary(n);
+#ifdef TRUNCATE_TO_START
+        pstart[n] = ln[n];
+#endif
         pv_isr[n] = m_isr;
         check() }
     /* Watch: a follower whose sender is no longer the primary follows the new one once
@@ -558,7 +566,12 @@ end_O:
         :: else -> truncate(n, 0)
 #else
         :: (m_isr & B(n)) != 0 ->
+#ifdef TRUNCATE_TO_START
+            /* broken: to where the new primary's term starts, whatever the epochs */
+            hs = (ln[n] < pstart[m_owner] -> ln[n] : pstart[m_owner]);
+#else
             common_prefix(n, m_owner);
+#endif
             if
             :: hs < ln[n] -> g_seen = g_seen | 16       /* a tail cut at a failover */
             :: else -> skip

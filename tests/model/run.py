@@ -92,6 +92,7 @@ R_LONG_VARIANTS = [
     (["-DNO_FENCE_OLD_PRIMARY", "-DONLY_R1"], "R1", "-O1", R_BOUNDED),
     (["-DNO_TRUNCATE", "-DONLY_R1"], "R1", "-O1", R_BOUNDED),
     (["-DSAME_OWNER_RESUMES"], "R3", "-O2", R_LONG[0][1]),
+    (["-DTRUNCATE_TO_START"], "R3", "-O2", R_LONG[0][1]),
 ]
 R_NPROBES = 9
 
