@@ -250,9 +250,9 @@ layers: $(LIB)
 clang:
 	$(MAKE) VARIANT=clang CC=clang all $(BUILD:release=clang)/hkvtest
 
-# The Spin model of the leaf move protocol (tests/model, issue 15).  `make test` runs
-# the bounded configuration (the correct model and its broken variants, under 30 s);
-# `make model` the bigger bounds and the probes (a few minutes).
+# The Spin models (tests/model): leaf moves (issue 15) and replicas (issue 27).  `make
+# test` runs the bounded configurations (each correct model and its broken variants,
+# about 45 s); `make model` the bigger bounds and the probes (about 15 minutes).
 model: $(DEPS_OK)
 	/usr/bin/python3 tests/model/run.py --long
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Model-check the leaf move protocol (tests/model/move.pml) with Spin.
+"""Model-check the leaf move protocol (move.pml) and replicas (replica.pml) with Spin.
 
 Each run builds one configuration in a temporary directory (spin -a, gcc, ./pan) and
 checks the expected outcome: the correct model verifies with no error over the whole
@@ -12,6 +12,7 @@ expectation fails, 2 if Spin or gcc is missing or fails.
                           the probes (make model)
     run.py --probes       only the probes: situations the correct model must reach
     run.py --trail NAME   a variant's counterexample, one line per step
+    run.py --model replica   only one model (move, replica; default: both)
 """
 
 import argparse
@@ -25,7 +26,6 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODEL = os.path.join(HERE, "move.pml")
 
 # The bounded configuration (make test): edge 0 writes, edge 1 reads, one operation
 # each, one move attempt, one fault of any kind.
@@ -57,6 +57,54 @@ VARIANTS = [
 
 NPROBES = 14
 
+# replica.pml (issue 27, CLUSTER.md section 7).  Bounded (make test): 2 writes, 2 tries
+# in all, one fault (the primary crashes or is cut from etcd, or an isr add's answer is
+# lost), 1 isr CAS.
+R_BOUNDED = ["-DNR=2", "-DTRIES=2", "-DFAULTS=1", "-DMAX_ISRCAS=1"]
+# make model: two faults (two crashes: a second failover after the old primary came
+# back; or a crash and a cut; no lost CAS answer there), 3 tries.
+R_LONG = [
+    ("two-faults", ["-DNR=2", "-DTRIES=2", "-DFAULTS=2", "-DMAX_CRASH=2", "-DMAX_ISRCAS=2",
+                    "-DMAX_UNKNOWN=0"]),
+    ("three-tries", ["-DNR=2", "-DTRIES=3", "-DFAULTS=1", "-DMAX_ISRCAS=2"]),
+]
+# (defines, the invariant the counterexample breaks, gcc optimisation, bounds).  The
+# five of issue 27 first, then the ones that show what CLUSTER.md section 7 leaves open
+# (README "What the model found").  With ONLY_R1 (make model) a variant's own rule's
+# assertion is left out, and the acknowledged write it loses shows.
+R_VARIANTS = [
+    (["-DACK_BEFORE_FOLLOWER"], "R1", "-O0", R_BOUNDED),
+    (["-DSHRINK_WITHOUT_CAS"], "R6", "-O0", R_BOUNDED),
+    (["-DPROMOTE_OUT_OF_SYNC"], "R5", "-O0", R_BOUNDED),
+    (["-DNO_FENCE_OLD_PRIMARY"], "R3", "-O0", R_BOUNDED),
+    (["-DRECORDS_NOT_REPLICATED"], "R4", "-O0", R_BOUNDED),
+    (["-DDROP_WHOLE_ON_FAILOVER"], "R1", "-O0", R_BOUNDED),
+    (["-DNO_TRUNCATE"], "R3", "-O0", R_BOUNDED),
+    (["-DRECORD_ANSWER_EARLY"], "R1", "-O0", R_BOUNDED),
+    # two isr CASes: found within a thousand states (with one, after 370 thousand)
+    (["-DADD_COUNTS_AFTER_CAS"], "R1", "-O0", R_BOUNDED[:3] + ["-DMAX_ISRCAS=2"]),
+    (["-DDROP_ADD_IN_DOUBT"], "R1", "-O1", R_BOUNDED),
+]
+# make model only: the ONLY_R1 twins, and a variant that needs two faults.
+R_LONG_VARIANTS = [
+    (["-DSHRINK_WITHOUT_CAS", "-DONLY_R1"], "R1", "-O0", R_BOUNDED),
+    (["-DPROMOTE_OUT_OF_SYNC", "-DONLY_R1"], "R1", "-O1", R_BOUNDED),
+    (["-DNO_FENCE_OLD_PRIMARY", "-DONLY_R1"], "R1", "-O1", R_BOUNDED),
+    (["-DNO_TRUNCATE", "-DONLY_R1"], "R1", "-O1", R_BOUNDED),
+    (["-DSAME_OWNER_RESUMES"], "R3", "-O2", R_LONG[0][1]),
+    (["-DTRUNCATE_TO_START"], "R3", "-O2", R_LONG[0][1]),
+]
+R_NPROBES = 9
+
+MODELS = {
+    "move": {"file": "move.pml", "bounded": BOUNDED, "long": LONG, "opt": "-O1",
+             "variants": [(["-D" + m], inv, opt, BOUNDED) for m, inv, opt in VARIANTS],
+             "long_variants": [], "nprobes": NPROBES},
+    "replica": {"file": "replica.pml", "bounded": R_BOUNDED, "long": R_LONG, "opt": "-O2",
+                "variants": R_VARIANTS, "long_variants": R_LONG_VARIANTS,
+                "nprobes": R_NPROBES},
+}
+
 
 class Result:
     def __init__(self, name):
@@ -71,14 +119,14 @@ class Result:
         self.trail = None
 
 
-def run_pan(name, defines, opt, pan_args, keep_trail=False, collapse=False):
-    """Builds and runs one configuration; returns a Result."""
+def run_pan(model, name, defines, opt, pan_args, keep_trail=False, collapse=False):
+    """Builds and runs one configuration of model (a .pml file name); returns a Result."""
     res = Result(name)
     work = tempfile.mkdtemp(prefix="hkv-model-")
     try:
-        shutil.copy(MODEL, work)
+        shutil.copy(os.path.join(HERE, model), work)
         steps = [
-            ["spin", "-a"] + defines + ["move.pml"],
+            ["spin", "-a"] + defines + [model],
             ["gcc", opt, "-DSAFETY", "-DMEMLIM=6000", "-w", "-o", "pan", "pan.c"] +
             (["-DCOLLAPSE"] if collapse else []),
         ]
@@ -100,7 +148,7 @@ def run_pan(name, defines, opt, pan_args, keep_trail=False, collapse=False):
         m = re.search(r"pan: elapsed time ([\d.e+]+)", out)
         if m:
             res.seconds = float(m.group(1))
-        m = re.search(r"assertion violated \(+!?\(*(I\d)\b", out)
+        m = re.search(r"assertion violated \(+!?\(*([IR]\d)\b", out)
         if m:
             res.violated = m.group(1)
         elif "assertion violated" in out:
@@ -111,8 +159,8 @@ def run_pan(name, defines, opt, pan_args, keep_trail=False, collapse=False):
             res.complete = False
         if res.errors is None:
             res.failure = "pan gave no verdict:\n" + out[-2000:]
-        if keep_trail and os.path.exists(os.path.join(work, "move.pml.trail")):
-            p = subprocess.run(["spin", "-t", "-p"] + defines + ["move.pml"], cwd=work,
+        if keep_trail and os.path.exists(os.path.join(work, model + ".trail")):
+            p = subprocess.run(["spin", "-t", "-p"] + defines + [model], cwd=work,
                                capture_output=True, text=True, timeout=300)
             res.trail = p.stdout
     except subprocess.TimeoutExpired as e:
@@ -128,18 +176,18 @@ def describe(res):
     return "%s, %s" % (states, secs)
 
 
-def condensed_trail(text):
+def condensed_trail(model, text):
     """One line per step of a spin -t -p listing: step, process, the model's line."""
-    lines = open(MODEL).read().split("\n")
+    lines = open(os.path.join(HERE, model)).read().split("\n")
     out = []
     last = None
     for line in text.split("\n"):
-        m = re.match(r"\s*(\d+):\s+proc\s+\d+ \((\w+):\d+\) move\.pml:(\d+) ", line)
+        m = re.match(r"\s*(\d+):\s+proc\s+(\d+) \((\w+):\d+\) [\w.]+\.pml:(\d+) ", line)
         if not m:
             if "assertion violated" in line:
                 out.append("   => " + line.strip()[:160])
             continue
-        step, proc, ln = m.group(1), m.group(2), int(m.group(3))
+        step, proc, ln = m.group(1), m.group(3) + m.group(2), int(m.group(4))
         if (step, proc) == last:
             continue
         last = (step, proc)
@@ -148,11 +196,16 @@ def condensed_trail(text):
     return "\n".join(out)
 
 
+def variant_name(defines):
+    return "+".join(d[2:] for d in defines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--long", action="store_true", help="bigger bounds, and the probes")
     ap.add_argument("--probes", action="store_true", help="only the probes")
     ap.add_argument("--trail", metavar="VARIANT", help="print a variant's counterexample")
+    ap.add_argument("--model", choices=sorted(MODELS), help="only this model")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
 
@@ -161,38 +214,63 @@ def main():
             print("model: %s not found (scripts/install-deps.sh installs spin)" % tool)
             return 2
 
-    if args.trail:
-        res = run_pan(args.trail, BOUNDED + ["-D" + args.trail], "-O1", ["-m10000", "-i"],
-                      keep_trail=True)
-        if res.failure or not res.trail:
-            print("model: no counterexample for %s" % args.trail)
-            print(res.failure or res.output[-2000:])
-            return 1
-        print(condensed_trail(res.trail))
-        return 0
+    models = [args.model] if args.model else ["move", "replica"]
 
-    # (label, defines, optimisation, pan arguments, expectation)
+    if args.trail:
+        for name in models:
+            spec = MODELS[name]
+            for defs, _, _, bounds in spec["variants"] + spec["long_variants"]:
+                if variant_name(defs) == args.trail:
+                    break
+            else:
+                continue
+            # the shortest (-i), except for the two-fault variant: its first is enough
+            short = [] if (defs, bounds) in [(d, b) for d, _, _, b in
+                                              spec["long_variants"] if "-DFAULTS=2" in b] \
+                else ["-i"]
+            res = run_pan(spec["file"], args.trail, bounds + defs, "-O1",
+                          ["-m100000"] + short, keep_trail=True)
+            if res.failure or not res.trail:
+                print("model: no counterexample for %s" % args.trail)
+                print(res.failure or res.output[-2000:])
+                return 1
+            print(condensed_trail(spec["file"], res.trail))
+            return 0
+        print("model: no variant %s (names: MACRO or MACRO+ONLY_R1)" % args.trail)
+        return 1
+
+    # (model file, label, defines, optimisation, pan arguments, expectation)
     jobs = []
-    if not args.probes:
-        if args.long:
-            for label, defs in LONG:
-                jobs.append(("correct " + label, defs, "-O2", ["-m100000", "-w26"], "verify"))
-        else:
-            jobs.append(("correct", BOUNDED, "-O1", ["-m10000"], "verify"))
-        for macro, inv, opt in VARIANTS:
-            jobs.append((macro, BOUNDED + ["-D" + macro], opt, ["-m10000"], inv))
-    if args.probes or args.long:
-        for n in range(1, NPROBES + 1):
-            jobs.append(("probe %d" % n, BOUNDED + ["-DPROBE=%d" % n], "-O0", ["-m10000"],
-                         "reach"))
+    for name in models:
+        spec = MODELS[name]
+        pml = spec["file"]
+        if not args.probes:
+            if args.long:
+                for label, defs in spec["long"]:
+                    jobs.append((pml, "%s correct %s" % (name, label), defs, "-O2",
+                                 ["-m100000", "-w26"], "verify"))
+            else:
+                jobs.append((pml, "%s correct" % name, spec["bounded"], spec["opt"],
+                             ["-m10000"], "verify"))
+            variants = spec["variants"] + (spec["long_variants"] if args.long else [])
+            for defs, inv, opt, bounds in variants:
+                jobs.append((pml, "%s %s" % (name, variant_name(defs)), bounds + defs, opt,
+                             ["-m10000"], inv))
+        if args.probes or args.long:
+            for n in range(1, spec["nprobes"] + 1):
+                jobs.append((pml, "%s probe %d" % (name, n),
+                             spec["bounded"] + ["-DPROBE=%d" % n], "-O0", ["-m10000"],
+                             "reach"))
+    # The longest first, so that the workers finish together.
+    jobs.sort(key=lambda j: 0 if j[5] == "verify" else 1)
 
     t0 = time.monotonic()
     failed = 0
     broken = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-        futs = [(j, ex.submit(run_pan, j[0], j[1], j[2], j[3], False, args.long))
+        futs = [(j, ex.submit(run_pan, j[0], j[1], j[2], j[3], j[4], False, args.long))
                 for j in jobs]
-        for (label, defs, _, _, expect), fut in futs:
+        for (_, label, defs, _, _, expect), fut in futs:
             res = fut.result()
             if res.failure:
                 print("model %s: FAILED to run: %s" % (label, res.failure))
@@ -213,7 +291,7 @@ def main():
                 verdict = ("counterexample, %s violated" % res.violated if ok else
                            "expected a counterexample breaking %s, got errors: %s (%s)" %
                            (expect, res.errors, res.violated))
-            print("model %-30s %-38s %s" % (label + ":", verdict, describe(res)))
+            print("model %-40s %-38s %s" % (label + ":", verdict, describe(res)))
             if not ok:
                 failed += 1
                 if expect == "verify":
