@@ -308,6 +308,22 @@ static void write_retry(struct oreq *r)
     arm(op, now + delay > op->deadline_ms ? op->deadline_ms - now : delay, 0);
 }
 
+/* Drops the hold a resend took on op (op->pending++); the last one
+ * finishes it. */
+static void unhold(struct op *op)
+{
+    if (--op->pending != 0)
+        return;
+    if (op->timer_on) {
+        evtimer_del(&op->timer);
+        op->timer_on = 0;
+    }
+    if (op->err)
+        op_finish_error(op);
+    else
+        op->fam->done(op);
+}
+
 static void op_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct op *op = arg;
@@ -334,16 +350,7 @@ static void op_timer_cb(evutil_socket_t fd, short what, void *arg)
         op->attempt++;
     if (!expired && op->pending > 1)
         guard_deadline(op, now);
-    if (--op->pending == 0) {
-        if (op->timer_on) {
-            evtimer_del(&op->timer);
-            op->timer_on = 0;
-        }
-        if (op->err)
-            op_finish_error(op);
-        else
-            op->fam->done(op);
-    }
+    unhold(op);
 }
 
 /* ---- answers -------------------------------------------------------------- */
@@ -456,16 +463,7 @@ static void op_reroute(struct edge *e)
          * with the result, or "outcome unknown" (never a second apply) */
         op->pending++;
         oreq_send(r, now);
-        if (--op->pending == 0) {
-            if (op->timer_on) {
-                evtimer_del(&op->timer);
-                op->timer_on = 0;
-            }
-            if (op->err)
-                op_finish_error(op);
-            else
-                op->fam->done(op);
-        }
+        unhold(op);
     }
 }
 

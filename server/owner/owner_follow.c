@@ -128,11 +128,8 @@ void ofollow_yield(struct owner *o, struct hand_leaf leaf)
 
 void ofollow_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
 {
-    const struct owner_opts *opts = &o->opts;
     struct orecv *rv = o->recv;
-    char why[200] = "", host[64];
-    snprintf(host, sizeof(host), "%.*s", (int)(m->u.begin.host.len > 63 ? 63 : m->u.begin.host.len),
-             m->u.begin.host.p);
+    char why[200] = "";
     struct rmove *r = NULL;
     for (int i = OWN_RECV_MAX; i < OWN_RECV_SLOTS; i++) {
         struct rmove *x = &rv->m[i];
@@ -143,14 +140,8 @@ void ofollow_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
     for (int i = OWN_RECV_MAX; i < OWN_RECV_SLOTS && r == NULL; i++)
         if (rv->m[i].phase == R_FREE)
             r = &rv->m[i];
-    if (m->u.begin.cluster.len != strlen(opts->cluster) ||
-        memcmp(m->u.begin.cluster.p, opts->cluster, m->u.begin.cluster.len) != 0)
-        snprintf(why, sizeof(why), "BEGIN for another cluster");
-    else if (!owner_hlink_peer_is(h, host, why + 20, sizeof(why) - 20))
-        memcpy(why, "peer not its host: ", 20);
-    else if (m->u.begin.to != owner_own_number(o) || m->u.begin.leaf.pool != o->pool)
-        snprintf(why, sizeof(why), "BEGIN for owner %u, this is %u", m->u.begin.to,
-                 owner_own_number(o));
+    if (orecv_begin_refused(o, h, m, why, sizeof(why)))
+        ;
     else if (r == NULL)
         snprintf(why, sizeof(why), "%d leaves are followed here already", OWN_FOLLOW_MAX);
     else if (r->phase == R_DROPPING)

@@ -382,10 +382,27 @@ void orecv_prepare(struct owner *o, struct rmove *r)
                orecv_leaf_name(&r->leaf, name, sizeof(name)), r->from, (long long)r->e1);
 }
 
-void orecv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
+int orecv_begin_refused(struct owner *o, struct hlink *h, const struct hand_msg *m, char *why,
+                        size_t len)
 {
     const struct owner_opts *opts = &o->opts;
-    char why[200] = "", host[64];
+    char host[64];
+    snprintf(host, sizeof(host), "%.*s", (int)(m->u.begin.host.len > 63 ? 63 : m->u.begin.host.len),
+             m->u.begin.host.p);
+    why[0] = '\0';
+    if (m->u.begin.cluster.len != strlen(opts->cluster) ||
+        memcmp(m->u.begin.cluster.p, opts->cluster, m->u.begin.cluster.len) != 0)
+        snprintf(why, len, "BEGIN for another cluster");
+    else if (!owner_hlink_peer_is(h, host, why + 20, len - 20))
+        memcpy(why, "peer not its host: ", 20);
+    else if (m->u.begin.to != owner_own_number(o) || m->u.begin.leaf.pool != o->pool)
+        snprintf(why, len, "BEGIN for owner %u, this is %u", m->u.begin.to, owner_own_number(o));
+    return why[0] != '\0';
+}
+
+void orecv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
+{
+    char why[200] = "";
     struct orecv *rv = o->recv;
     if (m->type != HANDOFF_BEGIN || rv == NULL) {
         owner_hlink_close(h, 0);
@@ -395,8 +412,6 @@ void orecv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
         ofollow_accept(o, h, m);
         return;
     }
-    snprintf(host, sizeof(host), "%.*s", (int)(m->u.begin.host.len > 63 ? 63 : m->u.begin.host.len),
-             m->u.begin.host.p);
     struct rmove *r = NULL;
     for (int i = 0; i < OWN_RECV_MAX; i++) {
         struct rmove *x = &rv->m[i];
@@ -407,14 +422,8 @@ void orecv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
     for (int i = 0; i < OWN_RECV_MAX && r == NULL; i++)
         if (rv->m[i].phase == R_FREE)
             r = &rv->m[i];
-    if (m->u.begin.cluster.len != strlen(opts->cluster) ||
-        memcmp(m->u.begin.cluster.p, opts->cluster, m->u.begin.cluster.len) != 0)
-        snprintf(why, sizeof(why), "BEGIN for another cluster");
-    else if (!owner_hlink_peer_is(h, host, why + 20, sizeof(why) - 20))
-        memcpy(why, "peer not its host: ", 20);
-    else if (m->u.begin.to != owner_own_number(o) || m->u.begin.leaf.pool != o->pool)
-        snprintf(why, sizeof(why), "BEGIN for owner %u, this is %u", m->u.begin.to,
-                 owner_own_number(o));
+    if (orecv_begin_refused(o, h, m, why, sizeof(why)))
+        ;
     else if (r == NULL)
         snprintf(why, sizeof(why), "%d moves are coming in already", OWN_RECV_MAX);
     else if (r->phase == R_ACKED || r->phase == R_DROPPING)

@@ -71,6 +71,10 @@ void orecv_release(struct owner *o, struct rmove *r);
 void orecv_drop(struct owner *o, struct rmove *r, const char *why);
 /* The leaf is this owner's from epoch e2. */
 void orecv_adopt(struct owner *o, struct rmove *r, int64_t e2);
+/* BEGIN's checks a move and a follow share (cluster, peer, target): 1
+ * with why set when refused. */
+int orecv_begin_refused(struct owner *o, struct hlink *h, const struct hand_msg *m, char *why,
+                        size_t len);
 /* A new incoming hand-off link (owner_hlink's accept callback). */
 void orecv_on_accept(struct owner *o, struct hlink *h, const struct hand_msg *m);
 /* Submits the received rows of every move (one batch per loop turn). */
