@@ -104,4 +104,11 @@ void info_replicas(struct hkv_buf *b, struct edge *e)
     for (int i = 0; i < CTR_OWNER_COUNT; i++)
         if (strncmp(ctr_owner_defs[i].name, "repl_", 5) == 0)
             buf_printf(b, "%s:%lld\r\n", ctr_owner_defs[i].name, (long long)v[i]);
+    struct cluster_view cv; /* this host's agent: promotions and follow orders */
+    if (info_cluster_view(e, &cv) == 0)
+        buf_printf(b, "repl_promotions:%lld\r\nrepl_agent_isr_adds:%lld\r\n"
+                   "repl_agent_isr_removals:%lld\r\nrepl_follow_orders:%lld\r\n"
+                   "repl_follow_orders_failed:%lld\r\n", (long long)cv.h.repl_promotions,
+                   (long long)cv.h.repl_isr_adds, (long long)cv.h.repl_isr_removals,
+                   (long long)cv.h.repl_follow_sent, (long long)cv.h.repl_follow_failed);
 }

@@ -37,7 +37,9 @@ void info_leaves(struct hkv_buf *b, struct edge *e);
  * (repl_role_primary_leaves, repl_role_follower_leaves, repl_followers,
  * repl_isr_members, repl_lag_entries_max, repl_lag_ms_max, repl_isr_adds,
  * repl_isr_removals, repl_acks_waited, repl_ack_timeouts, repl_deposed,
- * repl_waiting, repl_follows_seeded, _promoted, _dropped). */
+ * repl_waiting, repl_follows_seeded, _promoted, _dropped), then this host's
+ * agent's: repl_promotions, repl_agent_isr_adds, repl_agent_isr_removals
+ * (its CASes, dead followers' removals included), repl_follow_orders, _failed. */
 void info_replicas(struct hkv_buf *b, struct edge *e);
 /* key with anything outside printable ASCII (and , \\) as \\xHH. */
 void info_key_escaped(struct hkv_buf *b, const char *key, size_t len);
