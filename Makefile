@@ -252,7 +252,7 @@ clang:
 
 # The Spin models (tests/model): leaf moves (issue 15) and replicas (issue 27).  `make
 # test` runs the bounded configurations (each correct model and its broken variants,
-# about 45 s); `make model` the bigger bounds and the probes (about 15 minutes).
+# about 45-55 s); `make model` the bigger bounds and the probes (about 15 minutes).
 model: $(DEPS_OK)
 	/usr/bin/python3 tests/model/run.py --long
 
