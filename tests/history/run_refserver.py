@@ -213,6 +213,7 @@ class FakeDaemon:
     """What run.Client and build_header ask of the daemon."""
     hot_owners = 2
     cold_owners = 2
+    persist_interval_ms = 100   # the daemon's default (build_header's persist window)
 
     def edge_names(self):
         return ["a/0"]
@@ -240,7 +241,7 @@ def main(argv=None):
     workload = run.Workload(8, {"hot": 2, "cold": 2}, [n for n, _ in run.OP_WEIGHTS])
     path = os.path.join(outdir, "history.jsonl")
     history = run.History(path)
-    hargs = types.SimpleNamespace(colos=1, clients=args.clients)
+    hargs = types.SimpleNamespace(colos=1, clients=args.clients, replicas=0, strict_loss=False)
     history.write(run.build_header(hargs, fake, workload, args.seed))
     stop = threading.Event()
     clients = [run.Client(i, args.seed, srv.server_address[1], fake, workload, history, stop,
