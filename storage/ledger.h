@@ -397,6 +397,11 @@ uint64_t ledger_walk(struct ledger *l, uint64_t cursor, size_t buckets, ledger_w
  * past the row's version.  HKV_OK, HKV_EEXIST (a resident version as new or
  * newer: ignored), HKV_ENOMEM. */
 int ledger_load_moved(struct ledger *l, const struct persist_row *row, struct ledger_clock now);
+/* The same for a row a follower receives from its primary (CLUSTER.md §7),
+ * except that the entry is dirty: this owner's write-behind persists the
+ * latest version of each key, as for its own writes, instead of a batch
+ * per received result. */
+int ledger_load_followed(struct ledger *l, const struct persist_row *row, struct ledger_clock now);
 
 /* Expires keys whose deadline has passed, up to `budget` deadlines from the
  * active-expiry heap (so DBSIZE converges within one call of a key's

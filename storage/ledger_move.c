@@ -92,7 +92,8 @@ uint64_t ledger_walk(struct ledger *l, uint64_t cursor, size_t buckets, ledger_w
     return cursor;
 }
 
-int ledger_load_moved(struct ledger *l, const struct persist_row *row, struct ledger_clock now)
+static int load_row(struct ledger *l, const struct persist_row *row, struct ledger_clock now,
+                    int dirty)
 {
     ledger_release_held(l);
     uint64_t h = ledger_hash(l, row->key, row->klen);
@@ -101,7 +102,7 @@ int ledger_load_moved(struct ledger *l, const struct persist_row *row, struct le
     if (e != NULL && e->stamp >= row->stamp)
         return HKV_EEXIST;
     struct ledger_put_args a = {.val = row->val, .vlen = row->vlen, .tomb = row->tombstone != 0,
-                                .stamp = row->stamp, .class_id = row->class_id};
+                                .stamp = row->stamp, .class_id = row->class_id, .dirty = dirty};
     if (!a.tomb && row->expire_at_ms != 0) {
         struct ledger_expiry x = {LEDGER_EXP_ABS, row->expire_at_ms};
         if (ledger_deadline(x, now, &a.expire_mono, &a.expire_wall)) {
@@ -113,4 +114,14 @@ int ledger_load_moved(struct ledger *l, const struct persist_row *row, struct le
     if (rc == HKV_OK)
         ledger_after_write(l);
     return rc;
+}
+
+int ledger_load_moved(struct ledger *l, const struct persist_row *row, struct ledger_clock now)
+{
+    return load_row(l, row, now, 0);
+}
+
+int ledger_load_followed(struct ledger *l, const struct persist_row *row, struct ledger_clock now)
+{
+    return load_row(l, row, now, 1);
 }

@@ -499,7 +499,8 @@ static void watch_map(struct edge *e)
         return; /* out of memory: the backoff's resend still comes */
     if (!event_pending(m->reroute, EV_TIMEOUT, NULL)) {
         struct timeval tv = {0, OP_MAP_POLL_MS * 1000};
-        m->map_seen = cmap_revision(e->ctx->cmap);
+        m->map_seen = -1; /* the first look re-routes: the map may have moved already
+                           * (a promotion can beat the edge to its owner's EOF) */
         event_add(m->reroute, &tv);
     }
 }

@@ -220,6 +220,14 @@ static int add_row(struct owner *o, struct rmove *r, const struct hand_row *w)
     struct persist_row row = {(char *)w->key.p, w->key.len, (char *)w->value.p, w->value.len,
                               w->stamp, w->expire_ms, w->class_id, w->tomb};
     o->durable_tagged = 1; /* the row may be a durable write not committed yet */
+    if (r->follow && w->class_id != OWNER_TAG_DURABLE) {
+        /* a follower's ledger row: held in memory (what its acknowledgment
+         * waits for) and dirty, so this owner's write-behind persists the
+         * latest version per key; no batch per received result */
+        r->rows++;
+        r->bytes += w->key.len + w->value.len;
+        return ledger_load_followed(o->ledger, &row, owner_clock()) == HKV_ENOMEM ? -1 : 0;
+    }
     if (ledger_load_moved(o->ledger, &row, owner_clock()) == HKV_ENOMEM)
         return -1;
     if (r->cur != NULL && r->cur->n >= RECV_BATCH_ROWS)

@@ -98,8 +98,9 @@ int owner_repl_park_read(struct owner *o, struct olink *l, const char *payload, 
 void owner_repl_retry(struct owner *o);
 void owner_repl_forget_link(struct owner *o, struct olink *l);
 void owner_repl_stats(const struct owner *o, struct orepl_stats *out);
-/* 1 if the leaf of placement hash `place` has a required follower (its
- * ledger writes may be answered from memory; else they commit first). */
+/* 1 if the leaf of placement hash `place` has a follower in the map's
+ * in-sync set (its ledger writes may be answered from memory; else they
+ * commit first: a follower still joining cannot be promoted). */
 int owner_repl_covered(const struct owner *o, uint64_t place);
 /* A planned hand-over of leaf lf (owner_handover.c).  owner_repl_pick: the
  * in-sync follower to hand it to, `to` itself if it is one (0: any, one on

@@ -167,7 +167,11 @@ void owner_repl_hold(struct owner *o, struct olink *l, uint64_t id, uint64_t tic
     for (int i = 0; i < r->ntouched; i++) {
         struct rstream *s = &r->s[r->touched[i]];
         if (s->required)
-            w->need[w->nneed++] = (struct rneed){r->touched[i], s->gen, owner_copy_seq(s->copy)};
+            /* a stream whose link went (its removal pending) can hold
+             * nothing more: the answer waits for the removal's CAS */
+            w->need[w->nneed++] = (struct rneed){r->touched[i], s->gen,
+                                                 s->copy != NULL ? owner_copy_seq(s->copy)
+                                                                 : UINT64_MAX};
     }
     w->l = l;
     w->id = id;
