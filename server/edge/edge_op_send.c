@@ -115,8 +115,11 @@ static struct wire_rid next_rid(struct edge *e, struct oreq *r, struct elink *l)
     /* A resend on the connection the last attempt took meets the process
      * that read that attempt, after it: whether or not its HELLO was
      * answered yet, no other process can have applied it. */
-    if (r->tried)
+    if (r->prev_at != 0) /* re-routed: the process the last attempt reached, on its link */
+        rid.prev = r->prev_at;
+    else if (r->tried)
         rid.prev = r->conn == conn && r->link == l ? WIRE_PREV_SAME : elink_owner_of(l, r->conn);
+    r->prev_at = 0;
     r->tried = 1;
     r->conn = conn;
     return rid;
@@ -455,12 +458,16 @@ static void op_reroute(struct edge *e)
      * its requests with it; each one sent is no longer waiting */
     while ((r = moved_waiter(e, &o)) != NULL) {
         struct op *op = r->op;
+        /* rid.prev names the process the last attempt reached (asked of
+         * ITS link: connection numbers are per link), so the new primary
+         * answers from the record that came with the result, or "outcome
+         * unknown", never a second apply; not known (its HELLO was not
+         * answered): unknown, never "a first attempt" */
+        uint64_t inc = r->link != NULL ? elink_owner_of(r->link, r->conn) : 0;
+        r->prev_at = r->tried ? (inc != 0 ? inc : WIRE_PREV_UNKNOWN) : 0;
         r->owner->wq_n--;
         o->wq_n++;
         r->owner = o;
-        /* tried stays set: rid.prev names the process the last attempt
-         * reached, so the new primary answers from the record that came
-         * with the result, or "outcome unknown" (never a second apply) */
         op->pending++;
         oreq_send(r, now);
         unhold(op);
