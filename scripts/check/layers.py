@@ -45,6 +45,7 @@ GROUPS = {
     'server/owner/owner_recv': ['server/owner/owner_recv', 'server/owner/owner_recv_map',
                                 'server/owner/owner_follow'],
     'server/owner/owner_repl': ['server/owner/owner_repl', 'server/owner/owner_repl_wait'],
+    'server/owner/owner_own': ['server/owner/owner_own', 'server/owner/owner_own_wait'],
 }
 
 

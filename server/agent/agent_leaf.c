@@ -141,15 +141,24 @@ static void failed(struct agent_leaf *l, const struct etcd_result *r, const char
     finish(l, &m);
 }
 
+/* An etcd answer: 1 (etcd answered; noted), or 0 (the request failed, and
+ * its owner was told: failed()). */
+static int answered(struct agent_leaf *l, const struct etcd_result *r, const char *what)
+{
+    if (r->status != HKV_OK) {
+        failed(l, r, what);
+        return 0;
+    }
+    agent_etcd_ok(l->a);
+    return 1;
+}
+
 static void on_txn(void *arg, const struct etcd_result *r)
 {
     struct agent_leaf *l = arg;
     struct lreq *q = l->head;
-    if (r->status != HKV_OK) {
-        failed(l, r, "a leaf txn");
+    if (!answered(l, r, "a leaf txn"))
         return;
-    }
-    agent_etcd_ok(l->a);
     struct hand_msg m = {.u.reply = {.status = r->succeeded ? LEAF_ST_OK : LEAF_ST_LOST}};
     if (!r->succeeded) {
         truth_of(&m, r->nkvs > 0 ? &r->kvs[0] : NULL);
@@ -234,11 +243,8 @@ static void on_now(void *arg, const struct etcd_result *r)
 {
     struct agent_leaf *l = arg;
     struct lreq *q = l->head;
-    if (r->status != HKV_OK) {
-        failed(l, r, "reading a leaf");
+    if (!answered(l, r, "reading a leaf"))
         return;
-    }
-    agent_etcd_ok(l->a);
     const struct etcd_kv *kv = r->nkvs > 0 ? &r->kvs[0] : NULL;
     if (kv == NULL || kv->mod_revision != q->m.u.leaf.epoch ||
         agent_parse_leaf(kv->value, kv->value_len, &q->now) != HKV_OK) {
@@ -273,11 +279,8 @@ static void on_read(void *arg, const struct etcd_result *r)
 {
     struct agent_leaf *l = arg;
     struct lreq *q = l->head;
-    if (r->status != HKV_OK) {
-        failed(l, r, "reading a leaf");
+    if (!answered(l, r, "reading a leaf"))
         return;
-    }
-    agent_etcd_ok(l->a);
     const struct hand_leaf *lf = leaf_of(q);
     struct hand_msg m = {.u.reply = {.status = LEAF_ST_OK}};
     truth_of(&m, r->nkvs > 0 ? &r->kvs[0] : NULL);
@@ -301,11 +304,8 @@ static void on_slots(void *arg, const struct etcd_result *r)
 {
     struct agent_leaf *l = arg;
     struct lreq *q = l->head;
-    if (r->status != HKV_OK) {
-        failed(l, r, "reading a target's slots");
+    if (!answered(l, r, "reading a target's slots"))
         return;
-    }
-    agent_etcd_ok(l->a);
     int used[AGENT_SLOTS] = {0}, slot = -1;
     for (size_t i = 0; i < r->nkvs; i++) {
         const char *k = r->kvs[i].key;
@@ -334,11 +334,8 @@ static void on_moves(void *arg, const struct etcd_result *r)
 {
     struct agent_leaf *l = arg;
     struct lreq *q = l->head;
-    if (r->status != HKV_OK) {
-        failed(l, r, "reading a move");
+    if (!answered(l, r, "reading a move"))
         return;
-    }
-    agent_etcd_ok(l->a);
     unsigned from = 0, to = q->m.u.leaf.to;
     int slot = -1;
     if (r->nkvs > 0 &&

@@ -236,15 +236,11 @@ void op_start(struct op *op)
     }
 }
 
-static void oreq_done(struct oreq *r)
+/* Drops one of op's holds (a request in flight, or a resend's op->pending++); the last one
+ * finishes it. */
+static void unhold(struct op *op)
 {
-    struct op *op = r->op;
-    r->state = OREQ_DONE;
-    if (r->seq != 0) {
-        wq_unlink(op->e, r);
-        r->seq = 0;
-    }
-    if (--op->pending > 0)
+    if (--op->pending != 0)
         return;
     if (op->timer_on) {
         evtimer_del(&op->timer);
@@ -254,6 +250,17 @@ static void oreq_done(struct oreq *r)
         op_finish_error(op);
     else
         op->fam->done(op);
+}
+
+static void oreq_done(struct oreq *r)
+{
+    struct op *op = r->op;
+    r->state = OREQ_DONE;
+    if (r->seq != 0) {
+        wq_unlink(op->e, r);
+        r->seq = 0;
+    }
+    unhold(op);
 }
 
 /* ---- write failures ------------------------------------------------------ */
@@ -309,22 +316,6 @@ static void write_retry(struct oreq *r)
     if (op->timer_on)
         evtimer_del(&op->timer);
     arm(op, now + delay > op->deadline_ms ? op->deadline_ms - now : delay, 0);
-}
-
-/* Drops the hold a resend took on op (op->pending++); the last one
- * finishes it. */
-static void unhold(struct op *op)
-{
-    if (--op->pending != 0)
-        return;
-    if (op->timer_on) {
-        evtimer_del(&op->timer);
-        op->timer_on = 0;
-    }
-    if (op->err)
-        op_finish_error(op);
-    else
-        op->fam->done(op);
 }
 
 static void op_timer_cb(evutil_socket_t fd, short what, void *arg)

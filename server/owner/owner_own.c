@@ -40,44 +40,12 @@
 #include "server/core/cmap.h"
 #include "server/core/log.h"
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_own_int.h"
 #include "storage/persist_own.h"
 
 #define OWN_POLL_MS 20
 
-struct owner_own {
-    struct cmap_table *snap;     /* the last map copy (revision 0: none yet) */
-    struct cmap_table *spare;    /* the next copy is made here */
-    int64_t seen;                /* the segment revision last copied (or refused) */
-    unsigned number;             /* this owner's cluster number; 0 = not known */
-    struct persist_own *serving; /* the leaves the map gives this owner */
-    struct own_mark marks[OWN_MAX_MARKS];
-    int saving;                  /* a save is with the persister */
-    int dirty;                   /* serving changed since the last save was handed over */
-    uint64_t gen, gen_saving, gen_saved; /* changes made, handed over, committed */
-    struct event *poll;
-    void (*on_map)(struct owner *o); /* a new map copy was taken (owner_own_on_map) */
-    /* The revision of this process's first map (0: none yet, or no wait):
-     * a leaf the map gives it with in-sync followers at an epoch no newer
-     * than that was its predecessor's, whose ledger died with it, so a
-     * follower holds writes this process does not: requests on it wait
-     * (parked) until the map moves past it (the agent promotes a follower,
-     * or empties the set: CLUSTER.md §7).  Every such leaf, not a bounded
-     * list of them: one left out was served stale (a history run's DEL). */
-    int64_t await_rev;
-    int first_map_seen, awaits_logged;
-    /* In a cluster: this host's lease is not proven (the agent's last
-     * keepalive answer + TTL - margin has passed), so its leaves with
-     * followers are not served: another host may promote a follower as soon
-     * as etcd lets the lease go (CLUSTER.md §7, fencing). */
-    int lease_fenced;
-    /* A planned hand-over's fence (owner_handover.c): memory only, one leaf. */
-    struct { uint32_t start; uint8_t bits, block; } hold;
-};
 
-static uint64_t span(uint8_t bits)
-{
-    return 1ULL << (32 - bits);
-}
 
 unsigned owner_own_number(const struct owner *o)
 {
@@ -94,10 +62,6 @@ size_t owner_own_leaves(const struct owner *o)
     return o->own != NULL ? o->own->serving->n : 0;
 }
 
-static int covers(uint32_t start, uint8_t bits, uint64_t place)
-{
-    return (uint64_t)(uint32_t)(place >> 32) - start < span(bits);
-}
 
 struct own_mark *owner_own_mark_at(const struct owner *o, uint64_t place)
 {
@@ -157,46 +121,6 @@ uint64_t owner_own_saved_gen(const struct owner *o) { return o->own != NULL ? o-
 const struct cmap_table *owner_own_map(const struct owner *o)
 {
     return o->own != NULL && o->own->snap->revision != 0 ? o->own->snap : NULL;
-}
-
-int owner_own_any_block(const struct owner *o)
-{
-    if (o->own != NULL && (o->own->await_rev != 0 || o->own->lease_fenced || o->own->hold.block))
-        return 1;
-    for (int i = 0; o->own != NULL && i < OWN_MAX_MARKS; i++)
-        if (o->own->marks[i].used && o->own->marks[i].block != OWN_BLOCK_NONE)
-            return 1;
-    return 0;
-}
-
-int owner_own_blocks(const struct owner *o, uint64_t place, int write)
-{
-    if (o->own != NULL && o->own->lease_fenced && owner_own_map(o) != NULL) {
-        const struct cmap_leaf *l = cmap_lookup(o->own->snap, o->pool, place);
-        if (l != NULL && l->nisr > 0 && l->owner == o->own->number)
-            return 1;
-    }
-    if (o->own != NULL && o->own->await_rev != 0 && owner_own_map(o) != NULL) {
-        const struct cmap_leaf *l = cmap_lookup(o->own->snap, o->pool, place);
-        if (l != NULL && l->owner == o->own->number && l->nisr > 0 &&
-            l->epoch <= o->own->await_rev)
-            return 1;
-    }
-    if (o->own != NULL && o->own->hold.block != OWN_BLOCK_NONE &&
-        covers(o->own->hold.start, o->own->hold.bits, place) &&
-        (write || o->own->hold.block == OWN_BLOCK_ALL))
-        return 1;
-    const struct own_mark *m = owner_own_mark_at(o, place);
-    return m != NULL && (m->block == OWN_BLOCK_ALL || (write && m->block == OWN_BLOCK_WRITES));
-}
-
-void owner_own_hold(struct owner *o, uint32_t start, uint8_t bits, int block)
-{
-    if (o->own == NULL)
-        return;
-    o->own->hold.start = start;
-    o->own->hold.bits = bits;
-    o->own->hold.block = (uint8_t)block;
 }
 
 /* The map copy gives the leaf of place to this owner at an epoch after e. */
@@ -417,34 +341,6 @@ static void apply_map(struct owner *o)
     owner_own_changed(o);
 }
 
-/* The first map of this process: its leaves with followers wait (see
- * struct owner_own); later maps end the waits they moved past. */
-static void settle_awaits(struct owner *o)
-{
-    struct owner_own *w = o->own;
-    if (w->number == 0)
-        return;
-    if (!w->first_map_seen) {
-        w->first_map_seen = 1;
-        w->await_rev = w->snap->revision;
-    }
-    if (w->await_rev == 0)
-        return;
-    size_t waiting = 0;
-    for (uint32_t i = 0; i < w->snap->nleaves[o->pool]; i++) {
-        const struct cmap_leaf *l = &w->snap->leaves[o->pool][i];
-        waiting += l->owner == w->number && l->nisr > 0 && l->epoch <= w->await_rev;
-    }
-    if (waiting == 0) {
-        w->await_rev = 0; /* every such leaf was promoted away or lost its set */
-    } else if (!w->awaits_logged) {
-        w->awaits_logged = 1;
-        log_notice("%zu leaves have in-sync followers: not served until the map moves past "
-                   "revision %lld (a follower holds what this restarted owner lost)", waiting,
-                   (long long)w->await_rev);
-    }
-}
-
 /* GONE marks the map copy has caught up with go (the move modules settle
  * the others). */
 static void forget_gone(struct owner *o)
@@ -460,33 +356,10 @@ static void forget_gone(struct owner *o)
     }
 }
 
-/* The lease check (see struct owner_own); 1 when it changed. */
-static int check_lease(struct owner *o)
-{
-    struct owner_own *w = o->own;
-    if (o->opts.local_map || o->ctx->cmap == NULL)
-        return 0;
-    struct cmap_health h;
-    cmap_health_get(o->ctx->cmap, &h);
-    int64_t margin = o->opts.etcd_timeout_ms + 500; /* the keepalive's own round trip, clock slop */
-    int fenced = h.lease_ttl_ms > 0 && h.lease_renewed_ms > 0 &&
-                 clock_unix_ms() > h.lease_renewed_ms + h.lease_ttl_ms - margin;
-    if (fenced == w->lease_fenced)
-        return 0;
-    w->lease_fenced = fenced;
-    if (fenced)
-        log_warning("the host lease was last renewed %lld ms ago (TTL %lld ms): leaves with "
-                    "followers are not served until it is renewed", (long long)(clock_unix_ms() -
-                    h.lease_renewed_ms), (long long)h.lease_ttl_ms);
-    else
-        log_notice("the host lease is renewed: serving every leaf again");
-    return 1;
-}
-
 static void poll_map(struct owner *o)
 {
     struct owner_own *w = o->own;
-    if (check_lease(o) && w->on_map != NULL)
+    if (own_check_lease(o) && w->on_map != NULL)
         w->on_map(o); /* requests parked by the fence run again */
     const struct cmap *seg = o->ctx->cmap;
     int64_t rev = seg != NULL ? cmap_revision(seg) : 0;
@@ -499,7 +372,7 @@ static void poll_map(struct owner *o)
             w->spare = t;
             apply_map(o);
             forget_gone(o);
-            settle_awaits(o);
+            own_settle_awaits(o);
             if (w->on_map != NULL)
                 w->on_map(o);
         } else {
