@@ -281,6 +281,32 @@ static void judge(const struct fo_result *r, int replicas, int ledger, const cha
     }
 }
 
+/* README promise 6 and "Commands": WAIT answers the in-sync followers of
+ * the leaf of the client's last write (0 before any write); FLUSHALL is
+ * refused while replicas > 0 (a follower would keep what it drops). */
+static void wait_and_flush(int replicas)
+{
+    int fd = h_connect(h1.port);
+    struct h_reply *r = h_call(fd, "WAIT", "1", "0", NULL);
+    H_EXPECT(down, r->v->type == RESP_INT && r->v->integer == 0, "WAIT before a write");
+    h_free(r);
+    r = h_call(fd, "SET", "fo:wait", "1", NULL);
+    h_free(r);
+    r = h_call(fd, "WAIT", "1", "0", NULL);
+    H_EXPECT(down, r->v->type == RESP_INT && r->v->integer == replicas,
+             "WAIT after a write: %lld, want %d (the leaf's in-sync followers)",
+             (long long)r->v->integer, replicas);
+    h_free(r);
+    r = h_call(fd, "FLUSHALL", NULL);
+    if (replicas > 0)
+        H_EXPECT(down, r->v->type == RESP_ERROR, "FLUSHALL with replicas %d was not refused",
+                 replicas);
+    else
+        H_EXPECT(down, r->v->type == RESP_SIMPLE, "FLUSHALL with replicas 0 failed");
+    h_free(r);
+    close(fd);
+}
+
 static void run_case(int replicas, enum fo_kind kind)
 {
     static const char *const names[] = {"ledger", "durable", "incr", "rejoin"};
@@ -289,6 +315,7 @@ static void run_case(int replicas, enum fo_kind kind)
     up(replicas);
     if (replicas >= 1)
         wait_followers(replicas);
+    wait_and_flush(replicas);
     static struct fo_load L;
     keys_of_leaf(&L, kind == FO_DURABLE ? "d" : "l", leaf, sizeof(leaf));
     L.incr = kind == FO_INCR;
