@@ -102,6 +102,10 @@ static void promoted(struct owner *o, struct rmove *r, int64_t epoch)
     /* the received rows still on their way to the file go on (the slot's
      * batches are matched by generation: a reused slot ignores them) */
     persist_batch_free(&r->cur);
+    if (r->tail != NULL && r->tail->n > 0)
+        log_notice("leaf %s: %zu results of a request whose record did not come are dropped "
+                   "(never acknowledged)", name, r->tail->n);
+    persist_batch_free(&r->tail);
     memset(r, 0, sizeof(*r));
 }
 

@@ -133,6 +133,42 @@ static int pending(void *arg, struct wire_slice key)
     return 1;
 }
 
+/* With followers, a write's results and its completion record travel on its
+ * leaf's stream, and a follower applies a request whole or not at all
+ * (owner_recv.c).  A request over two leaves would travel on two streams: a
+ * promotion could then give one leaf's part (and the record that answers a
+ * retry OK) without the other's, a torn write acknowledged.  So with
+ * `replicas` such a request is refused, as Redis Cluster refuses keys of
+ * two slots; hash tags keep keys in one leaf. */
+struct leaf_arg {
+    struct owner *o;
+    uint32_t leaf;
+    uint8_t bits;
+    int n;
+};
+
+static int other_leaf(void *arg, struct wire_slice key)
+{
+    struct leaf_arg *a = arg;
+    uint32_t leaf;
+    uint8_t bits;
+    owner_leaf_of(a->o, router_place(key.p, key.len), &leaf, &bits);
+    if (a->n++ == 0) {
+        a->leaf = leaf;
+        a->bits = bits;
+        return 0;
+    }
+    return leaf != a->leaf || bits != a->bits;
+}
+
+static int spans_leaves(struct owner *o, const struct owner_req *r)
+{
+    if (o->opts.replicas == 0 || r->place != NULL || (r->keys != NULL && r->nkeys < 2))
+        return 0;
+    struct leaf_arg a = {o, 0, 0, 0};
+    return req_each(o, r, other_leaf, &a) != 0;
+}
+
 int owner_gate_admit(struct owner *o, struct olink *l, const struct owner_req *r)
 {
     int write = (r->flags & (CMD_F_WRITE | CMD_F_ALLKEYS)) != 0;
@@ -143,6 +179,12 @@ int owner_gate_admit(struct owner *o, struct olink *l, const struct owner_req *r
     if (r->place != NULL ? !owner_ours_place(o, l, r->id, *r->place)
                          : req_each(o, r, foreign, &g) != 0)
         return 0;
+    if (write && spans_leaves(o, r)) {
+        wire_put_error(&l->out, r->id, HKV_EINVAL,
+                       wire_cstr("CROSSSLOT Keys in request don't hash to the same slot (with "
+                                 "replicas, a write's keys must share a leaf: use hash tags)"));
+        return 0;
+    }
     return !(write && owner_backlog_refused(o, l, r->id));
 }
 

@@ -324,6 +324,24 @@ int owner_hlink_send(struct hlink *h, const struct hand_msg *m)
     return HKV_OK;
 }
 
+void owner_hlink_flush_now(struct hlink *h)
+{
+    if (h == NULL || h->dead || h->tls)
+        return;
+    /* a socket bufferevent keeps its output's start frozen: write a copy
+     * (the caller is about to die, nothing is sent twice) */
+    evutil_socket_t fd = bufferevent_getfd(h->bev);
+    struct evbuffer *out = bufferevent_get_output(h->bev);
+    size_t n = evbuffer_get_length(out), done = 0;
+    const char *p = n > 0 ? (const char *)evbuffer_pullup(out, (ssize_t)n) : NULL;
+    while (fd >= 0 && p != NULL && done < n) {
+        ssize_t w = send(fd, p + done, n - done, MSG_NOSIGNAL);
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+}
+
 void owner_hlink_pause(struct hlink *h, int pause)
 {
     if (h == NULL || h->dead || h->flush_close)

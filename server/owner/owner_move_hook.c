@@ -5,7 +5,9 @@
  * <pool>/<index>:<step>:kill, ...:pause=<ms> or ...:cut, several
  * separated by commas, read once at start.  Steps: intent, recorded, ready,
  * copied, fenced, acked, commit, committed (the source's, owner_move.c);
- * t_ready, t_fence, t_acked (the target's, owner_recv.c).  A hook fires once per
+ * t_ready, t_fence, t_acked (the target's, owner_recv.c); repl_write (a
+ * primary, owner_repl_wait.c: its first streamed result of a write goes to
+ * the socket, and the hook fires before the rest of the request's frames).  A hook fires once per
  * data directory (a marker file, so the restarted owner goes on); without
  * the variable nothing here does anything.
  */
@@ -25,11 +27,13 @@ static struct hook {
     char step[32];
     int kill, cut, pause_ms;
 } hooks[HOOK_MAX];
+static int nhooks; /* 0: every check below is one load */
 
 void owner_move_hook_setup(struct owner *o)
 {
     const char *v = getenv("HOTKVD_MOVE_HOOK");
     memset(hooks, 0, sizeof(hooks));
+    nhooks = 0;
     if (v == NULL)
         return;
     char me[32];
@@ -51,6 +55,15 @@ void owner_move_hook_setup(struct owner *o)
         snprintf(h->step, sizeof(h->step), "%s", step);
         n++;
     }
+    nhooks = n;
+}
+
+int owner_move_hook_armed(const char *step)
+{
+    for (int i = 0; i < nhooks; i++)
+        if (hooks[i].step[0] != '\0' && strcmp(step, hooks[i].step) == 0)
+            return 1;
+    return 0;
 }
 
 int owner_move_hook(struct owner *o, const char *step)

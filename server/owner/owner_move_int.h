@@ -98,6 +98,9 @@ void owner_hlink_set(struct hlink *h, hlink_msg_fn on_msg, hlink_gone_fn on_gone
 int owner_hlink_send(struct hlink *h, const struct hand_msg *m);
 /* Bytes queued, not yet written. */
 size_t owner_hlink_backlog(const struct hlink *h);
+/* TEST-ONLY (the repl_write hook): what is queued is written to a plain
+ * socket now, as a process killed after a partial send leaves it. */
+void owner_hlink_flush_now(struct hlink *h);
 /* Stops (1) or resumes (0) reading h: a target whose commits lag pushes
  * back on the source through TCP. */
 void owner_hlink_pause(struct hlink *h, int pause);
@@ -270,5 +273,8 @@ void owner_move_hook_setup(struct owner *o);
  * and step (once per data directory: a restarted owner does not fire again).
  * 1 when the hook says "cut": the caller drops its hand-off link. */
 int owner_move_hook(struct owner *o, const char *step);
+/* 1 if a hook still waits at step (a caller prepares what the kill must
+ * find first). */
+int owner_move_hook_armed(const char *step);
 
 #endif

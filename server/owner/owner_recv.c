@@ -82,6 +82,7 @@ void orecv_purge_done(struct owner *o, void *arg, int status, uint64_t entries, 
 void orecv_release(struct owner *o, struct rmove *r)
 {
     persist_batch_free(&r->cur);
+    persist_batch_free(&r->tail);
     if (r->h != NULL)
         owner_hlink_close(r->h, 1);
     r->h = NULL;
@@ -240,6 +241,38 @@ static int add_row(struct owner *o, struct rmove *r, const struct hand_row *w)
                              w->expire_ms, w->class_id, w->tomb) == HKV_OK ? 0 : -1;
 }
 
+/* A follower applies a request whole: its results wait in the tail until
+ * its completion record, which the primary sends after the last of them in
+ * the same loop turn, comes (owner_gate.c keeps a request to one leaf, so to
+ * one stream).  A primary killed after part of a turn's bytes went would
+ * otherwise leave a promoted follower with half an MSETNX or EXEC applied,
+ * and a record answering its retry OK.  What the tail holds at a promotion
+ * was never acknowledged (an acknowledgment waits for HELD past the record)
+ * and is dropped; ofollow_tail_max bounds a tail that never meets a record
+ * (a result whose request failed after it applied, ENOMEM). */
+#define OFOLLOW_TAIL_MAX (RECV_BATCH_ROWS * 8)
+
+static int hold_row(struct rmove *r, const struct hand_row *w)
+{
+    if (r->tail == NULL && (r->tail = persist_batch_new(0)) == NULL)
+        return -1;
+    return persist_batch_add(r->tail, w->key.p, w->key.len, w->value.p, w->value.len, w->stamp,
+                             w->expire_ms, w->class_id, w->tomb) == HKV_OK ? 0 : -1;
+}
+
+static int apply_tail(struct owner *o, struct rmove *r)
+{
+    int failed = 0;
+    for (size_t i = 0; r->tail != NULL && i < r->tail->n && !failed; i++) {
+        const struct persist_row *p = &r->tail->rows[i];
+        struct hand_row w = {wire_slice(p->key, p->klen), wire_slice(p->val, p->vlen),
+                             p->tombstone != 0, p->stamp, p->expire_at_ms, p->class_id};
+        failed = add_row(o, r, &w) != 0;
+    }
+    persist_batch_free(&r->tail);
+    return failed ? -1 : 0;
+}
+
 static void take_seq(struct rmove *r, uint64_t seq)
 {
     if (seq != r->next_seq)
@@ -274,12 +307,17 @@ void orecv_on_msg(struct owner *o, void *arg, struct hlink *h, const struct hand
         if (!streaming)
             return;
         take_seq(r, m->u.write.seq);
-        r->failed |= add_row(o, r, &m->u.write.r) != 0;
+        if (!r->follow)
+            r->failed |= add_row(o, r, &m->u.write.r) != 0;
+        else if ((r->failed |= hold_row(r, &m->u.write.r) != 0) == 0 &&
+                 r->tail->n >= OFOLLOW_TAIL_MAX)
+            r->failed |= apply_tail(o, r) != 0;
         break;
     case HANDOFF_RECORD: {
         if (!streaming)
             return;
         take_seq(r, m->u.record.seq);
+        r->failed |= apply_tail(o, r) != 0;
         struct rifl_result res = {
             .type = m->u.record.rtype, .applied = m->u.record.applied,
             .has_old = m->u.record.has_old, .value = m->u.record.value,

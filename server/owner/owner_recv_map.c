@@ -157,6 +157,7 @@ void owner_recv_teardown(struct owner *o)
         return;
     for (int i = 0; i < OWN_RECV_SLOTS; i++) {
         persist_batch_free(&rv->m[i].cur);
+        persist_batch_free(&rv->m[i].tail);
         owner_purge_cancel(o, &rv->m[i]);
     }
     if (rv->tick != NULL)

@@ -52,6 +52,7 @@ struct rmove {
     int follow;                   /* a follower's copy (owner_follow.c), never adopted by a fence */
     int held_due;                 /* a HELD is owed (sent once per loop turn) */
     int64_t orphan_ms;            /* follow: when its link went (0: up) */
+    struct persist_batch *tail;   /* follow: results of a request whose record has not come */
 };
 
 struct orecv {

@@ -292,6 +292,10 @@ void owner_repl_applied(struct owner *o, const char *key, size_t klen)
                 continue;
             owner_copy_applied(s->copy, key, klen);
             touch(r, x - 1);
+            if (owner_move_hook_armed("repl_write")) { /* a test: die mid-request */
+                owner_hlink_flush_now(s->h);
+                owner_move_hook(o, "repl_write");
+            }
         }
     }
 }
