@@ -18,6 +18,7 @@ const char *hkv_strstatus(int status)
     case HKV_ETOOBIG: return "too big";
     case HKV_ECORRUPT: return "corrupt";
     case HKV_EEXIST: return "exists";
+    case HKV_ERESEND: return "not applied yet, resend";
     }
     return "unknown status";
 }

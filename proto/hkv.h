@@ -24,6 +24,7 @@ typedef enum hkv_status {
     HKV_ETOOBIG = -11,   /* a length over its limit */
     HKV_ECORRUPT = -12,  /* stored data failed validation */
     HKV_EEXIST = -13,    /* already exists (NX and friends) */
+    HKV_ERESEND = -14,   /* not applied: send the same request again, as the retry it is */
 } hkv_status;
 
 /* A short constant English description of a status, never NULL. */

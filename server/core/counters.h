@@ -132,6 +132,7 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(repl_follows_seeded, CTR_COUNTER, "Follows begun here (seeded by a primary)")            \
     X(repl_follows_promoted, CTR_COUNTER, "Follows ended by promotion to primary")             \
     X(repl_follows_dropped, CTR_COUNTER, "Follows ended otherwise (copy dropped)")             \
+    X(repl_retries_inherited, CTR_COUNTER, "Retries applied by a promoted follower as new")    \
     X(repl_handovers, CTR_COUNTER, "Planned hand-overs to a follower that moved the primary")  \
     X(repl_handovers_failed, CTR_COUNTER, "... that did not (the writes went on here)")        \
     X(repl_handover_ms_last, CTR_GAUGE, "The last hand-over's write pause (fence to release)") \

@@ -55,6 +55,8 @@ struct oreq {
     /* writes: the request id (proto/wire.h "Versions and request ids") */
     uint64_t seq;                 /* 0 until op_start numbers it */
     uint64_t conn;                /* connection of the link the last attempt used */
+    uint64_t sent_prev;           /* rid.prev of the last attempt (an HKV_ERESEND answer
+                                     keeps it for the next) */
     uint64_t prev_at;             /* re-routed after a broken link: the incarnation the last
                                    * attempt reached there (its rid.prev), 0: none */
     struct oreq *wprev, *wnext;   /* in the edge's wq while unfinished */

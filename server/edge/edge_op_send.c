@@ -122,6 +122,7 @@ static struct wire_rid next_rid(struct edge *e, struct oreq *r, struct elink *l)
     r->prev_at = 0;
     r->tried = 1;
     r->conn = conn;
+    r->sent_prev = rid.prev;
     return rid;
 }
 
@@ -238,6 +239,9 @@ void op_start(struct op *op)
 
 /* Drops one of op's holds (a request in flight, or a resend's op->pending++); the last one
  * finishes it. */
+#define OP_MAP_POLL_MS 5         /* a promoted follower takes the writes this soon after the map */
+#define OP_RESEND_MS 5           /* ... and an HKV_ERESEND resend goes this soon */
+
 static void unhold(struct op *op)
 {
     if (--op->pending != 0)
@@ -294,7 +298,8 @@ static void write_fail(struct oreq *r)
 static void watch_map(struct edge *e);
 
 /* A write request got no answer (timeout or broken link): wait, resend. */
-static void write_retry(struct oreq *r)
+/* delay < 0: write-retry-backoff's, by attempt */
+static void write_retry_in(struct oreq *r, int64_t delay)
 {
     struct op *op = r->op;
     const struct op_opts *o = &op->e->ops->opts;
@@ -305,17 +310,25 @@ static void write_retry(struct oreq *r)
         return;
     }
     watch_map(op->e);
-    if (op->timer_on && !op->timer_deadline)
-        return; /* a resend is scheduled already; this request joins it */
-    int64_t delay = 0;
-    if (o->nbackoff > 0) {
+    /* a resend is scheduled already: this request joins it, unless it
+     * asks for sooner (HKV_ERESEND beside another request's backoff) */
+    if (op->timer_on && !op->timer_deadline && (delay < 0 || op->timer_at_ms <= now + delay))
+        return;
+    if (delay < 0 && o->nbackoff > 0) {
         size_t i = (size_t)op->attempt < o->nbackoff ? (size_t)op->attempt
                                                                     : o->nbackoff - 1;
         delay = o->backoff_ms[i];
     }
+    if (delay < 0)
+        delay = 0;
     if (op->timer_on)
         evtimer_del(&op->timer);
     arm(op, now + delay > op->deadline_ms ? op->deadline_ms - now : delay, 0);
+}
+
+static void write_retry(struct oreq *r)
+{
+    write_retry_in(r, -1);
 }
 
 static void op_timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -406,6 +419,16 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
         oreq_done(r);
         return;
     }
+    if (m->type == WIRE_ERROR && m->u.error.code == HKV_ERESEND && r->role == WIRE_ROLE_WRITE &&
+        r->sent_prev != 0) {
+        /* a follower about to be promoted, asked before its map says so:
+         * the retry goes again with its history (the process its first
+         * attempt reached), which the new primary can judge; until
+         * write-deadline, as any retry */
+        r->prev_at = r->sent_prev;
+        write_retry_in(r, OP_RESEND_MS);
+        return;
+    }
     if (m->type == WIRE_ERROR) {
         op_error(op, "%.*s", (int)m->u.error.text.len, m->u.error.text.p);
         oreq_done(r);
@@ -465,7 +488,7 @@ static void op_reroute(struct edge *e)
     }
 }
 
-#define OP_MAP_POLL_MS 5         /* a promoted follower takes the writes this soon after the map */
+
 
 /* While writes wait for a resend, every OP_MAP_POLL_MS: has the map moved?
  * (one atomic load; the look stops once nothing waits) */

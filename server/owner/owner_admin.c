@@ -124,6 +124,7 @@ static void stats_now(struct owner *o, struct owner_counters *v)
     v->repl_waiting = rs.waiting;
     v->repl_follows_seeded = fs.seeded;
     v->repl_follows_promoted = fs.promoted;
+    v->repl_retries_inherited = fs.inherited;
     v->repl_follows_dropped = fs.dropped;
     struct ohandover_stats hs;
     owner_handover_stats(o, &hs);

@@ -96,6 +96,8 @@ static void promoted(struct owner *o, struct rmove *r, int64_t epoch)
     log_notice("leaf %s: promoted from follower of owner %u to primary at epoch %lld (%llu rows, "
                "%llu results held)", orecv_leaf_name(&r->leaf, name, sizeof(name)), r->from,
                (long long)epoch, (unsigned long long)r->rows, (unsigned long long)(r->next_seq - 1));
+    struct oheir *hr = &o->recv->heirs[o->recv->nheirs++ % OFOLLOW_HEIRS];
+    *hr = (struct oheir){r->leaf.start, r->leaf.bits, r->from_inc, clock_mono_ms()};
     if (r->h != NULL)
         owner_hlink_close(r->h, 0); /* nothing more from it is applied */
     r->h = NULL;
@@ -162,7 +164,8 @@ void ofollow_accept(struct owner *o, struct hlink *h, const struct hand_msg *m)
         owner_purge_cancel(o, r);
     }
     *r = (struct rmove){.phase = R_WAIT_MAP, .h = h, .leaf = m->u.begin.leaf, .e1 = m->u.begin.e1,
-                        .from = m->u.begin.from, .next_seq = 1, .gen = ++rv->next_batch,
+                        .from = m->u.begin.from, .from_inc = m->u.begin.incarnation,
+                        .next_seq = 1, .gen = ++rv->next_batch,
                         .deadline_ms = clock_mono_ms() + RECV_BEGIN_WAIT_MS,
                         .started_ms = clock_mono_ms(), .follow = 1};
     owner_hlink_set(h, orecv_on_msg, orecv_on_gone, NULL, r);
@@ -279,4 +282,44 @@ void owner_follow_stats(const struct owner *o, struct ofollow_stats *out)
     out->following = 0;
     for (int i = OWN_RECV_MAX; i < OWN_RECV_SLOTS; i++)
         out->following += o->recv->m[i].phase == R_RECEIVING;
+}
+
+/* An edge retries a write for write-deadline at most; a minute covers it
+ * with room (past it a retry gets "outcome unknown", as before). */
+#define OFOLLOW_HEIR_MS 60000
+
+int ofollow_inherits(const struct owner *o, uint64_t place, uint64_t inc)
+{
+    const struct orecv *rv = o->recv;
+    if (rv == NULL || inc == 0)
+        return 0;
+    uint32_t h = (uint32_t)(place >> 32);
+    int64_t since = clock_mono_ms() - OFOLLOW_HEIR_MS;
+    unsigned n = rv->nheirs < OFOLLOW_HEIRS ? rv->nheirs : OFOLLOW_HEIRS;
+    for (unsigned i = 0; i < n; i++) {
+        const struct oheir *x = &rv->heirs[i];
+        uint32_t mask = x->bits ? ~(uint32_t)((1ULL << (32 - x->bits)) - 1) : 0;
+        if (x->inc == inc && x->at_ms >= since && (h & mask) == x->start)
+            return 1; /* a split since: the halves are in the range */
+    }
+    return 0;
+}
+
+void ofollow_inherited(struct owner *o)
+{
+    if (o->recv != NULL)
+        o->recv->fst.inherited++;
+}
+
+int ofollow_follows(const struct owner *o, uint64_t place)
+{
+    const struct orecv *rv = o->recv;
+    uint32_t h = (uint32_t)(place >> 32);
+    for (int i = OWN_RECV_MAX; rv != NULL && i < OWN_RECV_SLOTS; i++) {
+        const struct rmove *r = &rv->m[i];
+        uint32_t mask = r->leaf.bits ? ~(uint32_t)((1ULL << (32 - r->leaf.bits)) - 1) : 0;
+        if (r->phase == R_RECEIVING && (h & mask) == r->leaf.start)
+            return 1;
+    }
+    return 0;
 }

@@ -161,6 +161,41 @@ static int other_leaf(void *arg, struct wire_slice key)
     return leaf != a->leaf || bits != a->bits;
 }
 
+/* A retry whose first attempt went to the primary this owner was promoted
+ * from, for every key (ofollow_inherits): no record here means no effect. */
+struct heir_arg {
+    struct owner *o;
+    uint64_t inc;
+};
+
+static int not_inherited(void *arg, struct wire_slice key)
+{
+    struct heir_arg *a = arg;
+    return !ofollow_inherits(a->o, router_place(key.p, key.len), a->inc);
+}
+
+static int followed(void *arg, struct wire_slice key)
+{
+    struct heir_arg *a = arg;
+    return ofollow_follows(a->o, router_place(key.p, key.len));
+}
+
+static enum owner_heir inherits(struct owner *o, const struct owner_req *r)
+{
+    uint64_t prev = r->rid.prev;
+    if (prev == 0 || prev == o->incarnation || prev == WIRE_PREV_SAME ||
+        prev == WIRE_PREV_UNKNOWN || o->opts.replicas == 0)
+        return OWNER_HEIR_NO;
+    struct heir_arg a = {o, prev};
+    if (r->place != NULL ? ofollow_inherits(o, *r->place, prev)
+                         : (r->keys == NULL || r->nkeys > 0) &&
+                               req_each(o, r, not_inherited, &a) == 0)
+        return OWNER_HEIR_YES;
+    if (r->place != NULL ? ofollow_follows(o, *r->place) : req_each(o, r, followed, &a) != 0)
+        return OWNER_HEIR_SOON;
+    return OWNER_HEIR_NO;
+}
+
 static int spans_leaves(struct owner *o, const struct owner_req *r)
 {
     if (o->opts.replicas == 0 || r->place != NULL || (r->keys != NULL && r->nkeys < 2))
@@ -174,7 +209,7 @@ int owner_gate_admit(struct owner *o, struct olink *l, const struct owner_req *r
     int write = (r->flags & (CMD_F_WRITE | CMD_F_ALLKEYS)) != 0;
     struct gate_arg g = {o, l, r};
     /* a retry first: its record answers it wherever its keys are now */
-    if (write && !owner_write_gate(o, l, r->id, r->rid))
+    if (write && !owner_write_gate(o, l, r->id, r->rid, inherits(o, r)))
         return 0;
     if (r->place != NULL ? !owner_ours_place(o, l, r->id, *r->place)
                          : req_each(o, r, foreign, &g) != 0)
@@ -228,7 +263,8 @@ void owner_answer(struct owner *o, struct olink *l, uint64_t id, const struct ri
     buf_deinit(&reply);
 }
 
-int owner_write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid)
+int owner_write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid,
+                     enum owner_heir heir)
 {
     rifl_ack(o->rifl, l->edge_id, l->edge_inc, rid.ack);
     const struct rifl_result *r = rifl_get(o->rifl, l->edge_id, l->edge_inc, rid.seq);
@@ -238,7 +274,16 @@ int owner_write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_
         owner_answer(o, l, id, r);
         return 0;
     }
-    if (rid.prev != 0 && rid.prev != o->incarnation && rid.prev != WIRE_PREV_SAME) { /* R3 */
+    /* R3, or met another way (heir): the process it went to left nothing
+     * but this copy */
+    if (rid.prev != 0 && rid.prev != o->incarnation && rid.prev != WIRE_PREV_SAME &&
+        heir != OWNER_HEIR_YES) {
+        if (heir == OWNER_HEIR_SOON) {
+            wire_put_error(&l->out, id, HKV_ERESEND,
+                           wire_cstr("TRYAGAIN this owner follows the key's leaf and its map "
+                                     "does not make it the primary yet (not applied)"));
+            return 0;
+        }
         o->st.owner_unknown_outcomes++;
         wire_put_error(&l->out, id, HKV_EIO,
                        wire_cstr(rid.prev == WIRE_PREV_UNKNOWN
@@ -257,6 +302,8 @@ int owner_write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_
                                  "write's completion record, and it may have been applied"));
         return 0;
     }
+    if (heir == OWNER_HEIR_YES)
+        ofollow_inherited(o);
     return 1;
 }
 

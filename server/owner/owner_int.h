@@ -521,8 +521,17 @@ int owner_gate_ready(struct owner *o, struct olink *l, const struct owner_req *r
 /* Runs before every write, before its keys' ownership is looked at: 1 =
  * apply it (if the keys are ours); 0 = answered (a retry, from its
  * completion record; or "outcome unknown" when the request cannot be proved
- * new: owner_rifl.h's rule). */
-int owner_write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid);
+ * new: owner_rifl.h's rule).  heir: every key is in a leaf this owner was
+ * promoted to from the process the retry's first attempt went to
+ * (ofollow_inherits), which proves it new when no record is here. */
+enum owner_heir {
+    OWNER_HEIR_NO = 0,
+    OWNER_HEIR_YES,   /* promoted from the process the first attempt reached */
+    OWNER_HEIR_SOON,  /* a follower of the keys' leaf: its map may not show the promotion
+                       * yet, the edge's already does (answered HKV_ERESEND, not applied) */
+};
+int owner_write_gate(struct owner *o, struct olink *l, uint64_t id, struct wire_rid rid,
+                     enum owner_heir heir);
 /* Sends a recorded result: at once, or once its commit ticket is done. */
 void owner_answer(struct owner *o, struct olink *l, uint64_t id, const struct rifl_result *r);
 /* A write is finished: makes a ticket for the durable keys it changed

@@ -7,7 +7,8 @@
  * copied, fenced, acked, commit, committed (the source's, owner_move.c);
  * t_ready, t_fence, t_acked (the target's, owner_recv.c); repl_write (a
  * primary, owner_repl_wait.c: its first streamed result of a write goes to
- * the socket, and the hook fires before the rest of the request's frames).  A hook fires once per
+ * the socket, and the hook fires before the rest of the request's frames),
+ * repl_record (the same after its completion record).  A hook fires once per
  * data directory (a marker file, so the restarted owner goes on); without
  * the variable nothing here does anything.
  */

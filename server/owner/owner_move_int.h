@@ -170,6 +170,8 @@ struct ofollow_stats {
     uint64_t dropped;                  /* follows ended otherwise */
     uint64_t following;                /* leaves followed now (streaming) */
     uint64_t frames;                   /* rows, writes and records applied */
+    uint64_t inherited;                /* retries applied as new: their first attempt went to
+                                        * the primary this owner was promoted from */
 };
 /* The map changed: each follow is kept, adopted (the map made this owner
  * its primary: the stream from the old one is closed first, so nothing it
@@ -178,6 +180,16 @@ struct ofollow_stats {
  * sees the new map. */
 void owner_follow_settle(struct owner *o);
 void owner_follow_stats(const struct owner *o, struct ofollow_stats *out);
+/* 1 if place lies in a leaf this owner was promoted to, within the last
+ * OFOLLOW_HEIR_MS, from following process inc.  Such a follower held every
+ * result and record inc made visible, each request whole or not at all
+ * (owner_recv.c's tail), so a retry whose first attempt went to inc and has
+ * no record here had no effect that survives: it may be applied as new
+ * (owner_rifl.h R3, owner_gate.c), instead of "outcome unknown". */
+int ofollow_inherits(const struct owner *o, uint64_t place, uint64_t inc);
+void ofollow_inherited(struct owner *o);
+/* 1 if this owner follows the leaf of place (a follow slot in use). */
+int ofollow_follows(const struct owner *o, uint64_t place);
 /* In a cluster: takes incoming hand-off links (owner_hlink_setup). */
 int owner_recv_setup(struct owner *o);
 void owner_recv_teardown(struct owner *o);

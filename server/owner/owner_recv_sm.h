@@ -53,6 +53,17 @@ struct rmove {
     int held_due;                 /* a HELD is owed (sent once per loop turn) */
     int64_t orphan_ms;            /* follow: when its link went (0: up) */
     struct persist_batch *tail;   /* follow: results of a request whose record has not come */
+    uint64_t from_inc;            /* follow: the primary's process (BEGIN) */
+};
+
+/* A leaf this owner was promoted to, and the process it followed there
+ * (owner_follow.c: ofollow_inherits). */
+#define OFOLLOW_HEIRS 1024
+struct oheir {
+    uint32_t start;
+    uint8_t bits;
+    uint64_t inc;
+    int64_t at_ms;
 };
 
 struct orecv {
@@ -61,6 +72,8 @@ struct orecv {
     uint64_t next_batch;
     struct orecv_stats st;
     struct ofollow_stats fst;
+    struct oheir heirs[OFOLLOW_HEIRS]; /* a ring: the oldest promotion goes first */
+    unsigned nheirs;                   /* promotions recorded (next slot: nheirs % size) */
 };
 
 /* ---- owner_recv.c ---- */

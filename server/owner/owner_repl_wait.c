@@ -310,6 +310,10 @@ void owner_repl_record(struct owner *o, uint32_t writer, uint64_t inc, uint64_t 
         struct rstream *s = &r->s[r->touched[i]];
         if (s->copy != NULL)
             owner_copy_record(s->copy, writer, inc, seq, res);
+        if (owner_move_hook_armed("repl_record")) { /* a test: die before the answer */
+            owner_hlink_flush_now(s->h);
+            owner_move_hook(o, "repl_record");
+        }
     }
     if (!r->touched_any)
         untouch_all(r); /* only streams still seeding: no answer waits (no hold) */

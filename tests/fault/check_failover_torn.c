@@ -13,7 +13,16 @@
  *       the client's answer must not be OK unless both keys are set.
  *       Without the follower's tail, the promoted copy served one key of
  *       the two.
- *   (b) two leaves: MSETNX over keys of one owner but two leaves answers
+ *   (b) in flight: an INCR's primary is killed after its result went to
+ *       the follower but before its record (repl_write), and after its
+ *       record (repl_record).  The edge resends it to the promoted
+ *       follower with the dead process as its history: without the record
+ *       the follower dropped the result with the unfinished request and
+ *       applies the retry as new (it inherited every effect that process
+ *       left: INFO repl_retries_inherited); with the record it answers
+ *       from it.  Either way the client hears :1, once, and the counter is
+ *       1: never "outcome unknown", never applied twice.
+ *   (c) two leaves: MSETNX over keys of one owner but two leaves answers
  *       CROSSSLOT with replicas 1 (a promotion could give one leaf's part
  *       and the record without the other's) and is applied with replicas 0
  *       (the control: the same pair of keys); hash-tagged keys are one leaf
@@ -106,6 +115,50 @@ START_TEST(a_promoted_follower_holds_a_request_whole_or_not_at_all)
 }
 END_TEST
 
+static void in_flight(const char *step)
+{
+    char env[80];
+    snprintf(env, sizeof(env), "HOTKVD_MOVE_HOOK=hot/0:%s:kill", step);
+    up(1, env);
+    wait_in_sync();
+    char leaf[32], keys[1][32];
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "n", keys, 1);
+    int fd = h_connect(h1.port);
+    int64_t t0 = h_now_ms();
+    struct h_reply *r = h_cmdv(fd, "INCR", keys[0], NULL);
+    int64_t ms = h_now_ms() - t0;
+    H_EXPECT(down, h_log_has(&h1, "HOTKVD_MOVE_HOOK: killed at step", step, NULL),
+             "the %s hook never fired", step);
+    ck_assert_msg(r != NULL && r->v->type == RESP_INT && r->v->integer == 1,
+                  "%s: the INCR in flight at the kill answered %s, not :1", step,
+                  r == NULL ? "nothing" : r->v->str != NULL ? r->v->str : "(other)");
+    h_free(r);
+    fprintf(stderr, "in flight (%s): INCR answered :1 in %lld ms across the failover\n", step,
+            (long long)ms);
+    mc_get_is(fd, keys[0], "1"); /* once: neither lost nor applied twice */
+    close(fd);
+    if (strcmp(step, "repl_write") == 0)
+        H_EXPECT(down, h_info_int(h1.port, "repl_retries_inherited") >= 1,
+                 "the retry was not applied as inherited (INFO repl_retries_inherited %lld)",
+                 (long long)h_info_int(h1.port, "repl_retries_inherited"));
+    down();
+}
+
+START_TEST(a_write_in_flight_at_the_kill_is_applied_once_without_its_record)
+{
+    in_flight("repl_write");
+}
+END_TEST
+
+START_TEST(a_write_in_flight_at_the_kill_is_answered_from_its_record)
+{
+    in_flight("repl_record");
+}
+END_TEST
+
 /* A pair of keys on one owner in two leaves: the first "cs:<i>" whose
  * MSETNX with "cs:0" the owner (not the edge) refuses; -1 if none in 64. */
 static int cross_leaf_pair(int fd)
@@ -161,6 +214,8 @@ Suite *failover_torn_suite(void)
     TCase *tc = tcase_create("torn");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, a_promoted_follower_holds_a_request_whole_or_not_at_all);
+    tcase_add_test(tc, a_write_in_flight_at_the_kill_is_applied_once_without_its_record);
+    tcase_add_test(tc, a_write_in_flight_at_the_kill_is_answered_from_its_record);
     tcase_add_test(tc, a_write_over_two_leaves_is_refused_with_replicas_only);
     suite_add_tcase(s, tc);
     return s;
