@@ -199,6 +199,7 @@ static void on_reconnect(evutil_socket_t fd, short what, void *arg)
 static void link_up(struct elink *l)
 {
     l->state = LINK_UP;
+    l->up_conn = l->conn;
     evtimer_del(l->reconnect);
     if (buf_unread(&l->out) > 0)
         schedule_write(l);

@@ -139,5 +139,8 @@ const char *elink_name(const struct elink *l);
  * (or it is too old to be remembered: the last 8 connections are). */
 uint64_t elink_next_conn(const struct elink *l);
 uint64_t elink_owner_of(const struct elink *l, uint64_t conn);
+/* 0 if connection conn of l never went up: what was queued for it never
+ * left this process, so it reached no owner. */
+int elink_conn_went_up(const struct elink *l, uint64_t conn);
 
 #endif

@@ -64,6 +64,7 @@ struct elink {
     int need_hello;           /* the next connection must open with HELLO */
     uint64_t conn;            /* connections made so far (the current one's number) */
     struct { uint64_t conn, inc; } owners[8]; /* owner incarnation per recent connection */
+    uint64_t up_conn;             /* the newest connection that went up (bytes may have left) */
 
     struct hkv_buf out, in;
     int64_t read_ns;          /* clock_mono_ns when the current read batch came in */

@@ -110,6 +110,11 @@ uint64_t elink_next_conn(const struct elink *l)
     return l->state == LINK_DOWN ? l->conn + 1 : l->conn;
 }
 
+int elink_conn_went_up(const struct elink *l, uint64_t conn)
+{
+    return conn != 0 && conn <= l->up_conn;
+}
+
 uint64_t elink_owner_of(const struct elink *l, uint64_t conn)
 {
     if (conn != 0 && l->owners[conn % 8].conn == conn)

@@ -105,6 +105,22 @@ static void wq_unlink(struct edge *e, struct oreq *r)
     r->owner->wq_n--;
 }
 
+/* The history a resend carries (rid.prev): the process the last attempt
+ * reached, asked of ITS link (connection numbers are per link); when that
+ * attempt never left this process (its connection never went up: queued
+ * while the owner was down), the history it carried itself, so a write sent
+ * during an outage is a first attempt (an earlier one's target, if it had
+ * one), not "an attempt that may have been applied". */
+static uint64_t last_reached(const struct oreq *r)
+{
+    if (!r->tried)
+        return 0;
+    if (r->link != NULL && !elink_conn_went_up(r->link, r->conn))
+        return r->sent_prev == WIRE_PREV_SAME ? WIRE_PREV_UNKNOWN : r->sent_prev;
+    uint64_t inc = r->link != NULL ? elink_owner_of(r->link, r->conn) : WIRE_PREV_UNKNOWN;
+    return inc != 0 ? inc : WIRE_PREV_UNKNOWN;
+}
+
 /* The request id of a write attempt about to go out on link l: every
  * request of this edge below ack is finished, at every owner. */
 static struct wire_rid next_rid(struct edge *e, struct oreq *r, struct elink *l)
@@ -117,8 +133,12 @@ static struct wire_rid next_rid(struct edge *e, struct oreq *r, struct elink *l)
      * answered yet, no other process can have applied it. */
     if (r->prev_at != 0) /* re-routed: the process the last attempt reached, on its link */
         rid.prev = r->prev_at;
+    else if (r->tried && r->conn == conn && r->link == l)
+        rid.prev = WIRE_PREV_SAME;
+    else if (r->tried && r->link == l && !elink_conn_went_up(l, r->conn))
+        rid.prev = last_reached(r);
     else if (r->tried)
-        rid.prev = r->conn == conn && r->link == l ? WIRE_PREV_SAME : elink_owner_of(l, r->conn);
+        rid.prev = elink_owner_of(l, r->conn);
     r->prev_at = 0;
     r->tried = 1;
     r->conn = conn;
@@ -477,8 +497,9 @@ static void op_reroute(struct edge *e)
          * answers from the record that came with the result, or "outcome
          * unknown", never a second apply; not known (its HELLO was not
          * answered): unknown, never "a first attempt" */
-        uint64_t inc = r->link != NULL ? elink_owner_of(r->link, r->conn) : 0;
-        r->prev_at = r->tried ? (inc != 0 ? inc : WIRE_PREV_UNKNOWN) : 0;
+        r->prev_at = last_reached(r);
+        if (r->prev_at == 0)
+            r->tried = 0; /* nothing it sent reached an owner: a first attempt */
         r->owner->wq_n--;
         o->wq_n++;
         r->owner = o;

@@ -352,6 +352,8 @@ START_TEST(a_dead_hosts_leaf_goes_to_its_follower_on_the_other_host)
     int64_t e;
     ck_assert_int_eq(isr(&c, LEAF_ISR_ADD, a.start, a.bits, a.epoch, 2, &e), LEAF_ST_OK);
     ctl_close(&c);
+    char ka[1][32];
+    mc_keys_in(a.start, a.bits, "a", ka, 1);
     /* h1 dies whole: every process by SIGKILL (no lease revoked), the master last */
     pid_t kids[64];
     int nk = h_children(&h1, kids, 64);
@@ -363,6 +365,13 @@ START_TEST(a_dead_hosts_leaf_goes_to_its_follower_on_the_other_host)
     ck_assert_int_ge(h_wait(h1.pid, 10000), 0);
     h1.pid = 0;
     via = &h2;
+    /* a write sent through h2 while h1 is dead and not yet replaced: what it
+     * queued for h1 never left h2 (h1's port refuses), so at the promotion
+     * it goes to the follower as a first attempt and is applied, not
+     * answered "outcome unknown" */
+    int early = mc_connect(h2.port);
+    ck_assert_int_ge(early, 0);
+    ck_assert_int_eq(h_sendv(early, "SET", ka[0], "sent-in-the-outage", NULL), 0);
     int64_t took = -1;
     for (int64_t end = t0 + 20000; took < 0 && h_now_ms() < end; h_sleep_ms(50))
         if (row(a.leaf, 0, 0, &r) == 0 && r.owner == 2)
@@ -373,9 +382,17 @@ START_TEST(a_dead_hosts_leaf_goes_to_its_follower_on_the_other_host)
     ck_assert_int_eq(row(b.leaf, 0, 0, &r), 0);
     ck_assert_uint_eq(r.owner, 1); /* no follower: it waits for its host */
     ck_assert(h_log_has(&h2, "follower 2 promoted (primary 1 gone)", a.leaf, NULL));
+    struct h_reply *er = h_read(early);
+    ck_assert_msg(er != NULL && h_str_is(er->v, "OK"),
+                  "a write sent during the outage answered %.*s, not OK",
+                  er != NULL && er->v->str != NULL ? (int)er->v->len : 7,
+                  er != NULL && er->v->str != NULL ? er->v->str : "nothing");
+    h_free(er);
+    close(early);
+    int rd = mc_connect(h2.port);
+    mc_get_is(rd, ka[0], "sent-in-the-outage");
+    close(rd);
     /* a client of h2 writes to the leaf again */
-    char ka[1][32];
-    mc_keys_in(a.start, a.bits, "a", ka, 1);
     int64_t back = -1;
     for (int64_t end = h_now_ms() + 10000; back < 0 && h_now_ms() < end;) {
         int w = mc_connect(h2.port);
