@@ -44,6 +44,7 @@ printed per kill: where the time goes.
 Exit 0 when every kill was measured and nothing was lost; 1 otherwise.
 """
 import argparse
+import base64
 import csv
 import json
 import os
@@ -253,6 +254,36 @@ def log_after(path, wall, words, limit=6):
     return out[:limit], len(out)
 
 
+def registered(cl, host):
+    """True while host's registration (hosts/<host>, under its lease) is in
+    etcd: asked of etcd's JSON gateway (no etcdctl start-up per poll)."""
+    key = base64.b64encode((PREFIX + "hosts/" + host).encode()).decode()
+    out = json.loads(cl.etcd.http("/v3/kv/range", body=json.dumps({"key": key}).encode(),
+                                  timeout=2.0))
+    return int(out.get("count", 0)) > 0
+
+
+class LeaseWatch(threading.Thread):
+    """From the kill on: when the victim's registration vanished (its lease
+    expired in etcd), by polling every 50 ms."""
+
+    def __init__(self, cl, host, t_kill):
+        super().__init__(daemon=True)
+        self.cl, self.host, self.t_kill = cl, host, t_kill
+        self.gone = None
+
+    def run(self):
+        end = self.t_kill + BACK_BOUND
+        while self.gone is None and time.monotonic() < end:
+            try:
+                if not registered(self.cl, self.host):
+                    self.gone = time.monotonic() - self.t_kill
+                    return
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.05)
+
+
 def pick_keys(cl, victim, n_victim, n_other, tag):
     """n_victim lat keys in distinct leaves whose primary is on victim (and
     which have an in-sync follower), n_other on the other hosts' leaves."""
@@ -298,7 +329,11 @@ def one_kill(cl, args, n, records):
     wait_until(lambda: all(w.ok_n >= 3 for w in ws), 20.0)
     time.sleep(args.load)
     pre = sum(w.ok_n for w in ws)
+    if not registered(cl, victim):
+        raise RuntimeError("no registration hosts/%s in etcd before the kill" % victim)
     t_kill, wall = kill_host(cl, vh)
+    lw = LeaseWatch(cl, victim, t_kill)
+    lw.start()
     for w in ws:
         w.t_kill = t_kill
     vw = [w for w in ws if w.victim]
@@ -308,6 +343,7 @@ def one_kill(cl, args, n, records):
         w.stop_ev.set()
     for w in ws:
         w.join(CLIENT_TIMEOUT + 5)
+    lw.join(BACK_BOUND)
     backs = [w.back for w in vw]
     anys = [w.any for w in vw]
     not_back = sum(1 for b in backs if b is None)
@@ -329,13 +365,15 @@ def one_kill(cl, args, n, records):
     promo.sort()
     npromo = len(promo)
     log("  kill %2d: %s (primaries %s), %d keys in %d of its leaves via %s, %d ops before: "
-        "back max %s (any-ack max %s)%s, others' slowest SET %.0f ms, lost %d" % (
+        "back max %s (any-ack max %s)%s, others' slowest SET %s, lost %d" % (
             n, victim, "/".join("%s:%d" % kv for kv in sorted(count.items())), len(vw), len(vw),
             "+".join(h.name for h in alive), pre,
             "%.0f ms" % (worst * 1000) if worst is not None else "-",
             "%.0f ms" % (worst_any * 1000) if worst_any is not None else "-",
             ", NOT BACK %d within %.0f s" % (not_back, BACK_BOUND) if not_back else "",
-            others_max * 1000, lost))
+            "%.0f ms" % (others_max * 1000) if other else "- (no other key)", lost))
+    log("           registration of %s gone from etcd (lease expired) %s after the kill" % (
+        victim, "%+.2f s" % lw.gone if lw.gone is not None else "NOT"))
     if promo:
         log("           promotions logged: %d, first %+.2f s, last %+.2f s: %s" % (
             npromo, promo[0][0], promo[-1][0], promo[0][1]))
@@ -361,6 +399,7 @@ def one_kill(cl, args, n, records):
             "back_ms": worst * 1000 if worst is not None else None,
             "any_ms": worst_any * 1000 if worst_any is not None else None,
             "not_back": not_back, "lost": lost, "others_max_ms": others_max * 1000,
+            "lease_gone_s": lw.gone,
             "promo_first_s": promo[0][0] if promo else None,
             "promo_last_s": promo[-1][0] if promo else None,
             "per_key_ms": [round(b * 1000, 1) if b is not None else None for b in backs],
@@ -422,6 +461,11 @@ def report(args, rows, final_lost, nkeys):
         "kills, %d of %d keys at the end (after every restart)" % (
             BACK_BOUND, sum(r["not_back"] for r in rows), sum(r["lost"] for r in rows),
             final_lost, nkeys))
+    gone = [r["lease_gone_s"] for r in rows if r["lease_gone_s"] is not None]
+    if gone:
+        log("  victim's registration gone from etcd (its lease expired) after the kill: "
+            "p50 %.2f s  min %.2f s  max %.2f s (%d kills)" % (pct(gone, .5), min(gone),
+                                                            max(gone), len(gone)))
     prom = [r["promo_first_s"] for r in rows if r["promo_first_s"] is not None]
     if prom:
         log("  first 'promoted' log line after the kill: p50 %.2f s  min %.2f s  max %.2f s "
@@ -438,11 +482,13 @@ def report(args, rows, final_lost, nkeys):
     with open(os.path.join(args.out, "failover_cluster.csv"), "w", newline="") as f:
         cw = csv.writer(f)
         cw.writerow(["kill", "victim", "keys", "back_ms", "any_ms", "not_back", "lost",
-                     "others_max_ms", "promo_first_s", "promo_last_s", "resync_s", "per_key_back_ms"])
+                     "others_max_ms", "lease_gone_s", "promo_first_s", "promo_last_s",
+                     "resync_s", "per_key_back_ms"])
         for r in rows:
             cw.writerow([r["kill"], r["victim"], r["keys"], r["back_ms"], r["any_ms"],
                          r["not_back"], r["lost"], "%.0f" % r["others_max_ms"],
-                         r["promo_first_s"], r["promo_last_s"], "%.1f" % r["resync_s"],
+                         r["lease_gone_s"], r["promo_first_s"], r["promo_last_s"],
+                         "%.1f" % r["resync_s"],
                          " ".join(str(x) for x in r["per_key_ms"])])
     log("  per kill: %s" % os.path.join(args.out, "failover_cluster.csv"))
 
