@@ -35,7 +35,7 @@ them: lease 3 s, write-deadline 2 s).  --kills times (>= 20):
   6. the victim is restarted (same dir), and step 1 again.
 At the end every key of every kill is read back once more (a returning old
 primary must not bring an old value back).  The surviving hosts' agent log
-lines about the promotion ("promoted") and the writers' error replies are
+lines about the promotion ("promoted (primary") and the writers' error replies are
 printed per kill: where the time goes.
 
   failover_cluster.py --hotkvd bin/hotkvd [--admin bin/hotkvd-admin] [--kills 20]
@@ -360,7 +360,7 @@ def one_kill(cl, args, n, records):
             bad.append("%s read %s, acked %d" % (w.key, v, w.acked))
     promo = []
     for h in alive:
-        p, _ = log_after(h.log, wall, [["promoted"]], limit=1000)
+        p, _ = log_after(h.log, wall, [["promoted (primary"]], limit=1000)
         promo += [(t, "%s: %s" % (h.name, line.split(": ", 1)[-1][:110])) for t, line in p]
     promo.sort()
     npromo = len(promo)
