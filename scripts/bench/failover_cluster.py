@@ -484,10 +484,12 @@ def report(args, rows, final_lost, nkeys):
         cw.writerow(["kill", "victim", "keys", "back_ms", "any_ms", "not_back", "lost",
                      "others_max_ms", "lease_gone_s", "promo_first_s", "promo_last_s",
                      "resync_s", "per_key_back_ms"])
+        rnd = (lambda x, f="%.1f": "" if x is None else f % x)  # noqa: E731
         for r in rows:
-            cw.writerow([r["kill"], r["victim"], r["keys"], r["back_ms"], r["any_ms"],
+            cw.writerow([r["kill"], r["victim"], r["keys"], rnd(r["back_ms"]), rnd(r["any_ms"]),
                          r["not_back"], r["lost"], "%.0f" % r["others_max_ms"],
-                         r["lease_gone_s"], r["promo_first_s"], r["promo_last_s"],
+                         rnd(r["lease_gone_s"], "%.3f"), rnd(r["promo_first_s"], "%.3f"),
+                         rnd(r["promo_last_s"], "%.3f"),
                          "%.1f" % r["resync_s"],
                          " ".join(str(x) for x in r["per_key_ms"])])
     log("  per kill: %s" % os.path.join(args.out, "failover_cluster.csv"))
