@@ -38,8 +38,14 @@ primary must not bring an old value back).  The surviving hosts' agent log
 lines about the promotion ("promoted (primary") and the writers' error replies are
 printed per kill: where the time goes.
 
+--lease TTL sets etcd-lease-ttl (what another default would give); --late N
+adds, per kill, N single SETs on NEW connections to other leaves of the
+victim, sent --late-at s after the kill (before the promotion): their
+replies are printed (a client that starts writing meanwhile).
+
   failover_cluster.py --hotkvd bin/hotkvd [--admin bin/hotkvd-admin] [--kills 20]
-      [--keys 8] [--others 4] [--load 1.0] [--short] [--out DIR] [--keep]
+      [--keys 8] [--others 4] [--load 1.0] [--short] [--lease TTL]
+      [--late N] [--late-at 1.0] [--out DIR] [--keep]
 
 Exit 0 when every kill was measured and nothing was lost; 1 otherwise.
 """
@@ -184,6 +190,33 @@ class KeyWriter(threading.Thread):
         if len(self.errs) < 4:
             t = time.monotonic() - self.t_kill if self.t_kill else float("nan")
             self.errs.append("%+.2f s %s" % (t, what[:120]))
+
+
+class LateWrite(threading.Thread):
+    """One SET sent `at` s after the kill on a NEW connection (a client that
+    starts writing while the dead host's leaves are not promoted yet): its
+    reply and when it came."""
+
+    def __init__(self, host, key, t_kill, at):
+        super().__init__(daemon=True, name="late-" + key)
+        self.host, self.key, self.t_kill, self.at = host, key, t_kill, at
+        self.reply, self.t = None, None
+
+    def run(self):
+        time.sleep(max(0.0, self.t_kill + self.at - time.monotonic()))
+        try:
+            c = self.host.conn(timeout=CLIENT_TIMEOUT)
+            try:
+                self.reply = c.call(["SET", self.key, "1"], timeout=CLIENT_TIMEOUT)
+            finally:
+                c.close()
+        except (OSError, Transport) as e:
+            self.reply = "transport: %s" % e
+        self.t = time.monotonic() - self.t_kill
+
+    def record(self):
+        ok = self.reply == "OK"
+        return (self.key, 1 if ok else 0, set() if ok else {1})
 
 
 def read_back(host, key, secs=30.0):
@@ -331,9 +364,14 @@ def one_kill(cl, args, n, records):
     pre = sum(w.ok_n for w in ws)
     if not registered(cl, victim):
         raise RuntimeError("no registration hosts/%s in etcd before the kill" % victim)
+    late_keys = pick_keys(cl, victim, args.late, 0, "late%d" % n)[0] if args.late else []
     t_kill, wall = kill_host(cl, vh)
     lw = LeaseWatch(cl, victim, t_kill)
     lw.start()
+    lates = [LateWrite(alive[i % len(alive)], k, t_kill, args.late_at)
+             for i, k in enumerate(late_keys)]
+    for lt in lates:
+        lt.start()
     for w in ws:
         w.t_kill = t_kill
     vw = [w for w in ws if w.victim]
@@ -344,6 +382,8 @@ def one_kill(cl, args, n, records):
     for w in ws:
         w.join(CLIENT_TIMEOUT + 5)
     lw.join(BACK_BOUND)
+    for lt in lates:
+        lt.join(CLIENT_TIMEOUT + 5)
     backs = [w.back for w in vw]
     anys = [w.any for w in vw]
     not_back = sum(1 for b in backs if b is None)
@@ -351,13 +391,13 @@ def one_kill(cl, args, n, records):
     worst_any = max((a for a in anys if a is not None), default=None)
     others_max = max((w.slowest for w in ws if not w.victim), default=0.0)
     lost, bad = 0, []
-    for w in ws:
-        rec = (w.key, w.acked, set(w.unknown))
+    recs = [(w.key, w.acked, set(w.unknown)) for w in ws] + [lt.record() for lt in lates]
+    for rec in recs:
         records.append(rec)
         l, v = lost_of(alive[0], rec)
         lost += l
         if l:
-            bad.append("%s read %s, acked %d" % (w.key, v, w.acked))
+            bad.append("%s read %s, acked %d" % (rec[0], v, rec[1]))
     promo = []
     for h in alive:
         p, _ = log_after(h.log, wall, [["promoted (primary"]], limit=1000)
@@ -386,6 +426,13 @@ def one_kill(cl, args, n, records):
         log("           victim keys' errors: %d; %s" % (sum(w.nerr for w in vw), "; ".join(
             "%d x %+.2f..%+.2f s '%s'" % (len(ts), ts[0], ts[-1], what)
             for what, ts in kinds.items())))
+    if lates:
+        kinds = {}
+        for lt in lates:
+            kinds.setdefault(str(lt.reply)[:90], []).append(lt.t)
+        log("           late writes (new connections, sent %+.1f s after the kill): %s" % (
+            args.late_at, "; ".join("%d x '%s' at %s s" % (len(ts), what, "/".join(
+                "%+.2f" % t for t in sorted(ts))) for what, ts in kinds.items())))
     for b in bad:
         log("           LOST: %s" % b)
     # back up, then in sync again before the next kill
@@ -398,6 +445,7 @@ def one_kill(cl, args, n, records):
     return {"kill": n, "victim": victim, "keys": len(vw),
             "back_ms": worst * 1000 if worst is not None else None,
             "any_ms": worst_any * 1000 if worst_any is not None else None,
+            "late_failed": sum(1 for lt in lates if lt.reply != "OK"),
             "not_back": not_back, "lost": lost, "others_max_ms": others_max * 1000,
             "lease_gone_s": lw.gone,
             "promo_first_s": promo[0][0] if promo else None,
@@ -412,6 +460,9 @@ def run(args):
     settings = "short (tests/cluster/hosts.py: lease 3 s, write-deadline 2 s)" if args.short \
         else "defaults (" + ", ".join(DEFAULTS[:3] + DEFAULTS[7:9]) + ")"
     extra = ["replicas 1"] + ([] if args.short else DEFAULTS)
+    if args.lease:
+        extra.append("etcd-lease-ttl %s" % args.lease)
+        settings += ", etcd-lease-ttl %s" % args.lease
     rows, records = [], []
     with Cluster(args.hotkvd, log=log, keep=args.keep, extra_nodes=(), admin=args.admin) as cl:
         cl.up(start=False)
@@ -477,6 +528,9 @@ def report(args, rows, final_lost, nkeys):
                if r["promo_first_s"] is not None and r["back_ms"] is not None]
         log("  back minus that first promotion: p50 %.0f ms  max %.0f ms" % (
             pct(gap, .5), max(gap) if gap else float("nan")))
+    if args.late:
+        log("  late writes (new connections, %+.1f s after the kill) failed: %d of %d" % (
+            args.late_at, sum(r["late_failed"] for r in rows), args.late * len(rows)))
     log("  ≤ 5 s p99: %s" % ("met" if backs and pct(backs, .99) <= 5000 and
                              len(backs) == len(rows) else "NOT met"))
     with open(os.path.join(args.out, "failover_cluster.csv"), "w", newline="") as f:
@@ -500,6 +554,12 @@ def add_args(ap):
     ap.add_argument("--others", type=int, default=4, help="keys on the other hosts per kill")
     ap.add_argument("--short", action="store_true",
                     help="the harness's short timeouts (lease 3 s) instead of the defaults")
+    ap.add_argument("--lease", default=None,
+                    help="etcd-lease-ttl instead of the default 6s (what a default would give)")
+    ap.add_argument("--late", type=int, default=0,
+                    help="per kill, this many single SETs on new connections to other "
+                         "leaves of the victim, sent --late-at s after the kill")
+    ap.add_argument("--late-at", type=float, default=1.0)
 
 
 def main():
