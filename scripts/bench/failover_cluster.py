@@ -462,7 +462,7 @@ def run(args):
     extra = ["replicas 1"] + ([] if args.short else DEFAULTS)
     if args.lease:
         extra.append("etcd-lease-ttl %s" % args.lease)
-        settings += ", etcd-lease-ttl %s" % args.lease
+        settings += " BUT etcd-lease-ttl %s" % args.lease
     rows, records = [], []
     with Cluster(args.hotkvd, log=log, keep=args.keep, extra_nodes=(), admin=args.admin) as cl:
         cl.up(start=False)
@@ -495,8 +495,9 @@ def report(args, rows, final_lost, nkeys):
     backs = [r["back_ms"] for r in rows if r["back_ms"] is not None]
     anys = [r["any_ms"] for r in rows if r["any_ms"] is not None]
     log("")
-    log("failover of a dead host (3 hosts, replicas 1, %s settings, %d kills; per kill the "
-        "max over its keys):" % ("short" if args.short else "default", len(rows)))
+    log("failover of a dead host (3 hosts, replicas 1, %s settings%s, %d kills; per kill the "
+        "max over its keys):" % ("short" if args.short else "default",
+                                 ", etcd-lease-ttl " + args.lease if args.lease else "", len(rows)))
     for name, xs in (("back (first OK of a write sent after the kill)", backs),
                      ("any  (first OK received after the kill)", anys)):
         log("  %s: p50 %.0f ms  p90 %.0f ms  p99 %.0f ms  max %.0f ms" % (
