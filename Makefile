@@ -326,7 +326,9 @@ HTTP_BENCH_CMD = scripts/bench/http_compare --hotkvd $(BIN) --kvload $(KVLOAD)
 MOVE_BENCH_CMD = scripts/bench/move_bench --hotkvd $(BIN) --admin $(ADMIN_BIN)
 SKEW_BENCH_CMD = /usr/bin/python3 scripts/bench/move_skew.py --hotkvd $(BIN) --admin $(ADMIN_BIN)
 FAILOVER_BENCH_CMD = scripts/bench/failover --hotkvd $(BIN) --admin $(ADMIN_BIN)
-.PHONY: bench bench-quick bench-failover
+.PHONY: bench bench-quick bench-failover bench-failover-host bench-follower-seed
+FAILOVER_HOST_BENCH_ARGS ?=
+FOLLOWER_SEED_BENCH_ARGS ?=
 
 STORM_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard scripts/bench/storm*.c))
 $(STORM): $(STORM_OBJ) $(LIB)
@@ -356,6 +358,16 @@ bench-quick: $(BENCH_DEPS)
 
 bench-failover: $(BENCH_DEPS)
 	$(FAILOVER_BENCH_CMD) $(FAILOVER_BENCH_ARGS)
+
+# failover of a dead host: 3 hosts in network namespaces, replicas 1, default
+# timeouts, 20 kills of a whole host (scripts/bench/failover_cluster.py)
+bench-failover-host: $(BENCH_DEPS)
+	$(FAILOVER_BENCH_CMD) --mode host $(FAILOVER_HOST_BENCH_ARGS)
+
+# a follower seeded for a 1 GiB leaf under writes (scripts/bench/follower_seed.py)
+bench-follower-seed: $(BENCH_DEPS)
+	/usr/bin/python3 scripts/bench/follower_seed.py --hotkvd $(BIN) --admin $(ADMIN_BIN) \
+	    $(FOLLOWER_SEED_BENCH_ARGS)
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(BUILD)/server/hotkvd_admin.d $(STORM_OBJ:.o=.d) $(BUILD)/kvload.d \
          $(BUILD)/scripts/packaging/mkconfman.d
