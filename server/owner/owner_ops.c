@@ -236,17 +236,11 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
     }
     /* The ticket waits for each durable key at the first version of this
      * DEL or newer: versions only grow, so that is this delete or a later
-     * write of the key. */
-    if (ndur > 0) {
-        r.ticket = owner_ticket_new(o, dk, ndur, first);
-        if (r.ticket == 0) {
-            reply_error(l, m->id, HKV_ENOMEM, "OOM owner out of memory (outcome unknown)");
-            goto out;
-        }
-    }
-    rifl_put(o->rifl, l->edge_id, l->edge_inc, m->u.del.rid.seq, &r);
-    owner_answer(o, l, m->id, &r);
-out:
+     * write of the key.  owner_finish also sends the completion record to
+     * the leaf's followers after the results: a DEL answered without it
+     * left its tombstone in a follower's unfinished tail, and a promotion
+     * dropped an acknowledged DEL (history_replicas, seed 1796193219). */
+    owner_finish(o, l, m->id, m->u.del.rid, &r, dk, ndur, first);
     if (dk != small)
         free(dk);
 }

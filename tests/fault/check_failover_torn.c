@@ -22,7 +22,12 @@
  *       left: INFO repl_retries_inherited); with the record it answers
  *       from it.  Either way the client hears :1, once, and the counter is
  *       1: never "outcome unknown", never applied twice.
- *   (c) two leaves: MSETNX over keys of one owner but two leaves answers
+ *   (c) an acknowledged DEL, then at once a kill -9 of the primary (no
+ *       write after it): the promoted follower must not have the key.  A
+ *       DEL answered without its completion record in the stream left its
+ *       tombstone in the follower's unfinished tail, and the promotion
+ *       dropped it (found by history_replicas).
+ *   (d) two leaves: MSETNX over keys of one owner but two leaves answers
  *       CROSSSLOT with replicas 1 (a promotion could give one leaf's part
  *       and the record without the other's) and is applied with replicas 0
  *       (the control: the same pair of keys); hash-tagged keys are one leaf
@@ -159,6 +164,39 @@ START_TEST(a_write_in_flight_at_the_kill_is_answered_from_its_record)
 }
 END_TEST
 
+START_TEST(an_acknowledged_del_survives_the_kill_that_follows_it)
+{
+    up(1, NULL);
+    wait_in_sync();
+    char leaf[32], keys[3][32];
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "dl", keys, 3);
+    int fd = h_connect(h1.port);
+    for (int i = 0; i < 3; i++)
+        mc_set_ok(fd, keys[i], "v");
+    struct h_reply *r = h_call(fd, "DEL", keys[0], keys[1], NULL);
+    ck_assert_msg(r->v->type == RESP_INT && r->v->integer == 2, "DEL of two keys: not :2");
+    h_free(r);
+    pid_t victim = h_child(&h1, "hotkvd: owner hot/0", 0);
+    H_EXPECT(down, victim > 0, "no owner hot/0");
+    ck_assert_int_eq(kill(victim, SIGKILL), 0);
+    close(fd);
+    int64_t end = h_now_ms() + 10000;
+    while (h_now_ms() < end && !h_log_has(&h1, "follower 2 promoted", leaf, NULL))
+        h_sleep_ms(20);
+    H_EXPECT(down, h_log_has(&h1, "follower 2 promoted", leaf, NULL),
+             "leaf %s was not promoted within 10 s of its primary's death", leaf);
+    fd = h_connect(h1.port);
+    ck_assert_msg(value_is(fd, keys[0], "v") == 0 && value_is(fd, keys[1], "v") == 0,
+                  "an acknowledged DEL was lost across the failover");
+    ck_assert_int_eq(value_is(fd, keys[2], "v"), 1);
+    close(fd);
+    down();
+}
+END_TEST
+
 /* A pair of keys on one owner in two leaves: the first "cs:<i>" whose
  * MSETNX with "cs:0" the owner (not the edge) refuses; -1 if none in 64. */
 static int cross_leaf_pair(int fd)
@@ -216,6 +254,7 @@ Suite *failover_torn_suite(void)
     tcase_add_test(tc, a_promoted_follower_holds_a_request_whole_or_not_at_all);
     tcase_add_test(tc, a_write_in_flight_at_the_kill_is_applied_once_without_its_record);
     tcase_add_test(tc, a_write_in_flight_at_the_kill_is_answered_from_its_record);
+    tcase_add_test(tc, an_acknowledged_del_survives_the_kill_that_follows_it);
     tcase_add_test(tc, a_write_over_two_leaves_is_refused_with_replicas_only);
     suite_add_tcase(s, tc);
     return s;
