@@ -222,7 +222,7 @@ static const char *check_tls_protocols(const char *s)
       "password of etcd-user")                                                                  \
     X("etcd-ca-file", PATH, etcd_ca_file, etcd_ca_file, "\"\"", 0, 0, R | P, NOX,                \
       "CA certificates for https etcd endpoints; \"\" = the system's")                          \
-    X("etcd-lease-ttl", DURATION, etcd_lease_ttl_ms, etcd_lease_ttl_ms, "6s", 2000, CFG_HOUR, 0,  \
+    X("etcd-lease-ttl", DURATION, etcd_lease_ttl_ms, etcd_lease_ttl_ms, "4s", 2000, CFG_HOUR, 0,  \
       NOX, "the host lease: its registrations vanish this long after the host stops")           \
     X("etcd-timeout", DURATION, etcd_timeout_ms, etcd_timeout_ms, "2s", 10, CFG_HOUR, R, NOX,    \
       "one etcd request (not the watch) gives up after this")                                   \

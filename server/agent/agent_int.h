@@ -139,6 +139,8 @@ struct agent {
     int nowners, nedges;
     struct agent_retry keepalive;
     int64_t keepalive_next_ms;
+    int64_t lease_asked_ms;       /* unix ms the last grant or keepalive was asked: etcd
+                                   * renewed the lease no earlier (the fence counts from it) */
     int64_t last_conflict_log_ms;
 };
 

@@ -53,8 +53,10 @@ static void lease_taken(struct agent *a, int64_t id, int64_t ttl_s)
 {
     a->h.lease_id = id;
     a->h.lease_ttl_ms = ttl_s * 1000;
-    a->h.lease_renewed_ms = clock_unix_ms();
-    a->keepalive_next_ms = clock_mono_ms() + ttl_s * 1000 / 3;
+    /* when it was asked, not answered: the lease runs at least TTL from
+     * then, so an owner's self-fence needs no room for the round trip */
+    a->h.lease_renewed_ms = a->lease_asked_ms > 0 ? a->lease_asked_ms : clock_unix_ms();
+    a->keepalive_next_ms = clock_mono_ms() + ttl_s * 1000 / 4;
     agent_health_push(a);
 }
 
@@ -186,6 +188,7 @@ static void reg_next(struct agent *a)
         }
         switch (a->step) {
         case R_LEASE:
+            a->lease_asked_ms = clock_unix_ms();
             if (a->h.lease_id != 0 && !a->adopting) {
                 a->adopting = 1;
                 if (etcd_lease_keepalive(a->etcd, a->h.lease_id, on_reg, a) != HKV_OK)
@@ -391,6 +394,7 @@ void agent_reg_tick(struct agent *a, int64_t now)
         return;
     if (a->h.lease_id != 0 && a->step > R_LEASE && !a->keepalive.inflight &&
         now >= a->keepalive_next_ms) {
+        a->lease_asked_ms = clock_unix_ms();
         if (etcd_lease_keepalive(a->etcd, a->h.lease_id, on_keepalive, a) == HKV_OK)
             a->keepalive.inflight = 1;
         else

@@ -86,7 +86,10 @@ int own_check_lease(struct owner *o)
         return 0;
     struct cmap_health h;
     cmap_health_get(o->ctx->cmap, &h);
-    int64_t margin = o->opts.etcd_timeout_ms + 500; /* the keepalive's own round trip, clock slop */
+    /* lease_renewed_ms is when the renewal was ASKED (etcd renewed no
+     * earlier): the margin is for this check's period (OWN_POLL_MS) and the
+     * clocks' slop, not for a round trip */
+    int64_t margin = 500;
     int fenced = h.lease_ttl_ms > 0 && h.lease_renewed_ms > 0 &&
                  clock_unix_ms() > h.lease_renewed_ms + h.lease_ttl_ms - margin;
     if (fenced == w->lease_fenced)
