@@ -8,7 +8,7 @@ of any run whose command line does not say "cluster" (is_harness).
 
 Three hosts (tests/cluster: network namespaces, etcd 3.4, a proxy per host
 to etcd), 1 hot + 1 cold owner each, `replicas 1`, and every timeout at the
-daemon's DEFAULT (etcd-lease-ttl 6s, etcd-timeout 2s, write-timeout 8s,
+daemon's DEFAULT (hotkvd.conf.example: etcd-lease-ttl, etcd-timeout, write-timeout,
 write-retry-backoff 1500ms 3000ms, write-deadline 28.5s ...: the harness's
 short test settings are overridden by later config lines; --short keeps
 them: lease 3 s, write-deadline 2 s).  --kills times (>= 20):
@@ -70,12 +70,28 @@ sys.path.insert(1, os.path.join(ROOT, "tests", "history"))
 from cluster import PREFIX, Cluster, place, wait_until  # noqa: E402
 from run_resp import RespError, Transport  # noqa: E402
 
-# The daemon's defaults (config/cfg_options.c) for what tests/cluster/hosts.py
-# shortens; later lines win over the harness's.
-DEFAULTS = ["write-timeout 8s", "write-retry-backoff 1500ms 3000ms", "write-deadline 28.5s",
-            "persist-interval 100ms", "durable-timeout 5s", "miss-wait 1200ms",
-            "negative-ttl 1s", "etcd-lease-ttl 6s", "etcd-timeout 2s", "shutdown-timeout 10s",
-            "replica-timeout 1s"]
+# The daemon's defaults for what tests/cluster/hosts.py shortens, read from
+# hotkvd.conf.example (every directive at its default, checked against
+# config/cfg_options.c by the unit tests); later lines win over the harness's.
+DEFAULT_NAMES = ["write-timeout", "write-retry-backoff", "write-deadline", "persist-interval",
+                 "durable-timeout", "miss-wait", "negative-ttl", "etcd-lease-ttl",
+                 "etcd-timeout", "shutdown-timeout", "replica-timeout"]
+
+
+def read_defaults(path=os.path.join(ROOT, "hotkvd.conf.example")):
+    found = {}
+    with open(path) as f:
+        for line in f:
+            words = line.split(None, 1)
+            if len(words) == 2 and words[0] in DEFAULT_NAMES and words[0] not in found:
+                found[words[0]] = line.strip()
+    missing = [n for n in DEFAULT_NAMES if n not in found]
+    if missing:
+        raise SystemExit("hotkvd.conf.example lacks " + ", ".join(missing))
+    return [found[n] for n in DEFAULT_NAMES]
+
+
+DEFAULTS = read_defaults()
 CLIENT_TIMEOUT = 35.0       # > write-deadline 28.5 s: the server decides, not the client
 BACK_BOUND = 60.0           # a victim key not back within this is "not back"
 SYNC_BOUND = 180.0

@@ -12,6 +12,12 @@
  * slot (APRO_MAX_INFLIGHT) naming its leaf and epoch, so a leaf is never
  * asked twice at once; the scan runs again on a CTL_OWNER_DIED, on every
  * new map revision, and APRO_RETRY_MS after a CAS that did not apply.
+ * Against a real etcd each call is a round trip on a client that asks one at
+ * a time, so the promotions of another host's dead owners go AGENT_BATCH to
+ * a txn (agent_batch_set): 100 leaves were 0.5-1.5 s of one-by-one CASes
+ * after the lease expired, and the dead host's writes waited for them.  A
+ * batch that does not apply (a race on one leaf) sends the scan back to one
+ * CAS per leaf for APRO_SOLO_MS, which reads each leaf's truth back.
  */
 #include "server/agent/agent_promote.h"
 
@@ -48,7 +54,16 @@ struct agent_promote {
     int fresh;                     /* a cluster host's first start: its owners are new */
     struct agent_txn txn;
     struct pcas cas[APRO_MAX_INFLIGHT];
+    struct agent_batch *batch;     /* the txn being filled (NULL: none could be had) */
+    struct pbatch {
+        struct agent_promote *p;
+        int n;                     /* 0: free */
+        struct pcas *c[AGENT_BATCH];
+    } pb[APRO_BATCHES], *cur;      /* cur: the one batch filled now */
+    int64_t solo_until;            /* mono ms: one CAS per leaf until then */
 };
+
+#define APRO_SOLO_MS 2000
 
 struct agent_promote *agent_promote_create(struct agent *a)
 {
@@ -63,6 +78,9 @@ struct agent_promote *agent_promote_create(struct agent *a)
     p->fresh = a->fresh_start && !a->opt.local_map;
     for (int i = 0; i < APRO_MAX_INFLIGHT; i++)
         p->cas[i].p = p;
+    for (int i = 0; i < APRO_BATCHES; i++)
+        p->pb[i].p = p;
+    p->batch = malloc(sizeof(*p->batch)); /* none: one CAS per leaf, as before */
     return p;
 }
 
@@ -71,6 +89,7 @@ void agent_promote_destroy(struct agent_promote **pp)
     struct agent_promote *p = *pp;
     if (p == NULL)
         return;
+    free(p->batch);
     free(p->t);
     free(p);
     *pp = NULL;
@@ -86,6 +105,103 @@ static const char *leaf_name(const struct pcas *c, char *buf, size_t len)
     snprintf(buf, len, "%s %u-%08x", topo_pool_name((enum cfg_pool)c->pool), c->bits,
              c->bits ? c->start >> (32 - c->bits) : 0);
     return buf;
+}
+
+static void promoted(struct pcas *c, int64_t revision)
+{
+    struct agent_promote *p = c->p;
+    char name[48];
+    p->a->h.repl_promotions++;
+    int64_t since = c->from <= CMAP_MAX_OWNERS && p->died_ms[c->from] != 0
+                        ? clock_mono_ms() - p->died_ms[c->from] : -1;
+    log_notice("leaf %s: follower %u promoted (primary %u gone) at revision %lld%s%lld%s",
+               leaf_name(c, name, sizeof(name)), c->to, c->from, (long long)revision,
+               since >= 0 ? ", " : "", (long long)(since >= 0 ? since : 0),
+               since >= 0 ? " ms after its death" : "");
+}
+
+static void on_batch(void *arg, const struct etcd_result *r)
+{
+    struct pbatch *b = arg;
+    struct agent_promote *p = b->p;
+    int ok = r->status == HKV_OK && r->succeeded;
+    if (r->status != HKV_OK)
+        agent_etcd_failed(p->a, "a failover txn", r);
+    else
+        agent_etcd_ok(p->a);
+    for (int i = 0; i < b->n; i++) {
+        if (ok)
+            promoted(b->c[i], r->revision);
+        b->c[i]->used = 0;
+    }
+    if (!ok) {
+        log_verbose("%d promotions in one txn not applied (%s): one CAS per leaf now", b->n,
+                    r->status != HKV_OK ? hkv_strstatus(r->status) : "a leaf changed");
+        p->solo_until = clock_mono_ms() + APRO_SOLO_MS;
+        p->retry_ms = clock_mono_ms();
+    } else {
+        agent_health_push(p->a);
+    }
+    b->n = 0;
+}
+
+/* The batch being filled goes to etcd. */
+static void flush(struct agent_promote *p)
+{
+    struct pbatch *b = p->cur;
+    p->cur = NULL;
+    if (b == NULL || b->n == 0)
+        return;
+    struct agent_batch *t = p->batch;
+    if (etcd_txn(p->a->etcd, t->cmp, t->ncmp, t->ok, t->nok, NULL, 0, on_batch, b) != HKV_OK) {
+        for (int i = 0; i < b->n; i++)
+            b->c[i]->used = 0;
+        b->n = 0;
+        p->retry_ms = clock_mono_ms() + APRO_RETRY_MS;
+    }
+    agent_batch_reset(t);
+}
+
+static struct pcas *slot_for(struct agent_promote *p, int pool, const struct cmap_leaf *l);
+
+/* A promotion of leaf l (its primary, gone_id, on another host) into the
+ * batch; 0, or -1 when it must go alone (no batch to be had). */
+static int batched(struct agent_promote *p, int pool, const struct cmap_leaf *l,
+                   const struct agent_leaf_v *v, const char *gone_id)
+{
+    if (p->batch == NULL || clock_mono_ms() < p->solo_until)
+        return -1;
+    struct pcas *c = slot_for(p, pool, l);
+    if (c == NULL) {
+        p->retry_ms = clock_mono_ms() + APRO_RETRY_MS;
+        return 0;
+    }
+    for (int round = 0; round < 2; round++) {
+        if (p->cur == NULL) {
+            for (int i = 0; i < APRO_BATCHES && p->cur == NULL; i++)
+                if (p->pb[i].n == 0)
+                    p->cur = &p->pb[i];
+            if (p->cur == NULL)
+                return -1; /* every batch out: alone */
+            agent_batch_reset(p->batch);
+        }
+        int rc = agent_batch_set(p->batch, p->a->opt.cluster, pool, l->start, l->bits, l->epoch,
+                                 v, gone_id);
+        if (rc == HKV_EFULL) {
+            flush(p);
+            continue;
+        }
+        if (rc != HKV_OK)
+            return -1;
+        *c = (struct pcas){.p = p, .used = 1, .pool = (uint8_t)pool, .bits = l->bits,
+                           .start = l->start, .epoch = l->epoch, .from = l->owner,
+                           .to = v->owner, .asked_ms = clock_mono_ms()};
+        p->cur->c[p->cur->n++] = c;
+        if (p->cur->n == AGENT_BATCH)
+            flush(p);
+        return 0;
+    }
+    return -1;
 }
 
 static void on_cas(void *arg, const struct etcd_result *r)
@@ -108,13 +224,7 @@ static void on_cas(void *arg, const struct etcd_result *r)
     }
     agent_etcd_ok(a);
     if (c->to != 0) {
-        a->h.repl_promotions++;
-        int64_t since = c->from <= CMAP_MAX_OWNERS && p->died_ms[c->from] != 0
-                            ? clock_mono_ms() - p->died_ms[c->from] : -1;
-        log_notice("leaf %s: follower %u promoted (primary %u gone) at revision %lld%s%lld%s",
-                   leaf_name(c, name, sizeof(name)), c->to, c->from, (long long)r->revision,
-                   since >= 0 ? ", " : "", (long long)(since >= 0 ? since : 0),
-                   since >= 0 ? " ms after its death" : "");
+        promoted(c, r->revision);
     } else {
         a->h.repl_isr_removals++;
         log_notice("leaf %s: owner %u, seen dead, left the in-sync set (revision %lld)",
@@ -181,7 +291,8 @@ static void one_leaf(struct agent_promote *p, int pool, const struct cmap_leaf *
             const struct cmap_owner *next = cmap_owner(t, v.owner);
             if (here) /* our own dead owner: this agent knows, and acts */
                 ask(p, pool, l, &v, next->id, NULL, 0);
-            else if (local(p, next)) /* another host's: its registration must be gone */
+            else if (local(p, next) && /* another host's: its registration must be gone */
+                     batched(p, pool, l, &v, prim->id) != 0)
                 ask(p, pool, l, &v, NULL, prim->id, 0);
             return;
         }
@@ -238,6 +349,7 @@ static void scan(struct agent_promote *p)
                     listed[l->isr[k]] = 1;
             one_leaf(p, pool, l, eligible);
         }
+    flush(p);
     for (unsigned n = 1; n <= CMAP_MAX_OWNERS; n++)
         if (p->dead[n] && p->restarted[n] && !listed[n]) {
             p->dead[n] = p->restarted[n] = 0; /* runs again, and follows nothing on old terms */

@@ -49,6 +49,7 @@
 
 #define APRO_MAX_INFLIGHT 1024      /* promotion / removal CASes out at once */
 #define APRO_RETRY_MS 200           /* a failed CAS's leaf is looked at again after this */
+#define APRO_BATCHES 8              /* promotion txns of AGENT_BATCH leaves out at once */
 
 /* ---- the choice (agent_promote_pick.c, pure) ---- */
 

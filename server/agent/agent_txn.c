@@ -221,6 +221,40 @@ int agent_txn_set(struct agent_txn *t, const char *cluster, int pool, uint32_t s
     return HKV_OK;
 }
 
+void agent_batch_reset(struct agent_batch *b)
+{
+    b->ncmp = b->nok = b->nkey = 0;
+}
+
+int agent_batch_set(struct agent_batch *b, const char *cluster, int pool, uint32_t start,
+                    int bits, int64_t e, const struct agent_leaf_v *v, const char *gone_id)
+{
+    if (b->nok >= AGENT_BATCH || b->nkey + 2 > 2 * AGENT_BATCH)
+        return HKV_EFULL;
+    char *mk = b->key[b->nkey], *vk = b->val[b->nok];
+    int lm = agent_leaf_key(mk, AGENT_KEY_MAX, cluster, "map", pool, start, bits);
+    int lv = agent_val_leaf(vk, AGENT_VAL_MAX, v);
+    if (lm < 0 || lv < 0 || e <= 0 || v->owner == 0 || gone_id == NULL)
+        return HKV_EINVAL;
+    char *gk = b->key[b->nkey + 1];
+    int lg = agent_key(gk, AGENT_KEY_MAX, cluster, "members/%s", gone_id);
+    if (lg < 0)
+        return HKV_EINVAL;
+    int seen = 0; /* the gone member's absence: compared once */
+    for (size_t i = 0; i < b->ncmp && !seen; i++)
+        seen = b->cmp[i].target == ETCD_CREATE && b->cmp[i].klen == (size_t)lg &&
+               memcmp(b->cmp[i].key, gk, (size_t)lg) == 0;
+    b->cmp[b->ncmp++] = (struct etcd_cmp){.target = ETCD_MOD, .result = ETCD_EQUAL, .key = mk,
+                                          .klen = (size_t)lm, .n = e};
+    if (!seen)
+        b->cmp[b->ncmp++] = (struct etcd_cmp){.target = ETCD_CREATE, .result = ETCD_EQUAL,
+                                              .key = gk, .klen = (size_t)lg, .n = 0};
+    b->ok[b->nok++] = (struct etcd_op){.kind = ETCD_OP_PUT, .key = mk, .klen = (size_t)lm,
+                                      .value = vk, .vlen = (size_t)lv};
+    b->nkey += seen ? 1 : 2;
+    return HKV_OK;
+}
+
 /* ---- the move's own values ---------------------------------------------------- */
 
 static int int_member(const char *v, const struct json_tok *t, const char *name, int64_t lo,

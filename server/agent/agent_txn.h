@@ -39,6 +39,7 @@
 #include "server/agent/etcd.h"
 
 #define AGENT_SLOTS 2              /* incoming moves per target owner */
+#define AGENT_BATCH 32             /* leaves promoted by one txn (etcd's max-txn-ops: 128) */
 
 struct agent_txn {
     struct etcd_cmp cmp[4];
@@ -50,6 +51,25 @@ struct agent_txn {
     char key[6][AGENT_KEY_MAX];    /* what the compares and ops point at */
     char val[3][AGENT_VAL_MAX];
 };
+
+/* Several `set`s in one txn, each leaf's compare and put, and each gone
+ * member's absence compared once: a dead host's leaves promoted in a few
+ * round trips instead of one each (the agent's etcd client asks one call at
+ * a time).  All or none: a lost race on any leaf fails the whole txn, and
+ * the caller asks those leaves one by one (agent_txn_set) after it. */
+struct agent_batch {
+    struct etcd_cmp cmp[2 * AGENT_BATCH];
+    size_t ncmp;
+    struct etcd_op ok[AGENT_BATCH];
+    size_t nok;
+    char key[2 * AGENT_BATCH][AGENT_KEY_MAX];
+    char val[AGENT_BATCH][AGENT_VAL_MAX];
+    size_t nkey;
+};
+void agent_batch_reset(struct agent_batch *b);
+/* HKV_OK, HKV_EFULL (AGENT_BATCH leaves in it already), HKV_EINVAL. */
+int agent_batch_set(struct agent_batch *b, const char *cluster, int pool, uint32_t start,
+                    int bits, int64_t e, const struct agent_leaf_v *v, const char *gone_id);
 
 /* "map/<pool>/<bits>-<prefix>" (and the other per-leaf keys) into buf:
  * the key's length, or -1 when it does not fit or the leaf is malformed

@@ -63,6 +63,17 @@ static void wait_in_sync(void)
              (long long)isr);
 }
 
+/* Once followers are in sync: n keys "<prefix>:<i>" of the first leaf of
+ * owner 1 (hot/0 at a fresh start), and the leaf's name. */
+static void keys_of_owner_1(const char *prefix, char keys[][32], int n, char *leaf)
+{
+    uint32_t start;
+    int bits;
+    wait_in_sync();
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, 32, &start, &bits), 0);
+    mc_keys_in(start, bits, prefix, keys, n);
+}
+
 /* GET k: 1 set to v, 0 absent; the test fails on anything else (an error is
  * retried for up to 10 s: the promotion may still be under way). */
 static int value_is(int fd, const char *k, const char *v)
@@ -88,12 +99,8 @@ static int value_is(int fd, const char *k, const char *v)
 START_TEST(a_promoted_follower_holds_a_request_whole_or_not_at_all)
 {
     up(1, "HOTKVD_MOVE_HOOK=hot/0:repl_write:kill");
-    wait_in_sync();
     char leaf[32], keys[1][32], a[48], b[48];
-    uint32_t start;
-    int bits;
-    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
-    mc_keys_in(start, bits, "t", keys, 1);
+    keys_of_owner_1("t", keys, 1, leaf);
     snprintf(a, sizeof(a), "{%s}a", keys[0]); /* the tag's hash: the leaf of owner 1 */
     snprintf(b, sizeof(b), "{%s}b", keys[0]);
     int fd = h_connect(h1.port);
@@ -125,12 +132,8 @@ static void in_flight(const char *step)
     char env[80];
     snprintf(env, sizeof(env), "HOTKVD_MOVE_HOOK=hot/0:%s:kill", step);
     up(1, env);
-    wait_in_sync();
     char leaf[32], keys[1][32];
-    uint32_t start;
-    int bits;
-    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
-    mc_keys_in(start, bits, "n", keys, 1);
+    keys_of_owner_1("n", keys, 1, leaf);
     int fd = h_connect(h1.port);
     int64_t t0 = h_now_ms();
     struct h_reply *r = h_cmdv(fd, "INCR", keys[0], NULL);
@@ -167,12 +170,8 @@ END_TEST
 START_TEST(an_acknowledged_del_survives_the_kill_that_follows_it)
 {
     up(1, NULL);
-    wait_in_sync();
     char leaf[32], keys[3][32];
-    uint32_t start;
-    int bits;
-    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
-    mc_keys_in(start, bits, "dl", keys, 3);
+    keys_of_owner_1("dl", keys, 3, leaf);
     int fd = h_connect(h1.port);
     for (int i = 0; i < 3; i++)
         mc_set_ok(fd, keys[i], "v");
