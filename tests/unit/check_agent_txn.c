@@ -27,11 +27,10 @@ static void tail(char *out, size_t cap, const char *k, size_t n)
     snprintf(out, cap, "%.*s", (int)(n - strlen(P)), k + strlen(P));
 }
 
-static const char *cmp_line(size_t i, char *buf, size_t cap)
+static const char *cmp_line(const struct etcd_cmp *c, char *buf, size_t cap)
 {
     static const char *const target[] = {"MOD", "CREATE", "VERSION", "VALUE"};
     static const char *const rel[] = {"==", ">", "<", "!="};
-    const struct etcd_cmp *c = &T.cmp[i];
     char k[AGENT_KEY_MAX];
     tail(k, sizeof(k), c->key, c->klen);
     snprintf(buf, cap, "%s %s %lld %s", target[c->target], rel[c->result], (long long)c->n, k);
@@ -55,7 +54,7 @@ static void expect_cmps(const char *const *want, size_t n)
     char buf[1024];
     ck_assert_uint_eq(T.ncmp, n);
     for (size_t i = 0; i < n; i++)
-        ck_assert_str_eq(cmp_line(i, buf, sizeof(buf)), want[i]);
+        ck_assert_str_eq(cmp_line(&T.cmp[i], buf, sizeof(buf)), want[i]);
 }
 
 static void expect_ok(const char *const *want, size_t n)
@@ -385,6 +384,43 @@ START_TEST(intent_and_abort_keep_the_in_sync_set_and_set_is_one_cas)
 }
 END_TEST
 
+static struct agent_batch B;
+
+START_TEST(a_batch_promotes_many_leaves_in_one_txn)
+{
+    agent_batch_reset(&B);
+    struct agent_leaf_v v = {.owner = 7, .state = CMAP_SERVING};
+    ck_assert_int_eq(agent_batch_set(&B, C, CFG_POOL_HOT, 0, 2, 10, &v, "h1/hot/0"), HKV_OK);
+    ck_assert_int_eq(agent_batch_set(&B, C, CFG_POOL_HOT, 0x40000000u, 2, 11, &v, "h1/hot/0"),
+                     HKV_OK);
+    ck_assert_int_eq(agent_batch_set(&B, C, CFG_POOL_COLD, 0x80000000u, 1, 12, &v, "h1/cold/0"),
+                     HKV_OK);
+    /* each leaf's epoch; each gone member's absence once */
+    static const char *const cmps[] = {
+        "MOD == 10 map/hot/2-00000000", "CREATE == 0 members/h1/hot/0",
+        "MOD == 11 map/hot/2-00000001", "MOD == 12 map/cold/1-00000001",
+        "CREATE == 0 members/h1/cold/0"};
+    char buf[2048];
+    ck_assert_uint_eq(B.ncmp, N(cmps));
+    for (size_t i = 0; i < N(cmps); i++)
+        ck_assert_str_eq(cmp_line(&B.cmp[i], buf, sizeof(buf)), cmps[i]);
+    ck_assert_uint_eq(B.nok, 3);
+    ck_assert_str_eq(op_line(&B.ok[1], buf, sizeof(buf)),
+                     "PUT map/hot/2-00000001 {\"owner\":7,\"state\":\"serving\"} lease 0");
+    /* bounded: AGENT_BATCH leaves, then full; bad input refused */
+    for (uint32_t i = 3; i < AGENT_BATCH; i++)
+        ck_assert_int_eq(agent_batch_set(&B, C, CFG_POOL_HOT, i << 24, 8, 20 + i, &v, "h1/hot/0"),
+                         HKV_OK);
+    ck_assert_uint_eq(B.nok, AGENT_BATCH);
+    ck_assert_int_eq(agent_batch_set(&B, C, CFG_POOL_HOT, 0x7f000000u, 8, 99, &v, "h1/hot/0"),
+                     HKV_EFULL);
+    agent_batch_reset(&B);
+    ck_assert_int_eq(agent_batch_set(&B, C, CFG_POOL_HOT, 1, 2, 10, &v, "h1/hot/0"), HKV_EINVAL);
+    ck_assert_int_eq(agent_batch_set(&B, C, CFG_POOL_HOT, 0, 2, 10, &v, NULL), HKV_EINVAL);
+    ck_assert_int_eq(agent_batch_set(&B, C, CFG_POOL_HOT, 0, 2, 0, &v, "h1/hot/0"), HKV_EINVAL);
+}
+END_TEST
+
 Suite *agent_txn_suite(void)
 {
     Suite *s = suite_create("agent_txn");
@@ -410,6 +446,7 @@ Suite *agent_txn_suite(void)
     tcase_add_test(tc, a_bad_move_record_is_refused);
     tcase_add_test(tc, an_operators_move_request_round_trips);
     tcase_add_test(tc, intent_and_abort_keep_the_in_sync_set_and_set_is_one_cas);
+    tcase_add_test(tc, a_batch_promotes_many_leaves_in_one_txn);
     suite_add_tcase(s, tc);
     return s;
 }
