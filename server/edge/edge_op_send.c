@@ -261,6 +261,7 @@ void op_start(struct op *op)
  * finishes it. */
 #define OP_MAP_POLL_MS 5         /* a promoted follower takes the writes this soon after the map */
 #define OP_RESEND_MS 5           /* ... and an HKV_ERESEND resend goes this soon */
+#define OP_MOVED_MAX 8           /* MOVED answers a write follows (5, 10 ... 320 ms apart) */
 
 static void unhold(struct op *op)
 {
@@ -408,8 +409,13 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
         return;
     }
     if (m->type == WIRE_MOVED) {
-        if (!r->moved) {
-            r->moved = 1;
+        /* A write may meet MOVED again: a promoted follower whose own map
+         * is a few ms behind this edge's names the dead primary (a hint this
+         * edge's newer map ignores), so it goes back to the same owner, a
+         * little later each time, until write-deadline; a read, once. */
+        int again = r->moved > 0;
+        if (r->moved < (r->role == WIRE_ROLE_WRITE ? OP_MOVED_MAX : 1)) {
+            r->moved++;
             int rc = router_moved(e->owners->router, r->owner->pool, m->u.moved.leaf,
                                   m->u.moved.leaf_bits, (int)m->u.moved.owner, m->u.moved.map_gen);
             if (rc >= 0 && r->nk > 0) {
@@ -429,7 +435,10 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
                      * a first attempt from a copy of one it holds: no history
                      * is lost by sending it as a first attempt. */
                     r->tried = 0;
-                    oreq_send(r, clock_mono_ms());
+                    if (again)
+                        write_retry_in(r, (int64_t)OP_RESEND_MS << (r->moved - 2));
+                    else
+                        oreq_send(r, clock_mono_ms());
                     return;
                 }
             }
@@ -439,13 +448,16 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
         oreq_done(r);
         return;
     }
-    if (m->type == WIRE_ERROR && m->u.error.code == HKV_ERESEND && r->role == WIRE_ROLE_WRITE &&
-        r->sent_prev != 0) {
+    if (m->type == WIRE_ERROR && m->u.error.code == HKV_ERESEND && r->role == WIRE_ROLE_WRITE) {
         /* a follower about to be promoted, asked before its map says so:
          * the retry goes again with its history (the process its first
          * attempt reached), which the new primary can judge; until
          * write-deadline, as any retry */
-        r->prev_at = r->sent_prev;
+        /* not applied, nothing recorded: the history is what it carried */
+        r->prev_at = r->sent_prev == WIRE_PREV_SAME ? elink_owner_of(r->link, r->conn)
+                                                    : r->sent_prev;
+        if (r->prev_at == 0)
+            r->tried = 0;
         write_retry_in(r, OP_RESEND_MS);
         return;
     }
