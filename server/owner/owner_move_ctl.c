@@ -245,6 +245,18 @@ static void on_order(struct owner *o, const struct hand_msg *ord)
         m->order = ord->id; /* the same move, asked again: it answers this order */
         return;
     }
+    int64_t epoch;
+    if (ord->u.order.to != 0 && m->phase == M_IDLE &&
+        owner_repl_pick(o, ord->u.order.leaf, ord->u.order.to, &epoch) == ord->u.order.to) {
+        /* to the leaf's own in-sync follower: a hand-over, which is that
+         * move's last steps.  As a move, the target's follow ended at its
+         * BEGIN, this owner took it out of the set by a CAS that changed
+         * the epoch the move had just written, and the move, refused at
+         * that epoch, could not abort either: the leaf stayed "moving" and
+         * fenced (history leaf_move, replicas 1, seed 31). */
+        owner_handover_order(o, ord);
+        return;
+    }
     if (owner_move_start(o, ord->u.order.leaf, ord->u.order.to, ord->id, why, sizeof(why)) != 0) {
         if (m->phase != M_IDLE)
             return; /* busy: the agent asks again later */

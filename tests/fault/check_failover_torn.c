@@ -27,7 +27,11 @@
  *       DEL answered without its completion record in the stream left its
  *       tombstone in the follower's unfinished tail, and the promotion
  *       dropped it (found by history_replicas).
- *   (d) two leaves: MSETNX over keys of one owner but two leaves answers
+ *   (d) a move of a leaf to its own in-sync follower is a hand-over: the
+ *       leaf ends served there and writable (as a move, the follower's
+ *       stream ended at the BEGIN, its removal's CAS changed the epoch the
+ *       move had written, and the leaf stayed "moving" and fenced).
+ *   (e) two leaves: MSETNX over keys of one owner but two leaves answers
  *       CROSSSLOT with replicas 1 (a promotion could give one leaf's part
  *       and the record without the other's) and is applied with replicas 0
  *       (the control: the same pair of keys); hash-tagged keys are one leaf
@@ -196,6 +200,32 @@ START_TEST(an_acknowledged_del_survives_the_kill_that_follows_it)
 }
 END_TEST
 
+START_TEST(a_move_to_the_leafs_own_follower_is_a_hand_over)
+{
+    up(1, NULL);
+    char leaf[32], keys[1][32], out[4096];
+    keys_of_owner_1("mv", keys, 1, leaf);
+    int fd = h_connect(h1.port);
+    mc_set_ok(fd, keys[0], "before");
+    int rc = mc_admin(&h1, out, sizeof(out), 20000, "leaf", "move", "hot", leaf, "2", NULL);
+    H_EXPECT(down, rc == 0, "leaf move exited %d: %s", rc, out);
+    char state[16] = "";
+    unsigned owner = 0;
+    int64_t end = h_now_ms() + 10000;
+    while (h_now_ms() < end && !((owner = mc_leaf_owner(&h1, leaf, state)) == 2 &&
+                                  strcmp(state, "serving") == 0))
+        h_sleep_ms(50);
+    H_EXPECT(down, owner == 2 && strcmp(state, "serving") == 0,
+             "leaf %s after a move to its follower: owner %u, %s (admin: %s)", leaf, owner, state,
+             out);
+    mc_get_is(fd, keys[0], "before");
+    mc_set_ok(fd, keys[0], "after");
+    mc_get_is(fd, keys[0], "after");
+    close(fd);
+    down();
+}
+END_TEST
+
 /* A pair of keys on one owner in two leaves: the first "cs:<i>" whose
  * MSETNX with "cs:0" the owner (not the edge) refuses; -1 if none in 64. */
 static int cross_leaf_pair(int fd)
@@ -254,6 +284,7 @@ Suite *failover_torn_suite(void)
     tcase_add_test(tc, a_write_in_flight_at_the_kill_is_applied_once_without_its_record);
     tcase_add_test(tc, a_write_in_flight_at_the_kill_is_answered_from_its_record);
     tcase_add_test(tc, an_acknowledged_del_survives_the_kill_that_follows_it);
+    tcase_add_test(tc, a_move_to_the_leafs_own_follower_is_a_hand_over);
     tcase_add_test(tc, a_write_over_two_leaves_is_refused_with_replicas_only);
     suite_add_tcase(s, tc);
     return s;
