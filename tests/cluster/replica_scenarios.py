@@ -1,0 +1,189 @@
+"""replica_scenarios.py - the scenarios (r) of issue 27 on the cluster of
+run.py, run last (they turn `replicas 1` on for good):
+
+  r replicas_on             every host gets `replicas 1` (config file and
+                            CONFIG SET); every leaf has an in-sync follower
+                            on another host; INFO # Replication agrees;
+  r replica_follower_cut    a leaf's primary host cut from its follower's
+                            host: the follower leaves the isr by a CAS
+                            within replica-timeout + etcd-timeout (+1 s),
+                            writes through the third host go on;
+  r replica_etcd_cut        a primary's host cut from etcd, not from
+                            clients: its leaf promoted to an isr member at
+                            a higher epoch, the old primary fenced (log
+                            line, INFO cluster lease age, a SET through it
+                            not acknowledged), it rejoins as a follower;
+  rh replica_history        the history checker with clients on all hosts
+                            and the five nemeses of replica_nemeses.py in
+                            turn (each followed by a wait for every leaf to
+                            be in sync again): 0 anomalies, so 0
+                            acknowledged writes lost.
+
+Direct scenarios aim at a leaf holding no history key (a probe key)."""
+
+import random
+import time
+
+from scenarios import Fail, Skip
+from history_run import HistRun
+from replica_nemeses import NEMESES
+from cluster import wait_until
+from replicas import MapWatch, enable, pick_leaf, probe_key, read_map, wait_replicated
+
+FAULT_ORDER = ["kill_host", "etcd_cut", "stop_host", "follower_cut", "move_failover"]
+NEEDS_NETNS = {"follower_cut"}
+
+
+def _fmt(detail, keys=("promoted_s", "writes_back_s", "removed_s", "rejoined_s", "resynced_s")):
+    return ", ".join("%s %s" % (k, detail[k]) for k in keys if k in detail)
+
+
+def _probe_target(cl, rng):
+    """A probe key whose leaf has a follower in sync."""
+    m = read_map(cl)
+    if m is None:
+        raise Fail("map unreadable")
+    leaves = sorted(lf for lf, e in m.leaves.items() if e["isr"] and lf[0] == "hot")
+    if not leaves:
+        raise Fail("no hot leaf has a follower in sync")
+    pool, name = rng.choice(leaves)
+    return probe_key(pool, name)
+
+
+def _need_replicas(ctx):
+    if not getattr(ctx, "replicas_on", False):
+        raise Skip("replicas_on did not pass")
+    n, took = wait_replicated(ctx.cl, 60)
+    if n is None:
+        raise Fail("not every leaf has a follower in sync 60 s before the scenario")
+
+
+def replicas_on(ctx):
+    cl = ctx.cl
+    took = enable(cl, cl.log)
+    m = read_map(cl)
+    for (pool, name), e in m.leaves.items():
+        hosts = {m.host_of(n) for n in e["isr"]}
+        if m.host_of(e["owner"]) in hosts:
+            raise Fail("leaf %s/%s: follower on its primary's host %s" %
+                       (pool, name, m.host_of(e["owner"])))
+    n, total = m.in_sync()
+
+    def views():
+        # each edge sums the STATS of every owner it polls, its host's and
+        # the others': every host's INFO is the cluster's
+        out = {}
+        for h in cl.hosts.values():
+            f = h.info("replication")
+            out[h.tag] = (f.get("replicas"), int(f.get("repl_role_primary_leaves", 0)),
+                          int(f.get("repl_role_follower_leaves", 0)))
+        return out
+    want = ("1", total, total)
+    v, _ = wait_until(lambda: (lambda x: x if all(t == want for t in x.values()) else None)(
+        views()), 5.0, 0.25)
+    if not v:
+        raise Fail("INFO replication (replicas, repl_role_primary_leaves, "
+                   "repl_role_follower_leaves) per host: %s; the map: %d leaves, all in sync"
+                   % (views(), total))
+    ctx.replicas_on = True
+    ctx.figures["replicas 1: every leaf in sync after"] = "%.1f s (%d leaves)" % (took, total)
+    return "%d leaves, each with a follower on another host, %.1f s after replicas 1" % (
+        total, took)
+
+
+def _direct(ctx, name):
+    _need_replicas(ctx)
+    cl = ctx.cl
+    if name in NEEDS_NETNS and cl.net.mode != "netns":
+        raise Skip("%s needs network namespaces: %s" % (name, cl.net.reason))
+    rng = random.Random(ctx.args.seed if ctx.args.seed is not None else time.time())
+    key = _probe_target(cl, rng)
+    detail, problems = NEMESES[name](cl, rng, key)
+    n, took = wait_replicated(cl, 60)
+    if n is None:
+        problems.append("not every leaf in sync 60 s after the fault")
+    ctx.figures["replicas %s" % name] = _fmt(detail)
+    if problems:
+        raise Fail("; ".join(problems) + "\n    detail: %s" % detail)
+    return "%s; in sync again %.1f s later; detail %s" % (_fmt(detail), took, detail)
+
+
+def replica_follower_cut(ctx):
+    return _direct(ctx, "follower_cut")
+
+
+def replica_etcd_cut(ctx):
+    return _direct(ctx, "etcd_cut")
+
+
+def replica_history(ctx):
+    _need_replicas(ctx)
+    cl = ctx.cl
+    asked = ctx.args.replica_faults
+    faults = FAULT_ORDER if asked == "all" else [f for f in asked.split(",") if f]
+    bad = [f for f in faults if f not in NEMESES]
+    if bad:
+        raise Fail("--replica-faults: unknown %s (known: %s)" % (bad, ",".join(FAULT_ORDER)))
+    run = HistRun(ctx, ctx.args.seed, replicas=1)
+    no_ns = [f for f in faults if f in NEEDS_NETNS and cl.net.mode != "netns"]
+    run.skipped += ["%s (no namespaces: %s)" % (f, cl.net.reason) for f in no_ns]
+    faults = [f for f in faults if f not in no_ns]
+    watch = MapWatch(run)
+    err = None
+    timings = []
+    try:
+        run.start()
+        watch.start()
+        run.until(3.0)
+        for f in faults:
+            key, _, _, _ = pick_leaf(run, watch)
+            if key is None:
+                run.extra_problems.append("%s: no history key's leaf has a follower" % f)
+                continue
+            t0 = time.monotonic()
+            detail, problems = NEMESES[f](cl, run.rng, key, run.history, run.wl)
+            t1 = time.monotonic()
+            n, took = wait_replicated(cl, 60)
+            detail["all_in_sync_after_s"] = round(took, 2) if n else None
+            if n is None:
+                problems.append("not every leaf in sync 60 s after the fault")
+            run.fault(f, detail.get("host", detail.get("primary_host", "-")), t0, t1, detail)
+            run.extra_problems += ["%s: %s" % (f, p) for p in problems]
+            timings.append("%s %s" % (f, _fmt(detail)))
+            run.log.append("%s on %s: %s" % (f, key, _fmt(detail)))
+            run.until(run.elapsed() + 2.0)
+        run.until(max(ctx.args.replica_history_seconds, run.elapsed() + 3.0))
+    except Exception as e:  # a harness failure: reported, the run fails
+        import traceback
+        err = "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc())
+    finally:
+        run.stop_clients()
+        watch.stop()
+        _repair(cl)
+    summary, details, problems, outdir = run.finish(err, run.elapsed())
+    summary += "; map reads %d (failed %d)" % (watch.reads, watch.failed_reads)
+    ctx.notes.append("replica history: " + summary)
+    for t in timings:
+        ctx.figures["replica history " + t.split(" ", 1)[0]] = t.split(" ", 1)[1]
+    if problems:
+        cl.failed = True
+        raise Fail("; ".join(problems) + "\n    " + summary +
+                   ("\n    | " + "\n    | ".join(details) if details else ""))
+    return summary
+
+
+def _repair(cl):
+    """After a failed nemesis: cuts healed, proxies open, every host up."""
+    if cl.net.mode == "netns":
+        cl.net.heal()
+    for px in cl.proxies.values():
+        try:
+            px.blackhole(False)
+        except OSError:
+            pass
+    for h in cl.hosts.values():
+        if not h.running():
+            try:
+                h.start(wait=True, timeout=60)
+            except RuntimeError as e:
+                cl.log("replicas: restart of %s failed: %s" % (h.tag, e))
