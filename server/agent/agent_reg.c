@@ -54,6 +54,7 @@ static void lease_taken(struct agent *a, int64_t id, int64_t ttl_s)
     a->h.lease_id = id;
     a->h.lease_ttl_ms = ttl_s * 1000;
     a->h.lease_renewed_ms = clock_unix_ms();
+    a->h.lease_renewed_mono_ms = clock_mono_ms();
     a->keepalive_next_ms = clock_mono_ms() + ttl_s * 1000 / 3;
     agent_health_push(a);
 }
