@@ -17,6 +17,7 @@ import signal
 import threading
 import time
 
+from clock import ClockShift
 from cluster import POOL_OF, wait_until
 from hosts import LEASE_TTL
 from replicas import (REPLICA_TIMEOUT_MS, kill_host, leaf_state, other_host_of, probe_key, read_map,
@@ -161,11 +162,25 @@ def kill_host_nemesis(cl, rng, key, history=None, wl=None, restart_after=1.0):
     return detail, problems
 
 
-def etcd_cut_nemesis(cl, rng, key, history=None, wl=None, hold_after=2.0):
+def etcd_cut_clock_nemesis(cl, rng, key, history=None, wl=None):
+    """etcd_cut with the cut host's wall clock set 10 s back as the cut
+    begins (an NTP step, an operator): the lease is etcd's, it expires on
+    etcd's clock, so the old primary's fence must not move with its wall
+    clock (CLUSTER.md §7: "by its monotonic clock")."""
+    return etcd_cut_nemesis(cl, rng, key, history, wl, clock_ms=-10000)
+
+
+def etcd_cut_nemesis(cl, rng, key, history=None, wl=None, hold_after=2.0, clock_ms=0):
     """The primary's agent cut from etcd (its proxy blackholed) while its
     edges and owners stay reachable: it must fence (a log line, INFO
     lease_renewed_ms_ago past TTL - margin, a SET through it not
     acknowledged) and its leaf be promoted."""
+    if clock_ms:
+        t = Target(cl, key)
+        with ClockShift(cl, t.host, clock_ms):
+            d, p = etcd_cut_nemesis(cl, rng, key, history, wl, hold_after)
+        d["clock_ms"] = clock_ms
+        return d, p
     t = Target(cl, key)
     detail, problems = t.describe(), []
     old = t.host
@@ -384,5 +399,6 @@ def move_failover_nemesis(cl, rng, key, history=None, wl=None):
 
 
 NEMESES = {"kill_host": kill_host_nemesis, "etcd_cut": etcd_cut_nemesis,
+           "etcd_cut_clock": etcd_cut_clock_nemesis,
            "stop_host": stop_host_nemesis, "follower_cut": follower_cut_nemesis,
            "move_failover": move_failover_nemesis}

@@ -30,8 +30,10 @@ from replica_nemeses import NEMESES
 from cluster import wait_until
 from replicas import MapWatch, enable, pick_leaf, probe_key, read_map, wait_replicated
 
-FAULT_ORDER = ["kill_host", "etcd_cut", "stop_host", "follower_cut", "move_failover"]
+FAULT_ORDER = ["kill_host", "etcd_cut", "stop_host", "follower_cut", "etcd_cut_clock",
+               "move_failover"]
 NEEDS_NETNS = {"follower_cut"}
+NEEDS_SHIM = {"etcd_cut_clock"}
 
 
 def _fmt(detail, keys=("promoted_s", "writes_back_s", "removed_s", "rejoined_s", "resynced_s")):
@@ -96,6 +98,8 @@ def _direct(ctx, name):
     cl = ctx.cl
     if name in NEEDS_NETNS and cl.net.mode != "netns":
         raise Skip("%s needs network namespaces: %s" % (name, cl.net.reason))
+    if name in NEEDS_SHIM and not cl.clockshim:
+        raise Skip("%s needs the clock shim (--clockshim)" % name)
     rng = random.Random(ctx.args.seed if ctx.args.seed is not None else time.time())
     key = _probe_target(cl, rng)
     detail, problems = NEMESES[name](cl, rng, key)
@@ -116,6 +120,10 @@ def replica_etcd_cut(ctx):
     return _direct(ctx, "etcd_cut")
 
 
+def replica_etcd_cut_clock_back(ctx):
+    return _direct(ctx, "etcd_cut_clock")
+
+
 def replica_history(ctx):
     _need_replicas(ctx)
     cl = ctx.cl
@@ -127,7 +135,9 @@ def replica_history(ctx):
     run = HistRun(ctx, ctx.args.seed, replicas=1)
     no_ns = [f for f in faults if f in NEEDS_NETNS and cl.net.mode != "netns"]
     run.skipped += ["%s (no namespaces: %s)" % (f, cl.net.reason) for f in no_ns]
-    faults = [f for f in faults if f not in no_ns]
+    no_shim = [f for f in faults if f in NEEDS_SHIM and not cl.clockshim]
+    run.skipped += ["%s (no clock shim)" % f for f in no_shim]
+    faults = [f for f in faults if f not in no_ns and f not in no_shim]
     watch = MapWatch(run)
     err = None
     timings = []

@@ -68,11 +68,12 @@ SCENARIOS = [
     ("r", R.replicas_on),
     ("r", R.replica_follower_cut),
     ("r", R.replica_etcd_cut),
+    ("r", R.replica_etcd_cut_clock_back),
     ("rh", R.replica_history),
 ]
 # Left out of --quick (make test), run by make cluster-test: each takes
 # 30-150 s; --only names them to run them in a quick run anyway.
-FULL_ONLY = {"replica_etcd_cut", "replica_history"}
+FULL_ONLY = {"replica_etcd_cut", "replica_etcd_cut_clock_back", "replica_history"}
 
 
 class Ctx:
@@ -104,7 +105,7 @@ def main(argv=None):
     ap.add_argument("--history-faults", default="all",
                     help="all, or some of kill_agent,clock_shift,kill_etcd,link_down,cut_one_way")
     ap.add_argument("--replica-faults", default="all", help="all, or some of "
-                    "kill_host,etcd_cut,stop_host,follower_cut,move_failover (rh)")
+                    "kill_host,etcd_cut,stop_host,follower_cut,etcd_cut_clock,move_failover (rh)")
     ap.add_argument("--replica-history-seconds", type=float, default=30.0,
                     help="rh runs at least this long (its five faults take 60-120 s)")
     ap.add_argument("--seed", type=int, default=None, help="history seed (default: the time)")
