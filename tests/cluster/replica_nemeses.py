@@ -3,8 +3,9 @@ replicas.py), each aimed at the leaf of one key, each with the checks that
 belong to it.  A nemesis returns (detail, problems): detail what it did and
 measured (seconds from the fault: promoted_s, writes_back_s, removed_s,
 rejoined_s ...), problems the expectations that failed.  With a history
-(the history run) a killed host's owners get crash lines and the clients
-focus on the key; without one (the direct scenarios) the key is a probe key.
+(the history run, which also focuses its clients on the key) a killed
+host's owners get crash lines; without one (the direct scenarios) the key
+is a probe key.
 
 Timings are measured from the fault to: the map's primary of the leaf
 changed (promoted_s, etcd read every 0.1 s), the first SET of a probe key
@@ -60,11 +61,6 @@ def log_count(h, text):
             return sum(1 for line in f if text in line)
     except OSError:
         return 0
-
-
-def _focus(wl, key, on):
-    if wl is not None:
-        wl.set_focus([key] if on and key in wl.counter else None)
 
 
 def _promotion(cl, t, t0, detail, problems):
@@ -143,34 +139,28 @@ def _restart_and_rejoin(cl, h, detail, problems):
     _rejoin(cl, h, t1, detail, problems, "its restart")
 
 
-def kill_host_nemesis(cl, rng, key, history=None, wl=None, restart_after=1.0):
+def kill_host_nemesis(cl, rng, key, history=None, restart_after=1.0):
     t = Target(cl, key)
     detail, problems = t.describe(), []
     via = other_host_of(cl, rng, t.host.name)
     detail["host"] = t.host.name
-    _focus(wl, key, True)
-    try:
-        time.sleep(0.3)
-        t0 = kill_host(cl, t.host, history)
-        _promotion(cl, t, t0, detail, problems)
-        _writes_back(via, t, t0, detail, problems)
-        time.sleep(0.3)
-    finally:
-        _focus(wl, key, False)
+    t0 = kill_host(cl, t.host, history)
+    _promotion(cl, t, t0, detail, problems)
+    _writes_back(via, t, t0, detail, problems)
     time.sleep(restart_after)
     _restart_and_rejoin(cl, t.host, detail, problems)
     return detail, problems
 
 
-def etcd_cut_clock_nemesis(cl, rng, key, history=None, wl=None):
+def etcd_cut_clock_nemesis(cl, rng, key, history=None):
     """etcd_cut with the cut host's wall clock set 10 s back as the cut
     begins (an NTP step, an operator): the lease is etcd's, it expires on
     etcd's clock, so the old primary's fence must not move with its wall
     clock (CLUSTER.md §7: "by its monotonic clock")."""
-    return etcd_cut_nemesis(cl, rng, key, history, wl, clock_ms=-10000)
+    return etcd_cut_nemesis(cl, rng, key, history, clock_ms=-10000)
 
 
-def etcd_cut_nemesis(cl, rng, key, history=None, wl=None, hold_after=2.0, clock_ms=0):
+def etcd_cut_nemesis(cl, rng, key, history=None, hold_after=2.0, clock_ms=0):
     """The primary's agent cut from etcd (its proxy blackholed) while its
     edges and owners stay reachable: it must fence (a log line, INFO
     lease_renewed_ms_ago past TTL - margin, a SET through it not
@@ -178,7 +168,7 @@ def etcd_cut_nemesis(cl, rng, key, history=None, wl=None, hold_after=2.0, clock_
     if clock_ms:
         t = Target(cl, key)
         with ClockShift(cl, t.host, clock_ms):
-            d, p = etcd_cut_nemesis(cl, rng, key, history, wl, hold_after)
+            d, p = etcd_cut_nemesis(cl, rng, key, history, hold_after)
         d["clock_ms"] = clock_ms
         return d, p
     t = Target(cl, key)
@@ -188,13 +178,11 @@ def etcd_cut_nemesis(cl, rng, key, history=None, wl=None, hold_after=2.0, clock_
     px = cl.proxies[old.tag]
     fences0 = log_count(old, FENCE_LINE)
     detail["host"] = old.name
-    _focus(wl, key, True)
     t0 = time.monotonic()
     px.blackhole(True)
     try:
         m = _promotion(cl, t, t0, detail, problems)
         _writes_back(via, t, t0, detail, problems)
-        _focus(wl, key, False)
         if m is not None:
             ok, _ = wait_until(lambda: log_count(old, FENCE_LINE) > fences0, 5.0, 0.1)
             detail["fence_logged"] = bool(ok)
@@ -211,7 +199,6 @@ def etcd_cut_nemesis(cl, rng, key, history=None, wl=None, hold_after=2.0, clock_
             _check_old_primary_write(cl, old, via, t, "etcd cut", detail, problems)
         time.sleep(hold_after)
     finally:
-        _focus(wl, key, False)
         px.blackhole(False)
     t1 = time.monotonic()
     detail["cut_s"] = round(t1 - t0, 2)
@@ -219,7 +206,7 @@ def etcd_cut_nemesis(cl, rng, key, history=None, wl=None, hold_after=2.0, clock_
     return detail, problems
 
 
-def stop_host_nemesis(cl, rng, key, history=None, wl=None):
+def stop_host_nemesis(cl, rng, key, history=None):
     """SIGSTOP of the primary's host for TTL + 2 s at least (until its leaf
     is promoted), then SIGCONT: a SET through it at once must not be
     acknowledged unless the new primary holds it."""
@@ -228,7 +215,6 @@ def stop_host_nemesis(cl, rng, key, history=None, wl=None):
     old = t.host
     via = other_host_of(cl, rng, old.name)
     detail["host"] = old.name
-    _focus(wl, key, True)
     t0 = time.monotonic()
     pids = signal_host(old, signal.SIGSTOP)
     try:
@@ -236,7 +222,6 @@ def stop_host_nemesis(cl, rng, key, history=None, wl=None):
         _writes_back(via, t, t0, detail, problems)
         time.sleep(max(0.0, t0 + TTL_S + 2.0 - time.monotonic()))
     finally:
-        _focus(wl, key, False)
         signal_host(old, signal.SIGCONT, pids)
     t1 = time.monotonic()
     detail["stopped_s"] = round(t1 - t0, 2)
@@ -245,7 +230,7 @@ def stop_host_nemesis(cl, rng, key, history=None, wl=None):
     return detail, problems
 
 
-def follower_cut_nemesis(cl, rng, key, history=None, wl=None, mode=None):
+def follower_cut_nemesis(cl, rng, key, history=None, mode=None):
     """The primary's host and its follower's host cut (a->b: the primary's
     frames lost, b->a: the follower's acks lost, or both): the follower is
     out of the isr within replica-timeout + etcd-timeout (+ 1 s of polling
@@ -274,7 +259,6 @@ def follower_cut_nemesis(cl, rng, key, history=None, wl=None, mode=None):
                 writes["err"] += 1
             time.sleep(0.05)
 
-    _focus(wl, key, True)
     th = threading.Thread(target=writer, daemon=True)
     th.start()
     time.sleep(0.3)
@@ -308,7 +292,6 @@ def follower_cut_nemesis(cl, rng, key, history=None, wl=None, mode=None):
     finally:
         halt.set()
         th.join(10)
-        _focus(wl, key, False)
         cl.net.heal(a.node)
         cl.net.heal(b.node)
     t1 = time.monotonic()
@@ -326,7 +309,7 @@ def follower_cut_nemesis(cl, rng, key, history=None, wl=None, mode=None):
     return detail, problems
 
 
-def move_failover_nemesis(cl, rng, key, history=None, wl=None):
+def move_failover_nemesis(cl, rng, key, history=None):
     """A move of the key's leaf to an owner of its pool on a host that is
     neither the primary's nor its follower's when there is one (else the
     follower's), whose process is SIGSTOPped as the move starts so that the
@@ -353,15 +336,15 @@ def move_failover_nemesis(cl, rng, key, history=None, wl=None):
     detail.update({"to": t.m.owner_id(to), "to_in_isr": to in t.entry["isr"],
                    "host": t.host.name})
     tpid = tgt_host.child("hotkvd: owner " + t.m.owner_id(to).split("/", 1)[1])
-    _focus(wl, key, True)
+    def moving():
+        st = leaf_state(cl, t.leaf)
+        return st if st and st[0] == "moving" else None
     t0 = None
     try:
-        time.sleep(0.3)
         if tpid:
             os.kill(tpid, signal.SIGSTOP)
         th.start()
-        st, waited = wait_until(lambda: (lambda x: x if x and x[0] == "moving" else None)(
-            leaf_state(cl, t.leaf)), 10.0, 0.01)
+        st, waited = wait_until(moving, 10.0, 0.01)
         detail["moving_seen_s"] = round(waited, 2) if st else None
         if not st:
             detail["moving_not_seen"] = str(leaf_state(cl, t.leaf))
@@ -371,26 +354,22 @@ def move_failover_nemesis(cl, rng, key, history=None, wl=None):
     finally:
         if tpid:
             os.kill(tpid, signal.SIGCONT)
-    try:
-        m, _ = wait_primary_not(cl, t.leaf, t.primary, PROMOTE_LIMIT)
-        if m:
-            e = m.leaves[t.leaf]
-            detail["promoted_s"] = round(time.monotonic() - t0, 2)
-            detail["new_primary"] = m.owner_id(e["owner"])
-            if e["owner"] not in t.entry["isr"] and e["owner"] != to:
-                problems.append("leaf %s/%s went to %s: neither in its in-sync set nor the "
-                                "move's target" % (t.leaf + (detail["new_primary"],)))
-        else:
-            st = leaf_state(cl, t.leaf)
-            problems.append("leaf %s/%s (map: %s) still on %s %.0f s after its host was "
-                            "killed mid-move (the map said moving %s s after the move began)"
-                            % (t.leaf + (st, t.primary_id, PROMOTE_LIMIT,
-                                         detail["moving_seen_s"])))
-        if m:
-            _writes_back(via, t, t0, detail, problems)
-        th.join(45)
-    finally:
-        _focus(wl, key, False)
+    m, _ = wait_primary_not(cl, t.leaf, t.primary, PROMOTE_LIMIT)
+    if m:
+        e = m.leaves[t.leaf]
+        detail["promoted_s"] = round(time.monotonic() - t0, 2)
+        detail["new_primary"] = m.owner_id(e["owner"])
+        if e["owner"] not in t.entry["isr"] and e["owner"] != to:
+            problems.append("leaf %s/%s went to %s: neither in its in-sync set nor the "
+                            "move's target" % (t.leaf + (detail["new_primary"],)))
+        _writes_back(via, t, t0, detail, problems)
+    else:
+        st = leaf_state(cl, t.leaf)
+        problems.append("leaf %s/%s (map: %s) still on %s %.0f s after its host was "
+                        "killed mid-move (the map said moving %s s after the move began)"
+                        % (t.leaf + (st, t.primary_id, PROMOTE_LIMIT,
+                                     detail["moving_seen_s"])))
+    th.join(45)
     code, out = res.get("r", (-1, "admin did not finish"))
     detail["admin_exit"], detail["admin_out"] = code, out.strip().split("\n")[-1][:120]
     time.sleep(1.0)

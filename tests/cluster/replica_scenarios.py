@@ -28,7 +28,8 @@ from scenarios import Fail, Skip
 from history_run import HistRun
 from replica_nemeses import NEMESES
 from cluster import wait_until
-from replicas import MapWatch, enable, pick_leaf, probe_key, read_map, wait_replicated
+from replicas import (MapWatch, enable, pick_leaf, probe_key, read_map, unsynced,
+                      wait_replicated)
 
 FAULT_ORDER = ["kill_host", "etcd_cut", "stop_host", "follower_cut", "etcd_cut_clock",
                "move_failover"]
@@ -57,7 +58,8 @@ def _need_replicas(ctx):
         raise Skip("replicas_on did not pass")
     n, took = wait_replicated(ctx.cl, 60)
     if n is None:
-        raise Fail("not every leaf has a follower in sync 60 s before the scenario")
+        raise Fail("not every leaf has a follower in sync 60 s before the scenario: " +
+                   unsynced(ctx.cl))
 
 
 def replicas_on(ctx):
@@ -105,7 +107,7 @@ def _direct(ctx, name):
     detail, problems = NEMESES[name](cl, rng, key)
     n, took = wait_replicated(cl, 60)
     if n is None:
-        problems.append("not every leaf in sync 60 s after the fault")
+        problems.append("not every leaf in sync 60 s after the fault: " + unsynced(cl))
     ctx.figures["replicas %s" % name] = _fmt(detail)
     if problems:
         raise Fail("; ".join(problems) + "\n    detail: %s" % detail)
@@ -150,13 +152,22 @@ def replica_history(ctx):
             if key is None:
                 run.extra_problems.append("%s: no history key's leaf has a follower" % f)
                 continue
+            # the clients focus on the key for the whole nemesis: while the
+            # fault lasts, and as the old primary returns (a stale read
+            # there, or a write it answers, is what the checker looks for)
+            run.wl.set_focus([key])
+            time.sleep(0.5)
             t0 = time.monotonic()
-            detail, problems = NEMESES[f](cl, run.rng, key, run.history, run.wl)
+            try:
+                detail, problems = NEMESES[f](cl, run.rng, key, run.history)
+                time.sleep(1.0)
+            finally:
+                run.wl.set_focus(None)
             t1 = time.monotonic()
             n, took = wait_replicated(cl, 60)
             detail["all_in_sync_after_s"] = round(took, 2) if n else None
             if n is None:
-                problems.append("not every leaf in sync 60 s after the fault")
+                problems.append("not every leaf in sync 60 s after the fault: " + unsynced(cl))
             run.fault(f, detail.get("host", detail.get("primary_host", "-")), t0, t1, detail)
             run.extra_problems += ["%s: %s" % (f, p) for p in problems]
             timings.append("%s %s" % (f, _fmt(detail)))

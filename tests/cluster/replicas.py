@@ -148,6 +148,20 @@ def wait_replicated(cl, timeout):
     return wait_until(ok, timeout, 0.25)
 
 
+def unsynced(cl, most=6):
+    """What a failed wait_replicated names: the leaves with no follower in
+    sync and their primaries (and the hosts not running)."""
+    down = [h.name for h in cl.hosts.values() if not h.running()]
+    m = read_map(cl)
+    if m is None:
+        return "map unreadable" + (", hosts down: %s" % down if down else "")
+    bad = sorted("%s/%s (primary %s, %s)" % (p, n, m.owner_id(e["owner"]), e["state"])
+                 for (p, n), e in m.leaves.items() if not e["isr"])
+    return "%d leaves without a follower in sync: %s%s%s" % (
+        len(bad), ", ".join(bad[:most]), " ..." if len(bad) > most else "",
+        ", hosts down: %s" % down if down else "")
+
+
 class MapWatch(threading.Thread):
     """Every change of a history key's primary (promotion, move, hand-over)
     as a move line: t0 the last read that showed the old owner, t1 the
