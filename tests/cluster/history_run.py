@@ -150,12 +150,13 @@ class HistRun:
     header; fault/move/crash lines; then the checker and the verdict.  The
     fault schedules (run_history's below, replicas.py's) drive it."""
 
-    def __init__(self, ctx, seed=None, clients_per_host=2, replicas=0):
+    def __init__(self, ctx, seed=None, clients_per_host=2, replicas=0, daemon_replicas=None,
+                 name="history"):
         self.H = H = _load_history_runner()
         self.ctx = ctx
         self.cl = cl = ctx.cl
         self.seed = seed if seed is not None else int(time.time()) % 1000000007
-        self.outdir = os.path.join(cl.tmp, "history")
+        self.outdir = os.path.join(cl.tmp, name)
         os.makedirs(self.outdir, exist_ok=True)
         self.history = history = H.History(os.path.join(self.outdir, "history.jsonl"))
         self.wl = wl = object.__new__(H.Workload)
@@ -188,7 +189,8 @@ class HistRun:
         if replicas:
             # the checker's replicas mode: no acknowledged write of any class
             # may be lost across an owner's death (persist windows count as 0)
-            header["replicas"] = header["daemon_replicas"] = replicas
+            header["replicas"] = replicas
+            header["daemon_replicas"] = replicas if daemon_replicas is None else daemon_replicas
         history.write(header)
         self.stop = threading.Event()
         self.clients = []
@@ -245,6 +247,7 @@ class HistRun:
         total = sum(history.counts.values())
         code, out, res = self.H.run_checker(os.path.join(self.outdir, "history.jsonl"),
                                             self.outdir, max(60.0, 2 * seconds))
+        self.checker_code, self.checker_res = code, res
         anomalies = len(res.get("anomalies", [])) if res else None
         unknown = len(res.get("unknown", [])) if res else None
         summary = ("%d ops (ok %d, fail %d, info %d) by %d clients on %d hosts in %.0f s "
@@ -264,8 +267,10 @@ class HistRun:
         if history.surprises:
             problems.append("unexpected reply shapes: %s" % history.surprises[:3])
         if code != 0:
-            problems.append("checker exit %s (0 = no anomaly): history/history.jsonl and "
-                            "history/checker.txt in the kept cluster dir (below)" % code)
+            problems.append("checker exit %s (0 = no anomaly): %s/history.jsonl and "
+                            "%s/checker.txt in the kept cluster dir (below)" % (
+                                code, os.path.basename(self.outdir),
+                                os.path.basename(self.outdir)))
         if total < 300:
             problems.append("only %d operations recorded" % total)
         problems += self.extra_problems

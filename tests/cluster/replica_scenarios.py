@@ -26,9 +26,9 @@ import time
 
 from scenarios import Fail, Skip
 from history_run import HistRun
-from replica_nemeses import NEMESES
+from replica_nemeses import NEMESES, Target
 from cluster import wait_until
-from replicas import (MapWatch, enable, pick_leaf, probe_key, read_map, unsynced,
+from replicas import (MapWatch, enable, kill_host, pick_leaf, probe_key, read_map, unsynced,
                       wait_replicated)
 
 FAULT_ORDER = ["kill_host", "etcd_cut", "stop_host", "follower_cut", "etcd_cut_clock",
@@ -60,6 +60,54 @@ def _need_replicas(ctx):
     if n is None:
         raise Fail("not every leaf has a follower in sync 60 s before the scenario: " +
                    unsynced(ctx.cl))
+
+
+def replica_control_loss_seen(ctx):
+    """The control (before replicas_on: the cluster runs `replicas 0`):
+    the history run's kill_host on a ledger key's host, checked in
+    replicas mode, must show the loss (acknowledged ledger writes of the
+    last persist-interval die with the host), else rh could not see one."""
+    cl = ctx.cl
+    run = HistRun(ctx, ctx.args.seed, replicas=1, daemon_replicas=0, name="history-control")
+    watch = MapWatch(run)
+    err, detail = None, {}
+    try:
+        run.start()
+        watch.start()
+        run.until(3.0)
+        key = run.rng.choice(run.wl.keys["hl"])
+        t = Target(cl, key)
+        detail = t.describe()
+        run.wl.set_focus([key])
+        time.sleep(1.0)
+        try:
+            # no follower to promote: the host is restarted at once and
+            # serves what its disk had (persist-interval 100 ms behind)
+            t0 = kill_host(cl, t.host, run.history)
+            time.sleep(0.5)
+            t.host.start(wait=True, timeout=60)
+            time.sleep(2.0)
+        finally:
+            run.wl.set_focus(None)
+        run.fault("kill_host", t.host.name, t0, time.monotonic(), detail)
+        run.until(run.elapsed() + 5.0)
+    except Exception as e:  # a harness failure: reported, the run fails
+        err = "%s: %s" % (type(e).__name__, e)
+    finally:
+        run.stop_clients()
+        watch.stop()
+        _repair(cl)
+    summary = run.finish(err, run.elapsed())[0]
+    if err:
+        raise Fail("control run error: " + err)
+    res = run.checker_res or {}
+    names = sorted({"%s on %s" % (a.get("name", "?"), a.get("key", "?"))
+                    for a in res.get("anomalies", [])})
+    if run.checker_code != 1:
+        raise Fail("CONTROL: kill -9 of host %s with replicas 0 (key %s focused), the checker "
+                   "in replicas mode: exit %s, no anomaly: rh could not see a lost write; %s"
+                   % (t.host.name, key, run.checker_code, summary))
+    return "the checker saw the loss (%s); %s" % (", ".join(names)[:200], summary)
 
 
 def replicas_on(ctx):

@@ -64,7 +64,8 @@ SCENARIOS = [
     ("c", S.retry_after_lost_reply_applied_once),
     ("g", S.clock_skew_changes_nothing),
     ("h", history_across_cluster),
-    # issue 27: replicas 1 from here on (so last)
+    # issue 27: replicas 1 from here on (so last); the control first
+    ("r", R.replica_control_loss_seen),
     ("r", R.replicas_on),
     ("r", R.replica_follower_cut),
     ("r", R.replica_etcd_cut),
@@ -73,7 +74,7 @@ SCENARIOS = [
 ]
 # Left out of --quick (make test), run by make cluster-test: each takes
 # 30-150 s; --only names them to run them in a quick run anyway.
-FULL_ONLY = {"replica_etcd_cut", "replica_etcd_cut_clock_back", "replica_history"}
+FULL_ONLY = {"replica_control_loss_seen", "replica_etcd_cut", "replica_etcd_cut_clock_back", "replica_history"}
 
 
 class Ctx:
