@@ -151,7 +151,7 @@ class HistRun:
     fault schedules (run_history's below, replicas.py's) drive it."""
 
     def __init__(self, ctx, seed=None, clients_per_host=2, replicas=0, daemon_replicas=None,
-                 name="history"):
+                 name="history", tag="hist"):
         self.H = H = _load_history_runner()
         self.ctx = ctx
         self.cl = cl = ctx.cl
@@ -161,7 +161,8 @@ class HistRun:
         self.history = history = H.History(os.path.join(self.outdir, "history.jsonl"))
         self.wl = wl = object.__new__(H.Workload)
         cl.read_map()   # the header's owners: the map now, not a cached one
-        wl.keys = {cls: _spread_keys(cl, cls, 3) for cls in ("hl", "hd")}
+        # each run its own keys (the tag): the model starts from missing keys
+        wl.keys = {cls: _spread_keys(cl, cls, 3, tag) for cls in ("hl", "hd")}
         wl.all_keys = wl.keys["hl"] + wl.keys["hd"]
         wl.ops = [n for n, _ in H.OP_WEIGHTS]
         wl.weights = [w for _, w in H.OP_WEIGHTS]
@@ -277,19 +278,19 @@ class HistRun:
         return summary, details, problems, self.outdir
 
 
-def _spread_keys(cl, cls, n):
+def _spread_keys(cl, cls, n, tag):
     """n keys of cls per host, owned there; after failovers a host may own
     no leaf of a pool (nothing moves them back): its share comes from the
     others."""
     out, short = [], 0
     for h in cl.host_names:
         try:
-            out += cl.keys_on(h, cls, n, tag="hist")
+            out += cl.keys_on(h, cls, n, tag=tag)
         except RuntimeError:
             short += n
     i = 0
     while short and i < 100000:
-        k = "%s:hist:%d" % (cls, i)
+        k = "%s:%s:%d" % (cls, tag, i)
         if k not in out:
             out.append(k)
             short -= 1

@@ -68,7 +68,8 @@ def replica_control_loss_seen(ctx):
     replicas mode, must show the loss (acknowledged ledger writes of the
     last persist-interval die with the host), else rh could not see one."""
     cl = ctx.cl
-    run = HistRun(ctx, ctx.args.seed, replicas=1, daemon_replicas=0, name="history-control")
+    run = HistRun(ctx, ctx.args.seed, replicas=1, daemon_replicas=0, name="history-control",
+                  tag="chist")
     watch = MapWatch(run)
     err, detail = None, {}
     try:
@@ -182,7 +183,7 @@ def replica_history(ctx):
     bad = [f for f in faults if f not in NEMESES]
     if bad:
         raise Fail("--replica-faults: unknown %s (known: %s)" % (bad, ",".join(FAULT_ORDER)))
-    run = HistRun(ctx, ctx.args.seed, replicas=1)
+    run = HistRun(ctx, ctx.args.seed, replicas=1, name="history-replicas", tag="rhist")
     no_ns = [f for f in faults if f in NEEDS_NETNS and cl.net.mode != "netns"]
     run.skipped += ["%s (no namespaces: %s)" % (f, cl.net.reason) for f in no_ns]
     no_shim = [f for f in faults if f in NEEDS_SHIM and not cl.clockshim]

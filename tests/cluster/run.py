@@ -74,7 +74,7 @@ SCENARIOS = [
 ]
 # Left out of --quick (make test), run by make cluster-test: each takes
 # 30-150 s; --only names them to run them in a quick run anyway.
-FULL_ONLY = {"replica_control_loss_seen", "replica_etcd_cut", "replica_etcd_cut_clock_back", "replica_history"}
+FULL_ONLY = {"replica_control_loss_seen", "replica_etcd_cut_clock_back", "replica_history"}
 
 
 class Ctx:
