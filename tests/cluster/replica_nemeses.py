@@ -252,9 +252,10 @@ def follower_cut_nemesis(cl, rng, key, history=None, mode=None):
         n = 0
         while not halt.is_set():
             n += 1
+            ti = time.monotonic()
             r = set_once(third, t.probe, "fc%d" % n, timeout=3.0)
             if r == "OK":
-                writes["ok"].append(time.monotonic())
+                writes["ok"].append((ti, time.monotonic()))
             else:
                 writes["err"] += 1
             time.sleep(0.05)
@@ -282,10 +283,12 @@ def follower_cut_nemesis(cl, rng, key, history=None, mode=None):
                             "more than replica-timeout + etcd-timeout + 1 s = %.1f s" %
                             ((detail["follower"],) + t.leaf + (took, mode, limit)))
         time.sleep(1.5)
-        after = [x for x in writes["ok"] if x > t0 + (took if ok else 0)]
+        # writes sent after the cut (one sent before may still get its
+        # follower's ack, the cut being a few ms old)
+        after = [x for x in writes["ok"] if x[0] > t0 + (took if ok else 0)]
         detail["writes_ok_after_removal"] = len(after)
-        first = [x for x in writes["ok"] if x > t0]
-        detail["writes_back_s"] = round(first[0] - t0, 2) if first else None
+        first = [x for x in writes["ok"] if x[0] > t0]
+        detail["writes_back_s"] = round(first[0][1] - t0, 2) if first else None
         if ok and not after:
             problems.append("no write to leaf %s/%s through %s acknowledged in the 1.5 s after "
                             "its follower left the isr" % (t.leaf + (third.name,)))
