@@ -235,7 +235,7 @@ class HistRun:
         for c in self.clients:
             c.join(15)
 
-    def finish(self, err, seconds):
+    def finish(self, err, seconds, limit=None):
         """Stops the clients, adds the crashes the hosts' masters logged,
         runs the checker; returns (summary, details, problems, outdir)."""
         from run_nemesis import reconcile_log
@@ -247,7 +247,7 @@ class HistRun:
         errors = [c.error for c in self.clients if c.error]
         total = sum(history.counts.values())
         code, out, res = self.H.run_checker(os.path.join(self.outdir, "history.jsonl"),
-                                            self.outdir, max(60.0, 2 * seconds))
+                                            self.outdir, limit or max(60.0, 2 * seconds))
         self.checker_code, self.checker_res = code, res
         anomalies = len(res.get("anomalies", [])) if res else None
         unknown = len(res.get("unknown", [])) if res else None

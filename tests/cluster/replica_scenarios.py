@@ -196,14 +196,16 @@ def replica_history(ctx):
         run.start()
         watch.start()
         run.until(3.0)
+        used = set()
         for f in faults:
-            key, _, _, _ = pick_leaf(run, watch)
+            key, _, _, _ = pick_leaf(run, used)
             if key is None:
                 run.extra_problems.append("%s: no history key's leaf has a follower" % f)
                 continue
             # the clients focus on the key for the whole nemesis: while the
             # fault lasts, and as the old primary returns (a stale read
             # there, or a write it answers, is what the checker looks for)
+            used.add(key)
             run.wl.set_focus([key])
             time.sleep(0.5)
             t0 = time.monotonic()
@@ -230,7 +232,11 @@ def replica_history(ctx):
         run.stop_clients()
         watch.stop()
         _repair(cl)
-    summary, details, problems, outdir = run.finish(err, run.elapsed())
+    # a focused key's history is long (thousands of INCRBYs across faults):
+    # 30 s of search per key, 300 s in all (20 s left hl:n{hl:rhist:5}
+    # undecided, seed 7)
+    summary, details, problems, outdir = run.finish(err, run.elapsed(),
+                                                    limit=max(300.0, 3 * run.elapsed()))
     summary += "; map reads %d (failed %d)" % (watch.reads, watch.failed_reads)
     ctx.notes.append("replica history: " + summary)
     for t in timings:

@@ -315,13 +315,14 @@ def registered(cl, h):
     return all(o in got for o in h.owner_ids())
 
 
-def pick_leaf(run, watch, pool=None):
-    """A history key whose leaf has a follower in sync: (key, leaf, entry,
-    Map) or (None, ...)."""
+def pick_leaf(run, used=(), pool=None):
+    """A history key not in used whose leaf has a follower in sync: (key,
+    leaf, entry, Map) or (None, ...)."""
     m = read_map(run.cl)
     if m is None:
         return None, None, None, None
-    keys = [k for k in run.wl.all_keys if pool is None or POOL_OF[k.split(":", 1)[0]] == pool]
+    keys = [k for k in run.wl.all_keys if k not in used and
+            (pool is None or POOL_OF[k.split(":", 1)[0]] == pool)]
     run.rng.shuffle(keys)
     for k in keys:
         leaf, e = m.leaf_of(k)
