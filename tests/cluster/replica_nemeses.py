@@ -125,7 +125,8 @@ def _rejoin(cl, h, t1, detail, problems, what="it returned"):
         problems.append("host %s not registered again %.0f s after %s" %
                         (h.name, REJOIN_LIMIT, what))
         return
-    wait_replicated(cl, 30)
+    n, took = wait_replicated(cl, 30)
+    detail["all_in_sync_s"] = round(took, 2) if n else None
     m = read_map(cl)
     if m is not None:
         detail["follows_after"] = m.followed_by_host(h.name)
