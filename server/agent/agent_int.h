@@ -141,6 +141,7 @@ struct agent {
     int64_t keepalive_next_ms;
     int64_t lease_asked_ms;       /* unix ms the last grant or keepalive was asked: etcd
                                    * renewed the lease no earlier (the fence counts from it) */
+    int64_t lease_asked_mono_ms;  /* the same on the monotonic clock (what the fence reads) */
     int64_t last_conflict_log_ms;
 };
 

@@ -54,8 +54,12 @@ static void lease_taken(struct agent *a, int64_t id, int64_t ttl_s)
     a->h.lease_id = id;
     a->h.lease_ttl_ms = ttl_s * 1000;
     /* when it was asked, not answered: the lease runs at least TTL from
-     * then, so an owner's self-fence needs no room for the round trip */
+     * then, so an owner's self-fence needs no room for the round trip; the
+     * fence goes by the monotonic stamp (a wall clock set back kept an old
+     * primary serving after its follower was promoted) */
     a->h.lease_renewed_ms = a->lease_asked_ms > 0 ? a->lease_asked_ms : clock_unix_ms();
+    a->h.lease_renewed_mono_ms = a->lease_asked_mono_ms > 0 ? a->lease_asked_mono_ms
+                                                            : clock_mono_ms();
     a->keepalive_next_ms = clock_mono_ms() + ttl_s * 1000 / 4;
     agent_health_push(a);
 }
@@ -189,6 +193,7 @@ static void reg_next(struct agent *a)
         switch (a->step) {
         case R_LEASE:
             a->lease_asked_ms = clock_unix_ms();
+            a->lease_asked_mono_ms = clock_mono_ms();
             if (a->h.lease_id != 0 && !a->adopting) {
                 a->adopting = 1;
                 if (etcd_lease_keepalive(a->etcd, a->h.lease_id, on_reg, a) != HKV_OK)
@@ -395,6 +400,7 @@ void agent_reg_tick(struct agent *a, int64_t now)
     if (a->h.lease_id != 0 && a->step > R_LEASE && !a->keepalive.inflight &&
         now >= a->keepalive_next_ms) {
         a->lease_asked_ms = clock_unix_ms();
+        a->lease_asked_mono_ms = clock_mono_ms();
         if (etcd_lease_keepalive(a->etcd, a->h.lease_id, on_keepalive, a) == HKV_OK)
             a->keepalive.inflight = 1;
         else

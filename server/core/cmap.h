@@ -92,6 +92,7 @@ struct cmap_health {
     int64_t lease_id;              /* the host lease; 0 = none */
     int64_t lease_ttl_ms;          /* the TTL etcd last granted or renewed */
     int64_t lease_renewed_ms;      /* unix ms of the last successful keepalive */
+    int64_t lease_renewed_mono_ms; /* the same on CLOCK_MONOTONIC: the owners' lease fence */
     int64_t watch_revision;        /* the watch stream's last revision (events or progress) */
     int64_t compactions;           /* times the watch had to restart from a full read */
     int64_t refused_maps;          /* revisions not applied: the leaves did not partition */

@@ -72,7 +72,7 @@ void info_cluster_lines(struct hkv_buf *b, struct edge *e)
                "owners_live:%u\r\nleaves_hot:%u\r\nleaves_cold:%u\r\nremote_links_up:%d\r\n",
                cfg->cluster, cfg->host, h->host_number, (long long)v.revision, h->from_disk,
                h->etcd_up, ago(now, h->etcd_ok_ms), (long long)h->lease_id,
-               (long long)h->lease_ttl_ms, ago(now, h->lease_renewed_ms),
+               (long long)h->lease_ttl_ms, ago(clock_mono_ms(), h->lease_renewed_mono_ms),
                (long long)h->watch_revision, (long long)h->compactions,
                (long long)h->refused_maps, v.owners_known, v.owners_live,
                v.leaves[CFG_POOL_HOT], v.leaves[CFG_POOL_COLD], info_remote_links_up(e));

@@ -86,19 +86,23 @@ int own_check_lease(struct owner *o)
         return 0;
     struct cmap_health h;
     cmap_health_get(o->ctx->cmap, &h);
-    /* lease_renewed_ms is when the renewal was ASKED (etcd renewed no
+    /* lease_renewed_mono_ms is when the renewal was ASKED (etcd renewed no
      * earlier): the margin is for this check's period (OWN_POLL_MS) and the
-     * clocks' slop, not for a round trip */
+     * clocks' slop, not for a round trip.  By the monotonic clock: etcd lets
+     * the lease go TTL after the last keepalive whatever this host's wall
+     * clock does (set 10 s back, the wall clock kept an old primary serving,
+     * and acknowledging, 10 s after its follower was promoted) */
     int64_t margin = 500;
-    int fenced = h.lease_ttl_ms > 0 && h.lease_renewed_ms > 0 &&
-                 clock_unix_ms() > h.lease_renewed_ms + h.lease_ttl_ms - margin;
+    int64_t now = clock_mono_ms();
+    int fenced = h.lease_ttl_ms > 0 && h.lease_renewed_mono_ms > 0 &&
+                 now > h.lease_renewed_mono_ms + h.lease_ttl_ms - margin;
     if (fenced == w->lease_fenced)
         return 0;
     w->lease_fenced = fenced;
     if (fenced)
         log_warning("the host lease was last renewed %lld ms ago (TTL %lld ms): leaves with "
-                    "followers are not served until it is renewed", (long long)(clock_unix_ms() -
-                    h.lease_renewed_ms), (long long)h.lease_ttl_ms);
+                    "followers are not served until it is renewed",
+                    (long long)(now - h.lease_renewed_mono_ms), (long long)h.lease_ttl_ms);
     else
         log_notice("the host lease is renewed: serving every leaf again");
     return 1;

@@ -287,10 +287,17 @@ void owner_repl_applied(struct owner *o, const char *key, size_t klen)
         uint32_t start = bits ? h & ~(uint32_t)((1ULL << (32 - bits)) - 1) : 0;
         for (uint16_t x = r->bucket[bucket_of(start, (uint8_t)bits)]; x != 0; x = r->s[x - 1].next) {
             struct rstream *s = &r->s[x - 1];
-            if (s->leaf.start != start || s->leaf.bits != bits || s->copy == NULL ||
-                s->phase < S_SEED)
+            if (s->leaf.start != start || s->leaf.bits != bits || s->phase < S_SEED)
                 continue;
-            owner_copy_applied(s->copy, key, klen);
+            /* A required stream whose link went has no copy but is still in
+             * the map's set until its removal's CAS: the write is touched so
+             * its answer waits for that CAS (owner_repl_hold), not answered
+             * without the follower (R6; a cluster history run saw the old
+             * primary acknowledge a SET its promoted follower never had). */
+            if (s->copy != NULL)
+                owner_copy_applied(s->copy, key, klen);
+            else if (!s->required)
+                continue;
             touch(r, x - 1);
             if (owner_move_hook_armed("repl_write")) { /* a test: die mid-request */
                 owner_hlink_flush_now(s->h);

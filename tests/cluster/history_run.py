@@ -144,45 +144,161 @@ def move_pause(cl, hosts, key, rng, wl):
              "exit": code, "out": out.strip().split("\n")[-1][:120]}, src, dst)
 
 
-def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
-    """Returns (summary line, details); raises AssertionError on anomalies."""
-    H = _load_history_runner()
-    from run_nemesis import reconcile_log
-    cl = ctx.cl
-    seed = seed if seed is not None else int(time.time()) % 1000000007
-    outdir = os.path.join(cl.tmp, "history")
-    os.makedirs(outdir, exist_ok=True)
-    history = H.History(os.path.join(outdir, "history.jsonl"))
+class HistRun:
+    """One history run across the cluster: the workload (3 keys per host per
+    class), its clients spread over the hosts, the history file and its
+    header; fault/move/crash lines; then the checker and the verdict.  The
+    fault schedules (run_history's below, replicas.py's) drive it."""
 
-    # Keys: 3 per host per class, so every owner's faults touch the history.
-    wl = object.__new__(H.Workload)
-    wl.keys = {cls: [k for h in cl.host_names for k in cl.keys_on(h, cls, 3, tag="hist")]
-               for cls in ("hl", "hd")}
-    wl.all_keys = wl.keys["hl"] + wl.keys["hd"]
-    wl.ops = [n for n, _ in H.OP_WEIGHTS]
-    wl.weights = [w for _, w in H.OP_WEIGHTS]
-    wl.focus = None
-    wl.counter = {k: "%s:n{%s}" % (k.split(":", 1)[0], k) for k in wl.all_keys}
-    classes = {}
-    for name, pool, fresh, keep, dur, _ in CLASSES:
-        if name not in wl.keys:
-            continue
-        fresh_max = max(c[2] for c in CLASSES if c[0] in wl.keys)
-        classes[name] = {
-            "durability": dur, "pool": pool, "fresh_ms": fresh, "keep_ms": keep,
-            "persist_window_ms": PERSIST_WINDOW_MS if dur == "ledger" else 0,
-            "read_delta_ms": fresh_max + MISS_WAIT_MS + PUSH_ALLOWANCE_MS,
-            "stale_delta_ms": KEEP_MS,
-            "crash_read_delta_ms": fresh_max + MISS_WAIT_MS + PUSH_ALLOWANCE_MS
-            if dur == "ledger" else 0,
-        }
-    keys = {k: {"class": cls, "owner": cl.owner_of(k)} for cls, ks in wl.keys.items()
-            for k in ks + [wl.counter[x] for x in ks]}
-    nclients = clients_per_host * len(cl.hosts)
-    history.write({"kind": "header", "version": 1, "seed": seed, "started": time.time(),
-                   "classes": classes, "keys": keys, "colos": list(cl.host_names),
-                   "clients": nclients})
+    def __init__(self, ctx, seed=None, clients_per_host=2, replicas=0, daemon_replicas=None,
+                 name="history", tag="hist"):
+        self.H = H = _load_history_runner()
+        self.ctx = ctx
+        self.cl = cl = ctx.cl
+        self.seed = seed if seed is not None else int(time.time()) % 1000000007
+        self.outdir = os.path.join(cl.tmp, name)
+        os.makedirs(self.outdir, exist_ok=True)
+        self.history = history = H.History(os.path.join(self.outdir, "history.jsonl"))
+        self.wl = wl = object.__new__(H.Workload)
+        cl.read_map()   # the header's owners: the map now, not a cached one
+        # each run its own keys (the tag): the model starts from missing keys
+        wl.keys = {cls: _spread_keys(cl, cls, 3, tag) for cls in ("hl", "hd")}
+        wl.all_keys = wl.keys["hl"] + wl.keys["hd"]
+        wl.ops = [n for n, _ in H.OP_WEIGHTS]
+        wl.weights = [w for _, w in H.OP_WEIGHTS]
+        wl.focus = None
+        wl.counter = {k: "%s:n{%s}" % (k.split(":", 1)[0], k) for k in wl.all_keys}
+        classes = {}
+        for name, pool, fresh, keep, dur, _ in CLASSES:
+            if name not in wl.keys:
+                continue
+            fresh_max = max(c[2] for c in CLASSES if c[0] in wl.keys)
+            classes[name] = {
+                "durability": dur, "pool": pool, "fresh_ms": fresh, "keep_ms": keep,
+                "persist_window_ms": PERSIST_WINDOW_MS if dur == "ledger" else 0,
+                "read_delta_ms": fresh_max + MISS_WAIT_MS + PUSH_ALLOWANCE_MS,
+                "stale_delta_ms": KEEP_MS,
+                "crash_read_delta_ms": fresh_max + MISS_WAIT_MS + PUSH_ALLOWANCE_MS
+                if dur == "ledger" else 0,
+            }
+        self.keys = {k: {"class": cls, "owner": cl.owner_of(k)} for cls, ks in wl.keys.items()
+                     for k in ks + [wl.counter[x] for x in ks]}
+        self.nclients = clients_per_host * len(cl.hosts)
+        header = {"kind": "header", "version": 1, "seed": self.seed, "started": time.time(),
+                  "classes": classes, "keys": self.keys, "colos": list(cl.host_names),
+                  "clients": self.nclients}
+        if replicas:
+            # the checker's replicas mode: no acknowledged write of any class
+            # may be lost across an owner's death (persist windows count as 0)
+            header["replicas"] = replicas
+            header["daemon_replicas"] = replicas if daemon_replicas is None else daemon_replicas
+        history.write(header)
+        self.stop = threading.Event()
+        self.clients = []
+        self.hosts = hosts = list(cl.hosts.values())
+        client_cls = _cluster_client(H)
+        for i in range(self.nclients):
+            c = client_cls(i, self.seed, None, None, wl, history, self.stop, 10.0, 1)
+            c.chost = hosts[i % len(hosts)]
+            self.clients.append(c)
+        self.wall_minus_mono = time.time() - time.monotonic()
+        self.log = []
+        self.skipped = []
+        self.extra_problems = []
+        self.rng = random.Random(self.seed)
+        self.t_start = time.monotonic()
 
+    def start(self):
+        self.t_start = time.monotonic()
+        for c in self.clients:
+            c.start()
+
+    def fault(self, f, target, t0, t1, detail=None):
+        self.history.write({"kind": "fault", "f": f, "target": target, "t0": t0, "t1": t1,
+                            "detail": detail or {}})
+        self.log.append("%s %s at %.1f..%.1f s" % (f, target, t0 - self.t_start,
+                                                   (t1 or t0) - self.t_start))
+
+    def move(self, keys, src, dst, t0, t1):
+        """A move line: the keys' owner changed from src to dst in [t0, t1]."""
+        self.history.write({"kind": "move", "keys": list(keys), "from": src, "to": dst,
+                            "t0": t0, "t1": t1})
+
+    def until(self, t):
+        time.sleep(max(0.0, self.t_start + t - time.monotonic()))
+
+    def elapsed(self):
+        return time.monotonic() - self.t_start
+
+    def stop_clients(self):
+        self.stop.set()
+        for c in self.clients:
+            c.join(15)
+
+    def finish(self, err, seconds, limit=None):
+        """Stops the clients, adds the crashes the hosts' masters logged,
+        runs the checker; returns (summary, details, problems, outdir)."""
+        from run_nemesis import reconcile_log
+        self.stop_clients()
+        history = self.history
+        for h in self.hosts:
+            reconcile_log(h.log, HostHistory(history, h.name), set(), self.wall_minus_mono)
+        history.close()
+        errors = [c.error for c in self.clients if c.error]
+        total = sum(history.counts.values())
+        code, out, res = self.H.run_checker(os.path.join(self.outdir, "history.jsonl"),
+                                            self.outdir, limit or max(60.0, 2 * seconds))
+        self.checker_code, self.checker_res = code, res
+        anomalies = len(res.get("anomalies", [])) if res else None
+        unknown = len(res.get("unknown", [])) if res else None
+        summary = ("%d ops (ok %d, fail %d, info %d) by %d clients on %d hosts in %.0f s "
+                   "(seed %d); faults: %s%s; checker exit %s, anomalies %s, unknown %s, "
+                   "crashes %s" % (
+                       total, history.counts["ok"], history.counts["fail"],
+                       history.counts["info"], self.nclients, len(self.hosts), seconds,
+                       self.seed, ", ".join(self.log) or "none",
+                       ("; not run: " + ", ".join(self.skipped)) if self.skipped else "",
+                       code, anomalies, unknown, history.crashes or "none"))
+        details = out.rstrip("\n").split("\n")[-40:] if code else []
+        problems = []
+        if err:
+            problems.append("run error: " + err)
+        if errors:
+            problems.append("client errors: " + "; ".join(errors))
+        if history.surprises:
+            problems.append("unexpected reply shapes: %s" % history.surprises[:3])
+        if code != 0:
+            problems.append("checker exit %s (0 = no anomaly): %s/history.jsonl and "
+                            "%s/checker.txt in the kept cluster dir (below)" % (
+                                code, os.path.basename(self.outdir),
+                                os.path.basename(self.outdir)))
+        if total < 300:
+            problems.append("only %d operations recorded" % total)
+        problems += self.extra_problems
+        return summary, details, problems, self.outdir
+
+
+def _spread_keys(cl, cls, n, tag):
+    """n keys of cls per host, owned there; after failovers a host may own
+    no leaf of a pool (nothing moves them back): its share comes from the
+    others."""
+    out, short = [], 0
+    for h in cl.host_names:
+        try:
+            out += cl.keys_on(h, cls, n, tag=tag)
+        except RuntimeError:
+            short += n
+    i = 0
+    while short and i < 100000:
+        k = "%s:%s:%d" % (cls, tag, i)
+        if k not in out:
+            out.append(k)
+            short -= 1
+        i += 1
+    return out
+
+
+def _cluster_client(H):
     class ClusterClient(H.Client):
         def connect(self):
             try:
@@ -203,35 +319,21 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
             self.edge = "%s/%s" % (self.chost.name, fields.get("edge_pid", "?"))
             self.client = self.history.client_id()
             return True
+    return ClusterClient
 
-    stop = threading.Event()
-    clients = []
-    hosts = list(cl.hosts.values())
-    for i in range(nclients):
-        c = ClusterClient(i, seed, None, None, wl, history, stop, 10.0, 1)
-        c.chost = hosts[i % len(hosts)]
-        clients.append(c)
-    wall_minus_mono = time.time() - time.monotonic()
-    log = []
-    t_start = time.monotonic()
 
-    def fault(f, target, t0, t1, detail=None):
-        history.write({"kind": "fault", "f": f, "target": target, "t0": t0, "t1": t1,
-                       "detail": detail or {}})
-        log.append("%s %s at %.1f..%.1f s" % (f, target, t0 - t_start,
-                                              (t1 or t0) - t_start))
-
-    def until(t):
-        time.sleep(max(0.0, t_start + t - time.monotonic()))
-
-    rng = random.Random(seed)
+def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
+    """Returns (summary line, details, problems, outdir)."""
+    run = HistRun(ctx, seed, clients_per_host)
+    cl, hosts, wl, rng = run.cl, run.hosts, run.wl, run.rng
+    fault, until, log = run.fault, run.until, run.log
     netns_ok = cl.net.mode == "netns"
     faults = FAULTS if faults is None else faults
-    skipped = ["%s (not asked for)" % f for f in FAULTS if f not in faults]
+    skipped = run.skipped
+    skipped += ["%s (not asked for)" % f for f in FAULTS if f not in faults]
     err = None
     try:
-        for c in clients:
-            c.start()
+        run.start()
         D = float(seconds)
         # 1. agent kill -9 on a random host
         until(0.08 * D)
@@ -273,9 +375,7 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
                 log.append("leaf %s (%s) %s -> %s: admin exit %d (%s)" % (
                     m[1], m[0], m[2], m[3], m[4], m[5]))
                 if m[4] == 0 and m[2] and m[3]:
-                    history.write({"kind": "move", "keys": [m[0], wl.counter[m[0]]],
-                                   "from": m[2], "to": m[3],
-                                   "t0": t0, "t1": time.monotonic()})
+                    run.move([m[0], wl.counter[m[0]]], m[2], m[3], t0, time.monotonic())
         # 3c. a move while its target owner is paused and writes retry (issue 25)
         until(0.56 * D)
         if "move_pause" in faults:
@@ -285,9 +385,7 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
             t1 = time.monotonic()
             fault("move_pause", detail.get("leaf", "-"), t0, t1, detail)
             if src and dst and leaf_of(cl, key)[3] == dst:
-                history.write({"kind": "move", "keys": [key, wl.counter[key]],
-                               "from": src, "to": dst,
-                               "t0": t0, "t1": t1})
+                run.move([key, wl.counter[key]], src, dst, t0, t1)
                 log.append("move_pause: %s %s -> %s, %s paused %d ms" % (
                     key, src, dst, detail["paused"], detail["pause_ms"]))
         # 4. an owner host cut off, then back
@@ -324,9 +422,7 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
     except Exception as e:  # a harness failure: reported, the run fails
         err = "%s: %s" % (type(e).__name__, e)
     finally:
-        stop.set()
-        for c in clients:
-            c.join(15)
+        run.stop_clients()
         if cl.net.mode == "netns":
             for h in hosts:
                 if h.node in cl.net.down:
@@ -334,32 +430,4 @@ def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):
             cl.net.heal()
         if not cl.etcd.running():
             cl.etcd.start()
-    for h in hosts:
-        reconcile_log(h.log, HostHistory(history, h.name), set(), wall_minus_mono)
-    history.close()
-    errors = [c.error for c in clients if c.error]
-    total = sum(history.counts.values())
-    code, out, res = H.run_checker(os.path.join(outdir, "history.jsonl"), outdir,
-                                   max(60.0, 2 * seconds))
-    anomalies = len(res.get("anomalies", [])) if res else None
-    unknown = len(res.get("unknown", [])) if res else None
-    summary = ("%d ops (ok %d, fail %d, info %d) by %d clients on %d hosts in %.0f s; faults: "
-               "%s%s; checker exit %s, anomalies %s, unknown %s, crashes %s" % (
-                   total, history.counts["ok"], history.counts["fail"], history.counts["info"],
-                   nclients, len(hosts), seconds, ", ".join(log) or "none",
-                   ("; not run: " + ", ".join(skipped)) if skipped else "", code, anomalies,
-                   unknown, history.crashes or "none"))
-    details = out.rstrip("\n").split("\n")[-40:] if code else []
-    problems = []
-    if err:
-        problems.append("run error: " + err)
-    if errors:
-        problems.append("client errors: " + "; ".join(errors))
-    if history.surprises:
-        problems.append("unexpected reply shapes: %s" % history.surprises[:3])
-    if code != 0:
-        problems.append("checker exit %s (0 = no anomaly): history/history.jsonl and "
-                        "history/checker.txt in the kept cluster dir (below)" % code)
-    if total < 300:
-        problems.append("only %d operations recorded" % total)
-    return summary, details, problems, outdir
+    return run.finish(err, seconds)

@@ -30,6 +30,7 @@ sys.path.insert(1, os.path.join(os.path.dirname(HERE), "history"))
 import scenarios as S  # noqa: E402
 from cluster import Cluster  # noqa: E402
 from history_run import run_history  # noqa: E402
+import replica_scenarios as R  # noqa: E402
 from selftest import SelfTestFailure, run_selftest  # noqa: E402
 
 
@@ -63,7 +64,17 @@ SCENARIOS = [
     ("c", S.retry_after_lost_reply_applied_once),
     ("g", S.clock_skew_changes_nothing),
     ("h", history_across_cluster),
+    # issue 27: replicas 1 from here on (so last); the control first
+    ("r", R.replica_control_loss_seen),
+    ("r", R.replicas_on),
+    ("r", R.replica_follower_cut),
+    ("r", R.replica_etcd_cut),
+    ("r", R.replica_etcd_cut_clock_back),
+    ("rh", R.replica_history),
 ]
+# Left out of --quick (make test), run by make cluster-test: each takes
+# 30-150 s; --only names them to run them in a quick run anyway.
+FULL_ONLY = {"replica_control_loss_seen", "replica_etcd_cut_clock_back", "replica_history"}
 
 
 class Ctx:
@@ -82,7 +93,7 @@ def main(argv=None):
     ap.add_argument("--clockshim", default=None, help="clockshift.so (scenario g, history)")
     ap.add_argument("--quick", action="store_true",
                     help="the make-test settings: shorter outage and history run")
-    ap.add_argument("--only", default="", help="letters to run: a,adm,b,c,d,e,f,g,h,fig "
+    ap.add_argument("--only", default="", help="letters to run: a,adm,b,c,d,e,f,g,h,fig,r,rh "
                     "(default: all)")
     ap.add_argument("--etcd-outage", type=float, default=None, help="s (default 30; quick 8)")
     ap.add_argument("--history-seconds", type=float, default=None,
@@ -94,6 +105,10 @@ def main(argv=None):
     ap.add_argument("--twice-seconds", type=float, default=None)
     ap.add_argument("--history-faults", default="all",
                     help="all, or some of kill_agent,clock_shift,kill_etcd,link_down,cut_one_way")
+    ap.add_argument("--replica-faults", default="all", help="all, or some of "
+                    "kill_host,etcd_cut,stop_host,follower_cut,etcd_cut_clock,move_failover (rh)")
+    ap.add_argument("--replica-history-seconds", type=float, default=30.0,
+                    help="rh runs at least this long (its five faults take 60-120 s)")
     ap.add_argument("--seed", type=int, default=None, help="history seed (default: the time)")
     ap.add_argument("--budget", type=float, default=0, help="s; 0 = none.  A scenario that "
                     "would start past it is not run: a failure, named")
@@ -159,6 +174,10 @@ def main(argv=None):
         ctx = Ctx(cl, args)
         for letter, fn in SCENARIOS:
             if only and letter not in only:
+                continue
+            if args.quick and fn.__name__ in FULL_ONLY and not only:
+                log("scenario %s %s: not in --quick (make cluster-test runs it)" %
+                    (letter, fn.__name__))
                 continue
             name = "%s %s" % (letter, fn.__name__)
             if args.budget and time.monotonic() - t_start > args.budget:

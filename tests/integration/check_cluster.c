@@ -6,7 +6,8 @@
  * cannot be made), runs the harness's self-test and every scenario (pushes
  * across hosts, etcd down, an owner host cut off, agent kill -9, an owner id
  * started twice, compaction during the watch, a host's clock 10 s off, the
- * history checker across the cluster), prints the figures, and tears
+ * history checker across the cluster; then issue 27's `replicas 1` with a
+ * follower cut off and a primary cut from etcd), prints the figures, and tears
  * everything down (every process stopped by pid).  The script owns its
  * processes and namespaces; this suite runs it bounded and judges its exit:
  * any failed scenario fails the test, and every skipped one is printed with
