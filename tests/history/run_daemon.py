@@ -33,10 +33,14 @@ CACHE_MB = 16
 REQUEST_TIMEOUT_S = WRITE_DEADLINE_MS / 1000.0 + 4.0
 
 # Two variants of the class lines; SIGHUP switches between them (order and
-# fresh change, names and patterns stay).
+# fresh change, names and patterns stay).  With --replicas the reload also
+# changes replica-timeout (a reloadable directive of the replication path:
+# the owners' in-sync removal deadline and the primaries' waits).
 CLASS_VARIANTS = [
-    {"order": ["hl", "hd"], "fresh_ms": {"hl": 1000, "hd": 1000}},
-    {"order": ["hd", "hl"], "fresh_ms": {"hl": 500, "hd": 2000}},
+    {"order": ["hl", "hd"], "fresh_ms": {"hl": 1000, "hd": 1000},
+     "replica_timeout_ms": REPLICA_TIMEOUT_MS},
+    {"order": ["hd", "hl"], "fresh_ms": {"hl": 500, "hd": 2000},
+     "replica_timeout_ms": REPLICA_TIMEOUT_MS * 3 // 2},
 ]
 CLASSES = {
     "hl": {"durability": "ledger", "pool": "hot", "on_timeout": "degrade"},
@@ -144,7 +148,6 @@ class Daemon:
         # issue 27: followers per leaf, and a persist-interval long enough
         # that a kill without them visibly loses ledger writes
         self.replicas = getattr(args, "replicas", 0) or 0
-        self.replica_timeout_ms = REPLICA_TIMEOUT_MS
         self.persist_interval_ms = getattr(args, "persist_interval", None) or PERSIST_INTERVAL_MS
         self.auto_moves = False
         self.http_port = free_port() if getattr(args, "http", True) else 0
@@ -154,6 +157,11 @@ class Daemon:
         self.old_procs = []
         self.orphans = {}          # pid -> title: children of a killed master
         self.stopped_pids = set()  # SIGSTOPped by the nemesis, to SIGCONT at the end
+
+    @property
+    def replica_timeout_ms(self):
+        """replica-timeout of the config file as written now (the variant's)."""
+        return CLASS_VARIANTS[self.variant]["replica_timeout_ms"]
 
     def colo_names(self):
         if self.colos <= 1:

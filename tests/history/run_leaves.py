@@ -26,7 +26,7 @@ from run_resp import Conn, Transport, info_fields
 from run_route import ROUTE_KEY, siphash24
 
 LEAF_LINE = re.compile(r"^leaf (\w+) (\d+)-([0-9a-f]+) owner (\d+) (\S+) state (\w+)"
-                       r"(?: to (\d+))? epoch (\d+)")
+                       r"(?: to (\d+))? epoch (\d+)(?: isr ([\d,]+))?")
 
 
 def key_hash32(key):
@@ -46,8 +46,9 @@ def in_leaf(h32, bits, prefix):
 
 class LeafMap:
     """One snapshot of `leaf list`: {pool: [(bits, prefix, owner number,
-    owner name, state, to)]}, owner names as the history names owners
-    ("hot/0": the id without its host)."""
+    owner name, state, to, isr)]}, owner names as the history names owners
+    ("hot/0": the id without its host), isr the in-sync followers' numbers
+    (issue 27; [] without replicas)."""
 
     def __init__(self, text, t):
         self.t = t
@@ -57,11 +58,12 @@ class LeafMap:
             m = LEAF_LINE.match(line.strip())
             if not m:
                 continue
-            pool, bits, prefix, num, oid, state, to, _ = m.groups()
+            pool, bits, prefix, num, oid, state, to, _, isr = m.groups()
             name = oid.split("/", 1)[1] if oid.count("/") >= 2 else oid
             self.names[int(num)] = name
             self.leaves.setdefault(pool, []).append(
-                (int(bits), int(prefix, 16), int(num), name, state, int(to) if to else None))
+                (int(bits), int(prefix, 16), int(num), name, state, int(to) if to else None,
+                 [int(n) for n in isr.split(",")] if isr else []))
 
     def leaf_of(self, key, pool):
         h = key_hash32(key)
