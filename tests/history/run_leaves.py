@@ -137,6 +137,12 @@ class Leaves:
                     changed.setdefault((old, o), []).append(key)
                 if o is not None:
                     self.owners[key] = o
+            if prev is not None:
+                # Owner numbers are stable on a host, but a snapshot names
+                # only the owners that are some leaf's primary: one that
+                # lost all of its leaves to promotions is still a follower.
+                for n, name in prev.names.items():
+                    m.names.setdefault(n, name)
             t0 = prev.t if prev is not None else m.t
             for (frm, to), keys in sorted(changed.items()):
                 self.history.write({"kind": "move", "keys": sorted(keys), "from": frm, "to": to,

@@ -157,6 +157,9 @@ class Replicas:
             nem.log("stop_follower: pool %s has one owner" % pool)
             return
         follower = self.leaves.map.names.get(nem.rng.choice(others))
+        if follower is None:
+            nem.log("stop_follower: no name for the follower of %s" % leaf_name(leaf))
+            return
         ms = int(self.hkv.replica_timeout_ms * nem.rng.uniform(1.5, 2.5))
         t0 = time.monotonic()
         pid = nem.pause_owner_for(follower, ms)
@@ -259,7 +262,7 @@ class Replicas:
         self.leaves.sync("before replica_config")
         key, pool, leaf = self._pick_followed(nem.rng)
         stopped = None
-        if key is not None:
+        if key is not None and self.leaves.map.names.get(leaf[6][0]) is not None:
             stopped = {"key": key, "leaf": leaf_name(leaf), "primary": leaf[3],
                        "follower": self.leaves.map.names.get(leaf[6][0]),
                        "ms": int(short * nem.rng.uniform(2.5, 3.5))}
