@@ -42,7 +42,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
 from run_daemon import (CLASS_VARIANTS, CLASSES, COMMIT_ALLOWANCE_MS, KEEP_MS,
                         MISS_WAIT_MS, PERSIST_INTERVAL_MS, PUSH_ALLOWANCE_MS, REQUEST_TIMEOUT_S, Daemon,
-                        proc_title)
+                        daemon_trouble, proc_title)
 import run_resp
 from run_creds import WORKER, AuthLog, Creds, Prober, check_auth
 from run_http import HttpReader
@@ -872,6 +872,11 @@ def main(argv=None):
         print("from the log: %s %s (pid %d) %s at %.2f%s" % (
             role, name, pid, how, t - t_start,
             ": crash line added" if role == "owner" else " (not a nemesis kill)"))
+    trouble, leaks = daemon_trouble(hkv.log, hkv.stderr_path)
+    for line in trouble:
+        print("DAEMON CRASH OR SANITIZER ERROR: " + line)
+    for line in leaks:
+        print("daemon leak at exit (not failing the run): " + line)
     if history.surprises:
         print("unexpected reply shapes: %d (first: %s)" % (len(history.surprises),
                                                           history.surprises[0]))
@@ -899,7 +904,7 @@ def main(argv=None):
     print("replay: %s" % replay_command(args, seed, outdir))
     if run_error:
         return 3
-    if history.surprises or auth_bad or outlimit.over or broken:
+    if history.surprises or auth_bad or outlimit.over or broken or trouble:
         return 1
     if code is None:
         return 0 if args.no_check else 3  # asked to check, and could not

@@ -6,6 +6,7 @@ by process title in /proc, and stopping everything by pid."""
 
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -132,6 +133,7 @@ class Daemon:
         self.conf = os.path.join(workdir, "hotkvd.conf")
         self.log = os.path.join(outdir, "hotkvd.log")
         self.stderr_path = os.path.join(outdir, "hotkvd.stderr")
+        open(self.stderr_path, "w").close()  # each start appends; a reused dir starts empty
         self.port = free_port()
         self.colos = colos
         self.edge_workers = 2
@@ -376,3 +378,37 @@ class Daemon:
                 p.kill()
                 p.wait(timeout=5)
         return status
+
+
+# ---- what the daemon said about itself -------------------------------------
+
+def daemon_trouble(log_path, stderr_path, max_lines=5):
+    """(fatal, notes) after a run: fatal, the sanitizer errors on the
+    daemon's stderr (ASan, UBSan: the ASan build aborts at the first) and
+    every child the master saw killed by a signal other than SIGKILL (the
+    nemesis's: a SIGSEGV at the stop, after the owners flushed, is lost on
+    nobody's history but is a crash); notes, the LeakSanitizer summaries
+    (what a process left allocated at its exit).  Lines as found, at most
+    max_lines of each."""
+    fatal, notes = [], []
+    try:
+        with open(stderr_path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if "runtime error:" in line or "ERROR: AddressSanitizer" in line:
+                    fatal.append("stderr: " + line)
+                elif line.startswith("SUMMARY: AddressSanitizer:") and "leaked" in line:
+                    notes.append("stderr: " + line)
+    except OSError:
+        pass
+    killed = re.compile(r"master\[\d+\]: (.*? was killed by signal (\d+) \([^)]*\))")
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = killed.search(line)
+                if m and int(m.group(2)) != signal.SIGKILL:
+                    fatal.append("log: " + line.rstrip("\n")[:200])
+    except OSError:
+        pass
+    return fatal[:max_lines] + (["... %d more" % (len(fatal) - max_lines)]
+                                if len(fatal) > max_lines else []), notes[:max_lines]

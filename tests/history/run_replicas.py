@@ -56,6 +56,7 @@ REPLICA_ONLY = ["kill_primary", "stop_follower", "leaf_failover", "replica_confi
 PROBE_PREFIX = {"hot": "hl:probe:", "cold": "hd:probe:"}
 BACK_WAIT_S = 10.0
 ISR_BACK_S = 30.0
+FOLLOWED_WAIT_S = 10.0     # leaf_failover waits this long for a followed history leaf
 WRITES = {"set", "getdel", "del", "incrby", "expire", "persist", "mset"}
 # Failed writes that say nothing about the hand-over: the value's own answer.
 VALUE_ERRORS = ("ERR value is not an integer", "ERR increment or decrement would overflow")
@@ -195,8 +196,15 @@ class Replicas:
     def do_leaf_failover(self, nem):
         self.leaves.sync("before leaf_failover")
         key, pool, leaf = self._pick_followed(nem.rng)
+        end = time.monotonic() + FOLLOWED_WAIT_S
+        while key is None and time.monotonic() < end:
+            # early in a run, or after kills, the followers are still seeded
+            time.sleep(0.5)
+            self.leaves.sync("before leaf_failover")
+            key, pool, leaf = self._pick_followed(nem.rng)
         if key is None:
-            nem.log("leaf_failover: no serving leaf of a history key with a follower in sync")
+            nem.log("leaf_failover: no serving leaf of a history key with a follower in sync "
+                    "within %.0f s" % FOLLOWED_WAIT_S)
             return
         name = leaf_name(leaf)
         focus = self.leaves.keys_in(pool, leaf)
