@@ -379,6 +379,17 @@ class Replicas:
                             "%+.3f" % (t1 - a) if t1 != float("inf") else "?", b - a, done))
         return seen
 
+    def report(self, path, kinds):
+        """Prints the runner's own checks (the hand-over promise from the
+        history at path, and what the kinds found broken); the broken list."""
+        looked = self.check_history(path)
+        if "leaf_failover" in kinds:
+            print("hand-over promise: %d writes in flight during hand-overs, %d failed or "
+                  "unknown" % (looked, sum(1 for b in self.broken if b.startswith("hand-over"))))
+        for b in self.broken[:10]:
+            print("  PROMISE BROKEN: " + b)
+        return self.broken
+
     def summary(self):
         out = []
         b = sorted(self.back_ms)
