@@ -150,6 +150,7 @@ class Daemon:
         # issue 27: followers per leaf, and a persist-interval long enough
         # that a kill without them visibly loses ledger writes
         self.replicas = getattr(args, "replicas", 0) or 0
+        self.replicas_file = None  # replica_config by reload: the file's replicas meanwhile
         self.persist_interval_ms = getattr(args, "persist_interval", None) or PERSIST_INTERVAL_MS
         self.auto_moves = False
         self.http_port = free_port() if getattr(args, "http", True) else 0
@@ -228,7 +229,8 @@ class Daemon:
                       "move-window 1s", "move-busy-threshold 0.05", "move-cooldown-leaf 2s",
                       "move-cooldown-owner 1s", "move-fence-timeout 1s"]
         if self.replicas:
-            lines += ["replicas %d" % self.replicas,
+            lines += ["replicas %d" % (self.replicas if self.replicas_file is None
+                                       else self.replicas_file),
                       "replica-timeout %dms" % self.replica_timeout_ms]
         if self.creds is not None:
             lines += self.creds.conf_lines()

@@ -27,7 +27,8 @@ other owner processes of its pool.
                   (less than the file's timeout) while the clients write to
                   the leaf: it must be taken out of the in-sync set by CAS
                   (repl_isr_removals grows, else the run fails) and rejoin;
-                  the timeout back, then replicas 1 -> 0 -> 1.  With
+                  the timeout back, then replicas 1 -> 0 -> 1 (by CONFIG SET,
+                  or by SIGHUP with the file saying so).  With
                   replicas 0 the agents seed no follower and a leaf without
                   one acknowledges ledger writes before they are on disk
                   (one copy, as before), so the kind ends with the persist
@@ -246,6 +247,15 @@ class Replicas:
             return "runner: %s" % e
         return ("-%s" % r) if isinstance(r, RespError) else str(r)
 
+    def _set_replicas(self, nem, how, n):
+        """replicas n by CONFIG SET, or by SIGHUP with the file saying n;
+        "OK" once applied (the reload: every edge shows the new generation)."""
+        if how == "CONFIG SET":
+            return self._config_set("replicas", str(n))
+        self.hkv.replicas_file = None if n == self.hkv.replicas else n
+        t = nem.reload()
+        return "OK" if t is not None else "SIGHUP: not every edge showed a new generation in 5 s"
+
     @staticmethod
     def _int(fields, name):
         v = fields.get(name, "")
@@ -286,10 +296,13 @@ class Replicas:
         r1 = self._repl()
         self.leaves.sync("replica_config")
         before = self._int(r1, "repl_isr_members")
-        replies["replicas 0"] = self._config_set("replicas", "0")
+        # replicas by CONFIG SET or by a reload of a file that says so (both
+        # make a new config generation; every edge must show it)
+        how = nem.rng.choice(["CONFIG SET", "SIGHUP"])
+        replies["replicas 0"] = self._set_replicas(nem, how, 0)
         time.sleep(nem.rng.uniform(1.0, 2.5))
         r2 = self._repl()
-        replies["replicas 1"] = self._config_set("replicas", "1")
+        replies["replicas 1"] = self._set_replicas(nem, how, 1)
         t_back = time.monotonic()
         # The followers come back: every leaf that had one before has one
         # again (the agents seed again once replicas is 1).
@@ -327,7 +340,8 @@ class Replicas:
         else:
             self.configs["isr_back_s"].append(back_s)
         nem.fault("replica_config", "daemon", t0, time.monotonic(),
-                  {"replies": replies, "short_timeout_ms": short, "stopped": stopped,
+                  {"replies": replies, "replicas_by": how, "short_timeout_ms": short,
+                   "stopped": stopped,
                    "isr_removals_while_short": removals,
                    "isr_members": {"before": self._int(r0, "repl_isr_members"),
                                    "before_replicas_0": before,
