@@ -857,6 +857,10 @@ def main(argv=None):
     broken = []  # the replication promises the runner checks itself (run_replicas.py)
     if nemesis is not None and nemesis.replicas is not None and not run_error:
         broken = nemesis.replicas.report(os.path.join(outdir, "history.jsonl"), kinds)
+    if leaves is not None:
+        for b in leaves.broken[:10]:
+            print("  PROMISE BROKEN: " + b)
+        broken = broken + leaves.broken
     print("crashes: " + (", ".join("%s=%d" % kv for kv in sorted(history.crashes.items()))
                          or "none"))
     if watcher is not None and watcher.unexpected:
