@@ -110,6 +110,10 @@ static void send_epoch(struct owner *o, const struct hand_leaf *lf, int64_t e2)
 static struct rstream *of_arg(struct owner *o, void *arg)
 {
     uintptr_t v = (uintptr_t)arg;
+    /* owner_deinit tears replication down before the agent channel, whose
+     * stop fails the pending LEAF_ISR_ADD/DEL calls into here */
+    if (o->repl == NULL)
+        return NULL;
     struct rstream *s = &o->repl->s[v % OREPL_MAX];
     return s->phase != S_FREE && s->gen == v / OREPL_MAX ? s : NULL;
 }

@@ -42,14 +42,14 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
 from run_daemon import (CLASS_VARIANTS, CLASSES, COMMIT_ALLOWANCE_MS, KEEP_MS,
                         MISS_WAIT_MS, PERSIST_INTERVAL_MS, PUSH_ALLOWANCE_MS, REQUEST_TIMEOUT_S, Daemon,
-                        proc_title)
+                        daemon_trouble, proc_title)
 import run_resp
 from run_creds import WORKER, AuthLog, Creds, Prober, check_auth
 from run_http import HttpReader
 from run_leaves import Leaves
 from run_nemesis import Nemesis, Watcher, reconcile_log
 from run_outlimit import OutLimit
-from run_replicas import REPLICA_KINDS, Replicas
+from run_replicas import REPLICA_ONLY, Replicas
 from run_resp import Conn, RespError, Transport, info_fields
 from run_route import check_siphash, owner_of
 
@@ -113,9 +113,9 @@ FAULT_KINDS = ["kill_owner", "kill_edge", "kill_master", "pause_owner", "disk_st
                "leaf_split", "leaf_move", "move_pause", "move_kill", "auto_move",
                "cred_churn", "slow_reader", "http_stream",
                # issue 27: replicas (run_replicas.py; in "all" only with --replicas)
-               "kill_primary", "stop_follower"]
-LEAF_KINDS = {"leaf_split", "leaf_move", "move_pause", "move_kill", "auto_move",
-              "kill_primary", "stop_follower"}
+               "kill_primary", "stop_follower", "leaf_failover", "replica_config"]
+LEAF_KINDS = {"leaf_split", "leaf_move", "move_pause", "move_kill", "auto_move"} | \
+    set(REPLICA_ONLY)
 WRITE_FS = {"set", "getdel", "del", "incrby", "expire", "persist", "mset"}
 
 
@@ -603,7 +603,7 @@ def main(argv=None):
     ap.add_argument("--replicas", type=int, choices=[0, 1, 2, 3], default=0,
                     help="issue 27: the daemon runs with `replicas N` (needs --leaf-moves yes); "
                     "N >= 1 checks in replicas mode (no acknowledged write of any class lost "
-                    "across an owner kill) and adds " + ", ".join(REPLICA_KINDS[:2]) +
+                    "across an owner kill) and adds " + ", ".join(REPLICA_ONLY) +
                     " to --faults all")
     ap.add_argument("--strict-loss", action="store_true",
                     help="check in replicas mode even with --replicas 0: the control, which "
@@ -636,7 +636,7 @@ def main(argv=None):
         if args.leaf_moves != "yes":
             kinds = [k for k in kinds if k not in LEAF_KINDS]
         if not args.replicas:
-            kinds = [k for k in kinds if k not in REPLICA_KINDS[:2]]
+            kinds = [k for k in kinds if k not in REPLICA_ONLY]
     elif args.faults == "none":
         kinds = []
     else:
@@ -718,7 +718,7 @@ def main(argv=None):
         nemesis = Nemesis(hkv, history, watcher, rng, kinds, log)
         nemesis.leaves, nemesis.creds, nemesis.outlimit = leaves, creds, outlimit
         if leaves is not None:
-            nemesis.replicas = Replicas(hkv, leaves, hkv.replica_timeout_ms, log)
+            nemesis.replicas = Replicas(hkv, leaves, log)
         end = t_work0 + duration
         # Rounds of every kind in a seeded order; the first round always
         # completes (the workload runs on until it has), later ones stop at
@@ -854,6 +854,13 @@ def main(argv=None):
             "kill_primary" in kinds or args.replicas or args.strict_loss):
         print(nemesis.replicas.summary() + " (daemon replicas %d, checker %s)" % (
             args.replicas, "replicas mode" if args.replicas or args.strict_loss else "default"))
+    broken = []  # the replication promises the runner checks itself (run_replicas.py)
+    if nemesis is not None and nemesis.replicas is not None and not run_error:
+        broken = nemesis.replicas.report(os.path.join(outdir, "history.jsonl"), kinds)
+    if leaves is not None:
+        for b in leaves.broken[:10]:
+            print("  PROMISE BROKEN: " + b)
+        broken = broken + leaves.broken
     print("crashes: " + (", ".join("%s=%d" % kv for kv in sorted(history.crashes.items()))
                          or "none"))
     if watcher is not None and watcher.unexpected:
@@ -863,6 +870,11 @@ def main(argv=None):
         print("from the log: %s %s (pid %d) %s at %.2f%s" % (
             role, name, pid, how, t - t_start,
             ": crash line added" if role == "owner" else " (not a nemesis kill)"))
+    trouble, leaks = daemon_trouble(hkv.log, hkv.stderr_path)
+    for line in trouble:
+        print("DAEMON CRASH OR SANITIZER ERROR: " + line)
+    for line in leaks:
+        print("daemon leak at exit (not failing the run): " + line)
     if history.surprises:
         print("unexpected reply shapes: %d (first: %s)" % (len(history.surprises),
                                                           history.surprises[0]))
@@ -890,7 +902,7 @@ def main(argv=None):
     print("replay: %s" % replay_command(args, seed, outdir))
     if run_error:
         return 3
-    if history.surprises or auth_bad or outlimit.over:
+    if history.surprises or auth_bad or outlimit.over or broken or trouble:
         return 1
     if code is None:
         return 0 if args.no_check else 3  # asked to check, and could not

@@ -6,6 +6,7 @@ by process title in /proc, and stopping everything by pid."""
 
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -33,10 +34,14 @@ CACHE_MB = 16
 REQUEST_TIMEOUT_S = WRITE_DEADLINE_MS / 1000.0 + 4.0
 
 # Two variants of the class lines; SIGHUP switches between them (order and
-# fresh change, names and patterns stay).
+# fresh change, names and patterns stay).  With --replicas the reload also
+# changes replica-timeout (a reloadable directive of the replication path:
+# the owners' in-sync removal deadline and the primaries' waits).
 CLASS_VARIANTS = [
-    {"order": ["hl", "hd"], "fresh_ms": {"hl": 1000, "hd": 1000}},
-    {"order": ["hd", "hl"], "fresh_ms": {"hl": 500, "hd": 2000}},
+    {"order": ["hl", "hd"], "fresh_ms": {"hl": 1000, "hd": 1000},
+     "replica_timeout_ms": REPLICA_TIMEOUT_MS},
+    {"order": ["hd", "hl"], "fresh_ms": {"hl": 500, "hd": 2000},
+     "replica_timeout_ms": REPLICA_TIMEOUT_MS * 3 // 2},
 ]
 CLASSES = {
     "hl": {"durability": "ledger", "pool": "hot", "on_timeout": "degrade"},
@@ -128,6 +133,7 @@ class Daemon:
         self.conf = os.path.join(workdir, "hotkvd.conf")
         self.log = os.path.join(outdir, "hotkvd.log")
         self.stderr_path = os.path.join(outdir, "hotkvd.stderr")
+        open(self.stderr_path, "w").close()  # each start appends; a reused dir starts empty
         self.port = free_port()
         self.colos = colos
         self.edge_workers = 2
@@ -144,7 +150,7 @@ class Daemon:
         # issue 27: followers per leaf, and a persist-interval long enough
         # that a kill without them visibly loses ledger writes
         self.replicas = getattr(args, "replicas", 0) or 0
-        self.replica_timeout_ms = REPLICA_TIMEOUT_MS
+        self.replicas_file = None  # replica_config by reload: the file's replicas meanwhile
         self.persist_interval_ms = getattr(args, "persist_interval", None) or PERSIST_INTERVAL_MS
         self.auto_moves = False
         self.http_port = free_port() if getattr(args, "http", True) else 0
@@ -154,6 +160,11 @@ class Daemon:
         self.old_procs = []
         self.orphans = {}          # pid -> title: children of a killed master
         self.stopped_pids = set()  # SIGSTOPped by the nemesis, to SIGCONT at the end
+
+    @property
+    def replica_timeout_ms(self):
+        """replica-timeout of the config file as written now (the variant's)."""
+        return CLASS_VARIANTS[self.variant]["replica_timeout_ms"]
 
     def colo_names(self):
         if self.colos <= 1:
@@ -218,7 +229,8 @@ class Daemon:
                       "move-window 1s", "move-busy-threshold 0.05", "move-cooldown-leaf 2s",
                       "move-cooldown-owner 1s", "move-fence-timeout 1s"]
         if self.replicas:
-            lines += ["replicas %d" % self.replicas,
+            lines += ["replicas %d" % (self.replicas if self.replicas_file is None
+                                       else self.replicas_file),
                       "replica-timeout %dms" % self.replica_timeout_ms]
         if self.creds is not None:
             lines += self.creds.conf_lines()
@@ -368,3 +380,37 @@ class Daemon:
                 p.kill()
                 p.wait(timeout=5)
         return status
+
+
+# ---- what the daemon said about itself -------------------------------------
+
+def daemon_trouble(log_path, stderr_path, max_lines=5):
+    """(fatal, notes) after a run: fatal, the sanitizer errors on the
+    daemon's stderr (ASan, UBSan: the ASan build aborts at the first) and
+    every child the master saw killed by a signal other than SIGKILL (the
+    nemesis's: a SIGSEGV at the stop, after the owners flushed, is lost on
+    nobody's history but is a crash); notes, the LeakSanitizer summaries
+    (what a process left allocated at its exit).  Lines as found, at most
+    max_lines of each."""
+    fatal, notes = [], []
+    try:
+        with open(stderr_path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if "runtime error:" in line or "ERROR: AddressSanitizer" in line:
+                    fatal.append("stderr: " + line)
+                elif line.startswith("SUMMARY: AddressSanitizer:") and "leaked" in line:
+                    notes.append("stderr: " + line)
+    except OSError:
+        pass
+    killed = re.compile(r"master\[\d+\]: (.*? was killed by signal (\d+) \([^)]*\))")
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = killed.search(line)
+                if m and int(m.group(2)) != signal.SIGKILL:
+                    fatal.append("log: " + line.rstrip("\n")[:200])
+    except OSError:
+        pass
+    return fatal[:max_lines] + (["... %d more" % (len(fatal) - max_lines)]
+                                if len(fatal) > max_lines else []), notes[:max_lines]

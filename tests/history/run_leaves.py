@@ -26,7 +26,7 @@ from run_resp import Conn, Transport, info_fields
 from run_route import ROUTE_KEY, siphash24
 
 LEAF_LINE = re.compile(r"^leaf (\w+) (\d+)-([0-9a-f]+) owner (\d+) (\S+) state (\w+)"
-                       r"(?: to (\d+))? epoch (\d+)")
+                       r"(?: to (\d+))? epoch (\d+)(?: isr ([\d,]+))?")
 
 
 def key_hash32(key):
@@ -46,8 +46,9 @@ def in_leaf(h32, bits, prefix):
 
 class LeafMap:
     """One snapshot of `leaf list`: {pool: [(bits, prefix, owner number,
-    owner name, state, to)]}, owner names as the history names owners
-    ("hot/0": the id without its host)."""
+    owner name, state, to, isr)]}, owner names as the history names owners
+    ("hot/0": the id without its host), isr the in-sync followers' numbers
+    (issue 27; [] without replicas)."""
 
     def __init__(self, text, t):
         self.t = t
@@ -57,11 +58,12 @@ class LeafMap:
             m = LEAF_LINE.match(line.strip())
             if not m:
                 continue
-            pool, bits, prefix, num, oid, state, to, _ = m.groups()
+            pool, bits, prefix, num, oid, state, to, _, isr = m.groups()
             name = oid.split("/", 1)[1] if oid.count("/") >= 2 else oid
             self.names[int(num)] = name
             self.leaves.setdefault(pool, []).append(
-                (int(bits), int(prefix, 16), int(num), name, state, int(to) if to else None))
+                (int(bits), int(prefix, 16), int(num), name, state, int(to) if to else None,
+                 [int(n) for n in isr.split(",")] if isr else []))
 
     def leaf_of(self, key, pool):
         h = key_hash32(key)
@@ -100,6 +102,7 @@ class Leaves:
         self.moves_failed = 0
         self.auto = {"moves": 0, "splits": 0}
         self.move_lines = 0
+        self.broken = []                # leaves left unwritable after a move kind
 
     def admin(self, *args, timeout=30.0):
         cmd = [self.hkv.admin_bin, self.hkv.conf] + list(args)
@@ -135,6 +138,12 @@ class Leaves:
                     changed.setdefault((old, o), []).append(key)
                 if o is not None:
                     self.owners[key] = o
+            if prev is not None:
+                # Owner numbers are stable on a host, but a snapshot names
+                # only the owners that are some leaf's primary: one that
+                # lost all of its leaves to promotions is still a follower.
+                for n, name in prev.names.items():
+                    m.names.setdefault(n, name)
             t0 = prev.t if prev is not None else m.t
             for (frm, to), keys in sorted(changed.items()):
                 self.history.write({"kind": "move", "keys": sorted(keys), "from": frm, "to": to,
@@ -267,8 +276,45 @@ class Leaves:
             self.moves_failed += 1
         detail.update({"exit": code, "out": out[-200:], "moved": moved})
         nem.fault(kind, "%s %s" % (pool, name), t0, t1, detail)
+        self.writable_after(kind, pool, leaf, t1)
         if detail.get("killed"):
             nem.wait_owner_back(detail["killed"], detail.get("killed_pid"))
+
+    def writable_after(self, kind, pool, leaf, t_end):
+        """A move, done or not, leaves its leaf writable (README: past
+        move-fence-timeout a move aborts and the writes go on where they
+        were; a killed owner is restarted): a SET of a key of the leaf that
+        is not a history key, each attempt on a fresh connection, must be
+        acknowledged within WRITABLE_S of the kind's end, else a broken
+        promise (the run fails).  1 if it was."""
+        key = leaf_probe(pool, leaf)
+        end = t_end + WRITABLE_S
+        last = None
+        while key is not None and time.monotonic() < end:
+            try:
+                c = Conn(self.hkv.port, timeout=2.0)
+                try:
+                    r = c.call(["SET", key, "w"], timeout=max(1.0, end - time.monotonic()))
+                finally:
+                    c.close()
+                if r == "OK":
+                    return 1
+                last = str(r)
+            except (OSError, Transport) as e:
+                last = "runner: %s" % e
+            time.sleep(0.1)
+        if key is None:
+            return 1
+        m = self.snapshot()
+        now = [l for l in (m.leaves.get(pool, []) if m else []) if l[0] == leaf[0] and
+               l[1] == leaf[1]]
+        self.broken.append("%s of %s %s: no write to the leaf (%s) acknowledged within %.0f s "
+                           "of its end (last answer: %s; leaf now: %s)" % (
+                               kind, pool, leaf_name(leaf), key, WRITABLE_S, last,
+                               "owner %s state %s%s" % (now[0][3], now[0][4],
+                                                        " to %s" % now[0][5] if now[0][5]
+                                                        else "") if now else "?"))
+        return 0
 
     def do_move(self, nem):
         self._move(nem, "leaf_move")
@@ -339,6 +385,20 @@ class Leaves:
         nem.fault("auto_move", "%s %s" % (pool, leaf_name(leaf)), t0, t1,
                   {"key": key, "auto_moves_started": dm, "auto_splits_started": ds,
                    "bg_keys": len(bg)})
+
+
+WRITABLE_S = 10.0
+PROBE_PREFIX = {"hot": "hl:probe:", "cold": "hd:probe:"}
+
+
+def leaf_probe(pool, leaf):
+    """A key of the class of pool's history keys that falls in leaf (not a
+    history key: the checker never sees it), or None."""
+    for i in range(200000):
+        k = "%s%d" % (PROBE_PREFIX[pool], i)
+        if in_leaf(key_hash32(k), leaf[0], leaf[1]):
+            return k
+    return None
 
 
 def bg_keys(key, leaf, n):

@@ -204,6 +204,12 @@ class Nemesis:
     def do_stop_follower(self):
         self.replicas.do_stop_follower(self)
 
+    def do_leaf_failover(self):
+        self.replicas.do_leaf_failover(self)
+
+    def do_replica_config(self):
+        self.replicas.do_replica_config(self)
+
     def settle_ms(self, kind):
         """Quiet time after a fault before the next one: a crash must never
         fall in a stall's backlog, so the checker's persist window holds."""
@@ -358,9 +364,11 @@ class Nemesis:
                 break
             time.sleep(0.02)
         v = CLASS_VARIANTS[hkv.variant]
-        self.fault("sighup_reorder", "master", t0, time.monotonic(),
-                   {"order": v["order"], "fresh_ms": v["fresh_ms"], "generation": gen,
-                    "applied": gen is not None and gen0 is not None and gen > gen0})
+        detail = {"order": v["order"], "fresh_ms": v["fresh_ms"], "generation": gen,
+                  "applied": gen is not None and gen0 is not None and gen > gen0}
+        if hkv.replicas:
+            detail["replica_timeout_ms"] = hkv.replica_timeout_ms
+        self.fault("sighup_reorder", "master", t0, time.monotonic(), detail)
 
     def do_config_set(self):
         changes = [("miss-wait", "600ms"), ("negative-ttl", "500ms"), ("miss-wait", "800ms"),

@@ -12,7 +12,8 @@ class; without it a ledger write acknowledged within the persist window
 before a crash may be lost.  The same hand-made histories are checked both
 ways: what the default mode lets pass inside the window the replicas mode
 flags, which is what makes a run with `replicas 1` that passes mean
-something.
+something.  And the runner's check of the hand-over promise, which the
+checker cannot see (a failed write is a legal history).
 """
 
 import json
@@ -134,6 +135,54 @@ class ReplicasMode(CheckerCase):
             self.assertIn(checker.A_REPLICA_LOST, runs[True].stdout)
         finally:
             os.unlink(path)
+
+
+class HandOverPromise(unittest.TestCase):
+    """The runner's own check of README's hand-over promise (run_replicas.py
+    Replicas.check_history): a write to a handed-over leaf's keys that meets
+    a leaf_failover must not fail or be left unknown; a value's own error
+    (INCRBY of a string) and writes to other keys or at other times are no
+    concern of it."""
+
+    def check(self, ops):
+        from run_replicas import Replicas
+
+        class Leaves:  # what check_history reads of run_leaves.Leaves
+            class workload:
+                counter = {"hl:3": "hl:n{hl:3}"}
+        lines = [{"kind": "header", "started": 0.0},
+                 {"kind": "fault", "f": "leaf_failover", "target": "hot 10-00000002",
+                  "t0": 10.0, "t1": 10.5, "detail": {"keys": ["hl:3"], "handed_over": True}}]
+        for i, (f, key, t0, t1, outcome, error) in enumerate(ops):
+            lines.append({"kind": "op", "id": i + 1, "client": 1, "f": f, "key": key,
+                          "t0": t0, "t1": t1, "outcome": outcome, "error": error})
+        fd, path = tempfile.mkstemp(suffix=".jsonl")
+        with os.fdopen(fd, "w") as f:
+            f.write("\n".join(json.dumps(x) for x in lines) + "\n")
+        try:
+            r = Replicas(None, Leaves(), print)
+            seen = r.check_history(path)
+        finally:
+            os.unlink(path)
+        return seen, r.broken
+
+    def test_answered_writes_keep_it(self):
+        seen, broken = self.check([
+            ("incrby", "hl:n{hl:3}", 9.9, 10.2, "ok", None),
+            ("incrby", "hl:3", 10.1, 10.3, "fail", "ERR value is not an integer or out of range"),
+            ("set", "hl:4", 10.1, None, "info", "runner: timeout"),      # another key
+            ("set", "hl:3", 11.0, None, "info", "runner: timeout"),      # after it
+            ("get", "hl:3", 10.1, 10.2, "fail", "TRYAGAIN owner did not answer")])  # a read
+        self.assertEqual((seen, broken), (2, []))
+
+    def test_unknown_or_failed_writes_break_it(self):
+        seen, broken = self.check([
+            ("incrby", "hl:n{hl:3}", 10.1, None, "info", "runner: timeout"),
+            ("set", "hl:3", 9.0, 10.05, "info", "UNAVAILABLE outcome unknown"),
+            ("del", "hl:3", 10.4, 10.6, "fail", "TRYAGAIN owner hot/0 cannot be reached now")])
+        self.assertEqual(seen, 3)
+        self.assertEqual(len(broken), 3, broken)
+        self.assertTrue(all(b.startswith("hand-over failed a write") for b in broken), broken)
 
 
 if __name__ == "__main__":

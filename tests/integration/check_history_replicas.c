@@ -9,8 +9,16 @@
  *     anomalies: this is what shows the mode can see a loss;
  *   - the run: `replicas 1`, the same persist-interval, kill_primary,
  *     stop_follower (SIGSTOP of a follower past replica-timeout) and
- *     move_kill (a failover during a leaf move), which must check clean.
- *     (Expected to fail until followers and promotion are in the daemon.)
+ *     move_kill (a failover during a leaf move), which must check clean;
+ *   - replication meeting the rest: reloads (SIGHUP with the classes
+ *     reordered and replica-timeout changed; CONFIG SET of miss-wait and
+ *     negative-ttl; CONFIG SET replica-timeout short with a follower
+ *     stopped past it, which must leave the in-sync set, then replicas
+ *     1 -> 0 -> 1, after which the followers must come back), planned
+ *     hand-overs of history keys' leaves under focused writes (none may
+ *     fail), kills of primaries and owners, with the HTTP readers beside
+ *     the RESP clients: the checker must find no anomaly and the runner
+ *     no broken promise.
  *
  * Python (Debian's /usr/bin/python3, standard library only) through h_run,
  * bounded in time; HISTORY_SEED fixes the seed; a failed run keeps its
@@ -101,6 +109,33 @@ START_TEST(replicas_1_kills_stops_and_moves_lose_nothing)
 }
 END_TEST
 
+START_TEST(replicas_1_meets_reloads_handovers_and_http)
+{
+    char dir[256], seed[32];
+    h_tmpdir(dir, sizeof(dir));
+    seed_of(seed, sizeof(seed));
+    int rc = run(dir, seed, "30",
+                 "kill_primary,kill_owner,sighup_reorder,config_set,replica_config,leaf_failover",
+                 "1", 0);
+    for (const char *k = "kill_primary\0kill_owner\0sighup_reorder\0config_set\0"
+                         "replica_config\0leaf_failover\0";
+         *k; k += strlen(k) + 1) {
+        char none[48];
+        snprintf(none, sizeof(none), " %s=0", k);
+        ck_assert_msg(strstr(out, none) == NULL, "%s did not run (seed %s): output above", k,
+                      seed);
+    }
+    ck_assert_msg(strstr(out, "http readers: ") != NULL && strstr(out, "http readers: 0 gets") == NULL,
+                  "no HTTP reader read beside the RESP clients (seed %s): output above", seed);
+    ck_assert_msg(strstr(out, "hand-over promise: ") != NULL,
+                  "no hand-over was checked (seed %s): output above", seed);
+    ck_assert_msg(rc == 0, "the replicas run with reloads and hand-overs exited %d (1: an "
+                  "anomaly or a PROMISE BROKEN line, 2 unknown, 3 run error; seed %s): output "
+                  "above, files in %s", rc, seed, dir);
+    h_rmtree(dir);
+}
+END_TEST
+
 Suite *history_replicas_suite(void)
 {
     Suite *s = suite_create("history_replicas");
@@ -110,6 +145,7 @@ Suite *history_replicas_suite(void)
     } cases[] = {
         {"control", control_replicas_0_kills_are_seen_as_losses},
         {"replicas_1", replicas_1_kills_stops_and_moves_lose_nothing},
+        {"replicas_1_reloads", replicas_1_meets_reloads_handovers_and_http},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
