@@ -287,7 +287,7 @@ static void one_leaf(struct agent_promote *p, int pool, const struct cmap_leaf *
     int gone = here ? p->dead[l->owner] : !prim->live;
     struct agent_leaf_v v;
     if (gone) {
-        if (apro_choose(l, eligible, &v)) {
+        if (apro_choose(l, eligible, !here, &v)) {
             const struct cmap_owner *next = cmap_owner(t, v.owner);
             if (here) /* our own dead owner: this agent knows, and acts */
                 ask(p, pool, l, &v, next->id, NULL, 0);

@@ -55,9 +55,17 @@
 
 /* l's new value when its primary is gone: 1 and *out (owner := the first
  * member of l's isr with eligible[n] set, isr := empty (the others are
- * seeded again from it), state serving), or 0 (no eligible member, or l is not
- * serving: no promotion).  eligible: CMAP_MAX_OWNERS + 1 flags by number. */
-int apro_choose(const struct cmap_leaf *l, const uint8_t *eligible, struct agent_leaf_v *out);
+ * seeded again from it), state serving, the move's target dropped), or 0 (no
+ * eligible member, or l is not serving: no promotion).  moving_ok: a leaf
+ * moving out of the dead primary is promoted too.  That is safe when the
+ * primary's HOST lease is gone: the move's keys (moves/L, the target's slot)
+ * lived under it and went with it, the target serves nothing before a commit
+ * (which would have changed the leaf: the CAS compares its epoch), and the
+ * followers kept following through the copy; without it (one host) the
+ * restarted source settles its own move first.  eligible: CMAP_MAX_OWNERS +
+ * 1 flags by number. */
+int apro_choose(const struct cmap_leaf *l, const uint8_t *eligible, int moving_ok,
+                struct agent_leaf_v *out);
 
 /* ---- the module (agent_promote.c) ---- */
 

@@ -8,10 +8,12 @@
 
 #include <string.h>
 
-int apro_choose(const struct cmap_leaf *l, const uint8_t *eligible, struct agent_leaf_v *out)
+int apro_choose(const struct cmap_leaf *l, const uint8_t *eligible, int moving_ok,
+                struct agent_leaf_v *out)
 {
     memset(out, 0, sizeof(*out));
-    if (l->state != CMAP_SERVING || l->nisr == 0 || l->nisr > CMAP_MAX_ISR)
+    if ((l->state != CMAP_SERVING && !(moving_ok && l->state == CMAP_MOVING)) || l->nisr == 0 ||
+        l->nisr > CMAP_MAX_ISR)
         return 0;
     /* The new set is empty: the other followers followed the old primary's
      * stream and may hold results the new one never got (or, having left
