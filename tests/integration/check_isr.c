@@ -381,6 +381,11 @@ START_TEST(a_dead_hosts_leaf_goes_to_its_follower_on_the_other_host)
     ck_assert_int_gt(r.epoch, e);
     ck_assert_int_eq(row(b.leaf, 0, 0, &r), 0);
     ck_assert_uint_eq(r.owner, 1); /* no follower: it waits for its host */
+    /* the agent logs on its CAS's answer, which can come a little after the
+     * test's own read of etcd shows the promotion */
+    for (int64_t end = h_now_ms() + 3000;
+         !h_log_has(&h2, "follower 2 promoted (primary 1 gone)", a.leaf, NULL) && h_now_ms() < end;)
+        h_sleep_ms(20);
     ck_assert(h_log_has(&h2, "follower 2 promoted (primary 1 gone)", a.leaf, NULL));
     struct h_reply *er = h_read(early);
     ck_assert_msg(er != NULL && h_str_is(er->v, "OK"),
