@@ -55,7 +55,6 @@ import csv
 import json
 import os
 import re
-import signal
 import sys
 import tempfile
 import threading
@@ -69,6 +68,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "cluster"))
 sys.path.insert(1, os.path.join(ROOT, "tests", "history"))
 from cluster import PREFIX, Cluster, place, wait_until  # noqa: E402
 from run_resp import RespError, Transport  # noqa: E402
+from replicas import kill_host as replica_kill_host  # noqa: E402
 
 # The daemon's defaults for what tests/cluster/hosts.py shortens, read from
 # hotkvd.conf.example (every directive at its default, checked against
@@ -267,18 +267,10 @@ def lost_of(host, rec):
 # ---- the victim ----------------------------------------------------------------
 
 def kill_host(cl, h):
-    """SIGKILL every process of host h (children, then the master), by PID;
+    """SIGKILL every process of host h, by PID (tests/cluster/replicas.py);
     returns the monotonic and wall time just before the first kill."""
-    kids = [p for p in h.pids() if p != h.proc.pid]
-    t, wall = time.monotonic(), time.time()
-    for p in kids + [h.proc.pid]:
-        try:
-            os.kill(p, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    cl.procs.kill9(h.proc)
-    h.proc = None
-    return t, wall
+    wall = time.time()
+    return replica_kill_host(cl, h), wall
 
 
 LOG_T = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z")

@@ -14,7 +14,7 @@ import time
 
 from run_daemon import (BIG_KEY_BYTES, BIG_REQUEST_KEYS, CLASS_VARIANTS, REQUEST_TIMEOUT_S, WIRE_MAX_FRAME,
                         WRITE_TIMEOUT_MS, proc_alive)
-from run_resp import Conn, RespError, Transport, info_fields
+from run_resp import Conn, RespError, Transport, config_set, info_fields
 
 # ---- watching the owners: crash lines ----------------------------------------
 
@@ -377,11 +377,7 @@ class Nemesis:
         replies = []
         for name, value in changes:
             try:
-                c = Conn(self.hkv.port, timeout=2.0)
-                try:
-                    r = c.call(["CONFIG", "SET", name, value], timeout=3.0)
-                finally:
-                    c.close()
+                r = config_set(self.hkv.port, name, value)
                 replies.append("%s %s: %s" % (name, value, r))
             except (OSError, Transport) as e:
                 replies.append("%s %s: %s" % (name, value, e))

@@ -47,7 +47,7 @@ import json
 import time
 
 from run_daemon import COMMIT_ALLOWANCE_MS
-from run_resp import Conn, RespError, Transport, info_fields
+from run_resp import Conn, RespError, Transport, config_set, info_fields
 from run_leaves import leaf_name, leaf_probe
 
 REPLICA_KINDS = ["kill_primary", "stop_follower", "move_kill", "leaf_failover",
@@ -231,11 +231,7 @@ class Replicas:
     def _config_set(self, name, value):
         """CONFIG SET name value; the reply as text ("OK" when applied)."""
         try:
-            c = Conn(self.hkv.port, timeout=2.0)
-            try:
-                r = c.call(["CONFIG", "SET", name, value], timeout=3.0)
-            finally:
-                c.close()
+            r = config_set(self.hkv.port, name, value)
         except (OSError, Transport) as e:
             return "runner: %s" % e
         return ("-%s" % r) if isinstance(r, RespError) else str(r)

@@ -166,3 +166,13 @@ def info_fields(text):
             k, v = line.split(":", 1)
             out[k.strip()] = v.strip()
     return out
+
+
+def config_set(port, name, value, timeout=3.0):
+    """CONFIG SET name value on a connection of its own: the reply (a
+    RespError is returned, not raised); OSError/Transport propagate."""
+    c = Conn(port, timeout=2.0)
+    try:
+        return c.call(["CONFIG", "SET", name, value], timeout=timeout)
+    finally:
+        c.close()
