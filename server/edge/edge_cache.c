@@ -275,6 +275,19 @@ void edge_cache_wrote(struct edge *e, const char *key, size_t klen, uint64_t has
     changes_note(e->cache->changes, hash, version); /* wakes the key's readers in the colo */
 }
 
+void edge_cache_doubt(struct edge *e, const char *key, size_t klen, uint64_t hash)
+{
+    if (e->cache == NULL || e->cache->cache == NULL)
+        return; /* no colo cache (the op engine's unit tests) */
+    int64_t now = now_ms();
+    struct hkv_buf v = HKV_BUF_INIT;
+    struct cache_hit hit;
+    if (cache_get(e->cache->cache, key, klen, hash, now, &v, &hit) == HKV_OK)
+        cache_invalidate(e->cache->cache, key, klen, hash, hit.stamp + 1,
+                         now + EDGE_FILL_HORIZON_MS, now);
+    buf_deinit(&v);
+}
+
 void edge_cache_pushed(void *arg, const struct wire_msg *m)
 {
     struct owner_ref *o = arg;

@@ -64,6 +64,14 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
 void edge_cache_wrote(struct edge *e, const char *key, size_t klen, uint64_t hash,
                       const struct wire_slice *v, int64_t expire_at, hkv_stamp version,
                       int64_t base_ms, int64_t now);
+/* A write of key was answered without a change (an error, "outcome
+ * unknown", a no-op): the answer may come from a newer state of the key
+ * than the colo holds (a write whose own answer is still on its way to
+ * another edge), so the cached entry goes, guarded one stamp above it:
+ * the key's next read in the colo asks its owner, and a fetch of the old
+ * value still in flight cannot bring it back.  A client that saw
+ * "not an integer" then read the older integer from the cache. */
+void edge_cache_doubt(struct edge *e, const char *key, size_t klen, uint64_t hash);
 /* A push from an owner (the owners' push hook; arg is the owner_ref). */
 void edge_cache_pushed(void *arg, const struct wire_msg *m);
 

@@ -32,6 +32,7 @@
 #include "server/core/clock.h"
 #include "server/core/cmap.h"
 #include "server/core/topo.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_diag.h"
 #include "server/edge/edge_stats.h"
 #include "server/edge/edge_sess.h"
@@ -462,6 +463,10 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
         return;
     }
     if (m->type == WIRE_ERROR) {
+        for (uint32_t i = 0; r->role == WIRE_ROLE_WRITE && op->khash != NULL && i < r->nk; i++) {
+            uint32_t k = op->kidx[r->k0 + i]; /* a value error may reveal a newer state */
+            edge_cache_doubt(e, op->keys[k].p, op->keys[k].len, op->khash[k]);
+        }
         op_error(op, "%.*s", (int)m->u.error.text.len, m->u.error.text.p);
         oreq_done(r);
         return;

@@ -85,8 +85,13 @@ static void wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
         return;
     const struct write_args *w = W(op);
     /* The owner's version of the write orders it in the cache; 0: the
-     * write changed nothing. */
+     * write changed nothing (and its answer may reveal a state the colo
+     * does not hold yet: edge_cache_doubt). */
     hkv_stamp version = m->type == WIRE_OK ? m->u.ok.stamp : m->u.integer.stamp;
+    for (uint32_t i = 0; i < r->nk && version == 0; i++) {
+        uint32_t k = op->kidx[r->k0 + i];
+        edge_cache_doubt(op->e, op->keys[k].p, op->keys[k].len, op->khash[k]);
+    }
     int known = is_set(w->cmd) && m->type == WIRE_OK && m->u.ok.applied &&
                 w->exp.kind != WIRE_EXP_KEEP;
     for (uint32_t i = 0; i < r->nk && version != 0; i++) {
