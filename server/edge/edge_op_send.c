@@ -258,12 +258,12 @@ void op_start(struct op *op)
     }
 }
 
-/* Drops one of op's holds (a request in flight, or a resend's op->pending++); the last one
- * finishes it. */
 #define OP_MAP_POLL_MS 5         /* a promoted follower takes the writes this soon after the map */
 #define OP_RESEND_MS 5           /* ... and an HKV_ERESEND resend goes this soon */
 #define OP_MOVED_MAX 8           /* MOVED answers a write follows (5, 10 ... 320 ms apart) */
 
+/* Drops one of op's holds (a request in flight, or a resend's op->pending++); the last one
+ * finishes it. */
 static void unhold(struct op *op)
 {
     if (--op->pending != 0)
@@ -451,10 +451,9 @@ static void oreq_cb(void *arg, int status, const struct wire_msg *m)
     }
     if (m->type == WIRE_ERROR && m->u.error.code == HKV_ERESEND && r->role == WIRE_ROLE_WRITE) {
         /* a follower about to be promoted, asked before its map says so:
-         * the retry goes again with its history (the process its first
-         * attempt reached), which the new primary can judge; until
-         * write-deadline, as any retry */
-        /* not applied, nothing recorded: the history is what it carried */
+         * not applied, nothing recorded, so the retry goes again with the
+         * history it carried (the process its first attempt reached), which
+         * the new primary can judge; until write-deadline, as any retry */
         r->prev_at = r->sent_prev == WIRE_PREV_SAME ? elink_owner_of(r->link, r->conn)
                                                     : r->sent_prev;
         if (r->prev_at == 0)
@@ -525,8 +524,6 @@ static void op_reroute(struct edge *e)
         unhold(op);
     }
 }
-
-
 
 /* While writes wait for a resend, every OP_MAP_POLL_MS: has the map moved?
  * (one atomic load; the look stops once nothing waits) */
