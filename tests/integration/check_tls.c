@@ -354,10 +354,11 @@ START_TEST(redis_cli_tls_ping_set_get)
     free(req);
     free(rep);
     /* INFO counts the held TLS connection (over the plaintext port) */
-    ck_assert_int_eq(info_int(&d, "tls_connections"), 1);
+    /* the redis-cli connections' ends may still be on their way to their edges */
+    ck_assert(info_becomes(&d, "tls_connections", 1, 10000));
     ck_assert_int_eq(info_int(&d, "tls_handshake_failures"), 0);
     tcli_close(&t);
-    ck_assert(info_becomes(&d, "tls_connections", 0, 3000));
+    ck_assert(info_becomes(&d, "tls_connections", 0, 10000));
     ck_assert_int_eq(WEXITSTATUS(stop_clean(&d)), 0);
     h_rmtree(k.dir);
 }
@@ -387,7 +388,7 @@ START_TEST(client_certificate_is_required)
         ck_assert(!tcli_ping(&t));
         tcli_close(&t);
     }
-    ck_assert(info_becomes(&d, "tls_handshake_failures", 3, 3000));
+    ck_assert(info_becomes(&d, "tls_handshake_failures", 3, 10000));
     /* the signed one still works */
     ck_assert_int_eq(cli_tls(tp, &k, k.cli, k.cli_key, out, sizeof(out), "PING", NULL, NULL), 0);
     ck_assert_str_eq(out, "PONG");
@@ -451,7 +452,7 @@ START_TEST(plaintext_on_tls_port_is_closed_without_reply)
     make_pki(&k);
     struct daemon d;
     int tp;
-    ck_assert_int_eq(start_tls(&d, &k, &tp, "tls-handshake-timeout 3s\n"), 0);
+    ck_assert_int_eq(start_tls(&d, &k, &tp, "tls-handshake-timeout 10s\n"), 0);
     const char *reqs[] = {"PING\r\n", "*1\r\n$4\r\nPING\r\n",
                           "GET / HTTP/1.1\r\nHost: x\r\n\r\n"};
     for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
@@ -469,13 +470,13 @@ START_TEST(plaintext_on_tls_port_is_closed_without_reply)
                         "%zu bytes back (first 0x%02x)\n",
                 strlen(reqs[i]), closed, (long long)ms, got, got ? (unsigned char)buf[0] : 0);
         ck_assert_msg(closed, "plaintext client not closed");
-        /* closed by the failed handshake, long before the 3 s timeout */
-        ck_assert_int_lt(ms, 2000);
+        /* closed by the failed handshake, long before the 10 s timeout */
+        ck_assert_int_lt(ms, 5000);
         /* no RESP came back: at most a TLS alert record (content type 21) */
         ck_assert(strstr(buf, "PONG") == NULL);
         ck_assert(got == 0 || (unsigned char)buf[0] == 0x15);
     }
-    ck_assert(info_becomes(&d, "tls_handshake_failures", 3, 3000));
+    ck_assert(info_becomes(&d, "tls_handshake_failures", 3, 10000));
     /* the daemon is fine: both ports serve */
     ck_assert(h_ping(d.port));
     struct tcli t;
@@ -532,9 +533,9 @@ START_TEST(stalled_handshake_is_closed_at_timeout)
                 cases[i].what, closed, (long long)ms, got);
         ck_assert_msg(closed, "stalled client (%s) not closed", cases[i].what);
         ck_assert_int_ge(ms, 900);
-        ck_assert_int_le(ms, 2500);
+        ck_assert_int_le(ms, 5000); /* the timeout's doing: the read gives up at 8 s */
     }
-    ck_assert(info_becomes(&d, "tls_handshake_failures", N, 3000));
+    ck_assert(info_becomes(&d, "tls_handshake_failures", N, 10000));
     /* the established connection, idle past the timeout, is not affected */
     ck_assert(tcli_ping(&t));
     tcli_close(&t);
