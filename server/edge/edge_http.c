@@ -145,6 +145,8 @@ struct run {
     const struct http_req *req;
     const struct http_error *err;
     int keep_alive;
+    struct http_slice body;       /* a PUT's, whole */
+    int pre;                      /* a PUT's headers only, before its body (see input) */
 };
 
 static int slice_is(struct http_slice s, const char *lit)
@@ -231,9 +233,13 @@ static void metrics(struct conn *c, const struct run *x)
     buf_deinit(&b);
 }
 
-/* The gates every key endpoint passes; 0, or -1 with the refusal written.
- * The decoded key is left in e->http->key. */
-static int gates(struct conn *c, const struct run *x, struct http_slice raw)
+/* The gates every key endpoint passes, for cmd (GET, SET for a PUT, DEL
+ * for a DELETE): 0, or -1 with the refusal written.  charge 0: the rate
+ * limit is not looked at (a PUT's headers, checked before its body is read;
+ * the whole request passes them all again).  The decoded key is left in
+ * e->http->key. */
+static int gates(struct conn *c, const struct run *x, struct http_slice raw, enum cmd_id cmd,
+                 int charge)
 {
     struct edge *e = c->e;
     struct http_edge *he = e->http;
@@ -257,17 +263,18 @@ static int gates(struct conn *c, const struct run *x, struct http_slice raw)
         return -1;
     }
     sess_of(c)->user = user;
-    const struct cmd_def *d = cmd_get(CMD_GET);
+    const struct cmd_def *d = cmd_get(cmd);
     if (!auth_user_unrestricted(e->auth->users, user)) {
-        struct resp_slice argv[2] = {{"GET", 3}, {buf_head(&he->key), klen}};
-        if (auth_allowed(e->auth->users, user, d, 2, argv) != AUTH_OK) {
+        struct resp_slice argv[3] = {{d->name, strlen(d->name)}, {buf_head(&he->key), klen}, {"", 0}};
+        if (auth_allowed(e->auth->users, user, d, cmd == CMD_SET ? 3 : 2, argv) != AUTH_OK) {
             hr_simple(c, &c->out, 403, q->minor, x->keep_alive, head, NULL,
-                      "no permission to read this key");
+                      cmd == CMD_GET ? "no permission to read this key"
+                                     : "no permission to write this key");
             return -1;
         }
     }
     int64_t retry_ms = 0;
-    if (e->rl->map[CMD_GET] != RL_CLS_NONE && edge_rl_over(c, d, &retry_ms)) {
+    if (charge && e->rl->map[cmd] != RL_CLS_NONE && edge_rl_over(c, d, &retry_ms)) {
         char extra[64];
         snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
                  (long long)(retry_ms <= 0 ? 1 : (retry_ms + 999) / 1000));
@@ -339,7 +346,7 @@ static void kv(struct conn *c, const struct run *x, struct http_slice raw)
     }
     if (has_i && over_polls(c, x))
         return;
-    if (gates(c, x, raw) != 0)
+    if (gates(c, x, raw, CMD_GET, 1) != 0)
         return;
     struct hreq r;
     request(c, x, has_i ? HREQ_POLL : HREQ_GET, &r);
@@ -382,7 +389,7 @@ static void watch(struct conn *c, const struct run *x, struct http_slice raw)
     }
     if (q->method != HTTP_HEAD && over_polls(c, x))
         return;
-    if (gates(c, x, raw) != 0)
+    if (gates(c, x, raw, CMD_GET, 1) != 0)
         return;
     struct hreq r;
     request(c, x, HREQ_WATCH, &r);
@@ -392,6 +399,62 @@ static void watch(struct conn *c, const struct run *x, struct http_slice raw)
     r.first = !has_last;
     r.final = c->e->stopping; /* draining: the current value, then the stream's end */
     edge_http_watch(&r);
+}
+
+/* If-None-Match's fields are exactly "*". */
+static int inm_is_star(const struct http_req *q)
+{
+    size_t pos = 0;
+    struct http_slice name, value;
+    int star = 0;
+    while (http_req_field_next(q, &pos, &name, &value) == HKV_OK)
+        if (name.len == 13 && strncasecmp(name.p, "if-none-match", 13) == 0) {
+            if (!slice_is(value, "*"))
+                return 0;
+            star = 1;
+        }
+    return star;
+}
+
+/* PUT and DELETE /v1/kv/{key}: the write's options and gates, then the op
+ * (edge_http_write.c).  x->pre: the headers of a PUT whose body is still to
+ * come, checked before it is read (no rate-limit charge, no op).  0, or -1
+ * with a refusal written. */
+static int kv_write(struct conn *c, const struct run *x, struct http_slice raw)
+{
+    const struct http_req *q = x->req;
+    int del = q->method == HTTP_DELETE;
+    struct http_write w = {.q = q, .keep_alive = x->keep_alive, .body = x->body};
+    struct http_slice tv, pv;
+    int has_t = param(c, x, "ttl", &tv), has_p = 0;
+    if (has_t < 0 || (has_p = param(c, x, "px", &pv)) < 0)
+        return -1;
+    if (has_t || has_p) {
+        uint64_t n = 0;
+        if (del || (has_t && has_p) || http_parse_u64(has_t ? tv : pv, &n) != HKV_OK || n == 0 ||
+            n > (1ULL << 40)) {
+            bad(c, x, "ttl takes seconds, px milliseconds: one of them, above 0, on a PUT");
+            return -1;
+        }
+        w.exp = (struct wire_expiry){WIRE_EXP_REL, (int64_t)(has_t ? n * 1000 : n)};
+    }
+    if (q->if_none_match) {
+        if (del || !inm_is_star(q)) {
+            bad(c, x, "a write's If-None-Match takes only * (create only, on a PUT)");
+            return -1;
+        }
+        w.create = 1;
+    }
+    if (q->if_match.p != NULL) {
+        hr_simple(c, &c->out, 501, q->minor, x->keep_alive, 0, NULL,
+                  "If-Match on a write is not implemented yet");
+        return -1;
+    }
+    if (gates(c, x, raw, del ? CMD_DEL : CMD_SET, !x->pre) != 0)
+        return -1;
+    if (!x->pre)
+        edge_http_write(c, &w);
+    return 0;
 }
 
 static void run_request(struct conn *c, void *arg)
@@ -408,6 +471,12 @@ static void run_request(struct conn *c, void *arg)
         healthz(c, x);
     } else if (slice_is(q->path, "/metrics")) {
         metrics(c, x);
+    } else if (has_prefix(q->path, "/v1/kv/", &rest) &&
+               (q->method == HTTP_PUT || q->method == HTTP_DELETE)) {
+        kv_write(c, x, rest);
+    } else if (q->method == HTTP_PUT || q->method == HTTP_DELETE) {
+        hr_simple(c, &c->out, 405, q->minor, x->keep_alive, 0, "Allow: GET, HEAD\r\n",
+                  "PUT and DELETE are for /v1/kv/KEY only");
     } else if (has_prefix(q->path, "/v1/kv/", &rest)) {
         kv(c, x, rest);
     } else if (has_prefix(q->path, "/v1/watch/", &rest)) {
@@ -423,12 +492,72 @@ static void run_refusal(struct conn *c, void *arg)
     const struct run *x = arg;
     const struct http_error *err = x->err;
     hr_simple(c, &c->out, err->status, 1, !err->close, 0,
-              err->status == 405 ? "Allow: GET, HEAD\r\n" : NULL, err->reason);
+              err->status == 405 ? "Allow: GET, HEAD, PUT, DELETE\r\n" : NULL, err->reason);
 }
 
 static void run_timeout(struct conn *c, void *arg)
 {
-    hr_simple(c, &c->out, 408, 1, 0, 0, NULL, "the request's header section took too long");
+    hr_simple(c, &c->out, 408, 1, 0, 0, NULL,
+              arg != NULL ? "the request's body took too long (http-body-timeout)"
+                          : "the request's header section took too long");
+}
+
+/* A PUT's headers, its body still to come: the gates now, so a refused
+ * client is told before it sends the body (and the connection closes: the
+ * body would follow); then 100 Continue if it asked. */
+static void run_pre(struct conn *c, void *arg)
+{
+    struct run *x = arg;
+    const struct http_req *q = x->req;
+    struct http_slice rest;
+    int ok = 0;
+    if (edge_http_sess_denied(c))
+        hr_simple(c, &c->out, 403, q->minor, 0, 0, NULL, "protected mode");
+    else if (!has_prefix(q->path, "/v1/kv/", &rest))
+        hr_simple(c, &c->out, 405, q->minor, 0, 0, "Allow: GET, HEAD\r\n",
+                  "PUT and DELETE are for /v1/kv/KEY only");
+    else
+        ok = kv_write(c, x, rest) == 0;
+    if (!ok)
+        x->pre = -1;
+    else if (q->expect_continue)
+        buf_append_str(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
+}
+
+static void run_too_large(struct conn *c, void *arg)
+{
+    const struct run *x = arg;
+    board_add(&c->e->stats->http_bodies_too_large, 1);
+    hr_simple(c, &c->out, 413, x->req->minor, 0, 0, NULL,
+              "the body is larger than proto-max-bulk-len");
+}
+
+/* A PUT whose header section parsed at p[0..used): 1 when its body is
+ * whole in p[0..n) (x->body set), 0 when it is not yet (the request is
+ * parsed again when it is), -1 when it is refused (written; close). */
+static int body(struct conn *c, struct run *x, const char *p, size_t n, size_t used)
+{
+    struct http_sess *hs = sess_of(c)->http;
+    uint64_t cl = x->req->content_length;
+    if (cl > (uint64_t)edge_config(c->e)->proto_max_bulk_len) { /* before a byte of it */
+        conn_run(c, run_too_large, x);
+        return -1;
+    }
+    if (n - used >= cl) {
+        x->body = (struct http_slice){p + used, (size_t)cl};
+        hs->body_wait = 0;
+        return 1;
+    }
+    if (!hs->body_wait) { /* its headers, the first time: the gates, 100 Continue */
+        x->pre = 1;
+        if (conn_run(c, run_pre, x) != 0 || x->pre < 0)
+            return -1;
+        hs->body_wait = 1;
+        hs->body_need = used + (size_t)cl;
+        hs->body_start_ms = clock_mono_ms();
+    }
+    http_req_parser_reset(&hs->parser);
+    return 0;
 }
 
 long edge_http_input(struct conn *c, const char *p, size_t n)
@@ -442,6 +571,8 @@ long edge_http_input(struct conn *c, const char *p, size_t n)
         hs->req_start_ms = 0;
         return (long)n;
     }
+    if (hs->body_wait && n < hs->body_need)
+        return 0; /* a PUT's body, still coming (http-body-timeout) */
     int64_t now = clock_mono_ms();
     if (hs->req_start_ms == 0)
         hs->req_start_ms = now;
@@ -462,6 +593,17 @@ long edge_http_input(struct conn *c, const char *p, size_t n)
     }
     struct run x = {.req = &req,
                     .keep_alive = req.keep_alive && !edge_http_sess_denied(c) && !c->e->stopping};
+    if (req.method == HTTP_PUT && req.content_length > 0) {
+        int b = body(c, &x, p, n, used);
+        if (b <= 0) {
+            hs->req_start_ms = 0; /* the header section is whole: the body's clock runs */
+            if (b < 0)
+                c->close_after_write = 1;
+            return b;
+        }
+        used += (size_t)req.content_length;
+        hs->req_start_ms = used < n ? now : 0;
+    }
     if (conn_run(c, run_request, &x) != 0 || !x.keep_alive)
         c->close_after_write = 1;
     return (long)used;
@@ -483,7 +625,17 @@ void edge_http_cron(struct edge *e, int64_t now)
             continue;
         }
         int64_t idle_from = c->last_ms > hs->answered_ms ? c->last_ms : hs->answered_ms;
-        if (!c->close_after_write && hs->req_start_ms != 0 && !c->paused && c->hold == NULL &&
+        if (!c->close_after_write && hs->body_wait && !c->paused && c->hold == NULL &&
+            now - hs->body_start_ms >= o->body_timeout_ms) {
+            /* A body that does not come: closed, and what it sent is dropped. */
+            board_add(&e->stats->http_body_timeouts, 1);
+            hs->body_wait = 0;
+            c->close_after_write = 1;
+            if (conn_run(c, run_timeout, c) == 0)
+                conn_flush(c); /* may close c */
+            else
+                conn_close(c);
+        } else if (!c->close_after_write && hs->req_start_ms != 0 && !c->paused && c->hold == NULL &&
             now - hs->req_start_ms >= o->header_timeout_ms) {
             /* Slowloris: a header section that does not finish in time (while
              * the connection is read: not behind its own pipeline's bound). */
@@ -492,7 +644,8 @@ void edge_http_cron(struct edge *e, int64_t now)
                 conn_flush(c); /* may close c */
             else
                 conn_close(c);
-        } else if (!c->close_after_write && hs->req_start_ms == 0 && c->sq_head == NULL &&
+        } else if (!c->close_after_write && hs->req_start_ms == 0 && !hs->body_wait &&
+                   c->sq_head == NULL &&
                    buf_unread(&c->out) == 0 && now - idle_from >= o->keepalive_timeout_ms) {
             conn_close(c);
         } else {

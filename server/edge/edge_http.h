@@ -51,6 +51,7 @@ struct http_opts {
     int64_t max_polls;            /* held long polls + watch streams per edge */
     int64_t poll_max_wait_ms;
     int64_t header_timeout_ms;    /* a request's header section, first byte to last */
+    int64_t body_timeout_ms;      /* a PUT's body, from its header section's end */
     int64_t keepalive_timeout_ms; /* idle between requests */
     int64_t heartbeat_ms;         /* watch streams: a comment line this often */
     int64_t negative_ttl_ms;      /* a 404's Cache-Control max-age */

@@ -10,6 +10,8 @@
  *                       colo change ring's signals that wake them
  *   edge_http_kv.c      GET/HEAD /v1/kv/{key} and its long poll
  *   edge_http_watch.c   GET /v1/watch/{key}: SSE and NDJSON streams
+ *   edge_http_write.c   PUT and DELETE /v1/kv/{key}: an op of the write path
+ *                       (edge_write_op.h), answered in HTTP
  *   edge_http_sess.c    a session's login (remembered credentials, by the
  *                       users' generation), protected mode, and what a
  *                       reload changes for its held requests
@@ -37,6 +39,7 @@
 #include "proto/buf.h"
 #include "proto/http_req.h"
 #include "proto/stamp.h"
+#include "proto/wire.h"
 #include "server/edge/edge_conn.h"
 #include "server/edge/edge_http.h"
 #include "server/edge/edge_flight.h"
@@ -84,6 +87,11 @@ struct http_sess {
     size_t cred_len;
     char cred[256];
     int logins;                   /* HTTP_LOGIN_*: how its held requests logged in */
+    /* a PUT whose header section is read and whose body is not whole yet:
+     * the request is parsed again once body_need bytes are in c->in */
+    int body_wait;
+    size_t body_need;             /* header section + Content-Length */
+    int64_t body_start_ms;        /* its header section ended (http-body-timeout) */
 };
 
 /* http_sess.logins: the logins of the requests since the session last held
@@ -210,6 +218,18 @@ void hreq_timer(struct hreq *r, int64_t ms);
 void edge_http_kv(struct hreq *r, int64_t wait_ms);
 /* The edge stops: a held poll is answered now with what the colo holds. */
 void edge_http_kv_stop(struct hreq *r);
+
+/* ---- edge_http_write.c --------------------------------------------------------------- */
+
+/* One PUT or DELETE whose gates passed (its key in e->http->key). */
+struct http_write {
+    const struct http_req *q;
+    int keep_alive;
+    struct http_slice body;       /* PUT: the value */
+    struct wire_expiry exp;       /* ?ttl= / ?px= */
+    int create;                   /* If-None-Match: * (SET NX) */
+};
+void edge_http_write(struct conn *c, const struct http_write *w);
 
 /* ---- edge_http_sess.c ---------------------------------------------------------------- */
 
