@@ -445,9 +445,12 @@ static int kv_write(struct conn *c, const struct run *x, struct http_slice raw)
         }
         w.create = 1;
     }
-    if (q->if_match.p != NULL) {
+    if (q->if_match.p != NULL || q->idem_key.p != NULL) {
+        /* Refused, not ignored: a client that counts on either must not get
+         * a plain write (README "HTTP", Writes). */
         hr_simple(c, &c->out, 501, q->minor, x->keep_alive, 0, NULL,
-                  "If-Match on a write is not implemented yet");
+                  q->if_match.p != NULL ? "If-Match on a write is not implemented yet"
+                                        : "Idempotency-Key is not implemented yet");
         return -1;
     }
     if (gates(c, x, raw, del ? CMD_DEL : CMD_SET, !x->pre) != 0)

@@ -181,6 +181,8 @@ START_TEST(if_none_match_star_creates_only_and_if_match_is_501)
     ck_assert_int_eq(R.status, 400);
     ck_assert_int_eq(req(hp, "PUT", "/v1/kv/n:a", "If-Match: \"1\"\r\n", "x"), 0);
     ck_assert_int_eq(R.status, 501);
+    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/n:a", "Idempotency-Key: k1\r\n", "x"), 0);
+    ck_assert_int_eq(R.status, 501);
     ck_assert_str_eq(resp_get(d.port, "n:a"), "$5\r\nfirst\r\n");
     h_stop(&d);
 }
