@@ -141,21 +141,13 @@ void edge_http_closing(struct conn *c)
 
 /* ---- endpoints ---------------------------------------------------------------------- */
 
-struct run {
-    const struct http_req *req;
-    const struct http_error *err;
-    int keep_alive;
-    struct http_slice body;       /* a PUT's, whole */
-    int pre;                      /* a PUT's headers only, before its body (see input) */
-};
-
 static int slice_is(struct http_slice s, const char *lit)
 {
     size_t n = strlen(lit);
     return s.len == n && memcmp(s.p, lit, n) == 0;
 }
 
-static int has_prefix(struct http_slice s, const char *lit, struct http_slice *rest)
+int edge_http_prefix(struct http_slice s, const char *lit, struct http_slice *rest)
 {
     size_t n = strlen(lit);
     if (s.len < n || memcmp(s.p, lit, n) != 0)
@@ -188,7 +180,7 @@ static int host_serving(struct edge *e)
     return t != NULL && t->nleaves[CFG_POOL_HOT] + t->nleaves[CFG_POOL_COLD] > 0;
 }
 
-static void healthz(struct conn *c, const struct run *x)
+static void healthz(struct conn *c, const struct http_run *x)
 {
     struct edge *e = c->e;
     struct http_edge *he = e->http;
@@ -207,7 +199,7 @@ static void healthz(struct conn *c, const struct run *x)
                   "Cache-Control: no-store\r\n", "ok");
 }
 
-static void metrics(struct conn *c, const struct run *x)
+static void metrics(struct conn *c, const struct http_run *x)
 {
     struct http_edge *he = c->e->http;
     struct http_sess *hs = sess_of(c)->http;
@@ -238,8 +230,8 @@ static void metrics(struct conn *c, const struct run *x)
  * limit is not looked at (a PUT's headers, checked before its body is read;
  * the whole request passes them all again).  The decoded key is left in
  * e->http->key. */
-static int gates(struct conn *c, const struct run *x, struct http_slice raw, enum cmd_id cmd,
-                 int charge)
+int edge_http_gates(struct conn *c, const struct http_run *x, struct http_slice raw,
+                    enum cmd_id cmd, int charge)
 {
     struct edge *e = c->e;
     struct http_edge *he = e->http;
@@ -285,7 +277,7 @@ static int gates(struct conn *c, const struct run *x, struct http_slice raw, enu
 }
 
 /* A stack request for the key in e->http->key. */
-static void request(struct conn *c, const struct run *x, enum hreq_kind kind, struct hreq *r)
+static void request(struct conn *c, const struct http_run *x, enum hreq_kind kind, struct hreq *r)
 {
     struct http_edge *he = c->e->http;
     memset(r, 0, sizeof(*r));
@@ -302,7 +294,8 @@ static void request(struct conn *c, const struct run *x, enum hreq_kind kind, st
 }
 
 /* A query parameter: 0 absent, 1 present (*v), -1 malformed (400 written). */
-static int param(struct conn *c, const struct run *x, const char *name, struct http_slice *v)
+int edge_http_param(struct conn *c, const struct http_run *x, const char *name,
+                    struct http_slice *v)
 {
     int rc = http_query_get(x->req->query, name, v);
     if (rc == HKV_ENOENT)
@@ -314,7 +307,7 @@ static int param(struct conn *c, const struct run *x, const char *name, struct h
     return -1;
 }
 
-static int over_polls(struct conn *c, const struct run *x)
+static int over_polls(struct conn *c, const struct http_run *x)
 {
     struct edge *e = c->e;
     if (e->http->nheld < (uint64_t)e->http->opts.max_polls)
@@ -325,28 +318,28 @@ static int over_polls(struct conn *c, const struct run *x)
     return 1;
 }
 
-static void bad(struct conn *c, const struct run *x, const char *why)
+void edge_http_bad(struct conn *c, const struct http_run *x, const char *why)
 {
     hr_simple(c, &c->out, 400, x->req->minor, x->keep_alive, x->req->method == HTTP_HEAD, NULL,
               why);
 }
 
-static void kv(struct conn *c, const struct run *x, struct http_slice raw)
+static void kv(struct conn *c, const struct http_run *x, struct http_slice raw)
 {
     struct edge *e = c->e;
     struct http_slice iv, wv;
-    int has_i = param(c, x, "index", &iv), has_w;
-    if (has_i < 0 || (has_w = param(c, x, "wait", &wv)) < 0)
+    int has_i = edge_http_param(c, x, "index", &iv), has_w;
+    if (has_i < 0 || (has_w = edge_http_param(c, x, "wait", &wv)) < 0)
         return;
     uint64_t index = 0, wait = (uint64_t)e->http->opts.poll_max_wait_ms;
     if ((has_i && http_parse_u64(iv, &index) != HKV_OK) ||
         (has_w && http_parse_wait(wv, &wait) != HKV_OK)) {
-        bad(c, x, "index needs a number, wait a duration (30s, 1500ms, 5m)");
+        edge_http_bad(c, x, "index needs a number, wait a duration (30s, 1500ms, 5m)");
         return;
     }
     if (has_i && over_polls(c, x))
         return;
-    if (gates(c, x, raw, CMD_GET, 1) != 0)
+    if (edge_http_gates(c, x, raw, CMD_GET, 1) != 0)
         return;
     struct hreq r;
     request(c, x, has_i ? HREQ_POLL : HREQ_GET, &r);
@@ -364,12 +357,12 @@ static void kv(struct conn *c, const struct run *x, struct http_slice raw)
     edge_http_kv(&r, w);
 }
 
-static void watch(struct conn *c, const struct run *x, struct http_slice raw)
+static void watch(struct conn *c, const struct http_run *x, struct http_slice raw)
 {
     const struct http_req *q = x->req;
     struct http_slice fv, iv;
-    int has_f = param(c, x, "format", &fv), has_i;
-    if (has_f < 0 || (has_i = param(c, x, "index", &iv)) < 0)
+    int has_f = edge_http_param(c, x, "format", &fv), has_i;
+    if (has_f < 0 || (has_i = edge_http_param(c, x, "index", &iv)) < 0)
         return;
     int fmt = q->has_accept && (q->accept & HTTP_ACCEPT_NDJSON) && !(q->accept & HTTP_ACCEPT_SSE)
                   ? HTTP_FMT_NDJSON
@@ -377,19 +370,19 @@ static void watch(struct conn *c, const struct run *x, struct http_slice raw)
     if (has_f && (slice_is(fv, "ndjson") || slice_is(fv, "sse")))
         fmt = slice_is(fv, "ndjson") ? HTTP_FMT_NDJSON : HTTP_FMT_SSE;
     else if (has_f) {
-        bad(c, x, "format is sse or ndjson");
+        edge_http_bad(c, x, "format is sse or ndjson");
         return;
     }
     uint64_t last = 0;
     int has_last = q->last_event_id.p != NULL || has_i;
     if ((q->last_event_id.p != NULL && http_parse_u64(q->last_event_id, &last) != HKV_OK) ||
         (q->last_event_id.p == NULL && has_i && http_parse_u64(iv, &last) != HKV_OK)) {
-        bad(c, x, "Last-Event-ID and index need a number");
+        edge_http_bad(c, x, "Last-Event-ID and index need a number");
         return;
     }
     if (q->method != HTTP_HEAD && over_polls(c, x))
         return;
-    if (gates(c, x, raw, CMD_GET, 1) != 0)
+    if (edge_http_gates(c, x, raw, CMD_GET, 1) != 0)
         return;
     struct hreq r;
     request(c, x, HREQ_WATCH, &r);
@@ -401,68 +394,9 @@ static void watch(struct conn *c, const struct run *x, struct http_slice raw)
     edge_http_watch(&r);
 }
 
-/* If-None-Match's fields are exactly "*". */
-static int inm_is_star(const struct http_req *q)
-{
-    size_t pos = 0;
-    struct http_slice name, value;
-    int star = 0;
-    while (http_req_field_next(q, &pos, &name, &value) == HKV_OK)
-        if (name.len == 13 && strncasecmp(name.p, "if-none-match", 13) == 0) {
-            if (!slice_is(value, "*"))
-                return 0;
-            star = 1;
-        }
-    return star;
-}
-
-/* PUT and DELETE /v1/kv/{key}: the write's options and gates, then the op
- * (edge_http_write.c).  x->pre: the headers of a PUT whose body is still to
- * come, checked before it is read (no rate-limit charge, no op).  0, or -1
- * with a refusal written. */
-static int kv_write(struct conn *c, const struct run *x, struct http_slice raw)
-{
-    const struct http_req *q = x->req;
-    int del = q->method == HTTP_DELETE;
-    struct http_write w = {.q = q, .keep_alive = x->keep_alive, .body = x->body};
-    struct http_slice tv, pv;
-    int has_t = param(c, x, "ttl", &tv), has_p = 0;
-    if (has_t < 0 || (has_p = param(c, x, "px", &pv)) < 0)
-        return -1;
-    if (has_t || has_p) {
-        uint64_t n = 0;
-        if (del || (has_t && has_p) || http_parse_u64(has_t ? tv : pv, &n) != HKV_OK || n == 0 ||
-            n > (1ULL << 40)) {
-            bad(c, x, "ttl takes seconds, px milliseconds: one of them, above 0, on a PUT");
-            return -1;
-        }
-        w.exp = (struct wire_expiry){WIRE_EXP_REL, (int64_t)(has_t ? n * 1000 : n)};
-    }
-    if (q->if_none_match) {
-        if (del || !inm_is_star(q)) {
-            bad(c, x, "a write's If-None-Match takes only * (create only, on a PUT)");
-            return -1;
-        }
-        w.create = 1;
-    }
-    if (q->if_match.p != NULL || q->idem_key.p != NULL) {
-        /* Refused, not ignored: a client that counts on either must not get
-         * a plain write (README "HTTP", Writes). */
-        hr_simple(c, &c->out, 501, q->minor, x->keep_alive, 0, NULL,
-                  q->if_match.p != NULL ? "If-Match on a write is not implemented yet"
-                                        : "Idempotency-Key is not implemented yet");
-        return -1;
-    }
-    if (gates(c, x, raw, del ? CMD_DEL : CMD_SET, !x->pre) != 0)
-        return -1;
-    if (!x->pre)
-        edge_http_write(c, &w);
-    return 0;
-}
-
 static void run_request(struct conn *c, void *arg)
 {
-    const struct run *x = arg;
+    const struct http_run *x = arg;
     const struct http_req *q = x->req;
     struct http_slice rest;
     sess_of(c)->ncmds++;
@@ -474,15 +408,15 @@ static void run_request(struct conn *c, void *arg)
         healthz(c, x);
     } else if (slice_is(q->path, "/metrics")) {
         metrics(c, x);
-    } else if (has_prefix(q->path, "/v1/kv/", &rest) &&
+    } else if (edge_http_prefix(q->path, "/v1/kv/", &rest) &&
                (q->method == HTTP_PUT || q->method == HTTP_DELETE)) {
-        kv_write(c, x, rest);
+        edge_http_kv_write(c, x, rest);
     } else if (q->method == HTTP_PUT || q->method == HTTP_DELETE) {
         hr_simple(c, &c->out, 405, q->minor, x->keep_alive, 0, "Allow: GET, HEAD\r\n",
                   "PUT and DELETE are for /v1/kv/KEY only");
-    } else if (has_prefix(q->path, "/v1/kv/", &rest)) {
+    } else if (edge_http_prefix(q->path, "/v1/kv/", &rest)) {
         kv(c, x, rest);
-    } else if (has_prefix(q->path, "/v1/watch/", &rest)) {
+    } else if (edge_http_prefix(q->path, "/v1/watch/", &rest)) {
         watch(c, x, rest);
     } else {
         hr_simple(c, &c->out, 404, q->minor, x->keep_alive, q->method == HTTP_HEAD, NULL,
@@ -492,7 +426,7 @@ static void run_request(struct conn *c, void *arg)
 
 static void run_refusal(struct conn *c, void *arg)
 {
-    const struct run *x = arg;
+    const struct http_run *x = arg;
     const struct http_error *err = x->err;
     hr_simple(c, &c->out, err->status, 1, !err->close, 0,
               err->status == 405 ? "Allow: GET, HEAD, PUT, DELETE\r\n" : NULL, err->reason);
@@ -503,64 +437,6 @@ static void run_timeout(struct conn *c, void *arg)
     hr_simple(c, &c->out, 408, 1, 0, 0, NULL,
               arg != NULL ? "the request's body took too long (http-body-timeout)"
                           : "the request's header section took too long");
-}
-
-/* A PUT's headers, its body still to come: the gates now, so a refused
- * client is told before it sends the body (and the connection closes: the
- * body would follow); then 100 Continue if it asked. */
-static void run_pre(struct conn *c, void *arg)
-{
-    struct run *x = arg;
-    const struct http_req *q = x->req;
-    struct http_slice rest;
-    int ok = 0;
-    if (edge_http_sess_denied(c))
-        hr_simple(c, &c->out, 403, q->minor, 0, 0, NULL, "protected mode");
-    else if (!has_prefix(q->path, "/v1/kv/", &rest))
-        hr_simple(c, &c->out, 405, q->minor, 0, 0, "Allow: GET, HEAD\r\n",
-                  "PUT and DELETE are for /v1/kv/KEY only");
-    else
-        ok = kv_write(c, x, rest) == 0;
-    if (!ok)
-        x->pre = -1;
-    else if (q->expect_continue)
-        buf_append_str(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
-}
-
-static void run_too_large(struct conn *c, void *arg)
-{
-    const struct run *x = arg;
-    board_add(&c->e->stats->http_bodies_too_large, 1);
-    hr_simple(c, &c->out, 413, x->req->minor, 0, 0, NULL,
-              "the body is larger than proto-max-bulk-len");
-}
-
-/* A PUT whose header section parsed at p[0..used): 1 when its body is
- * whole in p[0..n) (x->body set), 0 when it is not yet (the request is
- * parsed again when it is), -1 when it is refused (written; close). */
-static int body(struct conn *c, struct run *x, const char *p, size_t n, size_t used)
-{
-    struct http_sess *hs = sess_of(c)->http;
-    uint64_t cl = x->req->content_length;
-    if (cl > (uint64_t)edge_config(c->e)->proto_max_bulk_len) { /* before a byte of it */
-        conn_run(c, run_too_large, x);
-        return -1;
-    }
-    if (n - used >= cl) {
-        x->body = (struct http_slice){p + used, (size_t)cl};
-        hs->body_wait = 0;
-        return 1;
-    }
-    if (!hs->body_wait) { /* its headers, the first time: the gates, 100 Continue */
-        x->pre = 1;
-        if (conn_run(c, run_pre, x) != 0 || x->pre < 0)
-            return -1;
-        hs->body_wait = 1;
-        hs->body_need = used + (size_t)cl;
-        hs->body_start_ms = clock_mono_ms();
-    }
-    http_req_parser_reset(&hs->parser);
-    return 0;
 }
 
 long edge_http_input(struct conn *c, const char *p, size_t n)
@@ -587,17 +463,17 @@ long edge_http_input(struct conn *c, const char *p, size_t n)
         return 0;
     hs->req_start_ms = used < n ? now : 0; /* a pipelined request's clock starts now */
     if (rc != HKV_OK) {
-        struct run x = {.err = &err};
+        struct http_run x = {.err = &err};
         if (conn_run(c, run_refusal, &x) != 0 || err.close) {
             c->close_after_write = 1;
             return -1;
         }
         return (long)used;
     }
-    struct run x = {.req = &req,
+    struct http_run x = {.req = &req,
                     .keep_alive = req.keep_alive && !edge_http_sess_denied(c) && !c->e->stopping};
     if (req.method == HTTP_PUT && req.content_length > 0) {
-        int b = body(c, &x, p, n, used);
+        int b = edge_http_body(c, &x, p, n, used);
         if (b <= 0) {
             hs->req_start_ms = 0; /* the header section is whole: the body's clock runs */
             if (b < 0)

@@ -37,6 +37,7 @@
 
 #include "config/cfg.h"
 #include "proto/buf.h"
+#include "proto/cmd.h"
 #include "proto/http_req.h"
 #include "proto/stamp.h"
 #include "proto/wire.h"
@@ -219,7 +220,40 @@ void edge_http_kv(struct hreq *r, int64_t wait_ms);
 /* The edge stops: a held poll is answered now with what the colo holds. */
 void edge_http_kv_stop(struct hreq *r);
 
+/* ---- edge_http.c ------------------------------------------------------------------- */
+
+/* One request being run (or, pre, a PUT's headers before its body). */
+struct http_run {
+    const struct http_req *req;
+    const struct http_error *err;
+    int keep_alive;
+    struct http_slice body;       /* a PUT's, whole */
+    int pre;                      /* a PUT's headers only, before its body (edge_http_body); -1: refused */
+};
+
+
+/* The gates of a key endpoint for cmd (GET; SET for a PUT, DEL for a
+ * DELETE): 0, or -1 with the refusal written; charge 0: no rate-limit
+ * charge.  The decoded key is left in e->http->key. */
+int edge_http_gates(struct conn *c, const struct http_run *x, struct http_slice raw,
+                    enum cmd_id cmd, int charge);
+/* A query parameter: 0 absent, 1 present (*v), -1 malformed (400 written). */
+int edge_http_param(struct conn *c, const struct http_run *x, const char *name,
+                    struct http_slice *v);
+/* 400 with why. */
+void edge_http_bad(struct conn *c, const struct http_run *x, const char *why);
+/* 1 if s begins with lit (*rest: what follows). */
+int edge_http_prefix(struct http_slice s, const char *lit, struct http_slice *rest);
+
 /* ---- edge_http_write.c --------------------------------------------------------------- */
+
+/* PUT and DELETE /v1/kv/{key} (raw: the key as sent): options, gates, then
+ * the op (x->pre: the gates only).  0, or -1 with a refusal written. */
+int edge_http_kv_write(struct conn *c, const struct http_run *x, struct http_slice raw);
+/* A PUT whose header section parsed at p[0..used) (x->req): 1 when its body
+ * is whole in p[0..n) (x->body set), 0 when not yet (parsed again when it
+ * is: the session's body_need), -1 when refused (written; close). */
+int edge_http_body(struct conn *c, struct http_run *x, const char *p, size_t n, size_t used);
 
 /* One PUT or DELETE whose gates passed (its key in e->http->key). */
 struct http_write {

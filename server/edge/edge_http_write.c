@@ -24,7 +24,9 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
+#include "server/core/clock.h"
 #include "server/edge/edge_http_int.h"
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_sess.h"
@@ -158,4 +160,124 @@ void edge_http_write(struct conn *c, const struct http_write *w)
         return;
     }
     op_start(op);
+}
+
+/* ---- requests ------------------------------------------------------------------------ */
+
+/* If-None-Match's fields are exactly "*". */
+static int inm_is_star(const struct http_req *q)
+{
+    size_t pos = 0;
+    struct http_slice name, value;
+    int star = 0;
+    while (http_req_field_next(q, &pos, &name, &value) == HKV_OK)
+        if (name.len == 13 && strncasecmp(name.p, "if-none-match", 13) == 0) {
+            if (!(value.len == 1 && value.p[0] == '*'))
+                return 0;
+            star = 1;
+        }
+    return star;
+}
+
+/* x->pre: the headers of a PUT whose body is still to come, checked before
+ * it is read (no rate-limit charge, no op). */
+int edge_http_kv_write(struct conn *c, const struct http_run *x, struct http_slice raw)
+{
+    const struct http_req *q = x->req;
+    int del = q->method == HTTP_DELETE;
+    struct http_write w = {.q = q, .keep_alive = x->keep_alive, .body = x->body};
+    struct http_slice tv, pv;
+    int has_t = edge_http_param(c, x, "ttl", &tv), has_p = 0;
+    if (has_t < 0 || (has_p = edge_http_param(c, x, "px", &pv)) < 0)
+        return -1;
+    if (has_t || has_p) {
+        uint64_t n = 0;
+        if (del || (has_t && has_p) || http_parse_u64(has_t ? tv : pv, &n) != HKV_OK || n == 0 ||
+            n > (1ULL << 40)) {
+            edge_http_bad(c, x, "ttl takes seconds, px milliseconds: one of them, above 0, on a PUT");
+            return -1;
+        }
+        w.exp = (struct wire_expiry){WIRE_EXP_REL, (int64_t)(has_t ? n * 1000 : n)};
+    }
+    if (q->if_none_match) {
+        if (del || !inm_is_star(q)) {
+            edge_http_bad(c, x, "a write's If-None-Match takes only * (create only, on a PUT)");
+            return -1;
+        }
+        w.create = 1;
+    }
+    if (q->if_match.p != NULL || q->idem_key.p != NULL) {
+        /* Refused, not ignored: a client that counts on either must not get
+         * a plain write (README "HTTP", Writes). */
+        hr_simple(c, &c->out, 501, q->minor, x->keep_alive, 0, NULL,
+                  q->if_match.p != NULL ? "If-Match on a write is not implemented yet"
+                                        : "Idempotency-Key is not implemented yet");
+        return -1;
+    }
+    if (edge_http_gates(c, x, raw, del ? CMD_DEL : CMD_SET, !x->pre) != 0)
+        return -1;
+    if (!x->pre)
+        edge_http_write(c, &w);
+    return 0;
+}
+
+/* A PUT's headers, its body still to come: the gates now, so a refused
+ * client is told before it sends the body (and the connection closes: the
+ * body would follow); then 100 Continue if it asked. */
+static void run_pre(struct conn *c, void *arg)
+{
+    struct http_run *x = arg;
+    const struct http_req *q = x->req;
+    struct http_slice rest;
+    int ok = 0;
+    if (edge_http_sess_denied(c))
+        hr_simple(c, &c->out, 403, q->minor, 0, 0, NULL, "protected mode");
+    else if (!edge_http_prefix(q->path, "/v1/kv/", &rest))
+        hr_simple(c, &c->out, 405, q->minor, 0, 0, "Allow: GET, HEAD\r\n",
+                  "PUT and DELETE are for /v1/kv/KEY only");
+    else
+        ok = edge_http_kv_write(c, x, rest) == 0;
+    if (!ok)
+        x->pre = -1;
+    else if (q->expect_continue)
+        buf_append_str(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
+}
+
+static void run_too_large(struct conn *c, void *arg)
+{
+    const struct http_run *x = arg;
+    board_add(&c->e->stats->http_bodies_too_large, 1);
+    hr_simple(c, &c->out, 413, x->req->minor, 0, 0, NULL,
+              "the body is larger than proto-max-bulk-len");
+}
+
+/* The body is whole only when c->in holds all of it: the request is
+ * parsed again then (its header section at most 16 KB, once per read until
+ * body_need bytes are in: edge_http_input returns at once before that). */
+int edge_http_body(struct conn *c, struct http_run *x, const char *p, size_t n, size_t used)
+{
+    struct http_sess *hs = sess_of(c)->http;
+    uint64_t cl = x->req->content_length;
+    if (cl > (uint64_t)edge_config(c->e)->proto_max_bulk_len) { /* before a byte of it */
+        conn_run(c, run_too_large, x);
+        return -1;
+    }
+    if (n - used >= cl) {
+        x->body = (struct http_slice){p + used, (size_t)cl};
+        hs->body_wait = 0;
+        return 1;
+    }
+    if (!hs->body_wait) { /* its headers, the first time: the gates, 100 Continue */
+        int keep = x->keep_alive;
+        x->pre = 1;
+        x->keep_alive = 0; /* a refusal now closes: the body would follow */
+        if (conn_run(c, run_pre, x) != 0 || x->pre < 0)
+            return -1;
+        x->keep_alive = keep;
+        hs->body_wait = 1;
+        hs->body_need = used + (size_t)cl;
+        hs->body_start_ms = clock_mono_ms();
+    }
+    http_req_parser_reset(&hs->parser);
+    return 0;
 }
