@@ -12,6 +12,8 @@
  *   edge_http_watch.c   GET /v1/watch/{key}: SSE and NDJSON streams
  *   edge_http_write.c   PUT and DELETE /v1/kv/{key}: an op of the write path
  *                       (edge_write_op.h), answered in HTTP
+ *   edge_http_cas.c     the same with If-Match: the owner's compare-and-set
+ *                       (an EXEC watching the key's version)
  *   edge_http_sess.c    a session's login (remembered credentials, by the
  *                       users' generation), protected mode, and what a
  *                       reload changes for its held requests
@@ -264,6 +266,19 @@ struct http_write {
     int create;                   /* If-None-Match: * (SET NX) */
 };
 void edge_http_write(struct conn *c, const struct http_write *w);
+struct op;
+/* A write op's recorded error (op->errbuf) answered in HTTP: 504 "outcome
+ * unknown: ...", 503 or 500 "not applied: ..." (README's table); op_finish. */
+void edge_http_write_error(struct op *op, int minor, int keep_alive);
+
+/* ---- edge_http_cas.c ----------------------------------------------------------------- */
+
+/* If-Match's value: 1 with *version ("V"), 0 for *, -1 malformed (a list,
+ * a weak tag, not a version). */
+int edge_http_if_match(struct http_slice v, uint64_t *version);
+/* A PUT or DELETE with If-Match (gates passed): the owner's compare-and-set
+ * on (key, version) (has_watch 0: If-Match: *, the key must exist). */
+void edge_http_cas(struct conn *c, const struct http_write *w, uint64_t version, int has_watch);
 
 /* ---- edge_http_sess.c ---------------------------------------------------------------- */
 

@@ -111,11 +111,9 @@ static int starts(const struct hkv_buf *b, const char *lit)
     return buf_unread(b) >= n && memcmp(buf_head(b), lit, n) == 0;
 }
 
-/* The recorded error, in README's table's terms. */
-static void hw_fail(struct op *op)
+void edge_http_write_error(struct op *op, int minor, int keep_alive)
 {
     struct hkv_buf *out = op_out(op);
-    struct http_wargs *a = HW(op);
     const struct hkv_buf *eb = &op->errbuf;
     if (out != NULL) {
         int unknown = has(eb, "outcome unknown");
@@ -125,10 +123,15 @@ static void hw_fail(struct op *op)
         char body[600];
         snprintf(body, sizeof(body), "%s: %.*s", unknown ? "outcome unknown" : "not applied",
                  (int)(buf_unread(eb) < 512 ? buf_unread(eb) : 512), buf_head(eb));
-        hr_simple(op->c, out, status, a->minor, a->keep_alive, 0,
+        hr_simple(op->c, out, status, minor, keep_alive, 0,
                   status == 500 ? NULL : "Retry-After: 1\r\n", body);
     }
     op_finish(op);
+}
+
+static void hw_fail(struct op *op)
+{
+    edge_http_write_error(op, HW(op)->minor, HW(op)->keep_alive);
 }
 
 static const struct op_family http_write_ops = {OP_F_WRITE, write_encode, hw_answer, hw_done,
@@ -206,17 +209,27 @@ int edge_http_kv_write(struct conn *c, const struct http_run *x, struct http_sli
         }
         w.create = 1;
     }
-    if (q->if_match.p != NULL || q->idem_key.p != NULL) {
-        /* Refused, not ignored: a client that counts on either must not get
-         * a plain write (README "HTTP", Writes). */
+    uint64_t version = 0;
+    int im = q->if_match.p != NULL ? edge_http_if_match(q->if_match, &version) : 0;
+    if (im < 0 || (q->if_match.p != NULL && w.create)) {
+        edge_http_bad(c, x, im < 0 ? "If-Match takes one strong entity tag (\"<version>\") or *"
+                                   : "If-Match and If-None-Match together");
+        return -1;
+    }
+    if (q->idem_key.p != NULL) {
+        /* Refused, not ignored: a client that counts on it must not get a
+         * plain write (README "HTTP", Writes). */
         hr_simple(c, &c->out, 501, q->minor, x->keep_alive, 0, NULL,
-                  q->if_match.p != NULL ? "If-Match on a write is not implemented yet"
-                                        : "Idempotency-Key is not implemented yet");
+                  "Idempotency-Key is not implemented yet");
         return -1;
     }
     if (edge_http_gates(c, x, raw, del ? CMD_DEL : CMD_SET, !x->pre) != 0)
         return -1;
-    if (!x->pre)
+    if (x->pre)
+        return 0;
+    if (q->if_match.p != NULL)
+        edge_http_cas(c, &w, version, im == 1);
+    else
         edge_http_write(c, &w);
     return 0;
 }

@@ -5,7 +5,9 @@
  *   after it, the value RESP's GET reads; ?ttl= and ?px= give the key an
  *   expiry (RESP's PTTL sees it); a DELETE is a DEL: 204, then 404;
  * - If-None-Match: * creates only (201, then 412 with the holder's ETag);
- *   If-Match is refused 501 (no owner-side compare-and-set yet);
+ *   If-Match: "V" is a compare-and-set on the owner's version (200 with the
+ *   new ETag, 412 when it changed or the key is gone; DELETE too), and
+ *   If-Match: * needs the key to exist; Idempotency-Key is refused 501;
  * - the gates are RESP's: 401, 403 for a user without +@write or outside
  *   its key patterns, 429 past the `ratelimit write` rule;
  * - bodies: Expect: 100-continue gets its interim 100 before the body is
@@ -161,7 +163,7 @@ START_TEST(ttl_and_px_set_an_expiry)
 }
 END_TEST
 
-START_TEST(if_none_match_star_creates_only_and_if_match_is_501)
+START_TEST(if_none_match_star_creates_only)
 {
     struct daemon d;
     int hp;
@@ -179,11 +181,85 @@ START_TEST(if_none_match_star_creates_only_and_if_match_is_501)
     ck_assert_int_eq(hx_info(&d, "http_precondition_failed") - f0, 1);
     ck_assert_int_eq(req(hp, "PUT", "/v1/kv/n:a", "If-None-Match: \"1\"\r\n", "x"), 0);
     ck_assert_int_eq(R.status, 400);
-    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/n:a", "If-Match: \"1\"\r\n", "x"), 0);
-    ck_assert_int_eq(R.status, 501);
     ck_assert_int_eq(req(hp, "PUT", "/v1/kv/n:a", "Idempotency-Key: k1\r\n", "x"), 0);
     ck_assert_int_eq(R.status, 501);
     ck_assert_str_eq(resp_get(d.port, "n:a"), "$5\r\nfirst\r\n");
+    h_stop(&d);
+}
+END_TEST
+
+static uint64_t tag_num(void)
+{
+    char t[64];
+    etag_of(t, sizeof(t));
+    return strtoull(t + 1, NULL, 10);
+}
+
+START_TEST(if_match_is_a_compare_and_set_on_the_owners_version)
+{
+    struct daemon d;
+    int hp;
+    ck_assert_int_eq(start_http(&d, &hp, NULL), 0);
+    char im[96];
+    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/m:a", NULL, "a"), 0);
+    uint64_t v1 = tag_num();
+    snprintf(im, sizeof(im), "If-Match: \"%llu\"\r\n", (unsigned long long)v1);
+    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/m:a", im, "b"), 0);
+    ck_assert_msg(R.status == 200, "%d %s", R.status, R.body);
+    uint64_t v2 = tag_num();
+    ck_assert_uint_gt(v2, v1);
+    ck_assert_int_eq(hx_get(hp, "GET", "/v1/kv/m:a", NULL, &R), 0);
+    ck_assert_str_eq(R.body, "b");
+    ck_assert_uint_eq(tag_num(), v2); /* the ETag GET shows is the CAS's new version */
+    ck_assert_str_eq(resp_get(d.port, "m:a"), "$1\r\nb\r\n");
+    /* the old version no longer matches: 412, nothing changed (PUT and DELETE) */
+    int64_t f0 = hx_info(&d, "http_precondition_failed");
+    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/m:a", im, "c"), 0);
+    ck_assert_int_eq(R.status, 412);
+    ck_assert_int_eq(req(hp, "DELETE", "/v1/kv/m:a", im, NULL), 0);
+    ck_assert_int_eq(R.status, 412);
+    ck_assert_str_eq(resp_get(d.port, "m:a"), "$1\r\nb\r\n");
+    ck_assert_int_eq(hx_info(&d, "http_precondition_failed") - f0, 2);
+    /* a RESP write in between breaks the match too */
+    snprintf(im, sizeof(im), "If-Match: \"%llu\"\r\n", (unsigned long long)v2);
+    int fd = h_connect(d.port);
+    struct h_reply *r = h_cmdv(fd, "SET", "m:a", "resp", NULL);
+    h_free(r);
+    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/m:a", im, "d"), 0);
+    ck_assert_int_eq(R.status, 412);
+    ck_assert_str_eq(resp_get(d.port, "m:a"), "$4\r\nresp\r\n");
+    /* with ttl, then a DELETE with the current version: 204 */
+    ck_assert_int_eq(hx_get(hp, "GET", "/v1/kv/m:a", NULL, &R), 0);
+    snprintf(im, sizeof(im), "If-Match: \"%llu\"\r\n", (unsigned long long)tag_num());
+    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/m:a?ttl=500", im, "e"), 0);
+    ck_assert_int_eq(R.status, 200);
+    r = h_cmdv(fd, "PTTL", "m:a", NULL);
+    long long pttl = strtoll(r->raw + 1, NULL, 10);
+    h_free(r);
+    ck_assert_msg(pttl > 400000 && pttl <= 500000, "PTTL %lld", pttl);
+    snprintf(im, sizeof(im), "If-Match: \"%llu\"\r\n", (unsigned long long)tag_num());
+    ck_assert_int_eq(req(hp, "DELETE", "/v1/kv/m:a", im, NULL), 0);
+    ck_assert_int_eq(R.status, 204);
+    ck_assert_str_eq(resp_get(d.port, "m:a"), "$-1\r\n");
+    /* a missing key matches nothing, not even * */
+    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/m:a", im, "f"), 0);
+    ck_assert_int_eq(R.status, 412);
+    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/m:a", "If-Match: *\r\n", "f"), 0);
+    ck_assert_int_eq(R.status, 412);
+    ck_assert_str_eq(resp_get(d.port, "m:a"), "$-1\r\n");
+    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/m:a", NULL, "g"), 0);
+    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/m:a", "If-Match: *\r\n", "h"), 0);
+    ck_assert_int_eq(R.status, 200);
+    ck_assert_str_eq(resp_get(d.port, "m:a"), "$1\r\nh\r\n");
+    /* weak tags, lists and If-None-Match with it: 400 */
+    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/m:a", "If-Match: W/\"1\"\r\n", "x"), 0);
+    ck_assert_int_eq(R.status, 400);
+    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/m:a", "If-Match: \"1\", \"2\"\r\n", "x"), 0);
+    ck_assert_int_eq(R.status, 400);
+    ck_assert_int_eq(req(hp, "PUT", "/v1/kv/m:a", "If-Match: *\r\nIf-None-Match: *\r\n", "x"), 0);
+    ck_assert_int_eq(R.status, 400);
+    ck_assert_str_eq(resp_get(d.port, "m:a"), "$1\r\nh\r\n");
+    close(fd);
     h_stop(&d);
 }
 END_TEST
@@ -332,7 +408,8 @@ Suite *http_write_suite(void)
     } cases[] = {
         {"put_delete", put_is_a_set_with_the_etag_get_shows_and_delete_a_del},
         {"ttl", ttl_and_px_set_an_expiry},
-        {"conditions", if_none_match_star_creates_only_and_if_match_is_501},
+        {"if_none_match", if_none_match_star_creates_only},
+        {"if_match", if_match_is_a_compare_and_set_on_the_owners_version},
         {"gates", users_acls_and_the_write_rate_limit_answer_401_403_429},
         {"expect", expect_100_continue_is_answered_before_the_body},
         {"bodies", bodies_are_bounded_and_a_slow_body_closes},
