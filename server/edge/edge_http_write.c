@@ -225,6 +225,13 @@ int edge_http_kv_write(struct conn *c, const struct http_run *x, struct http_sli
     }
     if (edge_http_gates(c, x, raw, del ? CMD_DEL : CMD_SET, !x->pre) != 0)
         return -1;
+    if (c->e->stopping) {
+        /* A draining edge takes no new write (its stop waits for those in
+         * flight, bounded by shutdown-timeout): the client writes elsewhere. */
+        hr_simple(c, &c->out, 503, q->minor, 0, 0, "Retry-After: 1\r\n",
+                  "not applied: the edge is draining");
+        return -1;
+    }
     if (x->pre)
         return 0;
     if (q->if_match.p != NULL)

@@ -15,10 +15,13 @@
  *   sent); a Content-Length over proto-max-bulk-len is 413 before a byte
  *   of the body; a body that does not come within http-body-timeout (or
  *   trickles) closes the connection, counted in INFO; Transfer-Encoding is
- *   501.
+ *   501; http-body-timeout is reloadable (CONFIG SET);
+ * - owners that do not answer: a PUT past write-deadline is 504 "outcome
+ *   unknown" (README's table: it may have been applied).
  * Every loop and wait is bounded; daemons are stopped by pid (h_stop).
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -399,6 +402,63 @@ START_TEST(bodies_are_bounded_and_a_slow_body_closes)
 }
 END_TEST
 
+START_TEST(a_write_the_owner_does_not_acknowledge_is_504_outcome_unknown)
+{
+    struct daemon d;
+    int hp;
+    ck_assert_int_eq(start_http(&d, &hp, "write-timeout 200ms\nwrite-deadline 1s\n"), 0);
+    pid_t hot = h_child(&d, "hotkvd: owner hot/0", 0), cold = h_child(&d, "hotkvd: owner cold/0", 0);
+    ck_assert(hot > 0 && cold > 0);
+    int guard = h_sigcont_guard(hot, cold, NULL);
+    kill(hot, SIGSTOP);
+    kill(cold, SIGSTOP);
+    int64_t t0 = h_now_ms();
+    int rc = req(hp, "PUT", "/v1/kv/u:a", NULL, "v");
+    int64_t took = h_now_ms() - t0;
+    kill(hot, SIGCONT);
+    kill(cold, SIGCONT);
+    close(guard);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(R.status == 504 && strncmp(R.body, "outcome unknown", 15) == 0, "%d %s",
+                  R.status, R.body);
+    ck_assert_msg(took >= 900 && took < 8000, "answered after %lld ms", (long long)took);
+    /* the owners back: writes go on */
+    int64_t end = h_now_ms() + 10000;
+    do {
+        ck_assert_int_eq(req(hp, "PUT", "/v1/kv/u:a", NULL, "w"), 0);
+    } while (R.status != 200 && h_now_ms() < end && (h_sleep_ms(100), 1));
+    ck_assert_int_eq(R.status, 200);
+    ck_assert_str_eq(resp_get(d.port, "u:a"), "$1\r\nw\r\n");
+    h_stop(&d);
+}
+END_TEST
+
+START_TEST(http_body_timeout_is_reloaded)
+{
+    struct daemon d;
+    int hp;
+    ck_assert_int_eq(start_http(&d, &hp, NULL), 0);
+    int fd = h_connect(d.port);
+    struct h_reply *r = h_cmdv(fd, "CONFIG", "SET", "http-body-timeout", "500ms", NULL);
+    ck_assert_msg(r != NULL && r->raw[0] == '+', "%s", r != NULL ? r->raw : "no reply");
+    h_free(r);
+    close(fd);
+    h_sleep_ms(300); /* every edge takes the reload */
+    int64_t t0 = h_now_ms();
+    fd = h_connect(hp);
+    ck_assert_int_eq(hx_send(fd, "PUT /v1/kv/r:a HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n"
+                                 "\r\nabc"), 0);
+    memset(&R, 0, sizeof(R));
+    ck_assert_int_eq(hx_read(fd, &R, 0, 5000), 0);
+    int64_t took = h_now_ms() - t0;
+    ck_assert_int_eq(R.status, 408);
+    ck_assert(hx_eof(fd, 3000));
+    close(fd);
+    ck_assert_msg(took >= 400 && took < 3000, "closed after %lld ms", (long long)took);
+    h_stop(&d);
+}
+END_TEST
+
 Suite *http_write_suite(void)
 {
     Suite *s = suite_create("http_write");
@@ -413,6 +473,8 @@ Suite *http_write_suite(void)
         {"gates", users_acls_and_the_write_rate_limit_answer_401_403_429},
         {"expect", expect_100_continue_is_answered_before_the_body},
         {"bodies", bodies_are_bounded_and_a_slow_body_closes},
+        {"outcome_unknown", a_write_the_owner_does_not_acknowledge_is_504_outcome_unknown},
+        {"body_timeout_reload", http_body_timeout_is_reloaded},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
