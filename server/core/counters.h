@@ -57,7 +57,12 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(http_polls_woken, CTR_COUNTER, "Long polls answered because their key changed")         \
     X(http_polls_expired, CTR_COUNTER, "Long polls answered when their wait passed")          \
     X(http_polls_refused, CTR_COUNTER, "Long polls and watches refused (http-max-polls)")     \
-    X(http_wakeups, CTR_COUNTER, "Change-ring signals read (writes seen by held readers)")
+    X(http_wakeups, CTR_COUNTER, "Change-ring signals read (writes seen by held readers)")   \
+    X(pubsub_messages_delivered, CTR_COUNTER, "Pub/sub messages written to subscribers")      \
+    X(pubsub_output_limit_closed, CTR_COUNTER,                                                \
+      "Subscribers closed by client-output-buffer-limit pubsub")                              \
+    X(pubsub_bus_losses, CTR_COUNTER, "Times this edge fell a whole bus behind (lost records)") \
+    X(pubsub_lost_closed, CTR_COUNTER, "Subscribers closed because the bus lost records")
 
 /* The first fourteen are INFO's "# Owners" lines since before this list;
  * new fields go at the end, so INFO's existing lines keep their order. */

@@ -32,6 +32,7 @@
 #include "server/edge/edge_health.h"
 #include "server/edge/edge_http.h"
 #include "server/edge/edge_monitor.h"
+#include "server/edge/edge_pubsub.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_keyspace.h"
 #include "server/edge/edge_op.h"
@@ -116,6 +117,9 @@ void edge_conns_opts(const struct cfg *cfg, struct conns_opts *o)
     o->output_hard = cfg->client_output_hard;
     o->output_soft = cfg->client_output_soft;
     o->output_soft_ms = cfg->client_output_soft_ms;
+    o->pubsub_hard = cfg->pubsub_output_hard;
+    o->pubsub_soft = cfg->pubsub_output_soft;
+    o->pubsub_soft_ms = cfg->pubsub_output_soft_ms;
     o->max_pending = cfg->client_max_pending;
     o->max_pending_bytes = cfg->client_max_pending_bytes;
     o->tls_handshake_timeout_ms = cfg->tls_handshake_timeout_ms;
@@ -160,6 +164,7 @@ static void on_closing(struct conn *c)
     op_conn_gone(c);
     edge_tx_conn_gone(c);
     monitor_stop(c);
+    pubsub_conn_gone(c);
     clients_gone(c);
     client_gone(c);
 }
@@ -434,7 +439,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     if (edge_cache_setup(e, &ko) != 0 || op_setup(e, &oo) != 0 || forgets_setup(e) != 0 ||
         owners_setup(e, &oh, &ow) != 0 || flights_setup(e, edge_read_answer, &fo) != 0 ||
         edge_health_setup(e, ctx->cfg->owner_probe_interval_ms) != 0 ||
-        edge_http_setup(e, &ho) != 0) {
+        edge_http_setup(e, &ho) != 0 || pubsub_setup(e) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }
@@ -462,6 +467,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     code = 0;
 out:
     conns_close_all(e);
+    pubsub_teardown(e);
     edge_http_teardown(e);
     for (size_t i = 0; i < e->nlisteners; i++)
         evconnlistener_free(e->listeners[i]);

@@ -64,6 +64,7 @@ struct edge_forgets;
 struct edge_monitor;
 struct edge_ops;
 struct edge_owners;
+struct edge_pubsub;
 struct edge_rl;
 struct ehealth;
 struct flights;
@@ -139,6 +140,7 @@ struct edge {
     struct ehealth *health;       /* owners marked silent in the colo (edge_health.c) */
     struct edge_forgets *forgets; /* FLUSHALL's cache forgets (edge_keyspace.c) */
     struct http_edge *http;       /* the HTTP front door (edge_http*.c); NULL: no HTTP port */
+    struct edge_pubsub *pubsub;   /* pub/sub's tables and the colo bus's reader (edge_pubsub*.c) */
 };
 
 /* The live config, as data, for the modules that show it or copy it (INFO,

@@ -70,6 +70,14 @@ void edge_cmd_pubsub(struct conn *c, int argc, const struct resp_slice *argv);
  * mode, not one of the allowed commands); the error has been sent. */
 int pubsub_gate(struct conn *c, const char *name, size_t len);
 
+/* c's channels (returned) and patterns (*npat): CLIENT LIST's sub= psub=. */
+size_t pubsub_conn_counts(const struct conn *c, size_t *npat);
+
+/* INFO's pubsub_channels and pubsub_patterns: distinct channels and
+ * patterns with a subscriber in the colo (every edge's, from the bus's
+ * count table; this edge's alone without a bus). */
+void pubsub_info_counts(struct edge *e, uint64_t *channels, uint64_t *patterns);
+
 /* c leaves every channel and pattern (RESET: no replies are sent; closing). */
 void pubsub_conn_gone(struct conn *c);
 

@@ -26,6 +26,7 @@
 struct edge_tx;
 struct http_sess;
 struct op;
+struct pubsub_sess;
 
 struct sess {
     /* the login (edge_auth.c) */
@@ -64,6 +65,8 @@ struct sess {
     /* MULTI and WATCH (edge_tx.c) */
     struct edge_tx *tx;           /* NULL until used */
     int watching;                 /* it WATCHes keys: its reads ask the owner */
+    /* pub/sub (edge_pubsub.c) */
+    struct pubsub_sess *pubsub;   /* its channels and patterns; NULL until it subscribes */
     /* HTTP (edge_http.c) */
     struct http_sess *http;       /* an HTTP connection's session; NULL: RESP */
 };
