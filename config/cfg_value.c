@@ -242,9 +242,13 @@ static hkv_status cobl_apply(struct cfg *c, int argc, char **argv, char *why)
                      "pubsub)", argv[i]);
             return HKV_EINVAL;
         }
-        if (argc - i < 3) {
-            snprintf(why, CFG_WHY, "'client-output-buffer-limit' takes [CLASS] HARD SOFT "
-                     "SOFT-DURATION groups, got %d arguments", argc);
+        if (argc - i < 3 || (i == 0 && argc > 3 && argc % 4 != 3)) {
+            if (i == 0)
+                snprintf(why, CFG_WHY, "'client-output-buffer-limit' takes 3 arguments (HARD "
+                         "SOFT SOFT-DURATION), got %d", argc);
+            else
+                snprintf(why, CFG_WHY, "'client-output-buffer-limit' takes [CLASS] HARD SOFT "
+                         "SOFT-DURATION groups, got %d arguments", argc);
             return HKV_EINVAL;
         }
         if (cfg_parse_size(argv[i], 0, INT64_MAX, &lim[cls][0]) != HKV_OK) {
@@ -293,6 +297,12 @@ static void cobl_render(const struct cfg *c, const struct cfg_option *o, struct 
     cfg_render_size(c->client_output_hard, h, sizeof(h));
     cfg_render_size(c->client_output_soft, s, sizeof(s));
     cfg_render_duration(c->client_output_soft_ms, d, sizeof(d));
+    /* the pubsub class only when it is not Redis's default (32mb 8mb 60s) */
+    if (c->pubsub_output_hard == 32 * CFG_MB && c->pubsub_output_soft == 8 * CFG_MB &&
+        c->pubsub_output_soft_ms == 60000) {
+        cfg_out_printf(out, "%s %s %s %s\n", o->name, h, s, d);
+        return;
+    }
     char ph[32], ps[32], pd[32];
     cfg_render_size(c->pubsub_output_hard, ph, sizeof(ph));
     cfg_render_size(c->pubsub_output_soft, ps, sizeof(ps));
