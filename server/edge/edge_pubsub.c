@@ -389,7 +389,8 @@ void edge_cmd_pubsub(struct conn *c, int argc, const struct resp_slice *argv)
         buf_append(&c->out, buf_head(&l.body), buf_unread(&l.body));
         buf_deinit(&l.body);
     } else {
-        resp_add_error(&c->out, "ERR wrong number of arguments for 'pubsub|channels' command");
+        resp_add_errorf(&c->out, "ERR unknown subcommand or wrong number of arguments for "
+                        "'%.*s'. Try PUBSUB HELP.", (int)sub->len, sub->p);
     }
 }
 
