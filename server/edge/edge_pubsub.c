@@ -11,30 +11,15 @@
 #include <strings.h>
 
 #include "server/colo/bus.h"
-#include "server/colo/segment.h"
 #include "server/edge/edge_clients.h"
 #include "server/edge/edge_pubsub_int.h"
 #include "server/edge/edge_sess.h"
-
-uint64_t ps_hash(const char *p, size_t n)
-{
-    return seg_sum_bytes(0x7073, p, n);
-}
 
 static struct edge_pubsub *ps_of(struct edge *e)
 {
     if (e->pubsub == NULL)
         e->pubsub = calloc(1, sizeof(*e->pubsub));
     return e->pubsub;
-}
-
-struct ps_entry *ps_channel(struct edge_pubsub *ps, const char *p, size_t n)
-{
-    uint64_t h = ps_hash(p, n);
-    for (struct ps_entry *x = ps->chans[h % PS_BUCKETS]; x != NULL; x = x->next)
-        if (x->hash == h && x->len == n && memcmp(x->name, p, n) == 0)
-            return x;
-    return NULL;
 }
 
 static struct ps_entry *pattern_entry(struct edge_pubsub *ps, const char *p, size_t n)
@@ -134,11 +119,6 @@ int pubsub_conn_subscribed(const struct conn *c, const char *channel, size_t cle
 {
     const struct pubsub_sess *p = sess_of(c)->pubsub;
     return p != NULL && find_name(p->ch, p->nch, channel, clen) >= 0;
-}
-
-int pubsub_active(const struct conn *c)
-{
-    return nsubs_of(c) > 0;
 }
 
 /* A confirmation: [kind, name or null, count], a push under RESP3. */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "server/colo/bus.h"
+#include "server/colo/segment.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/edge/edge_pubsub_int.h"
@@ -27,6 +28,26 @@
 #include "server/edge/edge_sess.h"
 
 #define PENDING_MAX_MS 50
+
+uint64_t ps_hash(const char *p, size_t n)
+{
+    return seg_sum_bytes(0x7073, p, n);
+}
+
+struct ps_entry *ps_channel(struct edge_pubsub *ps, const char *p, size_t n)
+{
+    uint64_t h = ps_hash(p, n);
+    for (struct ps_entry *x = ps->chans[h % PS_BUCKETS]; x != NULL; x = x->next)
+        if (x->hash == h && x->len == n && memcmp(x->name, p, n) == 0)
+            return x;
+    return NULL;
+}
+
+int pubsub_active(const struct conn *c)
+{
+    const struct pubsub_sess *p = sess_of(c)->pubsub;
+    return p != NULL && p->nch + p->npat > 0;
+}
 
 void ps_write_message(struct conn *c, const char *pat, size_t plen, const char *ch, size_t clen,
                       const char *msg, size_t mlen, int raw)
