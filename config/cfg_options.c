@@ -110,6 +110,12 @@ static const char *check_tls_protocols(const char *s)
       "most arguments in one command")                                                          \
     X("keys-max", INT, keys_max, keys_max, "100000", 1, 100000000, R, NOX,                       \
       "most keys one KEYS may answer; past it KEYS is refused (use SCAN)")                      \
+    X("tracking-table-max-keys", INT, tracking_table_max_keys, tracking_table_max_keys,        \
+      "1000000", 0, 100000000, R, NOX,                                                          \
+      "keys CLIENT TRACKING remembers per edge; past it random ones are invalidated; 0 = no "   \
+      "limit")                                                                                  \
+    X("tracking-max-prefixes", INT, tracking_max_prefixes, tracking_max_prefixes, "1024", 1,   \
+      1000000, R, NOX, "BCAST prefixes one tracking client may register")                        \
     X("client-query-buffer-limit", SIZE, client_query_buffer_limit, client_query_buffer_limit,  \
       "1gb", CFG_MB, 64 * CFG_GB, R, NOX, "largest unparsed input kept for one client")        \
     X("client-output-buffer-limit", SPECIAL, client_output_hard, client_output_hard,            \

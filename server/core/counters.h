@@ -57,7 +57,14 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(http_polls_woken, CTR_COUNTER, "Long polls answered because their key changed")         \
     X(http_polls_expired, CTR_COUNTER, "Long polls answered when their wait passed")          \
     X(http_polls_refused, CTR_COUNTER, "Long polls and watches refused (http-max-polls)")     \
-    X(http_wakeups, CTR_COUNTER, "Change-ring signals read (writes seen by held readers)")   \
+    X(http_wakeups, CTR_COUNTER, "Change-ring signals read (by held readers and trackers)")   \
+    X(tracking_clients, CTR_GAUGE, "Clients with CLIENT TRACKING on")                          \
+    X(tracking_total_keys, CTR_GAUGE, "Keys in the tracking tables")                           \
+    X(tracking_total_items, CTR_GAUGE, "(client, key) pairs in the tracking tables")           \
+    X(tracking_total_prefixes, CTR_GAUGE, "BCAST prefixes registered")                         \
+    X(tracking_invalidations, CTR_COUNTER, "Invalidation messages sent to tracking clients")   \
+    X(tracking_flushes, CTR_COUNTER, "Flush-everything invalidations sent (a gap, FLUSHALL)")  \
+    X(tracking_evicted_keys, CTR_COUNTER, "Keys invalidated to fit tracking-table-max-keys")  \
     X(pubsub_messages_delivered, CTR_COUNTER, "Pub/sub messages written to subscribers")      \
     X(pubsub_output_limit_closed, CTR_COUNTER,                                                \
       "Subscribers closed by client-output-buffer-limit pubsub")                              \

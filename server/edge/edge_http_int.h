@@ -53,12 +53,6 @@ struct http_edge {
     struct hreq *table[HTTP_TABLE_BUCKETS]; /* registered readers, by key hash */
     uint64_t nregistered;         /* in the table: the ring is armed while > 0 */
     uint64_t nheld;               /* polls and streams on the heap (http-max-polls) */
-    struct event *signal;         /* the change ring's eventfd */
-    struct event *retry;          /* a record still being written: look again soon */
-    uint64_t cursor;              /* the next ring position to read */
-    uint64_t pending_at;          /* a record being written, since pending_since */
-    int64_t pending_since;
-    int armed;
     struct cfg_cidr *allow;       /* http-metrics-allow */
     size_t nallow;
     int serving;                  /* the host served once (/healthz: host_serving) */

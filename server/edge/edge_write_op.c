@@ -102,7 +102,7 @@ static void wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
                                                           : 0;
         /* applied after its first send (op->start_ms), so no older */
         edge_cache_wrote(op->e, op->keys[k].p, op->keys[k].len, op->khash[k], v, expire_at,
-                         version, op->start_ms, op_answer_ms(op));
+                         version, op->start_ms, op_answer_ms(op), op->c ? op->c->id : 0);
     }
 }
 
