@@ -62,13 +62,16 @@ static void render(struct hkv_buf *b, const struct board_client *r, const char *
     const char *cmd = r->cmd != 0xffff ? subcmd_stat_name(r->cmd) : NULL;
     char events[3] = {r->events[0], r->events[0] ? r->events[1] : '\0', '\0'};
     buf_printf(b,
-               "id=%llu addr=%s laddr=%s fd=%d name=%.*s age=%lld idle=%lld flags=%s db=0 sub=0 "
-               "psub=0 ssub=0 multi=-1 qbuf=%llu qbuf-free=%llu argv-mem=%llu multi-mem=0 "
+               "id=%llu addr=%s laddr=%s fd=%d name=%.*s age=%lld idle=%lld flags=%s db=0 sub=%u "
+               "psub=%u ssub=0 multi=-1 qbuf=%llu qbuf-free=%llu argv-mem=%llu multi-mem=0 "
                "rbs=%llu rbp=%llu obl=%llu oll=%llu omem=%llu tot-mem=%llu events=%s cmd=%s "
                "user=%s redir=-1 resp=%u\n",
                (unsigned long long)r->id, r->addr, r->laddr, (int)r->fd, (int)name_len, name,
                (long long)(now - r->created_ms) / 1000, (long long)(now - r->last_ms) / 1000,
-               r->flags & BOARD_CLIENT_F_MONITOR ? "O" : "N", (unsigned long long)r->qbuf,
+               r->flags & BOARD_CLIENT_F_MONITOR  ? "O"
+               : r->flags & BOARD_CLIENT_F_PUBSUB ? "P"
+                                                  : "N",
+               r->sub, r->psub, (unsigned long long)r->qbuf,
                (unsigned long long)r->qbuf_free, (unsigned long long)argv_mem,
                (unsigned long long)r->rbs, (unsigned long long)r->rbp,
                (unsigned long long)r->obl, (unsigned long long)r->oll,

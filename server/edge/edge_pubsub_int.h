@@ -28,16 +28,6 @@ struct ps_entry {
     char name[];
 };
 
-struct ps_name {
-    char *p;
-    size_t n;
-};
-
-struct pubsub_sess {
-    struct ps_name *ch, *pat;
-    size_t nch, npat, capch, cappat;
-};
-
 struct edge_pubsub {
     struct ps_entry *chans[PS_BUCKETS];
     struct ps_entry *pats;

@@ -27,7 +27,17 @@ struct edge_tx;
 struct track_sess;
 struct http_sess;
 struct op;
-struct pubsub_sess;
+
+/* A client's channels and patterns, in the order it subscribed
+ * (edge_pubsub.c keeps them; CLIENT LIST reads the counts). */
+struct ps_name {
+    char *p;
+    size_t n;
+};
+struct pubsub_sess {
+    struct ps_name *ch, *pat;
+    size_t nch, npat, capch, cappat;
+};
 
 struct sess {
     /* the login (edge_auth.c) */

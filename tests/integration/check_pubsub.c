@@ -200,6 +200,10 @@ START_TEST(resp3_pushes_and_resp2_subscribed_mode_rules)
     expect_msg(a, 1, "message", NULL, "c3", "hi");
     h_sendv(a, "PSUBSCRIBE", "c?", NULL);
     expect_confirm(a, 1, "psubscribe", "c?", 2);
+    r = h_call(a, "CLIENT", "INFO", NULL);
+    h_assert(strstr(r->raw, " flags=P ") != NULL && strstr(r->raw, " sub=1 psub=1 ") != NULL,
+             "CLIENT INFO of a subscriber: %.300s", r->raw);
+    h_free(r);
     h_assert(integer(b, "PUBLISH", "c3", "two", NULL) == 2, "channel + pattern");
     expect_msg(a, 1, "message", NULL, "c3", "two");
     expect_msg(a, 1, "pmessage", "c?", "c3", "two");
