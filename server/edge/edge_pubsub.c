@@ -314,6 +314,13 @@ void edge_cmd_publish(struct conn *c, int argc, const struct resp_slice *argv)
                         ch->len + msg->len, bus_max_record(bus));
         return;
     }
+    /* The host's other colos: their buses are mapped in every process of the
+     * host (made by the master before it forked).  Until PUBLISH is routed
+     * through the channel's owner, this is how a message reaches another
+     * colo; other hosts are not reached. */
+    for (int k = 0; e->ectx->colo_buses != NULL && k < e->ectx->ncolos; k++)
+        if (k != e->ectx->colo_index && e->ectx->colo_buses[k] != NULL)
+            bus_publish(e->ectx->colo_buses[k], 0, 0, ch->p, ch->len, msg->p, msg->len);
     resp_add_int(&c->out, (int64_t)bus_receivers(bus, ch->p, ch->len));
 }
 

@@ -82,6 +82,7 @@ void master_http_child(struct master *m, int colo, struct edge_ctx *ectx)
 {
     if (ectx != NULL) {
         ectx->bus = m->buses != NULL ? m->buses[colo] : NULL;
+        ectx->colo_buses = m->buses;
         ectx->http_fds = m->http_fds;
         ectx->nhttp = m->nhttp;
         ectx->nhttps = m->nhttps;

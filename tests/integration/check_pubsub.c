@@ -11,6 +11,7 @@
  * - a subscriber that does not read is closed at client-output-buffer-limit
  *   pubsub while its edge's RSS stays bounded;
  * - a message over a quarter of pubsub-bus-size is refused;
+ * - with colos 2, a PUBLISH in one colo reaches the other colo's subscribers;
  * - redis-py's PubSub works against it (tests/integration/pubsub_redispy.py).
  * Every wait is bounded; the daemon is stopped by pid (h_stop).
  */
@@ -319,6 +320,50 @@ START_TEST(a_message_over_a_quarter_of_the_bus_is_refused)
 }
 END_TEST
 
+/* colos 2, one edge each: a PUBLISH in one colo reaches the other colo's
+ * subscriber (through that colo's bus), and answers its own colo's count. */
+START_TEST(a_publish_reaches_the_other_colo_of_the_host)
+{
+    ck_assert_int_eq(h_start(&d, "colos 2\nedge-workers 1\nhot-owners 1\ncold-owners 1\n"), 0);
+    h_on_fail(cleanup);
+    int a, b;
+    h_assert(h_edge_pair(&d, &a, &b) == 0, "no two edges (colos) answered");
+    char ca[64] = "", cb[64] = "";
+    struct h_reply *r = h_call(a, "INFO", "server", NULL);
+    const char *p = strstr(r->raw, "colo:");
+    if (p != NULL)
+        sscanf(p + 5, "%63[^\r]", ca);
+    h_free(r);
+    r = h_call(b, "INFO", "server", NULL);
+    p = strstr(r->raw, "colo:");
+    if (p != NULL)
+        sscanf(p + 5, "%63[^\r]", cb);
+    h_free(r);
+    h_assert(strcmp(ca, cb) != 0, "same colo: '%s' '%s'", ca, cb);
+    h_sendv(a, "SUBSCRIBE", "x", NULL);
+    expect_confirm(a, 0, "subscribe", "x", 1);
+    h_sendv(b, "PSUBSCRIBE", "*", NULL);
+    expect_confirm(b, 0, "psubscribe", "*", 1);
+    int pb = h_connect(d.port);
+    /* pb lands on one of the two colos: its own counts 1 either way */
+    for (int i = 0; i < 20; i++) {
+        char m[16];
+        snprintf(m, sizeof(m), "m%d", i);
+        h_assert(integer(pb, "PUBLISH", "x", m, NULL) == 1, "its own colo's count");
+    }
+    for (int i = 0; i < 20; i++) {
+        char m[16];
+        snprintf(m, sizeof(m), "m%d", i);
+        expect_msg(a, 0, "message", NULL, "x", m);
+        expect_msg(b, 0, "pmessage", "*", "x", m);
+    }
+    close(a);
+    close(b);
+    close(pb);
+    h_stop(&d);
+}
+END_TEST
+
 START_TEST(redis_py_pubsub_interop)
 {
     if (access("/usr/bin/python3", X_OK) != 0 ||
@@ -346,6 +391,7 @@ Suite *pubsub_suite(void)
     tcase_add_test(tc, resp3_pushes_and_resp2_subscribed_mode_rules);
     tcase_add_test(tc, a_subscriber_that_does_not_read_is_closed_at_the_pubsub_limit);
     tcase_add_test(tc, a_message_over_a_quarter_of_the_bus_is_refused);
+    tcase_add_test(tc, a_publish_reaches_the_other_colo_of_the_host);
     tcase_add_test(tc, redis_py_pubsub_interop);
     suite_add_tcase(s, tc);
     return s;
