@@ -69,7 +69,9 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(pubsub_output_limit_closed, CTR_COUNTER,                                                \
       "Subscribers closed by client-output-buffer-limit pubsub")                              \
     X(pubsub_bus_losses, CTR_COUNTER, "Times this edge fell a whole bus behind (lost records)") \
-    X(pubsub_lost_closed, CTR_COUNTER, "Subscribers closed because the bus lost records")
+    X(pubsub_lost_closed, CTR_COUNTER, "Subscribers closed because the bus lost records")     \
+    X(pubsub_published_local, CTR_COUNTER,                                                    \
+      "PUBLISHes with no owner route (owner-push off, a link down): this host's colos only")
 
 /* The first fourteen are INFO's "# Owners" lines since before this list;
  * new fields go at the end, so INFO's existing lines keep their order. */

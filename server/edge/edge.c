@@ -143,6 +143,19 @@ static void on_accept_error(struct evconnlistener *l, void *arg);
 
 /* An owner link that was congested drained: the clients held behind it
  * read again (those still at their pending bound wait for their replies). */
+/* A push link's message: a published message for this colo's bus, or a
+ * key's new state for the colo cache. */
+static void on_push(void *arg, const struct wire_msg *m)
+{
+    if (m->type == WIRE_PUBMSG) {
+        const struct owner_ref *o = arg;
+        pubsub_pushed(o->e, m->u.pub.channel.p, m->u.pub.channel.len, m->u.pub.msg.p,
+                      m->u.pub.msg.len);
+        return;
+    }
+    edge_cache_pushed(arg, m);
+}
+
 static void on_link_drained(struct elink *l, void *arg)
 {
     conn_release(arg, l);
@@ -430,7 +443,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     if (clients_setup(e) != 0)
         log_warning("no memory for the clients board: this edge's clients are listed by it only");
     struct owner_hooks oh = {
-        .push = edge_cache_pushed, .drained = on_link_drained, .gap = edge_cache_push_gap};
+        .push = on_push, .drained = on_link_drained, .gap = edge_cache_push_gap};
     struct flights_opts fo;
     edge_flights_opts(ctx->cfg, &fo);
     struct op_opts oo;

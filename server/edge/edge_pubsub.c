@@ -11,6 +11,10 @@
 #include <strings.h>
 
 #include "server/colo/bus.h"
+#include "server/core/clock.h"
+#include "server/core/log.h"
+#include "server/edge/edge_cache.h"
+#include "server/edge/edge_owners.h"
 #include "server/edge/edge_clients.h"
 #include "server/edge/edge_pubsub_int.h"
 #include "server/edge/edge_sess.h"
@@ -290,6 +294,53 @@ size_t pubsub_conn_counts(const struct conn *c, size_t *npat)
 
 /* ---- PUBLISH and PUBSUB ------------------------------------------------------------------ */
 
+static void on_ack(void *arg, int status, const struct wire_msg *m)
+{
+    /* the owner has put it on every colo's push link (or the link failed:
+     * the client was answered already, as for a message sent while the
+     * owner restarts) */
+}
+
+/* PUBLISH routed like a key: its channel's owner fans the message out over
+ * its push links to every colo (owner_pushq.c), whose push edges append it
+ * to their buses.  -1 when that route is not there now (owner-push off,
+ * the owner's push link to this colo or its write link down): the caller
+ * then publishes to this host's colos itself. */
+static int publish_via_owner(struct edge *e, const struct resp_slice *ch,
+                             const struct resp_slice *msg)
+{
+    int64_t now = clock_mono_ms();
+    if (edge_cache_unpushed(e, ch->p, ch->len, now))
+        return -1;
+    struct route rt;
+    struct owner_ref *o = edge_owner_of(e, ch->p, ch->len, &rt);
+    struct elink *l = o != NULL ? edge_owner_link(o, WIRE_ROLE_WRITE) : NULL;
+    if (l == NULL || !elink_is_up(l))
+        return -1;
+    uint64_t id;
+    struct hkv_buf *out = elink_out(l, &id);
+    if (out == NULL ||
+        wire_put_publish(out, id, wire_slice(ch->p, ch->len), wire_slice(msg->p, msg->len)) !=
+            HKV_OK)
+        return -1;
+    int rc = elink_commit_at(l, id, on_ack, NULL, now);
+    return rc == HKV_ETOOBIG ? -1 : 0;
+}
+
+void pubsub_pushed(struct edge *e, const char *ch, size_t clen, const char *msg, size_t mlen)
+{
+    struct edge_pubsub *ps = e->pubsub;
+    if (ps == NULL)
+        return;
+    if (ps->bus == NULL) {
+        ps_deliver(e, ch, clen, msg, mlen);
+        return;
+    }
+    if (bus_publish(ps->bus, 0, 0, ch, clen, msg, mlen) != HKV_OK)
+        log_verbose("pub/sub: a pushed message of %zu bytes does not fit this colo's bus",
+                    clen + mlen);
+}
+
 void edge_cmd_publish(struct conn *c, int argc, const struct resp_slice *argv)
 {
     struct edge *e = c->e;
@@ -307,20 +358,22 @@ void edge_cmd_publish(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_int(&c->out, (int64_t)n);
         return;
     }
-    int rc = bus_publish(bus, 0, 0, ch->p, ch->len, msg->p, msg->len);
-    if (rc == HKV_ETOOBIG) {
+    if (ch->len + msg->len > bus_max_record(bus)) {
         resp_add_errorf(&c->out, "ERR message too big for the pub/sub bus (channel + message "
                         "%zu bytes, at most %zu: a quarter of pubsub-bus-size)",
                         ch->len + msg->len, bus_max_record(bus));
         return;
     }
-    /* The host's other colos: their buses are mapped in every process of the
-     * host (made by the master before it forked).  Until PUBLISH is routed
-     * through the channel's owner, this is how a message reaches another
-     * colo; other hosts are not reached. */
-    for (int k = 0; e->ectx->colo_buses != NULL && k < e->ectx->ncolos; k++)
-        if (k != e->ectx->colo_index && e->ectx->colo_buses[k] != NULL)
-            bus_publish(e->ectx->colo_buses[k], 0, 0, ch->p, ch->len, msg->p, msg->len);
+    if (publish_via_owner(e, ch, msg) != 0) {
+        /* No owner route now: this host's colos, each through its bus (all
+         * are mapped in every process of the host, made before fork);
+         * other hosts are not reached. */
+        bus_publish(bus, 0, 0, ch->p, ch->len, msg->p, msg->len);
+        board_add(&e->stats->pubsub_published_local, 1);
+        for (int k = 0; e->ectx->colo_buses != NULL && k < e->ectx->ncolos; k++)
+            if (k != e->ectx->colo_index && e->ectx->colo_buses[k] != NULL)
+                bus_publish(e->ectx->colo_buses[k], 0, 0, ch->p, ch->len, msg->p, msg->len);
+    }
     resp_add_int(&c->out, (int64_t)bus_receivers(bus, ch->p, ch->len));
 }
 

@@ -73,6 +73,10 @@ int pubsub_gate(struct conn *c, const char *name, size_t len);
 /* c's channels (returned) and patterns (*npat): CLIENT LIST's sub= psub=. */
 size_t pubsub_conn_counts(const struct conn *c, size_t *npat);
 
+/* A message an owner pushed (WIRE_PUBMSG on a push link): appended to this
+ * colo's bus, for every edge of the colo to deliver. */
+void pubsub_pushed(struct edge *e, const char *ch, size_t clen, const char *msg, size_t mlen);
+
 /* INFO's pubsub_channels and pubsub_patterns: distinct channels and
  * patterns with a subscriber in the colo (every edge's, from the bus's
  * count table; this edge's alone without a bus). */

@@ -11,7 +11,9 @@
  * - a subscriber that does not read is closed at client-output-buffer-limit
  *   pubsub while its edge's RSS stays bounded;
  * - a message over a quarter of pubsub-bus-size is refused;
- * - with colos 2, a PUBLISH in one colo reaches the other colo's subscribers;
+ * - with colos 2, a PUBLISH in one colo reaches the other colo's subscribers
+ *   through the channel's owner (its push links), and with owner-push no
+ *   through the host's buses;
  * - redis-py's PubSub works against it (tests/integration/pubsub_redispy.py).
  * Every wait is bounded; the daemon is stopped by pid (h_stop).
  */
@@ -322,9 +324,12 @@ END_TEST
 
 /* colos 2, one edge each: a PUBLISH in one colo reaches the other colo's
  * subscriber (through that colo's bus), and answers its own colo's count. */
-START_TEST(a_publish_reaches_the_other_colo_of_the_host)
+static void two_colos(const char *extra, int routed)
 {
-    ck_assert_int_eq(h_start(&d, "colos 2\nedge-workers 1\nhot-owners 1\ncold-owners 1\n"), 0);
+    char conf[256];
+    snprintf(conf, sizeof(conf), "colos 2\nedge-workers 1\nhot-owners 1\ncold-owners 1\n%s",
+             extra);
+    ck_assert_int_eq(h_start(&d, conf), 0);
     h_on_fail(cleanup);
     int a, b;
     h_assert(h_edge_pair(&d, &a, &b) == 0, "no two edges (colos) answered");
@@ -357,10 +362,25 @@ START_TEST(a_publish_reaches_the_other_colo_of_the_host)
         expect_msg(a, 0, "message", NULL, "x", m);
         expect_msg(b, 0, "pmessage", "*", "x", m);
     }
+    /* through the channel's owner (its push links), or with owner-push no
+     * appended to each colo's bus of the host by the publisher's edge */
+    int64_t local = h_info_int(d.port, "pubsub_published_local");
+    h_assert(routed ? local == 0 : local == 20, "published_local %lld", (long long)local);
     close(a);
     close(b);
     close(pb);
     h_stop(&d);
+}
+
+START_TEST(a_publish_reaches_the_other_colo_through_the_owner)
+{
+    two_colos("", 1);
+}
+END_TEST
+
+START_TEST(with_owner_push_off_a_publish_reaches_the_hosts_colos)
+{
+    two_colos("owner-push no\n", 0);
 }
 END_TEST
 
@@ -391,7 +411,8 @@ Suite *pubsub_suite(void)
     tcase_add_test(tc, resp3_pushes_and_resp2_subscribed_mode_rules);
     tcase_add_test(tc, a_subscriber_that_does_not_read_is_closed_at_the_pubsub_limit);
     tcase_add_test(tc, a_message_over_a_quarter_of_the_bus_is_refused);
-    tcase_add_test(tc, a_publish_reaches_the_other_colo_of_the_host);
+    tcase_add_test(tc, a_publish_reaches_the_other_colo_through_the_owner);
+    tcase_add_test(tc, with_owner_push_off_a_publish_reaches_the_hosts_colos);
     tcase_add_test(tc, redis_py_pubsub_interop);
     suite_add_tcase(s, tc);
     return s;
