@@ -3,12 +3,16 @@
  * PUNSUBSCRIBE, PUBLISH, PUBSUB CHANNELS|NUMSUB|NUMPAT|HELP, with Redis 7.0's
  * replies, RESP2's subscribed-mode rules and RESP3's pushes.
  *
- * Where a message goes.  Every edge of a colo shares the colo's message bus
- * (server/colo/bus.h: a lossy byte ring in shared memory, one eventfd per
- * edge).  A PUBLISH appends (channel, message) to its colo's bus; every edge
- * that holds subscribers (an "armed" edge) is signalled, reads the new
- * records and writes each message to its own subscribers of the channel and
- * of the patterns matching it, in the bus's order.  A subscriber that does
+ * Where a message goes.  A PUBLISH is routed like a key: WIRE_PUBLISH to the
+ * channel's owner, which puts a WIRE_PUBMSG on one push link of every colo
+ * (owner_pushq.c); the edge holding that link appends (channel, message) to
+ * its colo's message bus (server/colo/bus.h: a lossy byte ring in shared
+ * memory, one eventfd per edge; pubsub_pushed).  Without that route
+ * (owner-push off, a link down) the publisher's edge appends to every bus of
+ * its host itself.  Every edge that holds subscribers (an "armed" edge) is
+ * signalled, reads the new records and writes each message to its own
+ * subscribers of the channel and of the patterns matching it, in the bus's
+ * order.  A subscriber that does
  * not read is bounded by client-output-buffer-limit pubsub and closed; an
  * edge lapped by the bus's writers (it missed records) closes its
  * subscribers rather than deliver a stream with a hole in it, as Redis
