@@ -417,7 +417,7 @@ void edge_cmd_pubsub(struct conn *c, int argc, const struct resp_slice *argv)
     } else if (sub->len == 6 && strncasecmp(sub->p, "numpat", 6) == 0) {
         resp_add_int(&c->out, (int64_t)bus_numpat(bus));
     } else if (sub->len == 6 && strncasecmp(sub->p, "numsub", 6) == 0) {
-        resp_add_map(&c->out, sess_of(c)->proto, argc - 2);
+        resp_add_array(&c->out, (int64_t)(argc - 2) * 2); /* an array in RESP3 too, as 7.0 */
         for (int i = 2; i < argc; i++) {
             resp_add_bulk(&c->out, argv[i].p, argv[i].len);
             resp_add_int(&c->out, (int64_t)bus_numsub(bus, argv[i].p, argv[i].len));
