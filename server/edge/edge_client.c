@@ -102,7 +102,13 @@ struct listing {
     size_t n, cap;
     int64_t now;
     uint64_t only_id;             /* 0: every client */
+    int type;                     /* TYPE: 0 any, 1 normal, 2 pubsub (subscribed) */
 };
+
+static int type_ok(const struct listing *l, int pubsub)
+{
+    return l->type == 0 || (l->type == 2) == (pubsub != 0);
+}
 
 static void listing_mark(struct listing *l, uint64_t id, size_t off)
 {
@@ -123,7 +129,8 @@ static void listing_other(const struct board_client *r, uint32_t slot, uint32_t 
 {
     struct listing *l = arg;
     uint64_t id = atomic_load_explicit(&r->id, memory_order_relaxed);
-    if (l->only_id != 0 && id != l->only_id)
+    if ((l->only_id != 0 && id != l->only_id) ||
+        !type_ok(l, (r->flags & BOARD_CLIENT_F_PUBSUB) != 0))
         return;
     size_t off = l->text.len;
     uint32_t n = r->name_len < BOARD_CLIENT_NAME ? r->name_len : BOARD_CLIENT_NAME;
@@ -142,7 +149,9 @@ static void listing_fill(struct listing *l, struct conn *c, int argc,
                          const struct resp_slice *argv)
 {
     for (struct conn *x = c->e->conns->list; x != NULL; x = x->next) {
-        if (l->only_id != 0 && x->id != l->only_id)
+        const struct pubsub_sess *ps = sess_of(x)->pubsub;
+        if ((l->only_id != 0 && x->id != l->only_id) ||
+            !type_ok(l, ps != NULL && ps->nch + ps->npat > 0))
             continue;
         size_t off = l->text.len;
         local_line(c, x, argc, argv, &l->text, l->now);
@@ -164,11 +173,11 @@ static void listing_reply(struct conn *c, struct listing *l)
 }
 
 /* CLIENT LIST [TYPE type | ID id...]: the clients of every edge of the
- * host.  Every hotkvd client is of type normal (no replicas, masters or
- * pub/sub). */
+ * host.  A hotkvd client is of type pubsub while subscribed (either
+ * protocol, as Redis), else normal (no replicas or masters). */
 static void client_list(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    int all = 1;
+    int all = 1, type = 0;
     if (argc == 4 && edge_arg_is(&argv[2], "type")) {
         const struct resp_slice *t = &argv[3];
         if (!edge_arg_is(t, "normal") && !edge_arg_is(t, "master") && !edge_arg_is(t, "replica") &&
@@ -176,7 +185,8 @@ static void client_list(struct conn *c, int argc, const struct resp_slice *argv)
             resp_add_errorf(&c->out, "ERR Unknown client type '%.*s'", (int)t->len, t->p);
             return;
         }
-        all = edge_arg_is(t, "normal");
+        all = edge_arg_is(t, "normal") || edge_arg_is(t, "pubsub");
+        type = edge_arg_is(t, "normal") ? 1 : edge_arg_is(t, "pubsub") ? 2 : 0;
     } else if (argc > 3 && edge_arg_is(&argv[2], "id")) {
         for (int j = 3; j < argc; j++) {
             long long id;
@@ -189,7 +199,7 @@ static void client_list(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_error(&c->out, "ERR syntax error");
         return;
     }
-    struct listing l = {.text = HKV_BUF_INIT, .now = clock_mono_ms()};
+    struct listing l = {.text = HKV_BUF_INIT, .now = clock_mono_ms(), .type = type};
     if (argc > 3 && edge_arg_is(&argv[2], "id")) {
         /* in the order asked, as Redis */
         struct hkv_buf out = HKV_BUF_INIT;

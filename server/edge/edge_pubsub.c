@@ -143,6 +143,7 @@ static void confirm(struct conn *c, const char *kind, const char *p, size_t n, i
 static void mode_changed(struct conn *c, int was)
 {
     int now = pubsub_active(c);
+    clients_publish(c); /* sub= psub= flags=P, for every edge's CLIENT LIST */
     if (was == now)
         return;
     struct edge_pubsub *ps = c->e->pubsub;
@@ -151,7 +152,6 @@ static void mode_changed(struct conn *c, int was)
         ps_arm(c->e, 1);
     else if (!now && --ps->nsubscribed == 0)
         ps_arm(c->e, 0);
-    clients_publish(c);
 }
 
 static void subscribe(struct conn *c, int argc, const struct resp_slice *argv, int pattern)

@@ -207,6 +207,14 @@ START_TEST(resp3_pushes_and_resp2_subscribed_mode_rules)
     h_assert(strstr(r->raw, " flags=P ") != NULL && strstr(r->raw, " sub=1 psub=1 ") != NULL,
              "CLIENT INFO of a subscriber: %.300s", r->raw);
     h_free(r);
+    /* seen from the other edge: TYPE pubsub lists it, TYPE normal does not */
+    r = h_call(b, "CLIENT", "LIST", "TYPE", "pubsub", NULL);
+    h_assert(strstr(r->raw, " flags=P ") != NULL && strstr(r->raw, " sub=1 psub=1 ") != NULL,
+             "CLIENT LIST TYPE pubsub: %.300s", r->raw);
+    h_free(r);
+    r = h_call(b, "CLIENT", "LIST", "TYPE", "normal", NULL);
+    h_assert(strstr(r->raw, " flags=P ") == NULL, "CLIENT LIST TYPE normal: %.300s", r->raw);
+    h_free(r);
     h_assert(integer(b, "PUBLISH", "c3", "two", NULL) == 2, "channel + pattern");
     expect_msg(a, 1, "message", NULL, "c3", "two");
     expect_msg(a, 1, "pmessage", "c?", "c3", "two");
