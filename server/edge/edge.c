@@ -384,7 +384,9 @@ static void on_reload(void *arg, const struct cfg *next)
     edge_http_opts(next, &ho);
     edge_http_reload(e, &ho);
     edge_rl_reload(e->rl, e, next); /* rate limits: new rules, same buckets */
-    edge_track_reload(e, next);
+    struct track_opts to;
+    edge_track_opts(next, &to);
+    edge_track_reload(e, &to);
     struct edge_cache_opts ko;
     edge_cache_opts(next, &ko);
     edge_cache_reload(e, &ko);
@@ -455,7 +457,9 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     edge_http_opts(ctx->cfg, &ho);
     struct edge_cache_opts ko;
     edge_cache_opts(ctx->cfg, &ko);
-    if (edge_cache_setup(e, &ko) != 0 || edge_feed_setup(e) != 0 || edge_track_setup(e) != 0 ||
+    struct track_opts to;
+    edge_track_opts(ctx->cfg, &to);
+    if (edge_cache_setup(e, &ko) != 0 || edge_feed_setup(e) != 0 || edge_track_setup(e, &to) != 0 ||
         op_setup(e, &oo) != 0 || forgets_setup(e) != 0 ||
         owners_setup(e, &oh, &ow) != 0 || flights_setup(e, edge_read_answer, &fo) != 0 ||
         edge_health_setup(e, ctx->cfg->owner_probe_interval_ms) != 0 ||

@@ -147,14 +147,6 @@ static int slice_is(struct http_slice s, const char *lit)
     return s.len == n && memcmp(s.p, lit, n) == 0;
 }
 
-int edge_http_prefix(struct http_slice s, const char *lit, struct http_slice *rest)
-{
-    size_t n = strlen(lit);
-    if (s.len < n || memcmp(s.p, lit, n) != 0)
-        return 0;
-    *rest = (struct http_slice){s.p + n, s.len - n};
-    return 1;
-}
 
 /* Whether the host serves, for /healthz: every owner process of the host is
  * ready (its board slot: it opened its files and listens; a link connected
@@ -225,56 +217,6 @@ static void metrics(struct conn *c, const struct http_run *x)
     buf_deinit(&b);
 }
 
-/* The gates every key endpoint passes, for cmd (GET, SET for a PUT, DEL
- * for a DELETE): 0, or -1 with the refusal written.  charge 0: the rate
- * limit is not looked at (a PUT's headers, checked before its body is read;
- * the whole request passes them all again).  The decoded key is left in
- * e->http->key. */
-int edge_http_gates(struct conn *c, const struct http_run *x, struct http_slice raw,
-                    enum cmd_id cmd, int charge)
-{
-    struct edge *e = c->e;
-    struct http_edge *he = e->http;
-    const struct http_req *q = x->req;
-    int head = q->method == HTTP_HEAD;
-    size_t klen = 0;
-    buf_reset(&he->key);
-    int rc = buf_reserve(&he->key, raw.len + 1, 0) == HKV_OK
-                 ? http_pct_decode(raw.p, raw.len, buf_tail(&he->key), raw.len + 1, &klen)
-                 : HKV_ENOMEM;
-    if (rc != HKV_OK || klen == 0) {
-        hr_simple(c, &c->out, rc == HKV_ENOMEM ? 500 : 400, q->minor, x->keep_alive, head, NULL,
-                  rc == HKV_OK ? "empty key" : "bad percent-encoding in the key");
-        return -1;
-    }
-    he->key.len = klen;
-    int user = edge_http_sess_login(c, q);
-    if (user < 0) {
-        hr_simple(c, &c->out, 401, q->minor, x->keep_alive, head, AUTH_HDR,
-                  "authentication required");
-        return -1;
-    }
-    sess_of(c)->user = user;
-    const struct cmd_def *d = cmd_get(cmd);
-    if (!auth_user_unrestricted(e->auth->users, user)) {
-        struct resp_slice argv[3] = {{d->name, strlen(d->name)}, {buf_head(&he->key), klen}, {"", 0}};
-        if (auth_allowed(e->auth->users, user, d, cmd == CMD_SET ? 3 : 2, argv) != AUTH_OK) {
-            hr_simple(c, &c->out, 403, q->minor, x->keep_alive, head, NULL,
-                      cmd == CMD_GET ? "no permission to read this key"
-                                     : "no permission to write this key");
-            return -1;
-        }
-    }
-    int64_t retry_ms = 0;
-    if (charge && e->rl->map[cmd] != RL_CLS_NONE && edge_rl_over(c, d, &retry_ms)) {
-        char extra[64];
-        snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
-                 (long long)(retry_ms <= 0 ? 1 : (retry_ms + 999) / 1000));
-        hr_simple(c, &c->out, 429, q->minor, x->keep_alive, head, extra, "rate limited");
-        return -1;
-    }
-    return 0;
-}
 
 /* A stack request for the key in e->http->key. */
 static void request(struct conn *c, const struct http_run *x, enum hreq_kind kind, struct hreq *r)
@@ -293,19 +235,6 @@ static void request(struct conn *c, const struct http_run *x, enum hreq_kind kin
     r->start_ms = clock_mono_ms();
 }
 
-/* A query parameter: 0 absent, 1 present (*v), -1 malformed (400 written). */
-int edge_http_param(struct conn *c, const struct http_run *x, const char *name,
-                    struct http_slice *v)
-{
-    int rc = http_query_get(x->req->query, name, v);
-    if (rc == HKV_ENOENT)
-        return 0;
-    if (rc == HKV_OK)
-        return 1;
-    hr_simple(c, &c->out, 400, x->req->minor, x->keep_alive, x->req->method == HTTP_HEAD, NULL,
-              "a query parameter given twice");
-    return -1;
-}
 
 static int over_polls(struct conn *c, const struct http_run *x)
 {
@@ -318,11 +247,6 @@ static int over_polls(struct conn *c, const struct http_run *x)
     return 1;
 }
 
-void edge_http_bad(struct conn *c, const struct http_run *x, const char *why)
-{
-    hr_simple(c, &c->out, 400, x->req->minor, x->keep_alive, x->req->method == HTTP_HEAD, NULL,
-              why);
-}
 
 static void kv(struct conn *c, const struct http_run *x, struct http_slice raw)
 {

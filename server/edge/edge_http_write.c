@@ -95,39 +95,8 @@ static void hw_done(struct op *op)
     op_finish(op);
 }
 
-static int has(const struct hkv_buf *b, const char *lit)
-{
-    size_t n = strlen(lit), len = buf_unread(b);
-    const char *p = buf_head(b);
-    for (size_t i = 0; i + n <= len; i++)
-        if (memcmp(p + i, lit, n) == 0)
-            return 1;
-    return 0;
-}
 
-static int starts(const struct hkv_buf *b, const char *lit)
-{
-    size_t n = strlen(lit);
-    return buf_unread(b) >= n && memcmp(buf_head(b), lit, n) == 0;
-}
 
-void edge_http_write_error(struct op *op, int minor, int keep_alive)
-{
-    struct hkv_buf *out = op_out(op);
-    const struct hkv_buf *eb = &op->errbuf;
-    if (out != NULL) {
-        int unknown = has(eb, "outcome unknown");
-        int busy = starts(eb, "TRYAGAIN") || starts(eb, "BUSY") || starts(eb, "OOM") ||
-                   starts(eb, "UNAVAILABLE") || starts(eb, "LOADING");
-        int status = unknown ? 504 : busy ? 503 : 500;
-        char body[600];
-        snprintf(body, sizeof(body), "%s: %.*s", unknown ? "outcome unknown" : "not applied",
-                 (int)(buf_unread(eb) < 512 ? buf_unread(eb) : 512), buf_head(eb));
-        hr_simple(op->c, out, status, minor, keep_alive, 0,
-                  status == 500 ? NULL : "Retry-After: 1\r\n", body);
-    }
-    op_finish(op);
-}
 
 static void hw_fail(struct op *op)
 {

@@ -28,19 +28,6 @@
 
 /* ---- the table ------------------------------------------------------------------ */
 
-/* INFO's gauges and counters (the scoreboard sums the edges). */
-void track_publish(struct edge_track *t)
-{
-    struct board_slot *b = t->e->stats;
-    atomic_store_explicit(&b->tracking_clients, t->nsessions, memory_order_relaxed);
-    atomic_store_explicit(&b->tracking_total_keys, t->nkeys, memory_order_relaxed);
-    atomic_store_explicit(&b->tracking_total_items, t->nitems, memory_order_relaxed);
-    atomic_store_explicit(&b->tracking_total_prefixes, t->nprefixes, memory_order_relaxed);
-    atomic_store_explicit(&b->tracking_invalidations, t->invalidations, memory_order_relaxed);
-    atomic_store_explicit(&b->tracking_flushes, t->flushes, memory_order_relaxed);
-    atomic_store_explicit(&b->tracking_evicted_keys, t->evicted, memory_order_relaxed);
-}
-
 static struct tkey **bucket(struct edge_track *t, uint64_t hash)
 {
     return &t->table[hash & (t->nbuckets - 1)];
@@ -98,6 +85,15 @@ static void key_free(struct edge_track *t, struct tkey *k)
     free(k);
 }
 
+void track_table_free(struct edge_track *t)
+{
+    for (size_t b = 0; t->table != NULL && b < t->nbuckets; b++)
+        while (t->table[b] != NULL)
+            key_free(t, t->table[b]);
+    free(t->table);
+    t->table = NULL;
+}
+
 /* Remembers that s read key; 0, or -1 out of memory (then the client is
  * sent a flush: it may cache what it cannot be told about). */
 static int remember(struct edge_track *t, struct track_sess *s, const char *key, size_t klen)
@@ -138,24 +134,13 @@ static int remember(struct edge_track *t, struct track_sess *s, const char *key,
     return 0;
 }
 
-static void limit(struct edge_track *t);
+/* ---- events -------------------------------------------------------------------- */
 
-/* ---- sending -------------------------------------------------------------------- */
-
-static void mark(struct edge_track *t, struct conn *c)
-{
-    if (!sess_of(c)->track_dirty) {
-        sess_of(c)->track_dirty = 1;
-        t->ndirty++;
-        event_active(t->flush, EV_TIMEOUT, 1);
-    }
-}
-
-static void on_flush(evutil_socket_t fd, short what, void *arg)
+void track_on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
     struct edge_track *t = e->track;
-    limit(t); /* out of every dispatch: see edge_track_before */
+    track_limit(t); /* out of every dispatch: see edge_track_before */
     struct conn *c = e->conns->list;
     while (c != NULL && t->ndirty > 0) {
         struct conn *next = c->next;
@@ -168,99 +153,6 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     }
     t->ndirty = 0;
     track_publish(t);
-}
-
-/* Where s's invalidations go: itself (RESP3), its redirect target (on this
- * edge), or nowhere (RESP2 without a redirect, as in Redis; or a target
- * gone: "tracking-redir-broken" once, to a RESP3 client). */
-static struct conn *target_of(struct edge_track *t, struct track_sess *s)
-{
-    if (s->redirect == 0)
-        return sess_of(s->c)->proto >= 3 ? s->c : NULL;
-    if (s->redir != NULL)
-        return s->redir;
-    if (!s->broken) {
-        s->broken = 1;
-        if (sess_of(s->c)->proto >= 3) {
-            struct rslot *sl;
-            struct hkv_buf *o = slot_tail_out(s->c, &sl);
-            if (o != NULL) {
-                static const char head[] = ">2\r\n$21\r\ntracking-redir-broken\r\n";
-                buf_append(o, head, sizeof(head) - 1);
-                resp_add_int(o, (int64_t)s->redirect);
-                if (sl != NULL)
-                    slot_note(s->c, sl);
-                mark(t, s->c);
-            }
-        }
-    }
-    return NULL;
-}
-
-#define PUSH_HEAD ">2\r\n$10\r\ninvalidate\r\n"
-#define MESSAGE_HEAD "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"
-
-/* Sends dst the invalidation whose payload (an encoded RESP value: an
- * array of keys, or a null for "everything") is p[0..n). */
-static void send_raw(struct edge_track *t, struct conn *dst, const char *p, size_t n, int flush)
-{
-    struct rslot *sl;
-    struct hkv_buf *o = slot_tail_out(dst, &sl);
-    if (o == NULL)
-        return;
-    if (sess_of(dst)->proto >= 3)
-        buf_append(o, PUSH_HEAD, sizeof(PUSH_HEAD) - 1);
-    else
-        buf_append(o, MESSAGE_HEAD, sizeof(MESSAGE_HEAD) - 1);
-    if (flush && sess_of(dst)->proto >= 3)
-        buf_append(o, "_\r\n", 3);
-    else if (flush)
-        buf_append(o, "$-1\r\n", 5);
-    else
-        buf_append(o, p, n);
-    if (sl != NULL)
-        slot_note(dst, sl);
-    mark(t, dst);
-    if (flush)
-        t->flushes++;
-    else
-        t->invalidations++;
-}
-
-void track_send_key(struct edge_track *t, struct track_sess *s, const char *key, size_t klen)
-{
-    struct conn *dst = target_of(t, s);
-    if (dst == NULL)
-        return;
-    s->flushed = 0;
-    struct hkv_buf *b = &t->scratch;
-    buf_reset(b);
-    resp_add_array(b, 1);
-    resp_add_bulk(b, key, klen);
-    send_raw(t, dst, buf_head(b), buf_unread(b), 0);
-}
-
-/* A flush, unless the client was sent one and has read nothing since (a
- * FLUSHALL notes one record per owner's answer; a restarting owner's push
- * link breaks and comes back). */
-void track_send_flush(struct edge_track *t, struct track_sess *s)
-{
-    if (s->flushed)
-        return;
-    struct conn *dst = target_of(t, s);
-    if (dst != NULL) {
-        send_raw(t, dst, NULL, 0, 1);
-        s->flushed = 1;
-    }
-}
-
-/* The timer of timed invalidations and held-back pushes. */
-void track_due_arm(struct edge_track *t)
-{
-    if (!evtimer_pending(t->due_timer, NULL)) {
-        struct timeval tv = {0, TRACK_DUE_TICK_MS * 1000};
-        evtimer_add(t->due_timer, &tv);
-    }
 }
 
 /* Every pair of key k is told and the key forgotten (its clients read it
@@ -375,12 +267,15 @@ static void on_lost(void *arg)
     flush_all(arg);
 }
 
+const struct feed_hooks track_feed_hooks = {
+    .changed = on_changed, .lost = on_lost, .caught_up = on_caught_up};
+
 /* ---- the bound ------------------------------------------------------------------ */
 
 /* Over tracking-table-max-keys: random keys are invalidated (their clients
  * told, as if they had changed) until it fits, as Redis's
  * trackingLimitUsedSlots. */
-static void limit(struct edge_track *t)
+void track_limit(struct edge_track *t)
 {
     while (t->max_keys > 0 && t->nkeys > (uint64_t)t->max_keys) {
         t->rnd = t->rnd * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -411,7 +306,7 @@ static void due_key(struct edge_track *t, const char *key, size_t klen)
             }
 }
 
-static void on_due(evutil_socket_t fd, short what, void *arg)
+void track_on_due(evutil_socket_t fd, short what, void *arg)
 {
     struct edge_track *t = arg;
     int64_t now = clock_mono_ms();
@@ -482,63 +377,6 @@ void edge_track_before(struct conn *c, const struct cmd_def *d, int argc,
     if (t->max_keys > 0 && t->nkeys > (uint64_t)t->max_keys)
         event_active(t->flush, EV_TIMEOUT, 1);
     track_publish(t);
-}
-
-/* ---- setup ---------------------------------------------------------------------- */
-
-int edge_track_setup(struct edge *e)
-{
-    struct edge_track *t = calloc(1, sizeof(*t));
-    if (t == NULL)
-        return -1;
-    e->track = t;
-    t->e = e;
-    t->nbuckets = TRACK_BUCKETS_MIN;
-    t->table = calloc(t->nbuckets, sizeof(*t->table));
-    t->flush = event_new(e->base, -1, 0, on_flush, e);
-    t->due_timer = evtimer_new(e->base, on_due, t);
-    t->rnd = (uint64_t)clock_mono_ns() | 1;
-    t->scratch = (struct hkv_buf)HKV_BUF_INIT;
-    if (t->table == NULL || t->flush == NULL || t->due_timer == NULL)
-        return -1;
-    static const struct feed_hooks hooks = {
-        .changed = on_changed, .lost = on_lost, .caught_up = on_caught_up};
-    edge_feed_join(e, FEED_TRACK, &hooks, t);
-    edge_track_reload(e, e->ctx->cfg);
-    return 0;
-}
-
-void edge_track_reload(struct edge *e, const struct cfg *cfg)
-{
-    struct edge_track *t = e->track;
-    if (t == NULL)
-        return;
-    t->max_keys = cfg->tracking_table_max_keys;
-    t->max_prefixes = (uint32_t)cfg->tracking_max_prefixes;
-    t->max_due = t->max_keys > 0 ? (uint64_t)t->max_keys : UINT64_MAX;
-    limit(t);
-}
-
-void edge_track_teardown(struct edge *e)
-{
-    struct edge_track *t = e->track;
-    if (t == NULL)
-        return;
-    while (t->sessions != NULL)
-        edge_track_conn_gone(t->sessions->c);
-    for (size_t b = 0; b < t->nbuckets; b++)
-        while (t->table != NULL && t->table[b] != NULL)
-            key_free(t, t->table[b]);
-    track_due_free(t);
-    free(t->table);
-    if (t->flush != NULL)
-        event_free(t->flush);
-    if (t->due_timer != NULL)
-        event_free(t->due_timer);
-    buf_deinit(&t->scratch);
-    edge_feed_want(e, FEED_TRACK, 0);
-    free(t);
-    e->track = NULL;
 }
 
 void edge_track_stats(const struct edge *e, struct track_stats *out)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "proto/buf.h"
+#include "server/edge/edge_feed.h"
 #include "server/edge/edge_int.h"
 
 #define TRACK_BUCKETS_MIN 1024
@@ -96,6 +97,15 @@ struct edge_track {
     struct tseen seen[TRACK_SEEN];
 };
 
+/* The events (edge_track.c; made by edge_track_setup, edge_track_cmd.c):
+ * flush the marked connections (evictions first), the 10 ms timer; the
+ * feed's hooks; evictions down to tracking-table-max-keys. */
+void track_on_flush(evutil_socket_t fd, short what, void *arg);
+void track_on_due(evutil_socket_t fd, short what, void *arg);
+extern const struct feed_hooks track_feed_hooks;
+void track_limit(struct edge_track *t);
+/* Every key of the table, and the table (teardown). */
+void track_table_free(struct edge_track *t);
 /* INFO's figures to the scoreboard (after a change of the counts). */
 void track_publish(struct edge_track *t);
 /* Timed invalidations (edge_track_due.c): key told at `at` (mono ms).  0,
