@@ -50,11 +50,16 @@ from run_leaves import Leaves
 from run_nemesis import Nemesis, Watcher, reconcile_log
 from run_outlimit import OutLimit
 from run_replicas import REPLICA_ONLY, Replicas
+from run_resp import Transport, info_fields
 from run_route import check_siphash, owner_of
+import run_track
 # The workload, its clients and the reply table (run_workload.py); run_refserver.py
 # reaches them as run.Workload, run.Client, ...
 from run_workload import (FAULT_KINDS, LEAF_KINDS, OP_WEIGHTS, Client, History, Workload,
                           reply_table_text)
+
+
+TRACKING_DEFAULT = 2   # the CI history suites run with tracking clients
 
 
 def parse_duration(text):
@@ -97,6 +102,10 @@ def build_header(args, hkv, workload, seed):
             # right after a kill are checked too.
             "crash_read_delta_ms": max(fresh) + MISS_WAIT_MS + PUSH_ALLOWANCE_MS
             if c["durability"] == "ledger" and not args.replicas else 0,
+            # A tracking client's read from its own cache (issue 28): the
+            # promise's bound, the staleness bound, in every mode (one colo
+            # too: an invalidation travels after the write's OK).
+            "cached_delta_ms": max(fresh) + MISS_WAIT_MS + PUSH_ALLOWANCE_MS,
         }
     keys = {}
     for cls, ks in workload.keys.items():
@@ -110,7 +119,7 @@ def build_header(args, hkv, workload, seed):
     # (the control: it must find losses); "daemon_replicas": the setting.
     return {"kind": "header", "version": 1, "seed": seed, "started": time.time(),
             "classes": classes, "keys": keys, "colos": hkv.colo_names(),
-            "clients": args.clients,
+            "clients": args.clients, "tracking": getattr(args, "tracking", 0),
             "replicas": max(args.replicas, 1 if args.strict_loss else 0),
             "daemon_replicas": args.replicas}
 
@@ -175,6 +184,8 @@ def replay_command(args, seed, outdir):
         cmd.append("--strict-loss")
     if args.persist_interval:
         cmd += ["--persist-interval", str(args.persist_interval)]
+    if args.tracking != TRACKING_DEFAULT:
+        cmd += ["--tracking", str(args.tracking)]
     return " ".join(cmd)
 
 
@@ -222,8 +233,13 @@ def main(argv=None):
                     "must find losses (with a long --persist-interval and kill_primary)")
     ap.add_argument("--persist-interval", type=int, default=None, metavar="MS",
                     help="the daemon's persist-interval in ms (default %d)" % PERSIST_INTERVAL_MS)
+    ap.add_argument("--tracking", type=int, default=TRACKING_DEFAULT, metavar="N",
+                    help="issue 28: clients with CLIENT TRACKING and a local cache whose reads "
+                    "from it are in the history (run_track.py; default %d)" % TRACKING_DEFAULT)
     args = ap.parse_args(argv)
     args.http = True
+    if not 0 <= args.tracking <= 16:
+        ap.error("--tracking must be 0..16")
     if (args.replicas or args.strict_loss) and args.leaf_moves != "yes":
         ap.error("--replicas and --strict-loss need --leaf-moves yes")
 
@@ -282,6 +298,8 @@ def main(argv=None):
     signal.signal(signal.SIGINT, on_signal)
 
     hkv = Daemon(args, workdir, outdir, args.colos)
+    if args.tracking and seed % 2:
+        hkv.tracking_max_keys = 12  # under the workload's keys: evictions all along
     creds = hkv.creds = Creds(seed)
     run_resp.AUTH = WORKER
     history = History(os.path.join(outdir, "history.jsonl"))
@@ -290,6 +308,7 @@ def main(argv=None):
     stop_clients = threading.Event()
     stop_watch = threading.Event()
     clients, watcher, nemesis = [], None, None
+    trackers, track_info = [], None
     leaves = None
     outlimit = OutLimit(hkv, log)
     extra = []          # HTTP readers and credential probers: joined with the clients
@@ -314,6 +333,10 @@ def main(argv=None):
             c = Client(i, seed, hkv.port, hkv, workload, history, stop_clients, args.think_ms,
                        nedges)
             clients.append(c)
+        trackers = [run_track.TrackingClient(i, seed, hkv.port, hkv, workload, history,
+                                             stop_clients, args.think_ms, nedges)
+                    for i in range(args.tracking)]
+        clients += trackers
         for i in range(args.http_readers if hkv.http_port else 0):
             extra.append(HttpReader(i, seed, hkv, workload, history, stop_clients, WORKER,
                                     args.think_ms))
@@ -368,6 +391,11 @@ def main(argv=None):
         for c in clients + extra:
             c.join(timeout=REQUEST_TIMEOUT_S + 5)
         t_work1 = time.monotonic()
+        if trackers:
+            try:
+                track_info = info_fields(hkv.info("stats"))
+            except (OSError, Transport):
+                track_info = None
         if leaves is not None:
             leaves.sync("end")
         errors = [c.error for c in clients + extra if c.error] + \
@@ -461,6 +489,10 @@ def main(argv=None):
             print("  REVOKED CREDENTIAL ACCEPTED: %s %s:%s at %+.3f (revoked at %+.3f): %s" % (
                 a["via"], a["user"], a["password"], a["t0"] - t_start,
                 creds.revoked[(a["user"], a["password"])] - t_start, a["reply"]))
+    if trackers:
+        print(run_track.summary(trackers, track_info) +
+              (" (tracking-table-max-keys %d)" % hkv.tracking_max_keys
+               if hkv.tracking_max_keys else ""))
     print(outlimit.summary())
     if nemesis is not None and nemesis.replicas is not None and (
             "kill_primary" in kinds or args.replicas or args.strict_loss):

@@ -286,6 +286,8 @@ class Client(threading.Thread):
     """One worker: a connection (a new client number after each reconnect),
     one operation at a time, its own seeded RNG."""
 
+    conn_class = Conn   # run_track.py's clients read pushes too
+
     def __init__(self, index, seed, port, daemon, workload, history, stop, think_ms, nedges):
         super().__init__(name="client-%d" % index, daemon=True)
         self.index = index
@@ -311,7 +313,7 @@ class Client(threading.Thread):
         best = None
         for _ in range(6):
             try:
-                c = Conn(self.port, timeout=2.0)
+                c = self.conn_class(self.port, timeout=2.0)
             except OSError:
                 return False
             try:
