@@ -17,6 +17,9 @@ owners paused or killed around a move, and automatic moves), churns
 credentials by reload (run_creds.py: probers log in with revoked ones),
 and pins edge memory with output-limit clients (run_outlimit.py: VmRSS
 sampled against a bound); HTTP readers (run_http.py) read in the history.
+Issue 28: tracking clients (run_track.py, --tracking N) answer reads from
+their own caches, kept by CLIENT TRACKING invalidations; those reads are in
+the history too ("cached": true), judged against the tracking bound.
 
 Python 3 standard library only.  Every wait is bounded; every process the run
 starts is stopped by pid at the end, also on an exception or a signal.
