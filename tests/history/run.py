@@ -302,7 +302,7 @@ def main(argv=None):
 
     hkv = Daemon(args, workdir, outdir, args.colos)
     if args.tracking and seed % 2:
-        hkv.tracking_max_keys = 12  # under the workload's keys: evictions all along
+        hkv.tracking_max_keys = 4   # far under the workload's keys: evictions all along
     creds = hkv.creds = Creds(seed)
     run_resp.AUTH = WORKER
     history = History(os.path.join(outdir, "history.jsonl"))

@@ -168,8 +168,10 @@ class TrackingClient(Client):
 
     def one_op(self):
         opid = self.history.op_id()
-        if self.rng.random() < 0.4:     # read-mostly, as cache users are
-            key = self.rng.choice(self.workload.all_keys)
+        if self.rng.random() < 0.5:     # read-mostly, as cache users are,
+            # and half of those again of a key it holds (what a cache is for)
+            held = list(self.cache) if self.rng.random() < 0.5 else None
+            key = self.rng.choice(held or self.workload.all_keys)
             f, target, args, words = "get", key, {}, ["GET", key]
         else:
             f, target, args, words = self.workload.gen(self.rng, self.client, opid)
