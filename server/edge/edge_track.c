@@ -19,7 +19,7 @@
 
 #include "server/core/clock.h"
 #include "server/core/router.h"
-#include "server/edge/edge_arg.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_feed.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_reply.h"
@@ -224,7 +224,7 @@ static void send_raw(struct edge_track *t, struct conn *dst, const char *p, size
         t->invalidations++;
 }
 
-static void send_key(struct edge_track *t, struct track_sess *s, const char *key, size_t klen)
+void track_send_key(struct edge_track *t, struct track_sess *s, const char *key, size_t klen)
 {
     struct conn *dst = target_of(t, s);
     if (dst == NULL)
@@ -240,7 +240,7 @@ static void send_key(struct edge_track *t, struct track_sess *s, const char *key
 /* A flush, unless the client was sent one and has read nothing since (a
  * FLUSHALL notes one record per owner's answer; a restarting owner's push
  * link breaks and comes back). */
-static void send_flush(struct edge_track *t, struct track_sess *s)
+void track_send_flush(struct edge_track *t, struct track_sess *s)
 {
     if (s->flushed)
         return;
@@ -251,83 +251,12 @@ static void send_flush(struct edge_track *t, struct track_sess *s)
     }
 }
 
-/* ---- NOLOOP ------------------------------------------------------------------- */
-
-/* A NOLOOP client's own write reaches the ring twice: from its answer here
- * (origin: the client) and from the owner's push to the colo (origin 0),
- * in either order.  A push for a NOLOOP client is held back; its own
- * write's record drops what it supersedes (versions up to its own); what
- * is left is sent when a read of the ring reaches the head while the
- * client has no write in flight (an own write that finished was noted
- * before it finished, so its record was read by then).  So a client is not
- * told of its own write, and is told of every other, a read of the ring
- * later at most (10 ms while it keeps writing). */
-static int defer(struct edge_track *t, struct track_sess *s, uint64_t hash, hkv_stamp version,
-                 const char *key, size_t klen)
+/* The timer of timed invalidations and held-back pushes. */
+void track_due_arm(struct edge_track *t)
 {
-    if (!s->noloop || version == 0)
-        return 0; /* version 0: not a change (an eviction, a timer): told now */
-    struct tdefer *d = s->ndeferred < TRACK_DEFER_MAX ? malloc(sizeof(*d) + klen) : NULL;
-    if (d == NULL) {
-        send_flush(t, s);
-        return 1;
-    }
-    d->hash = hash;
-    d->version = version;
-    d->klen = (uint32_t)klen;
-    memcpy(d->key, key, klen);
-    d->next = s->deferred;
-    if (s->deferred == NULL && t->ndeferring++ == 0 && !evtimer_pending(t->due_timer, NULL)) {
+    if (!evtimer_pending(t->due_timer, NULL)) {
         struct timeval tv = {0, TRACK_DUE_TICK_MS * 1000};
         evtimer_add(t->due_timer, &tv);
-    }
-    s->deferred = d;
-    s->ndeferred++;
-    return 1;
-}
-
-void track_defer_drop(struct edge_track *t, struct track_sess *s)
-{
-    if (s->deferred != NULL)
-        t->ndeferring--;
-    while (s->deferred != NULL) {
-        struct tdefer *d = s->deferred;
-        s->deferred = d->next;
-        free(d);
-    }
-    s->ndeferred = 0;
-}
-
-/* The record of client origin's own write: what it supersedes goes. */
-static void own_write(struct edge_track *t, uint64_t origin, uint64_t hash, hkv_stamp version)
-{
-    for (struct track_sess *s = t->sessions; s != NULL; s = s->next) {
-        if (s->deferred == NULL || s->c->id != origin)
-            continue;
-        for (struct tdefer **pp = &s->deferred; *pp != NULL;) {
-            struct tdefer *d = *pp;
-            if (d->hash == hash && d->version <= version) {
-                *pp = d->next;
-                free(d);
-                s->ndeferred--;
-            } else
-                pp = &d->next;
-        }
-        if (s->deferred == NULL)
-            t->ndeferring--;
-    }
-}
-
-/* Deferred pushes of clients with no write in flight are sent (call when
- * the ring was read up to its head). */
-static void release(struct edge_track *t)
-{
-    for (struct track_sess *s = t->sessions; s != NULL && t->ndeferring > 0; s = s->next) {
-        if (s->deferred == NULL || sess_of(s->c)->writes_inflight > 0)
-            continue;
-        for (struct tdefer *d = s->deferred; d != NULL; d = d->next)
-            send_key(t, s, d->key, d->klen);
-        track_defer_drop(t, s);
     }
 }
 
@@ -339,9 +268,9 @@ static void invalidate_key(struct edge_track *t, struct tkey *k, uint64_t origin
     for (struct tpair *p = k->pairs; p != NULL; p = p->knext) {
         if (p->s->noloop && origin != 0 && origin == p->s->c->id)
             continue;
-        if (origin == 0 && defer(t, p->s, k->hash, version, k->key, k->klen))
+        if (origin == 0 && track_defer(t, p->s, k->hash, version, k->key, k->klen))
             continue;
-        send_key(t, p->s, k->key, k->klen);
+        track_send_key(t, p->s, k->key, k->klen);
     }
     key_free(t, k);
 }
@@ -350,7 +279,7 @@ static void invalidate_key(struct edge_track *t, struct tkey *k, uint64_t origin
 static void flush_all(struct edge_track *t)
 {
     for (struct track_sess *s = t->sessions; s != NULL; s = s->next) {
-        send_flush(t, s);
+        track_send_flush(t, s);
         while (s->pairs != NULL) {
             struct tkey *k = s->pairs->k;
             pair_unlink(t, s->pairs);
@@ -380,15 +309,15 @@ static void bcast(struct edge_track *t, const struct change *c)
             if (px->len > c->klen)
                 continue;
             if (px->len > have) { /* cannot be decided on the bytes carried */
-                send_flush(t, s);
+                track_send_flush(t, s);
                 break;
             }
             if (memcmp(px->p, c->key, px->len) != 0)
                 continue;
             if (have < c->klen)
-                send_flush(t, s); /* the key's name is not all in the record */
-            else if (c->origin != 0 || !defer(t, s, c->hash, c->version, c->key, c->klen))
-                send_key(t, s, c->key, c->klen);
+                track_send_flush(t, s); /* the key's name is not all in the record */
+            else if (c->origin != 0 || !track_defer(t, s, c->hash, c->version, c->key, c->klen))
+                track_send_key(t, s, c->key, c->klen);
             break;
         }
     }
@@ -400,7 +329,7 @@ static void on_changed(void *arg, const struct change *c)
     if (c->flags & CHANGES_F_FILL)
         return; /* a read's answer, not a change (a missed push is a FLUSH record) */
     if (c->origin != 0 && t->ndeferring > 0)
-        own_write(t, c->origin, c->hash, c->version);
+        track_own_write(t, c->origin, c->hash, c->version);
     if (t->nbcast > 0)
         bcast(t, c);
     if (t->nkeys == 0)
@@ -435,7 +364,7 @@ static void on_caught_up(void *arg)
 {
     struct edge_track *t = arg;
     if (t->ndeferring > 0)
-        release(t);
+        track_release(t);
 }
 
 static void on_lost(void *arg)
@@ -464,32 +393,36 @@ static void limit(struct edge_track *t)
 
 /* ---- keys whose changes are not pushed to this colo ---------------------------- */
 
+/* An unpushed key's freshness ended: its trackers (by the table, and the
+ * BCAST clients whose prefix it has) are told, as if it changed. */
+static void due_key(struct edge_track *t, const char *key, size_t klen)
+{
+    struct tkey *k = key_find(t, key, klen, router_hash(key, klen));
+    if (k != NULL)
+        invalidate_key(t, k, 0, 0);
+    for (struct track_sess *s = t->bcasts; s != NULL; s = s->bnext)
+        for (uint32_t i = 0; i < s->nprefix; i++)
+            if (s->prefix[i].len <= klen && memcmp(s->prefix[i].p, key, s->prefix[i].len) == 0) {
+                track_send_key(t, s, key, klen);
+                break;
+            }
+}
+
 static void on_due(evutil_socket_t fd, short what, void *arg)
 {
     struct edge_track *t = arg;
     int64_t now = clock_mono_ms();
-    struct tdue **pp = &t->due;
-    while (*pp != NULL) {
-        struct tdue *d = *pp;
-        if (d->at > now) {
-            pp = &d->next;
-            continue;
-        }
-        *pp = d->next;
-        t->ndue--;
-        struct tkey *k = key_find(t, d->key, d->klen, router_hash(d->key, d->klen));
-        if (k != NULL)
-            invalidate_key(t, k, 0, 0);
+    struct tdue *d;
+    while ((d = track_due_pop(t, now)) != NULL) {
+        due_key(t, d->key, d->klen);
         free(d);
     }
     if (t->ndeferring > 0) {
         edge_feed_drain(t->e, FEED_TRACK); /* their own records first */
-        release(t);
+        track_release(t);
     }
-    if (t->due != NULL || t->ndeferring > 0) {
-        struct timeval tv = {0, TRACK_DUE_TICK_MS * 1000};
-        evtimer_add(t->due_timer, &tv);
-    }
+    if (t->ndue > 0 || t->ndeferring > 0)
+        track_due_arm(t);
     track_publish(t);
 }
 
@@ -498,23 +431,11 @@ void edge_track_unpushed(struct edge *e, const char *key, size_t klen, int64_t u
     struct edge_track *t = e->track;
     if (t == NULL)
         return;
-    struct tdue *d = t->ndue < t->max_due ? malloc(sizeof(*d) + klen) : NULL;
-    if (d == NULL) {
-        struct tkey *k = key_find(t, key, klen, router_hash(key, klen));
-        if (k != NULL)
-            invalidate_key(t, k, 0, 0); /* cannot be timed: told now */
+    if (track_due_add(t, key, klen, router_hash(key, klen), until_ms, clock_mono_ms()) != 0) {
+        due_key(t, key, klen); /* cannot be timed: told now */
         return;
     }
-    d->at = until_ms;
-    d->klen = (uint32_t)klen;
-    memcpy(d->key, key, klen);
-    d->next = t->due;
-    t->due = d;
-    t->ndue++;
-    if (!evtimer_pending(t->due_timer, NULL)) {
-        struct timeval tv = {0, TRACK_DUE_TICK_MS * 1000};
-        evtimer_add(t->due_timer, &tv);
-    }
+    track_due_arm(t);
 }
 
 /* ---- the command path ----------------------------------------------------------- */
@@ -533,7 +454,7 @@ void edge_track_before(struct conn *c, const struct cmd_def *d, int argc,
      * resetClient: not past a CLIENT subcommand, nor inside MULTI) */
     if (d->id != CMD_CLIENT && sess_of(c)->tx == NULL)
         s->caching = 0;
-    if (!s->on || s->bcast || !(d->flags & CMD_F_READ) || (d->flags & CMD_F_WRITE))
+    if (!s->on || !(d->flags & CMD_F_READ) || (d->flags & CMD_F_WRITE))
         return;
     if ((s->optin && caching != 1) || (s->optout && caching == 2))
         return;
@@ -541,11 +462,12 @@ void edge_track_before(struct conn *c, const struct cmd_def *d, int argc,
     int n = cmd_key_range(d, argc, &first, &last);
     int64_t now = clock_mono_ms();
     for (int i = first; n > 0 && i <= last; i += d->step) {
-        if (remember(t, s, argv[i].p, argv[i].len) != 0) {
-            send_flush(t, s);
+        if (!s->bcast && remember(t, s, argv[i].p, argv[i].len) != 0) {
+            track_send_flush(t, s);
             continue;
         }
-        if (edge_push_gap(e, argv[i].p, argv[i].len, now)) {
+        /* BCAST clients cache what they read too: the same timer */
+        if (edge_cache_unpushed(e, argv[i].p, argv[i].len, now)) {
             const struct cfg_class *cls = router_class(e->owners->router, argv[i].p, argv[i].len);
             edge_track_unpushed(e, argv[i].p, argv[i].len, now + (cls ? cls->fresh_ms : 0));
         }
@@ -599,11 +521,7 @@ void edge_track_teardown(struct edge *e)
     for (size_t b = 0; b < t->nbuckets; b++)
         while (t->table != NULL && t->table[b] != NULL)
             key_free(t, t->table[b]);
-    while (t->due != NULL) {
-        struct tdue *d = t->due;
-        t->due = d->next;
-        free(d);
-    }
+    track_due_free(t);
     free(t->table);
     if (t->flush != NULL)
         event_free(t->flush);

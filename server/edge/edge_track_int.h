@@ -42,7 +42,6 @@ struct tprefix {
 };
 
 struct tdue {                     /* a key read while its changes are not pushed here */
-    struct tdue *next;
     int64_t at;                   /* mono ms: invalidated then */
     uint32_t klen;
     char key[];
@@ -83,8 +82,10 @@ struct edge_track {
     uint64_t nsessions, nbcast, nprefixes;
     struct event *flush;          /* flushes the marked connections, once per turn */
     uint64_t ndirty;
-    struct tdue *due;
-    uint64_t ndue, max_due;
+    struct tdue **heap;           /* edge_track_due.c: by deadline */
+    size_t ndue, cap;
+    uint64_t max_due;
+    struct tseen duemap[TRACK_SEEN]; /* ... pending deadlines by key hash */
     uint64_t ndeferring;          /* sessions with deferred pushes */
     struct event *due_timer;
     int64_t max_keys;
@@ -97,6 +98,27 @@ struct edge_track {
 
 /* INFO's figures to the scoreboard (after a change of the counts). */
 void track_publish(struct edge_track *t);
+/* Timed invalidations (edge_track_due.c): key told at `at` (mono ms).  0,
+ * or -1 (full, out of memory: tell it now). */
+int track_due_add(struct edge_track *t, const char *key, size_t klen, uint64_t hash,
+                  int64_t at, int64_t now);
+/* The next entry due by now (the caller frees it), or NULL. */
+struct tdue *track_due_pop(struct edge_track *t, int64_t now);
+void track_due_free(struct edge_track *t);
+/* Sending (edge_track.c): one key's invalidation, a flush (not twice in a
+ * row), after what the target is owed. */
+void track_send_key(struct edge_track *t, struct track_sess *s, const char *key, size_t klen);
+void track_send_flush(struct edge_track *t, struct track_sess *s);
+/* The 10 ms timer runs (timed keys, held-back pushes). */
+void track_due_arm(struct edge_track *t);
+/* NOLOOP (edge_track_noloop.c): 1 if a push (origin 0) for s was held
+ * back; the record of client origin's own write drops what it supersedes;
+ * held-back pushes of clients with no write in flight are sent (call once
+ * the ring was read to its head). */
+int track_defer(struct edge_track *t, struct track_sess *s, uint64_t hash, uint64_t version,
+                const char *key, size_t klen);
+void track_own_write(struct edge_track *t, uint64_t origin, uint64_t hash, uint64_t version);
+void track_release(struct edge_track *t);
 /* Frees s's deferred pushes (it is going). */
 void track_defer_drop(struct edge_track *t, struct track_sess *s);
 
