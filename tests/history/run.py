@@ -189,6 +189,8 @@ def replay_command(args, seed, outdir):
         cmd += ["--persist-interval", str(args.persist_interval)]
     if args.tracking != TRACKING_DEFAULT:
         cmd += ["--tracking", str(args.tracking)]
+    if args.tracking_evict != "yes":
+        cmd += ["--tracking-evict", args.tracking_evict]
     return " ".join(cmd)
 
 
@@ -239,6 +241,9 @@ def main(argv=None):
     ap.add_argument("--tracking", type=int, default=TRACKING_DEFAULT, metavar="N",
                     help="issue 28: clients with CLIENT TRACKING and a local cache whose reads "
                     "from it are in the history (run_track.py; default %d)" % TRACKING_DEFAULT)
+    ap.add_argument("--tracking-evict", choices=["yes", "no"], default="yes",
+                    help="with tracking clients, a small tracking-table-max-keys (odd seeds: 4 in "
+                    "the file; config_set: 2, 5 or 9 for a while), so evictions happen")
     args = ap.parse_args(argv)
     args.http = True
     if not 0 <= args.tracking <= 16:
@@ -301,7 +306,8 @@ def main(argv=None):
     signal.signal(signal.SIGINT, on_signal)
 
     hkv = Daemon(args, workdir, outdir, args.colos)
-    if args.tracking and seed % 2:
+    hkv.tracking_evict = args.tracking_evict == "yes"
+    if args.tracking and hkv.tracking_evict and seed % 2:
         hkv.tracking_max_keys = 4   # far under the workload's keys: evictions all along
     creds = hkv.creds = Creds(seed)
     run_resp.AUTH = WORKER

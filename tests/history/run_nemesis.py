@@ -373,7 +373,7 @@ class Nemesis:
     def do_config_set(self):
         changes = [("miss-wait", "600ms"), ("negative-ttl", "500ms"), ("miss-wait", "800ms"),
                    ("negative-ttl", "1s")]
-        if self.hkv.tracking:
+        if self.hkv.tracking and getattr(self.hkv, "tracking_evict", True):
             # Tracking clients (issue 28): a table too small for the workload's
             # keys for a while (random keys invalidated to fit), then the file's.
             back = self.hkv.tracking_max_keys
