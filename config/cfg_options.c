@@ -210,6 +210,8 @@ static const char *check_tls_protocols(const char *s)
       CFG_HOUR, R, NOX, "the longest wait= a long poll holds (plus up to 1/16 of jitter)")      \
     X("http-header-timeout", DURATION, http_header_timeout_ms, http_header_timeout_ms, "10s",    \
       100, CFG_HOUR, R, NOX, "a request's header section must arrive within this (slowloris)")  \
+    X("http-body-timeout", DURATION, http_body_timeout_ms, http_body_timeout_ms, "10s", 100,     \
+      CFG_HOUR, R, NOX, "a PUT's body must arrive within this after its headers, else close")   \
     X("http-keepalive-timeout", DURATION, http_keepalive_timeout_ms, http_keepalive_timeout_ms,  \
       "60s", 100, CFG_DAY, R, NOX, "close an HTTP connection idle this long between requests")   \
     X("http-heartbeat", DURATION, http_heartbeat_ms, http_heartbeat_ms, "5s", 100, CFG_HOUR, R,  \

@@ -64,7 +64,12 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(tracking_total_prefixes, CTR_GAUGE, "BCAST prefixes registered")                         \
     X(tracking_invalidations, CTR_COUNTER, "Invalidation messages sent to tracking clients")   \
     X(tracking_flushes, CTR_COUNTER, "Flush-everything invalidations sent (a gap, FLUSHALL)")  \
-    X(tracking_evicted_keys, CTR_COUNTER, "Keys invalidated to fit tracking-table-max-keys")
+    X(tracking_evicted_keys, CTR_COUNTER, "Keys invalidated to fit tracking-table-max-keys")   \
+    X(http_puts, CTR_COUNTER, "HTTP PUT /v1/kv requests run as writes")                      \
+    X(http_deletes, CTR_COUNTER, "HTTP DELETE /v1/kv requests run as writes")                \
+    X(http_precondition_failed, CTR_COUNTER, "HTTP writes answered 412 (If-Match, If-None-Match)") \
+    X(http_body_timeouts, CTR_COUNTER, "HTTP connections closed: a body not in http-body-timeout") \
+    X(http_bodies_too_large, CTR_COUNTER, "HTTP PUTs refused 413 (over proto-max-bulk-len)")
 
 /* The first fourteen are INFO's "# Owners" lines since before this list;
  * new fields go at the end, so INFO's existing lines keep their order. */

@@ -84,6 +84,7 @@ void edge_http_opts(const struct cfg *cfg, struct http_opts *o)
                               .max_polls = cfg->http_max_polls,
                               .poll_max_wait_ms = cfg->http_poll_max_wait_ms,
                               .header_timeout_ms = cfg->http_header_timeout_ms,
+                              .body_timeout_ms = cfg->http_body_timeout_ms,
                               .keepalive_timeout_ms = cfg->http_keepalive_timeout_ms,
                               .heartbeat_ms = cfg->http_heartbeat_ms,
                               .negative_ttl_ms = cfg->negative_ttl_ms};
