@@ -115,7 +115,7 @@ class TrackingClient(Client):
         self.cache = {}     # key -> (value, stale, degraded)
         self.counts = {"cached": 0, "sent_reads": 0, "fills": 0, "pushes": 0,
                        "keys_invalidated": 0, "flushes": 0, "reconnects": 0,
-                       "uncached_optin": 0}
+                       "uncached_optin": 0, "refused": 0}
 
     def on_push(self, v):
         if not isinstance(v, list) or len(v) < 2 or v[0] != "invalidate":
@@ -144,7 +144,12 @@ class TrackingClient(Client):
             self.drop()
             return False
         if r != "OK":
-            raise RuntimeError("%s: %s -> %r" % (self.name, " ".join(words), r))
+            # An edge draining or a login refused mid-reload: tried again
+            # (counted; a run whose clients never track reads nothing from
+            # their caches, which the suites assert against).
+            self.counts["refused"] += 1
+            self.drop()
+            return False
         return True
 
     def drop(self):
@@ -211,9 +216,10 @@ class TrackingClient(Client):
                 except Transport:
                     self.drop()
                     return
-                if r != "OK":
-                    raise RuntimeError("%s: CLIENT CACHING yes -> %r" % (self.name, r))
-                tracked = True
+                if r == "OK":
+                    tracked = True
+                else:
+                    self.counts["refused"] += 1
             else:
                 self.counts["uncached_optin"] += 1
         t0 = time.monotonic()
@@ -266,9 +272,11 @@ def summary(clients, info):
             tot[k] = tot.get(k, 0) + v
     modes = ",".join(c.mode for c in clients)
     line = ("tracking clients: %d (%s): reads from their caches %d, reads sent %d (%d filled), "
-            "invalidation pushes %d (%d keys, %d flushes), reconnects %d" % (
+            "invalidation pushes %d (%d keys, %d flushes), reconnects %d, TRACKING/CACHING "
+            "refused %d" % (
                 len(clients), modes, tot["cached"], tot["sent_reads"], tot["fills"],
-                tot["pushes"], tot["keys_invalidated"], tot["flushes"], tot["reconnects"]))
+                tot["pushes"], tot["keys_invalidated"], tot["flushes"], tot["reconnects"],
+                tot["refused"]))
     if info:
         line += "; INFO tracking_invalidations %s, tracking_flushes %s, " \
                 "tracking_evicted_keys %s" % (info.get("tracking_invalidations", "?"),
