@@ -6,7 +6,8 @@ evicted to fit, and its invalidation is then sent BEFORE that GET's reply.
 The client drops the key (it does not hold it yet), then caches the reply;
 the edge has forgotten the key, so no later write invalidates it: the
 client's cache serves that value forever (the history checker found it as
-a cached read older than its client's last answer, seed 3).
+a cached read older than its client's last answer, seed 3).  Fixed by
+b1e8b54 (evictions run after the dispatch); kept to show it stays fixed.
 
     /usr/bin/python3 tests/history/repro_track_evict.py --bin bin/hotkvd [--rounds 200]
 
