@@ -121,7 +121,8 @@ class BadHistory(ValueError):
 class Op:
     """One operation line, as recorded."""
     __slots__ = ("line", "id", "client", "colo", "edge", "f", "keys", "args",
-                 "value", "error", "outcome", "t0", "t1", "stale", "degraded")
+                 "value", "error", "outcome", "t0", "t1", "stale", "degraded",
+                 "cached")
 
     def to_dict(self, t_zero):
         d = {"id": self.id, "client": self.client, "f": self.f,
@@ -141,6 +142,8 @@ class Op:
             d["stale"] = True
         if self.degraded:
             d["degraded"] = True
+        if self.cached:
+            d["cached"] = True
         return d
 
 
@@ -242,7 +245,7 @@ def _parse_header(obj, n, hist):
         if not isinstance(c, dict):
             raise BadHistory(n, "class %r is not an object" % name)
         for f in ("persist_window_ms", "read_delta_ms", "stale_delta_ms",
-                  "crash_read_delta_ms"):
+                  "crash_read_delta_ms", "cached_delta_ms"):
             v = c.get(f, 0)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
                 raise BadHistory(n, "class %r: %s must be a number >= 0"
@@ -253,6 +256,11 @@ def _parse_header(obj, n, hist):
             "read_delta": c.get("read_delta_ms", 0) / 1000.0,
             "stale_delta": c.get("stale_delta_ms", 0) / 1000.0,
             "crash_read_delta": c.get("crash_read_delta_ms", 0) / 1000.0,
+            # A read a tracking client answered from its own cache (issue
+            # 28): as old as the tracking promise's bound; absent = the
+            # class's read_delta (no more slack than a server read).
+            "cached_delta": c.get("cached_delta_ms",
+                                  c.get("read_delta_ms", 0)) / 1000.0,
         }
     for k, v in keys.items():
         if not isinstance(v, dict) or v.get("class") not in hist.classes:
@@ -357,6 +365,10 @@ def _parse_op(obj, n, hist):
         raise BadHistory(n, "outcome fail needs an error string")
     op.stale = bool(obj.get("stale", False))
     op.degraded = bool(obj.get("degraded", False))
+    op.cached = bool(obj.get("cached", False))
+    if op.cached and op.f not in ("get", "mget"):
+        raise BadHistory(n, "only get and mget may be cached (a tracking "
+                         "client's own cache answers reads)")
     return op
 
 
@@ -847,6 +859,11 @@ def build_keys(hist):
             pred = None
             if is_read:
                 delta = cls["stale_delta"] if op.stale else cls["read_delta"]
+                if op.cached:
+                    # From a tracking client's cache: the value its last
+                    # fill got (flagged as that reply was), kept until an
+                    # invalidation arrived, so as old as the tracking bound.
+                    delta = max(delta, cls["cached_delta"])
                 # A read may be as old as delta, but not older than its
                 # client's previous op of the key that fixed a floor for it
                 # (_sets_floor).  When that op is in the model (determinate),
@@ -1817,7 +1834,8 @@ def _op_text(o, z):
     else:
         res = "-> ?"
     flags = "".join([" stale" if o.stale else "",
-                     " degraded" if o.degraded else ""])
+                     " degraded" if o.degraded else "",
+                     " cached" if o.cached else ""])
     t1 = "%+.6f" % (o.t1 - z)
     if o.outcome == "info":
         t1 += "(gave up)"
