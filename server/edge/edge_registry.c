@@ -39,6 +39,7 @@
 #include "server/edge/edge_strread.h"
 #include "server/edge/edge_subcmd.h"
 #include "server/edge/edge_tx.h"
+#include "server/edge/edge_ver.h"
 #include "server/edge/edge_write.h"
 #include "server/edge/edge_sess.h"
 
@@ -112,6 +113,9 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(WAIT,      edge_cmd_wait,      SERVER)
     ROW(MONITOR,   edge_cmd_monitor,   SERVER)
     ROW(GETMETA,   edge_cmd_getmeta,   READ)
+    ROW(GETWITHETAG, edge_cmd_getwithetag, READ)
+    ROW(GETIFNOTMATCH, edge_cmd_getifnotmatch, READ)
+    ROW(SETIFMATCH, edge_cmd_setifmatch, CALL)
     ROW(FLUSHALL,  edge_cmd_flushall,  KEYSPACE)
     ROW(FLUSHDB,   edge_cmd_flushall,  KEYSPACE)
     ROW(KEYS,      edge_cmd_keys,      KEYSPACE)
