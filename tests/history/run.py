@@ -105,7 +105,11 @@ def classify_error(text, f, is_write):
 # Operation kinds of the workload and their weights (--ops picks a subset).
 OP_WEIGHTS = [("set", 22), ("setnx", 5), ("setget", 3), ("get", 20), ("exists", 5),
               ("mget", 6), ("getdel", 4), ("del", 6), ("incr", 8), ("mset", 5),
-              ("mset_dup", 2), ("expire", 7), ("persist", 7)]
+              ("mset_dup", 2), ("expire", 7), ("persist", 7), ("setifeq", 3), ("cas", 5)]
+# hotkvd's compare-and-sets, which a Redis 7.0 reference server does not have:
+# SET ... IFEQ (Valkey 8.1) and "cas", GETWITHETAG then SETIFMATCH with the
+# etag it read (Client.cas_words, Client.cas_record).
+HOTKVD_ONLY_OPS = ("setifeq", "cas")
 
 FAULT_KINDS = ["kill_owner", "kill_edge", "kill_master", "pause_owner", "disk_stall",
                "disk_eio", "sighup_reorder", "config_set", "big_request", "clock_shift",
@@ -190,6 +194,9 @@ class Workload:
         self.ops = [name for name, _ in OP_WEIGHTS if name in ops]
         self.weights = [w for name, w in OP_WEIGHTS if name in ops]
         self.focus = None
+        # a few values lately given to each key, for SET ... IFEQ to compare
+        # with (shared by the clients; appends and reads are atomic)
+        self.recent = {}
 
     def set_focus(self, keys):
         """While a leaf moves, most operations go to its keys, INCRBY mostly
@@ -223,8 +230,13 @@ class Workload:
             kind = rng.choices(["incr", "del", "get"], weights=[7, 2, 1])[0]
             return getattr(self, "gen_" + kind)(rng, rng.choice(focus), "c%d-%d" % (client, opid))
         kind = rng.choices(self.ops, weights=self.weights)[0]
-        return getattr(self, "gen_" + kind)(rng, rng.choice(self.all_keys),
-                                           "c%d-%d" % (client, opid))
+        op = getattr(self, "gen_" + kind)(rng, rng.choice(self.all_keys),
+                                         "c%d-%d" % (client, opid))
+        if op[0] in ("set", "cas") and isinstance(op[1], str):
+            r = self.recent.setdefault(op[1], [])
+            r.append(op[2]["value"])
+            del r[:-4]
+        return op
 
     @staticmethod
     def set_args(value, nx=False, xx=False, get=False, keepttl=False, px=None):
@@ -293,6 +305,21 @@ class Workload:
     def gen_persist(self, rng, key, value):
         return "persist", key, {}, ["PERSIST", key]
 
+    def gen_setifeq(self, rng, key, value):
+        """SET key value IFEQ old: old one of the values lately given to the
+        key (so it matches now and then), or one never written."""
+        r = self.recent.get(key) or ["never"]
+        old = rng.choice(r + ["never"])
+        get = rng.random() < 0.2
+        args = self.set_args(value, get=get)
+        args["ifeq"] = old
+        return "set", key, args, ["SET", key, value, "IFEQ", old] + (["GET"] if get else [])
+
+    def gen_cas(self, rng, key, value):
+        """A compare-and-set on the owner's version; its words and its record
+        depend on the etag the client last read (Client.cas_words)."""
+        return "cas", key, {"value": value}, None
+
 
 def reply_value(f, args, reply):
     """The recorded value of an ok reply, or raises ValueError if the shape is
@@ -325,6 +352,49 @@ class Client(threading.Thread):
     """One worker: a connection (a new client number after each reconnect),
     one operation at a time, its own seeded RNG."""
 
+    # "cas" ops.  The checker models values, not versions: a plain write's
+    # answer (OK) does not say which version it made, so a model of versions
+    # would have to guess one per write.  What a version compare-and-set
+    # promises is recorded as what it says about values, which is sound:
+    #   - no etag known for the key: GETWITHETAG, recorded as a GET (its
+    #     value), and its etag kept with the value it came with;
+    #   - SETIFMATCH key value etag XX: applied ([new etag, nil]) means the
+    #     key still held the write the etag was read with, so its value:
+    #     recorded as SET value IFEQ <that value> (OK); not applied
+    #     ([etag, value], or nil: no key) is the owner reading the key, in
+    #     the same step: recorded as a GET of that value.  Unknown outcome:
+    #     the SET ... IFEQ, indeterminate.
+    # (A mismatch is not recorded as "the value differs": an EXPIRE or an
+    # INCR back to the same value makes a new version over an equal value.)
+    def cas_words(self, key, value):
+        known = self.etags.get(key)
+        if known is None:
+            return "get", {}, ["GETWITHETAG", key], ("read", None, value)
+        etag, old = known
+        args = Workload.set_args(value)
+        args["ifeq"] = old
+        return "set", args, ["SETIFMATCH", key, value, str(etag), "XX"], ("cas", old, value)
+
+    def cas_record(self, key, cas, reply):
+        """(f, args, reply as a GET or SET would answer) of a cas op's reply."""
+        kind, old, value = cas
+        if reply is None:
+            self.etags.pop(key, None)
+            return "get", {}, None
+        if not (isinstance(reply, list) and len(reply) == 2 and isinstance(reply[0], int)
+                and (reply[1] is None or isinstance(reply[1], str))):
+            raise ValueError("unexpected reply %r to %s" % (reply, kind))
+        if kind == "read":
+            self.etags[key] = (reply[0], reply[1])
+            return "get", {}, reply[1]
+        if reply[1] is None:  # applied
+            self.etags[key] = (reply[0], value)
+            args = Workload.set_args(value)
+            args["ifeq"] = old
+            return "set", args, "OK"
+        self.etags[key] = (reply[0], reply[1])
+        return "get", {}, reply[1]
+
     def __init__(self, index, seed, port, daemon, workload, history, stop, think_ms, nedges):
         super().__init__(name="client-%d" % index, daemon=True)
         self.index = index
@@ -337,6 +407,7 @@ class Client(threading.Thread):
         self.think_ms = think_ms
         self.want_edge = index % max(1, nedges)
         self.conn = None
+        self.etags = {}  # key -> (etag, value) this client last read (cas ops)
         self.client = None
         self.colo = None
         self.edge = None
@@ -404,6 +475,9 @@ class Client(threading.Thread):
                 backoff = 0.05
             opid = self.history.op_id()
             f, target, args, words = self.workload.gen(self.rng, self.client, opid)
+            cas = None
+            if f == "cas":
+                f, args, words, cas = self.cas_words(target, args["value"])
             rec = {"kind": "op", "id": opid, "client": self.client, "colo": self.colo,
                    "edge": self.edge, "f": f}
             if isinstance(target, list):
@@ -424,6 +498,8 @@ class Client(threading.Thread):
                     outcome = classify_error(error, f, is_write)
                 else:
                     try:
+                        if cas is not None:
+                            f, args, reply = self.cas_record(target, cas, reply)
                         value = reply_value(f, args, reply)
                         outcome = "ok"
                     except ValueError as e:
@@ -436,6 +512,7 @@ class Client(threading.Thread):
                 t1 = time.monotonic()
                 error = "runner: %s" % e
                 self.drop()
+            rec["f"], rec["args"] = f, args  # a cas op's, as its reply made it
             rec.update({"t0": t0, "t1": t1, "outcome": outcome, "value": value, "error": error,
                         "stale": stale, "degraded": degraded})
             self.history.write(rec)
