@@ -114,6 +114,8 @@ struct cfg {
     int64_t proto_max_bulk_len;
     int64_t proto_max_args;
     int64_t keys_max;            /* KEYS refuses to answer more keys than this */
+    int64_t tracking_table_max_keys; /* CLIENT TRACKING: keys remembered per edge (0: no bound) */
+    int64_t tracking_max_prefixes; /* ... BCAST prefixes per client */
     int64_t client_query_buffer_limit;
     int64_t client_output_hard;  /* client-output-buffer-limit HARD SOFT SECONDS */
     int64_t client_output_soft;
@@ -169,6 +171,7 @@ struct cfg {
     int64_t http_max_polls;      /* held long polls + watch streams per edge */
     int64_t http_poll_max_wait_ms;
     int64_t http_header_timeout_ms;    /* a request's header section, first byte to last */
+    int64_t http_body_timeout_ms;      /* a PUT's body, after its header section */
     int64_t http_keepalive_timeout_ms; /* idle between requests */
     int64_t http_heartbeat_ms;   /* watch streams: a comment line this often */
     /* rate limiting (server/colo/ratelimit.c), per colo */

@@ -110,6 +110,12 @@ static const char *check_tls_protocols(const char *s)
       "most arguments in one command")                                                          \
     X("keys-max", INT, keys_max, keys_max, "100000", 1, 100000000, R, NOX,                       \
       "most keys one KEYS may answer; past it KEYS is refused (use SCAN)")                      \
+    X("tracking-table-max-keys", INT, tracking_table_max_keys, tracking_table_max_keys,        \
+      "1000000", 0, 100000000, R, NOX,                                                          \
+      "keys CLIENT TRACKING remembers per edge; past it random ones are invalidated; 0 = no "   \
+      "limit")                                                                                  \
+    X("tracking-max-prefixes", INT, tracking_max_prefixes, tracking_max_prefixes, "1024", 1,   \
+      1000000, R, NOX, "BCAST prefixes one tracking client may register")                        \
     X("client-query-buffer-limit", SIZE, client_query_buffer_limit, client_query_buffer_limit,  \
       "1gb", CFG_MB, 64 * CFG_GB, R, NOX, "largest unparsed input kept for one client")        \
     X("client-output-buffer-limit", SPECIAL, client_output_hard, client_output_hard,            \
@@ -204,6 +210,8 @@ static const char *check_tls_protocols(const char *s)
       CFG_HOUR, R, NOX, "the longest wait= a long poll holds (plus up to 1/16 of jitter)")      \
     X("http-header-timeout", DURATION, http_header_timeout_ms, http_header_timeout_ms, "10s",    \
       100, CFG_HOUR, R, NOX, "a request's header section must arrive within this (slowloris)")  \
+    X("http-body-timeout", DURATION, http_body_timeout_ms, http_body_timeout_ms, "10s", 100,     \
+      CFG_HOUR, R, NOX, "a PUT's body must arrive within this after its headers, else close")   \
     X("http-keepalive-timeout", DURATION, http_keepalive_timeout_ms, http_keepalive_timeout_ms,  \
       "60s", 100, CFG_DAY, R, NOX, "close an HTTP connection idle this long between requests")   \
     X("http-heartbeat", DURATION, http_heartbeat_ms, http_heartbeat_ms, "5s", 100, CFG_HOUR, R,  \

@@ -37,7 +37,7 @@
 #include "server/colo/segment.h"
 
 #define CH_MAGIC 0x736567616e68636bULL /* "kchanges" */
-#define CH_LAYOUT_VERSION 1
+#define CH_LAYOUT_VERSION 2
 #define CH_MASK (CHANGES_SLOTS - 1)
 
 _Static_assert((CHANGES_SLOTS & CH_MASK) == 0, "CHANGES_SLOTS is a power of two");
@@ -58,8 +58,14 @@ struct ch_rec {
     _Atomic uint64_t seq;         /* 2p+1 while position p is written, 2p+2 once done */
     _Atomic uint64_t hash;
     _Atomic uint64_t version;
-    uint64_t pad;
+    _Atomic uint64_t origin;
+    _Atomic uint32_t flags;
+    _Atomic uint32_t klen;
+    char key[CHANGES_KEY_MAX];    /* copied under the slot's seqlock; checked by seq after */
+    char pad[256 - 32 - 8 - CHANGES_KEY_MAX];
 };
+
+_Static_assert(sizeof(struct ch_rec) == 256, "a record is 256 bytes");
 
 struct changes {
     struct seg seg;
@@ -175,15 +181,22 @@ void changes_destroy(struct changes **p)
     *p = NULL;
 }
 
-void changes_note(struct changes *ch, uint64_t hash, hkv_stamp version)
+static void note(struct changes *ch, const char *key, size_t klen, uint64_t hash,
+                 hkv_stamp version, uint64_t origin, uint32_t flags)
 {
     if (ch == NULL || !ch->ok)
         return;
     uint64_t p = atomic_fetch_add_explicit(ch->head, 1, memory_order_acq_rel);
     struct ch_rec *r = &ch->ring[p & CH_MASK];
     atomic_store_explicit(&r->seq, 2 * p + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release); /* the odd seq before the bytes */
     atomic_store_explicit(&r->hash, hash, memory_order_release);
     atomic_store_explicit(&r->version, version, memory_order_release);
+    atomic_store_explicit(&r->origin, origin, memory_order_release);
+    atomic_store_explicit(&r->flags, flags, memory_order_release);
+    atomic_store_explicit(&r->klen, (uint32_t)klen, memory_order_release);
+    if (klen > 0)
+        memcpy(r->key, key, klen < CHANGES_KEY_MAX ? klen : CHANGES_KEY_MAX);
     atomic_store_explicit(&r->seq, 2 * p + 2, memory_order_release);
     atomic_thread_fence(memory_order_seq_cst);
     for (uint32_t i = 0; i < ch->nedges; i++) {
@@ -195,6 +208,28 @@ void changes_note(struct changes *ch, uint64_t hash, hkv_stamp version)
         ssize_t w = write(ch->fds[i], &one, sizeof(one));
         (void)w; /* EAGAIN: the counter is full, the edge is signalled anyway */
     }
+}
+
+void changes_note_key(struct changes *ch, const char *key, size_t klen, uint64_t hash,
+                      hkv_stamp version, uint64_t origin)
+{
+    note(ch, key, klen > UINT32_MAX ? UINT32_MAX : klen, hash, version, origin, 0);
+}
+
+void changes_note_fill(struct changes *ch, const char *key, size_t klen, uint64_t hash,
+                       hkv_stamp version)
+{
+    note(ch, key, klen > UINT32_MAX ? UINT32_MAX : klen, hash, version, 0, CHANGES_F_FILL);
+}
+
+void changes_note(struct changes *ch, uint64_t hash, hkv_stamp version)
+{
+    note(ch, NULL, 0, hash, version, 0, 0);
+}
+
+void changes_note_flush(struct changes *ch)
+{
+    note(ch, NULL, 0, 0, 0, 0, CHANGES_F_FLUSH);
 }
 
 int changes_fd(const struct changes *ch)
@@ -210,6 +245,13 @@ uint64_t changes_arm(struct changes *ch, int on)
     if (!on)
         return 0;
     atomic_thread_fence(memory_order_seq_cst);
+    return atomic_load_explicit(ch->head, memory_order_acquire);
+}
+
+uint64_t changes_head(const struct changes *ch)
+{
+    if (ch == NULL || !ch->ok)
+        return 0;
     return atomic_load_explicit(ch->head, memory_order_acquire);
 }
 
@@ -243,8 +285,18 @@ int changes_read(struct changes *ch, uint64_t *cursor, changes_fn fn, void *arg)
             }
             return CHANGES_PENDING;
         }
-        uint64_t h = atomic_load_explicit(&r->hash, memory_order_acquire);
-        uint64_t v = atomic_load_explicit(&r->version, memory_order_acquire);
+        char key[CHANGES_KEY_MAX];
+        struct change c = {
+            .hash = atomic_load_explicit(&r->hash, memory_order_acquire),
+            .version = atomic_load_explicit(&r->version, memory_order_acquire),
+            .origin = atomic_load_explicit(&r->origin, memory_order_acquire),
+            .flags = atomic_load_explicit(&r->flags, memory_order_acquire),
+            .klen = atomic_load_explicit(&r->klen, memory_order_acquire),
+            .key = key,
+        };
+        if (c.klen > 0)
+            memcpy(key, r->key, c.klen < CHANGES_KEY_MAX ? c.klen : CHANGES_KEY_MAX);
+        atomic_thread_fence(memory_order_acquire); /* the bytes before the second seq */
         uint64_t s2 = atomic_load_explicit(&r->seq, memory_order_acquire);
         uint64_t now = atomic_load_explicit(ch->head, memory_order_acquire);
         if (s2 != s1 || now - p > CHANGES_SLOTS) {
@@ -252,7 +304,7 @@ int changes_read(struct changes *ch, uint64_t *cursor, changes_fn fn, void *arg)
             return CHANGES_LOST;
         }
         *cursor = p + 1;
-        fn(arg, h, v);
+        fn(arg, &c);
     }
     return CHANGES_OK;
 }

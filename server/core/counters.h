@@ -57,7 +57,19 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(http_polls_woken, CTR_COUNTER, "Long polls answered because their key changed")         \
     X(http_polls_expired, CTR_COUNTER, "Long polls answered when their wait passed")          \
     X(http_polls_refused, CTR_COUNTER, "Long polls and watches refused (http-max-polls)")     \
-    X(http_wakeups, CTR_COUNTER, "Change-ring signals read (writes seen by held readers)")
+    X(http_wakeups, CTR_COUNTER, "Change-ring signals read (by held readers and trackers)")   \
+    X(tracking_clients, CTR_GAUGE, "Clients with CLIENT TRACKING on")                          \
+    X(tracking_total_keys, CTR_GAUGE, "Keys in the tracking tables")                           \
+    X(tracking_total_items, CTR_GAUGE, "(client, key) pairs in the tracking tables")           \
+    X(tracking_total_prefixes, CTR_GAUGE, "BCAST prefixes registered")                         \
+    X(tracking_invalidations, CTR_COUNTER, "Invalidation messages sent to tracking clients")   \
+    X(tracking_flushes, CTR_COUNTER, "Flush-everything invalidations sent (a gap, FLUSHALL)")  \
+    X(tracking_evicted_keys, CTR_COUNTER, "Keys invalidated to fit tracking-table-max-keys")   \
+    X(http_puts, CTR_COUNTER, "HTTP PUT /v1/kv requests run as writes")                      \
+    X(http_deletes, CTR_COUNTER, "HTTP DELETE /v1/kv requests run as writes")                \
+    X(http_precondition_failed, CTR_COUNTER, "HTTP writes answered 412 (If-Match, If-None-Match)") \
+    X(http_body_timeouts, CTR_COUNTER, "HTTP connections closed: a body not in http-body-timeout") \
+    X(http_bodies_too_large, CTR_COUNTER, "HTTP PUTs refused 413 (over proto-max-bulk-len)")
 
 /* The first fourteen are INFO's "# Owners" lines since before this list;
  * new fields go at the end, so INFO's existing lines keep their order. */

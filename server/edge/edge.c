@@ -28,6 +28,7 @@
 #include "server/edge/edge_cmd.h"
 #include "server/edge/edge_config.h"
 #include "server/edge/edge_conn.h"
+#include "server/edge/edge_feed.h"
 #include "server/edge/edge_flight.h"
 #include "server/edge/edge_health.h"
 #include "server/edge/edge_http.h"
@@ -40,6 +41,7 @@
 #include "server/edge/edge_registry.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_rl.h"
+#include "server/edge/edge_track.h"
 #include "server/edge/edge_tx.h"
 #include "server/edge/info_redis.h"
 #include "server/edge/edge_sess.h"
@@ -82,6 +84,7 @@ void edge_http_opts(const struct cfg *cfg, struct http_opts *o)
                               .max_polls = cfg->http_max_polls,
                               .poll_max_wait_ms = cfg->http_poll_max_wait_ms,
                               .header_timeout_ms = cfg->http_header_timeout_ms,
+                              .body_timeout_ms = cfg->http_body_timeout_ms,
                               .keepalive_timeout_ms = cfg->http_keepalive_timeout_ms,
                               .heartbeat_ms = cfg->http_heartbeat_ms,
                               .negative_ttl_ms = cfg->negative_ttl_ms};
@@ -159,6 +162,7 @@ static void on_closing(struct conn *c)
 {
     op_conn_gone(c);
     edge_tx_conn_gone(c);
+    edge_track_conn_gone(c);
     monitor_stop(c);
     clients_gone(c);
     client_gone(c);
@@ -362,6 +366,7 @@ static void on_reload(void *arg, const struct cfg *next)
     edge_http_opts(next, &ho);
     edge_http_reload(e, &ho);
     edge_rl_reload(e->rl, e, next); /* rate limits: new rules, same buckets */
+    edge_track_reload(e, next);
     struct edge_cache_opts ko;
     edge_cache_opts(next, &ko);
     edge_cache_reload(e, &ko);
@@ -420,7 +425,8 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     edge_rl_setup(e, ctx->cfg); /* the colo's rate limiter; never fails (it fails open) */
     if (clients_setup(e) != 0)
         log_warning("no memory for the clients board: this edge's clients are listed by it only");
-    struct owner_hooks oh = {.push = edge_cache_pushed, .drained = on_link_drained};
+    struct owner_hooks oh = {
+        .push = edge_cache_pushed, .drained = on_link_drained, .gap = edge_cache_push_gap};
     struct flights_opts fo;
     edge_flights_opts(ctx->cfg, &fo);
     struct op_opts oo;
@@ -431,7 +437,8 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     edge_http_opts(ctx->cfg, &ho);
     struct edge_cache_opts ko;
     edge_cache_opts(ctx->cfg, &ko);
-    if (edge_cache_setup(e, &ko) != 0 || op_setup(e, &oo) != 0 || forgets_setup(e) != 0 ||
+    if (edge_cache_setup(e, &ko) != 0 || edge_feed_setup(e) != 0 || edge_track_setup(e) != 0 ||
+        op_setup(e, &oo) != 0 || forgets_setup(e) != 0 ||
         owners_setup(e, &oh, &ow) != 0 || flights_setup(e, edge_read_answer, &fo) != 0 ||
         edge_health_setup(e, ctx->cfg->owner_probe_interval_ms) != 0 ||
         edge_http_setup(e, &ho) != 0) {
@@ -463,6 +470,8 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
 out:
     conns_close_all(e);
     edge_http_teardown(e);
+    edge_track_teardown(e);
+    edge_feed_teardown(e);
     for (size_t i = 0; i < e->nlisteners; i++)
         evconnlistener_free(e->listeners[i]);
     free(e->listeners);

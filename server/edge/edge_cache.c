@@ -234,7 +234,7 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
         if (rc == HKV_ETOOBIG)
             cache_count(e->cache->cache, CACHE_CTR_cache_not_cached_too_big, 1);
         if (rc == HKV_OK) /* a version a missed push never brought wakes its readers too */
-            changes_note(e->cache->changes, rt->hash, m->u.value.stamp);
+            changes_note_fill(e->cache->changes, key, klen, rt->hash, m->u.value.stamp);
     } else if (m->type == WIRE_NOTFOUND) {
         int64_t until;
         /* The owner's stamp for the absence (its tombstone's) orders this
@@ -257,7 +257,7 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
 
 void edge_cache_wrote(struct edge *e, const char *key, size_t klen, uint64_t hash,
                       const struct wire_slice *v, int64_t expire_at, hkv_stamp version,
-                      int64_t base_ms, int64_t now)
+                      int64_t base_ms, int64_t now, uint64_t origin)
 {
     if (e->cache->cache == NULL || version == 0)
         return;
@@ -272,7 +272,8 @@ void edge_cache_wrote(struct edge *e, const char *key, size_t klen, uint64_t has
     }
     if (!put)
         cache_invalidate(e->cache->cache, key, klen, hash, version, now + EDGE_FILL_HORIZON_MS, now);
-    changes_note(e->cache->changes, hash, version); /* wakes the key's readers in the colo */
+    /* wakes the key's readers and tells its trackers, in the colo */
+    changes_note_key(e->cache->changes, key, klen, hash, version, origin);
 }
 
 void edge_cache_doubt(struct edge *e, const char *key, size_t klen, uint64_t hash)
@@ -288,6 +289,17 @@ void edge_cache_doubt(struct edge *e, const char *key, size_t klen, uint64_t has
     buf_deinit(&v);
 }
 
+int edge_cache_unpushed(struct edge *e, const char *key, size_t klen, int64_t now)
+{
+    return !cst(e)->opts.owner_push || edge_push_gap(e, key, klen, now);
+}
+
+void edge_cache_push_gap(void *arg)
+{
+    struct owner_ref *o = arg;
+    changes_note_flush(o->e->cache->changes);
+}
+
 void edge_cache_pushed(void *arg, const struct wire_msg *m)
 {
     struct owner_ref *o = arg;
@@ -301,7 +313,7 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
         uint64_t h = router_hash(k.p, k.len);
         cache_invalidate(e->cache->cache, k.p, k.len, h, m->u.invalidate.stamp,
                          now + EDGE_FILL_HORIZON_MS, now);
-        changes_note(e->cache->changes, h, m->u.invalidate.stamp);
+        changes_note_key(e->cache->changes, k.p, k.len, h, m->u.invalidate.stamp, 0);
         return;
     }
     struct wire_slice k = m->u.push.key;
@@ -317,5 +329,5 @@ void edge_cache_pushed(void *arg, const struct wire_msg *m)
         rc = cache_invalidate(e->cache->cache, k.p, k.len, rt.hash, m->u.push.stamp,
                               now + EDGE_FILL_HORIZON_MS, now);
     if (rc != HKV_ESTALE) /* an older push changes nothing */
-        changes_note(e->cache->changes, rt.hash, m->u.push.stamp);
+        changes_note_key(e->cache->changes, k.p, k.len, rt.hash, m->u.push.stamp, 0);
 }

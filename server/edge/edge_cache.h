@@ -60,10 +60,12 @@ void edge_cache_fill(struct edge *e, const char *key, size_t klen, const struct 
  * known here) expiring at expire_at (unix ms, 0 none), else a tombstone.
  * base_ms: the write's first send (clock_mono_ms); now: when its answer
  * came in (op_answer_ms; earlier than now only shortens the keep).  hash:
- * the key's router_hash, as the write's route computed it. */
+ * the key's router_hash, as the write's route computed it.  origin: the
+ * writing client's id (0: gone), which the colo's change ring carries
+ * (CLIENT TRACKING's NOLOOP). */
 void edge_cache_wrote(struct edge *e, const char *key, size_t klen, uint64_t hash,
                       const struct wire_slice *v, int64_t expire_at, hkv_stamp version,
-                      int64_t base_ms, int64_t now);
+                      int64_t base_ms, int64_t now, uint64_t origin);
 /* A write of key was answered without a change (an error, "outcome
  * unknown", a no-op): the answer may come from a newer state of the key
  * than the colo holds (a write whose own answer is still on its way to
@@ -74,5 +76,13 @@ void edge_cache_wrote(struct edge *e, const char *key, size_t klen, uint64_t has
 void edge_cache_doubt(struct edge *e, const char *key, size_t klen, uint64_t hash);
 /* A push from an owner (the owners' push hook; arg is the owner_ref). */
 void edge_cache_pushed(void *arg, const struct wire_msg *m);
+/* 1 when a change of key may not be pushed to this colo now (owner-push
+ * off, or its owner's push link not up): CLIENT TRACKING then times the
+ * key out instead.  now: clock_mono_ms. */
+int edge_cache_unpushed(struct edge *e, const char *key, size_t klen, int64_t now);
+/* The owner_hooks gap hook: a push link of owner_ref arg broke or came back
+ * (pushes may have been missed): a FLUSH record in the colo's change ring,
+ * so that every tracking client of the colo empties its cache. */
+void edge_cache_push_gap(void *arg);
 
 #endif

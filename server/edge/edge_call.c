@@ -56,7 +56,8 @@ int edge_call_taken(struct op *op, struct oreq *r, const struct wire_msg *m)
     for (uint32_t i = 0; i < m->u.resp.nchanges; i++) {
         const struct wire_watch *ch = &m->u.resp.changes[i];
         edge_cache_wrote(op->e, ch->key.p, ch->key.len, router_hash(ch->key.p, ch->key.len),
-                         NULL, 0, ch->version, op->start_ms, op_answer_ms(op));
+                         NULL, 0, ch->version, op->start_ms, op_answer_ms(op),
+                         op->c ? op->c->id : 0);
     }
     return 0;
 }

@@ -17,6 +17,7 @@
 #include "server/edge/edge_subcmd.h"
 #include "server/edge/edge_sess.h"
 #include "server/edge/edge_op_int.h"
+#include "server/edge/edge_track.h"
 
 #define ERR_NAME "ERR Client names cannot contain spaces, newlines or special characters."
 
@@ -497,18 +498,6 @@ static void setinfo(struct conn *c, const struct resp_slice *argv)
     resp_add_simple(&c->out, "OK");
 }
 
-static void trackinginfo(struct conn *c)
-{
-    resp_add_map(&c->out, sess_of(c)->proto, 3);
-    resp_add_bulk_str(&c->out, "flags");
-    resp_add_set(&c->out, sess_of(c)->proto, 1);
-    resp_add_bulk_str(&c->out, "off");
-    resp_add_bulk_str(&c->out, "redirect");
-    resp_add_int(&c->out, -1);
-    resp_add_bulk_str(&c->out, "prefixes");
-    resp_add_array(&c->out, 0);
-}
-
 /* CLIENT UNBLOCK id [TIMEOUT|ERROR]: no hotkvd client ever blocks, so 0. */
 static void unblock(struct conn *c, int argc, const struct resp_slice *argv)
 {
@@ -570,9 +559,13 @@ void edge_cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
         else
             resp_add_error(&c->out, "ERR syntax error");
     } else if (edge_arg_is(sub, "getredir")) {
-        resp_add_int(&c->out, -1); /* no tracking */
+        edge_track_cmd_getredir(c);
     } else if (edge_arg_is(sub, "trackinginfo")) {
-        trackinginfo(c);
+        edge_track_cmd_trackinginfo(c);
+    } else if (edge_arg_is(sub, "tracking")) {
+        edge_track_cmd_tracking(c, argc, argv);
+    } else if (edge_arg_is(sub, "caching")) {
+        edge_track_cmd_caching(c, argc, argv);
     } else if (edge_arg_is(sub, "unblock")) {
         unblock(c, argc, argv);
     } else if (edge_arg_is(sub, "help")) {

@@ -29,6 +29,7 @@
 #include "server/edge/info.h"
 #include "server/edge/info_cluster.h"
 #include "server/edge/edge_sess.h"
+#include "server/edge/edge_track.h"
 
 void edge_cmd_ping(struct conn *c, int argc, const struct resp_slice *argv)
 {
@@ -149,6 +150,7 @@ void edge_cmd_reset(struct conn *c, int argc, const struct resp_slice *argv)
     sess_of(c)->proto = 2;
     sess_of(c)->meta = 0;
     monitor_stop(c);
+    edge_track_reset(c);
     client_set_name(c, &(struct resp_slice){"", 0});
     edge_auth_set_user(c, auth_initial_user(c->e->auth->users), 1); /* as Redis: logged out */
     clients_publish(c);

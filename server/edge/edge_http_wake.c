@@ -10,9 +10,9 @@
  * this file only turns the two halves' answers into a struct hres.
  *
  * Wakeups.  Long polls and watches are registered in a table by key hash.
- * The colo's change ring (server/colo/changes.h) is armed while the table is
- * not empty; its eventfd's signal makes this edge read the ring's new
- * records and hand each one to the readers of that hash only (their ops
+ * The colo's change ring (server/colo/changes.h, read through edge_feed.h)
+ * is wanted while the table is not empty; the feed hands each new record
+ * to the readers of that hash only (their ops
  * then check the version, and their key through the cache): a write of
  * another key wakes nobody.  When records were lost (the ring lapped us, or
  * a writer died inside one), every registered reader is re-checked once,
@@ -29,15 +29,13 @@
 #include <string.h>
 #include <strings.h>
 
-#include "server/colo/changes.h"
 #include "server/core/clock.h"
 #include "server/edge/edge_cache.h"
+#include "server/edge/edge_feed.h"
 #include "server/edge/edge_http_int.h"
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_sess.h"
-
-#define PENDING_MAX_MS 50 /* a record not finished by then: its writer died */
 
 static struct hreq **bucket(struct http_edge *he, uint64_t hash)
 {
@@ -64,9 +62,7 @@ static void unlink_from(struct hreq *r)
     r->hpprev = NULL;
 }
 
-/* ---- the change ring ------------------------------------------------------------ */
-
-static void scan(struct edge *e);
+/* ---- the change ring (through edge_feed.h) -------------------------------------- */
 
 /* Moves the readers of hash (all of them when all) into a batch, then puts
  * each back and tells it. */
@@ -95,81 +91,26 @@ static void wake(struct edge *e, uint64_t hash, hkv_stamp v, int all)
     }
 }
 
-static void on_record(void *arg, uint64_t hash, hkv_stamp version)
+static void on_changed(void *arg, const struct change *c)
 {
-    wake(arg, hash, version, 0);
+    wake(arg, c->hash, c->version, 0);
 }
 
-static void scan(struct edge *e)
+static void on_lost(void *arg)
 {
-    struct http_edge *he = e->http;
-    for (int round = 0; round < 4; round++) {
-        int rc = changes_read(e->cache->changes, &he->cursor, on_record, e);
-        if (rc == CHANGES_OK) {
-            he->pending_since = 0;
-            return;
-        }
-        if (rc == CHANGES_LOST) {
-            wake(e, 0, 0, 1);
-            continue;
-        }
-        int64_t now = clock_mono_ms();
-        if (he->pending_since == 0 || he->pending_at != he->cursor) {
-            he->pending_at = he->cursor;
-            he->pending_since = now;
-        } else if (now - he->pending_since >= PENDING_MAX_MS) {
-            changes_skip(e->cache->changes, &he->cursor); /* its writer died inside it */
-            he->pending_since = 0;
-            wake(e, 0, 0, 1);
-            continue;
-        }
-        struct timeval tv = {0, PENDING_MAX_MS * 1000};
-        evtimer_add(he->retry, &tv);
-        return;
-    }
-    event_active(he->signal, EV_READ, 1); /* more than a few rounds: go on next turn */
-}
-
-static void on_signal(evutil_socket_t fd, short what, void *arg)
-{
-    struct edge *e = arg;
-    board_add(&e->stats->http_wakeups, 1);
-    changes_ack(e->cache->changes);
-    if (e->http->armed)
-        scan(e);
-}
-
-static void on_retry(evutil_socket_t fd, short what, void *arg)
-{
-    struct edge *e = arg;
-    if (e->http->armed)
-        scan(e);
+    wake(arg, 0, 0, 1);
 }
 
 int edge_http_wake_setup(struct edge *e)
 {
-    struct http_edge *he = e->http;
-    he->retry = evtimer_new(e->base, on_retry, e);
-    if (he->retry == NULL)
-        return -1;
-    int fd = changes_fd(e->cache->changes);
-    if (fd < 0)
-        return 0; /* no ring: held readers wake at their deadlines */
-    he->signal = event_new(e->base, fd, EV_READ | EV_PERSIST, on_signal, e);
-    if (he->signal == NULL || event_add(he->signal, NULL) != 0)
-        return -1;
+    static const struct feed_hooks hooks = {.changed = on_changed, .lost = on_lost};
+    edge_feed_join(e, FEED_HTTP, &hooks, e);
     return 0;
 }
 
 void edge_http_wake_teardown(struct edge *e)
 {
-    struct http_edge *he = e->http;
-    if (he->signal != NULL)
-        event_free(he->signal);
-    if (he->retry != NULL)
-        event_free(he->retry);
-    he->signal = he->retry = NULL;
-    changes_arm(e->cache->changes, 0);
+    edge_feed_want(e, FEED_HTTP, 0);
 }
 
 void hreq_register(struct hreq *r)
@@ -179,14 +120,8 @@ void hreq_register(struct hreq *r)
     if (r->hpprev != NULL)
         return;
     link_into(bucket(he, r->hash), r);
-    if (he->nregistered++ == 0 && he->signal != NULL) {
-        /* Armed first, then the ring read from where this edge left it: a
-         * change between this reader's read and now is either signalled or
-         * already in the ring (at worst every reader is re-checked once). */
-        changes_arm(e->cache->changes, 1);
-        he->armed = 1;
-        event_active(he->signal, EV_READ, 1);
-    }
+    if (he->nregistered++ == 0)
+        edge_feed_want(e, FEED_HTTP, 1); /* reads back past this reader's own read */
 }
 
 static void unregister(struct hreq *r)
@@ -196,10 +131,8 @@ static void unregister(struct hreq *r)
     if (r->hpprev == NULL)
         return;
     unlink_from(r);
-    if (--he->nregistered == 0 && he->armed) {
-        changes_arm(e->cache->changes, 0);
-        he->armed = 0;
-    }
+    if (--he->nregistered == 0)
+        edge_feed_want(e, FEED_HTTP, 0);
 }
 
 /* ---- a reader's life ---------------------------------------------------------------- */

@@ -21,6 +21,7 @@
  *   edge_auth, edge_rl              the auth gate; the rate gate
  *   edge_owners, edge_diag          owners, routing, links, STATS; the failed-write report
  *   edge_cache, edge_render         what goes into the colo cache; one-key reads' replies
+ *   edge_feed                       this edge's reader of the colo's change ring
  *   edge_op, edge_op_send           the op engine (families: encode, answer, done)
  *   edge_flight                     single-flight fetches (answers through a callback)
  *   edge_read, edge_mread,
@@ -33,6 +34,8 @@
  *   edge_cmd, edge_client,
  *   edge_config                     INFO (# HTTP from the scoreboard only); the connection
  *                                   and server commands; CLIENT; CONFIG
+ *   edge_track                      CLIENT TRACKING: what tracking clients read,
+ *                                   invalidations from the feed
  *   edge_tx, edge_exec              MULTI/WATCH state and the queue; EXEC
  *   edge_http_reply, edge_http_wake,
  *   edge_http_kv, edge_http_watch,
@@ -60,7 +63,9 @@ struct edge_auth;
 struct edge_cache;
 struct edge_clients;
 struct edge_conns;
+struct edge_feed;
 struct edge_forgets;
+struct edge_track;
 struct edge_monitor;
 struct edge_ops;
 struct edge_owners;
@@ -137,7 +142,9 @@ struct edge {
     struct edge_ops *ops;         /* the op engine (edge_op.c) */
     struct flights *flights;      /* single-flight fetches (edge_flight.c) */
     struct ehealth *health;       /* owners marked silent in the colo (edge_health.c) */
+    struct edge_feed *feed;       /* the colo change ring's reader (edge_feed.c) */
     struct edge_forgets *forgets; /* FLUSHALL's cache forgets (edge_keyspace.c) */
+    struct edge_track *track;     /* CLIENT TRACKING (edge_track.c); NULL until first used */
     struct http_edge *http;       /* the HTTP front door (edge_http*.c); NULL: no HTTP port */
 };
 

@@ -109,6 +109,8 @@ static void hello_cb(void *arg, int status, const struct wire_msg *m)
         l->owners[l->conn % 8].conn = l->conn;
         l->owners[l->conn % 8].inc = m->u.hello_ok.incarnation;
         l->backoff_ms = ELINK_BACKOFF_MIN_MS;
+        if (l->gap != NULL)
+            l->gap(l->push_arg); /* writes made while no connection carried pushes */
         if (l->logged_down)
             log_notice("owner link %s is up again", l->name);
         l->logged_down = 0;
@@ -149,6 +151,8 @@ static void fail_range(struct elink *l, uint64_t end, int status)
 
 static void link_break(struct elink *l, const char *why)
 {
+    if (l->state == LINK_UP && l->gap != NULL)
+        l->gap(l->push_arg); /* pushes in flight are lost with the connection */
     if (l->state != LINK_DOWN) {
         if (!l->logged_down)
             log_warning("owner link %s broken: %s; reconnecting", l->name, why);

@@ -78,6 +78,8 @@ struct elink_opts {
     void *drained_arg;
     elink_push_fn push;       /* push links: what to do with a push */
     void *push_arg;
+    void (*gap)(void *push_arg); /* push links: a connection that carried pushes broke, or a
+                               * new one was greeted: pushes may have been missed */
 };
 
 /* A link that starts connecting at once.  NULL on allocation failure (or a

@@ -48,6 +48,7 @@ struct elink {
     void *drained_arg;
     elink_push_fn push;
     void *push_arg;
+    void (*gap)(void *push_arg);
 
     enum link_state state;
     int fd;

@@ -53,6 +53,7 @@ struct elink *elink_create(struct event_base *base, const struct elink_opts *o)
     l->drained_arg = o->drained_arg;
     l->push = o->push;
     l->push_arg = o->push_arg;
+    l->gap = o->gap;
     l->backoff_ms = ELINK_BACKOFF_MIN_MS;
     l->ring = calloc(RING_MIN, sizeof(*l->ring));
     l->mask = RING_MIN - 1;

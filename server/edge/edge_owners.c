@@ -39,6 +39,7 @@ struct owners_state {
     struct ssl_ctx_st *cluster_tls; /* a cluster: the client context of links to other
                                      * hosts (NULL: none can be made) */
     elink_push_fn link_push;      /* what links call up (owners_setup's hooks) */
+    void (*link_gap)(void *arg);
     elink_drained_fn link_drained;
     struct event *stats_poll;     /* 1 s: STATS of every owner, for INFO */
     int64_t push_checked_ms;      /* edge_push_gap: when every push link was last looked at */
@@ -279,6 +280,7 @@ static int make_links(struct owner_ref *o)
         .edge_id = ost(e)->writer, .incarnation = ost(e)->incarnation, .colo = e->ectx->colo_name,
         .timeout_ms = oo->write_timeout_ms, .max_frame = (size_t)oo->max_frame,
         .drained = ost(e)->link_drained, .drained_arg = e, .push = ost(e)->link_push,
+
         .push_arg = o,
     };
     if (o->number == 0) {
@@ -301,6 +303,7 @@ static int make_links(struct owner_ref *o)
                      roles[role]);
         lo.name = name;
         lo.role = (uint8_t)role;
+        lo.gap = role == WIRE_ROLE_PUSH ? ost(e)->link_gap : NULL;
         o->link[role] = elink_create(e->base, &lo);
         if (o->link[role] == NULL)
             return -1;
@@ -378,6 +381,7 @@ int owners_setup(struct edge *e, const struct owner_hooks *hooks, const struct o
             ost(e)->incarnation = ((uint64_t)getpid() << 32) ^ (uint64_t)clock_unix_ms();
     ost(e)->writer = writer;
     ost(e)->link_push = hooks->push;
+    ost(e)->link_gap = hooks->gap;
     ost(e)->link_drained = hooks->drained;
     e->owners->router = router_create(cfg);
     e->owners->n = opts->hot_owners + opts->cold_owners;

@@ -83,6 +83,7 @@ struct owners_opts {
 struct owner_hooks {
     elink_push_fn push;           /* a push link's PUSH / INVALIDATE; arg is the owner_ref */
     elink_drained_fn drained;     /* a congested link drained; arg is the edge */
+    void (*gap)(void *arg);       /* a push link may have missed pushes; arg is the owner_ref */
 };
 
 /* e->owners: the router, this process's incarnation and the owners (links connecting at once on a

@@ -42,6 +42,7 @@
 #include "server/edge/edge_ver.h"
 #include "server/edge/edge_write.h"
 #include "server/edge/edge_sess.h"
+#include "server/edge/edge_track.h"
 
 #define ROW(ID, handler, family) [CMD_##ID] = {handler, EDGE_FAM_##family},
 
@@ -234,6 +235,10 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
     }
     if (monitor_on(c->e))
         monitor_feed(c, argc, argv, admin);
+    /* A tracking client: invalidations due go out first, and the keys it
+     * reads are remembered before the read runs (edge_track.h). */
+    if (sess_of(c)->track != NULL)
+        edge_track_before(c, d, argc, argv);
     /* Inside MULTI a command is queued instead (edge_tx.h). */
     if (sess_of(c)->tx != NULL && edge_tx_queue(c, d, argc, argv))
         return;

@@ -24,6 +24,7 @@
 #include "server/edge/edge_conn.h"
 
 struct edge_tx;
+struct track_sess;
 struct http_sess;
 struct op;
 
@@ -61,6 +62,10 @@ struct sess {
     uint32_t writes_inflight;     /* its write ops not finished */
     uint64_t last_write_place;    /* its last write's first key (WAIT: whose followers) */
     uint8_t last_write_pool, wrote; /* ... its pool; a write was made */
+    /* CLIENT TRACKING (edge_track.c) */
+    struct track_sess *track;     /* NULL: never tracked */
+    uint8_t track_dirty;          /* invalidations written: flushed this turn */
+    uint8_t track_target;         /* some tracking client redirects to it */
     /* MULTI and WATCH (edge_tx.c) */
     struct edge_tx *tx;           /* NULL until used */
     int watching;                 /* it WATCHes keys: its reads ask the owner */

@@ -7,7 +7,7 @@
 #include <strings.h>
 
 const struct edge_subcmd edge_subcmds[] = {
-    {CMD_CLIENT, "caching", "client|caching", 3, 0, 0},
+    {CMD_CLIENT, "caching", "client|caching", 3, 1, 0},
     {CMD_CLIENT, "getname", "client|getname", 2, 1, 0},
     {CMD_CLIENT, "getredir", "client|getredir", 2, 1, 0},
     {CMD_CLIENT, "help", "client|help", 2, 1, 0},
@@ -19,7 +19,7 @@ const struct edge_subcmd edge_subcmds[] = {
     {CMD_CLIENT, "pause", "client|pause", -3, 0, 1},
     {CMD_CLIENT, "reply", "client|reply", 3, 1, 0},
     {CMD_CLIENT, "setname", "client|setname", 3, 1, 0},
-    {CMD_CLIENT, "tracking", "client|tracking", -3, 0, 0},
+    {CMD_CLIENT, "tracking", "client|tracking", -3, 1, 0},
     {CMD_CLIENT, "trackinginfo", "client|trackinginfo", 2, 1, 0},
     {CMD_CLIENT, "unblock", "client|unblock", -3, 1, 1},
     {CMD_CLIENT, "unpause", "client|unpause", 2, 0, 1},

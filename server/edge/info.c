@@ -92,9 +92,11 @@ static void sec_clients(struct hkv_buf *b, struct edge *e)
                "connected_clients:%llu\r\n"
                "edge_connected_clients:%llu\r\n"
                "maxclients:%lld\r\n"
+               "tracking_clients:%llu\r\n"
                "\r\n",
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, connected_clients)),
-               (unsigned long long)e->conns->n, (long long)edge_config(e)->maxclients);
+               (unsigned long long)e->conns->n, (long long)edge_config(e)->maxclients,
+               (unsigned long long)sum_edges(e, offsetof(struct board_slot, tracking_clients)));
 }
 
 static void sec_stats(struct hkv_buf *b, struct edge *e)
@@ -112,6 +114,12 @@ static void sec_stats(struct hkv_buf *b, struct edge *e)
     buf_printf(b, "expired_keys:%lld\r\nevicted_keys:0\r\n", (long long)expired);
     buf_printf(b, "tls_connections:%llu\r\n",
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, tls_connections)));
+    buf_printf(b, "tracking_total_keys:%llu\r\ntracking_total_items:%llu\r\n"
+               "tracking_total_prefixes:%llu\r\n",
+               (unsigned long long)sum_edges(e, offsetof(struct board_slot, tracking_total_keys)),
+               (unsigned long long)sum_edges(e, offsetof(struct board_slot, tracking_total_items)),
+               (unsigned long long)sum_edges(e,
+                                             offsetof(struct board_slot, tracking_total_prefixes)));
     buf_printf(b, "instantaneous_ops_per_sec:%llu\r\n\r\n",
                (unsigned long long)e->ops_rate.per_sec);
 }

@@ -6,11 +6,14 @@
  * them (cache_forget_below) and answers CTL_CACHE_FORGOTTEN.  The floors are
  * plain atomics in shared memory, so they are in force for every edge of
  * every colo before the answer leaves: nothing waits on any other process,
- * and one message is answered by one message, in order.
+ * and one message is answered by one message, in order.  Each colo's change
+ * ring gets a FLUSH record too (CLIENT TRACKING: "FLUSHALL invalidates
+ * all").
  */
 #include <event2/buffer.h>
 
 #include "server/colo/cache.h"
+#include "server/colo/changes.h"
 #include "server/core/ctl.h"
 #include "server/core/log.h"
 #include "server/master/master_int.h"
@@ -29,6 +32,10 @@ void master_cache_forget(struct child *c, const char *payload, size_t len)
         for (int k = 0; k < m->ncolos; k++)
             cache_forget_below(m->caches[k], floor);
     }
+    /* Tracking clients of every colo flush what they hold (before the
+     * answer: the FLUSHALL's OK follows it). */
+    for (int k = 0; m->changes != NULL && k < m->ncolos; k++)
+        changes_note_flush(m->changes[k]);
     log_verbose("FLUSHALL: %zu owners' older versions forgotten in %d colo caches", n,
                 m->ncolos);
     if (c->ctl != NULL)

@@ -6,8 +6,8 @@
  * wakes on a write applied by any other.  Kept apart from master_boot.c so
  * the front door is one call in the boot and one in each child's start.
  *
- * Nothing is made while both ports are 0: edges then get no HTTP socket and
- * no ring, and the cache's writers note no change (changes_note(NULL)).
+ * The rings are made whether or not HTTP is on: CLIENT TRACKING reads them
+ * too.  While both ports are 0 edges get no HTTP socket.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,14 +35,20 @@ static int listen_port(struct master *m, int port, char *err, size_t len)
 int master_http_boot(struct master *m, char *err, size_t len)
 {
     const struct cfg *cfg = m->cfg;
-    if (cfg->http_port == 0 && cfg->https_port == 0)
-        return 0;
     m->http_fds = calloc(cfg->nbind * 2, sizeof(int));
     m->changes = calloc((size_t)cfg->colos, sizeof(*m->changes));
     if (m->http_fds == NULL || m->changes == NULL) {
         snprintf(err, len, "out of memory");
         return -1;
     }
+    /* The rings serve CLIENT TRACKING too: made whether or not HTTP is on. */
+    for (int k = 0; k < cfg->colos; k++)
+        if (changes_create((uint32_t)cfg->edge_workers, &m->changes[k]) != HKV_OK) {
+            snprintf(err, len, "colo %d: change ring: %s", k, strerror(errno));
+            return -1;
+        }
+    if (cfg->http_port == 0 && cfg->https_port == 0)
+        return 0;
     if (cfg->http_port != 0 && listen_port(m, cfg->http_port, err, len) != 0)
         return -1;
     if (cfg->https_port != 0) {
@@ -56,11 +62,6 @@ int master_http_boot(struct master *m, char *err, size_t len)
             return -1;
         m->nhttps = m->nhttp - before;
     }
-    for (int k = 0; k < cfg->colos; k++)
-        if (changes_create((uint32_t)cfg->edge_workers, &m->changes[k]) != HKV_OK) {
-            snprintf(err, len, "colo %d: change ring: %s", k, strerror(errno));
-            return -1;
-        }
     return 0;
 }
 

@@ -528,7 +528,7 @@ design("CONFIG GET tls-protocols prints the versions hotkvd accepts by default (
 NOT_IMPLEMENTED = {
     # asked for by issue 13
     "bitmap": "BITOP BITFIELD BITFIELD_RO",
-    "CLIENT subcommands": "PAUSE UNPAUSE REPLY TRACKING CACHING (refused: 'not supported')",
+    "CLIENT subcommands": "PAUSE UNPAUSE REPLY (refused: 'not supported')",
     "COMMAND subcommands": "GETKEYSANDFLAGS (refused: 'not supported')",
     # not in issue 13
     "keyspace, not asked for": "DUMP RESTORE MIGRATE MOVE SWAPDB SORT SORT_RO",
@@ -542,7 +542,7 @@ NOT_IMPLEMENTED = {
 # Redis takes its timeout to give it).
 IMPLEMENTED_NOT_GENERATED = {
     "server": "WAIT MONITOR",
-    "CLIENT subcommands": "KILL NO-EVICT TRACKINGINFO GETREDIR UNBLOCK HELP",
+    "CLIENT subcommands": "KILL NO-EVICT TRACKING CACHING TRACKINGINFO GETREDIR UNBLOCK HELP",
     "COMMAND subcommands": "GETKEYS LIST HELP",
     "CONFIG subcommands": "HELP",
 }

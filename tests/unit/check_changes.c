@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,12 +23,12 @@ struct seen {
     int n;
 };
 
-static void collect(void *arg, uint64_t hash, hkv_stamp version)
+static void collect(void *arg, const struct change *c)
 {
     struct seen *s = arg;
     if (s->n < (int)(sizeof(s->hash) / sizeof(s->hash[0]))) {
-        s->hash[s->n] = hash;
-        s->v[s->n] = version;
+        s->hash[s->n] = c->hash;
+        s->v[s->n] = c->version;
     }
     s->n++;
 }
@@ -170,6 +171,49 @@ START_TEST(a_write_in_another_process_of_the_colo_signals_the_edge)
 }
 END_TEST
 
+struct recs {
+    struct change c[4];
+    char key[4][CHANGES_KEY_MAX];
+    int n;
+};
+
+static void keep(void *arg, const struct change *c)
+{
+    struct recs *r = arg;
+    if (r->n < 4) {
+        r->c[r->n] = *c;
+        memcpy(r->key[r->n], c->key, c->klen < CHANGES_KEY_MAX ? c->klen : CHANGES_KEY_MAX);
+        r->c[r->n].key = r->key[r->n];
+    }
+    r->n++;
+}
+
+START_TEST(records_carry_the_key_its_writer_and_their_kind)
+{
+    struct changes *ch = edge0();
+    uint64_t cur = changes_arm(ch, 1);
+    char longkey[300];
+    memset(longkey, 'k', sizeof(longkey));
+    changes_note_key(ch, "user:1", 6, 11, 101, 42);
+    changes_note_key(ch, longkey, sizeof(longkey), 12, 102, 0);
+    changes_note_fill(ch, "f", 1, 13, 103);
+    changes_note_flush(ch);
+    static struct recs r;
+    r.n = 0;
+    ck_assert_int_eq(changes_read(ch, &cur, keep, &r), CHANGES_OK);
+    ck_assert_int_eq(r.n, 4);
+    ck_assert(r.c[0].klen == 6 && memcmp(r.c[0].key, "user:1", 6) == 0);
+    ck_assert_uint_eq(r.c[0].origin, 42);
+    ck_assert_uint_eq(r.c[0].flags, 0);
+    ck_assert_uint_eq(r.c[1].klen, sizeof(longkey)); /* the whole length, the first bytes */
+    ck_assert(memcmp(r.c[1].key, longkey, CHANGES_KEY_MAX) == 0);
+    ck_assert_uint_eq(r.c[2].flags, CHANGES_F_FILL);
+    ck_assert_uint_eq(r.c[2].version, 103);
+    ck_assert_uint_eq(r.c[3].flags, CHANGES_F_FLUSH);
+    changes_destroy(&ch);
+}
+END_TEST
+
 START_TEST(bad_arguments_and_a_null_ring_are_harmless)
 {
     struct changes *ch = NULL;
@@ -193,6 +237,7 @@ Suite *changes_suite(void)
     TCase *tc = tcase_create("ring");
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, records_come_back_in_order);
+    tcase_add_test(tc, records_carry_the_key_its_writer_and_their_kind);
     tcase_add_test(tc, a_reader_lapped_by_the_ring_is_told_it_lost_records);
     tcase_add_test(tc, a_half_written_record_stops_the_reader_until_skipped);
     suite_add_tcase(s, tc);

@@ -155,7 +155,7 @@ static void setup(void)
     char path[TOPO_PATH_MAX];
     topo_owner_socket(cfg, CFG_POOL_COLD, 0, path, sizeof(path));
     fo_start(&T.fo, T.base, path, 0, on_request);
-    struct owner_hooks oh = {NULL, NULL};
+    struct owner_hooks oh = {0};
     struct owners_opts ow;
     edge_owners_opts(cfg, &ow);
     ck_assert_int_eq(owners_setup(&T.e, &oh, &ow), 0);

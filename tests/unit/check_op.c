@@ -294,7 +294,7 @@ static void setup(void)
     struct op_opts oo;
     edge_op_opts(cfg, &oo);
     ck_assert_int_eq(op_setup(&T.e, &oo), 0);
-    struct owner_hooks oh = {NULL, NULL};
+    struct owner_hooks oh = {0};
     struct owners_opts ow;
     edge_owners_opts(cfg, &ow);
     ck_assert_int_eq(owners_setup(&T.e, &oh, &ow), 0);

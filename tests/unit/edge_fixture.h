@@ -40,6 +40,7 @@
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_client.h"
 #include "server/edge/edge_conn.h"
+#include "server/edge/edge_feed.h"
 #include "server/edge/edge_flight.h"
 #include "server/edge/edge_health.h"
 #include "server/edge/edge_http.h"
@@ -51,6 +52,7 @@
 #include "server/edge/edge_registry.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_rl.h"
+#include "server/edge/edge_track.h"
 #include "server/edge/edge_sess.h"
 #include "server/edge/edge_keyspace.h"
 #include "server/edge/edge_tx.h"
@@ -207,6 +209,8 @@ static inline void ef_setup(int nowners, fo_request_fn on_request, void (*tweak)
     edge_cache_opts(cfg, &ko);
     ck_assert_int_eq(edge_cache_setup(&F.e, &ko), 0);
     ck_assert_ptr_nonnull(F.e.cache);
+    ck_assert_int_eq(edge_feed_setup(&F.e), 0);
+    ck_assert_int_eq(edge_track_setup(&F.e), 0);
     ck_assert_int_eq(op_setup(&F.e, &oo), 0);
     ck_assert_int_eq(forgets_setup(&F.e), 0);
     ck_assert_int_eq(owners_setup(&F.e, &oh, &ow), 0);
@@ -223,6 +227,8 @@ static inline void ef_teardown(void)
         if (F.fds[i] >= 0)
             close(F.fds[i]);
     edge_http_teardown(&F.e);
+    edge_track_teardown(&F.e);
+    edge_feed_teardown(&F.e);
     flights_teardown(&F.e);
     op_teardown(&F.e.ops);
     forgets_teardown(&F.e.forgets);

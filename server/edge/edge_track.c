@@ -1,0 +1,545 @@
+/*
+ * edge_track.c - CLIENT TRACKING's table and invalidations (edge_track.h).
+ *
+ * The table: keys by hash in a chained table that doubles as it fills; each
+ * key holds its (client, key) pairs in a list, and each client its pairs in
+ * another, so an invalidation costs the key's clients and a client's close
+ * costs its own keys (Redis forgets lazily by client id instead; a pair
+ * here is unlinked at once, so no dead id is ever looked up).
+ *
+ * Sending.  Bytes go to the target with slot_tail_out (after what it is
+ * owed) and the target is marked; one deferred event per loop turn flushes
+ * the marked connections, because a flush may close a connection and the
+ * callers are in the middle of the feed or a dispatch.
+ */
+#include "server/edge/edge_track.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/core/clock.h"
+#include "server/core/router.h"
+#include "server/edge/edge_cache.h"
+#include "server/edge/edge_feed.h"
+#include "server/edge/edge_owners.h"
+#include "server/edge/edge_reply.h"
+#include "server/edge/edge_sess.h"
+#include "server/edge/edge_track_int.h"
+
+/* ---- the table ------------------------------------------------------------------ */
+
+/* INFO's gauges and counters (the scoreboard sums the edges). */
+void track_publish(struct edge_track *t)
+{
+    struct board_slot *b = t->e->stats;
+    atomic_store_explicit(&b->tracking_clients, t->nsessions, memory_order_relaxed);
+    atomic_store_explicit(&b->tracking_total_keys, t->nkeys, memory_order_relaxed);
+    atomic_store_explicit(&b->tracking_total_items, t->nitems, memory_order_relaxed);
+    atomic_store_explicit(&b->tracking_total_prefixes, t->nprefixes, memory_order_relaxed);
+    atomic_store_explicit(&b->tracking_invalidations, t->invalidations, memory_order_relaxed);
+    atomic_store_explicit(&b->tracking_flushes, t->flushes, memory_order_relaxed);
+    atomic_store_explicit(&b->tracking_evicted_keys, t->evicted, memory_order_relaxed);
+}
+
+static struct tkey **bucket(struct edge_track *t, uint64_t hash)
+{
+    return &t->table[hash & (t->nbuckets - 1)];
+}
+
+static struct tkey *key_find(struct edge_track *t, const char *key, size_t klen, uint64_t hash)
+{
+    for (struct tkey *k = *bucket(t, hash); k != NULL; k = k->bnext)
+        if (k->hash == hash && k->klen == klen && memcmp(k->key, key, klen) == 0)
+            return k;
+    return NULL;
+}
+
+static void grow(struct edge_track *t)
+{
+    size_t n = t->nbuckets * 2;
+    struct tkey **nt = calloc(n, sizeof(*nt));
+    if (nt == NULL)
+        return; /* chains grow longer instead */
+    for (size_t b = 0; b < t->nbuckets; b++) {
+        struct tkey *k = t->table[b];
+        while (k != NULL) {
+            struct tkey *next = k->bnext;
+            k->bnext = nt[k->hash & (n - 1)];
+            nt[k->hash & (n - 1)] = k;
+            k = next;
+        }
+    }
+    free(t->table);
+    t->table = nt;
+    t->nbuckets = n;
+}
+
+static void pair_unlink(struct edge_track *t, struct tpair *p)
+{
+    *p->kprev = p->knext;
+    if (p->knext != NULL)
+        p->knext->kprev = p->kprev;
+    *p->cprev = p->cnext;
+    if (p->cnext != NULL)
+        p->cnext->cprev = p->cprev;
+    t->nitems--;
+    free(p);
+}
+
+static void key_free(struct edge_track *t, struct tkey *k)
+{
+    while (k->pairs != NULL)
+        pair_unlink(t, k->pairs);
+    struct tkey **pp = bucket(t, k->hash);
+    while (*pp != k)
+        pp = &(*pp)->bnext;
+    *pp = k->bnext;
+    t->nkeys--;
+    free(k);
+}
+
+/* Remembers that s read key; 0, or -1 out of memory (then the client is
+ * sent a flush: it may cache what it cannot be told about). */
+static int remember(struct edge_track *t, struct track_sess *s, const char *key, size_t klen)
+{
+    uint64_t hash = router_hash(key, klen);
+    struct tkey *k = key_find(t, key, klen, hash);
+    if (k == NULL) {
+        if ((k = malloc(sizeof(*k) + klen)) == NULL)
+            return -1;
+        k->hash = hash;
+        k->klen = (uint32_t)klen;
+        k->pairs = NULL;
+        memcpy(k->key, key, klen);
+        k->bnext = *bucket(t, hash);
+        *bucket(t, hash) = k;
+        if (++t->nkeys > t->nbuckets)
+            grow(t);
+    }
+    for (struct tpair *p = k->pairs; p != NULL; p = p->knext)
+        if (p->s == s)
+            return 0;
+    struct tpair *p = malloc(sizeof(*p));
+    if (p == NULL)
+        return -1;
+    p->k = k;
+    p->s = s;
+    p->knext = k->pairs;
+    if (k->pairs != NULL)
+        k->pairs->kprev = &p->knext;
+    k->pairs = p;
+    p->kprev = &k->pairs;
+    p->cnext = s->pairs;
+    if (s->pairs != NULL)
+        s->pairs->cprev = &p->cnext;
+    s->pairs = p;
+    p->cprev = &s->pairs;
+    t->nitems++;
+    return 0;
+}
+
+/* ---- sending -------------------------------------------------------------------- */
+
+static void mark(struct edge_track *t, struct conn *c)
+{
+    if (!sess_of(c)->track_dirty) {
+        sess_of(c)->track_dirty = 1;
+        t->ndirty++;
+        event_active(t->flush, EV_TIMEOUT, 1);
+    }
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    struct edge *e = arg;
+    struct edge_track *t = e->track;
+    struct conn *c = e->conns->list;
+    while (c != NULL && t->ndirty > 0) {
+        struct conn *next = c->next;
+        if (sess_of(c)->track_dirty) {
+            sess_of(c)->track_dirty = 0;
+            t->ndirty--;
+            conn_flush(c); /* past its output limits it is closed */
+        }
+        c = next;
+    }
+    t->ndirty = 0;
+    track_publish(t);
+}
+
+/* Where s's invalidations go: itself (RESP3), its redirect target (on this
+ * edge), or nowhere (RESP2 without a redirect, as in Redis; or a target
+ * gone: "tracking-redir-broken" once, to a RESP3 client). */
+static struct conn *target_of(struct edge_track *t, struct track_sess *s)
+{
+    if (s->redirect == 0)
+        return sess_of(s->c)->proto >= 3 ? s->c : NULL;
+    if (s->redir != NULL)
+        return s->redir;
+    if (!s->broken) {
+        s->broken = 1;
+        if (sess_of(s->c)->proto >= 3) {
+            struct rslot *sl;
+            struct hkv_buf *o = slot_tail_out(s->c, &sl);
+            if (o != NULL) {
+                static const char head[] = ">2\r\n$21\r\ntracking-redir-broken\r\n";
+                buf_append(o, head, sizeof(head) - 1);
+                resp_add_int(o, (int64_t)s->redirect);
+                if (sl != NULL)
+                    slot_note(s->c, sl);
+                mark(t, s->c);
+            }
+        }
+    }
+    return NULL;
+}
+
+#define PUSH_HEAD ">2\r\n$10\r\ninvalidate\r\n"
+#define MESSAGE_HEAD "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"
+
+/* Sends dst the invalidation whose payload (an encoded RESP value: an
+ * array of keys, or a null for "everything") is p[0..n). */
+static void send_raw(struct edge_track *t, struct conn *dst, const char *p, size_t n, int flush)
+{
+    struct rslot *sl;
+    struct hkv_buf *o = slot_tail_out(dst, &sl);
+    if (o == NULL)
+        return;
+    if (sess_of(dst)->proto >= 3)
+        buf_append(o, PUSH_HEAD, sizeof(PUSH_HEAD) - 1);
+    else
+        buf_append(o, MESSAGE_HEAD, sizeof(MESSAGE_HEAD) - 1);
+    if (flush && sess_of(dst)->proto >= 3)
+        buf_append(o, "_\r\n", 3);
+    else if (flush)
+        buf_append(o, "$-1\r\n", 5);
+    else
+        buf_append(o, p, n);
+    if (sl != NULL)
+        slot_note(dst, sl);
+    mark(t, dst);
+    if (flush)
+        t->flushes++;
+    else
+        t->invalidations++;
+}
+
+void track_send_key(struct edge_track *t, struct track_sess *s, const char *key, size_t klen)
+{
+    struct conn *dst = target_of(t, s);
+    if (dst == NULL)
+        return;
+    s->flushed = 0;
+    struct hkv_buf *b = &t->scratch;
+    buf_reset(b);
+    resp_add_array(b, 1);
+    resp_add_bulk(b, key, klen);
+    send_raw(t, dst, buf_head(b), buf_unread(b), 0);
+}
+
+/* A flush, unless the client was sent one and has read nothing since (a
+ * FLUSHALL notes one record per owner's answer; a restarting owner's push
+ * link breaks and comes back). */
+void track_send_flush(struct edge_track *t, struct track_sess *s)
+{
+    if (s->flushed)
+        return;
+    struct conn *dst = target_of(t, s);
+    if (dst != NULL) {
+        send_raw(t, dst, NULL, 0, 1);
+        s->flushed = 1;
+    }
+}
+
+/* The timer of timed invalidations and held-back pushes. */
+void track_due_arm(struct edge_track *t)
+{
+    if (!evtimer_pending(t->due_timer, NULL)) {
+        struct timeval tv = {0, TRACK_DUE_TICK_MS * 1000};
+        evtimer_add(t->due_timer, &tv);
+    }
+}
+
+/* Every pair of key k is told and the key forgotten (its clients read it
+ * again to be told again).  origin: the writing client (NOLOOP). */
+static void invalidate_key(struct edge_track *t, struct tkey *k, uint64_t origin,
+                           hkv_stamp version)
+{
+    for (struct tpair *p = k->pairs; p != NULL; p = p->knext) {
+        if (p->s->noloop && origin != 0 && origin == p->s->c->id)
+            continue;
+        if (origin == 0 && track_defer(t, p->s, k->hash, version, k->key, k->klen))
+            continue;
+        track_send_key(t, p->s, k->key, k->klen);
+    }
+    key_free(t, k);
+}
+
+/* Every tracking client is sent a flush and its keys forgotten. */
+static void flush_all(struct edge_track *t)
+{
+    for (struct track_sess *s = t->sessions; s != NULL; s = s->next) {
+        track_send_flush(t, s);
+        while (s->pairs != NULL) {
+            struct tkey *k = s->pairs->k;
+            pair_unlink(t, s->pairs);
+            if (k->pairs == NULL)
+                key_free(t, k);
+        }
+    }
+}
+
+/* BCAST clients whose prefix the change's key starts with. */
+static void bcast(struct edge_track *t, const struct change *c)
+{
+
+    /* A write comes twice (its own edge's answer, then the owner's push):
+     * a version of a key already broadcast, or an older one, is not again. */
+    struct tseen *seen = &t->seen[c->hash & (TRACK_SEEN - 1)];
+    if (seen->hash == c->hash && seen->version >= c->version)
+        return;
+    seen->hash = c->hash;
+    seen->version = c->version;
+    size_t have = c->klen < CHANGES_KEY_MAX ? c->klen : CHANGES_KEY_MAX;
+    for (struct track_sess *s = t->bcasts; s != NULL; s = s->bnext) {
+        if (s->noloop && c->origin != 0 && c->origin == s->c->id)
+            continue;
+        for (uint32_t i = 0; i < s->nprefix; i++) {
+            const struct tprefix *px = &s->prefix[i];
+            if (px->len > c->klen)
+                continue;
+            if (px->len > have) { /* cannot be decided on the bytes carried */
+                track_send_flush(t, s);
+                break;
+            }
+            if (memcmp(px->p, c->key, px->len) != 0)
+                continue;
+            if (have < c->klen)
+                track_send_flush(t, s); /* the key's name is not all in the record */
+            else if (c->origin != 0 || !track_defer(t, s, c->hash, c->version, c->key, c->klen))
+                track_send_key(t, s, c->key, c->klen);
+            break;
+        }
+    }
+}
+
+static void on_changed(void *arg, const struct change *c)
+{
+    struct edge_track *t = arg;
+    if (c->flags & CHANGES_F_FILL)
+        return; /* a read's answer, not a change (a missed push is a FLUSH record) */
+    if (c->origin != 0 && t->ndeferring > 0)
+        track_own_write(t, c->origin, c->hash, c->version);
+    if (t->nbcast > 0)
+        bcast(t, c);
+    if (t->nkeys == 0)
+        return;
+    if (c->klen > CHANGES_KEY_MAX) { /* matched on hash and the bytes carried */
+        struct tkey *k = *bucket(t, c->hash);
+        while (k != NULL) {
+            struct tkey *next = k->bnext;
+            if (k->hash == c->hash && k->klen == c->klen &&
+                memcmp(k->key, c->key, CHANGES_KEY_MAX) == 0)
+                invalidate_key(t, k, c->origin, c->version);
+            k = next;
+        }
+        return;
+    }
+    struct tkey *k = c->klen > 0 ? key_find(t, c->key, c->klen, c->hash) : NULL;
+    if (k != NULL) {
+        invalidate_key(t, k, c->origin, c->version);
+        return;
+    }
+    if (c->klen == 0) /* a record without its key (none is written today): by hash */
+        for (k = *bucket(t, c->hash); k != NULL; k = *bucket(t, c->hash)) {
+            while (k != NULL && k->hash != c->hash)
+                k = k->bnext;
+            if (k == NULL)
+                break;
+            invalidate_key(t, k, c->origin, c->version);
+        }
+}
+
+static void on_caught_up(void *arg)
+{
+    struct edge_track *t = arg;
+    if (t->ndeferring > 0)
+        track_release(t);
+}
+
+static void on_lost(void *arg)
+{
+    flush_all(arg);
+}
+
+/* ---- the bound ------------------------------------------------------------------ */
+
+/* Over tracking-table-max-keys: random keys are invalidated (their clients
+ * told, as if they had changed) until it fits, as Redis's
+ * trackingLimitUsedSlots. */
+static void limit(struct edge_track *t)
+{
+    while (t->max_keys > 0 && t->nkeys > (uint64_t)t->max_keys) {
+        t->rnd = t->rnd * 6364136223846793005ULL + 1442695040888963407ULL;
+        size_t b = (size_t)(t->rnd >> 33) & (t->nbuckets - 1);
+        for (size_t i = 0; i < t->nbuckets && t->table[b] == NULL; i++)
+            b = (b + 1) & (t->nbuckets - 1);
+        if (t->table[b] == NULL)
+            return;
+        invalidate_key(t, t->table[b], 0, 0);
+        t->evicted++;
+    }
+}
+
+/* ---- keys whose changes are not pushed to this colo ---------------------------- */
+
+/* An unpushed key's freshness ended: its trackers (by the table, and the
+ * BCAST clients whose prefix it has) are told, as if it changed. */
+static void due_key(struct edge_track *t, const char *key, size_t klen)
+{
+    struct tkey *k = key_find(t, key, klen, router_hash(key, klen));
+    if (k != NULL)
+        invalidate_key(t, k, 0, 0);
+    for (struct track_sess *s = t->bcasts; s != NULL; s = s->bnext)
+        for (uint32_t i = 0; i < s->nprefix; i++)
+            if (s->prefix[i].len <= klen && memcmp(s->prefix[i].p, key, s->prefix[i].len) == 0) {
+                track_send_key(t, s, key, klen);
+                break;
+            }
+}
+
+static void on_due(evutil_socket_t fd, short what, void *arg)
+{
+    struct edge_track *t = arg;
+    int64_t now = clock_mono_ms();
+    struct tdue *d;
+    while ((d = track_due_pop(t, now)) != NULL) {
+        due_key(t, d->key, d->klen);
+        free(d);
+    }
+    if (t->ndeferring > 0) {
+        edge_feed_drain(t->e, FEED_TRACK); /* their own records first */
+        track_release(t);
+    }
+    if (t->ndue > 0 || t->ndeferring > 0)
+        track_due_arm(t);
+    track_publish(t);
+}
+
+void edge_track_unpushed(struct edge *e, const char *key, size_t klen, int64_t until_ms)
+{
+    struct edge_track *t = e->track;
+    if (t == NULL)
+        return;
+    if (track_due_add(t, key, klen, router_hash(key, klen), until_ms, clock_mono_ms()) != 0) {
+        due_key(t, key, klen); /* cannot be timed: told now */
+        return;
+    }
+    track_due_arm(t);
+}
+
+/* ---- the command path ----------------------------------------------------------- */
+
+void edge_track_before(struct conn *c, const struct cmd_def *d, int argc,
+                       const struct resp_slice *argv)
+{
+    struct track_sess *s = sess_of(c)->track;
+    struct edge *e = c->e;
+    struct edge_track *t = e->track;
+    edge_feed_drain(e, FEED_TRACK);
+    int caching = s->caching;
+    if (d->flags & CMD_F_READ)
+        s->flushed = 0; /* it may cache again */
+    /* CLIENT CACHING applies to the next command only (as Redis's
+     * resetClient: not past a CLIENT subcommand, nor inside MULTI) */
+    if (d->id != CMD_CLIENT && sess_of(c)->tx == NULL)
+        s->caching = 0;
+    if (!s->on || !(d->flags & CMD_F_READ) || (d->flags & CMD_F_WRITE))
+        return;
+    if ((s->optin && caching != 1) || (s->optout && caching == 2))
+        return;
+    int first, last;
+    int n = cmd_key_range(d, argc, &first, &last);
+    int64_t now = clock_mono_ms();
+    for (int i = first; n > 0 && i <= last; i += d->step) {
+        if (!s->bcast && remember(t, s, argv[i].p, argv[i].len) != 0) {
+            track_send_flush(t, s);
+            continue;
+        }
+        /* BCAST clients cache what they read too: the same timer */
+        if (edge_cache_unpushed(e, argv[i].p, argv[i].len, now)) {
+            const struct cfg_class *cls = router_class(e->owners->router, argv[i].p, argv[i].len);
+            edge_track_unpushed(e, argv[i].p, argv[i].len, now + (cls ? cls->fresh_ms : 0));
+        }
+    }
+    limit(t);
+    track_publish(t);
+}
+
+/* ---- setup ---------------------------------------------------------------------- */
+
+int edge_track_setup(struct edge *e)
+{
+    struct edge_track *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return -1;
+    e->track = t;
+    t->e = e;
+    t->nbuckets = TRACK_BUCKETS_MIN;
+    t->table = calloc(t->nbuckets, sizeof(*t->table));
+    t->flush = event_new(e->base, -1, 0, on_flush, e);
+    t->due_timer = evtimer_new(e->base, on_due, t);
+    t->rnd = (uint64_t)clock_mono_ns() | 1;
+    t->scratch = (struct hkv_buf)HKV_BUF_INIT;
+    if (t->table == NULL || t->flush == NULL || t->due_timer == NULL)
+        return -1;
+    static const struct feed_hooks hooks = {
+        .changed = on_changed, .lost = on_lost, .caught_up = on_caught_up};
+    edge_feed_join(e, FEED_TRACK, &hooks, t);
+    edge_track_reload(e, e->ctx->cfg);
+    return 0;
+}
+
+void edge_track_reload(struct edge *e, const struct cfg *cfg)
+{
+    struct edge_track *t = e->track;
+    if (t == NULL)
+        return;
+    t->max_keys = cfg->tracking_table_max_keys;
+    t->max_prefixes = (uint32_t)cfg->tracking_max_prefixes;
+    t->max_due = t->max_keys > 0 ? (uint64_t)t->max_keys : UINT64_MAX;
+    limit(t);
+}
+
+void edge_track_teardown(struct edge *e)
+{
+    struct edge_track *t = e->track;
+    if (t == NULL)
+        return;
+    while (t->sessions != NULL)
+        edge_track_conn_gone(t->sessions->c);
+    for (size_t b = 0; b < t->nbuckets; b++)
+        while (t->table != NULL && t->table[b] != NULL)
+            key_free(t, t->table[b]);
+    track_due_free(t);
+    free(t->table);
+    if (t->flush != NULL)
+        event_free(t->flush);
+    if (t->due_timer != NULL)
+        event_free(t->due_timer);
+    buf_deinit(&t->scratch);
+    edge_feed_want(e, FEED_TRACK, 0);
+    free(t);
+    e->track = NULL;
+}
+
+void edge_track_stats(const struct edge *e, struct track_stats *out)
+{
+    const struct edge_track *t = e->track;
+    memset(out, 0, sizeof(*out));
+    if (t == NULL)
+        return;
+    *out = (struct track_stats){.clients = t->nsessions, .keys = t->nkeys, .items = t->nitems,
+                                .prefixes = t->nprefixes, .invalidations = t->invalidations,
+                                .flushes = t->flushes, .evicted = t->evicted};
+}
