@@ -43,6 +43,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from run_daemon import (CLASS_VARIANTS, CLASSES, COMMIT_ALLOWANCE_MS, KEEP_MS,
                         MISS_WAIT_MS, PERSIST_INTERVAL_MS, PUSH_ALLOWANCE_MS, REQUEST_TIMEOUT_S, Daemon,
                         daemon_trouble, proc_title)
+import run_cas
 import run_resp
 from run_creds import WORKER, AuthLog, Creds, Prober, check_auth
 from run_http import HttpReader
@@ -108,7 +109,7 @@ OP_WEIGHTS = [("set", 22), ("setnx", 5), ("setget", 3), ("get", 20), ("exists", 
               ("mset_dup", 2), ("expire", 7), ("persist", 7), ("setifeq", 3), ("cas", 5)]
 # hotkvd's compare-and-sets, which a Redis 7.0 reference server does not have:
 # SET ... IFEQ (Valkey 8.1) and "cas", GETWITHETAG then SETIFMATCH with the
-# etag it read (Client.cas_words, Client.cas_record).
+# etag it read (tests/history/run_cas.py).
 HOTKVD_ONLY_OPS = ("setifeq", "cas")
 
 FAULT_KINDS = ["kill_owner", "kill_edge", "kill_master", "pause_owner", "disk_stall",
@@ -317,7 +318,7 @@ class Workload:
 
     def gen_cas(self, rng, key, value):
         """A compare-and-set on the owner's version; its words and its record
-        depend on the etag the client last read (Client.cas_words)."""
+        depend on the etag the client last read (run_cas.cas_words)."""
         return "cas", key, {"value": value}, None
 
 
@@ -351,49 +352,6 @@ def reply_value(f, args, reply):
 class Client(threading.Thread):
     """One worker: a connection (a new client number after each reconnect),
     one operation at a time, its own seeded RNG."""
-
-    # "cas" ops.  The checker models values, not versions: a plain write's
-    # answer (OK) does not say which version it made, so a model of versions
-    # would have to guess one per write.  What a version compare-and-set
-    # promises is recorded as what it says about values, which is sound:
-    #   - no etag known for the key: GETWITHETAG, recorded as a GET (its
-    #     value), and its etag kept with the value it came with;
-    #   - SETIFMATCH key value etag XX: applied ([new etag, nil]) means the
-    #     key still held the write the etag was read with, so its value:
-    #     recorded as SET value IFEQ <that value> (OK); not applied
-    #     ([etag, value], or nil: no key) is the owner reading the key, in
-    #     the same step: recorded as a GET of that value.  Unknown outcome:
-    #     the SET ... IFEQ, indeterminate.
-    # (A mismatch is not recorded as "the value differs": an EXPIRE or an
-    # INCR back to the same value makes a new version over an equal value.)
-    def cas_words(self, key, value):
-        known = self.etags.get(key)
-        if known is None:
-            return "get", {}, ["GETWITHETAG", key], ("read", None, value)
-        etag, old = known
-        args = Workload.set_args(value)
-        args["ifeq"] = old
-        return "set", args, ["SETIFMATCH", key, value, str(etag), "XX"], ("cas", old, value)
-
-    def cas_record(self, key, cas, reply):
-        """(f, args, reply as a GET or SET would answer) of a cas op's reply."""
-        kind, old, value = cas
-        if reply is None:
-            self.etags.pop(key, None)
-            return "get", {}, None
-        if not (isinstance(reply, list) and len(reply) == 2 and isinstance(reply[0], int)
-                and (reply[1] is None or isinstance(reply[1], str))):
-            raise ValueError("unexpected reply %r to %s" % (reply, kind))
-        if kind == "read":
-            self.etags[key] = (reply[0], reply[1])
-            return "get", {}, reply[1]
-        if reply[1] is None:  # applied
-            self.etags[key] = (reply[0], value)
-            args = Workload.set_args(value)
-            args["ifeq"] = old
-            return "set", args, "OK"
-        self.etags[key] = (reply[0], reply[1])
-        return "get", {}, reply[1]
 
     def __init__(self, index, seed, port, daemon, workload, history, stop, think_ms, nedges):
         super().__init__(name="client-%d" % index, daemon=True)
@@ -477,7 +435,7 @@ class Client(threading.Thread):
             f, target, args, words = self.workload.gen(self.rng, self.client, opid)
             cas = None
             if f == "cas":
-                f, args, words, cas = self.cas_words(target, args["value"])
+                f, args, words, cas = run_cas.cas_words(self.etags, target, args["value"])
             rec = {"kind": "op", "id": opid, "client": self.client, "colo": self.colo,
                    "edge": self.edge, "f": f}
             if isinstance(target, list):
@@ -499,7 +457,7 @@ class Client(threading.Thread):
                 else:
                     try:
                         if cas is not None:
-                            f, args, reply = self.cas_record(target, cas, reply)
+                            f, args, reply = run_cas.cas_record(self.etags, target, cas, reply)
                         value = reply_value(f, args, reply)
                         outcome = "ok"
                     except ValueError as e:
