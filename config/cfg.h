@@ -120,6 +120,10 @@ struct cfg {
     int64_t client_output_hard;  /* client-output-buffer-limit HARD SOFT SECONDS */
     int64_t client_output_soft;
     int64_t client_output_soft_ms;
+    int64_t pubsub_output_hard;  /* ... pubsub HARD SOFT SECONDS: subscribed clients */
+    int64_t pubsub_output_soft;
+    int64_t pubsub_output_soft_ms;
+    int64_t pubsub_bus_size;     /* pubsub-bus-size: each colo's message ring */
     int64_t client_max_pending;  /* replies owed to one client before its input pauses */
     int64_t client_max_pending_bytes; /* arguments its waiting requests keep, likewise */
     int64_t multi_max_commands;  /* commands one MULTI queues (edge_tx.c) */

@@ -119,8 +119,11 @@ static const char *check_tls_protocols(const char *s)
     X("client-query-buffer-limit", SIZE, client_query_buffer_limit, client_query_buffer_limit,  \
       "1gb", CFG_MB, 64 * CFG_GB, R, NOX, "largest unparsed input kept for one client")        \
     X("client-output-buffer-limit", SPECIAL, client_output_hard, client_output_hard,            \
-      "256mb 64mb 60s", 0, 0, R, .special = &cfg_cobl_special,                                  \
-      "HARD SOFT SOFT-DURATION: drop a client over HARD, or over SOFT that long")               \
+      "256mb 64mb 60s pubsub 32mb 8mb 60s", 0, 0, R, .special = &cfg_cobl_special,              \
+      "[CLASS] HARD SOFT SOFT-DURATION ...: drop a client over HARD, or over SOFT that long "  \
+      "(class normal, or pubsub for a client in subscribed mode)")                            \
+    X("pubsub-bus-size", SIZE, pubsub_bus_size, pubsub_bus_size, "4mb", 64 * 1024,             \
+      CFG_GB, 0, NOX, "each colo's shared message ring (PUBLISH across its edges; restart)")            \
     X("client-max-pending", INT, client_max_pending, client_max_pending, "1024", 1, 1000000, R,  \
       NOX, "replies one client may be owed; past it its input is not read")                  \
     X("client-max-pending-bytes", SIZE, client_max_pending_bytes, client_max_pending_bytes,    \

@@ -138,6 +138,8 @@ static int remember(struct edge_track *t, struct track_sess *s, const char *key,
     return 0;
 }
 
+static void limit(struct edge_track *t);
+
 /* ---- sending -------------------------------------------------------------------- */
 
 static void mark(struct edge_track *t, struct conn *c)
@@ -153,6 +155,7 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
     struct edge_track *t = e->track;
+    limit(t); /* out of every dispatch: see edge_track_before */
     struct conn *c = e->conns->list;
     while (c != NULL && t->ndirty > 0) {
         struct conn *next = c->next;
@@ -472,7 +475,12 @@ void edge_track_before(struct conn *c, const struct cmd_def *d, int argc,
             edge_track_unpushed(e, argv[i].p, argv[i].len, now + (cls ? cls->fresh_ms : 0));
         }
     }
-    limit(t);
+    /* Not now: a key this command just remembered could be the victim, told
+     * before the reply that fills the client's cache, and forgotten (the
+     * client would cache it for good).  After the dispatch, its reply is
+     * placed (written or owed), so an eviction's push follows it. */
+    if (t->max_keys > 0 && t->nkeys > (uint64_t)t->max_keys)
+        event_active(t->flush, EV_TIMEOUT, 1);
     track_publish(t);
 }
 
