@@ -281,6 +281,9 @@ def _check_args(op, n):
     if f == "set":
         if not isinstance(a.get("value"), str):
             raise BadHistory(n, "set needs args.value (string)")
+        if a.get("ifeq") is not None and (not isinstance(a["ifeq"], str) or
+                                          a.get("nx") or a.get("xx")):
+            raise BadHistory(n, "set ifeq must be a string, without nx or xx")
         px = a.get("px")
         if px is not None and (not _int(px) or px < HOUR_MS):
             raise BadHistory(n, "set px must be null or an integer >= 1 hour "
@@ -498,13 +501,15 @@ def _mk_step(f, a, out, mode, mval=None):
         v = mval
         nx = bool(a.get("nx"))
         xx = bool(a.get("xx"))
+        ifeq = a.get("ifeq")  # a compare-and-set: only over exactly that value
         get = bool(a.get("get"))
         keepttl = bool(a.get("keepttl"))
         px = a.get("px") is not None
 
         def step(s):
             old = s[0]
-            cond = not ((nx and old is not None) or (xx and old is None))
+            cond = not ((nx and old is not None) or (xx and old is None) or
+                        (ifeq is not None and old != ifeq))
             if chk:
                 if get:
                     if out != old:
@@ -653,6 +658,8 @@ def _new_sub(kh, seq, op, f, a, out, mode, call, ret):
 
 def _set_granted(a, out):
     """Whether an acknowledged SET stored its value, from its answer."""
+    if a.get("get") and a.get("ifeq") is not None:
+        return out == a["ifeq"]
     if a.get("get"):
         if a.get("nx"):
             return out is None
@@ -678,6 +685,8 @@ def _pure(f, a, out, mode):
     if f == "set":
         if not a.get("get"):
             return out is None
+        if a.get("ifeq") is not None:
+            return out != a["ifeq"]
         return (a.get("nx") and out is not None) or (a.get("xx") and out is None)
     return False
 
@@ -699,9 +708,9 @@ def _info_class(f, a, mval):
     if f == "incrby":
         return ("incrby", a["delta"])
     if f == "mset":
-        return ("set", False, False, False, False, mval)
+        return ("set", False, False, False, False, None, mval)
     return ("set", bool(a.get("nx")), bool(a.get("xx")),
-            bool(a.get("keepttl")), a.get("px") is not None, mval)
+            bool(a.get("keepttl")), a.get("px") is not None, a.get("ifeq"), mval)
 
 
 def _init_step(read, allowed):
@@ -736,6 +745,9 @@ def model_ops(items):
     for u, rel in items:
         if not rel and u.reads is not None and u.mode == "ok":
             read.add(u.reads)
+        if u.f == "set" and u.a.get("ifeq") is not None:
+            # a compare-and-set tells the value it compares with from others
+            read.add(u.a["ifeq"])
     res = []
     mop_of = {}
     for u, rel in items:
@@ -768,7 +780,7 @@ def model_ops(items):
             # Its next state does not depend on the state.
             m.blind = (f in ("mset", "del", "getdel")
                        or f == "expire" and a["ms"] <= 0
-                       or f == "set" and not (a.get("nx") or a.get("xx")
+                       or f == "set" and not (a.get("nx") or a.get("xx") or a.get("ifeq")
                                               or a.get("keepttl")))
         else:
             m.rk = u.rk

@@ -58,7 +58,7 @@ from run_route import check_siphash, owner_of
 import run_track
 # The workload, its clients and the reply table (run_workload.py); run_refserver.py
 # reaches them as run.Workload, run.Client, ...
-from run_workload import (FAULT_KINDS, LEAF_KINDS, OP_WEIGHTS, Client, History, Workload,
+from run_workload import (FAULT_KINDS, HOTKVD_ONLY_OPS, LEAF_KINDS, OP_WEIGHTS, Client, History, Workload,
                           reply_table_text)
 
 

@@ -9,6 +9,7 @@ import random
 import threading
 import time
 
+import run_cas
 from run_daemon import CLASSES, REQUEST_TIMEOUT_S, proc_title
 from run_replicas import REPLICA_ONLY
 from run_resp import Conn, RespError, Transport, info_fields
@@ -66,7 +67,11 @@ def classify_error(text, f, is_write):
 # Operation kinds of the workload and their weights (--ops picks a subset).
 OP_WEIGHTS = [("set", 22), ("setnx", 5), ("setget", 3), ("get", 20), ("exists", 5),
               ("mget", 6), ("getdel", 4), ("del", 6), ("incr", 8), ("mset", 5),
-              ("mset_dup", 2), ("expire", 7), ("persist", 7)]
+              ("mset_dup", 2), ("expire", 7), ("persist", 7), ("setifeq", 3), ("cas", 5)]
+# hotkvd's compare-and-sets, which a Redis 7.0 reference server does not have:
+# SET ... IFEQ (Valkey 8.1) and "cas", GETWITHETAG then SETIFMATCH with the
+# etag it read (tests/history/run_cas.py).
+HOTKVD_ONLY_OPS = ("setifeq", "cas")
 
 FAULT_KINDS = ["kill_owner", "kill_edge", "kill_master", "pause_owner", "disk_stall",
                "disk_eio", "sighup_reorder", "config_set", "big_request", "clock_shift",
@@ -151,6 +156,9 @@ class Workload:
         self.ops = [name for name, _ in OP_WEIGHTS if name in ops]
         self.weights = [w for name, w in OP_WEIGHTS if name in ops]
         self.focus = None
+        # a few values lately given to each key, for SET ... IFEQ to compare
+        # with (shared by the clients; appends and reads are atomic)
+        self.recent = {}
 
     def set_focus(self, keys):
         """While a leaf moves, most operations go to its keys, INCRBY mostly
@@ -184,8 +192,13 @@ class Workload:
             kind = rng.choices(["incr", "del", "get"], weights=[7, 2, 1])[0]
             return getattr(self, "gen_" + kind)(rng, rng.choice(focus), "c%d-%d" % (client, opid))
         kind = rng.choices(self.ops, weights=self.weights)[0]
-        return getattr(self, "gen_" + kind)(rng, rng.choice(self.all_keys),
-                                           "c%d-%d" % (client, opid))
+        op = getattr(self, "gen_" + kind)(rng, rng.choice(self.all_keys),
+                                         "c%d-%d" % (client, opid))
+        if op[0] in ("set", "cas") and isinstance(op[1], str):
+            r = self.recent.setdefault(op[1], [])
+            r.append(op[2]["value"])
+            del r[:-4]
+        return op
 
     @staticmethod
     def set_args(value, nx=False, xx=False, get=False, keepttl=False, px=None):
@@ -254,6 +267,21 @@ class Workload:
     def gen_persist(self, rng, key, value):
         return "persist", key, {}, ["PERSIST", key]
 
+    def gen_setifeq(self, rng, key, value):
+        """SET key value IFEQ old: old one of the values lately given to the
+        key (so it matches now and then), or one never written."""
+        r = self.recent.get(key) or ["never"]
+        old = rng.choice(r + ["never"])
+        get = rng.random() < 0.2
+        args = self.set_args(value, get=get)
+        args["ifeq"] = old
+        return "set", key, args, ["SET", key, value, "IFEQ", old] + (["GET"] if get else [])
+
+    def gen_cas(self, rng, key, value):
+        """A compare-and-set on the owner's version; its words and its record
+        depend on the etag the client last read (run_cas.cas_words)."""
+        return "cas", key, {"value": value}, None
+
 
 def reply_value(f, args, reply):
     """The recorded value of an ok reply, or raises ValueError if the shape is
@@ -300,6 +328,7 @@ class Client(threading.Thread):
         self.think_ms = think_ms
         self.want_edge = index % max(1, nedges)
         self.conn = None
+        self.etags = {}  # key -> (etag, value) this client last read (cas ops)
         self.client = None
         self.colo = None
         self.edge = None
@@ -367,6 +396,9 @@ class Client(threading.Thread):
                 backoff = 0.05
             opid = self.history.op_id()
             f, target, args, words = self.workload.gen(self.rng, self.client, opid)
+            cas = None
+            if f == "cas":
+                f, args, words, cas = run_cas.cas_words(self.etags, target, args["value"])
             rec = {"kind": "op", "id": opid, "client": self.client, "colo": self.colo,
                    "edge": self.edge, "f": f}
             if isinstance(target, list):
@@ -387,6 +419,8 @@ class Client(threading.Thread):
                     outcome = classify_error(error, f, is_write)
                 else:
                     try:
+                        if cas is not None:
+                            f, args, reply = run_cas.cas_record(self.etags, target, cas, reply)
                         value = reply_value(f, args, reply)
                         outcome = "ok"
                     except ValueError as e:
@@ -399,6 +433,7 @@ class Client(threading.Thread):
                 t1 = time.monotonic()
                 error = "runner: %s" % e
                 self.drop()
+            rec["f"], rec["args"] = f, args  # a cas op's, as its reply made it
             rec.update({"t0": t0, "t1": t1, "outcome": outcome, "value": value, "error": error,
                         "stale": stale, "degraded": degraded})
             self.history.write(rec)
