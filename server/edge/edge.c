@@ -486,6 +486,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     struct timeval tv = {0, CRON_MS * 1000};
     event_add(e->cron, &tv);
     e->ops_rate.at_ms = clock_mono_ms();
+    info_publish(e); /* its colo in the board before its first client (a REDIRECT looks) */
     worker_ready(e->worker);
     event_base_dispatch(e->base);
     code = 0;

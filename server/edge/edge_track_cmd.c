@@ -187,12 +187,16 @@ static void find_other_row(const struct board_client *row, uint32_t slot, uint32
     }
 }
 
-/* 1 if client id is one of another edge of the host (the clients board),
- * its row noted in a: its invalidations go through the colo's bus. */
+/* 1 if client id is one of another edge of this colo (the clients board),
+ * its row noted in a: its invalidations go through the colo's bus, which
+ * reaches no other colo (a client there is refused as unknown). */
 static int other_edge(struct edge *e, uint64_t id, struct tracking_args *a)
 {
     struct find_other f = {.id = id};
     clients_each_other(e, find_other_row, &f);
+    if (f.found && atomic_load_explicit(&e->ctx->board->slots[f.slot].colo,
+                                        memory_order_relaxed) != (uint32_t)e->ectx->colo_index + 1)
+        f.found = 0;
     if (f.found) {
         a->remote = 1;
         a->rslot = f.slot;

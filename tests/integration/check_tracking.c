@@ -302,6 +302,38 @@ START_TEST(redirect_flushall_and_an_owner_restart_flush)
 }
 END_TEST
 
+/* RESP2's way (redis-py's): the invalidations go to a connection SUBSCRIBEd
+ * to __redis__:invalidate, here on the other edge (through the colo's bus). */
+START_TEST(a_resp2_redirect_to_another_edge_gets_the_messages)
+{
+    start("");
+    int t, r, w = h_connect(D.port);
+    EXPECT(h_edge_pair(&D, &t, &r) == 0, "no second edge answered");
+    struct h_reply *id = h_call(r, "CLIENT", "ID", NULL);
+    char rid[32];
+    snprintf(rid, sizeof(rid), "%lld", (long long)id->v->integer);
+    h_free(id);
+    EXPECT(h_sendv(r, "SUBSCRIBE", "__redis__:invalidate", NULL) == 0, "send");
+    expect_raw(r, "*3\r\n$9\r\nsubscribe\r\n$20\r\n__redis__:invalidate\r\n:1\r\n", "subscribe");
+    EXPECT(h_sendv(t, "CLIENT", "TRACKING", "on", "REDIRECT", rid, NULL) == 0, "send");
+    expect_raw(t, "+OK\r\n", "redirect to the other edge");
+    h_free(h_call(w, "SET", "xk", "1", NULL));
+    call_raw(t, "$1\r\n1\r\n", "GET xk", "GET", "xk", NULL, NULL);
+    h_free(h_call(w, "SET", "xk", "2", NULL));
+    EXPECT(readable(r, 3000), "no message at the redirect target within 3 s");
+    expect_raw(r, "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n$2\r\nxk\r\n",
+               "the invalidation, as a message on the other edge");
+    h_free(h_call(w, "FLUSHALL", NULL));
+    EXPECT(readable(r, 3000), "no flush at the redirect target");
+    expect_raw(r, "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n$-1\r\n",
+               "FLUSHALL, as a null message");
+    close(t);
+    close(r);
+    close(w);
+    stop();
+}
+END_TEST
+
 START_TEST(a_full_table_evicts_with_an_invalidation)
 {
     start("tracking-table-max-keys 10\nedge-workers 1\n");
@@ -476,6 +508,7 @@ Suite *tracking_suite(void)
     tcase_add_test(tc, bcast_noloop_optin_optout);
     tcase_add_test(tc, redirect_flushall_and_an_owner_restart_flush);
     tcase_add_test(tc, a_full_table_evicts_with_an_invalidation);
+    tcase_add_test(tc, a_resp2_redirect_to_another_edge_gets_the_messages);
     tcase_add_test(tc, unpushed_keys_are_told_when_their_freshness_ends);
     tcase_add_test(tc, an_eviction_never_precedes_the_reply_that_fills_the_cache);
     tcase_add_test(tc, errors_and_introspection_are_redis_s);
