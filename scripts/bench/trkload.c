@@ -10,7 +10,8 @@
  *     (and each connection's own arrival another); every connection then
  *     GETs the key again (tracked again) before the next write.
  *     Prints: TRKLOAD inval all_p50_ms=A all_p99_ms=B each_p50_ms=C
- *             each_p99_ms=D writes=N
+ *             each_p99_ms=D writes=N; a write some connection is not told
+ *     of within 5 s ends the run (exit 3): the writes before it, lost=N.
  *   trkload table --port P [--conns 1000] [--keys 200] [--track 0|1]
  *     every connection (HELLO 3, CLIENT TRACKING on when --track 1) GETs
  *     its own --keys keys trk:t:<conn>:<i> (pipelined), then waits for
@@ -34,14 +35,23 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 struct tconn {
     int fd;
-    size_t need;   /* bytes still expected in this phase */
-    double at;     /* when the phase's bytes were all in */
+    int want_push;  /* this phase waits for an invalidation push, */
+    int want_reply; /* or for this many replies to GETs (of a fixed length) */
+    size_t reply_len;
+    double at;      /* when the phase's frame came */
+    char buf[256];  /* a partial frame */
+    size_t have;
 };
+
+static long long spurious;
+static double phase_ms = 5000; /* a phase that waits longer fails (inval: a lost push) */
+static int cur_write = -1; /* the write being waited for, for a timeout's message */ /* pushes that came in a phase not waiting for one */
 
 static double now_ms(void)
 {
@@ -67,6 +77,9 @@ static int dial(int port)
     if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
         die("connect");
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* Blocking reads (HELLO, the writer's OK) give up after 10 s, not never. */
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     return fd;
 }
 
@@ -99,41 +112,105 @@ static void read_n(int fd, size_t n, const char *what)
     }
 }
 
-/* Reads whatever each connection has until every one has its `need`
- * bytes; at[] stamped when a connection completes. */
-static void gather(int ep, struct tconn *c, int n)
+/* ">2\r\n$10\r\ninvalidate\r\n" then "*1\r\n$<n>\r\n<key>\r\n" or "_\r\n" (a
+ * flush): the length of the whole push at p, 0 if incomplete, -1 if p is
+ * not one. */
+static long push_len(const char *p, size_t n)
 {
-    int left = 0;
-    for (int i = 0; i < n; i++)
-        left += c[i].need > 0;
-    struct epoll_event ev[256];
-    char buf[65536];
-    while (left > 0) {
-        if (now_ms() > deadline) {
-            errno = 0;
-            die("timeout");
-        }
-        int k = epoll_wait(ep, ev, 256, 1000);
-        for (int j = 0; j < k; j++) {
-            struct tconn *t = &c[ev[j].data.u32];
-            ssize_t r = read(t->fd, buf, sizeof(buf));
-            if (r <= 0)
-                die("read");
-            if (buf[0] == '-') {
-                fprintf(stderr, "trkload: error reply %.*s\n", (int)r, buf);
+    static const char head[] = ">2\r\n$10\r\ninvalidate\r\n";
+    size_t h = sizeof(head) - 1;
+    if (n < h)
+        return memcmp(p, head, n) == 0 ? 0 : -1;
+    if (memcmp(p, head, h) != 0)
+        return -1;
+    const char *e = memmem(p + h, n - h, "\r\n", 2); /* "*1" or "_" */
+    if (e == NULL)
+        return 0;
+    if (p[h] == '_')
+        return (long)(e + 2 - p);
+    const char *e2 = memmem(e + 2, n - (size_t)(e + 2 - p), "\r\n", 2); /* "$<n>" */
+    if (e2 == NULL)
+        return 0;
+    long klen = strtol(e + 3, NULL, 10);
+    long total = (long)(e2 + 2 - p) + klen + 2;
+    return (size_t)total <= n ? total : 0;
+}
+
+/* Consumes the whole frames in t's buffer; 1 when t's phase is done. */
+static int frames(struct tconn *t, double now)
+{
+    for (;;) {
+        if (t->have == 0)
+            return !t->want_push && !t->want_reply;
+        if (t->buf[0] == '>') {
+            long n = push_len(t->buf, t->have);
+            if (n < 0) {
+                fprintf(stderr, "trkload: unexpected push %.*s\n", (int)t->have, t->buf);
                 exit(1);
             }
-            if ((size_t)r > t->need) {
-                fprintf(stderr, "trkload: %zd unexpected bytes: %.*s\n", r, (int)r, buf);
-                exit(1);
+            if (n == 0)
+                return 0;
+            if (t->want_push) {
+                t->want_push = 0;
+                t->at = now;
+            } else {
+                spurious++;
             }
-            t->need -= (size_t)r;
-            if (t->need == 0) {
-                t->at = now_ms();
-                left--;
-            }
+            memmove(t->buf, t->buf + n, t->have - (size_t)n);
+            t->have -= (size_t)n;
+        } else if (t->buf[0] == '$' && t->want_reply) {
+            if (t->have < t->reply_len)
+                return 0;
+            if (--t->want_reply == 0)
+                t->at = now;
+            memmove(t->buf, t->buf + t->reply_len, t->have - t->reply_len);
+            t->have -= t->reply_len;
+        } else if (t->buf[0] == '$') {
+            return 1; /* the next phase's reply (a pipeline), kept */
+        } else {
+            fprintf(stderr, "trkload: unexpected reply %.*s\n", (int)t->have, t->buf);
+            exit(1);
         }
     }
+}
+
+/* Reads whatever each connection has until every one has the frame its
+ * phase waits for; at[] stamped when a connection's came. */
+static int gather(int ep, struct tconn *c, int n)
+{
+    double phase_end = now_ms() + phase_ms;
+    int left = 0;
+    for (int i = 0; i < n; i++) /* frames already read count first */
+        left += (c[i].want_push || c[i].want_reply) && !frames(&c[i], now_ms());
+    struct epoll_event ev[256];
+    while (left > 0) {
+        if (now_ms() > deadline || now_ms() > phase_end) {
+            int np = 0, nr = 0, first = -1;
+            for (int i = 0; i < n; i++) {
+                np += c[i].want_push;
+                nr += c[i].want_reply;
+                if (first < 0 && (c[i].want_push || c[i].want_reply))
+                    first = i;
+            }
+            fprintf(stderr, "trkload: timeout at write %d: %d of %d connections still wait for a"
+                            " push, %d for a reply (first: connection %d, %zu bytes held)\n",
+                    cur_write, np, n, nr, first, first >= 0 ? c[first].have : 0);
+            return np + nr;
+        }
+        int k = epoll_wait(ep, ev, 256, 1000);
+        double now = now_ms();
+        for (int j = 0; j < k; j++) {
+            struct tconn *t = &c[ev[j].data.u32];
+            int was = t->want_push || t->want_reply;
+            ssize_t r = read(t->fd, t->buf + t->have, sizeof(t->buf) - t->have);
+            if (r <= 0)
+                die("read");
+            t->have += (size_t)r;
+            if (frames(t, now) && was)
+                left--;
+        }
+    }
+    return 0;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -154,8 +231,11 @@ static const char TRACK[] = "*3\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\non\r\
 
 /* A connection in RESP3 (tracking on when track): the HELLO map's length
  * varies by server, so it is read up to the TRACKING +OK that follows. */
+static int nconn;
+
 static int open_conn(int port, int track)
 {
+    nconn++;
     int fd = dial(port);
     send_all(fd, HELLO, sizeof(HELLO) - 1);
     if (track)
@@ -167,8 +247,10 @@ static int open_conn(int port, int track)
     size_t have = 0;
     for (;;) {
         ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
-        if (r <= 0)
+        if (r <= 0) {
+            fprintf(stderr, "trkload: connection %d: ", nconn);
             die("hello");
+        }
         have += (size_t)r;
         buf[have] = 0;
         if (have >= strlen(end) && strcmp(buf + have - strlen(end), end) == 0)
@@ -192,10 +274,14 @@ static int add_all(struct tconn *c, int n)
 
 #define KEY "trk:inval"
 static const char GETK[] = "*2\r\n$3\r\nGET\r\n$9\r\n" KEY "\r\n";
-/* ">2\r\n$10\r\ninvalidate\r\n*1\r\n$9\r\ntrk:inval\r\n" */
-static const size_t PUSH_LEN = 4 + 17 + 4 + 15;
 /* "$8\r\nvNNNNNNN\r\n" */
 static const size_t GOT_LEN = 4 + 8 + 2;
+
+static void want_get(struct tconn *t, size_t len, int count)
+{
+    t->want_reply = count;
+    t->reply_len = len;
+}
 
 static int inval(int port, int n, int writes)
 {
@@ -212,16 +298,26 @@ static int inval(int port, int n, int writes)
     int ep = add_all(c, n);
     for (int i = 0; i < n; i++) {
         send_all(c[i].fd, GETK, sizeof(GETK) - 1);
-        c[i].need = GOT_LEN;
+        want_get(&c[i], GOT_LEN, 1);
     }
-    gather(ep, c, n);
+    if (gather(ep, c, n) > 0)
+        return 1;
     for (int k = 0; k < writes; k++) {
+        cur_write = k;
         sl = snprintf(set, sizeof(set), "*3\r\n$3\r\nSET\r\n$9\r\n" KEY "\r\n$8\r\nv%07d\r\n", k + 1);
         for (int i = 0; i < n; i++)
-            c[i].need = PUSH_LEN;
+            c[i].want_push = 1;
         double t0 = now_ms();
         send_all(w, set, (size_t)sl);
-        gather(ep, c, n);
+        int lost = gather(ep, c, n);
+        if (lost > 0) { /* never told: what was measured before, and the verdict */
+            if (k > 0)
+                printf("TRKLOAD inval all_p50_ms=%.3f all_p99_ms=%.3f all_max_ms=%.3f each_p50_ms=0 "
+                       "each_p99_ms=0 writes=%d conns=%d spurious=%lld lost=%d lost_at=%d\n",
+                       pct(all, (size_t)k, 0.5), pct(all, (size_t)k, 0.99), pct(all, (size_t)k, 1.0),
+                       k, n, spurious, lost, k);
+            return 3;
+        }
         double last = 0;
         for (int i = 0; i < n; i++) {
             each[(size_t)k * (size_t)n + (size_t)i] = c[i].at - t0;
@@ -232,15 +328,16 @@ static int inval(int port, int n, int writes)
         read_n(w, 5, "set");
         for (int i = 0; i < n; i++) { /* tracked again */
             send_all(c[i].fd, GETK, sizeof(GETK) - 1);
-            c[i].need = GOT_LEN;
+            want_get(&c[i], GOT_LEN, 1);
         }
-        gather(ep, c, n);
+        if (gather(ep, c, n) > 0)
+            return 1;
     }
     size_t ne = (size_t)writes * (size_t)n;
     printf("TRKLOAD inval all_p50_ms=%.3f all_p99_ms=%.3f all_max_ms=%.3f each_p50_ms=%.3f "
-           "each_p99_ms=%.3f writes=%d conns=%d\n",
+           "each_p99_ms=%.3f writes=%d conns=%d spurious=%lld\n",
            pct(all, (size_t)writes, 0.5), pct(all, (size_t)writes, 0.99), pct(all, (size_t)writes, 1.0),
-           pct(each, ne, 0.5), pct(each, ne, 0.99), writes, n);
+           pct(each, ne, 0.5), pct(each, ne, 0.99), writes, n, spurious);
     return 0;
 }
 
@@ -267,9 +364,11 @@ static int table(int port, int n, int keys, int track, int vlen)
             len += (size_t)snprintf(req + len, cap - len, "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", kl, key);
         }
         send_all(c[i].fd, req, len);
-        c[i].need = (size_t)keys * bulk_len((size_t)vlen);
     }
-    gather(ep, c, n);
+    for (int i = 0; i < n; i++)
+        want_get(&c[i], bulk_len((size_t)vlen), keys);
+    if (gather(ep, c, n) > 0)
+        return 1;
     printf("TRKLOAD table replies=%lld\n", (long long)n * keys);
     fflush(stdout);
     char line[16];
@@ -309,7 +408,7 @@ int main(int argc, char **argv)
     deadline = now_ms() + timeout * 1e3;
     if (strcmp(mode, "inval") == 0)
         return inval(port, conns, writes);
-    if (strcmp(mode, "table") == 0)
+    if (strcmp(mode, "table") == 0 && (phase_ms = timeout * 1e3) > 0)
         return table(port, conns, keys, track, vlen);
     return 2;
 }
