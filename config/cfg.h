@@ -120,6 +120,10 @@ struct cfg {
     int64_t client_output_hard;  /* client-output-buffer-limit HARD SOFT SECONDS */
     int64_t client_output_soft;
     int64_t client_output_soft_ms;
+    int64_t pubsub_output_hard;  /* ... pubsub HARD SOFT SECONDS: subscribed clients */
+    int64_t pubsub_output_soft;
+    int64_t pubsub_output_soft_ms;
+    int64_t pubsub_bus_size;     /* pubsub-bus-size: each colo's message ring */
     int64_t client_max_pending;  /* replies owed to one client before its input pauses */
     int64_t client_max_pending_bytes; /* arguments its waiting requests keep, likewise */
     int64_t multi_max_commands;  /* commands one MULTI queues (edge_tx.c) */
@@ -171,6 +175,7 @@ struct cfg {
     int64_t http_max_polls;      /* held long polls + watch streams per edge */
     int64_t http_poll_max_wait_ms;
     int64_t http_header_timeout_ms;    /* a request's header section, first byte to last */
+    int64_t http_body_timeout_ms;      /* a PUT's body, after its header section */
     int64_t http_keepalive_timeout_ms; /* idle between requests */
     int64_t http_heartbeat_ms;   /* watch streams: a comment line this often */
     /* rate limiting (server/colo/ratelimit.c), per colo */

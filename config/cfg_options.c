@@ -119,8 +119,11 @@ static const char *check_tls_protocols(const char *s)
     X("client-query-buffer-limit", SIZE, client_query_buffer_limit, client_query_buffer_limit,  \
       "1gb", CFG_MB, 64 * CFG_GB, R, NOX, "largest unparsed input kept for one client")        \
     X("client-output-buffer-limit", SPECIAL, client_output_hard, client_output_hard,            \
-      "256mb 64mb 60s", 0, 0, R, .special = &cfg_cobl_special,                                  \
-      "HARD SOFT SOFT-DURATION: drop a client over HARD, or over SOFT that long")               \
+      "256mb 64mb 60s pubsub 32mb 8mb 60s", 0, 0, R, .special = &cfg_cobl_special,              \
+      "[CLASS] HARD SOFT SOFT-DURATION ...: drop a client over HARD, or over SOFT that long "  \
+      "(class normal, or pubsub for a client in subscribed mode)")                            \
+    X("pubsub-bus-size", SIZE, pubsub_bus_size, pubsub_bus_size, "4mb", 64 * 1024,             \
+      CFG_GB, 0, NOX, "each colo's shared message ring (PUBLISH across its edges; restart)")            \
     X("client-max-pending", INT, client_max_pending, client_max_pending, "1024", 1, 1000000, R,  \
       NOX, "replies one client may be owed; past it its input is not read")                  \
     X("client-max-pending-bytes", SIZE, client_max_pending_bytes, client_max_pending_bytes,    \
@@ -210,6 +213,8 @@ static const char *check_tls_protocols(const char *s)
       CFG_HOUR, R, NOX, "the longest wait= a long poll holds (plus up to 1/16 of jitter)")      \
     X("http-header-timeout", DURATION, http_header_timeout_ms, http_header_timeout_ms, "10s",    \
       100, CFG_HOUR, R, NOX, "a request's header section must arrive within this (slowloris)")  \
+    X("http-body-timeout", DURATION, http_body_timeout_ms, http_body_timeout_ms, "10s", 100,     \
+      CFG_HOUR, R, NOX, "a PUT's body must arrive within this after its headers, else close")   \
     X("http-keepalive-timeout", DURATION, http_keepalive_timeout_ms, http_keepalive_timeout_ms,  \
       "60s", 100, CFG_DAY, R, NOX, "close an HTTP connection idle this long between requests")   \
     X("http-heartbeat", DURATION, http_heartbeat_ms, http_heartbeat_ms, "5s", 100, CFG_HOUR, R,  \

@@ -215,32 +215,70 @@ void cfg_why_duration(char *why, const char *what, const char *got, int64_t min,
              lo, hi, cfg_show(got, g, sizeof(g)));
 }
 
-/* ---- client-output-buffer-limit HARD SOFT SOFT-DURATION ---- */
+/* ---- client-output-buffer-limit [CLASS] HARD SOFT SOFT-DURATION ... ---- */
 
+/* One group: CLASS (normal or pubsub, as Redis's; optional for the first)
+ * then HARD SOFT SOFT-DURATION.  Several groups may follow each other
+ * ("256mb 64mb 60s pubsub 32mb 8mb 60s"); a class not named keeps its value. */
 static hkv_status cobl_apply(struct cfg *c, int argc, char **argv, char *why)
 {
-    int64_t hard, soft, ms;
-    if (argc != 3) {
-        snprintf(why, CFG_WHY,
-                 "'client-output-buffer-limit' takes 3 arguments (HARD SOFT SOFT-DURATION), got %d",
-                 argc);
+    int64_t lim[2][3] = {{c->client_output_hard, c->client_output_soft, c->client_output_soft_ms},
+                         {c->pubsub_output_hard, c->pubsub_output_soft, c->pubsub_output_soft_ms}};
+    int i = 0;
+    if (argc == 0) {
+        snprintf(why, CFG_WHY, "'client-output-buffer-limit' takes [CLASS] HARD SOFT "
+                 "SOFT-DURATION, got nothing");
         return HKV_EINVAL;
     }
-    if (cfg_parse_size(argv[0], 0, INT64_MAX, &hard) != HKV_OK) {
-        cfg_why_size(why, "'client-output-buffer-limit' HARD", argv[0], 0, INT64_MAX);
-        return HKV_EINVAL;
+    while (i < argc) {
+        int cls = 0;
+        if (strcasecmp(argv[i], "normal") == 0) {
+            i++;
+        } else if (strcasecmp(argv[i], "pubsub") == 0) {
+            cls = 1;
+            i++;
+        } else if (i > 0) {
+            snprintf(why, CFG_WHY, "'client-output-buffer-limit': unknown class '%s' (normal, "
+                     "pubsub)", argv[i]);
+            return HKV_EINVAL;
+        }
+        if (argc - i < 3 || (i == 0 && argc > 3 && argc % 4 != 3)) {
+            if (i == 0)
+                snprintf(why, CFG_WHY, "'client-output-buffer-limit' takes 3 arguments (HARD "
+                         "SOFT SOFT-DURATION), got %d", argc);
+            else
+                snprintf(why, CFG_WHY, "'client-output-buffer-limit' takes [CLASS] HARD SOFT "
+                         "SOFT-DURATION groups, got %d arguments", argc);
+            return HKV_EINVAL;
+        }
+        if (cfg_parse_size(argv[i], 0, INT64_MAX, &lim[cls][0]) != HKV_OK) {
+            cfg_why_size(why, "'client-output-buffer-limit' HARD", argv[i], 0, INT64_MAX);
+            return HKV_EINVAL;
+        }
+        if (cfg_parse_size(argv[i + 1], 0, INT64_MAX, &lim[cls][1]) != HKV_OK) {
+            cfg_why_size(why, "'client-output-buffer-limit' SOFT", argv[i + 1], 0, INT64_MAX);
+            return HKV_EINVAL;
+        }
+        /* Redis's SOFT-DURATION is in seconds: a bare number is taken as such */
+        const char *d = argv[i + 2];
+        char secs[40];
+        if (strspn(d, "0123456789") == strlen(d) && strlen(d) < 20) {
+            snprintf(secs, sizeof(secs), "%ss", d);
+            d = secs;
+        }
+        if (cfg_parse_duration(d, 0, CFG_DAY, &lim[cls][2]) != HKV_OK) {
+            cfg_why_duration(why, "'client-output-buffer-limit' SOFT-DURATION", argv[i + 2], 0,
+                             CFG_DAY);
+            return HKV_EINVAL;
+        }
+        i += 3;
     }
-    if (cfg_parse_size(argv[1], 0, INT64_MAX, &soft) != HKV_OK) {
-        cfg_why_size(why, "'client-output-buffer-limit' SOFT", argv[1], 0, INT64_MAX);
-        return HKV_EINVAL;
-    }
-    if (cfg_parse_duration(argv[2], 0, CFG_DAY, &ms) != HKV_OK) {
-        cfg_why_duration(why, "'client-output-buffer-limit' SOFT-DURATION", argv[2], 0, CFG_DAY);
-        return HKV_EINVAL;
-    }
-    c->client_output_hard = hard;
-    c->client_output_soft = soft;
-    c->client_output_soft_ms = ms;
+    c->client_output_hard = lim[0][0];
+    c->client_output_soft = lim[0][1];
+    c->client_output_soft_ms = lim[0][2];
+    c->pubsub_output_hard = lim[1][0];
+    c->pubsub_output_soft = lim[1][1];
+    c->pubsub_output_soft_ms = lim[1][2];
     return HKV_OK;
 }
 
@@ -259,14 +297,27 @@ static void cobl_render(const struct cfg *c, const struct cfg_option *o, struct 
     cfg_render_size(c->client_output_hard, h, sizeof(h));
     cfg_render_size(c->client_output_soft, s, sizeof(s));
     cfg_render_duration(c->client_output_soft_ms, d, sizeof(d));
-    cfg_out_printf(out, "%s %s %s %s\n", o->name, h, s, d);
+    /* the pubsub class only when it is not Redis's default (32mb 8mb 60s) */
+    if (c->pubsub_output_hard == 32 * CFG_MB && c->pubsub_output_soft == 8 * CFG_MB &&
+        c->pubsub_output_soft_ms == 60000) {
+        cfg_out_printf(out, "%s %s %s %s\n", o->name, h, s, d);
+        return;
+    }
+    char ph[32], ps[32], pd[32];
+    cfg_render_size(c->pubsub_output_hard, ph, sizeof(ph));
+    cfg_render_size(c->pubsub_output_soft, ps, sizeof(ps));
+    cfg_render_duration(c->pubsub_output_soft_ms, pd, sizeof(pd));
+    cfg_out_printf(out, "%s %s %s %s pubsub %s %s %s\n", o->name, h, s, d, ph, ps, pd);
 }
 
 static int cobl_equal(const struct cfg *a, const struct cfg *b)
 {
     return a->client_output_hard == b->client_output_hard &&
            a->client_output_soft == b->client_output_soft &&
-           a->client_output_soft_ms == b->client_output_soft_ms;
+           a->client_output_soft_ms == b->client_output_soft_ms &&
+           a->pubsub_output_hard == b->pubsub_output_hard &&
+           a->pubsub_output_soft == b->pubsub_output_soft &&
+           a->pubsub_output_soft_ms == b->pubsub_output_soft_ms;
 }
 
 static hkv_status cobl_copy(struct cfg *dst, const struct cfg *src)
@@ -274,6 +325,9 @@ static hkv_status cobl_copy(struct cfg *dst, const struct cfg *src)
     dst->client_output_hard = src->client_output_hard;
     dst->client_output_soft = src->client_output_soft;
     dst->client_output_soft_ms = src->client_output_soft_ms;
+    dst->pubsub_output_hard = src->pubsub_output_hard;
+    dst->pubsub_output_soft = src->pubsub_output_soft;
+    dst->pubsub_output_soft_ms = src->pubsub_output_soft_ms;
     return HKV_OK;
 }
 

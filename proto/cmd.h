@@ -119,6 +119,13 @@
      * and GETMETA, GET with the cache's facts (edge_read.c) */          \
     X(WAIT, "wait", 3, CMD_F_CONN, 0, 0, 0)                              \
     X(MONITOR, "monitor", 1, CMD_F_ADMIN, 0, 0, 0)                       \
+    /* pub/sub (edge_pubsub.c) */                                        \
+    X(SUBSCRIBE, "subscribe", -2, CMD_F_CONN, 0, 0, 0)                   \
+    X(UNSUBSCRIBE, "unsubscribe", -1, CMD_F_CONN, 0, 0, 0)               \
+    X(PSUBSCRIBE, "psubscribe", -2, CMD_F_CONN, 0, 0, 0)                 \
+    X(PUNSUBSCRIBE, "punsubscribe", -1, CMD_F_CONN, 0, 0, 0)             \
+    X(PUBLISH, "publish", 3, CMD_F_FAST, 0, 0, 0)                        \
+    X(PUBSUB, "pubsub", -2, 0, 0, 0, 0)                                  \
     X(GETMETA, "getmeta", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)         \
     /* keyspace administration (edge_keyspace.c, edge_keys.c) */         \
     X(FLUSHALL, "flushall", -1, CMD_F_ADMIN | CMD_F_ALLKEYS, 0, 0, 0)                    \

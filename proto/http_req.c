@@ -14,7 +14,7 @@
  * folded into flags); the checks that need the whole section (framing,
  * Host, the method) run at the empty line that ends it, in a fixed order:
  * smuggling (400), Transfer-Encoding (501), Host (400), method (405), body
- * (413).  Other fields are only validated, and left in place for
+ * (413, but for PUT), Expect (417).  Other fields are only validated, and left in place for
  * http_req_field_next.
  */
 #include "http_req.h"
@@ -238,6 +238,10 @@ static int request_line(struct http_req_parser *p, const char *buf, size_t off, 
         p->method = HTTP_GET;
     else if (sp1 == 4 && memcmp(line, "HEAD", 4) == 0)
         p->method = HTTP_HEAD;
+    else if (sp1 == 3 && memcmp(line, "PUT", 3) == 0)
+        p->method = HTTP_PUT;
+    else if (sp1 == 6 && memcmp(line, "DELETE", 6) == 0)
+        p->method = HTTP_DELETE;
     else
         p->other_method = 1;
 
@@ -325,6 +329,23 @@ static int field_line(struct http_req_parser *p, const char *buf, size_t off, si
             return fail(p, err, 400, "more than one Authorization");
         p->auth_off = off + a;
         p->auth_len = vn;
+    } else if (ieq(name, nn, "if-match")) {
+        if (++p->nim > 1)
+            return fail(p, err, 400, "more than one If-Match");
+        p->im_off = off + a;
+        p->im_len = vn;
+    } else if (ieq(name, nn, "idempotency-key")) {
+        if (++p->nik > 1)
+            return fail(p, err, 400, "more than one Idempotency-Key");
+        if (vn == 0 || vn > HTTP_IDEM_KEY_MAX)
+            return fail(p, err, 400, "Idempotency-Key empty or too long");
+        p->ik_off = off + a;
+        p->ik_len = vn;
+    } else if (ieq(name, nn, "expect")) {
+        if (ieq(val, vn, "100-continue"))
+            p->expect_continue = 1;
+        else
+            p->expect_other = 1;
     } else if (ieq(name, nn, "last-event-id")) {
         if (++p->nlei > 1)
             return fail(p, err, 400, "more than one Last-Event-ID");
@@ -363,8 +384,10 @@ static int finish(struct http_req_parser *p, const char *buf, size_t end, size_t
         http_req_parser_reset(p);
         return HKV_EPROTO;
     }
-    if (p->content_length > 0)
+    if (p->content_length > 0 && p->method != HTTP_PUT)
         return fail(p, err, 413, "request body not accepted");
+    if (p->expect_other)
+        return fail(p, err, 417, "only Expect: 100-continue is met");
 
     req->method = p->method;
     req->minor = p->minor;
@@ -385,6 +408,10 @@ static int finish(struct http_req_parser *p, const char *buf, size_t end, size_t
     req->has_accept = p->has_accept;
     req->accept = p->accept;
     req->headers = slice(buf, p->hdr_off, end - 2 - p->hdr_off, 1);
+    req->content_length = p->content_length;
+    req->expect_continue = p->expect_continue && p->minor == 1;
+    req->if_match = slice(buf, p->im_off, p->im_len, p->nim > 0);
+    req->idem_key = slice(buf, p->ik_off, p->ik_len, p->nik > 0);
     *consumed = end;
     http_req_parser_reset(p);
     return HKV_OK;

@@ -34,11 +34,16 @@
  *        Content-Length and Transfer-Encoding, differing Content-Lengths, a
  *        Transfer-Encoding in HTTP/1.0 (request smuggling, RFC 9112 6.1, 6.3);
  *        two Authorization or Last-Event-ID fields.
- *   405  a method other than GET or HEAD (methods are case-sensitive: "get"
- *        is another method).  Answered after the whole header section is read
+ *        Two If-Match or Idempotency-Key fields, an Idempotency-Key that is
+ *        empty or over HTTP_IDEM_KEY_MAX bytes.
+ *   405  a method other than GET, HEAD, PUT or DELETE (methods are
+ *        case-sensitive: "get" is another method).  Answered after the whole header section is read
  *        so its framing is known: without a body the connection may stay open
  *        (close = 0 and *consumed set, see below); with one it closes.
- *   413  GET or HEAD with a non-zero Content-Length (no request has a body).
+ *   413  GET, HEAD or DELETE with a non-zero Content-Length (only PUT has a
+ *        body: its length is in req->content_length, the body itself follows
+ *        *consumed and is the caller's to read and to bound).
+ *   417  an Expect other than 100-continue.
  *   414  request line longer than max_line.
  *   431  more than max_headers fields, or a header section over
  *        max_header_bytes.
@@ -79,7 +84,9 @@ struct http_limits {
                                  and the final empty line included (default 16384) */
 };
 
-enum http_method { HTTP_GET = 1, HTTP_HEAD = 2 };
+enum http_method { HTTP_GET = 1, HTTP_HEAD = 2, HTTP_PUT = 3, HTTP_DELETE = 4 };
+
+#define HTTP_IDEM_KEY_MAX 255     /* Idempotency-Key: longer is 400 */
 
 /* Media types an Accept field names with a non-zero q: the two a stream can
  * be sent as (a range "text/" "*" counts as event-stream, "application/" "*"
@@ -103,11 +110,16 @@ struct http_req {
     int has_accept;                   /* 1: at least one Accept field */
     unsigned accept;                  /* HTTP_ACCEPT_* named by the Accept fields */
     struct http_slice headers;        /* the field lines, for http_req_field_next */
+    /* PUT and DELETE */
+    uint64_t content_length;          /* the body's length (PUT only; 0 without a field) */
+    int expect_continue;              /* Expect: 100-continue */
+    struct http_slice if_match;       /* If-Match field value (one field) */
+    struct http_slice idem_key;       /* Idempotency-Key field value (one field) */
 };
 
 /* What to answer to a refused request. */
 struct http_error {
-    int status;          /* 400 405 413 414 431 501 505 */
+    int status;          /* 400 405 413 414 417 431 501 505 */
     int close;           /* 1: close the connection after answering */
     const char *reason;  /* a short constant phrase for a body or a counter */
 };
@@ -128,6 +140,8 @@ struct http_req_parser {
     int minor;
     size_t host_off, host_len, auth_off, auth_len, lei_off, lei_len;
     int nhost, nauth, nlei, inm, has_accept;
+    size_t im_off, im_len, ik_off, ik_len;
+    int nim, nik, expect_continue, expect_other;
     unsigned accept;
     int conn_close, conn_keep;
     int cl_seen, te_seen;

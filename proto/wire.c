@@ -336,6 +336,27 @@ int wire_put_invalidate(struct hkv_buf *b, struct wire_slice key, hkv_stamp stam
     return wr_end(&w);
 }
 
+static int put_pub(struct hkv_buf *b, unsigned type, uint64_t id, struct wire_slice channel,
+                   struct wire_slice msg)
+{
+    struct wr w;
+    wr_begin(&w, b, HINT(channel.len + msg.len), type, id, 2);
+    w_bin(&w, channel);
+    w_bin(&w, msg);
+    return wr_end(&w);
+}
+
+int wire_put_publish(struct hkv_buf *b, uint64_t id, struct wire_slice channel,
+                     struct wire_slice msg)
+{
+    return put_pub(b, WIRE_PUBLISH, id, channel, msg);
+}
+
+int wire_put_pubmsg(struct hkv_buf *b, struct wire_slice channel, struct wire_slice msg)
+{
+    return put_pub(b, WIRE_PUBMSG, 0, channel, msg);
+}
+
 /* ---- any message ---- */
 
 int wire_put_msg(struct hkv_buf *b, const struct wire_msg *m)
@@ -412,6 +433,12 @@ int wire_put_msg(struct hkv_buf *b, const struct wire_msg *m)
         if (id != 0)
             return HKV_EINVAL;
         return wire_put_invalidate(b, m->u.invalidate.key, m->u.invalidate.stamp);
+    case WIRE_PUBLISH:
+        return wire_put_publish(b, id, m->u.pub.channel, m->u.pub.msg);
+    case WIRE_PUBMSG:
+        if (id != 0)
+            return HKV_EINVAL;
+        return wire_put_pubmsg(b, m->u.pub.channel, m->u.pub.msg);
     case WIRE_CALL:
     case WIRE_EXEC:
     case WIRE_RESP:

@@ -96,6 +96,11 @@
  *   push link (owner -> edge, id 0)
  *   PUSH        key, value, stamp, expire_ms u64
  *   INVALIDATE  key, stamp
+ *   PUBMSG      channel, message (a PUBLISH the owner fans out: one per colo)
+ *
+ *   PUBLISH     channel, message (edge -> the channel's owner, on a write
+ *               link, no rid: never stored, never retried; answered PONG
+ *               once it is on every push link)
  *
  * Commands.  CALL and EXEC carry Redis commands for the owner to run from its
  * own command table (APPEND, SETRANGE, INCRBYFLOAT, MSETNX, RENAME, COPY ...),
@@ -211,6 +216,7 @@ enum wire_type {
     WIRE_CALL = 13,
     WIRE_EXEC = 14,
     WIRE_SCAN_RANGE = 15,
+    WIRE_PUBLISH = 16,
     /* replies */
     WIRE_HELLO_OK = 64,
     WIRE_VALUE = 65,
@@ -227,6 +233,7 @@ enum wire_type {
     /* push link, id 0 */
     WIRE_PUSH = 96,
     WIRE_INVALIDATE = 97,
+    WIRE_PUBMSG = 98,
 };
 
 enum wire_role { WIRE_ROLE_READ = 0, WIRE_ROLE_WRITE = 1, WIRE_ROLE_PUSH = 2 };
@@ -354,6 +361,7 @@ struct wire_msg {
         struct { const struct wire_stat *stats; uint32_t nstats; } stats_reply;
         struct { struct wire_slice key, value; hkv_stamp stamp; uint64_t expire_ms; } push;
         struct { struct wire_slice key; hkv_stamp stamp; } invalidate;
+        struct { struct wire_slice channel, msg; } pub;    /* PUBLISH, PUBMSG */
         struct {
             struct wire_rid rid;
             uint8_t proto;
@@ -384,7 +392,7 @@ struct wire_decoder {
 };
 
 /* Which direction a kind travels. */
-static inline bool wire_is_request(unsigned t) { return t >= WIRE_HELLO && t <= WIRE_SCAN_RANGE; }
+static inline bool wire_is_request(unsigned t) { return t >= WIRE_HELLO && t <= WIRE_PUBLISH; }
 /* The requests that change keys (they carry a rid and go on write links). */
 static inline bool wire_is_write(unsigned t)
 {
@@ -392,7 +400,10 @@ static inline bool wire_is_write(unsigned t)
            t == WIRE_PERSIST || t == WIRE_GETDEL || t == WIRE_CALL || t == WIRE_EXEC;
 }
 static inline bool wire_is_reply(unsigned t) { return t >= WIRE_HELLO_OK && t <= WIRE_RESP; }
-static inline bool wire_is_push(unsigned t) { return t == WIRE_PUSH || t == WIRE_INVALIDATE; }
+static inline bool wire_is_push(unsigned t)
+{
+    return t == WIRE_PUSH || t == WIRE_INVALIDATE || t == WIRE_PUBMSG;
+}
 
 /* ---- rules shared by the encoder and the decoder ---- */
 
@@ -554,6 +565,9 @@ int wire_put_resp(struct hkv_buf *b, uint64_t id, struct wire_slice reply,
 int wire_put_push(struct hkv_buf *b, struct wire_slice key, struct wire_slice value,
                   hkv_stamp stamp, uint64_t expire_ms);
 int wire_put_invalidate(struct hkv_buf *b, struct wire_slice key, hkv_stamp stamp);
+int wire_put_publish(struct hkv_buf *b, uint64_t id, struct wire_slice channel,
+                     struct wire_slice msg);
+int wire_put_pubmsg(struct hkv_buf *b, struct wire_slice channel, struct wire_slice msg);
 
 /* Encodes any message as its kind's wire_put_* would (m->id included);
  * HKV_EINVAL for an unknown type. */

@@ -149,6 +149,8 @@ static int nfields(unsigned type)
     case WIRE_PONG: return 0;
     case WIRE_PUSH: return 4;
     case WIRE_INVALIDATE: return 2;
+    case WIRE_PUBLISH: return 2;
+    case WIRE_PUBMSG: return 2;
     case WIRE_CALL: return 5;
     case WIRE_EXEC: return 6;
     case WIRE_RESP: return 2;
@@ -267,6 +269,10 @@ static int decode_fields(struct wire_decoder *d, struct cur *c, struct wire_msg 
     case WIRE_INVALIDATE:
         TRY(rd_bytes(c, &m->u.invalidate.key));
         return rd_uint(c, UINT64_MAX, &m->u.invalidate.stamp);
+    case WIRE_PUBLISH:
+    case WIRE_PUBMSG:
+        TRY(rd_bytes(c, &m->u.pub.channel));
+        return rd_bytes(c, &m->u.pub.msg);
     case WIRE_CALL:
     case WIRE_EXEC:
     case WIRE_RESP:

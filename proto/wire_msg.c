@@ -43,6 +43,8 @@ const char *wire_type_name(unsigned type)
     case WIRE_RESP: return "RESP";
     case WIRE_PUSH: return "PUSH";
     case WIRE_INVALIDATE: return "INVALIDATE";
+    case WIRE_PUBLISH: return "PUBLISH";
+    case WIRE_PUBMSG: return "PUBMSG";
     }
     return NULL;
 }
@@ -164,6 +166,9 @@ bool wire_msg_equal(const struct wire_msg *a, const struct wire_msg *b)
     case WIRE_INVALIDATE:
         return seq(a->u.invalidate.key, b->u.invalidate.key) &&
                a->u.invalidate.stamp == b->u.invalidate.stamp;
+    case WIRE_PUBLISH:
+    case WIRE_PUBMSG:
+        return seq(a->u.pub.channel, b->u.pub.channel) && seq(a->u.pub.msg, b->u.pub.msg);
     case WIRE_CALL:
     case WIRE_EXEC:
     case WIRE_RESP:

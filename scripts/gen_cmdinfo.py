@@ -33,6 +33,7 @@ unlink expire pexpire expireat pexpireat persist incr decr incrby decrby
 append getrange setrange substr incrbyfloat msetnx setbit getbit bitcount bitpos bitfield_ro lcs keys
 flushall flushdb rename renamenx copy randomkey touch expiretime pexpiretime object
 multi exec discard watch unwatch
+subscribe unsubscribe psubscribe punsubscribe publish pubsub
 """.split())
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "server", "edge",
                    "edge_cmdinfo.c")

@@ -130,6 +130,7 @@ struct board_client {
     char events[2];               /* "r", "w", "rw" or "" (not NUL-terminated at 2) */
     uint64_t qbuf, qbuf_free, rbs, rbp, obl, oll, omem, tot_mem;
     uint32_t flags;               /* BOARD_CLIENT_F_* */
+    uint32_t sub, psub;           /* its channels and patterns (pub/sub) */
     uint32_t name_len;            /* the whole name's length (name[] holds the first part) */
     char addr[48], laddr[48];
     char user[64];
@@ -137,6 +138,7 @@ struct board_client {
 };
 
 #define BOARD_CLIENT_F_MONITOR 0x1  /* flags=O */
+#define BOARD_CLIENT_F_PUBSUB 0x2   /* flags=P: in subscribed mode */
 
 #define BOARD_RING (256u * 1024) /* bytes of one slot's monitor ring */
 

@@ -64,7 +64,19 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(tracking_total_prefixes, CTR_GAUGE, "BCAST prefixes registered")                         \
     X(tracking_invalidations, CTR_COUNTER, "Invalidation messages sent to tracking clients")   \
     X(tracking_flushes, CTR_COUNTER, "Flush-everything invalidations sent (a gap, FLUSHALL)")  \
-    X(tracking_evicted_keys, CTR_COUNTER, "Keys invalidated to fit tracking-table-max-keys")
+    X(tracking_evicted_keys, CTR_COUNTER, "Keys invalidated to fit tracking-table-max-keys")   \
+    X(http_puts, CTR_COUNTER, "HTTP PUT /v1/kv requests run as writes")                      \
+    X(http_deletes, CTR_COUNTER, "HTTP DELETE /v1/kv requests run as writes")                \
+    X(http_precondition_failed, CTR_COUNTER, "HTTP writes answered 412 (If-Match, If-None-Match)") \
+    X(http_body_timeouts, CTR_COUNTER, "HTTP connections closed: a body not in http-body-timeout") \
+    X(http_bodies_too_large, CTR_COUNTER, "HTTP PUTs refused 413 (over proto-max-bulk-len)")  \
+    X(pubsub_messages_delivered, CTR_COUNTER, "Pub/sub messages written to subscribers")      \
+    X(pubsub_output_limit_closed, CTR_COUNTER,                                                \
+      "Subscribers closed by client-output-buffer-limit pubsub")                              \
+    X(pubsub_bus_losses, CTR_COUNTER, "Times this edge fell a whole bus behind (lost records)") \
+    X(pubsub_lost_closed, CTR_COUNTER, "Subscribers closed because the bus lost records")     \
+    X(pubsub_published_local, CTR_COUNTER,                                                    \
+      "PUBLISHes with no owner route (owner-push off, a link down): this host's colos only")
 
 /* The first fourteen are INFO's "# Owners" lines since before this list;
  * new fields go at the end, so INFO's existing lines keep their order. */

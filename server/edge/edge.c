@@ -33,6 +33,7 @@
 #include "server/edge/edge_health.h"
 #include "server/edge/edge_http.h"
 #include "server/edge/edge_monitor.h"
+#include "server/edge/edge_pubsub.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_keyspace.h"
 #include "server/edge/edge_op.h"
@@ -84,6 +85,7 @@ void edge_http_opts(const struct cfg *cfg, struct http_opts *o)
                               .max_polls = cfg->http_max_polls,
                               .poll_max_wait_ms = cfg->http_poll_max_wait_ms,
                               .header_timeout_ms = cfg->http_header_timeout_ms,
+                              .body_timeout_ms = cfg->http_body_timeout_ms,
                               .keepalive_timeout_ms = cfg->http_keepalive_timeout_ms,
                               .heartbeat_ms = cfg->http_heartbeat_ms,
                               .negative_ttl_ms = cfg->negative_ttl_ms};
@@ -118,6 +120,9 @@ void edge_conns_opts(const struct cfg *cfg, struct conns_opts *o)
     o->output_hard = cfg->client_output_hard;
     o->output_soft = cfg->client_output_soft;
     o->output_soft_ms = cfg->client_output_soft_ms;
+    o->pubsub_hard = cfg->pubsub_output_hard;
+    o->pubsub_soft = cfg->pubsub_output_soft;
+    o->pubsub_soft_ms = cfg->pubsub_output_soft_ms;
     o->max_pending = cfg->client_max_pending;
     o->max_pending_bytes = cfg->client_max_pending_bytes;
     o->tls_handshake_timeout_ms = cfg->tls_handshake_timeout_ms;
@@ -139,6 +144,19 @@ static void on_accept_error(struct evconnlistener *l, void *arg);
 
 /* An owner link that was congested drained: the clients held behind it
  * read again (those still at their pending bound wait for their replies). */
+/* A push link's message: a published message for this colo's bus, or a
+ * key's new state for the colo cache. */
+static void on_push(void *arg, const struct wire_msg *m)
+{
+    if (m->type == WIRE_PUBMSG) {
+        const struct owner_ref *o = arg;
+        pubsub_pushed(o->e, m->u.pub.channel.p, m->u.pub.channel.len, m->u.pub.msg.p,
+                      m->u.pub.msg.len);
+        return;
+    }
+    edge_cache_pushed(arg, m);
+}
+
 static void on_link_drained(struct elink *l, void *arg)
 {
     conn_release(arg, l);
@@ -163,6 +181,7 @@ static void on_closing(struct conn *c)
     edge_tx_conn_gone(c);
     edge_track_conn_gone(c);
     monitor_stop(c);
+    pubsub_conn_gone(c);
     clients_gone(c);
     client_gone(c);
 }
@@ -365,7 +384,9 @@ static void on_reload(void *arg, const struct cfg *next)
     edge_http_opts(next, &ho);
     edge_http_reload(e, &ho);
     edge_rl_reload(e->rl, e, next); /* rate limits: new rules, same buckets */
-    edge_track_reload(e, next);
+    struct track_opts to;
+    edge_track_opts(next, &to);
+    edge_track_reload(e, &to);
     struct edge_cache_opts ko;
     edge_cache_opts(next, &ko);
     edge_cache_reload(e, &ko);
@@ -425,7 +446,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     if (clients_setup(e) != 0)
         log_warning("no memory for the clients board: this edge's clients are listed by it only");
     struct owner_hooks oh = {
-        .push = edge_cache_pushed, .drained = on_link_drained, .gap = edge_cache_push_gap};
+        .push = on_push, .drained = on_link_drained, .gap = edge_cache_push_gap};
     struct flights_opts fo;
     edge_flights_opts(ctx->cfg, &fo);
     struct op_opts oo;
@@ -436,11 +457,13 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     edge_http_opts(ctx->cfg, &ho);
     struct edge_cache_opts ko;
     edge_cache_opts(ctx->cfg, &ko);
-    if (edge_cache_setup(e, &ko) != 0 || edge_feed_setup(e) != 0 || edge_track_setup(e) != 0 ||
+    struct track_opts to;
+    edge_track_opts(ctx->cfg, &to);
+    if (edge_cache_setup(e, &ko) != 0 || edge_feed_setup(e) != 0 || edge_track_setup(e, &to) != 0 ||
         op_setup(e, &oo) != 0 || forgets_setup(e) != 0 ||
         owners_setup(e, &oh, &ow) != 0 || flights_setup(e, edge_read_answer, &fo) != 0 ||
         edge_health_setup(e, ctx->cfg->owner_probe_interval_ms) != 0 ||
-        edge_http_setup(e, &ho) != 0) {
+        edge_http_setup(e, &ho) != 0 || pubsub_setup(e) != 0) {
         log_warning("cannot set up owner links: out of memory");
         goto out;
     }
@@ -468,6 +491,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
     code = 0;
 out:
     conns_close_all(e);
+    pubsub_teardown(e);
     edge_http_teardown(e);
     edge_track_teardown(e);
     edge_feed_teardown(e);

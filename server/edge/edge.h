@@ -12,6 +12,7 @@
 #include "server/core/worker.h"
 
 struct cache;
+struct bus;
 struct changes;
 struct rl;
 
@@ -43,6 +44,9 @@ struct edge_ctx {
     size_t nhttp;           /* all of them */
     size_t nhttps;          /* the last nhttps of http_fds are https-port's */
     struct changes *changes; /* the colo's change ring (server/colo/changes.h); NULL: none */
+    struct bus *bus;         /* the colo's pub/sub bus (server/colo/bus.h); NULL: none */
+    struct bus *const *colo_buses; /* every colo's, [colo_index] being bus: a PUBLISH is
+                                    * appended to each (edge_pubsub.c); NULL: this one's */
 };
 
 /* Runs the edge until it is stopped; returns the exit code.  ectx must stay

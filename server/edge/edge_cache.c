@@ -289,6 +289,11 @@ void edge_cache_doubt(struct edge *e, const char *key, size_t klen, uint64_t has
     buf_deinit(&v);
 }
 
+int edge_cache_unpushed(struct edge *e, const char *key, size_t klen, int64_t now)
+{
+    return !cst(e)->opts.owner_push || edge_push_gap(e, key, klen, now);
+}
+
 void edge_cache_push_gap(void *arg)
 {
     struct owner_ref *o = arg;

@@ -76,6 +76,10 @@ void edge_cache_wrote(struct edge *e, const char *key, size_t klen, uint64_t has
 void edge_cache_doubt(struct edge *e, const char *key, size_t klen, uint64_t hash);
 /* A push from an owner (the owners' push hook; arg is the owner_ref). */
 void edge_cache_pushed(void *arg, const struct wire_msg *m);
+/* 1 when a change of key may not be pushed to this colo now (owner-push
+ * off, or its owner's push link not up): CLIENT TRACKING then times the
+ * key out instead.  now: clock_mono_ms. */
+int edge_cache_unpushed(struct edge *e, const char *key, size_t klen, int64_t now);
 /* The owner_hooks gap hook: a push link of owner_ref arg broke or came back
  * (pushes may have been missed): a FLUSH record in the colo's change ring,
  * so that every tracking client of the colo empties its cache. */

@@ -62,13 +62,16 @@ static void render(struct hkv_buf *b, const struct board_client *r, const char *
     const char *cmd = r->cmd != 0xffff ? subcmd_stat_name(r->cmd) : NULL;
     char events[3] = {r->events[0], r->events[0] ? r->events[1] : '\0', '\0'};
     buf_printf(b,
-               "id=%llu addr=%s laddr=%s fd=%d name=%.*s age=%lld idle=%lld flags=%s db=0 sub=0 "
-               "psub=0 ssub=0 multi=-1 qbuf=%llu qbuf-free=%llu argv-mem=%llu multi-mem=0 "
+               "id=%llu addr=%s laddr=%s fd=%d name=%.*s age=%lld idle=%lld flags=%s db=0 sub=%u "
+               "psub=%u ssub=0 multi=-1 qbuf=%llu qbuf-free=%llu argv-mem=%llu multi-mem=0 "
                "rbs=%llu rbp=%llu obl=%llu oll=%llu omem=%llu tot-mem=%llu events=%s cmd=%s "
                "user=%s redir=-1 resp=%u\n",
                (unsigned long long)r->id, r->addr, r->laddr, (int)r->fd, (int)name_len, name,
                (long long)(now - r->created_ms) / 1000, (long long)(now - r->last_ms) / 1000,
-               r->flags & BOARD_CLIENT_F_MONITOR ? "O" : "N", (unsigned long long)r->qbuf,
+               r->flags & BOARD_CLIENT_F_MONITOR  ? "O"
+               : r->flags & BOARD_CLIENT_F_PUBSUB ? "P"
+                                                  : "N",
+               r->sub, r->psub, (unsigned long long)r->qbuf,
                (unsigned long long)r->qbuf_free, (unsigned long long)argv_mem,
                (unsigned long long)r->rbs, (unsigned long long)r->rbp,
                (unsigned long long)r->obl, (unsigned long long)r->oll,
@@ -99,7 +102,13 @@ struct listing {
     size_t n, cap;
     int64_t now;
     uint64_t only_id;             /* 0: every client */
+    int type;                     /* TYPE: 0 any, 1 normal, 2 pubsub (subscribed) */
 };
+
+static int type_ok(const struct listing *l, int pubsub)
+{
+    return l->type == 0 || (l->type == 2) == (pubsub != 0);
+}
 
 static void listing_mark(struct listing *l, uint64_t id, size_t off)
 {
@@ -120,7 +129,8 @@ static void listing_other(const struct board_client *r, uint32_t slot, uint32_t 
 {
     struct listing *l = arg;
     uint64_t id = atomic_load_explicit(&r->id, memory_order_relaxed);
-    if (l->only_id != 0 && id != l->only_id)
+    if ((l->only_id != 0 && id != l->only_id) ||
+        !type_ok(l, (r->flags & BOARD_CLIENT_F_PUBSUB) != 0))
         return;
     size_t off = l->text.len;
     uint32_t n = r->name_len < BOARD_CLIENT_NAME ? r->name_len : BOARD_CLIENT_NAME;
@@ -139,7 +149,9 @@ static void listing_fill(struct listing *l, struct conn *c, int argc,
                          const struct resp_slice *argv)
 {
     for (struct conn *x = c->e->conns->list; x != NULL; x = x->next) {
-        if (l->only_id != 0 && x->id != l->only_id)
+        const struct pubsub_sess *ps = sess_of(x)->pubsub;
+        if ((l->only_id != 0 && x->id != l->only_id) ||
+            !type_ok(l, ps != NULL && ps->nch + ps->npat > 0))
             continue;
         size_t off = l->text.len;
         local_line(c, x, argc, argv, &l->text, l->now);
@@ -161,11 +173,11 @@ static void listing_reply(struct conn *c, struct listing *l)
 }
 
 /* CLIENT LIST [TYPE type | ID id...]: the clients of every edge of the
- * host.  Every hotkvd client is of type normal (no replicas, masters or
- * pub/sub). */
+ * host.  A hotkvd client is of type pubsub while subscribed (either
+ * protocol, as Redis), else normal (no replicas or masters). */
 static void client_list(struct conn *c, int argc, const struct resp_slice *argv)
 {
-    int all = 1;
+    int all = 1, type = 0;
     if (argc == 4 && edge_arg_is(&argv[2], "type")) {
         const struct resp_slice *t = &argv[3];
         if (!edge_arg_is(t, "normal") && !edge_arg_is(t, "master") && !edge_arg_is(t, "replica") &&
@@ -173,7 +185,8 @@ static void client_list(struct conn *c, int argc, const struct resp_slice *argv)
             resp_add_errorf(&c->out, "ERR Unknown client type '%.*s'", (int)t->len, t->p);
             return;
         }
-        all = edge_arg_is(t, "normal");
+        all = edge_arg_is(t, "normal") || edge_arg_is(t, "pubsub");
+        type = edge_arg_is(t, "normal") ? 1 : edge_arg_is(t, "pubsub") ? 2 : 0;
     } else if (argc > 3 && edge_arg_is(&argv[2], "id")) {
         for (int j = 3; j < argc; j++) {
             long long id;
@@ -186,7 +199,7 @@ static void client_list(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_error(&c->out, "ERR syntax error");
         return;
     }
-    struct listing l = {.text = HKV_BUF_INIT, .now = clock_mono_ms()};
+    struct listing l = {.text = HKV_BUF_INIT, .now = clock_mono_ms(), .type = type};
     if (argc > 3 && edge_arg_is(&argv[2], "id")) {
         /* in the order asked, as Redis */
         struct hkv_buf out = HKV_BUF_INIT;

@@ -114,7 +114,11 @@ void clients_fill(const struct conn *c, struct board_client *r)
     r->omem = omem;
     r->tot_mem = sizeof(*c) + c->in.cap + c->out.cap + omem +
                  (sess_of(c)->name ? strlen(sess_of(c)->name) : 0);
-    r->flags = sess_of(c)->monitor ? BOARD_CLIENT_F_MONITOR : 0;
+    const struct pubsub_sess *ps = sess_of(c)->pubsub;
+    r->sub = ps != NULL ? (uint32_t)ps->nch : 0;
+    r->psub = ps != NULL ? (uint32_t)ps->npat : 0;
+    r->flags = (sess_of(c)->monitor ? BOARD_CLIENT_F_MONITOR : 0) |
+               (r->sub + r->psub > 0 ? BOARD_CLIENT_F_PUBSUB : 0);
     copy_str(r->addr, sizeof(r->addr), c->addr);
     copy_str(r->laddr, sizeof(r->laddr), c->laddr);
     copy_str(r->user, sizeof(r->user),

@@ -26,6 +26,7 @@
 #include "server/edge/edge_client.h"
 #include "server/edge/edge_clients.h"
 #include "server/edge/edge_monitor.h"
+#include "server/edge/edge_pubsub.h"
 #include "server/edge/info.h"
 #include "server/edge/info_cluster.h"
 #include "server/edge/edge_sess.h"
@@ -37,7 +38,12 @@ void edge_cmd_ping(struct conn *c, int argc, const struct resp_slice *argv)
         resp_add_error(&c->out, "ERR wrong number of arguments for 'ping' command");
         return;
     }
-    if (argc == 2)
+    if (sess_of(c)->proto == 2 && pubsub_active(c)) {
+        /* Redis's subscribed mode: ["pong", message or ""] */
+        resp_add_array(&c->out, 2);
+        resp_add_bulk(&c->out, "pong", 4);
+        resp_add_bulk(&c->out, argc == 2 ? argv[1].p : "", argc == 2 ? argv[1].len : 0);
+    } else if (argc == 2)
         resp_add_bulk(&c->out, argv[1].p, argv[1].len);
     else
         resp_add_simple(&c->out, "PONG");
@@ -151,6 +157,7 @@ void edge_cmd_reset(struct conn *c, int argc, const struct resp_slice *argv)
     sess_of(c)->meta = 0;
     monitor_stop(c);
     edge_track_reset(c);
+    pubsub_conn_gone(c); /* Redis's RESET: out of every channel and pattern, no replies */
     client_set_name(c, &(struct resp_slice){"", 0});
     edge_auth_set_user(c, auth_initial_user(c->e->auth->users), 1); /* as Redis: logged out */
     clients_publish(c);

@@ -250,7 +250,8 @@ static void process_input(struct conn *c)
     c->batch.writes = c->batch.reads = 0;
     c->batch.n = 0;
     c->batch.owed = c->nslots;
-    int64_t hard = c->e->conns->opts.output_hard;
+    int64_t hard = c->pubsub_limits ? c->e->conns->opts.pubsub_hard
+                                    : c->e->conns->opts.output_hard;
     for (int ran = 0; buf_unread(&c->in) > 0 && !c->close_after_write; ran++) {
         if (hard > 0 && conn_held(c) > (size_t)hard) {
             /* The flush after the batch closes it if it stays over
@@ -364,14 +365,14 @@ void conn_slot_done(struct conn *c, struct rslot *s)
      * limits checked, before one answer for many pipelined reads of a big
      * value fills every reply (check_hostile ping_flood: 206 MB held). */
     size_t now_at = CONN_FLUSH_NOW;
-    if (o->output_hard > 0 && (size_t)o->output_hard < now_at)
-        now_at = (size_t)o->output_hard;
+    int64_t hard = c->pubsub_limits ? o->pubsub_hard : o->output_hard;
+    if (hard > 0 && (size_t)hard < now_at)
+        now_at = (size_t)hard;
     /* Likewise for answers that wait in slots behind an older one (one
      * flight answering 600 pipelined HTTP GETs behind a held poll: 226 MB
      * before the next flush): over the hard limit, the flush closes it. */
     if (buf_unread(&c->out) >= now_at ||
-        (o->output_hard > 0 && conn_held(c) > (size_t)o->output_hard &&
-         !c->in_process)) {
+        (hard > 0 && conn_held(c) > (size_t)hard && !c->in_process)) {
         conn_flush(c);
         return;
     }

@@ -121,6 +121,8 @@ struct conn {
         uint32_t owed;            /* sent while this many replies were owed */
     } batch;
     uint8_t more_input;           /* stopped at CONN_TURN_MAX: run the rest before reading */
+    uint8_t pubsub_limits;        /* in subscribed mode: client-output-buffer-limit pubsub
+                                   * applies (set by edge_pubsub.c) */
     /* The layers above' session (hooks->sess_size bytes, edge_sess.h), in the
      * same allocation: this layer never reads it. */
     _Alignas(max_align_t) unsigned char above[];
@@ -172,6 +174,9 @@ struct conns_opts {
     int64_t output_hard;          /* client-output-buffer-limit HARD SOFT SECONDS */
     int64_t output_soft;
     int64_t output_soft_ms;
+    int64_t pubsub_hard;          /* ... pubsub HARD SOFT SECONDS (c->pubsub_limits) */
+    int64_t pubsub_soft;
+    int64_t pubsub_soft_ms;
     int64_t max_pending;          /* client-max-pending: replies owed before input pauses */
     int64_t max_pending_bytes;    /* client-max-pending-bytes: arguments kept, likewise */
     int64_t tls_handshake_timeout_ms;

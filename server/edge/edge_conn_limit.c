@@ -27,19 +27,29 @@ int conn_output_ok(struct conn *c, int64_t now)
 {
     const struct conns_opts *o = &c->e->conns->opts;
     size_t pending = conn_held(c);
-    if (o->output_hard > 0 && pending > (size_t)o->output_hard) {
-        log_verbose("client %s: output buffer over the hard limit (%zu bytes, %zu of them "
-                    "behind earlier replies); closing", c->addr, pending, c->held);
+    /* a subscriber's class (Redis's client-output-buffer-limit pubsub) */
+    int ps = c->pubsub_limits;
+    int64_t hard = ps ? o->pubsub_hard : o->output_hard;
+    int64_t soft = ps ? o->pubsub_soft : o->output_soft;
+    int64_t soft_ms = ps ? o->pubsub_soft_ms : o->output_soft_ms;
+    if (hard > 0 && pending > (size_t)hard) {
+        log_verbose("client %s: output buffer over the %shard limit (%zu bytes, %zu of them "
+                    "behind earlier replies); closing", c->addr, ps ? "pubsub " : "", pending,
+                    c->held);
         board_add(&c->e->stats->client_output_buffer_limit_disconnections, 1);
+        if (ps)
+            board_add(&c->e->stats->pubsub_output_limit_closed, 1);
         return 0;
     }
-    if (o->output_soft > 0 && pending > (size_t)o->output_soft) {
+    if (soft > 0 && pending > (size_t)soft) {
         if (c->soft_since_ms == 0)
             c->soft_since_ms = now;
-        else if (now - c->soft_since_ms >= o->output_soft_ms) {
-            log_verbose("client %s: output buffer over the soft limit for %lld ms; closing",
-                        c->addr, (long long)(now - c->soft_since_ms));
+        else if (now - c->soft_since_ms >= soft_ms) {
+            log_verbose("client %s: output buffer over the %ssoft limit for %lld ms; closing",
+                        c->addr, ps ? "pubsub " : "", (long long)(now - c->soft_since_ms));
             board_add(&c->e->stats->client_output_buffer_limit_disconnections, 1);
+            if (ps)
+                board_add(&c->e->stats->pubsub_output_limit_closed, 1);
             return 0;
         }
     } else {

@@ -141,26 +141,12 @@ void edge_http_closing(struct conn *c)
 
 /* ---- endpoints ---------------------------------------------------------------------- */
 
-struct run {
-    const struct http_req *req;
-    const struct http_error *err;
-    int keep_alive;
-};
-
 static int slice_is(struct http_slice s, const char *lit)
 {
     size_t n = strlen(lit);
     return s.len == n && memcmp(s.p, lit, n) == 0;
 }
 
-static int has_prefix(struct http_slice s, const char *lit, struct http_slice *rest)
-{
-    size_t n = strlen(lit);
-    if (s.len < n || memcmp(s.p, lit, n) != 0)
-        return 0;
-    *rest = (struct http_slice){s.p + n, s.len - n};
-    return 1;
-}
 
 /* Whether the host serves, for /healthz: every owner process of the host is
  * ready (its board slot: it opened its files and listens; a link connected
@@ -186,7 +172,7 @@ static int host_serving(struct edge *e)
     return t != NULL && t->nleaves[CFG_POOL_HOT] + t->nleaves[CFG_POOL_COLD] > 0;
 }
 
-static void healthz(struct conn *c, const struct run *x)
+static void healthz(struct conn *c, const struct http_run *x)
 {
     struct edge *e = c->e;
     struct http_edge *he = e->http;
@@ -205,7 +191,7 @@ static void healthz(struct conn *c, const struct run *x)
                   "Cache-Control: no-store\r\n", "ok");
 }
 
-static void metrics(struct conn *c, const struct run *x)
+static void metrics(struct conn *c, const struct http_run *x)
 {
     struct http_edge *he = c->e->http;
     struct http_sess *hs = sess_of(c)->http;
@@ -231,54 +217,9 @@ static void metrics(struct conn *c, const struct run *x)
     buf_deinit(&b);
 }
 
-/* The gates every key endpoint passes; 0, or -1 with the refusal written.
- * The decoded key is left in e->http->key. */
-static int gates(struct conn *c, const struct run *x, struct http_slice raw)
-{
-    struct edge *e = c->e;
-    struct http_edge *he = e->http;
-    const struct http_req *q = x->req;
-    int head = q->method == HTTP_HEAD;
-    size_t klen = 0;
-    buf_reset(&he->key);
-    int rc = buf_reserve(&he->key, raw.len + 1, 0) == HKV_OK
-                 ? http_pct_decode(raw.p, raw.len, buf_tail(&he->key), raw.len + 1, &klen)
-                 : HKV_ENOMEM;
-    if (rc != HKV_OK || klen == 0) {
-        hr_simple(c, &c->out, rc == HKV_ENOMEM ? 500 : 400, q->minor, x->keep_alive, head, NULL,
-                  rc == HKV_OK ? "empty key" : "bad percent-encoding in the key");
-        return -1;
-    }
-    he->key.len = klen;
-    int user = edge_http_sess_login(c, q);
-    if (user < 0) {
-        hr_simple(c, &c->out, 401, q->minor, x->keep_alive, head, AUTH_HDR,
-                  "authentication required");
-        return -1;
-    }
-    sess_of(c)->user = user;
-    const struct cmd_def *d = cmd_get(CMD_GET);
-    if (!auth_user_unrestricted(e->auth->users, user)) {
-        struct resp_slice argv[2] = {{"GET", 3}, {buf_head(&he->key), klen}};
-        if (auth_allowed(e->auth->users, user, d, 2, argv) != AUTH_OK) {
-            hr_simple(c, &c->out, 403, q->minor, x->keep_alive, head, NULL,
-                      "no permission to read this key");
-            return -1;
-        }
-    }
-    int64_t retry_ms = 0;
-    if (e->rl->map[CMD_GET] != RL_CLS_NONE && edge_rl_over(c, d, &retry_ms)) {
-        char extra[64];
-        snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
-                 (long long)(retry_ms <= 0 ? 1 : (retry_ms + 999) / 1000));
-        hr_simple(c, &c->out, 429, q->minor, x->keep_alive, head, extra, "rate limited");
-        return -1;
-    }
-    return 0;
-}
 
 /* A stack request for the key in e->http->key. */
-static void request(struct conn *c, const struct run *x, enum hreq_kind kind, struct hreq *r)
+static void request(struct conn *c, const struct http_run *x, enum hreq_kind kind, struct hreq *r)
 {
     struct http_edge *he = c->e->http;
     memset(r, 0, sizeof(*r));
@@ -294,20 +235,8 @@ static void request(struct conn *c, const struct run *x, enum hreq_kind kind, st
     r->start_ms = clock_mono_ms();
 }
 
-/* A query parameter: 0 absent, 1 present (*v), -1 malformed (400 written). */
-static int param(struct conn *c, const struct run *x, const char *name, struct http_slice *v)
-{
-    int rc = http_query_get(x->req->query, name, v);
-    if (rc == HKV_ENOENT)
-        return 0;
-    if (rc == HKV_OK)
-        return 1;
-    hr_simple(c, &c->out, 400, x->req->minor, x->keep_alive, x->req->method == HTTP_HEAD, NULL,
-              "a query parameter given twice");
-    return -1;
-}
 
-static int over_polls(struct conn *c, const struct run *x)
+static int over_polls(struct conn *c, const struct http_run *x)
 {
     struct edge *e = c->e;
     if (e->http->nheld < (uint64_t)e->http->opts.max_polls)
@@ -318,28 +247,23 @@ static int over_polls(struct conn *c, const struct run *x)
     return 1;
 }
 
-static void bad(struct conn *c, const struct run *x, const char *why)
-{
-    hr_simple(c, &c->out, 400, x->req->minor, x->keep_alive, x->req->method == HTTP_HEAD, NULL,
-              why);
-}
 
-static void kv(struct conn *c, const struct run *x, struct http_slice raw)
+static void kv(struct conn *c, const struct http_run *x, struct http_slice raw)
 {
     struct edge *e = c->e;
     struct http_slice iv, wv;
-    int has_i = param(c, x, "index", &iv), has_w;
-    if (has_i < 0 || (has_w = param(c, x, "wait", &wv)) < 0)
+    int has_i = edge_http_param(c, x, "index", &iv), has_w;
+    if (has_i < 0 || (has_w = edge_http_param(c, x, "wait", &wv)) < 0)
         return;
     uint64_t index = 0, wait = (uint64_t)e->http->opts.poll_max_wait_ms;
     if ((has_i && http_parse_u64(iv, &index) != HKV_OK) ||
         (has_w && http_parse_wait(wv, &wait) != HKV_OK)) {
-        bad(c, x, "index needs a number, wait a duration (30s, 1500ms, 5m)");
+        edge_http_bad(c, x, "index needs a number, wait a duration (30s, 1500ms, 5m)");
         return;
     }
     if (has_i && over_polls(c, x))
         return;
-    if (gates(c, x, raw) != 0)
+    if (edge_http_gates(c, x, raw, CMD_GET, 1) != 0)
         return;
     struct hreq r;
     request(c, x, has_i ? HREQ_POLL : HREQ_GET, &r);
@@ -357,12 +281,12 @@ static void kv(struct conn *c, const struct run *x, struct http_slice raw)
     edge_http_kv(&r, w);
 }
 
-static void watch(struct conn *c, const struct run *x, struct http_slice raw)
+static void watch(struct conn *c, const struct http_run *x, struct http_slice raw)
 {
     const struct http_req *q = x->req;
     struct http_slice fv, iv;
-    int has_f = param(c, x, "format", &fv), has_i;
-    if (has_f < 0 || (has_i = param(c, x, "index", &iv)) < 0)
+    int has_f = edge_http_param(c, x, "format", &fv), has_i;
+    if (has_f < 0 || (has_i = edge_http_param(c, x, "index", &iv)) < 0)
         return;
     int fmt = q->has_accept && (q->accept & HTTP_ACCEPT_NDJSON) && !(q->accept & HTTP_ACCEPT_SSE)
                   ? HTTP_FMT_NDJSON
@@ -370,19 +294,19 @@ static void watch(struct conn *c, const struct run *x, struct http_slice raw)
     if (has_f && (slice_is(fv, "ndjson") || slice_is(fv, "sse")))
         fmt = slice_is(fv, "ndjson") ? HTTP_FMT_NDJSON : HTTP_FMT_SSE;
     else if (has_f) {
-        bad(c, x, "format is sse or ndjson");
+        edge_http_bad(c, x, "format is sse or ndjson");
         return;
     }
     uint64_t last = 0;
     int has_last = q->last_event_id.p != NULL || has_i;
     if ((q->last_event_id.p != NULL && http_parse_u64(q->last_event_id, &last) != HKV_OK) ||
         (q->last_event_id.p == NULL && has_i && http_parse_u64(iv, &last) != HKV_OK)) {
-        bad(c, x, "Last-Event-ID and index need a number");
+        edge_http_bad(c, x, "Last-Event-ID and index need a number");
         return;
     }
     if (q->method != HTTP_HEAD && over_polls(c, x))
         return;
-    if (gates(c, x, raw) != 0)
+    if (edge_http_gates(c, x, raw, CMD_GET, 1) != 0)
         return;
     struct hreq r;
     request(c, x, HREQ_WATCH, &r);
@@ -396,7 +320,7 @@ static void watch(struct conn *c, const struct run *x, struct http_slice raw)
 
 static void run_request(struct conn *c, void *arg)
 {
-    const struct run *x = arg;
+    const struct http_run *x = arg;
     const struct http_req *q = x->req;
     struct http_slice rest;
     sess_of(c)->ncmds++;
@@ -408,9 +332,15 @@ static void run_request(struct conn *c, void *arg)
         healthz(c, x);
     } else if (slice_is(q->path, "/metrics")) {
         metrics(c, x);
-    } else if (has_prefix(q->path, "/v1/kv/", &rest)) {
+    } else if (edge_http_prefix(q->path, "/v1/kv/", &rest) &&
+               (q->method == HTTP_PUT || q->method == HTTP_DELETE)) {
+        edge_http_kv_write(c, x, rest);
+    } else if (q->method == HTTP_PUT || q->method == HTTP_DELETE) {
+        hr_simple(c, &c->out, 405, q->minor, x->keep_alive, 0, "Allow: GET, HEAD\r\n",
+                  "PUT and DELETE are for /v1/kv/KEY only");
+    } else if (edge_http_prefix(q->path, "/v1/kv/", &rest)) {
         kv(c, x, rest);
-    } else if (has_prefix(q->path, "/v1/watch/", &rest)) {
+    } else if (edge_http_prefix(q->path, "/v1/watch/", &rest)) {
         watch(c, x, rest);
     } else {
         hr_simple(c, &c->out, 404, q->minor, x->keep_alive, q->method == HTTP_HEAD, NULL,
@@ -420,15 +350,17 @@ static void run_request(struct conn *c, void *arg)
 
 static void run_refusal(struct conn *c, void *arg)
 {
-    const struct run *x = arg;
+    const struct http_run *x = arg;
     const struct http_error *err = x->err;
     hr_simple(c, &c->out, err->status, 1, !err->close, 0,
-              err->status == 405 ? "Allow: GET, HEAD\r\n" : NULL, err->reason);
+              err->status == 405 ? "Allow: GET, HEAD, PUT, DELETE\r\n" : NULL, err->reason);
 }
 
 static void run_timeout(struct conn *c, void *arg)
 {
-    hr_simple(c, &c->out, 408, 1, 0, 0, NULL, "the request's header section took too long");
+    hr_simple(c, &c->out, 408, 1, 0, 0, NULL,
+              arg != NULL ? "the request's body took too long (http-body-timeout)"
+                          : "the request's header section took too long");
 }
 
 long edge_http_input(struct conn *c, const char *p, size_t n)
@@ -442,6 +374,8 @@ long edge_http_input(struct conn *c, const char *p, size_t n)
         hs->req_start_ms = 0;
         return (long)n;
     }
+    if (hs->body_wait && n < hs->body_need)
+        return 0; /* a PUT's body, still coming (http-body-timeout) */
     int64_t now = clock_mono_ms();
     if (hs->req_start_ms == 0)
         hs->req_start_ms = now;
@@ -453,15 +387,26 @@ long edge_http_input(struct conn *c, const char *p, size_t n)
         return 0;
     hs->req_start_ms = used < n ? now : 0; /* a pipelined request's clock starts now */
     if (rc != HKV_OK) {
-        struct run x = {.err = &err};
+        struct http_run x = {.err = &err};
         if (conn_run(c, run_refusal, &x) != 0 || err.close) {
             c->close_after_write = 1;
             return -1;
         }
         return (long)used;
     }
-    struct run x = {.req = &req,
+    struct http_run x = {.req = &req,
                     .keep_alive = req.keep_alive && !edge_http_sess_denied(c) && !c->e->stopping};
+    if (req.method == HTTP_PUT && req.content_length > 0) {
+        int b = edge_http_body(c, &x, p, n, used);
+        if (b <= 0) {
+            hs->req_start_ms = 0; /* the header section is whole: the body's clock runs */
+            if (b < 0)
+                c->close_after_write = 1;
+            return b;
+        }
+        used += (size_t)req.content_length;
+        hs->req_start_ms = used < n ? now : 0;
+    }
     if (conn_run(c, run_request, &x) != 0 || !x.keep_alive)
         c->close_after_write = 1;
     return (long)used;
@@ -483,7 +428,17 @@ void edge_http_cron(struct edge *e, int64_t now)
             continue;
         }
         int64_t idle_from = c->last_ms > hs->answered_ms ? c->last_ms : hs->answered_ms;
-        if (!c->close_after_write && hs->req_start_ms != 0 && !c->paused && c->hold == NULL &&
+        if (!c->close_after_write && hs->body_wait && !c->paused && c->hold == NULL &&
+            now - hs->body_start_ms >= o->body_timeout_ms) {
+            /* A body that does not come: closed, and what it sent is dropped. */
+            board_add(&e->stats->http_body_timeouts, 1);
+            hs->body_wait = 0;
+            c->close_after_write = 1;
+            if (conn_run(c, run_timeout, c) == 0)
+                conn_flush(c); /* may close c */
+            else
+                conn_close(c);
+        } else if (!c->close_after_write && hs->req_start_ms != 0 && !c->paused && c->hold == NULL &&
             now - hs->req_start_ms >= o->header_timeout_ms) {
             /* Slowloris: a header section that does not finish in time (while
              * the connection is read: not behind its own pipeline's bound). */
@@ -492,7 +447,8 @@ void edge_http_cron(struct edge *e, int64_t now)
                 conn_flush(c); /* may close c */
             else
                 conn_close(c);
-        } else if (!c->close_after_write && hs->req_start_ms == 0 && c->sq_head == NULL &&
+        } else if (!c->close_after_write && hs->req_start_ms == 0 && !hs->body_wait &&
+                   c->sq_head == NULL &&
                    buf_unread(&c->out) == 0 && now - idle_from >= o->keepalive_timeout_ms) {
             conn_close(c);
         } else {

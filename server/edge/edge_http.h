@@ -1,12 +1,15 @@
 /*
  * edge_http.h - the HTTP front door of an edge: http-port and https-port
  * (sockets opened by the master, served on the edge's own connection layer
- * beside RESP).  GET and HEAD only, no request bodies:
+ * beside RESP).  GET and HEAD; PUT and DELETE on /v1/kv only:
  *
  *   /v1/kv/{key}      the key through the same read path as RESP GET (colo
  *                     cache, single flight, miss-wait, on-timeout, negative
  *                     caching), with ETag/304, and a long poll with
- *                     ?index=N&wait=D (edge_http_kv.c)
+ *                     ?index=N&wait=D (edge_http_kv.c); PUT and DELETE are
+ *                     SET and DEL ops of the write path (edge_http_write.c),
+ *                     a PUT's body bounded by proto-max-bulk-len (413 from
+ *                     its Content-Length) and http-body-timeout
  *   /v1/watch/{key}   a stream of its versions, SSE or NDJSON (edge_http_watch.c)
  *   /healthz          200 while serving, 503 while starting (an owner
  *                     process of the host not ready yet, or in a cluster a
@@ -20,7 +23,7 @@
  * Users, ACLs, protected mode and rate limits are RESP's: HTTP Basic
  * credentials log in as the named user for that request (401 without a
  * valid one when the default user needs a password), a key the user may not
- * read is 403, the GET command's rate limit answers 429 with Retry-After,
+ * read (or write: SET, DEL) is 403, the command's rate limit answers 429 with Retry-After,
  * and protected mode answers 403 to a non-loopback peer.  Bounds: the
  * parser's (request line, header count and bytes: proto/http_req.h),
  * http-header-timeout for a request's header section (408, slowloris),
@@ -51,6 +54,7 @@ struct http_opts {
     int64_t max_polls;            /* held long polls + watch streams per edge */
     int64_t poll_max_wait_ms;
     int64_t header_timeout_ms;    /* a request's header section, first byte to last */
+    int64_t body_timeout_ms;      /* a PUT's body, from its header section's end */
     int64_t keepalive_timeout_ms; /* idle between requests */
     int64_t heartbeat_ms;         /* watch streams: a comment line this often */
     int64_t negative_ttl_ms;      /* a 404's Cache-Control max-age */

@@ -10,6 +10,10 @@
  *                       colo change ring's signals that wake them
  *   edge_http_kv.c      GET/HEAD /v1/kv/{key} and its long poll
  *   edge_http_watch.c   GET /v1/watch/{key}: SSE and NDJSON streams
+ *   edge_http_write.c   PUT and DELETE /v1/kv/{key}: an op of the write path
+ *                       (edge_write_op.h), answered in HTTP
+ *   edge_http_cas.c     the same with If-Match: the owner's compare-and-set
+ *                       (an EXEC watching the key's version)
  *   edge_http_sess.c    a session's login (remembered credentials, by the
  *                       users' generation), protected mode, and what a
  *                       reload changes for its held requests
@@ -35,8 +39,10 @@
 
 #include "config/cfg.h"
 #include "proto/buf.h"
+#include "proto/cmd.h"
 #include "proto/http_req.h"
 #include "proto/stamp.h"
+#include "proto/wire.h"
 #include "server/edge/edge_conn.h"
 #include "server/edge/edge_http.h"
 #include "server/edge/edge_flight.h"
@@ -78,6 +84,11 @@ struct http_sess {
     size_t cred_len;
     char cred[256];
     int logins;                   /* HTTP_LOGIN_*: how its held requests logged in */
+    /* a PUT whose header section is read and whose body is not whole yet:
+     * the request is parsed again once body_need bytes are in c->in */
+    int body_wait;
+    size_t body_need;             /* header section + Content-Length */
+    int64_t body_start_ms;        /* its header section ended (http-body-timeout) */
 };
 
 /* http_sess.logins: the logins of the requests since the session last held
@@ -204,6 +215,64 @@ void hreq_timer(struct hreq *r, int64_t ms);
 void edge_http_kv(struct hreq *r, int64_t wait_ms);
 /* The edge stops: a held poll is answered now with what the colo holds. */
 void edge_http_kv_stop(struct hreq *r);
+
+/* ---- edge_http.c ------------------------------------------------------------------- */
+
+/* One request being run (or, pre, a PUT's headers before its body). */
+struct http_run {
+    const struct http_req *req;
+    const struct http_error *err;
+    int keep_alive;
+    struct http_slice body;       /* a PUT's, whole */
+    int pre;                      /* a PUT's headers only, before its body (edge_http_body); -1: refused */
+};
+
+
+/* The gates of a key endpoint for cmd (GET; SET for a PUT, DEL for a
+ * DELETE): 0, or -1 with the refusal written; charge 0: no rate-limit
+ * charge.  The decoded key is left in e->http->key. */
+int edge_http_gates(struct conn *c, const struct http_run *x, struct http_slice raw,
+                    enum cmd_id cmd, int charge);
+/* A query parameter: 0 absent, 1 present (*v), -1 malformed (400 written). */
+int edge_http_param(struct conn *c, const struct http_run *x, const char *name,
+                    struct http_slice *v);
+/* 400 with why. */
+void edge_http_bad(struct conn *c, const struct http_run *x, const char *why);
+/* 1 if s begins with lit (*rest: what follows). */
+int edge_http_prefix(struct http_slice s, const char *lit, struct http_slice *rest);
+
+/* ---- edge_http_write.c --------------------------------------------------------------- */
+
+/* PUT and DELETE /v1/kv/{key} (raw: the key as sent): options, gates, then
+ * the op (x->pre: the gates only).  0, or -1 with a refusal written. */
+int edge_http_kv_write(struct conn *c, const struct http_run *x, struct http_slice raw);
+/* A PUT whose header section parsed at p[0..used) (x->req): 1 when its body
+ * is whole in p[0..n) (x->body set), 0 when not yet (parsed again when it
+ * is: the session's body_need), -1 when refused (written; close). */
+int edge_http_body(struct conn *c, struct http_run *x, const char *p, size_t n, size_t used);
+
+/* One PUT or DELETE whose gates passed (its key in e->http->key). */
+struct http_write {
+    const struct http_req *q;
+    int keep_alive;
+    struct http_slice body;       /* PUT: the value */
+    struct wire_expiry exp;       /* ?ttl= / ?px= */
+    int create;                   /* If-None-Match: * (SET NX) */
+};
+void edge_http_write(struct conn *c, const struct http_write *w);
+struct op;
+/* A write op's recorded error (op->errbuf) answered in HTTP: 504 "outcome
+ * unknown: ...", 503 or 500 "not applied: ..." (README's table); op_finish. */
+void edge_http_write_error(struct op *op, int minor, int keep_alive);
+
+/* ---- edge_http_cas.c ----------------------------------------------------------------- */
+
+/* If-Match's value: 1 with *version ("V"), 0 for *, -1 malformed (a list,
+ * a weak tag, not a version). */
+int edge_http_if_match(struct http_slice v, uint64_t *version);
+/* A PUT or DELETE with If-Match (gates passed): the owner's compare-and-set
+ * on (key, version) (has_watch 0: If-Match: *, the key must exist). */
+void edge_http_cas(struct conn *c, const struct http_write *w, uint64_t version, int has_watch);
 
 /* ---- edge_http_sess.c ---------------------------------------------------------------- */
 

@@ -69,6 +69,7 @@ struct edge_track;
 struct edge_monitor;
 struct edge_ops;
 struct edge_owners;
+struct edge_pubsub;
 struct edge_rl;
 struct ehealth;
 struct flights;
@@ -146,6 +147,7 @@ struct edge {
     struct edge_forgets *forgets; /* FLUSHALL's cache forgets (edge_keyspace.c) */
     struct edge_track *track;     /* CLIENT TRACKING (edge_track.c); NULL until first used */
     struct http_edge *http;       /* the HTTP front door (edge_http*.c); NULL: no HTTP port */
+    struct edge_pubsub *pubsub;   /* pub/sub's tables and the colo bus's reader (edge_pubsub*.c) */
 };
 
 /* The live config, as data, for the modules that show it or copy it (INFO,

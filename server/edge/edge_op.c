@@ -168,6 +168,10 @@ void op_finish(struct op *op)
 
 void op_finish_error(struct op *op)
 {
+    if (op->fail != NULL && op->c != NULL) {
+        op->fail(op);
+        return;
+    }
     struct hkv_buf *out = op_out(op);
     if (out != NULL) {
         buf_append(out, "-", 1);

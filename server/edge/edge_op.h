@@ -100,7 +100,7 @@ struct op_item {
     size_t off, len;              /* in op->res */
 };
 
-#define OP_ARGS_MAX 64
+#define OP_ARGS_MAX 96
 
 struct op {
     /* ---- kept while the op sits in the freelist ---- */
@@ -124,6 +124,10 @@ struct op {
     /* ---- per op: op_new zeroes everything from `c` on, in one memset ---- */
     struct conn *c;               /* NULL once the client is gone */
     const struct op_family *fam;
+    /* Set after op_new by a family of another protocol (HTTP,
+     * edge_http_write.c): writes the recorded error (errbuf, without '-')
+     * in its words and op_finish; NULL: a RESP error reply. */
+    void (*fail)(struct op *op);
     const char *label;            /* the command's name, for messages */
     struct rslot *slot;
     struct op *cprev, *cnext;     /* in c->ops */

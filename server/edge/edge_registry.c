@@ -31,6 +31,7 @@
 #include "server/edge/edge_keys.h"
 #include "server/edge/edge_keyspace.h"
 #include "server/edge/edge_monitor.h"
+#include "server/edge/edge_pubsub.h"
 #include "server/edge/edge_mread.h"
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_rl.h"
@@ -112,6 +113,12 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(DBSIZE,    edge_cmd_dbsize,    KEYSPACE)
     ROW(WAIT,      edge_cmd_wait,      SERVER)
     ROW(MONITOR,   edge_cmd_monitor,   SERVER)
+    ROW(SUBSCRIBE, edge_cmd_subscribe, CONN)
+    ROW(UNSUBSCRIBE, edge_cmd_unsubscribe, CONN)
+    ROW(PSUBSCRIBE, edge_cmd_psubscribe, CONN)
+    ROW(PUNSUBSCRIBE, edge_cmd_punsubscribe, CONN)
+    ROW(PUBLISH,   edge_cmd_publish,   SERVER)
+    ROW(PUBSUB,    edge_cmd_pubsub,    SERVER)
     ROW(GETMETA,   edge_cmd_getmeta,   READ)
     ROW(FLUSHALL,  edge_cmd_flushall,  KEYSPACE)
     ROW(FLUSHDB,   edge_cmd_flushall,  KEYSPACE)
@@ -220,6 +227,12 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
          * answered "-RATELIMITED retry in N ms" and not run, and the
          * connection stays open. */
         (c->e->rl->map[d->id] != RL_CLS_NONE && edge_rl_refuse(c, d, argc, argv))) {
+        refused(c, stat, before);
+        edge_tx_flag(c);
+        return;
+    }
+    /* RESP2's subscribed mode (Redis's processCommand, after the ACL check) */
+    if (sess_of(c)->pubsub != NULL && pubsub_gate(c, name, strlen(name))) {
         refused(c, stat, before);
         edge_tx_flag(c);
         return;

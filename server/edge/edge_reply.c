@@ -101,7 +101,20 @@ struct hkv_buf *slot_tail_out(struct conn *c, struct rslot **sp)
     *sp = NULL;
     if (t == NULL)
         return &c->out;
-    if (!t->ready || t->partial || t == c->cur) {
+    if (t == c->cur) {
+        /* c is being dispatched: the bytes precede the reply it computes
+         * (they were due before it ran), so they go just before its slot. */
+        struct rslot *n = slot_new(c->e), **pp = &c->sq_head;
+        if (n == NULL)
+            return NULL;
+        while (*pp != t)
+            pp = &(*pp)->next;
+        n->next = t;
+        *pp = n;
+        c->nslots++;
+        n->ready = 1;
+        t = n;
+    } else if (!t->ready || t->partial) {
         if ((t = slot_push(c)) == NULL)
             return NULL;
         t->ready = 1;

@@ -46,9 +46,11 @@ struct hkv_buf *slot_out(struct conn *c, struct rslot *s);
 /* Bytes were written into slot_out(c, s) without answering s (a stream):
  * c->held is brought up to date. */
 void slot_note(struct conn *c, struct rslot *s);
-/* Where bytes that must follow every reply owed now go (MONITOR's lines):
- * c->out when none is owed, else the last slot when it is answered
- * already, else a new answered slot at the tail.  *sp is that slot (NULL:
+/* Where bytes that must follow every reply owed now go (MONITOR's lines,
+ * invalidations): c->out when none is owed, else the last slot when it is
+ * answered already, else a new answered slot at the tail; while c itself
+ * is being dispatched, a new answered slot just before the one of the
+ * request being run (its reply is computed after the bytes were due).  *sp is that slot (NULL:
  * c->out), for slot_note once written; NULL on allocation failure. */
 struct hkv_buf *slot_tail_out(struct conn *c, struct rslot **sp);
 /* s is answered: finished replies at the head move to c->out.  Returns 0

@@ -28,6 +28,17 @@ struct track_sess;
 struct http_sess;
 struct op;
 
+/* A client's channels and patterns, in the order it subscribed
+ * (edge_pubsub.c keeps them; CLIENT LIST reads the counts). */
+struct ps_name {
+    char *p;
+    size_t n;
+};
+struct pubsub_sess {
+    struct ps_name *ch, *pat;
+    size_t nch, npat, capch, cappat;
+};
+
 struct sess {
     /* the login (edge_auth.c) */
     int user;                     /* auth user id; -1 = not authenticated */
@@ -69,6 +80,8 @@ struct sess {
     /* MULTI and WATCH (edge_tx.c) */
     struct edge_tx *tx;           /* NULL until used */
     int watching;                 /* it WATCHes keys: its reads ask the owner */
+    /* pub/sub (edge_pubsub.c) */
+    struct pubsub_sess *pubsub;   /* its channels and patterns; NULL until it subscribes */
     /* HTTP (edge_http.c) */
     struct http_sess *http;       /* an HTTP connection's session; NULL: RESP */
 };

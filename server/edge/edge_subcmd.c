@@ -37,6 +37,10 @@ const struct edge_subcmd edge_subcmds[] = {
     {CMD_COMMAND, "help", "command|help", 2, 1, 0},
     {CMD_COMMAND, "info", "command|info", -2, 1, 0},
     {CMD_COMMAND, "list", "command|list", -2, 1, 0},
+    {CMD_PUBSUB, "channels", "pubsub|channels", -2, 1, 0},
+    {CMD_PUBSUB, "numpat", "pubsub|numpat", 2, 1, 0},
+    {CMD_PUBSUB, "numsub", "pubsub|numsub", -2, 1, 0},
+    {CMD_PUBSUB, "help", "pubsub|help", 2, 1, 0},
 };
 
 const size_t edge_nsubcmds = sizeof(edge_subcmds) / sizeof(edge_subcmds[0]);
@@ -46,7 +50,7 @@ _Static_assert(sizeof(edge_subcmds) / sizeof(edge_subcmds[0]) <= EDGE_STAT_IDS -
 
 int subcmd_is_container(enum cmd_id id)
 {
-    return id == CMD_CLIENT || id == CMD_CONFIG || id == CMD_COMMAND;
+    return id == CMD_CLIENT || id == CMD_CONFIG || id == CMD_COMMAND || id == CMD_PUBSUB;
 }
 
 const struct edge_subcmd *subcmd_lookup(enum cmd_id parent, const struct resp_slice *word)

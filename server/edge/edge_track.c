@@ -19,7 +19,7 @@
 
 #include "server/core/clock.h"
 #include "server/core/router.h"
-#include "server/edge/edge_arg.h"
+#include "server/edge/edge_cache.h"
 #include "server/edge/edge_feed.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_reply.h"
@@ -27,19 +27,6 @@
 #include "server/edge/edge_track_int.h"
 
 /* ---- the table ------------------------------------------------------------------ */
-
-/* INFO's gauges and counters (the scoreboard sums the edges). */
-void track_publish(struct edge_track *t)
-{
-    struct board_slot *b = t->e->stats;
-    atomic_store_explicit(&b->tracking_clients, t->nsessions, memory_order_relaxed);
-    atomic_store_explicit(&b->tracking_total_keys, t->nkeys, memory_order_relaxed);
-    atomic_store_explicit(&b->tracking_total_items, t->nitems, memory_order_relaxed);
-    atomic_store_explicit(&b->tracking_total_prefixes, t->nprefixes, memory_order_relaxed);
-    atomic_store_explicit(&b->tracking_invalidations, t->invalidations, memory_order_relaxed);
-    atomic_store_explicit(&b->tracking_flushes, t->flushes, memory_order_relaxed);
-    atomic_store_explicit(&b->tracking_evicted_keys, t->evicted, memory_order_relaxed);
-}
 
 static struct tkey **bucket(struct edge_track *t, uint64_t hash)
 {
@@ -98,6 +85,15 @@ static void key_free(struct edge_track *t, struct tkey *k)
     free(k);
 }
 
+void track_table_free(struct edge_track *t)
+{
+    for (size_t b = 0; t->table != NULL && b < t->nbuckets; b++)
+        while (t->table[b] != NULL)
+            key_free(t, t->table[b]);
+    free(t->table);
+    t->table = NULL;
+}
+
 /* Remembers that s read key; 0, or -1 out of memory (then the client is
  * sent a flush: it may cache what it cannot be told about). */
 static int remember(struct edge_track *t, struct track_sess *s, const char *key, size_t klen)
@@ -138,21 +134,13 @@ static int remember(struct edge_track *t, struct track_sess *s, const char *key,
     return 0;
 }
 
-/* ---- sending -------------------------------------------------------------------- */
+/* ---- events -------------------------------------------------------------------- */
 
-static void mark(struct edge_track *t, struct conn *c)
-{
-    if (!sess_of(c)->track_dirty) {
-        sess_of(c)->track_dirty = 1;
-        t->ndirty++;
-        event_active(t->flush, EV_TIMEOUT, 1);
-    }
-}
-
-static void on_flush(evutil_socket_t fd, short what, void *arg)
+void track_on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct edge *e = arg;
     struct edge_track *t = e->track;
+    track_limit(t); /* out of every dispatch: see edge_track_before */
     struct conn *c = e->conns->list;
     while (c != NULL && t->ndirty > 0) {
         struct conn *next = c->next;
@@ -167,170 +155,6 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     track_publish(t);
 }
 
-/* Where s's invalidations go: itself (RESP3), its redirect target (on this
- * edge), or nowhere (RESP2 without a redirect, as in Redis; or a target
- * gone: "tracking-redir-broken" once, to a RESP3 client). */
-static struct conn *target_of(struct edge_track *t, struct track_sess *s)
-{
-    if (s->redirect == 0)
-        return sess_of(s->c)->proto >= 3 ? s->c : NULL;
-    if (s->redir != NULL)
-        return s->redir;
-    if (!s->broken) {
-        s->broken = 1;
-        if (sess_of(s->c)->proto >= 3) {
-            struct rslot *sl;
-            struct hkv_buf *o = slot_tail_out(s->c, &sl);
-            if (o != NULL) {
-                static const char head[] = ">2\r\n$21\r\ntracking-redir-broken\r\n";
-                buf_append(o, head, sizeof(head) - 1);
-                resp_add_int(o, (int64_t)s->redirect);
-                if (sl != NULL)
-                    slot_note(s->c, sl);
-                mark(t, s->c);
-            }
-        }
-    }
-    return NULL;
-}
-
-#define PUSH_HEAD ">2\r\n$10\r\ninvalidate\r\n"
-#define MESSAGE_HEAD "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"
-
-/* Sends dst the invalidation whose payload (an encoded RESP value: an
- * array of keys, or a null for "everything") is p[0..n). */
-static void send_raw(struct edge_track *t, struct conn *dst, const char *p, size_t n, int flush)
-{
-    struct rslot *sl;
-    struct hkv_buf *o = slot_tail_out(dst, &sl);
-    if (o == NULL)
-        return;
-    if (sess_of(dst)->proto >= 3)
-        buf_append(o, PUSH_HEAD, sizeof(PUSH_HEAD) - 1);
-    else
-        buf_append(o, MESSAGE_HEAD, sizeof(MESSAGE_HEAD) - 1);
-    if (flush && sess_of(dst)->proto >= 3)
-        buf_append(o, "_\r\n", 3);
-    else if (flush)
-        buf_append(o, "$-1\r\n", 5);
-    else
-        buf_append(o, p, n);
-    if (sl != NULL)
-        slot_note(dst, sl);
-    mark(t, dst);
-    if (flush)
-        t->flushes++;
-    else
-        t->invalidations++;
-}
-
-static void send_key(struct edge_track *t, struct track_sess *s, const char *key, size_t klen)
-{
-    struct conn *dst = target_of(t, s);
-    if (dst == NULL)
-        return;
-    s->flushed = 0;
-    struct hkv_buf *b = &t->scratch;
-    buf_reset(b);
-    resp_add_array(b, 1);
-    resp_add_bulk(b, key, klen);
-    send_raw(t, dst, buf_head(b), buf_unread(b), 0);
-}
-
-/* A flush, unless the client was sent one and has read nothing since (a
- * FLUSHALL notes one record per owner's answer; a restarting owner's push
- * link breaks and comes back). */
-static void send_flush(struct edge_track *t, struct track_sess *s)
-{
-    if (s->flushed)
-        return;
-    struct conn *dst = target_of(t, s);
-    if (dst != NULL) {
-        send_raw(t, dst, NULL, 0, 1);
-        s->flushed = 1;
-    }
-}
-
-/* ---- NOLOOP ------------------------------------------------------------------- */
-
-/* A NOLOOP client's own write reaches the ring twice: from its answer here
- * (origin: the client) and from the owner's push to the colo (origin 0),
- * in either order.  A push for a NOLOOP client is held back; its own
- * write's record drops what it supersedes (versions up to its own); what
- * is left is sent when a read of the ring reaches the head while the
- * client has no write in flight (an own write that finished was noted
- * before it finished, so its record was read by then).  So a client is not
- * told of its own write, and is told of every other, a read of the ring
- * later at most (10 ms while it keeps writing). */
-static int defer(struct edge_track *t, struct track_sess *s, uint64_t hash, hkv_stamp version,
-                 const char *key, size_t klen)
-{
-    if (!s->noloop || version == 0)
-        return 0; /* version 0: not a change (an eviction, a timer): told now */
-    struct tdefer *d = s->ndeferred < TRACK_DEFER_MAX ? malloc(sizeof(*d) + klen) : NULL;
-    if (d == NULL) {
-        send_flush(t, s);
-        return 1;
-    }
-    d->hash = hash;
-    d->version = version;
-    d->klen = (uint32_t)klen;
-    memcpy(d->key, key, klen);
-    d->next = s->deferred;
-    if (s->deferred == NULL && t->ndeferring++ == 0 && !evtimer_pending(t->due_timer, NULL)) {
-        struct timeval tv = {0, TRACK_DUE_TICK_MS * 1000};
-        evtimer_add(t->due_timer, &tv);
-    }
-    s->deferred = d;
-    s->ndeferred++;
-    return 1;
-}
-
-void track_defer_drop(struct edge_track *t, struct track_sess *s)
-{
-    if (s->deferred != NULL)
-        t->ndeferring--;
-    while (s->deferred != NULL) {
-        struct tdefer *d = s->deferred;
-        s->deferred = d->next;
-        free(d);
-    }
-    s->ndeferred = 0;
-}
-
-/* The record of client origin's own write: what it supersedes goes. */
-static void own_write(struct edge_track *t, uint64_t origin, uint64_t hash, hkv_stamp version)
-{
-    for (struct track_sess *s = t->sessions; s != NULL; s = s->next) {
-        if (s->deferred == NULL || s->c->id != origin)
-            continue;
-        for (struct tdefer **pp = &s->deferred; *pp != NULL;) {
-            struct tdefer *d = *pp;
-            if (d->hash == hash && d->version <= version) {
-                *pp = d->next;
-                free(d);
-                s->ndeferred--;
-            } else
-                pp = &d->next;
-        }
-        if (s->deferred == NULL)
-            t->ndeferring--;
-    }
-}
-
-/* Deferred pushes of clients with no write in flight are sent (call when
- * the ring was read up to its head). */
-static void release(struct edge_track *t)
-{
-    for (struct track_sess *s = t->sessions; s != NULL && t->ndeferring > 0; s = s->next) {
-        if (s->deferred == NULL || sess_of(s->c)->writes_inflight > 0)
-            continue;
-        for (struct tdefer *d = s->deferred; d != NULL; d = d->next)
-            send_key(t, s, d->key, d->klen);
-        track_defer_drop(t, s);
-    }
-}
-
 /* Every pair of key k is told and the key forgotten (its clients read it
  * again to be told again).  origin: the writing client (NOLOOP). */
 static void invalidate_key(struct edge_track *t, struct tkey *k, uint64_t origin,
@@ -339,9 +163,9 @@ static void invalidate_key(struct edge_track *t, struct tkey *k, uint64_t origin
     for (struct tpair *p = k->pairs; p != NULL; p = p->knext) {
         if (p->s->noloop && origin != 0 && origin == p->s->c->id)
             continue;
-        if (origin == 0 && defer(t, p->s, k->hash, version, k->key, k->klen))
+        if (origin == 0 && track_defer(t, p->s, k->hash, version, k->key, k->klen))
             continue;
-        send_key(t, p->s, k->key, k->klen);
+        track_send_key(t, p->s, k->key, k->klen);
     }
     key_free(t, k);
 }
@@ -350,7 +174,7 @@ static void invalidate_key(struct edge_track *t, struct tkey *k, uint64_t origin
 static void flush_all(struct edge_track *t)
 {
     for (struct track_sess *s = t->sessions; s != NULL; s = s->next) {
-        send_flush(t, s);
+        track_send_flush(t, s);
         while (s->pairs != NULL) {
             struct tkey *k = s->pairs->k;
             pair_unlink(t, s->pairs);
@@ -380,15 +204,15 @@ static void bcast(struct edge_track *t, const struct change *c)
             if (px->len > c->klen)
                 continue;
             if (px->len > have) { /* cannot be decided on the bytes carried */
-                send_flush(t, s);
+                track_send_flush(t, s);
                 break;
             }
             if (memcmp(px->p, c->key, px->len) != 0)
                 continue;
             if (have < c->klen)
-                send_flush(t, s); /* the key's name is not all in the record */
-            else if (c->origin != 0 || !defer(t, s, c->hash, c->version, c->key, c->klen))
-                send_key(t, s, c->key, c->klen);
+                track_send_flush(t, s); /* the key's name is not all in the record */
+            else if (c->origin != 0 || !track_defer(t, s, c->hash, c->version, c->key, c->klen))
+                track_send_key(t, s, c->key, c->klen);
             break;
         }
     }
@@ -400,7 +224,7 @@ static void on_changed(void *arg, const struct change *c)
     if (c->flags & CHANGES_F_FILL)
         return; /* a read's answer, not a change (a missed push is a FLUSH record) */
     if (c->origin != 0 && t->ndeferring > 0)
-        own_write(t, c->origin, c->hash, c->version);
+        track_own_write(t, c->origin, c->hash, c->version);
     if (t->nbcast > 0)
         bcast(t, c);
     if (t->nkeys == 0)
@@ -435,7 +259,7 @@ static void on_caught_up(void *arg)
 {
     struct edge_track *t = arg;
     if (t->ndeferring > 0)
-        release(t);
+        track_release(t);
 }
 
 static void on_lost(void *arg)
@@ -443,12 +267,15 @@ static void on_lost(void *arg)
     flush_all(arg);
 }
 
+const struct feed_hooks track_feed_hooks = {
+    .changed = on_changed, .lost = on_lost, .caught_up = on_caught_up};
+
 /* ---- the bound ------------------------------------------------------------------ */
 
 /* Over tracking-table-max-keys: random keys are invalidated (their clients
  * told, as if they had changed) until it fits, as Redis's
  * trackingLimitUsedSlots. */
-static void limit(struct edge_track *t)
+void track_limit(struct edge_track *t)
 {
     while (t->max_keys > 0 && t->nkeys > (uint64_t)t->max_keys) {
         t->rnd = t->rnd * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -464,32 +291,36 @@ static void limit(struct edge_track *t)
 
 /* ---- keys whose changes are not pushed to this colo ---------------------------- */
 
-static void on_due(evutil_socket_t fd, short what, void *arg)
+/* An unpushed key's freshness ended: its trackers (by the table, and the
+ * BCAST clients whose prefix it has) are told, as if it changed. */
+static void due_key(struct edge_track *t, const char *key, size_t klen)
+{
+    struct tkey *k = key_find(t, key, klen, router_hash(key, klen));
+    if (k != NULL)
+        invalidate_key(t, k, 0, 0);
+    for (struct track_sess *s = t->bcasts; s != NULL; s = s->bnext)
+        for (uint32_t i = 0; i < s->nprefix; i++)
+            if (s->prefix[i].len <= klen && memcmp(s->prefix[i].p, key, s->prefix[i].len) == 0) {
+                track_send_key(t, s, key, klen);
+                break;
+            }
+}
+
+void track_on_due(evutil_socket_t fd, short what, void *arg)
 {
     struct edge_track *t = arg;
     int64_t now = clock_mono_ms();
-    struct tdue **pp = &t->due;
-    while (*pp != NULL) {
-        struct tdue *d = *pp;
-        if (d->at > now) {
-            pp = &d->next;
-            continue;
-        }
-        *pp = d->next;
-        t->ndue--;
-        struct tkey *k = key_find(t, d->key, d->klen, router_hash(d->key, d->klen));
-        if (k != NULL)
-            invalidate_key(t, k, 0, 0);
+    struct tdue *d;
+    while ((d = track_due_pop(t, now)) != NULL) {
+        due_key(t, d->key, d->klen);
         free(d);
     }
     if (t->ndeferring > 0) {
         edge_feed_drain(t->e, FEED_TRACK); /* their own records first */
-        release(t);
+        track_release(t);
     }
-    if (t->due != NULL || t->ndeferring > 0) {
-        struct timeval tv = {0, TRACK_DUE_TICK_MS * 1000};
-        evtimer_add(t->due_timer, &tv);
-    }
+    if (t->ndue > 0 || t->ndeferring > 0)
+        track_due_arm(t);
     track_publish(t);
 }
 
@@ -498,23 +329,11 @@ void edge_track_unpushed(struct edge *e, const char *key, size_t klen, int64_t u
     struct edge_track *t = e->track;
     if (t == NULL)
         return;
-    struct tdue *d = t->ndue < t->max_due ? malloc(sizeof(*d) + klen) : NULL;
-    if (d == NULL) {
-        struct tkey *k = key_find(t, key, klen, router_hash(key, klen));
-        if (k != NULL)
-            invalidate_key(t, k, 0, 0); /* cannot be timed: told now */
+    if (track_due_add(t, key, klen, router_hash(key, klen), until_ms, clock_mono_ms()) != 0) {
+        due_key(t, key, klen); /* cannot be timed: told now */
         return;
     }
-    d->at = until_ms;
-    d->klen = (uint32_t)klen;
-    memcpy(d->key, key, klen);
-    d->next = t->due;
-    t->due = d;
-    t->ndue++;
-    if (!evtimer_pending(t->due_timer, NULL)) {
-        struct timeval tv = {0, TRACK_DUE_TICK_MS * 1000};
-        evtimer_add(t->due_timer, &tv);
-    }
+    track_due_arm(t);
 }
 
 /* ---- the command path ----------------------------------------------------------- */
@@ -533,7 +352,7 @@ void edge_track_before(struct conn *c, const struct cmd_def *d, int argc,
      * resetClient: not past a CLIENT subcommand, nor inside MULTI) */
     if (d->id != CMD_CLIENT && sess_of(c)->tx == NULL)
         s->caching = 0;
-    if (!s->on || s->bcast || !(d->flags & CMD_F_READ) || (d->flags & CMD_F_WRITE))
+    if (!s->on || !(d->flags & CMD_F_READ) || (d->flags & CMD_F_WRITE))
         return;
     if ((s->optin && caching != 1) || (s->optout && caching == 2))
         return;
@@ -541,78 +360,23 @@ void edge_track_before(struct conn *c, const struct cmd_def *d, int argc,
     int n = cmd_key_range(d, argc, &first, &last);
     int64_t now = clock_mono_ms();
     for (int i = first; n > 0 && i <= last; i += d->step) {
-        if (remember(t, s, argv[i].p, argv[i].len) != 0) {
-            send_flush(t, s);
+        if (!s->bcast && remember(t, s, argv[i].p, argv[i].len) != 0) {
+            track_send_flush(t, s);
             continue;
         }
-        if (edge_push_gap(e, argv[i].p, argv[i].len, now)) {
+        /* BCAST clients cache what they read too: the same timer */
+        if (edge_cache_unpushed(e, argv[i].p, argv[i].len, now)) {
             const struct cfg_class *cls = router_class(e->owners->router, argv[i].p, argv[i].len);
             edge_track_unpushed(e, argv[i].p, argv[i].len, now + (cls ? cls->fresh_ms : 0));
         }
     }
-    limit(t);
+    /* Not now: a key this command just remembered could be the victim, told
+     * before the reply that fills the client's cache, and forgotten (the
+     * client would cache it for good).  After the dispatch, its reply is
+     * placed (written or owed), so an eviction's push follows it. */
+    if (t->max_keys > 0 && t->nkeys > (uint64_t)t->max_keys)
+        event_active(t->flush, EV_TIMEOUT, 1);
     track_publish(t);
-}
-
-/* ---- setup ---------------------------------------------------------------------- */
-
-int edge_track_setup(struct edge *e)
-{
-    struct edge_track *t = calloc(1, sizeof(*t));
-    if (t == NULL)
-        return -1;
-    e->track = t;
-    t->e = e;
-    t->nbuckets = TRACK_BUCKETS_MIN;
-    t->table = calloc(t->nbuckets, sizeof(*t->table));
-    t->flush = event_new(e->base, -1, 0, on_flush, e);
-    t->due_timer = evtimer_new(e->base, on_due, t);
-    t->rnd = (uint64_t)clock_mono_ns() | 1;
-    t->scratch = (struct hkv_buf)HKV_BUF_INIT;
-    if (t->table == NULL || t->flush == NULL || t->due_timer == NULL)
-        return -1;
-    static const struct feed_hooks hooks = {
-        .changed = on_changed, .lost = on_lost, .caught_up = on_caught_up};
-    edge_feed_join(e, FEED_TRACK, &hooks, t);
-    edge_track_reload(e, e->ctx->cfg);
-    return 0;
-}
-
-void edge_track_reload(struct edge *e, const struct cfg *cfg)
-{
-    struct edge_track *t = e->track;
-    if (t == NULL)
-        return;
-    t->max_keys = cfg->tracking_table_max_keys;
-    t->max_prefixes = (uint32_t)cfg->tracking_max_prefixes;
-    t->max_due = t->max_keys > 0 ? (uint64_t)t->max_keys : UINT64_MAX;
-    limit(t);
-}
-
-void edge_track_teardown(struct edge *e)
-{
-    struct edge_track *t = e->track;
-    if (t == NULL)
-        return;
-    while (t->sessions != NULL)
-        edge_track_conn_gone(t->sessions->c);
-    for (size_t b = 0; b < t->nbuckets; b++)
-        while (t->table != NULL && t->table[b] != NULL)
-            key_free(t, t->table[b]);
-    while (t->due != NULL) {
-        struct tdue *d = t->due;
-        t->due = d->next;
-        free(d);
-    }
-    free(t->table);
-    if (t->flush != NULL)
-        event_free(t->flush);
-    if (t->due_timer != NULL)
-        event_free(t->due_timer);
-    buf_deinit(&t->scratch);
-    edge_feed_want(e, FEED_TRACK, 0);
-    free(t);
-    e->track = NULL;
 }
 
 void edge_track_stats(const struct edge *e, struct track_stats *out)

@@ -52,11 +52,18 @@
 
 struct track_sess;
 
+/* What the module reads of the config (edge.c builds it at setup and at
+ * each reload). */
+struct track_opts {
+    int64_t max_keys;             /* tracking-table-max-keys (0: no bound) */
+    uint32_t max_prefixes;        /* tracking-max-prefixes */
+};
+void edge_track_opts(const struct cfg *cfg, struct track_opts *o);
+
 /* The edge's table (e->track); 0 or -1 out of memory. */
-int edge_track_setup(struct edge *e);
+int edge_track_setup(struct edge *e, const struct track_opts *o);
 void edge_track_teardown(struct edge *e);
-/* tracking-table-max-keys, tracking-max-prefixes. */
-void edge_track_reload(struct edge *e, const struct cfg *cfg);
+void edge_track_reload(struct edge *e, const struct track_opts *o);
 
 /* Before a tracking client's command d runs (queued in MULTI or not):
  * pending invalidations go out first; its keys are remembered when d

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/core/clock.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_feed.h"
 #include "server/edge/edge_sess.h"
@@ -406,3 +407,62 @@ void edge_track_conn_gone(struct conn *c)
     sess_of(c)->track_target = 0;
     track_publish(t);
 }
+
+/* ---- setup ---------------------------------------------------------------------- */
+
+int edge_track_setup(struct edge *e, const struct track_opts *o)
+{
+    struct edge_track *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return -1;
+    e->track = t;
+    t->e = e;
+    t->nbuckets = TRACK_BUCKETS_MIN;
+    t->table = calloc(t->nbuckets, sizeof(*t->table));
+    t->flush = event_new(e->base, -1, 0, track_on_flush, e);
+    t->due_timer = evtimer_new(e->base, track_on_due, t);
+    t->rnd = (uint64_t)clock_mono_ns() | 1;
+    t->scratch = (struct hkv_buf)HKV_BUF_INIT;
+    if (t->table == NULL || t->flush == NULL || t->due_timer == NULL)
+        return -1;
+    edge_feed_join(e, FEED_TRACK, &track_feed_hooks, t);
+    edge_track_reload(e, o);
+    return 0;
+}
+
+void edge_track_opts(const struct cfg *cfg, struct track_opts *o)
+{
+    o->max_keys = cfg->tracking_table_max_keys;
+    o->max_prefixes = (uint32_t)cfg->tracking_max_prefixes;
+}
+
+void edge_track_reload(struct edge *e, const struct track_opts *o)
+{
+    struct edge_track *t = e->track;
+    if (t == NULL)
+        return;
+    t->max_keys = o->max_keys;
+    t->max_prefixes = o->max_prefixes;
+    t->max_due = t->max_keys > 0 ? (uint64_t)t->max_keys : UINT64_MAX;
+    track_limit(t);
+}
+
+void edge_track_teardown(struct edge *e)
+{
+    struct edge_track *t = e->track;
+    if (t == NULL)
+        return;
+    while (t->sessions != NULL)
+        edge_track_conn_gone(t->sessions->c);
+    track_table_free(t);
+    track_due_free(t);
+    if (t->flush != NULL)
+        event_free(t->flush);
+    if (t->due_timer != NULL)
+        event_free(t->due_timer);
+    buf_deinit(&t->scratch);
+    edge_feed_want(e, FEED_TRACK, 0);
+    free(t);
+    e->track = NULL;
+}
+

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "proto/buf.h"
+#include "server/edge/edge_feed.h"
 #include "server/edge/edge_int.h"
 
 #define TRACK_BUCKETS_MIN 1024
@@ -42,7 +43,6 @@ struct tprefix {
 };
 
 struct tdue {                     /* a key read while its changes are not pushed here */
-    struct tdue *next;
     int64_t at;                   /* mono ms: invalidated then */
     uint32_t klen;
     char key[];
@@ -83,8 +83,10 @@ struct edge_track {
     uint64_t nsessions, nbcast, nprefixes;
     struct event *flush;          /* flushes the marked connections, once per turn */
     uint64_t ndirty;
-    struct tdue *due;
-    uint64_t ndue, max_due;
+    struct tdue **heap;           /* edge_track_due.c: by deadline */
+    size_t ndue, cap;
+    uint64_t max_due;
+    struct tseen duemap[TRACK_SEEN]; /* ... pending deadlines by key hash */
     uint64_t ndeferring;          /* sessions with deferred pushes */
     struct event *due_timer;
     int64_t max_keys;
@@ -95,8 +97,38 @@ struct edge_track {
     struct tseen seen[TRACK_SEEN];
 };
 
+/* The events (edge_track.c; made by edge_track_setup, edge_track_cmd.c):
+ * flush the marked connections (evictions first), the 10 ms timer; the
+ * feed's hooks; evictions down to tracking-table-max-keys. */
+void track_on_flush(evutil_socket_t fd, short what, void *arg);
+void track_on_due(evutil_socket_t fd, short what, void *arg);
+extern const struct feed_hooks track_feed_hooks;
+void track_limit(struct edge_track *t);
+/* Every key of the table, and the table (teardown). */
+void track_table_free(struct edge_track *t);
 /* INFO's figures to the scoreboard (after a change of the counts). */
 void track_publish(struct edge_track *t);
+/* Timed invalidations (edge_track_due.c): key told at `at` (mono ms).  0,
+ * or -1 (full, out of memory: tell it now). */
+int track_due_add(struct edge_track *t, const char *key, size_t klen, uint64_t hash,
+                  int64_t at, int64_t now);
+/* The next entry due by now (the caller frees it), or NULL. */
+struct tdue *track_due_pop(struct edge_track *t, int64_t now);
+void track_due_free(struct edge_track *t);
+/* Sending (edge_track.c): one key's invalidation, a flush (not twice in a
+ * row), after what the target is owed. */
+void track_send_key(struct edge_track *t, struct track_sess *s, const char *key, size_t klen);
+void track_send_flush(struct edge_track *t, struct track_sess *s);
+/* The 10 ms timer runs (timed keys, held-back pushes). */
+void track_due_arm(struct edge_track *t);
+/* NOLOOP (edge_track_noloop.c): 1 if a push (origin 0) for s was held
+ * back; the record of client origin's own write drops what it supersedes;
+ * held-back pushes of clients with no write in flight are sent (call once
+ * the ring was read to its head). */
+int track_defer(struct edge_track *t, struct track_sess *s, uint64_t hash, uint64_t version,
+                const char *key, size_t klen);
+void track_own_write(struct edge_track *t, uint64_t origin, uint64_t hash, uint64_t version);
+void track_release(struct edge_track *t);
 /* Frees s's deferred pushes (it is going). */
 void track_defer_drop(struct edge_track *t, struct track_sess *s);
 

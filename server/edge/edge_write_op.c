@@ -29,21 +29,9 @@
 #include "server/edge/edge_op.h"
 #include "server/edge/edge_sess.h"
 
-/* A write op's arguments and results (in the op's args block). */
-struct write_args {
-    enum cmd_id cmd;
-    struct wire_expiry exp;
-    uint32_t wflags;              /* WIRE_SET_* / WIRE_EXPIRE_* */
-    int64_t delta;                /* INCRBY */
-    int step;                     /* GETEX: 0 the read, 1 the write */
-    int has_old;                  /* SET ... GET, GETDEL: the old value is in op->res */
-    int64_t acc;                  /* applied (SET), the sum of INT answers, found (GETEX) */
-    const char *bad_exp;          /* GETEX: the (static) error for an invalid expiry, or NULL */
-};
-_Static_assert(sizeof(struct write_args) <= OP_ARGS_MAX, "write_args too large for an op");
 #define W(op) OP_ARGS(op, struct write_args)
 
-static int write_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
+int write_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
                         const struct wire_slice *k, struct wire_rid rid)
 {
     struct op *op = r->op;
@@ -79,7 +67,7 @@ static int is_set(enum cmd_id c)
 /* A numbered write was applied (OK / INT): the colo cache learns it before
  * the client hears OK (read-your-writes), with the new value where it is
  * known here, else a tombstone. */
-static void wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
+void write_wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
     if (r->seq == 0 || (m->type != WIRE_OK && m->type != WIRE_INT))
         return;
@@ -110,7 +98,7 @@ static void wrote(struct op *op, struct oreq *r, const struct wire_msg *m)
 
 static void set_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
-    wrote(op, r, m);
+    write_wrote(op, r, m);
     if (m->type != WIRE_OK) {
         op_error(op, "ERR unexpected answer from owner %s/%d", topo_pool_name(r->owner->pool),
                  r->owner->index);
@@ -191,7 +179,7 @@ void write_getdel(struct conn *c, const struct resp_slice *key)
 
 static void mset_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
-    wrote(op, r, m);
+    write_wrote(op, r, m);
     if (m->type != WIRE_OK)
         op_error(op, "ERR unexpected answer from owner %s/%d", topo_pool_name(r->owner->pool),
                  r->owner->index);
@@ -273,7 +261,7 @@ void write_mset(struct conn *c, int npairs, const struct resp_slice *pairs)
 
 static void int_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
-    wrote(op, r, m);
+    write_wrote(op, r, m);
     if (m->type != WIRE_INT) {
         op_error(op, "ERR unexpected answer from owner %s/%d", topo_pool_name(r->owner->pool),
                  r->owner->index);
@@ -326,7 +314,7 @@ void write_single(struct conn *c, enum cmd_id cmd, uint8_t type, const struct re
 
 static void gtw_answer(struct op *op, struct oreq *r, const struct wire_msg *m)
 {
-    wrote(op, r, m);
+    write_wrote(op, r, m);
     if (W(op)->step == 0) {
         if (m->type == WIRE_VALUE) {
             W(op)->acc = 1;

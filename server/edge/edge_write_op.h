@@ -13,6 +13,7 @@
 #include "proto/resp.h"
 #include "proto/wire.h"
 #include "server/edge/edge_conn.h"
+#include "server/edge/edge_op.h"
 
 /* SET SETEX PSETEX SETNX GETSET: key = val with exp and WIRE_SET_* flags. */
 void write_set(struct conn *c, enum cmd_id cmd, const struct resp_slice *key,
@@ -33,5 +34,28 @@ void write_getdel(struct conn *c, const struct resp_slice *key);
  * order). */
 void write_getex(struct conn *c, const struct resp_slice *key, struct wire_expiry exp,
                  const char *bad_exp);
+
+/* For another front door's write families (HTTP PUT and DELETE,
+ * edge_http_write.c): the same requests, the same cache update, only the
+ * reply in another protocol.  A family's args block begins with a struct
+ * write_args. */
+/* A write op's arguments and results (in the op's args block). */
+struct write_args {
+    enum cmd_id cmd;
+    struct wire_expiry exp;
+    uint32_t wflags;              /* WIRE_SET_* / WIRE_EXPIRE_* */
+    int64_t delta;                /* INCRBY */
+    int step;                     /* GETEX: 0 the read, 1 the write */
+    int has_old;                  /* SET ... GET, GETDEL: the old value is in op->res */
+    int64_t acc;                  /* applied (SET), the sum of INT answers, found (GETEX) */
+    const char *bad_exp;          /* GETEX: the (static) error for an invalid expiry, or NULL */
+};
+_Static_assert(sizeof(struct write_args) <= OP_ARGS_MAX, "write_args too large for an op");
+/* Encodes r's request (SET, DEL ... from its write_args); an op_family's encode. */
+int write_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
+                 const struct wire_slice *keys, struct wire_rid rid);
+/* The colo cache learns a numbered write's answer m (before the client
+ * hears it: read-your-writes); every answer of a write family calls it. */
+void write_wrote(struct op *op, struct oreq *r, const struct wire_msg *m);
 
 #endif

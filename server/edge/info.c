@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/edge/edge_pubsub.h"
 #include "server/edge/info.h"
 
 #include "server/colo/cache.h"
@@ -112,6 +113,10 @@ static void sec_stats(struct hkv_buf *b, struct edge *e)
     for (int g = 0; g < e->owners->n; g++)
         expired += e->owners->ref[g].stats[CTR_OWNER_owner_expired];
     buf_printf(b, "expired_keys:%lld\r\nevicted_keys:0\r\n", (long long)expired);
+    uint64_t chans, pats;
+    pubsub_info_counts(e, &chans, &pats);
+    buf_printf(b, "pubsub_channels:%llu\r\npubsub_patterns:%llu\r\n", (unsigned long long)chans,
+               (unsigned long long)pats);
     buf_printf(b, "tls_connections:%llu\r\n",
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, tls_connections)));
     buf_printf(b, "tracking_total_keys:%llu\r\ntracking_total_items:%llu\r\n"

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "server/colo/bus.h"
 #include "server/colo/changes.h"
 #include "server/core/listen.h"
 #include "server/core/tls.h"
@@ -35,6 +36,18 @@ static int listen_port(struct master *m, int port, char *err, size_t len)
 int master_http_boot(struct master *m, char *err, size_t len)
 {
     const struct cfg *cfg = m->cfg;
+    /* The pub/sub bus of each colo (bus.h), whatever the ports: RESP's. */
+    m->buses = calloc((size_t)cfg->colos, sizeof(*m->buses));
+    if (m->buses == NULL) {
+        snprintf(err, len, "out of memory");
+        return -1;
+    }
+    for (int k = 0; k < cfg->colos; k++)
+        if (bus_create((uint32_t)cfg->edge_workers, (uint64_t)cfg->pubsub_bus_size,
+                       &m->buses[k]) != HKV_OK) {
+            snprintf(err, len, "colo %d: pub/sub bus: %s", k, strerror(errno));
+            return -1;
+        }
     m->http_fds = calloc(cfg->nbind * 2, sizeof(int));
     m->changes = calloc((size_t)cfg->colos, sizeof(*m->changes));
     if (m->http_fds == NULL || m->changes == NULL) {
@@ -68,6 +81,8 @@ int master_http_boot(struct master *m, char *err, size_t len)
 void master_http_child(struct master *m, int colo, struct edge_ctx *ectx)
 {
     if (ectx != NULL) {
+        ectx->bus = m->buses != NULL ? m->buses[colo] : NULL;
+        ectx->colo_buses = m->buses;
         ectx->http_fds = m->http_fds;
         ectx->nhttp = m->nhttp;
         ectx->nhttps = m->nhttps;
@@ -95,4 +110,9 @@ void master_http_teardown(struct master *m)
             changes_destroy(&m->changes[k]);
     free(m->changes);
     m->changes = NULL;
+    if (m->buses != NULL)
+        for (int k = 0; k < m->cfg->colos; k++)
+            bus_destroy(&m->buses[k]);
+    free(m->buses);
+    m->buses = NULL;
 }

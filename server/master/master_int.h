@@ -34,6 +34,7 @@
 #include "server/master/master.h"
 #include "server/master/master_policy.h"
 
+struct bus;
 struct master;
 
 struct child {
@@ -73,6 +74,7 @@ struct master {
     size_t nhttp;             /* all of them */
     size_t nhttps;            /* the last nhttps are https-port's */
     struct changes **changes; /* per colo: its change ring (NULL: no HTTP port) */
+    struct bus **buses;       /* per colo: its pub/sub bus (master_http.c) */
     struct child *children;
     int nchildren;
     uint64_t generation;

@@ -361,6 +361,8 @@ void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp);
 void owner_push_at(struct owner *o, const char *key, size_t klen, uint64_t place, hkv_stamp stamp);
 /* Frees the queue (whatever it holds is not sent). */
 void owner_pushq_teardown(struct owner *o);
+/* PUBLISH: the message to one push link of every colo, then PONG (owner_pushq.c). */
+void owner_publish(struct owner *o, struct olink *from, const struct wire_msg *m);
 
 /* ---- owner_ticket.c: commit tickets ---- */
 /* A new ticket for a durable write that changed keys[0..n) to `version`

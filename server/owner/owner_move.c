@@ -353,7 +353,8 @@ static void begin(struct owner *o)
     }
     struct hand_msg b = {.type = HANDOFF_BEGIN, .id = 1,
                          .u.begin = {wire_cstr(o->opts.cluster), wire_cstr(o->opts.host),
-                                     m->leaf, m->e1, owner_own_number(o), m->to, o->incarnation}};
+                                     m->leaf, m->e1, owner_own_number(o), m->to, o->incarnation,
+                                     0}};
     owner_hlink_send(m->h, &b);
     m->phase = M_BEGIN;
     m->deadline_ms = clock_mono_ms() + BEGIN_TIMEOUT_MS;

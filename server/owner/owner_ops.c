@@ -400,6 +400,7 @@ void owner_execute(struct owner *o, struct olink *l, const struct wire_msg *m, c
     case WIRE_STATS: owner_op_stats(o, l, m); break;
     case WIRE_CALL: owner_op_call(o, l, m, payload, plen); break;
     case WIRE_EXEC: owner_op_exec(o, l, m, payload, plen); break;
+    case WIRE_PUBLISH: owner_publish(o, l, m); break;
     default:
         reply_error(l, m->id, HKV_EPROTO, "ERR unexpected request on an owner link");
         break;

@@ -158,12 +158,9 @@ void owner_push_at(struct owner *o, const char *key, size_t klen, uint64_t place
         event_active(q->ev, 0, 1);
 }
 
-/* Every queued key once to every colo with a push link. */
-static void flush_cb(evutil_socket_t fd, short what, void *arg)
+/* One push link per colo (the first greeted one), into to[]; their number. */
+static int push_targets(struct owner *o, struct olink **to)
 {
-    struct owner *o = arg;
-    struct opushq *q = o->pushq;
-    struct olink *to[MAX_COLOS];
     int nto = 0;
     for (struct olink *l = o->links; l != NULL && nto < MAX_COLOS; l = l->next) {
         if (l->role != WIRE_ROLE_PUSH || !l->hello || l->closing)
@@ -174,6 +171,32 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
         if (!seen)
             to[nto++] = l;
     }
+    return nto;
+}
+
+/* PUBLISH (a channel routed to this owner as a key would be): the message
+ * goes at once, in the order the owner reads them, to one push link of
+ * every colo, whose edge appends it to its colo's bus (server/colo/bus.h);
+ * never stored.  Answered PONG, an acknowledgement.  With owner-push off
+ * the edges do not ask (they publish to their host's colos themselves). */
+void owner_publish(struct owner *o, struct olink *from, const struct wire_msg *m)
+{
+    struct olink *to[MAX_COLOS];
+    int nto = push_targets(o, to);
+    for (int k = 0; k < nto; k++) {
+        wire_put_pubmsg(&to[k]->out, m->u.pub.channel, m->u.pub.msg);
+        olink_flush(to[k]);
+    }
+    wire_put_pong(&from->out, m->id);
+}
+
+/* Every queued key once to every colo with a push link. */
+static void flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct owner *o = arg;
+    struct opushq *q = o->pushq;
+    struct olink *to[MAX_COLOS];
+    int nto = push_targets(o, to);
     struct ledger_clock now = owner_clock();
     for (size_t i = 0; i < q->n && nto > 0; i++) {
         struct qent *x = &q->e[i];

@@ -496,13 +496,18 @@ design("CONFIG GET of a glob that matches directives one server has and the othe
        cmd=r"CONFIG GET .*", when=_config_wide_glob, redis=r"\[.*\]", hotkvd=r"\[.*\]",
        example=("CONFIG GET maxclients *", '["acl-pubsub-default", "resetchannels", ...]',
                 '["bind", "127.0.0.1", "cache-max-value", ...]'))
-design("CONFIG GET client-output-buffer-limit is one 'hard soft seconds' triple: hotkvd has one "
-       "client class (no replicas, no pub/sub), with a limit by default (256mb 64mb 60), where "
-       "Redis prints 'normal 0 0 0 slave ... pubsub ...'",
+design("CONFIG GET client-output-buffer-limit is the normal class's 'hard soft seconds' triple "
+       "(no replicas; the pubsub class is set in the file), with a limit by default (256mb 64mb "
+       "60), where Redis prints 'normal 0 0 0 slave ... pubsub ...'",
        cmd=r"CONFIG GET .*", rewrite=_config_obl,
        example=("CONFIG GET client-output-buffer-limit",
                 '["client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"]',
                 '["client-output-buffer-limit", "268435456 67108864 60"]'))
+design("PUBSUB HELP lists the subcommands hotkvd serves: not SHARDCHANNELS and SHARDNUMSUB "
+       "(sharded pub/sub is not implemented)",
+       cmd=r"PUBSUB HELP", redis=r"\[.*SHARDCHANNELS.*\]", hotkvd=r"\[.*\]",
+       example=("PUBSUB HELP", "[+PUBSUB <subcommand> ..., +SHARDCHANNELS [<pattern>], ...]",
+                "[+PUBSUB <subcommand> ..., +HELP, +    Prints this help.]"))
 design("CONFIG GET tls-protocols prints the versions hotkvd accepts by default (TLSv1.2 TLSv1.3) "
        "where Redis prints \"\" for OpenSSL's own default",
        cmd=r"CONFIG GET .*", rewrite=_config_tls_protocols,

@@ -540,6 +540,27 @@ class Gen:
     def g_quit(self):
         return [b"QUIT"]
 
+    # ---- pub/sub, where both servers' answers are defined: nobody is
+    # subscribed on either (SUBSCRIBE's replies are tested by check_pubsub)
+
+    def g_publish(self):
+        return [b"PUBLISH", self.rng.choice([b"ch", b"", b"news.1", b"\x00"]), self.value()]
+
+    def g_pubsub(self):
+        r = self.rng.random()
+        if r < 0.3:
+            return [b"PUBSUB", b"NUMSUB"] + [self.rng.choice([b"ch", b"x", b""])
+                                            for _ in range(self.rng.randint(0, 3))]
+        if r < 0.5:
+            return [b"PUBSUB", b"CHANNELS"] + [self.rng.choice([b"*", b"c*", b"[", b""])
+                                              for _ in range(self.rng.choice([0, 1, 1, 2]))]
+        if r < 0.65:
+            return [b"PUBSUB", b"NUMPAT"]
+        if r < 0.75:
+            return [b"PUBSUB", b"HELP"]
+        return [b"PUBSUB", self.rng.choice([b"BOGUS", b"", b"SHARDNUMSUB2"])] + \
+            [self.word() for _ in range(self.rng.randint(0, 1))]
+
     def g_unknown(self):
         # Not "SET\0": Redis hashes every byte of a command name but compares
         # it as a C string, so whether "SET\0" finds SET depends on its
@@ -587,4 +608,5 @@ WEIGHTS = [
     ("rename", 2), ("copy", 1.5), ("touch", 1), ("expiretime", 1.5), ("getrange", 3),
     ("getbit", 2), ("bitcount", 2), ("bitpos", 2), ("bitfield_ro", 2), ("lcs", 1.5), ("txcmd", 0.5), ("tx", 4),
     ("flushall", 0.3), ("keys", 1.5), ("randomkey", 1), ("object", 3),
+    ("publish", 1), ("pubsub", 1),
 ]

@@ -103,7 +103,8 @@ static struct result record(const struct http_limits *lim, const char *buf, size
     }
     if (rc == HKV_EPROTO) {
         int s = e->status;
-        CHECK(s == 400 || s == 405 || s == 413 || s == 414 || s == 431 || s == 501 || s == 505);
+        CHECK(s == 400 || s == 405 || s == 413 || s == 414 || s == 417 || s == 431 || s == 501 ||
+              s == 505);
         CHECK(e->close == 0 || e->close == 1);
         CHECK(e->reason != NULL);
         CHECK(e->close ? consumed == 0 : (s == 405 && consumed > 0));
@@ -113,13 +114,17 @@ static struct result record(const struct http_limits *lim, const char *buf, size
         return res;
     }
     CHECK(consumed > 0);
-    CHECK(r->method == HTTP_GET || r->method == HTTP_HEAD);
+    CHECK(r->method == HTTP_GET || r->method == HTTP_HEAD || r->method == HTTP_PUT ||
+          r->method == HTTP_DELETE);
+    CHECK(r->method == HTTP_PUT || r->content_length == 0);
+    CHECK(r->idem_key.p == NULL || (r->idem_key.len > 0 && r->idem_key.len <= HTTP_IDEM_KEY_MAX));
     CHECK(r->minor == 0 || r->minor == 1);
     CHECK(r->keep_alive == 0 || r->keep_alive == 1);
     const struct http_slice *sl[] = { &r->target, &r->path, &r->query, &r->host,
-                                      &r->authorization, &r->last_event_id, &r->headers };
+                                      &r->authorization, &r->last_event_id, &r->headers,
+                                      &r->if_match, &r->idem_key };
     uint64_t h = 14695981039346656037ULL;
-    for (size_t i = 0; i < 7; i++) {
+    for (size_t i = 0; i < 9; i++) {
         int static_root = i == 1 && sl[i]->len == 1 && sl[i]->p != NULL && !inside(*sl[i], buf, consumed);
         CHECK(static_root || inside(*sl[i], buf, consumed));
         long off = sl[i]->p == NULL ? -1 : static_root ? -2 : (long)(sl[i]->p - buf);
@@ -129,7 +134,8 @@ static struct result record(const struct http_limits *lim, const char *buf, size
     CHECK(r->path.p != NULL && r->path.len > 0 && r->path.p[0] == '/');
     CHECK(r->target.len + 12 <= lim->max_line);   /* "M " target " HTTP/1.x\r\n" */
     CHECK(r->headers.len <= lim->max_header_bytes);
-    int flags[] = { r->method, r->minor, r->keep_alive, r->if_none_match, r->has_accept, (int)r->accept };
+    int flags[] = { r->method, r->minor, r->keep_alive, r->if_none_match, r->has_accept, (int)r->accept,
+                    (int)r->content_length, r->expect_continue };
     res.hash = fnv(h, flags, sizeof(flags));
     helpers(r);
     return res;

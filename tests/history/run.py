@@ -553,6 +553,8 @@ def replay_command(args, seed, outdir):
         cmd += ["--leaf-moves", args.leaf_moves]
     if args.http_readers != 2:
         cmd += ["--http-readers", str(args.http_readers)]
+    if args.http_writes != 0.3:
+        cmd += ["--http-writes", "%g" % args.http_writes]
     if args.admin:
         cmd += ["--admin", args.admin]
     if args.reduce_limit:
@@ -600,6 +602,8 @@ def main(argv=None):
                     help="run the daemon with leaf-moves yes (needed by the leaf kinds)")
     ap.add_argument("--http-readers", type=int, default=2,
                     help="readers over HTTP (GET /v1/kv and long polls) in the history")
+    ap.add_argument("--http-writes", type=float, default=0.3,
+                    help="the share of the HTTP clients' ops that are PUT or DELETE (0-1)")
     ap.add_argument("--replicas", type=int, choices=[0, 1, 2, 3], default=0,
                     help="issue 27: the daemon runs with `replicas N` (needs --leaf-moves yes); "
                     "N >= 1 checks in replicas mode (no acknowledged write of any class lost "
@@ -704,7 +708,7 @@ def main(argv=None):
             clients.append(c)
         for i in range(args.http_readers if hkv.http_port else 0):
             extra.append(HttpReader(i, seed, hkv, workload, history, stop_clients, WORKER,
-                                    args.think_ms))
+                                    args.think_ms, args.http_writes))
         if "cred_churn" in kinds:
             for i, kind in enumerate(["resp-new", "resp-again", "http", "http", "http"]):
                 extra.append(Prober(kind, i, seed, hkv, creds, authlog, stop_clients,
@@ -824,8 +828,8 @@ def main(argv=None):
                   leaves.auto["moves"], leaves.auto["splits"], leaves.move_lines))
     http = [c for c in extra if isinstance(c, HttpReader)]
     if http:
-        print("http readers: %d gets, %d long polls" % (sum(c.counts["get"] for c in http),
-                                                       sum(c.counts["poll"] for c in http)))
+        print("http clients: %d gets, %d long polls, %d puts, %d deletes"
+              % tuple(sum(c.counts[k] for c in http) for k in ("get", "poll", "put", "delete")))
     auth_bad = []
     if "cred_churn" in kinds:
         try:

@@ -7,19 +7,29 @@ user.  Each answer is a get op of the history (tests/history/README.md):
 (ignored), no answer info.  A long poll is a read anywhere in its interval:
 answered when the key's version passes N or at the end of the wait, with
 the value current then.  The op line carries "via": "http" and, for a
-poll, "poll": {"index": N, "wait_ms": W}."""
+poll, "poll": {"index": N, "wait_ms": W}.
+
+Writes over HTTP (issue 28; a share `write_ratio` of each reader's ops):
+`PUT /v1/kv/KEY` (body a unique value, sometimes `If-None-Match: *` and
+`?ttl=` of an hour or more) is a set op, `DELETE /v1/kv/KEY` a del op, both
+with "via": "http", recorded with README's error table in HTTP's words:
+200/201 set "OK", 412 set null (NX not met), 204 del 1, 404 del 0; 504 or
+no answer outcome unknown (info); any other status not applied (fail)."""
 
 import random
 import socket
 import threading
 import time
 
-from run_creds import http_request
+import base64
+
+from run_creds import http_request, read_http_response
 from run_daemon import REQUEST_TIMEOUT_S
 
 
 class HttpReader(threading.Thread):
-    def __init__(self, index, seed, hkv, workload, history, stop, cred, think_ms):
+    def __init__(self, index, seed, hkv, workload, history, stop, cred, think_ms,
+                 write_ratio=0.0):
         super().__init__(name="http-%d" % index, daemon=True)
         self.rng = random.Random("%s-http-%d" % (seed, index))
         self.hkv = hkv
@@ -30,7 +40,8 @@ class HttpReader(threading.Thread):
         self.think_ms = think_ms
         self.index_of = {}
         self.error = None
-        self.counts = {"get": 0, "poll": 0}
+        self.counts = {"get": 0, "poll": 0, "put": 0, "delete": 0}
+        self.write_ratio = write_ratio
 
     def run(self):
         try:
@@ -51,6 +62,9 @@ class HttpReader(threading.Thread):
                     continue
                 client = self.history.client_id()
             key = self.rng.choice(self.workload.all_keys)
+            if self.rng.random() < self.write_ratio:
+                sock = self.write(sock, client, key)
+                continue
             path = "/v1/kv/" + key
             poll = None
             if key in self.index_of and self.rng.random() < 0.3:
@@ -94,3 +108,59 @@ class HttpReader(threading.Thread):
                 self.stop_ev.wait(self.rng.uniform(0, self.think_ms) / 1000.0)
         if sock is not None:
             sock.close()
+
+    def write(self, sock, client, key):
+        """One PUT or DELETE of key on sock: its op line; the socket to go on
+        with (None: closed)."""
+        opid = self.history.op_id()
+        rec = {"kind": "op", "id": opid, "client": client,
+               "colo": self.hkv.colo_names()[0], "edge": "http", "key": key, "via": "http"}
+        extra, body, path = "", b"", "/v1/kv/" + key
+        if self.rng.random() < 0.3:
+            method, rec["f"], rec["args"] = "DELETE", "del", {}
+        else:
+            value = "h%d-%d" % (client, opid)
+            nx = self.rng.random() < 0.2
+            ttl = self.rng.randint(3600, 7200) if self.rng.random() < 0.1 else None
+            method, rec["f"], body = "PUT", "set", value.encode()
+            rec["args"] = {"value": value, "nx": nx, "xx": False, "get": False,
+                           "keepttl": False, "px": ttl * 1000 if ttl else None}
+            if nx:
+                extra += "If-None-Match: *\r\n"
+            if ttl:
+                path += "?ttl=%d" % ttl
+        auth = base64.b64encode(("%s:%s" % self.cred).encode()).decode()
+        t0 = time.monotonic()
+        outcome, value, error = "info", None, None
+        try:
+            sock.settimeout(REQUEST_TIMEOUT_S)
+            sock.sendall(("%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n%s"
+                          "Content-Length: %d\r\n\r\n" % (method, path, auth, extra, len(body))
+                          ).encode() + body)
+            status, hdr, text = read_http_response(sock, t0 + REQUEST_TIMEOUT_S)
+            t1 = time.monotonic()
+            ok = {("PUT", 200): "OK", ("PUT", 201): "OK", ("PUT", 412): None,
+                  ("DELETE", 204): 1, ("DELETE", 404): 0}
+            if (method, status) in ok:
+                outcome, value = "ok", ok[(method, status)]
+            elif status == 504:
+                error = "HTTP 504 %s" % text[:60].decode("utf-8", "replace")
+                t1 = None
+            else:
+                outcome = "fail"
+                error = "HTTP %d %s" % (status, text[:60].decode("utf-8", "replace"))
+            if hdr.get("connection", "").lower() == "close":
+                sock.close()
+                sock = None
+        except (OSError, ValueError, IndexError) as e:
+            t1 = None  # the write may still be applied: outcome unknown, open-ended
+            error = "runner: %s" % e
+            sock.close()
+            sock = None
+        rec.update({"t0": t0, "t1": t1, "outcome": outcome, "value": value, "error": error,
+                    "stale": False, "degraded": False})
+        self.history.write(rec)
+        self.counts["delete" if method == "DELETE" else "put"] += 1
+        if self.think_ms > 0:
+            self.stop_ev.wait(self.rng.uniform(0, self.think_ms) / 1000.0)
+        return sock

@@ -313,6 +313,67 @@ START_TEST(a_full_table_evicts_with_an_invalidation)
 }
 END_TEST
 
+/* A key a read remembers is never the one evicted before that read's reply
+ * (told first, then cached by the client and forgotten by the edge: stale
+ * for good).  Found by the history checker (tracking-table-max-keys 1). */
+START_TEST(an_eviction_never_precedes_the_reply_that_fills_the_cache)
+{
+    start("tracking-table-max-keys 1\nedge-workers 1\n");
+    int t = h_connect(D.port), w = h_connect(D.port);
+    EXPECT(resp3(t), "HELLO 3");
+    call_raw(t, "+OK\r\n", "tracking on", "CLIENT", "TRACKING", "on", NULL);
+    char k[32], told[64][32];
+    int ntold = 0;
+    for (int i = 0; i < 40; i++) {
+        snprintf(k, sizeof(k), "ev:%d", i);
+        EXPECT(h_sendv(t, "GET", k, NULL) == 0, "send");
+        for (int n = 0; n < 4; n++) { /* pushes of earlier keys, then the reply */
+            struct h_reply *r = h_read(t);
+            EXPECT(r != NULL, "GET %s: no reply", k);
+            int push = r->v->type == RESP_PUSH;
+            if (push) {
+                EXPECT(strstr(r->raw, k) == NULL || strstr(r->raw, k)[strlen(k)] != '\r',
+                       "%s evicted before its own reply", k);
+                if (ntold < 64)
+                    snprintf(told[ntold++], sizeof(told[0]), "%s", r->raw);
+            }
+            h_free(r);
+            if (!push)
+                break;
+        }
+    }
+    EXPECT(ntold >= 30, "only %d evictions told for 40 keys in a table of 1", ntold);
+    close(t);
+    close(w);
+    stop();
+}
+END_TEST
+
+/* Without pushes to the colo (owner-push no) a change made elsewhere (another
+ * host) would never be told: a tracked key is told at the end of its
+ * class's freshness instead, so a cached value is never older than the
+ * bound.  Each key once per deadline, however often it is read. */
+START_TEST(unpushed_keys_are_told_when_their_freshness_ends)
+{
+    start("owner-push no\nclass quick pattern \"q:*\" fresh 300ms keep 1s\n");
+    int t = h_connect(D.port), w = h_connect(D.port);
+    EXPECT(resp3(t), "HELLO 3");
+    h_free(h_call(w, "SET", "q:1", "a", NULL));
+    call_raw(t, "+OK\r\n", "tracking on", "CLIENT", "TRACKING", "on", NULL);
+    int64_t t0 = h_now_ms();
+    for (int i = 0; i < 5; i++)
+        call_raw(t, "$1\r\na\r\n", "GET q:1", "GET", "q:1", NULL, NULL);
+    expect_inval(t, "q:1", "the end of its freshness");
+    int64_t ms = h_now_ms() - t0;
+    fprintf(stderr, "tracking: unpushed key told after %lld ms (fresh 300 ms)\n", (long long)ms);
+    EXPECT(ms >= 250 && ms < 2000, "told after %lld ms", (long long)ms);
+    expect_quiet(t, 500, "one invalidation for five reads");
+    close(t);
+    close(w);
+    stop();
+}
+END_TEST
+
 /* Redis 7.0's answers, checked against redis-server 7.0.15 by hand. */
 START_TEST(errors_and_introspection_are_redis_s)
 {
@@ -395,6 +456,8 @@ Suite *tracking_suite(void)
     tcase_add_test(tc, bcast_noloop_optin_optout);
     tcase_add_test(tc, redirect_flushall_and_an_owner_restart_flush);
     tcase_add_test(tc, a_full_table_evicts_with_an_invalidation);
+    tcase_add_test(tc, unpushed_keys_are_told_when_their_freshness_ends);
+    tcase_add_test(tc, an_eviction_never_precedes_the_reply_that_fills_the_cache);
     tcase_add_test(tc, errors_and_introspection_are_redis_s);
     suite_add_tcase(s, tc);
     return s;

@@ -83,6 +83,14 @@ static void t_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
         F.trigger_fd = -1;
         ck_assert_int_eq(write(fd, "W a 2\r\n", 7), 7);
     }
+    if (argv[0].len == 4 && memcmp(argv[0].p, "TAIL", 4) == 0) { /* an invalidation, then +OK */
+        struct rslot *s;
+        struct hkv_buf *o = slot_tail_out(c, &s);
+        ck_assert_ptr_nonnull(o);
+        buf_append(o, ">1\r\n$3\r\ninv\r\n", 13);
+        if (s != NULL)
+            slot_note(c, s);
+    }
     if (argv[0].len == 4 && memcmp(argv[0].p, "PING", 4) == 0) {
         resp_add_simple(&c->out, "PONG");
     } else if (argv[0].len == 4 && memcmp(argv[0].p, "ECHO", 4) == 0 && argc == 2) {
@@ -286,6 +294,31 @@ START_TEST(deferred_reply_keeps_request_order)
     ck_assert_uint_eq(read_reply(F.peer, buf, strlen(want), 2000, &eof), strlen(want));
     ck_assert_str_eq(buf, want);
     ck_assert_uint_eq(c->nslots, 0);
+}
+END_TEST
+
+/* Bytes that must follow what is owed (slot_tail_out) written by the
+ * request being dispatched go after the replies owed before it and before
+ * its own (CLIENT TRACKING: an invalidation due before a command ran). */
+START_TEST(tail_bytes_written_during_a_dispatch_precede_its_own_reply)
+{
+    F.peer = connect_client();
+    send_str(F.peer, "DEFER\r\nTAIL\r\n");
+    ck_assert(run_until(nlog_is_3, 300) == 0 && F.nlog == 2);
+    struct conn *c = F.conn[0];
+    struct rslot *s = F.deferred[0];
+    resp_add_simple(slot_out(c, s), "first");
+    conn_slot_done(c, s);
+    char buf[128];
+    int eof;
+    const char *want = "+first\r\n>1\r\n$3\r\ninv\r\n+OK\r\n";
+    ck_assert_uint_eq(read_reply(F.peer, buf, strlen(want), 2000, &eof), strlen(want));
+    ck_assert_str_eq(buf, want);
+    ck_assert_uint_eq(c->nslots, 0);
+    send_str(F.peer, "TAIL\r\n"); /* nothing owed: straight into the output, then +OK */
+    const char *want2 = ">1\r\n$3\r\ninv\r\n+OK\r\n";
+    ck_assert_uint_eq(read_reply(F.peer, buf, strlen(want2), 2000, &eof), strlen(want2));
+    ck_assert_str_eq(buf, want2);
 }
 END_TEST
 
@@ -638,6 +671,7 @@ Suite *conn_suite(void)
         {"order", pipelined_requests_dispatched_in_order_and_answered_in_order},
         {"partial", request_split_across_reads_is_dispatched_once_whole},
         {"slots", deferred_reply_keeps_request_order},
+        {"slots", tail_bytes_written_during_a_dispatch_precede_its_own_reply},
         {"closing", closing_hook_runs_once_when_the_client_hangs_up},
         {"pending", pending_bound_pauses_input_until_half_is_answered},
         {"protocol", protocol_error_is_answered_then_the_connection_closes},

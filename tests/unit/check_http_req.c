@@ -162,15 +162,39 @@ START_TEST(methods_other_than_get_head_are_405)
 {
     /* framed without a body on a keep-alive connection: answer and go on */
     refused(R("POST /v1/kv/a HTTP/1.1\r\nHost: h\r\n\r\n"), 405, 0);
-    refused(R("DELETE /x HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"), 405, 0);
+    refused(R("PATCH /x HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"), 405, 0);
     refused(R("get / HTTP/1.1\r\nHost: h\r\n\r\n"), 405, 0);
     refused(R("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n"), 405, 0);
     refused(R("CONNECT h:443 HTTP/1.1\r\nHost: h\r\n\r\n"), 405, 0);
     /* with a body, or on a connection that closes anyway: close */
-    refused(R("PUT /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc"), 405, 1);
+    refused(R("PATCH /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc"), 405, 1);
     refused(R("POST / HTTP/1.0\r\n\r\n"), 405, 1);
     refused(R("POST / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"), 405, 1);
     refused(R("G\"T / HTTP/1.1\r\nHost: h\r\n\r\n"), 400, 1);
+}
+END_TEST
+
+START_TEST(put_and_delete_carry_their_write_fields)
+{
+    struct http_req r = ok(R("PUT /v1/kv/a HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n"
+                             "Expect: 100-continue\r\nIf-Match: \"7\"\r\n"
+                             "Idempotency-Key: k-1\r\n\r\n"));
+    ck_assert_int_eq(r.method, HTTP_PUT);
+    ck_assert_uint_eq(r.content_length, 3);
+    ck_assert_int_eq(r.expect_continue, 1);
+    ck_assert(slice_is(r.if_match, "\"7\""));
+    ck_assert(slice_is(r.idem_key, "k-1"));
+    r = ok(R("DELETE /v1/kv/a HTTP/1.1\r\nHost: h\r\n\r\n"));
+    ck_assert_int_eq(r.method, HTTP_DELETE);
+    ck_assert_ptr_null(r.if_match.p);
+    ck_assert_ptr_null(r.idem_key.p);
+    ck_assert_int_eq(r.expect_continue, 0);
+    refused(R("DELETE /x HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nab"), 413, 1);
+    refused(R("PUT /x HTTP/1.1\r\nHost: h\r\nExpect: 200-ok\r\n\r\n"), 417, 1);
+    refused(R("PUT /x HTTP/1.1\r\nHost: h\r\nIdempotency-Key: a\r\nIdempotency-Key: b\r\n\r\n"),
+            400, 1);
+    refused(R("PUT /x HTTP/1.1\r\nHost: h\r\nIdempotency-Key:\r\n\r\n"), 400, 1);
+    refused(R("PUT /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"), 501, 1);
 }
 END_TEST
 
@@ -569,6 +593,7 @@ Suite *http_req_suite(void)
     } cases[] = {
         {"get_and_head_parse_into_path_query_and_host", get_and_head_parse_into_path_query_and_host},
         {"methods_other_than_get_head_are_405", methods_other_than_get_head_are_405},
+        {"put_and_delete_carry_their_write_fields", put_and_delete_carry_their_write_fields},
         {"versions_other_than_1x_are_505", versions_other_than_1x_are_505},
         {"request_bodies_are_413_and_transfer_codings_501", request_bodies_are_413_and_transfer_codings_501},
         {"smuggling_attempts_are_400_and_close", smuggling_attempts_are_400_and_close},

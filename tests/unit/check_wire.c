@@ -531,6 +531,31 @@ START_TEST(push_and_invalidate_round_trip_with_id_zero)
 }
 END_TEST
 
+START_TEST(publish_and_pubmsg_round_trip)
+{
+    struct wire_msg m;
+    ck_assert_int_eq(wire_put_publish(&buf, 5, S("news"), S("hello\r\n")), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_PUBLISH);
+    ck_assert_uint_eq(m.id, 5);
+    ck_assert(wire_is_request(m.type) && !wire_is_write(m.type));
+    SLICE_IS(m.u.pub.channel, "news");
+    SLICE_IS(m.u.pub.msg, "hello\r\n");
+    reencode_equal(&m);
+
+    buf_reset(&buf);
+    ck_assert_int_eq(wire_put_pubmsg(&buf, S("news"), S("")), HKV_OK);
+    ck_assert_int_eq(decode_whole(&m, NULL), HKV_OK);
+    ck_assert_uint_eq(m.type, WIRE_PUBMSG);
+    ck_assert_uint_eq(m.id, 0);
+    ck_assert(wire_is_push(m.type));
+    SLICE_IS(m.u.pub.channel, "news");
+    ck_assert_uint_eq(m.u.pub.msg.len, 0);
+    ck_assert_str_eq(wire_type_name(WIRE_PUBMSG), "PUBMSG");
+    reencode_equal(&m);
+}
+END_TEST
+
 /* ---- framing ---- */
 
 START_TEST(frames_split_at_every_byte_boundary_reassemble)
@@ -775,7 +800,7 @@ START_TEST(unknown_type_refused_keeping_the_id)
 {
     struct wire_msg m;
     const char *why;
-    const uint8_t t15[] = { 0x92, WIRE_SCAN_RANGE + 1, 0x2a };  /* the first unused request kind */
+    const uint8_t t15[] = { 0x92, WIRE_PUBLISH + 1, 0x2a };  /* the first unused request kind */
     ck_assert_int_eq(decode_raw(t15, sizeof t15, &m, &why), HKV_EPROTO);
     ck_assert_str_eq(why, "unknown message type");
     ck_assert_uint_eq(m.type, 0);
@@ -788,9 +813,9 @@ START_TEST(unknown_type_refused_keeping_the_id)
     const uint8_t t76[] = { 0x92, WIRE_RESP + 1, 0x2a };  /* the first unused reply kind */
     ck_assert_int_eq(decode_raw(t76, sizeof t76, &m, &why), HKV_EPROTO);
     ck_assert_str_eq(why, "unknown message type");
-    ck_assert_ptr_null(wire_type_name(WIRE_SCAN_RANGE + 1));
+    ck_assert_ptr_null(wire_type_name(WIRE_PUBLISH + 1));
     ck_assert_ptr_null(wire_type_name(WIRE_RESP + 1));
-    ck_assert(!wire_is_request(WIRE_SCAN_RANGE + 1));
+    ck_assert(!wire_is_request(WIRE_PUBLISH + 1));
     ck_assert(!wire_is_reply(WIRE_RESP + 1));
     ck_assert_str_eq(wire_type_name(WIRE_STATS_REPLY), "STATS_REPLY");
 }
@@ -1981,7 +2006,7 @@ Suite *wire_suite(void)
             getdel_round_trips_as_a_write_request,
             read_and_admin_requests_round_trip, value_replies_round_trip,
             int_moved_error_round_trip_with_extreme_values, scan_and_stats_replies_round_trip,
-            push_and_invalidate_round_trip_with_id_zero } },
+            push_and_invalidate_round_trip_with_id_zero, publish_and_pubmsg_round_trip } },
         { "framing",
           { frames_split_at_every_byte_boundary_reassemble,
             encoding_into_a_partly_consumed_buffer_keeps_frames_intact } },

@@ -57,7 +57,7 @@ START_TEST(every_kind_round_trips)
     };
     struct wire_watch ch[2] = {{S("a"), 7}, {S("b"), 9}};
     struct hand_msg m[] = {
-        {.type = HANDOFF_BEGIN, .id = 1, .u.begin = {S("test"), S("h1"), leaf, 42, 1, 2, 77}},
+        {.type = HANDOFF_BEGIN, .id = 1, .u.begin = {S("test"), S("h1"), leaf, 42, 1, 2, 77, 0}},
         {.type = HANDOFF_READY, .id = 2, .u.ready = {42}},
         {.type = HANDOFF_ROW, .id = 3, .u.row = {5, rows, 3}},
         {.type = HANDOFF_ROW, .id = 3, .u.row = {6, NULL, 0}},

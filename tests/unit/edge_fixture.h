@@ -210,7 +210,9 @@ static inline void ef_setup(int nowners, fo_request_fn on_request, void (*tweak)
     ck_assert_int_eq(edge_cache_setup(&F.e, &ko), 0);
     ck_assert_ptr_nonnull(F.e.cache);
     ck_assert_int_eq(edge_feed_setup(&F.e), 0);
-    ck_assert_int_eq(edge_track_setup(&F.e), 0);
+    struct track_opts to;
+    edge_track_opts(cfg, &to);
+    ck_assert_int_eq(edge_track_setup(&F.e, &to), 0);
     ck_assert_int_eq(op_setup(&F.e, &oo), 0);
     ck_assert_int_eq(forgets_setup(&F.e), 0);
     ck_assert_int_eq(owners_setup(&F.e, &oh, &ow), 0);
