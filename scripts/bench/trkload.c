@@ -12,6 +12,8 @@
  *     Prints: TRKLOAD inval all_p50_ms=A all_p99_ms=B each_p50_ms=C
  *             each_p99_ms=D writes=N; a write some connection is not told
  *     of within 5 s ends the run (exit 3): the writes before it, lost=N.
+ *     spurious=N: invalidations that came when none was due (a write told
+ *     twice); the connection reads the key again, as a caching client does.
  *   trkload table --port P [--conns 1000] [--keys 200] [--track 0|1]
  *     every connection (HELLO 3, CLIENT TRACKING on when --track 1) GETs
  *     its own --keys keys trk:t:<conn>:<i> (pipelined), then waits for
@@ -112,6 +114,11 @@ static void read_n(int fd, size_t n, const char *what)
     }
 }
 
+#define KEY "trk:inval"
+static const char GETK[] = "*2\r\n$3\r\nGET\r\n$9\r\n" KEY "\r\n";
+/* "$8\r\nvNNNNNNN\r\n" */
+static const size_t GOT_LEN = 4 + 8 + 2;
+
 /* ">2\r\n$10\r\ninvalidate\r\n" then "*1\r\n$<n>\r\n<key>\r\n" or "_\r\n" (a
  * flush): the length of the whole push at p, 0 if incomplete, -1 if p is
  * not one. */
@@ -154,7 +161,15 @@ static int frames(struct tconn *t, double now)
                 t->want_push = 0;
                 t->at = now;
             } else {
+                /* Another invalidation (hotkvd: a write's second record, its
+                 * owner's push, read after this client's GET had tracked the
+                 * key again): the client's copy is gone, so it reads the key
+                 * again, as a caching client would, to be told of the next
+                 * write. */
                 spurious++;
+                send_all(t->fd, GETK, sizeof(GETK) - 1);
+                t->want_reply++;
+                t->reply_len = GOT_LEN;
             }
             memmove(t->buf, t->buf + n, t->have - (size_t)n);
             t->have -= (size_t)n;
@@ -271,11 +286,6 @@ static int add_all(struct tconn *c, int n)
     }
     return ep;
 }
-
-#define KEY "trk:inval"
-static const char GETK[] = "*2\r\n$3\r\nGET\r\n$9\r\n" KEY "\r\n";
-/* "$8\r\nvNNNNNNN\r\n" */
-static const size_t GOT_LEN = 4 + 8 + 2;
 
 static void want_get(struct tconn *t, size_t len, int count)
 {
