@@ -298,6 +298,8 @@ static int inval(int port, int n, int writes)
     struct tconn *c = calloc((size_t)n, sizeof(*c));
     double *all = calloc((size_t)writes, sizeof(double));
     double *each = calloc((size_t)writes * (size_t)n, sizeof(double));
+    if (c == NULL || all == NULL || each == NULL)
+        die("out of memory");
     int w = dial(port);
     char set[128];
     int sl = snprintf(set, sizeof(set), "*3\r\n$3\r\nSET\r\n$9\r\n" KEY "\r\n$8\r\nv%07d\r\n", 0);
@@ -361,11 +363,15 @@ static size_t bulk_len(size_t vlen)
 static int table(int port, int n, int keys, int track, int vlen)
 {
     struct tconn *c = calloc((size_t)n, sizeof(*c));
+    if (c == NULL)
+        die("out of memory");
     for (int i = 0; i < n; i++)
         c[i].fd = open_conn(port, track);
     int ep = add_all(c, n);
     size_t cap = (size_t)keys * 64 + 64;
     char *req = malloc(cap);
+    if (req == NULL)
+        die("out of memory");
     for (int i = 0; i < n; i++) {
         size_t len = 0;
         for (int k = 0; k < keys; k++) {
