@@ -127,6 +127,11 @@
     X(PUBLISH, "publish", 3, CMD_F_FAST, 0, 0, 0)                        \
     X(PUBSUB, "pubsub", -2, 0, 0, 0, 0)                                  \
     X(GETMETA, "getmeta", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)         \
+    /* versions (Garnet's etags: the owner's version of the key): reads  \
+     * through the read path, SETIFMATCH run by the owner (edge_ver.c) */ \
+    X(GETWITHETAG, "getwithetag", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)   \
+    X(GETIFNOTMATCH, "getifnotmatch", 3, CMD_F_READ | CMD_F_FAST, 1, 1, 1) \
+    X(SETIFMATCH, "setifmatch", -4, CMD_F_WRITE, 1, 1, 1)                \
     /* keyspace administration (edge_keyspace.c, edge_keys.c) */         \
     X(FLUSHALL, "flushall", -1, CMD_F_ADMIN | CMD_F_ALLKEYS, 0, 0, 0)                    \
     X(FLUSHDB, "flushdb", -1, CMD_F_ADMIN | CMD_F_ALLKEYS, 0, 0, 0)                     \

@@ -17,7 +17,8 @@ int cmd_opts_is(const char *p, size_t n, const char *lit)
 }
 
 /* One option: its word, its flag, the flags it cannot follow, whether SET
- * (1), GETEX (0) or both (-1) take it, whether a value follows it. */
+ * (1), GETEX (0) or both (-1) take it, whether a value follows it (1: an
+ * expiry's, 2: IFEQ's comparison value). */
 struct xopt {
     const char *word;
     unsigned flag, excludes;
@@ -25,8 +26,10 @@ struct xopt {
 };
 
 static const struct xopt xopts[] = {
-    {"nx", CMD_OPT_NX, CMD_OPT_XX, 1, 0},
-    {"xx", CMD_OPT_XX, CMD_OPT_NX, 1, 0},
+    {"nx", CMD_OPT_NX, CMD_OPT_XX | CMD_OPT_IFEQ, 1, 0},
+    {"xx", CMD_OPT_XX, CMD_OPT_NX | CMD_OPT_IFEQ, 1, 0},
+    /* Valkey 8.1: IFEQ excludes NX, XX and a second IFEQ */
+    {"ifeq", CMD_OPT_IFEQ, CMD_OPT_NX | CMD_OPT_XX | CMD_OPT_IFEQ, 1, 2},
     {"get", CMD_OPT_GET, 0, 1, 0},
     {"keepttl", CMD_OPT_KEEPTTL, CMD_OPT_PERSIST | CMD_OPT_ANYEXP, 1, 0},
     {"persist", CMD_OPT_PERSIST, CMD_OPT_KEEPTTL | CMD_OPT_ANYEXP, 0, 0},
@@ -52,6 +55,8 @@ int cmd_xopts_word(struct cmd_xopts *o, const char *p, size_t n, int has_next, i
         o->flags |= x->flag;
         if (!x->valued)
             return 0;
+        if (x->valued == 2)
+            return 2; /* IFEQ's comparison value, not an expiry */
         o->unit = x->flag;
         return 1;
     }

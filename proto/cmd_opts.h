@@ -39,6 +39,7 @@
 #define CMD_OPT_EXAT 0x080u
 #define CMD_OPT_PXAT 0x100u
 #define CMD_OPT_ANYEXP (CMD_OPT_EX | CMD_OPT_PX | CMD_OPT_EXAT | CMD_OPT_PXAT)
+#define CMD_OPT_IFEQ 0x200u /* Valkey 8.1's SET ... IFEQ old: not with NX, XX or itself */
 
 /* The options read so far.  Zero it, then feed it every word after the
  * value (SET) or the key (GETEX). */
@@ -50,7 +51,8 @@ struct cmd_xopts {
 /* One option word; has_next says whether another word follows.  Returns 0
  * (taken), 1 (taken, and the next word is the expiry's value: the caller
  * skips it and keeps it for cmd_xopts_expiry; the last one given counts),
- * or -1 (a syntax error: CMD_ERR_SYNTAX). */
+ * 2 (IFEQ, SET only: the next word is the value to compare with; the caller
+ * skips and keeps it), or -1 (a syntax error: CMD_ERR_SYNTAX). */
 int cmd_xopts_word(struct cmd_xopts *o, const char *p, size_t n, int has_next, int is_set);
 
 enum cmd_opts_rc {

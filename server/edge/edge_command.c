@@ -96,6 +96,8 @@ static void put(struct hkv_buf *out, int proto, const char *p, size_t n)
 
 /* ---- hotkvd's own commands -------------------------------------------------- */
 
+static const char *own_cat(const struct cmd_def *d);
+
 static void own_info(struct hkv_buf *out, int proto, const struct cmd_def *d)
 {
     static const struct { uint32_t bit; const char *name; } flags[] = {
@@ -115,7 +117,7 @@ static void own_info(struct hkv_buf *out, int proto, const struct cmd_def *d)
     resp_add_int(out, d->first_key);
     resp_add_int(out, d->last_key);
     resp_add_int(out, d->step);
-    const char *cats[4];
+    const char *cats[5];
     int nc = 0;
     if (d->flags & CMD_F_READ)
         cats[nc++] = "@read";
@@ -123,6 +125,8 @@ static void own_info(struct hkv_buf *out, int proto, const struct cmd_def *d)
         cats[nc++] = "@write";
     if (d->flags & CMD_F_ADMIN)
         cats[nc++] = "@admin";
+    if (own_cat(d) != NULL)
+        cats[nc++] = own_cat(d);
     cats[nc++] = (d->flags & CMD_F_FAST) ? "@fast" : "@slow";
     resp_add_set(out, proto, nc);
     for (int i = 0; i < nc; i++)
@@ -161,13 +165,28 @@ static void own_info(struct hkv_buf *out, int proto, const struct cmd_def *d)
     resp_add_array(out, 0); /* subcommands */
 }
 
-static const struct { const char *name, *summary, *complexity; } own_docs[] = {
+static const struct { const char *name, *summary, *complexity, *cat; } own_docs[] = {
     {"hotkeys", "The hottest keys of this colo with their measured reads per second; "
                 "HOTKEYS REFUSED: the last hot key automatic moves refused to split, with the "
-                "count of refusals (hotkvd)", "O(COUNT)"},
+                "count of refusals (hotkvd)", "O(COUNT)", NULL},
     {"getmeta", "Get a key's value with its age in the colo cache, its stamp (the owner's "
-                "version) and whether it was served stale or degraded (hotkvd)", "O(1)"},
+                "version) and whether it was served stale or degraded (hotkvd)", "O(1)", NULL},
+    {"getwithetag", "Get a key's value with its etag, the owner's version (Garnet's)", "O(1)",
+     "@string"},
+    {"getifnotmatch", "Get a key's value and etag unless its etag is the one given (Garnet's)",
+     "O(1)", "@string"},
+    {"setifmatch", "Set a key if its etag is the one given or it does not exist, answering "
+                   "the new etag (Garnet's)", "O(1)", "@string"},
 };
+
+/* The category own_docs gives d beyond read/write/admin, or NULL. */
+static const char *own_cat(const struct cmd_def *d)
+{
+    for (size_t i = 0; i < sizeof(own_docs) / sizeof(own_docs[0]); i++)
+        if (strcmp(own_docs[i].name, d->name) == 0)
+            return own_docs[i].cat;
+    return NULL;
+}
 
 /* ---- the entries ---------------------------------------------------------------- */
 

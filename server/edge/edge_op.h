@@ -66,6 +66,9 @@ struct oreq {
 #define OP_F_MOVED 0x2            /* a MOVED to a request without keys goes to answer (after the
                                    * router took it), for a family that routes by position
                                    * (SCAN): the engine has no key to route it again by */
+#define OP_F_ERRDONE 0x4          /* done is called on an error too (op->err set, its text in
+                                   * op->errbuf), for a family that renders its own errors
+                                   * (edge_cas.c: not a RESP client's) */
 
 /* What a family of commands plugs into the engine (one static table per
  * kind of op). */

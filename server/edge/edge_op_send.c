@@ -251,7 +251,7 @@ void op_start(struct op *op)
         guard_deadline(op, op->start_ms);
     op->pending--;
     if (op->pending == 0) {
-        if (op->err)
+        if (op->err && !(op->fam->flags & OP_F_ERRDONE))
             op_finish_error(op);
         else
             op->fam->done(op);
@@ -272,7 +272,7 @@ static void unhold(struct op *op)
         evtimer_del(&op->timer);
         op->timer_on = 0;
     }
-    if (op->err)
+    if (op->err && !(op->fam->flags & OP_F_ERRDONE))
         op_finish_error(op);
     else
         op->fam->done(op);

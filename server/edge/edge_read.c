@@ -139,6 +139,7 @@ struct read_args {
     enum cmd_id cmd;              /* the form of the answer (render) */
     int nargs;                    /* a computed reply: its arguments follow the key in op->keys */
     edge_read_fn fn;              /* a computed reply's renderer, or NULL */
+    edge_read_vfn vfn;            /* a versioned one's (fn is then versioned_mark) */
     struct flight_waiter w;       /* a one-key read waiting on the key's flight */
 };
 
@@ -147,7 +148,15 @@ struct read_calc {
     edge_read_fn fn;
     const struct resp_slice *args;
     int nargs;
+    edge_read_vfn vfn;            /* set: a versioned reply (fn unused) */
 };
+
+/* The fn of a versioned read's op: not NULL, so that the one-key reads'
+ * test "fn == NULL" stays GET's only test; never called. */
+static void versioned_mark(struct conn *c, struct hkv_buf *out, const struct resp_slice *v,
+                           const struct resp_slice *args, int nargs)
+{
+}
 _Static_assert(sizeof(struct read_args) <= OP_ARGS_MAX, "read_args too large for an op");
 #define R(op) OP_ARGS(op, struct read_args)
 
@@ -176,7 +185,10 @@ static void render(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
 {
     if (k != NULL) {
         struct resp_slice val = {v, n};
-        k->fn(c, out, found ? &val : NULL, k->args, k->nargs);
+        if (k->vfn != NULL)
+            k->vfn(c, out, found ? &val : NULL, f->stamp, k->args, k->nargs);
+        else
+            k->fn(c, out, found ? &val : NULL, k->args, k->nargs);
         return;
     }
     read_answer(c, cmd, out, found, v, n, expire_at, f);
@@ -197,7 +209,7 @@ static void render_one(struct op *op, struct hkv_buf *out, int found, const char
     }
     for (int i = 0; i < na; i++)
         a[i] = (struct resp_slice){op->keys[1 + i].p, op->keys[1 + i].len};
-    struct read_calc k = {R(op)->fn, a, na};
+    struct read_calc k = {R(op)->fn, a, na, R(op)->vfn};
     render(op->c, R(op)->cmd, &k, out, found, v, n, expire_at, f);
     if (a != small)
         free(a);
@@ -355,7 +367,8 @@ static struct op *key_op(struct conn *c, const struct op_family *fam, enum cmd_i
     if (op == NULL)
         return NULL;
     if (k != NULL) {
-        R(op)->fn = k->fn;
+        R(op)->fn = k->vfn != NULL ? versioned_mark : k->fn;
+        R(op)->vfn = k->vfn;
         R(op)->nargs = k->nargs;
     }
     /* the arguments follow the key in the client's words (edge_read_calc) */
@@ -412,7 +425,14 @@ void edge_read_one(struct conn *c, enum cmd_id cmd, const struct resp_slice *key
 void edge_read_calc(struct conn *c, enum cmd_id cmd, int argc, const struct resp_slice *argv,
                     edge_read_fn fn)
 {
-    struct read_calc k = {fn, argv + 2, argc - 2};
+    struct read_calc k = {fn, argv + 2, argc - 2, NULL};
+    read_key(c, cmd, &k, &argv[1]);
+}
+
+void edge_read_versioned(struct conn *c, enum cmd_id cmd, int argc,
+                         const struct resp_slice *argv, edge_read_vfn fn)
+{
+    struct read_calc k = {versioned_mark, argv + 2, argc - 2, fn};
     read_key(c, cmd, &k, &argv[1]);
 }
 

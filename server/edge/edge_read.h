@@ -42,6 +42,14 @@ typedef void (*edge_read_fn)(struct conn *c, struct hkv_buf *out, const struct r
  * with argv[2..argc) as its arguments; cmd names it. */
 void edge_read_calc(struct conn *c, enum cmd_id cmd, int argc, const struct resp_slice *argv,
                     edge_read_fn fn);
+/* The same for a reply that also shows the key's version (GETWITHETAG,
+ * GETIFNOTMATCH: edge_ver.h): fn gets the owner's stamp of what was read
+ * (the colo cache's entry, the flight's or the owner's answer), the number
+ * the HTTP door shows as the ETag. */
+typedef void (*edge_read_vfn)(struct conn *c, struct hkv_buf *out, const struct resp_slice *v,
+                              hkv_stamp version, const struct resp_slice *args, int nargs);
+void edge_read_versioned(struct conn *c, enum cmd_id cmd, int argc,
+                         const struct resp_slice *argv, edge_read_vfn fn);
 
 /* The read path's two halves, for a front door that renders its own replies
  * (HTTP, edge_http_kv.c): the same rules, counters and refreshes as the

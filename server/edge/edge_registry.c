@@ -40,6 +40,7 @@
 #include "server/edge/edge_strread.h"
 #include "server/edge/edge_subcmd.h"
 #include "server/edge/edge_tx.h"
+#include "server/edge/edge_ver.h"
 #include "server/edge/edge_write.h"
 #include "server/edge/edge_sess.h"
 #include "server/edge/edge_track.h"
@@ -120,6 +121,9 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(PUBLISH,   edge_cmd_publish,   SERVER)
     ROW(PUBSUB,    edge_cmd_pubsub,    SERVER)
     ROW(GETMETA,   edge_cmd_getmeta,   READ)
+    ROW(GETWITHETAG, edge_cmd_getwithetag, READ)
+    ROW(GETIFNOTMATCH, edge_cmd_getifnotmatch, READ)
+    ROW(SETIFMATCH, edge_cmd_setifmatch, CALL)
     ROW(FLUSHALL,  edge_cmd_flushall,  KEYSPACE)
     ROW(FLUSHDB,   edge_cmd_flushall,  KEYSPACE)
     ROW(KEYS,      edge_cmd_keys,      KEYSPACE)

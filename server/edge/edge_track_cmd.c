@@ -8,6 +8,7 @@
 
 #include "server/core/clock.h"
 #include "server/edge/edge_arg.h"
+#include "server/edge/edge_clients.h"
 #include "server/edge/edge_feed.h"
 #include "server/edge/edge_sess.h"
 #include "server/edge/edge_track.h"
@@ -61,6 +62,7 @@ static void redirect_drop(struct track_sess *s)
         sess_of(s->redir)->track_target--;
     s->redir = NULL;
     s->redirect = 0;
+    s->remote = 0;
 }
 
 /* Tracking off for c: its keys, prefixes and redirect go. */
@@ -162,9 +164,42 @@ struct tracking_args {
     int bcast, optin, optout, noloop, nprefix;
     uint64_t redirect;
     struct conn *redir;
+    int remote;                   /* the target is a client of another edge of the host */
+    uint32_t rslot, ridx;         /* ... its row in the clients board */
     const struct resp_slice *prefix[64];
     struct resp_slice px[64];
 };
+
+struct find_other {
+    uint64_t id;
+    int found;
+    uint32_t slot, idx;
+};
+
+static void find_other_row(const struct board_client *row, uint32_t slot, uint32_t idx,
+                           void *arg)
+{
+    struct find_other *f = arg;
+    if (!f->found && row->id == f->id) {
+        f->found = 1;
+        f->slot = slot;
+        f->idx = idx;
+    }
+}
+
+/* 1 if client id is one of another edge of the host (the clients board),
+ * its row noted in a: its invalidations go through the colo's bus. */
+static int other_edge(struct edge *e, uint64_t id, struct tracking_args *a)
+{
+    struct find_other f = {.id = id};
+    clients_each_other(e, find_other_row, &f);
+    if (f.found) {
+        a->remote = 1;
+        a->rslot = f.slot;
+        a->ridx = f.idx;
+    }
+    return f.found;
+}
 
 /* The options after ON|OFF, checked as Redis checks them while parsing.
  * 0, or -1 with the error written. */
@@ -184,9 +219,7 @@ static int parse(struct conn *c, int argc, const struct resp_slice *argv,
                 return -1;
             }
             a->redir = id > 0 ? local_conn(c->e, (uint64_t)id) : NULL;
-            if (a->redir == NULL) {
-                /* a client of another edge of the host cannot be written to
-                 * from here: refused as Redis refuses a client it does not know */
+            if (a->redir == NULL && (id <= 0 || !other_edge(c->e, (uint64_t)id, a))) {
                 resp_add_error(&c->out, "ERR The client ID you want redirect to does not exist");
                 return -1;
             }
@@ -283,6 +316,9 @@ static void tracking(struct conn *c, int argc, const struct resp_slice *argv)
     s->noloop = (uint8_t)a.noloop;
     s->redirect = a.redirect;
     s->redir = a.redir;
+    s->remote = (uint8_t)a.remote;
+    s->rslot = a.rslot;
+    s->ridx = a.ridx;
     if (s->redir != NULL)
         sess_of(s->redir)->track_target++;
     if (a.bcast) {

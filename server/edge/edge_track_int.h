@@ -67,7 +67,9 @@ struct track_sess {
     uint8_t flushed;              /* sent a flush, read nothing since */
     uint8_t caching;              /* CLIENT CACHING for the next command: 0, 1 yes, 2 no */
     uint64_t redirect;            /* 0: none */
-    struct conn *redir;           /* its connection on this edge; NULL: gone */
+    struct conn *redir;           /* its connection on this edge; NULL: gone or remote */
+    uint8_t remote;               /* the target is on another edge of the colo: */
+    uint32_t rslot, ridx;         /* its row in the clients board (gone: broken) */
     struct tprefix *prefix;
     uint32_t nprefix;
     struct tdefer *deferred;

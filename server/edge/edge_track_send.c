@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/edge/edge_clients.h"
+#include "server/edge/edge_pubsub.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_sess.h"
 #include "server/edge/edge_track_int.h"
@@ -39,12 +41,17 @@ static void mark(struct edge_track *t, struct conn *c)
 /* Where s's invalidations go: itself (RESP3), its redirect target (on this
  * edge), or nowhere (RESP2 without a redirect, as in Redis; or a target
  * gone: "tracking-redir-broken" once, to a RESP3 client). */
-static struct conn *target_of(struct edge_track *t, struct track_sess *s)
+static struct conn *target_of(struct edge_track *t, struct track_sess *s, int *remote)
 {
+    *remote = 0;
     if (s->redirect == 0)
         return sess_of(s->c)->proto >= 3 ? s->c : NULL;
-    if (s->redir != NULL)
-        return s->redir;
+    if (s->redir != NULL) /* RESP2: only while it is subscribed, as Redis */
+        return sess_of(s->redir)->proto >= 3 || pubsub_active(s->redir) ? s->redir : NULL;
+    if (s->remote && clients_still_there(t->e, s->rslot, s->ridx, s->redirect)) {
+        *remote = 1;
+        return NULL;
+    }
     if (!s->broken) {
         s->broken = 1;
         if (sess_of(s->c)->proto >= 3) {
@@ -93,17 +100,36 @@ static void send_raw(struct edge_track *t, struct conn *dst, const char *p, size
         t->invalidations++;
 }
 
+/* The target is a client of another edge of the colo: the message goes
+ * through the colo's bus (edge_pubsub.h), framed by the target's edge
+ * (RESP2: the __redis__:invalidate message). */
+static void send_remote(struct edge_track *t, struct track_sess *s, const char *p, size_t n,
+                        int flush)
+{
+    static const char chan[] = "__redis__:invalidate";
+    if (pubsub_send_to_client(t->e, s->redirect, chan, sizeof(chan) - 1, p, n) == HKV_OK) {
+        if (flush)
+            t->flushes++;
+        else
+            t->invalidations++;
+    }
+}
+
 void track_send_key(struct edge_track *t, struct track_sess *s, const char *key, size_t klen)
 {
-    struct conn *dst = target_of(t, s);
-    if (dst == NULL)
+    int remote;
+    struct conn *dst = target_of(t, s, &remote);
+    if (dst == NULL && !remote)
         return;
     s->flushed = 0;
     struct hkv_buf *b = &t->scratch;
     buf_reset(b);
     resp_add_array(b, 1);
     resp_add_bulk(b, key, klen);
-    send_raw(t, dst, buf_head(b), buf_unread(b), 0);
+    if (remote)
+        send_remote(t, s, buf_head(b), buf_unread(b), 0);
+    else
+        send_raw(t, dst, buf_head(b), buf_unread(b), 0);
 }
 
 /* A flush, unless the client was sent one and has read nothing since (a
@@ -113,8 +139,12 @@ void track_send_flush(struct edge_track *t, struct track_sess *s)
 {
     if (s->flushed)
         return;
-    struct conn *dst = target_of(t, s);
-    if (dst != NULL) {
+    int remote;
+    struct conn *dst = target_of(t, s, &remote);
+    if (remote) {
+        send_remote(t, s, "$-1\r\n", 5, 1);
+        s->flushed = 1;
+    } else if (dst != NULL) {
         send_raw(t, dst, NULL, 0, 1);
         s->flushed = 1;
     }

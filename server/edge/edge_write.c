@@ -16,6 +16,7 @@
 #include "proto/cmd_opts.h"
 #include "server/core/clock.h"
 #include "server/edge/edge_arg.h"
+#include "server/edge/edge_call.h"
 #include "server/edge/edge_read.h"
 #include "server/edge/edge_write_op.h"
 
@@ -70,6 +71,8 @@ static int parse_opts(struct conn *c, int argc, const struct resp_slice *argv, i
         }
         if (rc == 1)
             *expv = &argv[++j];
+        else if (rc == 2)
+            j++; /* IFEQ's value: the owner compares it (edge_cmd_set) */
     }
     return 0;
 }
@@ -97,6 +100,12 @@ void edge_cmd_set(struct conn *c, int argc, const struct resp_slice *argv)
     int f = parse_ext(c, argc, argv, "set", &exp);
     if (f < 0)
         return;
+    if (f & CMD_OPT_IFEQ) {
+        /* a compare-and-set on the value: the owner runs the words (CALL),
+         * where the comparison and the write are one step */
+        edge_cmd_call(c, argc, argv);
+        return;
+    }
     uint32_t w = (f & CMD_OPT_NX ? WIRE_SET_NX : 0) | (f & CMD_OPT_XX ? WIRE_SET_XX : 0) |
                  (f & CMD_OPT_GET ? WIRE_SET_GET : 0);
     write_set(c, CMD_SET, &argv[1], &argv[2], exp, w);

@@ -225,7 +225,10 @@ static inline struct resp_slice ocmd_rs(struct wire_slice s)
     X(RENAMENX, rename) X(COPY, copy) X(FLUSHALL, flushall)                   \
     X(FLUSHDB, flushall)                                                      \
     /* owner_cmd_obj.c */                                                    \
-    X(OBJECT, object)
+    X(OBJECT, object)                                                         \
+    /* owner_cmd_ver.c: versions (Garnet's etags) */                         \
+    X(GETWITHETAG, getwithetag) X(GETIFNOTMATCH, getifnotmatch)               \
+    X(SETIFMATCH, setifmatch)
 
 /* A handler shared by several commands is declared once per command: the
  * same prototype again, which C allows. */

@@ -1,7 +1,7 @@
 /*
  * owner_cmd_str.c - the plain string commands of the owner's table
  * (owner_cmd.h): GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX MGET MSET
- * MSETNX STRLEN INCR DECR INCRBY DECRBY.
+ * MSETNX STRLEN INCR DECR INCRBY DECRBY, and SET's IFEQ (Valkey 8.1).
  *
  * SET's and GETEX's option grammar is proto/cmd_opts.h's, the edge's too:
  * the options, then the expire value, and only then the key (GETEX reads
@@ -14,13 +14,16 @@
 #include "proto/cmd_opts.h"
 #include "server/owner/owner_cmd.h"
 
-/* SET's (is_set) or GETEX's options: 0 with *o and *expv (NULL: no expiry
- * given), or -1 with the error appended. */
+/* SET's (is_set) or GETEX's options: 0 with *o, *expv (NULL: no expiry
+ * given) and *ifeq (SET ... IFEQ's value, NULL: none), or -1 with the error
+ * appended. */
 static int parse_ext(struct ocmd *c, const struct wire_slice *argv, uint32_t argc, int is_set,
-                     struct cmd_xopts *o, const struct wire_slice **expv)
+                     struct cmd_xopts *o, const struct wire_slice **expv,
+                     const struct wire_slice **ifeq)
 {
     *o = (struct cmd_xopts){0, 0};
     *expv = NULL;
+    *ifeq = NULL;
     for (uint32_t j = is_set ? 3 : 2; j < argc; j++) {
         int rc = cmd_xopts_word(o, argv[j].p, argv[j].len, j + 1 < argc, is_set);
         if (rc < 0) {
@@ -29,6 +32,8 @@ static int parse_ext(struct ocmd *c, const struct wire_slice *argv, uint32_t arg
         }
         if (rc == 1)
             *expv = &argv[++j];
+        else if (rc == 2)
+            *ifeq = &argv[++j];
     }
     return 0;
 }
@@ -103,12 +108,27 @@ int ocmd_set_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_slic
                  uint32_t argc)
 {
     struct cmd_xopts o;
-    const struct wire_slice *expv;
+    const struct wire_slice *expv, *ifeq;
     int64_t when = 0;
-    if (parse_ext(c, argv, argc, 1, &o, &expv) != 0)
+    if (parse_ext(c, argv, argc, 1, &o, &expv, &ifeq) != 0)
         return ocmd_done(c);
     if (expv != NULL && expire_ms(c, d, &o, *expv, &when) != 0)
         return ocmd_done(c);
+    if (ifeq != NULL) {
+        /* Valkey 8.1's IFEQ: only over a key holding exactly that value; a
+         * refused one answers as a refused XX (nil, or GET's old value) */
+        struct ledger_view v;
+        int rc = ocmd_get(c, argv[1], &v);
+        if (rc == HKV_EAGAIN)
+            return rc;
+        if (rc != HKV_OK || !ocmd_same((struct wire_slice){v.val, v.vlen}, *ifeq)) {
+            if ((o.flags & CMD_OPT_GET) && rc == HKV_OK)
+                ocmd_bulk(c, v.val, v.vlen);
+            else
+                ocmd_null(c);
+            return ocmd_done(c);
+        }
+    }
     return do_set(c, argv[1], argv[2], o.flags, expv != NULL, when);
 }
 
@@ -160,9 +180,9 @@ int ocmd_getex_cmd(struct ocmd *c, const struct cmd_def *d, const struct wire_sl
                    uint32_t argc)
 {
     struct cmd_xopts o;
-    const struct wire_slice *expv;
+    const struct wire_slice *expv, *ifeq;
     int64_t when = 0;
-    if (parse_ext(c, argv, argc, 0, &o, &expv) != 0)
+    if (parse_ext(c, argv, argc, 0, &o, &expv, &ifeq) != 0)
         return ocmd_done(c);
     struct ledger_view v;
     int rc = ocmd_get(c, argv[1], &v);

@@ -574,6 +574,12 @@ HOTKVD_ONLY = {
     "CLIENT META ON|OFF": "RESP3 attributes with each read reply",
     "GETMETA key": "a key's value with its age, stamp, stale and degraded flags",
     "CLIENT SETINFO": "Redis 7.2's, accepted for clients that send it",
+    "GETWITHETAG key": "Garnet's: [etag, value], the owner's version",
+    "GETIFNOTMATCH key etag": "Garnet's: the value only if the etag differs",
+    "SETIFMATCH key value etag ...": "Garnet's compare-and-set on the owner's version",
+    "SET ... IFEQ old": "Valkey 8.1's; the installed redis-server (7.0) has no IFEQ, so the "
+                        "differential test cannot compare it (tests/integration/check_versions.c "
+                        "covers it)",
 }
 
 # CONFIG GET names are generated only from those both servers define with

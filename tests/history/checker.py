@@ -121,7 +121,8 @@ class BadHistory(ValueError):
 class Op:
     """One operation line, as recorded."""
     __slots__ = ("line", "id", "client", "colo", "edge", "f", "keys", "args",
-                 "value", "error", "outcome", "t0", "t1", "stale", "degraded")
+                 "value", "error", "outcome", "t0", "t1", "stale", "degraded",
+                 "cached")
 
     def to_dict(self, t_zero):
         d = {"id": self.id, "client": self.client, "f": self.f,
@@ -141,6 +142,8 @@ class Op:
             d["stale"] = True
         if self.degraded:
             d["degraded"] = True
+        if self.cached:
+            d["cached"] = True
         return d
 
 
@@ -242,7 +245,7 @@ def _parse_header(obj, n, hist):
         if not isinstance(c, dict):
             raise BadHistory(n, "class %r is not an object" % name)
         for f in ("persist_window_ms", "read_delta_ms", "stale_delta_ms",
-                  "crash_read_delta_ms"):
+                  "crash_read_delta_ms", "cached_delta_ms"):
             v = c.get(f, 0)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
                 raise BadHistory(n, "class %r: %s must be a number >= 0"
@@ -253,6 +256,11 @@ def _parse_header(obj, n, hist):
             "read_delta": c.get("read_delta_ms", 0) / 1000.0,
             "stale_delta": c.get("stale_delta_ms", 0) / 1000.0,
             "crash_read_delta": c.get("crash_read_delta_ms", 0) / 1000.0,
+            # A read a tracking client answered from its own cache (issue
+            # 28): as old as the tracking promise's bound; absent = the
+            # class's read_delta (no more slack than a server read).
+            "cached_delta": c.get("cached_delta_ms",
+                                  c.get("read_delta_ms", 0)) / 1000.0,
         }
     for k, v in keys.items():
         if not isinstance(v, dict) or v.get("class") not in hist.classes:
@@ -273,6 +281,9 @@ def _check_args(op, n):
     if f == "set":
         if not isinstance(a.get("value"), str):
             raise BadHistory(n, "set needs args.value (string)")
+        if a.get("ifeq") is not None and (not isinstance(a["ifeq"], str) or
+                                          a.get("nx") or a.get("xx")):
+            raise BadHistory(n, "set ifeq must be a string, without nx or xx")
         px = a.get("px")
         if px is not None and (not _int(px) or px < HOUR_MS):
             raise BadHistory(n, "set px must be null or an integer >= 1 hour "
@@ -357,6 +368,10 @@ def _parse_op(obj, n, hist):
         raise BadHistory(n, "outcome fail needs an error string")
     op.stale = bool(obj.get("stale", False))
     op.degraded = bool(obj.get("degraded", False))
+    op.cached = bool(obj.get("cached", False))
+    if op.cached and op.f not in ("get", "mget"):
+        raise BadHistory(n, "only get and mget may be cached (a tracking "
+                         "client's own cache answers reads)")
     return op
 
 
@@ -486,13 +501,15 @@ def _mk_step(f, a, out, mode, mval=None):
         v = mval
         nx = bool(a.get("nx"))
         xx = bool(a.get("xx"))
+        ifeq = a.get("ifeq")  # a compare-and-set: only over exactly that value
         get = bool(a.get("get"))
         keepttl = bool(a.get("keepttl"))
         px = a.get("px") is not None
 
         def step(s):
             old = s[0]
-            cond = not ((nx and old is not None) or (xx and old is None))
+            cond = not ((nx and old is not None) or (xx and old is None) or
+                        (ifeq is not None and old != ifeq))
             if chk:
                 if get:
                     if out != old:
@@ -641,6 +658,8 @@ def _new_sub(kh, seq, op, f, a, out, mode, call, ret):
 
 def _set_granted(a, out):
     """Whether an acknowledged SET stored its value, from its answer."""
+    if a.get("get") and a.get("ifeq") is not None:
+        return out == a["ifeq"]
     if a.get("get"):
         if a.get("nx"):
             return out is None
@@ -666,6 +685,8 @@ def _pure(f, a, out, mode):
     if f == "set":
         if not a.get("get"):
             return out is None
+        if a.get("ifeq") is not None:
+            return out != a["ifeq"]
         return (a.get("nx") and out is not None) or (a.get("xx") and out is None)
     return False
 
@@ -687,9 +708,9 @@ def _info_class(f, a, mval):
     if f == "incrby":
         return ("incrby", a["delta"])
     if f == "mset":
-        return ("set", False, False, False, False, mval)
+        return ("set", False, False, False, False, None, mval)
     return ("set", bool(a.get("nx")), bool(a.get("xx")),
-            bool(a.get("keepttl")), a.get("px") is not None, mval)
+            bool(a.get("keepttl")), a.get("px") is not None, a.get("ifeq"), mval)
 
 
 def _init_step(read, allowed):
@@ -724,6 +745,9 @@ def model_ops(items):
     for u, rel in items:
         if not rel and u.reads is not None and u.mode == "ok":
             read.add(u.reads)
+        if u.f == "set" and u.a.get("ifeq") is not None:
+            # a compare-and-set tells the value it compares with from others
+            read.add(u.a["ifeq"])
     res = []
     mop_of = {}
     for u, rel in items:
@@ -756,7 +780,7 @@ def model_ops(items):
             # Its next state does not depend on the state.
             m.blind = (f in ("mset", "del", "getdel")
                        or f == "expire" and a["ms"] <= 0
-                       or f == "set" and not (a.get("nx") or a.get("xx")
+                       or f == "set" and not (a.get("nx") or a.get("xx") or a.get("ifeq")
                                               or a.get("keepttl")))
         else:
             m.rk = u.rk
@@ -847,6 +871,11 @@ def build_keys(hist):
             pred = None
             if is_read:
                 delta = cls["stale_delta"] if op.stale else cls["read_delta"]
+                if op.cached:
+                    # From a tracking client's cache: the value its last
+                    # fill got (flagged as that reply was), kept until an
+                    # invalidation arrived, so as old as the tracking bound.
+                    delta = max(delta, cls["cached_delta"])
                 # A read may be as old as delta, but not older than its
                 # client's previous op of the key that fixed a floor for it
                 # (_sets_floor).  When that op is in the model (determinate),
@@ -1817,7 +1846,8 @@ def _op_text(o, z):
     else:
         res = "-> ?"
     flags = "".join([" stale" if o.stale else "",
-                     " degraded" if o.degraded else ""])
+                     " degraded" if o.degraded else "",
+                     " cached" if o.cached else ""])
     t1 = "%+.6f" % (o.t1 - z)
     if o.outcome == "info":
         t1 += "(gave up)"

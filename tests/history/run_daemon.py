@@ -151,6 +151,10 @@ class Daemon:
         # that a kill without them visibly loses ledger writes
         self.replicas = getattr(args, "replicas", 0) or 0
         self.replicas_file = None  # replica_config by reload: the file's replicas meanwhile
+        # Tracking clients (run_track.py, issue 28): their count, and the file's
+        # tracking-table-max-keys (None: the default; small: evictions).
+        self.tracking = getattr(args, "tracking", 0)
+        self.tracking_max_keys = None
         self.persist_interval_ms = getattr(args, "persist_interval", None) or PERSIST_INTERVAL_MS
         self.auto_moves = False
         self.http_port = free_port() if getattr(args, "http", True) else 0
@@ -232,6 +236,8 @@ class Daemon:
             lines += ["replicas %d" % (self.replicas if self.replicas_file is None
                                        else self.replicas_file),
                       "replica-timeout %dms" % self.replica_timeout_ms]
+        if self.tracking_max_keys is not None:
+            lines.append("tracking-table-max-keys %d" % self.tracking_max_keys)
         if self.creds is not None:
             lines += self.creds.conf_lines()
         tmp = self.conf + ".tmp"

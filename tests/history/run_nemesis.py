@@ -373,6 +373,12 @@ class Nemesis:
     def do_config_set(self):
         changes = [("miss-wait", "600ms"), ("negative-ttl", "500ms"), ("miss-wait", "800ms"),
                    ("negative-ttl", "1s")]
+        if self.hkv.tracking and getattr(self.hkv, "tracking_evict", True):
+            # Tracking clients (issue 28): a table too small for the workload's
+            # keys for a while (random keys invalidated to fit), then the file's.
+            back = self.hkv.tracking_max_keys
+            changes[1:1] = [("tracking-table-max-keys", str(self.rng.choice([2, 5, 9])))]
+            changes.append(("tracking-table-max-keys", str(back if back is not None else 1000000)))
         t0 = time.monotonic()
         replies = []
         for name, value in changes:

@@ -238,7 +238,8 @@ def main(argv=None):
     srv = Server(("127.0.0.1", 0), make_handler(store, args.seed, args.bug))
     threading.Thread(target=srv.serve_forever, name="refserver", daemon=True).start()
     fake = FakeDaemon()
-    workload = run.Workload(8, {"hot": 2, "cold": 2}, [n for n, _ in run.OP_WEIGHTS])
+    workload = run.Workload(8, {"hot": 2, "cold": 2}, [n for n, _ in run.OP_WEIGHTS
+                                                       if n not in run.HOTKVD_ONLY_OPS])
     path = os.path.join(outdir, "history.jsonl")
     history = run.History(path)
     hargs = types.SimpleNamespace(colos=1, clients=args.clients, replicas=0, strict_loss=False)

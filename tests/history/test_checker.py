@@ -516,6 +516,40 @@ class CorrectHistories(CheckerCase):
         h.get(1, "hl:0", 17, 18, "f")
         self.assertPasses(h)
 
+    def test_compare_and_set(self):
+        # SET ... IFEQ, and SETIFMATCH as the runner records it (an applied
+        # one: SET IFEQ <the value its etag came with>; a refused one: the
+        # GET of the value the owner answered with)
+        h = Hist()
+        h.set(1, "hl:0", "a", 1, 2)
+        h.set(1, "hl:0", "b", 3, 4, ifeq="a")
+        h.set(2, "hl:0", "c", 5, 6, value=None, ifeq="a")
+        h.set(2, "hl:0", "d", 7, 8, value="b", get=True, ifeq="zzz")
+        h.set(1, "hl:0", "e", 9, 10, value="b", get=True, ifeq="b")
+        h.set(3, "hl:0", "f", 11, 12, value=None, ifeq="e", outcome="info")
+        h.get(1, "hl:0", 13, 14, "e")
+        h.set(2, "hl:1", "x", 1, 2, value=None, ifeq="a")  # no key
+        h.get(2, "hl:1", 3, 4, None)
+        self.assertPasses(h)
+
+    def test_two_compare_and_sets_over_one_value_both_applied_is_flagged(self):
+        h = Hist()
+        h.set(1, "hl:0", "a", 1, 2)
+        h.set(1, "hl:0", "b", 3, 4, ifeq="a")
+        h.set(2, "hl:0", "c", 5, 6, ifeq="a")
+        res = h.check()
+        self.assertEqual(res.exit_code, checker.EXIT_ANOMALY, res.report())
+        self.assertEqual([a.key for a in res.anomalies], ["hl:0"], res.report())
+
+    def test_a_compare_and_set_refused_over_its_value_is_flagged(self):
+        h = Hist()
+        h.set(1, "hl:0", "a", 1, 2)
+        h.set(2, "hl:0", "b", 3, 4, value=None, ifeq="a")
+        h.get(1, "hl:0", 5, 6, "a")
+        res = h.check()
+        self.assertEqual(res.exit_code, checker.EXIT_ANOMALY, res.report())
+        self.assertEqual([a.key for a in res.anomalies], ["hl:0"], res.report())
+
     def test_incrby_on_a_string_fails_without_effect(self):
         h = Hist()
         h.set(1, "hl:1", "a", 1, 2)

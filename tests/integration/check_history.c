@@ -7,7 +7,8 @@
  * first round of faults needs) whose history the checker must find free of
  * anomalies, with no revoked credential accepted and no edge's memory over
  * its bound (issue 25: leaf moves and splits composed with owner pauses and
- * kills, credential churn, output-limit clients); and the runner itself, against a reference server that
+ * kills, credential churn, output-limit clients; issue 28: 2 tracking clients
+ * whose reads from their own caches are judged too); and the runner itself, against a reference server that
  * is linearizable by construction (clean history) or lies on purpose (the
  * lies found).  Both are Python (Debian's /usr/bin/python3, standard
  * library only) run through h_run, bounded in time.
@@ -55,6 +56,13 @@ static long fault_count(const char *text, const char *kind)
     return strtol(p + strlen(pat), NULL, 10);
 }
 
+/* The number after the first pat in text; -1 if absent. */
+static long count_after(const char *text, const char *pat)
+{
+    const char *p = strstr(text, pat);
+    return p == NULL ? -1 : strtol(p + strlen(pat), NULL, 10);
+}
+
 START_TEST(bounded_run_finds_no_anomaly)
 {
     const char *shim = getenv("HOTKVD_SHIM"), *clockshim = getenv("HOTKVD_CLOCKSHIM");
@@ -72,7 +80,8 @@ START_TEST(bounded_run_finds_no_anomaly)
         snprintf(seed, sizeof(seed), "%lld", (long long)time(NULL));
     const char *admin = getenv("HOTKVD_ADMIN_BIN");
     char *argv[] = {"/usr/bin/python3", RUN_PY, "--bin", (char *)h_bin(), "--duration",
-                    RUN_SECONDS, "--seed", seed, "--clients", "8", "--faults", "all",
+                    RUN_SECONDS, "--seed", seed, "--clients", "8", "--tracking", "2",
+                    "--faults", "all",
                     "--shim", (char *)shim, "--clockshim", (char *)clockshim, "--out", outdir,
                     "--check-limit", CHECK_LIMIT, admin != NULL ? "--admin" : NULL,
                     (char *)admin, NULL};
@@ -91,6 +100,12 @@ START_TEST(bounded_run_finds_no_anomaly)
     ck_assert_msg(strstr(out, ", accepted 0\n") != NULL,
                   "a revoked credential was accepted (seed %s): output above, files in %s", seed,
                   outdir);
+    /* issue 28: tracking clients read from their own caches, were told of
+     * changes, and each such read was judged like any other */
+    ck_assert_msg(count_after(out, "reads from their caches ") > 0 &&
+                  count_after(out, "invalidation pushes ") > 0,
+                  "the tracking clients read nothing from their caches or were told nothing "
+                  "(seed %s): output above", seed);
     ck_assert_msg(strstr(out, "OVER THE BOUND") == NULL,
                   "an edge's memory passed its bound (seed %s): output above", seed);
     ck_assert_msg(strstr(out, "moves done 0 ") == NULL && strstr(out, "splits done 0,") == NULL,

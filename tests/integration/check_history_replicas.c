@@ -19,6 +19,8 @@
  *     fail), kills of primaries and owners, with the HTTP readers beside
  *     the RESP clients: the checker must find no anomaly and the runner
  *     no broken promise.
+ * Every run has 2 tracking clients (issue 28, run_track.py): their reads
+ * from their own caches are in the history, judged as any read.
  *
  * Python (Debian's /usr/bin/python3, standard library only) through h_run,
  * bounded in time; HISTORY_SEED fixes the seed; a failed run keeps its
@@ -45,10 +47,11 @@ static int run(const char *dir, const char *seed, const char *duration, const ch
     char outdir[320];
     snprintf(outdir, sizeof(outdir), "%s/out", dir);
     const char *admin = getenv("HOTKVD_ADMIN_BIN");
-    char *argv[24];
+    char *argv[32];
     int n = 0;
     const char *words[] = {"/usr/bin/python3", RUN_PY, "--bin", h_bin(), "--duration", duration,
-                           "--seed", seed, "--clients", "8", "--faults", faults, "--replicas",
+                           "--seed", seed, "--clients", "8", "--tracking", "2", "--faults",
+                           faults, "--replicas",
                            replicas, "--persist-interval", "3000", "--check-limit", "60",
                            "--out", outdir, NULL};
     for (int i = 0; words[i] != NULL; i++)
@@ -73,6 +76,18 @@ static void seed_of(char *seed, size_t len)
     snprintf(seed, len, "%s", s != NULL && s[0] ? s : "");
     if (seed[0] == '\0')
         snprintf(seed, len, "%lld", (long long)time(NULL));
+}
+
+/* issue 28: the tracking clients read from their own caches (judged as any
+ * read) and were told of changes. */
+static void assert_tracked(const char *seed)
+{
+    const char *p = strstr(out, "reads from their caches ");
+    const char *q = strstr(out, "invalidation pushes ");
+    ck_assert_msg(p != NULL && strtol(p + 24, NULL, 10) > 0 && q != NULL &&
+                      strtol(q + 20, NULL, 10) > 0,
+                  "the tracking clients read nothing from their caches or were told nothing "
+                  "(seed %s): output above", seed);
 }
 
 START_TEST(control_replicas_0_kills_are_seen_as_losses)
@@ -102,6 +117,7 @@ START_TEST(replicas_1_kills_stops_and_moves_lose_nothing)
         ck_assert_msg(strstr(out, none) == NULL, "%s did not run (seed %s): output above", k,
                       seed);
     }
+    assert_tracked(seed);
     ck_assert_msg(rc == 0, "the replicas run exited %d (1 anomalies: an acknowledged write "
                   "lost across a kill, 2 unknown, 3 run error; seed %s): output above, files "
                   "in %s", rc, seed, dir);
@@ -125,8 +141,10 @@ START_TEST(replicas_1_meets_reloads_handovers_and_http)
         ck_assert_msg(strstr(out, none) == NULL, "%s did not run (seed %s): output above", k,
                       seed);
     }
-    ck_assert_msg(strstr(out, "http readers: ") != NULL && strstr(out, "http readers: 0 gets") == NULL,
+    /* run.py's summary says "http clients:" since the HTTP clients write too */
+    ck_assert_msg(strstr(out, "http clients: ") != NULL && strstr(out, "http clients: 0 gets") == NULL,
                   "no HTTP reader read beside the RESP clients (seed %s): output above", seed);
+    assert_tracked(seed);
     ck_assert_msg(strstr(out, "hand-over promise: ") != NULL,
                   "no hand-over was checked (seed %s): output above", seed);
     ck_assert_msg(rc == 0, "the replicas run with reloads and hand-overs exited %d (1: an "

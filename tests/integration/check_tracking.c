@@ -52,9 +52,18 @@ static int resp3(int fd)
     return ok;
 }
 
+static const char *FLUSH = ">2\r\n$10\r\ninvalidate\r\n_\r\n";
+
+/* The next reply is want; a flush before it is skipped (an owner's push link
+ * greeted late, on a loaded machine, flushes every tracker: allowed). */
 static void expect_raw(int fd, const char *want, const char *what, ...)
 {
     struct h_reply *r = h_read(fd);
+    for (int i = 0; i < 8 && r != NULL && strcmp(want, FLUSH) != 0 && strcmp(r->raw, FLUSH) == 0;
+         i++) {
+        h_free(r);
+        r = h_read(fd);
+    }
     EXPECT(r != NULL, "%s: no reply", what);
     int ok = strcmp(r->raw, want) == 0;
     if (!ok)
@@ -83,12 +92,25 @@ static void inval_raw(const char *key, char *out, size_t len)
     snprintf(out, len, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$%zu\r\n%s\r\n", strlen(key), key);
 }
 
+/* The invalidation of key, after any flush (an owner's push link greeted
+ * late, on a loaded machine, flushes every tracker: allowed, not asked). */
 static void expect_inval(int fd, const char *key, const char *what)
 {
     char want[256];
     inval_raw(key, want, sizeof(want));
-    EXPECT(readable(fd, 3000), "%s: no invalidation of %s within 3 s", what, key);
-    expect_raw(fd, want, what);
+    for (int i = 0; i < 8; i++) {
+        EXPECT(readable(fd, 3000), "%s: no invalidation of %s within 3 s", what, key);
+        struct h_reply *r = h_read(fd);
+        EXPECT(r != NULL, "%s: no reply", what);
+        int flush = strcmp(r->raw, FLUSH) == 0, ok = strcmp(r->raw, want) == 0;
+        if (!flush && !ok)
+            fprintf(stderr, "tracking: %s: got %s, want %s\n", what, r->raw, want);
+        h_free(r);
+        if (ok)
+            return;
+        EXPECT(flush, "%s: unexpected reply", what);
+    }
+    EXPECT(0, "%s: 8 flushes and no invalidation of %s", what, key);
 }
 
 static void expect_quiet(int fd, int ms, const char *what)
@@ -100,8 +122,6 @@ static void expect_quiet(int fd, int ms, const char *what)
         EXPECT(0, "%s: something came", what);
     }
 }
-
-static const char *FLUSH = ">2\r\n$10\r\ninvalidate\r\n_\r\n";
 
 START_TEST(a_write_through_either_edge_invalidates_every_tracker_once)
 {

@@ -24,6 +24,8 @@ static int feed(const char *const *w, int is_set, struct cmd_xopts *o, int *expv
             return -1;
         if (rc == 1)
             *expv = ++j;
+        else if (rc == 2)
+            j++; /* IFEQ's value */
     }
     return 0;
 }
@@ -51,6 +53,27 @@ START_TEST(set_options_and_their_exclusions)
     ck_assert_int_eq(feed(WORDS("bogus"), 1, &o, &e), -1);
     ck_assert_int_eq(feed(WORDS("KeepTTL", "xx"), 1, &o, &e), 0);
     ck_assert_uint_eq(o.flags, CMD_OPT_KEEPTTL | CMD_OPT_XX);
+}
+END_TEST
+
+START_TEST(set_ifeq_as_valkey_8_1)
+{
+    struct cmd_xopts o;
+    int e;
+    /* IFEQ takes a value (not an expiry) and goes with GET and an expiry */
+    ck_assert_int_eq(cmd_xopts_word(&(struct cmd_xopts){0, 0}, "IFEQ", 4, 1, 1), 2);
+    ck_assert_int_eq(feed(WORDS("ifeq", "old", "get", "ex", "10"), 1, &o, &e), 0);
+    ck_assert_uint_eq(o.flags, CMD_OPT_IFEQ | CMD_OPT_GET | CMD_OPT_EX);
+    ck_assert_uint_eq(o.unit, CMD_OPT_EX);
+    ck_assert_int_eq(e, 4);
+    ck_assert_int_eq(feed(WORDS("ifeq", "ex"), 1, &o, &e), 0); /* "ex" is the value */
+    ck_assert_uint_eq(o.unit, 0);
+    /* not with NX, XX or a second IFEQ; not without its value; SET's only */
+    ck_assert_int_eq(feed(WORDS("ifeq", "a", "nx"), 1, &o, &e), -1);
+    ck_assert_int_eq(feed(WORDS("xx", "ifeq", "a"), 1, &o, &e), -1);
+    ck_assert_int_eq(feed(WORDS("ifeq", "a", "ifeq", "b"), 1, &o, &e), -1);
+    ck_assert_int_eq(feed(WORDS("ifeq"), 1, &o, &e), -1);
+    ck_assert_int_eq(feed(WORDS("ifeq", "a"), 0, &o, &e), -1);
 }
 END_TEST
 
@@ -147,6 +170,7 @@ Suite *cmd_opts_suite(void)
     Suite *s = suite_create("cmd_opts");
     TCase *tc = tcase_create("grammar");
     tcase_add_test(tc, set_options_and_their_exclusions);
+    tcase_add_test(tc, set_ifeq_as_valkey_8_1);
     tcase_add_test(tc, getex_options);
     tcase_add_test(tc, words_compare_as_c_strings);
     tcase_add_test(tc, expiry_values);
