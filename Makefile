@@ -313,6 +313,7 @@ cluster-test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(CLOCKSHIM)
 #   skewed load and a single hot key refused, about 45 s; SKEW_BENCH_ARGS)
 STORM := $(BUILD)/storm
 KVLOAD := $(BUILD)/kvload
+TRKLOAD := $(BUILD)/trkload
 BENCH_ARGS ?=
 HTTP_BENCH_ARGS ?=
 MOVE_BENCH_ARGS ?=
@@ -327,7 +328,7 @@ HTTP_BENCH_CMD = scripts/bench/http_compare --hotkvd $(BIN) --kvload $(KVLOAD)
 MOVE_BENCH_CMD = scripts/bench/move_bench --hotkvd $(BIN) --admin $(ADMIN_BIN)
 SKEW_BENCH_CMD = /usr/bin/python3 scripts/bench/move_skew.py --hotkvd $(BIN) --admin $(ADMIN_BIN)
 FAILOVER_BENCH_CMD = scripts/bench/failover --hotkvd $(BIN) --admin $(ADMIN_BIN)
-.PHONY: bench bench-quick bench-failover bench-failover-host bench-follower-seed
+.PHONY: bench bench-quick bench-failover bench-failover-host bench-follower-seed bench-tracking
 FAILOVER_HOST_BENCH_ARGS ?=
 FOLLOWER_SEED_BENCH_ARGS ?=
 
@@ -337,6 +338,11 @@ $(STORM): $(STORM_OBJ) $(LIB)
 
 # kvload: its own main, no library (a client, not part of the daemon).
 $(KVLOAD): scripts/bench/kvload.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(OPT_LDFLAGS) -o $@ $<
+
+# trkload: the tracking clients of scripts/bench/tracking (its own main too).
+$(TRKLOAD): scripts/bench/trkload.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(OPT_LDFLAGS) -o $@ $<
 
@@ -369,6 +375,15 @@ bench-failover-host: $(BENCH_DEPS)
 bench-follower-seed: $(BENCH_DEPS)
 	/usr/bin/python3 scripts/bench/follower_seed.py --hotkvd $(BIN) --admin $(ADMIN_BIN) \
 	    $(FOLLOWER_SEED_BENCH_ARGS)
+
+# CLIENT TRACKING beside redis-server (issue 28): invalidation latency to 1,000
+# clients, the server CPU of 1 M client-side cache hits (node-redis from npm),
+# memory per tracked (client, key), a SET's CPU with no tracker
+# (scripts/bench/tracking; TRACKING_BENCH_ARGS, e.g. "--quick" or
+# "--baseline /path/to/hotkvd-before-tracking").  About 4 minutes.
+TRACKING_BENCH_ARGS ?=
+bench-tracking: $(DEPS_OK) $(BIN) $(TRKLOAD)
+	scripts/bench/tracking --hotkvd $(BIN) --trkload $(TRKLOAD) $(TRACKING_BENCH_ARGS)
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/server/main.d $(BUILD)/server/hotkvd_admin.d $(STORM_OBJ:.o=.d) $(BUILD)/kvload.d \
          $(BUILD)/scripts/packaging/mkconfman.d

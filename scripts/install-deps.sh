@@ -28,6 +28,12 @@ for p in $PKGS; do
         missing="$missing $p"
     fi
 done
+# Client-library tests (tests/integration/check_csc.c): node and npm, with which
+# the suite installs node-redis from the npm registry into build/npm (never
+# vendored).  A nodejs that ships its own npm (NodeSource's) counts.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    missing="$missing nodejs npm"
+fi
 [ -z "$missing" ] && exit 0
 echo "install-deps: installing:$missing" >&2
 SUDO=""
