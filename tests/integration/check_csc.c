@@ -147,10 +147,14 @@ START_TEST(redis_py_tracking_over_resp2_redirect)
     static char out[1 << 14];
     snprintf(port, sizeof(port), "%d", D.port);
     ck_assert_ptr_nonnull(realpath("tests/integration/py/tracking_resp2.py", script));
-    char *argv[] = {"/usr/bin/python3", script, port, NULL};
-    int rc = h_run(argv, NULL, out, sizeof(out), 60000);
-    EXPECT(rc == 0, "redis-py tracking over RESP2 failed (%d): %s", rc, out);
-    EXPECT(strstr(out, "tracking-resp2 passed") != NULL, "no verdict: %s", out);
+    /* the redirect target on the tracker's edge, then on the other one */
+    for (int cross = 0; cross < 2; cross++) {
+        char *argv[] = {"/usr/bin/python3", script, port, cross ? "--cross" : NULL, NULL};
+        int rc = h_run(argv, NULL, out, sizeof(out), 60000);
+        EXPECT(rc == 0, "redis-py tracking over RESP2 (cross %d) failed (%d): %s", cross, rc,
+               out);
+        EXPECT(strstr(out, "tracking-resp2 passed") != NULL, "no verdict: %s", out);
+    }
     stop();
 }
 END_TEST
