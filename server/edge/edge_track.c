@@ -141,6 +141,13 @@ void track_on_flush(evutil_socket_t fd, short what, void *arg)
     struct edge *e = arg;
     struct edge_track *t = e->track;
     track_limit(t); /* out of every dispatch: see edge_track_before */
+    for (struct track_sess *s = t->sessions; s != NULL && t->nflush_after > 0; s = s->next)
+        if (s->flush_after) {
+            s->flush_after = 0;
+            t->nflush_after--;
+            track_send_flush(t, s);
+        }
+    t->nflush_after = 0;
     struct conn *c = e->conns->list;
     while (c != NULL && t->ndirty > 0) {
         struct conn *next = c->next;
@@ -361,7 +368,11 @@ void edge_track_before(struct conn *c, const struct cmd_def *d, int argc,
     int64_t now = clock_mono_ms();
     for (int i = first; n > 0 && i <= last; i += d->step) {
         if (!s->bcast && remember(t, s, argv[i].p, argv[i].len) != 0) {
-            track_send_flush(t, s);
+            /* out of memory: a flush, after this command's reply (before it,
+             * the client would cache the value the edge cannot tell it of) */
+            t->nflush_after += !s->flush_after;
+            s->flush_after = 1;
+            event_active(t->flush, EV_TIMEOUT, 1);
             continue;
         }
         /* BCAST clients cache what they read too: the same timer */

@@ -29,8 +29,9 @@
  * through a redirect: a message with a null payload), which client
  * libraries handle by emptying their cache.  A key read while its owner's
  * push link is not up, or whose class the colo does not get pushes for,
- * cannot be invalidated by a push: it is invalidated when its cached
- * value's freshness ends instead (the class's bound).
+ * cannot be invalidated by a push: it is told one `fresh` of its class
+ * after the read instead (the value read was at most the class's bound
+ * old, so the client's copy is at most that plus `fresh`).
  *
  * Modes: default (keys read), BCAST with PREFIX (every change whose key
  * starts with a prefix; records carry CHANGES_KEY_MAX key bytes, and a

@@ -65,6 +65,7 @@ struct track_sess {
     struct tpair *pairs;
     uint8_t on, bcast, optin, optout, noloop, broken;
     uint8_t flushed;              /* sent a flush, read nothing since */
+    uint8_t flush_after;          /* a flush is due after this turn's dispatch (no memory) */
     uint8_t caching;              /* CLIENT CACHING for the next command: 0, 1 yes, 2 no */
     uint64_t redirect;            /* 0: none */
     struct conn *redir;           /* its connection on this edge; NULL: gone or remote */
@@ -85,6 +86,7 @@ struct edge_track {
     uint64_t nsessions, nbcast, nprefixes;
     struct event *flush;          /* flushes the marked connections, once per turn */
     uint64_t ndirty;
+    uint64_t nflush_after;        /* sessions with flush_after set */
     struct tdue **heap;           /* edge_track_due.c: by deadline */
     size_t ndue, cap;
     uint64_t max_due;

@@ -180,6 +180,12 @@ class TrackingClient(Client):
             f, target, args, words = "get", key, {}, ["GET", key]
         else:
             f, target, args, words = self.workload.gen(self.rng, self.client, opid)
+            for _ in range(16):  # the plain clients do the compare-and-sets (run_cas.py)
+                if f != "cas":
+                    break
+                f, target, args, words = self.workload.gen(self.rng, self.client, opid)
+            if f == "cas":
+                f, target, args, words = "get", target, {}, ["GET", target]
         keys = target if isinstance(target, list) else [target]
         rec = {"kind": "op", "id": opid, "client": self.client, "colo": self.colo,
                "edge": self.edge, "f": f, "tracking": self.mode}
