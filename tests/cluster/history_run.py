@@ -167,6 +167,7 @@ class HistRun:
         wl.ops = [n for n, _ in H.OP_WEIGHTS]
         wl.weights = [w for _, w in H.OP_WEIGHTS]
         wl.focus = None
+        wl.recent = {}  # SET ... IFEQ compares with these (run_workload.Workload)
         wl.counter = {k: "%s:n{%s}" % (k.split(":", 1)[0], k) for k in wl.all_keys}
         classes = {}
         for name, pool, fresh, keep, dur, _ in CLASSES:
