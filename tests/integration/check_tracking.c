@@ -38,10 +38,13 @@ static void start(const char *extra)
     started = 1;
 }
 
+/* Stops the daemon: every child exited 0 (a crash or, under ASan, a leak
+ * report fails the test). */
 static void stop(void)
 {
-    EXPECT(WEXITSTATUS(h_stop(&D)) == 0, "daemon did not stop cleanly");
+    int st = h_stop(&D);
     started = 0;
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "daemon did not stop cleanly (%d)", st);
 }
 
 static int resp3(int fd)
@@ -99,7 +102,8 @@ static void expect_inval(int fd, const char *key, const char *what)
     char want[256];
     inval_raw(key, want, sizeof(want));
     for (int i = 0; i < 8; i++) {
-        EXPECT(readable(fd, 3000), "%s: no invalidation of %s within 3 s", what, key);
+        ck_assert_msg(started, "%s: no daemon", what);
+    EXPECT(readable(fd, 3000), "%s: no invalidation of %s within 3 s", what, key);
         struct h_reply *r = h_read(fd);
         EXPECT(r != NULL, "%s: no reply", what);
         int flush = strcmp(r->raw, FLUSH) == 0, ok = strcmp(r->raw, want) == 0;
@@ -154,6 +158,7 @@ START_TEST(a_write_through_either_edge_invalidates_every_tracker_once)
     EXPECT(h_info_int(D.port, "tracking_clients") == 0, "closed trackers still counted");
     EXPECT(h_info_int(D.port, "tracking_total_items") == 0, "closed trackers' keys stay");
     stop();
+    ck_assert(!started); /* stopped by PID, every child exited 0 */
 }
 END_TEST
 
@@ -178,6 +183,7 @@ START_TEST(the_invalidation_comes_before_any_later_reply)
     close(t);
     close(w);
     stop();
+    ck_assert(!started); /* stopped by PID, every child exited 0 */
 }
 END_TEST
 
@@ -227,6 +233,7 @@ START_TEST(bcast_noloop_optin_optout)
     close(n);
     close(w);
     stop();
+    ck_assert(!started); /* stopped by PID, every child exited 0 */
 }
 END_TEST
 
@@ -299,6 +306,7 @@ START_TEST(redirect_flushall_and_an_owner_restart_flush)
     close(t);
     close(w);
     stop();
+    ck_assert(!started); /* stopped by PID, every child exited 0 */
 }
 END_TEST
 
@@ -331,6 +339,7 @@ START_TEST(a_resp2_redirect_to_another_edge_gets_the_messages)
     close(r);
     close(w);
     stop();
+    ck_assert(!started); /* stopped by PID, every child exited 0 */
 }
 END_TEST
 
@@ -362,6 +371,7 @@ START_TEST(a_full_table_evicts_with_an_invalidation)
     close(t);
     close(w);
     stop();
+    ck_assert(!started); /* stopped by PID, every child exited 0 */
 }
 END_TEST
 
@@ -398,6 +408,7 @@ START_TEST(an_eviction_never_precedes_the_reply_that_fills_the_cache)
     close(t);
     close(w);
     stop();
+    ck_assert(!started); /* stopped by PID, every child exited 0 */
 }
 END_TEST
 
@@ -423,6 +434,7 @@ START_TEST(unpushed_keys_are_told_when_their_freshness_ends)
     close(t);
     close(w);
     stop();
+    ck_assert(!started); /* stopped by PID, every child exited 0 */
 }
 END_TEST
 
@@ -494,6 +506,7 @@ START_TEST(errors_and_introspection_are_redis_s)
     }
     close(c);
     stop();
+    ck_assert(!started); /* stopped by PID, every child exited 0 */
 }
 END_TEST
 
