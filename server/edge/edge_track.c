@@ -177,17 +177,22 @@ static void invalidate_key(struct edge_track *t, struct tkey *k, uint64_t origin
     key_free(t, k);
 }
 
+void track_forget_pairs(struct edge_track *t, struct track_sess *s)
+{
+    while (s->pairs != NULL) {
+        struct tkey *k = s->pairs->k;
+        pair_unlink(t, s->pairs);
+        if (k->pairs == NULL)
+            key_free(t, k);
+    }
+}
+
 /* Every tracking client is sent a flush and its keys forgotten. */
 static void flush_all(struct edge_track *t)
 {
     for (struct track_sess *s = t->sessions; s != NULL; s = s->next) {
         track_send_flush(t, s);
-        while (s->pairs != NULL) {
-            struct tkey *k = s->pairs->k;
-            pair_unlink(t, s->pairs);
-            if (k->pairs == NULL)
-                key_free(t, k);
-        }
+        track_forget_pairs(t, s);
     }
 }
 

@@ -14,30 +14,6 @@
 #include "server/edge/edge_track.h"
 #include "server/edge/edge_track_int.h"
 
-static void pairs_drop(struct edge_track *t, struct track_sess *s)
-{
-    while (s->pairs != NULL) {
-        struct tpair *p = s->pairs;
-        struct tkey *k = p->k;
-        *p->kprev = p->knext;
-        if (p->knext != NULL)
-            p->knext->kprev = p->kprev;
-        s->pairs = p->cnext;
-        if (s->pairs != NULL)
-            s->pairs->cprev = &s->pairs;
-        free(p);
-        t->nitems--;
-        if (k->pairs == NULL) {
-            struct tkey **pp = &t->table[k->hash & (t->nbuckets - 1)];
-            while (*pp != k)
-                pp = &(*pp)->bnext;
-            *pp = k->bnext;
-            t->nkeys--;
-            free(k);
-        }
-    }
-}
-
 static void prefixes_drop(struct edge_track *t, struct track_sess *s)
 {
     for (uint32_t i = 0; i < s->nprefix; i++)
@@ -72,7 +48,7 @@ static void track_off(struct conn *c)
     struct edge_track *t = c->e->track;
     if (s == NULL)
         return;
-    pairs_drop(t, s);
+    track_forget_pairs(t, s);
     prefixes_drop(t, s);
     track_defer_drop(t, s);
     redirect_drop(s);

@@ -108,6 +108,8 @@ void track_on_flush(evutil_socket_t fd, short what, void *arg);
 void track_on_due(evutil_socket_t fd, short what, void *arg);
 extern const struct feed_hooks track_feed_hooks;
 void track_limit(struct edge_track *t);
+/* s's (client, key) pairs go, and the keys no one else tracks. */
+void track_forget_pairs(struct edge_track *t, struct track_sess *s);
 /* Every key of the table, and the table (teardown). */
 void track_table_free(struct edge_track *t);
 /* INFO's figures to the scoreboard (after a change of the counts). */
