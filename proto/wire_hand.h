@@ -30,7 +30,9 @@
  *                      (one completion record, server/owner/owner_rifl.h;
  *                      rtype HAND_RECORD_LOST: no record, the writer
  *                      incarnation's lost mark, in rseq)
- *   HANDOFF_FENCE      e1, last seq u64
+ *   HANDOFF_FENCE      e1, last seq u64 (on a follow stream: a planned
+ *                      hand-over asks the follower to commit every key it
+ *                      holds, ACK once that is on disk)
  *   HANDOFF_FENCE_ACK  e1, last seq                              (T -> S)
  *   HANDOFF_FENCE_NACK e1, text                                  (T -> S)
  *   HANDOFF_COMMITTED  e1, e2 i64 (the epoch the commit gave the leaf)

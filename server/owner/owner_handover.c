@@ -7,8 +7,12 @@
  *
  * Why it loses nothing: from the fence on no write to the leaf is applied
  * here, and the CAS is sent only once the follower holds every result sent
- * to it and no answer of the leaf waits (so every acknowledged write, and
- * every durable one's commit, is at the follower).  The requests parked by
+ * to it, no answer of the leaf waits (so every acknowledged write, and
+ * every durable one's commit, is at the follower) and the follower has
+ * committed what it holds (HANDOFF_FENCE on the stream): the CAS leaves
+ * this owner out of the in-sync set, so until a follower is seeded again
+ * the new primary's file is the only other copy, and a crash of it must
+ * not reload one older than what was acknowledged here.  The requests parked by
  * the fence never ran here; released as MOVED, the edges send them to the
  * new primary, where the completion records that travelled with the stream
  * answer a retry of an earlier write exactly once.  Why no write is
@@ -219,7 +223,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             h->epoch = l->epoch;
         if (e > h->epoch)
             h->epoch = e;
-        if (rc < 0)
+        if (rc == -2)
+            finish(o, 0, "the follower could not commit what it holds");
+        else if (rc < 0)
             finish(o, 0, "the follower left the in-sync set");
         else if (rc == 1)
             send_cas(o);

@@ -9,7 +9,8 @@
  *   fence    writes to the leaf wait (owner_own_hold: memory only; parked
  *            by owner_fence.c like a move's), reads go on
  *   drain    the follower holds the stream's last number and no answer of
- *            the leaf waits for a follower (owner_repl_caught_up); past
+ *            the leaf waits for a follower, then commits everything it holds
+ *            (HANDOFF_FENCE on the stream; owner_repl_caught_up); past
  *            move-fence-timeout: unfence, the writes go on here
  *   CAS      reads wait too (the outcome is about to be in doubt) and
  *            LEAF_HANDOVER goes to the agent: `mod == epoch`, the asker the

@@ -401,6 +401,10 @@ void owner_tickets_free(struct owner *o);
  * so every key stays dirty and the next cut takes it again. */
 struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_rows,
                                       ledger_filter_fn filter, void *arg, int *status);
+/* Every ledger-class dirty key not in flight, in one durable batch (empty
+ * when there is none: it still commits behind what is queued), for the
+ * caller to submit; NULL on an allocation failure, as owner_cut_batch. */
+struct persist_batch *owner_cut_dirty(struct owner *o, int *status);
 /* Creates the ledger and the persister, recovers the ledger from the
  * owner's SQLite file and starts the persister and the timers.  Parked
  * requests run again through `run_again` (the request executor).  0, or -1

@@ -159,6 +159,7 @@ void owner_purge_teardown(struct owner *o);
 
 #define OWN_RECV_MAX 2                 /* moves coming in at once (etcd's slots) */
 #define OWNER_BATCH_MOVE (1ULL << 62)  /* a persister batch of received rows */
+#define OWNER_BATCH_DIRTY (1ULL << 61) /* with MOVE: a follow's fence, the ledger's dirty rows */
 struct orecv_stats {
     uint64_t begun, adopted, dropped, nacks, records;
     uint64_t incoming;                 /* moves coming in now */

@@ -103,6 +103,11 @@ struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_
     return b;
 }
 
+struct persist_batch *owner_cut_dirty(struct owner *o, int *status)
+{
+    return owner_cut_batch(o->ledger, 1, SIZE_MAX, take_ledger_class, o, status);
+}
+
 static void submit(struct owner *o, int durable)
 {
     static int short_logged; /* one line per run of failures, not one per tick */
@@ -195,7 +200,10 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
     while (b != NULL) {
         struct persist_batch *next = b->next;
         if (b->id & OWNER_BATCH_MOVE) {
-            /* a leaf's rows received from another owner (owner_recv.c) */
+            /* a leaf's rows received from another owner (owner_recv.c);
+             * a follow's fence took the ledger's dirty keys */
+            if (b->id & OWNER_BATCH_DIRTY)
+                ledger_batch_done(o->ledger, b);
             owner_recv_batch_done(o, b);
             fatal |= b->status == HKV_EIO;
             persist_batch_free(&b);

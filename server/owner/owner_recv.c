@@ -129,16 +129,53 @@ void orecv_adopt(struct owner *o, struct rmove *r, int64_t e2)
 
 /* ---- batches ---------------------------------------------------------------- */
 
+static void submit_batch(struct owner *o, struct rmove *r, struct persist_batch *b);
+
+/* A follow's fence: every ledger-class key dirty here now, in one durable
+ * batch behind every batch already queued (the persister commits in
+ * order), so its commit means the follower's file holds all it was sent.
+ * The keys are taken only when the batch can go at once: a key in flight
+ * stays so only while the persister has it. */
+static void submit_dirty(struct owner *o, struct rmove *r)
+{
+    if (!r->fence_dirty || r->batches_out >= RECV_RING)
+        return;
+    int st;
+    struct persist_batch *b = owner_cut_dirty(o, &st);
+    r->fence_dirty = 0;
+    if (b == NULL) {
+        r->fence_spoiled = 1;
+        return;
+    }
+    b->id = OWNER_BATCH_DIRTY;
+    submit_batch(o, r, b);
+}
+
 static void submit(struct owner *o, struct rmove *r)
 {
-    if (r->cur == NULL || r->cur->n == 0 || r->batches_out >= RECV_RING)
+    if (r->cur == NULL || r->cur->n == 0 || r->batches_out >= RECV_RING) {
+        submit_dirty(o, r);
         return; /* a full ring: the rows wait for the next submit */
+    }
     struct persist_batch *b = r->cur;
     r->cur = NULL;
-    b->id = OWNER_BATCH_MOVE | ((uint64_t)(r - o->recv->m) << 40) | (r->gen & ((1ULL << 40) - 1));
+    b->id = 0;
+    submit_batch(o, r, b);
+    submit_dirty(o, r);
+}
+
+static void submit_batch(struct owner *o, struct rmove *r, struct persist_batch *b)
+{
+    b->id |= OWNER_BATCH_MOVE | ((uint64_t)(r - o->recv->m) << 40) | (r->gen & ((1ULL << 40) - 1));
     if (persister_submit(o->persister, b) != HKV_OK) {
+        if (b->id & OWNER_BATCH_DIRTY) {
+            b->status = HKV_EIO; /* its keys collectable again */
+            ledger_batch_done(o->ledger, b);
+            r->fence_spoiled = 1;
+        } else {
+            r->failed = 1;
+        }
         persist_batch_free(&b);
-        r->failed = 1;
         return;
     }
     uint64_t bytes = 0;
@@ -154,10 +191,31 @@ static void submit(struct owner *o, struct rmove *r)
     }
 }
 
+/* A follow's fence is answered once its dirty batch and every one before
+ * it committed; the follow goes on streaming (a refused CAS unfences the
+ * primary, whose writes then come as before). */
+static void try_ack_follow(struct rmove *r)
+{
+    if (r->batches_out > 0 || r->fence_dirty || (r->cur != NULL && r->cur->n > 0))
+        return;
+    r->fence_pending = 0;
+    if (r->fence_spoiled) {
+        orecv_send_why(r, HANDOFF_FENCE_NACK, "the follower could not commit what it holds");
+        return;
+    }
+    struct hand_msg ack = {.type = HANDOFF_FENCE_ACK, .id = 1, .u.fence = {r->e1, r->fence_last}};
+    if (r->h != NULL)
+        owner_hlink_send(r->h, &ack);
+}
+
 static void try_ack(struct owner *o, struct rmove *r)
 {
     if (!r->fence_pending || r->phase != R_RECEIVING)
         return;
+    if (r->follow && !r->gap && !r->failed && r->next_seq == r->fence_last + 1) {
+        try_ack_follow(r);
+        return;
+    }
     if (r->gap || r->failed || r->next_seq != r->fence_last + 1) {
         orecv_send_why(r, HANDOFF_FENCE_NACK, r->gap ? "a sequence number is missing"
                                         : r->failed ? "a batch failed to commit"
@@ -194,7 +252,9 @@ void owner_recv_batch_done(struct owner *o, const struct persist_batch *b)
         r->seq_committed = r->ring[r->ring_head++ % RECV_RING];
         r->batches_out--;
     }
-    if (b->status != HKV_OK)
+    if (b->status != HKV_OK && (b->id & OWNER_BATCH_DIRTY))
+        r->fence_spoiled = 1; /* the follow goes on; the hand-over does not */
+    else if (b->status != HKV_OK)
         r->failed = 1;
     submit(o, r); /* rows a full ring held back */
     if (r->paused && r->bytes_out < RECV_MAX_OUT_BYTES / 2 && r->h != NULL) {
@@ -336,8 +396,17 @@ void orecv_on_msg(struct owner *o, void *arg, struct hlink *h, const struct hand
             r->e1 = m->u.committed.e2;
         return;
     case HANDOFF_FENCE:
-        if (!streaming || r->follow || m->u.fence.e1 != r->e1)
+        if (!streaming || m->u.fence.e1 != r->e1)
             return;
+        if (r->follow) { /* a planned hand-over's last step before its CAS */
+            r->failed |= apply_tail(o, r) != 0;
+            r->fence_pending = r->fence_dirty = 1;
+            r->fence_spoiled = 0;
+            r->fence_last = m->u.fence.last;
+            submit(o, r);
+            try_ack(o, r);
+            return;
+        }
         if (owner_move_hook(o, "t_fence")) {
             owner_hlink_close(r->h, 0); /* a test cuts the link before the ack */
             r->h = NULL;

@@ -34,6 +34,8 @@ struct rmove {
     uint64_t gen;                 /* tags its batches (a slot is reused) */
     int gap, failed;
     int fence_pending;            /* a FENCE waits for commits */
+    int fence_dirty;              /* follow: the fence's batch of dirty keys is still to go */
+    int fence_spoiled;            /* follow: a batch since the fence failed: NACK */
     uint64_t fence_last;
     uint64_t batches_out;         /* batches submitted, not done */
     uint64_t seq_committed;       /* every seq up to it is in a committed batch */

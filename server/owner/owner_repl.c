@@ -234,6 +234,13 @@ static void on_msg(struct owner *o, void *arg, struct hlink *h, const struct han
             s->committed = m->u.fence.last;
         owner_copy_progress(s->copy, m->u.fence.last);
         break;
+    case HANDOFF_FENCE_ACK:
+        if (m->u.fence.last > s->fenced)
+            s->fenced = m->u.fence.last;
+        return; /* the hand-over's tick looks */
+    case HANDOFF_FENCE_NACK:
+        s->fence_nacked = 1;
+        return;
     case HANDOFF_ABORT:
         if (s->required)
             start_removal(o, s, "the follower ended the stream");
@@ -492,20 +499,41 @@ uint32_t owner_repl_pick(struct owner *o, struct hand_leaf lf, uint32_t to, int6
 int owner_repl_caught_up(struct owner *o, struct hand_leaf lf, uint32_t to, int64_t *epoch)
 {
     struct orepl *r = o->repl;
-    const struct rstream *f = NULL;
+    struct rstream *f = NULL;
     for (int i = 0; r != NULL && i < OREPL_MAX && f == NULL; i++)
         if (r->s[i].phase == S_IN_SYNC && r->s[i].to == to && same_leaf(&r->s[i].leaf, &lf))
             f = &r->s[i];
     if (f == NULL || f->copy == NULL)
         return -1;
     *epoch = f->epoch;
-    if (f->held < owner_copy_seq(f->copy))
+    uint64_t seq = owner_copy_seq(f->copy);
+    if (f->held < seq)
         return 0;
     for (const struct rwait *w = r->head; w != NULL; w = w->next)
         for (int i = 0; i < w->nneed; i++)
             if (same_leaf(&r->s[w->need[i].slot].leaf, &lf) && !orepl_need_met(r, w, &w->need[i]))
                 return 0;
-    return 1;
+    if (f->fenced >= seq && f->fence_sent >= seq)
+        return 1;
+    struct rstream *s = f;
+    if (s->fence_nacked && s->fence_sent == seq) {
+        s->fence_nacked = 0;
+        s->fence_sent = 0; /* the next hand-over asks again */
+        return -2;
+    }
+    if (s->fence_sent != seq || s->fence_sent == 0) {
+        /* The follower holds the tail in memory; the FENCE makes it commit
+         * every key it holds, so the new primary's file has them before the
+         * CAS: the old primary is in no in-sync set after it, and a crash
+         * of the new one before its write-behind ran would reload an older
+         * file with nobody holding the rest. */
+        struct hand_msg m = {.type = HANDOFF_FENCE, .id = 1, .u.fence = {s->epoch, seq}};
+        if (s->h == NULL || owner_hlink_send(s->h, &m) != HKV_OK)
+            return -1;
+        s->fence_sent = seq;
+        s->fence_nacked = 0;
+    }
+    return 0;
 }
 
 uint64_t owner_repl_streams(const struct owner *o)

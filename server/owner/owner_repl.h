@@ -106,10 +106,10 @@ int owner_repl_covered(const struct owner *o, uint64_t place);
  * in-sync follower to hand it to, `to` itself if it is one (0: any, one on
  * another host first), or 0 if there is none; *epoch the leaf's epoch as
  * that stream knows it (its last CAS's).  owner_repl_caught_up: 1 when
- * follower `to` holds every result of lf sent to it and no answer of a write
- * to lf waits for any follower (a durable one waits for the commit: so the
- * tail's durable writes are committed there too); 0 not yet; -1 `to` is no
- * in-sync follower of lf any more. */
+ * follower `to` holds every result of lf sent to it, no answer of a write
+ * to lf waits for any follower, and `to` has committed all it holds (asked
+ * by a FENCE, sent from here once the rest holds); 0 not yet; -1 `to` is no
+ * in-sync follower of lf any more; -2 it could not commit. */
 uint32_t owner_repl_pick(struct owner *o, struct hand_leaf lf, uint32_t to, int64_t *epoch);
 int owner_repl_caught_up(struct owner *o, struct hand_leaf lf, uint32_t to, int64_t *epoch);
 /* Streams out now (FLUSHALL is refused while there are any). */

@@ -33,6 +33,8 @@ struct rstream {
     int in_set;                      /* in the leaf's in-sync set (a CAS or the map said so) */
     int call_out, unknown;           /* a CAS is out / its outcome is not known */
     uint64_t held, committed;        /* the follower's HELD and PROGRESS */
+    uint64_t fence_sent, fenced;     /* a hand-over's FENCE out / acknowledged (its last seq) */
+    int fence_nacked;                /* the follower could not commit for the FENCE out */
     uint64_t join_seq;
     uint64_t gen;                    /* tells a reused slot from the stream a reply was for */
     uint64_t order;                  /* the agent's order (0: answered) */

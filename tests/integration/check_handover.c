@@ -150,6 +150,71 @@ START_TEST(a_host_drain_hands_every_followed_leaf_over_and_fails_no_write)
 }
 END_TEST
 
+/* The window a hand-over leaves: the old primary is in no in-sync set after
+ * the CAS, so until it is seeded again the new primary's file is the only
+ * other copy.  persist-interval 10 s keeps that copy's write-behind from
+ * running on its own within the test: a kill -9 of the new primary right
+ * after the hand-over must still find every acknowledged write (the fence
+ * makes the follower commit what it holds before the CAS). */
+static void up_slow(void)
+{
+    mc_local_start(&h1, "move-fence-timeout 5s\nreplicas 1\npersist-interval 10s\n", NULL);
+}
+
+START_TEST(a_kill_of_the_new_primary_right_after_a_handover_loses_no_write)
+{
+    char leaf[32], keys[MC_KEYS][32], out[8192], state[16] = "";
+    uint32_t start;
+    int bits;
+    unsigned follower;
+    wait_followed(1, leaf, sizeof(leaf), &start, &bits, &follower);
+    ck_assert_uint_eq(follower, 2);
+    mc_keys_in(start, bits, "hk", keys, MC_KEYS);
+    int fd = h_connect(h1.port);
+    ck_assert_int_ge(fd, 0);
+    for (int i = 0; i < MC_KEYS; i++)
+        mc_set_ok(fd, keys[i], "before");
+    close(fd);
+    int rc = mc_admin(&h1, out, sizeof(out), 40000, "leaf", "failover", "hot", leaf, "--wait",
+                      "20000");
+    ck_assert_msg(rc == 0, "leaf failover: %s", out);
+    ck_assert_uint_eq(mc_leaf_owner(&h1, leaf, state), 2);
+    pid_t owner = h_child(&h1, "hotkvd: owner hot/1", 0);
+    ck_assert_int_gt(owner, 0);
+    ck_assert_int_eq(kill(owner, SIGKILL), 0);
+    /* SET ... GET answers with the owner's value, not a colo copy: each key
+     * must still hold what was acknowledged before the hand-over */
+    int64_t end = h_now_ms() + 30000;
+    int checked = 0, tries = 0;
+    fd = h_connect(h1.port);
+    ck_assert_int_ge(fd, 0);
+    while (checked < MC_KEYS && h_now_ms() < end && tries++ < 3000) {
+        struct h_reply *r = h_cmdv(fd, "SET", keys[checked], "after", "GET", NULL);
+        if (r == NULL) {
+            close(fd);
+            h_sleep_ms(100);
+            fd = h_connect(h1.port);
+            continue;
+        }
+        if (r->v->type == RESP_ERROR) { /* the owner restarting */
+            h_free(r);
+            h_sleep_ms(100);
+            continue;
+        }
+        ck_assert_msg(r->v->type == RESP_BULK && r->v->len == 6 &&
+                      memcmp(r->v->str, "before", 6) == 0,
+                      "key %s (%d of %d) lost its acknowledged value across the kill: %s", keys[checked],
+                      checked, MC_KEYS, r->v->type == RESP_NULL ? "nil" : "another value");
+        h_free(r);
+        checked++;
+    }
+    close(fd);
+    ck_assert_int_eq(checked, MC_KEYS);
+    fprintf(stderr, "handover: leaf %s: %d keys held across a kill of the new primary\n", leaf,
+            checked);
+}
+END_TEST
+
 Suite *handover_suite(void)
 {
     Suite *s = suite_create("handover");
@@ -159,5 +224,10 @@ Suite *handover_suite(void)
     tcase_add_test(tc, a_failover_under_load_fails_no_write_and_pauses_writes_briefly);
     tcase_add_test(tc, a_host_drain_hands_every_followed_leaf_over_and_fails_no_write);
     suite_add_tcase(s, tc);
+    TCase *kill = tcase_create("a kill after it");
+    tcase_add_checked_fixture(kill, up_slow, down);
+    tcase_set_timeout(kill, 300);
+    tcase_add_test(kill, a_kill_of_the_new_primary_right_after_a_handover_loses_no_write);
+    suite_add_tcase(s, kill);
     return s;
 }
