@@ -159,6 +159,7 @@ struct cfg {
     int64_t negative_ttl_ms;
     int64_t hotkey_threshold;    /* reads/s */
     int owner_push;              /* owners push writes to colo caches */
+    char *notify_keyspace_events;/* keyspace notifications' classes ("" = none; reloadable) */
     /* TLS for clients (server/core/tls.c); off while tls_port is 0 */
     int tls_port;                /* restart-only */
     char *tls_cert_file;         /* "" = none; the files reload on SIGHUP */

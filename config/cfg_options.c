@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "config/cfg_internal.h"
+#include "proto/notify.h"
 
 const char *const cfg_loglevel_names[] = { "debug", "verbose", "notice", "warning", "nothing",
                                            NULL };
@@ -40,6 +41,13 @@ static const char *check_cidr(const char *s)
     struct cfg_cidr c;
     return cfg_cidr_parse(s, &c) == HKV_OK ? NULL
                                            : "needs addresses or CIDR ranges (10.0.0.0/8, ::1), or any";
+}
+
+static const char *check_notify(const char *s)
+{
+    unsigned f;
+    return notify_parse(s, &f) == 0 ? NULL
+                                    : "needs Redis's classes: any of K E g $ l s h z x e t m d n A";
 }
 
 const char *const cfg_tls_auth_names[] = { "no", "yes", "optional", NULL };
@@ -94,6 +102,9 @@ static const char *check_tls_protocols(const char *s)
       "colos on this host (e.g. one per NUMA node), each with its own cache segment")           \
     X("owner-push", BOOL, owner_push, owner_push, "yes", 0, 0, R, NOX,                           \
       "owners push each write to every colo (hot: the value; cold: an invalidation)")           \
+    X("notify-keyspace-events", STRING, notify_keyspace_events, notify_keyspace_events, "\"\"",  \
+      0, 0, R, .check = check_notify,                                                            \
+      "keyspace notifications' classes, Redis's letters (K E g $ x A ...; \"\" = none)")      \
     X("hot-owners", INT, hot_owners, hot_owners, "2", 0, 256, 0, NOX,                            \
       "owner processes in the hot pool")                                                        \
     X("cold-owners", INT, cold_owners, cold_owners, "1", 0, 256, 0, NOX,                         \

@@ -403,6 +403,12 @@ int ledger_load_moved(struct ledger *l, const struct persist_row *row, struct le
  * per received result. */
 int ledger_load_followed(struct ledger *l, const struct persist_row *row, struct ledger_clock now);
 
+/* Called with each key the ledger expires (ledger_expire_due, ledger_sweep)
+ * right after it became a tombstone: keyspace notifications' "expired".
+ * NULL turns it off.  The key bytes are valid during the call only. */
+typedef void (*ledger_expired_fn)(void *arg, const char *key, size_t klen);
+void ledger_on_expired(struct ledger *l, ledger_expired_fn fn, void *arg);
+
 /* Expires keys whose deadline has passed, up to `budget` deadlines from the
  * active-expiry heap (so DBSIZE converges within one call of a key's
  * deadline, whatever the table size): each becomes a dirty tombstone with

@@ -134,6 +134,8 @@ static size_t expire_hash(struct ledger *l, uint64_t h, uint64_t now_mono)
                 }
                 l->st.expired++;
                 n++;
+                if (l->on_expired != NULL)
+                    l->on_expired(l->expired_arg, e->key, e->klen);
             }
     }
     return n;
@@ -161,4 +163,10 @@ void ledger_xheap_free(struct ledger *l)
     free(l->xheap);
     l->xheap = NULL;
     l->xn = l->xcap = 0;
+}
+
+void ledger_on_expired(struct ledger *l, ledger_expired_fn fn, void *arg)
+{
+    l->on_expired = fn;
+    l->expired_arg = arg;
 }

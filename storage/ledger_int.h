@@ -143,6 +143,8 @@ struct ledger {
     hkv_stamp flush_floor;  /* ledger_flush: a stored row older than this is deleted */
     struct ldirty dirty;    /* pending and in-flight entries (ledger_dirty.c) */
     void *held;             /* a replaced value kept alive for a SET GET reply */
+    ledger_expired_fn on_expired; /* ledger_on_expired */
+    void *expired_arg;
     size_t hand;            /* eviction CLOCK hand (bucket ordinal) */
     size_t sweep_pos;       /* sweep position (bucket ordinal) */
     struct lexp *xheap;     /* active expiry: min-heap of deadlines (ledger_expire.c) */

@@ -205,6 +205,8 @@ size_t ledger_sweep(struct ledger *l, struct ledger_clock now, size_t budget)
                     if (ledger_make_tomb(l, e, e->stamp, now.mono_ms) == HKV_OK) {
                         l->st.expired++; /* else: no memory now, a later pass retries */
                         changed++;
+                        if (l->on_expired != NULL)
+                            l->on_expired(l->expired_arg, e->key, e->klen);
                     }
                 } else if ((e->flags & E_TOMB) && e->state == D_CLEAN &&
                            now.mono_ms >= e->tomb_mono + l->tombstone_ttl_ms) {

@@ -101,6 +101,8 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(owner_disk_reads, CTR_COUNTER, "Keys read from disk (not resident)")          \
     X(owner_protocol_errors, CTR_COUNTER, "Malformed frames from edges")                       \
     X(owner_pushes, CTR_COUNTER, "Pushes and invalidations sent to colos")                     \
+    X(owner_notifications, CTR_COUNTER, "Keyspace notification events sent to colos")        \
+    X(owner_notify_dropped, CTR_COUNTER, "Keyspace notification events dropped (bound, age)") \
     X(owner_tombstones, CTR_GAUGE, "Tombstones resident in the ledger")                        \
     X(owner_memory_bytes, CTR_GAUGE, "Bytes the ledger holds")                                 \
     X(owner_evictions, CTR_COUNTER, "Keys evicted from the ledger")                            \

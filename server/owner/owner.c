@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/notify.h"
 #include "server/core/log.h"
 #include "server/core/tls_cluster.h"
 #include "server/owner/owner_int.h"
@@ -73,6 +74,8 @@ static void opts_of(struct owner_opts *p, const struct cfg *c, enum cfg_pool poo
         .move_window_ms = c->move_window_ms,
         .owner_push = c->owner_push,
     };
+    if (notify_parse(c->notify_keyspace_events, &p->notify) != 0)
+        p->notify = 0; /* the config's check refused it already */
     topo_owner_db(c, pool, index, p->db_path, sizeof(p->db_path));
     topo_agent_socket(c, p->agent_socket, sizeof(p->agent_socket));
 }
@@ -160,6 +163,7 @@ void owner_deinit(struct owner *o)
         evconnlistener_free(o->tcp_listener);
     o->tcp_listener = NULL;
     owner_pushq_teardown(o);
+    owner_notify_teardown(o);
     owner_handover_teardown(o);
     owner_repl_teardown(o); /* its streams' links go before the link layer does */
     owner_move_teardown(o);

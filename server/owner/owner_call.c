@@ -135,7 +135,9 @@ static int run(struct ocmd *c, const struct job *j, struct olink *l, const char 
             continue;
         }
         size_t mark = buf_unread(c->out);
+        uint32_t before = c->nchanges;
         int rc = ocmd_table[d->id].fn(c, d, argv, argc);
+        owner_notify_cmd(c->o, d, argv, argc, c->changes + before, c->nchanges - before);
         if (rc == HKV_OK && c->max_reply != 0 && buf_unread(c->out) > c->max_reply)
             rc = HKV_ETOOBIG; /* a reply not made by ocmd_bulk (LCS, GETRANGE) */
         if (rc == HKV_OK)

@@ -89,6 +89,12 @@ struct ocmd {
     hkv_stamp flushed;           /* ocmd_flush: the flush's version (0: none) */
 };
 
+/* ---- owner_notify_cmd.c ---- */
+/* The keyspace events of command d (argv, argc), which changed the n keys
+ * of ch (its part of the job's change list): noted with owner_notify. */
+void owner_notify_cmd(struct owner *o, const struct cmd_def *d, const struct wire_slice *argv,
+                      uint32_t argc, const struct wire_watch *ch, uint32_t n);
+
 /* ---- owner_cmds.c: the table ---- */
 
 /* The command named name[0..len) (any case) if the owner runs it, or NULL. */

@@ -49,6 +49,7 @@
 #include <event2/listener.h>
 
 #include "proto/buf.h"
+#include "proto/notify.h"
 #include "proto/wire.h"
 #include "server/owner/owner_rifl.h"
 #include "server/core/counters.h"
@@ -64,6 +65,7 @@ struct olink;
 struct owner;
 struct scan_wait;
 struct opushq;
+struct onotify;
 struct owner_own;
 struct persist_own;
 struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
@@ -181,6 +183,7 @@ struct owner {
     struct owork_run *work;       /* load measured for automatic moves (owner_work_report.c) */
     struct olink *links;
     struct opushq *pushq;         /* keys to push at the end of the turn (owner_pushq.c) */
+    struct onotify *events;       /* events waiting for their push (owner_notify.c) */
     struct olink_hooks link_hooks; /* owner_link.c calls up through these */
     struct event *persist_tick;
     struct event *sweep_tick;
@@ -361,6 +364,26 @@ void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp);
 void owner_push_at(struct owner *o, const char *key, size_t klen, uint64_t place, hkv_stamp stamp);
 /* Frees the queue (whatever it holds is not sent). */
 void owner_pushq_teardown(struct owner *o);
+/* The flush runs at the end of this turn even with no key queued (an
+ * expired event to send). */
+void owner_pushq_kick(struct owner *o);
+
+/* ---- owner_notify.c: keyspace notifications, sent with the write's push ---- */
+/* Notes event ev of a write that gave key `version`; it goes out with the
+ * flush that pushes that version (or a newer one) of the key. */
+void owner_notify(struct owner *o, struct wire_slice key, hkv_stamp version,
+                  enum notify_event ev);
+/* The ledger expired key (its hook): "expired", sent with the next flush
+ * (the caller kicks it: owner_pushq_kick). */
+void owner_notify_expired(struct owner *o, const char *key, size_t klen);
+/* 1 if the flush running now pushes key at `version` or newer. */
+typedef int (*owner_pushed_fn)(void *arg, const char *key, size_t klen, uint64_t place,
+                               hkv_stamp version);
+/* From the push flush, after its pushes: every event whose push went, to
+ * the nto links, in the order noted. */
+void owner_notify_flush(struct owner *o, owner_pushed_fn pushed, void *arg, struct olink **to,
+                        int nto);
+void owner_notify_teardown(struct owner *o);
 /* PUBLISH: the message to one push link of every colo, then PONG (owner_pushq.c). */
 void owner_publish(struct owner *o, struct olink *from, const struct wire_msg *m);
 
@@ -401,6 +424,9 @@ void owner_tickets_free(struct owner *o);
  * so every key stays dirty and the next cut takes it again. */
 struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_rows,
                                       ledger_filter_fn filter, void *arg, int *status);
+/* ---- owner_cut.c ---- */
+/* A ledger_filter_fn: the classes the write-behind persists (not durable). */
+int owner_ledger_class(uint16_t tag, void *arg);
 /* Every ledger-class dirty key not in flight, in one durable batch (empty
  * when there is none: it still commits behind what is queued), for the
  * caller to submit; NULL on an allocation failure, as owner_cut_batch. */

@@ -194,8 +194,12 @@ static void op_set(struct owner *o, struct olink *l, const struct wire_msg *m, c
     /* An applied SET left the key with the class tag it was given: its
      * durability is known without another lookup. */
     int durable = r.applied && tag == OWNER_TAG_DURABLE;
-    if (r.applied)
+    if (r.applied) {
+        owner_notify(o, key, r.version, NEV_SET);
+        if (m->u.set.exp.kind == WIRE_EXP_REL || m->u.set.exp.kind == WIRE_EXP_ABS)
+            owner_notify(o, key, r.version, NEV_EXPIRE);
         owner_push_written(o, key, place, r.version, durable);
+    }
     owner_finish(o, l, m->id, m->u.set.rid, &r, &key, durable, r.version);
 }
 
@@ -228,6 +232,8 @@ static void op_del(struct owner *o, struct olink *l, const struct wire_msg *m, c
         o->st.owner_writes++;
         r.value += existed;
         r.version = v; /* the newest: a cache ordering by it is after every key's delete */
+        if (existed)
+            owner_notify(o, k, v, NEV_DEL);
         if (first == 0)
             first = v;
         owner_push_applied(o, k, v);
@@ -263,6 +269,8 @@ static void op_getdel(struct owner *o, struct olink *l, const struct wire_msg *m
     r.has_old = old.found;
     r.old = old.val;
     r.oldlen = old.vlen;
+    if (existed)
+        owner_notify(o, key, r.version, NEV_DEL);
     owner_push_applied(o, key, r.version);
     owner_finish(o, l, m->id, m->u.getdel.rid, &r, &key, owner_is_durable(o, key), r.version);
 }
@@ -287,6 +295,7 @@ static void op_incrby(struct owner *o, struct olink *l, const struct wire_msg *m
         reply_error(l, m->id, HKV_EINVAL, ocmd_incr_refusal(found ? &v : NULL));
         return;
     }
+    owner_notify(o, key, r.version, NEV_INCRBY);
     owner_push_applied(o, key, r.version);
     owner_finish(o, l, m->id, m->u.incrby.rid, &r, &key, owner_is_durable(o, key), r.version);
 }
@@ -334,8 +343,10 @@ static void op_expire(struct owner *o, struct olink *l, const struct wire_msg *m
         return;
     r.value = rc == HKV_OK;
     r.version = rc == HKV_OK ? v : 0;
-    if (rc == HKV_OK)
+    if (rc == HKV_OK) {
+        owner_notify(o, key, v, deleted ? NEV_DEL : NEV_EXPIRE);
         owner_push_applied(o, key, v);
+    }
     owner_finish(o, l, m->id, m->u.expire.rid, &r, &key, rc == HKV_OK && owner_is_durable(o, key),
                  r.version);
 }
@@ -354,8 +365,10 @@ static void op_persist(struct owner *o, struct olink *l, const struct wire_msg *
         return;
     struct rifl_result r = {.type = WIRE_INT, .value = rc == HKV_OK && changed};
     r.version = r.value ? v : 0;
-    if (r.value)
+    if (r.value) {
+        owner_notify(o, key, v, NEV_PERSIST);
         owner_push_applied(o, key, v);
+    }
     owner_finish(o, l, m->id, m->u.persist.rid, &r, &key, r.value && owner_is_durable(o, key),
                  r.version);
 }

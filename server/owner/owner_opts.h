@@ -37,6 +37,7 @@ struct owner_opts {
     int local_map;                /* a single host's leaf-moves: no lease to prove */
     int replicas;                 /* followers per leaf wanted (0: none) */
     int owner_push;
+    unsigned notify;              /* notify-keyspace-events' classes (proto/notify.h) */
 };
 
 #endif

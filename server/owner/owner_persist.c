@@ -70,50 +70,12 @@ static int64_t mono_ms(void)
     return (int64_t)owner_clock().mono_ms;
 }
 
-static int take_ledger_class(uint16_t tag, void *arg)
-{
-    return tag != OWNER_TAG_DURABLE;
-}
-
-struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_rows,
-                                     ledger_filter_fn filter, void *arg, int *status)
-{
-    *status = HKV_OK;
-    struct persist_batch *b = persist_batch_new(durable);
-    if (b == NULL) {
-        *status = HKV_ENOMEM;
-        return NULL;
-    }
-    int n = ledger_collect_dirty(l, b, max_rows, filter, arg);
-    if (n < 0) {
-        /* Cut short: the rows taken so far are in flight.  Handing them on
-         * would be fine, but the status must not say "stored" for rows that
-         * were not: give them back as failed, so they stay dirty and the
-         * next cut takes every one of them again. */
-        b->status = n;
-        ledger_batch_done(l, b);
-        persist_batch_free(&b);
-        *status = n;
-        return NULL;
-    }
-    if (n == 0 && !durable) {
-        persist_batch_free(&b);
-        return NULL;
-    }
-    return b;
-}
-
-struct persist_batch *owner_cut_dirty(struct owner *o, int *status)
-{
-    return owner_cut_batch(o->ledger, 1, SIZE_MAX, take_ledger_class, o, status);
-}
-
 static void submit(struct owner *o, int durable)
 {
     static int short_logged; /* one line per run of failures, not one per tick */
     int st;
     struct persist_batch *b = owner_cut_batch(o->ledger, durable, o->opts.persist_batch_max,
-                                              durable ? NULL : take_ledger_class, o, &st);
+                                              durable ? NULL : owner_ledger_class, o, &st);
     if (b == NULL && st != HKV_OK) {
         if (durable)
             o->durable_orphans = 1; /* the persist tick cuts it again */
@@ -269,6 +231,17 @@ int owner_backlog_full(struct owner *o)
     return o->opts.persist_max_dirty > 0 && bytes > (size_t)o->opts.persist_max_dirty;
 }
 
+/* The ledger's expiry hook: "expired" for the keys this owner serves (a
+ * follower's copy expires too; its primary tells). */
+static void on_expired(void *arg, const char *key, size_t klen)
+{
+    struct owner *o = arg;
+    if (o->opts.notify == 0 || ofollow_follows(o, router_place(key, klen)))
+        return;
+    owner_notify_expired(o, key, klen);
+    owner_pushq_kick(o);
+}
+
 static int load_row(void *arg, const struct persist_row *row)
 {
     struct owner *o = arg;
@@ -322,6 +295,7 @@ int owner_persist_setup(struct owner *o, owner_request_fn run_again)
         log_warning("cannot create the ledger");
         return -1;
     }
+    ledger_on_expired(o->ledger, on_expired, o);
     int64_t mig_ms = -1;
     struct persister_options po = {.interval_ms = (uint32_t)opts->persist_interval_ms,
                                    .tomb_keep_ms = (uint32_t)opts->tombstone_ttl_ms,

@@ -190,6 +190,21 @@ void owner_publish(struct owner *o, struct olink *from, const struct wire_msg *m
     wire_put_pong(&from->out, m->id);
 }
 
+/* owner_pushed_fn: the flush pushes key at version or newer. */
+static int pushed(void *arg, const char *key, size_t klen, uint64_t place, hkv_stamp version)
+{
+    uint32_t *slot;
+    const struct qent *x = find(arg, key, klen, place, &slot);
+    return x != NULL && x->stamp >= version;
+}
+
+void owner_pushq_kick(struct owner *o)
+{
+    struct opushq *q = queue_of(o);
+    if (q != NULL)
+        event_active(q->ev, 0, 1);
+}
+
 /* Every queued key once to every colo with a push link. */
 static void flush_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -217,6 +232,7 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
             owner_work_push(o, key.p, key.len, (unsigned)nto,
                             (uint64_t)nto * (key.len + (rc == HKV_OK ? v.vlen : 0)));
     }
+    owner_notify_flush(o, pushed, q, to, nto); /* after the pushes: a reader sees the value */
     for (int k = 0; k < nto; k++)
         olink_flush(to[k]);
     for (size_t i = 0; i < q->n; i++) { /* empty the index where it was used */
