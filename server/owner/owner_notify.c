@@ -8,7 +8,7 @@
  * that makes the write visible to the colos (owner_pushq.c's flush), not
  * before: a durable write's push waits for its commit and a replicated
  * write's for its in-sync followers, and so do its events, so a subscriber
- * never hears of a write that a crash can take back.  The events go after
+ * hears of a write no sooner than its writer is told it is acknowledged.  The events go after
  * the turn's pushes on the same links, so a subscriber that reads the key
  * on its event gets the new value from its colo.  Per key, events go in the
  * order their writes applied; events of different keys released by one

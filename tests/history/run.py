@@ -19,7 +19,9 @@ and pins edge memory with output-limit clients (run_outlimit.py: VmRSS
 sampled against a bound); HTTP readers (run_http.py) read in the history.
 Issue 28: tracking clients (run_track.py, --tracking N) answer reads from
 their own caches, kept by CLIENT TRACKING invalidations; those reads are in
-the history too ("cached": true), judged against the tracking bound.
+the history too ("cached": true), judged against the tracking bound; and
+keyspace notification subscribers (run_notify.py, --notify N) whose events
+are judged against the operations after the run.
 
 Python 3 standard library only.  Every wait is bounded; every process the run
 starts is stopped by pid at the end, also on an exception or a signal.
@@ -55,6 +57,7 @@ from run_outlimit import OutLimit
 from run_replicas import REPLICA_ONLY, Replicas
 from run_resp import Transport, info_fields
 from run_route import check_siphash, owner_of
+import run_notify
 import run_track
 # The workload, its clients and the reply table (run_workload.py); run_refserver.py
 # reaches them as run.Workload, run.Client, ...
@@ -193,6 +196,8 @@ def replay_command(args, seed, outdir):
         cmd += ["--tracking", str(args.tracking)]
     if args.tracking_evict != "yes":
         cmd += ["--tracking-evict", args.tracking_evict]
+    if args.notify != run_notify.NOTIFY_DEFAULT:
+        cmd += ["--notify", str(args.notify)]
     return " ".join(cmd)
 
 
@@ -245,6 +250,9 @@ def main(argv=None):
     ap.add_argument("--tracking", type=int, default=TRACKING_DEFAULT, metavar="N",
                     help="issue 28: clients with CLIENT TRACKING and a local cache whose reads "
                     "from it are in the history (run_track.py; default %d)" % TRACKING_DEFAULT)
+    ap.add_argument("--notify", type=int, default=run_notify.NOTIFY_DEFAULT, metavar="N",
+                    help="keyspace notification subscribers (notify-keyspace-events KEA; "
+                    "run_notify.py; 0: off; default %d)" % run_notify.NOTIFY_DEFAULT)
     ap.add_argument("--tracking-evict", choices=["yes", "no"], default="yes",
                     help="with tracking clients, a small tracking-table-max-keys (odd seeds: 4 in "
                     "the file; config_set: 2, 5 or 9 for a while), so evictions happen")
@@ -252,6 +260,8 @@ def main(argv=None):
     args.http = True
     if not 0 <= args.tracking <= 16:
         ap.error("--tracking must be 0..16")
+    if not 0 <= args.notify <= 8:
+        ap.error("--notify must be 0..8")
     if (args.replicas or args.strict_loss) and args.leaf_moves != "yes":
         ap.error("--replicas and --strict-loss need --leaf-moves yes")
 
@@ -311,6 +321,7 @@ def main(argv=None):
 
     hkv = Daemon(args, workdir, outdir, args.colos)
     hkv.tracking_evict = args.tracking_evict == "yes"
+    hkv.notify = args.notify > 0
     if args.tracking and hkv.tracking_evict and seed % 2:
         hkv.tracking_max_keys = 4   # far under the workload's keys: evictions all along
     creds = hkv.creds = Creds(seed)
@@ -322,6 +333,7 @@ def main(argv=None):
     stop_watch = threading.Event()
     clients, watcher, nemesis = [], None, None
     trackers, track_info = [], None
+    notifiers = []
     leaves = None
     outlimit = OutLimit(hkv, log)
     extra = []          # HTTP readers and credential probers: joined with the clients
@@ -358,6 +370,10 @@ def main(argv=None):
                 extra.append(Prober(kind, i, seed, hkv, creds, authlog, stop_clients,
                                     workload.all_keys[0]))
         t_work0 = time.monotonic()
+        notifiers = [run_notify.Subscriber(i, hkv, stop_clients,
+                                           os.path.join(outdir, "notify.jsonl"))
+                     for i in range(args.notify)]
+        extra += notifiers
         for c in clients + extra:
             c.start()
         # The nemesis runs here, on the main thread: only it starts the
@@ -507,6 +523,12 @@ def main(argv=None):
               (" (tracking-table-max-keys %d)" % hkv.tracking_max_keys
                if hkv.tracking_max_keys else ""))
     print(outlimit.summary())
+    notify_bad = []
+    if notifiers and not run_error:
+        notify_bad, line = run_notify.check(notifiers, hist_path)
+        print(line)
+        for b in notify_bad[:10]:
+            print("  PROMISE BROKEN: " + b)
     if nemesis is not None and nemesis.replicas is not None and (
             "kill_primary" in kinds or args.replicas or args.strict_loss):
         print(nemesis.replicas.summary() + " (daemon replicas %d, checker %s)" % (
@@ -559,7 +581,7 @@ def main(argv=None):
     print("replay: %s" % replay_command(args, seed, outdir))
     if run_error:
         return 3
-    if history.surprises or auth_bad or outlimit.over or broken or trouble:
+    if history.surprises or auth_bad or outlimit.over or broken or trouble or notify_bad:
         return 1
     if code is None:
         return 0 if args.no_check else 3  # asked to check, and could not

@@ -155,6 +155,7 @@ class Daemon:
         # tracking-table-max-keys (None: the default; small: evictions).
         self.tracking = getattr(args, "tracking", 0)
         self.tracking_max_keys = None
+        self.notify = False         # run_notify.py: keyspace notifications on
         self.persist_interval_ms = getattr(args, "persist_interval", None) or PERSIST_INTERVAL_MS
         self.auto_moves = False
         self.http_port = free_port() if getattr(args, "http", True) else 0
@@ -238,6 +239,8 @@ class Daemon:
                       "replica-timeout %dms" % self.replica_timeout_ms]
         if self.tracking_max_keys is not None:
             lines.append("tracking-table-max-keys %d" % self.tracking_max_keys)
+        if self.notify:
+            lines.append("notify-keyspace-events KEA")
         if self.creds is not None:
             lines += self.creds.conf_lines()
         tmp = self.conf + ".tmp"
