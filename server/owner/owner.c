@@ -22,6 +22,7 @@
 #include "server/core/log.h"
 #include "server/core/tls_cluster.h"
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_notify.h"
 #include "server/owner/owner_handover.h"
 #include "server/owner/owner_repl.h"
 #include "server/owner/owner_move_int.h"

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_cut.h"
 
 int owner_ledger_class(uint16_t tag, void *arg)
 {

@@ -49,7 +49,6 @@
 #include <event2/listener.h>
 
 #include "proto/buf.h"
-#include "proto/notify.h"
 #include "proto/wire.h"
 #include "server/owner/owner_rifl.h"
 #include "server/core/counters.h"
@@ -65,7 +64,7 @@ struct olink;
 struct owner;
 struct scan_wait;
 struct opushq;
-struct onotify;
+struct onotify;                /* owner_notify.h */
 struct owner_own;
 struct persist_own;
 struct ssl_ctx_st;                /* OpenSSL's SSL_CTX */
@@ -368,22 +367,6 @@ void owner_pushq_teardown(struct owner *o);
  * expired event to send). */
 void owner_pushq_kick(struct owner *o);
 
-/* ---- owner_notify.c: keyspace notifications, sent with the write's push ---- */
-/* Notes event ev of a write that gave key `version`; it goes out with the
- * flush that pushes that version (or a newer one) of the key. */
-void owner_notify(struct owner *o, struct wire_slice key, hkv_stamp version,
-                  enum notify_event ev);
-/* The ledger expired key (its hook): "expired", sent with the next flush
- * (the caller kicks it: owner_pushq_kick). */
-void owner_notify_expired(struct owner *o, const char *key, size_t klen);
-/* 1 if the flush running now pushes key at `version` or newer. */
-typedef int (*owner_pushed_fn)(void *arg, const char *key, size_t klen, uint64_t place,
-                               hkv_stamp version);
-/* From the push flush, after its pushes: every event whose push went, to
- * the nto links, in the order noted. */
-void owner_notify_flush(struct owner *o, owner_pushed_fn pushed, void *arg, struct olink **to,
-                        int nto);
-void owner_notify_teardown(struct owner *o);
 /* PUBLISH: the message to one push link of every colo, then PONG (owner_pushq.c). */
 void owner_publish(struct owner *o, struct olink *from, const struct wire_msg *m);
 
@@ -417,20 +400,6 @@ size_t owner_tickets_waiting(const struct owner *o);
 void owner_tickets_free(struct owner *o);
 
 /* ---- owner_persist.c: write-behind, parked requests, recovery ---- */
-/* The next batch for the persister: up to max_rows dirty keys that filter
- * accepts (NULL: all), or NULL when there is nothing to send (a ledger batch
- * with no rows; *status = HKV_OK) or on an allocation failure (*status =
- * HKV_ENOMEM): then the rows taken before it are given back as not persisted,
- * so every key stays dirty and the next cut takes it again. */
-struct persist_batch *owner_cut_batch(struct ledger *l, int durable, size_t max_rows,
-                                      ledger_filter_fn filter, void *arg, int *status);
-/* ---- owner_cut.c ---- */
-/* A ledger_filter_fn: the classes the write-behind persists (not durable). */
-int owner_ledger_class(uint16_t tag, void *arg);
-/* Every ledger-class dirty key not in flight, in one durable batch (empty
- * when there is none: it still commits behind what is queued), for the
- * caller to submit; NULL on an allocation failure, as owner_cut_batch. */
-struct persist_batch *owner_cut_dirty(struct owner *o, int *status);
 /* Creates the ledger and the persister, recovers the ledger from the
  * owner's SQLite file and starts the persister and the timers.  Parked
  * requests run again through `run_again` (the request executor).  0, or -1

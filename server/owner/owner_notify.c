@@ -23,7 +23,7 @@
 
 #include "proto/notify.h"
 #include "server/core/router.h"
-#include "server/owner/owner_int.h"
+#include "server/owner/owner_notify.h"
 
 #define NOTIFY_PENDING 65536
 #define NOTIFY_AGE_MS 30000
@@ -94,6 +94,8 @@ static void note(struct owner *o, const char *key, size_t klen, uint64_t place, 
 
 void owner_notify(struct owner *o, struct wire_slice key, hkv_stamp version, enum notify_event ev)
 {
+    if (o->opts.notify == 0)
+        return; /* every write calls: no placement hash for nothing */
     note(o, key.p, key.len, router_place(key.p, key.len), version, ev);
 }
 

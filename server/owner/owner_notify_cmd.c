@@ -10,6 +10,7 @@
 #include "proto/cmd.h"
 #include "server/owner/owner_cmd.h"
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_notify.h"
 
 /* 1 if an argument after the key sets a deadline (SET EX/PX/EXAT/PXAT,
  * GETEX likewise) or, for PERSIST, removes it. */

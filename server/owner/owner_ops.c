@@ -35,6 +35,7 @@
 #include "proto/cmd_opts.h"
 #include "server/owner/owner_cmd.h"
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_notify.h"
 #include "server/owner/owner_move_int.h"
 #include "server/owner/owner_repl.h"
 

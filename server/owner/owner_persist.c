@@ -57,6 +57,8 @@
 #include "server/core/log.h"
 #include "server/owner/owner.h"
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_cut.h"
+#include "server/owner/owner_notify.h"
 #include "server/owner/owner_move_int.h"
 #include "server/core/topo.h"
 

@@ -30,6 +30,7 @@
 #include "server/core/log.h"
 #include "server/core/router.h"
 #include "server/owner/owner_int.h"
+#include "server/owner/owner_notify.h"
 
 #define PROBES 8
 #define IDX_MIN 64

@@ -39,6 +39,7 @@
 #include "server/core/log.h"
 #include "server/core/router.h"
 #include "server/owner/owner_recv_sm.h"
+#include "server/owner/owner_cut.h"
 
 const char *orecv_leaf_name(const struct hand_leaf *l, char *buf, size_t len)
 {

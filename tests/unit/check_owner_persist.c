@@ -1,5 +1,5 @@
 /* check_owner_persist.c - how the owner cuts the persister's batches from
- * its ledger (server/owner/owner_persist.c, owner_cut_batch): a batch cut short by
+ * its ledger (server/owner/owner_cut.c, owner_cut_batch): a batch cut short by
  * an allocation failure must not mark anything persisted. */
 #include <check.h>
 #include <stdint.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "proto/hkv.h"
+#include "server/owner/owner_cut.h"
 #include "server/owner/owner_int.h"
 #include "storage/ledger.h"
 #include "storage/persist_row.h"
