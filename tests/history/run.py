@@ -21,7 +21,8 @@ Issue 28: tracking clients (run_track.py, --tracking N) answer reads from
 their own caches, kept by CLIENT TRACKING invalidations; those reads are in
 the history too ("cached": true), judged against the tracking bound; and
 keyspace notification subscribers (run_notify.py, --notify N) whose events
-are judged against the operations after the run.
+are judged against the operations after the run; and pub/sub publishers and
+subscribers (run_pubsub.py, --pubsub N) whose messages are judged likewise.
 
 Python 3 standard library only.  Every wait is bounded; every process the run
 starts is stopped by pid at the end, also on an exception or a signal.
@@ -58,6 +59,7 @@ from run_replicas import REPLICA_ONLY, Replicas
 from run_resp import Transport, info_fields
 from run_route import check_siphash, owner_of
 import run_notify
+import run_pubsub
 import run_track
 # The workload, its clients and the reply table (run_workload.py); run_refserver.py
 # reaches them as run.Workload, run.Client, ...
@@ -198,6 +200,8 @@ def replay_command(args, seed, outdir):
         cmd += ["--tracking-evict", args.tracking_evict]
     if args.notify != run_notify.NOTIFY_DEFAULT:
         cmd += ["--notify", str(args.notify)]
+    if args.pubsub != run_pubsub.PUBSUB_DEFAULT:
+        cmd += ["--pubsub", str(args.pubsub)]
     return " ".join(cmd)
 
 
@@ -253,6 +257,10 @@ def main(argv=None):
     ap.add_argument("--notify", type=int, default=run_notify.NOTIFY_DEFAULT, metavar="N",
                     help="keyspace notification subscribers (notify-keyspace-events KEA; "
                     "run_notify.py; 0: off; default %d)" % run_notify.NOTIFY_DEFAULT)
+    ap.add_argument("--pubsub", type=int, default=run_pubsub.PUBSUB_DEFAULT, metavar="N",
+                    help="pub/sub subscribers (SUBSCRIBE under RESP2, PSUBSCRIBE under RESP3, "
+                    "by turns) hearing %d publishers (run_pubsub.py; 0: neither; default %d)"
+                    % (run_pubsub.PUBLISHERS, run_pubsub.PUBSUB_DEFAULT))
     ap.add_argument("--tracking-evict", choices=["yes", "no"], default="yes",
                     help="with tracking clients, a small tracking-table-max-keys (odd seeds: 4 in "
                     "the file; config_set: 2, 5 or 9 for a while), so evictions happen")
@@ -262,6 +270,8 @@ def main(argv=None):
         ap.error("--tracking must be 0..16")
     if not 0 <= args.notify <= 8:
         ap.error("--notify must be 0..8")
+    if not 0 <= args.pubsub <= 8:
+        ap.error("--pubsub must be 0..8")
     if (args.replicas or args.strict_loss) and args.leaf_moves != "yes":
         ap.error("--replicas and --strict-loss need --leaf-moves yes")
 
@@ -334,6 +344,7 @@ def main(argv=None):
     clients, watcher, nemesis = [], None, None
     trackers, track_info = [], None
     notifiers = []
+    publishers, subscribers = [], []
     leaves = None
     outlimit = OutLimit(hkv, log)
     extra = []          # HTTP readers and credential probers: joined with the clients
@@ -374,6 +385,12 @@ def main(argv=None):
                                            os.path.join(outdir, "notify.jsonl"))
                      for i in range(args.notify)]
         extra += notifiers
+        if args.pubsub:
+            publishers = [run_pubsub.Publisher(i, seed, hkv, stop_clients)
+                          for i in range(run_pubsub.PUBLISHERS)]
+            subscribers = [run_pubsub.Subscriber(i, hkv, stop_clients)
+                           for i in range(args.pubsub)]
+        extra += publishers + subscribers
         for c in clients + extra:
             c.start()
         # The nemesis runs here, on the main thread: only it starts the
@@ -529,6 +546,14 @@ def main(argv=None):
         print(line)
         for b in notify_bad[:10]:
             print("  PROMISE BROKEN: " + b)
+    pubsub_bad = []
+    if publishers and not run_error:
+        run_pubsub.write(os.path.join(outdir, "pubsub.jsonl"), publishers, subscribers)
+        pubsub_bad, line = run_pubsub.check(publishers, subscribers)
+        pubsub_bad += [x.error for x in publishers + subscribers if x.error]
+        print(line)
+        for b in pubsub_bad[:10]:
+            print("  PROMISE BROKEN: " + b)
     if nemesis is not None and nemesis.replicas is not None and (
             "kill_primary" in kinds or args.replicas or args.strict_loss):
         print(nemesis.replicas.summary() + " (daemon replicas %d, checker %s)" % (
@@ -581,7 +606,8 @@ def main(argv=None):
     print("replay: %s" % replay_command(args, seed, outdir))
     if run_error:
         return 3
-    if history.surprises or auth_bad or outlimit.over or broken or trouble or notify_bad:
+    if history.surprises or auth_bad or outlimit.over or broken or trouble or notify_bad \
+            or pubsub_bad:
         return 1
     if code is None:
         return 0 if args.no_check else 3  # asked to check, and could not
