@@ -469,7 +469,9 @@ static void flight_timer(evutil_socket_t fd, short what, void *arg)
     if (!f->fetching && f->poll_until > 0) {
         if (colo_poll(f))
             return;
-        if (f->waiters == NULL && now >= f->poll_until) {
+        /* (colo_poll may have sent the fetch itself: then the flight stays
+         * until its answer, which names it, even with nobody waiting) */
+        if (!f->fetching && f->waiters == NULL && now >= f->poll_until) {
             flight_free(f); /* nobody waits and the other edge fills the segment */
             return;
         }

@@ -366,6 +366,44 @@ END_TEST
 
 static int two_held(void) { return T.fo.nheld >= 2; }
 
+/* A polling flight whose waiter left sends the fetch itself once the other
+ * edge's lock goes: that flight must live until the answer, which names it.
+ * Freed at once (a history run found it), the struct went to the next key's
+ * flight and the first key's answer reached that key's reader: GET hl:7
+ * answered with hl:3's value. */
+START_TEST(a_poll_that_turns_into_a_fetch_keeps_its_flight_until_the_answer)
+{
+    T.mode = HOLD;
+    uint64_t h = router_hash("k", 1);
+    ck_assert(cache_lock(T.cache, h, 424242, clock_mono_ms(), 10000)); /* the other edge */
+    struct flight_waiter w[2] = {{0}};
+    flight_wait(flight_of("k"), &w[0]);
+    run_for(20);
+    ck_assert_int_eq(T.fo.requests[WIRE_GET], 0);
+    flight_leave(&w[0]);         /* its client went away */
+    cache_unlock(T.cache, h, 424242);
+    ck_assert(run_until(one_held, 3000)); /* the poll took the lock and fetched */
+    run_for(20);
+    ck_assert(in_flight("k"));  /* until its answer */
+    flight_wait(flight_of("j"), &w[1]);
+    ck_assert(run_until(two_held, 3000));
+    ck_assert_str_eq(T.fo.held[0].key, "k");
+    ck_assert_str_eq(T.fo.held[1].key, "j");
+    release_held(0);
+    run_for(20);
+    ck_assert_int_eq(T.nrecs, 0); /* k's answer is not j's */
+    ck_assert(!in_flight("k"));
+    release_held(1);
+    ck_assert(run_until(one_answer, 3000));
+    ck_assert_ptr_eq(T.recs[0].w, &w[1]);
+    ck_assert_str_eq(T.recs[0].v, "j@0");
+    struct cache_hit hit;
+    ck_assert_int_eq(
+        cache_get(T.cache, "k", 1, h, clock_mono_ms(), &T.e.cache->cval, &hit), HKV_OK);
+    ck_assert_int_eq((int)buf_unread(&T.e.cache->cval), 3); /* "k@0": its fill */
+}
+END_TEST
+
 /* A fetch answered by the owner before its FLUSHALL, whose forget reached
  * the colo while the answer was on its way: a reader that came after the
  * FLUSHALL's OK may wait on it, so the flight fetches again and nobody gets
@@ -460,6 +498,7 @@ Suite *flight_suite(void)
         {"error", owner_error_reaches_every_waiter_verbatim},
         {"broken", broken_link_answers_waiters_at_once},
         {"colo", refresh_lock_held_by_another_edge_waiters_read_its_fill},
+        {"poll_fetch", a_poll_that_turns_into_a_fetch_keeps_its_flight_until_the_answer},
         {"flushed", answer_older_than_a_flush_is_fetched_again},
         {"silent", unanswered_refresh_marks_the_owner_silent_and_an_answer_clears_it},
     };
