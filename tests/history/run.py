@@ -510,8 +510,9 @@ def main(argv=None):
                   leaves.auto["moves"], leaves.auto["splits"], leaves.move_lines))
     http = [c for c in extra if isinstance(c, HttpReader)]
     if http:
-        print("http clients: %d gets, %d long polls, %d puts, %d deletes"
-              % tuple(sum(c.counts[k] for c in http) for k in ("get", "poll", "put", "delete")))
+        print("http clients: %d gets, %d long polls, %d puts (%d with If-Match, %d of them "
+              "412), %d deletes" % tuple(sum(c.counts[k] for c in http) for k in (
+                  "get", "poll", "put", "if-match", "if-match-412", "delete")))
     auth_bad = []
     if "cred_churn" in kinds:
         try:

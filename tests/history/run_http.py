@@ -14,7 +14,14 @@ Writes over HTTP (issue 28; a share `write_ratio` of each reader's ops):
 `?ttl=` of an hour or more) is a set op, `DELETE /v1/kv/KEY` a del op, both
 with "via": "http", recorded with README's error table in HTTP's words:
 200/201 set "OK", 412 set null (NX not met), 204 del 1, 404 del 0; 504 or
-no answer outcome unknown (info); any other status not applied (fail)."""
+no answer outcome unknown (info); any other status not applied (fail).
+
+A share of the PUTs is a compare-and-set on the owner's version (`If-Match`
+with the ETag a GET of this reader last answered with the value it came
+with), recorded as run_cas.py records SETIFMATCH: 200 is SET value IFEQ
+<that value> answered OK (the key still held the write the ETag names); a
+412 says only that the version moved (an EXPIRE makes a new version over
+an equal value), so it is recorded as not applied (fail), which it was."""
 
 import random
 import socket
@@ -22,6 +29,8 @@ import threading
 import time
 
 import base64
+
+import run_cas
 
 from run_creds import http_request, read_http_response
 from run_daemon import REQUEST_TIMEOUT_S
@@ -40,7 +49,9 @@ class HttpReader(threading.Thread):
         self.think_ms = think_ms
         self.index_of = {}
         self.error = None
-        self.counts = {"get": 0, "poll": 0, "put": 0, "delete": 0}
+        self.counts = {"get": 0, "poll": 0, "put": 0, "delete": 0, "if-match": 0,
+                       "if-match-412": 0}
+        self.etags = {}  # key -> (ETag, value) of this reader's last 200
         self.write_ratio = write_ratio
 
     def run(self):
@@ -89,6 +100,10 @@ class HttpReader(threading.Thread):
                     degraded = hdr.get("x-hotkvd-degraded") == "1"
                     if "x-hotkvd-index" in hdr and not degraded:
                         self.index_of[key] = hdr["x-hotkvd-index"]
+                    if status == 200 and not degraded and "etag" in hdr:
+                        self.etags[key] = (hdr["etag"], value)
+                    else:
+                        self.etags.pop(key, None)
                 else:
                     outcome = "fail"
                     error = "HTTP %d %s" % (status, body[:60].decode("utf-8", "replace"))
@@ -116,17 +131,24 @@ class HttpReader(threading.Thread):
         rec = {"kind": "op", "id": opid, "client": client,
                "colo": self.hkv.colo_names()[0], "edge": "http", "key": key, "via": "http"}
         extra, body, path = "", b"", "/v1/kv/" + key
+        cas = None
         if self.rng.random() < 0.3:
             method, rec["f"], rec["args"] = "DELETE", "del", {}
         else:
             value = "h%d-%d" % (client, opid)
-            nx = self.rng.random() < 0.2
+            cas = self.etags.pop(key, None) if self.rng.random() < 0.4 else None
+            nx = cas is None and self.rng.random() < 0.2
             ttl = self.rng.randint(3600, 7200) if self.rng.random() < 0.1 else None
             method, rec["f"], body = "PUT", "set", value.encode()
             rec["args"] = {"value": value, "nx": nx, "xx": False, "get": False,
                            "keepttl": False, "px": ttl * 1000 if ttl else None}
             if nx:
                 extra += "If-None-Match: *\r\n"
+            if cas is not None:
+                extra += "If-Match: %s\r\n" % cas[0]
+                rec["args"] = run_cas.set_args(value, cas[1])
+                rec["args"]["via"] = "http-if-match"
+                rec["args"]["px"] = ttl * 1000 if ttl else None
             if ttl:
                 path += "?ttl=%d" % ttl
         auth = base64.b64encode(("%s:%s" % self.cred).encode()).decode()
@@ -141,8 +163,14 @@ class HttpReader(threading.Thread):
             t1 = time.monotonic()
             ok = {("PUT", 200): "OK", ("PUT", 201): "OK", ("PUT", 412): None,
                   ("DELETE", 204): 1, ("DELETE", 404): 0}
-            if (method, status) in ok:
+            if cas is not None and status == 412:
+                outcome = "fail"       # not applied; the value may still be equal
+                error = "HTTP 412 If-Match"
+                self.counts["if-match-412"] += 1
+            elif (method, status) in ok:
                 outcome, value = "ok", ok[(method, status)]
+                if cas is not None and "etag" in hdr:
+                    self.etags[key] = (hdr["etag"], rec["args"]["value"])
             elif status == 504:
                 error = "HTTP 504 %s" % text[:60].decode("utf-8", "replace")
                 t1 = None
@@ -161,6 +189,7 @@ class HttpReader(threading.Thread):
                     "stale": False, "degraded": False})
         self.history.write(rec)
         self.counts["delete" if method == "DELETE" else "put"] += 1
+        self.counts["if-match"] += cas is not None
         if self.think_ms > 0:
             self.stop_ev.wait(self.rng.uniform(0, self.think_ms) / 1000.0)
         return sock
