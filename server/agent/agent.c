@@ -139,6 +139,20 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct agent *a = arg;
     int64_t now = clock_mono_ms();
+    if (!a->stopping && etcd_store_failed(a->etcd)) {
+        /* Poisoned for good in this process (a failed fsync cannot be
+         * retried safely): left as it was, the host could move no leaf and
+         * take no follower out of an in-sync set until a restart by hand,
+         * and a lagging follower would fail writes all that time. */
+        log_warning("the leaf map store %s failed a write; exiting so the master restarts "
+                    "the agent from its file (the host routes with the map it has)",
+                    a->store_path);
+        a->stopping = 1;
+        a->exit_code = 1;
+        event_del(a->tick);
+        event_base_loopexit(a->base, NULL);
+        return;
+    }
     agent_watch_tick(a, now);
     agent_reg_tick(a, now);
     agent_ctl_tick(a->ctl, now);
@@ -319,7 +333,7 @@ int agent_main(struct worker_ctx *ctx)
     worker_ready(a->w);
     on_tick(-1, 0, a);
     event_base_dispatch(a->base);
-    code = 0;
+    code = a->exit_code;
 out:
     if (a != NULL) {
         agent_watch_stop(a);

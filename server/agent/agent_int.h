@@ -101,6 +101,7 @@ struct agent {
     struct agent_promote *promote; /* failover (agent_promote.h); NULL: out of memory */
     struct event *tick;
     int stopping;
+    int exit_code;                 /* agent_main's: 1 once the local store failed a write */
     int fresh_start;               /* the segment had no map at start: the whole daemon
                                     * started, not just the agent (agent_promote.h) */
     uint64_t incarnation;          /* this agent process */

@@ -277,6 +277,11 @@ int etcd_set_opts(struct etcd *e, const struct etcd_opts *o)
     return HKV_OK;
 }
 
+int etcd_store_failed(const struct etcd *e)
+{
+    return e->local != NULL && etcd_local_failed(e->local);
+}
+
 const char *etcd_endpoint(const struct etcd *e)
 {
     if (e->local_name != NULL)

@@ -62,6 +62,9 @@ void etcd_destroy(struct etcd **e);
 int etcd_set_opts(struct etcd *e, const struct etcd_opts *o);
 /* The endpoint later calls go to (for log lines and INFO). */
 const char *etcd_endpoint(const struct etcd *e);
+/* 1 when the client is a local store (etcd_local.h) that failed a write:
+ * it answers nothing but errors until the process loads its file again. */
+int etcd_store_failed(const struct etcd *e);
 
 /* A prefix's range end for the calls below: etcd_prefix_end (proto/etcd_msg.h). */
 

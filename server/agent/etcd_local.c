@@ -110,6 +110,11 @@ int64_t etcd_local_revision(const struct etcd_local *l)
     return l->s.durable;
 }
 
+int etcd_local_failed(const struct etcd_local *l)
+{
+    return l->s.failed;
+}
+
 /* ---- create / destroy ---- */
 
 static int load(struct etcd_local *l, char *err, size_t errlen)

@@ -34,9 +34,10 @@
  * a crash (or failing its checksum) ends the file at load: it and anything
  * after it are dropped (the file is truncated there).  A write that fails
  * poisons the store: pending and later calls (leases too) answer HKV_EIO
- * and watches break with HKV_EIO (the agent sees "etcd unreachable", and
- * keeps routing with the map it has); a restart reloads what the file
- * holds.
+ * and watches break with HKV_EIO; the agent then exits, and the master's
+ * restart reloads what the file holds (as an owner restarts from its
+ * database after a failed fsync), while the host routes with the map it
+ * has.
  *
  * Callbacks run on the loop, never from inside the call that registered
  * them, in the order the calls were made (the answers of one store are
@@ -70,6 +71,8 @@ struct etcd_local *etcd_local_create(struct event_base *base, const char *path, 
 void etcd_local_destroy(struct etcd_local **l);
 /* The revision the file holds (every answer up to it may be given). */
 int64_t etcd_local_revision(const struct etcd_local *l);
+/* 1 once a write of the file failed (the store is poisoned). */
+int etcd_local_failed(const struct etcd_local *l);
 /* Progress interval of the watches (tests use a short one). */
 void etcd_local_set_progress_ms(struct etcd_local *l, int64_t ms);
 
