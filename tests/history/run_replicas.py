@@ -325,9 +325,10 @@ class Replicas:
         if stopped and stopped.get("pid") and removals is not None and removals < 1:
             self.broken.append("replica_config at %.2f: follower %s stopped %d ms with "
                                "replica-timeout %d ms by CONFIG SET and writes to leaf %s: "
-                               "no in-sync removal (INFO repl_isr_removals)" % (
+                               "no in-sync removal (INFO repl_isr_removals; in-sync members "
+                               "at the start %s)" % (
                                    t0, stopped["follower"], stopped["ms"], short,
-                                   stopped["leaf"]))
+                                   stopped["leaf"], self._int(r0, "repl_isr_members")))
         bad = [k for k, v in replies.items() if v != "OK"]
         if bad:
             self.broken.append("replica_config at %.2f: not applied: %s" % (
