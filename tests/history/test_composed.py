@@ -19,7 +19,7 @@ sys.dont_write_bytecode = True
 
 import checker  # noqa: E402
 from run_creds import check_auth  # noqa: E402
-from test_checker import Hist  # noqa: E402
+from checker_hist import Hist  # noqa: E402
 
 
 def move(h, keys, frm, to, t0, t1):

@@ -28,7 +28,7 @@ sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
 import checker  # noqa: E402
-from test_checker import CheckerCase, Hist  # noqa: E402
+from checker_hist import CheckerCase, Hist  # noqa: E402
 
 CHECKER = os.path.join(HERE, "checker.py")
 
