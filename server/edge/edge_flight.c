@@ -262,6 +262,33 @@ static void answer_waiters(struct flight *f, const struct wire_msg *m, const cha
     }
 }
 
+/* The owner is marked silent: every waiter the colo holds a value for
+ * (within keep) gets it now, flagged stale if it is, rather than waiting
+ * out its miss-wait for an owner known not to answer.  Waiters of a key
+ * the colo does not hold keep waiting (the first of them stops it). */
+static void release_cached(struct flight *f, int64_t now)
+{
+    struct flight_answer a;
+    while (f->waiters != NULL && late_cached(f, &a, now)) {
+        struct flight_waiter *w = pop(f);
+        if (a.stale)
+            cache_count(f->e->cache->cache, CACHE_CTR_cache_silent_stale_hits, 1);
+        deliver(f, w, &a);
+    }
+}
+
+/* This edge has just marked owner o silent: the readers of its other keys
+ * waiting here now are released too (those of other edges are at their
+ * flights' next timer).  Their flights go on. */
+static void release_owner(struct edge *e, const struct owner_ref *o, const struct flight *skip,
+                          int64_t now)
+{
+    for (size_t i = 0; i < FLIGHT_BUCKETS; i++)
+        for (struct flight *f = e->flights->table[i]; f != NULL; f = f->hnext)
+            if (f != skip && f->owner == o && f->waiters != NULL)
+                release_cached(f, now); /* (answers touch no flight's links) */
+}
+
 /* ---- the fetch -------------------------------------------------------------------- */
 
 static void flight_cb(void *arg, int status, const struct wire_msg *m);
@@ -321,6 +348,12 @@ static void flight_cb(void *arg, int status, const struct wire_msg *m)
     f->fetching = 0;
     if (status == HKV_OK)
         edge_health_answered(e, f->owner); /* whatever it says: it answers */
+    /* unanswered for the link's whole timeout: silent too (a write-timeout
+     * under the allowance never lets the allowance check fire) */
+    int64_t now = clock_mono_ms();
+    if (status == HKV_ETIMEDOUT && !f->reported && (f->reported = 1) &&
+        edge_health_unanswered(e, f->owner, f->sent_ms, now))
+        release_owner(e, f->owner, f, now);
     if (status != HKV_OK) {
         flight_unlink(f);
         answer_waiters(f, NULL, NULL); /* the owner cannot answer: class's timeout answer */
@@ -415,33 +448,6 @@ static int colo_poll(struct flight *f)
         }
     }
     return 0;
-}
-
-/* The owner is marked silent: every waiter the colo holds a value for
- * (within keep) gets it now, flagged stale if it is, rather than waiting
- * out its miss-wait for an owner known not to answer.  Waiters of a key
- * the colo does not hold keep waiting (the first of them stops it). */
-static void release_cached(struct flight *f, int64_t now)
-{
-    struct flight_answer a;
-    while (f->waiters != NULL && late_cached(f, &a, now)) {
-        struct flight_waiter *w = pop(f);
-        if (a.stale)
-            cache_count(f->e->cache->cache, CACHE_CTR_cache_silent_stale_hits, 1);
-        deliver(f, w, &a);
-    }
-}
-
-/* This edge has just marked owner o silent: the readers of its other keys
- * waiting here now are released too (those of other edges are at their
- * flights' next timer).  Their flights go on. */
-static void release_owner(struct edge *e, const struct owner_ref *o, const struct flight *skip,
-                          int64_t now)
-{
-    for (size_t i = 0; i < FLIGHT_BUCKETS; i++)
-        for (struct flight *f = e->flights->table[i]; f != NULL; f = f->hnext)
-            if (f != skip && f->owner == o && f->waiters != NULL)
-                release_cached(f, now); /* (answers touch no flight's links) */
 }
 
 static void flight_timer(evutil_socket_t fd, short what, void *arg)

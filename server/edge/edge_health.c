@@ -25,6 +25,7 @@
 
 #include "server/colo/cache.h"
 #include "server/colo/cache_health.h"
+#include "server/colo/changes.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/core/topo.h"
@@ -130,6 +131,10 @@ int edge_health_unanswered(struct edge *e, const struct owner_ref *o, int64_t se
                 "cached values are served at once until it answers",
                 owner_name(o, name, sizeof(name)), (long long)(now - sent_ms));
     watch(e->health, g);
+    /* Its pushes do not come either (a cut link holds them, TCP resends
+     * late): the colo's tracking clients are told everything, as after a
+     * push link gap, so none keeps a value past the bound meanwhile. */
+    changes_note_flush(e->cache->changes);
     return 1;
 }
 

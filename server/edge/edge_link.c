@@ -528,8 +528,14 @@ void elink_set_timeout(struct elink *l, int64_t ms)
         return;
     if (l->timer_on) {
         advance_lo(l);
-        if (l->lo < l->next)
+        if (l->lo < l->next) {
             arm_timer(l, l->ring[l->lo & l->mask].sent_ms + ms);
+        } else {
+            /* armed for the old, later deadline: the next request's would
+             * wait for it (elink_commit arms only an idle timer) */
+            evtimer_del(l->timer);
+            l->timer_on = 0;
+        }
     }
     if (l->addr != NULL && (l->state == LINK_CONNECTING || l->state == LINK_HANDSHAKE))
         arm_timer_ev(l->reconnect, l->connect_ms + ms);

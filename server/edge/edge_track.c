@@ -21,6 +21,7 @@
 #include "server/core/router.h"
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_feed.h"
+#include "server/edge/edge_health.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_sess.h"
@@ -371,6 +372,10 @@ void edge_track_before(struct conn *c, const struct cmd_def *d, int argc,
     int first, last;
     int n = cmd_key_range(d, argc, &first, &last);
     int64_t now = clock_mono_ms();
+    /* An owner marked silent may not push what changes (its link cut, its
+     * pushes held): what is read meanwhile is told one fresh later, as a
+     * key whose push link is down. */
+    int silent = n > 0 && edge_health_silent_count(e) > 0;
     for (int i = first; n > 0 && i <= last; i += d->step) {
         if (!s->bcast && remember(t, s, argv[i].p, argv[i].len) != 0) {
             /* out of memory: a flush, after this command's reply (before it,
@@ -381,7 +386,7 @@ void edge_track_before(struct conn *c, const struct cmd_def *d, int argc,
             continue;
         }
         /* BCAST clients cache what they read too: the same timer */
-        if (edge_cache_unpushed(e, argv[i].p, argv[i].len, now)) {
+        if (silent || edge_cache_unpushed(e, argv[i].p, argv[i].len, now)) {
             const struct cfg_class *cls = router_class(e->owners->router, argv[i].p, argv[i].len);
             edge_track_unpushed(e, argv[i].p, argv[i].len, now + (cls ? cls->fresh_ms : 0));
         }

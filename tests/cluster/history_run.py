@@ -151,7 +151,7 @@ class HistRun:
     fault schedules (run_history's below, replicas.py's) drive it."""
 
     def __init__(self, ctx, seed=None, clients_per_host=2, replicas=0, daemon_replicas=None,
-                 name="history", tag="hist"):
+                 name="history", tag="hist", trackers_per_host=1):
         self.H = H = _load_history_runner()
         self.ctx = ctx
         self.cl = cl = ctx.cl
@@ -187,7 +187,8 @@ class HistRun:
         self.nclients = clients_per_host * len(cl.hosts)
         header = {"kind": "header", "version": 1, "seed": self.seed, "started": time.time(),
                   "classes": classes, "keys": self.keys, "colos": list(cl.host_names),
-                  "clients": self.nclients}
+                  "clients": self.nclients + trackers_per_host * len(cl.hosts),
+                  "tracking": trackers_per_host * len(cl.hosts)}
         if replicas:
             # the checker's replicas mode: no acknowledged write of any class
             # may be lost across an owner's death (persist windows count as 0)
@@ -202,6 +203,14 @@ class HistRun:
             c = client_cls(i, self.seed, None, None, wl, history, self.stop, 10.0, 1)
             c.chost = hosts[i % len(hosts)]
             self.clients.append(c)
+        tracker_cls = _cluster_tracker(H)
+        self.trackers = []
+        for i in range(trackers_per_host * len(hosts)):
+            c = tracker_cls(self.nclients + i, self.seed, None, None, wl, history, self.stop,
+                            10.0, 1)
+            c.chost = hosts[i % len(hosts)]
+            self.trackers.append(c)
+        self.clients += self.trackers
         self.wall_minus_mono = time.time() - time.monotonic()
         self.log = []
         self.skipped = []
@@ -252,6 +261,7 @@ class HistRun:
         self.checker_code, self.checker_res = code, res
         anomalies = len(res.get("anomalies", [])) if res else None
         unknown = len(res.get("unknown", [])) if res else None
+        track = self.H.run_track.summary(self.trackers, None)
         summary = ("%d ops (ok %d, fail %d, info %d) by %d clients on %d hosts in %.0f s "
                    "(seed %d); faults: %s%s; checker exit %s, anomalies %s, unknown %s, "
                    "crashes %s" % (
@@ -259,7 +269,8 @@ class HistRun:
                        history.counts["info"], self.nclients, len(self.hosts), seconds,
                        self.seed, ", ".join(self.log) or "none",
                        ("; not run: " + ", ".join(self.skipped)) if self.skipped else "",
-                       code, anomalies, unknown, history.crashes or "none"))
+                       code, anomalies, unknown, history.crashes or "none")) + (
+                           "; " + track if track else "")
         details = out.rstrip("\n").split("\n")[-40:] if code else []
         problems = []
         if err:
@@ -275,6 +286,8 @@ class HistRun:
                                 os.path.basename(self.outdir)))
         if total < 300:
             problems.append("only %d operations recorded" % total)
+        if self.trackers and sum(c.counts["cached"] for c in self.trackers) == 0:
+            problems.append("the tracking clients read nothing from their caches")
         problems += self.extra_problems
         return summary, details, problems, self.outdir
 
@@ -299,28 +312,50 @@ def _spread_keys(cl, cls, n, tag):
     return out
 
 
+def _host_connect(client, cls=None):
+    """A history client's connect() on its host (client.chost), inside the
+    host's namespace: HELLO 3, CLIENT META ON, and the colo and edge it
+    landed on.  False if the host does not answer."""
+    try:
+        c = client.chost.conn(timeout=2.0, cls=cls)
+    except OSError:
+        return False
+    try:
+        r = [c.call(w, timeout=2.0) for w in (["HELLO", "3"], ["CLIENT", "META", "ON"],
+                                              ["INFO", "server"])]
+    except Transport:
+        c.close()
+        return False
+    if any(isinstance(x, RespError) for x in r):
+        c.close()
+        return False
+    fields = info_fields(r[2])
+    client.conn, client.colo = c, fields.get("colo", client.chost.name)
+    client.edge = "%s/%s" % (client.chost.name, fields.get("edge_pid", "?"))
+    client.client = client.history.client_id()
+    return True
+
+
 def _cluster_client(H):
     class ClusterClient(H.Client):
         def connect(self):
-            try:
-                c = self.chost.conn(timeout=2.0)
-            except OSError:
-                return False
-            try:
-                r = [c.call(w, timeout=2.0) for w in (["HELLO", "3"], ["CLIENT", "META", "ON"],
-                                                      ["INFO", "server"])]
-            except Transport:
-                c.close()
-                return False
-            if any(isinstance(x, RespError) for x in r):
-                c.close()
-                return False
-            fields = info_fields(r[2])
-            self.conn, self.colo = c, fields.get("colo", self.chost.name)
-            self.edge = "%s/%s" % (self.chost.name, fields.get("edge_pid", "?"))
-            self.client = self.history.client_id()
-            return True
+            return _host_connect(self)
     return ClusterClient
+
+
+def _cluster_tracker(H):
+    """A tracking client (tests/history/run_track.py) on a cluster host: its
+    cache is kept by invalidations that come from whichever host's owner
+    wrote the key (issue 28's promise across hosts)."""
+    from hosts import HostConn
+
+    class TrackHostConn(H.run_track.TrackConn, HostConn):
+        pass
+
+    class ClusterTracker(H.run_track.TrackingClient):
+        def connect(self):
+            return _host_connect(self, TrackHostConn) and self.track_on()
+    return ClusterTracker
 
 
 def run_history(ctx, seconds, clients_per_host=2, seed=None, faults=None):

@@ -220,8 +220,8 @@ class Host:
 
     # ---- talking to it
 
-    def conn(self, timeout=3.0, resp3=False):
-        c = HostConn(self.net, self.node, self.addr, self.port, timeout)
+    def conn(self, timeout=3.0, resp3=False, cls=None):
+        c = (cls or HostConn)(self.net, self.node, self.addr, self.port, timeout)
         if resp3:
             c.call(["HELLO", "3"], timeout=timeout)
             c.call(["CLIENT", "META", "ON"], timeout=timeout)

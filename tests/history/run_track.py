@@ -130,8 +130,11 @@ class TrackingClient(Client):
             self.cache.pop(k, None)
 
     def connect(self):
-        if not super().connect():
-            return False
+        return super().connect() and self.track_on()
+
+    def track_on(self):
+        """CLIENT TRACKING on in this client's mode, on the connection just
+        made; False (dropped) if refused or gone."""
         self.conn.on_push = self.on_push
         words = ["CLIENT", "TRACKING", "on"]
         if self.mode == "bcast":

@@ -21,9 +21,13 @@
 
 static struct daemon D;
 static int started;
+static pid_t stopped_owner; /* SIGSTOPped by a test: let go before any stop */
 
 static void cleanup(void)
 {
+    if (stopped_owner > 0)
+        kill(stopped_owner, SIGCONT);
+    stopped_owner = 0;
     if (started)
         h_stop(&D);
     started = 0;
@@ -438,6 +442,46 @@ START_TEST(unpushed_keys_are_told_when_their_freshness_ends)
 }
 END_TEST
 
+/* An owner that stops answering (stopped here; a cut link in a cluster,
+ * where its pushes come seconds late through TCP's resends) pushes nothing
+ * either: once the colo marks it silent, every tracker is flushed, and
+ * what is read meanwhile is told one fresh later, as an unpushed key. */
+START_TEST(an_owner_marked_silent_flushes_the_trackers)
+{
+    start("hot-owners 1\ncold-owners 1\nmiss-wait 200ms\n"
+          "class quick pattern \"q:*\" pool hot fresh 300ms keep 20s\n");
+    int t = h_connect(D.port), w = h_connect(D.port), r = h_connect(D.port);
+    EXPECT(resp3(t), "HELLO 3");
+    h_free(h_call(w, "SET", "q:1", "a", NULL));
+    call_raw(t, "+OK\r\n", "tracking on", "CLIENT", "TRACKING", "on", NULL);
+    call_raw(t, "$1\r\na\r\n", "GET q:1", "GET", "q:1", NULL, NULL);
+    expect_quiet(t, 300, "nothing before the owner stops");
+    stopped_owner = h_child(&D, "hotkvd: owner hot/0", 0);
+    EXPECT(stopped_owner > 0, "no owner hot/0");
+    kill(stopped_owner, SIGSTOP);
+    int64_t t0 = h_now_ms();
+    /* a miss of the same owner: its fetch goes unanswered, the colo marks it */
+    h_free(h_call(r, "GET", "q:nothing", NULL));
+    EXPECT(readable(t, 5000), "no flush within 5 s of the owner's stop");
+    expect_raw(t, FLUSH, "the owner marked silent");
+    fprintf(stderr, "tracking: flushed %lld ms after the owner stopped\n",
+            (long long)(h_now_ms() - t0));
+    /* read while it is silent: the colo's stale value, told one fresh later */
+    call_raw(t, "$1\r\na\r\n", "GET q:1 while silent", "GET", "q:1", NULL, NULL);
+    int64_t t1 = h_now_ms();
+    expect_inval(t, "q:1", "a key read while its owner is silent");
+    int64_t ms = h_now_ms() - t1;
+    EXPECT(ms >= 250 && ms < 3000, "told after %lld ms (fresh 300 ms)", (long long)ms);
+    kill(stopped_owner, SIGCONT);
+    stopped_owner = 0;
+    close(t);
+    close(w);
+    close(r);
+    stop();
+    ck_assert(!started); /* stopped by PID, every child exited 0 */
+}
+END_TEST
+
 /* Redis 7.0's answers, checked against redis-server 7.0.15 by hand. */
 START_TEST(errors_and_introspection_are_redis_s)
 {
@@ -523,6 +567,7 @@ Suite *tracking_suite(void)
     tcase_add_test(tc, a_full_table_evicts_with_an_invalidation);
     tcase_add_test(tc, a_resp2_redirect_to_another_edge_gets_the_messages);
     tcase_add_test(tc, unpushed_keys_are_told_when_their_freshness_ends);
+    tcase_add_test(tc, an_owner_marked_silent_flushes_the_trackers);
     tcase_add_test(tc, an_eviction_never_precedes_the_reply_that_fills_the_cache);
     tcase_add_test(tc, errors_and_introspection_are_redis_s);
     suite_add_tcase(s, tc);

@@ -6,7 +6,9 @@
  * - lowered while a request is in flight, the new deadline (its send time
  *   plus the new timeout) applies at once: a request sent under 8 s times
  *   out within a second of a change to 100 ms;
- * - raised, a request in flight gets the longer timeout too.
+ * - raised, a request in flight gets the longer timeout too;
+ * - lowered with nothing in flight, the next request gets it (not the
+ *   deadline the timer was armed for under the old one).
  */
 #include <check.h>
 #include <stdio.h>
@@ -99,6 +101,23 @@ START_TEST(a_lowered_or_raised_timeout_applies_to_requests_in_flight)
     elink_set_timeout(l, 50);
     run(b, &h, 3000);
     ck_assert_msg(h.n == 1 && h.status == HKV_ETIMEDOUT, "n %d status %d", h.n, h.status);
+
+    /* lowered with nothing in flight (the last request cancelled, the
+     * timer still armed for its 8 s): the next request gets the new
+     * timeout, not the old timer's deadline */
+    elink_set_timeout(l, 8000);
+    struct got c = {0}, d = {0};
+    uint64_t id;
+    struct hkv_buf *out = elink_out(l, &id);
+    ck_assert_int_eq(wire_put_stats(out, id), HKV_OK);
+    ck_assert_int_eq(elink_commit(l, id, on_reply, &c), HKV_OK);
+    elink_cancel(l, id);
+    elink_set_timeout(l, 100);
+    send_stats(l, &d);
+    run(b, &d, 3000);
+    ck_assert_msg(d.n == 1 && d.status == HKV_ETIMEDOUT, "n %d status %d: the request waited "
+                  "for the timer armed under 8 s", d.n, d.status);
+    ck_assert_int_eq(c.n, 0); /* cancelled: never answered */
 
     elink_destroy(&l);
     event_base_free(b);

@@ -442,6 +442,29 @@ static int marked(void)
 }
 static int not_marked(void) { return !marked(); }
 
+/* A fetch that times out on its link before the allowance (write-timeout
+ * under miss-wait, as the cluster tests run) is unanswered just as surely:
+ * its owner is marked silent (so trackers are flushed: its pushes do not
+ * come either), where the allowance check would never have fired. */
+START_TEST(a_fetch_timed_out_by_its_link_marks_the_owner_silent)
+{
+    T.mode = HOLD;
+    struct route rt;
+    struct owner_ref *o = edge_owner_of(&T.e, "k", 1, &rt);
+    ck_assert_ptr_nonnull(o);
+    elink_set_timeout(edge_owner_link(o, WIRE_ROLE_READ), 60); /* miss-wait: 200 ms */
+    struct flight_waiter w = {0};
+    flight_wait(flight_of("k"), &w);
+    ck_assert(run_until(one_answer, 3000));
+    /* at the link's timeout, not at miss-wait: the flight is over (past
+     * miss-wait alone its fetch would go on) */
+    ck_assert(T.recs[0].a.degraded);
+    ck_assert(!in_flight("k"));
+    ck_assert(marked());
+    ck_assert(edge_owner_silent(&T.e, o, clock_mono_ms()));
+}
+END_TEST
+
 /* A refresh nobody waits for, unanswered for the allowance (miss-wait),
  * marks its owner silent in the colo, and the reader of another key the
  * colo holds, waiting since after that refresh went out, gets the stale
@@ -501,6 +524,7 @@ Suite *flight_suite(void)
         {"poll_fetch", a_poll_that_turns_into_a_fetch_keeps_its_flight_until_the_answer},
         {"flushed", answer_older_than_a_flush_is_fetched_again},
         {"silent", unanswered_refresh_marks_the_owner_silent_and_an_answer_clears_it},
+        {"timed_out", a_fetch_timed_out_by_its_link_marks_the_owner_silent},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
