@@ -59,7 +59,10 @@ ISR_BACK_S = 30.0
 FOLLOWED_WAIT_S = 10.0     # leaf_failover waits this long for a followed history leaf
 WRITES = {"set", "getdel", "del", "incrby", "expire", "persist", "mset"}
 # Failed writes that say nothing about the hand-over: the value's own answer.
-VALUE_ERRORS = ("ERR value is not an integer", "ERR increment or decrement would overflow")
+# A write's own refusals, hand-over or not (run_http.py: an If-Match PUT
+# whose version moved is recorded as not applied with this error)
+VALUE_ERRORS = ("ERR value is not an integer", "ERR increment or decrement would overflow",
+                "HTTP 412 If-Match")
 
 
 probe_key = leaf_probe
