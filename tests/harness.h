@@ -132,6 +132,9 @@ struct h_reply *h_cmdv(int fd, ...); /* NULL-terminated words */
 struct h_reply *h_call_at(const char *file, int line, int fd, ...);
 /* 1 if v's string is exactly want (reply strings are not NUL-terminated). */
 int h_str_is(const struct resp_value *v, const char *want);
+/* The value of an attribute's field (CLIENT META's age_ms, stamp, stale,
+ * degraded), or NULL (no attribute, no such field). */
+const struct resp_value *h_attr_get(const struct resp_value *attr, const char *name);
 /* Sends raw bytes. */
 int h_send(int fd, const void *p, size_t n);
 /* Sends one command (NULL-terminated words) without reading its reply (a

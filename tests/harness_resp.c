@@ -269,3 +269,11 @@ char *h_info_processes(int port)
     h_free(r);
     return text;
 }
+
+const struct resp_value *h_attr_get(const struct resp_value *attr, const char *name)
+{
+    for (size_t i = 0; attr != NULL && i + 1 < attr->n; i += 2)
+        if (h_str_is(&attr->elems[i], name))
+            return &attr->elems[i + 1];
+    return NULL;
+}

@@ -185,6 +185,7 @@ static void render(struct conn *c, enum cmd_id cmd, const struct read_calc *k,
 {
     if (k != NULL) {
         struct resp_slice val = {v, n};
+        read_meta(c, out, f);
         if (k->vfn != NULL)
             k->vfn(c, out, found ? &val : NULL, f->stamp, k->args, k->nargs);
         else

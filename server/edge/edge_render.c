@@ -97,3 +97,8 @@ void read_answer(const struct conn *c, enum cmd_id cmd, struct hkv_buf *out, int
     meta(c, out, f->age_ms, f->stamp, f->stale, f->degraded);
     read_render(cmd, sess_of(c)->proto, out, found, v, n, expire_at);
 }
+
+void read_meta(const struct conn *c, struct hkv_buf *out, const struct read_facts *f)
+{
+    meta(c, out, f->age_ms, f->stamp, f->stale, f->degraded);
+}

@@ -33,5 +33,9 @@ void read_render(enum cmd_id cmd, int proto, struct hkv_buf *out, int found, con
  * command's reply after CLIENT META's attribute (RESP3 clients that asked). */
 void read_answer(const struct conn *c, enum cmd_id cmd, struct hkv_buf *out, int found,
                  const char *v, size_t n, int64_t expire_at, const struct read_facts *f);
+/* CLIENT META's attribute alone, before a reply computed over the value
+ * read (GETRANGE, GETWITHETAG ...): a degraded answer must say so there
+ * too, or its nil reads as "no such key". */
+void read_meta(const struct conn *c, struct hkv_buf *out, const struct read_facts *f);
 
 #endif

@@ -922,14 +922,6 @@ END_TEST
     "edge-workers 1\nhot-owners 1\ncold-owners 1\n"                       \
     "class live pattern \"m:*\" pool hot fresh 200ms keep 60s\n"
 
-/* The value of an attribute field, or NULL. */
-static const struct resp_value *attr_get(const struct resp_value *attr, const char *name)
-{
-    for (size_t i = 0; attr != NULL && i + 1 < attr->n; i += 2)
-        if (h_str_is(&attr->elems[i], name))
-            return &attr->elems[i + 1];
-    return NULL;
-}
 
 START_TEST(client_meta_attributes_for_resp3_only)
 {
@@ -952,8 +944,8 @@ START_TEST(client_meta_attributes_for_resp3_only)
     EXPECT(at != NULL && at->type == RESP_ATTR, "RESP3 + CLIENT META ON: no attribute: %s",
            raw(r));
     EXPECT(r->raw[0] == '|', "the attribute does not come first: %s", raw(r));
-    const struct resp_value *age = attr_get(at, "age_ms"), *stamp = attr_get(at, "stamp"),
-                            *stale = attr_get(at, "stale"), *degr = attr_get(at, "degraded");
+    const struct resp_value *age = h_attr_get(at, "age_ms"), *stamp = h_attr_get(at, "stamp"),
+                            *stale = h_attr_get(at, "stale"), *degr = h_attr_get(at, "degraded");
     EXPECT(age && stamp && stale && degr, "attribute lacks a field: %s", raw(r));
     EXPECT(age->type == RESP_INT && age->integer >= 0 && age->integer < 200, "age_ms: %s",
            raw(r));
@@ -968,9 +960,9 @@ START_TEST(client_meta_attributes_for_resp3_only)
     r = h_call(r3, "GET", "m:k", NULL);
     note("meta: RESP3 + META GET m:k after 300 ms -> %s", raw(r));
     at = r->v->attr;
-    stale = attr_get(at, "stale");
-    age = attr_get(at, "age_ms");
-    stamp = attr_get(at, "stamp");
+    stale = h_attr_get(at, "stale");
+    age = h_attr_get(at, "age_ms");
+    stamp = h_attr_get(at, "stamp");
     EXPECT(is_bulk(r, "val") && stale != NULL && age != NULL && stamp != NULL,
            "stale GET m:k: %s", raw(r));
     EXPECT(stale->type == RESP_BOOL && stale->integer == 1, "stale flag after fresh passed: %s",

@@ -14,6 +14,7 @@
  */
 #include <check.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,6 +332,41 @@ START_TEST(a_retried_setifmatch_gets_its_first_answer)
 }
 END_TEST
 
+/* A GETWITHETAG answered with the class's degraded nil (its owner stopped,
+ * nothing cached) says so in CLIENT META's attribute, as a GET does: a
+ * degraded nil is no "no such key" (the history runs read one as a lost
+ * write before it did). */
+START_TEST(a_degraded_getwithetag_says_so)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, "edge-workers 1\nhot-owners 1\ncold-owners 1\nmiss-wait 200ms\n"
+                                 "class live pattern \"live:*\" pool hot fresh 1s keep 10s "
+                                 "on-timeout degrade\n"), 0);
+    int fd = h_connect(d.port);
+    ck_assert_int_ge(fd, 0);
+    h_free(h_call(fd, "HELLO", "3", NULL));
+    struct h_reply *r = h_call(fd, "CLIENT", "META", "ON", NULL);
+    ck_assert_msg(r->v->type == RESP_SIMPLE, "CLIENT META ON: %s", r->raw);
+    h_free(r);
+    pid_t owner = h_child(&d, "hotkvd: owner hot/0", 0);
+    ck_assert_int_gt(owner, 0);
+    kill(owner, SIGSTOP);
+    r = h_call(fd, "GETWITHETAG", "live:never", NULL);
+    kill(owner, SIGCONT);
+    const struct resp_value *dg = h_attr_get(r->v->attr, "degraded");
+    ck_assert_msg(r->v->type == RESP_NULL && dg != NULL && dg->type == RESP_BOOL &&
+                      dg->integer == 1,
+                  "a degraded GETWITHETAG: %s", r->raw);
+    h_free(r);
+    r = h_call(fd, "GETWITHETAG", "live:never", NULL); /* the owner answers: a real nil */
+    dg = h_attr_get(r->v->attr, "degraded");
+    ck_assert_msg(r->v->type == RESP_NULL && dg != NULL && dg->integer == 0, "%s", r->raw);
+    h_free(r);
+    close(fd);
+    h_stop(&d);
+}
+END_TEST
+
 Suite *versions_suite(void)
 {
     Suite *s = suite_create("versions");
@@ -343,6 +379,7 @@ Suite *versions_suite(void)
         {"ifeq", set_ifeq_compares_the_value},
         {"multi", setifmatch_inside_multi_exec},
         {"retry", a_retried_setifmatch_gets_its_first_answer},
+        {"degraded", a_degraded_getwithetag_says_so},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
