@@ -11,9 +11,14 @@
  * it now holds (edge_cache_wrote without a value, as every write whose new
  * value the edge does not know), before the client hears the reply: a read
  * through any edge of this colo then asks the owner and sees the write.
+ * A command that changed nothing (SETIFMATCH not applied, MSETNX refused)
+ * may have answered from a state the colo does not hold yet (SETIFMATCH's
+ * [etag, value]): its keys are doubted, as a plain write's no-op is, so the
+ * client's next read is not older than what it was told (monotonic reads).
  */
 #include "server/edge/edge_call.h"
 
+#include "server/core/router.h"
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_op.h"
@@ -51,6 +56,14 @@ int edge_call_taken(struct op *op, struct oreq *r, const struct wire_msg *m)
         op_error(op, "ERR unexpected answer from owner %s/%d", topo_pool_name(r->owner->pool),
                  r->owner->index);
         return -1;
+    }
+    if (m->u.resp.nchanges == 0 && op->nkeys > 0) {
+        const struct cmd_def *d = cmd_lookup(op->keys[0].p, op->keys[0].len);
+        int first, last;
+        int n = cmd_key_range(d, (int)op->nkeys, &first, &last);
+        for (int i = first; n > 0 && i <= last && i < (int)op->nkeys; i += d->step)
+            edge_cache_doubt(op->e, op->keys[i].p, op->keys[i].len,
+                             router_hash(op->keys[i].p, op->keys[i].len));
     }
     /* applied after its first send (op->start_ms), so no older */
     for (uint32_t i = 0; i < m->u.resp.nchanges; i++) {

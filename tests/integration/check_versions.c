@@ -367,6 +367,38 @@ START_TEST(a_degraded_getwithetag_says_so)
 }
 END_TEST
 
+/* SETIFMATCH not applied answers the owner's [etag, value]: a client told
+ * of a version must not read an older one next (monotonic reads), even from
+ * a colo cache that has not heard of it (pushes off, the write made through
+ * the other colo). */
+START_TEST(a_setifmatch_mismatch_is_no_older_than_the_next_read)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, "colos 2\nedge-workers 1\nhot-owners 1\ncold-owners 1\n"
+                                 "owner-push no\n"
+                                 "class live pattern \"live:*\" pool hot fresh 10s keep 60s\n"),
+                     0);
+    int a, b; /* one edge per colo: the other colo's */
+    ck_assert_msg(h_edge_pair(&d, &a, &b) == 0, "no second edge answered");
+    h_free(h_call(a, "SET", "live:k", "v1", NULL));
+    struct h_reply *r = h_call(a, "GET", "live:k", NULL); /* cached in colo A, fresh 10 s */
+    ck_assert_msg(h_str_is(r->v, "v1"), "%s", r->raw);
+    h_free(r);
+    h_free(h_call(b, "SET", "live:k", "v2", NULL)); /* colo A is not told (no pushes) */
+    r = h_call(a, "SETIFMATCH", "live:k", "x", "1", NULL);
+    ck_assert_msg(r->v->type == RESP_ARRAY && r->v->n == 2 && h_str_is(&r->v->elems[1], "v2"),
+                  "a mismatch answers the owner's value: %s", r->raw);
+    h_free(r);
+    r = h_call(a, "GET", "live:k", NULL);
+    ck_assert_msg(h_str_is(r->v, "v2"), "GET after the mismatch read an older value: %s",
+                  r->raw);
+    h_free(r);
+    close(a);
+    close(b);
+    h_stop(&d);
+}
+END_TEST
+
 Suite *versions_suite(void)
 {
     Suite *s = suite_create("versions");
@@ -380,6 +412,7 @@ Suite *versions_suite(void)
         {"multi", setifmatch_inside_multi_exec},
         {"retry", a_retried_setifmatch_gets_its_first_answer},
         {"degraded", a_degraded_getwithetag_says_so},
+        {"monotonic", a_setifmatch_mismatch_is_no_older_than_the_next_read},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
