@@ -173,6 +173,7 @@ class HttpReader(threading.Thread):
                     self.etags[key] = (hdr["etag"], rec["args"]["value"])
             elif status == 504:
                 error = "HTTP 504 %s" % text[:60].decode("utf-8", "replace")
+                rec["answered"] = t1  # when it was told "unknown" (t1: the effect is open)
                 t1 = None
             else:
                 outcome = "fail"
@@ -182,6 +183,7 @@ class HttpReader(threading.Thread):
                 sock = None
         except (OSError, ValueError, IndexError) as e:
             t1 = None  # the write may still be applied: outcome unknown, open-ended
+            rec["answered"] = time.monotonic()
             error = "runner: %s" % e
             sock.close()
             sock = None

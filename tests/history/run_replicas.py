@@ -379,7 +379,9 @@ class Replicas:
             if o.get("kind") != "op" or o.get("f") not in WRITES:
                 continue
             ks = set(o.get("keys") or [o.get("key")])
-            t1 = o["t1"] if o.get("t1") is not None else float("inf")
+            # an open-ended write (outcome unknown) met the hand-over only if
+            # its client was still waiting then ("answered": when it gave up)
+            t1 = o["t1"] if o.get("t1") is not None else o.get("answered", float("inf"))
             for a, b, keys, done in spans:
                 if not ks & keys or t1 < a or o["t0"] > b:
                     continue
