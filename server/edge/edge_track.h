@@ -25,15 +25,14 @@
  * What cannot be seen is said, never guessed: a stretch of the ring this
  * edge lost, a FLUSH record (FLUSHALL; a push link from an owner that went
  * down or came back, when pushes may have been missed; an owner marked
- * silent, whose pushes a cut link holds) and a full table
- * each send the clients concerned a flush (RESP3: ">2 invalidate _"; RESP2
- * through a redirect: a message with a null payload), which client
- * libraries handle by emptying their cache.  A key read while its owner's
- * push link is not up, or whose class the colo does not get pushes for, or
- * while an owner is marked silent, cannot be trusted to a push: it is told
- * one `fresh` of its class
- * after the read instead (the value read was at most the class's bound
- * old, so the client's copy is at most that plus `fresh`).
+ * silent, whose pushes a cut link holds) and a full table each send the
+ * clients concerned a flush (RESP3: ">2 invalidate _"; RESP2 through a
+ * redirect: a message with a null payload), which client libraries handle
+ * by emptying their cache.  A key read while its owner's push link is not
+ * up, or whose class the colo does not get pushes for, or while an owner is
+ * marked silent, cannot be trusted to a push: it is told one `fresh` of its
+ * class after the read instead (the value read was at most the class's
+ * bound old, so the client's copy is at most that plus `fresh`).
  *
  * Modes: default (keys read), BCAST with PREFIX (every change whose key
  * starts with a prefix; records carry CHANGES_KEY_MAX key bytes, and a
