@@ -19,11 +19,10 @@ The subscriber's output is its own file (notify.jsonl), not history
 lines: the checker of the history (checker.py) is not told of it."""
 
 import json
-import select
-import threading
 import time
 
-from run_resp import Conn, RespError, Transport
+from run_resp import Conn, RespError
+from run_sub import SubscriberThread
 
 NOTIFY_DEFAULT = 1
 PREFIX = "__keyspace@0__:"
@@ -46,15 +45,13 @@ EMITS = {
 DEADLINE_OPS = {"set", "expire"}
 
 
-class Subscriber(threading.Thread):
+class Subscriber(SubscriberThread):
     def __init__(self, i, hkv, stop, path):
-        threading.Thread.__init__(self, daemon=True, name="notify-%d" % i)
+        SubscriberThread.__init__(self, "notify subscriber %d" % i)
         self.i, self.hkv, self.stop, self.path = i, hkv, stop, path
         self.events = []        # (t, key, event)
-        self.reconnects = 0
-        self.error = None
 
-    def _connect(self):
+    def connect(self):
         c = Conn(self.hkv.port, timeout=3.0)
         c.send(["PSUBSCRIBE", PREFIX + "*"], time.monotonic() + 3.0)
         r = c.read(time.monotonic() + 3.0)
@@ -63,44 +60,19 @@ class Subscriber(threading.Thread):
             raise OSError("PSUBSCRIBE: %r" % (r,))
         return c
 
-    def run(self):
-        conn = None
-        try:
-            while not self.stop.is_set():
-                if conn is None:
-                    try:
-                        conn = self._connect()
-                    except (OSError, Transport):
-                        time.sleep(0.2)
-                        continue
-                if not conn.buf:
-                    ready, _, _ = select.select([conn.sock], [], [], 0.2)
-                    if not ready:
-                        continue
-                try:
-                    v = conn.read(time.monotonic() + 3.0)
-                except Transport:
-                    conn.close()
-                    conn = None
-                    self.reconnects += 1
-                    continue
-                t = time.monotonic()
-                if isinstance(v, RespError):
-                    self.error = "notify subscriber %d: an error in subscribed mode: %s" % (
-                        self.i, v)
-                    break
-                if (not isinstance(v, list) or len(v) != 4 or v[0] != "pmessage" or
-                        not isinstance(v[2], str) or not v[2].startswith(PREFIX)):
-                    self.error = "notify subscriber %d: not a keyspace pmessage: %r" % (
-                        self.i, v)
-                    break
-                self.events.append((t, v[2][len(PREFIX):], v[3]))
-        finally:
-            if conn is not None:
-                conn.close()
-            with open(self.path, "a") as f:
-                for t, k, e in self.events:
-                    f.write(json.dumps({"sub": self.i, "t": t, "key": k, "event": e}) + "\n")
+    def take(self, v, t):
+        if isinstance(v, RespError):
+            return "an error in subscribed mode: %s" % v
+        if (not isinstance(v, list) or len(v) != 4 or v[0] != "pmessage" or
+                not isinstance(v[2], str) or not v[2].startswith(PREFIX)):
+            return "not a keyspace pmessage: %r" % (v,)
+        self.events.append((t, v[2][len(PREFIX):], v[3]))
+        return None
+
+    def finish(self):
+        with open(self.path, "a") as f:
+            for t, k, e in self.events:
+                f.write(json.dumps({"sub": self.i, "t": t, "key": k, "event": e}) + "\n")
 
 
 def _producers(history_path):

@@ -27,11 +27,11 @@ The output is pubsub.jsonl, not history lines: checker.py is not told of it."""
 
 import json
 import random
-import select
 import threading
 import time
 
 from run_resp import Conn, RespError, Transport, info_fields
+from run_sub import SubscriberThread
 
 PUBSUB_DEFAULT = 2
 PUBLISHERS = 2
@@ -95,17 +95,15 @@ class Publisher(threading.Thread):
             conn.close()
 
 
-class Subscriber(threading.Thread):
+class Subscriber(SubscriberThread):
     def __init__(self, i, hkv, stop):
-        threading.Thread.__init__(self, daemon=True, name="pubsub-sub-%d" % i)
+        SubscriberThread.__init__(self, "pubsub subscriber %d" % i)
         self.i, self.hkv, self.stop = i, hkv, stop
         self.pattern = i % 2 == 1
         self.heard = []        # (t, conn number, channel, payload)
         self.colos = []        # colo of each connection, by number
-        self.reconnects = 0
-        self.error = None
 
-    def _connect(self):
+    def connect(self):
         c = Conn(self.hkv.port, timeout=3.0)
         try:
             colo = info_fields(c.call(["INFO", "server"], timeout=3.0)).get("colo", "?")
@@ -129,7 +127,7 @@ class Subscriber(threading.Thread):
         self.colos.append(colo)
         return c
 
-    def _take(self, v, t):
+    def take(self, v, t):
         """Records one message; returns an error text for anything else."""
         if isinstance(v, RespError):
             return "an error in subscribed mode: %s" % v
@@ -142,35 +140,6 @@ class Subscriber(threading.Thread):
             return "not a %s: %r" % ("pmessage" if self.pattern else "message", v)
         self.heard.append((t, len(self.colos) - 1, ch, payload))
         return None
-
-    def run(self):
-        conn = None
-        try:
-            while not self.stop.is_set():
-                if conn is None:
-                    try:
-                        conn = self._connect()
-                    except (OSError, Transport):
-                        time.sleep(0.2)
-                        continue
-                if not conn.buf:
-                    ready, _, _ = select.select([conn.sock], [], [], 0.2)
-                    if not ready:
-                        continue
-                try:
-                    v = conn.read(time.monotonic() + 3.0)
-                except Transport:
-                    conn.close()
-                    conn = None
-                    self.reconnects += 1
-                    continue
-                err = self._take(v, time.monotonic())
-                if err is not None:
-                    self.error = "pubsub subscriber %d: %s" % (self.i, err)
-                    break
-        finally:
-            if conn is not None:
-                conn.close()
 
 
 def write(path, publishers, subscribers):
