@@ -26,6 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
 from checker_hist import CHECKER, CLASSES, NOT_INT, Hist, checker  # noqa: E402
+import checker_model  # noqa: E402
+import checker_search  # noqa: E402
 
 
 def hard_history(n=16):
@@ -386,7 +388,7 @@ def brute_force(lines):
             index[id(u)] = len(ops)
             preds.append(u.pred)
             ops.append((u.call, checker.INF if u.mode == "info" else u.t1(),
-                        checker._mk_step(u.f, u.a, u.out, u.mode, mval),
+                        checker_model._mk_step(u.f, u.a, u.out, u.mode, mval),
                         u.mode == "info"))
         # A read comes after its client's previous op of the key (Sub.pred).
         after = [index.get(id(p)) if p is not None else None for p in preds]
@@ -418,7 +420,7 @@ def brute_force(lines):
                 if new is not None and rec(done | {i}, new):
                     return True
             return False
-        out[key] = rec(frozenset(), checker.INIT_STATE)
+        out[key] = rec(frozenset(), checker_model.INIT_STATE)
     return out
 
 
@@ -568,7 +570,7 @@ class Generated(unittest.TestCase):
             ts = sorted({u.t1() for u in checker._det(kh)})
             for _ in range(40):
                 a, b = sorted(rng.sample(ts, 2))
-                start = checker._window_start(kh, a)
+                start = checker_search._window_start(kh, a)
                 core = set(rng.sample(checker._det(kh), 50))
                 got = [(u.seq, r) for u, r in checker._items(kh, core, b, start)
                        if u.seq >= 0]
@@ -584,9 +586,9 @@ class Generated(unittest.TestCase):
         kh = checker.build_keys(hist)["hl:0"]
         t = time.monotonic()
         first = min(u.call for u in checker._det(kh))
-        got = checker._latest_start(kh, lambda c, s: s <= first, checker.INF,
+        got = checker_search._latest_start(kh, lambda c, s: s <= first, checker.INF,
                                     time.monotonic() + 60)
-        self.assertEqual(got, checker._window_start(kh, first))
+        self.assertEqual(got, checker_search._window_start(kh, first))
         self.assertLess(time.monotonic() - t, 20.0)
 
     def test_performance_20000_ops(self):
