@@ -172,7 +172,7 @@ TEST_SHIMS := $(if $(wildcard tests/fault/stallfs.c),$(SHIM)) $(if $(wildcard te
 # are on disk), which failed once each beside another suite.  TEST_JOBS=1: one
 # at a time, as before.
 TEST_JOBS ?= 2
-TEST_ALONE := cluster,colo,colo_bound,difftest,history,hostile,move_auto,disk,http_health,crash,failover,failover_torn,history_replicas
+TEST_ALONE := cluster,colo,colo_bound,difftest,history,hostile,hostile_conn,move_auto,disk,http_health,crash,failover,failover_torn,history_replicas
 # The longest of the others (the baseline's durations), started first.
 TEST_FIRST := move_faults,bench,history_checker,move,held,package,etcd_local,agent,tls,owner_silent,ledger_pos
 TEST_ENV = HKV_TEST_JOBS=$(TEST_JOBS) HKV_TEST_ALONE=$(TEST_ALONE) HKV_TEST_FIRST=$(TEST_FIRST) \

@@ -127,7 +127,7 @@ int edge_health_unanswered(struct edge *e, const struct owner_ref *o, int64_t se
     if (g < 0 || !cache_health_unanswered(e->cache->cache, (unsigned)g, sent_ms, now))
         return 0;
     char name[64];
-    log_warning("owner %s marked silent: a read sent %lld ms ago is unanswered; its stale "
+    log_warning("owner %s marked silent: a request sent %lld ms ago is unanswered; its stale "
                 "cached values are served at once until it answers",
                 owner_name(o, name, sizeof(name)), (long long)(now - sent_ms));
     watch(e->health, g);

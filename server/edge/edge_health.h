@@ -6,8 +6,9 @@
  *
  * The allowance is the miss-wait (flight_allowance, edge_flight.h): an
  * owner is marked silent once a fetch to it has gone unanswered for that
- * long (or for its link's whole timeout, when write-timeout is shorter)
- * with no answer from it reaching any edge of the colo meanwhile.  Marking
+ * long (or for its link's whole timeout, when write-timeout is shorter), or
+ * a write to it went unacknowledged for write-deadline, with no answer from
+ * it reaching any edge of the colo meanwhile.  Marking
  * notes a flush in the colo's change ring: its pushes do not come either,
  * so the colo's tracking clients are told everything (edge_track.h).
  * While it is marked, each edge that has seen the mark ticks every

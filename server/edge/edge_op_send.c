@@ -34,6 +34,7 @@
 #include "server/core/topo.h"
 #include "server/edge/edge_cache.h"
 #include "server/edge/edge_diag.h"
+#include "server/edge/edge_health.h"
 #include "server/edge/edge_stats.h"
 #include "server/edge/edge_sess.h"
 #include "server/edge/edge_op_int.h"
@@ -314,6 +315,11 @@ static void write_fail(struct oreq *r)
              "within %lld ms",
              topo_pool_name(r->owner->pool), r->owner->index, (long long)o->write_deadline_ms);
     count_failure(op, r->owner, what);
+    /* Unacknowledged that long, with nothing else heard from it since: the
+     * owner does not answer this colo (its pushes are held too, a cut link),
+     * and its trackers must hear it even if no read went to it. */
+    if (op->e->health != NULL && op->e->cache != NULL)
+        edge_health_unanswered(op->e, r->owner, op->start_ms, clock_mono_ms());
     oreq_done(r);
 }
 
