@@ -301,7 +301,7 @@ START_TEST(hot_key_storm_bounded_owner_reads)
     EXPECT(res.good > 10000, "only %ld reads answered in 5 s", res.good);
     EXPECT(delta <= bound, "the owner saw %lld reads for one key in 5 s (bound %lld)",
            (long long)delta, (long long)bound);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 
@@ -451,7 +451,7 @@ START_TEST(owner_stopped_serves_stale_and_degrades)
     EXPECT(missing_nil, "GET live:missing after the resume is not nil");
     close(a);
     close(b);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 
@@ -513,7 +513,7 @@ START_TEST(write_through_one_edge_read_through_another)
     }
     close(a);
     close(b);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 
@@ -597,7 +597,7 @@ START_TEST(push_updates_cache_before_fresh_expires)
     }
     close(a);
     close(b);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 
@@ -682,7 +682,7 @@ START_TEST(client_meta_attributes_for_resp3_only)
     close(r3);
     close(r2);
     close(plain3);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 
@@ -730,7 +730,7 @@ START_TEST(hotkeys_lists_the_hottest)
     EXPECT(strncmp(line, "key=hk:hottest,reads_per_sec=", 29) == 0 && atoll(line + 29) > 0,
            "INFO hotkey_0: %s", line);
     close(fd);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 

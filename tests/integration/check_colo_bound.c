@@ -100,7 +100,7 @@ START_TEST(negative_entries_cached_for_negative_ttl)
          (long long)(info(&d, "pushes_received") - push0));
     EXPECT(got, "the push did not replace the negative entry within 100 ms; last GET: %s", last);
     close(fd);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 
@@ -155,7 +155,7 @@ START_TEST(write_reaches_the_other_colo_by_push_then_by_fresh)
     EXPECT(stale_reads > 0, "pushes were off, yet colo B saw the write at once");
     close(a);
     close(b);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 
@@ -219,7 +219,7 @@ START_TEST(pipelined_writes_reach_the_other_colo_latest_last)
            (long long)pushes, N);
     close(a);
     close(b);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 
@@ -258,7 +258,7 @@ START_TEST(deleted_hot_key_reads_stay_off_the_owner)
     EXPECT(reads1 - reads0 <= 4, "the owner saw %lld reads of a deleted key (bound 4)",
            (long long)(reads1 - reads0));
     close(fd);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 
@@ -323,7 +323,7 @@ START_TEST(dead_edge_lock_does_not_blank_a_key)
     h_free(r);
     close(a);
     close(b);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 
@@ -352,7 +352,7 @@ START_TEST(stuck_edge_lock_does_not_blank_a_key)
     resume_owner(); /* the stopped edge */
     close(a);
     close(b);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 
@@ -400,7 +400,7 @@ START_TEST(deleted_key_not_refilled_by_older_fetch)
     h_free(r);
     close(a);
     close(b);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 
@@ -483,7 +483,7 @@ START_TEST(stale_reads_bounded_by_fresh_plus_allowance)
     }
     close(a);
     close(b);
-    stop(&d);
+    ck_assert_msg(stop(&d), "the daemon did not stop cleanly");
 }
 END_TEST
 
