@@ -43,6 +43,8 @@ struct ehealth {
     int nwatch;                   /* owners watched */
     int n;                        /* slots: e->owners->n */
     int64_t interval_ms;          /* owner-probe-interval (edge_health_setup, _reload) */
+    int64_t silent_checked_ms;    /* edge_health_any_silent: when the slots were last read */
+    int any_silent;               /* ... and whether one was marked then */
     struct eh_owner own[];
 };
 
@@ -135,7 +137,21 @@ int edge_health_unanswered(struct edge *e, const struct owner_ref *o, int64_t se
      * late): the colo's tracking clients are told everything, as after a
      * push link gap, so none keeps a value past the bound meanwhile. */
     changes_note_flush(e->cache->changes);
+    e->health->any_silent = 1; /* this edge's own mark counts at once */
+    e->health->silent_checked_ms = now;
     return 1;
+}
+
+int edge_health_any_silent(struct edge *e, int64_t now)
+{
+    struct ehealth *h = e->health;
+    if (h == NULL)
+        return 0;
+    if (now - h->silent_checked_ms >= EDGE_SILENT_CHECK_MS) {
+        h->silent_checked_ms = now;
+        h->any_silent = edge_health_silent_count(e) > 0;
+    }
+    return h->any_silent;
 }
 
 int edge_health_silent_count(struct edge *e)

@@ -50,5 +50,11 @@ int edge_health_unanswered(struct edge *e, const struct owner_ref *o, int64_t se
                             int64_t now);
 /* Owners marked silent now (trusted or not), for INFO. */
 int edge_health_silent_count(struct edge *e);
+/* Whether any owner is marked silent, read from the slots at most every
+ * EDGE_SILENT_CHECK_MS (a tracking client's every read asks: one scan of
+ * every owner's slot per read would be the cost of a cluster's 256); this
+ * edge's own mark counts at once, another edge's within that. */
+#define EDGE_SILENT_CHECK_MS 10
+int edge_health_any_silent(struct edge *e, int64_t now);
 
 #endif

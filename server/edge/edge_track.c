@@ -375,7 +375,7 @@ void edge_track_before(struct conn *c, const struct cmd_def *d, int argc,
     /* An owner marked silent may not push what changes (its link cut, its
      * pushes held): what is read meanwhile is told one fresh later, as a
      * key whose push link is down. */
-    int silent = n > 0 && edge_health_silent_count(e) > 0;
+    int silent = n > 0 && edge_health_any_silent(e, now);
     for (int i = first; n > 0 && i <= last; i += d->step) {
         if (!s->bcast && remember(t, s, argv[i].p, argv[i].len) != 0) {
             /* out of memory: a flush, after this command's reply (before it,
