@@ -11,10 +11,11 @@
  * it now holds (edge_cache_wrote without a value, as every write whose new
  * value the edge does not know), before the client hears the reply: a read
  * through any edge of this colo then asks the owner and sees the write.
- * A command that changed nothing (SETIFMATCH not applied, MSETNX refused)
- * may have answered from a state the colo does not hold yet (SETIFMATCH's
- * [etag, value]): its keys are doubted, as a plain write's no-op is, so the
- * client's next read is not older than what it was told (monotonic reads).
+ * A write command that changed nothing (SETIFMATCH not applied, MSETNX
+ * refused) may have answered from a state the colo does not hold yet
+ * (SETIFMATCH's [etag, value]): its keys are doubted, as a plain write's
+ * no-op is, so the client's next read is not older than what it was told
+ * (monotonic reads).
  */
 #include "server/edge/edge_call.h"
 
@@ -57,8 +58,12 @@ int edge_call_taken(struct op *op, struct oreq *r, const struct wire_msg *m)
                  r->owner->index);
         return -1;
     }
-    if (m->u.resp.nchanges == 0 && op->nkeys > 0) {
-        const struct cmd_def *d = cmd_lookup(op->keys[0].p, op->keys[0].len);
+    const struct cmd_def *d =
+        m->u.resp.nchanges == 0 && op->nkeys > 0 ? cmd_lookup(op->keys[0].p, op->keys[0].len)
+                                                 : NULL;
+    if (d != NULL && (d->flags & CMD_F_WRITE)) {
+        /* (a read run by the owner, EXPIRETIME or TOUCH of a hot key, must
+         * not empty its cache entry at each call) */
         int first, last;
         int n = cmd_key_range(d, (int)op->nkeys, &first, &last);
         for (int i = first; n > 0 && i <= last && i < (int)op->nkeys; i += d->step)

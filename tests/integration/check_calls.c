@@ -111,6 +111,30 @@ START_TEST(owner_command_updates_the_colo_cache)
 }
 END_TEST
 
+/* A read the owner runs (EXPIRETIME, TOUCH) changes nothing and leaves the
+ * key's colo entry alone: only a write that changed nothing is doubted (a
+ * client polling EXPIRETIME of a hot key would empty its entry each time). */
+START_TEST(owner_reads_leave_the_colo_cache_alone)
+{
+    up();
+    EXPECT("+OK", "SET", "h:t", "v");
+    EXPECT("\"v\"", "GET", "h:t"); /* in the colo (fresh 1s) */
+    EXPECT(":-1", "EXPIRETIME", "h:t");
+    EXPECT(":1", "TOUCH", "h:t");
+    int64_t hits = h_info_int(d.port, "cache_hits"), misses = h_info_int(d.port, "cache_misses");
+    EXPECT("\"v\"", "GET", "h:t");
+    ck_assert_int_eq(h_info_int(d.port, "cache_hits"), hits + 1);
+    ck_assert_int_eq(h_info_int(d.port, "cache_misses"), misses);
+    /* a write run by the owner that changed nothing is doubted: the next
+     * read asks the owner */
+    EXPECT(":0", "MSETNX", "h:t", "w");
+    misses = h_info_int(d.port, "cache_misses");
+    EXPECT("\"v\"", "GET", "h:t");
+    ck_assert_int_eq(h_info_int(d.port, "cache_misses"), misses + 1);
+    down();
+}
+END_TEST
+
 /* ---- reads computed at the edge ---------------------------------------------- */
 
 START_TEST(computed_reads_answer_as_redis)
@@ -371,6 +395,7 @@ Suite *calls_suite(void)
         {"owner_commands", owner_commands_answer_as_redis},
         {"crossslot", crossslot_unless_keys_share_an_owner},
         {"call_cache", owner_command_updates_the_colo_cache},
+        {"call_reads_cache", owner_reads_leave_the_colo_cache_alone},
         {"computed_reads", computed_reads_answer_as_redis},
         {"computed_ryw", computed_reads_see_the_clients_own_writes},
         {"lcs_crossslot", lcs_needs_both_keys_on_one_owner},
