@@ -1,11 +1,8 @@
 /*
  * edge_track.c - CLIENT TRACKING's table and invalidations (edge_track.h).
  *
- * The table: keys by hash in a chained table that doubles as it fills; each
- * key holds its (client, key) pairs in a list, and each client its pairs in
- * another, so an invalidation costs the key's clients and a client's close
- * costs its own keys (Redis forgets lazily by client id instead; a pair
- * here is unlinked at once, so no dead id is ever looked up).
+ * The table (edge_track_table.c): keys by hash, each naming the sessions
+ * that read it, so an invalidation costs the key's readers.
  *
  * Sending.  Bytes go to the target with slot_tail_out (after what it is
  * owed) and the target is marked; one deferred event per loop turn flushes
@@ -27,114 +24,6 @@
 #include "server/edge/edge_sess.h"
 #include "server/edge/edge_track_int.h"
 
-/* ---- the table ------------------------------------------------------------------ */
-
-static struct tkey **bucket(struct edge_track *t, uint64_t hash)
-{
-    return &t->table[hash & (t->nbuckets - 1)];
-}
-
-static struct tkey *key_find(struct edge_track *t, const char *key, size_t klen, uint64_t hash)
-{
-    for (struct tkey *k = *bucket(t, hash); k != NULL; k = k->bnext)
-        if (k->hash == hash && k->klen == klen && memcmp(k->key, key, klen) == 0)
-            return k;
-    return NULL;
-}
-
-static void grow(struct edge_track *t)
-{
-    size_t n = t->nbuckets * 2;
-    struct tkey **nt = calloc(n, sizeof(*nt));
-    if (nt == NULL)
-        return; /* chains grow longer instead */
-    for (size_t b = 0; b < t->nbuckets; b++) {
-        struct tkey *k = t->table[b];
-        while (k != NULL) {
-            struct tkey *next = k->bnext;
-            k->bnext = nt[k->hash & (n - 1)];
-            nt[k->hash & (n - 1)] = k;
-            k = next;
-        }
-    }
-    free(t->table);
-    t->table = nt;
-    t->nbuckets = n;
-}
-
-static void pair_unlink(struct edge_track *t, struct tpair *p)
-{
-    *p->kprev = p->knext;
-    if (p->knext != NULL)
-        p->knext->kprev = p->kprev;
-    *p->cprev = p->cnext;
-    if (p->cnext != NULL)
-        p->cnext->cprev = p->cprev;
-    t->nitems--;
-    free(p);
-}
-
-static void key_free(struct edge_track *t, struct tkey *k)
-{
-    while (k->pairs != NULL)
-        pair_unlink(t, k->pairs);
-    struct tkey **pp = bucket(t, k->hash);
-    while (*pp != k)
-        pp = &(*pp)->bnext;
-    *pp = k->bnext;
-    t->nkeys--;
-    free(k);
-}
-
-void track_table_free(struct edge_track *t)
-{
-    for (size_t b = 0; t->table != NULL && b < t->nbuckets; b++)
-        while (t->table[b] != NULL)
-            key_free(t, t->table[b]);
-    free(t->table);
-    t->table = NULL;
-}
-
-/* Remembers that s read key; 0, or -1 out of memory (then the client is
- * sent a flush: it may cache what it cannot be told about). */
-static int remember(struct edge_track *t, struct track_sess *s, const char *key, size_t klen)
-{
-    uint64_t hash = router_hash(key, klen);
-    struct tkey *k = key_find(t, key, klen, hash);
-    if (k == NULL) {
-        if ((k = malloc(sizeof(*k) + klen)) == NULL)
-            return -1;
-        k->hash = hash;
-        k->klen = (uint32_t)klen;
-        k->pairs = NULL;
-        memcpy(k->key, key, klen);
-        k->bnext = *bucket(t, hash);
-        *bucket(t, hash) = k;
-        if (++t->nkeys > t->nbuckets)
-            grow(t);
-    }
-    for (struct tpair *p = k->pairs; p != NULL; p = p->knext)
-        if (p->s == s)
-            return 0;
-    struct tpair *p = malloc(sizeof(*p));
-    if (p == NULL)
-        return -1;
-    p->k = k;
-    p->s = s;
-    p->knext = k->pairs;
-    if (k->pairs != NULL)
-        k->pairs->kprev = &p->knext;
-    k->pairs = p;
-    p->kprev = &k->pairs;
-    p->cnext = s->pairs;
-    if (s->pairs != NULL)
-        s->pairs->cprev = &p->cnext;
-    s->pairs = p;
-    p->cprev = &s->pairs;
-    t->nitems++;
-    return 0;
-}
-
 /* ---- events -------------------------------------------------------------------- */
 
 void track_on_flush(evutil_socket_t fd, short what, void *arg)
@@ -149,52 +38,61 @@ void track_on_flush(evutil_socket_t fd, short what, void *arg)
             track_send_flush(t, s);
         }
     t->nflush_after = 0;
-    struct conn *c = e->conns->list;
-    while (c != NULL && t->ndirty > 0) {
-        struct conn *next = c->next;
-        if (sess_of(c)->track_dirty) {
+    /* conn_flush may close a connection: edge_track_conn_gone then clears
+     * its entry (the array itself does not move while it is walked). */
+    for (size_t i = 0; i < t->ndirty; i++) {
+        struct conn *c = t->dirty[i];
+        if (c != NULL) {
             sess_of(c)->track_dirty = 0;
-            t->ndirty--;
             conn_flush(c); /* past its output limits it is closed */
         }
-        c = next;
     }
     t->ndirty = 0;
+    if (t->dirty_all) {
+        t->dirty_all = 0;
+        for (struct conn *c = e->conns->list, *next; c != NULL; c = next) {
+            next = c->next;
+            if (sess_of(c)->track_dirty) {
+                sess_of(c)->track_dirty = 0;
+                conn_flush(c);
+            }
+        }
+    }
     track_publish(t);
 }
 
-/* Every pair of key k is told and the key forgotten (its clients read it
- * again to be told again).  origin: the writing client (NOLOOP). */
+/* Every reader of key k is told and the key forgotten (its clients read it
+ * again to be told again).  origin: the writing client (NOLOOP); hash:
+ * the key's router_hash (NOLOOP's held-back pushes). */
 static void invalidate_key(struct edge_track *t, struct tkey *k, uint64_t origin,
-                           hkv_stamp version)
+                           hkv_stamp version, uint64_t hash)
 {
-    for (struct tpair *p = k->pairs; p != NULL; p = p->knext) {
-        if (p->s->noloop && origin != 0 && origin == p->s->c->id)
+    uint64_t one;
+    uint32_t n;
+    const uint64_t *ids = track_key_ids(k, &one, &n);
+    struct hkv_buf *msg = &t->scratch; /* [key]: the same bytes to every reader */
+    buf_reset(msg);
+    resp_add_array(msg, 1);
+    resp_add_bulk(msg, k->key, k->klen);
+    for (uint32_t i = 0; i < n; i++) {
+        struct track_sess *s = track_sess_find(t, ids[i]);
+        if (s == NULL)
+            continue; /* gone: left for the sweep */
+        if (s->noloop && origin != 0 && origin == s->c->id)
             continue;
-        if (origin == 0 && track_defer(t, p->s, k->hash, version, k->key, k->klen))
+        if (origin == 0 && track_defer(t, s, hash, version, k->key, k->klen))
             continue;
-        track_send_key(t, p->s, k->key, k->klen);
+        track_send_msg(t, s, buf_head(msg), buf_unread(msg));
     }
-    key_free(t, k);
+    track_key_free(t, k);
 }
 
-void track_forget_pairs(struct edge_track *t, struct track_sess *s)
-{
-    while (s->pairs != NULL) {
-        struct tkey *k = s->pairs->k;
-        pair_unlink(t, s->pairs);
-        if (k->pairs == NULL)
-            key_free(t, k);
-    }
-}
-
-/* Every tracking client is sent a flush and its keys forgotten. */
+/* Every tracking client is sent a flush and every key forgotten. */
 static void flush_all(struct edge_track *t)
 {
-    for (struct track_sess *s = t->sessions; s != NULL; s = s->next) {
+    for (struct track_sess *s = t->sessions; s != NULL; s = s->next)
         track_send_flush(t, s);
-        track_forget_pairs(t, s);
-    }
+    track_table_clear(t);
 }
 
 /* BCAST clients whose prefix the change's key starts with. */
@@ -243,29 +141,31 @@ static void on_changed(void *arg, const struct change *c)
     if (t->nkeys == 0)
         return;
     if (c->klen > CHANGES_KEY_MAX) { /* matched on hash and the bytes carried */
-        struct tkey *k = *bucket(t, c->hash);
+        struct tkey *k = t->table[(uint32_t)c->hash & (t->nbuckets - 1)];
         while (k != NULL) {
             struct tkey *next = k->bnext;
-            if (k->hash == c->hash && k->klen == c->klen &&
+            if (k->hash == (uint32_t)c->hash && k->klen == c->klen &&
                 memcmp(k->key, c->key, CHANGES_KEY_MAX) == 0)
-                invalidate_key(t, k, c->origin, c->version);
+                invalidate_key(t, k, c->origin, c->version, c->hash);
             k = next;
         }
         return;
     }
-    struct tkey *k = c->klen > 0 ? key_find(t, c->key, c->klen, c->hash) : NULL;
+    struct tkey *k = c->klen > 0 ? track_key_find(t, c->key, c->klen, c->hash) : NULL;
     if (k != NULL) {
-        invalidate_key(t, k, c->origin, c->version);
+        invalidate_key(t, k, c->origin, c->version, c->hash);
         return;
     }
-    if (c->klen == 0) /* a record without its key (none is written today): by hash */
-        for (k = *bucket(t, c->hash); k != NULL; k = *bucket(t, c->hash)) {
-            while (k != NULL && k->hash != c->hash)
+    if (c->klen == 0) { /* a record without its key (none is written today): by hash */
+        struct tkey **b = &t->table[(uint32_t)c->hash & (t->nbuckets - 1)];
+        for (k = *b; k != NULL; k = *b) {
+            while (k != NULL && k->hash != (uint32_t)c->hash)
                 k = k->bnext;
             if (k == NULL)
                 break;
-            invalidate_key(t, k, c->origin, c->version);
+            invalidate_key(t, k, c->origin, c->version, c->hash);
         }
+    }
 }
 
 static void on_caught_up(void *arg)
@@ -297,7 +197,7 @@ void track_limit(struct edge_track *t)
             b = (b + 1) & (t->nbuckets - 1);
         if (t->table[b] == NULL)
             return;
-        invalidate_key(t, t->table[b], 0, 0);
+        invalidate_key(t, t->table[b], 0, 0, 0);
         t->evicted++;
     }
 }
@@ -308,9 +208,9 @@ void track_limit(struct edge_track *t)
  * BCAST clients whose prefix it has) are told, as if it changed. */
 static void due_key(struct edge_track *t, const char *key, size_t klen)
 {
-    struct tkey *k = key_find(t, key, klen, router_hash(key, klen));
+    struct tkey *k = track_key_find(t, key, klen, router_hash(key, klen));
     if (k != NULL)
-        invalidate_key(t, k, 0, 0);
+        invalidate_key(t, k, 0, 0, 0);
     for (struct track_sess *s = t->bcasts; s != NULL; s = s->bnext)
         for (uint32_t i = 0; i < s->nprefix; i++)
             if (s->prefix[i].len <= klen && memcmp(s->prefix[i].p, key, s->prefix[i].len) == 0) {
@@ -332,7 +232,8 @@ void track_on_due(evutil_socket_t fd, short what, void *arg)
         edge_feed_drain(t->e, FEED_TRACK); /* their own records first */
         track_release(t);
     }
-    if (t->ndue > 0 || t->ndeferring > 0)
+    int sweeping = t->sweep_left > 0 && track_sweep_step(t);
+    if (t->ndue > 0 || t->ndeferring > 0 || sweeping)
         track_due_arm(t);
     track_publish(t);
 }
@@ -377,7 +278,7 @@ void edge_track_before(struct conn *c, const struct cmd_def *d, int argc,
      * key whose push link is down. */
     int silent = n > 0 && edge_health_any_silent(e, now);
     for (int i = first; n > 0 && i <= last; i += d->step) {
-        if (!s->bcast && remember(t, s, argv[i].p, argv[i].len) != 0) {
+        if (!s->bcast && track_remember(t, s, argv[i].p, argv[i].len) != 0) {
             /* out of memory: a flush, after this command's reply (before it,
              * the client would cache the value the edge cannot tell it of) */
             t->nflush_after += !s->flush_after;

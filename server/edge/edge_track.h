@@ -40,9 +40,9 @@
  * known, else as a flush), OPTIN / OPTOUT with CLIENT CACHING, NOLOOP (a
  * client's own writes are not sent back), REDIRECT id (RESP2's
  * __redis__:invalidate channel on another connection of this edge; a
- * RESP3 target gets pushes).  Memory: one table entry per key (its bytes)
- * plus one 48-byte pair per (client, key); bounded by
- * tracking-table-max-keys per edge.
+ * RESP3 target gets pushes).  Memory: one table entry per key (its bytes
+ * and 24, naming its first reader) plus 8 bytes per further (client, key)
+ * (edge_track_table.c); bounded by tracking-table-max-keys per edge.
  */
 #ifndef HKV_EDGE_TRACK_H
 #define HKV_EDGE_TRACK_H

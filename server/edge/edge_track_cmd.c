@@ -48,7 +48,9 @@ static void track_off(struct conn *c)
     struct edge_track *t = c->e->track;
     if (s == NULL)
         return;
-    track_forget_pairs(t, s);
+    track_sess_del(t, s);
+    if (s->remembered)
+        track_sweep_start(t); /* its ids stay in the table until swept */
     prefixes_drop(t, s);
     track_defer_drop(t, s);
     redirect_drop(s);
@@ -69,6 +71,10 @@ static struct track_sess *track_on(struct conn *c)
         return s;
     if ((s = calloc(1, sizeof(*s))) == NULL)
         return NULL;
+    if (track_sess_add(t, s) != 0) {
+        free(s);
+        return NULL;
+    }
     s->c = c;
     s->next = t->sessions;
     if (t->sessions != NULL)
@@ -411,6 +417,7 @@ void edge_track_conn_gone(struct conn *c)
     if (t == NULL)
         return;
     int had = sess_of(c)->track != NULL;
+    track_dirty_gone(t, c);
     track_off(c);
     if (sess_of(c)->track_target == 0) {
         if (had)
@@ -477,6 +484,7 @@ void edge_track_teardown(struct edge *e)
     if (t->due_timer != NULL)
         event_free(t->due_timer);
     buf_deinit(&t->scratch);
+    free(t->dirty);
     edge_feed_want(e, FEED_TRACK, 0);
     free(t);
     e->track = NULL;

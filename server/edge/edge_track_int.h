@@ -20,21 +20,23 @@ struct tseen {
 };
 
 struct track_sess;
-struct tkey;
 
-struct tpair {                    /* client s may cache key k */
-    struct tkey *k;
-    struct track_sess *s;
-    struct tpair *knext, **kprev; /* in k's list */
-    struct tpair *cnext, **cprev; /* in s's list */
-};
-
+/* A tracked key.  Its readers are named by session id (track_sess.sid),
+ * never by pointer: a session that goes leaves its ids behind, skipped
+ * when the key is told and dropped by the sweep (edge_track_table.c), so a
+ * (client, key) pair costs 8 bytes of an id array, or nothing beyond the
+ * key's own entry while the key has one reader. */
 struct tkey {
     struct tkey *bnext;           /* the bucket's chain */
-    uint64_t hash;                /* router_hash */
-    struct tpair *pairs;
+    uint64_t u;                   /* one reader: sid << 1 | 1; several: a struct tids * */
+    uint32_t hash;                /* router_hash's low bits (the bucket, a first compare) */
     uint32_t klen;
     char key[];
+};
+
+struct tids {                     /* a key's readers, in the order they read it */
+    uint32_t n, cap;
+    uint64_t id[];
 };
 
 struct tprefix {
@@ -62,7 +64,8 @@ struct track_sess {
     struct conn *c;
     struct track_sess *next, **prev;   /* the edge's tracking clients */
     struct track_sess *bnext, **bprev; /* ... its BCAST ones */
-    struct tpair *pairs;
+    uint64_t sid;                 /* this session's id in the table (never reused) */
+    uint8_t remembered;           /* it has ids in the table */
     uint8_t on, bcast, optin, optout, noloop, broken;
     uint8_t flushed;              /* sent a flush, read nothing since */
     uint8_t flush_after;          /* a flush is due after this turn's dispatch (no memory) */
@@ -81,11 +84,17 @@ struct edge_track {
     struct edge *e;
     struct tkey **table;
     size_t nbuckets;              /* a power of two */
-    uint64_t nkeys, nitems;
+    uint64_t nkeys, nitems;       /* items: ids in the table, gone sessions' too */
+    struct track_sess **smap;     /* sessions by sid: open addressing, linear probes */
+    size_t smap_cap;              /* a power of two, at least twice nsessions */
+    uint64_t next_sid;
+    size_t sweep_pos, sweep_left; /* buckets still to sweep of gone sessions' ids */
     struct track_sess *sessions, *bcasts;
     uint64_t nsessions, nbcast, nprefixes;
     struct event *flush;          /* flushes the marked connections, once per turn */
-    uint64_t ndirty;
+    struct conn **dirty;          /* ... which are these (NULL: closed since) */
+    size_t ndirty, dirty_cap;
+    uint8_t dirty_all;            /* the array could not grow: every connection is looked at */
     uint64_t nflush_after;        /* sessions with flush_after set */
     struct tdue **heap;           /* edge_track_due.c: by deadline */
     size_t ndue, cap;
@@ -101,6 +110,27 @@ struct edge_track {
     struct tseen seen[TRACK_SEEN];
 };
 
+/* The table (edge_track_table.c). */
+struct tkey *track_key_find(struct edge_track *t, const char *key, size_t klen, uint64_t hash);
+/* s read key: 0, or -1 out of memory. */
+int track_remember(struct edge_track *t, struct track_sess *s, const char *key, size_t klen);
+/* k's readers, in order: *n ids at the returned address (valid until the
+ * table changes; one reader: *one holds it). */
+const uint64_t *track_key_ids(const struct tkey *k, uint64_t *one, uint32_t *n);
+void track_key_free(struct edge_track *t, struct tkey *k);
+/* Every key goes (every session was sent a flush); the buckets stay. */
+void track_table_clear(struct edge_track *t);
+/* Every key, and the buckets (teardown). */
+void track_table_free(struct edge_track *t);
+/* Sessions by sid: 0, or -1 out of memory (add); find is NULL for a gone one. */
+int track_sess_add(struct edge_track *t, struct track_sess *s);
+void track_sess_del(struct edge_track *t, struct track_sess *s);
+struct track_sess *track_sess_find(const struct edge_track *t, uint64_t sid);
+/* A session with ids in the table went: the sweep starts (again). */
+void track_sweep_start(struct edge_track *t);
+/* Drops gone sessions' ids from the next buckets; 1 while more are left. */
+int track_sweep_step(struct edge_track *t);
+
 /* The events (edge_track.c; made by edge_track_setup, edge_track_cmd.c):
  * flush the marked connections (evictions first), the 10 ms timer; the
  * feed's hooks; evictions down to tracking-table-max-keys. */
@@ -108,10 +138,6 @@ void track_on_flush(evutil_socket_t fd, short what, void *arg);
 void track_on_due(evutil_socket_t fd, short what, void *arg);
 extern const struct feed_hooks track_feed_hooks;
 void track_limit(struct edge_track *t);
-/* s's (client, key) pairs go, and the keys no one else tracks. */
-void track_forget_pairs(struct edge_track *t, struct track_sess *s);
-/* Every key of the table, and the table (teardown). */
-void track_table_free(struct edge_track *t);
 /* INFO's figures to the scoreboard (after a change of the counts). */
 void track_publish(struct edge_track *t);
 /* Timed invalidations (edge_track_due.c): key told at `at` (mono ms).  0,
@@ -124,6 +150,10 @@ void track_due_free(struct edge_track *t);
 /* Sending (edge_track.c): one key's invalidation, a flush (not twice in a
  * row), after what the target is owed. */
 void track_send_key(struct edge_track *t, struct track_sess *s, const char *key, size_t klen);
+/* ... whose invalidation message (an encoded [key]) is msg[0..n). */
+void track_send_msg(struct edge_track *t, struct track_sess *s, const char *msg, size_t n);
+/* c is closing: it leaves the connections to flush. */
+void track_dirty_gone(struct edge_track *t, struct conn *c);
 void track_send_flush(struct edge_track *t, struct track_sess *s);
 /* The 10 ms timer runs (timed keys, held-back pushes). */
 void track_due_arm(struct edge_track *t);

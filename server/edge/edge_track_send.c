@@ -31,11 +31,32 @@ void track_publish(struct edge_track *t)
 
 static void mark(struct edge_track *t, struct conn *c)
 {
-    if (!sess_of(c)->track_dirty) {
-        sess_of(c)->track_dirty = 1;
-        t->ndirty++;
-        event_active(t->flush, EV_TIMEOUT, 1);
+    if (sess_of(c)->track_dirty)
+        return;
+    sess_of(c)->track_dirty = 1;
+    if (t->ndirty == t->dirty_cap) {
+        size_t cap = t->dirty_cap ? t->dirty_cap * 2 : 64;
+        struct conn **d = realloc(t->dirty, cap * sizeof(*d));
+        if (d == NULL) {
+            t->dirty_all = 1; /* the flush looks at every connection instead */
+            event_active(t->flush, EV_TIMEOUT, 1);
+            return;
+        }
+        t->dirty = d;
+        t->dirty_cap = cap;
     }
+    t->dirty[t->ndirty++] = c;
+    event_active(t->flush, EV_TIMEOUT, 1);
+}
+
+void track_dirty_gone(struct edge_track *t, struct conn *c)
+{
+    if (!sess_of(c)->track_dirty)
+        return;
+    for (size_t i = 0; i < t->ndirty; i++)
+        if (t->dirty[i] == c)
+            t->dirty[i] = NULL;
+    sess_of(c)->track_dirty = 0;
 }
 
 /* Where s's invalidations go: itself (RESP3), its redirect target (on this
@@ -115,21 +136,26 @@ static void send_remote(struct edge_track *t, struct track_sess *s, const char *
     }
 }
 
-void track_send_key(struct edge_track *t, struct track_sess *s, const char *key, size_t klen)
+void track_send_msg(struct edge_track *t, struct track_sess *s, const char *msg, size_t n)
 {
     int remote;
     struct conn *dst = target_of(t, s, &remote);
     if (dst == NULL && !remote)
         return;
     s->flushed = 0;
+    if (remote)
+        send_remote(t, s, msg, n, 0);
+    else
+        send_raw(t, dst, msg, n, 0);
+}
+
+void track_send_key(struct edge_track *t, struct track_sess *s, const char *key, size_t klen)
+{
     struct hkv_buf *b = &t->scratch;
     buf_reset(b);
     resp_add_array(b, 1);
     resp_add_bulk(b, key, klen);
-    if (remote)
-        send_remote(t, s, buf_head(b), buf_unread(b), 0);
-    else
-        send_raw(t, dst, buf_head(b), buf_unread(b), 0);
+    track_send_msg(t, s, buf_head(b), buf_unread(b));
 }
 
 /* A flush, unless the client was sent one and has read nothing since (a

@@ -98,6 +98,7 @@ static inline void ef_closing(struct conn *c)
 {
     op_conn_gone(c);
     edge_tx_conn_gone(c);
+    edge_track_conn_gone(c);
     monitor_stop(c);
     client_gone(c);
 }
