@@ -129,6 +129,7 @@ struct totals {
     struct joined_log xml, text;
     int suites, run, failed, errors;
     char bad[4096]; /* names of the suites that failed */
+    char why[64];   /* a file every suite's process appends its failures' lines to */
 };
 
 /* One suite's result. */
@@ -155,12 +156,18 @@ static struct outcome run_one(struct totals *t, Suite *s, const char *kind, cons
     o.dt = now_s() - t0;
     o.n = srunner_ntests_run(sr);
     TestResult **res = srunner_failures(sr);
+    FILE *why = srunner_ntests_failed(sr) > 0 ? fopen(t->why, "a") : NULL;
     for (int i = 0; i < srunner_ntests_failed(sr); i++) {
         if (tr_rtype(res[i]) == CK_ERROR)
             o.e++;
         else
             o.f++;
+        if (why != NULL) /* repeated at the end of the run: a log's tail says why */
+            fprintf(why, "  %s: %s:%d: %s: %.600s\n", name, tr_lfile(res[i]), tr_lno(res[i]),
+                    tr_tcname(res[i]), tr_msg(res[i]));
     }
+    if (why != NULL)
+        fclose(why);
     free(res);
     if (o.n > 0)
         printf("suite %s: %.1f s (%s, %d checks%s)\n", name, o.dt, kind, o.n,
@@ -328,6 +335,8 @@ int main(int argc, char **argv)
     double t_all = now_s();
 
     t.mode = getenv("CK_VERBOSITY") != NULL ? CK_ENV : CK_SILENT;
+    snprintf(t.why, sizeof(t.why), "/tmp/hkvtest-failed-%d", (int)getpid());
+    unlink(t.why);
     log_open(&t.xml, "CK_XML_LOG_FILE_NAME", 1);
     log_open(&t.text, "CK_LOG_FILE_NAME", 0);
 #define SUITE(kind, name)                                                      \
@@ -363,6 +372,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "hkvtest: no suites for '%s' (unit|integration|all)\n", which);
         return 2;
     }
+    FILE *why = fopen(t.why, "r");
+    if (why != NULL) {
+        char line[1024];
+        printf("what failed:\n");
+        for (int i = 0; i < 40 && fgets(line, sizeof(line), why) != NULL; i++)
+            fputs(line, stdout);
+        fclose(why);
+    }
+    unlink(t.why);
     printf("%d suites in %.1f s%s%s\n", t.suites, total, t.bad[0] != '\0' ? "; failed:" : "",
            t.bad);
     printf("%d%%: Checks: %d, Failures: %d, Errors: %d\n",
