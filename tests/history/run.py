@@ -437,7 +437,7 @@ def main(argv=None):
         for c in clients + extra:
             c.join(timeout=REQUEST_TIMEOUT_S + 5)
         t_work1 = time.monotonic()
-        if trackers:
+        if trackers or publishers:
             try:
                 track_info = info_fields(hkv.info("stats"))
             except (OSError, Transport):
@@ -552,6 +552,9 @@ def main(argv=None):
         run_pubsub.write(os.path.join(outdir, "pubsub.jsonl"), publishers, subscribers)
         pubsub_bad, line = run_pubsub.check(publishers, subscribers)
         pubsub_bad += [x.error for x in publishers + subscribers if x.error]
+        if track_info is not None:  # the switches between the owner route and the fallback
+            line += "; %s published through the local fallback (INFO, since the edges' start)" % (
+                track_info.get("pubsub_published_local", "?"))
         print(line)
         for b in pubsub_bad[:10]:
             print("  PROMISE BROKEN: " + b)

@@ -14,10 +14,15 @@
  * - with colos 2, a PUBLISH in one colo reaches the other colo's subscribers
  *   through the channel's owner (its push links), and with owner-push no
  *   through the host's buses;
+ * - a publisher's messages keep their order, with no duplicate, while its
+ *   route switches between the channel's owner and the local fallback
+ *   (the owner killed and restarted twice under a steady stream): those in
+ *   flight to a dying owner may be lost, none overtakes another;
  * - redis-py's PubSub works against it (tests/integration/pubsub_redispy.py).
  * Every wait is bounded; the daemon is stopped by pid (h_stop).
  */
 #include <check.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -392,6 +397,76 @@ START_TEST(with_owner_push_off_a_publish_reaches_the_hosts_colos)
 }
 END_TEST
 
+static int64_t published_local(void)
+{
+    char v[32];
+    return h_info_field(d.port, "pubsub_published_local", v, sizeof(v)) == 0
+               ? strtoll(v, NULL, 10) : -1;
+}
+
+START_TEST(a_publishers_order_holds_across_the_switch_to_the_fallback_and_back)
+{
+    start(NULL);
+    int pub, sub;
+    h_assert(h_edge_pair(&d, &pub, &sub) == 0, "no second edge answered");
+    h_assert(h_sendv(sub, "SUBSCRIBE", "sw", NULL) == 0, "SUBSCRIBE");
+    expect_confirm(sub, 0, "subscribe", "sw", 1);
+    int64_t local0 = published_local(), n = 0;
+    int kills = 0;
+    int64_t t0 = h_now_ms(), next_kill = t0 + 400;
+    char m[32];
+    /* a steady stream for 3 s; the channel's owner killed at 0.4 s and, once
+     * the master has it back, again */
+    while (h_now_ms() - t0 < 3000 && n < 200000) {
+        snprintf(m, sizeof(m), "%lld", (long long)++n);
+        h_assert(integer(pub, "PUBLISH", "sw", m, NULL) >= 0, "PUBLISH %s", m);
+        if (kills < 2 && h_now_ms() >= next_kill) {
+            pid_t o = h_child(&d, "hotkvd: owner cold/0", 0);
+            if (o > 0 && kill(o, SIGKILL) == 0) {
+                kills++;
+                next_kill = h_now_ms() + 1200;
+            }
+        }
+        if (n % 50 == 0)
+            h_sleep_ms(1);
+    }
+    h_assert(kills == 2, "the owner was killed %d times", kills);
+    int64_t local = published_local() - local0;
+    h_assert(local > 0, "no PUBLISH took the local fallback while the owner was down");
+    /* the owner route back: a PUBLISH that does not count as local (10 s) */
+    int64_t end = h_now_ms() + 10000, before;
+    do {
+        before = published_local();
+        snprintf(m, sizeof(m), "%lld", (long long)++n);
+        integer(pub, "PUBLISH", "sw", m, NULL);
+        h_sleep_ms(50);
+    } while (published_local() != before && h_now_ms() < end);
+    h_assert(published_local() == before, "PUBLISH never went through the owner again");
+    int64_t last = n, heard = 0, prev = 0;
+    for (int i = 0; i < 300000 && prev < last; i++) {
+        struct h_reply *r = h_read(sub);
+        h_assert(r != NULL, "the stream stopped at %lld of %lld", (long long)prev,
+                 (long long)last);
+        h_assert(r->v->type == RESP_ARRAY && r->v->n == 3 && r->v->elems[2].type == RESP_BULK,
+                 "not a message: %.200s", r->raw);
+        int64_t k = strtoll(r->v->elems[2].str, NULL, 10);
+        h_assert(k > prev, "message %lld after %lld: order broken (or a duplicate)",
+                 (long long)k, (long long)prev);
+        prev = k;
+        heard++;
+        h_free(r);
+    }
+    fprintf(stderr, "pubsub: %lld published (%lld through the local fallback), %lld heard in "
+            "order, %lld lost with the killed owners\n", (long long)last, (long long)local,
+            (long long)heard, (long long)(last - heard));
+    h_assert(heard >= last / 2, "more than half the stream lost (%lld of %lld heard)",
+             (long long)heard, (long long)last);
+    close(pub);
+    close(sub);
+    h_assert(h_stop(&d) == 0, "unclean stop");
+}
+END_TEST
+
 START_TEST(redis_py_pubsub_interop)
 {
     if (access("/usr/bin/python3", X_OK) != 0 ||
@@ -421,6 +496,7 @@ Suite *pubsub_suite(void)
     tcase_add_test(tc, a_message_over_a_quarter_of_the_bus_is_refused);
     tcase_add_test(tc, a_publish_reaches_the_other_colo_through_the_owner);
     tcase_add_test(tc, with_owner_push_off_a_publish_reaches_the_hosts_colos);
+    tcase_add_test(tc, a_publishers_order_holds_across_the_switch_to_the_fallback_and_back);
     tcase_add_test(tc, redis_py_pubsub_interop);
     suite_add_tcase(s, tc);
     return s;
