@@ -152,6 +152,7 @@ report:;
         st->rows_stale += stale;
         st->rows_rejected += rejected;
         st->fsync_commits += full ? 1 : 0;
+        st->last_ok_at_ms = wall_ms();
     } else if (rc != SQLITE_OK) {
         st->errors++;
         st->errors_full += status == HKV_EFULL ? 1 : 0;

@@ -124,6 +124,7 @@ struct persister_stats {
     int sticky_error;         /* hkv_status of a sticky failure, HKV_OK if none */
     int64_t last_commit_ms;   /* duration of the last transaction */
     int64_t last_commit_at_ms;/* CLOCK_REALTIME ms when it ended, 0 = never */
+    int64_t last_ok_at_ms;    /* ... the last one that committed (LASTSAVE), 0 = never */
     int64_t max_commit_ms;    /* longest transaction */
     int64_t max_stall_ms;     /* longest a batch waited queued before its transaction */
     uint64_t queued_batches;  /* submitted, not yet taken by the writer */

@@ -116,6 +116,7 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(owner_completions_dropped, CTR_COUNTER, "Completion records dropped by the bound")       \
     X(owner_expires, CTR_GAUGE, "Resident live keys with an expiry (INFO keyspace expires)")  \
     X(owner_avg_ttl_ms, CTR_GAUGE, "Their average time to live, ms (INFO keyspace avg_ttl)")  \
+    X(persist_last_save_time_seconds, CTR_GAUGE, "Unix time of the last committed transaction (0: none)") \
     X(leaf_moves_started, CTR_COUNTER, "Leaf moves started from this owner")                   \
     X(leaf_moves_committed, CTR_COUNTER, "Leaf moves from this owner that committed")         \
     X(leaf_moves_aborted, CTR_COUNTER, "Leaf moves from this owner that aborted (leaf stayed)") \

@@ -35,6 +35,11 @@ void notify_setup(void)
     unsetenv("WATCHDOG_PID");
 }
 
+int notify_supervised(void)
+{
+    return notify_addrlen != 0;
+}
+
 int notify_send(const char *state)
 {
     if (notify_addrlen == 0)

@@ -16,6 +16,9 @@ void notify_setup(void);
 /* Sends `state` ("READY=1\nSTATUS=..."); 0 sent, -1 not under systemd or failed. */
 int notify_send(const char *state);
 int notify_sendf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 1 when the master was started by systemd with a notify socket (a child
+ * knows it too: it inherits the captured address). */
+int notify_supervised(void);
 /* The watchdog interval systemd asked for, in microseconds, or 0. */
 uint64_t notify_watchdog_usec(void);
 

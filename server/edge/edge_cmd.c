@@ -87,6 +87,21 @@ void edge_cmd_time(struct conn *c, int argc, const struct resp_slice *argv)
     resp_add_bulk(&c->out, us, (size_t)n2);
 }
 
+/* The newest commit of any owner this edge knows (their STATS), as Redis's
+ * time of its last successful save; before any, when the daemon started
+ * (Redis's lastsave starts at its start time too). */
+void edge_cmd_lastsave(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    struct edge *e = c->e;
+    int64_t t = atomic_load_explicit(&e->ctx->board->start_unix_ms, memory_order_relaxed) / 1000;
+    for (int g = 0; e->owners != NULL && g < e->owners->n; g++) {
+        int64_t v = e->owners->ref[g].stats[CTR_OWNER_persist_last_save_time_seconds];
+        if (v > t)
+            t = v;
+    }
+    resp_add_int(&c->out, t);
+}
+
 static void hello_reply(struct conn *c)
 {
     resp_add_map(&c->out, sess_of(c)->proto, 7);

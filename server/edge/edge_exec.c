@@ -115,6 +115,8 @@ static void run_local(struct conn *c, const struct edge_tx *tx, uint32_t i, stru
         edge_cmd_ping(c, (int)q->n, argv);
     else if (q->id == CMD_ECHO)
         edge_cmd_echo(c, (int)q->n, argv);
+    else if (q->id == CMD_LASTSAVE)
+        edge_cmd_lastsave(c, (int)q->n, argv);
     else
         edge_cmd_time(c, (int)q->n, argv);
     *dst = c->out;

@@ -57,6 +57,7 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(RESET,     edge_tx_reset,      CONN)
     ROW(CLIENT,    edge_cmd_client,    CONN)
     ROW(TIME,      edge_cmd_time,      SERVER)
+    ROW(LASTSAVE,  edge_cmd_lastsave,  SERVER)
     ROW(COMMAND,   edge_cmd_command,   SERVER)
     ROW(CONFIG,    edge_cmd_config,    SERVER)
     ROW(INFO,      edge_cmd_info,      SERVER)

@@ -151,7 +151,8 @@ void edge_tx_reset(struct conn *c, int argc, const struct resp_slice *argv)
 /* Commands the edge answers itself inside a transaction (edge_exec.c). */
 static int is_local(enum cmd_id id)
 {
-    return id == CMD_PING || id == CMD_ECHO || id == CMD_TIME || id == CMD_UNWATCH;
+    return id == CMD_PING || id == CMD_ECHO || id == CMD_TIME || id == CMD_LASTSAVE ||
+           id == CMD_UNWATCH;
 }
 
 /* Drops the queue after a bound was passed: the error is the command's

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "server/edge/edge_pubsub.h"
 #include "server/edge/info.h"
 
@@ -28,6 +30,9 @@
 #include "server/edge/info_redis.h"
 #include "server/edge/edge_sess.h"
 #include "server/core/version.h"
+#include "server/core/notify.h"
+#include "server/core/router.h"
+#include "server/core/runinfo.h"
 #include "server/core/clock.h"
 #include "server/core/topo.h"
 
@@ -43,29 +48,56 @@ static uint64_t sum_edges(struct edge *e, size_t off)
     return n;
 }
 
+#ifdef __GNUC__
+#define GCC_VERSION_STR STR_(__GNUC__) "." STR_(__GNUC_MINOR__) "." STR_(__GNUC_PATCHLEVEL__)
+#else
+#define GCC_VERSION_STR "0.0.0"
+#endif
+#define STR_(x) STR__(x)
+#define STR__(x) #x
+
 static void sec_server(struct hkv_buf *b, struct edge *e)
 {
     const struct cfg *cfg = edge_config(e);
     struct board *bd = e->ctx->board;
     struct utsname u;
     uname(&u);
-    int64_t now_ms = clock_unix_ms();
+    int64_t now_us = clock_unix_us();
     int64_t start = atomic_load_explicit(&bd->start_unix_ms, memory_order_relaxed);
-    int64_t up = (now_ms - start) / 1000;
+    int64_t up = (now_us / 1000 - start) / 1000;
+    char exe[512];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    /* Redis's fields where they can be true here (no git, no cron hz, no LRU
+     * clock), in Redis's order, then hotkvd's own */
     buf_printf(b,
                "# Server\r\n"
                "redis_version:7.0.0\r\n"
+               "redis_git_sha1:00000000\r\n"
+               "redis_git_dirty:0\r\n"
+               "redis_build_id:%016llx\r\n"
                "hotkvd_version:%s\r\n"
                "redis_mode:standalone\r\n"
                "os:%s %s %s\r\n"
+               "arch_bits:%d\r\n"
+               "monotonic_clock:POSIX clock_gettime\r\n"
+               "multiplexing_api:%s\r\n"
+               "atomicvar_api:c11-builtin\r\n"
+               "gcc_version:" GCC_VERSION_STR "\r\n"
                "process_id:%d\r\n"
+               "process_supervised:%s\r\n"
+               "run_id:%s\r\n"
                "edge_pid:%d\r\n"
                "colo:%s\r\n"
                "tcp_port:%d\r\n"
                "writer_port:%d\r\n"
                "edge_serves:%s\r\n"
+               "server_time_usec:%lld\r\n"
                "uptime_in_seconds:%lld\r\n"
                "uptime_in_days:%lld\r\n"
+               "executable:%s\r\n"
+               "config_file:%s\r\n"
+               "io_threads_active:0\r\n"
                "config_generation:%llu\r\n"
                "config_reload_failures:%llu\r\n"
                "colos:%d\r\n"
@@ -74,10 +106,14 @@ static void sec_server(struct hkv_buf *b, struct edge *e)
                "hot_owners:%d\r\n"
                "cold_owners:%d\r\n"
                "\r\n",
-               HOTKVD_VERSION, u.sysname, u.release, u.machine,
-               (int)atomic_load_explicit(&bd->master_pid, memory_order_relaxed), (int)getpid(),
+               (unsigned long long)router_hash(HOTKVD_VERSION, strlen(HOTKVD_VERSION)),
+               HOTKVD_VERSION, u.sysname, u.release, u.machine, (int)(sizeof(void *) * 8),
+               event_base_get_method(e->base),
+               (int)atomic_load_explicit(&bd->master_pid, memory_order_relaxed),
+               notify_supervised() ? "systemd" : "no", runinfo_run_id(), (int)getpid(),
                e->ectx->colo_name, cfg->port, cfg->writer_port,
-               e->ectx->writer ? "writer-port" : "port", (long long)up, (long long)up / 86400,
+               e->ectx->writer ? "writer-port" : "port", (long long)now_us, (long long)up,
+               (long long)up / 86400, exe, runinfo_config_file(),
                (unsigned long long)atomic_load_explicit(&bd->config_generation, memory_order_relaxed),
                (unsigned long long)atomic_load_explicit(&bd->config_reload_failures,
                                                         memory_order_relaxed),

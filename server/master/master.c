@@ -49,6 +49,7 @@
 #include "server/core/log.h"
 #include "server/core/notify.h"
 #include "server/core/proctitle.h"
+#include "server/core/runinfo.h"
 #include "server/core/topo.h"
 #include "server/core/version.h"
 #include "server/core/worker.h"
@@ -462,6 +463,7 @@ int master_run(const struct master_opts *o, struct cfg *cfg)
     proctitle_set("hotkvd: master");
     event_set_log_callback(log_libevent);
     notify_setup();
+    runinfo_init(o->config_path);
     signal(SIGPIPE, SIG_IGN);
     m->base = event_base_new();
     if (m->base == NULL || master_build_children(m, on_restart) != 0) {

@@ -73,6 +73,7 @@ void owner_persist_stats(struct owner *o, struct owner_counters *v)
     v->persist_transactions = ps.transactions;
     v->persist_fsync_commits = ps.fsync_commits;
     v->persist_last_commit_ms = (uint64_t)ps.last_commit_ms;
+    v->persist_last_save_time_seconds = (uint64_t)(ps.last_ok_at_ms / 1000);
     v->persist_stall_ms_max = (uint64_t)stall;
     v->persist_backlog_age_ms = (uint64_t)ps.backlog_age_ms;
     v->persist_errors = ps.errors;

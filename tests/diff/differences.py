@@ -35,6 +35,8 @@ import resp
 #   the generator sets is past or a day or more ahead, so no key expires
 #   between the two servers.)
 # - TIME: two arrays of two digit strings, seconds within 5 s: equal.
+# - LASTSAVE: two integers that can be unix times: equal (each server's own
+#   last save: Redis's start, hotkvd's newest owner commit).
 # - SCAN with cursor 0: the runner follows the cursor to the end (at most
 #   10,000 calls, same options) on each server; the reply compared is the
 #   sorted set of every key returned (a key SCAN returns twice counts once,
@@ -219,6 +221,10 @@ def normalise(words, r, h):
         a, b = secs(r), secs(h)
         if a is not None and b is not None and abs(a - b) <= 5:
             return (b"+", b"<time>"), (b"+", b"<time>")
+    elif n == b"LASTSAVE" and len(words) == 1:
+        a, b = _int(r), _int(h)
+        if a is not None and b is not None and a > 1000000000 and b > 1000000000:
+            return (b"+", b"<unix time>"), (b"+", b"<unix time>")
     elif n == b"HELLO":
         def hello(x):
             p = _pairs(x)
@@ -384,7 +390,7 @@ KEY_POS = {b"MSETNX": (1, -1, 2), b"MSET": (1, -1, 2), b"RENAME": (1, 2, 1),
            b"RENAMENX": (1, 2, 1), b"COPY": (1, 2, 1), b"LCS": (1, 2, 1), b"TOUCH": (1, -1, 1),
            b"MGET": (1, -1, 1), b"DEL": (1, -1, 1), b"UNLINK": (1, -1, 1),
            b"EXISTS": (1, -1, 1), b"WATCH": (1, -1, 1)}
-KEYLESS = {b"PING", b"ECHO", b"TIME", b"MULTI", b"EXEC", b"DISCARD", b"UNWATCH"}
+KEYLESS = {b"PING", b"ECHO", b"TIME", b"LASTSAVE", b"MULTI", b"EXEC", b"DISCARD", b"UNWATCH"}
 
 
 def _keys(words):
@@ -537,7 +543,7 @@ NOT_IMPLEMENTED = {
     "COMMAND subcommands": "GETKEYSANDFLAGS (refused: 'not supported')",
     # not in issue 13
     "keyspace, not asked for": "DUMP RESTORE MIGRATE MOVE SWAPDB SORT SORT_RO",
-    "server, not asked for": "ACL BGREWRITEAOF BGSAVE SAVE LASTSAVE SHUTDOWN DEBUG MEMORY LATENCY "
+    "server, not asked for": "ACL BGREWRITEAOF BGSAVE SAVE SHUTDOWN DEBUG MEMORY LATENCY "
                              "SLOWLOG LOLWUT ROLE FAILOVER MODULE",
 }
 

@@ -471,6 +471,9 @@ class Gen:
     def g_time(self):
         return [b"TIME"]
 
+    def g_lastsave(self):
+        return [b"LASTSAVE"] if self.rng.random() < 0.9 else [b"LASTSAVE", b"now"]
+
     def g_command(self):
         r = self.rng.random()
         if r < 0.35:
@@ -583,7 +586,7 @@ class Gen:
 CMD_NAMES = [b"get", b"set", b"mget", b"mset", b"del", b"unlink", b"exists", b"strlen", b"type",
              b"ttl", b"pttl", b"scan", b"setex", b"psetex", b"setnx", b"getset", b"getdel",
              b"getex", b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist", b"incr",
-             b"decr", b"incrby", b"decrby", b"dbsize", b"ping", b"echo", b"select", b"time",
+             b"decr", b"incrby", b"decrby", b"dbsize", b"ping", b"echo", b"select", b"time", b"lastsave",
              b"info", b"client", b"config", b"command", b"hello", b"auth", b"reset", b"quit",
              b"append", b"setrange", b"setbit", b"incrbyfloat", b"msetnx", b"rename",
              b"renamenx", b"copy", b"touch", b"expiretime", b"pexpiretime", b"getrange", b"substr",
@@ -601,7 +604,7 @@ WEIGHTS = [
     ("get", 10), ("mget", 4), ("exists", 4), ("strlen", 3), ("type", 3), ("ttl", 6),
     ("set", 16), ("setex", 4), ("setnx", 3), ("getset", 3), ("getdel", 3), ("getex", 6),
     ("mset", 4), ("del", 5), ("expire", 8), ("persist", 3), ("incr", 8), ("dbsize", 2),
-    ("scan", 2), ("ping", 1), ("echo", 1), ("select", 0.7), ("time", 0.3), ("command", 0.7),
+    ("scan", 2), ("ping", 1), ("echo", 1), ("select", 0.7), ("time", 0.3), ("lastsave", 0.3), ("command", 0.7),
     ("client", 1), ("config", 0.7), ("info", 0.5), ("hello", 0.8), ("auth", 0.4),
     ("reset", 0.3), ("quit", 0.2), ("unknown", 0.5), ("raw", 0.5),
     ("append", 3), ("setrange", 2), ("setbit", 2), ("incrbyfloat", 2), ("msetnx", 2),

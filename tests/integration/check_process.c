@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,51 @@ START_TEST(info_reports_server_and_clients)
     ck_assert_int_eq(h_info_int(d.port, "config_reload_failures"), 0);
     ck_assert_int_eq(h_info_int(d.port, "edge_workers"), 2);
     ck_assert_int_eq(h_info_int(d.port, "owners"), 3);
+    /* Redis's Server fields that clients and their test harnesses read
+     * (redis-py's stops without arch_bits) */
+    ck_assert_int_eq(h_info_int(d.port, "arch_bits"), (int64_t)sizeof(void *) * 8);
+    ck_assert_int_eq(h_info_field(d.port, "multiplexing_api", buf, sizeof(buf)), 0);
+    ck_assert_str_eq(buf, "epoll");
+    ck_assert_int_eq(h_info_field(d.port, "process_supervised", buf, sizeof(buf)), 0);
+    ck_assert_str_eq(buf, "no");
+    char conf[600], exe[600], run_id[64], again[64];
+    ck_assert_int_eq(h_info_field(d.port, "config_file", conf, sizeof(conf)), 0);
+    char real[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(d.conf, real));
+    ck_assert_str_eq(conf, real);
+    ck_assert_int_eq(h_info_field(d.port, "executable", exe, sizeof(exe)), 0);
+    ck_assert_msg(exe[0] == '/' && access(exe, X_OK) == 0, "executable %s", exe);
+    ck_assert_int_eq(h_info_field(d.port, "run_id", run_id, sizeof(run_id)), 0);
+    ck_assert_uint_eq(strlen(run_id), 40);
+    ck_assert_uint_eq(strspn(run_id, "0123456789abcdef"), 40);
+    for (int i = 0; i < 6; i++) { /* every edge answers the same run */
+        ck_assert_int_eq(h_info_field(d.port, "run_id", again, sizeof(again)), 0);
+        ck_assert_str_eq(again, run_id);
+    }
+    int64_t usec = h_info_int(d.port, "server_time_usec");
+    ck_assert_int_gt(usec, (int64_t)time(NULL) * 1000000 - 60000000);
+    ck_assert_int_lt(usec, (int64_t)time(NULL) * 1000000 + 60000000);
+    /* LASTSAVE: the start before any commit, then the newest commit's time */
+    int fd = h_connect(d.port);
+    struct h_reply *ls = h_cmdv(fd, "LASTSAVE", NULL);
+    ck_assert(ls != NULL && ls->v->type == RESP_INT);
+    int64_t first = ls->v->integer;
+    h_free(ls);
+    ck_assert_int_le(first, (int64_t)time(NULL));
+    ck_assert_int_ge(first, (int64_t)time(NULL) - 60);
+    h_sleep_ms(1100);
+    h_free(h_cmdv(fd, "SET", "lastsave-key", "v", NULL));
+    int64_t later = first;
+    for (int i = 0; i < 60 && later <= first; i++) { /* persist-interval: 1 s */
+        h_sleep_ms(100);
+        ls = h_cmdv(fd, "LASTSAVE", NULL);
+        ck_assert(ls != NULL && ls->v->type == RESP_INT);
+        later = ls->v->integer;
+        h_free(ls);
+    }
+    ck_assert_msg(later > first && later <= (int64_t)time(NULL),
+                  "LASTSAVE %lld after a write (start %lld)", (long long)later, (long long)first);
+    close(fd);
     int fd1 = h_connect(d.port), fd2 = h_connect(d.port);
     ck_assert(fd1 >= 0 && fd2 >= 0);
     struct h_reply *r = h_cmdv(fd1, "PING", NULL);
@@ -343,6 +389,9 @@ START_TEST(notify_socket_receives_ready_reloading_stopping)
     char seen[4096] = "";
     ck_assert_msg(recv_until(s, "READY=1", 10000, seen, sizeof(seen)), "no READY: %s", seen);
     ck_assert(h_ping(d.port)); /* READY means serving */
+    char sup[32];
+    ck_assert_int_eq(h_info_field(d.port, "process_supervised", sup, sizeof(sup)), 0);
+    ck_assert_str_eq(sup, "systemd");
     ck_assert_msg(recv_until(s, "WATCHDOG=1", 3000, seen, sizeof(seen)), "no WATCHDOG: %s", seen);
     kill(d.pid, SIGHUP);
     ck_assert_msg(recv_until(s, "RELOADING=1", 5000, seen, sizeof(seen)), "no RELOADING: %s", seen);
