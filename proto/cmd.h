@@ -55,7 +55,7 @@
     X(CONFIG, "config", -2, CMD_F_ADMIN, 0, 0, 0)                        \
     X(INFO, "info", -1, CMD_F_CONN, 0, 0, 0)                             \
     X(TIME, "time", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)                 \
-    X(LASTSAVE, "lastsave", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)         \
+    X(LASTSAVE, "lastsave", 1, CMD_F_FAST | CMD_F_ADMIN, 0, 0, 0)        \
     X(DBSIZE, "dbsize", 1, CMD_F_READ, 0, 0, 0)                          \
     X(HOTKEYS, "hotkeys", -1, CMD_F_CONN, 0, 0, 0)                       \
     /* data commands: answered by owners, asynchronously (edge_read.c,  \

@@ -24,9 +24,12 @@
  * again) or a shorter range, never a key.  Within a call the walk goes on
  * while it has fewer than COUNT keys: a leaf answered to its end leads to
  * the next leaves, asked in parallel in windows that double while leaves
- * come back complete (an empty keyspace of 2048 leaves takes about 16
- * calls); an answer that stopped short continues from where it stopped.
- * A call asks at most SCAN_LEAVES_MAX leaves.
+ * come back complete; an answer that stopped short continues from where it
+ * stopped.  A request asks for the whole run of leaves the map gives one
+ * owner from the position on (the owner answers what it serves of it), so
+ * a pool whose leaves are one owner's is one request, and a page fills as
+ * Redis's does (SCAN 0 over a few keys returns them all, cursor 0).  A
+ * call sends at most SCAN_LEAVES_MAX requests.
  *
  * As in Redis: a key present for the whole scan is returned at least once
  * (here: exactly once, unless it moved pools by a config reload), COUNT is
@@ -53,8 +56,10 @@
 
 #define SCAN_POOL_BIT (1ULL << 63)
 #define SCAN_WINDOW_MAX 32        /* leaves asked at once */
-#define SCAN_LEAVES_MAX 128       /* leaves asked in one call, in all */
+#define SCAN_LEAVES_MAX 4096      /* requests in one call, in all: an empty keyspace of
+                                   * 2 x 1024 leaves over any owners is one call */
 #define SCAN_REROUTES 8           /* MOVED answers followed in one call */
+#define SCAN_RUN_LEAVES 65536     /* leaves of one owner asked in one request */
 
 enum { LEAF_ASKED, LEAF_DONE, LEAF_MOVED };
 
@@ -174,6 +179,26 @@ static void scan_finish(struct op *op)
     op_finish(op);
 }
 
+/* The end of the leaf (bits, prefix) and of the leaves after it that this
+ * edge's map gives to the same owner: one request asks the whole run (the
+ * owner cuts it to what it serves when it answers). */
+static uint64_t run_end(struct edge *e, int pool, const struct owner_ref *o, uint8_t bits,
+                        uint32_t prefix)
+{
+    uint64_t end = place_leaf_end(bits, prefix);
+    for (int n = 0; n < SCAN_RUN_LEAVES && end < PLACE_POS_END; n++) {
+        uint32_t p2;
+        uint8_t b2;
+        if (edge_owner_of_place(e, (enum cfg_pool)pool, place_pos_hash(end), &p2, &b2) != o)
+            break;
+        uint64_t next = place_leaf_end(b2, p2);
+        if (next <= end)
+            break;
+        end = next;
+    }
+    return end;
+}
+
 /* Asks the next window of leaves from st->pos on; the page is written when
  * there is nothing left to ask. */
 static void scan_round(struct op *op)
@@ -202,7 +227,7 @@ static void scan_round(struct op *op)
             continue;
         }
         struct scan_leaf *lf = &st->leaf[st->nleaves++];
-        *lf = (struct scan_leaf){.from = st->pos, .to = place_leaf_end(bits, prefix)};
+        *lf = (struct scan_leaf){.from = st->pos, .to = run_end(e, st->pool, o, bits, prefix)};
         lf->next = lf->from;
         if (lf->to <= lf->from) /* cannot be: a leaf holds its positions */
             lf->to = lf->from + 1;

@@ -3,10 +3,12 @@
  * position order (proto/place.h), a page at a time; SCAN's owner side
  * (server/edge/edge_scan.c walks the hash space with it).
  *
- * The range is cut to the leaf this owner serves that holds its start: an
- * owner answers only for hash space it serves at the moment it answers
- * (MOVED if it serves none there), so a page is always an authoritative
- * answer for [from, next), whatever moved or split since the edge routed.
+ * The range is cut to the leaves this owner serves from its start on (the
+ * one that holds it, and the ones after it while it serves them; only the
+ * first when the page may wait for the disk): an owner answers only for
+ * hash space it serves at the moment it answers (MOVED if it serves none
+ * there), so a page is always an authoritative answer for [from, next),
+ * whatever moved or split since the edge routed.
  *
  * A complete ledger holds every key: the page comes from its position
  * order (ledger_scan_pos) in this loop turn.  An incomplete one (keys were
@@ -34,6 +36,7 @@
 #define SCAN_VISITS_MAX 65536    /* entries a page may visit in the ledger */
 #define SCAN_DISK_ROWS_MAX 4096  /* rows a page reads from disk */
 #define SCAN_TRIES 4             /* disk reads again after an eviction, then an empty page */
+#define SCAN_RUN_LEAVES 65536    /* leaves one page may span (a whole pool, split deep) */
 
 /* A page's keys, copied (slices are built when the page is sent). */
 struct keys {
@@ -269,6 +272,30 @@ static void read_done(struct persister_job *j)
 
 /* ---- the request -------------------------------------------------------------------------- */
 
+/* How far the leaves from `end` on that this owner serves now reach, up to
+ * `to`: a range over several of them is as authoritative as one leaf (the
+ * owner serves all of it at the moment it answers), and an owner with the
+ * whole pool answers an almost empty keyspace in one page instead of one
+ * page per leaf. */
+static uint64_t run_end(struct owner *o, uint64_t end, uint64_t to)
+{
+    for (uint32_t n = 0; n < SCAN_RUN_LEAVES && end < to && end < PLACE_POS_END; n++) {
+        uint64_t place = place_pos_hash(end);
+        int serves = o->own != NULL ? owner_own_has(o, place)
+                                    : router_owner(o->router, o->pool, place) == o->index;
+        if (!serves)
+            break;
+        uint32_t prefix;
+        uint8_t bits;
+        owner_leaf_of(o, place, &prefix, &bits);
+        uint64_t next = place_leaf_end(bits, prefix);
+        if (next <= end)
+            break;
+        end = next;
+    }
+    return end;
+}
+
 void owner_op_scan_range(struct owner *o, struct olink *l, const struct wire_msg *m)
 {
     uint64_t from = m->u.scan_range.from, to = m->u.scan_range.to;
@@ -284,8 +311,11 @@ void owner_op_scan_range(struct owner *o, struct olink *l, const struct wire_msg
     uint32_t prefix;
     uint8_t bits;
     owner_leaf_of(o, place, &prefix, &bits);
-    if (place_leaf_end(bits, prefix) < to)
-        to = place_leaf_end(bits, prefix);
+    uint64_t end = place_leaf_end(bits, prefix);
+    if (ledger_is_complete(o->ledger))
+        end = run_end(o, end, to); /* answered in this loop turn: every leaf is checked now */
+    if (end < to)
+        to = end;
     uint32_t count = m->u.scan_range.count ? m->u.scan_range.count : 10;
     if (count > SCAN_COUNT_MAX)
         count = SCAN_COUNT_MAX;

@@ -1,7 +1,9 @@
 /*
  * check_scan.c - SCAN walks the hash space (server/edge/edge_scan.c): every
  * key present for the whole scan is returned, across both pools and every
- * owner, while other keys are written and deleted between calls; keys that
+ * owner, while other keys are written and deleted between calls; a page
+ * fills as Redis's does (SCAN 0 over a few keys returns them all and
+ * cursor 0, with one owner per pool and with two); keys that
  * live only on disk (evicted by owner-maxmemory) included; and, in a
  * cluster (a real etcd), while leaves move between owners and split
  * between calls.
@@ -77,6 +79,50 @@ static int64_t wait_info(const struct daemon *d, const char *field, int64_t want
 /* h:* in the hot pool, the rest (c:*) in the cold one (the default class) */
 #define CLASSES "class hotk pattern h:* pool hot fresh 1s keep 60s durability ledger\n"
 #define POOLS "hot-owners 2\ncold-owners 2\nedge-workers 2\n" CLASSES
+
+/* Redis fills a page up to COUNT (and tests and people expect SCAN 0 over
+ * a small keyspace to return it whole): here too, within a call's bound,
+ * whether a pool's leaves are one owner's (one request spans them) or
+ * dealt over two (a request per leaf, many at once). */
+static void small_keyspace_in_one_page(const char *conf)
+{
+    struct daemon d;
+    ck_assert_int_eq(h_start(&d, conf), 0);
+    int fd = h_connect(d.port);
+    ck_assert(fd >= 0);
+    must(fd, "SET", "c:only:0", "v", "+OK\r\n");
+    must(fd, "SET", "h:only:1", "v", "+OK\r\n");
+    must(fd, "SET", "c:only:2", "v", "+OK\r\n");
+    struct tally t = {calloc(3, sizeof(int)), 3, 0};
+    char cur[32] = "0";
+    scan_once(fd, cur, sizeof(cur), "10", NULL, count_key, &t);
+    ck_assert_str_eq(cur, "0");
+    ck_assert_int_eq(t.strays, 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(t.seen[i] == 1, "key %d returned %d times", i, t.seen[i]);
+    /* COUNT 1: one key a page at most, every key once, then cursor 0 */
+    memset(t.seen, 0, 3 * sizeof(int));
+    snprintf(cur, sizeof(cur), "0");
+    int calls = 0;
+    do {
+        scan_once(fd, cur, sizeof(cur), "1", NULL, count_key, &t);
+        calls++;
+    } while (strcmp(cur, "0") != 0 && calls < 100);
+    ck_assert_str_eq(cur, "0");
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(t.seen[i] == 1, "COUNT 1: key %d returned %d times", i, t.seen[i]);
+    ck_assert_int_le(calls, 6);
+    free(t.seen);
+    close(fd);
+    ck_assert_int_eq(WEXITSTATUS(h_stop(&d)), 0);
+}
+
+START_TEST(a_small_keyspace_is_one_page)
+{
+    small_keyspace_in_one_page("hot-owners 1\ncold-owners 1\nedge-workers 1\n" CLASSES);
+    small_keyspace_in_one_page(POOLS);
+}
+END_TEST
 
 START_TEST(every_key_present_throughout_is_returned_while_keys_come_and_go)
 {
@@ -396,6 +442,7 @@ Suite *scan_suite(void)
     Suite *s = suite_create("scan");
     TCase *tc = tcase_create("churn");
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, a_small_keyspace_is_one_page);
     tcase_add_test(tc, every_key_present_throughout_is_returned_while_keys_come_and_go);
     suite_add_tcase(s, tc);
     tc = tcase_create("disk");

@@ -400,14 +400,16 @@ static int two_held(void) { return T.fo[0].nheld + T.fo[1].nheld >= 2; }
 
 /* SCAN routes by position, not by key: a MOVED for the leaf it asked
  * about makes it ask the new owner for the same position, in the same
- * call (OP_F_MOVED), and the page is that owner's answer. */
+ * call (OP_F_MOVED), and the page is that owner's answer.  A request asks
+ * for the whole run of leaves the map gives one owner (leaves 0 and 1 are
+ * owner 1's after the MOVED), so the page's cursor is the run's end. */
 START_TEST(scan_moved_asks_the_new_owner_for_the_same_position)
 {
     T.mode = MOVE_FIRST_SCAN;
     send_str("SCAN 0 COUNT 1\r\n");
     char want[128];
     uint64_t cold = 1ULL << 63; /* (the owners are cold ones: the hot pool has none) */
-    uint64_t end = cold | place_leaf_end(10, 0);
+    uint64_t end = cold | place_leaf_end(10, 1);
     char cur[32];
     int cl = snprintf(cur, sizeof(cur), "%llu", (unsigned long long)end);
     snprintf(want, sizeof(want), "*2\r\n$%d\r\n%s\r\n*1\r\n$4\r\np0@1\r\n", cl, cur);
@@ -417,16 +419,18 @@ START_TEST(scan_moved_asks_the_new_owner_for_the_same_position)
     ck_assert_uint_eq(T.scan_from[0][0], 0);
     ck_assert_int_eq(T.nscan[1], 1); /* ...and is asked of owner 1 after the MOVED */
     ck_assert_uint_eq(T.scan_from[1][0], 0);
-    /* the cursor goes on from the leaf's end; the next leaf is owner 1's */
+    /* the cursor goes on from the run's end; leaf 2 is owner 0's, leaf 3 owner 1's */
     char req[96];
     snprintf(req, sizeof(req), "SCAN %s COUNT 1\r\n", cur);
     send_str(req);
-    int kl = snprintf(want, sizeof(want), "p%llu@1", (unsigned long long)place_leaf_end(10, 0));
+    int kl = snprintf(want, sizeof(want), "p%llu@0", (unsigned long long)place_leaf_end(10, 1));
     char rest[320];
-    int cl2 = snprintf(cur, sizeof(cur), "%llu", (unsigned long long)(cold | place_leaf_end(10, 1)));
+    int cl2 = snprintf(cur, sizeof(cur), "%llu", (unsigned long long)(cold | place_leaf_end(10, 2)));
     snprintf(rest, sizeof(rest), "*2\r\n$%d\r\n%s\r\n*1\r\n$%d\r\n%s\r\n", cl2, cur, kl,
              want);
     expect_reply(rest, 3000);
+    ck_assert_int_eq(T.nscan[0], 2);
+    ck_assert_uint_eq(T.scan_from[0][1], place_leaf_end(10, 1));
 }
 END_TEST
 
