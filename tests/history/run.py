@@ -23,6 +23,8 @@ the history too ("cached": true), judged against the tracking bound; and
 keyspace notification subscribers (run_notify.py, --notify N) whose events
 are judged against the operations after the run; and pub/sub publishers and
 subscribers (run_pubsub.py, --pubsub N) whose messages are judged likewise.
+A scanner (run_scan.py, --scan) walks the keyspace with SCAN through every
+fault; each complete walk must return every stable key written before it.
 
 Python 3 standard library only.  Every wait is bounded; every process the run
 starts is stopped by pid at the end, also on an exception or a signal.
@@ -60,6 +62,7 @@ from run_resp import Transport, info_fields
 from run_route import check_siphash, owner_of
 import run_notify
 import run_pubsub
+import run_scan
 import run_track
 # The workload, its clients and the reply table (run_workload.py); run_refserver.py
 # reaches them as run.Workload, run.Client, ...
@@ -202,6 +205,8 @@ def replay_command(args, seed, outdir):
         cmd += ["--notify", str(args.notify)]
     if args.pubsub != run_pubsub.PUBSUB_DEFAULT:
         cmd += ["--pubsub", str(args.pubsub)]
+    if args.scan != 1:
+        cmd += ["--scan", str(args.scan)]
     return " ".join(cmd)
 
 
@@ -261,6 +266,9 @@ def main(argv=None):
                     help="pub/sub subscribers (SUBSCRIBE under RESP2, PSUBSCRIBE under RESP3, "
                     "by turns) hearing %d publishers (run_pubsub.py; 0: neither; default %d)"
                     % (run_pubsub.PUBLISHERS, run_pubsub.PUBSUB_DEFAULT))
+    ap.add_argument("--scan", type=int, default=1, choices=[0, 1],
+                    help="a scanner walking the keyspace with SCAN through every fault, judged "
+                    "on stable keys (run_scan.py; 0: off; default 1)")
     ap.add_argument("--tracking-evict", choices=["yes", "no"], default="yes",
                     help="with tracking clients, a small tracking-table-max-keys (odd seeds: 4 in "
                     "the file; config_set: 2, 5 or 9 for a while), so evictions happen")
@@ -345,6 +353,7 @@ def main(argv=None):
     trackers, track_info = [], None
     notifiers = []
     publishers, subscribers = [], []
+    scanner = None
     leaves = None
     outlimit = OutLimit(hkv, log)
     extra = []          # HTTP readers and credential probers: joined with the clients
@@ -391,6 +400,12 @@ def main(argv=None):
             subscribers = [run_pubsub.Subscriber(i, hkv, stop_clients)
                            for i in range(args.pubsub)]
         extra += publishers + subscribers
+        if args.scan:
+            # its keys first, and on disk before any fault (run_scan.py)
+            run_scan.write_stable(hkv)
+            time.sleep(hkv.persist_interval_ms / 1000.0 + 0.3)
+            scanner = run_scan.Scanner(seed, hkv, stop_clients)
+            extra.append(scanner)
         for c in clients + extra:
             c.start()
         # The nemesis runs here, on the main thread: only it starts the
@@ -558,6 +573,12 @@ def main(argv=None):
         print(line)
         for b in pubsub_bad[:10]:
             print("  PROMISE BROKEN: " + b)
+    scan_bad = []
+    if scanner is not None and not run_error:
+        print(scanner.summary())
+        scan_bad = scanner.broken
+        for b in scan_bad[:10]:
+            print("  PROMISE BROKEN: " + b)
     if nemesis is not None and nemesis.replicas is not None and (
             "kill_primary" in kinds or args.replicas or args.strict_loss):
         print(nemesis.replicas.summary() + " (daemon replicas %d, checker %s)" % (
@@ -611,7 +632,7 @@ def main(argv=None):
     if run_error:
         return 3
     if history.surprises or auth_bad or outlimit.over or broken or trouble or notify_bad \
-            or pubsub_bad:
+            or pubsub_bad or scan_bad:
         return 1
     if code is None:
         return 0 if args.no_check else 3  # asked to check, and could not
