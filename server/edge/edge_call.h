@@ -1,6 +1,6 @@
 /*
  * edge_call.h - commands the key's owner runs from its own command table:
- * APPEND SETRANGE SETBIT INCRBYFLOAT MSETNX RENAME RENAMENX COPY TOUCH
+ * APPEND SETRANGE SETBIT INCRBYFLOAT MSETNX BITOP RENAME RENAMENX COPY TOUCH
  * EXPIRETIME PEXPIRETIME.  The edge sends the client's words as they are
  * (WIRE_CALL, a numbered write on the write link: retried with the same
  * request id until write-deadline, exactly as every other write) and

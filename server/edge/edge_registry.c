@@ -93,6 +93,7 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(SETBIT,    edge_cmd_call,      CALL)
     ROW(INCRBYFLOAT, edge_cmd_call,    CALL)
     ROW(MSETNX,    edge_cmd_call,      CALL)
+    ROW(BITOP,     edge_cmd_call,      CALL)
     ROW(RENAME,    edge_cmd_call,      CALL)
     ROW(RENAMENX,  edge_cmd_call,      CALL)
     ROW(COPY,      edge_cmd_call,      CALL)

@@ -223,6 +223,8 @@ static inline struct resp_slice ocmd_rs(struct wire_slice s)
     X(SUBSTR, getrange) X(INCRBYFLOAT, incrbyfloat) X(SETBIT, setbit)         \
     X(GETBIT, getbit) X(BITCOUNT, bitcount) X(BITPOS, bitpos) X(LCS, lcs)     \
     X(BITFIELD_RO, bitfield_ro)                                               \
+    /* owner_cmd_bitop.c */                                                  \
+    X(BITOP, bitop)                                                           \
     /* owner_cmd_key.c: the keyspace */                                      \
     X(DEL, del) X(UNLINK, del) X(EXISTS, exists) X(TOUCH, exists)             \
     X(TYPE, type) X(EXPIRE, expire) X(PEXPIRE, expire) X(EXPIREAT, expire)    \

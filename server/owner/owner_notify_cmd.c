@@ -105,6 +105,11 @@ void owner_notify_cmd(struct owner *o, const struct cmd_def *d, const struct wir
     case CMD_SETBIT:
         each(o, ch, n, NEV_SETBIT);
         break;
+    case CMD_BITOP: /* "set", or "del" when every source was missing */
+        for (uint32_t i = 0; i < n; i++)
+            owner_notify(o, ch[i].key, ch[i].version,
+                         expire_or_del(o, ch[i].key) == NEV_DEL ? NEV_DEL : NEV_SET);
+        break;
     case CMD_RENAME:
     case CMD_RENAMENX: /* the source's event first, as Redis */
     case CMD_COPY:

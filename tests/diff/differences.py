@@ -386,7 +386,7 @@ def _placement(key):
 # Key positions (first, last, step; last -1 = the last word) of the commands
 # with several keys that the generator sends; any other command with
 # arguments has its key at 1, except the key-less ones.
-KEY_POS = {b"MSETNX": (1, -1, 2), b"MSET": (1, -1, 2), b"RENAME": (1, 2, 1),
+KEY_POS = {b"BITOP": (2, -1, 1), b"MSETNX": (1, -1, 2), b"MSET": (1, -1, 2), b"RENAME": (1, 2, 1),
            b"RENAMENX": (1, 2, 1), b"COPY": (1, 2, 1), b"LCS": (1, 2, 1), b"TOUCH": (1, -1, 1),
            b"MGET": (1, -1, 1), b"DEL": (1, -1, 1), b"UNLINK": (1, -1, 1),
            b"EXISTS": (1, -1, 1), b"WATCH": (1, -1, 1)}
@@ -475,7 +475,7 @@ design("COMMAND COUNT counts the commands hotkvd implements",
 CROSSSLOT = r"-CROSSSLOT Keys in request don't hash to the same slot"
 design("a command over several keys that do not share an owner answers Redis Cluster's "
        "CROSSSLOT (hotkvd is atomic per owner; a hash tag puts keys on one owner)",
-       cmd=r"(MSETNX|RENAME|RENAMENX|COPY|LCS|TOUCH) .*", hotkvd=CROSSSLOT,
+       cmd=r"(MSETNX|RENAME|RENAMENX|COPY|LCS|TOUCH|BITOP) .*", hotkvd=CROSSSLOT,
        check=lambda w, r, h: _spans_owners(_keys(w)),
        example=("RENAME a h:1", "+OK", CROSSSLOT))
 design("a transaction whose commands (or watched keys) do not share an owner: CROSSSLOT, for "
@@ -538,7 +538,7 @@ design("CONFIG GET tls-protocols prints the versions hotkvd accepts by default (
 # them.  When hotkvd gains one, add it to gen.py and remove it from here.
 NOT_IMPLEMENTED = {
     # asked for by issue 13
-    "bitmap": "BITOP BITFIELD BITFIELD_RO",
+    "bitmap": "BITFIELD",
     "CLIENT subcommands": "PAUSE UNPAUSE REPLY (refused: 'not supported')",
     "COMMAND subcommands": "GETKEYSANDFLAGS (refused: 'not supported')",
     # not in issue 13

@@ -356,6 +356,13 @@ class Gen:
             w.append(self.case(self.rng.choice([b"BYTE", b"BIT", b"WORD"])))
         return w
 
+    def g_bitop(self):
+        # BITOP op dest src...: every op, NOT with one source and with two,
+        # missing and shorter sources, dest among the sources, a bad op
+        op = self.rng.choice([b"AND", b"OR", b"XOR", b"NOT", b"not", b"Or", b"NAND", b""])
+        n = 1 if op.upper() == b"NOT" and self.rng.random() < 0.8 else self.rng.randint(1, 3)
+        return [b"BITOP", op] + self.related(n + 1)
+
     def g_lcs(self):
         w = [b"LCS"] + self.related(2)
         for _ in range(self.rng.choice([0, 0, 1, 1, 2, 3])):
@@ -590,7 +597,7 @@ CMD_NAMES = [b"get", b"set", b"mget", b"mset", b"del", b"unlink", b"exists", b"s
              b"info", b"client", b"config", b"command", b"hello", b"auth", b"reset", b"quit",
              b"append", b"setrange", b"setbit", b"incrbyfloat", b"msetnx", b"rename",
              b"renamenx", b"copy", b"touch", b"expiretime", b"pexpiretime", b"getrange", b"substr",
-             b"getbit", b"bitcount", b"bitpos", b"bitfield_ro", b"lcs", b"multi", b"exec", b"discard", b"watch",
+             b"getbit", b"bitcount", b"bitpos", b"bitfield_ro", b"bitop", b"lcs", b"multi", b"exec", b"discard", b"watch",
              b"unwatch", b"flushall", b"flushdb", b"keys", b"randomkey", b"object", b"GET", b"Set"]
 
 # CONFIG GET names both servers define (and a few neither does).
@@ -609,7 +616,7 @@ WEIGHTS = [
     ("reset", 0.3), ("quit", 0.2), ("unknown", 0.5), ("raw", 0.5),
     ("append", 3), ("setrange", 2), ("setbit", 2), ("incrbyfloat", 2), ("msetnx", 2),
     ("rename", 2), ("copy", 1.5), ("touch", 1), ("expiretime", 1.5), ("getrange", 3),
-    ("getbit", 2), ("bitcount", 2), ("bitpos", 2), ("bitfield_ro", 2), ("lcs", 1.5), ("txcmd", 0.5), ("tx", 4),
+    ("getbit", 2), ("bitcount", 2), ("bitpos", 2), ("bitfield_ro", 2), ("bitop", 2), ("lcs", 1.5), ("txcmd", 0.5), ("tx", 4),
     ("flushall", 0.3), ("keys", 1.5), ("randomkey", 1), ("object", 3),
     ("publish", 1), ("pubsub", 1),
 ]

@@ -51,6 +51,33 @@ START_TEST(strops_commands_answer_redis_bytes_and_list_new_versions)
     ck_assert_uint_eq(expect("BITCOUNT b", ":1\r\n"), 0);
     ck_assert_uint_eq(expect("SETBIT b 7 2",
                              "-ERR bit is not an integer or out of range\r\n"), 0);
+
+    /* BITOP: the longest source's length, missing and shorter sources zero,
+     * the destination replaced (its deadline gone), deleted when every
+     * source is missing */
+    ck_assert_uint_eq(expect("SET x1 ab", "+OK\r\n"), 1);
+    ck_assert_uint_eq(expect("SET x2 c", "+OK\r\n"), 1);
+    ck_assert_uint_eq(expect("SET dst old EX 100", "+OK\r\n"), 1);
+    call(&A, "BITOP OR dst x1 x2 nosuch", &m);
+    assert_resp(&m, ":2\r\n");
+    assert_changed_to_current(&m, "dst", 1);
+    ck_assert_uint_eq(expect("GET dst", "$2\r\ncb\r\n"), 0); /* 'a'|'c' = 'c', 'b'|0 */
+    ck_assert_uint_eq(expect("TTL dst", ":-1\r\n"), 0);
+    ck_assert_uint_eq(expect("BITOP AND dst x1 x2", ":2\r\n"), 1);
+    ck_assert_uint_eq(expect("STRLEN dst", ":2\r\n"), 0);
+    ck_assert_uint_eq(expect("BITCOUNT dst", ":3\r\n"), 0); /* 'a' & 'c' = 'a', 'b' & 0 */
+    ck_assert_uint_eq(expect("BITOP XOR dst x1 x1", ":2\r\n"), 1);
+    ck_assert_uint_eq(expect("BITCOUNT dst", ":0\r\n"), 0);
+    ck_assert_uint_eq(expect("STRLEN dst", ":2\r\n"), 0);
+    ck_assert_uint_eq(expect("BITOP NOT dst x2", ":1\r\n"), 1);
+    ck_assert_uint_eq(expect("GET dst", "$1\r\n\x9c\r\n"), 0); /* ~'c' */
+    ck_assert_uint_eq(expect("OBJECT ENCODING dst", "$3\r\nraw\r\n"), 0);
+    ck_assert_uint_eq(expect("BITOP NOT dst x1 x2",
+                             "-ERR BITOP NOT must be called with a single source key.\r\n"), 0);
+    ck_assert_uint_eq(expect("BITOP NAND dst x1", "-ERR syntax error\r\n"), 0);
+    ck_assert_uint_eq(expect("BITOP OR dst nosuch1 nosuch2", ":0\r\n"), 1); /* deleted */
+    ck_assert_uint_eq(expect("EXISTS dst", ":0\r\n"), 0);
+    ck_assert_uint_eq(expect("BITOP OR dst nosuch1", ":0\r\n"), 0); /* nothing to delete */
 }
 END_TEST
 
