@@ -53,6 +53,7 @@
     X(COMMAND, "command", -1, CMD_F_CONN, 0, 0, 0)                       \
     X(CLIENT, "client", -2, CMD_F_CONN, 0, 0, 0)                         \
     X(CONFIG, "config", -2, CMD_F_ADMIN, 0, 0, 0)                        \
+    X(ACL, "acl", -2, CMD_F_ADMIN, 0, 0, 0)                              \
     X(INFO, "info", -1, CMD_F_CONN, 0, 0, 0)                             \
     X(TIME, "time", 1, CMD_F_FAST | CMD_F_CONN, 0, 0, 0)                 \
     X(LASTSAVE, "lastsave", 1, CMD_F_FAST | CMD_F_ADMIN, 0, 0, 0)        \

@@ -27,7 +27,7 @@ import resp  # noqa: E402
 import servers  # noqa: E402
 
 NAMES = set(b"""
-ping echo hello select auth quit reset command client config info time lastsave dbsize wait monitor
+ping echo hello select auth quit reset command client config acl info time lastsave dbsize wait monitor
 get mget exists strlen type ttl pttl scan set setex psetex setnx getset getdel getex mset del
 unlink expire pexpire expireat pexpireat persist incr decr incrby decrby
 append getrange setrange substr incrbyfloat msetnx setbit getbit bitcount bitpos bitfield_ro bitop lcs keys

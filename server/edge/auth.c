@@ -179,6 +179,36 @@ int auth_check_password(const struct auth *a, const char *user, size_t ulen, con
     return u->nopass || match ? id : -1;
 }
 
+size_t auth_user_count(const struct auth *a)
+{
+    return a->nusers;
+}
+
+void auth_user_view(const struct auth *a, int id, struct auth_user_view *out)
+{
+    const struct auth_user *u = &a->users[id];
+    unsigned cats = 0;
+    if (u->allcmds)
+        cats = CFG_ACL_ALL;
+    else
+        cats = ((u->cmdmask & CMD_F_READ) ? CFG_ACL_READ : 0) |
+               ((u->cmdmask & CMD_F_WRITE) ? CFG_ACL_WRITE : 0) |
+               ((u->cmdmask & CMD_F_ADMIN) ? CFG_ACL_ADMIN : 0);
+    *out = (struct auth_user_view){.name = u->name, .on = u->on, .nopass = u->nopass,
+                                   .digests = (const unsigned char(*)[CFG_DIGEST_LEN])u->digests,
+                                   .ndigests = u->ndigests, .keys = u->keys,
+                                   .keylens = u->keylens, .nkeys = u->nkeys, .cats = cats};
+}
+
+static int key_ok(const struct auth_user *u, const struct resp_slice *k);
+
+int auth_key_allowed(const struct auth *a, int id, const char *key, size_t len)
+{
+    const struct auth_user *u = &a->users[id];
+    struct resp_slice k = {key, len};
+    return u->allkeys || key_ok(u, &k);
+}
+
 static int key_ok(const struct auth_user *u, const struct resp_slice *k)
 {
     for (size_t i = 0; i < u->nkeys; i++)

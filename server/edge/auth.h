@@ -64,6 +64,23 @@ const char *auth_user_name(const struct auth *a, int id);
 /* 1 if user id may run every command on every key: no per-command check. */
 int auth_user_unrestricted(const struct auth *a, int id);
 
+/* What ACL GETUSER and ACL LIST show of a user (pointers valid while a lives). */
+struct auth_user_view {
+    const char *name;
+    int on, nopass;
+    const unsigned char (*digests)[CFG_DIGEST_LEN];
+    size_t ndigests;
+    char *const *keys;
+    const size_t *keylens;
+    size_t nkeys;
+    unsigned cats;                /* CFG_ACL_* */
+};
+size_t auth_user_count(const struct auth *a);
+/* id in [0, auth_user_count). */
+void auth_user_view(const struct auth *a, int id, struct auth_user_view *out);
+/* 1 if user id may touch key (ACL DRYRUN names the first key it may not). */
+int auth_key_allowed(const struct auth *a, int id, const char *key, size_t len);
+
 /* May user id run d with these arguments?  AUTH_OK, AUTH_NOPERM_CMD or
  * AUTH_NOPERM_KEY.  argv[0] is the command name; keys are found by d's
  * first/last/step. */

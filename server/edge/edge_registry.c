@@ -20,6 +20,7 @@
 #include "config/cfg.h"
 #include "server/core/clock.h"
 
+#include "server/edge/edge_acl.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_call.h"
@@ -60,6 +61,7 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(LASTSAVE,  edge_cmd_lastsave,  SERVER)
     ROW(COMMAND,   edge_cmd_command,   SERVER)
     ROW(CONFIG,    edge_cmd_config,    SERVER)
+    ROW(ACL,       edge_cmd_acl,       SERVER)
     ROW(INFO,      edge_cmd_info,      SERVER)
     ROW(HOTKEYS,   edge_cmd_hotkeys,   SERVER)
     ROW(GET,       edge_cmd_get,       READ)

@@ -7,6 +7,19 @@
 #include <strings.h>
 
 const struct edge_subcmd edge_subcmds[] = {
+    {CMD_ACL, "cat", "acl|cat", -2, 1, 0},
+    {CMD_ACL, "deluser", "acl|deluser", -3, 0, 1},
+    {CMD_ACL, "dryrun", "acl|dryrun", -4, 1, 1},
+    {CMD_ACL, "genpass", "acl|genpass", -2, 1, 0},
+    {CMD_ACL, "getuser", "acl|getuser", 3, 1, 1},
+    {CMD_ACL, "help", "acl|help", 2, 1, 0},
+    {CMD_ACL, "list", "acl|list", 2, 1, 1},
+    {CMD_ACL, "load", "acl|load", 2, 0, 1},
+    {CMD_ACL, "log", "acl|log", -2, 0, 1},
+    {CMD_ACL, "save", "acl|save", 2, 0, 1},
+    {CMD_ACL, "setuser", "acl|setuser", -3, 0, 1},
+    {CMD_ACL, "users", "acl|users", 2, 1, 1},
+    {CMD_ACL, "whoami", "acl|whoami", 2, 1, 0},
     {CMD_CLIENT, "caching", "client|caching", 3, 1, 0},
     {CMD_CLIENT, "getname", "client|getname", 2, 1, 0},
     {CMD_CLIENT, "getredir", "client|getredir", 2, 1, 0},
@@ -50,7 +63,8 @@ _Static_assert(sizeof(edge_subcmds) / sizeof(edge_subcmds[0]) <= EDGE_STAT_IDS -
 
 int subcmd_is_container(enum cmd_id id)
 {
-    return id == CMD_CLIENT || id == CMD_CONFIG || id == CMD_COMMAND || id == CMD_PUBSUB;
+    return id == CMD_CLIENT || id == CMD_CONFIG || id == CMD_COMMAND || id == CMD_PUBSUB ||
+           id == CMD_ACL;
 }
 
 const struct edge_subcmd *subcmd_lookup(enum cmd_id parent, const struct resp_slice *word)

@@ -543,7 +543,7 @@ NOT_IMPLEMENTED = {
     "COMMAND subcommands": "GETKEYSANDFLAGS (refused: 'not supported')",
     # not in issue 13
     "keyspace, not asked for": "DUMP RESTORE MIGRATE MOVE SWAPDB SORT SORT_RO",
-    "server, not asked for": "ACL BGREWRITEAOF BGSAVE SAVE SHUTDOWN DEBUG MEMORY LATENCY "
+    "server, not asked for": "BGREWRITEAOF BGSAVE SAVE SHUTDOWN DEBUG MEMORY LATENCY "
                              "SLOWLOG LOLWUT ROLE FAILOVER MODULE",
 }
 

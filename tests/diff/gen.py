@@ -478,6 +478,18 @@ class Gen:
     def g_time(self):
         return [b"TIME"]
 
+    def g_acl(self):
+        # the read side over the default user (both servers have only it)
+        return self.rng.choice([
+            [b"ACL", b"WHOAMI"], [b"ACL", b"USERS"], [b"ACL", b"LIST"],
+            [b"ACL", b"GETUSER", b"default"], [b"ACL", b"GETUSER", b"nobody"],
+            [b"ACL", b"DRYRUN", b"default", b"GET", self.key()],
+            [b"ACL", b"DRYRUN", b"default", b"SET", self.key(), b"v"],
+            [b"ACL", b"DRYRUN", b"nobody", b"GET", b"k"],
+            [b"ACL", b"DRYRUN", b"default", b"NOSUCH"],
+            [b"ACL", b"DRYRUN", b"default", b"GET"], [b"ACL", b"WHOAMI", b"x"],
+            [b"ACL", b"GETUSER"], [b"acl", b"whoami"]])
+
     def g_lastsave(self):
         return [b"LASTSAVE"] if self.rng.random() < 0.9 else [b"LASTSAVE", b"now"]
 
@@ -593,7 +605,7 @@ class Gen:
 CMD_NAMES = [b"get", b"set", b"mget", b"mset", b"del", b"unlink", b"exists", b"strlen", b"type",
              b"ttl", b"pttl", b"scan", b"setex", b"psetex", b"setnx", b"getset", b"getdel",
              b"getex", b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist", b"incr",
-             b"decr", b"incrby", b"decrby", b"dbsize", b"ping", b"echo", b"select", b"time", b"lastsave",
+             b"decr", b"incrby", b"decrby", b"dbsize", b"ping", b"echo", b"select", b"time", b"lastsave", b"acl",
              b"info", b"client", b"config", b"command", b"hello", b"auth", b"reset", b"quit",
              b"append", b"setrange", b"setbit", b"incrbyfloat", b"msetnx", b"rename",
              b"renamenx", b"copy", b"touch", b"expiretime", b"pexpiretime", b"getrange", b"substr",
@@ -611,7 +623,7 @@ WEIGHTS = [
     ("get", 10), ("mget", 4), ("exists", 4), ("strlen", 3), ("type", 3), ("ttl", 6),
     ("set", 16), ("setex", 4), ("setnx", 3), ("getset", 3), ("getdel", 3), ("getex", 6),
     ("mset", 4), ("del", 5), ("expire", 8), ("persist", 3), ("incr", 8), ("dbsize", 2),
-    ("scan", 2), ("ping", 1), ("echo", 1), ("select", 0.7), ("time", 0.3), ("lastsave", 0.3), ("command", 0.7),
+    ("scan", 2), ("ping", 1), ("echo", 1), ("select", 0.7), ("time", 0.3), ("lastsave", 0.3), ("acl", 0.5), ("command", 0.7),
     ("client", 1), ("config", 0.7), ("info", 0.5), ("hello", 0.8), ("auth", 0.4),
     ("reset", 0.3), ("quit", 0.2), ("unknown", 0.5), ("raw", 0.5),
     ("append", 3), ("setrange", 2), ("setbit", 2), ("incrbyfloat", 2), ("msetnx", 2),

@@ -2,6 +2,8 @@
  * check_access.c - authentication against the real daemon: requirepass and
  * AUTH/HELLO AUTH with Redis's replies, users limited by category and key
  * glob, CONFIG GET/SET refusing credentials, a reload changing the password,
+ * ACL's read side over the configured users (and what a reload changes in
+ * it),
  * redis-cli -a and redis-py with a username, the pre-auth limits an
  * unauthenticated client hits (11 arguments, a 20 KB bulk, 1.1 MB without a
  * newline: each closes it while an authenticated client keeps being served),
@@ -256,6 +258,65 @@ START_TEST(reload_changes_the_password)
 }
 END_TEST
 
+/* ACL WHOAMI, USERS, LIST, GETUSER, DRYRUN over the file's users (Redis's
+ * replies), +@admin only; the writing subcommands refused; a reload's new
+ * rules are what ACL LIST shows. */
+START_TEST(acl_shows_the_configured_users_and_what_a_reload_changes)
+{
+    ck_assert_int_eq(h_start(&d, FIXTURE), 0);
+    int a = authed(d.port, "default", PASS), r = authed(d.port, "reader", "rpw");
+    EXPECT(a, "$7\r\ndefault\r\n", "ACL", "WHOAMI");
+    EXPECT(r, "-NOPERM User reader has no permissions to run the 'acl' command\r\n", "ACL",
+           "WHOAMI");
+    EXPECT(a, "*4\r\n$7\r\ndefault\r\n$4\r\ngone\r\n$6\r\nreader\r\n$6\r\nwriter\r\n",
+           "ACL", "USERS");
+    /* the SHA-256 of "rpw", as Redis shows a password */
+    static const char rpw[] = "6dde532e82159e351f3b9b685073aa8531b0f11d64a13d6c7947e66e0fb0ef5c";
+    char *list = raw_of(h_cmdv(a, "ACL", "LIST", NULL));
+    ck_assert_msg(strstr(list, "user reader on #") != NULL &&
+                      strstr(list, " ~app:* &* -@all +@read\r\n") != NULL &&
+                      strstr(list, "user gone off #") != NULL &&
+                      strstr(list, "user writer on #") != NULL &&
+                      strstr(list, " ~* &* -@all +@read +@write\r\n") != NULL,
+                  "ACL LIST: %s", list);
+    free(list);
+    char *u = raw_of(h_cmdv(a, "ACL", "GETUSER", "reader", NULL));
+    ck_assert_msg(strstr(u, "$5\r\nflags\r\n*1\r\n$2\r\non\r\n") != NULL &&
+                      strstr(u, "$8\r\ncommands\r\n$12\r\n-@all +@read\r\n") != NULL &&
+                      strstr(u, "$4\r\nkeys\r\n$6\r\n~app:*\r\n") != NULL,
+                  "ACL GETUSER reader: %s", u);
+    char *p64 = strstr(u, "$9\r\npasswords\r\n*1\r\n$64\r\n");
+    ck_assert_msg(p64 != NULL && strncmp(p64 + 24, rpw, 64) == 0, "one password: %s", u);
+    free(u);
+    EXPECT(a, "$-1\r\n", "ACL", "GETUSER", "nobody");
+    EXPECT(a, "+OK\r\n", "ACL", "DRYRUN", "reader", "GET", "app:1");
+    EXPECT(a, "$53\r\nThis user has no permissions to run the 'set' command\r\n", "ACL",
+           "DRYRUN", "reader", "SET", "app:1", "v");
+    EXPECT(a, "$50\r\nThis user has no permissions to access the 'x' key\r\n", "ACL", "DRYRUN",
+           "reader", "GET", "x");
+    EXPECT(a, "-ERR User 'bob' not found\r\n", "ACL", "DRYRUN", "bob", "GET", "x");
+    EXPECT_PREFIX(a, "-ERR ACL SETUSER is not supported by hotkvd", "ACL", "SETUSER", "x", "on");
+    EXPECT_PREFIX(a, "-ERR ACL LOG is not supported by hotkvd", "ACL", "LOG");
+    /* a reload: reader may write now, writer is gone */
+    h_write_conf(&d, "edge-workers 1\nhot-owners 1\ncold-owners 1\nrequirepass " PASS "\n"
+                     "user reader on >rpw ~app:* +@read +@write\n");
+    ck_assert_int_eq(kill(d.pid, SIGHUP), 0);
+    int ok = 0;
+    for (int i = 0; i < 100 && !ok; i++) {
+        char *l = raw_of(h_cmdv(a, "ACL", "LIST", NULL));
+        ok = strstr(l, "~app:* &* -@all +@read +@write") != NULL && strstr(l, "writer") == NULL;
+        free(l);
+        if (!ok)
+            h_sleep_ms(50);
+    }
+    ck_assert_msg(ok, "ACL LIST did not show the reload within 5 s");
+    EXPECT(a, "+OK\r\n", "ACL", "DRYRUN", "reader", "SET", "app:1", "v");
+    close(a);
+    close(r);
+    ck_assert_int_eq(WEXITSTATUS(stop(&d, "default", PASS)), 0);
+}
+END_TEST
+
 /* ---- pre-auth limits ---- */
 
 START_TEST(unauthenticated_clients_may_only_send_small_commands)
@@ -419,6 +480,7 @@ Suite *access_suite(void)
     tcase_add_test(tc, users_are_limited_by_category_and_key_pattern);
     tcase_add_test(tc, config_get_and_set_never_touch_credentials);
     tcase_add_test(tc, reload_changes_the_password);
+    tcase_add_test(tc, acl_shows_the_configured_users_and_what_a_reload_changes);
     tcase_add_test(tc, unauthenticated_clients_may_only_send_small_commands);
     tcase_add_test(tc, redis_cli_and_redis_py_authenticate);
     tcase_add_test(tc, protected_mode_serves_loopback_and_denies_others);
