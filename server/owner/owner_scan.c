@@ -71,7 +71,8 @@ static void keys_add(const char *key, size_t klen, void *arg)
         k->arena = a;
         k->cap = c;
     }
-    memcpy(k->arena + k->used, key, klen);
+    if (klen > 0) /* the empty key, first in a page, has no arena yet (memcpy of NULL) */
+        memcpy(k->arena + k->used, key, klen);
     k->off[k->n] = k->used;
     k->len[k->n++] = klen;
     k->used += klen;

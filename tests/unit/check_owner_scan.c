@@ -274,6 +274,49 @@ START_TEST(keys_only_on_disk_are_read_by_position_and_merged)
 }
 END_TEST
 
+/* An owner that serves a run of leaves answers a range over all of them in
+ * one page (the edge asks it so: a pool of one owner is one request), the
+ * empty key included, wherever it falls in the page. */
+START_TEST(a_range_over_leaves_the_owner_all_serves_is_one_page)
+{
+    start_owner("hot-owners 1\n");
+    hello();
+    const char *keys[] = {"", "a", "b", "{t}x", "zz", "key:1"};
+    enum { NK = sizeof(keys) / sizeof(keys[0]) };
+    struct hkv_buf b = HKV_BUF_INIT;
+    struct wire_msg m;
+    for (int i = 0; i < NK; i++) {
+        struct wire_rid rid = {++F.seq, F.seq, 0};
+        ck_assert_int_eq(wire_put_set(&b, ++F.id, wire_cstr(keys[i]), wire_cstr("v"), rid,
+                                      (struct wire_expiry){0, 0}, 0),
+                         HKV_OK);
+        call(&b, &m);
+        ck_assert_uint_eq(m.type, WIRE_OK);
+    }
+    ck_assert_int_eq(wire_put_scan_range(&b, ++F.id, 0, PLACE_POS_END, 100, NULL), HKV_OK);
+    call(&b, &m);
+    ck_assert_uint_eq(m.type, WIRE_SCAN_REPLY);
+    ck_assert_uint_eq(m.u.scan_reply.cursor, PLACE_POS_END);
+    ck_assert_uint_eq(m.u.scan_reply.nkeys, NK);
+    int seen[NK] = {0};
+    for (uint32_t i = 0; i < m.u.scan_reply.nkeys; i++)
+        for (int j = 0; j < NK; j++)
+            if (m.u.scan_reply.keys[i].len == strlen(keys[j]) &&
+                memcmp(m.u.scan_reply.keys[i].p, keys[j], strlen(keys[j])) == 0)
+                seen[j]++;
+    for (int j = 0; j < NK; j++)
+        ck_assert_msg(seen[j] == 1, "key '%s' seen %d times", keys[j], seen[j]);
+    /* a page whose first key is the empty one (no arena for its bytes yet) */
+    uint64_t at = place_pos("", 0);
+    ck_assert_int_eq(wire_put_scan_range(&b, ++F.id, at, at + 1, 10, NULL), HKV_OK);
+    call(&b, &m);
+    ck_assert_uint_eq(m.type, WIRE_SCAN_REPLY);
+    ck_assert_uint_eq(m.u.scan_reply.nkeys, 1);
+    ck_assert_uint_eq(m.u.scan_reply.keys[0].len, 0);
+    buf_deinit(&b);
+}
+END_TEST
+
 START_TEST(empty_and_reversed_ranges_answer_at_once)
 {
     start_owner("");
@@ -302,6 +345,7 @@ Suite *owner_scan_suite(void)
         {"complete", pages_of_a_complete_ledger_hold_each_live_key_once_and_stop_at_the_leaf},
         {"disk", keys_only_on_disk_are_read_by_position_and_merged},
         {"empty", empty_and_reversed_ranges_answer_at_once},
+        {"run", a_range_over_leaves_the_owner_all_serves_is_one_page},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
