@@ -232,7 +232,11 @@ static void acl_cat(struct conn *c, int argc, const struct resp_slice *argv)
 static void acl_genpass(struct conn *c, int argc, const struct resp_slice *argv)
 {
     long long bits = 256;
-    if (argc == 3 && (edge_arg_ll(&argv[2], &bits) != 0 || bits <= 0 || bits > 4096)) {
+    if (argc == 3 && edge_arg_ll(&argv[2], &bits) != 0) {
+        resp_add_error(&c->out, "ERR value is not an integer or out of range");
+        return;
+    }
+    if (bits <= 0 || bits > 4096) {
         resp_add_error(&c->out, "ERR ACL GENPASS argument must be the number of bits for the "
                                 "output password, a positive number up to 4096");
         return;
@@ -294,6 +298,9 @@ void edge_cmd_acl(struct conn *c, int argc, const struct resp_slice *argv)
         acl_getuser(c, &argv[2]);
     } else if (edge_arg_is(sub, "dryrun")) {
         acl_dryrun(c, argc, argv);
+    } else if ((edge_arg_is(sub, "cat") || edge_arg_is(sub, "genpass")) && argc > 3) {
+        resp_add_errorf(&c->out, "ERR unknown subcommand or wrong number of arguments for "
+                        "'%.*s'. Try ACL HELP.", (int)sub->len, sub->p);
     } else if (edge_arg_is(sub, "cat")) {
         acl_cat(c, argc, argv);
     } else if (edge_arg_is(sub, "genpass")) {

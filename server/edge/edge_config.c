@@ -238,7 +238,16 @@ static void config_set(struct conn *c, int argc, const struct resp_slice *argv)
         const struct resp_slice *v = &argv[i + 1];
         char value[4096], rbuf[160];
         const char *why = NULL;
-        if (v->len >= sizeof(value) || memchr(v->p, '\0', v->len) != NULL) {
+        if (v->len < sizeof(value) && memchr(v->p, '\0', v->len) != NULL) {
+            /* not text: Redis's own reason for a bad value of this option
+             * where it has one (a NUL is no digit, no yes/no, no choice) */
+            for (size_t k = 0; k < v->len; k++)
+                value[k] = v->p[k] != '\0' ? v->p[k] : '\x01';
+            value[v->len] = '\0';
+            why = redis_reason(name, value, rbuf, sizeof(rbuf));
+            if (why == NULL)
+                why = "argument too long or not text";
+        } else if (v->len >= sizeof(value)) {
             why = "argument too long or not text";
         } else {
             memcpy(value, v->p, v->len);

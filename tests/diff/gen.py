@@ -488,7 +488,9 @@ class Gen:
             [b"ACL", b"DRYRUN", b"nobody", b"GET", b"k"],
             [b"ACL", b"DRYRUN", b"default", b"NOSUCH"],
             [b"ACL", b"DRYRUN", b"default", b"GET"], [b"ACL", b"WHOAMI", b"x"],
-            [b"ACL", b"GETUSER"], [b"acl", b"whoami"]])
+            [b"ACL", b"GETUSER"], [b"acl", b"whoami"], [b"ACL", b"CAT", b"a", b"b"],
+            [b"ACL", b"GENPASS", b"0"], [b"ACL", b"GENPASS", b"abc"],
+            [b"ACL", b"GENPASS", b"5", b"6"], [b"ACL", b"CAT", b"nosuch"]])
 
     def g_lastsave(self):
         return [b"LASTSAVE"] if self.rng.random() < 0.9 else [b"LASTSAVE", b"now"]

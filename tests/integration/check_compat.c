@@ -189,6 +189,10 @@ START_TEST(config_set_refuses_with_redis_texts)
            "be parsed into an integer\r\n", "CONFIG", "SET", "TIMEOUT", "abc");
     EXPECT("-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't "
            "be parsed into an integer\r\n", "CONFIG", "SET", "timeout", "abc");
+    /* a NUL in the value: Redis's reason for the option, not a text check */
+    EXPECT_RAW("*4\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n$7\r\ntimeout\r\n$2\r\n7\0\r\n",
+               "-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument "
+               "couldn't be parsed into an integer\r\n");
     EXPECT("-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument must be "
            "between 0 and 2147483647 inclusive\r\n", "CONFIG", "SET", "timeout", "-1");
     EXPECT("-ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument "
