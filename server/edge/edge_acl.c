@@ -124,7 +124,7 @@ static void acl_getuser(struct conn *c, const struct resp_slice *name)
     auth_user_view(a, id, &v);
     resp_add_map(&c->out, proto, 6);
     resp_add_bulk_str(&c->out, "flags");
-    resp_add_array(&c->out, v.nopass ? 2 : 1);
+    resp_add_set(&c->out, proto, v.nopass ? 2 : 1); /* a set under RESP3, as Redis's */
     resp_add_bulk_str(&c->out, v.on ? "on" : "off");
     if (v.nopass)
         resp_add_bulk_str(&c->out, "nopass");

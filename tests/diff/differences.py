@@ -35,6 +35,7 @@ import resp
 #   the generator sets is past or a day or more ahead, so no key expires
 #   between the two servers.)
 # - TIME: two arrays of two digit strings, seconds within 5 s: equal.
+# - ACL GENPASS: two strings of random hex digits of one length: equal.
 # - LASTSAVE: two integers that can be unix times: equal (each server's own
 #   last save: Redis's start, hotkvd's newest owner commit).
 # - SCAN with cursor 0: the runner follows the cursor to the end (at most
@@ -221,6 +222,13 @@ def normalise(words, r, h):
         a, b = secs(r), secs(h)
         if a is not None and b is not None and abs(a - b) <= 5:
             return (b"+", b"<time>"), (b"+", b"<time>")
+    elif n == b"ACL" and len(words) <= 3 and _sub(words) == b"GENPASS":
+        def hexlen(x):
+            if x[0] == b"$" and x[1] is not None and all(ch in b"0123456789abcdef" for ch in x[1]):
+                return len(x[1])
+            return None
+        if hexlen(r) is not None and hexlen(r) == hexlen(h):
+            return (b"+", b"<random hex>"), (b"+", b"<random hex>")
     elif n == b"LASTSAVE" and len(words) == 1:
         a, b = _int(r), _int(h)
         if a is not None and b is not None and a > 1000000000 and b > 1000000000:
@@ -509,6 +517,16 @@ design("CONFIG GET client-output-buffer-limit is the normal class's 'hard soft s
        example=("CONFIG GET client-output-buffer-limit",
                 '["client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"]',
                 '["client-output-buffer-limit", "268435456 67108864 60"]'))
+design("ACL CAT lists hotkvd's three categories (read, write, admin: what a user line may "
+       "grant), and the commands of one of them; Redis's other categories are unknown here",
+       cmd=r"ACL CAT( .*)?", redis=r"(\[.*\]|-ERR .*)", hotkvd=r"(\[.*\]|-ERR Unknown category .*)",
+       example=("ACL CAT", "[keyspace, read, write, set, ...]", "[read, write, admin]"))
+design("ACL HELP lists the subcommands hotkvd serves; SETUSER, DELUSER, LOAD, SAVE and LOG are "
+       "refused (users are the config file's user lines, changed by a reload)",
+       cmd=r"ACL (HELP|SETUSER|DELUSER|LOAD|SAVE|LOG)( .*)?",
+       hotkvd=r"(\[.*\]|-ERR ACL \w+ is not supported by hotkvd: .*)",
+       example=("ACL LOG", "[]", "-ERR ACL LOG is not supported by hotkvd: users are the config "
+                "file's `user` lines, changed by a reload"))
 design("PUBSUB HELP lists the subcommands hotkvd serves: not SHARDCHANNELS and SHARDNUMSUB "
        "(sharded pub/sub is not implemented)",
        cmd=r"PUBSUB HELP", redis=r"\[.*SHARDCHANNELS.*\]", hotkvd=r"\[.*\]",
