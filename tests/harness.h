@@ -72,6 +72,10 @@ int h_restart(struct daemon *d);
 /* PIDs of the daemon's children from INFO processes (up to max). */
 int h_children(const struct daemon *d, pid_t *pids, int max);
 int h_alive(pid_t pid);
+/* 1 when the daemon under test is a sanitizer build (HOTKVD_VARIANT=asan):
+ * its RSS then holds ASan's quarantine of freed memory, so a test's bound on
+ * an edge's growth is the release build's to check. */
+int h_sanitized(void);
 /* A field of /proc/<pid>/status in kB ("VmRSS", "RssAnon"); -1 if unreadable. */
 long h_proc_kb(pid_t pid, const char *field);
 /* PID of the daemon's child whose process title starts with `prefix`

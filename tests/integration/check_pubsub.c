@@ -311,7 +311,7 @@ START_TEST(a_subscriber_that_does_not_read_is_closed_at_the_pubsub_limit)
     }
     h_assert(closed, "the subscriber was not closed");
     long after = rss_kb(edge);
-    h_assert(before > 0 && after > 0 && after - before < 48 * 1024,
+    h_assert(before > 0 && after > 0 && (h_sanitized() || after - before < 48 * 1024),
              "the edge grew from %ld to %ld kB", before, after);
     h_assert(integer(p, "PUBLISH", "flood", "x", NULL) == 0, "its subscription went with it");
     close(s);
