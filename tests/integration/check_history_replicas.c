@@ -92,15 +92,30 @@ static void assert_tracked(const char *seed)
 
 START_TEST(control_replicas_0_kills_are_seen_as_losses)
 {
+    /* Whether a kill lands inside a persist interval with an acknowledged
+     * write in it is chance: on a slow machine (a CI worker, an ASan build)
+     * one 15 s run saw none (stop 39's CI).  The control asks that the mode
+     * sees a loss at all, so up to three runs, each a seed of its own. */
     char dir[256], seed[32];
     h_tmpdir(dir, sizeof(dir));
     seed_of(seed, sizeof(seed));
-    int rc = run(dir, seed, "15", "kill_primary", "0", 1);
-    ck_assert_msg(strstr(out, "kill_primary=0") == NULL, "no kill_primary ran: output above");
-    ck_assert_msg(rc == 1 && strstr(out, "checker: exit 1 (anomalies)") != NULL,
-                  "CONTROL: with replicas 0 and persist-interval 3s the kills lost nothing the "
-                  "checker saw (run.py exit %d, seed %s): the replicas mode cannot see a loss; "
-                  "output above, files in %s", rc, seed, dir);
+    long long s0 = atoll(seed);
+    int rc = -1, seen = 0, tries = 0;
+    for (; tries < 3 && !seen; tries++) {
+        char s[32];
+        snprintf(s, sizeof(s), "%lld", s0 + tries);
+        rc = run(dir, s, "15", "kill_primary", "0", 1);
+        ck_assert_msg(strstr(out, "kill_primary=0") == NULL, "no kill_primary ran: output above");
+        ck_assert_msg(rc == 0 || rc == 1, "the control run exited %d (seed %s): output above", rc,
+                      s);
+        seen = rc == 1 && strstr(out, "checker: exit 1 (anomalies)") != NULL;
+        if (!seen)
+            printf("control: no loss seen with seed %s; again\n", s);
+    }
+    ck_assert_msg(seen, "CONTROL: with replicas 0 and persist-interval 3s the kills of %d runs "
+                  "(seeds %lld..%lld) lost nothing the checker saw (last exit %d): the replicas "
+                  "mode cannot see a loss; output above, files in %s", tries, s0, s0 + tries - 1,
+                  rc, dir);
     h_rmtree(dir);
 }
 END_TEST
