@@ -247,8 +247,11 @@ int main(int argc, char **argv)
         batches += lat[i];
     printf("KVLOAD requests=%ld errors=%ld secs=%.3f rps=%.0f p50_ms=%.2f p99_ms=%.2f\n", done,
            errors, secs, (double)done / secs, pct(batches, 0.50), pct(batches, 0.99));
-    for (int i = 0; i < conns; i++)
+    for (int i = 0; i < conns; i++) {
         close(cs[i].fd);
+        free(cs[i].in);
+    }
     free(cs); /* (an ASan build's leak check runs at exit) */
+    free(req);
     return 0;
 }
