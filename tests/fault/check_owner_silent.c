@@ -240,7 +240,9 @@ START_TEST(stale_reads_wait_once_per_colo_while_owner_stopped)
     EXPECT(marks == 1, "owner_silent_marks grew by %lld (one outage)", (long long)marks);
     EXPECT(silent_hits >= n - 2, "cache_silent_stale_hits grew by %lld for %d reads",
            (long long)silent_hits, n);
-    EXPECT(probes >= 2 && probes < 200, "owner_probes grew by %lld in ~5 s of probing "
+    /* a probe stays out until its PING times out (write-timeout 3 s): ~5 s
+     * of the stop see one or two, by phase (a loaded CI worker saw one) */
+    EXPECT(probes >= 1 && probes < 200, "owner_probes grew by %lld in ~5 s of probing "
                                         "(one per 100 ms per colo at most)", (long long)probes);
     EXPECT(owners_silent == 1, "owners_silent %lld while the owner is stopped",
            (long long)owners_silent);

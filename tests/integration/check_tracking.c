@@ -305,7 +305,18 @@ START_TEST(redirect_flushall_and_an_owner_restart_flush)
     EXPECT(o > 0, "no owner process");
     kill(o, SIGKILL);
     EXPECT(readable(f, 10000), "no flush within 10 s of an owner's kill");
-    expect_raw(f, FLUSH, "owner restart");
+    /* the second record of SET rk 2 (its owner's push, after the GET above
+     * remembered rk) may tell rk first: README's one extra miss */
+    char rk[64];
+    inval_raw("rk", rk, sizeof(rk));
+    struct h_reply *x = h_read(f);
+    for (int i = 0; i < 4 && x != NULL && strcmp(x->raw, rk) == 0; i++) {
+        h_free(x);
+        x = h_read(f);
+    }
+    EXPECT(x != NULL && strcmp(x->raw, FLUSH) == 0, "owner restart: %s, not a flush",
+           x != NULL ? x->raw : "no reply");
+    h_free(x);
     close(f);
     close(t);
     close(w);
