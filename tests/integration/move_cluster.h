@@ -246,6 +246,28 @@ static inline int mc_connect(int port)
     return fd;
 }
 
+/* SET k v through port until one is +OK, within ms: the time it took, or
+ * -1.  A daemon answers PING before its owners have read their first map;
+ * a test that changes the map behind an owner's back must first know the
+ * owner serves (an owner whose FIRST map shows its leaf with an in-sync
+ * follower takes itself for a restarted one and waits for a promotion). */
+static inline int64_t mc_set_until_ok(int port, const char *k, const char *v, int ms)
+{
+    int64_t t0 = h_now_ms();
+    for (int64_t end = t0 + ms; h_now_ms() < end;) {
+        int w = mc_connect(port);
+        struct h_reply *x = w >= 0 ? h_cmdv(w, "SET", k, v, NULL) : NULL;
+        int ok = x != NULL && h_str_is(x->v, "OK");
+        h_free(x);
+        if (w >= 0)
+            close(w);
+        if (ok)
+            return h_now_ms() - t0;
+        h_sleep_ms(50);
+    }
+    return -1;
+}
+
 static inline void *mc_writer(void *arg)
 {
     struct mc_load *L = arg;
