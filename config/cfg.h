@@ -177,6 +177,7 @@ struct cfg {
     int64_t http_poll_max_wait_ms;
     int64_t http_header_timeout_ms;    /* a request's header section, first byte to last */
     int64_t http_body_timeout_ms;      /* a PUT's body, after its header section */
+    int64_t http_idempotency_ttl_ms;   /* an Idempotency-Key's record is kept this long */
     int64_t http_keepalive_timeout_ms; /* idle between requests */
     int64_t http_heartbeat_ms;   /* watch streams: a comment line this often */
     /* rate limiting (server/colo/ratelimit.c), per colo */

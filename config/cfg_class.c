@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "proto/syskey.h"
 #include <strings.h>
 
 #include "config/cfg_internal.h"
@@ -375,6 +377,9 @@ static int pattern_match(const char *pat, const char *key, size_t keylen)
 
 const struct cfg_class *cfg_class_for(const struct cfg *c, const char *key, size_t keylen)
 {
+    size_t toff, tlen;
+    if (keylen && (unsigned char)*key == 0xff && syskey_target(key, keylen, &toff, &tlen))
+        return cfg_class_for(c, key + toff, tlen); /* its target's durability and pool */
     for (size_t i = 0; i < c->nclasses; i++) {
         const struct cfg_class *k = &c->classes[i];
         for (size_t j = 0; j < k->npatterns; j++)

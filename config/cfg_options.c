@@ -226,6 +226,8 @@ static const char *check_tls_protocols(const char *s)
       100, CFG_HOUR, R, NOX, "a request's header section must arrive within this (slowloris)")  \
     X("http-body-timeout", DURATION, http_body_timeout_ms, http_body_timeout_ms, "10s", 100,     \
       CFG_HOUR, R, NOX, "a PUT's body must arrive within this after its headers, else close")   \
+    X("http-idempotency-ttl", DURATION, http_idempotency_ttl_ms, http_idempotency_ttl_ms, "24h", \
+      1000, 30 * CFG_DAY, R, NOX, "how long a write's Idempotency-Key answer is kept for retries") \
     X("http-keepalive-timeout", DURATION, http_keepalive_timeout_ms, http_keepalive_timeout_ms,  \
       "60s", 100, CFG_DAY, R, NOX, "close an HTTP connection idle this long between requests")   \
     X("http-heartbeat", DURATION, http_heartbeat_ms, http_heartbeat_ms, "5s", 100, CFG_HOUR, R,  \

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "proto/siphash.h"
+#include "proto/syskey.h"
 
 static const uint8_t ROUTE_KEY[SIPHASH_KEY_LEN] = {'h', 'o', 't', 'k', 'v', 'd', '-', 'r',
                                                     'o', 'u', 't', 'e', '-', 'v', '1', 0};
@@ -20,7 +21,8 @@ uint64_t place_ident(const char *key, size_t len)
     return siphash24(ROUTE_KEY, key, len);
 }
 
-int place_tag(const char *key, size_t len, size_t *off, size_t *n)
+/* Redis Cluster's hash tag of key[0, len). */
+static int redis_tag(const char *key, size_t len, size_t *off, size_t *n)
 {
     const char *open = len ? memchr(key, '{', len) : NULL;
     if (open == NULL)
@@ -32,6 +34,20 @@ int place_tag(const char *key, size_t len, size_t *off, size_t *n)
     *off = start;
     *n = (size_t)(close - (key + start));
     return 1;
+}
+
+int place_tag(const char *key, size_t len, size_t *off, size_t *n)
+{
+    size_t toff, tlen;
+    if (len && (unsigned char)*key == 0xff && syskey_target(key, len, &toff, &tlen)) {
+        /* a system key sits where its target sits (proto/syskey.h) */
+        if (redis_tag(key + toff, tlen, off, n))
+            *off += toff;
+        else
+            *off = toff, *n = tlen;
+        return 1;
+    }
+    return redis_tag(key, len, off, n);
 }
 
 uint64_t place_hash(const char *key, size_t len)

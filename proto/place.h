@@ -42,7 +42,8 @@ uint64_t place_ident(const char *key, size_t len);
 /* The placement hash (router_place). */
 uint64_t place_hash(const char *key, size_t len);
 /* Where the hash tag of key is: sets *off and *n and returns 1, or returns 0
- * when the key has none. */
+ * when the key has none.  A system key's (proto/syskey.h) is its target's
+ * tag, or its whole target: it is placed where the key it serves is. */
 int place_tag(const char *key, size_t len, size_t *off, size_t *n);
 
 /* The position of a key: (place_hash >> 32) << 31 | min(place_ident >> 33,

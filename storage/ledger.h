@@ -136,6 +136,9 @@ struct ledger_stats {
     uint64_t tombstones;           /* resident tombstones now */
     uint64_t keys;                 /* resident non-tombstone entries now (may include
                                     * expired ones the sweep has not reached yet) */
+    uint64_t sys_expires, sys_expire_mono_sum; /* of expires, hotkvd's own */
+    uint64_t sys_keys;             /* of them, hotkvd's own (proto/syskey.h): not a
+                                    * client's, DBSIZE leaves them out */
     uint64_t memory_bytes;
     uint64_t dirty_keys;
     uint64_t dirty_bytes;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/syskey.h"
 #include "proto/hkv.h"
 #include "storage/ledger.h"
 #include "storage/ledger_int.h"
@@ -46,7 +47,7 @@ void ledger_acct_add(struct ledger *l, const struct lentry *e)
     if (e->flags & E_TOMB)
         l->st.tombstones++;
     else
-        l->st.keys++;
+        l->st.keys++, l->st.sys_keys += syskey_is(e->key, e->klen);
     if (entry_dirty(e)) {
         l->st.dirty_keys++;
         l->st.dirty_bytes += sz;
@@ -61,7 +62,7 @@ void ledger_acct_sub(struct ledger *l, const struct lentry *e)
     if (e->flags & E_TOMB)
         l->st.tombstones--;
     else
-        l->st.keys--;
+        l->st.keys--, l->st.sys_keys -= syskey_is(e->key, e->klen);
     if (entry_dirty(e)) {
         l->st.dirty_keys--;
         l->st.dirty_bytes -= sz;

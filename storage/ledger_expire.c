@@ -18,6 +18,7 @@
  */
 #include <stdlib.h>
 
+#include "proto/syskey.h"
 #include "proto/hkv.h"
 #include "storage/ledger.h"
 #include "storage/ledger_int.h"
@@ -88,6 +89,8 @@ void ledger_xnote_sub(struct ledger *l, const struct lentry *e)
     if (d != 0) {
         l->st.expires--;
         l->st.expire_mono_sum -= d;
+        if (syskey_is(e->key, e->klen))
+            l->st.sys_expires--, l->st.sys_expire_mono_sum -= d;
     }
 }
 
@@ -100,6 +103,8 @@ void ledger_xnote_add(struct ledger *l, const struct lentry *e)
         return;
     l->st.expires++;
     l->st.expire_mono_sum += d;
+    if (syskey_is(e->key, e->klen))
+        l->st.sys_expires++, l->st.sys_expire_mono_sum += d;
     if (d != prev)
         push(l, d, ledger_hash(l, e->key, e->klen));
 }

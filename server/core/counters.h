@@ -70,6 +70,10 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(http_precondition_failed, CTR_COUNTER, "HTTP writes answered 412 (If-Match, If-None-Match)") \
     X(http_body_timeouts, CTR_COUNTER, "HTTP connections closed: a body not in http-body-timeout") \
     X(http_bodies_too_large, CTR_COUNTER, "HTTP PUTs refused 413 (over proto-max-bulk-len)")  \
+    X(http_idempotent_writes, CTR_COUNTER, "HTTP writes that carried an Idempotency-Key")     \
+    X(http_idempotent_replays, CTR_COUNTER, "HTTP writes answered from an Idempotency-Key record") \
+    X(http_idempotency_mismatches, CTR_COUNTER,                                               \
+      "HTTP writes refused 422: their Idempotency-Key was used for another request")          \
     X(pubsub_messages_delivered, CTR_COUNTER, "Pub/sub messages written to subscribers")      \
     X(pubsub_output_limit_closed, CTR_COUNTER,                                                \
       "Subscribers closed by client-output-buffer-limit pubsub")                              \

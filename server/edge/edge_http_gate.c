@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/syskey.h"
 #include "server/edge/auth.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_http_int.h"
@@ -50,6 +51,11 @@ int edge_http_gates(struct conn *c, const struct http_run *x, struct http_slice 
         return -1;
     }
     he->key.len = klen;
+    if (syskey_is(buf_head(&he->key), klen)) {
+        hr_simple(c, &c->out, 400, q->minor, x->keep_alive, head, NULL,
+                  "keys beginning with \\xff hkv \\0 are hotkvd's own");
+        return -1;
+    }
     int user = edge_http_sess_login(c, q);
     if (user < 0) {
         hr_simple(c, &c->out, 401, q->minor, x->keep_alive, head, AUTH_HDR,

@@ -258,6 +258,8 @@ struct http_write {
     struct http_slice body;       /* PUT: the value */
     struct wire_expiry exp;       /* ?ttl= / ?px= */
     int create;                   /* If-None-Match: * (SET NX) */
+    int match;                    /* If-Match (edge_http_cas) */
+    struct http_slice idem;       /* Idempotency-Key's value, unquoted (p NULL: none) */
 };
 void edge_http_write(struct conn *c, const struct http_write *w);
 struct op;
@@ -270,8 +272,12 @@ void edge_http_write_error(struct op *op, int minor, int keep_alive);
 /* If-Match's value: 1 with *version ("V"), 0 for *, -1 malformed (a list,
  * a weak tag, not a version). */
 int edge_http_if_match(struct http_slice v, uint64_t *version);
-/* A PUT or DELETE with If-Match (gates passed): the owner's compare-and-set
- * on (key, version) (has_watch 0: If-Match: *, the key must exist). */
+/* Idempotency-Key's value: 0 with *out (an sf-string's contents, or the
+ * bare token), or -1 (empty, too long, not visible ASCII). */
+int edge_http_idem_key(struct http_slice v, struct http_slice *out);
+/* A PUT or DELETE with If-Match or an Idempotency-Key (gates passed), as an
+ * owner transaction: with w->match the compare-and-set on (key, version)
+ * (has_watch 0: If-Match: *, the key must exist). */
 void edge_http_cas(struct conn *c, const struct http_write *w, uint64_t version, int has_watch);
 
 /* ---- edge_http_sess.c ---------------------------------------------------------------- */

@@ -37,6 +37,7 @@ const char *hr_reason(int status)
     case 412: return "Precondition Failed";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
+    case 422: return "Unprocessable Content";
     case 429: return "Too Many Requests";
     case 417: return "Expectation Failed";
     case 431: return "Request Header Fields Too Large";

@@ -19,6 +19,8 @@
  *   text with "outcome unknown"          504, body "outcome unknown: ..."
  *   TRYAGAIN, BUSY, OOM, UNAVAILABLE     503 + Retry-After, "not applied: ..."
  *   ERR out of memory, any other error   500, "not applied: ..."
+ * With If-Match or an Idempotency-Key the write is the owner's transaction
+ * instead (edge_http_cas.c): the same gates, the same table.
  * The gates (login, ACL +@write on the key, the SET/DEL rate limit) are
  * edge_http.c's, before the op exists; the body's bounds and timeout too.
  */
@@ -185,13 +187,11 @@ int edge_http_kv_write(struct conn *c, const struct http_run *x, struct http_sli
                                    : "If-Match and If-None-Match together");
         return -1;
     }
-    if (q->idem_key.p != NULL) {
-        /* Refused, not ignored: a client that counts on it must not get a
-         * plain write (README "HTTP", Writes). */
-        hr_simple(c, &c->out, 501, q->minor, x->keep_alive, 0, NULL,
-                  "Idempotency-Key is not implemented yet");
+    if (q->idem_key.p != NULL && edge_http_idem_key(q->idem_key, &w.idem) != 0) {
+        edge_http_bad(c, x, "Idempotency-Key takes 1 to 255 visible ASCII bytes, an sf-string");
         return -1;
     }
+    w.match = q->if_match.p != NULL;
     if (edge_http_gates(c, x, raw, del ? CMD_DEL : CMD_SET, !x->pre) != 0)
         return -1;
     if (c->e->stopping) {
@@ -203,7 +203,7 @@ int edge_http_kv_write(struct conn *c, const struct http_run *x, struct http_sli
     }
     if (x->pre)
         return 0;
-    if (q->if_match.p != NULL)
+    if (w.match || w.idem.p != NULL)
         edge_http_cas(c, &w, version, im == 1);
     else
         edge_http_write(c, &w);

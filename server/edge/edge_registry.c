@@ -12,6 +12,7 @@
  * the auth gate, and the rate limiter only charges commands that may run),
  * so handlers start with well-formed, permitted requests.
  */
+#include "proto/syskey.h"
 #include "server/edge/edge_registry.h"
 
 #include <stdio.h>
@@ -178,6 +179,22 @@ static void refused(struct conn *c, unsigned stat, size_t before)
     stats_rejected(c->e, stat, buf_head(&c->out) + before, n);
 }
 
+/* A key of hotkvd's own (proto/syskey.h: Idempotency-Key records) named by
+ * a client: refused, so no client reads, forges or deletes one.  One byte
+ * compared per key unless it is 0xff. */
+static int reserved_key(struct conn *c, const struct cmd_def *d, int argc,
+                        const struct resp_slice *argv)
+{
+    int first, last, n = cmd_key_range(d, argc, &first, &last);
+    for (int i = first; n > 0 && i <= last && i < argc; i += d->step > 0 ? d->step : 1)
+        if (syskey_is(argv[i].p, argv[i].len)) {
+            resp_add_error(&c->out, "ERR keys beginning with \\xff hkv \\0 are hotkvd's own "
+                                    "(Idempotency-Key records)");
+            return 1;
+        }
+    return 0;
+}
+
 void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
 {
     const struct cmd_def *d = cmd_lookup(argv[0].p, argv[0].len);
@@ -227,6 +244,11 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
             edge_tx_flag(c);
         }
         refused(c, stat, before);
+        return;
+    }
+    if (reserved_key(c, d, argc, argv)) {
+        refused(c, stat, before);
+        edge_tx_flag(c);
         return;
     }
     if ((sess_of(c)->gated && edge_auth_gate(c, d, argc, argv) != 0) || /* NOAUTH, NOPERM */

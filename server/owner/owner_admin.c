@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/syskey.h"
 #include "server/owner/owner_int.h"
 #include "server/owner/owner_handover.h"
 #include "server/owner/owner_repl.h"
@@ -23,6 +24,8 @@ struct scan_acc {
 static void scan_one(const char *key, size_t klen, void *arg)
 {
     struct scan_acc *a = arg;
+    if (syskey_is(key, klen))
+        return; /* hotkvd's own (proto/syskey.h) */
     if (a->o != NULL && !owner_own_has(a->o, router_place(key, klen)))
         return;
     if (a->n == a->cap || a->used + klen > a->arena_cap)
@@ -92,15 +95,16 @@ static void stats_now(struct owner *o, struct owner_counters *v)
     *v = o->st;
     struct ledger_stats ls;
     ledger_stats(o->ledger, &ls);
-    v->owner_keys = ls.keys;
+    v->owner_keys = ls.keys - ls.sys_keys; /* a client's keys: DBSIZE, INFO keyspace */
     v->owner_tombstones = ls.tombstones;
     v->owner_memory_bytes = ls.memory_bytes;
     v->owner_evictions = ls.evictions;
     v->owner_expired = ls.expired;
-    v->owner_expires = ls.expires;
+    v->owner_expires = ls.expires - ls.sys_expires;
     /* the average deadline, less now: what Redis's avg_ttl estimates */
     uint64_t now = owner_clock().mono_ms;
-    uint64_t avg = ls.expires > 0 ? ls.expire_mono_sum / ls.expires : 0;
+    uint64_t avg = v->owner_expires > 0
+                       ? (ls.expire_mono_sum - ls.sys_expire_mono_sum) / v->owner_expires : 0;
     v->owner_avg_ttl_ms = avg > now ? avg - now : 0;
     v->owner_links = 0;
     for (struct olink *x = o->links; x != NULL; x = x->next)

@@ -26,6 +26,11 @@
  * the change list are recorded for a retry.  FLUSHALL (CMD_F_ALLKEYS) runs as a
  * CALL only, and its reply waits for the flush's commit instead of keys.
  *
+ * An EXEC whose first command is the edge's "hkv.idem" word (an HTTP
+ * Idempotency-Key, owner_idem.c) is answered from its record when it has
+ * one, and otherwise runs and keeps its reply under the record key in the
+ * same change list; the record key is one of the job's keys for every gate.
+ *
  * One exception to "whole or not at all": under maxmemory a write of the
  * job may evict a clean key that a later command of the same job needs.  If
  * nothing was changed yet the job parks and runs again; otherwise that
@@ -40,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/syskey.h"
 #include "server/owner/owner_cmd.h"
 #include "server/owner/owner_int.h"
 #include "server/owner/owner_repl.h"
@@ -56,6 +62,7 @@ struct job {
     const struct cmd_def **defs;    /* per command, NULL: unknown or bad arity */
     const struct wire_watch *watch;
     uint32_t nwatch;
+    const struct wire_cmd *idem;    /* an HTTP Idempotency-Key's word (owner_idem.c), or NULL */
     int exec;                       /* an EXEC: an array reply, watches */
     int write;                      /* some command writes */
 };
@@ -65,6 +72,11 @@ struct job {
 static int each_key(const void *src, owner_key_fn fn, void *arg)
 {
     const struct job *j = src;
+    if (j->idem != NULL) {
+        int rc = fn(arg, j->idem->args[1]); /* the record: resident, here, committed */
+        if (rc != 0)
+            return rc;
+    }
     for (uint32_t i = 0; i < j->nwatch; i++) {
         int rc = fn(arg, j->watch[i].key);
         if (rc != 0)
@@ -183,6 +195,7 @@ static void conclude(struct owner *o, struct olink *l, const struct job *j, stru
     }
     for (uint32_t i = 0; i < c->nchanges; i++)
         owner_applied(o, c->changes[i].key); /* before anything can fail: it applied */
+    uint32_t nsys = 0; /* Idempotency-Key records: persisted and moved, never pushed or told */
     struct wire_slice small[16], *dk = c->nchanges <= 16 ? small
                                                           : calloc(c->nchanges, sizeof(*dk));
     if (dk == NULL) {
@@ -194,8 +207,12 @@ static void conclude(struct owner *o, struct olink *l, const struct job *j, stru
     hkv_stamp first = 0, newest = 0;
     for (uint32_t i = 0; i < c->nchanges; i++) {
         struct wire_watch *ch = &c->changes[i];
-        newest = ch->version > newest ? ch->version : newest;
+        int sys = syskey_is(ch->key.p, ch->key.len);
+        nsys += sys;
+        newest = ch->version > newest && !sys ? ch->version : newest;
         if (!owner_is_durable(o, ch->key)) {
+            if (sys)
+                continue;
             if (!owner_repl_defer_push(o, ch->key.p, ch->key.len,
                                        router_place(ch->key.p, ch->key.len), ch->version))
                 owner_push(o, ch->key.p, ch->key.len, ch->version);
@@ -208,6 +225,10 @@ static void conclude(struct owner *o, struct olink *l, const struct job *j, stru
         if (first == 0 || ch->version < first)
             first = ch->version;
     }
+    for (uint32_t i = 0, k = 0; nsys > 0 && i < c->nchanges; i++) /* the edge's list: clients' keys */
+        if (!syskey_is(c->changes[i].key.p, c->changes[i].key.len))
+            c->changes[k++] = c->changes[i];
+    c->nchanges -= nsys;
     struct rifl_result r = {.type = WIRE_RESP, .version = newest, .resp = buf_head(reply),
                             .resplen = buf_unread(reply), .changes = c->changes,
                             .nchanges = c->nchanges};
@@ -238,18 +259,35 @@ static void run_job(struct owner *o, struct olink *l, struct job *j, const char 
     struct hkv_buf body = HKV_BUF_INIT, reply = HKV_BUF_INIT;
     struct ocmd c;
     ocmd_init(&c, o, j->proto, &body);
-    if (j->exec && watch_broken(o, j)) {
+    int rc = j->idem != NULL ? owner_idem_replay(&c, j->idem, &reply) : 0;
+    if (rc < 0) {
+        wire_put_error(&l->out, j->id, HKV_ENOMEM, wire_cstr("OOM owner out of memory"));
+        goto out;
+    }
+    if (rc == 1) {
+        /* answered from its record (or refused): nothing runs */
+    } else if (j->exec && watch_broken(o, j)) {
         resp_add_null_array(&reply, j->proto);
     } else {
-        int rc = run(&c, j, l, payload, plen);
+        rc = run(&c, j, l, payload, plen);
         if (rc == HKV_ENOMEM)
             wire_put_error(&l->out, j->id, HKV_ENOMEM, wire_cstr("OOM owner out of memory"));
         if (rc != HKV_OK)
             goto out;
         ocmd_changes_final(&c);
         if (j->exec)
-            resp_add_array(&reply, j->ncmds);
+            resp_add_array(&reply, j->ncmds + (j->idem != NULL));
+        if (j->idem != NULL)
+            owner_idem_head(&c, j->idem, &reply);
         buf_append(&reply, buf_head(&body), buf_unread(&body));
+    }
+    if (rc != 1 && j->idem != NULL) {
+        if (owner_idem_keep(&c, j->idem, &reply) != HKV_OK) {
+            buf_reset(&reply); /* what ran stays applied: the client must not take it for not */
+            resp_add_error(&reply, "OOM the Idempotency-Key record could not be kept "
+                                   "(outcome unknown)");
+        }
+        ocmd_changes_final(&c);
     }
     conclude(o, l, j, &c, &reply);
 out:
@@ -312,6 +350,11 @@ void owner_op_exec(struct owner *o, struct olink *l, const struct wire_msg *m,
     struct job j = {.id = m->id, .rid = m->u.exec.rid, .proto = m->u.exec.proto,
                     .cmds = m->u.exec.cmds, .ncmds = m->u.exec.ncmds,
                     .watch = m->u.exec.watch, .nwatch = m->u.exec.nwatch, .exec = 1};
+    if (j.ncmds >= 2 && owner_idem_is(&j.cmds[0])) { /* an HTTP Idempotency-Key (owner_idem.c) */
+        j.idem = &j.cmds[0];
+        j.cmds++;
+        j.ncmds--;
+    }
     const struct cmd_def *small[32], **heap;
     if (plan(&j, small, 32, &heap) != 0) {
         wire_put_error(&l->out, m->id, HKV_ENOMEM, wire_cstr("OOM owner out of memory"));

@@ -95,6 +95,21 @@ struct ocmd {
 void owner_notify_cmd(struct owner *o, const struct cmd_def *d, const struct wire_slice *argv,
                       uint32_t argc, const struct wire_watch *ch, uint32_t n);
 
+/* ---- owner_idem.c: an HTTP write's Idempotency-Key record ---- */
+/* 1 if cmd is the edge's "hkv.idem record-key fingerprint ttl-ms" word. */
+int owner_idem_is(const struct wire_cmd *cmd);
+/* The key the record is of (inside idem's record key). */
+struct wire_slice owner_idem_target(const struct wire_cmd *idem);
+/* Before the job runs (its keys resident): 1 with the reply appended to
+ * reply (the record's, or the refusal of another request's), 0 (no record:
+ * run it), or an HKV_ error. */
+int owner_idem_replay(struct ocmd *c, const struct wire_cmd *idem, struct hkv_buf *reply);
+/* Element 0 of a first run's reply: [0, the version the target holds now]. */
+int owner_idem_head(struct ocmd *c, const struct wire_cmd *idem, struct hkv_buf *reply);
+/* The whole reply kept under the record key with its TTL (noted in c's
+ * change list).  HKV_OK or an HKV_ error (the job's writes stay applied). */
+int owner_idem_keep(struct ocmd *c, const struct wire_cmd *idem, const struct hkv_buf *reply);
+
 /* ---- owner_cmds.c: the table ---- */
 
 /* The command named name[0..len) (any case) if the owner runs it, or NULL. */

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/syskey.h"
 #include "proto/notify.h"
 #include "server/core/router.h"
 #include "server/owner/owner_notify.h"
@@ -62,8 +63,8 @@ static void forget_first(struct onotify *n, size_t k)
 static void note(struct owner *o, const char *key, size_t klen, uint64_t place, hkv_stamp version,
                  enum notify_event ev)
 {
-    if (!o->opts.owner_push || !notify_wants(o->opts.notify, ev))
-        return;
+    if (!o->opts.owner_push || !notify_wants(o->opts.notify, ev) || syskey_is(key, klen))
+        return; /* hotkvd's own keys (proto/syskey.h) are no client's events */
     struct onotify *n = state_of(o);
     if (n == NULL) {
         o->st.owner_notify_dropped++;

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/syskey.h"
 #include "server/core/log.h"
 #include "server/core/router.h"
 #include "server/owner/owner_int.h"
@@ -125,8 +126,8 @@ void owner_push(struct owner *o, const char *key, size_t klen, hkv_stamp stamp)
 
 void owner_push_at(struct owner *o, const char *key, size_t klen, uint64_t place, hkv_stamp stamp)
 {
-    if (!o->opts.owner_push)
-        return;
+    if (!o->opts.owner_push || syskey_is(key, klen))
+        return; /* off; hotkvd's own keys are never read through a colo */
     struct opushq *q = queue_of(o);
     if (q == NULL) {
         log_warning("push queue: out of memory; a push is lost (caches see the write "

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/syskey.h"
 #include "proto/place.h"
 #include "server/core/log.h"
 #include "server/owner/owner_int.h"
@@ -49,8 +50,8 @@ struct keys {
 static void keys_add(const char *key, size_t klen, void *arg)
 {
     struct keys *k = arg;
-    if (k->ncap == SIZE_MAX)
-        return; /* failed already */
+    if (k->ncap == SIZE_MAX || syskey_is(key, klen))
+        return; /* failed already; hotkvd's own key (proto/syskey.h) */
     if (k->n == k->ncap) {
         size_t nc = k->ncap ? k->ncap * 2 : 64;
         size_t *o = realloc(k->off, nc * sizeof(*o)), *l = o ? realloc(k->len, nc * sizeof(*l)) : NULL;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "proto/syskey.h"
 #include "server/core/router.h"
 #include "server/owner/owner_int.h"
 #include "server/owner/owner_move_int.h"
@@ -133,7 +134,7 @@ void owner_work_teardown(struct owner *o)
 
 void owner_work_request(struct owner *o, uint64_t place, struct wire_slice key)
 {
-    if (o->work != NULL)
+    if (o->work != NULL && !syskey_is(key.p, key.len)) /* its target is counted */
         owork_request(o->work->w, place, key.p, key.len);
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "proto/syskey.h"
 #include "config/cfg.h"
 #include "tests/unit/cfg_fixture.h"
 
@@ -66,6 +67,12 @@ START_TEST(class_lines_build_classes_in_file_order)
     ck_assert_int_eq(live->keep_ms, 300000);
     ck_assert_int_eq(live->durability, CFG_DUR_LEDGER);
     ck_assert_int_eq(live->on_timeout, CFG_ONTO_DEGRADE);
+    /* an Idempotency-Key record is of its target's class (its durability) */
+    char rk[64];
+    size_t rn = syskey_idem(rk, sizeof(rk), "balance:7", 9, "u", 1, "i", 1);
+    ck_assert_ptr_eq(cfg_class_for(c, rk, rn), cfg_class_named(c, "money"));
+    rn = syskey_idem(rk, sizeof(rk), "draw:1", 6, "u", 1, "i", 1);
+    ck_assert_ptr_eq(cfg_class_for(c, rk, rn), live);
     const struct cfg_class *money = cfg_class_named(c, "money");
     ck_assert_int_eq(money->pool, CFG_POOL_COLD);   /* omitted fields take defaults */
     ck_assert_int_eq(money->fresh_ms, 1000);

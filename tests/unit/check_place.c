@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "proto/place.h"
+#include "proto/syskey.h"
 #include "server/core/router.h"
 
 START_TEST(hashes_are_the_routers)
@@ -61,11 +62,58 @@ START_TEST(leaf_ranges_tile_the_space)
 }
 END_TEST
 
+/* An Idempotency-Key record sits where its target sits, at every depth:
+ * its writes persist, move and replicate with the target's leaf. */
+static char *k_dummy(void)
+{
+    static char one[1];
+    return one;
+}
+
+START_TEST(a_system_key_is_placed_as_its_target)
+{
+    const char *targets[] = {"plain", "{user:1}:a", "", "x{}y", "{a}", "\xff" "hkv"};
+    for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+        char k[600];
+        size_t tn = strlen(targets[i]), off, n;
+        size_t kn = syskey_idem(k, sizeof(k), targets[i], tn, "alice", 5, "idem-1", 6);
+        ck_assert_uint_gt(kn, 0);
+        ck_assert(syskey_is(k, kn));
+        ck_assert(syskey_target(k, kn, &off, &n));
+        ck_assert_uint_eq(n, tn);
+        ck_assert(memcmp(k + off, targets[i], tn) == 0);
+        ck_assert_uint_eq(place_hash(k, kn), place_hash(targets[i], tn));
+        ck_assert_uint_eq(router_place(k, kn), router_place(targets[i], tn));
+        ck_assert_uint_eq(place_pos_place32(place_pos(k, kn)),
+                          place_pos_place32(place_pos(targets[i], tn)));
+    }
+    /* distinct users and Idempotency-Keys are distinct records */
+    char a[64], b[64];
+    size_t an = syskey_idem(a, sizeof(a), "k", 1, "u", 1, "ab", 2);
+    size_t bn = syskey_idem(b, sizeof(b), "k", 1, "ua", 2, "b", 1);
+    ck_assert(an != bn || memcmp(a, b, an) != 0);
+    /* bounds: nothing written past cap, long users and keys refused */
+    char big[300];
+    memset(big, 'x', sizeof(big));
+    ck_assert_uint_eq(syskey_idem(a, sizeof(a), big, 60, "u", 1, "i", 1), 0);
+    ck_assert_uint_eq(syskey_idem(k_dummy(), 0, "k", 1, "u", 1, "i", 1), 0);
+    ck_assert_uint_eq(syskey_idem(big, sizeof(big), "k", 1, big, 256, "i", 1), 0);
+    ck_assert_uint_eq(syskey_idem(big, sizeof(big), "k", 1, "u", 1, big, 256), 0);
+    /* malformed or client keys are not system keys' targets */
+    ck_assert(!syskey_is("\xff" "hk", 3));
+    ck_assert(!syskey_target("\xff" "hkv\0i\0\0\0\x09" "ab", 12, &an, &bn)); /* length past the end */
+    ck_assert(!syskey_target("plain", 5, &an, &bn));
+    ck_assert_uint_eq(place_hash("\xff" "hkv\0i\0\0\0\x09" "ab", 12),
+                      place_ident("\xff" "hkv\0i\0\0\0\x09" "ab", 12));
+}
+END_TEST
+
 Suite *place_suite(void)
 {
     Suite *s = suite_create("place");
     TCase *c = tcase_create("hashes");
     tcase_add_test(c, hashes_are_the_routers);
+    tcase_add_test(c, a_system_key_is_placed_as_its_target);
     suite_add_tcase(s, c);
     c = tcase_create("position");
     tcase_add_test(c, position_is_placement_then_identity);
