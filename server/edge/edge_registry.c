@@ -308,8 +308,9 @@ static int served(const struct cmd_def *d)
 }
 
 /* COMMAND GETKEYS cmd args...: Redis's checks, then the keys by the
- * command's first/last/step. */
-static void command_getkeys(struct conn *c, int argc, const struct resp_slice *argv)
+ * command's first/last/step; GETKEYSANDFLAGS: the keys and their flags by
+ * Redis's key specs (edge_keyspecs.c). */
+static void command_getkeys(struct conn *c, int argc, const struct resp_slice *argv, int flags)
 {
     const struct cmd_def *d = cmd_lookup(argv[2].p, argv[2].len);
     int n = argc - 2;
@@ -326,13 +327,32 @@ static void command_getkeys(struct conn *c, int argc, const struct resp_slice *a
         return;
     }
     const struct resp_slice *w = argv + 2;
+    if (flags) {
+        int rc = command_keys_and_flags(&c->out, sess_of(c)->proto, d, n, w);
+        if (rc == -1)
+            resp_add_error(&c->out, "ERR Invalid arguments specified for command");
+        if (rc != -2)
+            return;
+    }
     int last = d->last_key < 0 ? n + d->last_key : d->last_key;
     int count = 0;
     for (int i = d->first_key; i <= last && i < n; i += d->step)
         count++;
     resp_add_array(&c->out, count);
-    for (int i = d->first_key; i <= last && i < n; i += d->step)
+    for (int i = d->first_key; i <= last && i < n; i += d->step) {
+        if (flags) /* hotkvd's own command: its flags by what it does */
+            resp_add_array(&c->out, 2);
         resp_add_bulk(&c->out, w[i].p, w[i].len);
+        if (flags && (d->flags & CMD_F_WRITE)) {
+            resp_add_set(&c->out, sess_of(c)->proto, 2);
+            resp_add_simple(&c->out, "RW");
+            resp_add_simple(&c->out, "update");
+        } else if (flags) {
+            resp_add_set(&c->out, sess_of(c)->proto, 2);
+            resp_add_simple(&c->out, "RO");
+            resp_add_simple(&c->out, "access");
+        }
+    }
 }
 
 /* COMMAND LIST [FILTERBY MODULE name | ACLCAT cat | PATTERN glob]: every
@@ -430,7 +450,9 @@ void edge_cmd_command(struct conn *c, int argc, const struct resp_slice *argv)
     } else if (edge_arg_is(&argv[1], "list")) {
         command_list(c, argc, argv);
     } else if (edge_arg_is(&argv[1], "getkeys")) {
-        command_getkeys(c, argc, argv);
+        command_getkeys(c, argc, argv, 0);
+    } else if (edge_arg_is(&argv[1], "getkeysandflags")) {
+        command_getkeys(c, argc, argv, 1);
     } else if (edge_arg_is(&argv[1], "help")) {
         resp_add_array(&c->out, (int64_t)(sizeof(command_help) / sizeof(command_help[0])));
         for (size_t i = 0; i < sizeof(command_help) / sizeof(command_help[0]); i++)

@@ -504,6 +504,19 @@ class Gen:
                                             for _ in range(self.rng.randint(0, 3))]
         if r < 0.8:
             return [b"COMMAND", b"DOCS"] + [self.rng.choice(CMD_NAMES) for _ in range(self.rng.randint(0, 2))]
+        if r < 0.92:
+            # keys and their flags by the key specs: the variable ones (SET with
+            # or without GET), keyword searches (BITOP), ranges, bad arities
+            k = self.key
+            line = self.rng.choice([
+                [b"GET", k()], [b"SET", k(), b"v"], [b"SET", k(), b"v", b"GET"],
+                [b"SET", k(), b"v", b"NX", b"get", b"EX", b"5"], [b"MSET", k(), b"1", k(), b"2"],
+                [b"MSET", k(), b"1", k()], [b"COPY", k(), k()], [b"RENAME", k(), k()],
+                [b"BITOP", b"AND", k(), k(), k()], [b"LCS", k(), k()], [b"DEL", k(), k()],
+                [b"OBJECT", b"ENCODING", k()], [b"GETEX", k(), b"PX", b"5"], [b"EXISTS", k()],
+                [b"BITFIELD_RO", k(), b"GET", b"u8", b"0"], [b"GET"], [b"PING"], [b"BOGUS", k()],
+                [b"MGET", k(), k(), k()], [b"EXPIRE", k(), b"1"], [b"GETDEL", k()]])
+            return [b"COMMAND", self.rng.choice([b"GETKEYSANDFLAGS", b"getkeys"])] + line
         return [b"COMMAND", self.rng.choice([b"BOGUS", b"", b"COUNT"]), self.word()]
 
     def g_client(self):
