@@ -13,7 +13,12 @@
  *     dir: the leaf is still at the target and its keys read back;
  *   - a host that ran with the fixed map (leaf-moves no), hot and cold
  *     owners, restarted with leaf-moves yes: the map made then places every
- *     key where the fixed map did, so every stored key reads back.
+ *     key where the fixed map did, so every stored key reads back;
+ *   - an HTTP PUT with an Idempotency-Key, its leaf moved, the key written
+ *     again over RESP, the PUT retried: answered from the record the move
+ *     carried (the first ETag, Idempotent-Replayed), not applied again; and
+ *     moved back, the same (where a retry met a leaf move, a review once
+ *     found a write applied four times).
  * The same helpers as check_move.c (move_cluster.h), without the etcd.
  */
 #include <sys/socket.h>
@@ -21,6 +26,7 @@
 
 #include "proto/place.h"
 #include "tests/integration/move_cluster.h"
+#include "tests/integration/http_test.h"
 
 static struct daemon h1;
 
@@ -151,6 +157,58 @@ static int fixed_owner(const char *key)
     return (int)((uint32_t)(h >> (64 - ROUTER_LEAF_BITS)) % 2);
 }
 
+/* PUT /v1/kv/key with Idempotency-Key: idem on a new connection into *r. */
+static int idem_put(int hp, const char *key, const char *idem, const char *body, struct hr *r)
+{
+    int fd = h_connect(hp);
+    if (fd < 0)
+        return -1;
+    char req[1024];
+    snprintf(req, sizeof(req), "PUT /v1/kv/%s HTTP/1.1\r\nHost: t\r\nIdempotency-Key: \"%s\"\r\n"
+             "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", key, idem, strlen(body), body);
+    memset(r, 0, offsetof(struct hr, in));
+    r->inlen = 0;
+    int rc = hx_send(fd, req) == 0 ? hx_read(fd, r, 0, 10000) : -1;
+    close(fd);
+    return rc;
+}
+
+START_TEST(an_idempotent_put_retried_after_its_leaf_moved_is_answered_from_its_record)
+{
+    mc_down(&h1);
+    int hp = h_free_port();
+    char extra[64];
+    snprintf(extra, sizeof(extra), "http-port %d\n", hp);
+    mc_local_start(&h1, extra, NULL);
+    char leaf[32], keys[1][32], out[4096], tag[64], again[64], hdr[16];
+    uint32_t start;
+    int bits;
+    ck_assert_int_eq(mc_leaf_of(&h1, 1, leaf, sizeof(leaf), &start, &bits), 0);
+    mc_keys_in(start, bits, "idem", keys, 1);
+    static struct hr r;
+    ck_assert_int_eq(idem_put(hp, keys[0], "retry-1", "first", &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert(hx_hdr(&r, "ETag", tag, sizeof(tag)));
+    for (unsigned to = 2; to >= 1; to--) {
+        ck_assert_msg(move_wait(leaf, to, out, sizeof(out)) == 0, "leaf move: %s", out);
+        int fd = h_connect(h1.port);
+        mc_set_ok(fd, keys[0], "later");
+        close(fd);
+        ck_assert_int_eq(idem_put(hp, keys[0], "retry-1", "first", &r), 0);
+        ck_assert_msg(r.status == 200, "retry after the move to %u: %d %s", to, r.status, r.head);
+        ck_assert(hx_hdr(&r, "ETag", again, sizeof(again)));
+        ck_assert_str_eq(again, tag);
+        ck_assert(hx_hdr(&r, "Idempotent-Replayed", hdr, sizeof(hdr)));
+        fd = h_connect(h1.port);
+        mc_get_is(fd, keys[0], "later"); /* not applied again */
+        close(fd);
+        ck_assert_int_eq(idem_put(hp, keys[0], "retry-1", "other", &r), 0);
+        ck_assert_int_eq(r.status, 422);
+    }
+    ck_assert_int_eq(h_info_int(h1.port, "http_idempotent_replays"), 2);
+}
+END_TEST
+
 START_TEST(keys_stored_with_the_fixed_map_read_back_after_switching_to_leaf_moves)
 {
     memset(&h1, 0, sizeof(h1));
@@ -220,6 +278,7 @@ Suite *move_local_suite(void)
     tcase_add_test(tc, the_map_is_made_at_first_start_without_etcd);
     tcase_add_test(tc, a_split_changes_nothing_a_client_sees);
     tcase_add_test(tc, a_leaf_moves_and_back_under_a_steady_writer_and_stays_moved_after_kill_9);
+    tcase_add_test(tc, an_idempotent_put_retried_after_its_leaf_moved_is_answered_from_its_record);
     suite_add_tcase(s, tc);
     tc = tcase_create("switch_from_the_fixed_map");
     tcase_add_checked_fixture(tc, NULL, down);
