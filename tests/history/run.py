@@ -526,8 +526,11 @@ def main(argv=None):
     http = [c for c in extra if isinstance(c, HttpReader)]
     if http:
         print("http clients: %d gets, %d long polls, %d puts (%d with If-Match, %d of them "
-              "412), %d deletes" % tuple(sum(c.counts[k] for c in http) for k in (
-                  "get", "poll", "put", "if-match", "if-match-412", "delete")))
+              "412), %d deletes; Idempotency-Key: idem %d, idem-retries %d, idem-replayed %d "
+              "(unknown outcomes settled by a retry %d, not retried after a crash %d)"
+              % tuple(sum(c.counts[k] for c in http) for k in (
+                  "get", "poll", "put", "if-match", "if-match-412", "delete", "idem",
+                  "idem-retries", "idem-replayed", "idem-settled", "idem-crash-kept")))
     auth_bad = []
     if "cred_churn" in kinds:
         try:

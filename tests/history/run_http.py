@@ -21,7 +21,31 @@ with the ETag a GET of this reader last answered with the value it came
 with), recorded as run_cas.py records SETIFMATCH: 200 is SET value IFEQ
 <that value> answered OK (the key still held the write the ETag names); a
 412 says only that the version moved (an EXPIRE makes a new version over
-an equal value), so it is recorded as not applied (fail), which it was."""
+an equal value), so it is recorded as not applied (fail), which it was.
+
+Idempotency-Key (README "HTTP", Writes): half the PUTs and DELETEs (drawn
+from a stream of their own, `idem_rng`) carry
+`Idempotency-Key: "<seed>-<reader>-<n>"`, unique in the run.  When such a
+write's answer is 504 or there is none (timeout, closed connection), the
+very same request (method, body, headers, key) is sent again on a new
+connection after 50-200 ms, at most IDEM_ATTEMPTS attempts in all, each
+bounded by REQUEST_TIMEOUT_S; a 503 or 429 on a retry refuses only that
+attempt and is retried the same way.  The op's interval runs from the first
+attempt's send to the last answer, and its outcome is that answer's by the
+table above (a retry's 200/201/204/404/412 is the request's fate: the
+owner's record of the first answer, or the first never ran); only when
+every attempt leaves it unknown is it info, `answered` the last attempt's
+end.  The op line says "idem": true, "idem_key", "attempts" and, when an
+answer carried `Idempotent-Replayed: true`, "replayed": true; the next op
+after a retried one is a new client (it went on another connection).  A
+422 (the key is unique, the attempts byte-identical) or a replay answer to
+a request without the header is a broken promise: self.error, the run
+fails.  A write applied twice shows to the checker as a value read again
+after another write, or a failed/NX-not-met/DEL-0 answer whose effect is
+read (values are unique).  Not retried: a ledger key after a crash line of
+its pool since the first attempt, with `replicas 0` (README: such a crash
+may lose the record without the write, so a retry may apply it again;
+counted as idem-crash-kept), and once the run is stopping."""
 
 import random
 import socket
@@ -33,14 +57,25 @@ import base64
 import run_cas
 
 from run_creds import http_request, read_http_response
-from run_daemon import REQUEST_TIMEOUT_S
+from run_daemon import CLASSES, REQUEST_TIMEOUT_S
+
+IDEM_SHARE = 0.5        # of the PUTs and DELETEs: with an Idempotency-Key
+IDEM_ATTEMPTS = 3       # attempts of such a write while its outcome is unknown
 
 
 class HttpReader(threading.Thread):
     def __init__(self, index, seed, hkv, workload, history, stop, cred, think_ms,
-                 write_ratio=0.0):
+                 write_ratio=0.0, idem_ratio=IDEM_SHARE):
         super().__init__(name="http-%d" % index, daemon=True)
         self.rng = random.Random("%s-http-%d" % (seed, index))
+        # a stream of its own: self.rng draws the same choices as without it
+        self.idem_rng = random.Random("%s-http-idem-%d" % (seed, index))
+        self.seed, self.index = seed, index
+        self.idem_ratio = idem_ratio
+        self.idem_n = 0
+        # With followers (replicas >= 1) a kill loses no record a write kept;
+        # without them a retry across a crash of a ledger key is not made.
+        self.no_loss_retry = bool(getattr(hkv, "replicas", 0))
         self.hkv = hkv
         self.workload = workload
         self.history = history
@@ -50,7 +85,8 @@ class HttpReader(threading.Thread):
         self.index_of = {}
         self.error = None
         self.counts = {"get": 0, "poll": 0, "put": 0, "delete": 0, "if-match": 0,
-                       "if-match-412": 0}
+                       "if-match-412": 0, "idem": 0, "idem-retries": 0, "idem-replayed": 0,
+                       "idem-settled": 0, "idem-crash-kept": 0}
         self.etags = {}  # key -> (ETag, value) of this reader's last 200
         self.write_ratio = write_ratio
 
@@ -124,9 +160,35 @@ class HttpReader(threading.Thread):
         if sock is not None:
             sock.close()
 
+    # -- writes
+
+    def _crashes(self, key):
+        """Crash lines so far of the owners of key's pool (the key's owner may
+        change by a move, never its pool)."""
+        pool = CLASSES[key.split(":", 1)[0]]["pool"] + "/"
+        with self.history.lock:
+            return sum(n for o, n in self.history.crashes.items() if o.startswith(pool))
+
+    def _connect(self, deadline):
+        """A new connection for a retry, tried until deadline; None if none."""
+        while not self.stop_ev.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                s = socket.create_connection(("127.0.0.1", self.hkv.http_port),
+                                             timeout=min(2.0, left))
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                return s
+            except OSError:
+                self.stop_ev.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+        return None
+
     def write(self, sock, client, key):
-        """One PUT or DELETE of key on sock: its op line; the socket to go on
-        with (None: closed)."""
+        """One PUT or DELETE of key on sock (with an Idempotency-Key, retried
+        on new connections while its outcome is unknown): its op line; the
+        socket to go on with (None: closed, or the op was retried: the next
+        op is a new client)."""
         opid = self.history.op_id()
         rec = {"kind": "op", "id": opid, "client": client,
                "colo": self.hkv.colo_names()[0], "edge": "http", "key": key, "via": "http"}
@@ -151,19 +213,69 @@ class HttpReader(threading.Thread):
                 rec["args"]["px"] = ttl * 1000 if ttl else None
             if ttl:
                 path += "?ttl=%d" % ttl
+        idem = None
+        if self.idem_rng.random() < self.idem_ratio:
+            self.idem_n += 1
+            idem = "%s-%d-%d" % (self.seed, self.index, self.idem_n)
+            extra += 'Idempotency-Key: "%s"\r\n' % idem
+            rec["idem"], rec["idem_key"] = True, idem
         auth = base64.b64encode(("%s:%s" % self.cred).encode()).decode()
+        request = ("%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n%s"
+                   "Content-Length: %d\r\n\r\n" % (method, path, auth, extra, len(body))
+                   ).encode() + body
+        ok = {("PUT", 200): "OK", ("PUT", 201): "OK", ("PUT", 412): None,
+              ("DELETE", 204): 1, ("DELETE", 404): 0}
+        crashes0 = self._crashes(key) if idem else 0
         t0 = time.monotonic()
-        outcome, value, error = "info", None, None
-        try:
-            sock.settimeout(REQUEST_TIMEOUT_S)
-            sock.sendall(("%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n%s"
-                          "Content-Length: %d\r\n\r\n" % (method, path, auth, extra, len(body))
-                          ).encode() + body)
-            status, hdr, text = read_http_response(sock, t0 + REQUEST_TIMEOUT_S)
+        attempts, replayed = 0, False
+        while True:
+            attempts += 1
+            ta = time.monotonic() if attempts > 1 else t0
+            if attempts > 1:
+                sock = self._connect(ta + REQUEST_TIMEOUT_S)
+            outcome, value, error, status, hdr = "info", None, None, None, {}
+            if sock is None:
+                error = "runner: no connection for the retry"
+            else:
+                try:
+                    sock.settimeout(REQUEST_TIMEOUT_S)
+                    sock.sendall(request)
+                    status, hdr, text = read_http_response(sock, ta + REQUEST_TIMEOUT_S)
+                    if hdr.get("connection", "").lower() == "close":
+                        sock.close()
+                        sock = None
+                except (OSError, ValueError, IndexError) as e:
+                    error = "runner: %s" % e  # the write may still be applied
+                    sock.close()
+                    sock = None
             t1 = time.monotonic()
-            ok = {("PUT", 200): "OK", ("PUT", 201): "OK", ("PUT", 412): None,
-                  ("DELETE", 204): 1, ("DELETE", 404): 0}
-            if cas is not None and status == 412:
+            if hdr.get("idempotent-replayed", "").lower() == "true":
+                replayed = True
+                self.counts["idem-replayed"] += 1
+                if idem is None and self.error is None:
+                    self.error = "%s: op %d %s %s without Idempotency-Key answered with " \
+                                 "Idempotent-Replayed" % (self.name, opid, method, key)
+            retry_ok = False  # this answer leaves the op's outcome unknown, a retry may settle it
+            if status is None:
+                pass
+            elif status == 504:
+                error = "HTTP 504 %s" % text[:60].decode("utf-8", "replace")
+                retry_ok = True
+            elif attempts > 1 and status in (503, 429):
+                # this attempt was refused (not applied); the first one's fate is still open
+                error = "HTTP %d on retry %d %s" % (status, attempts - 1,
+                                                    text[:60].decode("utf-8", "replace"))
+                retry_ok = True
+            elif status == 422 and idem is not None:
+                # the key is new and every attempt byte-identical: a broken promise
+                error = "HTTP 422 %s" % text[:60].decode("utf-8", "replace")
+                if attempts == 1:
+                    outcome = "fail"    # README: 422 is not applied
+                if self.error is None:
+                    self.error = ("%s: PROMISE BROKEN: op %d %s %s Idempotency-Key %s: attempt "
+                                  "%d of the same request answered 422 (%s)" % (
+                                      self.name, opid, method, key, idem, attempts, error))
+            elif cas is not None and status == 412:
                 outcome = "fail"       # not applied; the value may still be equal
                 error = "HTTP 412 If-Match"
                 self.counts["if-match-412"] += 1
@@ -171,27 +283,48 @@ class HttpReader(threading.Thread):
                 outcome, value = "ok", ok[(method, status)]
                 if cas is not None and "etag" in hdr:
                     self.etags[key] = (hdr["etag"], rec["args"]["value"])
-            elif status == 504:
-                error = "HTTP 504 %s" % text[:60].decode("utf-8", "replace")
-                rec["answered"] = t1  # when it was told "unknown" (t1: the effect is open)
-                t1 = None
-            else:
+            elif attempts == 1:
                 outcome = "fail"
                 error = "HTTP %d %s" % (status, text[:60].decode("utf-8", "replace"))
-            if hdr.get("connection", "").lower() == "close":
+            else:
+                # refused on a retry: says nothing of the first attempt
+                error = "HTTP %d on retry %d %s" % (status, attempts - 1,
+                                                    text[:60].decode("utf-8", "replace"))
+            if outcome != "info" or idem is None or attempts >= IDEM_ATTEMPTS \
+                    or (status is not None and not retry_ok):
+                break
+            # Outcome unknown: the very same request again, on a new connection.
+            if sock is not None:
                 sock.close()
                 sock = None
-        except (OSError, ValueError, IndexError) as e:
-            t1 = None  # the write may still be applied: outcome unknown, open-ended
-            rec["answered"] = time.monotonic()
-            error = "runner: %s" % e
-            sock.close()
-            sock = None
+            if self.stop_ev.wait(self.idem_rng.uniform(0.05, 0.2)):
+                break   # the run is over: no attempt that could outlive the join
+            if not self.no_loss_retry and self._crashes(key) != crashes0 and \
+                    CLASSES[key.split(":", 1)[0]]["durability"] == "ledger":
+                # README: without followers a crash may lose a ledger write's
+                # record and not the write (or both, after a read saw it):
+                # a retry may then apply it again, which is not promised
+                self.counts["idem-crash-kept"] += 1
+                break
+        if outcome == "info":
+            rec["answered"] = t1  # when it was told "unknown" or gave up (the effect is open)
+            t1 = None
+        elif attempts > 1:
+            self.counts["idem-settled"] += 1
+        if idem is not None:
+            rec["attempts"] = attempts
+            if replayed:
+                rec["replayed"] = True
         rec.update({"t0": t0, "t1": t1, "outcome": outcome, "value": value, "error": error,
                     "stale": False, "degraded": False})
         self.history.write(rec)
         self.counts["delete" if method == "DELETE" else "put"] += 1
         self.counts["if-match"] += cas is not None
+        self.counts["idem"] += idem is not None
+        self.counts["idem-retries"] += attempts - 1
+        if attempts > 1 and sock is not None:
+            sock.close()   # the next op on a new connection: a new client
+            sock = None
         if self.think_ms > 0:
             self.stop_ev.wait(self.rng.uniform(0, self.think_ms) / 1000.0)
         return sock
