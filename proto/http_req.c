@@ -337,7 +337,7 @@ static int field_line(struct http_req_parser *p, const char *buf, size_t off, si
     } else if (ieq(name, nn, "idempotency-key")) {
         if (++p->nik > 1)
             return fail(p, err, 400, "more than one Idempotency-Key");
-        if (vn == 0 || vn > HTTP_IDEM_KEY_MAX)
+        if (vn == 0 || vn > HTTP_IDEM_KEY_MAX + 2) /* an sf-string's quotes */
             return fail(p, err, 400, "Idempotency-Key empty or too long");
         p->ik_off = off + a;
         p->ik_len = vn;

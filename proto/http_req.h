@@ -35,7 +35,7 @@
  *        Transfer-Encoding in HTTP/1.0 (request smuggling, RFC 9112 6.1, 6.3);
  *        two Authorization or Last-Event-ID fields.
  *        Two If-Match or Idempotency-Key fields, an Idempotency-Key that is
- *        empty or over HTTP_IDEM_KEY_MAX bytes.
+ *        empty or over HTTP_IDEM_KEY_MAX bytes (+ 2: an sf-string's quotes).
  *   405  a method other than GET, HEAD, PUT or DELETE (methods are
  *        case-sensitive: "get" is another method).  Answered after the whole header section is read
  *        so its framing is known: without a body the connection may stay open

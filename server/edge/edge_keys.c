@@ -17,7 +17,7 @@
  * RANDOMKEY first asks every owner for its key count (STATS, as DBSIZE),
  * picks an owner with probability proportional to it, and reads one SCAN
  * page of that owner from a random cursor (a random bucket of its table);
- * the first live key there is the answer.  An empty page moves on to the
+ * a random one of the live keys there is the answer.  An empty page moves on to the
  * next page, once round the end of the cursor space, at most
  * RANDOM_PAGES pages per owner; an owner that gives nothing is dropped and
  * another is drawn, so the work is bounded by RANDOM_PAGES per owner, and
@@ -38,6 +38,9 @@
 
 #define KEYS_PAGE 1000           /* SCAN COUNT of one KEYS page */
 #define RANDOM_PAGES 8           /* SCAN pages RANDOMKEY reads from one owner at most */
+#define RANDOM_COUNT 16          /* each page's COUNT: Idempotency-Key records beside the
+                                    keys are visited but never returned (a check saw nil
+                                    from 8 one-visit pages of records) */
 #define RANDOM_CURSOR_MASK ((1ULL << 54) - 1) /* an owner's own cursor (edge_scan.c) */
 
 /* The op's arguments (its args block).  Per owner, op->items[g] holds the
@@ -208,7 +211,7 @@ static int random_encode(struct hkv_buf *b, uint64_t id, const struct oreq *r,
 {
     if (r->type == WIRE_STATS)
         return wire_put_stats(b, id);
-    return wire_put_scan(b, id, K(r->op)->cursor, 1, NULL);
+    return wire_put_scan(b, id, K(r->op)->cursor, RANDOM_COUNT, NULL);
 }
 
 static void random_reply(struct op *op, const struct wire_slice *key)

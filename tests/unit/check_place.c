@@ -72,7 +72,7 @@ static char *k_dummy(void)
 
 START_TEST(a_system_key_is_placed_as_its_target)
 {
-    const char *targets[] = {"plain", "{user:1}:a", "", "x{}y", "{a}", "\xff" "hkv"};
+    const char *targets[] = {"plain", "{user:1}:a", "", "x{}y", "{a}", ("\xff" "hkv")};
     for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
         char k[600];
         size_t tn = strlen(targets[i]), off, n;
