@@ -101,6 +101,7 @@
     X(TOUCH, "touch", -2, CMD_F_READ | CMD_F_FAST, 1, -1, 1)             \
     X(EXPIRETIME, "expiretime", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)     \
     X(PEXPIRETIME, "pexpiretime", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)   \
+    X(BITFIELD, "bitfield", -2, CMD_F_WRITE, 1, 1, 1)                    \
     X(BITFIELD_RO, "bitfield_ro", -2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)  \
     X(BITOP, "bitop", -4, CMD_F_WRITE, 2, -1, 1)                         \
     /* computed at the edge over the value the read path returns         \

@@ -30,7 +30,7 @@ NAMES = set(b"""
 ping echo hello select auth quit reset command client config acl info time lastsave dbsize wait monitor
 get mget exists strlen type ttl pttl scan set setex psetex setnx getset getdel getex mset del
 unlink expire pexpire expireat pexpireat persist incr decr incrby decrby
-append getrange setrange substr incrbyfloat msetnx setbit getbit bitcount bitpos bitfield_ro bitop lcs keys
+append getrange setrange substr incrbyfloat msetnx setbit getbit bitcount bitpos bitfield bitfield_ro bitop lcs keys
 flushall flushdb rename renamenx copy randomkey touch expiretime pexpiretime object
 multi exec discard watch unwatch
 subscribe unsubscribe psubscribe punsubscribe publish pubsub

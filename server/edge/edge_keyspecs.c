@@ -135,7 +135,7 @@ static const char *variable(const struct cmd_def *d, const struct resp_value *fl
                 return "RW access update";
         return "OW update";
     }
-    if (d->id == CMD_BITFIELD_RO) { /* BITFIELD itself: not served yet */
+    if (d->id == CMD_BITFIELD) {
         for (int i = 2; i < argc; i++)
             if (word_is(&argv[i], "set") || word_is(&argv[i], "incrby"))
                 return "RW access update";

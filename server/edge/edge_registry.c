@@ -103,6 +103,7 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(TOUCH,     edge_cmd_call,      CALL)
     ROW(EXPIRETIME, edge_cmd_call,     CALL)
     ROW(PEXPIRETIME, edge_cmd_call,    CALL)
+    ROW(BITFIELD,  edge_cmd_call,      CALL)
     ROW(BITFIELD_RO, edge_cmd_call,    CALL)
     ROW(GETRANGE,  edge_cmd_getrange,  STRREAD)
     ROW(SUBSTR,    edge_cmd_substr,    STRREAD)

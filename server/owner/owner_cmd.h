@@ -233,11 +233,12 @@ static inline struct resp_slice ocmd_rs(struct wire_slice s)
     X(GETSET, getset) X(GETDEL, getdel) X(GETEX, getex) X(MGET, mget)         \
     X(MSET, mset) X(MSETNX, mset) X(STRLEN, strlen) X(INCR, incr)             \
     X(DECR, incr) X(INCRBY, incr) X(DECRBY, incr)                             \
-    /* owner_cmd_bits.c: strings computed by proto/strops, BITFIELD_RO */    \
+    /* owner_cmd_bits.c: strings computed by proto/strops */                \
     X(APPEND, append) X(SETRANGE, setrange) X(GETRANGE, getrange)             \
     X(SUBSTR, getrange) X(INCRBYFLOAT, incrbyfloat) X(SETBIT, setbit)         \
     X(GETBIT, getbit) X(BITCOUNT, bitcount) X(BITPOS, bitpos) X(LCS, lcs)     \
-    X(BITFIELD_RO, bitfield_ro)                                               \
+    /* owner_cmd_bitfield.c */                                               \
+    X(BITFIELD, bitfield) X(BITFIELD_RO, bitfield_ro)                         \
     /* owner_cmd_bitop.c */                                                  \
     X(BITOP, bitop)                                                           \
     /* owner_cmd_key.c: the keyspace */                                      \

@@ -103,6 +103,7 @@ void owner_notify_cmd(struct owner *o, const struct cmd_def *d, const struct wir
         each(o, ch, n, NEV_SETRANGE);
         break;
     case CMD_SETBIT:
+    case CMD_BITFIELD: /* even when FAIL wrote no field: Redis counts the op */
         each(o, ch, n, NEV_SETBIT);
         break;
     case CMD_BITOP: /* "set", or "del" when every source was missing */

@@ -556,9 +556,7 @@ design("CONFIG GET tls-protocols prints the versions hotkvd accepts by default (
 # them.  When hotkvd gains one, add it to gen.py and remove it from here.
 NOT_IMPLEMENTED = {
     # asked for by issue 13
-    "bitmap": "BITFIELD",
     "CLIENT subcommands": "PAUSE UNPAUSE REPLY (refused: 'not supported')",
-    "COMMAND subcommands": "GETKEYSANDFLAGS (refused: 'not supported')",
     # not in issue 13
     "keyspace, not asked for": "DUMP RESTORE MIGRATE MOVE SWAPDB SORT SORT_RO",
     "server, not asked for": "BGREWRITEAOF BGSAVE SAVE SHUTDOWN DEBUG MEMORY LATENCY "

@@ -348,6 +348,33 @@ class Gen:
             w += [self.case(b"GET"), t, off]
         return w
 
+    def g_bitfield(self):
+        # BITFIELD key [GET|SET|INCRBY|OVERFLOW ...]: values at and past each
+        # width's bounds under WRAP, SAT and FAIL, writes that grow the
+        # string, GET-only lines (a read), and the parse errors in order.
+        w = [b"BITFIELD", self.key()]
+        for _ in range(self.rng.choice([0, 1, 2, 2, 3, 4])):
+            r = self.rng.random()
+            if r < 0.05:
+                w += self.rng.choice([[b"SET", b"u8", b"0"], [b"INCRBY", b"i5"], [b"BOGUS"],
+                                      [b"OVERFLOW", b"BAD"], [b"OVERFLOW"]])
+                continue
+            if r < 0.25:
+                w += [self.case(b"OVERFLOW"), self.case(self.rng.choice([b"WRAP", b"SAT", b"FAIL"]))]
+                continue
+            t = self.rng.choice([b"u1", b"u2", b"i2", b"u8", b"i8", b"i5", b"u16", b"i16", b"i32",
+                                 b"u63", b"i63", b"i64", b"u64", b"i0"])
+            off = self.rng.choice([b"0", b"1", b"3", b"7", b"8", b"13", b"100", b"#0", b"#1", b"#3",
+                                   b"-1", b"x", b"#-1"])
+            op = self.rng.choice([b"GET", b"SET", b"INCRBY", b"INCRBY"])
+            w += [self.case(op), t, off]
+            if op != b"GET":
+                w.append(self.rng.choice([b"0", b"1", b"-1", b"5", b"-5", b"100", b"127", b"128",
+                                          b"-128", b"-129", b"255", b"256", b"65535", b"-32768",
+                                          b"9223372036854775807", b"-9223372036854775808",
+                                          b"4611686018427387904", b"x", b"1.5"]))
+        return w
+
     def g_bitpos(self):
         w = [b"BITPOS", self.key(), self.rng.choice([b"0", b"1", b"0", b"1", b"2", b"-1", b"x"])]
         for _ in range(self.rng.choice([0, 1, 2, 2, 3])):
@@ -514,7 +541,8 @@ class Gen:
                 [b"MSET", k(), b"1", k()], [b"COPY", k(), k()], [b"RENAME", k(), k()],
                 [b"BITOP", b"AND", k(), k(), k()], [b"LCS", k(), k()], [b"DEL", k(), k()],
                 [b"OBJECT", b"ENCODING", k()], [b"GETEX", k(), b"PX", b"5"], [b"EXISTS", k()],
-                [b"BITFIELD_RO", k(), b"GET", b"u8", b"0"], [b"GET"], [b"PING"], [b"BOGUS", k()],
+                [b"BITFIELD_RO", k(), b"GET", b"u8", b"0"], [b"GET"],
+                [b"BITFIELD", k(), b"GET", b"u8", b"0"], [b"BITFIELD", k(), b"INCRBY", b"u8", b"0", b"1"], [b"PING"], [b"BOGUS", k()],
                 [b"MGET", k(), k(), k()], [b"EXPIRE", k(), b"1"], [b"GETDEL", k()]])
             return [b"COMMAND", self.rng.choice([b"GETKEYSANDFLAGS", b"getkeys"])] + line
         return [b"COMMAND", self.rng.choice([b"BOGUS", b"", b"COUNT"]), self.word()]
@@ -624,7 +652,7 @@ CMD_NAMES = [b"get", b"set", b"mget", b"mset", b"del", b"unlink", b"exists", b"s
              b"info", b"client", b"config", b"command", b"hello", b"auth", b"reset", b"quit",
              b"append", b"setrange", b"setbit", b"incrbyfloat", b"msetnx", b"rename",
              b"renamenx", b"copy", b"touch", b"expiretime", b"pexpiretime", b"getrange", b"substr",
-             b"getbit", b"bitcount", b"bitpos", b"bitfield_ro", b"bitop", b"lcs", b"multi", b"exec", b"discard", b"watch",
+             b"getbit", b"bitcount", b"bitpos", b"bitfield", b"bitfield_ro", b"bitop", b"lcs", b"multi", b"exec", b"discard", b"watch",
              b"unwatch", b"flushall", b"flushdb", b"keys", b"randomkey", b"object", b"GET", b"Set"]
 
 # CONFIG GET names both servers define (and a few neither does).
@@ -643,7 +671,7 @@ WEIGHTS = [
     ("reset", 0.3), ("quit", 0.2), ("unknown", 0.5), ("raw", 0.5),
     ("append", 3), ("setrange", 2), ("setbit", 2), ("incrbyfloat", 2), ("msetnx", 2),
     ("rename", 2), ("copy", 1.5), ("touch", 1), ("expiretime", 1.5), ("getrange", 3),
-    ("getbit", 2), ("bitcount", 2), ("bitpos", 2), ("bitfield_ro", 2), ("bitop", 2), ("lcs", 1.5), ("txcmd", 0.5), ("tx", 4),
+    ("getbit", 2), ("bitcount", 2), ("bitpos", 2), ("bitfield_ro", 2), ("bitfield", 3), ("bitop", 2), ("lcs", 1.5), ("txcmd", 0.5), ("tx", 4),
     ("flushall", 0.3), ("keys", 1.5), ("randomkey", 1), ("object", 3),
     ("publish", 1), ("pubsub", 1),
 ]

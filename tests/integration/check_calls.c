@@ -385,6 +385,51 @@ START_TEST(bitfield_ro_reads_fields_as_redis)
 }
 END_TEST
 
+/* BITFIELD's writes (owner_cmd_bitfield.c, one ledger read-modify-write):
+ * Redis's documented counters under each OVERFLOW, a string grown with
+ * zeros to the highest bit written (and stored even when FAIL wrote
+ * nothing), the key's TTL kept, a GET-only line a read, parse errors before
+ * anything is applied; and the colo cache serves the new bytes at once. */
+START_TEST(bitfield_writes_as_redis)
+{
+    up();
+    EXPECT("[:1, :0]", "BITFIELD", "bw", "INCRBY", "i5", "100", "1", "GET", "u4", "0");
+    EXPECT(":14", "STRLEN", "bw"); /* bits 100..104: byte 13 is the last */
+    EXPECT("[:1, :1]", "BITFIELD", "c2", "INCRBY", "u2", "100", "1", "OVERFLOW", "SAT", "INCRBY",
+           "u2", "102", "1");
+    EXPECT("[:2, :2]", "BITFIELD", "c2", "INCRBY", "u2", "100", "1", "OVERFLOW", "SAT", "INCRBY",
+           "u2", "102", "1");
+    EXPECT("[:3, :3]", "BITFIELD", "c2", "INCRBY", "u2", "100", "1", "OVERFLOW", "SAT", "INCRBY",
+           "u2", "102", "1");
+    EXPECT("[:0, :3]", "BITFIELD", "c2", "INCRBY", "u2", "100", "1", "OVERFLOW", "SAT", "INCRBY",
+           "u2", "102", "1");
+    EXPECT("[(nil)]", "BITFIELD", "c2", "OVERFLOW", "FAIL", "INCRBY", "u2", "102", "1");
+    EXPECT("[:0, :-128, :127]", "BITFIELD", "s", "SET", "i8", "0", "-128", "GET", "i8", "0",
+           "INCRBY", "i8", "0", "-1");
+    EXPECT("\"\x7f\"", "GET", "s"); /* the cache serves the owner's new bytes */
+    EXPECT("\"raw\"", "OBJECT", "ENCODING", "s");
+    EXPECT("+OK", "SET", "t", "a", "EX", "100");
+    EXPECT("[:97]", "BITFIELD", "t", "SET", "u8", "#0", "98");
+    EXPECT("\"b\"", "GET", "t");
+    EXPECT(":1", "PERSIST", "t"); /* the TTL was kept */
+    EXPECT("[(nil)]", "BITFIELD", "f", "OVERFLOW", "FAIL", "SET", "u1", "#16", "2");
+    EXPECT(":3", "STRLEN", "f"); /* created, zeros, though no field was written */
+    EXPECT("[:0]", "BITFIELD", "g", "GET", "u8", "0");
+    EXPECT(":0", "EXISTS", "g"); /* GETs only: a read */
+    EXPECT("-ERR value is not an integer or out of range", "BITFIELD", "g", "SET", "u8", "0",
+           "1", "INCRBY", "u8", "0", "x");
+    EXPECT(":0", "EXISTS", "g"); /* the first SET was not applied either */
+    EXPECT("-ERR syntax error", "BITFIELD", "g", "SET", "u8", "0");
+    EXPECT("-ERR Invalid OVERFLOW type specified", "BITFIELD", "g", "OVERFLOW", "up");
+    EXPECT("-ERR wrong number of arguments for 'bitfield' command", "BITFIELD");
+    EXPECT("+OK", "MULTI");
+    EXPECT("+QUEUED", "BITFIELD", "m", "INCRBY", "u8", "0", "7");
+    EXPECT("+QUEUED", "BITFIELD", "m", "INCRBY", "u8", "0", "7");
+    EXPECT("[[:7], [:14]]", "EXEC");
+    down();
+}
+END_TEST
+
 Suite *calls_suite(void)
 {
     Suite *s = suite_create("calls");
@@ -401,6 +446,7 @@ Suite *calls_suite(void)
         {"lcs_crossslot", lcs_needs_both_keys_on_one_owner},
         {"vs_redis", replies_match_redis_server},
         {"bitfield_ro", bitfield_ro_reads_fields_as_redis},
+        {"bitfield", bitfield_writes_as_redis},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
