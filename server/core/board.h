@@ -171,6 +171,7 @@ struct board {
     _Atomic uint64_t config_reload_failures;
     _Atomic int64_t start_unix_ms;
     _Atomic uint64_t used_memory_peak; /* INFO memory: the most any INFO has seen */
+    _Atomic uint64_t client_pause; /* CLIENT PAUSE: end << 1 | all, 0 = none (edge_pause.c) */
     struct board_slot slots[];
 };
 

@@ -58,6 +58,8 @@ enum ctr_kind { CTR_COUNTER = 0, CTR_GAUGE = 1 };
     X(http_polls_expired, CTR_COUNTER, "Long polls answered when their wait passed")          \
     X(http_polls_refused, CTR_COUNTER, "Long polls and watches refused (http-max-polls)")     \
     X(http_wakeups, CTR_COUNTER, "Change-ring signals read (by held readers and trackers)")   \
+    X(blocked_clients, CTR_GAUGE, "Connections parked by CLIENT PAUSE now")                   \
+    X(client_pause_parked, CTR_COUNTER, "Requests parked by CLIENT PAUSE")                    \
     X(tracking_clients, CTR_GAUGE, "Clients with CLIENT TRACKING on")                          \
     X(tracking_total_keys, CTR_GAUGE, "Keys in the tracking tables")                           \
     X(tracking_total_items, CTR_GAUGE, "(client, key) pairs in the tracking tables")           \

@@ -33,6 +33,7 @@
 #include "server/edge/edge_health.h"
 #include "server/edge/edge_http.h"
 #include "server/edge/edge_monitor.h"
+#include "server/edge/edge_pause.h"
 #include "server/edge/edge_pubsub.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_keyspace.h"
@@ -182,6 +183,7 @@ static void on_closing(struct conn *c)
     edge_track_conn_gone(c);
     monitor_stop(c);
     pubsub_conn_gone(c);
+    edge_pause_conn_gone(c);
     clients_gone(c);
     client_gone(c);
 }
@@ -190,6 +192,7 @@ static const struct conn_hooks conn_hooks = {
     .accepted = on_accepted,
     .dispatch = edge_dispatch,
     .closing = on_closing,
+    .park = edge_pause_park,
     .sess_size = sizeof(struct sess),
 };
 
@@ -493,6 +496,7 @@ int edge_main(struct worker_ctx *ctx, const struct edge_ctx *ectx)
 out:
     conns_close_all(e);
     pubsub_teardown(e);
+    edge_pause_teardown(e);
     edge_http_teardown(e);
     edge_track_teardown(e);
     edge_feed_teardown(e);

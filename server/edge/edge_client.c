@@ -16,6 +16,7 @@
 #include "server/edge/edge_reply.h"
 #include "server/edge/edge_subcmd.h"
 #include "server/edge/edge_sess.h"
+#include "server/edge/edge_pause.h"
 #include "server/edge/edge_op_int.h"
 #include "server/edge/edge_track.h"
 
@@ -565,6 +566,19 @@ void edge_cmd_client(struct conn *c, int argc, const struct resp_slice *argv)
         client_list(c, argc, argv);
     } else if (edge_arg_is(sub, "kill")) {
         client_kill(c, argc, argv);
+    } else if (edge_arg_is(sub, "pause")) {
+        edge_pause_cmd(c, argc, argv);
+    } else if (edge_arg_is(sub, "unpause")) {
+        edge_unpause_cmd(c);
+    } else if (edge_arg_is(sub, "reply")) {
+        if (edge_arg_is(&argv[2], "on"))
+            conn_reply_mode(c, CONN_REPLY_ON), resp_add_simple(&c->out, "OK");
+        else if (edge_arg_is(&argv[2], "off"))
+            conn_reply_mode(c, CONN_REPLY_OFF);
+        else if (edge_arg_is(&argv[2], "skip"))
+            conn_reply_mode(c, CONN_REPLY_SKIP);
+        else
+            resp_add_error(&c->out, "ERR syntax error");
     } else if (edge_arg_is(sub, "no-evict")) {
         /* hotkvd never evicts clients for memory: on and off are both true */
         if (edge_arg_is(&argv[2], "on") || edge_arg_is(&argv[2], "off"))

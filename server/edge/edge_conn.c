@@ -196,16 +196,23 @@ void conn_close(struct conn *c)
 }
 
 /* Runs one request (fn, or the dispatch hook).  When replies are owed
- * already, the request gets a slot and c->out is that slot's buffer while it
- * runs. */
+ * already, or its reply is to be dropped (CLIENT REPLY), the request gets a
+ * slot and c->out is that slot's buffer while it runs. */
+#define CONN_MUTE_OFF  0x1  /* CLIENT REPLY OFF */
+#define CONN_MUTE_SKIP 0x2  /* the request now dispatched is muted */
+#define CONN_MUTE_NEXT 0x4  /* and the one after it */
+
 static int run(struct conn *c, void (*fn)(struct conn *, void *), void *arg, int argc,
                const struct resp_slice *argv)
 {
     struct rslot *s = NULL;
-    if (c->sq_head != NULL) {
+    int mute = c->reply_mode & (CONN_MUTE_OFF | CONN_MUTE_SKIP);
+    c->reply_mode &= (uint8_t)~CONN_MUTE_SKIP; /* this request uses the skip up */
+    if (c->sq_head != NULL || mute) {
         s = slot_push(c);
         if (s == NULL)
             return -1;
+        s->mute = mute != 0;
         struct hkv_buf t = c->out;
         c->out = s->buf;
         s->buf = t;
@@ -223,7 +230,27 @@ static int run(struct conn *c, void (*fn)(struct conn *, void *), void *arg, int
     }
     if (c->cur != NULL)
         slots_after_dispatch(c, c->cur);
+    if (c->reply_mode & CONN_MUTE_NEXT) /* SKIP: the next request's too */
+        c->reply_mode = (uint8_t)((c->reply_mode & ~CONN_MUTE_NEXT) | CONN_MUTE_SKIP);
     return 0;
+}
+
+void conn_reply_mode(struct conn *c, enum conn_reply mode)
+{
+    /* Only ON answers (OFF and SKIP write no reply, as Redis's); the
+     * request after a SKIP is muted from run(), once this one ends. */
+    switch (mode) {
+    case CONN_REPLY_ON: /* answered although it ran muted */
+        c->reply_mode = 0;
+        if (c->cur != NULL)
+            c->cur->mute = 0;
+        break;
+    case CONN_REPLY_OFF: c->reply_mode = CONN_MUTE_OFF; break;
+    case CONN_REPLY_SKIP:
+        if (!(c->reply_mode & CONN_MUTE_OFF))
+            c->reply_mode |= CONN_MUTE_NEXT;
+        break;
+    }
 }
 
 int conn_run(struct conn *c, void (*fn)(struct conn *c, void *arg), void *arg)
@@ -273,8 +300,11 @@ static void process_input(struct conn *c)
         }
         if (c->hooks->input != NULL) {
             long n = c->hooks->input(c, buf_head(&c->in), buf_unread(&c->in));
-            if (n <= 0)
+            if (n <= 0) {
+                if (c->hold != NULL)
+                    conn_pause(c); /* parked (edge_pause.h): read nothing more */
                 break;
+            }
             buf_consume(&c->in, (size_t)n);
             continue;
         }
@@ -295,6 +325,10 @@ static void process_input(struct conn *c)
             resp_add_error(o, why != NULL ? why : "ERR Protocol error");
             c->close_after_write = 1;
             log_verbose("client %s: %s; closing", c->addr, why != NULL ? why : "protocol error");
+            break;
+        }
+        if (req.argc > 0 && c->hooks->park != NULL && c->hooks->park(c, req.argc, req.argv)) {
+            conn_pause(c); /* the request stays in `in`, parsed again when released */
             break;
         }
         c->batch.n++;

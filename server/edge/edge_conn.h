@@ -123,6 +123,7 @@ struct conn {
     uint8_t more_input;           /* stopped at CONN_TURN_MAX: run the rest before reading */
     uint8_t pubsub_limits;        /* in subscribed mode: client-output-buffer-limit pubsub
                                    * applies (set by edge_pubsub.c) */
+    uint8_t reply_mode;           /* CLIENT REPLY: CONN_REPLY_* bits (conn_reply_mode) */
     /* The layers above' session (hooks->sess_size bytes, edge_sess.h), in the
      * same allocation: this layer never reads it. */
     _Alignas(max_align_t) unsigned char above[];
@@ -145,6 +146,10 @@ struct conn_hooks {
      * stop reading (it set close_after_write).  With it, dispatch is not
      * called. */
     long (*input)(struct conn *c, const char *p, size_t n);
+    /* Optional: RESP's gate before a request runs (CLIENT PAUSE,
+     * edge_pause.h).  1: the request stays unread and c has been held
+     * (conn_hold): it stops reading until released, then parses it again. */
+    int (*park)(struct conn *c, int argc, const struct resp_slice *argv);
     /* Optional: the peer closed its side while replies are owed.  1: close
      * now (what is owed is dropped: a held request only it was waiting
      * for); 0: answer what was asked, then close (RESP's way). */
@@ -209,6 +214,13 @@ void conn_accept_with(struct edge *e, int fd, int tls, const struct conn_hooks *
  * its answer to c->out, or keeps its slot (slot_defer) and answers later,
  * as a dispatch hook does.  0, or -1 (out of memory: close the client). */
 int conn_run(struct conn *c, void (*fn)(struct conn *c, void *arg), void *arg);
+/* CLIENT REPLY ON|OFF|SKIP, as Redis: OFF drops the replies of every request
+ * from this one on, SKIP those of this one and the next, ON (answered OK)
+ * ends both.  A dropped reply is still computed in order and dropped where
+ * it leaves (a muted reply slot, edge_reply.c), so a write a muted client
+ * sent is applied as any other; pushes (invalidations, messages) go on. */
+enum conn_reply { CONN_REPLY_ON, CONN_REPLY_OFF, CONN_REPLY_SKIP };
+void conn_reply_mode(struct conn *c, enum conn_reply mode);
 /* Closes now, dropping unsent output; c is freed. */
 void conn_close(struct conn *c);
 

@@ -36,6 +36,7 @@
 #include "server/edge/edge_http_int.h"
 #include "server/edge/edge_metrics.h"
 #include "server/edge/edge_rl.h"
+#include "server/edge/edge_pause.h"
 #include "server/edge/edge_sess.h"
 
 #define AUTH_HDR "WWW-Authenticate: Basic realm=\"hotkvd\", charset=\"UTF-8\"\r\n"
@@ -363,6 +364,17 @@ static void run_timeout(struct conn *c, void *arg)
                           : "the request's header section took too long");
 }
 
+/* CLIENT PAUSE covers the requests for keys (edge_pause.h): 1 when this one
+ * is parked, to be parsed again when the pause lets it go. */
+static int paused(struct conn *c, const struct http_req *q)
+{
+    struct http_slice rest;
+    if (!edge_http_prefix(q->path, "/v1/kv/", &rest) &&
+        !edge_http_prefix(q->path, "/v1/watch/", &rest))
+        return 0;
+    return edge_pause_park_http(c, q->method == HTTP_PUT || q->method == HTTP_DELETE);
+}
+
 long edge_http_input(struct conn *c, const char *p, size_t n)
 {
     struct http_sess *hs = sess_of(c)->http;
@@ -393,6 +405,10 @@ long edge_http_input(struct conn *c, const char *p, size_t n)
             return -1;
         }
         return (long)used;
+    }
+    if (paused(c, &req)) {
+        hs->req_start_ms = 0; /* no header timeout while it waits */
+        return 0;
     }
     struct http_run x = {.req = &req,
                     .keep_alive = req.keep_alive && !edge_http_sess_denied(c) && !c->e->stopping};

@@ -148,6 +148,7 @@ struct edge {
     struct edge_track *track;     /* CLIENT TRACKING (edge_track.c); NULL until first used */
     struct http_edge *http;       /* the HTTP front door (edge_http*.c); NULL: no HTTP port */
     struct edge_pubsub *pubsub;   /* pub/sub's tables and the colo bus's reader (edge_pubsub*.c) */
+    struct edge_pause *pause;     /* CLIENT PAUSE's parked clients (edge_pause.c); NULL until used */
 };
 
 /* The live config, as data, for the modules that show it or copy it (INFO,

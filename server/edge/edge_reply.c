@@ -37,6 +37,7 @@ static struct rslot *slot_new(struct edge *e)
     s->next = NULL;
     s->ready = 0;
     s->partial = 0;
+    s->mute = 0;
     s->counted = 0;
     return s;
 }
@@ -79,7 +80,7 @@ struct hkv_buf *slot_out(struct conn *c, struct rslot *s)
 {
     /* During dispatch c->out is the current slot's buffer (or the real
      * output when it is the head); the head's answer goes straight out. */
-    if (s == c->cur || s == c->sq_head)
+    if (s == c->cur || (s == c->sq_head && !s->mute))
         return &c->out;
     return &s->buf;
 }
@@ -114,7 +115,7 @@ struct hkv_buf *slot_tail_out(struct conn *c, struct rslot **sp)
         c->nslots++;
         n->ready = 1;
         t = n;
-    } else if (!t->ready || t->partial) {
+    } else if (!t->ready || t->partial || t->mute) {
         if ((t = slot_push(c)) == NULL)
             return NULL;
         t->ready = 1;
@@ -128,7 +129,7 @@ static void pump(struct conn *c)
 {
     struct rslot *s;
     while ((s = c->sq_head) != NULL && s->ready && s != c->cur) {
-        if (buf_unread(&s->buf) > 0)
+        if (buf_unread(&s->buf) > 0 && !s->mute)
             buf_append(&c->out, buf_head(&s->buf), buf_unread(&s->buf));
         c->held -= s->counted;
         c->sq_head = s->next;

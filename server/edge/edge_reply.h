@@ -33,9 +33,12 @@ struct rslot {
     uint8_t ready;
     uint8_t partial;              /* a stream: its bytes leave as soon as it is the head,
                                    * before it is ready (an HTTP watch, edge_http_watch.c) */
+    uint8_t mute;                 /* CLIENT REPLY OFF or SKIP: its bytes never leave */
 };
 
-/* A new slot at the tail of c's queue; NULL on allocation failure. */
+/* A new slot at the tail of c's queue; NULL on allocation failure.  A muted
+ * request always gets one (edge_conn.c), so even an answer written while
+ * it is the head lands in its own buffer and is dropped there. */
 struct rslot *slot_push(struct conn *c);
 /* The slot of the request being dispatched, kept for a later answer (made
  * now if nothing was owed); NULL on allocation failure. */

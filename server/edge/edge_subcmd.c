@@ -29,13 +29,13 @@ const struct edge_subcmd edge_subcmds[] = {
     {CMD_CLIENT, "kill", "client|kill", -3, 1, 1},
     {CMD_CLIENT, "list", "client|list", -2, 1, 1},
     {CMD_CLIENT, "no-evict", "client|no-evict", 3, 1, 1},
-    {CMD_CLIENT, "pause", "client|pause", -3, 0, 1},
+    {CMD_CLIENT, "pause", "client|pause", -3, 1, 1},
     {CMD_CLIENT, "reply", "client|reply", 3, 1, 0},
     {CMD_CLIENT, "setname", "client|setname", 3, 1, 0},
     {CMD_CLIENT, "tracking", "client|tracking", -3, 1, 0},
     {CMD_CLIENT, "trackinginfo", "client|trackinginfo", 2, 1, 0},
     {CMD_CLIENT, "unblock", "client|unblock", -3, 1, 1},
-    {CMD_CLIENT, "unpause", "client|unpause", 2, 0, 1},
+    {CMD_CLIENT, "unpause", "client|unpause", 2, 1, 1},
     {CMD_CLIENT, "setinfo", "client|setinfo", 4, 1, 0},     /* Redis 7.2's; clients send it */
     {CMD_CLIENT, "meta", "client|meta", 3, 1, 0},           /* hotkvd's own */
     {CMD_CONFIG, "get", "config|get", -3, 1, 1},

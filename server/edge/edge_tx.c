@@ -107,6 +107,15 @@ int edge_tx_queued(const struct conn *c)
     return sess_of(c)->tx != NULL && sess_of(c)->tx->multi ? (int)sess_of(c)->tx->ncmds : -1;
 }
 
+int edge_tx_writes(const struct conn *c)
+{
+    const struct edge_tx *tx = sess_of(c)->tx;
+    for (uint32_t i = 0; tx != NULL && tx->multi && i < tx->ncmds; i++)
+        if (cmd_get(tx->cmds[i].id)->flags & CMD_F_WRITE || tx->cmds[i].id == CMD_PUBLISH)
+            return 1;
+    return 0;
+}
+
 void edge_tx_flag(struct conn *c)
 {
     if (sess_of(c)->tx != NULL && sess_of(c)->tx->multi)

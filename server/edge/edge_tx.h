@@ -112,5 +112,7 @@ void edge_tx_end(struct conn *c);
 void edge_tx_conn_gone(struct conn *c);
 /* Commands queued, or -1 outside MULTI (CLIENT LIST's multi=). */
 int edge_tx_queued(const struct conn *c);
+/* 1 when a queued command writes (CLIENT PAUSE WRITE parks such an EXEC). */
+int edge_tx_writes(const struct conn *c);
 
 #endif

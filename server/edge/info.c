@@ -129,10 +129,13 @@ static void sec_clients(struct hkv_buf *b, struct edge *e)
                "connected_clients:%llu\r\n"
                "edge_connected_clients:%llu\r\n"
                "maxclients:%lld\r\n"
+               "blocked_clients:%llu\r\n"
                "tracking_clients:%llu\r\n"
+               "clients_in_timeout_table:0\r\n"
                "\r\n",
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, connected_clients)),
                (unsigned long long)e->conns->n, (long long)edge_config(e)->maxclients,
+               (unsigned long long)sum_edges(e, offsetof(struct board_slot, blocked_clients)),
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, tracking_clients)));
 }
 

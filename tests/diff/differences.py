@@ -556,7 +556,6 @@ design("CONFIG GET tls-protocols prints the versions hotkvd accepts by default (
 # them.  When hotkvd gains one, add it to gen.py and remove it from here.
 NOT_IMPLEMENTED = {
     # asked for by issue 13
-    "CLIENT subcommands": "PAUSE UNPAUSE REPLY (refused: 'not supported')",
     # not in issue 13
     "keyspace, not asked for": "DUMP RESTORE MIGRATE MOVE SWAPDB SORT SORT_RO",
     "server, not asked for": "BGREWRITEAOF BGSAVE SAVE SHUTDOWN DEBUG MEMORY LATENCY "
@@ -569,7 +568,7 @@ NOT_IMPLEMENTED = {
 # Redis takes its timeout to give it).
 IMPLEMENTED_NOT_GENERATED = {
     "server": "WAIT MONITOR",
-    "CLIENT subcommands": "KILL NO-EVICT TRACKING CACHING TRACKINGINFO GETREDIR UNBLOCK HELP",
+    "CLIENT subcommands": "KILL TRACKING CACHING TRACKINGINFO GETREDIR UNBLOCK HELP",
     "COMMAND subcommands": "GETKEYS LIST HELP",
     "CONFIG subcommands": "HELP",
 }

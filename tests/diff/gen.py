@@ -560,6 +560,18 @@ class Gen:
             return [b"CLIENT", b"INFO"]
         if r < 0.75:
             return [b"CLIENT", b"LIST"]
+        if r < 0.87:
+            # PAUSE and REPLY only where they change nothing (a 0 ms pause,
+            # REPLY ON) or are refused: one reply per request stays true
+            rc = self.rng.choice
+            return rc([
+                [b"CLIENT", b"PAUSE", rc([b"x", b"-1", b"", b"1.5", b"99999999999999999999"])],
+                [b"CLIENT", b"PAUSE", b"0", rc([b"WRITE", b"ALL", b"all", b"READ", b""])],
+                [b"CLIENT", b"PAUSE", rc([b"x", b"-5"]), rc([b"WRITE", b"BAD"])],
+                [b"CLIENT", b"PAUSE"], [b"CLIENT", b"PAUSE", b"0", b"ALL", b"x"],
+                [b"CLIENT", b"UNPAUSE"], [b"CLIENT", b"UNPAUSE", b"x"], [b"CLIENT", b"REPLY"],
+                [b"CLIENT", b"REPLY", rc([b"ON", b"on", b"MAYBE", b""])],
+                [b"CLIENT", b"REPLY", b"ON", b"x"], [b"CLIENT", b"NO-EVICT", rc([b"on", b"x"])]])
         return [b"CLIENT", self.rng.choice([b"BOGUS", b"", b"GETNAME", b"ID", b"SETNAME", b"INFO"])] + \
             [self.word() for _ in range(self.rng.randint(0, 2))]
 
