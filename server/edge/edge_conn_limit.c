@@ -69,8 +69,9 @@ int conn_cron_ok(struct conn *c, int64_t now)
         c->tls |= CONN_TLS_FATAL;
         return 0;
     }
+    /* (a held connection has a request waiting: CLIENT PAUSE, a full link) */
     if (o->timeout_ms > 0 && now - c->last_ms > o->timeout_ms && buf_unread(&c->out) == 0 &&
-        c->sq_head == NULL) {
+        c->sq_head == NULL && c->hold == NULL) {
         log_verbose("client %s: idle for %lld ms; closing", c->addr, (long long)(now - c->last_ms));
         return 0;
     }

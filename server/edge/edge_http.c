@@ -464,7 +464,7 @@ void edge_http_cron(struct edge *e, int64_t now)
             else
                 conn_close(c);
         } else if (!c->close_after_write && hs->req_start_ms == 0 && !hs->body_wait &&
-                   c->sq_head == NULL &&
+                   c->sq_head == NULL && c->hold == NULL && /* not a parked request */
                    buf_unread(&c->out) == 0 && now - idle_from >= o->keepalive_timeout_ms) {
             conn_close(c);
         } else {

@@ -9,7 +9,8 @@
  *   for the pause and then succeeds (never an error), reads, queued MULTI
  *   commands and HTTP GETs are answered meanwhile, EXEC with a write and an
  *   HTTP PUT wait too; INFO's blocked_clients counts the parked ones and
- *   client_pause_parked what was parked;
+ *   client_pause_parked what was parked; a parked connection outlives the
+ *   idle timeouts (timeout, http-keepalive-timeout) shorter than the pause;
  * - CLIENT PAUSE ms ALL parks every command, CLIENT UNPAUSE (itself never
  *   parked) lets them go at once; a pause of 0 ms changes nothing; the
  *   argument errors are Redis's.
@@ -34,12 +35,12 @@ static void cleanup(void)
         h_stop(&D);
 }
 
-static int start(int *hp)
+static int start(int *hp, const char *extra)
 {
-    char conf[256];
+    char conf[512];
     *hp = h_free_port();
-    snprintf(conf, sizeof(conf), "edge-workers 2\nhot-owners 1\ncold-owners 1\nhttp-port %d\n",
-             *hp);
+    snprintf(conf, sizeof(conf), "edge-workers 2\nhot-owners 1\ncold-owners 1\nhttp-port %d\n%s",
+             *hp, extra);
     h_on_fail(cleanup);
     return h_start(&D, conf);
 }
@@ -77,7 +78,7 @@ static void expect_raw(int fd, const char *want, const char *what)
 START_TEST(reply_off_skip_on_as_redis)
 {
     int hp;
-    ck_assert_int_eq(start(&hp), 0);
+    ck_assert_int_eq(start(&hp, ""), 0);
     int fd = h_connect(D.port);
     /* "cold:" keys were never read: their GET waits for the owner (a reply
      * slot answered later), and is dropped all the same */
@@ -141,7 +142,8 @@ static int http_status(int fd)
 START_TEST(pause_write_parks_writes_host_wide)
 {
     int hp;
-    ck_assert_int_eq(start(&hp), 0);
+    /* idle bounds shorter than the pause: a parked connection is not idle */
+    ck_assert_int_eq(start(&hp, "timeout 1\nhttp-keepalive-timeout 1s\n"), 0);
     int a, b;
     ck_assert_int_eq(h_edge_pair(&D, &a, &b), 0); /* two edges: the pause is the host's */
     int tx = h_connect(D.port);
@@ -179,9 +181,11 @@ START_TEST(pause_write_parks_writes_host_wide)
     expect_raw(tx, "*1\r\n+OK\r\n", "the parked EXEC");
     int st = http_status(put);
     H_EXPECT(cleanup, st == 200 || st == 201, "the parked PUT: %d", st);
-    r = h_call(a, "GET", "k", NULL);
+    int fresh = h_connect(D.port); /* a was idle longer than `timeout` */
+    r = h_call(fresh, "GET", "k", NULL);
     ck_assert_str_eq(r->raw, "$2\r\nv2\r\n");
     h_free(r);
+    close(fresh);
     H_EXPECT(cleanup, h_info_int(D.port, "blocked_clients") == 0, "blocked_clients after");
     H_EXPECT(cleanup, h_info_int(D.port, "client_pause_parked") >= parked0 + 3,
              "client_pause_parked");
@@ -195,7 +199,7 @@ END_TEST
 START_TEST(pause_all_until_unpause)
 {
     int hp;
-    ck_assert_int_eq(start(&hp), 0);
+    ck_assert_int_eq(start(&hp, ""), 0);
     int a, b;
     ck_assert_int_eq(h_edge_pair(&D, &a, &b), 0);
     /* errors first, as Redis words them; 0 ms pauses nothing */
