@@ -55,7 +55,7 @@ import run_resp
 from run_creds import WORKER, AuthLog, Creds, Prober, check_auth
 from run_http import HttpReader
 from run_leaves import Leaves
-from run_nemesis import Nemesis, Watcher, reconcile_log
+from run_nemesis import Nemesis, Watcher, check_client_pauses, reconcile_log
 from run_outlimit import OutLimit
 from run_replicas import REPLICA_ONLY, Replicas
 from run_resp import Transport, info_fields
@@ -582,6 +582,12 @@ def main(argv=None):
         scan_bad = scanner.broken
         for b in scan_bad[:10]:
             print("  PROMISE BROKEN: " + b)
+    pause_bad = []
+    if nemesis is not None and "client_pause" in kinds and not run_error:
+        pause_bad, line = check_client_pauses(hist_path)
+        print(line)
+        for b in pause_bad[:10]:
+            print("  PROMISE BROKEN: " + b)
     if nemesis is not None and nemesis.replicas is not None and (
             "kill_primary" in kinds or args.replicas or args.strict_loss):
         print(nemesis.replicas.summary() + " (daemon replicas %d, checker %s)" % (
@@ -635,7 +641,7 @@ def main(argv=None):
     if run_error:
         return 3
     if history.surprises or auth_bad or outlimit.over or broken or trouble or notify_bad \
-            or pubsub_bad or scan_bad:
+            or pubsub_bad or scan_bad or pause_bad:
         return 1
     if code is None:
         return 0 if args.no_check else 3  # asked to check, and could not

@@ -379,6 +379,10 @@ class Nemesis:
             back = self.hkv.tracking_max_keys
             changes[1:1] = [("tracking-table-max-keys", str(self.rng.choice([2, 5, 9])))]
             changes.append(("tracking-table-max-keys", str(back if back is not None else 1000000)))
+        # An Idempotency-Key's record kept for less than the file's 24h for a
+        # while (never under 10m: the runner's retries come within seconds).
+        changes[-1:-1] = [("http-idempotency-ttl", self.rng.choice(["10m", "30m", "2h"]))]
+        changes.append(("http-idempotency-ttl", "24h"))
         t0 = time.monotonic()
         replies = []
         for name, value in changes:
@@ -411,6 +415,74 @@ class Nemesis:
         self.fault("big_request", "DEL %d keys" % len(keys), t0, time.monotonic(),
                    {"bytes": total, "wire_max_frame": WIRE_MAX_FRAME,
                     "reply": reply[:200], "error_reply": reply.startswith("-")})
+
+    # -- CLIENT PAUSE (server/edge/edge_pause.h: host-wide, parks, never fails)
+
+    def pause_parked(self):
+        """INFO stats client_pause_parked (the sum over the edges), or None."""
+        try:
+            return int(info_fields(self.hkv.info("stats")).get("client_pause_parked", ""))
+        except (OSError, Transport, ValueError):
+            return None
+
+    def do_client_pause(self):
+        """CLIENT PAUSE 50..800 ms WRITE or ALL on a fresh connection; half the
+        times CLIENT UNPAUSE 10..300 ms later on another one (opened and logged
+        in before the pause: AUTH is a command, ALL would park it).  The
+        promise: a covered request is only delayed, so the checker stays
+        clean and check_client_pauses finds no op failed in a pause."""
+        ms = self.rng.randint(50, 800)
+        mode = self.rng.choice(["WRITE", "ALL"])
+        early_ms = self.rng.randint(10, 300) if self.rng.random() < 0.5 else None
+        parked0 = self.pause_parked()
+        detail = {"ms": ms, "mode": mode, "unpause_after_ms": early_ms}
+        a = b = None
+        t0 = time.monotonic()
+        try:
+            try:
+                a = Conn(self.hkv.port, timeout=2.0)
+                if early_ms is not None:
+                    b = Conn(self.hkv.port, timeout=2.0)
+            except OSError as e:
+                detail["error"] = "connect: %s" % e
+                self.fault("client_pause", "host", t0, time.monotonic(), detail)
+                return
+            t0 = time.monotonic()
+            try:
+                r = a.call(["CLIENT", "PAUSE", str(ms), mode], timeout=2.0)
+            except Transport as e:
+                r = "runner: %s" % e
+            t_ok = time.monotonic()
+            detail["reply"] = "-" + str(r) if isinstance(r, RespError) else str(r)
+            detail["reply_ms"] = round((t_ok - t0) * 1000, 1)
+            # the pause ends at most ms after its reply (the daemon's clock)
+            end = t_ok + ms / 1000.0
+            if b is not None:
+                time.sleep(early_ms / 1000.0)
+                tu = time.monotonic()
+                try:
+                    r = b.call(["CLIENT", "UNPAUSE"], timeout=2.0)
+                except Transport as e:
+                    r = "runner: %s" % e
+                tu1 = time.monotonic()
+                detail["unpause_reply"] = "-" + str(r) if isinstance(r, RespError) else str(r)
+                detail["unpause_reply_ms"] = round((tu1 - tu) * 1000, 1)
+                if tu < end:
+                    # an UNPAUSE is never parked: answered long before the end
+                    detail["unpause_parked"] = tu1 >= end - 0.005 and tu1 - tu > 0.1
+                    end = tu1
+            rest = end - time.monotonic()
+            if rest > 0:
+                time.sleep(rest)
+        finally:
+            for c in (a, b):
+                if c is not None:
+                    c.close()
+        t1 = time.monotonic()
+        parked1 = self.pause_parked()
+        detail["parked"] = parked1 - parked0 if parked0 is not None and parked1 is not None \
+            else None
+        self.fault("client_pause", "host", t0, t1, detail)
 
     # -- clocks
 
@@ -500,3 +572,91 @@ def reconcile_log(log_path, history, killed_edges, wall_minus_mono):
             elif role == "edge" and pid not in killed_edges:
                 out.append((role, name, pid, how, t))
     return out
+
+
+# ---- CLIENT PAUSE's promise -------------------------------------------------
+
+PAUSE_QUIET_S = 2.0   # after a kill, a stall, a move or a crash: not judged here
+# Faults that fail no request of the workload's: an op across one is judged.
+PAUSE_BENIGN = {"sighup_reorder", "config_set", "big_request", "clock_shift", "cred_churn",
+                "slow_reader", "http_stream"}
+
+
+def is_answer(error):
+    """An error that answers the request, as without a pause: INCRBY of a
+    non-integer, a wrong type, a 412 of an If-Match PUT (the version moved)."""
+    return "not an integer" in error or error.startswith("WRONGTYPE") or \
+        error.startswith("HTTP 412")
+
+
+def check_client_pauses(hist_path):
+    """Ops that failed or went unanswered (outcome fail or info) while a
+    client_pause (its fault line) was in force, not across another fault
+    (but PAUSE_BENIGN), a crash or a move or within PAUSE_QUIET_S after one:
+    a pause only delays a request (is_answer: the errors that are answers,
+    not failures; the checker judges those).  Also every pause whose CLIENT
+    PAUSE or UNPAUSE was not answered OK, or whose UNPAUSE was parked.
+    Returns (broken, summary line)."""
+    broken, pauses, others, ops = [], [], [], []
+    try:
+        f = open(hist_path, encoding="utf-8")
+    except OSError:
+        return ["history not readable: %s" % hist_path], "client pauses: ?"
+    with f:
+        for line in f:
+            try:
+                o = json.loads(line)
+            except ValueError:
+                continue
+            k = o.get("kind")
+            if k == "op":
+                ops.append(o)
+            elif k == "fault" and o.get("f") == "client_pause":
+                pauses.append((o["t0"], o["t1"], o["detail"]))
+            elif k == "fault" and o.get("f") not in PAUSE_BENIGN:
+                others.append((o["t0"], o["t1"] if o.get("t1") is not None else o["t0"]))
+            elif k == "crash":
+                others.append((o["t"], o["t"]))
+            elif k == "move":
+                others.append((o["t0"], o["t1"] if o.get("t1") is not None else o["t0"]))
+    for t0, t1, d in pauses:
+        if d.get("reply") != "OK" or d.get("unpause_reply", "OK") != "OK" \
+                or d.get("unpause_parked"):
+            broken.append("client_pause %s %d ms at %.3f: %s" % (
+                d["mode"], d["ms"], t0, json.dumps(d, sort_keys=True)))
+    judged = delayed = 0
+    wins = [(t0, t1 + 0.05) for t0, t1, _ in pauses]
+    for o in ops:
+        a = o["t0"]
+        b = o.get("t1")
+        if b is None:
+            b = o.get("answered")
+        if b is None:
+            b = a + 30.0
+        if not any(a <= w1 and b >= w0 for w0, w1 in wins):
+            continue
+        if any(a <= q1 + PAUSE_QUIET_S and b >= q0 for q0, q1 in others):
+            continue
+        judged += 1
+        if o.get("cached"):
+            continue
+        if b - a > 0.04:
+            delayed += 1
+        if o["outcome"] == "ok":
+            continue
+        if o["outcome"] == "fail" and is_answer(str(o.get("error"))):
+            continue
+        broken.append("op %s %s %s via %s edge %s %.3f..%s: %s %s" % (
+            o["id"], o["f"], o.get("key", o.get("keys")), o.get("via", "resp"), o.get("edge"),
+            a, "%.3f" % o["t1"] if o.get("t1") is not None else "null", o["outcome"],
+            o.get("error")))
+    parked = [d.get("parked") for _, _, d in pauses if d.get("parked") is not None]
+    line = ("client pauses: %d (WRITE %d, ALL %d, unpaused early %d), requests parked %d "
+            "(INFO client_pause_parked); ops in a pause away from other faults %d (over 40 ms "
+            "%d), failed or unanswered %d" % (
+                len(pauses), sum(1 for _, _, d in pauses if d["mode"] == "WRITE"),
+                sum(1 for _, _, d in pauses if d["mode"] == "ALL"),
+                sum(1 for _, _, d in pauses if d.get("unpause_after_ms") is not None),
+                sum(parked), judged, delayed,
+                sum(1 for b in broken if b.startswith("op "))))
+    return broken, line

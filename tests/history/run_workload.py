@@ -75,6 +75,7 @@ HOTKVD_ONLY_OPS = ("setifeq", "cas")
 
 FAULT_KINDS = ["kill_owner", "kill_edge", "kill_master", "pause_owner", "disk_stall",
                "disk_eio", "sighup_reorder", "config_set", "big_request", "clock_shift",
+               "client_pause",
                # issue 25: features composed (run_leaves.py, run_creds.py, run_outlimit.py)
                "leaf_split", "leaf_move", "move_pause", "move_kill", "auto_move",
                "cred_churn", "slow_reader", "http_stream",
