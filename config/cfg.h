@@ -116,6 +116,7 @@ struct cfg {
     int64_t keys_max;            /* KEYS refuses to answer more keys than this */
     int64_t tracking_table_max_keys; /* CLIENT TRACKING: keys remembered per edge (0: no bound) */
     int64_t tracking_max_prefixes; /* ... BCAST prefixes per client */
+    int64_t acllog_max_len;       /* ACL LOG entries the host keeps */
     int64_t client_query_buffer_limit;
     int64_t client_output_hard;  /* client-output-buffer-limit HARD SOFT SECONDS */
     int64_t client_output_soft;

@@ -127,6 +127,8 @@ static const char *check_tls_protocols(const char *s)
       "limit")                                                                                  \
     X("tracking-max-prefixes", INT, tracking_max_prefixes, tracking_max_prefixes, "1024", 1,   \
       1000000, R, NOX, "BCAST prefixes one tracking client may register")                        \
+    X("acllog-max-len", INT, acllog_max_len, acllog_max_len, "128", 0, 1024, R, NOX,            \
+      "denied attempts ACL LOG keeps for the host; 0 = none kept")                              \
     X("client-query-buffer-limit", SIZE, client_query_buffer_limit, client_query_buffer_limit,  \
       "1gb", CFG_MB, 64 * CFG_GB, R, NOX, "largest unparsed input kept for one client")        \
     X("client-output-buffer-limit", SPECIAL, client_output_hard, client_output_hard,            \

@@ -1,6 +1,7 @@
 /* board.c - the shared scoreboard; see board.h. */
 #include "board.h"
 
+#include "server/core/acllog.h"
 #include "server/core/shm.h"
 
 #include <stdlib.h>
@@ -25,9 +26,15 @@ static size_t rings_start(uint32_t nslots, uint32_t cap)
     return (n + 63) & ~(size_t)63;
 }
 
+static size_t acllog_start(uint32_t nslots, uint32_t cap)
+{
+    size_t n = rings_start(nslots, cap) + (size_t)nslots * sizeof(struct board_ring);
+    return (n + 63) & ~(size_t)63;
+}
+
 static size_t board_size(uint32_t nslots, uint32_t cap)
 {
-    return rings_start(nslots, cap) + (size_t)nslots * sizeof(struct board_ring);
+    return acllog_start(nslots, cap) + sizeof(struct acllog);
 }
 
 struct board *board_create_clients(uint32_t nslots, uint32_t clients)
@@ -44,6 +51,7 @@ struct board *board_create_clients(uint32_t nslots, uint32_t clients)
     b->clients_cap = cap;
     b->clients_off = slots_end(nslots);
     b->rings_off = rings_start(nslots, cap);
+    b->acllog_off = acllog_start(nslots, cap);
     return b;
 }
 
@@ -100,7 +108,8 @@ hkv_status board_check(const struct board *b)
     if (b == NULL || b->magic != BOARD_MAGIC || b->version != BOARD_VERSION || b->nslots > 65536 ||
         b->clients_cap < BOARD_CLIENTS_MIN || b->clients_cap > BOARD_CLIENTS_MAX ||
         b->clients_off != slots_end(b->nslots) ||
-        b->rings_off != rings_start(b->nslots, b->clients_cap))
+        b->rings_off != rings_start(b->nslots, b->clients_cap) ||
+        b->acllog_off != acllog_start(b->nslots, b->clients_cap))
         return HKV_ECORRUPT;
     return HKV_OK;
 }
@@ -120,6 +129,11 @@ struct board_client *board_client_row(struct board *b, uint32_t slot, uint32_t i
 struct board_ring *board_ring(struct board *b, uint32_t slot)
 {
     return (struct board_ring *)((char *)b + b->rings_off) + slot;
+}
+
+struct acllog *board_acllog(struct board *b)
+{
+    return (struct acllog *)((char *)b + b->acllog_off);
 }
 
 uint64_t board_client_id(struct board *b)

@@ -42,7 +42,7 @@
 #include "server/core/counters.h"
 
 #define BOARD_MAGIC 0x686b76626f617264ULL /* "hkvboard" */
-#define BOARD_VERSION 3
+#define BOARD_VERSION 4
 
 #define BOARD_CLIENTS_MIN 64      /* rows per slot at least (board_create) */
 #define BOARD_CLIENTS_MAX 65536   /* and at most */
@@ -172,6 +172,7 @@ struct board {
     _Atomic int64_t start_unix_ms;
     _Atomic uint64_t used_memory_peak; /* INFO memory: the most any INFO has seen */
     _Atomic uint64_t client_pause; /* CLIENT PAUSE: end << 1 | all, 0 = none (edge_pause.c) */
+    uint64_t acllog_off;          /* from the board's start: the host's ACL LOG (acllog.h) */
     struct board_slot slots[];
 };
 
@@ -195,6 +196,9 @@ struct board_client *board_client_row(struct board *b, uint32_t slot, uint32_t i
 uint64_t board_client_id(struct board *b);
 /* Slot `slot`'s monitor ring. */
 struct board_ring *board_ring(struct board *b, uint32_t slot);
+/* The host's ACL LOG. */
+struct acllog;
+struct acllog *board_acllog(struct board *b);
 
 static inline uint64_t board_load(_Atomic uint64_t *v)
 {

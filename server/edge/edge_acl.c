@@ -3,8 +3,7 @@
  * auth.h): WHOAMI, USERS, LIST, GETUSER, DRYRUN, CAT, GENPASS, HELP, with
  * Redis 7.0's replies and texts.  Users are the config's `user` lines and
  * change by reload, so the writing subcommands (SETUSER, DELUSER, LOAD,
- * SAVE) are refused with that said, and so is LOG (denied attempts are
- * counted per edge, in INFO's auth_failures, not kept).
+ * SAVE) are refused with that said; LOG is edge_acllog.c's.
  *
  * hotkvd's categories are read, write and admin (+@all is the three); a
  * user's rules are shown as Redis writes them: "+@all" or "-@all +@read
@@ -17,6 +16,7 @@
 #include <sys/random.h>
 
 #include "server/edge/auth.h"
+#include "server/edge/edge_acllog.h"
 #include "server/edge/edge_acl.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
@@ -305,6 +305,8 @@ void edge_cmd_acl(struct conn *c, int argc, const struct resp_slice *argv)
         acl_cat(c, argc, argv);
     } else if (edge_arg_is(sub, "genpass")) {
         acl_genpass(c, argc, argv);
+    } else if (edge_arg_is(sub, "log")) {
+        edge_acllog_cmd(c, argc, argv);
     } else if (edge_arg_is(sub, "help")) {
         resp_add_array(&c->out, (int64_t)(sizeof(help) / sizeof(help[0])));
         for (size_t i = 0; i < sizeof(help) / sizeof(help[0]); i++)

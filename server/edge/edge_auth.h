@@ -48,9 +48,11 @@ void edge_auth_accepted(struct conn *c, const struct sockaddr *peer);
  * refused, the -NOAUTH or -NOPERM reply written. */
 int edge_auth_gate(struct conn *c, const struct cmd_def *d, int argc,
                    const struct resp_slice *argv);
-/* AUTH / HELLO AUTH: 0 logged in as user, -1 -WRONGPASS written (counted in
- * auth_failures; the connection keeps its previous user). */
-int edge_auth_login(struct conn *c, const struct resp_slice *user, const struct resp_slice *pass);
+/* AUTH / HELLO AUTH (word: the command's name as sent): 0 logged in as
+ * user, -1 -WRONGPASS written (counted in auth_failures, logged in ACL LOG;
+ * the connection keeps its previous user). */
+int edge_auth_login(struct conn *c, const struct resp_slice *word, const struct resp_slice *user,
+                    const struct resp_slice *pass);
 /* Logs c in as user (-1: out); implicit = without AUTH. */
 void edge_auth_set_user(struct conn *c, int user, int implicit);
 /* A reload revoked c's login or protected mode now refuses it: c is closed

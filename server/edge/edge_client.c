@@ -96,6 +96,13 @@ static void local_line(struct conn *c, struct conn *x, int argc, const struct re
            sess_of(x)->name ? strlen(sess_of(x)->name) : 0, argv_mem, now);
 }
 
+void client_info_line(struct conn *c, int argc, const struct resp_slice *argv, struct hkv_buf *b)
+{
+    local_line(c, c, argc, argv, b, clock_mono_ms());
+    if (buf_unread(b) > 0 && b->data[b->len - 1] == '\n')
+        b->len--; /* Redis's catClientInfoString: no line end */
+}
+
 /* The lines of a listing, sorted by id (creation order, as Redis lists). */
 struct listing {
     struct hkv_buf text;

@@ -21,6 +21,9 @@ void edge_cmd_client(struct conn *c, int argc, const struct resp_slice *argv);
 /* Sets c's name (len 0: none).  0, or -1 with Redis's error written (a
  * byte outside '!'..'~'); HELLO SETNAME uses it too. */
 int client_set_name(struct conn *c, const struct resp_slice *name);
+/* c's CLIENT INFO line, without its line end, appended to b (ACL LOG's
+ * client-info); argv is the request being run. */
+void client_info_line(struct conn *c, int argc, const struct resp_slice *argv, struct hkv_buf *b);
 /* The closing hook's part: frees what the session holds (its name). */
 void client_gone(struct conn *c);
 /* Every 100 ms: CLIENT KILLs waiting for other edges answer once those

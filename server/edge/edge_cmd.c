@@ -141,7 +141,7 @@ void edge_cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
     for (int i = argc >= 2 ? 2 : 1; i < argc; i++) {
         int more = argc - 1 - i;
         if (edge_arg_is(&argv[i], "auth") && more >= 2) {
-            if (edge_auth_login(c, &argv[i + 1], &argv[i + 2]) != 0)
+            if (edge_auth_login(c, &argv[0], &argv[i + 1], &argv[i + 2]) != 0)
                 return;
             i += 2;
         } else if (edge_arg_is(&argv[i], "setname") && more >= 1) {
@@ -193,7 +193,7 @@ void edge_cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
                                 "correct?");
         return;
     }
-    if (edge_auth_login(c, argc == 2 ? &dflt : &argv[1], &argv[argc - 1]) == 0) {
+    if (edge_auth_login(c, &argv[0], argc == 2 ? &dflt : &argv[1], &argv[argc - 1]) == 0) {
         clients_publish(c);
         resp_add_simple(&c->out, "OK");
     }

@@ -36,6 +36,7 @@
 
 #include "server/core/clock.h"
 #include "server/edge/auth.h"
+#include "server/edge/edge_acllog.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_http_int.h"
 #include "server/edge/edge_sess.h"
@@ -85,6 +86,7 @@ int edge_http_sess_login(struct conn *c, const struct http_req *q)
     int id = auth_check_password(e->auth->users, u.p, u.len, p.p, p.len);
     if (id < 0) {
         board_add(&e->stats->auth_failures, 1);
+        edge_acllog_auth(c, u.p, u.len, "Authorization", 13);
         return -1;
     }
     if (!cred_is(hs, a) && (hs->logins & HTTP_LOGIN_CACHED))

@@ -15,7 +15,7 @@ const struct edge_subcmd edge_subcmds[] = {
     {CMD_ACL, "help", "acl|help", 2, 1, 0},
     {CMD_ACL, "list", "acl|list", 2, 1, 1},
     {CMD_ACL, "load", "acl|load", 2, 0, 1},
-    {CMD_ACL, "log", "acl|log", -2, 0, 1},
+    {CMD_ACL, "log", "acl|log", -2, 1, 1},
     {CMD_ACL, "save", "acl|save", 2, 0, 1},
     {CMD_ACL, "setuser", "acl|setuser", -3, 0, 1},
     {CMD_ACL, "users", "acl|users", 2, 1, 1},

@@ -517,7 +517,10 @@ class Gen:
             [b"ACL", b"DRYRUN", b"default", b"GET"], [b"ACL", b"WHOAMI", b"x"],
             [b"ACL", b"GETUSER"], [b"acl", b"whoami"], [b"ACL", b"CAT", b"a", b"b"],
             [b"ACL", b"GENPASS", b"0"], [b"ACL", b"GENPASS", b"abc"],
-            [b"ACL", b"GENPASS", b"5", b"6"], [b"ACL", b"CAT", b"nosuch"]])
+            [b"ACL", b"GENPASS", b"5", b"6"], [b"ACL", b"CAT", b"nosuch"],
+            # LOG where both answer alike (entries carry client ids and times)
+            [b"ACL", b"LOG", b"RESET"], [b"ACL", b"LOG", b"-1"], [b"ACL", b"LOG", b"0"],
+            [b"ACL", b"LOG", b"x"], [b"ACL", b"LOG", b"1", b"2"], [b"ACL", b"log", b"reset"]])
 
     def g_lastsave(self):
         return [b"LASTSAVE"] if self.rng.random() < 0.9 else [b"LASTSAVE", b"now"]
