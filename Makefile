@@ -224,8 +224,10 @@ valgrind: $(DEPS_OK) $(TEST_BIN) $(TEST_MAN)
 # more into a file the allow list already counts.  Every source path a
 # comment names exists (scripts/check/comment_paths.py).  Last, the two structs
 # that grow by accretion keep their bounds (issue 26): struct edge is the
-# process and one pointer per module (<= 24 members), struct conn the
-# connection's own fields (<= 36; the session lives in struct sess).
+# process and one pointer per module (<= 28 members: raised by one for
+# edge_pause's), struct conn the connection's own fields (<= 37: raised by
+# one for CLIENT REPLY's mode, which the reply slots read; the session lives
+# in struct sess).
 layers: $(LIB)
 	@python3 scripts/check/layers.py $(BUILD)
 	@for bad in server/core/log:server/edge/edge_conn server/owner/owner:server/edge/edge \
@@ -242,7 +244,7 @@ layers: $(LIB)
 	    echo "cfg_reads: self-test: an injected read $$bad was not refused"; exit 1; fi; \
 	done; echo "cfg_reads: self-test: injected config reads outside the process files refused"
 	@python3 scripts/check/comment_paths.py .
-	@python3 scripts/check/struct_fields.py --bound edge=27 --bound conn=36 \
+	@python3 scripts/check/struct_fields.py --bound edge=28 --bound conn=37 \
 	    server/edge/edge_int.h server/edge/edge_conn.h
 	@if python3 scripts/check/struct_fields.py --bound edge=1 server/edge/edge_int.h >/dev/null; then \
 	    echo "struct_fields: self-test: struct edge over a bound of 1 was not refused"; exit 1; fi; \

@@ -192,7 +192,7 @@ static const struct conn_hooks conn_hooks = {
     .accepted = on_accepted,
     .dispatch = edge_dispatch,
     .closing = on_closing,
-    .park = edge_pause_park,
+    .park = edge_park,
     .sess_size = sizeof(struct sess),
 };
 

@@ -20,7 +20,6 @@
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_sess.h"
 #include "server/edge/edge_subcmd.h"
-#include "server/edge/edge_tx.h"
 
 static struct acllog *log_of(struct conn *c)
 {
@@ -32,8 +31,8 @@ static uint32_t max_len(struct conn *c)
     return (uint32_t)edge_config(c->e)->acllog_max_len;
 }
 
-static void add(struct conn *c, enum acllog_reason reason, const char *object, size_t olen,
-                const char *user, size_t ulen, int argc, const struct resp_slice *argv)
+static void add(struct conn *c, enum acllog_reason reason, int multi, const char *object,
+                size_t olen, const char *user, size_t ulen, int argc, const struct resp_slice *argv)
 {
     if (max_len(c) == 0)
         return;
@@ -43,7 +42,7 @@ static void add(struct conn *c, enum acllog_reason reason, const char *object, s
     struct acllog_in in = {
         .reason = reason,
         .context = sess_of(c)->http != NULL ? ACLLOG_HTTP
-                   : edge_tx_queued(c) >= 0 ? ACLLOG_MULTI : ACLLOG_TOPLEVEL,
+                   : multi ? ACLLOG_MULTI : ACLLOG_TOPLEVEL,
         .object = object, .object_len = olen, .user = user, .user_len = ulen,
         .info = info.data != NULL ? buf_head(&info) : "", .info_len = buf_unread(&info),
     };
@@ -59,11 +58,11 @@ void edge_acllog_auth(struct conn *c, const char *user, size_t ulen, const char 
                       size_t wlen)
 {
     struct resp_slice w = {word, wlen};
-    add(c, ACLLOG_AUTH, word, wlen, user, ulen, 1, &w);
+    add(c, ACLLOG_AUTH, 0, word, wlen, user, ulen, 1, &w);
 }
 
 void edge_acllog_denied(struct conn *c, const struct cmd_def *d, int argc,
-                        const struct resp_slice *argv, int key)
+                        const struct resp_slice *argv, int key, int multi)
 {
     const struct auth *a = c->e->auth->users;
     const char *name = auth_user_name(a, sess_of(c)->user);
@@ -82,7 +81,8 @@ void edge_acllog_denied(struct conn *c, const struct cmd_def *d, int argc,
                 break;
             }
     }
-    add(c, key ? ACLLOG_KEY : ACLLOG_COMMAND, object, olen, name, strlen(name), argc, argv);
+    add(c, key ? ACLLOG_KEY : ACLLOG_COMMAND, multi, object, olen, name, strlen(name), argc,
+        argv);
 }
 
 void edge_acllog_cmd(struct conn *c, int argc, const struct resp_slice *argv)

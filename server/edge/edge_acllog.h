@@ -22,8 +22,8 @@ void edge_acllog_cmd(struct conn *c, int argc, const struct resp_slice *argv);
 void edge_acllog_auth(struct conn *c, const char *user, size_t ulen, const char *word,
                       size_t wlen);
 /* c's user was refused d (key: 1 when a key was outside its patterns, the
- * first such key of argv is the entry's object). */
+ * first such key of argv is the entry's object; multi: while queueing). */
 void edge_acllog_denied(struct conn *c, const struct cmd_def *d, int argc,
-                        const struct resp_slice *argv, int key);
+                        const struct resp_slice *argv, int key, int multi);
 
 #endif

@@ -42,7 +42,6 @@
 #include <event2/event.h>
 
 #include "server/core/log.h"
-#include "server/edge/edge_acllog.h"
 #include "server/edge/auth.h"
 #include "server/edge/edge_int.h"
 #include "server/edge/edge_sess.h"
@@ -121,22 +120,18 @@ int edge_auth_gate(struct conn *c, const struct cmd_def *d, int argc,
     case AUTH_NOPERM_CMD:
         resp_add_errorf(&c->out, "NOPERM User %s has no permissions to run the '%s' command",
                         auth_user_name(c->e->auth->users, sess_of(c)->user), d->name);
-        edge_acllog_denied(c, d, argc, argv, 0);
-        return -1;
+        return EDGE_AUTH_NOPERM_CMD;
     default:
         resp_add_error(&c->out, "NOPERM No permissions to access a key");
-        edge_acllog_denied(c, d, argc, argv, 1);
-        return -1;
+        return EDGE_AUTH_NOPERM_KEY;
     }
 }
 
-int edge_auth_login(struct conn *c, const struct resp_slice *word, const struct resp_slice *user,
-                    const struct resp_slice *pass)
+int edge_auth_login(struct conn *c, const struct resp_slice *user, const struct resp_slice *pass)
 {
     int id = auth_check_password(c->e->auth->users, user->p, user->len, pass->p, pass->len);
     if (id < 0) {
         board_add(&c->e->stats->auth_failures, 1);
-        edge_acllog_auth(c, user->p, user->len, word->p, word->len);
         resp_add_error(&c->out, "WRONGPASS invalid username-password pair or user is disabled.");
         return -1;
     }

@@ -44,15 +44,17 @@ void edge_auth_reload(struct edge *e, const struct cfg *next);
 /* A new connection's user and limits.  When protected mode refuses the
  * peer, writes -DENIED and sets close_after_write. */
 void edge_auth_accepted(struct conn *c, const struct sockaddr *peer);
-/* The gate, for a gated connection (c->gated): 0 = run the command, -1 =
- * refused, the -NOAUTH or -NOPERM reply written. */
+/* The gate, for a gated connection (c->gated): 0 = run the command, else
+ * refused with the reply written: -1 -NOAUTH, EDGE_AUTH_NOPERM_CMD or
+ * EDGE_AUTH_NOPERM_KEY -NOPERM (the denials ACL LOG keeps). */
+#define EDGE_AUTH_NOPERM_CMD (-2)
+#define EDGE_AUTH_NOPERM_KEY (-3)
 int edge_auth_gate(struct conn *c, const struct cmd_def *d, int argc,
                    const struct resp_slice *argv);
-/* AUTH / HELLO AUTH (word: the command's name as sent): 0 logged in as
- * user, -1 -WRONGPASS written (counted in auth_failures, logged in ACL LOG;
- * the connection keeps its previous user). */
-int edge_auth_login(struct conn *c, const struct resp_slice *word, const struct resp_slice *user,
-                    const struct resp_slice *pass);
+/* AUTH / HELLO AUTH: 0 logged in as user, -1 -WRONGPASS written (counted
+ * in auth_failures; the caller logs it in ACL LOG; the connection keeps its
+ * previous user). */
+int edge_auth_login(struct conn *c, const struct resp_slice *user, const struct resp_slice *pass);
 /* Logs c in as user (-1: out); implicit = without AUTH. */
 void edge_auth_set_user(struct conn *c, int user, int implicit);
 /* A reload revoked c's login or protected mode now refuses it: c is closed

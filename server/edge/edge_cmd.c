@@ -20,6 +20,7 @@
 #include "server/core/version.h"
 #include "server/edge/edge_owners.h"
 #include "server/edge/auth.h"
+#include "server/edge/edge_acllog.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_cache.h"
@@ -141,8 +142,10 @@ void edge_cmd_hello(struct conn *c, int argc, const struct resp_slice *argv)
     for (int i = argc >= 2 ? 2 : 1; i < argc; i++) {
         int more = argc - 1 - i;
         if (edge_arg_is(&argv[i], "auth") && more >= 2) {
-            if (edge_auth_login(c, &argv[0], &argv[i + 1], &argv[i + 2]) != 0)
+            if (edge_auth_login(c, &argv[i + 1], &argv[i + 2]) != 0) {
+                edge_acllog_auth(c, argv[i + 1].p, argv[i + 1].len, argv[0].p, argv[0].len);
                 return;
+            }
             i += 2;
         } else if (edge_arg_is(&argv[i], "setname") && more >= 1) {
             if (client_set_name(c, &argv[++i]) != 0)
@@ -193,9 +196,12 @@ void edge_cmd_auth(struct conn *c, int argc, const struct resp_slice *argv)
                                 "correct?");
         return;
     }
-    if (edge_auth_login(c, &argv[0], argc == 2 ? &dflt : &argv[1], &argv[argc - 1]) == 0) {
+    const struct resp_slice *user = argc == 2 ? &dflt : &argv[1];
+    if (edge_auth_login(c, user, &argv[argc - 1]) == 0) {
         clients_publish(c);
         resp_add_simple(&c->out, "OK");
+    } else {
+        edge_acllog_auth(c, user->p, user->len, argv[0].p, argv[0].len);
     }
 }
 

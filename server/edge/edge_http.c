@@ -372,7 +372,7 @@ static int paused(struct conn *c, const struct http_req *q)
     if (!edge_http_prefix(q->path, "/v1/kv/", &rest) &&
         !edge_http_prefix(q->path, "/v1/watch/", &rest))
         return 0;
-    return edge_pause_park_http(c, q->method == HTTP_PUT || q->method == HTTP_DELETE);
+    return edge_pause_hold(c, q->method == HTTP_PUT || q->method == HTTP_DELETE);
 }
 
 long edge_http_input(struct conn *c, const char *p, size_t n)

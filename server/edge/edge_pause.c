@@ -18,15 +18,11 @@
 
 #include <event2/event.h>
 
-#include "proto/cmd.h"
 #include "server/core/board.h"
 #include "server/core/clock.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_conn.h"
 #include "server/edge/edge_int.h"
-#include "server/edge/edge_sess.h"
-#include "server/edge/edge_subcmd.h"
-#include "server/edge/edge_tx.h"
 
 /* A connection parked under WRITE waits for the pause to end; one parked
  * under ALL may go (to be parked again if it writes) once it is down to
@@ -107,33 +103,16 @@ static int park(struct conn *c, int mode)
     return 1;
 }
 
-int edge_pause_park(struct conn *c, int argc, const struct resp_slice *argv)
+int edge_pause_mode(struct edge *e)
 {
-    if (atomic_load_explicit(word(c->e), memory_order_relaxed) == 0)
+    if (atomic_load_explicit(word(e), memory_order_relaxed) == 0)
         return 0;
-    int mode = mode_now(c->e);
-    if (mode == 0)
-        return 0;
-    const struct cmd_def *d = cmd_lookup(argv[0].p, argv[0].len);
-    if (d == NULL || !cmd_arity_ok(d, argc))
-        return 0; /* answered now with its error, as Redis checks before pausing */
-    if (d->id == CMD_CLIENT && (edge_arg_is(&argv[1], "unpause") || edge_arg_is(&argv[1], "pause")))
-        return 0; /* the pause's own controls */
-    int queued = edge_tx_queued(c) >= 0 && d->id != CMD_EXEC && d->id != CMD_DISCARD &&
-                 d->id != CMD_MULTI && d->id != CMD_WATCH && d->id != CMD_RESET &&
-                 d->id != CMD_QUIT;
-    int write = !queued && ((d->flags & CMD_F_WRITE) || d->id == CMD_PUBLISH ||
-                            (d->id == CMD_EXEC && edge_tx_writes(c)));
-    if (mode == 2 || write)
-        return park(c, mode);
-    return 0;
+    return mode_now(e);
 }
 
-int edge_pause_park_http(struct conn *c, int write)
+int edge_pause_hold(struct conn *c, int write)
 {
-    if (atomic_load_explicit(word(c->e), memory_order_relaxed) == 0)
-        return 0;
-    int mode = mode_now(c->e);
+    int mode = edge_pause_mode(c->e);
     return (mode == 2 || (mode == 1 && write)) ? park(c, mode) : 0;
 }
 

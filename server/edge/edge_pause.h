@@ -32,12 +32,13 @@ struct edge;
 
 #define PAUSE_TICK_MS 10
 
-/* The RESP hook (conn_hooks.park): 1 when this request is to wait (c is
- * parked), 0 to run it now.  One relaxed load while nothing is paused. */
-int edge_pause_park(struct conn *c, int argc, const struct resp_slice *argv);
-/* The HTTP door's: the request is a write (PUT, DELETE, POST) or not, for
- * a key (or a watch); 1 when it is to wait (c is parked). */
-int edge_pause_park_http(struct conn *c, int write);
+/* The pause in force: 0 none, 1 WRITE, 2 ALL (one relaxed load when none). */
+int edge_pause_mode(struct edge *e);
+/* A client request that writes (or not) arrived: 1 when the pause covers
+ * it and c is parked (its caller leaves the request unread), 0 to run it.
+ * Which requests count as writes, and which are never held, is the
+ * caller's: RESP's dispatch (edge_registry.c, edge_park), the HTTP door. */
+int edge_pause_hold(struct conn *c, int write);
 
 /* CLIENT PAUSE timeout [WRITE|ALL] and CLIENT UNPAUSE (their replies). */
 void edge_pause_cmd(struct conn *c, int argc, const struct resp_slice *argv);

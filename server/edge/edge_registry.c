@@ -22,6 +22,7 @@
 #include "server/core/clock.h"
 
 #include "server/edge/edge_acl.h"
+#include "server/edge/edge_acllog.h"
 #include "server/edge/edge_arg.h"
 #include "server/edge/edge_auth.h"
 #include "server/edge/edge_call.h"
@@ -33,6 +34,7 @@
 #include "server/edge/edge_keys.h"
 #include "server/edge/edge_keyspace.h"
 #include "server/edge/edge_monitor.h"
+#include "server/edge/edge_pause.h"
 #include "server/edge/edge_pubsub.h"
 #include "server/edge/edge_mread.h"
 #include "server/edge/edge_read.h"
@@ -196,6 +198,25 @@ static int reserved_key(struct conn *c, const struct cmd_def *d, int argc,
     return 0;
 }
 
+int edge_park(struct conn *c, int argc, const struct resp_slice *argv)
+{
+    if (edge_pause_mode(c->e) == 0)
+        return 0;
+    const struct cmd_def *d = cmd_lookup(argv[0].p, argv[0].len);
+    if (d == NULL || !cmd_arity_ok(d, argc))
+        return 0; /* answered now with its error, as Redis checks before pausing */
+    if (d->id == CMD_CLIENT && (edge_arg_is(&argv[1], "unpause") || edge_arg_is(&argv[1], "pause")))
+        return 0; /* the pause's own controls */
+    int queued = edge_tx_queued(c) >= 0 && d->id != CMD_EXEC && d->id != CMD_DISCARD &&
+                 d->id != CMD_MULTI && d->id != CMD_WATCH && d->id != CMD_RESET &&
+                 d->id != CMD_QUIT;
+    if (queued) /* queued as usual under WRITE; ALL holds it all the same */
+        return edge_pause_mode(c->e) == 2 && edge_pause_hold(c, 0);
+    int write = (d->flags & CMD_F_WRITE) || d->id == CMD_PUBLISH ||
+                (d->id == CMD_EXEC && edge_tx_writes(c));
+    return edge_pause_hold(c, write);
+}
+
 void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
 {
     const struct cmd_def *d = cmd_lookup(argv[0].p, argv[0].len);
@@ -252,7 +273,10 @@ void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv)
         edge_tx_flag(c);
         return;
     }
-    if ((sess_of(c)->gated && edge_auth_gate(c, d, argc, argv) != 0) || /* NOAUTH, NOPERM */
+    int gate = sess_of(c)->gated ? edge_auth_gate(c, d, argc, argv) : 0; /* NOAUTH, NOPERM */
+    if (gate == EDGE_AUTH_NOPERM_CMD || gate == EDGE_AUTH_NOPERM_KEY)
+        edge_acllog_denied(c, d, argc, argv, gate == EDGE_AUTH_NOPERM_KEY, edge_tx_queued(c) >= 0);
+    if (gate != 0 ||
         /* Rate limit (server/colo/ratelimit.h, edge_rl.c).  A command
          * without a limit costs this one branch; one over its limit is
          * answered "-RATELIMITED retry in N ms" and not run, and the

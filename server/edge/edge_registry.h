@@ -48,6 +48,9 @@ extern const struct edge_command edge_commands[CMD_COUNT];
 /* The dispatch hook (struct conn_hooks): runs one request through the
  * pipeline. */
 void edge_dispatch(struct conn *c, int argc, const struct resp_slice *argv);
+/* The connection layer's park hook (CLIENT PAUSE, edge_pause.h): what a
+ * RESP request is, as Redis 7.0 counts it; 1 when it waits. */
+int edge_park(struct conn *c, int argc, const struct resp_slice *argv);
 
 /* COMMAND [COUNT | LIST | INFO name... | DOCS name... | GETKEYS cmd... |
  * HELP]: what this table serves, each command described as Redis 7.0
