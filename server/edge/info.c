@@ -122,19 +122,48 @@ static void sec_server(struct hkv_buf *b, struct edge *e)
                cfg->cold_owners);
 }
 
+/* Redis's client_recent_max_input_buffer / _output_buffer, as the host's
+ * clients are published in the board (at most 100 ms old): the largest
+ * query buffer and output memory among the clients now. */
+static void client_buffers(struct edge *e, uint64_t *in, uint64_t *out)
+{
+    struct board *bd = e->ctx->board;
+    *in = *out = 0;
+    for (uint32_t s = 0; s < bd->nslots; s++) {
+        struct board_clients *t = board_clients(bd, s);
+        if (atomic_load_explicit(&t->owner_pid, memory_order_relaxed) == 0)
+            continue;
+        uint32_t used = atomic_load_explicit(&t->used, memory_order_relaxed);
+        for (uint32_t i = 0; i < used && i < bd->clients_cap; i++) {
+            struct board_client *r = board_client_row(bd, s, i);
+            if (atomic_load_explicit(&r->id, memory_order_relaxed) == 0)
+                continue;
+            uint64_t q = r->qbuf + r->qbuf_free;
+            *in = q > *in ? q : *in;
+            *out = r->omem > *out ? r->omem : *out;
+        }
+    }
+}
+
 static void sec_clients(struct hkv_buf *b, struct edge *e)
 {
+    uint64_t in_max, out_max;
+    client_buffers(e, &in_max, &out_max);
     buf_printf(b,
                "# Clients\r\n"
                "connected_clients:%llu\r\n"
                "edge_connected_clients:%llu\r\n"
+               "cluster_connections:0\r\n"
                "maxclients:%lld\r\n"
+               "client_recent_max_input_buffer:%llu\r\n"
+               "client_recent_max_output_buffer:%llu\r\n"
                "blocked_clients:%llu\r\n"
                "tracking_clients:%llu\r\n"
                "clients_in_timeout_table:0\r\n"
                "\r\n",
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, connected_clients)),
                (unsigned long long)e->conns->n, (long long)edge_config(e)->maxclients,
+               (unsigned long long)in_max, (unsigned long long)out_max,
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, blocked_clients)),
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, tracking_clients)));
 }
