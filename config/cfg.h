@@ -186,6 +186,8 @@ struct cfg {
     struct cfg_rate_cmd *ratelimit_cmds;       /* per command, file order (reloadable) */
     size_t nratelimit_cmds;
     int64_t ratelimit_buckets;                 /* bucket table size (restart-only) */
+    int64_t app_ratelimit_memory;              /* CL.THROTTLE's segment (restart-only) */
+    int64_t app_ratelimit_key_max;             /* CL.THROTTLE's longest key */
     /* the cluster (../shared/CLUSTER.md); off while `cluster` is "" */
     char *cluster;               /* cluster name (restart-only); "" = single host, no etcd */
     char *host;                  /* this host's name in the cluster (restart-only) */

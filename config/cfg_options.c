@@ -199,6 +199,10 @@ static const char *check_tls_protocols(const char *s)
       "NAME RATE/PERIOD [burst N] | off: one command's own limit, instead of its class's")     \
     X("ratelimit-buckets", INT, ratelimit_buckets, ratelimit_buckets, "65536", 64, 16777216, 0,  \
       NOX, "rate-limit buckets per colo (clients x classes tracked at once)")                   \
+    X("app-ratelimit-memory", SIZE, app_ratelimit_memory, app_ratelimit_memory, "64mb", CFG_MB, \
+      256 * CFG_MB, 0, NOX, "CL.THROTTLE's buckets per colo, 16 bytes each (its own segment)")  \
+    X("app-ratelimit-key-max", INT, app_ratelimit_key_max, app_ratelimit_key_max, "1024", 1,    \
+      1048576, R, NOX, "longest key CL.THROTTLE accepts, in bytes")                             \
     X("tls-port", INT, tls_port, tls_port, "0", 0, 65535, 0, NOX,                               \
       "TLS port for clients, on the bind addresses; 0 = no TLS")                                \
     X("tls-cert-file", PATH, tls_cert_file, tls_cert_file, "\"\"", 0, 0, R | P, NOX,              \

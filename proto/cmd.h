@@ -38,6 +38,8 @@
 #define CMD_F_CONN    0x20  /* about the connection itself */
 #define CMD_F_AUTH    0x40  /* checks a password (AUTH): the rate limiter's target
                                for guessing; counts as a connection command */
+#define CMD_F_THROTTLE 0x100 /* CL.THROTTLE: an application's rate limit, answered by
+                                the edge; any user allowed +@read or +@write may run it */
 #define CMD_F_ALLKEYS 0x80  /* about every key of every owner (FLUSHALL): the owner
                                runs it as a write of its own, never inside EXEC */
 
@@ -59,6 +61,7 @@
     X(LASTSAVE, "lastsave", 1, CMD_F_FAST | CMD_F_ADMIN, 0, 0, 0)        \
     X(DBSIZE, "dbsize", 1, CMD_F_READ, 0, 0, 0)                          \
     X(HOTKEYS, "hotkeys", -1, CMD_F_CONN, 0, 0, 0)                       \
+    X(CL_THROTTLE, "cl.throttle", -5, CMD_F_THROTTLE | CMD_F_FAST, 1, 1, 1) \
     /* data commands: answered by owners, asynchronously (edge_read.c,  \
      * edge_write.c, edge_scan.c); Redis's arity and key positions */    \
     X(GET, "get", 2, CMD_F_READ | CMD_F_FAST, 1, 1, 1)                   \

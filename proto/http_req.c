@@ -242,6 +242,8 @@ static int request_line(struct http_req_parser *p, const char *buf, size_t off, 
         p->method = HTTP_PUT;
     else if (sp1 == 6 && memcmp(line, "DELETE", 6) == 0)
         p->method = HTTP_DELETE;
+    else if (sp1 == 4 && memcmp(line, "POST", 4) == 0)
+        p->method = HTTP_POST; /* /v1/ratelimit/KEY only, without a body */
     else
         p->other_method = 1;
 

@@ -84,7 +84,7 @@ struct http_limits {
                                  and the final empty line included (default 16384) */
 };
 
-enum http_method { HTTP_GET = 1, HTTP_HEAD = 2, HTTP_PUT = 3, HTTP_DELETE = 4 };
+enum http_method { HTTP_GET = 1, HTTP_HEAD = 2, HTTP_PUT = 3, HTTP_DELETE = 4, HTTP_POST = 5 };
 
 #define HTTP_IDEM_KEY_MAX 255     /* Idempotency-Key: longer is 400 */
 

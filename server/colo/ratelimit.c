@@ -54,6 +54,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "server/colo/gcra.h"
 #include "server/colo/ratelimit_int.h"
 #include "server/core/clock.h"
 
@@ -244,14 +245,18 @@ struct loc {
     uint64_t fp;
 };
 
-static inline struct loc locate(const struct rl *rl, const struct rl_key *k, int cls)
+static inline struct loc locate_hash(const struct rl *rl, uint64_t h)
 {
-    uint64_t h = key_hash(rl, k, cls);
     struct loc l;
     l.s = (uint32_t)h & (rl->nstripes - 1);
     l.home = (uint32_t)(((h >> 32) * rl->per_stripe) >> 32);
     l.fp = h | (1ULL << 63);
     return l;
+}
+
+static inline struct loc locate(const struct rl *rl, const struct rl_key *k, int cls)
+{
+    return locate_hash(rl, key_hash(rl, k, cls));
 }
 
 static inline uint32_t next_pos(const struct rl *rl, uint32_t pos)
@@ -469,6 +474,83 @@ int rl_check(struct rl *rl, const struct rl_key *key, int cls, int64_t now, int6
     return fail_open(rl, RL_CTR_ratelimit_failopen_busy);
 }
 
+/* ---- CL.THROTTLE: an application's key, its own limit ---- */
+
+/* charge(), with the limit and the reply gcra_apply's.  0 (res filled; a
+ * limited request or one of quantity 0 stores nothing), -1, -2 as charge. */
+static int charge_gcra(struct rl_slot *sl, uint64_t fp, const struct gcra_limit *lim,
+                       int64_t now, struct gcra_result *res)
+{
+    uint64_t tat = atomic_load_explicit(&sl->tat, memory_order_acquire);
+    for (int tries = 0; tries < RL_CAS_TRIES; tries++) {
+        if (tat == RL_BUSY) {
+            seg_relax();
+            tat = atomic_load_explicit(&sl->tat, memory_order_acquire);
+            continue;
+        }
+        if (atomic_load_explicit(&sl->key, memory_order_relaxed) != fp)
+            return -1;
+        gcra_apply(lim, (int64_t)tat, now, res);
+        if (res->limited || lim->quantity == 0)
+            return 0;
+        if (atomic_compare_exchange_weak_explicit(&sl->tat, &tat, (uint64_t)res->tat,
+                                                  memory_order_acq_rel, memory_order_acquire))
+            return 0;
+    }
+    return -2;
+}
+
+static int throttle_open(struct rl *rl, enum rl_counter why, const struct gcra_limit *lim,
+                         int64_t now, struct gcra_result *res)
+{
+    fail_open(rl, why);
+    gcra_apply(lim, 0, now, res); /* what a new key would be told */
+    res->limited = 0;
+    res->retry_after_s = -1;
+    return 1;
+}
+
+int rl_throttle(struct rl *rl, const void *key, size_t klen, const struct gcra_limit *lim,
+                int64_t now, struct gcra_result *res)
+{
+    if (rl == NULL || !rl->ok || now <= (int64_t)RL_BUSY)
+        return throttle_open(rl, RL_CTR_ratelimit_failopen, lim, now, res);
+    struct loc l = locate_hash(rl, siphash24(rl->sipkey, key, klen));
+    for (int round = 0; round < 4; round++) {
+        struct rl_slot *sl = find(rl, &l);
+        if (sl == NULL) {
+            if (lim->quantity == 0) { /* a look at a key with no bucket: a full one */
+                gcra_apply(lim, 0, now, res);
+                count(rl, RL_CTR_ratelimit_allowed);
+                return 0;
+            }
+            int rc = stripe_trylock(rl, l.s, now);
+            if (rc != HKV_OK)
+                return throttle_open(rl, rc == HKV_EAGAIN ? RL_CTR_ratelimit_failopen_busy
+                                                          : RL_CTR_ratelimit_failopen,
+                                     lim, now, res);
+            rc = insert_locked(rl, &l, now, &sl);
+            stripe_unlock(rl, l.s);
+            if (rc != HKV_OK)
+                return throttle_open(rl, RL_CTR_ratelimit_failopen_full, lim, now, res);
+        }
+        int v = charge_gcra(sl, l.fp, lim, now, res);
+        if (v == 0) {
+            count(rl, res->limited ? RL_CTR_ratelimit_rejected : RL_CTR_ratelimit_allowed);
+            return 0;
+        }
+        if (v == -2) {
+            int rc = stripe_trylock(rl, l.s, now);
+            if (rc != HKV_OK)
+                return throttle_open(rl, rc == HKV_EAGAIN ? RL_CTR_ratelimit_failopen_busy
+                                                          : RL_CTR_ratelimit_failopen,
+                                     lim, now, res);
+            stripe_unlock(rl, l.s);
+        }
+    }
+    return throttle_open(rl, RL_CTR_ratelimit_failopen_busy, lim, now, res);
+}
+
 /* ---- stats ---- */
 
 void rl_stats(struct rl *rl, int64_t now, struct rl_stats *out)
@@ -492,6 +574,21 @@ void rl_stats(struct rl *rl, int64_t now, struct rl_stats *out)
         if (t != RL_BUSY && (int64_t)(t - (uint64_t)now) > 0)
             out->buckets++;
     }
+}
+
+void rl_stats_fast(struct rl *rl, struct rl_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (rl == NULL)
+        return;
+    for (int i = 0; i < RL_CTR_COUNT; i++)
+        out->counters[i] = rl->local[i];
+    if (!rl->ok)
+        return;
+    seg_counters(&rl->seg, out->counters, RL_CTR_COUNT);
+    out->capacity = (uint64_t)rl->nstripes * rl->per_stripe;
+    for (uint32_t s = 0; s < rl->nstripes; s++)
+        out->buckets += stripe_at(rl, s)->used; /* read unlocked: a level, not a sum */
 }
 
 void rl_reset_counters(struct rl *rl)

@@ -147,9 +147,26 @@ enum rl_verdict { RL_ALLOW = 0, RL_REJECT = 1 };
  * (bounded spin), never a blocking lock.  No allocation, no syscall. */
 int rl_check(struct rl *rl, const struct rl_key *key, int cls, int64_t now, int64_t *retry_ms);
 
+/* CL.THROTTLE (server/colo/gcra.h): the same table, keyed by an
+ * application's key bytes, each call bringing its own limit; the master
+ * makes a segment of its own for it per colo (app-ratelimit-memory), so an
+ * application cannot evict the daemon's own buckets.  0: decided (res is
+ * gcra_apply's; counted allowed or rejected), 1: failed open (res says
+ * allowed, as for a new key; counted in failopen and why).  Lock-free for
+ * a key that has a bucket, as rl_check; a look (quantity 0) at a key that
+ * has none inserts nothing. */
+struct gcra_limit;
+struct gcra_result;
+int rl_throttle(struct rl *rl, const void *key, size_t klen, const struct gcra_limit *lim,
+                int64_t now, struct gcra_result *res);
+
 /* Sums the counter rows (segment.h) and counts the buckets in use at now (a
  * scan of the table: for INFO, not for the request path). */
 void rl_stats(struct rl *rl, int64_t now, struct rl_stats *out);
+/* rl_stats without the scan (a CL.THROTTLE table is large, and a scan would
+ * make all of it resident): out->buckets is the slots holding a key, idle
+ * ones included (they are reused as new keys come). */
+void rl_stats_fast(struct rl *rl, struct rl_stats *out);
 /* Zeroes the colo's ratelimit_* counters, every process's share of them,
  * and this process's own (those counted while the segment was unusable):
  * CONFIG RESETSTAT.  Buckets and rules are untouched.  NULL rl: nothing. */

@@ -224,6 +224,8 @@ int auth_allowed(const struct auth *a, int id, const struct cmd_def *d, int argc
     if (d->flags & CMD_F_CONN) /* HOTKEYS lists key names: like SCAN */
         return d->id != CMD_HOTKEYS || u->allkeys ? AUTH_OK : AUTH_NOPERM_KEY;
     uint32_t need = d->flags & (CMD_F_READ | CMD_F_WRITE | CMD_F_ADMIN);
+    if (d->flags & CMD_F_THROTTLE)
+        need = CMD_F_READ | CMD_F_WRITE; /* either will do */
     if (!u->allcmds && (need == 0 || (need & u->cmdmask) == 0))
         return AUTH_NOPERM_CMD;
     if (u->allkeys)

@@ -22,12 +22,14 @@ struct rl;
 struct edge_ctx {
     struct cache *cache;    /* the colo segment; NULL: every read asks the owner */
     struct rl *rl;          /* the colo's rate-limit segment; NULL: none (fails open) */
+    struct rl *app_rl;      /* the colo's CL.THROTTLE segment; NULL: none (fails open) */
     int colo_index;         /* which colo of this host */
     /* every colo's segments, [colo_index] being the two above: /metrics
      * reports the whole host from any edge (edge_metrics.h).  NULL: this
      * colo's only. */
     struct cache *const *colo_caches;
     struct rl *const *colo_limiters;
+    struct rl *const *colo_app_limiters;
     int ncolos;
     char colo_name[TOPO_COLO_NAME_MAX];     /* its name, as owners and INFO see it */
     const int *listen_fds;  /* the client listening sockets */

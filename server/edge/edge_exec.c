@@ -35,6 +35,7 @@
 #include "server/edge/edge_owners.h"
 #include "server/edge/edge_tx.h"
 #include "server/edge/edge_sess.h"
+#include "server/edge/edge_throttle.h"
 
 struct exec_args {
     int proto;                    /* the client's, at EXEC */
@@ -117,6 +118,8 @@ static void run_local(struct conn *c, const struct edge_tx *tx, uint32_t i, stru
         edge_cmd_echo(c, (int)q->n, argv);
     else if (q->id == CMD_LASTSAVE)
         edge_cmd_lastsave(c, (int)q->n, argv);
+    else if (q->id == CMD_CL_THROTTLE) /* answered at EXEC, in its place */
+        edge_cmd_throttle(c, (int)q->n, argv);
     else
         edge_cmd_time(c, (int)q->n, argv);
     *dst = c->out;

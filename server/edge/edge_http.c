@@ -336,9 +336,14 @@ static void run_request(struct conn *c, void *arg)
     } else if (edge_http_prefix(q->path, "/v1/kv/", &rest) &&
                (q->method == HTTP_PUT || q->method == HTTP_DELETE)) {
         edge_http_kv_write(c, x, rest);
-    } else if (q->method == HTTP_PUT || q->method == HTTP_DELETE) {
+    } else if (edge_http_prefix(q->path, "/v1/ratelimit/", &rest) && q->method == HTTP_POST) {
+        edge_http_throttle(c, x, rest);
+    } else if (edge_http_prefix(q->path, "/v1/ratelimit/", &rest)) {
+        hr_simple(c, &c->out, 405, q->minor, x->keep_alive, q->method == HTTP_HEAD,
+                  "Allow: POST\r\n", "/v1/ratelimit/KEY takes POST");
+    } else if (q->method == HTTP_PUT || q->method == HTTP_DELETE || q->method == HTTP_POST) {
         hr_simple(c, &c->out, 405, q->minor, x->keep_alive, 0, "Allow: GET, HEAD\r\n",
-                  "PUT and DELETE are for /v1/kv/KEY only");
+                  "PUT and DELETE are for /v1/kv/KEY only, POST for /v1/ratelimit/KEY");
     } else if (edge_http_prefix(q->path, "/v1/kv/", &rest)) {
         kv(c, x, rest);
     } else if (edge_http_prefix(q->path, "/v1/watch/", &rest)) {
@@ -354,7 +359,7 @@ static void run_refusal(struct conn *c, void *arg)
     const struct http_run *x = arg;
     const struct http_error *err = x->err;
     hr_simple(c, &c->out, err->status, 1, !err->close, 0,
-              err->status == 405 ? "Allow: GET, HEAD, PUT, DELETE\r\n" : NULL, err->reason);
+              err->status == 405 ? "Allow: GET, HEAD, PUT, DELETE, POST\r\n" : NULL, err->reason);
 }
 
 static void run_timeout(struct conn *c, void *arg)
@@ -370,7 +375,8 @@ static int paused(struct conn *c, const struct http_req *q)
 {
     struct http_slice rest;
     if (!edge_http_prefix(q->path, "/v1/kv/", &rest) &&
-        !edge_http_prefix(q->path, "/v1/watch/", &rest))
+        !edge_http_prefix(q->path, "/v1/watch/", &rest) &&
+        !edge_http_prefix(q->path, "/v1/ratelimit/", &rest))
         return 0;
     return edge_pause_hold(c, q->method == HTTP_PUT || q->method == HTTP_DELETE);
 }

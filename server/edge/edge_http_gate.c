@@ -68,8 +68,9 @@ int edge_http_gates(struct conn *c, const struct http_run *x, struct http_slice 
         struct resp_slice argv[3] = {{d->name, strlen(d->name)}, {buf_head(&he->key), klen}, {"", 0}};
         if (auth_allowed(e->auth->users, user, d, cmd == CMD_SET ? 3 : 2, argv) != AUTH_OK) {
             hr_simple(c, &c->out, 403, q->minor, x->keep_alive, head, NULL,
-                      cmd == CMD_GET ? "no permission to read this key"
-                                     : "no permission to write this key");
+                      cmd == CMD_GET           ? "no permission to read this key"
+                      : cmd == CMD_CL_THROTTLE ? "no permission to throttle this key"
+                                               : "no permission to write this key");
             return -1;
         }
     }

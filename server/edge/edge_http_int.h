@@ -241,6 +241,12 @@ void edge_http_bad(struct conn *c, const struct http_run *x, const char *why);
 /* 1 if s begins with lit (*rest: what follows). */
 int edge_http_prefix(struct http_slice s, const char *lit, struct http_slice *rest);
 
+/* ---- edge_http_throttle.c ------------------------------------------------------------ */
+
+/* POST /v1/ratelimit/KEY?burst=&rate=&period=[&quantity=]: CL.THROTTLE over
+ * HTTP (edge_throttle.h); raw is the key as it came in the path. */
+void edge_http_throttle(struct conn *c, const struct http_run *x, struct http_slice raw);
+
 /* ---- edge_http_write.c --------------------------------------------------------------- */
 
 /* PUT and DELETE /v1/kv/{key} (raw: the key as sent): options, gates, then

@@ -91,6 +91,11 @@ static const struct ctr_def rl_defs[] = {
     RL_COUNTERS(X)
 #undef X
 };
+static const struct ctr_def app_defs[] = {
+#define X(name, help) {"app_" #name, CTR_COUNTER, "CL.THROTTLE: " help},
+    RL_COUNTERS(X)
+#undef X
+};
 
 /* The levels of a segment, one family each: name, help, and the value of
  * colo k (its stats already read into the caller's arrays). */
@@ -110,18 +115,30 @@ hkv_status metrics_colos(struct edge *e, struct hkv_buf *out)
     int all = x != NULL && x->colo_caches != NULL && x->ncolos > 0;
     int n = all ? (x->ncolos < MET_COLOS ? x->ncolos : MET_COLOS) : 1;
     char names[MET_COLOS][TOPO_COLO_NAME_MAX];
-    struct prom_label cl[MET_COLOS], rl[MET_COLOS];
-    int64_t cv[MET_COLOS][CACHE_CTR_COUNT], rv[MET_COLOS][RL_CTR_COUNT];
+    struct prom_label cl[MET_COLOS], rl[MET_COLOS], al[MET_COLOS];
+    int64_t cv[MET_COLOS][CACHE_CTR_COUNT], rv[MET_COLOS][RL_CTR_COUNT], av[MET_COLOS][RL_CTR_COUNT];
     uint64_t used[MET_COLOS], entries[MET_COLOS], cap[MET_COLOS], buckets[MET_COLOS],
-        bcap[MET_COLOS];
-    struct ctr_prom_row crow[MET_COLOS], rrow[MET_COLOS];
-    size_t nc = 0, nr = 0;
+        bcap[MET_COLOS], aused[MET_COLOS], acap[MET_COLOS];
+    struct ctr_prom_row crow[MET_COLOS], rrow[MET_COLOS], arow[MET_COLOS];
+    size_t nc = 0, nr = 0, na = 0;
     for (int k = 0; k < n; k++) {
         int colo = all ? k : (x != NULL ? x->colo_index : 0);
         struct cache *c = all ? x->colo_caches[k] : e->cache->cache;
         struct rl *r = all ? (x->colo_limiters != NULL ? x->colo_limiters[k] : NULL) : e->rl->lim;
+        struct rl *a = all ? (x->colo_app_limiters != NULL ? x->colo_app_limiters[k] : NULL)
+                           : e->rl->app;
         topo_colo_name(edge_config(e), colo, names[k], sizeof(names[k]));
-        cl[k] = rl[k] = (struct prom_label){"colo", NULL};
+        cl[k] = rl[k] = al[k] = (struct prom_label){"colo", NULL};
+        if (a != NULL) {
+            struct rl_stats st;
+            rl_stats_fast(a, &st);
+            for (int i = 0; i < RL_CTR_COUNT; i++)
+                av[k][i] = (int64_t)st.counters[i];
+            aused[k] = st.buckets;
+            acap[k] = st.capacity;
+            al[k].value = names[k];
+            arow[na++] = (struct ctr_prom_row){&al[k], 1, av[k]};
+        }
         if (c != NULL) {
             struct cache_stats st;
             cache_stats(c, &st);
@@ -161,6 +178,14 @@ hkv_status metrics_colos(struct edge *e, struct hkv_buf *out)
     if (s == HKV_OK)
         s = gauges(out, "hotkvd_ratelimit_buckets_capacity", "Rate-limit buckets the table has",
                    rl, bcap, n);
+    if (s == HKV_OK)
+        s = ctr_prom_render(out, app_defs, RL_CTR_COUNT, arow, na);
+    if (s == HKV_OK)
+        s = gauges(out, "hotkvd_app_ratelimit_slots_used",
+                   "CL.THROTTLE buckets holding a key (idle ones included)", al, aused, n);
+    if (s == HKV_OK)
+        s = gauges(out, "hotkvd_app_ratelimit_capacity", "CL.THROTTLE buckets the table has", al,
+                   acap, n);
     return s;
 }
 

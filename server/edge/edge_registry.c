@@ -43,6 +43,7 @@
 #include "server/edge/edge_stats.h"
 #include "server/edge/edge_strread.h"
 #include "server/edge/edge_subcmd.h"
+#include "server/edge/edge_throttle.h"
 #include "server/edge/edge_tx.h"
 #include "server/edge/edge_ver.h"
 #include "server/edge/edge_write.h"
@@ -67,6 +68,7 @@ const struct edge_command edge_commands[CMD_COUNT] = {
     ROW(ACL,       edge_cmd_acl,       SERVER)
     ROW(INFO,      edge_cmd_info,      SERVER)
     ROW(HOTKEYS,   edge_cmd_hotkeys,   SERVER)
+    ROW(CL_THROTTLE, edge_cmd_throttle, THROTTLE)
     ROW(GET,       edge_cmd_get,       READ)
     ROW(MGET,      edge_cmd_mget,      READ)
     ROW(EXISTS,    edge_cmd_exists,    READ)

@@ -34,6 +34,7 @@ enum edge_family {
     EDGE_FAM_CALL,                /* run by the keys' owner from its table: edge_call.c */
     EDGE_FAM_STRREAD,             /* computed over the value read: edge_strread.c */
     EDGE_FAM_TX,                  /* transactions: edge_tx.c, edge_exec.c (RESET too) */
+    EDGE_FAM_THROTTLE,            /* applications' rate limits: edge_throttle.c */
 };
 
 /* The edge's row of a command: nothing proto/cmd.h says. */

@@ -49,6 +49,10 @@ void edge_rl_setup(struct edge *e, const struct cfg *cfg)
     e->rl = r;
     r->lim = e->ectx->rl;
     r->map = rl_class_map(NULL);
+    r->app = e->ectx->app_rl;
+    if (r->app != NULL && rl_attach(r->app) != HKV_OK)
+        log_warning("the CL.THROTTLE segment failed validation; every CL.THROTTLE is allowed "
+                    "and counted in app_ratelimit_failopen");
     if (r->lim == NULL)
         return;
     if (rl_attach(r->lim) != HKV_OK)

@@ -17,6 +17,7 @@
  * the dispatch pipeline tests first (map[id] == RL_CLS_NONE: unlimited). */
 struct edge_rl {
     struct rl *lim;               /* the colo's limiter; NULL: none */
+    struct rl *app;               /* the colo's CL.THROTTLE table; NULL: none (fails open) */
     const uint16_t *map;          /* limit class of each command id, 0 = unlimited */
 };
 

@@ -161,7 +161,7 @@ void edge_tx_reset(struct conn *c, int argc, const struct resp_slice *argv)
 static int is_local(enum cmd_id id)
 {
     return id == CMD_PING || id == CMD_ECHO || id == CMD_TIME || id == CMD_LASTSAVE ||
-           id == CMD_UNWATCH;
+           id == CMD_UNWATCH || id == CMD_CL_THROTTLE;
 }
 
 /* Drops the queue after a bound was passed: the error is the command's

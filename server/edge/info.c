@@ -331,8 +331,15 @@ static void sec_ratelimit(struct hkv_buf *b, struct edge *e)
     RL_COUNTERS(X)
 #undef X
     buf_printf(b, "ratelimit_buckets:%llu\r\nratelimit_buckets_capacity:%llu\r\n"
-                  "ratelimit_rules:%d\r\n\r\n",
+                  "ratelimit_rules:%d\r\n",
                (unsigned long long)st.buckets, (unsigned long long)st.capacity, st.rules);
+    /* CL.THROTTLE's table (edge_throttle.h), its own segment */
+    rl_stats_fast(e->rl->app, &st);
+#define X(name, help) buf_printf(b, "app_" #name ":%llu\r\n", (unsigned long long)st.counters[RL_CTR_##name]);
+    RL_COUNTERS(X)
+#undef X
+    buf_printf(b, "app_ratelimit_slots_used:%llu\r\napp_ratelimit_capacity:%llu\r\n\r\n",
+               (unsigned long long)st.buckets, (unsigned long long)st.capacity);
 }
 
 /* Redis's sections in Redis's order (commandstats and latencystats only

@@ -153,17 +153,22 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
             close(m->listen_fds[i]);
         for (int k = 0; k < m->cfg->colos; k++)
             cache_destroy(&m->caches[k]);
-        for (int k = 0; k < m->cfg->colos; k++)
+        for (int k = 0; k < m->cfg->colos; k++) {
             rl_destroy(&m->limiters[k]);
+            if (m->app_limiters != NULL)
+                rl_destroy(&m->app_limiters[k]);
+        }
         master_http_child(m, -1, NULL);
         code = agent_main(&ctx);
     } else if (c->role == BOARD_EDGE) {
         struct edge_ctx ectx = {
             .cache = m->caches[c->colo],
             .rl = m->limiters[c->colo], /* per colo: limits are not global */
+            .app_rl = m->app_limiters != NULL ? m->app_limiters[c->colo] : NULL,
             .colo_index = c->colo,
             .colo_caches = m->caches,
             .colo_limiters = m->limiters,
+            .colo_app_limiters = m->app_limiters,
             .ncolos = m->cfg->colos,
             .listen_fds = m->listen_fds,
             .nlisten = m->nlisten,
@@ -179,8 +184,11 @@ static void child_run(struct master *m, struct child *c, int ctl_fd)
             close(m->listen_fds[i]);
         for (int k = 0; k < m->cfg->colos; k++)
             cache_destroy(&m->caches[k]); /* owners never read a colo segment */
-        for (int k = 0; k < m->cfg->colos; k++)
+        for (int k = 0; k < m->cfg->colos; k++) {
             rl_destroy(&m->limiters[k]);
+            if (m->app_limiters != NULL)
+                rl_destroy(&m->app_limiters[k]);
+        }
         master_http_child(m, -1, NULL);
         struct owner_ctx octx = {.pool = c->pool, .link_fd = c->link_fd, .tcp_fd = c->tcp_fd};
         code = owner_main(&ctx, &octx);

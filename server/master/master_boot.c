@@ -146,7 +146,8 @@ static int map_segments(struct master *m, char *err, size_t len)
                             .hot_sample = 16};
     m->caches = calloc((size_t)cfg->colos, sizeof(*m->caches));
     m->limiters = calloc((size_t)cfg->colos, sizeof(*m->limiters));
-    if (m->caches == NULL || m->limiters == NULL) {
+    m->app_limiters = calloc((size_t)cfg->colos, sizeof(*m->app_limiters));
+    if (m->caches == NULL || m->limiters == NULL || m->app_limiters == NULL) {
         snprintf(err, len, "out of memory");
         return -1;
     }
@@ -163,6 +164,12 @@ static int map_segments(struct master *m, char *err, size_t len)
         if (rl_create(&ro, &m->limiters[k]) != HKV_OK)
             log_warning("colo %d: no rate-limit segment (%lld buckets): %s; its clients are not "
                         "rate limited", k, (long long)cfg->ratelimit_buckets, strerror(errno));
+    struct rl_opts ao = {.buckets = (uint32_t)(cfg->app_ratelimit_memory / 16)};
+    for (int k = 0; k < cfg->colos; k++)
+        if (rl_create(&ao, &m->app_limiters[k]) != HKV_OK)
+            log_warning("colo %d: no CL.THROTTLE segment (%lld bytes): %s; every CL.THROTTLE "
+                        "is allowed and counted in app_ratelimit_failopen", k,
+                        (long long)cfg->app_ratelimit_memory, strerror(errno));
     if (master_cluster(cfg) && (m->cmap = cmap_create()) == NULL) {
         snprintf(err, len, "cluster map segment: %s", strerror(errno));
         return -1;
@@ -274,5 +281,9 @@ void master_teardown(struct master *m)
         for (int k = 0; k < m->cfg->colos; k++)
             rl_destroy(&m->limiters[k]);
     free(m->limiters);
+    if (m->app_limiters != NULL)
+        for (int k = 0; k < m->cfg->colos; k++)
+            rl_destroy(&m->app_limiters[k]);
+    free(m->app_limiters);
     master_http_teardown(m);
 }

@@ -66,6 +66,7 @@ struct master {
     int ncolos;               /* colos (restart-only): of caches, limiters, changes */
     struct cache **caches;    /* one colo segment per colo, shared by its edges */
     struct rl **limiters;     /* one rate-limit segment per colo (NULL: none, fail open) */
+    struct rl **app_limiters; /* CL.THROTTLE's, one per colo (NULL: none, fail open) */
     int *listen_fds;          /* the port's sockets, writer-port's, then tls-port's */
     size_t nlisten;
     size_t nwriter;           /* writer-port's: just before the tls-port ones */

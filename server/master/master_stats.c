@@ -42,6 +42,8 @@ static void round_start(struct master *m)
     for (int k = 0; k < m->ncolos; k++) {
         cache_reset_counters(m->caches[k]);
         rl_reset_counters(m->limiters[k]);
+        if (m->app_limiters != NULL)
+            rl_reset_counters(m->app_limiters[k]);
     }
     log_verbose("CONFIG RESETSTAT: zeroing the counters of every process");
     phase_start(m, 1);

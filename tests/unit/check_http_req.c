@@ -161,15 +161,19 @@ END_TEST
 START_TEST(methods_other_than_get_head_are_405)
 {
     /* framed without a body on a keep-alive connection: answer and go on */
-    refused(R("POST /v1/kv/a HTTP/1.1\r\nHost: h\r\n\r\n"), 405, 0);
+    refused(R("PATCH /v1/kv/a HTTP/1.1\r\nHost: h\r\n\r\n"), 405, 0);
     refused(R("PATCH /x HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"), 405, 0);
     refused(R("get / HTTP/1.1\r\nHost: h\r\n\r\n"), 405, 0);
     refused(R("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n"), 405, 0);
     refused(R("CONNECT h:443 HTTP/1.1\r\nHost: h\r\n\r\n"), 405, 0);
     /* with a body, or on a connection that closes anyway: close */
     refused(R("PATCH /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc"), 405, 1);
-    refused(R("POST / HTTP/1.0\r\n\r\n"), 405, 1);
-    refused(R("POST / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"), 405, 1);
+    refused(R("PATCH / HTTP/1.0\r\n\r\n"), 405, 1);
+    refused(R("PATCH / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"), 405, 1);
+    /* POST is a method (POST /v1/ratelimit/KEY), without a body */
+    struct http_req q = ok(R("POST /v1/ratelimit/a HTTP/1.1\r\nHost: h\r\n\r\n"));
+    ck_assert_int_eq(q.method, HTTP_POST);
+    refused(R("POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc"), 413, 1);
     refused(R("G\"T / HTTP/1.1\r\nHost: h\r\n\r\n"), 400, 1);
 }
 END_TEST
@@ -394,7 +398,7 @@ END_TEST
 START_TEST(pipelined_requests_parse_in_order)
 {
     const char s[] = "GET /a HTTP/1.1\r\nHost: h\r\n\r\n"
-                     "POST /b HTTP/1.1\r\nHost: h\r\n\r\n"
+                     "PATCH /b HTTP/1.1\r\nHost: h\r\n\r\n"
                      "HEAD /c HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
                      "GET /d HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\nx"
                      "GET /e HTTP/1.1\r\n";
