@@ -503,7 +503,8 @@ static int charge_gcra(struct rl_slot *sl, uint64_t fp, const struct gcra_limit 
 static int throttle_open(struct rl *rl, enum rl_counter why, const struct gcra_limit *lim,
                          int64_t now, struct gcra_result *res)
 {
-    fail_open(rl, why);
+    if (rl != NULL) /* no segment at all: logged at start, nowhere to count */
+        fail_open(rl, why);
     gcra_apply(lim, 0, now, res); /* what a new key would be told */
     res->limited = 0;
     res->retry_after_s = -1;
