@@ -58,7 +58,7 @@ int bf_add(struct bf_type t, int64_t value, int64_t incr, enum bf_overflow ow, i
         min = -max - 1;
         sum = (__int128)value + incr;
     } else {
-        max = ((int64_t)1 << t.bits) - 1;
+        max = (int64_t)(((uint64_t)1 << t.bits) - 1);
         min = 0;
         sum = (__int128)(uint64_t)value + incr;
     }

@@ -62,7 +62,7 @@ START_TEST(groups_equal_denials_and_moves_them_first)
     ck_assert_uint_eq(out[0].count, 1);
     /* only the ten newest are looked at: an old equal entry is not reused */
     for (int i = 0; i < 10; i++) {
-        char o[8];
+        char o[16];
         snprintf(o, sizeof(o), "k%d", i);
         deny(ACLLOG_KEY, o, "ro", 70000 + i, 128);
     }
@@ -83,7 +83,7 @@ END_TEST
 START_TEST(trims_to_max_len_and_resets)
 {
     for (int i = 0; i < 300; i++) {
-        char o[8];
+        char o[16];
         snprintf(o, sizeof(o), "k%d", i);
         deny(ACLLOG_KEY, o, "ro", i, 128);
     }
