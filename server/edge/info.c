@@ -29,6 +29,7 @@
 #include "server/edge/info_leaves.h"
 #include "server/edge/info_redis.h"
 #include "server/edge/edge_sess.h"
+#include "server/core/acllog.h"
 #include "server/core/version.h"
 #include "server/core/notify.h"
 #include "server/core/router.h"
@@ -193,6 +194,11 @@ static void sec_stats(struct hkv_buf *b, struct edge *e)
                (unsigned long long)sum_edges(e, offsetof(struct board_slot, tracking_total_items)),
                (unsigned long long)sum_edges(e,
                                              offsetof(struct board_slot, tracking_total_prefixes)));
+    struct acllog *al = board_acllog(e->ctx->board); /* the host's (edge_acllog.h) */
+    buf_printf(b, "acl_log_entries:%u\r\nacl_log_dropped:%llu\r\n",
+               (unsigned)(al->n < (uint32_t)edge_config(e)->acllog_max_len
+                              ? al->n : (uint32_t)edge_config(e)->acllog_max_len),
+               (unsigned long long)atomic_load_explicit(&al->dropped, memory_order_relaxed));
     buf_printf(b, "instantaneous_ops_per_sec:%llu\r\n\r\n",
                (unsigned long long)e->ops_rate.per_sec);
 }

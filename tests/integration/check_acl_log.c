@@ -140,6 +140,8 @@ START_TEST(denials_of_every_edge_in_one_log)
     H_EXPECT(cleanup, age != NULL && atof(age->str) >= 0 && atof(age->str) < 30, "age-seconds");
     H_EXPECT(cleanup, e[5].n == 14, "fields: %zu", e[5].n);
     h_free(r);
+    H_EXPECT(cleanup, h_info_int(D.port, "acl_log_entries") == 9 &&
+                          h_info_int(D.port, "acl_log_dropped") == 0, "INFO acl_log_*");
 
     r = acl_log(a, "1");
     H_EXPECT(cleanup, r->v->n == 1 && is(&r->v->elems[0], "context", "http"), "ACL LOG 1");
