@@ -13,10 +13,12 @@
  *   _failopen_full; the RESP3 attribute failopen 1 under CLIENT META ON),
  *   and the daemon's own limiter is a separate segment it cannot touch;
  * - HTTP: 200 / 429 with RateLimit-* and Retry-After, 400, 405, 413, and the
- *   ACL gates (a user's key patterns, +@read or +@write; NOPERM otherwise).
+ *   ACL gates (a user's key patterns, +@read or +@write; NOPERM otherwise);
+ * - the buckets outlive the edges (kill -9 of both: a limited key stays so).
  * Every loop is bounded; daemons are stopped by pid.
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +206,41 @@ START_TEST(a_full_table_fails_open)
 }
 END_TEST
 
+/* The table is the master's segment: an edge killed and restarted attaches
+ * to it again, so a key limited before is limited after (a restart of the
+ * daemon, not of an edge, starts keys afresh). */
+START_TEST(buckets_outlive_an_edge)
+{
+    int hp;
+    ck_assert_int_eq(start(&hp, ""), 0);
+    int fd = h_connect(D.port);
+    struct h_reply *r = h_call(fd, "CL.THROTTLE", "kept", "0", "1", "3600", NULL);
+    ck_assert_int_eq(r->v->elems[0].integer, 0);
+    h_free(r);
+    close(fd);
+    pid_t e0 = h_child(&D, "hotkvd: edge", 0), e1 = h_child(&D, "hotkvd: edge", e0);
+    ck_assert(e0 > 0 && e1 > 0);
+    kill(e0, SIGKILL);
+    kill(e1, SIGKILL);
+    int limited = -1;
+    for (int i = 0; i < 100 && limited < 0; i++) { /* bounded: 10 s */
+        h_sleep_ms(100);
+        if (h_child(&D, "hotkvd: edge", e0) == e1 || !h_ping(D.port))
+            continue;
+        fd = h_connect(D.port);
+        r = fd >= 0 ? h_cmdv(fd, "CL.THROTTLE", "kept", "0", "1", "3600", NULL) : NULL;
+        if (r != NULL && r->v->type == RESP_ARRAY && r->v->n == 5)
+            limited = (int)r->v->elems[0].integer;
+        h_free(r);
+        if (fd >= 0)
+            close(fd);
+    }
+    H_EXPECT(cleanup, limited == 1, "after the edges' restart the key was %s",
+             limited < 0 ? "not answered" : "allowed again");
+    ck_assert_int_eq(h_stop(&D), 0);
+}
+END_TEST
+
 static struct hr R;
 
 static int post(int hp, const char *path, const char *extra)
@@ -278,6 +315,7 @@ Suite *throttle_suite(void)
         {"colo", one_table_per_colo_and_no_owner_work},
         {"failopen", a_full_table_fails_open},
         {"http", http_door_and_acl},
+        {"edge_restart", buckets_outlive_an_edge},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
