@@ -183,6 +183,7 @@ TEST_ENV = HKV_TEST_JOBS=$(TEST_JOBS) HKV_TEST_ALONE=$(TEST_ALONE) HKV_TEST_FIRS
            HOTKVD_VARIANT=$(VARIANT)
 test: $(DEPS_OK) $(BIN) $(ADMIN_BIN) $(TEST_BIN) $(TEST_MAN) $(TEST_DEB) $(TEST_SHIMS)
 	@$(MAKE) --no-print-directory layers
+	@python3 scripts/check/prom_rules.py
 	@$(MAKE) --no-print-directory clang # -Werror on clang too: a warning there fails CI
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	@/usr/bin/python3 tests/model/run.py
