@@ -25,6 +25,9 @@ are judged against the operations after the run; and pub/sub publishers and
 subscribers (run_pubsub.py, --pubsub N) whose messages are judged likewise.
 A scanner (run_scan.py, --scan) walks the keyspace with SCAN through every
 fault; each complete walk must return every stable key written before it.
+CL.THROTTLE clients (run_throttle.py, --throttle N, --throttle-http N) call the
+edge's rate limiter on keys of their own; after the run every reply must be
+well formed and no window admit more than GCRA allows (restarts excepted).
 
 Python 3 standard library only.  Every wait is bounded; every process the run
 starts is stopped by pid at the end, also on an exception or a signal.
@@ -63,6 +66,7 @@ from run_route import check_siphash, owner_of
 import run_notify
 import run_pubsub
 import run_scan
+import run_throttle
 import run_track
 # The workload, its clients and the reply table (run_workload.py); run_refserver.py
 # reaches them as run.Workload, run.Client, ...
@@ -207,6 +211,10 @@ def replay_command(args, seed, outdir):
         cmd += ["--pubsub", str(args.pubsub)]
     if args.scan != 1:
         cmd += ["--scan", str(args.scan)]
+    if args.throttle != run_throttle.THROTTLE_DEFAULT:
+        cmd += ["--throttle", str(args.throttle)]
+    if args.throttle_http != run_throttle.THROTTLE_HTTP_DEFAULT:
+        cmd += ["--throttle-http", str(args.throttle_http)]
     return " ".join(cmd)
 
 
@@ -269,6 +277,12 @@ def main(argv=None):
     ap.add_argument("--scan", type=int, default=1, choices=[0, 1],
                     help="a scanner walking the keyspace with SCAN through every fault, judged "
                     "on stable keys (run_scan.py; 0: off; default 1)")
+    ap.add_argument("--throttle", type=int, default=run_throttle.THROTTLE_DEFAULT, metavar="N",
+                    help="RESP clients calling CL.THROTTLE on keys thr:0..3, judged after the run "
+                    "(run_throttle.py; 0: off; default %d)" % run_throttle.THROTTLE_DEFAULT)
+    ap.add_argument("--throttle-http", type=int, default=run_throttle.THROTTLE_HTTP_DEFAULT,
+                    metavar="N", help="HTTP clients calling POST /v1/ratelimit/KEY on the same "
+                    "keys (default %d)" % run_throttle.THROTTLE_HTTP_DEFAULT)
     ap.add_argument("--tracking-evict", choices=["yes", "no"], default="yes",
                     help="with tracking clients, a small tracking-table-max-keys (odd seeds: 4 in "
                     "the file; config_set: 2, 5 or 9 for a while), so evictions happen")
@@ -280,6 +294,8 @@ def main(argv=None):
         ap.error("--notify must be 0..8")
     if not 0 <= args.pubsub <= 8:
         ap.error("--pubsub must be 0..8")
+    if not 0 <= args.throttle <= 8 or not 0 <= args.throttle_http <= 4:
+        ap.error("--throttle must be 0..8, --throttle-http 0..4")
     if (args.replicas or args.strict_loss) and args.leaf_moves != "yes":
         ap.error("--replicas and --strict-loss need --leaf-moves yes")
 
@@ -354,6 +370,7 @@ def main(argv=None):
     notifiers = []
     publishers, subscribers = [], []
     scanner = None
+    throttlers, thr_info = [], None
     leaves = None
     outlimit = OutLimit(hkv, log)
     extra = []          # HTTP readers and credential probers: joined with the clients
@@ -406,6 +423,15 @@ def main(argv=None):
             time.sleep(hkv.persist_interval_ms / 1000.0 + 0.3)
             scanner = run_scan.Scanner(seed, hkv, stop_clients)
             extra.append(scanner)
+        throttlers = [run_throttle.ThrottleClient(i, seed, hkv, history, stop_clients,
+                                                  args.think_ms) for i in range(args.throttle)]
+        throttlers += [run_throttle.ThrottleHttp(i, seed, hkv, history, stop_clients, WORKER,
+                                                 args.think_ms)
+                       for i in range(args.throttle_http if hkv.http_port else 0)]
+        if throttlers:
+            thr_info = run_throttle.FailopenSampler(hkv, stop_clients)
+            thr_info.sample()
+            extra += throttlers + [thr_info]
         for c in clients + extra:
             c.start()
         # The nemesis runs here, on the main thread: only it starts the
@@ -452,6 +478,8 @@ def main(argv=None):
         for c in clients + extra:
             c.join(timeout=REQUEST_TIMEOUT_S + 5)
         t_work1 = time.monotonic()
+        if thr_info is not None:
+            thr_info.sample()
         if trackers or publishers:
             try:
                 track_info = info_fields(hkv.info("stats"))
@@ -582,6 +610,16 @@ def main(argv=None):
         scan_bad = scanner.broken
         for b in scan_bad[:10]:
             print("  PROMISE BROKEN: " + b)
+    thr_bad = []
+    if throttlers and not run_error:
+        recs = run_throttle.write(os.path.join(outdir, "throttle.jsonl"), throttlers)
+        thr_bad, line = run_throttle.check(recs, hist_path, args.colos,
+                                           (thr_info.total, thr_info.samples), t_start)
+        print(line)
+        for b in thr_bad[:10]:
+            print("  PROMISE BROKEN: " + b)
+        if len(thr_bad) > 10:
+            print("  ... %d more in all" % len(thr_bad))
     pause_bad = []
     if nemesis is not None and "client_pause" in kinds and not run_error:
         pause_bad, line = check_client_pauses(hist_path)
@@ -641,7 +679,7 @@ def main(argv=None):
     if run_error:
         return 3
     if history.surprises or auth_bad or outlimit.over or broken or trouble or notify_bad \
-            or pubsub_bad or scan_bad or pause_bad:
+            or pubsub_bad or scan_bad or pause_bad or thr_bad:
         return 1
     if code is None:
         return 0 if args.no_check else 3  # asked to check, and could not
