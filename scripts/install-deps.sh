@@ -17,11 +17,12 @@ set -eu
 # static file with it next to hotkvd's HTTP GET, from a temp config on a free
 # port; the package's service is stopped and disabled below).  Model checking:
 # spin (Debian's 6.5.2 is what the leaf move model, tests/model/move.pml, is
-# checked with; gcc builds its verifier).
+# checked with; gcc builds its verifier).  python3-yaml: scripts/check/prom_rules.py
+# reads the shipped Prometheus rules and their tests.
 PKGS="libevent-dev libsqlite3-dev libssl-dev libmsgpack-dev check pkg-config \
 redis-tools redis-server python3-redis clang libclang-rt-14-dev valgrind \
 dpkg-dev lintian man-db groff-base logrotate etcd-server etcd-client iproute2 nftables \
-prometheus nginx spin"
+prometheus python3-yaml nginx spin"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
