@@ -426,6 +426,38 @@ static int fail_open(struct rl *rl, enum rl_counter why)
     return RL_ALLOW;
 }
 
+/* The key's slot, found lock-free or inserted under its stripe's lock
+ * (insert 0: found only).  *out NULL when there is none: the reason to fail
+ * open is returned (RL_CTR_COUNT: none, with insert 0). */
+static enum rl_counter slot_for(struct rl *rl, const struct loc *l, int64_t now, int insert,
+                                struct rl_slot **out)
+{
+    if ((*out = find(rl, l)) != NULL || !insert)
+        return RL_CTR_COUNT;
+    int rc = stripe_trylock(rl, l->s, now);
+    if (rc != HKV_OK)
+        return rc == HKV_EAGAIN ? RL_CTR_ratelimit_failopen_busy : RL_CTR_ratelimit_failopen;
+    rc = insert_locked(rl, l, now, out);
+    stripe_unlock(rl, l->s);
+    if (rc != HKV_OK) {
+        *out = NULL;
+        return RL_CTR_ratelimit_failopen_full;
+    }
+    return RL_CTR_COUNT;
+}
+
+/* A slot stuck changing hands: its writer may have died, which the lock
+ * knows (EOWNERDEAD repairs it); a live one is slow.  RL_CTR_COUNT: look
+ * again; else the reason to fail open. */
+static enum rl_counter unstick(struct rl *rl, const struct loc *l, int64_t now)
+{
+    int rc = stripe_trylock(rl, l->s, now);
+    if (rc != HKV_OK)
+        return rc == HKV_EAGAIN ? RL_CTR_ratelimit_failopen_busy : RL_CTR_ratelimit_failopen;
+    stripe_unlock(rl, l->s);
+    return RL_CTR_COUNT;
+}
+
 int rl_check(struct rl *rl, const struct rl_key *key, int cls, int64_t now, int64_t *retry_ms)
 {
     if (rl == NULL || cls <= RL_CLS_NONE || cls >= RL_NCLS)
@@ -437,18 +469,10 @@ int rl_check(struct rl *rl, const struct rl_key *key, int cls, int64_t now, int6
         return fail_open(rl, RL_CTR_ratelimit_failopen);
     struct loc l = locate(rl, key, cls);
     for (int round = 0; round < 4; round++) {
-        struct rl_slot *sl = find(rl, &l);
-        if (sl == NULL) {
-            int rc = stripe_trylock(rl, l.s, now);
-            if (rc == HKV_EAGAIN)
-                return fail_open(rl, RL_CTR_ratelimit_failopen_busy);
-            if (rc != HKV_OK)
-                return fail_open(rl, RL_CTR_ratelimit_failopen);
-            rc = insert_locked(rl, &l, now, &sl);
-            stripe_unlock(rl, l.s);
-            if (rc != HKV_OK)
-                return fail_open(rl, RL_CTR_ratelimit_failopen_full);
-        }
+        struct rl_slot *sl;
+        enum rl_counter why = slot_for(rl, &l, now, 1, &sl);
+        if (sl == NULL)
+            return fail_open(rl, why);
         int64_t wait = 0;
         int v = charge(sl, l.fp, r, now, &wait);
         if (v == RL_ALLOW) {
@@ -461,15 +485,8 @@ int rl_check(struct rl *rl, const struct rl_key *key, int cls, int64_t now, int6
                 *retry_ms = (wait + 999999) / 1000000;
             return RL_REJECT;
         }
-        if (v == -2) {
-            /* a slot stuck changing hands: its writer may have died, which
-             * the lock knows (EOWNERDEAD repairs it); a live one is slow */
-            int rc = stripe_trylock(rl, l.s, now);
-            if (rc != HKV_OK)
-                return fail_open(rl, rc == HKV_EAGAIN ? RL_CTR_ratelimit_failopen_busy
-                                                      : RL_CTR_ratelimit_failopen);
-            stripe_unlock(rl, l.s);
-        }
+        if (v == -2 && (why = unstick(rl, &l, now)) != RL_CTR_COUNT)
+            return fail_open(rl, why);
     }
     return fail_open(rl, RL_CTR_ratelimit_failopen_busy);
 }
@@ -518,36 +535,22 @@ int rl_throttle(struct rl *rl, const void *key, size_t klen, const struct gcra_l
         return throttle_open(rl, RL_CTR_ratelimit_failopen, lim, now, res);
     struct loc l = locate_hash(rl, siphash24(rl->sipkey, key, klen));
     for (int round = 0; round < 4; round++) {
-        struct rl_slot *sl = find(rl, &l);
-        if (sl == NULL) {
-            if (lim->quantity == 0) { /* a look at a key with no bucket: a full one */
-                gcra_apply(lim, 0, now, res);
-                count(rl, RL_CTR_ratelimit_allowed);
-                return 0;
-            }
-            int rc = stripe_trylock(rl, l.s, now);
-            if (rc != HKV_OK)
-                return throttle_open(rl, rc == HKV_EAGAIN ? RL_CTR_ratelimit_failopen_busy
-                                                          : RL_CTR_ratelimit_failopen,
-                                     lim, now, res);
-            rc = insert_locked(rl, &l, now, &sl);
-            stripe_unlock(rl, l.s);
-            if (rc != HKV_OK)
-                return throttle_open(rl, RL_CTR_ratelimit_failopen_full, lim, now, res);
+        struct rl_slot *sl;
+        enum rl_counter why = slot_for(rl, &l, now, lim->quantity > 0, &sl);
+        if (sl == NULL && why != RL_CTR_COUNT)
+            return throttle_open(rl, why, lim, now, res);
+        if (sl == NULL) { /* a look (quantity 0) at a key with no bucket: a full one */
+            gcra_apply(lim, 0, now, res);
+            count(rl, RL_CTR_ratelimit_allowed);
+            return 0;
         }
         int v = charge_gcra(sl, l.fp, lim, now, res);
         if (v == 0) {
             count(rl, res->limited ? RL_CTR_ratelimit_rejected : RL_CTR_ratelimit_allowed);
             return 0;
         }
-        if (v == -2) {
-            int rc = stripe_trylock(rl, l.s, now);
-            if (rc != HKV_OK)
-                return throttle_open(rl, rc == HKV_EAGAIN ? RL_CTR_ratelimit_failopen_busy
-                                                          : RL_CTR_ratelimit_failopen,
-                                     lim, now, res);
-            stripe_unlock(rl, l.s);
-        }
+        if (v == -2 && (why = unstick(rl, &l, now)) != RL_CTR_COUNT)
+            return throttle_open(rl, why, lim, now, res);
     }
     return throttle_open(rl, RL_CTR_ratelimit_failopen_busy, lim, now, res);
 }
