@@ -115,7 +115,7 @@ static struct result record(const struct http_limits *lim, const char *buf, size
     }
     CHECK(consumed > 0);
     CHECK(r->method == HTTP_GET || r->method == HTTP_HEAD || r->method == HTTP_PUT ||
-          r->method == HTTP_DELETE);
+          r->method == HTTP_DELETE || r->method == HTTP_POST);
     CHECK(r->method == HTTP_PUT || r->content_length == 0);
     CHECK(r->idem_key.p == NULL || (r->idem_key.len > 0 && r->idem_key.len <= HTTP_IDEM_KEY_MAX));
     CHECK(r->minor == 0 || r->minor == 1);
