@@ -192,7 +192,9 @@ static void healthz(struct conn *c, const struct http_run *x)
                   "Cache-Control: no-store\r\n", "ok");
 }
 
-static void metrics(struct conn *c, const struct http_run *x)
+/* /metrics and /v1/stats are the operator's: 1 if the peer is in
+ * http-metrics-allow, else 0 with 403 written. */
+static int operator_peer(struct conn *c, const struct http_run *x)
 {
     struct http_edge *he = c->e->http;
     struct http_sess *hs = sess_of(c)->http;
@@ -200,11 +202,17 @@ static void metrics(struct conn *c, const struct http_run *x)
     int ok = 0;
     for (size_t i = 0; i < he->nallow && !ok; i++)
         ok = cfg_cidr_match(&he->allow[i], hs->has_peer ? (struct sockaddr *)&hs->peer : NULL);
-    if (!ok) {
+    if (!ok)
         hr_simple(c, &c->out, 403, q->minor, x->keep_alive, q->method == HTTP_HEAD, NULL,
                   "not in http-metrics-allow");
+    return ok;
+}
+
+static void metrics(struct conn *c, const struct http_run *x)
+{
+    const struct http_req *q = x->req;
+    if (!operator_peer(c, x))
         return;
-    }
     struct hkv_buf b = HKV_BUF_INIT;
     if (edge_metrics_render(c->e, &b) != HKV_OK) {
         hr_simple(c, &c->out, 500, q->minor, x->keep_alive, q->method == HTTP_HEAD, NULL,
@@ -333,6 +341,10 @@ static void run_request(struct conn *c, void *arg)
         healthz(c, x);
     } else if (slice_is(q->path, "/metrics")) {
         metrics(c, x);
+    } else if (slice_is(q->path, "/v1/stats") &&
+               (q->method == HTTP_GET || q->method == HTTP_HEAD)) {
+        if (operator_peer(c, x))
+            edge_http_stats(c, x);
     } else if (edge_http_prefix(q->path, "/v1/kv/", &rest) &&
                (q->method == HTTP_PUT || q->method == HTTP_DELETE)) {
         edge_http_kv_write(c, x, rest);
@@ -350,7 +362,8 @@ static void run_request(struct conn *c, void *arg)
         watch(c, x, rest);
     } else {
         hr_simple(c, &c->out, 404, q->minor, x->keep_alive, q->method == HTTP_HEAD, NULL,
-                  "no such endpoint (/v1/kv/KEY, /v1/watch/KEY, /healthz, /metrics)");
+                  "no such endpoint (/v1/kv/KEY, /v1/watch/KEY, /v1/ratelimit/KEY, /v1/stats, "
+                  "/healthz, /metrics)");
     }
 }
 

@@ -241,6 +241,11 @@ void edge_http_bad(struct conn *c, const struct http_run *x, const char *why);
 /* 1 if s begins with lit (*rest: what follows). */
 int edge_http_prefix(struct http_slice s, const char *lit, struct http_slice *rest);
 
+/* ---- edge_http_stats.c --------------------------------------------------------------- */
+
+/* GET /v1/stats: INFO all as a JSON object (the caller checked access). */
+void edge_http_stats(struct conn *c, const struct http_run *x);
+
 /* ---- edge_http_throttle.c ------------------------------------------------------------ */
 
 /* POST /v1/ratelimit/KEY?burst=&rate=&period=[&quantity=]: CL.THROTTLE over

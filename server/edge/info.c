@@ -408,6 +408,14 @@ static void render(struct hkv_buf *out, struct edge *e, const uint8_t *want)
         out->len -= 2;
 }
 
+void info_text_now(struct edge *e, struct hkv_buf *out)
+{
+    struct resp_slice all = {"all", 3};
+    uint8_t want[NSECTIONS];
+    wanted(1, &all, want);
+    render(out, e, want);
+}
+
 /* ---- the INFO command: the owners asked first ---------------------------------- */
 
 /* An INFO that waits for the owners' STATS (at most INFO_ASK_MS: an owner

@@ -24,4 +24,8 @@
 struct conn;
 void info_command(struct conn *c, int argc, const struct resp_slice *argv);
 
+/* INFO all as it stands now, without asking the owners (their part is their
+ * last answer, stats_age_ms old): /v1/stats (edge_http_stats.c). */
+void info_text_now(struct edge *e, struct hkv_buf *out);
+
 #endif
