@@ -66,7 +66,6 @@
 #define RL_BUCKETS_MAX (1u << 24)
 #define RL_LOCK_TRIES 32              /* trylock attempts before failing open */
 #define RL_CAS_TRIES 64               /* charge attempts (contention, RL_BUSY) */
-#define RL_BUSY 1ULL                  /* tat of a slot that is changing hands */
 #define RL_USER_INLINE 64             /* longer user names are hashed first */
 
 _Static_assert(RL_CTR_COUNT <= SEG_ROW_U64, "a counter row holds every counter");
@@ -80,17 +79,6 @@ struct rl_hdr {
     uint64_t off_stripes, off_slots;
 };
 _Static_assert(sizeof(struct rl_hdr) <= SEG_HDR_MAX, "the segment takes the header");
-
-struct rl_stripe {
-    pthread_mutex_t mu;
-    uint32_t used;                    /* slots holding a key (under mu) */
-    uint32_t wip;                     /* test hook: a writer left inside */
-} __attribute__((aligned(64)));
-
-struct rl_slot {
-    _Atomic uint64_t key;
-    _Atomic uint64_t tat;
-};
 
 /* The segment's layout (struct seg_kind): fills every size and offset of
  * hdr from in's buckets and sipkey.  HKV_OK or HKV_EINVAL. */
@@ -141,16 +129,6 @@ static void bind_view(struct rl *rl)
     rl->stripe_size = h->stripe_size;
     memcpy(rl->sipkey, h->sipkey, sizeof(rl->sipkey));
     rl->ok = 1;
-}
-
-static inline struct rl_stripe *stripe_at(const struct rl *rl, uint32_t s)
-{
-    return (struct rl_stripe *)(rl->stripes + (size_t)s * rl->stripe_size);
-}
-
-static inline struct rl_slot *slot_at(const struct rl *rl, uint32_t s, uint32_t pos)
-{
-    return &rl->slots[(size_t)s * rl->per_stripe + pos];
 }
 
 int rl_create(const struct rl_opts *o, struct rl **out)
@@ -553,55 +531,6 @@ int rl_throttle(struct rl *rl, const void *key, size_t klen, const struct gcra_l
             return throttle_open(rl, why, lim, now, res);
     }
     return throttle_open(rl, RL_CTR_ratelimit_failopen_busy, lim, now, res);
-}
-
-/* ---- stats ---- */
-
-void rl_stats(struct rl *rl, int64_t now, struct rl_stats *out)
-{
-    memset(out, 0, sizeof(*out));
-    if (rl == NULL)
-        return;
-    for (int i = 0; i < RL_CTR_COUNT; i++)
-        out->counters[i] = rl->local[i];
-    out->rules = rl->nrules;
-    if (!rl->ok)
-        return;
-    seg_counters(&rl->seg, out->counters, RL_CTR_COUNT);
-    size_t n = (size_t)rl->nstripes * rl->per_stripe;
-    out->capacity = n;
-    for (size_t i = 0; i < n; i++) {
-        struct rl_slot *sl = &rl->slots[i];
-        if (atomic_load_explicit(&sl->key, memory_order_relaxed) == 0)
-            continue;
-        uint64_t t = atomic_load_explicit(&sl->tat, memory_order_relaxed);
-        if (t != RL_BUSY && (int64_t)(t - (uint64_t)now) > 0)
-            out->buckets++;
-    }
-}
-
-void rl_stats_fast(struct rl *rl, struct rl_stats *out)
-{
-    memset(out, 0, sizeof(*out));
-    if (rl == NULL)
-        return;
-    for (int i = 0; i < RL_CTR_COUNT; i++)
-        out->counters[i] = rl->local[i];
-    if (!rl->ok)
-        return;
-    seg_counters(&rl->seg, out->counters, RL_CTR_COUNT);
-    out->capacity = (uint64_t)rl->nstripes * rl->per_stripe;
-    for (uint32_t s = 0; s < rl->nstripes; s++)
-        out->buckets += stripe_at(rl, s)->used; /* read unlocked: a level, not a sum */
-}
-
-void rl_reset_counters(struct rl *rl)
-{
-    if (rl == NULL)
-        return;
-    memset(rl->local, 0, sizeof(rl->local));
-    if (rl->ok)
-        seg_reset_counters(&rl->seg);
 }
 
 /* ---- test hooks ---- */

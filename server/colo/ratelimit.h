@@ -38,7 +38,8 @@
  *
  * The segment's header, checksum, counter rows and robust stripe locks are
  * segment.h's (shared with the cache); the table and the charge are
- * ratelimit.c's, the per-process rules ratelimit_rules.c's.
+ * ratelimit.c's, the per-process rules ratelimit_rules.c's, INFO's
+ * numbers ratelimit_stats.c's.
  *
  * All functions are safe to call from any process attached to the segment,
  * concurrently; rl_configure and the rule reads are per process.

@@ -29,5 +29,7 @@ void client_gone(struct conn *c);
 /* Every 100 ms: CLIENT KILLs waiting for other edges answer once those
  * clients are gone (or after a second). */
 void client_kill_cron(struct edge *e, int64_t now_ms);
+/* CLIENT KILL ... (edge_client_kill.c). */
+void client_kill_cmd(struct conn *c, int argc, const struct resp_slice *argv);
 
 #endif
