@@ -15,7 +15,7 @@
  *
  * What is covered, as Redis 7.0: WRITE parks the writes (a command flagged
  * CMD_F_WRITE, PUBLISH, an EXEC whose queue holds a write; commands queued
- * inside MULTI are queued as usual), HTTP PUT, DELETE and POST; ALL parks
+ * inside MULTI are queued as usual), HTTP PUT and DELETE; ALL parks
  * every client command and every HTTP request for a key, except the
  * pause's own controls, CLIENT PAUSE and UNPAUSE (Redis parks those too,
  * leaving a long ALL pause no way out but its end), and the operator's

@@ -13,7 +13,7 @@
  *   idle timeouts (timeout, http-keepalive-timeout) shorter than the pause;
  * - CLIENT PAUSE ms ALL parks every command, CLIENT UNPAUSE (itself never
  *   parked) lets them go at once; a pause of 0 ms changes nothing; the
- *   argument errors are Redis's.
+ *   argument errors are Redis's; a stop closes a held connection.
  * Lower bounds only (a parked request is not answered before the pause
  * ends); every wait is bounded; daemons are stopped by pid.
  */
@@ -256,9 +256,23 @@ START_TEST(pause_all_until_unpause)
     H_EXPECT(cleanup, !readable(b, 0), "the later WRITE pause shortened ALL");
     h_free(h_call(c, "CLIENT", "UNPAUSE", NULL));
     expect_raw(b, "$-1\r\n", "GET after the second unpause");
+    /* a stop closes a held connection without running what it sent */
+    h_free(h_call(a, "CLIENT", "PAUSE", "60000", "ALL", NULL));
+    ck_assert_int_eq(h_sendv(b, "SET", "never", "run", NULL), 0);
+    h_sleep_ms(100);
+    int64_t t1 = h_now_ms();
+    ck_assert_int_eq(h_halt(&D), 0); /* stopped, its files kept */
+    H_EXPECT(cleanup, h_now_ms() - t1 < 10000, "the stop waited for the pause");
+    H_EXPECT(cleanup, h_read(b) == NULL, "the held SET was answered");
     close(a);
     close(b);
     close(c);
+    ck_assert_int_eq(h_restart(&D), 0);
+    int d = h_connect(D.port);
+    struct h_reply *gr = h_call(d, "GET", "never", NULL);
+    H_EXPECT(cleanup, strcmp(gr->raw, "$-1\r\n") == 0, "the held SET ran: %s", gr->raw);
+    h_free(gr);
+    close(d);
     ck_assert_int_eq(h_stop(&D), 0);
 }
 END_TEST

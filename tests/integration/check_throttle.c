@@ -3,7 +3,8 @@
  * real daemon (issue 32):
  * - redis-cell's replies: its README's example, a burst drained to a
  *   limited answer with retry-after, a quantity of 0 that only looks,
- *   argument errors, inside MULTI (answered at EXEC, in its place);
+ *   argument errors, app-ratelimit-key-max (CONFIG SET), not held by
+ *   CLIENT PAUSE WRITE, inside MULTI (answered at EXEC, in its place);
  * - one colo, one table: calls alternating between two edges share the
  *   key's bucket, so N edges never admit more than the limit;
  * - never an owner's business: a storm of checks moves no owner counter
@@ -105,6 +106,16 @@ START_TEST(replies_as_redis_cell)
               "CL.THROTTLE", "k", "1", "1", "1", "x");
     EXPECT_ON(fd, "-ERR wrong number of arguments for 'cl.throttle' command\r\n", "CL.THROTTLE",
               "k", "1", "1");
+    /* app-ratelimit-key-max bounds the key (reloadable) */
+    EXPECT_ON(fd, "+OK\r\n", "CONFIG", "SET", "app-ratelimit-key-max", "8");
+    EXPECT_ON(fd, "-ERR CL.THROTTLE key longer than app-ratelimit-key-max\r\n", "CL.THROTTLE",
+              "123456789", "1", "1", "1");
+    EXPECT4(fd, REPLY4(0, 2, 1, -1), "CL.THROTTLE", "12345678", "1", "1", "1");
+    EXPECT_ON(fd, "+OK\r\n", "CONFIG", "SET", "app-ratelimit-key-max", "1024");
+    /* CLIENT PAUSE WRITE does not hold it: it is no write */
+    EXPECT_ON(fd, "+OK\r\n", "CLIENT", "PAUSE", "5000", "WRITE");
+    EXPECT4(fd, REPLY4(0, 2, 1, -1), "CL.THROTTLE", "paused", "1", "1", "1");
+    EXPECT_ON(fd, "+OK\r\n", "CLIENT", "UNPAUSE");
     EXPECT_ON(fd, "+OK\r\n", "MULTI");
     EXPECT_ON(fd, "+QUEUED\r\n", "CL.THROTTLE", "m", "0", "1", "10");
     EXPECT_ON(fd, "+QUEUED\r\n", "SET", "m", "v");
